@@ -1,0 +1,187 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
+	"github.com/xcloak/xcloak/ratelimit/baseline"
+)
+
+// benchClient returns a client with enough connections for 64 parallel
+// callers, under a fresh prefix that the test environment cleans up.
+func benchClient(b *testing.B) (*redis.Client, string) {
+	_, prefix := testenv.Redis(b)
+	opts, err := redis.ParseURL(testenv.RedisURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.PoolSize = 128
+	rdb := redis.NewClient(opts)
+	b.Cleanup(func() { rdb.Close() })
+	return rdb, prefix
+}
+
+// trivialScript is the ceiling: the cheapest possible EVALSHA with one key.
+var trivialScript = redis.NewScript("return 1")
+
+// BenchmarkDecision measures decisions per second and latency percentiles of
+// XCloak's limiter next to the seed's check-then-act baseline, redis_rate's
+// GCRA and a trivial EVALSHA, on one key (every call after the tenth is a
+// rejection) and on 100,000 keys (mostly admissions), with 1 and 64 callers.
+//
+//	go test -run '^$' -bench Decision -benchtime 20000x ./ratelimit/
+func BenchmarkDecision(b *testing.B) {
+	rdb, prefix := benchClient(b)
+	limiter := newLimiter(b, rdb, prefix)
+	naive := baseline.NewCheckThenAct(rdb)
+	gcra := redis_rate.NewLimiter(rdb)
+	limit := ratelimit.PerMinute(10)
+
+	deciders := []struct {
+		name   string
+		decide func(ctx context.Context, id string) error
+	}{
+		{"xcloak", func(ctx context.Context, id string) error {
+			_, err := limiter.Allow(ctx, ratelimit.Rule{Name: "bench", ID: id, Limit: limit})
+			return err
+		}},
+		{"baseline", func(ctx context.Context, id string) error {
+			_, err := naive.Allow(ctx, prefix+"naive:"+id, limit.Count, limit.Window)
+			return err
+		}},
+		{"redis_rate", func(ctx context.Context, id string) error {
+			_, err := gcra.Allow(ctx, prefix+"gcra:"+id, redis_rate.PerMinute(limit.Count))
+			return err
+		}},
+		{"evalsha", func(ctx context.Context, id string) error {
+			return trivialScript.Run(ctx, rdb, []string{prefix + "trivial:" + id}).Err()
+		}},
+	}
+	for _, d := range deciders {
+		for _, keys := range []int{1, 100_000} {
+			ids := make([]string, keys)
+			for i := range ids {
+				ids[i] = strconv.Itoa(i)
+			}
+			for _, clients := range []int{1, 64} {
+				b.Run(fmt.Sprintf("%s/keys=%d/clients=%d", d.name, keys, clients), func(b *testing.B) {
+					run(b, clients, func(ctx context.Context, i int) error { return d.decide(ctx, ids[i%keys]) })
+				})
+			}
+		}
+	}
+}
+
+// run spreads b.N calls over the given number of goroutines and reports
+// throughput and the 50th and 99th percentile latency of one call.
+func run(b *testing.B, clients int, call func(ctx context.Context, i int) error) {
+	ctx := context.Background()
+	var (
+		next      atomic.Int64
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		latencies = make([]time.Duration, 0, b.N)
+		failed    atomic.Value
+	)
+	b.ResetTimer()
+	start := time.Now()
+	for range clients {
+		wg.Go(func() {
+			local := make([]time.Duration, 0, b.N/clients+1)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					break
+				}
+				t0 := time.Now()
+				if err := call(ctx, i); err != nil {
+					failed.Store(err)
+					break
+				}
+				local = append(local, time.Since(t0))
+			}
+			mu.Lock()
+			latencies = append(latencies, local...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err, ok := failed.Load().(error); ok {
+		b.Fatal(err)
+	}
+	slices.Sort(latencies)
+	pct := func(p float64) float64 {
+		return float64(latencies[int(p*float64(len(latencies)-1))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+}
+
+// BenchmarkKeyMemory reports the Redis memory one tracked identity costs
+// (MEMORY USAGE, averaged over 1,000 keys filled to the limit), for XCloak's
+// log at limits 10 and 100 and for redis_rate's single GCRA value. The work
+// is done once whatever b.N is:
+//
+//	go test -run '^$' -bench KeyMemory -benchtime 1x ./ratelimit/
+func BenchmarkKeyMemory(b *testing.B) {
+	rdb, prefix := benchClient(b)
+	limiter := newLimiter(b, rdb, prefix)
+	gcra := redis_rate.NewLimiter(rdb)
+	ctx := context.Background()
+	const keys = 1000
+	perKey := func(b *testing.B, match string) {
+		var total int64
+		var n int
+		iter := rdb.Scan(ctx, 0, match, 1000).Iterator()
+		for iter.Next(ctx) {
+			used, err := rdb.MemoryUsage(ctx, iter.Val(), 0).Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += used
+			n++
+		}
+		if err := iter.Err(); err != nil || n != keys {
+			b.Fatalf("found %d keys (%v), want %d", n, err, keys)
+		}
+		b.ReportMetric(float64(total)/float64(n), "bytes/key")
+	}
+	for _, limit := range []int{10, 100} {
+		b.Run(fmt.Sprintf("xcloak/limit=%d", limit), func(b *testing.B) {
+			name := fmt.Sprintf("mem%d", limit)
+			for k := range keys {
+				rule := ratelimit.Rule{Name: name, ID: strconv.Itoa(k), Limit: ratelimit.Limit{Count: limit, Window: time.Hour}}
+				for range limit {
+					if _, err := limiter.Allow(ctx, rule); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			perKey(b, prefix+"{"+name+":*")
+		})
+		b.Run(fmt.Sprintf("redis_rate/limit=%d", limit), func(b *testing.B) {
+			for k := range keys {
+				key := fmt.Sprintf("%sgcra%d:%d", prefix, limit, k)
+				if _, err := gcra.AllowN(ctx, key, redis_rate.PerHour(limit), limit); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// redis_rate puts its own "rate:" in front of every key.
+			perKey(b, fmt.Sprintf("rate:%sgcra%d:*", prefix, limit))
+		})
+	}
+}

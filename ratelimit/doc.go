@@ -1,0 +1,27 @@
+// Package ratelimit holds XCloak's request limits in Redis, exactly, under any
+// concurrency and across any number of XCloak replicas.
+//
+// Each [Rule] is a sliding-window log: a sorted set of the times at which
+// requests were admitted in the last [Limit.Window]. One Lua script
+// (sliding_window.lua) reads Redis' clock, counts the window and, only when
+// there is room, records the request, all in one atomic step; a rejected
+// request writes nothing. Every key a script touches arrives in KEYS and
+// carries one hash tag, so the same code runs on a single Redis and on a Redis
+// Cluster; every key expires one window after its newest entry.
+//
+// A request is usually checked against several rules at once (per client
+// network and per account). [Limiter.AllowAll] does that in one round trip and
+// admits the request only when every rule admits it. A request rejected by any
+// rule consumes quota in none: the entries it made in the rules that admitted
+// it are taken back. An attacker who is blocked by one rule therefore cannot
+// keep draining another (a blocked address cannot use up a victim's account
+// quota), and a request that never reaches password checking counts nowhere.
+// Because rules live in different hash slots, taking back is a second round
+// trip, made only for requests that were admitted by some rules and rejected
+// by others. Until it lands the reserved entry can make a concurrent request
+// see one slot fewer; that errs towards rejecting and never admits a request
+// past any limit.
+//
+// The seed design's check-then-act limiter lives in the subpackage baseline,
+// for tests, benchmarks and the credential-stuffing simulator only.
+package ratelimit

@@ -1,0 +1,249 @@
+package ratelimit
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Rule is one limit applied to one identity.
+type Rule struct {
+	// Name names the rule, such as "login_ip"; rules with the same name
+	// share their logs. It is 1 to 32 characters from [a-z0-9_].
+	Name string
+	// ID is the identity limited: a client network, a normalised email, a
+	// device id. Any string works; it is hashed into the key.
+	ID string
+	// Limit is how many requests the rule admits per window.
+	Limit Limit
+}
+
+// Result is one rule's verdict on one request.
+type Result struct {
+	// Name is the rule's name.
+	Name string
+	// Limit is the limit that was applied.
+	Limit Limit
+	// Allowed reports whether this rule admits the request.
+	Allowed bool
+	// Count is the number of requests the rule holds in its window after
+	// the decision: the request itself is included only when the whole
+	// decision admitted it.
+	Count int
+	// Remaining is how many more requests the rule would admit right now.
+	Remaining int
+	// RetryAfter is, for a rejection, how long until this rule admits one
+	// more request: exact to the microsecond of Redis' clock, never zero
+	// and never early. It is zero when Allowed.
+	RetryAfter time.Duration
+}
+
+// Decision is the verdict on one request checked against several rules.
+type Decision struct {
+	// Allowed reports whether every rule admitted the request. Only then
+	// does the request count in any rule.
+	Allowed bool
+	// Results holds each rule's verdict, in the order the rules were given.
+	Results []Result
+	// RetryAfter is, for a rejection, the longest RetryAfter of the rules
+	// that rejected: the earliest time a retry can succeed. Zero when
+	// Allowed.
+	RetryAfter time.Duration
+}
+
+// RetryAfterSeconds returns RetryAfter in whole seconds, rounded up, as the
+// Retry-After header wants it: a client that waits that long is not early.
+func (d Decision) RetryAfterSeconds() int {
+	return ceilSeconds(d.RetryAfter)
+}
+
+// Rejected returns the results of the rules that rejected the request.
+func (d Decision) Rejected() []Result {
+	var out []Result
+	for _, r := range d.Results {
+		if !r.Allowed {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func ceilSeconds(d time.Duration) int {
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// Limiter enforces rules on a Redis or a Redis Cluster. It is safe for
+// concurrent use, and any number of Limiters on any number of hosts that
+// share a Redis and a prefix enforce the same limits together.
+type Limiter struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// NewLimiter returns a Limiter whose keys start with prefix (for example
+// "xcloak:"). The prefix must not contain '{' or '}'.
+func NewLimiter(rdb redis.UniversalClient, prefix string) (*Limiter, error) {
+	if _, err := NewKeys(prefix, "rule"); err != nil {
+		return nil, err
+	}
+	return &Limiter{rdb: rdb, prefix: prefix}, nil
+}
+
+// Allow checks one rule and records the request if it is admitted.
+func (l *Limiter) Allow(ctx context.Context, rule Rule) (Result, error) {
+	d, err := l.AllowAll(ctx, rule)
+	if err != nil {
+		return Result{}, err
+	}
+	return d.Results[0], nil
+}
+
+// AllowAll checks a request against every rule in one round trip and admits
+// it only if all of them do. A rejected request consumes quota in no rule
+// (see the package documentation). On error the request must be treated as
+// not decided; nothing it recorded is kept.
+func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error) {
+	if len(rules) == 0 {
+		return Decision{}, errors.New("ratelimit: no rules")
+	}
+	keys := make([]string, len(rules))
+	for i, r := range rules {
+		k, err := l.key(r)
+		if err != nil {
+			return Decision{}, err
+		}
+		keys[i] = k
+	}
+	member := newMember()
+
+	cmds := l.eval(ctx, rules, keys, member)
+	d := Decision{Allowed: true, Results: make([]Result, len(rules))}
+	var firstErr error
+	for i, cmd := range cmds {
+		res, err := parseResult(rules[i], cmd)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("ratelimit: rule %s: %w", rules[i].Name, err)
+			}
+			res = Result{Name: rules[i].Name, Limit: rules[i].Limit}
+		}
+		d.Results[i] = res
+		if !res.Allowed {
+			d.Allowed = false
+			d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
+		}
+	}
+	if d.Allowed && firstErr == nil {
+		return d, nil
+	}
+	if len(rules) > 1 {
+		l.takeBack(ctx, d.Results, keys, member)
+	}
+	if firstErr != nil {
+		return Decision{}, firstErr
+	}
+	return d, nil
+}
+
+// Reset forgets every request recorded for id under the rule name.
+func (l *Limiter) Reset(ctx context.Context, name, id string) error {
+	k, err := l.key(Rule{Name: name, ID: id, Limit: Limit{Count: 1, Window: time.Second}})
+	if err != nil {
+		return err
+	}
+	return l.rdb.Del(ctx, k).Err()
+}
+
+func (l *Limiter) key(r Rule) (string, error) {
+	if err := checkName(r.Name); err != nil {
+		return "", fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
+	}
+	if err := r.Limit.Validate(); err != nil {
+		return "", err
+	}
+	return Keys{prefix: l.prefix, kind: r.Name}.Key(r.ID, ""), nil
+}
+
+// eval runs the script once per rule, in one round trip. A rule whose node
+// answered NOSCRIPT did not run, so it alone is sent again with EVAL.
+func (l *Limiter) eval(ctx context.Context, rules []Rule, keys []string, member string) []*redis.Cmd {
+	args := func(r Rule) []any {
+		return []any{r.Limit.Count, r.Limit.Window.Microseconds(), member}
+	}
+	if len(rules) == 1 {
+		return []*redis.Cmd{slidingWindow.Run(ctx, l.rdb, keys, args(rules[0])...)}
+	}
+	cmds := make([]*redis.Cmd, len(rules))
+	pipe := l.rdb.Pipeline()
+	for i, r := range rules {
+		cmds[i] = slidingWindow.EvalSha(ctx, pipe, keys[i:i+1], args(r)...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	var again []int
+	for i, cmd := range cmds {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		pipe := l.rdb.Pipeline()
+		for _, i := range again {
+			cmds[i] = slidingWindow.Eval(ctx, pipe, keys[i:i+1], args(rules[i])...)
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	return cmds
+}
+
+// takeBack removes the entries a request made in the rules that admitted it
+// after another rule rejected it (or failed). It runs even if the caller's
+// context is done, since an entry left behind would only over-count; and if
+// it fails, that is all that happens until the entry leaves the window.
+func (l *Limiter) takeBack(ctx context.Context, results []Result, keys []string, member string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	pipe := l.rdb.Pipeline()
+	for i := range results {
+		if results[i].Allowed {
+			pipe.ZRem(ctx, keys[i], member)
+			results[i].Count--
+			results[i].Remaining++
+		}
+	}
+	if pipe.Len() > 0 {
+		_, _ = pipe.Exec(ctx)
+	}
+}
+
+func parseResult(r Rule, cmd *redis.Cmd) (Result, error) {
+	vals, err := cmd.Int64Slice()
+	if err != nil {
+		return Result{}, err
+	}
+	if len(vals) != 3 {
+		return Result{}, fmt.Errorf("unexpected reply %v", vals)
+	}
+	res := Result{
+		Name:       r.Name,
+		Limit:      r.Limit,
+		Allowed:    vals[0] == 1,
+		Count:      int(vals[1]),
+		RetryAfter: time.Duration(vals[2]) * time.Microsecond,
+	}
+	res.Remaining = max(r.Limit.Count-res.Count, 0)
+	return res, nil
+}
+
+// newMember names one admission. 64 random bits make a clash between two
+// admissions in one window vanishingly unlikely, and the script refuses
+// rather than miscounts if one happens.
+func newMember() string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
+	return string(b[:])
+}

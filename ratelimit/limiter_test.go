@@ -1,0 +1,486 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
+	"github.com/xcloak/xcloak/ratelimit/baseline"
+)
+
+const trials = 5
+
+// burst starts n goroutines, releases them at once, and counts how many
+// allow admits. Any error fails the test.
+func burst(t *testing.T, n int, allow func(i int) (bool, error)) int {
+	t.Helper()
+	var (
+		wg       sync.WaitGroup
+		start    = make(chan struct{})
+		admitted atomic.Int64
+		errs     = make(chan error, n)
+	)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			ok, err := allow(i)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if ok {
+				admitted.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("request failed: %v", err)
+	}
+	return int(admitted.Load())
+}
+
+// replicas returns two Limiters on two separate connections to the same
+// Redis and prefix, standing for two XCloak processes.
+func replicas(t *testing.T) (a, b *ratelimit.Limiter, rdb *redis.Client, prefix string) {
+	t.Helper()
+	rdb, prefix = testenv.Redis(t)
+	other, _ := testenv.Redis(t)
+	return newLimiter(t, rdb, prefix), newLimiter(t, other, prefix), rdb, prefix
+}
+
+func newLimiter(t testing.TB, rdb redis.UniversalClient, prefix string) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.NewLimiter(rdb, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestAllowExactUnderConcurrency(t *testing.T) {
+	one, two, _, _ := replicas(t)
+	for _, limit := range []int{1, 10, 100} {
+		for _, n := range []int{10, 100, 1000} {
+			want := min(limit, n)
+			lim := ratelimit.Limit{Count: limit, Window: time.Minute}
+			t.Run(fmt.Sprintf("limit=%d/requests=%d/one_client", limit, n), func(t *testing.T) {
+				for trial := range trials {
+					rule := ratelimit.Rule{Name: "login_account", ID: fmt.Sprintf("%s-%d", t.Name(), trial), Limit: lim}
+					got := burst(t, n, func(int) (bool, error) {
+						r, err := one.Allow(t.Context(), rule)
+						return r.Allowed, err
+					})
+					if got != want {
+						t.Errorf("trial %d: admitted %d, want exactly %d", trial, got, want)
+					}
+				}
+			})
+			t.Run(fmt.Sprintf("limit=%d/requests=%d/two_replicas", limit, n), func(t *testing.T) {
+				for trial := range trials {
+					rule := ratelimit.Rule{Name: "login_account", ID: fmt.Sprintf("%s-%d", t.Name(), trial), Limit: lim}
+					got := burst(t, n, func(i int) (bool, error) {
+						l := one
+						if i%2 == 1 {
+							l = two
+						}
+						r, err := l.Allow(t.Context(), rule)
+						return r.Allowed, err
+					})
+					if got != want {
+						t.Errorf("trial %d: admitted %d, want exactly %d", trial, got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestBaselineOverAdmits reproduces the seed's bug, so that the exactness
+// test above is known to be able to fail.
+func TestBaselineOverAdmits(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	naive := baseline.NewCheckThenAct(rdb)
+	const limit = 10
+	for _, n := range []int{100, 1000} {
+		t.Run(fmt.Sprintf("requests=%d", n), func(t *testing.T) {
+			worst := 0
+			for trial := range trials {
+				key := fmt.Sprintf("%snaive:%d:%d", prefix, n, trial)
+				got := burst(t, n, func(int) (bool, error) {
+					return naive.Allow(t.Context(), key, limit, time.Minute)
+				})
+				t.Logf("trial %d: baseline admitted %d of %d with limit %d", trial, got, n, limit)
+				worst = max(worst, got)
+			}
+			if worst <= limit {
+				t.Errorf("baseline admitted at most %d in %d trials; the check-then-act race should exceed %d", worst, trials, limit)
+			}
+		})
+	}
+}
+
+func TestAllowResult(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	rule := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 3, Window: time.Minute}}
+	for i := 1; i <= 3; i++ {
+		r, err := l.Allow(t.Context(), rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Allowed || r.Count != i || r.Remaining != 3-i || r.RetryAfter != 0 {
+			t.Fatalf("request %d: got %+v, want allowed, count %d, remaining %d, no retry-after", i, r, i, 3-i)
+		}
+	}
+	r, err := l.Allow(t.Context(), rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Allowed || r.Count != 3 || r.Remaining != 0 {
+		t.Fatalf("4th request: got %+v, want rejected with count 3, remaining 0", r)
+	}
+	if r.RetryAfter <= 0 || r.RetryAfter > time.Minute {
+		t.Fatalf("4th request: retry-after %v, want within (0, 1m]", r.RetryAfter)
+	}
+}
+
+// redisTime reads Redis' clock in microseconds.
+func redisTime(t *testing.T, rdb redis.UniversalClient) int64 {
+	t.Helper()
+	now, err := rdb.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now.UnixMicro()
+}
+
+// TestRetryAfterIsExact checks retry-after against the log itself: it must
+// be the time until the oldest entry that has to leave does leave, measured
+// on Redis' clock read just before and just after the decision.
+func TestRetryAfterIsExact(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	window := 10 * time.Second
+	rule := ratelimit.Rule{Name: "login_account", ID: "a@example.com", Limit: ratelimit.Limit{Count: 3, Window: window}}
+	for range 3 {
+		if _, err := l.Allow(t.Context(), rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, _ := ratelimit.NewKeys(prefix, "login_account")
+	entries, err := rdb.ZRangeWithScores(t.Context(), key.Key(rule.ID, ""), 0, -1).Result()
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("log holds %v (%v), want 3 entries", entries, err)
+	}
+	oldest := int64(entries[0].Score)
+
+	before := redisTime(t, rdb)
+	r, err := l.Allow(t.Context(), rule)
+	after := redisTime(t, rdb)
+	if err != nil || r.Allowed {
+		t.Fatalf("got %+v, %v; want a rejection", r, err)
+	}
+	got := r.RetryAfter.Microseconds()
+	lo, hi := oldest+window.Microseconds()-after, oldest+window.Microseconds()-before
+	if got < lo || got > hi || got <= 0 {
+		t.Fatalf("retry-after %dµs, want within [%d, %d]µs and above zero", got, lo, hi)
+	}
+	d := ratelimit.Decision{RetryAfter: r.RetryAfter}
+	if s := d.RetryAfterSeconds(); time.Duration(s)*time.Second < r.RetryAfter || s < 1 {
+		t.Fatalf("RetryAfterSeconds %d rounds %v down", s, r.RetryAfter)
+	}
+}
+
+// TestWindowSlides uses a short window on Redis' clock. The only waits are
+// the retry-afters the limiter itself returns: a retry after that long must
+// be admitted, which is what "never early" means to a client.
+func TestWindowSlides(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	window := 400 * time.Millisecond
+	rule := ratelimit.Rule{Name: "login_ip", ID: "198.51.100.7", Limit: ratelimit.Limit{Count: 2, Window: window}}
+	allow := func() ratelimit.Result {
+		t.Helper()
+		r, err := l.Allow(t.Context(), rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if !allow().Allowed {
+		t.Fatal("first request rejected")
+	}
+	time.Sleep(window / 2)
+	if !allow().Allowed {
+		t.Fatal("second request rejected")
+	}
+	for retry := range 3 {
+		r := allow()
+		if r.Allowed {
+			// The machine stalled past an entry's departure; the next
+			// iteration checks the retry-after of the new window.
+			continue
+		}
+		if r.RetryAfter <= 0 || r.RetryAfter > window {
+			t.Fatalf("retry %d: retry-after %v, want within (0, %v]", retry, r.RetryAfter, window)
+		}
+		time.Sleep(r.RetryAfter)
+		if got := allow(); !got.Allowed {
+			t.Fatalf("retry %d: rejected after waiting the retry-after %v: %+v", retry, r.RetryAfter, got)
+		}
+	}
+	key, _ := ratelimit.NewKeys(prefix, "login_ip")
+	n, err := rdb.ZCard(t.Context(), key.Key(rule.ID, "")).Result()
+	if err != nil || n > 2 {
+		t.Fatalf("log holds %d entries (%v), want at most the limit 2: old entries must leave", n, err)
+	}
+}
+
+// TestKeysExpireAndRejectsWriteNothing checks the two storage promises:
+// every key has a TTL of at most one window, and a rejection leaves the key
+// byte for byte as it was.
+func TestKeysExpireAndRejectsWriteNothing(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	windows := map[string]time.Duration{"login_ip": 10 * time.Minute, "login_account": 10 * time.Minute, "reset_account": time.Hour}
+	for name, window := range windows {
+		for id := range 5 {
+			rule := ratelimit.Rule{Name: name, ID: strconv.Itoa(id), Limit: ratelimit.Limit{Count: 3, Window: window}}
+			for range 5 {
+				if _, err := l.Allow(t.Context(), rule); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+
+	keys, err := rdb.Keys(t.Context(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 15 {
+		t.Fatalf("limiter created %d keys %q, want 15 (one per rule and identity, nothing else)", len(keys), keys)
+	}
+	for _, k := range keys {
+		ttl, err := rdb.PTTL(t.Context(), k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := k[len(prefix)+1:]
+		name = name[:len(name)-len(ratelimit.Digest(""))-2]
+		if ttl <= 0 || ttl > windows[name] {
+			t.Errorf("key %q: TTL %v, want within (0, %v]", k, ttl, windows[name])
+		}
+	}
+
+	rule := ratelimit.Rule{Name: "login_ip", ID: "0", Limit: ratelimit.Limit{Count: 3, Window: 10 * time.Minute}}
+	kb, _ := ratelimit.NewKeys(prefix, "login_ip")
+	key := kb.Key(rule.ID, "")
+	before, err := rdb.Dump(t.Context(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttlBefore := rdb.PTTL(t.Context(), key).Val()
+	for range 10 {
+		if r, err := l.Allow(t.Context(), rule); err != nil || r.Allowed {
+			t.Fatalf("got %+v, %v; want a rejection", r, err)
+		}
+	}
+	after, err := rdb.Dump(t.Context(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != after {
+		t.Error("a rejected request changed the key's contents")
+	}
+	if ttlAfter := rdb.PTTL(t.Context(), key).Val(); ttlAfter > ttlBefore {
+		t.Errorf("a rejected request extended the TTL from %v to %v", ttlBefore, ttlAfter)
+	}
+}
+
+// TestAllowAllRejectedConsumesNothing pins the documented choice: a request
+// rejected by one rule leaves no entry in the rules that admitted it.
+func TestAllowAllRejectedConsumesNothing(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	ipLimit := ratelimit.Limit{Count: 3, Window: time.Minute}
+	acctLimit := ratelimit.Limit{Count: 5, Window: time.Minute}
+	rules := func(ip, account string) []ratelimit.Rule {
+		return []ratelimit.Rule{
+			{Name: "login_ip", ID: ip, Limit: ipLimit},
+			{Name: "login_account", ID: account, Limit: acctLimit},
+		}
+	}
+	count := func(name, id string) int64 {
+		k, _ := ratelimit.NewKeys(prefix, name)
+		return rdb.ZCard(t.Context(), k.Key(id, "")).Val()
+	}
+
+	// The address uses up its quota on three accounts.
+	for _, acct := range []string{"a", "b", "c"} {
+		d, err := l.AllowAll(t.Context(), rules("192.0.2.1", acct)...)
+		if err != nil || !d.Allowed {
+			t.Fatalf("account %s: got %+v, %v; want admitted", acct, d, err)
+		}
+	}
+	// Now it is blocked; its attempts on the victim must not drain the
+	// victim's account quota.
+	for range 10 {
+		d, err := l.AllowAll(t.Context(), rules("192.0.2.1", "victim")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			t.Fatal("request past the address limit admitted")
+		}
+		if rej := d.Rejected(); len(rej) != 1 || rej[0].Name != "login_ip" {
+			t.Fatalf("rejected by %+v, want only login_ip", rej)
+		}
+		if d.RetryAfter <= 0 {
+			t.Fatalf("retry-after %v, want > 0", d.RetryAfter)
+		}
+		if r := d.Results[1]; !r.Allowed || r.Count != 0 || r.Remaining != acctLimit.Count {
+			t.Fatalf("victim rule result %+v: want allowed on its own, count 0, remaining %d", r, acctLimit.Count)
+		}
+	}
+	if n := count("login_account", "victim"); n != 0 {
+		t.Fatalf("victim's account log holds %d entries after only rejected requests, want 0", n)
+	}
+	// And the other way round: requests rejected by the account rule do not
+	// use up the address's quota.
+	for i := range 5 {
+		if d, err := l.AllowAll(t.Context(), rules(fmt.Sprintf("203.0.113.%d", i), "busy")...); err != nil || !d.Allowed {
+			t.Fatalf("got %+v, %v; want admitted", d, err)
+		}
+	}
+	for range 5 {
+		d, err := l.AllowAll(t.Context(), rules("198.51.100.1", "busy")...)
+		if err != nil || d.Allowed {
+			t.Fatalf("got %+v, %v; want rejected by the account rule", d, err)
+		}
+	}
+	if n := count("login_ip", "198.51.100.1"); n != 0 {
+		t.Fatalf("address log holds %d entries after only rejected requests, want 0", n)
+	}
+}
+
+// TestAllowAllExactUnderConcurrency fires requests that share one address
+// and one account at both rules: no rule ever admits past its limit, the
+// decision admits at most the smaller limit, and the logs hold exactly the
+// admitted requests (everything rejected was taken back).
+func TestAllowAllExactUnderConcurrency(t *testing.T) {
+	one, two, rdb, prefix := replicas(t)
+	for _, n := range []int{100, 1000} {
+		for trial := range trials {
+			ip, acct := fmt.Sprintf("ip-%d-%d", n, trial), fmt.Sprintf("acct-%d-%d", n, trial)
+			rules := []ratelimit.Rule{
+				{Name: "login_ip", ID: ip, Limit: ratelimit.Limit{Count: 50, Window: time.Minute}},
+				{Name: "login_account", ID: acct, Limit: ratelimit.Limit{Count: 10, Window: time.Minute}},
+			}
+			got := burst(t, n, func(i int) (bool, error) {
+				l := one
+				if i%2 == 1 {
+					l = two
+				}
+				d, err := l.AllowAll(t.Context(), rules...)
+				return d.Allowed, err
+			})
+			if got > 10 || got < 1 {
+				t.Errorf("requests=%d trial %d: admitted %d, want 1..10", n, trial, got)
+			}
+			for _, r := range rules {
+				k, _ := ratelimit.NewKeys(prefix, r.Name)
+				if c := rdb.ZCard(t.Context(), k.Key(r.ID, "")).Val(); c != int64(got) {
+					t.Errorf("requests=%d trial %d: rule %s holds %d entries, want the %d admitted", n, trial, r.Name, c, got)
+				}
+			}
+			t.Logf("requests=%d trial %d: admitted %d", n, trial, got)
+		}
+	}
+}
+
+// TestRecoversFromScriptFlush stands for a Redis restart or failover that
+// lost the script cache: the next decision reloads the script.
+func TestRecoversFromScriptFlush(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	lim := ratelimit.Limit{Count: 2, Window: time.Minute}
+	rules := []ratelimit.Rule{{Name: "login_ip", ID: "x", Limit: lim}, {Name: "login_account", ID: "y", Limit: lim}}
+	for i := range 3 {
+		if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.AllowAll(t.Context(), rules...)
+		if err != nil {
+			t.Fatalf("after SCRIPT FLUSH: %v", err)
+		}
+		if want := i < 2; d.Allowed != want {
+			t.Fatalf("request %d: allowed %v, want %v", i, d.Allowed, want)
+		}
+		if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Allow(t.Context(), ratelimit.Rule{Name: "single", ID: "z", Limit: lim}); err != nil {
+			t.Fatalf("single rule after SCRIPT FLUSH: %v", err)
+		}
+	}
+}
+
+func TestReset(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	rule := ratelimit.Rule{Name: "reset_account", ID: "a@example.com", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}}
+	if r, _ := l.Allow(t.Context(), rule); !r.Allowed {
+		t.Fatal("first request rejected")
+	}
+	if r, _ := l.Allow(t.Context(), rule); r.Allowed {
+		t.Fatal("second request admitted")
+	}
+	if err := l.Reset(t.Context(), rule.Name, rule.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := l.Allow(t.Context(), rule); !r.Allowed {
+		t.Fatal("request after Reset rejected")
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	if _, err := ratelimit.NewLimiter(rdb, "bad{prefix"); err == nil {
+		t.Error("NewLimiter accepted a prefix with '{'")
+	}
+	l := newLimiter(t, rdb, prefix)
+	ok := ratelimit.Limit{Count: 1, Window: time.Second}
+	for _, tc := range []struct {
+		name  string
+		rules []ratelimit.Rule
+	}{
+		{"no rules", nil},
+		{"empty name", []ratelimit.Rule{{Name: "", ID: "x", Limit: ok}}},
+		{"name with brace", []ratelimit.Rule{{Name: "a}b", ID: "x", Limit: ok}}},
+		{"upper-case name", []ratelimit.Rule{{Name: "Login", ID: "x", Limit: ok}}},
+		{"zero count", []ratelimit.Rule{{Name: "a", ID: "x", Limit: ratelimit.Limit{Count: 0, Window: time.Second}}}},
+		{"zero window", []ratelimit.Rule{{Name: "a", ID: "x", Limit: ratelimit.Limit{Count: 1}}}},
+		{"second rule bad", []ratelimit.Rule{{Name: "a", ID: "x", Limit: ok}, {Name: "b", ID: "x"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := l.AllowAll(t.Context(), tc.rules...); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+	if keys := rdb.Keys(context.Background(), prefix+"*").Val(); len(keys) != 0 {
+		t.Errorf("invalid requests wrote keys %q", keys)
+	}
+}

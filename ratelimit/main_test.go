@@ -1,0 +1,9 @@
+package ratelimit_test
+
+import (
+	"testing"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
