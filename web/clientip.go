@@ -1,0 +1,375 @@
+package web
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Limits on the forwarding information ClientIP reads. A client can send
+// headers of any size; these bounds keep the work per request small no matter
+// what arrives.
+const (
+	// maxForwardedHops is how many chain entries, counted from the right,
+	// ClientIP considers before it gives up looking further left.
+	maxForwardedHops = 32
+	// maxForwardedBytes is the largest total size of the header lines that
+	// carry the chain; anything larger is ignored as a whole.
+	maxForwardedBytes = 4 << 10
+)
+
+// ParseTrustedProxies parses a comma-separated list of CIDRs and single IP
+// addresses, such as "10.0.0.0/8, 192.168.1.7, ::1/128", as read from
+// XCLOAK_TRUSTED_PROXIES. Spaces around entries and empty entries are
+// ignored, so an empty string yields nil (trust no proxy). A single address
+// becomes a /32 or /128 prefix; host bits in a CIDR are masked off. An entry
+// that is not an address or CIDR is an error naming it.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var prefixes []netip.Prefix
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		p, err := parseTrustedEntry(entry)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", entry, err)
+		}
+		prefixes = append(prefixes, p)
+	}
+	return prefixes, nil
+}
+
+func parseTrustedEntry(entry string) (netip.Prefix, error) {
+	if strings.Contains(entry, "/") {
+		p, err := netip.ParsePrefix(entry)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		return normalizePrefix(p), nil
+	}
+	addr, err := netip.ParseAddr(entry)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	// Peers are compared without their zone, so a zone here could never
+	// match; refusing it beats silently trusting something else.
+	if addr.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("zone %q not allowed", addr.Zone())
+	}
+	return normalizePrefix(netip.PrefixFrom(addr, addr.BitLen())), nil
+}
+
+// normalizePrefix masks p and rewrites an IPv4-mapped IPv6 prefix such as
+// ::ffff:10.0.0.0/104 as 10.0.0.0/8, because addresses are unmapped before
+// they are compared and would otherwise never fall inside it.
+func normalizePrefix(p netip.Prefix) netip.Prefix {
+	addr, bits := p.Addr(), p.Bits()
+	if addr.Is4In6() && bits >= 96 {
+		addr, bits = addr.Unmap(), bits-96
+	}
+	return netip.PrefixFrom(addr, bits).Masked()
+}
+
+// ClientIPResolver finds the address of the client behind any trusted
+// proxies. Its zero value trusts no proxy, so every request's client is the
+// connection's peer. It is safe for concurrent use.
+type ClientIPResolver struct {
+	trusted []netip.Prefix
+}
+
+// NewClientIPResolver returns a resolver that reads forwarding headers only
+// from peers inside one of the trusted prefixes. The slice is copied; invalid
+// prefixes are dropped.
+func NewClientIPResolver(trusted []netip.Prefix) *ClientIPResolver {
+	r := &ClientIPResolver{}
+	for _, p := range trusted {
+		if p.IsValid() {
+			r.trusted = append(r.trusted, normalizePrefix(p))
+		}
+	}
+	return r
+}
+
+func (r *ClientIPResolver) isTrusted(addr netip.Addr) bool {
+	for _, p := range r.trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// ClientIP returns the address of the client that sent req.
+//
+// The peer is taken from req.RemoteAddr, which must be host:port; an
+// IPv4-mapped IPv6 peer is unmapped and a zone is dropped. A RemoteAddr that
+// cannot be parsed gives the zero Addr. If the peer is not a trusted proxy,
+// it is the client, whatever the request's headers claim.
+//
+// Behind a trusted peer, the forwarding chain is read from the for= values
+// of the Forwarded header (RFC 7239) if any Forwarded line is present, and
+// from X-Forwarded-For otherwise, taking every line in order and every
+// comma-separated entry. The chain is walked from the right, the end the
+// proxies append to: trusted addresses are skipped and the first untrusted
+// one is the client. Only trusted proxies vouch for the entry to their left,
+// so an entry that cannot be parsed ("unknown", an obfuscated "_hidden",
+// garbage) ends the walk and the last trusted hop seen is returned, as is
+// the leftmost entry when every hop is trusted. Entries may carry ports and
+// IPv6 brackets, as in "[2001:db8::1]:4711" or "192.0.2.43:47011".
+//
+// The walk considers at most 32 hops, and header lines larger than 4 KiB in
+// total are ignored, which makes the peer the client.
+func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
+	if req == nil {
+		return netip.Addr{}
+	}
+	peer, ok := parsePeer(req.RemoteAddr)
+	if !ok {
+		return netip.Addr{}
+	}
+	if !r.isTrusted(peer) {
+		return peer
+	}
+
+	lines, parseHop := req.Header.Values("Forwarded"), parseForwardedElement
+	if len(lines) == 0 {
+		lines, parseHop = req.Header.Values("X-Forwarded-For"), parseNode
+	}
+	size := 0
+	for _, line := range lines {
+		size += len(line)
+	}
+	if size > maxForwardedBytes {
+		return peer
+	}
+
+	last, hops := peer, 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		rest := lines[i]
+		for rest != "" {
+			// Commas always separate hops, even inside quotes: no valid node
+			// contains one, and honouring a quote the client opened would let
+			// it swallow the hop a proxy appends after it.
+			entry := rest
+			if j := strings.LastIndexByte(rest, ','); j >= 0 {
+				entry, rest = rest[j+1:], rest[:j]
+			} else {
+				rest = ""
+			}
+			entry = strings.Trim(entry, " \t")
+			if entry == "" {
+				continue // empty list elements are allowed and carry nothing
+			}
+			if hops++; hops > maxForwardedHops {
+				return last
+			}
+			addr, ok := parseHop(entry)
+			if !ok {
+				return last
+			}
+			if !r.isTrusted(addr) {
+				return addr
+			}
+			last = addr
+		}
+	}
+	return last
+}
+
+// parsePeer parses a connection's host:port address.
+func parsePeer(remoteAddr string) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return addr.Unmap().WithZone(""), true
+}
+
+// parseForwardedElement returns the address in the for= parameter of one
+// Forwarded element such as `for="[2001:db8::1]:4711";proto=https;by=10.0.0.1`.
+// An element with no for= or with more than one cannot be attributed to a
+// single hop and so does not parse.
+func parseForwardedElement(elem string) (netip.Addr, bool) {
+	var (
+		node  string
+		found bool
+	)
+	for elem != "" {
+		pair, rest, ok := cutPair(elem)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		elem = rest
+		pair = strings.Trim(pair, " \t")
+		if pair == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(pair, "=")
+		if !ok {
+			return netip.Addr{}, false
+		}
+		value, ok = unquote(strings.Trim(value, " \t"))
+		if !ok {
+			return netip.Addr{}, false
+		}
+		if strings.EqualFold(strings.Trim(name, " \t"), "for") {
+			if found {
+				return netip.Addr{}, false
+			}
+			node, found = value, true
+		}
+	}
+	if !found {
+		return netip.Addr{}, false
+	}
+	return parseNode(node)
+}
+
+// cutPair splits elem at the first semicolon outside a quoted string. It
+// reports false for an unterminated quote.
+func cutPair(elem string) (pair, rest string, ok bool) {
+	quoted := false
+	for i := 0; i < len(elem); i++ {
+		switch c := elem[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == ';':
+			return elem[:i], elem[i+1:], true
+		}
+	}
+	if quoted {
+		return "", "", false
+	}
+	return elem, "", true
+}
+
+// unquote returns the content of an RFC 7230 quoted-string, or v unchanged
+// if it is a token.
+func unquote(v string) (string, bool) {
+	if !strings.HasPrefix(v, `"`) {
+		return v, !strings.Contains(v, `"`)
+	}
+	if len(v) < 2 || v[len(v)-1] != '"' {
+		return "", false
+	}
+	v = v[1 : len(v)-1]
+	if !strings.ContainsAny(v, `\"`) {
+		return v, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			if i++; i == len(v) {
+				return "", false
+			}
+		case '"':
+			return "", false
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String(), true
+}
+
+// parseNode parses one hop's address: a bare IPv4 or IPv6 address, an IPv4
+// address with a port, or a bracketed IPv6 address with or without a port.
+// Ports may be obfuscated (RFC 7239 "_abc"); the address may not.
+func parseNode(s string) (netip.Addr, bool) {
+	host := s
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return netip.Addr{}, false
+		}
+		host = s[1:end]
+		if rest := s[end+1:]; rest != "" {
+			port, ok := strings.CutPrefix(rest, ":")
+			if !ok || !validPort(port) {
+				return netip.Addr{}, false
+			}
+		}
+		addr, err := netip.ParseAddr(host)
+		if err != nil || !addr.Is6() {
+			return netip.Addr{}, false
+		}
+		return addr.Unmap().WithZone(""), true
+	}
+	if addr, err := netip.ParseAddr(host); err == nil {
+		return addr.Unmap().WithZone(""), true
+	}
+	// Only IPv4 may carry a port without brackets; for IPv6 the port could
+	// not be told apart from the address.
+	host, port, ok := strings.Cut(s, ":")
+	if !ok || !validPort(port) {
+		return netip.Addr{}, false
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil || !addr.Is4() {
+		return netip.Addr{}, false
+	}
+	return addr, true
+}
+
+// validPort reports whether p is a decimal port or an RFC 7239 obfuscated
+// port ("_" followed by letters, digits, ".", "_" or "-").
+func validPort(p string) bool {
+	if p == "" {
+		return false
+	}
+	if obf, ok := strings.CutPrefix(p, "_"); ok {
+		if obf == "" {
+			return false
+		}
+		for _, c := range []byte(obf) {
+			if !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+				return false
+			}
+		}
+		return true
+	}
+	if len(p) > 5 {
+		return false
+	}
+	n := 0
+	for _, c := range []byte(p) {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n <= 65535
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// LimitPrefix returns the network a client is rate limited as: the /32 of an
+// IPv4 address, or the /64 of an IPv6 address, since a single subscriber is
+// routinely handed a whole /64 and could otherwise rotate through it. An
+// IPv4-mapped IPv6 address counts as IPv4. The invalid Addr gives the zero
+// Prefix.
+func LimitPrefix(addr netip.Addr) netip.Prefix {
+	if !addr.IsValid() {
+		return netip.Prefix{}
+	}
+	addr = addr.Unmap().WithZone("")
+	bits := 32
+	if addr.Is6() {
+		bits = 64
+	}
+	p, err := addr.Prefix(bits)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	return p
+}

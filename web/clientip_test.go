@@ -1,0 +1,328 @@
+package web
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestParseTrustedProxies(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []string
+		wantErr string // substring of the error; "" means no error
+	}{
+		{name: "empty", in: "", want: nil},
+		{name: "only spaces and commas", in: " , ,", want: nil},
+		{name: "mixed list", in: "10.0.0.0/8, 192.168.1.7, ::1/128", want: []string{"10.0.0.0/8", "192.168.1.7/32", "::1/128"}},
+		{name: "single IPv6", in: "2001:db8::5", want: []string{"2001:db8::5/128"}},
+		{name: "host bits masked", in: "10.1.2.3/8", want: []string{"10.0.0.0/8"}},
+		{name: "mapped prefix becomes IPv4", in: "::ffff:10.0.0.0/104", want: []string{"10.0.0.0/8"}},
+		{name: "mapped single address becomes IPv4", in: "::ffff:10.0.0.1", want: []string{"10.0.0.1/32"}},
+		{name: "trailing comma", in: "10.0.0.1,", want: []string{"10.0.0.1/32"}},
+		{name: "garbage entry", in: "10.0.0.0/8, proxy.internal", wantErr: `"proxy.internal"`},
+		{name: "bad prefix length", in: "10.0.0.0/33", wantErr: `"10.0.0.0/33"`},
+		{name: "zone", in: "fe80::1%eth0", wantErr: `"fe80::1%eth0"`},
+		{name: "port", in: "10.0.0.1:80", wantErr: `"10.0.0.1:80"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTrustedProxies(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseTrustedProxies(%q) error = %v, want one naming %s", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseTrustedProxies(%q) error = %v", tt.in, err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("ParseTrustedProxies(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+			for i := range got {
+				if got[i].String() != tt.want[i] {
+					t.Errorf("ParseTrustedProxies(%q)[%d] = %v, want %v", tt.in, i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestClientIP(t *testing.T) {
+	const trusted = "10.0.0.0/8, 192.168.1.7, 2001:db8:ffff::/48"
+	tests := []struct {
+		name    string
+		trusted string
+		remote  string
+		xff     []string // X-Forwarded-For lines
+		fwd     []string // Forwarded lines
+		want    string   // "" is the zero Addr
+	}{
+		// An untrusted peer is the client, whatever it claims.
+		{name: "no proxies trusted", trusted: "", remote: "10.0.0.1:1234", xff: []string{"203.0.113.9"}, want: "10.0.0.1"},
+		{name: "untrusted peer spoofs XFF", trusted: trusted, remote: "198.51.100.1:1234", xff: []string{"203.0.113.9"}, want: "198.51.100.1"},
+		{name: "untrusted peer spoofs trusted XFF", trusted: trusted, remote: "198.51.100.1:1234", xff: []string{"10.0.0.2"}, want: "198.51.100.1"},
+		{name: "untrusted peer spoofs Forwarded", trusted: trusted, remote: "198.51.100.1:1234", fwd: []string{"for=203.0.113.9"}, want: "198.51.100.1"},
+		{name: "untrusted IPv6 peer", trusted: trusted, remote: "[2001:db8::1]:443", xff: []string{"203.0.113.9"}, want: "2001:db8::1"},
+
+		// Trusted peers.
+		{name: "trusted peer without headers", trusted: trusted, remote: "10.0.0.1:1234", want: "10.0.0.1"},
+		{name: "trusted peer with empty XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{""}, want: "10.0.0.1"},
+		{name: "single proxy XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9"}, want: "203.0.113.9"},
+		{name: "single proxy by single address", trusted: trusted, remote: "192.168.1.7:1234", xff: []string{"203.0.113.9"}, want: "203.0.113.9"},
+		{name: "neighbour of single trusted address", trusted: trusted, remote: "192.168.1.8:1234", xff: []string{"203.0.113.9"}, want: "192.168.1.8"},
+		{name: "single proxy Forwarded", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9"}, want: "203.0.113.9"},
+		{name: "IPv6 proxy", trusted: trusted, remote: "[2001:db8:ffff::10]:443", xff: []string{"2001:db8:1::7"}, want: "2001:db8:1::7"},
+
+		// Chains of proxies.
+		{name: "chain of trusted proxies", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, 10.0.0.3, 192.168.1.7, 10.0.0.2"}, want: "203.0.113.9"},
+		{name: "chain over several lines", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, 10.0.0.3", "192.168.1.7", "10.0.0.2"}, want: "203.0.113.9"},
+		{name: "untrusted hop in chain stops walk", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, 198.51.100.7, 10.0.0.2"}, want: "198.51.100.7"},
+		{name: "every hop trusted gives leftmost", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"10.0.0.4, 10.0.0.3, 10.0.0.2"}, want: "10.0.0.4"},
+		{name: "empty elements ignored", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9,, 10.0.0.2 ,"}, want: "203.0.113.9"},
+
+		// Spoofing from the left: the client prepends entries, the proxies append.
+		{name: "client prepends fake trusted entries", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"10.0.0.9, 10.0.0.8, 203.0.113.9, 10.0.0.2"}, want: "203.0.113.9"},
+		{name: "client prepends fake client", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"1.2.3.4, 203.0.113.9"}, want: "203.0.113.9"},
+		{name: "client sends its own XFF line", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"1.2.3.4", "203.0.113.9"}, want: "203.0.113.9"},
+		{name: "client prepends fake Forwarded", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=1.2.3.4, for=10.0.0.5, for=203.0.113.9"}, want: "203.0.113.9"},
+		{name: "client opens quote proxy appends", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="1.2.3.4, for=203.0.113.9`}, want: "203.0.113.9"},
+		{name: "quoted comma cannot hide a hop", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="1.2.3.4,10.0.0.5", for=203.0.113.9`}, want: "203.0.113.9"},
+
+		// Entries that cannot be parsed end the walk at the last trusted hop.
+		{name: "garbage in the middle", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, not-an-ip, 10.0.0.2"}, want: "10.0.0.2"},
+		{name: "garbage right of client", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, garbage"}, want: "10.0.0.1"},
+		{name: "garbage left of client ignored", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"garbage, 203.0.113.9"}, want: "203.0.113.9"},
+		{name: "XFF unknown", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"unknown, 10.0.0.2"}, want: "10.0.0.2"},
+		{name: "Forwarded unknown", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=unknown, for=10.0.0.2"}, want: "10.0.0.2"},
+		{name: "Forwarded obfuscated", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=_hidden, for=10.0.0.2"}, want: "10.0.0.2"},
+		{name: "Forwarded without for", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9, proto=https"}, want: "10.0.0.1"},
+		{name: "Forwarded with two fors", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;for=198.51.100.1"}, want: "10.0.0.1"},
+		{name: "Forwarded unterminated quote", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.9`}, want: "10.0.0.1"},
+		{name: "Forwarded pair without value", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;secret"}, want: "10.0.0.1"},
+		{name: "bracketed IPv4", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"[203.0.113.9]"}, want: "10.0.0.1"},
+		{name: "bad port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9:99999"}, want: "10.0.0.1"},
+
+		// Forwarded syntax.
+		{name: "Forwarded quoted IPv4", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.9"`}, want: "203.0.113.9"},
+		{name: "Forwarded IPv4 with port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="192.0.2.43:47011"`}, want: "192.0.2.43"},
+		{name: "Forwarded IPv6 bracketed with port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="[2001:db8::1]:4711"`}, want: "2001:db8::1"},
+		{name: "Forwarded IPv6 bracketed", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`For="[2001:db8:cafe::17]"`}, want: "2001:db8:cafe::17"},
+		{name: "Forwarded obfuscated port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="192.0.2.43:_p1"`}, want: "192.0.2.43"},
+		{name: "Forwarded escaped quote content", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.\9"`}, want: "203.0.113.9"},
+		{name: "Forwarded several params", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;proto=https;by=10.0.0.2"}, want: "203.0.113.9"},
+		{name: "Forwarded for not first", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`proto=https; by="[2001:db8::9]"; for=203.0.113.9; host="a;b.example"`}, want: "203.0.113.9"},
+		{name: "Forwarded quoted semicolon in other param", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;ext="a;b"`}, want: "203.0.113.9"},
+		{name: "Forwarded chain", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;proto=https, for="[2001:db8:ffff::3]:80";by=10.0.0.1, for=10.0.0.2`}, want: "203.0.113.9"},
+		{name: "Forwarded multiple lines", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=198.51.100.3", "for=203.0.113.9;proto=http", "for=10.0.0.2"}, want: "203.0.113.9"},
+		{name: "Forwarded wins over XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{"for=203.0.113.9"}, want: "203.0.113.9"},
+		{name: "empty Forwarded still wins over XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{""}, want: "10.0.0.1"},
+
+		// XFF entry forms.
+		{name: "XFF IPv4 with port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9:5555"}, want: "203.0.113.9"},
+		{name: "XFF bracketed IPv6", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"[2001:db8::1]"}, want: "2001:db8::1"},
+		{name: "XFF bracketed IPv6 with port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"[2001:db8::1]:443"}, want: "2001:db8::1"},
+		{name: "XFF mapped IPv6 entry is trusted as IPv4", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, ::ffff:10.0.0.2"}, want: "203.0.113.9"},
+		{name: "XFF zone dropped", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"fe80::1%eth0"}, want: "fe80::1"},
+
+		// Peer forms.
+		{name: "mapped IPv6 peer matches IPv4 prefix", trusted: trusted, remote: "[::ffff:10.0.0.1]:1234", xff: []string{"203.0.113.9"}, want: "203.0.113.9"},
+		{name: "mapped IPv6 peer untrusted is unmapped", trusted: trusted, remote: "[::ffff:198.51.100.1]:1234", xff: []string{"203.0.113.9"}, want: "198.51.100.1"},
+		{name: "mapped trusted prefix", trusted: "::ffff:10.0.0.0/104", remote: "10.0.0.1:1234", xff: []string{"203.0.113.9"}, want: "203.0.113.9"},
+		{name: "IPv6 zone peer", trusted: trusted, remote: "[fe80::1%eth0]:1234", xff: []string{"203.0.113.9"}, want: "fe80::1"},
+		{name: "IPv6 zone peer trusted", trusted: "fe80::/10", remote: "[fe80::1%eth0]:1234", xff: []string{"203.0.113.9"}, want: "203.0.113.9"},
+		{name: "RemoteAddr without port", trusted: trusted, remote: "10.0.0.1", xff: []string{"203.0.113.9"}, want: ""},
+		{name: "RemoteAddr empty", trusted: trusted, remote: "", xff: []string{"203.0.113.9"}, want: ""},
+		{name: "RemoteAddr hostname", trusted: trusted, remote: "proxy.internal:80", xff: []string{"203.0.113.9"}, want: ""},
+		{name: "RemoteAddr unbracketed IPv6", trusted: trusted, remote: "2001:db8::1", want: ""},
+		{name: "RemoteAddr unix socket", trusted: trusted, remote: "@", want: ""},
+
+		// Bounds.
+		{name: "XFF over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{strings.Repeat(" ", 4096) + "203.0.113.9"}, want: "10.0.0.1"},
+		{name: "XFF over 4 KiB over many lines", trusted: trusted, remote: "10.0.0.1:1234", xff: append(repeat("10.0.0.5", 600), "203.0.113.9"), want: "10.0.0.1"},
+		{name: "XFF exactly 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{strings.Repeat(" ", 4096-len("203.0.113.9")) + "203.0.113.9"}, want: "203.0.113.9"},
+		{name: "Forwarded over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;ext=" + strings.Repeat("a", 4096)}, want: "10.0.0.1"},
+		{name: "client as 32nd hop", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, " + hops(31)}, want: "203.0.113.9"},
+		{name: "client as 33rd hop not reached", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, " + hops(32)}, want: "10.1.0.31"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prefixes, err := ParseTrustedProxies(tt.trusted)
+			if err != nil {
+				t.Fatalf("ParseTrustedProxies(%q): %v", tt.trusted, err)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/login", nil)
+			req.RemoteAddr = tt.remote
+			for _, v := range tt.xff {
+				req.Header.Add("X-Forwarded-For", v)
+			}
+			for _, v := range tt.fwd {
+				req.Header.Add("Forwarded", v)
+			}
+			got := NewClientIPResolver(prefixes).ClientIP(req)
+			var want netip.Addr
+			if tt.want != "" {
+				want = netip.MustParseAddr(tt.want)
+			}
+			if got != want {
+				t.Errorf("ClientIP(RemoteAddr=%q, X-Forwarded-For=%q, Forwarded=%q) = %v, want %v",
+					tt.remote, tt.xff, tt.fwd, got, want)
+			}
+		})
+	}
+}
+
+// hops returns n distinct trusted addresses, the nearest proxy last, so that
+// the one furthest from the server is 10.1.0.(n-1).
+func hops(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[n-1-i] = fmt.Sprintf("10.1.0.%d", i)
+	}
+	return strings.Join(s, ", ")
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func TestClientIPZeroResolver(t *testing.T) {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "10.0.0.1:1234"
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	var r ClientIPResolver
+	if got, want := r.ClientIP(req), netip.MustParseAddr("10.0.0.1"); got != want {
+		t.Errorf("zero ClientIPResolver.ClientIP = %v, want %v", got, want)
+	}
+	if got := r.ClientIP(nil); got.IsValid() {
+		t.Errorf("ClientIP(nil) = %v, want zero Addr", got)
+	}
+}
+
+func TestNewClientIPResolverCopiesPrefixes(t *testing.T) {
+	prefixes := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	r := NewClientIPResolver(prefixes)
+	prefixes[0] = netip.MustParsePrefix("192.0.2.0/24")
+
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "10.0.0.1:1234"
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	if got, want := r.ClientIP(req), netip.MustParseAddr("203.0.113.9"); got != want {
+		t.Errorf("ClientIP after caller changed its slice = %v, want %v", got, want)
+	}
+}
+
+func TestLimitPrefix(t *testing.T) {
+	tests := []struct {
+		name string
+		addr netip.Addr
+		want string // "" is the zero Prefix
+	}{
+		{name: "IPv4", addr: netip.MustParseAddr("203.0.113.9"), want: "203.0.113.9/32"},
+		{name: "mapped IPv4", addr: netip.MustParseAddr("::ffff:203.0.113.9"), want: "203.0.113.9/32"},
+		{name: "IPv6", addr: netip.MustParseAddr("2001:db8:1:2:3:4:5:6"), want: "2001:db8:1:2::/64"},
+		{name: "IPv6 with zone", addr: netip.MustParseAddr("fe80::1:2%eth0"), want: "fe80::/64"},
+		{name: "invalid", addr: netip.Addr{}, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := LimitPrefix(tt.addr)
+			var want netip.Prefix
+			if tt.want != "" {
+				want = netip.MustParsePrefix(tt.want)
+			}
+			if got != want {
+				t.Errorf("LimitPrefix(%v) = %v, want %v", tt.addr, got, want)
+			}
+		})
+	}
+}
+
+func TestLimitPrefixGroups(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{name: "same IPv6 /64", a: "2001:db8:1:2::1", b: "2001:db8:1:2:ffff:ffff:ffff:ffff", same: true},
+		{name: "neighbouring IPv6 /64", a: "2001:db8:1:2::1", b: "2001:db8:1:3::1", same: false},
+		{name: "same IPv4", a: "203.0.113.9", b: "::ffff:203.0.113.9", same: true},
+		{name: "neighbouring IPv4", a: "203.0.113.9", b: "203.0.113.10", same: false},
+		{name: "IPv4 and IPv6", a: "0.0.0.0", b: "::", same: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pa := LimitPrefix(netip.MustParseAddr(tt.a))
+			pb := LimitPrefix(netip.MustParseAddr(tt.b))
+			if got := pa == pb; got != tt.same {
+				t.Errorf("LimitPrefix(%s) = %v, LimitPrefix(%s) = %v: equal = %v, want %v", tt.a, pa, tt.b, pb, got, tt.same)
+			}
+		})
+	}
+}
+
+// referencePeer parses RemoteAddr independently of the resolver, to check it.
+func referencePeer(remoteAddr string) netip.Addr {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return addr.Unmap().WithZone("")
+}
+
+func FuzzClientIP(f *testing.F) {
+	seeds := []struct{ remote, xff, fwd string }{
+		{"10.0.0.1:1234", "203.0.113.9", ""},
+		{"[::ffff:10.0.0.1]:1234", "1.2.3.4, 10.0.0.2", ""},
+		{"[fe80::1%eth0]:1", "", `for="[2001:db8::1]:4711";proto=https, for=10.0.0.2`},
+		{"10.0.0.1:1", "unknown", `for=_hidden;by="a;b"`},
+		{"10.0.0.1:1", "", `for="1.2.3.4, for=5.6.7.8`},
+		{"", "", ""},
+		{"garbage", "[", `"`},
+		{"10.0.0.1:1", "[2001:db8::1]:99999, 1.2.3.4:_x", `for="\`},
+	}
+	for _, s := range seeds {
+		f.Add(s.remote, s.xff, s.fwd)
+	}
+	untrusting := NewClientIPResolver(nil)
+	trustingAll := NewClientIPResolver([]netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/0"),
+		netip.MustParsePrefix("::/0"),
+	})
+	f.Fuzz(func(t *testing.T, remote, xff, fwd string) {
+		req := &http.Request{RemoteAddr: remote, Header: http.Header{}}
+		if xff != "" {
+			req.Header["X-Forwarded-For"] = strings.Split(xff, "\n")
+		}
+		if fwd != "" {
+			req.Header["Forwarded"] = strings.Split(fwd, "\n")
+		}
+		peer := referencePeer(remote)
+
+		if got := untrusting.ClientIP(req); got != peer {
+			t.Fatalf("with no trusted proxies ClientIP = %v, want peer %v", got, peer)
+		}
+
+		got := trustingAll.ClientIP(req)
+		if got.IsValid() != peer.IsValid() {
+			t.Fatalf("trusting all: ClientIP = %v for peer %v; want valid exactly when the peer is", got, peer)
+		}
+		if got.Zone() != "" || got.Is4In6() {
+			t.Fatalf("trusting all: ClientIP = %v, want no zone and no IPv4-mapped form", got)
+		}
+	})
+}
