@@ -21,6 +21,9 @@ type Rule struct {
 	ID string
 	// Limit is how many requests the rule admits per window.
 	Limit Limit
+	// Lockable makes the rule also reject, with Result.Locked, while the
+	// identity is locked out by the [Lockouts] of the same name.
+	Lockable bool
 }
 
 // Result is one rule's verdict on one request.
@@ -31,6 +34,9 @@ type Result struct {
 	Limit Limit
 	// Allowed reports whether this rule admits the request.
 	Allowed bool
+	// Locked reports that the rule rejected because its identity is
+	// locked out; RetryAfter is then the time the lock has left.
+	Locked bool
 	// Count is the number of requests the rule holds in its window after
 	// the decision: the request itself is included only when the whole
 	// decision admitted it.
@@ -111,9 +117,9 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 	if len(rules) == 0 {
 		return Decision{}, errors.New("ratelimit: no rules")
 	}
-	keys := make([]string, len(rules))
+	keys := make([][]string, len(rules))
 	for i, r := range rules {
-		k, err := l.key(r)
+		k, err := l.keys(r)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -152,36 +158,42 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 
 // Reset forgets every request recorded for id under the rule name.
 func (l *Limiter) Reset(ctx context.Context, name, id string) error {
-	k, err := l.key(Rule{Name: name, ID: id, Limit: Limit{Count: 1, Window: time.Second}})
+	k, err := l.keys(Rule{Name: name, ID: id, Limit: Limit{Count: 1, Window: time.Second}})
 	if err != nil {
 		return err
 	}
-	return l.rdb.Del(ctx, k).Err()
+	return l.rdb.Del(ctx, k[0]).Err()
 }
 
-func (l *Limiter) key(r Rule) (string, error) {
+// keys returns the keys rule r's script touches: its log and, for a
+// Lockable rule, its identity's lock.
+func (l *Limiter) keys(r Rule) ([]string, error) {
 	if err := checkName(r.Name); err != nil {
-		return "", fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
+		return nil, fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
 	}
 	if err := r.Limit.Validate(); err != nil {
-		return "", err
+		return nil, err
 	}
-	return Keys{prefix: l.prefix, kind: r.Name}.Key(r.ID, ""), nil
+	k := Keys{prefix: l.prefix, kind: r.Name}
+	if r.Lockable {
+		return []string{k.Key(r.ID, ""), lockKey(k, r.ID)}, nil
+	}
+	return []string{k.Key(r.ID, "")}, nil
 }
 
 // eval runs the script once per rule, in one round trip. A rule whose node
 // answered NOSCRIPT did not run, so it alone is sent again with EVAL.
-func (l *Limiter) eval(ctx context.Context, rules []Rule, keys []string, member string) []*redis.Cmd {
+func (l *Limiter) eval(ctx context.Context, rules []Rule, keys [][]string, member string) []*redis.Cmd {
 	args := func(r Rule) []any {
 		return []any{r.Limit.Count, r.Limit.Window.Microseconds(), member}
 	}
 	if len(rules) == 1 {
-		return []*redis.Cmd{slidingWindow.Run(ctx, l.rdb, keys, args(rules[0])...)}
+		return []*redis.Cmd{slidingWindow.Run(ctx, l.rdb, keys[0], args(rules[0])...)}
 	}
 	cmds := make([]*redis.Cmd, len(rules))
 	pipe := l.rdb.Pipeline()
 	for i, r := range rules {
-		cmds[i] = slidingWindow.EvalSha(ctx, pipe, keys[i:i+1], args(r)...)
+		cmds[i] = slidingWindow.EvalSha(ctx, pipe, keys[i], args(r)...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var again []int
@@ -193,7 +205,7 @@ func (l *Limiter) eval(ctx context.Context, rules []Rule, keys []string, member 
 	if len(again) > 0 {
 		pipe := l.rdb.Pipeline()
 		for _, i := range again {
-			cmds[i] = slidingWindow.Eval(ctx, pipe, keys[i:i+1], args(rules[i])...)
+			cmds[i] = slidingWindow.Eval(ctx, pipe, keys[i], args(rules[i])...)
 		}
 		_, _ = pipe.Exec(ctx)
 	}
@@ -204,13 +216,13 @@ func (l *Limiter) eval(ctx context.Context, rules []Rule, keys []string, member 
 // after another rule rejected it (or failed). It runs even if the caller's
 // context is done, since an entry left behind would only over-count; and if
 // it fails, that is all that happens until the entry leaves the window.
-func (l *Limiter) takeBack(ctx context.Context, results []Result, keys []string, member string) {
+func (l *Limiter) takeBack(ctx context.Context, results []Result, keys [][]string, member string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	pipe := l.rdb.Pipeline()
 	for i := range results {
 		if results[i].Allowed {
-			pipe.ZRem(ctx, keys[i], member)
+			pipe.ZRem(ctx, keys[i][0], member)
 			results[i].Count--
 			results[i].Remaining++
 		}
@@ -225,13 +237,14 @@ func parseResult(r Rule, cmd *redis.Cmd) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if len(vals) != 3 {
+	if len(vals) != 4 {
 		return Result{}, fmt.Errorf("unexpected reply %v", vals)
 	}
 	res := Result{
 		Name:       r.Name,
 		Limit:      r.Limit,
 		Allowed:    vals[0] == 1,
+		Locked:     vals[3] == 1,
 		Count:      int(vals[1]),
 		RetryAfter: time.Duration(vals[2]) * time.Microsecond,
 	}

@@ -1,0 +1,204 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+var policy = ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour}
+
+func newLockouts(t *testing.T, rdb redis.UniversalClient, prefix string) *ratelimit.Lockouts {
+	t.Helper()
+	l, err := ratelimit.NewLockouts(rdb, prefix, "login_account", policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// concurrentFailures fires n failures for id at once and returns them.
+func concurrentFailures(t *testing.T, l *ratelimit.Lockouts, id string, n int) []ratelimit.Failure {
+	t.Helper()
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	out := make([]ratelimit.Failure, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			out[i], errs[i] = l.Fail(t.Context(), id)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestLockoutLocksOnceUnderConcurrency(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
+			var rdb redis.UniversalClient
+			var prefix string
+			if cluster {
+				rdb, prefix = testenv.RedisCluster(t)
+			} else {
+				rdb, prefix = testenv.Redis(t)
+			}
+			l := newLockouts(t, rdb, prefix)
+			for trial := range trials {
+				id := fmt.Sprintf("victim%d@example.com", trial)
+				got := concurrentFailures(t, l, id, 200)
+				locked := 0
+				for _, f := range got {
+					if f.LockedNow {
+						locked++
+						if f.Failures != policy.Threshold || f.Level != 1 || f.LockedFor != policy.Duration {
+							t.Errorf("locking failure %+v, want failures %d, level 1, locked for %v", f, policy.Threshold, policy.Duration)
+						}
+					}
+				}
+				if locked != 1 {
+					t.Errorf("trial %d: %d failures reported locking the account, want exactly 1", trial, locked)
+				}
+				s, err := l.Status(t.Context(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !s.Locked || s.Level != 1 || s.Failures != 0 || s.RetryAfter <= 0 || s.RetryAfter > policy.Duration {
+					t.Errorf("status after lock: %+v", s)
+				}
+			}
+		})
+	}
+}
+
+// TestLockoutEscalates locks, unlocks and locks again: each repeat doubles
+// the lock up to the cap, and the lock key's TTL is the lock's length.
+func TestLockoutEscalates(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLockouts(t, rdb, prefix)
+	id := "repeat@example.com"
+	want := []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour, 16 * time.Hour, 24 * time.Hour, 24 * time.Hour}
+	for level, d := range want {
+		for i := 1; i < policy.Threshold; i++ {
+			f, err := l.Fail(t.Context(), id)
+			if err != nil || f.LockedNow || f.Failures != i {
+				t.Fatalf("level %d, failure %d: %+v, %v; want counted, not locked", level+1, i, f, err)
+			}
+		}
+		f, err := l.Fail(t.Context(), id)
+		if err != nil || !f.LockedNow || f.Level != level+1 || f.LockedFor != d {
+			t.Fatalf("level %d: %+v, %v; want locked for %v", level+1, f, err, d)
+		}
+		if again, _ := l.Fail(t.Context(), id); again.LockedNow || again.Failures != 0 || again.LockedFor <= 0 {
+			t.Fatalf("failure while locked: %+v, want not counted", again)
+		}
+		ttl := rdb.PTTL(t.Context(), keyOf(t, prefix, id, ":lock")).Val()
+		if ttl <= 0 || ttl > d {
+			t.Fatalf("level %d: lock TTL %v, want within (0, %v]", level+1, ttl, d)
+		}
+		wasLocked, err := l.Clear(t.Context(), id)
+		if err != nil || !wasLocked {
+			t.Fatalf("Clear: %v, %v; want it to report the lock", wasLocked, err)
+		}
+	}
+	if wasLocked, _ := l.Clear(t.Context(), id); wasLocked {
+		t.Fatal("second Clear reported a lock")
+	}
+	assertAllKeysExpire(t, rdb, prefix, policy.MaxDuration*2)
+}
+
+// TestLockableRule checks that a locked identity is rejected by its
+// Lockable rule in the same step as the count, while a rule for the same
+// request without the lock (a trusted device's bucket) still admits.
+func TestLockableRule(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	lockouts := newLockouts(t, rdb, prefix)
+	limiter := newLimiter(t, rdb, prefix)
+	id := "target@example.com"
+	account := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+	device := ratelimit.Rule{Name: "login_device", ID: "device-nonce", Limit: ratelimit.PerMinute(100)}
+
+	if d, err := limiter.AllowAll(t.Context(), account); err != nil || !d.Allowed {
+		t.Fatalf("before lock: %+v, %v", d, err)
+	}
+	for range policy.Threshold {
+		if _, err := lockouts.Fail(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := rdb.ZCard(t.Context(), keyOf(t, prefix, id, "")).Val()
+	d, err := limiter.AllowAll(t.Context(), ratelimit.Rule{Name: "login_ip", ID: "192.0.2.9", Limit: ratelimit.PerMinute(100)}, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || !d.Results[1].Locked || d.RetryAfter <= policy.Duration-time.Minute || d.RetryAfter > policy.Duration+time.Millisecond {
+		t.Fatalf("while locked: %+v; want rejected as locked, retry-after about %v", d, policy.Duration)
+	}
+	if after := rdb.ZCard(t.Context(), keyOf(t, prefix, id, "")).Val(); after != before {
+		t.Fatalf("a locked rejection changed the log from %d to %d entries", before, after)
+	}
+	if d, err := limiter.AllowAll(t.Context(), device); err != nil || !d.Allowed {
+		t.Fatalf("device bucket while the account is locked: %+v, %v; want admitted", d, err)
+	}
+	if _, err := lockouts.Clear(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := limiter.AllowAll(t.Context(), account); err != nil || !d.Allowed {
+		t.Fatalf("after unlock: %+v, %v; want admitted", d, err)
+	}
+}
+
+func TestLockoutPolicyValidate(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	for _, p := range []ratelimit.LockoutPolicy{
+		{Threshold: 0, Duration: time.Minute, MaxDuration: time.Hour},
+		{Threshold: 1, Duration: 0, MaxDuration: time.Hour},
+		{Threshold: 1, Duration: time.Hour, MaxDuration: time.Minute},
+		{Threshold: 1, Duration: time.Minute, MaxDuration: time.Hour, Memory: -time.Second},
+		{Threshold: 1, Duration: time.Minute, MaxDuration: 1000 * time.Hour},
+	} {
+		if _, err := ratelimit.NewLockouts(rdb, prefix, "x", p); err == nil {
+			t.Errorf("NewLockouts accepted %+v", p)
+		}
+	}
+}
+
+func keyOf(t *testing.T, prefix, id, suffix string) string {
+	t.Helper()
+	k, err := ratelimit.NewKeys(prefix, "login_account")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Key(id, suffix)
+}
+
+// assertAllKeysExpire checks that every key under prefix has a TTL within
+// (0, most].
+func assertAllKeysExpire(t *testing.T, rdb *redis.Client, prefix string, most time.Duration) {
+	t.Helper()
+	keys, err := rdb.Keys(t.Context(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		t.Fatal("no keys to check")
+	}
+	for _, k := range keys {
+		if ttl := rdb.PTTL(t.Context(), k).Val(); ttl <= 0 || ttl > most {
+			t.Errorf("key %q: TTL %v, want within (0, %v]", k, ttl, most)
+		}
+	}
+}
