@@ -1,0 +1,145 @@
+package migrations
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed *.sql
+var files embed.FS
+
+// Postgres error codes this package reacts to.
+const (
+	codeDuplicateDatabase = "42P04" // CREATE DATABASE lost a race to another creator
+	codeUniqueViolation   = "23505" // the same race, caught by pg_database's unique index
+	codeObjectInUse       = "55006" // template1 is briefly in use by another session
+	codeInvalidCatalog    = "3D000" // the maintenance database does not exist
+)
+
+// EnsureDatabase creates the database that databaseURL names when it does not
+// exist yet. It connects to the same server's "postgres" database (or
+// "template1" where there is none) with the same user, which needs the
+// CREATEDB privilege only when the database is actually missing.
+//
+// Concurrent callers are safe: losing the race to create the database counts
+// as success.
+func EnsureDatabase(ctx context.Context, databaseURL string) error {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return fmt.Errorf("parse database URL: %w", err)
+	}
+	name := cfg.Database
+	if name == "" {
+		return errors.New("database URL names no database")
+	}
+
+	admin, err := connectMaintenance(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+
+	var exists bool
+	err = admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists)
+	if err != nil {
+		return fmt.Errorf("look up database %q: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+
+	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	for {
+		_, err = admin.Exec(ctx, create)
+		var pgErr *pgconn.PgError
+		if err == nil {
+			return nil
+		}
+		if !errors.As(err, &pgErr) {
+			return fmt.Errorf("create database %q: %w", name, err)
+		}
+		switch pgErr.Code {
+		case codeDuplicateDatabase, codeUniqueViolation:
+			return nil
+		case codeObjectInUse:
+			// Postgres will not copy template1 while another session is
+			// connected to it; such sessions are short, so try again.
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("create database %q: %w", name, err)
+			case <-time.After(100 * time.Millisecond):
+			}
+		default:
+			return fmt.Errorf("create database %q: %w", name, err)
+		}
+	}
+}
+
+// connectMaintenance connects to the server of cfg through a database that
+// every installation has.
+func connectMaintenance(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	var err error
+	for _, db := range []string{"postgres", "template1"} {
+		admin := cfg.Copy()
+		admin.Database = db
+		var conn *pgx.Conn
+		conn, err = pgx.ConnectConfig(ctx, admin)
+		if err == nil {
+			return conn, nil
+		}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != codeInvalidCatalog {
+			break
+		}
+	}
+	return nil, fmt.Errorf("connect to Postgres at %s:%d as %q: %w", cfg.Host, cfg.Port, cfg.User, err)
+}
+
+// Up applies every migration that the database at databaseURL has not seen
+// and returns the schema version it ends at. A database that is already up to
+// date is left alone. A Postgres advisory lock keeps concurrent callers from
+// applying the same migration twice: the later one waits, then finds nothing
+// to do.
+func Up(ctx context.Context, databaseURL string) (version int64, err error) {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return 0, fmt.Errorf("parse database URL: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close database: %w", cerr)
+		}
+	}()
+
+	// Poll the lock every second for up to five minutes; the default polls
+	// every five seconds, which makes a second instance start slowly.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return 0, fmt.Errorf("migration lock: %w", err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, files,
+		goose.WithSessionLocker(locker),
+		goose.WithDisableGlobalRegistry(true),
+	)
+	if err != nil {
+		return 0, fmt.Errorf("load migrations: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return 0, fmt.Errorf("apply migrations: %w", err)
+	}
+	version, err = provider.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return version, nil
+}
