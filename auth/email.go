@@ -1,0 +1,36 @@
+package auth
+
+import (
+	"errors"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxEmailBytes is the longest address accepted (RFC 5321's path limit).
+const MaxEmailBytes = 254
+
+// ErrInvalidEmail is returned for a string that cannot be an email address.
+var ErrInvalidEmail = errors.New("auth: invalid email address")
+
+// NormaliseEmail returns the form an address is stored, limited and looked
+// up in: surrounding space trimmed and lower-cased, so that "Ann@Example.com "
+// and "ann@example.com" are one account and one limit. It refuses what
+// cannot be an address (no '@', an empty side, spaces, control characters,
+// invalid UTF-8, over MaxEmailBytes) with ErrInvalidEmail.
+func NormaliseEmail(s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if len(s) == 0 || len(s) > MaxEmailBytes || !utf8.ValidString(s) {
+		return "", ErrInvalidEmail
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at <= 0 || at == len(s)-1 {
+		return "", ErrInvalidEmail
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+			return "", ErrInvalidEmail
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,309 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// Event kinds.
+const (
+	EventLoginSucceeded = "login_succeeded"
+	EventLoginFailed    = "login_failed"
+	EventLoginRejected  = "login_rejected" // Rule says which limit, or "lockout"
+	EventLoginInvalid   = "login_invalid"  // malformed request
+	EventNewDevice      = "new_device"     // sign-in from a browser without a device cookie
+	EventLockout        = "lockout"
+	EventUnlock         = "unlock"
+	EventResetRequested = "reset_requested"
+	EventResetRejected  = "reset_rejected"
+	EventResetCompleted = "reset_completed"
+)
+
+// RuleLockout is the Rule of a rejection caused by a lockout.
+const RuleLockout = "lockout"
+
+// Event is one security-relevant decision.
+type Event struct {
+	At      time.Time
+	Kind    string
+	Account string // normalised email, existing or not; "" if none
+	UserID  int64  // 0 if no account
+	Source  string // the client's network (address or IPv6 /64)
+	Rule    string // the rule that rejected, for rejections
+	Detail  map[string]string
+}
+
+// Recorder keeps security events off the request path: Record queues an
+// event without waiting, and Run writes queued events in batches, to
+// Postgres (security_events, one COPY per batch) and to the per-minute
+// counters in Redis that the dashboard reads (one pipeline per batch). So a
+// rejected request costs its one Redis round trip and nothing more, and
+// every replica's events land in the same shared stores.
+type Recorder struct {
+	db      *pgxpool.Pool
+	stats   *Stats
+	log     *slog.Logger
+	queue   chan Event
+	dropped atomic.Int64
+
+	flushMu      sync.Mutex
+	pendingStats []Event // not yet counted in Redis
+	pendingDB    []Event // not yet written to Postgres
+}
+
+// recorderQueue bounds memory under a flood: past it, events are dropped
+// and counted rather than slowing requests down.
+const recorderQueue = 65536
+
+// NewRecorder returns a Recorder writing to db and stats.
+func NewRecorder(db *pgxpool.Pool, stats *Stats, log *slog.Logger) *Recorder {
+	return &Recorder{db: db, stats: stats, log: log, queue: make(chan Event, recorderQueue)}
+}
+
+// Record queues e. It never blocks.
+func (r *Recorder) Record(e Event) {
+	select {
+	case r.queue <- e:
+	default:
+		if r.dropped.Add(1)%1000 == 1 {
+			r.log.Warn("security event queue full; dropping events", "dropped_total", r.dropped.Load())
+		}
+	}
+}
+
+// Dropped returns how many events were dropped because the queue was full.
+func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
+
+// Run writes queued events until ctx is done, then writes what is still
+// queued before returning, so that a graceful shutdown loses nothing.
+func (r *Recorder) Run(ctx context.Context) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := r.Flush(final); err != nil {
+				r.log.Error("writing security events at shutdown", "err", err)
+			}
+			return
+		case <-tick.C:
+			if err := r.Flush(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("writing security events", "err", err)
+			}
+		}
+	}
+}
+
+// Flush writes every event queued so far. Each store keeps its own
+// backlog: if Postgres is down, its events wait for the next flush while
+// the counters in Redis go on (and the other way round), and neither store
+// gets an event twice.
+func (r *Recorder) Flush(ctx context.Context) error {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	for {
+		batch := r.take(1000)
+		r.pendingStats = append(r.pendingStats, batch...)
+		r.pendingDB = append(r.pendingDB, batch...)
+		var errs []error
+		if len(r.pendingStats) > 0 {
+			if err := r.stats.add(ctx, r.pendingStats); err != nil {
+				errs = append(errs, fmt.Errorf("counting events in Redis: %w", err))
+			} else {
+				r.pendingStats = r.pendingStats[:0]
+			}
+		}
+		if len(r.pendingDB) > 0 {
+			if err := r.copy(ctx, r.pendingDB); err != nil {
+				errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
+			} else {
+				r.pendingDB = r.pendingDB[:0]
+			}
+		}
+		if len(errs) > 0 {
+			r.pendingStats = r.trim(r.pendingStats)
+			r.pendingDB = r.trim(r.pendingDB)
+			return errors.Join(errs...)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+	}
+}
+
+// trim bounds a backlog while a store is down, dropping the oldest events.
+func (r *Recorder) trim(backlog []Event) []Event {
+	if over := len(backlog) - recorderQueue; over > 0 {
+		r.dropped.Add(int64(over))
+		backlog = append(backlog[:0], backlog[over:]...)
+	}
+	return backlog
+}
+
+func (r *Recorder) take(n int) []Event {
+	var batch []Event
+	for len(batch) < n {
+		select {
+		case e := <-r.queue:
+			batch = append(batch, e)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (r *Recorder) copy(ctx context.Context, batch []Event) error {
+	_, err := r.db.CopyFrom(ctx, pgx.Identifier{"security_events"},
+		[]string{"at", "kind", "account_key", "user_id", "ip", "detail"},
+		pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
+			e := batch[i]
+			detail := e.Detail
+			if e.Rule != "" {
+				detail = make(map[string]string, len(e.Detail)+1)
+				for k, v := range e.Detail {
+					detail[k] = v
+				}
+				detail["rule"] = e.Rule
+			}
+			if detail == nil {
+				detail = map[string]string{}
+			}
+			return []any{e.At, e.Kind, nullable(e.Account), nullableID(e.UserID), nullable(e.Source), detail}, nil
+		}))
+	return err
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullableID(id int64) *int64 {
+	if id == 0 {
+		return nil
+	}
+	return &id
+}
+
+// Stats are the per-minute counters in Redis behind the dashboard. All
+// keys share the hash tag {stats} (one cluster slot, so one script or
+// pipeline can read a whole hour) and expire after statsRetention.
+type Stats struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// statsRetention covers the dashboard's longest period (24 h) and a margin.
+const statsRetention = 25 * time.Hour
+
+// NewStats returns the counters under prefix.
+func NewStats(rdb redis.UniversalClient, prefix string) *Stats {
+	return &Stats{rdb: rdb, prefix: prefix}
+}
+
+// Counter names in a minute's hash.
+const (
+	CounterAttempts  = "attempts"  // sign-in requests received, rejected ones included
+	CounterSuccesses = "successes" // sign-ins that succeeded
+	CounterFailures  = "failures"  // wrong password or unknown account
+	CounterLockouts  = "lockouts"  // accounts locked
+	CounterResets    = "resets"    // reset requests accepted
+	// CounterRejectedPrefix + rule name: requests rejected by that rule
+	// (login_ip, login_account, login_device, reset_ip, reset_account,
+	// reset_confirm_ip, lockout).
+	CounterRejectedPrefix = "rejected:"
+)
+
+func (s *Stats) minuteKey(kind string, minute int64) string {
+	return s.prefix + "{stats}:" + kind + ":" + strconv.FormatInt(minute, 10)
+}
+
+// add counts a batch of events in one pipeline.
+func (s *Stats) add(ctx context.Context, batch []Event) error {
+	type bucket struct {
+		counters map[string]int64
+		sources  map[string]float64
+		accounts map[string]float64
+	}
+	buckets := map[int64]*bucket{}
+	for _, e := range batch {
+		m := e.At.Unix() / 60
+		b := buckets[m]
+		if b == nil {
+			b = &bucket{counters: map[string]int64{}, sources: map[string]float64{}, accounts: map[string]float64{}}
+			buckets[m] = b
+		}
+		rejected := false
+		switch e.Kind {
+		case EventLoginSucceeded:
+			b.counters[CounterAttempts]++
+			b.counters[CounterSuccesses]++
+		case EventLoginFailed:
+			b.counters[CounterAttempts]++
+			b.counters[CounterFailures]++
+			if e.Account != "" {
+				b.accounts[e.Account]++
+			}
+		case EventLoginInvalid:
+			b.counters[CounterAttempts]++
+		case EventLoginRejected:
+			b.counters[CounterAttempts]++
+			rejected = true
+		case EventResetRejected:
+			rejected = true
+		case EventLockout:
+			b.counters[CounterLockouts]++
+		case EventResetRequested:
+			b.counters[CounterResets]++
+		}
+		if rejected {
+			b.counters[CounterRejectedPrefix+e.Rule]++
+			if e.Source != "" {
+				b.sources[e.Source]++
+			}
+			if e.Account != "" {
+				b.accounts[e.Account]++
+			}
+		}
+	}
+	pipe := s.rdb.Pipeline()
+	for m, b := range buckets {
+		if len(b.counters) > 0 {
+			k := s.minuteKey("m", m)
+			for c, n := range b.counters {
+				pipe.HIncrBy(ctx, k, c, n)
+			}
+			pipe.Expire(ctx, k, statsRetention)
+		}
+		for kind, set := range map[string]map[string]float64{"src": b.sources, "acct": b.accounts} {
+			if len(set) == 0 {
+				continue
+			}
+			k := s.minuteKey(kind, m)
+			for member, n := range set {
+				pipe.ZIncrBy(ctx, k, n, member)
+			}
+			pipe.Expire(ctx, k, statsRetention)
+		}
+	}
+	if pipe.Len() == 0 {
+		return nil
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}

@@ -1,0 +1,94 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Lockout is one recorded account lockout.
+type Lockout struct {
+	ID          int64
+	Account     string
+	UserID      int64 // 0 when no account has that identifier
+	Level       int
+	Failures    int
+	LockedAt    time.Time
+	LockedUntil time.Time
+}
+
+// recordLockout writes the lockout that failure f caused. The lock itself
+// lives in Redis and is in force already; exactly one failure per lock
+// reaches here, so the row is written once however many failures raced.
+func (s *Service) recordLockout(ctx context.Context, email string, userID int64, source string, f ratelimit.Failure) {
+	now := s.now()
+	_, err := s.db.Exec(ctx,
+		`INSERT INTO lockouts (account_key, user_id, level, failures, locked_at, locked_until)
+		 VALUES ($1, $2, $3, $4, $5, $6)`,
+		email, nullableID(userID), f.Level, f.Failures, now, now.Add(f.LockedFor))
+	if err != nil {
+		s.log.Error("recording lockout", "err", err)
+	}
+	s.record(Event{Kind: EventLockout, Account: email, UserID: userID, Source: source,
+		Detail: map[string]string{"level": fmt.Sprint(f.Level), "until": now.Add(f.LockedFor).UTC().Format(time.RFC3339)}})
+}
+
+// clearLockoutRecord marks the account's current lockout as ended.
+func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID int64, by, source string) {
+	if _, err := s.db.Exec(ctx,
+		`UPDATE lockouts SET cleared_at = $2, cleared_by = $3
+		 WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2`,
+		email, s.now(), by); err != nil {
+		s.log.Error("recording unlock", "err", err)
+	}
+	s.record(Event{Kind: EventUnlock, Account: email, UserID: userID, Source: source, Detail: map[string]string{"by": by}})
+}
+
+// Unlock ends an account's lockout and forgets its failures: an
+// administrator's action, recorded with their identity in by (for example
+// "admin:ann@example.com" or "cli"). It reports whether the account was
+// locked.
+func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
+	email, err := NormaliseEmail(email)
+	if err != nil {
+		return false, err
+	}
+	wasLocked, err := s.lockouts.Clear(ctx, email)
+	if err != nil {
+		return false, unavailable("clearing lockout", err)
+	}
+	var userID int64
+	if u, err := s.UserByEmail(ctx, email); err == nil {
+		userID = u.ID
+	}
+	if wasLocked {
+		s.clearLockoutRecord(ctx, email, userID, by, "")
+	}
+	return wasLocked, nil
+}
+
+// ActiveLockouts lists the lockouts in force, newest first, at most limit.
+func (s *Service) ActiveLockouts(ctx context.Context, limit int) ([]Lockout, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT * FROM (
+			SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
+			FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
+			ORDER BY account_key, locked_at DESC
+		) current ORDER BY locked_at DESC LIMIT $2`, s.now(), limit)
+	if err != nil {
+		return nil, unavailable("listing lockouts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Lockout, error) {
+		var l Lockout
+		err := row.Scan(&l.ID, &l.Account, &l.UserID, &l.Level, &l.Failures, &l.LockedAt, &l.LockedUntil)
+		return l, err
+	})
+	if err != nil {
+		return nil, unavailable("listing lockouts", err)
+	}
+	return out, nil
+}

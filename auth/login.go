@@ -1,0 +1,178 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Client is who sent a request, as far as limits are concerned.
+type Client struct {
+	// Network is what the client is limited as: its address (/32) or,
+	// for IPv6, its /64. The zero Prefix puts the request in one shared
+	// "unknown" bucket; it is never a reason to skip a limit.
+	Network netip.Prefix
+}
+
+// Source is the client's network as limits, events and the dashboard name
+// it: "192.0.2.1" or "2001:db8::/64".
+func (c Client) Source() string {
+	switch {
+	case !c.Network.IsValid():
+		return "unknown"
+	case c.Network.Addr().Is4() && c.Network.Bits() == 32:
+		return c.Network.Addr().String()
+	default:
+		return c.Network.String()
+	}
+}
+
+// LoginRequest is one sign-in attempt.
+type LoginRequest struct {
+	Email    string
+	Password string
+	Client   Client
+	// DeviceCookie is the value of the cookie named DeviceCookieName(Email),
+	// if the browser sent one.
+	DeviceCookie string
+	// OldSession is the session token the browser had, if any; a
+	// successful sign-in ends it (the session is rotated).
+	OldSession string
+}
+
+// LoginResult is what a successful sign-in gives the browser.
+type LoginResult struct {
+	Session Session
+	// Device is the browser's device cookie for this account, new or
+	// renewed.
+	Device DeviceCookie
+}
+
+// Login decides a sign-in. In order: the request is validated; every limit
+// and the account's lockout are checked in one Redis round trip, before any
+// database work or hashing; then the password is verified (an unknown
+// account costs the same one hash); a failure is counted towards the
+// lockout; a success clears it, rotates the session and renews the device
+// cookie.
+//
+// Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
+// ErrInvalidCredentials, ErrUnavailable, ErrHasherBusy.
+func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, error) {
+	source := req.Client.Source()
+	email, err := NormaliseEmail(req.Email)
+	if err != nil || req.Password == "" || len(req.Password) > MaxPasswordBytes {
+		s.record(Event{Kind: EventLoginInvalid, Source: source})
+		return LoginResult{}, ErrInvalidRequest
+	}
+
+	device, trusted := "", false
+	if req.DeviceCookie != "" {
+		device, trusted = s.devices.Check(email, req.DeviceCookie)
+	}
+	rules := []ratelimit.Rule{{Name: RuleLoginIP, ID: source, Limit: s.cfg.Limits.LoginIP}}
+	if trusted {
+		// A browser that signed in before is limited on its own and is
+		// not held by the account's lockout.
+		rules = append(rules, ratelimit.Rule{Name: RuleLoginDevice, ID: device, Limit: s.cfg.Limits.LoginDevice})
+	} else {
+		rules = append(rules, ratelimit.Rule{Name: RuleLoginAccount, ID: email, Limit: s.cfg.Limits.LoginAccount, Lockable: true})
+	}
+	d, err := s.limiter.AllowAll(ctx, rules...)
+	if err != nil {
+		return LoginResult{}, unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
+		return LoginResult{}, &LimitedError{RetryAfter: d.RetryAfter}
+	}
+
+	user, err := s.UserByEmail(ctx, email)
+	switch {
+	case errors.Is(err, ErrNoUser):
+		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
+			return LoginResult{}, err
+		}
+		return LoginResult{}, s.failed(ctx, email, 0, source, trusted)
+	case err != nil:
+		return LoginResult{}, err
+	}
+	ok, rehash, err := s.hasher.Verify(ctx, user.PasswordHash, req.Password)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if !ok {
+		return LoginResult{}, s.failed(ctx, email, user.ID, source, trusted)
+	}
+	return s.succeeded(ctx, req, user, source, trusted, rehash)
+}
+
+// rejectingRule names what rejected a request for events and the
+// dashboard: the lockout if the account was locked, else the first rule.
+func rejectingRule(d ratelimit.Decision) string {
+	rejected := d.Rejected()
+	for _, r := range rejected {
+		if r.Locked {
+			return RuleLockout
+		}
+	}
+	return rejected[0].Name
+}
+
+// failed counts a failed attempt towards the account's lockout (unless it
+// came from a trusted device, whose own bucket limits it) and records it.
+func (s *Service) failed(ctx context.Context, email string, userID int64, source string, trusted bool) error {
+	s.record(Event{Kind: EventLoginFailed, Account: email, UserID: userID, Source: source})
+	if trusted {
+		return ErrInvalidCredentials
+	}
+	f, err := s.lockouts.Fail(ctx, email)
+	if err != nil {
+		return unavailable("counting failure", err)
+	}
+	if f.LockedNow {
+		s.recordLockout(ctx, email, userID, source, f)
+	}
+	return ErrInvalidCredentials
+}
+
+func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source string, trusted, rehash bool) (LoginResult, error) {
+	if wasLocked, err := s.lockouts.Clear(ctx, user.Email); err != nil {
+		// The sign-in stands; the failure count ages out on its own.
+		s.log.Warn("clearing failures after sign-in", "err", err)
+	} else if wasLocked {
+		s.clearLockoutRecord(ctx, user.Email, user.ID, "success", source)
+	}
+	if rehash {
+		if hash, err := s.hasher.Hash(ctx, req.Password); err == nil {
+			if err := s.setPasswordHash(ctx, s.db, user.ID, hash); err != nil {
+				s.log.Warn("storing rehashed password", "user_id", user.ID, "err", err)
+			}
+		}
+	}
+	if err := s.Logout(ctx, req.OldSession); err != nil {
+		return LoginResult{}, err
+	}
+	sess, err := s.createSession(ctx, user)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	now := s.now()
+	res := LoginResult{Session: sess}
+	if trusted {
+		res.Device = DeviceCookie{Name: s.devices.CookieName(user.Email), Value: req.DeviceCookie, Expires: now.Add(s.cfg.DeviceTTL)}
+	} else {
+		res.Device = s.devices.Issue(user.Email, now)
+		s.record(Event{Kind: EventNewDevice, Account: user.Email, UserID: user.ID, Source: source})
+	}
+	s.record(Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source})
+	return res, nil
+}
+
+func (s *Service) record(e Event) {
+	if e.At.IsZero() {
+		e.At = s.now()
+	}
+	s.events.Record(e)
+}

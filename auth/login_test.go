@@ -1,0 +1,216 @@
+package auth_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+func TestLoginSucceedsAndRotatesSession(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "Ann@Example.com", "correct horse", false)
+
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "  ann@EXAMPLE.com", Password: "correct horse", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	sess, err := f.svc.Session(t.Context(), res.Session.Token)
+	if err != nil || sess.Email != "ann@example.com" {
+		t.Fatalf("Session: %+v, %v", sess, err)
+	}
+	if res.Device.Name == "" || res.Device.Value == "" {
+		t.Fatalf("no device cookie: %+v", res.Device)
+	}
+	again, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("192.0.2.1"), OldSession: res.Session.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Session(t.Context(), res.Session.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatalf("old session after rotation: %v, want ErrNoSession", err)
+	}
+	if _, err := f.svc.Session(t.Context(), again.Session.Token); err != nil {
+		t.Fatalf("new session: %v", err)
+	}
+	if err := f.svc.Logout(t.Context(), again.Session.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Session(t.Context(), again.Session.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatalf("session after logout: %v", err)
+	}
+}
+
+func TestLoginInvalidRequests(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct{ name, email, password string }{
+		{"no email", "", "x"},
+		{"no at", "ann.example.com", "x"},
+		{"space inside", "ann @example.com", "x"},
+		{"NUL", "ann\x00@example.com", "x"},
+		{"invalid UTF-8", "ann\xff@example.com", "x"},
+		{"too long", fmt.Sprintf("%0250d@example.com", 0), "x"},
+		{"no password", "ann@example.com", ""},
+		{"password over 1024 bytes", "ann@example.com", string(make([]byte, 1025))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: tc.email, Password: tc.password, Client: client("192.0.2.1")})
+			if !errors.Is(err, auth.ErrInvalidRequest) {
+				t.Fatalf("got %v, want ErrInvalidRequest", err)
+			}
+		})
+	}
+}
+
+// TestLoginAccountLimitIsExact: 500 concurrent wrong passwords for one
+// account from 50 addresses; exactly the limit reach password checking.
+func TestLoginAccountLimitIsExact(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Lockout.Threshold = 1000 })
+	f.addUser(t, "victim@example.com", "the real password", false)
+	var invalid, limited atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 500 {
+		wg.Go(func() {
+			<-start
+			_, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "victim@example.com", Password: "guess", Client: client(fmt.Sprintf("10.0.0.%d", i%50))})
+			var le *auth.LimitedError
+			switch {
+			case errors.Is(err, auth.ErrInvalidCredentials):
+				invalid.Add(1)
+			case errors.As(err, &le) && le.RetryAfter > 0:
+				limited.Add(1)
+			default:
+				t.Errorf("unexpected result: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if got, want := invalid.Load(), int64(f.cfg.Limits.LoginAccount.Count); got != want {
+		t.Errorf("%d attempts reached password checking, want exactly %d", got, want)
+	}
+	if limited.Load() != 500-invalid.Load() {
+		t.Errorf("%d limited, want the other %d", limited.Load(), 500-invalid.Load())
+	}
+}
+
+// TestLockoutOnceEscalatesAndDeviceStillSignsIn covers the lockout's
+// promises: it happens once and is recorded once under concurrent
+// failures; a browser with a device cookie still signs in during it; the
+// next lockout is longer; an unlock and a reset clear it.
+func TestLockoutOnceEscalatesAndDeviceStillSignsIn(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits.LoginAccount.Count = 1000
+		c.Limits.LoginIP.Count = 1000
+	})
+	f.addUser(t, "owner@example.com", "owner's password", false)
+	good, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "owner@example.com", Password: "owner's password", Client: client("192.0.2.10")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	attack := func(n int) {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				_, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "owner@example.com", Password: fmt.Sprint("guess", i), Client: client("203.0.113.5")})
+				if !errors.Is(err, auth.ErrInvalidCredentials) && !errors.Is(err, auth.ErrLimited) {
+					t.Errorf("attack attempt: %v", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	}
+	attack(50)
+
+	lockouts, err := f.svc.ActiveLockouts(t.Context(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, f, "SELECT count(*) FROM lockouts"); n != 1 || len(lockouts) != 1 || lockouts[0].Level != 1 || lockouts[0].Failures != f.cfg.Lockout.Threshold {
+		t.Fatalf("after 50 concurrent failures: %d lockout rows, active %+v; want exactly one at level 1", n, lockouts)
+	}
+	if got := lockouts[0].LockedUntil.Sub(lockouts[0].LockedAt); got != f.cfg.Lockout.Duration {
+		t.Errorf("first lockout lasts %v, want %v", got, f.cfg.Lockout.Duration)
+	}
+
+	// The attacker, and a fresh browser with the right password, are held.
+	_, err = f.svc.Login(t.Context(), auth.LoginRequest{Email: "owner@example.com", Password: "owner's password", Client: client("192.0.2.11")})
+	var le *auth.LimitedError
+	if !errors.As(err, &le) || le.RetryAfter <= 0 || le.RetryAfter > f.cfg.Lockout.Duration+time.Second {
+		t.Fatalf("fresh browser during lockout: %v, want ErrLimited with retry-after up to %v", err, f.cfg.Lockout.Duration)
+	}
+	// The owner's browser, with its device cookie, is not.
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "owner@example.com", Password: "owner's password", Client: client("192.0.2.10"), DeviceCookie: good.Device.Value}); err != nil {
+		t.Fatalf("device-cookie browser during lockout: %v, want success", err)
+	}
+	// That success cleared the lockout.
+	if lockouts, _ := f.svc.ActiveLockouts(t.Context(), 10); len(lockouts) != 0 {
+		t.Fatalf("lockouts after the owner's sign-in: %+v, want none", lockouts)
+	}
+
+	// A second lockout escalates.
+	attack(50)
+	lockouts, _ = f.svc.ActiveLockouts(t.Context(), 10)
+	if len(lockouts) != 1 || lockouts[0].Level != 2 || lockouts[0].LockedUntil.Sub(lockouts[0].LockedAt) != 2*f.cfg.Lockout.Duration {
+		t.Fatalf("second lockout: %+v, want level 2 lasting %v", lockouts, 2*f.cfg.Lockout.Duration)
+	}
+	// An admin unlock clears it.
+	if was, err := f.svc.Unlock(t.Context(), "OWNER@example.com", "admin:sec@example.com"); err != nil || !was {
+		t.Fatalf("Unlock: %v, %v", was, err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "owner@example.com", Password: "owner's password", Client: client("192.0.2.12")}); err != nil {
+		t.Fatalf("fresh browser after unlock: %v", err)
+	}
+	if n := countRows(t, f, "SELECT count(*) FROM lockouts WHERE cleared_by = 'admin:sec@example.com'"); n != 1 {
+		t.Errorf("%d lockouts cleared by the admin, want 1", n)
+	}
+	// A third lockout, cleared by a password reset.
+	attack(50)
+	if lockouts, _ = f.svc.ActiveLockouts(t.Context(), 10); len(lockouts) != 1 || lockouts[0].Level != 3 {
+		t.Fatalf("third lockout: %+v, want level 3", lockouts)
+	}
+	token := requestResetToken(t, f, "owner@example.com")
+	if err := f.svc.ConfirmReset(t.Context(), token, "a brand new password", client("192.0.2.13")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "owner@example.com", Password: "a brand new password", Client: client("192.0.2.14")}); err != nil {
+		t.Fatalf("sign-in after reset: %v", err)
+	}
+	if n := countRows(t, f, "SELECT count(*) FROM lockouts WHERE cleared_by = 'reset'"); n != 1 {
+		t.Errorf("%d lockouts cleared by reset, want 1", n)
+	}
+}
+
+// TestLockoutAppliesToUnknownAccounts: an identifier without an account
+// locks exactly like a real one, so a lockout reveals nothing.
+func TestLockoutAppliesToUnknownAccounts(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.LoginAccount.Count = 1000 })
+	for range f.cfg.Lockout.Threshold {
+		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "x", Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("got %v", err)
+		}
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "x", Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("after the threshold: %v, want ErrLimited", err)
+	}
+	if n := countRows(t, f, "SELECT count(*) FROM lockouts WHERE account_key = 'nobody@example.com' AND user_id IS NULL"); n != 1 {
+		t.Fatalf("%d lockout rows for the unknown account, want 1", n)
+	}
+}
+
+func countRows(t *testing.T, f *fixture, sql string) int {
+	t.Helper()
+	var n int
+	if err := f.db.QueryRow(t.Context(), sql).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,116 @@
+package auth_test
+
+import (
+	"context"
+	"net/netip"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/migrations"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// fixture is a Service on its own database, key prefix and mail sink.
+type fixture struct {
+	svc    *auth.Service
+	db     *pgxpool.Pool
+	rdb    *redis.Client
+	prefix string
+	mail   *testenv.MailSink
+	cfg    auth.Config
+
+	mu  sync.Mutex
+	now time.Time // zero: the real clock
+}
+
+// fastParams keep tests quick; the default parameters have their own test.
+var fastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+
+func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.Deps)) *fixture {
+	t.Helper()
+	dbURL := testenv.Postgres(t)
+	if _, err := migrations.Up(t.Context(), dbURL); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	rdb, prefix := testenv.Redis(t)
+	sink := testenv.SMTP(t)
+	mailer, err := auth.NewSMTPMailer(sink.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasher, err := auth.NewHasher(fastParams, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := auth.DefaultConfig()
+	cfg.Secret = []byte("0123456789abcdef0123456789abcdef")
+	cfg.PublicURL, _ = url.Parse("https://login.example.test/")
+	if configure != nil {
+		configure(&cfg)
+	}
+	f := &fixture{db: pool, rdb: rdb, prefix: prefix, mail: sink, cfg: cfg}
+	d := auth.Deps{
+		DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
+		Now: f.clock,
+	}
+	for _, set := range deps {
+		set(&d)
+	}
+	svc, err := auth.NewService(cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc = svc
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return f
+}
+
+func (f *fixture) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.now.IsZero() {
+		return time.Now()
+	}
+	return f.now
+}
+
+// advance moves the service's clock (Postgres timestamps: sessions, reset
+// tokens) forward; Redis keeps its own clock.
+func (f *fixture) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.now.IsZero() {
+		f.now = time.Now()
+	}
+	f.now = f.now.Add(d)
+}
+
+func (f *fixture) addUser(t *testing.T, email, password string, admin bool) auth.User {
+	t.Helper()
+	u, err := f.svc.CreateUser(t.Context(), email, password, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func client(ip string) auth.Client {
+	addr := netip.MustParseAddr(ip)
+	return auth.Client{Network: netip.PrefixFrom(addr, addr.BitLen())}
+}

@@ -1,0 +1,155 @@
+package auth_test
+
+import (
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+var resetLink = regexp.MustCompile(`https://login\.example\.test/password-reset/([A-Za-z0-9_-]{43})`)
+
+// requestResetToken asks for a reset for email and returns the token from
+// the mail that arrives at the SMTP sink.
+func requestResetToken(t *testing.T, f *fixture, email string) string {
+	t.Helper()
+	if err := f.svc.RequestReset(t.Context(), email, client("198.51.100.20")); err != nil {
+		t.Fatalf("RequestReset: %v", err)
+	}
+	m := f.mail.WaitFor(t, email)
+	found := resetLink.FindStringSubmatch(m.Body)
+	if found == nil {
+		t.Fatalf("no reset link built from the public URL in mail body:\n%s", m.Body)
+	}
+	return found[1]
+}
+
+func TestResetFlow(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "ann@example.com", "old password", false)
+	old, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	token := requestResetToken(t, f, "ANN@example.com")
+	if err := f.svc.CheckResetToken(t.Context(), token); err != nil {
+		t.Fatalf("CheckResetToken on a fresh token: %v", err)
+	}
+	if err := f.svc.ConfirmReset(t.Context(), token, "short", client("192.0.2.1")); !errors.Is(err, auth.ErrWeakPassword) {
+		t.Fatalf("weak password: %v, want ErrWeakPassword", err)
+	}
+	if err := f.svc.ConfirmReset(t.Context(), token, "new password 1", client("192.0.2.1")); err != nil {
+		t.Fatalf("ConfirmReset: %v", err)
+	}
+	if _, err := f.svc.Session(t.Context(), old.Session.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatalf("session from before the reset: %v, want ErrNoSession", err)
+	}
+	if err := f.svc.ConfirmReset(t.Context(), token, "new password 2", client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("reused token: %v, want ErrInvalidToken", err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Fatalf("old password after reset: %v", err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "new password 1", Client: client("192.0.2.1")}); err != nil {
+		t.Fatalf("new password after reset: %v", err)
+	}
+	var stored int
+	if err := f.db.QueryRow(t.Context(), "SELECT count(*) FROM password_reset_tokens WHERE token_hash = convert_to($1, 'UTF8')", token).Scan(&stored); err != nil || stored != 0 {
+		t.Fatalf("the plain token is in the database (%d rows, %v)", stored, err)
+	}
+}
+
+func TestResetTokenExpires(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "bob@example.com", "old password", false)
+	token := requestResetToken(t, f, "bob@example.com")
+	f.advance(f.cfg.ResetTTL + time.Second)
+	if err := f.svc.CheckResetToken(t.Context(), token); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("expired token: %v, want ErrInvalidToken", err)
+	}
+	if err := f.svc.ConfirmReset(t.Context(), token, "new password 1", client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("expired token: %v, want ErrInvalidToken", err)
+	}
+}
+
+func TestResetTokenSingleUseUnderRace(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "cat@example.com", "old password", false)
+	token := requestResetToken(t, f, "cat@example.com")
+	results := make(chan error, 10)
+	start := make(chan struct{})
+	for range 10 {
+		go func() {
+			<-start
+			results <- f.svc.ConfirmReset(t.Context(), token, "new password x", client("192.0.2.1"))
+		}()
+	}
+	close(start)
+	ok := 0
+	for range 10 {
+		switch err := <-results; {
+		case err == nil:
+			ok++
+		case errors.Is(err, auth.ErrInvalidToken):
+		default:
+			t.Errorf("unexpected: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d confirmations succeeded with one token, want 1", ok)
+	}
+}
+
+func TestResetDoesNotRevealAccounts(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "real@example.com", "old password", false)
+	for _, email := range []string{"real@example.com", "ghost@example.com"} {
+		if err := f.svc.RequestReset(t.Context(), email, client("192.0.2.1")); err != nil {
+			t.Fatalf("%s: %v, want nil (accepted) either way", email, err)
+		}
+	}
+	f.mail.WaitFor(t, "real@example.com")
+	for _, m := range f.mail.Messages() {
+		for _, to := range m.To {
+			if to == "ghost@example.com" {
+				t.Fatal("mail sent for an address without an account")
+			}
+		}
+	}
+}
+
+func TestResetLimits(t *testing.T) {
+	f := newFixture(t, nil)
+	lim := f.cfg.Limits.ResetAccount.Count
+	for i := range lim {
+		if err := f.svc.RequestReset(t.Context(), "d@example.com", client("192.0.2.1")); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+	}
+	err := f.svc.RequestReset(t.Context(), "d@example.com", client("192.0.2.2"))
+	var le *auth.LimitedError
+	if !errors.As(err, &le) || le.RetryAfter <= 0 {
+		t.Fatalf("request past the per-account limit: %v, want LimitedError", err)
+	}
+	// The per-network limit, across accounts.
+	for i := range f.cfg.Limits.ResetIP.Count {
+		if err := f.svc.RequestReset(t.Context(), "e"+string(rune('a'+i))+"@example.com", client("192.0.2.3")); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+	}
+	if err := f.svc.RequestReset(t.Context(), "z@example.com", client("192.0.2.3")); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("request past the per-network limit: %v", err)
+	}
+	// And reset confirmations per network.
+	for range f.cfg.Limits.ResetConfirmIP.Count {
+		if err := f.svc.ConfirmReset(t.Context(), "bad", "whatever password", client("192.0.2.4")); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Fatalf("bad token: %v", err)
+		}
+	}
+	if err := f.svc.ConfirmReset(t.Context(), "bad", "whatever password", client("192.0.2.4")); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("confirmation past the per-network limit: %v", err)
+	}
+}

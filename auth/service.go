@@ -1,0 +1,185 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Rule names: they appear in Redis keys, in events and on the dashboard.
+const (
+	RuleLoginIP        = "login_ip"
+	RuleLoginAccount   = "login_account"
+	RuleLoginDevice    = "login_device"
+	RuleResetIP        = "reset_ip"
+	RuleResetAccount   = "reset_account"
+	RuleResetConfirmIP = "reset_confirm_ip"
+)
+
+// Limits are the rate limits the service enforces.
+type Limits struct {
+	LoginIP        ratelimit.Limit // sign-in attempts per client network
+	LoginAccount   ratelimit.Limit // sign-in attempts per account identifier, existing or not
+	LoginDevice    ratelimit.Limit // sign-in attempts per trusted device (replaces LoginAccount)
+	ResetIP        ratelimit.Limit // reset requests per client network
+	ResetAccount   ratelimit.Limit // reset requests per account identifier
+	ResetConfirmIP ratelimit.Limit // reset confirmations per client network
+}
+
+// Config is the service's behaviour; DefaultConfig gives the documented
+// defaults.
+type Config struct {
+	Limits  Limits
+	Lockout ratelimit.LockoutPolicy
+	// Secret keys the device cookies' MACs; at least 32 bytes.
+	Secret []byte
+	// PublicURL is where users reach XCloak; reset links are built from
+	// it, never from a request's Host header.
+	PublicURL *url.URL
+	// SessionTTL is how long a session lasts.
+	SessionTTL time.Duration
+	// ResetTTL is how long a reset link works.
+	ResetTTL time.Duration
+	// DeviceTTL is how long a device cookie is trusted.
+	DeviceTTL time.Duration
+}
+
+// DefaultConfig returns the defaults; Secret and PublicURL must still be
+// set.
+func DefaultConfig() Config {
+	return Config{
+		Limits: Limits{
+			LoginIP:        ratelimit.Limit{Count: 50, Window: 10 * time.Minute},
+			LoginAccount:   ratelimit.Limit{Count: 10, Window: 10 * time.Minute},
+			LoginDevice:    ratelimit.Limit{Count: 10, Window: 10 * time.Minute},
+			ResetIP:        ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
+			ResetAccount:   ratelimit.Limit{Count: 3, Window: time.Hour},
+			ResetConfirmIP: ratelimit.Limit{Count: 20, Window: 10 * time.Minute},
+		},
+		Lockout:    ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
+		SessionTTL: 12 * time.Hour,
+		ResetTTL:   30 * time.Minute,
+		DeviceTTL:  180 * 24 * time.Hour,
+	}
+}
+
+// Deps are the service's backing stores and collaborators.
+type Deps struct {
+	DB        *pgxpool.Pool
+	Redis     redis.UniversalClient
+	KeyPrefix string // Redis key namespace, e.g. "xcloak:"
+	Hasher    *Hasher
+	Mailer    Mailer
+	Logger    *slog.Logger
+	// Now is the clock for Postgres timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service decides sign-ins and password resets. It knows nothing of HTTP.
+type Service struct {
+	cfg      Config
+	db       *pgxpool.Pool
+	limiter  *ratelimit.Limiter
+	lockouts *ratelimit.Lockouts
+	hasher   *Hasher
+	mailer   Mailer
+	log      *slog.Logger
+	devices  devices
+	now      func() time.Time
+	events   *Recorder
+	stats    *Stats
+	resets   chan resetJob
+}
+
+// NewService checks cfg and wires the service. Call Run to start its
+// background work.
+func NewService(cfg Config, d Deps) (*Service, error) {
+	if len(cfg.Secret) < 32 {
+		return nil, errors.New("auth: secret must be at least 32 bytes")
+	}
+	if cfg.PublicURL == nil || (cfg.PublicURL.Scheme != "http" && cfg.PublicURL.Scheme != "https") || cfg.PublicURL.Host == "" {
+		return nil, errors.New("auth: public URL must be an absolute http(s) URL")
+	}
+	for name, l := range map[string]ratelimit.Limit{
+		RuleLoginIP: cfg.Limits.LoginIP, RuleLoginAccount: cfg.Limits.LoginAccount, RuleLoginDevice: cfg.Limits.LoginDevice,
+		RuleResetIP: cfg.Limits.ResetIP, RuleResetAccount: cfg.Limits.ResetAccount, RuleResetConfirmIP: cfg.Limits.ResetConfirmIP,
+	} {
+		if err := l.Validate(); err != nil {
+			return nil, fmt.Errorf("auth: limit %s: %w", name, err)
+		}
+	}
+	if cfg.SessionTTL <= 0 || cfg.ResetTTL <= 0 || cfg.DeviceTTL <= 0 {
+		return nil, errors.New("auth: session, reset and device lifetimes must be positive")
+	}
+	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
+		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
+	}
+	limiter, err := ratelimit.NewLimiter(d.Redis, d.KeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	lockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginAccount, cfg.Lockout)
+	if err != nil {
+		return nil, err
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
+	stats := NewStats(d.Redis, d.KeyPrefix)
+	return &Service{
+		cfg:      cfg,
+		db:       d.DB,
+		limiter:  limiter,
+		lockouts: lockouts,
+		hasher:   d.Hasher,
+		mailer:   d.Mailer,
+		log:      log,
+		devices:  newDevices(cfg.Secret, cfg.DeviceTTL),
+		now:      now,
+		events:   NewRecorder(d.DB, stats, log),
+		stats:    stats,
+		resets:   make(chan resetJob, resetQueue),
+	}, nil
+}
+
+// Run does the service's background work, writing security events and
+// sending reset mail, until ctx is done; then it finishes what is queued
+// and returns.
+func (s *Service) Run(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.events.Run(ctx)
+	}()
+	s.runResets(ctx)
+	<-done
+}
+
+// Flush writes the security events queued so far; for tests and shutdown.
+func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
+
+// Stats returns the dashboard's counters.
+func (s *Service) Stats() *Stats { return s.stats }
+
+// DeviceCookieName returns the name of the device cookie for an email as
+// typed; "" if it is not a valid address.
+func (s *Service) DeviceCookieName(email string) string {
+	email, err := NormaliseEmail(email)
+	if err != nil {
+		return ""
+	}
+	return s.devices.CookieName(email)
+}

@@ -1,0 +1,164 @@
+// Package xcloaktest runs a whole XCloak (auth service and HTTP handler)
+// for tests, on a fresh Postgres database, its own Redis key prefix and a
+// real SMTP sink, all from internal/testenv.
+package xcloaktest
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/web"
+)
+
+// Env is one running XCloak.
+type Env struct {
+	Service *auth.Service
+	Handler http.Handler
+	DB      *pgxpool.Pool
+	Redis   *redis.Client
+	Prefix  string
+	Mail    *testenv.MailSink
+	Auth    auth.Config
+	Web     web.Config
+	// URL is the base URL of the HTTP server once Start has run.
+	URL string
+}
+
+// Options adjust an Env before it starts.
+type Options struct {
+	// Auth adjusts the service's configuration (limits, lockout).
+	Auth func(*auth.Config)
+	// Web adjusts the HTTP layer's configuration.
+	Web func(*web.Config)
+	// Hasher replaces the fast test hasher.
+	Hasher *auth.Hasher
+	// DatabaseURL and Redis, when set, share stores with another Env
+	// (a second replica) instead of making new ones.
+	DatabaseURL string
+	Redis       *redis.Client
+	Prefix      string
+}
+
+// FastParams make hashing quick in tests; the default parameters have their
+// own tests.
+var FastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+
+// Secret is the service secret tests use.
+var Secret = []byte("test-secret-0123456789abcdef-0123456789")
+
+// New builds an Env and runs its background work until the test ends.
+func New(t testing.TB, o Options) *Env {
+	t.Helper()
+	dbURL := o.DatabaseURL
+	if dbURL == "" {
+		dbURL = testenv.Postgres(t)
+		if _, err := migrations.Up(context.Background(), dbURL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	rdb, prefix := o.Redis, o.Prefix
+	if rdb == nil {
+		rdb, prefix = testenv.Redis(t)
+	}
+	sink := testenv.SMTP(t)
+	mailer, err := auth.NewSMTPMailer(sink.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasher := o.Hasher
+	if hasher == nil {
+		if hasher, err = auth.NewHasher(FastParams, 4, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acfg := auth.DefaultConfig()
+	acfg.Secret = Secret
+	acfg.PublicURL, _ = url.Parse("https://login.example.test/")
+	if o.Auth != nil {
+		o.Auth(&acfg)
+	}
+	svc, err := auth.NewService(acfg, auth.Deps{DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	// Tests speak plain http to 127.0.0.1, where browsers and cookie jars
+	// drop Secure cookies; the secure attributes have their own test.
+	wcfg := web.Config{PublicURL: acfg.PublicURL, InsecureCookies: true}
+	if o.Web != nil {
+		o.Web(&wcfg)
+	}
+	ready := func(ctx context.Context) map[string]error {
+		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
+	}
+	return &Env{
+		Service: svc, Handler: web.NewServer(wcfg, svc, ready, nil),
+		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, Auth: acfg, Web: wcfg,
+	}
+}
+
+// Start serves the Env over real TCP on 127.0.0.1 and returns its URL.
+func (e *Env) Start(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(e.Handler)
+	t.Cleanup(srv.Close)
+	e.URL = srv.URL
+	return srv.URL
+}
+
+// AddUser creates an account.
+func (e *Env) AddUser(t testing.TB, email, password string, admin bool) auth.User {
+	t.Helper()
+	u, err := e.Service.CreateUser(context.Background(), email, password, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// Flush writes queued security events now.
+func (e *Env) Flush(t testing.TB) {
+	t.Helper()
+	if err := e.Service.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Client returns an HTTP client whose connections come from the loopback
+// address source (any of 127.0.0.0/8), with a cookie jar, that does not
+// follow redirects, so tests see every status and cookie.
+func Client(t testing.TB, source string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 5 * time.Second}
+	return &http.Client{
+		Jar:     jar,
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			DialContext:         dialer.DialContext,
+			MaxIdleConnsPerHost: 4,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}

@@ -1,0 +1,125 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/templates"
+)
+
+// login runs a sign-in for either front end.
+func (s *Server) login(w http.ResponseWriter, r *http.Request, email, password string) error {
+	res, err := s.auth.Login(r.Context(), auth.LoginRequest{
+		Email:        email,
+		Password:     password,
+		Client:       s.client(r),
+		DeviceCookie: s.readCookie(r, s.auth.DeviceCookieName(email)),
+		OldSession:   s.readCookie(r, sessionCookie),
+	})
+	if err != nil {
+		return err
+	}
+	s.signIn(w, res)
+	return nil
+}
+
+func (s *Server) handleLoginPage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		props := templates.LoginProps{Nav: s.nav(r)}
+		if r.URL.Query().Get("reset") == "done" {
+			props.Notice = "Your password was changed. Sign in with the new one."
+		}
+		s.render(w, r, http.StatusOK, templates.LoginPage(props))
+	})
+}
+
+func (s *Server) handleLoginForm() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		form, err := decodeForm(r, templates.FieldEmail, templates.FieldPassword)
+		if err == nil {
+			err = s.login(w, r, form[templates.FieldEmail], form[templates.FieldPassword])
+		}
+		if err == nil {
+			http.Redirect(w, r, "/account", http.StatusSeeOther)
+			return
+		}
+		p := problemFor(err)
+		s.logProblem(r, p, err)
+		setRetryAfter(w, p)
+		// The header stays signed-out here: a rejected attempt must not
+		// cost a database query.
+		props := templates.LoginProps{Email: form[templates.FieldEmail], RetryAfterSeconds: p.retryAfter}
+		if p.retryAfter == 0 {
+			props.Error = p.message
+		}
+		s.render(w, r, p.status, templates.LoginPage(props))
+	})
+}
+
+type loginBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+func (s *Server) handleLoginAPI() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in loginBody
+		err := decodeJSON(r, &in, &in.Email, &in.Password)
+		if err == nil {
+			err = s.login(w, r, in.Email, in.Password)
+		}
+		if err != nil {
+			s.failJSON(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+func (s *Server) handleLogout() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.auth.Logout(r.Context(), s.readCookie(r, sessionCookie)); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.clearCookie(w, sessionCookie)
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+	})
+}
+
+func (s *Server) handleHome() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := s.session(r); ok {
+			http.Redirect(w, r, "/account", http.StatusSeeOther)
+			return
+		}
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+	})
+}
+
+func (s *Server) handleAccount() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.session(r)
+		if !ok {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		user, err := s.auth.UserByEmail(r.Context(), sess.Email)
+		if errors.Is(err, auth.ErrNoUser) {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.render(w, r, http.StatusOK, templates.AccountPage(templates.AccountProps{
+			Nav:         templates.Nav{SignedIn: true, Email: sess.Email, IsAdmin: sess.IsAdmin},
+			Email:       sess.Email,
+			IsAdmin:     sess.IsAdmin,
+			MemberSince: user.CreatedAt,
+			SignedInAt:  sess.CreatedAt,
+		}))
+	})
+}

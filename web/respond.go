@@ -1,0 +1,202 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/templates"
+)
+
+// Errors of the HTTP layer itself.
+var (
+	errBadRequest  = errors.New("web: malformed request")
+	errCrossOrigin = errors.New("web: cross-origin request refused")
+	errInternal    = errors.New("web: internal error")
+	errNoMatch     = errors.New("web: passwords do not match")
+)
+
+// problem is how one error is answered: the status, the JSON error code,
+// the sentence a page shows, and, for 429, when to retry.
+type problem struct {
+	status     int
+	code       string
+	message    string
+	retryAfter int
+}
+
+// problemFor maps every error the handlers can meet to its answer. It is
+// the one place that decides status codes. Unknown account, wrong password
+// and every kind of limit or lockout each share one answer, so that no
+// answer tells whether an account exists or is locked.
+func problemFor(err error) problem {
+	var limited *auth.LimitedError
+	switch {
+	case errors.As(err, &limited):
+		return problem{http.StatusTooManyRequests, "too_many_attempts", "", limited.RetryAfterSeconds()}
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		return problem{http.StatusUnauthorized, "invalid_credentials", "Email or password is incorrect.", 0}
+	case errors.Is(err, auth.ErrInvalidToken):
+		return problem{http.StatusBadRequest, "invalid_token", templates.ResetInvalidText, 0}
+	case errors.Is(err, auth.ErrWeakPassword):
+		return problem{http.StatusBadRequest, "invalid_password", "Choose a password of at least 8 characters and at most 1024 bytes.", 0}
+	case errors.Is(err, errNoMatch):
+		return problem{http.StatusBadRequest, "invalid_request", "The two passwords do not match.", 0}
+	case errors.Is(err, auth.ErrInvalidRequest), errors.Is(err, auth.ErrInvalidEmail), errors.Is(err, errBadRequest):
+		return problem{http.StatusBadRequest, "invalid_request", "Enter a valid email address and password.", 0}
+	case errors.Is(err, errCrossOrigin):
+		return problem{http.StatusForbidden, "cross_origin_request", "This form was sent from another site and was refused.", 0}
+	case errors.Is(err, auth.ErrUnavailable), errors.Is(err, auth.ErrHasherBusy):
+		return problem{http.StatusServiceUnavailable, "unavailable", "XCloak cannot answer right now. Try again in a moment.", 0}
+	default:
+		return problem{http.StatusInternalServerError, "internal_error", "Something went wrong on our side.", 0}
+	}
+}
+
+// logProblem records errors that are the service's fault, not the client's.
+func (s *Server) logProblem(r *http.Request, p problem, err error) {
+	if p.status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", p.status, "err", err)
+	}
+}
+
+// setRetryAfter adds the Retry-After header a 429 or 503 carries.
+func setRetryAfter(w http.ResponseWriter, p problem) {
+	switch {
+	case p.retryAfter > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
+	case p.status == http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
+	}
+}
+
+// failJSON answers an API request with {"error": code} (and
+// retry_after_seconds for 429).
+func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	s.logProblem(r, p, err)
+	setRetryAfter(w, p)
+	body := map[string]any{"error": p.code}
+	if p.retryAfter > 0 {
+		body["retry_after_seconds"] = p.retryAfter
+	}
+	writeJSON(w, p.status, body)
+}
+
+// fail answers a request that has no page of its own to show the error on:
+// JSON for the API, a plain error page otherwise.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if isAPI(r) {
+		s.failJSON(w, r, err)
+		return
+	}
+	p := problemFor(err)
+	s.logProblem(r, p, err)
+	setRetryAfter(w, p)
+	message := p.message
+	if p.retryAfter > 0 {
+		message = templates.RetryText(p.retryAfter)
+	}
+	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: s.nav(r), Status: p.status, Message: message}))
+}
+
+func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// render writes a page with a status.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		s.log.Error("rendering page", "path", r.URL.Path, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// maxFieldBytes bounds any single form or JSON field. Longer legitimate
+// values do not exist (emails stop at 254 bytes, passwords at 1024).
+const maxFieldBytes = 2048
+
+// checkField refuses what no field may hold: invalid UTF-8, NUL bytes,
+// oversize values.
+func checkField(v string) error {
+	if len(v) > maxFieldBytes || !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+		return errBadRequest
+	}
+	return nil
+}
+
+func hasContentType(r *http.Request, want string) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == want
+}
+
+// decodeForm reads the named fields of an urlencoded form. Each may appear
+// at most once; absent fields are "".
+func decodeForm(r *http.Request, names ...string) (map[string]string, error) {
+	if !hasContentType(r, "application/x-www-form-urlencoded") {
+		return nil, errBadRequest
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, errBadRequest
+	}
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		vals := r.PostForm[name]
+		if len(vals) > 1 {
+			return nil, errBadRequest
+		}
+		if len(vals) == 1 {
+			if err := checkField(vals[0]); err != nil {
+				return nil, err
+			}
+			out[name] = vals[0]
+		}
+	}
+	return out, nil
+}
+
+// decodeJSON reads exactly one JSON object of string fields into dst: a
+// pointer to a struct of strings. Unknown fields, trailing data, invalid
+// UTF-8 (which encoding/json would silently replace) and NUL bytes are
+// refused.
+func decodeJSON(r *http.Request, dst any, fields ...*string) error {
+	if !hasContentType(r, "application/json") {
+		return errBadRequest
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil || !utf8.Valid(body) {
+		return errBadRequest
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return errBadRequest
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errBadRequest
+	}
+	for _, f := range fields {
+		if err := checkField(*f); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package web
+
+import (
+	"net/http"
+)
+
+// routes lists every route the service answers.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+
+	mux.Handle("GET /healthz", handleHealthz())
+	mux.Handle("GET /readyz", s.handleReadyz())
+	mux.Handle("GET /static/", handleStatic())
+
+	mux.Handle("GET /{$}", s.handleHome())
+	mux.Handle("GET /login", s.handleLoginPage())
+	mux.Handle("POST /login", s.handleLoginForm())
+	mux.Handle("POST /api/v1/login", s.handleLoginAPI())
+	mux.Handle("POST /logout", s.handleLogout())
+	mux.Handle("GET /account", s.handleAccount())
+
+	mux.Handle("GET /password-reset", s.handleResetRequestPage())
+	mux.Handle("POST /password-reset", s.handleResetRequestForm())
+	mux.Handle("POST /api/v1/password-reset", s.handleResetRequestAPI())
+	mux.Handle("GET /password-reset/{token}", s.handleResetConfirmPage())
+	mux.Handle("POST /password-reset/{token}", s.handleResetConfirmForm())
+	mux.Handle("POST /api/v1/password-reset/confirm", s.handleResetConfirmAPI())
+
+	return s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(mux))))
+}

@@ -1,0 +1,56 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// Config is the HTTP layer's behaviour.
+type Config struct {
+	// TrustedProxies are the peers whose X-Forwarded-For and Forwarded
+	// headers are believed. Empty: the connection's address is the client.
+	TrustedProxies []netip.Prefix
+	// InsecureCookies drops the Secure attribute (and the __Host- prefix)
+	// for local development over plain http.
+	InsecureCookies bool
+	// PublicURL is where users reach XCloak. With https, responses carry
+	// Strict-Transport-Security.
+	PublicURL *url.URL
+}
+
+// ReadyCheck reports whether the backing stores answer.
+type ReadyCheck func(ctx context.Context) map[string]error
+
+// Server holds what the handlers share.
+type Server struct {
+	cfg      Config
+	auth     *auth.Service
+	ready    ReadyCheck
+	log      *slog.Logger
+	clientIP *ClientIPResolver
+}
+
+// NewServer returns XCloak's HTTP handler.
+func NewServer(cfg Config, svc *auth.Service, ready ReadyCheck, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:      cfg,
+		auth:     svc,
+		ready:    ready,
+		log:      log,
+		clientIP: NewClientIPResolver(cfg.TrustedProxies),
+	}
+	return s.routes()
+}
+
+// client is the request's sender as the limits see it.
+func (s *Server) client(r *http.Request) auth.Client {
+	return auth.Client{Network: LimitPrefix(s.clientIP.ClientIP(r))}
+}
