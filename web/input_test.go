@@ -1,0 +1,77 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// TestBadInput: every malformed request gets a clear 4xx, never a 500.
+func TestBadInput(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	long := strings.Repeat("a", 3000)
+	for _, tc := range []struct {
+		name, method, path, ctype, body string
+		want                            int
+		wantJSON                        string
+	}{
+		{"json: empty body", "POST", "/api/v1/login", jsonType, "", 400, "invalid_request"},
+		{"json: not json", "POST", "/api/v1/login", jsonType, "email=a", 400, "invalid_request"},
+		{"json: array", "POST", "/api/v1/login", jsonType, `[]`, 400, "invalid_request"},
+		{"json: null", "POST", "/api/v1/login", jsonType, `null`, 400, "invalid_request"},
+		{"json: number for email", "POST", "/api/v1/login", jsonType, `{"email":5,"password":"x"}`, 400, "invalid_request"},
+		{"json: unknown field", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","admin":true}`, 400, "invalid_request"},
+		{"json: trailing data", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x"} {}`, 400, "invalid_request"},
+		{"json: invalid UTF-8", "POST", "/api/v1/login", jsonType, "{\"email\":\"ann@example.com\",\"password\":\"\xff\"}", 400, "invalid_request"},
+		{"json: NUL in password", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"a\u0000b"}`, 400, "invalid_request"},
+		{"json: NUL in email", "POST", "/api/v1/login", jsonType, `{"email":"ann\u0000@example.com","password":"x"}`, 400, "invalid_request"},
+		{"json: missing password", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com"}`, 400, "invalid_request"},
+		{"json: bad email", "POST", "/api/v1/login", jsonType, `{"email":"not an email","password":"x"}`, 400, "invalid_request"},
+		{"json: email over 254 bytes", "POST", "/api/v1/login", jsonType, `{"email":"` + strings.Repeat("a", 250) + `@example.com","password":"x"}`, 400, "invalid_request"},
+		{"json: password over 1024 bytes", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"` + strings.Repeat("p", 1025) + `"}`, 400, "invalid_request"},
+		{"json: field over 2 KiB", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"` + long + `"}`, 400, "invalid_request"},
+		{"json: body over 64 KiB", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"` + strings.Repeat("p", 70<<10) + `"}`, 400, "invalid_request"},
+		{"json: wrong content type", "POST", "/api/v1/login", "text/plain", `{"email":"ann@example.com","password":"x"}`, 400, "invalid_request"},
+		{"json: form content type", "POST", "/api/v1/login", formType, `email=ann@example.com&password=x`, 400, "invalid_request"},
+		{"json: no content type", "POST", "/api/v1/login", "", `{"email":"ann@example.com","password":"x"}`, 400, "invalid_request"},
+		{"json: reset with bad email", "POST", "/api/v1/password-reset", jsonType, `{"email":"@"}`, 400, "invalid_request"},
+		{"json: reset confirm bad token", "POST", "/api/v1/password-reset/confirm", jsonType, `{"token":"nope","password":"a long password"}`, 400, "invalid_token"},
+		{"json: reset confirm garbage", "POST", "/api/v1/password-reset/confirm", jsonType, `{"token":`, 400, "invalid_request"},
+		{"form: wrong content type", "POST", "/login", jsonType, `{}`, 400, ""},
+		{"form: invalid UTF-8", "POST", "/login", formType, "email=ann%40example.com&password=%ff", 400, ""},
+		{"form: NUL", "POST", "/login", formType, "email=ann%40example.com&password=a%00b", 400, ""},
+		{"form: duplicate field", "POST", "/login", formType, "email=ann%40example.com&email=b%40example.com&password=x", 400, ""},
+		{"form: bad escape", "POST", "/login", formType, "email=%zz&password=x", 400, ""},
+		{"form: empty", "POST", "/login", formType, "", 400, ""},
+		{"form: reset bad email", "POST", "/password-reset", formType, url.Values{"email": {"x"}}.Encode(), 400, ""},
+		{"form: reset confirm mismatch", "POST", "/password-reset/" + strings.Repeat("A", 43), formType, url.Values{"password": {"a long password"}, "password_confirm": {"another one"}}.Encode(), 400, ""},
+		{"form: reset confirm bad token", "POST", "/password-reset/nope", formType, url.Values{"password": {"a long password"}, "password_confirm": {"a long password"}}.Encode(), 400, ""},
+		{"page: reset with bad token", "GET", "/password-reset/nope", "", "", 400, ""},
+		{"page: reset with unknown token", "GET", "/password-reset/" + strings.Repeat("A", 43), "", "", 400, ""},
+		{"method: GET api", "GET", "/api/v1/login", "", "", 405, ""},
+		{"method: PUT login", "PUT", "/login", formType, "", 405, ""},
+		{"unknown path", "GET", "/nope", "", "", 404, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), tc.method, base+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			resp, body := do(t, xcloaktest.Client(t, "127.0.5.1"), req)
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d; body %.200s", resp.StatusCode, tc.want, body)
+			}
+			if tc.wantJSON != "" && !strings.Contains(body, `"error":"`+tc.wantJSON+`"`) {
+				t.Fatalf("body %.200s, want error %q", body, tc.wantJSON)
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+var resetLink = regexp.MustCompile(`https://login\.example\.test/password-reset/([A-Za-z0-9_-]{43})`)
+
+// TestResetFlowOverHTTP: request through the form, read the mail from the
+// SMTP sink, set the password through the page, sign in; the old session is
+// gone and the link works once. The Host header plays no part in the link.
+func TestResetFlowOverHTTP(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+	browser := xcloaktest.Client(t, "127.0.7.1")
+	resp, _ := post(t, browser, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "old password"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("sign-in: %d", resp.StatusCode)
+	}
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/password-reset", strings.NewReader(url.Values{"email": {"ann@example.com"}}.Encode()))
+	req.Header.Set("Content-Type", formType)
+	req.Host = "attacker.example"
+	resp, body := do(t, xcloaktest.Client(t, "127.0.7.2"), req)
+	if resp.StatusCode != http.StatusAccepted || !strings.Contains(body, "If an account exists") {
+		t.Fatalf("reset request: %d", resp.StatusCode)
+	}
+	mail := env.Mail.WaitFor(t, "ann@example.com")
+	if strings.Contains(mail.Body, "attacker.example") {
+		t.Fatal("reset link built from the Host header")
+	}
+	m := resetLink.FindStringSubmatch(mail.Body)
+	if m == nil {
+		t.Fatalf("no reset link in:\n%s", mail.Body)
+	}
+	page := base + "/password-reset/" + m[1]
+
+	other := xcloaktest.Client(t, "127.0.7.3")
+	if resp, body := get(t, other, page); resp.StatusCode != 200 || !strings.Contains(body, "Choose a new password") {
+		t.Fatalf("reset page: %d", resp.StatusCode)
+	}
+	set := url.Values{"password": {"new password 1"}, "password_confirm": {"new password 1"}}.Encode()
+	resp, _ = post(t, other, page, formType, set)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login?reset=done" {
+		t.Fatalf("set password: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := get(t, browser, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("old session after reset: %d, want redirect to sign-in", resp.StatusCode)
+	}
+	if resp, body := post(t, other, page, formType, set); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "invalid or has expired") {
+		t.Fatalf("second use of the link: %d", resp.StatusCode)
+	}
+	if resp, _ := post(t, other, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "new password 1")); resp.StatusCode != 200 {
+		t.Fatalf("sign-in with the new password: %d", resp.StatusCode)
+	}
+	if resp, _ := post(t, other, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "old password")); resp.StatusCode != 401 {
+		t.Fatalf("sign-in with the old password: %d", resp.StatusCode)
+	}
+}
+
+func TestResetRequestLimitedOverHTTP(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	c := xcloaktest.Client(t, "127.0.7.4")
+	for i := range env.Auth.Limits.ResetAccount.Count {
+		if resp, body := post(t, c, base+"/api/v1/password-reset", jsonType, `{"email":"x@example.com"}`); resp.StatusCode != 202 || strings.TrimSpace(body) != `{"status":"accepted"}` {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	resp, body := post(t, c, base+"/api/v1/password-reset", jsonType, `{"email":"x@example.com"}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"retry_after_seconds":`) {
+		t.Fatalf("past the limit: %d %s", resp.StatusCode, body)
+	}
+}
