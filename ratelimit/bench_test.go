@@ -56,6 +56,14 @@ func BenchmarkDecision(b *testing.B) {
 			_, err := limiter.Allow(ctx, ratelimit.Rule{Name: "bench", ID: id, Limit: limit})
 			return err
 		}},
+		// A sign-in's real shape: the client's network and the account, in
+		// one round trip (a pipeline of two scripts).
+		{"xcloak_two_rules", func(ctx context.Context, id string) error {
+			_, err := limiter.AllowAll(ctx,
+				ratelimit.Rule{Name: "bench_ip", ID: id, Limit: limit},
+				ratelimit.Rule{Name: "bench_account", ID: id, Limit: limit})
+			return err
+		}},
 		{"baseline", func(ctx context.Context, id string) error {
 			_, err := naive.Allow(ctx, prefix+"naive:"+id, limit.Count, limit.Window)
 			return err
