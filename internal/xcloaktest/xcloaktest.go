@@ -30,8 +30,11 @@ type Env struct {
 	Redis   *redis.Client
 	Prefix  string
 	Mail    *testenv.MailSink
-	Auth    auth.Config
-	Web     web.Config
+	// DatabaseURL names the Env's database, for a second replica or a
+	// subprocess.
+	DatabaseURL string
+	Auth        auth.Config
+	Web         web.Config
 	// URL is the base URL of the HTTP server once Start has run.
 	URL string
 }
@@ -114,7 +117,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 	return &Env{
 		Service: svc, Handler: web.NewServer(wcfg, svc, ready, nil),
-		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, Auth: acfg, Web: wcfg,
+		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
 	}
 }
 
