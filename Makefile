@@ -9,7 +9,7 @@ PKG ?= ./...
 .PHONY: run test bench build generate fmt vet services services-stop
 
 run: services
-	$(GO) run ./cmd/xcloak serve
+	$(GO) run ./cmd/xcloak serve --dev
 
 test: services
 	$(GO) test -race -count=1 ./...

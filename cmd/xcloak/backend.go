@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/migrations"
+)
+
+const (
+	// startupTimeout bounds each check of a backing service at start.
+	startupTimeout = 10 * time.Second
+	// hashWait is how long a sign-in waits for a free hashing slot before
+	// it is answered "busy".
+	hashWait = 2 * time.Second
+)
+
+// backend is the auth service with the stores behind it, its background
+// work running. serve and the user commands build it the same way.
+type backend struct {
+	svc    *auth.Service
+	rdb    *redis.Client
+	pool   *pgxpool.Pool
+	hasher *auth.Hasher
+	log    *slog.Logger
+
+	stop      context.CancelFunc // ends svc.Run
+	stopped   chan struct{}      // closed when svc.Run has returned
+	closeOnce sync.Once
+}
+
+// openBackend connects to Redis, creates and migrates the database,
+// opens a connection pool and starts the auth service's background work.
+// cfg.Auth must have its Secret and PublicURL set. Close releases it all.
+func openBackend(ctx context.Context, cfg config, logger *slog.Logger) (_ *backend, err error) {
+	rdb, err := connectRedis(ctx, cfg.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = rdb.Close()
+		}
+	}()
+	logger.Info("redis ready", "redis", redisLabel(rdb.Options()))
+
+	version, err := prepareDatabase(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("database ready", "database", mustDatabaseLabel(cfg.DatabaseURL), "schema_version", version)
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", mustDatabaseLabel(cfg.DatabaseURL), err)
+	}
+	defer func() {
+		if err != nil {
+			pool.Close()
+		}
+	}()
+
+	hasher, err := auth.NewHasher(auth.DefaultParams, cfg.HashConcurrency, hashWait)
+	if err != nil {
+		return nil, err
+	}
+	var mailer auth.Mailer = auth.LogMailer{Logger: logger}
+	if cfg.SMTPURL != "" {
+		smtp, err := auth.NewSMTPMailer(cfg.SMTPURL)
+		if err != nil {
+			return nil, fmt.Errorf("XCLOAK_SMTP_URL: %w", err)
+		}
+		logger.Info("mail ready", "smtp", smtp.Config())
+		mailer = smtp
+	}
+	svc, err := auth.NewService(cfg.Auth, auth.Deps{
+		DB:        pool,
+		Redis:     rdb,
+		KeyPrefix: cfg.KeyPrefix,
+		Hasher:    hasher,
+		Mailer:    mailer,
+		Logger:    logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// The background work outlives ctx: once ctx ends, requests still in
+	// flight record events, and Close stops it only after they are done.
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		svc.Run(runCtx)
+	}()
+	return &backend{svc: svc, rdb: rdb, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
+}
+
+// Close ends the service's background work, which first writes the
+// security events and sends the reset mails still queued, then closes the
+// pool and the Redis client. Call it once nothing uses the service; calls
+// after the first do nothing.
+func (b *backend) Close() {
+	b.closeOnce.Do(func() {
+		b.stop()
+		<-b.stopped
+		b.pool.Close()
+		if err := b.rdb.Close(); err != nil {
+			b.log.Warn("closing redis client", "err", err)
+		}
+	})
+}
+
+// ready reports whether Redis and Postgres answer, for /readyz.
+func (b *backend) ready(ctx context.Context) map[string]error {
+	return map[string]error{"redis": b.rdb.Ping(ctx).Err(), "postgres": b.pool.Ping(ctx)}
+}
+
+// connectRedis opens a client for rawURL and checks that Redis answers.
+// Timeouts and the pool size suit a service whose every request makes one
+// or two short round trips; the URL's own dial_timeout, read_timeout,
+// write_timeout and pool_size parameters win.
+func connectRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL: %w", withoutURL(err))
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = 2 * time.Second
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = time.Second
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = time.Second
+	}
+	if opts.PoolSize == 0 {
+		opts.PoolSize = max(32, 10*runtime.GOMAXPROCS(0))
+	}
+	rdb := redis.NewClient(opts)
+	pingCtx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	if err := rdb.Ping(pingCtx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis at %s does not answer: %w", redisLabel(opts), err)
+	}
+	return rdb, nil
+}
+
+// prepareDatabase creates the database when missing and brings its schema up
+// to date, returning the schema version.
+func prepareDatabase(ctx context.Context, databaseURL string) (int64, error) {
+	label := mustDatabaseLabel(databaseURL)
+	if err := migrations.EnsureDatabase(ctx, databaseURL); err != nil {
+		return 0, fmt.Errorf("database %s: %w", label, err)
+	}
+	version, err := migrations.Up(ctx, databaseURL)
+	if err != nil {
+		return 0, fmt.Errorf("database %s: %w", label, err)
+	}
+	return version, nil
+}
+
+// mustDatabaseLabel is databaseLabel for a URL that loadConfig already checked.
+func mustDatabaseLabel(databaseURL string) string {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return "(invalid database URL)"
+	}
+	return databaseLabel(cfg)
+}

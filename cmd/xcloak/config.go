@@ -1,0 +1,415 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/ratelimit"
+	"github.com/xcloak/xcloak/web"
+)
+
+// config is every setting of the service, read once at start and passed down.
+type config struct {
+	// Addr is the host:port the HTTP server listens on; port 0 picks a free one.
+	Addr string
+	// RedisURL locates the Redis that holds the rate limits.
+	RedisURL string
+	// DatabaseURL locates the Postgres database; it is created when missing.
+	DatabaseURL string
+	// SMTPURL is the server reset mails go through; "" writes them to the log.
+	SMTPURL string
+	// TrustedProxies are the peers whose forwarding headers are believed.
+	TrustedProxies []netip.Prefix
+	// InsecureCookies drops the Secure attribute, for plain http.
+	InsecureCookies bool
+	// KeyPrefix namespaces every Redis key.
+	KeyPrefix string
+	// HashConcurrency bounds the password hashes computed at once; 0 means
+	// GOMAXPROCS.
+	HashConcurrency int
+	// Auth is the service's behaviour. Its Secret is nil and its PublicURL
+	// nil when they were not given: serve fills them in, knowing --dev and
+	// the address it listens on.
+	Auth auth.Config
+}
+
+// scope is the set of commands that take a setting.
+type scope uint8
+
+// The commands that take settings.
+const (
+	forServe   scope = 1 << iota // xcloak serve
+	forUser                      // xcloak user add and unlock
+	forMigrate                   // xcloak migrate
+)
+
+// setting is one configuration value: an environment variable, a flag that
+// overrides it, and a default used when both are absent.
+type setting struct {
+	env  string
+	flag string
+	// def is the value used when neither env nor flag is given; "" leaves
+	// the field as it is, and show then says what that means.
+	def  string
+	show string
+	// usage describes the setting; a `quoted` word names its value in --help.
+	usage string
+	// isBool makes "--flag" alone mean true.
+	isBool bool
+	scope  scope
+	// set checks value and stores it in c. Its error must not quote a
+	// secret, since it is printed.
+	set func(c *config, value string) error
+}
+
+// shownDefault is the default as --help and README state it.
+func (s setting) shownDefault() string {
+	if s.def != "" {
+		return s.def
+	}
+	return s.show
+}
+
+// settings is every setting, in the order --help and README list them. The
+// defaults of the service's behaviour come from auth.DefaultConfig, so they
+// are stated in one place.
+var settings = newSettings(auth.DefaultConfig())
+
+func newSettings(d auth.Config) []setting {
+	limit := func(env, flag, usage string, def ratelimit.Limit, field func(*auth.Limits) *ratelimit.Limit) setting {
+		return setting{
+			env: env, flag: flag, def: formatLimit(def), usage: usage + " as `COUNT/WINDOW`", scope: forServe,
+			set: func(c *config, v string) error {
+				l, err := ratelimit.ParseLimit(v)
+				if err != nil {
+					return err
+				}
+				*field(&c.Auth.Limits) = l
+				return nil
+			},
+		}
+	}
+	duration := func(env, flag, usage string, def time.Duration, field func(*auth.Config) *time.Duration) setting {
+		return setting{
+			env: env, flag: flag, def: formatDuration(def), usage: usage + ", as a `duration`", scope: forServe,
+			set: func(c *config, v string) error {
+				dur, err := parsePositiveDuration(v)
+				if err != nil {
+					return err
+				}
+				*field(&c.Auth) = dur
+				return nil
+			},
+		}
+	}
+	return []setting{
+		{
+			env: "XCLOAK_ADDR", flag: "addr", def: "127.0.0.1:8080", scope: forServe,
+			usage: "`host:port` to listen on; port 0 picks a free port",
+			set:   func(c *config, v string) error { c.Addr = v; return checkAddr(v) },
+		},
+		{
+			env: "XCLOAK_REDIS_URL", flag: "redis-url", def: "redis://127.0.0.1:6379/0", scope: forServe | forUser,
+			usage: "Redis `URL` (redis:// or rediss://)",
+			set:   func(c *config, v string) error { c.RedisURL = v; return checkRedisURL(v) },
+		},
+		{
+			env: "XCLOAK_DATABASE_URL", flag: "database-url", scope: forServe | forUser | forMigrate,
+			def:   "postgres://postgres@127.0.0.1:5432/xcloak?sslmode=disable",
+			usage: "Postgres `URL`; the database it names is created when missing",
+			set:   func(c *config, v string) error { c.DatabaseURL = v; return checkDatabaseURL(v) },
+		},
+		{
+			env: "XCLOAK_PUBLIC_URL", flag: "public-url", show: "http://<listen address>", scope: forServe,
+			usage: "absolute http(s) `URL` where users reach XCloak; reset links start with it",
+			set: func(c *config, v string) error {
+				u, err := parsePublicURL(v)
+				c.Auth.PublicURL = u
+				return err
+			},
+		},
+		{
+			env: "XCLOAK_SECRET", flag: "secret", show: "none", scope: forServe,
+			usage: "`key` of at least 32 bytes that signs device cookies; required unless --dev",
+			set: func(c *config, v string) error {
+				if len(v) < 32 {
+					return fmt.Errorf("%d bytes long, want at least 32 (e.g. openssl rand -hex 32)", len(v))
+				}
+				c.Auth.Secret = []byte(v)
+				return nil
+			},
+		},
+		{
+			env: "XCLOAK_SMTP_URL", flag: "smtp-url", show: "none", scope: forServe,
+			usage: "SMTP server `URL` for reset mails, smtp[s]://user:pass@host:port?from=address; unset writes them to the log",
+			set: func(c *config, v string) error {
+				if _, err := auth.ParseSMTPURL(v); err != nil {
+					return err
+				}
+				c.SMTPURL = v
+				return nil
+			},
+		},
+		{
+			env: "XCLOAK_TRUSTED_PROXIES", flag: "trusted-proxies", show: "none", scope: forServe,
+			usage: "comma-separated `CIDRs` of proxies whose X-Forwarded-For and Forwarded headers are believed",
+			set: func(c *config, v string) error {
+				p, err := web.ParseTrustedProxies(v)
+				c.TrustedProxies = p
+				return err
+			},
+		},
+		{
+			env: "XCLOAK_INSECURE_COOKIES", flag: "insecure-cookies", def: "false", isBool: true, scope: forServe,
+			usage: "send cookies without Secure, for plain http",
+			set: func(c *config, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("%q is not true or false", v)
+				}
+				c.InsecureCookies = b
+				return nil
+			},
+		},
+		{
+			env: "XCLOAK_KEY_PREFIX", flag: "key-prefix", def: "xcloak:", scope: forServe | forUser,
+			usage: "`prefix` of every Redis key; instances sharing one Redis need the same",
+			set: func(c *config, v string) error {
+				if _, err := ratelimit.NewKeys(v, "check"); err != nil {
+					return err
+				}
+				c.KeyPrefix = v
+				return nil
+			},
+		},
+		{
+			env: "XCLOAK_HASH_CONCURRENCY", flag: "hash-concurrency", show: "GOMAXPROCS", scope: forServe,
+			usage: "password hashes computed at once (`n`), each taking 19 MiB",
+			set: func(c *config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return fmt.Errorf("%q is not a whole number of at least 1", v)
+				}
+				c.HashConcurrency = n
+				return nil
+			},
+		},
+		limit("XCLOAK_LIMIT_LOGIN_IP", "limit-login-ip", "sign-in attempts per client network",
+			d.Limits.LoginIP, func(l *auth.Limits) *ratelimit.Limit { return &l.LoginIP }),
+		limit("XCLOAK_LIMIT_LOGIN_ACCOUNT", "limit-login-account", "sign-in attempts per account",
+			d.Limits.LoginAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.LoginAccount }),
+		limit("XCLOAK_LIMIT_LOGIN_DEVICE", "limit-login-device", "sign-in attempts per browser that signed in before",
+			d.Limits.LoginDevice, func(l *auth.Limits) *ratelimit.Limit { return &l.LoginDevice }),
+		limit("XCLOAK_LIMIT_RESET_IP", "limit-reset-ip", "reset requests per client network",
+			d.Limits.ResetIP, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetIP }),
+		limit("XCLOAK_LIMIT_RESET_ACCOUNT", "limit-reset-account", "reset requests per account",
+			d.Limits.ResetAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetAccount }),
+		limit("XCLOAK_LIMIT_RESET_CONFIRM_IP", "limit-reset-confirm-ip", "new passwords set through reset links per client network",
+			d.Limits.ResetConfirmIP, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetConfirmIP }),
+		{
+			env: "XCLOAK_LOCKOUT_THRESHOLD", flag: "lockout-threshold", def: strconv.Itoa(d.Lockout.Threshold), scope: forServe,
+			usage: "consecutive failed sign-ins (`n`) that lock an account",
+			set: func(c *config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return fmt.Errorf("%q is not a whole number of at least 1", v)
+				}
+				c.Auth.Lockout.Threshold = n
+				return nil
+			},
+		},
+		duration("XCLOAK_LOCKOUT_DURATION", "lockout-duration", "length of the first lockout; each repeat doubles it",
+			d.Lockout.Duration, func(a *auth.Config) *time.Duration { return &a.Lockout.Duration }),
+		duration("XCLOAK_LOCKOUT_MAX_DURATION", "lockout-max-duration", "longest lockout",
+			d.Lockout.MaxDuration, func(a *auth.Config) *time.Duration { return &a.Lockout.MaxDuration }),
+		duration("XCLOAK_SESSION_TTL", "session-ttl", "how long a session lasts",
+			d.SessionTTL, func(a *auth.Config) *time.Duration { return &a.SessionTTL }),
+		duration("XCLOAK_RESET_TTL", "reset-ttl", "how long a reset link works",
+			d.ResetTTL, func(a *auth.Config) *time.Duration { return &a.ResetTTL }),
+	}
+}
+
+// settingValue is a setting's flag: it remembers whether the flag was given
+// and prints no default of its own, so that --help shows the documented
+// default and never a value taken from the environment.
+type settingValue struct {
+	value  string
+	isBool bool
+}
+
+func (v *settingValue) String() string     { return "" }
+func (v *settingValue) Set(s string) error { v.value = s; return nil }
+func (v *settingValue) IsBoolFlag() bool   { return v.isBool }
+
+// loadConfig registers the settings of the commands in sc as flags of fs,
+// parses args and resolves each setting: a flag wins over the environment,
+// which wins over the default. Settings outside sc take their defaults. An
+// invalid value is an error naming the variable or flag it came from. For
+// --help it returns flag.ErrHelp after printing the usage to stdout.
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, stdout, stderr io.Writer, sc scope) (config, error) {
+	values := make([]*settingValue, len(settings))
+	for i, s := range settings {
+		if s.scope&sc == 0 {
+			continue
+		}
+		values[i] = &settingValue{isBool: s.isBool}
+		fs.Var(values[i], s.flag, fmt.Sprintf("%s (env %s, default %s)", s.usage, s.env, s.shownDefault()))
+	}
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+		return config{}, err
+	}
+	given := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+
+	// An empty value, from either place, means the default, as it does
+	// for an unset variable.
+	cfg := config{Auth: auth.DefaultConfig()}
+	for i, s := range settings {
+		value, source := "", ""
+		if values[i] != nil {
+			if v := getenv(s.env); v != "" {
+				value, source = v, s.env
+			}
+			if given[s.flag] {
+				value, source = values[i].value, "--"+s.flag+" ("+s.env+")"
+			}
+		}
+		if value == "" {
+			value, source = s.def, "default of "+s.env
+		}
+		if value == "" {
+			continue
+		}
+		if err := s.set(&cfg, value); err != nil {
+			return config{}, fmt.Errorf("%s: %w", source, err)
+		}
+	}
+	if err := cfg.Auth.Lockout.Validate(); err != nil {
+		return config{}, fmt.Errorf("XCLOAK_LOCKOUT_DURATION, XCLOAK_LOCKOUT_MAX_DURATION: %w", err)
+	}
+	return cfg, nil
+}
+
+// formatLimit writes l as ParseLimit reads it, in the short form: 50/10m.
+func formatLimit(l ratelimit.Limit) string {
+	return strconv.Itoa(l.Count) + "/" + formatDuration(l.Window)
+}
+
+// formatDuration is d.String() without zero trailing units: 10m, not 10m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func parsePositiveDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 90s, 15m or 12h", v)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s is not positive", v)
+	}
+	return d, nil
+}
+
+// parsePublicURL accepts an absolute http or https URL with a host and
+// nothing a link could not be built on.
+func parsePublicURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, withoutURL(err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%q is not an absolute http:// or https:// URL", raw)
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("%q names no host", raw)
+	case u.User != nil:
+		return nil, errors.New("must not hold a user or password")
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return nil, fmt.Errorf("%q must not have a query or fragment", raw)
+	}
+	return u, nil
+}
+
+// publicURLFor is the default public URL of a server listening on addr.
+func publicURLFor(addr net.Addr) *url.URL {
+	return &url.URL{Scheme: "http", Host: browsableAddr(addr)}
+}
+
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("address %s: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
+func checkRedisURL(raw string) error {
+	if raw == "" {
+		return errors.New("empty")
+	}
+	_, err := redis.ParseURL(raw)
+	return withoutURL(err)
+}
+
+func checkDatabaseURL(raw string) error {
+	cfg, err := pgx.ParseConfig(raw) // its errors mask the password
+	if err != nil {
+		return err
+	}
+	if cfg.Database == "" {
+		return errors.New("it names no database")
+	}
+	return nil
+}
+
+// withoutURL drops the URL that *url.Error quotes, as it may hold a password.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// redisLabel describes a Redis URL for logs, without its credentials.
+func redisLabel(opts *redis.Options) string {
+	scheme := "redis"
+	if opts.TLSConfig != nil {
+		scheme = "rediss"
+	}
+	return fmt.Sprintf("%s://%s/%d", scheme, opts.Addr, opts.DB)
+}
+
+// databaseLabel describes a Postgres connection for logs, without its password.
+func databaseLabel(cfg *pgx.ConnConfig) string {
+	u := url.URL{
+		Scheme: "postgres",
+		User:   url.User(cfg.User),
+		Host:   net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
+		Path:   "/" + cfg.Database,
+	}
+	return u.String()
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+const (
+	// devSecretPath keeps the development secret, relative to the working
+	// directory, beside the local Redis and Postgres data, so that device
+	// cookies stay valid across restarts.
+	devSecretPath = ".data/dev-secret"
+	// demoAdminEmail is the account --dev signs in with.
+	demoAdminEmail = "admin@xcloak.test"
+)
+
+// loadDevSecret reads the development secret from path, first writing 32
+// random bytes (hex) there, readable only by the owner, when the file is
+// missing.
+func loadDevSecret(path string) ([]byte, error) {
+	secret, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		secret, err = createDevSecret(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("development secret: %w", err)
+	}
+	secret = bytes.TrimSpace(secret)
+	if len(secret) < 32 {
+		return nil, fmt.Errorf("development secret %s holds %d bytes, want at least 32; delete it to make a new one", path, len(secret))
+	}
+	return secret, nil
+}
+
+func createDevSecret(path string) ([]byte, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	secret := []byte(hex.EncodeToString(randomBytes(32)))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// Another instance started at the same moment: use its secret.
+		return os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(append(secret, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	return secret, nil
+}
+
+// resetDemoAdmin creates the demo admin, or gives the existing one a fresh
+// password, and returns the password.
+func resetDemoAdmin(ctx context.Context, b *backend) (string, error) {
+	password := base64.RawURLEncoding.EncodeToString(randomBytes(16))
+	_, err := b.svc.CreateUser(ctx, demoAdminEmail, password, true)
+	if errors.Is(err, auth.ErrUserExists) {
+		// A new password also ends the sessions signed in with the old one.
+		err = b.svc.SetPassword(ctx, demoAdminEmail, password)
+	}
+	if err != nil {
+		return "", fmt.Errorf("demo admin %s: %w", demoAdminEmail, err)
+	}
+	return password, nil
+}
+
+// randomBytes returns n bytes from crypto/rand, which never fails on the
+// platforms Go supports.
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}

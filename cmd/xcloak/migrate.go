@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// migrate creates the database when missing and applies every pending
+// migration, then prints the schema version.
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("migrate", "[flags]",
+		"Creates the database if it does not exist and applies every pending\n"+
+			"schema migration. Safe to run while other instances do the same.\n")
+	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forMigrate)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	version, err := prepareDatabase(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "database %s at schema version %d\n", mustDatabaseLabel(cfg.DatabaseURL), version)
+	return nil
+}

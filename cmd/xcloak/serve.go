@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/xcloak/xcloak/web"
+)
+
+// shutdownTimeout is how long requests in flight get to finish once
+// shutdown begins.
+const shutdownTimeout = 10 * time.Second
+
+// serve runs the HTTP service until ctx is cancelled, then shuts it down
+// gracefully.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", "[flags]",
+		"Checks Redis, creates the database if missing, applies migrations, then\n"+
+			"serves HTTP until interrupted. Logs are JSON lines on stderr. Every flag\n"+
+			"can be given as the environment variable named with it; the flag wins.\n")
+	dev := fs.Bool("dev", false, "development mode on this machine: cookies without Secure, the secret kept in "+
+		devSecretPath+", reset mails in the log unless XCLOAK_SMTP_URL is set, and a demo admin "+
+		demoAdminEmail+" with a new password printed at every start")
+	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forServe)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	if *dev {
+		cfg.InsecureCookies = true
+		if cfg.Auth.Secret == nil {
+			if cfg.Auth.Secret, err = loadDevSecret(devSecretPath); err != nil {
+				return err
+			}
+		}
+		logger.Warn("development mode: cookies without Secure, demo admin enabled; do not expose this server")
+	}
+	if cfg.Auth.Secret == nil {
+		return errors.New("XCLOAK_SECRET is not set: give a random key of at least 32 bytes " +
+			"(e.g. openssl rand -hex 32), or run with --dev on a development machine")
+	}
+	if cfg.SMTPURL == "" && !*dev {
+		logger.Warn("XCLOAK_SMTP_URL is not set: reset mails, links included, are written to this log")
+	}
+
+	// Listening first fails fast on a taken port and tells the default
+	// public URL which port 0 picked.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
+	if cfg.Auth.PublicURL == nil {
+		cfg.Auth.PublicURL = publicURLFor(ln.Addr())
+	}
+
+	b, err := openBackend(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer b.Close() // on the way out of a failed start
+
+	var demoPassword string
+	if *dev {
+		if demoPassword, err = resetDemoAdmin(ctx, b); err != nil {
+			return err
+		}
+	}
+
+	webCfg := web.Config{
+		TrustedProxies:  cfg.TrustedProxies,
+		InsecureCookies: cfg.InsecureCookies,
+		PublicURL:       cfg.Auth.PublicURL,
+	}
+	srv := &http.Server{
+		Handler:           web.NewServer(webCfg, b.svc, b.ready, logger),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	logger.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.Auth.PublicURL.String())
+	fmt.Fprintf(stdout, "XCloak listening on http://%s\n", browsableAddr(ln.Addr()))
+	if *dev {
+		fmt.Fprintf(stdout, "Demo admin: %s / %s   (development mode: new password at every start)\n", demoAdminEmail, demoPassword)
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	// The HTTP server stops first, so that the requests in flight finish
+	// and record their events; then the service writes every queued event
+	// and sends the queued mails before the stores close.
+	logger.Info("shutting down", "timeout", shutdownTimeout.String())
+	err = stopHTTP(ctx, srv, served)
+	b.Close()
+	logger.Info("stopped")
+	return err
+}
+
+// stopHTTP shuts srv down: no new connections, and the requests in flight
+// get shutdownTimeout to finish before their connections are closed.
+func stopHTTP(ctx context.Context, srv *http.Server, served <-chan error) error {
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shut down HTTP server: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve HTTP: %w", err)
+	}
+	return nil
+}
+
+// browsableAddr is addr as a browser can open it: a server listening on every
+// interface is reached through localhost.
+func browsableAddr(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort("localhost", fmt.Sprint(tcp.Port))
+}

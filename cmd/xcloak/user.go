@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+const userUsage = `usage: xcloak user <command> [flags]
+
+Manages accounts directly in Postgres and Redis; the server need not run.
+The database is created and migrated first, as serve does.
+
+Commands:
+  add      create an account; the password is read from stdin
+  unlock   end an account's lockout and forget its failed sign-ins
+
+Run "xcloak user <command> --help" for the flags of a command.
+`
+
+// user runs the account commands.
+func user(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "xcloak user: no command given\n\n%s", userUsage)
+		return usageError{errors.New("no user command given")}
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, userUsage)
+		return nil
+	case "add":
+		return userAdd(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "unlock":
+		return userUnlock(ctx, args[1:], getenv, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "xcloak user: unknown command %q\n\n%s", args[0], userUsage)
+		return usageError{fmt.Errorf("unknown user command %q", args[0])}
+	}
+}
+
+func userAdd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("user add", "--email ADDRESS [--admin] [flags] < password-file",
+		"Creates an account. The password is the first line of stdin, without its\n"+
+			"line ending; it needs at least 8 characters. For example:\n\n"+
+			"  printf '%s\\n' \"$PASSWORD\" | xcloak user add --email ann@example.com --admin\n")
+	email := fs.String("email", "", "mail `address` of the new account (required)")
+	admin := fs.Bool("admin", false, "make the account an administrator")
+	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	addr, err := requireEmail(fs, *email, stderr)
+	if err != nil {
+		return err
+	}
+	if isTerminal(stdin) {
+		fmt.Fprintf(stderr, "Password for %s (shown as you type): ", addr)
+	}
+	password, err := readPassword(stdin)
+	if err != nil {
+		return err
+	}
+
+	b, err := openUserBackend(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	u, err := b.svc.CreateUser(ctx, addr, password, *admin)
+	switch {
+	case errors.Is(err, auth.ErrUserExists):
+		return fmt.Errorf("a user with email %s exists already", addr)
+	case errors.Is(err, auth.ErrWeakPassword):
+		return fmt.Errorf("password refused: %s", strings.TrimPrefix(err.Error(), "auth: "))
+	case err != nil:
+		return err
+	}
+	if u.IsAdmin {
+		fmt.Fprintf(stdout, "created user %s (admin)\n", u.Email)
+	} else {
+		fmt.Fprintf(stdout, "created user %s\n", u.Email)
+	}
+	return nil
+}
+
+func userUnlock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("user unlock", "--email ADDRESS [flags]",
+		"Ends the lockout of an account, existing or not, and forgets its failed\n"+
+			"sign-ins. The unlock is recorded as a security event by \"cli\".\n")
+	email := fs.String("email", "", "mail `address` of the account (required)")
+	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	addr, err := requireEmail(fs, *email, stderr)
+	if err != nil {
+		return err
+	}
+
+	b, err := openUserBackend(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	// Close writes the unlock event before the command ends.
+	defer b.Close()
+	wasLocked, err := b.svc.Unlock(ctx, addr, "cli")
+	if err != nil {
+		return err
+	}
+	if wasLocked {
+		fmt.Fprintf(stdout, "unlocked %s\n", addr)
+	} else {
+		fmt.Fprintf(stdout, "%s was not locked\n", addr)
+	}
+	return nil
+}
+
+// requireEmail returns the normalised --email, or a usage error when it is
+// missing and an error when it cannot be an address.
+func requireEmail(fs *flag.FlagSet, email string, stderr io.Writer) (string, error) {
+	if email == "" {
+		fmt.Fprintf(stderr, "%s: --email is required\n", fs.Name())
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return "", usageError{errors.New("--email is required")}
+	}
+	addr, err := auth.NormaliseEmail(email)
+	if err != nil {
+		return "", fmt.Errorf("--email %q is not a mail address", email)
+	}
+	return addr, nil
+}
+
+// openUserBackend builds the service for a user command. Such commands
+// sign no device cookie and send no mail, so they need neither the
+// server's secret nor its public URL: a throwaway secret and a placeholder
+// URL satisfy the service. Logs stay quiet unless something goes wrong.
+func openUserBackend(ctx context.Context, cfg config, stderr io.Writer) (*backend, error) {
+	cfg.Auth.Secret = randomBytes(32)
+	cfg.Auth.PublicURL = &url.URL{Scheme: "http", Host: "localhost"}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return openBackend(ctx, cfg, logger)
+}
+
+// readPassword returns the first line of r without its line ending (\n or
+// \r\n). It refuses an empty line and one longer than any password the
+// service accepts.
+func readPassword(r io.Reader) (string, error) {
+	// Reading one byte past the longest password with its \r\n is enough
+	// to know a line is too long.
+	line, err := bufio.NewReader(io.LimitReader(r, auth.MaxPasswordBytes+3)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("reading the password from stdin: %w", err)
+	}
+	if l, ok := strings.CutSuffix(line, "\n"); ok {
+		line = strings.TrimSuffix(l, "\r")
+	}
+	switch {
+	case line == "":
+		return "", errors.New("no password on stdin: give it as the first line")
+	case len(line) > auth.MaxPasswordBytes:
+		return "", fmt.Errorf("password refused: longer than %d bytes", auth.MaxPasswordBytes)
+	}
+	return line, nil
+}
+
+// isTerminal reports whether r is an interactive terminal, where a prompt
+// helps.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
