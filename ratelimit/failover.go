@@ -1,0 +1,218 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// FailurePolicy says what limits do while Redis cannot be reached.
+type FailurePolicy string
+
+const (
+	// FailLocal keeps every replica limiting on its own, in process, with
+	// the same rules. The default: login stays protected and available.
+	FailLocal FailurePolicy = "local"
+	// FailClosed refuses every decision with ErrRedisUnavailable (the
+	// service answers 503): nothing is admitted without the shared limits.
+	FailClosed FailurePolicy = "closed"
+	// FailOpen admits every request, logging loudly: availability over
+	// protection, for those who choose it knowingly.
+	FailOpen FailurePolicy = "open"
+)
+
+// ParseFailurePolicy reads "local", "closed" or "open".
+func ParseFailurePolicy(s string) (FailurePolicy, error) {
+	switch p := FailurePolicy(s); p {
+	case FailLocal, FailClosed, FailOpen:
+		return p, nil
+	}
+	return "", fmt.Errorf("ratelimit: failure policy %q: want local, closed or open", s)
+}
+
+// ErrRedisUnavailable is returned under FailClosed while Redis is down.
+var ErrRedisUnavailable = errors.New("ratelimit: redis unavailable")
+
+// Failover puts a FailurePolicy in front of the Redis-backed Limiter and
+// Lockouts. The first Redis error switches it to degraded mode: from then
+// on it does not wait for Redis on every request but applies the policy at
+// once, while a probe pings Redis a few times a second. When Redis answers
+// again (after a restart that lost the scripts too: they are reloaded on
+// first use), the shared limits take over by themselves.
+type Failover struct {
+	limiter  *Limiter
+	lockouts *Lockouts
+	local    *Local
+	rdb      redis.UniversalClient
+	policy   FailurePolicy
+	log      *slog.Logger
+
+	degraded atomic.Bool
+	probeMu  sync.Mutex
+	probing  bool
+	stop     chan struct{}
+	stopOnce sync.Once
+	// OnChange, if set before use, is called with true when Redis is lost
+	// and false when it is back (for metrics).
+	OnChange func(degraded bool)
+	openLog  atomic.Int64 // unix second of the last "failing open" log line
+}
+
+// NewFailover wires limiter and lockouts on rdb with policy; local serves
+// under FailLocal.
+func NewFailover(rdb redis.UniversalClient, limiter *Limiter, lockouts *Lockouts, local *Local, policy FailurePolicy, log *slog.Logger) *Failover {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Failover{limiter: limiter, lockouts: lockouts, local: local, rdb: rdb, policy: policy, log: log, stop: make(chan struct{})}
+}
+
+// Degraded reports whether Redis is currently treated as down.
+func (f *Failover) Degraded() bool { return f.degraded.Load() }
+
+// Policy returns the failure policy.
+func (f *Failover) Policy() FailurePolicy { return f.policy }
+
+// Close stops the probe, if one runs.
+func (f *Failover) Close() { f.stopOnce.Do(func() { close(f.stop) }) }
+
+// AllowAll decides a request, by Redis when it answers, by the policy
+// otherwise.
+func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error) {
+	if err := validRules(rules); err != nil {
+		return Decision{}, err
+	}
+	if !f.degraded.Load() {
+		d, err := f.limiter.AllowAll(ctx, rules...)
+		if err == nil || ctx.Err() != nil {
+			return d, err
+		}
+		f.trip(err)
+	}
+	switch f.policy {
+	case FailClosed:
+		return Decision{}, ErrRedisUnavailable
+	case FailOpen:
+		f.logOpen()
+		d := Decision{Allowed: true, Results: make([]Result, len(rules))}
+		for i, r := range rules {
+			d.Results[i] = Result{Name: r.Name, Limit: r.Limit, Allowed: true, Remaining: r.Limit.Count}
+		}
+		return d, nil
+	default:
+		return f.local.AllowAll(ctx, rules...)
+	}
+}
+
+// Fail records a failed attempt, by Redis when it answers.
+func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
+	if !f.degraded.Load() {
+		res, err := f.lockouts.Fail(ctx, id)
+		if err == nil || ctx.Err() != nil {
+			return res, err
+		}
+		f.trip(err)
+	}
+	switch f.policy {
+	case FailClosed:
+		return Failure{}, ErrRedisUnavailable
+	case FailOpen:
+		return Failure{}, nil
+	default:
+		return f.local.Fail(ctx, id)
+	}
+}
+
+// Clear ends a lock wherever it may be held: in Redis and in process.
+func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
+	wasLocal, _ := f.local.Clear(ctx, id)
+	if f.degraded.Load() {
+		if f.policy == FailClosed {
+			return false, ErrRedisUnavailable
+		}
+		return wasLocal, nil
+	}
+	was, err := f.lockouts.Clear(ctx, id)
+	if err != nil {
+		f.trip(err)
+		if f.policy == FailClosed {
+			return false, ErrRedisUnavailable
+		}
+		return wasLocal, nil
+	}
+	return was || wasLocal, nil
+}
+
+// trip enters degraded mode and starts the probe.
+func (f *Failover) trip(cause error) {
+	if f.degraded.CompareAndSwap(false, true) {
+		f.log.Error("redis unreachable; limits follow the failure policy until it answers",
+			"policy", string(f.policy), "err", cause)
+		if f.OnChange != nil {
+			f.OnChange(true)
+		}
+	}
+	f.probeMu.Lock()
+	defer f.probeMu.Unlock()
+	if !f.probing {
+		f.probing = true
+		go f.probe()
+	}
+}
+
+// probe pings Redis until it answers, then leaves degraded mode.
+func (f *Failover) probe() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		err := f.rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			f.probeMu.Lock()
+			f.probing = false
+			f.probeMu.Unlock()
+			if f.degraded.CompareAndSwap(true, false) {
+				f.log.Info("redis answers again; shared limits restored")
+				if f.OnChange != nil {
+					f.OnChange(false)
+				}
+			}
+			return
+		}
+	}
+}
+
+// logOpen logs at most once a second that requests pass unlimited.
+func (f *Failover) logOpen() {
+	now := time.Now().Unix()
+	if last := f.openLog.Load(); last != now && f.openLog.CompareAndSwap(last, now) {
+		f.log.Error("redis unreachable and failure policy is open: admitting requests WITHOUT limits")
+	}
+}
+
+func validRules(rules []Rule) error {
+	if len(rules) == 0 {
+		return errors.New("ratelimit: no rules")
+	}
+	for _, r := range rules {
+		if err := checkName(r.Name); err != nil {
+			return fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
+		}
+		if err := r.Limit.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package ratelimit_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+func newLocal(t *testing.T) *ratelimit.Local {
+	t.Helper()
+	l, err := ratelimit.NewLocal("login_account", policy, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLocalExactUnderConcurrency(t *testing.T) {
+	l := newLocal(t)
+	for _, limit := range []int{1, 10, 100} {
+		for _, n := range []int{10, 100, 1000} {
+			rules := []ratelimit.Rule{
+				{Name: "login_ip", ID: fmt.Sprint("ip", limit, n), Limit: ratelimit.Limit{Count: limit * 2, Window: time.Minute}},
+				{Name: "login_account", ID: fmt.Sprint("acct", limit, n), Limit: ratelimit.Limit{Count: limit, Window: time.Minute}},
+			}
+			got := burst(t, n, func(int) (bool, error) {
+				d, err := l.AllowAll(t.Context(), rules...)
+				return d.Allowed, err
+			})
+			if want := min(limit, n); got != want {
+				t.Errorf("limit %d, %d requests: admitted %d, want %d", limit, n, got, want)
+			}
+			// All or nothing: the address rule (twice the limit, so it
+			// never rejected) counted only the admitted requests.
+			d, _ := l.AllowAll(t.Context(), ratelimit.Rule{Name: "login_ip", ID: rules[0].ID, Limit: rules[0].Limit})
+			if !d.Allowed || d.Results[0].Count != got+1 {
+				t.Errorf("address rule: %+v, want it to hold the %d admitted plus this one", d.Results[0], got)
+			}
+		}
+	}
+}
+
+func TestLocalSlidesAndLocks(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l, err := ratelimit.NewLocal("login_account", policy, 0, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := ratelimit.Rule{Name: "login_account", ID: "a", Limit: ratelimit.Limit{Count: 2, Window: time.Minute}, Lockable: true}
+	allow := func() ratelimit.Decision {
+		d, err := l.AllowAll(t.Context(), rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	allow()
+	now = now.Add(30 * time.Second)
+	allow()
+	if d := allow(); d.Allowed || d.RetryAfter != 30*time.Second {
+		t.Fatalf("third request: %+v, want rejected with retry-after 30s", d)
+	}
+	now = now.Add(30 * time.Second)
+	if d := allow(); !d.Allowed {
+		t.Fatalf("after the first entry left: %+v", d)
+	}
+	for i := range policy.Threshold {
+		f, _ := l.Fail(t.Context(), "a")
+		if f.LockedNow != (i == policy.Threshold-1) {
+			t.Fatalf("failure %d: %+v", i+1, f)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	if d := allow(); d.Allowed || !d.Results[0].Locked || d.RetryAfter != policy.Duration-2*time.Minute {
+		t.Fatalf("while locked: %+v", d)
+	}
+	if was, _ := l.Clear(t.Context(), "a"); !was {
+		t.Fatal("Clear did not report the lock")
+	}
+	for range policy.Threshold {
+		l.Fail(t.Context(), "a")
+	}
+	if d := allow(); d.RetryAfter != 2*policy.Duration {
+		t.Fatalf("second lock: retry-after %v, want %v (escalated)", d.RetryAfter, 2*policy.Duration)
+	}
+}
+
+func TestLocalIsBounded(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l, err := ratelimit.NewLocal("login_account", policy, 100, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := func(i int) ratelimit.Rule {
+		return ratelimit.Rule{Name: "login_ip", ID: fmt.Sprint(i), Limit: ratelimit.PerMinute(5)}
+	}
+	for i := range 100 {
+		if d, _ := l.AllowAll(t.Context(), rule(i)); !d.Allowed {
+			t.Fatalf("identity %d rejected below the bound", i)
+		}
+	}
+	if d, _ := l.AllowAll(t.Context(), rule(100)); d.Allowed {
+		t.Fatal("a new identity was admitted past the bound while every log was live")
+	}
+	now = now.Add(time.Minute)
+	if d, _ := l.AllowAll(t.Context(), rule(100)); !d.Allowed {
+		t.Fatal("a new identity was rejected after the old logs expired")
+	}
+}
+
+// fastClient gives up on a dead Redis quickly, as the server's client does.
+func fastClient(t *testing.T, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond, -1
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func newFailover(t *testing.T, rdb redis.UniversalClient, p ratelimit.FailurePolicy) *ratelimit.Failover {
+	t.Helper()
+	limiter := newLimiter(t, rdb, "xcloak:")
+	lockouts, err := ratelimit.NewLockouts(rdb, "xcloak:", "login_account", policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ratelimit.NewFailover(rdb, limiter, lockouts, newLocal(t), p, nil)
+	t.Cleanup(f.Close)
+	return f
+}
+
+// waitRecovered waits, within a generous bound, for the probe to find
+// Redis again.
+func waitRecovered(t *testing.T, f *ratelimit.Failover) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for f.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatal("still degraded 20s after Redis came back")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFailoverPolicies kills and restarts a real Redis under each policy.
+func TestFailoverPolicies(t *testing.T) {
+	limit := ratelimit.Limit{Count: 3, Window: time.Minute}
+	for _, p := range []ratelimit.FailurePolicy{ratelimit.FailLocal, ratelimit.FailClosed, ratelimit.FailOpen} {
+		t.Run(string(p), func(t *testing.T) {
+			srv := testenv.PrivateRedis(t)
+			rdb := fastClient(t, srv.URL())
+			f := newFailover(t, rdb, p)
+			rule := ratelimit.Rule{Name: "login_account", ID: "victim", Limit: limit, Lockable: true}
+			admitted := func(n int) (int, error) {
+				got := 0
+				for range n {
+					d, err := f.AllowAll(t.Context(), rule)
+					if err != nil {
+						return got, err
+					}
+					if d.Allowed {
+						got++
+					}
+				}
+				return got, nil
+			}
+			if got, err := admitted(5); err != nil || got != 3 || f.Degraded() {
+				t.Fatalf("with Redis up: admitted %d (%v), degraded %v; want 3", got, err, f.Degraded())
+			}
+
+			srv.Stop()
+			got, err := admitted(10)
+			if !f.Degraded() {
+				t.Fatal("not degraded with Redis down")
+			}
+			switch p {
+			case ratelimit.FailLocal:
+				if err != nil || got != 3 {
+					t.Fatalf("local policy: admitted %d (%v), want the limit 3 held in process", got, err)
+				}
+			case ratelimit.FailClosed:
+				if !errors.Is(err, ratelimit.ErrRedisUnavailable) || got != 0 {
+					t.Fatalf("closed policy: admitted %d, err %v; want ErrRedisUnavailable", got, err)
+				}
+			case ratelimit.FailOpen:
+				if err != nil || got != 10 {
+					t.Fatalf("open policy: admitted %d (%v), want all 10", got, err)
+				}
+			}
+
+			srv.Start() // a fresh Redis: no keys, no scripts (NOSCRIPT on first use)
+			waitRecovered(t, f)
+			if got, err := admitted(5); err != nil || got != 3 {
+				t.Fatalf("after recovery: admitted %d (%v), want the limit 3 held again by Redis", got, err)
+			}
+			if n := rdb.DBSize(t.Context()).Val(); n == 0 {
+				t.Fatal("after recovery the decisions did not reach Redis")
+			}
+		})
+	}
+}
+
+func TestParseFailurePolicy(t *testing.T) {
+	for _, s := range []string{"local", "closed", "open"} {
+		if p, err := ratelimit.ParseFailurePolicy(s); err != nil || string(p) != s {
+			t.Errorf("ParseFailurePolicy(%q) = %q, %v", s, p, err)
+		}
+	}
+	for _, s := range []string{"", "Local", "fail-open", "none"} {
+		if _, err := ratelimit.ParseFailurePolicy(s); err == nil {
+			t.Errorf("ParseFailurePolicy(%q) accepted", s)
+		}
+	}
+}
