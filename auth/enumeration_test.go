@@ -13,8 +13,8 @@ import (
 // unknown account with a wrong password for a real one, with the default
 // (production) hashing parameters. Both must cost one hash; the medians of
 // interleaved tries must agree within noise. The bound is loose on purpose:
-// it catches a path that skips the hash (a whole hash apart, ~20 ms), not
-// scheduler jitter.
+// it catches a path that skips the hash (a whole hash apart, ~25 ms or
+// more), not scheduler jitter.
 func TestUnknownAccountCostsTheSame(t *testing.T) {
 	hasher, err := auth.NewHasher(auth.DefaultParams, 2, time.Minute)
 	if err != nil {
@@ -27,7 +27,7 @@ func TestUnknownAccountCostsTheSame(t *testing.T) {
 	}, func(d *auth.Deps) { d.Hasher = hasher })
 	f.addUser(t, "real@example.com", "the real password", false)
 
-	const tries = 25
+	const tries = 31
 	var known, unknown []time.Duration
 	for range tries {
 		for _, email := range []string{"real@example.com", "ghost@example.com"} {
@@ -50,7 +50,9 @@ func TestUnknownAccountCostsTheSame(t *testing.T) {
 	if diff < 0 {
 		diff = -diff
 	}
-	if limit := max(mk, mu) / 3; diff > limit {
+	// A skipped hash would put the medians an order of magnitude apart;
+	// half the larger median leaves room for a busy machine.
+	if limit := max(mk, mu) / 2; diff > limit {
 		t.Errorf("medians differ by %v (known %v, unknown %v), more than %v", diff, mk, mu, limit)
 	}
 }

@@ -57,7 +57,7 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	wasLocked, err := s.lockouts.Clear(ctx, email)
+	wasLocked, err := s.limits.Clear(ctx, email)
 	if err != nil {
 		return false, unavailable("clearing lockout", err)
 	}

@@ -79,7 +79,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, err
 	} else {
 		rules = append(rules, ratelimit.Rule{Name: RuleLoginAccount, ID: email, Limit: s.cfg.Limits.LoginAccount, Lockable: true})
 	}
-	d, err := s.limiter.AllowAll(ctx, rules...)
+	d, err := s.limits.AllowAll(ctx, rules...)
 	if err != nil {
 		return LoginResult{}, unavailable("checking limits", err)
 	}
@@ -127,7 +127,7 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 	if trusted {
 		return ErrInvalidCredentials
 	}
-	f, err := s.lockouts.Fail(ctx, email)
+	f, err := s.limits.Fail(ctx, email)
 	if err != nil {
 		return unavailable("counting failure", err)
 	}
@@ -138,7 +138,7 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 }
 
 func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source string, trusted, rehash bool) (LoginResult, error) {
-	if wasLocked, err := s.lockouts.Clear(ctx, user.Email); err != nil {
+	if wasLocked, err := s.limits.Clear(ctx, user.Email); err != nil {
 		// The sign-in stands; the failure count ages out on its own.
 		s.log.Warn("clearing failures after sign-in", "err", err)
 	} else if wasLocked {

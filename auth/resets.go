@@ -33,7 +33,7 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) e
 	if err != nil {
 		return ErrInvalidRequest
 	}
-	d, err := s.limiter.AllowAll(ctx,
+	d, err := s.limits.AllowAll(ctx,
 		ratelimit.Rule{Name: RuleResetIP, ID: source, Limit: s.cfg.Limits.ResetIP},
 		ratelimit.Rule{Name: RuleResetAccount, ID: email, Limit: s.cfg.Limits.ResetAccount},
 	)
@@ -138,7 +138,7 @@ func (s *Service) resetTokenUser(ctx context.Context, q querier, token string) (
 // ErrInvalidToken, ErrWeakPassword, ErrUnavailable, ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
-	d, err := s.limiter.AllowAll(ctx, ratelimit.Rule{Name: RuleResetConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
+	d, err := s.limits.AllowAll(ctx, ratelimit.Rule{Name: RuleResetConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
@@ -197,7 +197,7 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 	}
 
 	s.record(Event{Kind: EventResetCompleted, Account: email, UserID: userID, Source: source})
-	if wasLocked, err := s.lockouts.Clear(ctx, email); err != nil {
+	if wasLocked, err := s.limits.Clear(ctx, email); err != nil {
 		s.log.Warn("clearing lockout after reset", "err", err)
 	} else if wasLocked {
 		s.clearLockoutRecord(ctx, email, userID, "reset", source)

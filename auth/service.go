@@ -50,6 +50,9 @@ type Config struct {
 	ResetTTL time.Duration
 	// DeviceTTL is how long a device cookie is trusted.
 	DeviceTTL time.Duration
+	// RedisFailure is what limits do while Redis is unreachable; empty
+	// means ratelimit.FailLocal.
+	RedisFailure ratelimit.FailurePolicy
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -64,10 +67,11 @@ func DefaultConfig() Config {
 			ResetAccount:   ratelimit.Limit{Count: 3, Window: time.Hour},
 			ResetConfirmIP: ratelimit.Limit{Count: 20, Window: 10 * time.Minute},
 		},
-		Lockout:    ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
-		SessionTTL: 12 * time.Hour,
-		ResetTTL:   30 * time.Minute,
-		DeviceTTL:  180 * 24 * time.Hour,
+		Lockout:      ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
+		SessionTTL:   12 * time.Hour,
+		ResetTTL:     30 * time.Minute,
+		DeviceTTL:    180 * 24 * time.Hour,
+		RedisFailure: ratelimit.FailLocal,
 	}
 }
 
@@ -85,18 +89,17 @@ type Deps struct {
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
 type Service struct {
-	cfg      Config
-	db       *pgxpool.Pool
-	limiter  *ratelimit.Limiter
-	lockouts *ratelimit.Lockouts
-	hasher   *Hasher
-	mailer   Mailer
-	log      *slog.Logger
-	devices  devices
-	now      func() time.Time
-	events   *Recorder
-	stats    *Stats
-	resets   chan resetJob
+	cfg     Config
+	db      *pgxpool.Pool
+	limits  *ratelimit.Failover // rules and lockouts, by Redis or the failure policy
+	hasher  *Hasher
+	mailer  Mailer
+	log     *slog.Logger
+	devices devices
+	now     func() time.Time
+	events  *Recorder
+	stats   *Stats
+	resets  chan resetJob
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -130,6 +133,17 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	local, err := ratelimit.NewLocal(RuleLoginAccount, cfg.Lockout, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	policy := cfg.RedisFailure
+	if policy == "" {
+		policy = ratelimit.FailLocal
+	}
+	if _, err := ratelimit.ParseFailurePolicy(string(policy)); err != nil {
+		return nil, err
+	}
 	log := d.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -140,18 +154,17 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	stats := NewStats(d.Redis, d.KeyPrefix)
 	return &Service{
-		cfg:      cfg,
-		db:       d.DB,
-		limiter:  limiter,
-		lockouts: lockouts,
-		hasher:   d.Hasher,
-		mailer:   d.Mailer,
-		log:      log,
-		devices:  newDevices(cfg.Secret, cfg.DeviceTTL),
-		now:      now,
-		events:   NewRecorder(d.DB, stats, log),
-		stats:    stats,
-		resets:   make(chan resetJob, resetQueue),
+		cfg:     cfg,
+		db:      d.DB,
+		limits:  ratelimit.NewFailover(d.Redis, limiter, lockouts, local, policy, log),
+		hasher:  d.Hasher,
+		mailer:  d.Mailer,
+		log:     log,
+		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
+		now:     now,
+		events:  NewRecorder(d.DB, stats, log),
+		stats:   stats,
+		resets:  make(chan resetJob, resetQueue),
 	}, nil
 }
 
@@ -166,7 +179,15 @@ func (s *Service) Run(ctx context.Context) {
 	}()
 	s.runResets(ctx)
 	<-done
+	s.limits.Close()
 }
+
+// Degraded reports whether Redis is unreachable and limits follow the
+// failure policy.
+func (s *Service) Degraded() bool { return s.limits.Degraded() }
+
+// FailurePolicy returns what limits do while Redis is unreachable.
+func (s *Service) FailurePolicy() ratelimit.FailurePolicy { return s.limits.Policy() }
 
 // Flush writes the security events queued so far; for tests and shutdown.
 func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
