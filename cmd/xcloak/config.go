@@ -206,6 +206,15 @@ func newSettings(d auth.Config) []setting {
 				return nil
 			},
 		},
+		{
+			env: "XCLOAK_REDIS_FAILURE", flag: "redis-failure", def: string(d.RedisFailure), scope: forServe,
+			usage: "what limits do while Redis is unreachable: local (each replica limits in process), closed (503) or open (no limits, logged)",
+			set: func(c *config, v string) error {
+				p, err := ratelimit.ParseFailurePolicy(v)
+				c.Auth.RedisFailure = p
+				return err
+			},
+		},
 		limit("XCLOAK_LIMIT_LOGIN_IP", "limit-login-ip", "sign-in attempts per client network",
 			d.Limits.LoginIP, func(l *auth.Limits) *ratelimit.Limit { return &l.LoginIP }),
 		limit("XCLOAK_LIMIT_LOGIN_ACCOUNT", "limit-login-account", "sign-in attempts per account",
