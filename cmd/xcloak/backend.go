@@ -28,7 +28,7 @@ const (
 // work running. serve and the user commands build it the same way.
 type backend struct {
 	svc    *auth.Service
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	pool   *pgxpool.Pool
 	hasher *auth.Hasher
 	log    *slog.Logger
@@ -42,7 +42,7 @@ type backend struct {
 // opens a connection pool and starts the auth service's background work.
 // cfg.Auth must have its Secret and PublicURL set. Close releases it all.
 func openBackend(ctx context.Context, cfg config, logger *slog.Logger) (_ *backend, err error) {
-	rdb, err := connectRedis(ctx, cfg.RedisURL)
+	rdb, label, err := connectRedis(ctx, cfg.RedisURL, cfg.RedisCluster)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger) (_ *backe
 			_ = rdb.Close()
 		}
 	}()
-	logger.Info("redis ready", "redis", redisLabel(rdb.Options()))
+	logger.Info("redis ready", "redis", label)
 
 	version, err := prepareDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -127,11 +127,14 @@ func (b *backend) ready(ctx context.Context) map[string]error {
 // connectRedis opens a client for rawURL and checks that Redis answers.
 // Timeouts and the pool size suit a service whose every request makes one
 // or two short round trips; the URL's own dial_timeout, read_timeout,
-// write_timeout and pool_size parameters win.
-func connectRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(rawURL)
+// write_timeout and pool_size parameters win. It returns a Redis Cluster
+// client when the URL lists several addresses or cluster is set, a
+// Sentinel client when the URL names a master_name, and a plain client
+// otherwise (see redisOptions).
+func connectRedis(ctx context.Context, rawURL string, cluster bool) (redis.UniversalClient, string, error) {
+	opts, err := redisOptions(rawURL, cluster)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL: %w", withoutURL(err))
+		return nil, "", fmt.Errorf("redis URL: %w", err)
 	}
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = 2 * time.Second
@@ -145,14 +148,15 @@ func connectRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
 	if opts.PoolSize == 0 {
 		opts.PoolSize = max(32, 10*runtime.GOMAXPROCS(0))
 	}
-	rdb := redis.NewClient(opts)
+	rdb := redis.NewUniversalClient(opts)
+	label := universalLabel(opts)
 	pingCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("redis at %s does not answer: %w", redisLabel(opts), err)
+		return nil, "", fmt.Errorf("redis at %s does not answer: %w", label, err)
 	}
-	return rdb, nil
+	return rdb, label, nil
 }
 
 // prepareDatabase creates the database when missing and brings its schema up

@@ -26,6 +26,8 @@ type config struct {
 	Addr string
 	// RedisURL locates the Redis that holds the rate limits.
 	RedisURL string
+	// RedisCluster makes even a single address a Redis Cluster seed.
+	RedisCluster bool
 	// DatabaseURL locates the Postgres database; it is created when missing.
 	DatabaseURL string
 	// SMTPURL is the server reset mails go through; "" writes them to the log.
@@ -122,8 +124,20 @@ func newSettings(d auth.Config) []setting {
 		},
 		{
 			env: "XCLOAK_REDIS_URL", flag: "redis-url", def: "redis://127.0.0.1:6379/0", scope: forServe | forUser,
-			usage: "Redis `URL` (redis:// or rediss://)",
+			usage: "Redis `URL` (redis:// or rediss://); several comma-separated host:port make it a Redis Cluster, ?master_name= a Sentinel set",
 			set:   func(c *config, v string) error { c.RedisURL = v; return checkRedisURL(v) },
+		},
+		{
+			env: "XCLOAK_REDIS_CLUSTER", flag: "redis-cluster", def: "false", isBool: true, scope: forServe | forUser,
+			usage: "treat XCLOAK_REDIS_URL as a Redis Cluster seed even with one address",
+			set: func(c *config, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("%q is not true or false", v)
+				}
+				c.RedisCluster = b
+				return nil
+			},
 		},
 		{
 			env: "XCLOAK_DATABASE_URL", flag: "database-url", scope: forServe | forUser | forMigrate,
@@ -379,8 +393,73 @@ func checkRedisURL(raw string) error {
 	if raw == "" {
 		return errors.New("empty")
 	}
-	_, err := redis.ParseURL(raw)
-	return withoutURL(err)
+	_, err := redisOptions(raw, false)
+	return err
+}
+
+// redisOptions reads XCLOAK_REDIS_URL: redis[s]://[user:password@]host:port[/db][?options]
+// with go-redis's options (dial_timeout, pool_size, ...), where host:port
+// may be a comma-separated list of addresses (Redis Cluster seeds, or
+// Sentinels when the master_name option names the monitored master).
+func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, errors.New("want redis://host:port or rediss://host:port")
+	}
+	userinfo, hostAndRest := "", rest
+	if at := strings.LastIndex(rest[:strings.IndexAny(rest+"/?", "/?")], "@"); at >= 0 {
+		userinfo, hostAndRest = rest[:at+1], rest[at+1:]
+	}
+	end := strings.IndexAny(hostAndRest+"/?", "/?")
+	hosts, tail := hostAndRest[:end], hostAndRest[end:]
+
+	// master_name is ours, not go-redis's: take it out before parsing.
+	var master string
+	if path, query, found := strings.Cut(tail, "?"); found {
+		values, err := url.ParseQuery(query)
+		if err != nil {
+			return nil, errors.New("bad query string")
+		}
+		master = values.Get("master_name")
+		values.Del("master_name")
+		tail = path
+		if q := values.Encode(); q != "" {
+			tail += "?" + q
+		}
+	}
+
+	var first *redis.Options
+	var addrs []string
+	for _, host := range strings.Split(hosts, ",") {
+		opts, err := redis.ParseURL(scheme + "://" + userinfo + strings.TrimSpace(host) + tail)
+		if err != nil {
+			return nil, withoutURL(err)
+		}
+		if first == nil {
+			first = opts
+		}
+		addrs = append(addrs, opts.Addr)
+	}
+	u := &redis.UniversalOptions{
+		Addrs:         addrs,
+		MasterName:    master,
+		IsClusterMode: cluster && master == "",
+		Username:      first.Username,
+		Password:      first.Password,
+		DB:            first.DB,
+		TLSConfig:     first.TLSConfig,
+		DialTimeout:   first.DialTimeout,
+		ReadTimeout:   first.ReadTimeout,
+		WriteTimeout:  first.WriteTimeout,
+		PoolSize:      first.PoolSize,
+		MinIdleConns:  first.MinIdleConns,
+		MaxRetries:    first.MaxRetries,
+		Protocol:      first.Protocol,
+	}
+	if (len(addrs) > 1 || cluster) && master == "" && u.DB != 0 {
+		return nil, errors.New("a Redis Cluster has only database 0")
+	}
+	return u, nil
 }
 
 func checkDatabaseURL(raw string) error {
@@ -403,13 +482,21 @@ func withoutURL(err error) error {
 	return err
 }
 
-// redisLabel describes a Redis URL for logs, without its credentials.
-func redisLabel(opts *redis.Options) string {
+// universalLabel describes a Redis connection for logs, without its
+// credentials.
+func universalLabel(opts *redis.UniversalOptions) string {
 	scheme := "redis"
 	if opts.TLSConfig != nil {
 		scheme = "rediss"
 	}
-	return fmt.Sprintf("%s://%s/%d", scheme, opts.Addr, opts.DB)
+	kind := ""
+	switch {
+	case opts.MasterName != "":
+		kind = " (sentinel, master " + opts.MasterName + ")"
+	case len(opts.Addrs) > 1 || opts.IsClusterMode:
+		kind = " (cluster)"
+	}
+	return fmt.Sprintf("%s://%s/%d%s", scheme, strings.Join(opts.Addrs, ","), opts.DB, kind)
 }
 
 // databaseLabel describes a Postgres connection for logs, without its password.
