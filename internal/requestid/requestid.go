@@ -1,0 +1,50 @@
+// Package requestid carries a request's ID in its context and puts it on
+// every log line written with that context, whichever package writes it.
+package requestid
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+)
+
+type key struct{}
+
+// New returns a fresh random ID: 16 hex characters.
+func New() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// With returns ctx carrying id.
+func With(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, key{}, id)
+}
+
+// From returns the ID ctx carries, "" if none.
+func From(ctx context.Context) string {
+	id, _ := ctx.Value(key{}).(string)
+	return id
+}
+
+// Handler wraps h so that every record logged with a context that carries
+// an ID gets a request_id attribute.
+func Handler(h slog.Handler) slog.Handler { return handler{h} }
+
+type handler struct{ slog.Handler }
+
+func (h handler) Handle(ctx context.Context, r slog.Record) error {
+	if id := From(ctx); id != "" {
+		r = r.Clone()
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return handler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h handler) WithGroup(name string) slog.Handler { return handler{h.Handler.WithGroup(name)} }
