@@ -346,3 +346,43 @@ func scanAll(ctx context.Context, client *redis.Client, prefix string) ([]string
 	}
 	return all, iter.Err()
 }
+
+func TestPrivateServersRestart(t *testing.T) {
+	pg := testenv.PrivatePostgres(t)
+	rs := testenv.PrivateRedis(t)
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept (n int); INSERT INTO kept VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rdb.Close()
+	rdb.Set(ctx, "k", "v", 0)
+
+	pg.Stop()
+	rs.Stop()
+	if _, err := pgx.Connect(ctx, pg.URL()); err == nil {
+		t.Fatal("Postgres answers after Stop")
+	}
+	if rdb.Ping(ctx).Err() == nil {
+		t.Fatal("Redis answers after Stop")
+	}
+	pg.Start()
+	rs.Start()
+	conn, err = pgx.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT n FROM kept").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("Postgres lost its data over a restart: %v", err)
+	}
+	if rdb.Exists(ctx, "k").Val() != 0 {
+		t.Fatal("private Redis kept a key over a restart; it must start empty like a crash without persistence")
+	}
+}
