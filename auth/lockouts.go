@@ -31,7 +31,8 @@ func (s *Service) recordLockout(ctx context.Context, email string, userID int64,
 		 VALUES ($1, $2, $3, $4, $5, $6)`,
 		email, nullableID(userID), f.Level, f.Failures, now, now.Add(f.LockedFor))
 	if err != nil {
-		s.log.Error("recording lockout", "err", err)
+		s.metrics.dbErrors.Inc()
+		s.log.ErrorContext(ctx, "recording lockout", "err", err)
 	}
 	s.record(Event{Kind: EventLockout, Account: email, UserID: userID, Source: source,
 		Detail: map[string]string{"level": fmt.Sprint(f.Level), "until": now.Add(f.LockedFor).UTC().Format(time.RFC3339)}})
@@ -43,7 +44,8 @@ func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID i
 		`UPDATE lockouts SET cleared_at = $2, cleared_by = $3
 		 WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2`,
 		email, s.now(), by); err != nil {
-		s.log.Error("recording unlock", "err", err)
+		s.metrics.dbErrors.Inc()
+		s.log.ErrorContext(ctx, "recording unlock", "err", err)
 	}
 	s.record(Event{Kind: EventUnlock, Account: email, UserID: userID, Source: source, Detail: map[string]string{"by": by}})
 }
@@ -80,7 +82,7 @@ func (s *Service) ActiveLockouts(ctx context.Context, limit int) ([]Lockout, err
 			ORDER BY account_key, locked_at DESC
 		) current ORDER BY locked_at DESC LIMIT $2`, s.now(), limit)
 	if err != nil {
-		return nil, unavailable("listing lockouts", err)
+		return nil, s.dbDown("listing lockouts", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Lockout, error) {
 		var l Lockout
@@ -88,7 +90,7 @@ func (s *Service) ActiveLockouts(ctx context.Context, limit int) ([]Lockout, err
 		return l, err
 	})
 	if err != nil {
-		return nil, unavailable("listing lockouts", err)
+		return nil, s.dbDown("listing lockouts", err)
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"time"
 
 	"github.com/xcloak/xcloak/ratelimit"
 )
@@ -79,7 +80,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, err
 	} else {
 		rules = append(rules, ratelimit.Rule{Name: RuleLoginAccount, ID: email, Limit: s.cfg.Limits.LoginAccount, Lockable: true})
 	}
-	d, err := s.limits.AllowAll(ctx, rules...)
+	d, err := s.decide(ctx, rules...)
 	if err != nil {
 		return LoginResult{}, unavailable("checking limits", err)
 	}
@@ -174,5 +175,20 @@ func (s *Service) record(e Event) {
 	if e.At.IsZero() {
 		e.At = s.now()
 	}
+	s.metrics.observe(e)
 	s.events.Record(e)
+}
+
+// decide checks a request's rules, timing the decision for the metrics.
+func (s *Service) decide(ctx context.Context, rules ...ratelimit.Rule) (ratelimit.Decision, error) {
+	start := time.Now()
+	d, err := s.limits.AllowAll(ctx, rules...)
+	s.metrics.observeDecision(time.Since(start))
+	return d, err
+}
+
+// dbDown counts a Postgres failure and wraps it as ErrUnavailable.
+func (s *Service) dbDown(what string, err error) error {
+	s.metrics.dbErrors.Inc()
+	return unavailable(what, err)
 }

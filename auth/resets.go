@@ -33,7 +33,7 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) e
 	if err != nil {
 		return ErrInvalidRequest
 	}
-	d, err := s.limits.AllowAll(ctx,
+	d, err := s.decide(ctx,
 		ratelimit.Rule{Name: RuleResetIP, ID: source, Limit: s.cfg.Limits.ResetIP},
 		ratelimit.Rule{Name: RuleResetAccount, ID: email, Limit: s.cfg.Limits.ResetAccount},
 	)
@@ -126,7 +126,7 @@ func (s *Service) resetTokenUser(ctx context.Context, q querier, token string) (
 		return 0, "", ErrInvalidToken
 	}
 	if err != nil {
-		return 0, "", unavailable("reading reset token", err)
+		return 0, "", s.dbDown("reading reset token", err)
 	}
 	return userID, email, nil
 }
@@ -138,7 +138,7 @@ func (s *Service) resetTokenUser(ctx context.Context, q querier, token string) (
 // ErrInvalidToken, ErrWeakPassword, ErrUnavailable, ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
-	d, err := s.limits.AllowAll(ctx, ratelimit.Rule{Name: RuleResetConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
+	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
@@ -193,7 +193,7 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 		return err
 	}
 	if err != nil {
-		return unavailable("resetting password", err)
+		return s.dbDown("resetting password", err)
 	}
 
 	s.record(Event{Kind: EventResetCompleted, Account: email, UserID: userID, Source: source})

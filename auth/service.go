@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/ratelimit"
@@ -85,6 +86,9 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Now is the clock for Postgres timestamps; nil means time.Now.
 	Now func() time.Time
+	// Metrics is where the service registers its Prometheus metrics; nil
+	// means a registry of its own that nobody reads.
+	Metrics prometheus.Registerer
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -100,6 +104,7 @@ type Service struct {
 	events  *Recorder
 	stats   *Stats
 	resets  chan resetJob
+	metrics *metrics
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -153,7 +158,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		now = time.Now
 	}
 	stats := NewStats(d.Redis, d.KeyPrefix)
-	return &Service{
+	s := &Service{
 		cfg:     cfg,
 		db:      d.DB,
 		limits:  ratelimit.NewFailover(d.Redis, limiter, lockouts, local, policy, log),
@@ -165,7 +170,16 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		events:  NewRecorder(d.DB, stats, log),
 		stats:   stats,
 		resets:  make(chan resetJob, resetQueue),
-	}, nil
+	}
+	reg := d.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if s.metrics, err = newMetrics(reg, s); err != nil {
+		return nil, fmt.Errorf("auth: registering metrics: %w", err)
+	}
+	s.limits.OnRedisError = func(error) { s.metrics.redisErrors.Inc() }
+	return s, nil
 }
 
 // Run does the service's background work, writing security events and

@@ -54,7 +54,7 @@ func (s *Service) createSession(ctx context.Context, u User) (Session, error) {
 		`INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $3)`,
 		hash, u.ID, sess.CreatedAt, sess.ExpiresAt)
 	if err != nil {
-		return Session{}, unavailable("creating session", err)
+		return Session{}, s.dbDown("creating session", err)
 	}
 	return sess, nil
 }
@@ -74,7 +74,7 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 		return Session{}, ErrNoSession
 	}
 	if err != nil {
-		return Session{}, unavailable("reading session", err)
+		return Session{}, s.dbDown("reading session", err)
 	}
 	return sess, nil
 }
@@ -85,7 +85,7 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 		return nil
 	}
 	if _, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE id_hash = $1`, hashToken(token)); err != nil {
-		return unavailable("ending session", err)
+		return s.dbDown("ending session", err)
 	}
 	return nil
 }

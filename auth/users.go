@@ -71,7 +71,7 @@ func (s *Service) CreateUser(ctx context.Context, email, password string, admin 
 		return User{}, fmt.Errorf("%w: %s", ErrUserExists, email)
 	}
 	if err != nil {
-		return User{}, unavailable("creating user", err)
+		return User{}, s.dbDown("creating user", err)
 	}
 	return u, nil
 }
@@ -84,7 +84,7 @@ func (s *Service) UserByEmail(ctx context.Context, email string) (User, error) {
 	}
 	u, err := scanUser(s.db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE email = $1`, email))
 	if err != nil && !errors.Is(err, ErrNoUser) {
-		return User{}, unavailable("reading user", err)
+		return User{}, s.dbDown("reading user", err)
 	}
 	return u, err
 }
@@ -128,7 +128,7 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) error
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrNoUser) {
-		return unavailable("setting password", err)
+		return s.dbDown("setting password", err)
 	}
 	return err
 }

@@ -61,6 +61,9 @@ type Failover struct {
 	// OnChange, if set before use, is called with true when Redis is lost
 	// and false when it is back (for metrics).
 	OnChange func(degraded bool)
+	// OnRedisError, if set before use, is called for every failed Redis
+	// call (for metrics).
+	OnRedisError func(error)
 	openLog  atomic.Int64 // unix second of the last "failing open" log line
 }
 
@@ -151,6 +154,9 @@ func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
 
 // trip enters degraded mode and starts the probe.
 func (f *Failover) trip(cause error) {
+	if f.OnRedisError != nil {
+		f.OnRedisError(cause)
+	}
 	if f.degraded.CompareAndSwap(false, true) {
 		f.log.Error("redis unreachable; limits follow the failure policy until it answers",
 			"policy", string(f.policy), "err", cause)
