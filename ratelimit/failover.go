@@ -64,7 +64,7 @@ type Failover struct {
 	// OnRedisError, if set before use, is called for every failed Redis
 	// call (for metrics).
 	OnRedisError func(error)
-	openLog  atomic.Int64 // unix second of the last "failing open" log line
+	openLog      atomic.Int64 // unix second of the last "failing open" log line
 }
 
 // NewFailover wires limiter and lockouts on rdb with policy; local serves
