@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 )
 
 // Event kinds.
@@ -198,112 +196,4 @@ func nullableID(id int64) *int64 {
 		return nil
 	}
 	return &id
-}
-
-// Stats are the per-minute counters in Redis behind the dashboard. All
-// keys share the hash tag {stats} (one cluster slot, so one script or
-// pipeline can read a whole hour) and expire after statsRetention.
-type Stats struct {
-	rdb    redis.UniversalClient
-	prefix string
-}
-
-// statsRetention covers the dashboard's longest period (24 h) and a margin.
-const statsRetention = 25 * time.Hour
-
-// NewStats returns the counters under prefix.
-func NewStats(rdb redis.UniversalClient, prefix string) *Stats {
-	return &Stats{rdb: rdb, prefix: prefix}
-}
-
-// Counter names in a minute's hash.
-const (
-	CounterAttempts  = "attempts"  // sign-in requests received, rejected ones included
-	CounterSuccesses = "successes" // sign-ins that succeeded
-	CounterFailures  = "failures"  // wrong password or unknown account
-	CounterLockouts  = "lockouts"  // accounts locked
-	CounterResets    = "resets"    // reset requests accepted
-	// CounterRejectedPrefix + rule name: requests rejected by that rule
-	// (login_ip, login_account, login_device, reset_ip, reset_account,
-	// reset_confirm_ip, lockout).
-	CounterRejectedPrefix = "rejected:"
-)
-
-func (s *Stats) minuteKey(kind string, minute int64) string {
-	return s.prefix + "{stats}:" + kind + ":" + strconv.FormatInt(minute, 10)
-}
-
-// add counts a batch of events in one pipeline.
-func (s *Stats) add(ctx context.Context, batch []Event) error {
-	type bucket struct {
-		counters map[string]int64
-		sources  map[string]float64
-		accounts map[string]float64
-	}
-	buckets := map[int64]*bucket{}
-	for _, e := range batch {
-		m := e.At.Unix() / 60
-		b := buckets[m]
-		if b == nil {
-			b = &bucket{counters: map[string]int64{}, sources: map[string]float64{}, accounts: map[string]float64{}}
-			buckets[m] = b
-		}
-		rejected := false
-		switch e.Kind {
-		case EventLoginSucceeded:
-			b.counters[CounterAttempts]++
-			b.counters[CounterSuccesses]++
-		case EventLoginFailed:
-			b.counters[CounterAttempts]++
-			b.counters[CounterFailures]++
-			if e.Account != "" {
-				b.accounts[e.Account]++
-			}
-		case EventLoginInvalid:
-			b.counters[CounterAttempts]++
-		case EventLoginRejected:
-			b.counters[CounterAttempts]++
-			rejected = true
-		case EventResetRejected:
-			rejected = true
-		case EventLockout:
-			b.counters[CounterLockouts]++
-		case EventResetRequested:
-			b.counters[CounterResets]++
-		}
-		if rejected {
-			b.counters[CounterRejectedPrefix+e.Rule]++
-			if e.Source != "" {
-				b.sources[e.Source]++
-			}
-			if e.Account != "" {
-				b.accounts[e.Account]++
-			}
-		}
-	}
-	pipe := s.rdb.Pipeline()
-	for m, b := range buckets {
-		if len(b.counters) > 0 {
-			k := s.minuteKey("m", m)
-			for c, n := range b.counters {
-				pipe.HIncrBy(ctx, k, c, n)
-			}
-			pipe.Expire(ctx, k, statsRetention)
-		}
-		for kind, set := range map[string]map[string]float64{"src": b.sources, "acct": b.accounts} {
-			if len(set) == 0 {
-				continue
-			}
-			k := s.minuteKey(kind, m)
-			for member, n := range set {
-				pipe.ZIncrBy(ctx, k, n, member)
-			}
-			pipe.Expire(ctx, k, statsRetention)
-		}
-	}
-	if pipe.Len() == 0 {
-		return nil
-	}
-	_, err := pipe.Exec(ctx)
-	return err
 }

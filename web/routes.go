@@ -26,5 +26,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /password-reset/{token}", s.handleResetConfirmForm())
 	mux.Handle("POST /api/v1/password-reset/confirm", s.handleResetConfirmAPI())
 
+	mux.Handle("GET /admin", s.handleDashboard())
+	mux.Handle("GET /admin/stream", s.handleDashboardStream())
+	mux.Handle("POST /admin/lockouts/unlock", s.handleUnlock())
+	mux.Handle("GET /api/v1/admin/stats", s.handleAdminStats())
+
 	return s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(mux))))
 }

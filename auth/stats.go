@@ -1,0 +1,529 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Period is how far back the dashboard's figures reach, in whole minutes
+// ending with the current one: Period5m is the current minute so far and
+// the four before it. Counting whole minutes is what lets every replica
+// read the same buckets and report the same numbers.
+type Period int
+
+// The periods the dashboard offers.
+const (
+	Period5m  Period = 5
+	Period1h  Period = 60
+	Period24h Period = 24 * 60
+)
+
+// Periods lists the periods the dashboard offers, shortest first.
+func Periods() []Period { return []Period{Period5m, Period1h, Period24h} }
+
+// ErrInvalidPeriod: a period other than 5m, 1h or 24h. It is also an
+// ErrInvalidRequest.
+var ErrInvalidPeriod = fmt.Errorf("%w: period must be 5m, 1h or 24h", ErrInvalidRequest)
+
+// ParsePeriod reads "5m", "1h" or "24h"; anything else is ErrInvalidPeriod.
+func ParsePeriod(s string) (Period, error) {
+	for _, p := range Periods() {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, ErrInvalidPeriod
+}
+
+// String is the period as ParsePeriod reads it.
+func (p Period) String() string {
+	switch p {
+	case Period5m:
+		return "5m"
+	case Period1h:
+		return "1h"
+	case Period24h:
+		return "24h"
+	}
+	return "Period(" + strconv.Itoa(int(p)) + ")"
+}
+
+// MarshalText writes the period as ParsePeriod reads it, so JSON shows "5m".
+func (p Period) MarshalText() ([]byte, error) {
+	if !p.valid() {
+		return nil, ErrInvalidPeriod
+	}
+	return []byte(p.String()), nil
+}
+
+func (p Period) valid() bool { return p == Period5m || p == Period1h || p == Period24h }
+
+// Counter names in a minute's (and an hour's) hash.
+const (
+	CounterAttempts  = "attempts"  // sign-in requests received, rejected ones included
+	CounterSuccesses = "successes" // sign-ins that succeeded
+	CounterFailures  = "failures"  // wrong password or unknown account
+	CounterInvalid   = "invalid"   // malformed sign-in requests
+	CounterLockouts  = "lockouts"  // accounts locked
+	CounterResets    = "resets"    // reset requests accepted
+	// CounterRejectedPrefix + rule name: requests rejected by that rule
+	// (see RejectionRules).
+	CounterRejectedPrefix = "rejected:"
+)
+
+// signInRules are the rules that reject sign-ins: their rejections are
+// sign-in attempts too, and make up Summary.Rejected.
+var signInRules = []string{RuleLoginIP, RuleLoginAccount, RuleLoginDevice, RuleLockout}
+
+// RejectionRules lists every rule a rejection can name, sign-in rules
+// first, in the order the dashboard shows them.
+func RejectionRules() []string {
+	return append(append([]string{}, signInRules...), RuleResetIP, RuleResetAccount, RuleResetConfirmIP)
+}
+
+// IsSignInRule reports whether rule rejects sign-ins (rather than resets).
+func IsSignInRule(rule string) bool {
+	for _, r := range signInRules {
+		if r == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// Stats are the counters in Redis behind the dashboard, written by the
+// Recorder and read by every replica alike.
+//
+// Each minute has a hash of counters ("{stats}:m:<unix minute>") and two
+// sorted sets: the sources of rejected requests ("{stats}:src:<minute>")
+// and the accounts of failed or rejected ones ("{stats}:acct:<minute>").
+// Each clock hour has the same three keys with ":h:<unix hour>", written in
+// the same transaction, so a period's sums read whole hours from one key
+// and only the ragged ends minute by minute: at most about 140 reads for
+// 24 hours instead of 1440.
+//
+// Sums of counters are exact over any period. The sorted sets are for
+// ranking: minute sets are kept for rankRetention (the 5-minute and 1-hour
+// lists use them), and the 24-hour lists union whole hours, so they reach
+// back to the start of the hour 24 hours ago. Under a flood from more
+// distinct sources than a set's cap, the lowest counts are dropped, which
+// keeps memory bounded and the heavy hitters exact.
+//
+// All keys share the hash tag {stats}, so one transaction can read or write
+// any of them on a Redis Cluster too, and every key expires.
+type Stats struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// Retention and caps of the stats keys.
+const (
+	// statsRetention covers the dashboard's longest period (24 h) and a
+	// margin; it applies to counters and to the hourly sorted sets.
+	statsRetention = 25 * time.Hour
+	// rankRetention covers the periods that rank by the minute (up to 1 h).
+	rankRetention = 2 * time.Hour
+	// minuteRankCap and hourRankCap bound the members of one sorted set.
+	minuteRankCap = 1000
+	hourRankCap   = 2000
+)
+
+// NewStats returns the counters under prefix.
+func NewStats(rdb redis.UniversalClient, prefix string) *Stats {
+	return &Stats{rdb: rdb, prefix: prefix}
+}
+
+// TopKind names a ranking.
+type TopKind string
+
+// The rankings Stats keeps.
+const (
+	// TopSources ranks client networks by rejected requests.
+	TopSources TopKind = "src"
+	// TopAccounts ranks account identifiers by failed and rejected
+	// requests: the accounts under attack.
+	TopAccounts TopKind = "acct"
+)
+
+// Summary is the headline figures of one period.
+type Summary struct {
+	Period Period
+	// From is the start of the first minute counted; To the end of the
+	// current one.
+	From, To time.Time
+	// Attempts counts every sign-in request received, rejected and
+	// malformed ones included: Successes + Failures + Rejected + Invalid.
+	Attempts  int64
+	Successes int64
+	Failures  int64
+	Invalid   int64
+	// Rejected counts sign-in requests a limit or a lockout refused.
+	Rejected int64
+	// RejectedByRule counts refused requests, sign-ins and resets, by the
+	// rule that refused them; every rule of RejectionRules is present.
+	RejectedByRule map[string]int64
+	// Lockouts counts accounts locked in the period.
+	Lockouts int64
+	// ResetRequests counts accepted password-reset requests.
+	ResetRequests int64
+	// ActiveLockouts is how many lockouts are in force now. Stats cannot
+	// know it (lockouts live in Postgres); Service.Dashboard fills it in.
+	ActiveLockouts int
+}
+
+// Minute is one minute of the dashboard's chart.
+type Minute struct {
+	Start    time.Time
+	Attempts int64 // sign-in requests
+	Rejected int64 // sign-in requests refused by a limit or lockout
+}
+
+// Ranked is one entry of a ranking.
+type Ranked struct {
+	Name  string // a source ("192.0.2.1", "2001:db8::/64") or an account
+	Count int64
+}
+
+// SeriesMinutes is how many minutes the dashboard's chart shows.
+const SeriesMinutes = 60
+
+// Snapshot is every figure the dashboard shows, read in one Redis
+// transaction so that they agree with each other.
+type Snapshot struct {
+	Summary     Summary
+	Series      []Minute // the last SeriesMinutes minutes, oldest first
+	TopSources  []Ranked
+	TopAccounts []Ranked
+}
+
+// Summary returns the headline figures of period p ending at now.
+func (s *Stats) Summary(ctx context.Context, p Period, now time.Time) (Summary, error) {
+	if !p.valid() {
+		return Summary{}, ErrInvalidPeriod
+	}
+	var collect func() (Summary, error)
+	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueSummary(ctx, pipe, p, now) }); err != nil {
+		return Summary{}, err
+	}
+	return collect()
+}
+
+// Series returns the last minutes minutes up to now, oldest first, for
+// the chart.
+func (s *Stats) Series(ctx context.Context, minutes int, now time.Time) ([]Minute, error) {
+	if minutes < 1 || minutes > int(Period24h) {
+		return nil, fmt.Errorf("%w: series of %d minutes", ErrInvalidRequest, minutes)
+	}
+	var collect func() ([]Minute, error)
+	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueSeries(ctx, pipe, minutes, now) }); err != nil {
+		return nil, err
+	}
+	return collect()
+}
+
+// Top returns the n highest of a ranking over period p ending at now,
+// highest first; ties are ordered by name, descending, on every replica
+// alike.
+func (s *Stats) Top(ctx context.Context, p Period, kind TopKind, n int, now time.Time) ([]Ranked, error) {
+	if !p.valid() {
+		return nil, ErrInvalidPeriod
+	}
+	if kind != TopSources && kind != TopAccounts {
+		return nil, fmt.Errorf("%w: ranking %q", ErrInvalidRequest, kind)
+	}
+	if n < 1 {
+		return nil, nil
+	}
+	var collect func() ([]Ranked, error)
+	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueTop(ctx, pipe, p, kind, n, now) }); err != nil {
+		return nil, err
+	}
+	return collect()
+}
+
+// Snapshot returns the summary of p, the chart's series and both rankings
+// (topN each), all from one consistent read.
+func (s *Stats) Snapshot(ctx context.Context, p Period, now time.Time, topN int) (Snapshot, error) {
+	if !p.valid() {
+		return Snapshot{}, ErrInvalidPeriod
+	}
+	var (
+		summary          func() (Summary, error)
+		series           func() ([]Minute, error)
+		sources, targets func() ([]Ranked, error)
+	)
+	err := s.read(ctx, func(pipe redis.Pipeliner) {
+		summary = s.queueSummary(ctx, pipe, p, now)
+		series = s.queueSeries(ctx, pipe, SeriesMinutes, now)
+		sources = s.queueTop(ctx, pipe, p, TopSources, topN, now)
+		targets = s.queueTop(ctx, pipe, p, TopAccounts, topN, now)
+	})
+	if err != nil {
+		return Snapshot{}, err
+	}
+	var snap Snapshot
+	if snap.Summary, err = summary(); err != nil {
+		return Snapshot{}, err
+	}
+	if snap.Series, err = series(); err != nil {
+		return Snapshot{}, err
+	}
+	if snap.TopSources, err = sources(); err != nil {
+		return Snapshot{}, err
+	}
+	if snap.TopAccounts, err = targets(); err != nil {
+		return Snapshot{}, err
+	}
+	return snap, nil
+}
+
+// read runs the commands queue adds in one MULTI/EXEC, so that no batch
+// of events is half counted in what it reads.
+func (s *Stats) read(ctx context.Context, queue func(redis.Pipeliner)) error {
+	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		queue(pipe)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading stats: %w", err)
+	}
+	return nil
+}
+
+func unixMinute(t time.Time) int64 { return t.Unix() / 60 }
+
+// window is the first and last minute of p ending at now.
+func window(p Period, now time.Time) (first, last int64) {
+	last = unixMinute(now)
+	return last - int64(p) + 1, last
+}
+
+// span splits minutes [first, last] into the whole clock hours inside it
+// and the minutes left over, so that their keys together hold exactly
+// those minutes.
+func span(first, last int64) (minutes, hours []int64) {
+	for m := first; m <= last; {
+		if m%60 == 0 && m+59 <= last {
+			hours = append(hours, m/60)
+			m += 60
+			continue
+		}
+		minutes = append(minutes, m)
+		m++
+	}
+	return minutes, hours
+}
+
+func (s *Stats) minuteKey(kind string, minute int64) string {
+	return s.prefix + "{stats}:" + kind + ":" + strconv.FormatInt(minute, 10)
+}
+
+func (s *Stats) hourKey(kind string, hour int64) string {
+	return s.prefix + "{stats}:" + kind + ":h:" + strconv.FormatInt(hour, 10)
+}
+
+func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p Period, now time.Time) func() (Summary, error) {
+	first, last := window(p, now)
+	minutes, hours := span(first, last)
+	cmds := make([]*redis.MapStringStringCmd, 0, len(minutes)+len(hours))
+	for _, m := range minutes {
+		cmds = append(cmds, pipe.HGetAll(ctx, s.minuteKey("m", m)))
+	}
+	for _, h := range hours {
+		cmds = append(cmds, pipe.HGetAll(ctx, s.hourKey("m", h)))
+	}
+	return func() (Summary, error) {
+		totals := map[string]int64{}
+		for _, c := range cmds {
+			for k, v := range c.Val() {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return Summary{}, fmt.Errorf("stats counter %s in %s is %q, not a number", k, c.Args()[1], v)
+				}
+				totals[k] += n
+			}
+		}
+		sum := Summary{
+			Period:         p,
+			From:           time.Unix(first*60, 0).UTC(),
+			To:             time.Unix((last+1)*60, 0).UTC(),
+			Attempts:       totals[CounterAttempts],
+			Successes:      totals[CounterSuccesses],
+			Failures:       totals[CounterFailures],
+			Invalid:        totals[CounterInvalid],
+			Lockouts:       totals[CounterLockouts],
+			ResetRequests:  totals[CounterResets],
+			RejectedByRule: map[string]int64{},
+		}
+		for _, r := range RejectionRules() {
+			sum.RejectedByRule[r] = 0
+		}
+		for k, n := range totals {
+			if rule, ok := strings.CutPrefix(k, CounterRejectedPrefix); ok {
+				sum.RejectedByRule[rule] = n
+				if IsSignInRule(rule) {
+					sum.Rejected += n
+				}
+			}
+		}
+		return sum, nil
+	}
+}
+
+func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes int, now time.Time) func() ([]Minute, error) {
+	last := unixMinute(now)
+	fields := []string{CounterAttempts}
+	for _, r := range signInRules {
+		fields = append(fields, CounterRejectedPrefix+r)
+	}
+	cmds := make([]*redis.SliceCmd, minutes)
+	for i := range cmds {
+		cmds[i] = pipe.HMGet(ctx, s.minuteKey("m", last-int64(minutes-1-i)), fields...)
+	}
+	return func() ([]Minute, error) {
+		out := make([]Minute, minutes)
+		for i, c := range cmds {
+			m := Minute{Start: time.Unix((last-int64(minutes-1-i))*60, 0).UTC()}
+			for j, v := range c.Val() {
+				if v == nil {
+					continue
+				}
+				n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("stats counter %s in %s is %q, not a number", fields[j], c.Args()[1], v)
+				}
+				if j == 0 {
+					m.Attempts = n
+				} else {
+					m.Rejected += n
+				}
+			}
+			out[i] = m
+		}
+		return out, nil
+	}
+}
+
+// queueTop unions the period's sorted sets into a scratch key, reads the
+// top n and deletes the key, inside the caller's transaction: no other
+// client ever sees the scratch key, and the union (unlike ZUNION) never
+// sends the whole set back.
+func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p Period, kind TopKind, n int, now time.Time) func() ([]Ranked, error) {
+	if n < 1 {
+		return func() ([]Ranked, error) { return nil, nil }
+	}
+	first, last := window(p, now)
+	var keys []string
+	if p <= Period1h {
+		for m := first; m <= last; m++ {
+			keys = append(keys, s.minuteKey(string(kind), m))
+		}
+	} else {
+		for h := first / 60; h <= last/60; h++ {
+			keys = append(keys, s.hourKey(string(kind), h))
+		}
+	}
+	scratch := s.prefix + "{stats}:scratch:" + string(kind)
+	pipe.ZUnionStore(ctx, scratch, &redis.ZStore{Keys: keys})
+	top := pipe.ZRevRangeWithScores(ctx, scratch, 0, int64(n-1))
+	pipe.Del(ctx, scratch)
+	return func() ([]Ranked, error) {
+		out := make([]Ranked, 0, len(top.Val()))
+		for _, z := range top.Val() {
+			out = append(out, Ranked{Name: fmt.Sprint(z.Member), Count: int64(z.Score)})
+		}
+		return out, nil
+	}
+}
+
+// add counts a batch of events in one transaction: if it fails, nothing
+// of the batch was counted and the Recorder can safely try again.
+func (s *Stats) add(ctx context.Context, batch []Event) error {
+	type bucket struct {
+		counters map[string]int64
+		sources  map[string]float64
+		accounts map[string]float64
+	}
+	buckets := map[int64]*bucket{}
+	for _, e := range batch {
+		m := unixMinute(e.At)
+		b := buckets[m]
+		if b == nil {
+			b = &bucket{counters: map[string]int64{}, sources: map[string]float64{}, accounts: map[string]float64{}}
+			buckets[m] = b
+		}
+		rejected := false
+		switch e.Kind {
+		case EventLoginSucceeded:
+			b.counters[CounterAttempts]++
+			b.counters[CounterSuccesses]++
+		case EventLoginFailed:
+			b.counters[CounterAttempts]++
+			b.counters[CounterFailures]++
+			if e.Account != "" {
+				b.accounts[e.Account]++
+			}
+		case EventLoginInvalid:
+			b.counters[CounterAttempts]++
+			b.counters[CounterInvalid]++
+		case EventLoginRejected:
+			b.counters[CounterAttempts]++
+			rejected = true
+		case EventResetRejected:
+			rejected = true
+		case EventLockout:
+			b.counters[CounterLockouts]++
+		case EventResetRequested:
+			b.counters[CounterResets]++
+		}
+		if rejected {
+			b.counters[CounterRejectedPrefix+e.Rule]++
+			if e.Source != "" {
+				b.sources[e.Source]++
+			}
+			if e.Account != "" {
+				b.accounts[e.Account]++
+			}
+		}
+	}
+	pipe := s.rdb.TxPipeline()
+	for m, b := range buckets {
+		if len(b.counters) > 0 {
+			for _, k := range []string{s.minuteKey("m", m), s.hourKey("m", m/60)} {
+				for c, n := range b.counters {
+					pipe.HIncrBy(ctx, k, c, n)
+				}
+				pipe.Expire(ctx, k, statsRetention)
+			}
+		}
+		for kind, set := range map[TopKind]map[string]float64{TopSources: b.sources, TopAccounts: b.accounts} {
+			if len(set) == 0 {
+				continue
+			}
+			for _, k := range []struct {
+				key       string
+				cap       int64
+				retention time.Duration
+			}{
+				{s.minuteKey(string(kind), m), minuteRankCap, rankRetention},
+				{s.hourKey(string(kind), m/60), hourRankCap, statsRetention},
+			} {
+				for member, n := range set {
+					pipe.ZIncrBy(ctx, k.key, n, member)
+				}
+				pipe.ZRemRangeByRank(ctx, k.key, 0, -(k.cap + 1))
+				pipe.Expire(ctx, k.key, k.retention)
+			}
+		}
+	}
+	if pipe.Len() == 0 {
+		return nil
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
