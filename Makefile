@@ -6,13 +6,22 @@ GO ?= go
 BENCH ?= .
 PKG ?= ./...
 
-.PHONY: run test bench build generate fmt vet services services-stop
+.PHONY: run test e2e e2e-setup bench build generate fmt vet services services-stop
 
 run: services
 	$(GO) run ./cmd/xcloak serve --dev
 
-test: services
+# Every Go test, the browser tests in e2e/ included; their setup runs first.
+test: services e2e-setup
 	$(GO) test -race -count=1 ./...
+
+# Only the browser tests: installs Chromium and the Playwright driver when
+# missing (e2e/setup.sh), then runs the journeys in e2e/.
+e2e: services e2e-setup
+	$(GO) test -count=1 ./e2e/
+
+e2e-setup:
+	e2e/setup.sh
 
 bench: services
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem $(PKG)
