@@ -26,28 +26,10 @@ var (
 	errBadCursor = errors.New("web: malformed events cursor")
 )
 
-// adminProblem is problemFor with the answers only the administrators'
-// pages give.
-func adminProblem(err error) problem {
-	switch {
-	case errors.Is(err, errSignedOut):
-		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
-	case errors.Is(err, errNotAdmin):
-		return problem{http.StatusForbidden, "forbidden", "This page is for administrators only.", 0}
-	case errors.Is(err, auth.ErrInvalidPeriod):
-		return problem{http.StatusBadRequest, "invalid_period", "Choose a period of 5m, 1h or 24h.", 0}
-	case errors.Is(err, errBadCursor):
-		return problem{http.StatusBadRequest, "invalid_request", "That page of events does not exist.", 0}
-	case errors.Is(err, auth.ErrInvalidEmail):
-		return problem{http.StatusBadRequest, "invalid_request", "That is not a valid email address.", 0}
-	}
-	return problemFor(err)
-}
-
 // adminFail answers an administrators' request that failed: JSON for the
 // API, an error page otherwise.
 func (s *Server) adminFail(w http.ResponseWriter, r *http.Request, nav templates.Nav, err error) {
-	p := adminProblem(err)
+	p := problemFor(err)
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
 	if isAPI(r) {

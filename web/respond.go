@@ -43,6 +43,14 @@ func problemFor(err error) problem {
 	switch {
 	case errors.As(err, &limited):
 		return problem{http.StatusTooManyRequests, "too_many_attempts", "", limited.RetryAfterSeconds()}
+	case errors.Is(err, errSignedOut):
+		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
+	case errors.Is(err, errNotAdmin):
+		return problem{http.StatusForbidden, "forbidden", "This page is for administrators only.", 0}
+	case errors.Is(err, auth.ErrInvalidPeriod):
+		return problem{http.StatusBadRequest, "invalid_period", "Choose a period of 5m, 1h or 24h.", 0}
+	case errors.Is(err, errBadCursor):
+		return problem{http.StatusBadRequest, "invalid_request", "That page of events does not exist.", 0}
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return problem{http.StatusUnauthorized, "invalid_credentials", "Email or password is incorrect.", 0}
 	case errors.Is(err, auth.ErrInvalidToken):

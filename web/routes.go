@@ -31,5 +31,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /admin/lockouts/unlock", s.handleUnlock())
 	mux.Handle("GET /api/v1/admin/stats", s.handleAdminStats())
 
-	return s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(mux))))
+	if s.cfg.Metrics != nil {
+		mux.Handle("GET /metrics", s.cfg.Metrics)
+	}
+
+	return s.logRequests(s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(mux)))))
 }

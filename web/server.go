@@ -21,6 +21,9 @@ type Config struct {
 	// PublicURL is where users reach XCloak. With https, responses carry
 	// Strict-Transport-Security.
 	PublicURL *url.URL
+	// Metrics, when set, is served at GET /metrics (Prometheus). Leave it
+	// nil when metrics have their own listener.
+	Metrics http.Handler
 }
 
 // ReadyCheck reports whether the backing stores answer.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
@@ -41,7 +42,7 @@ type backend struct {
 // openBackend connects to Redis, creates and migrates the database,
 // opens a connection pool and starts the auth service's background work.
 // cfg.Auth must have its Secret and PublicURL set. Close releases it all.
-func openBackend(ctx context.Context, cfg config, logger *slog.Logger) (_ *backend, err error) {
+func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics prometheus.Registerer) (_ *backend, err error) {
 	rdb, label, err := connectRedis(ctx, cfg.RedisURL, cfg.RedisCluster)
 	if err != nil {
 		return nil, err
@@ -88,6 +89,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger) (_ *backe
 		Hasher:    hasher,
 		Mailer:    mailer,
 		Logger:    logger,
+		Metrics:   metrics,
 	})
 	if err != nil {
 		return nil, err

@@ -41,6 +41,9 @@ type config struct {
 	// HashConcurrency bounds the password hashes computed at once; 0 means
 	// GOMAXPROCS.
 	HashConcurrency int
+	// MetricsAddr, when set, serves /metrics on its own listener instead
+	// of the main one.
+	MetricsAddr string
 	// Auth is the service's behaviour. Its Secret is nil and its PublicURL
 	// nil when they were not given: serve fills them in, knowing --dev and
 	// the address it listens on.
@@ -196,6 +199,11 @@ func newSettings(d auth.Config) []setting {
 				c.InsecureCookies = b
 				return nil
 			},
+		},
+		{
+			env: "XCLOAK_METRICS_ADDR", flag: "metrics-addr", show: "none", scope: forServe,
+			usage: "`host:port` of a separate listener for /metrics; unset serves /metrics on the main address",
+			set:   func(c *config, v string) error { c.MetricsAddr = v; return checkAddr(v) },
 		},
 		{
 			env: "XCLOAK_KEY_PREFIX", flag: "key-prefix", def: "xcloak:", scope: forServe | forUser,

@@ -11,6 +11,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/xcloak/xcloak/internal/requestid"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -35,7 +40,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	// Every line a request's context writes carries its request ID.
+	logger := slog.New(requestid.Handler(slog.NewJSONHandler(stderr, nil)))
 
 	if *dev {
 		cfg.InsecureCookies = true
@@ -65,7 +71,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.Auth.PublicURL = publicURLFor(ln.Addr())
 	}
 
-	b, err := openBackend(ctx, cfg, logger)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
+
+	b, err := openBackend(ctx, cfg, logger, registry)
 	if err != nil {
 		return err
 	}
@@ -83,6 +93,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		InsecureCookies: cfg.InsecureCookies,
 		PublicURL:       cfg.Auth.PublicURL,
 	}
+	metricsURL := ""
+	if cfg.MetricsAddr == "" {
+		webCfg.Metrics = metrics
+	} else {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("XCLOAK_METRICS_ADDR: listen on %s: %w", cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics)
+		metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		metricsServed := make(chan error, 1)
+		go func() { metricsServed <- metricsSrv.Serve(mln) }()
+		defer func() {
+			_ = stopHTTP(ctx, metricsSrv, metricsServed)
+		}()
+		logger.Info("metrics listening", "addr", mln.Addr().String())
+		metricsURL = "http://" + browsableAddr(mln.Addr()) + "/metrics"
+	}
 	srv := &http.Server{
 		Handler:           web.NewServer(webCfg, b.svc, b.ready, logger),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -97,6 +126,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	logger.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.Auth.PublicURL.String())
 	fmt.Fprintf(stdout, "XCloak listening on http://%s\n", browsableAddr(ln.Addr()))
+	if metricsURL != "" {
+		fmt.Fprintf(stdout, "Metrics at %s\n", metricsURL)
+	}
 	if *dev {
 		fmt.Fprintf(stdout, "Demo admin: %s / %s   (development mode: new password at every start)\n", demoAdminEmail, demoPassword)
 	}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func fetch(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	vars := storeSettings(t)
+	addUser(t, vars, "ann@example.com", "correct horse\n")
+	s := startServe(t, vars)
+	signIn(t, s.base, "ann@example.com", "correct horse")
+	signIn(t, s.base, "ann@example.com", "wrong password")
+	status, body := fetch(t, s.base+"/metrics")
+	for _, want := range []string{"xcloak_signin_attempts_total 2", "xcloak_signin_successes_total 1", "xcloak_signin_failures_total 1",
+		"xcloak_limiter_decision_seconds_count 2", `xcloak_redis_degraded{policy="local"} 0`, "xcloak_hashing_waiting 0", "go_goroutines"} {
+		if status != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics: %d, no %q", status, want)
+		}
+	}
+	if strings.Contains(body, "correct horse") || strings.Contains(body, "ann@example.com") {
+		t.Error("/metrics mentions a password or an account")
+	}
+}
+
+func TestMetricsOnTheirOwnAddress(t *testing.T) {
+	vars := storeSettings(t)
+	vars["XCLOAK_METRICS_ADDR"] = "127.0.0.1:0"
+	s := startServe(t, vars)
+	url, ok := strings.CutPrefix(s.nextLine(t), "Metrics at ")
+	if !ok {
+		t.Fatal("serve did not print where the metrics are")
+	}
+	if status, body := fetch(t, url); status != 200 || !strings.Contains(body, "xcloak_signin_attempts_total") {
+		t.Fatalf("%s: %d", url, status)
+	}
+	if status, _ := fetch(t, s.base+"/metrics"); status != http.StatusNotFound {
+		t.Fatalf("main address still serves /metrics: %d", status)
+	}
+}
+
+// TestLogsCarryRequestIDsAndNoSecrets: one JSON line per request with its
+// ID, and no password, token or session cookie in any line.
+func TestLogsCarryRequestIDsAndNoSecrets(t *testing.T) {
+	vars := storeSettings(t)
+	addUser(t, vars, "ann@example.com", "correct horse\n")
+	s := startServe(t, vars)
+	resp := signIn(t, s.base, "ann@example.com", "correct horse")
+	session := ""
+	for _, c := range resp.Cookies() {
+		session += c.Value
+	}
+	id := resp.Header.Get("X-Request-ID")
+	signIn(t, s.base, "ann@example.com", "hunter2 wrong guess")
+	fetch(t, s.base+"/password-reset/SECRETTOKENSECRETTOKENSECRETTOKENSECRETTOK")
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	logs := s.stderr.String()
+	if id == "" || !strings.Contains(logs, `"request_id":"`+id+`"`) {
+		t.Errorf("no log line with the request's ID %q", id)
+	}
+	for _, secret := range []string{"correct horse", "hunter2", "SECRETTOKEN", testSecret, session[:20]} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain %q", secret)
+		}
+	}
+}
