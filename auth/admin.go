@@ -29,6 +29,14 @@ type Dashboard struct {
 	// Lockouts are the lockouts in force, newest first, at most
 	// DashboardLockouts (Summary.ActiveLockouts counts them all).
 	Lockouts []Lockout
+	// Degraded reports that Redis is unreachable and limits follow
+	// FailurePolicy.
+	Degraded      bool
+	FailurePolicy string
+	// CountersUnavailable reports that the counters could not be read
+	// (Redis is down); the figures are then zero, and the lockouts and
+	// events from Postgres are still shown.
+	CountersUnavailable bool
 }
 
 // Dashboard gathers the figures of period p as of now.
@@ -37,11 +45,15 @@ func (s *Service) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 		return Dashboard{}, ErrInvalidPeriod
 	}
 	now := s.now()
+	d := Dashboard{AsOf: now, Degraded: s.limits.Degraded(), FailurePolicy: string(s.limits.Policy())}
 	snap, err := s.stats.Snapshot(ctx, p, now, DashboardTop)
 	if err != nil {
-		return Dashboard{}, unavailable("reading stats", err)
+		// Without Redis the team still needs the lockouts and events.
+		s.log.WarnContext(ctx, "dashboard: reading counters", "err", err)
+		d.CountersUnavailable = true
+		snap = Snapshot{Summary: Summary{Period: p, RejectedByRule: map[string]int64{}}}
 	}
-	d := Dashboard{Snapshot: snap, AsOf: now}
+	d.Snapshot = snap
 	if d.Lockouts, err = s.ActiveLockouts(ctx, DashboardLockouts); err != nil {
 		return Dashboard{}, err
 	}

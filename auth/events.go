@@ -19,6 +19,9 @@ const (
 	EventLoginFailed    = "login_failed"
 	EventLoginRejected  = "login_rejected" // Rule says which limit, or "lockout"
 	EventLoginInvalid   = "login_invalid"  // malformed request
+	// EventLoginUnavailable: an attempt that could not be decided because
+	// a store or the hashing pool was unavailable (answered 503).
+	EventLoginUnavailable = "login_unavailable"
 	EventNewDevice      = "new_device"     // sign-in from a browser without a device cookie
 	EventLockout        = "lockout"
 	EventUnlock         = "unlock"

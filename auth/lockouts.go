@@ -38,12 +38,14 @@ func (s *Service) recordLockout(ctx context.Context, email string, userID int64,
 		Detail: map[string]string{"level": fmt.Sprint(f.Level), "until": now.Add(f.LockedFor).UTC().Format(time.RFC3339)}})
 }
 
-// clearLockoutRecord marks the account's current lockout as ended.
+// clearLockoutRecord marks the account's current lockout as ended and
+// records who ended it.
 func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID int64, by, source string) {
-	if _, err := s.db.Exec(ctx,
+	_, err := s.db.Exec(ctx,
 		`UPDATE lockouts SET cleared_at = $2, cleared_by = $3
 		 WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2`,
-		email, s.now(), by); err != nil {
+		email, s.now(), by)
+	if err != nil {
 		s.metrics.dbErrors.Inc()
 		s.log.ErrorContext(ctx, "recording unlock", "err", err)
 	}
@@ -53,7 +55,9 @@ func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID i
 // Unlock ends an account's lockout and forgets its failures: an
 // administrator's action, recorded with their identity in by (for example
 // "admin:ann@example.com" or "cli"). It reports whether the account was
-// locked.
+// locked. A lockout that Redis no longer holds (Redis restarted) but
+// Postgres still lists is ended too, so the dashboard never keeps a row
+// that Unlock cannot remove.
 func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 	email, err := NormaliseEmail(email)
 	if err != nil {
@@ -67,10 +71,16 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 	if u, err := s.UserByEmail(ctx, email); err == nil {
 		userID = u.ID
 	}
-	if wasLocked {
+	var listed bool
+	if err := s.db.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM lockouts WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2)`,
+		email, s.now()).Scan(&listed); err != nil {
+		return false, s.dbDown("reading lockout", err)
+	}
+	if wasLocked || listed {
 		s.clearLockoutRecord(ctx, email, userID, by, "")
 	}
-	return wasLocked, nil
+	return wasLocked || listed, nil
 }
 
 // ActiveLockouts lists the lockouts in force, newest first, at most limit.

@@ -61,6 +61,16 @@ type LoginResult struct {
 // Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
 // ErrInvalidCredentials, ErrUnavailable, ErrHasherBusy.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, error) {
+	res, err := s.login(ctx, req)
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrHasherBusy) {
+		// Counted as an attempt like every other, so that the dashboard's
+		// attempts are every sign-in request received.
+		s.record(Event{Kind: EventLoginUnavailable, Source: req.Client.Source()})
+	}
+	return res, err
+}
+
+func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, error) {
 	source := req.Client.Source()
 	email, err := NormaliseEmail(req.Email)
 	if err != nil || req.Password == "" || len(req.Password) > MaxPasswordBytes {

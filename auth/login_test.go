@@ -214,3 +214,26 @@ func countRows(t *testing.T, f *fixture, sql string) int {
 	}
 	return n
 }
+
+// TestUnlockEndsALockoutRedisForgot: Redis restarted and lost the lock, but
+// Postgres still lists it; Unlock ends the listed lockout too.
+func TestUnlockEndsALockoutRedisForgot(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.LoginAccount.Count = 1000 })
+	for range f.cfg.Lockout.Threshold {
+		f.svc.Login(t.Context(), auth.LoginRequest{Email: "gone@example.com", Password: "x", Client: client("192.0.2.1")})
+	}
+	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 1 {
+		t.Fatalf("lockouts: %+v, want one", l)
+	}
+	keys, err := f.rdb.Keys(t.Context(), f.prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rdb.Del(t.Context(), keys...)
+	if was, err := f.svc.Unlock(t.Context(), "gone@example.com", "admin:sec@example.com"); err != nil || !was {
+		t.Fatalf("Unlock: %v, %v; want it to end the listed lockout", was, err)
+	}
+	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 0 {
+		t.Fatalf("lockouts after Unlock: %+v, want none", l)
+	}
+}

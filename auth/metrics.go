@@ -86,7 +86,7 @@ func (m *metrics) observe(e Event) {
 	case EventLoginFailed:
 		m.attempts.Inc()
 		m.failures.Inc()
-	case EventLoginInvalid:
+	case EventLoginInvalid, EventLoginUnavailable:
 		m.attempts.Inc()
 	case EventLoginRejected:
 		m.attempts.Inc()

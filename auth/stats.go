@@ -69,6 +69,9 @@ const (
 	CounterSuccesses = "successes" // sign-ins that succeeded
 	CounterFailures  = "failures"  // wrong password or unknown account
 	CounterInvalid   = "invalid"   // malformed sign-in requests
+	// CounterUnavailable: sign-ins answered 503 because a store or the
+	// hashing pool was unavailable.
+	CounterUnavailable = "unavailable"
 	CounterLockouts  = "lockouts"  // accounts locked
 	CounterResets    = "resets"    // reset requests accepted
 	// CounterRejectedPrefix + rule name: requests rejected by that rule
@@ -157,11 +160,13 @@ type Summary struct {
 	// current one.
 	From, To time.Time
 	// Attempts counts every sign-in request received, rejected and
-	// malformed ones included: Successes + Failures + Rejected + Invalid.
-	Attempts  int64
-	Successes int64
-	Failures  int64
-	Invalid   int64
+	// malformed ones included: Successes + Failures + Rejected + Invalid +
+	// Unavailable.
+	Attempts    int64
+	Successes   int64
+	Failures    int64
+	Invalid     int64
+	Unavailable int64
 	// Rejected counts sign-in requests a limit or a lockout refused.
 	Rejected int64
 	// RejectedByRule counts refused requests, sign-ins and resets, by the
@@ -356,6 +361,7 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p Period
 			Successes:      totals[CounterSuccesses],
 			Failures:       totals[CounterFailures],
 			Invalid:        totals[CounterInvalid],
+			Unavailable:    totals[CounterUnavailable],
 			Lockouts:       totals[CounterLockouts],
 			ResetRequests:  totals[CounterResets],
 			RejectedByRule: map[string]int64{},
@@ -471,6 +477,9 @@ func (s *Stats) add(ctx context.Context, batch []Event) error {
 		case EventLoginInvalid:
 			b.counters[CounterAttempts]++
 			b.counters[CounterInvalid]++
+		case EventLoginUnavailable:
+			b.counters[CounterAttempts]++
+			b.counters[CounterUnavailable]++
 		case EventLoginRejected:
 			b.counters[CounterAttempts]++
 			rejected = true

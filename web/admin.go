@@ -151,17 +151,21 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 	v := dashboardView{asOf: d.AsOf}
 	sum := d.Summary
 	v.live = templates.LiveProps{
-		PeriodText:     periodWords[q.period].text,
-		Attempts:       sum.Attempts,
-		Successes:      sum.Successes,
-		Failures:       sum.Failures,
-		Rejected:       sum.Rejected,
-		Invalid:        sum.Invalid,
-		ActiveLockouts: sum.ActiveLockouts,
-		Lockouts:       sum.Lockouts,
-		ResetRequests:  sum.ResetRequests,
-		TopSources:     ranked(d.TopSources),
-		TopAccounts:    ranked(d.TopAccounts),
+		PeriodText:          periodWords[q.period].text,
+		Attempts:            sum.Attempts,
+		Successes:           sum.Successes,
+		Failures:            sum.Failures,
+		Rejected:            sum.Rejected,
+		Invalid:             sum.Invalid,
+		Unavailable:         sum.Unavailable,
+		Degraded:            d.Degraded,
+		FailurePolicy:       d.FailurePolicy,
+		CountersUnavailable: d.CountersUnavailable,
+		ActiveLockouts:      sum.ActiveLockouts,
+		Lockouts:            sum.Lockouts,
+		ResetRequests:       sum.ResetRequests,
+		TopSources:          ranked(d.TopSources),
+		TopAccounts:         ranked(d.TopAccounts),
 	}
 	for _, rule := range rulesOf(sum) {
 		label := ruleLabels[rule]
@@ -324,21 +328,26 @@ func (s *Server) handleUnlock() http.Handler {
 // statsJSON is GET /api/v1/admin/stats: the dashboard's figures for
 // scripts and monitoring.
 type statsJSON struct {
-	Period         auth.Period      `json:"period"`
-	From           time.Time        `json:"from"`
-	To             time.Time        `json:"to"`
-	Attempts       int64            `json:"attempts"`
-	Successes      int64            `json:"successes"`
-	Failures       int64            `json:"failures"`
-	Invalid        int64            `json:"invalid"`
-	Rejected       int64            `json:"rejected"`
-	RejectedByRule map[string]int64 `json:"rejected_by_rule"`
-	Lockouts       int64            `json:"lockouts"`
-	ActiveLockouts int              `json:"active_lockouts"`
-	ResetRequests  int64            `json:"reset_requests"`
-	TopSources     []sourceJSON     `json:"top_sources"`
-	TopAccounts    []accountJSON    `json:"top_accounts"`
-	PerMinute      []minuteJSON     `json:"per_minute"`
+	Period      auth.Period `json:"period"`
+	From        time.Time   `json:"from"`
+	To          time.Time   `json:"to"`
+	Attempts    int64       `json:"attempts"`
+	Successes   int64       `json:"successes"`
+	Failures    int64       `json:"failures"`
+	Invalid     int64       `json:"invalid"`
+	Unavailable int64       `json:"unavailable"`
+	// Degraded: Redis is unreachable and limits follow FailurePolicy.
+	Degraded            bool             `json:"degraded"`
+	FailurePolicy       string           `json:"failure_policy"`
+	CountersUnavailable bool             `json:"counters_unavailable"`
+	Rejected            int64            `json:"rejected"`
+	RejectedByRule      map[string]int64 `json:"rejected_by_rule"`
+	Lockouts            int64            `json:"lockouts"`
+	ActiveLockouts      int              `json:"active_lockouts"`
+	ResetRequests       int64            `json:"reset_requests"`
+	TopSources          []sourceJSON     `json:"top_sources"`
+	TopAccounts         []accountJSON    `json:"top_accounts"`
+	PerMinute           []minuteJSON     `json:"per_minute"`
 }
 
 type sourceJSON struct {
@@ -373,6 +382,7 @@ func (s *Server) handleAdminStats() http.Handler {
 		out := statsJSON{
 			Period: sum.Period, From: sum.From, To: sum.To,
 			Attempts: sum.Attempts, Successes: sum.Successes, Failures: sum.Failures, Invalid: sum.Invalid,
+			Unavailable: sum.Unavailable, Degraded: d.Degraded, FailurePolicy: d.FailurePolicy, CountersUnavailable: d.CountersUnavailable,
 			Rejected: sum.Rejected, RejectedByRule: sum.RejectedByRule,
 			Lockouts: sum.Lockouts, ActiveLockouts: sum.ActiveLockouts, ResetRequests: sum.ResetRequests,
 			TopSources:  make([]sourceJSON, 0, len(d.TopSources)),

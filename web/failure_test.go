@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,6 +104,11 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 				allowed = append(allowed, 503)
 			}
 			stop := backgroundAttack(t, base, allowed...)
+			env.AddUser(t, "sec@example.com", "admin password", true)
+			admin := xcloaktest.Client(t, "127.0.32.1")
+			if resp, _ := post(t, admin, base+"/api/v1/login", jsonType, loginJSON("sec@example.com", "admin password")); resp.StatusCode != 200 {
+				t.Fatalf("admin sign-in: %d", resp.StatusCode)
+			}
 
 			if got := statuses(t, base, "victim@example.com", 2*limit, 0); got[401] != limit || got[429] != limit {
 				t.Fatalf("before the crash: %v", got)
@@ -126,6 +132,13 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 			if !env.Service.Degraded() {
 				t.Fatal("service does not report degraded mode with Redis down")
 			}
+			resp, body := get(t, admin, base+"/api/v1/admin/stats?period=5m")
+			if resp.StatusCode != 200 || !strings.Contains(body, `"degraded":true`) || !strings.Contains(body, `"failure_policy":"`+string(policy)+`"`) {
+				t.Fatalf("dashboard stats with Redis down: %d %s; want degraded mode shown", resp.StatusCode, body)
+			}
+			if resp, body := get(t, admin, base+"/admin"); resp.StatusCode != 200 || !strings.Contains(body, "Degraded mode") {
+				t.Fatalf("dashboard page with Redis down: %d; want the degraded-mode banner", resp.StatusCode)
+			}
 
 			srv.Start()
 			began := time.Now()
@@ -136,6 +149,9 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			t.Logf("shared limits back %v after Redis restarted", time.Since(began).Round(time.Millisecond))
+			if _, body := get(t, admin, base+"/api/v1/admin/stats?period=5m"); !strings.Contains(body, `"degraded":false`) {
+				t.Fatalf("dashboard stats after recovery: %s", body)
+			}
 			if got := statuses(t, base, "victim@example.com", 2*limit, 200); got[401] != limit || got[429] != limit {
 				t.Fatalf("after recovery: %v; want the limit held again by Redis", got)
 			}
