@@ -22,12 +22,12 @@ const (
 	// EventLoginUnavailable: an attempt that could not be decided because
 	// a store or the hashing pool was unavailable (answered 503).
 	EventLoginUnavailable = "login_unavailable"
-	EventNewDevice      = "new_device"     // sign-in from a browser without a device cookie
-	EventLockout        = "lockout"
-	EventUnlock         = "unlock"
-	EventResetRequested = "reset_requested"
-	EventResetRejected  = "reset_rejected"
-	EventResetCompleted = "reset_completed"
+	EventNewDevice        = "new_device" // sign-in from a browser without a device cookie
+	EventLockout          = "lockout"
+	EventUnlock           = "unlock"
+	EventResetRequested   = "reset_requested"
+	EventResetRejected    = "reset_rejected"
+	EventResetCompleted   = "reset_completed"
 )
 
 // RuleLockout is the Rule of a rejection caused by a lockout.

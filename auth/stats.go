@@ -72,8 +72,8 @@ const (
 	// CounterUnavailable: sign-ins answered 503 because a store or the
 	// hashing pool was unavailable.
 	CounterUnavailable = "unavailable"
-	CounterLockouts  = "lockouts"  // accounts locked
-	CounterResets    = "resets"    // reset requests accepted
+	CounterLockouts    = "lockouts" // accounts locked
+	CounterResets      = "resets"   // reset requests accepted
 	// CounterRejectedPrefix + rule name: requests rejected by that rule
 	// (see RejectionRules).
 	CounterRejectedPrefix = "rejected:"
