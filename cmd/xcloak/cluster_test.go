@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
@@ -82,5 +83,44 @@ func TestTwoReplicasOnRedisCluster(t *testing.T) {
 	}
 	if got := byTarget["address"]; got[http.StatusUnauthorized] != 50 || got[http.StatusTooManyRequests] != 450 {
 		t.Errorf("one address over 500 accounts over two replicas: %v; want exactly 50 x 401 (the address limit) and 450 x 429", got)
+	}
+
+	// Both replicas' dashboards report the same figures: every attempt,
+	// whichever replica took it.
+	if _, stderr, err := xcloak(t, vars, "admin password\n", "user", "add", "--email", "sec@example.com", "--admin"); err != nil {
+		t.Fatalf("user add --admin: %v\n%s", err, stderr)
+	}
+	admin := xcloaktest.Client(t, "127.0.12.1")
+	body, _ := json.Marshal(map[string]string{"email": "sec@example.com", "password": "admin password"})
+	resp, err := admin.Post(replicas[0].base+"/api/v1/login", "application/json", bytes.NewReader(body))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("admin sign-in: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	stats := func(base string) string {
+		resp, err := admin.Get(base + "/api/v1/admin/stats?period=5m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out bytes.Buffer
+		out.ReadFrom(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("stats: %d %s", resp.StatusCode, out.String())
+		}
+		return out.String()
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		a, b := stats(replicas[0].base), stats(replicas[1].base)
+		var figures struct{ Attempts, Rejected int64 }
+		_ = json.Unmarshal([]byte(a), &figures)
+		if a == b && figures.Attempts == 1001 && figures.Rejected == 940 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replicas disagree or miss attempts:\n%s\n%s", a, b)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
