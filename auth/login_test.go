@@ -3,6 +3,7 @@ package auth_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -235,5 +236,36 @@ func TestUnlockEndsALockoutRedisForgot(t *testing.T) {
 	}
 	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 0 {
 		t.Fatalf("lockouts after Unlock: %+v, want none", l)
+	}
+}
+
+// TestRehashOnSignIn: a hash made with other parameters is replaced, on
+// the next successful sign-in, by one with the service's parameters.
+func TestRehashOnSignIn(t *testing.T) {
+	f := newFixture(t, nil)
+	u := f.addUser(t, "old@example.com", "correct horse", false)
+	older, err := auth.NewHasher(auth.Params{Memory: 32, Time: 3, Threads: 1, SaltLen: 16, KeyLen: 32}, 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldHash, err := older.Hash(t.Context(), "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(t.Context(), `UPDATE users SET password_hash = $2 WHERE id = $1`, u.ID, oldHash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "old@example.com", Password: "correct horse", Client: client("192.0.2.1")}); err != nil {
+		t.Fatalf("sign-in with the old hash: %v", err)
+	}
+	var stored string
+	if err := f.db.QueryRow(t.Context(), `SELECT password_hash FROM users WHERE id = $1`, u.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored == oldHash || !strings.HasPrefix(stored, "$argon2id$v=19$m=64,t=1,p=1$") {
+		t.Fatalf("stored hash %q, want one with the service's parameters m=64,t=1,p=1", stored)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "old@example.com", Password: "correct horse", Client: client("192.0.2.1")}); err != nil {
+		t.Fatalf("sign-in with the new hash: %v", err)
 	}
 }
