@@ -1,0 +1,34 @@
+// Command stuffing is XCloak's credential-stuffing simulator. It shows, with
+// numbers a user can reproduce, what XCloak's limits hold under attack:
+//
+//	stuffing limiter   bursts at the seed's check-then-act limiter and at
+//	                   XCloak's, on one Redis or a Redis Cluster
+//	stuffing http      a botnet's credential list against a running XCloak,
+//	                   while a legitimate user keeps signing in
+//	stuffing memory    Redis memory per tracked attacker address
+//	stuffing hello     a bare Go handler: the HTTP ceiling of this machine
+//	stuffing plot      an SVG of "limiter --json" results
+//
+// It is safe by design: it refuses targets and Redis servers that are not on
+// loopback unless --allow-non-loopback is given, and every run is bounded in
+// requests and in time. Run "stuffing <command> --help" for the flags.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal ends the run early with a report; a second one kills.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	err := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err))
+}
