@@ -25,6 +25,9 @@ const (
 	RuleResetConfirmIP = "reset_confirm_ip"
 )
 
+// rememberedRejections bounds the full rules one replica remembers.
+const rememberedRejections = 100_000
+
 // Limits are the rate limits the service enforces.
 type Limits struct {
 	LoginIP        ratelimit.Limit // sign-in attempts per client network
@@ -54,6 +57,10 @@ type Config struct {
 	// RedisFailure is what limits do while Redis is unreachable; empty
 	// means ratelimit.FailLocal.
 	RedisFailure ratelimit.FailurePolicy
+	// RejectionMemory is how long a replica may answer a rule Redis said
+	// was full without asking again (ratelimit.Limiter.RememberRejections);
+	// zero asks Redis every time.
+	RejectionMemory time.Duration
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -68,11 +75,12 @@ func DefaultConfig() Config {
 			ResetAccount:   ratelimit.Limit{Count: 3, Window: time.Hour},
 			ResetConfirmIP: ratelimit.Limit{Count: 20, Window: 10 * time.Minute},
 		},
-		Lockout:      ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
-		SessionTTL:   12 * time.Hour,
-		ResetTTL:     30 * time.Minute,
-		DeviceTTL:    180 * 24 * time.Hour,
-		RedisFailure: ratelimit.FailLocal,
+		Lockout:         ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
+		SessionTTL:      12 * time.Hour,
+		ResetTTL:        30 * time.Minute,
+		DeviceTTL:       180 * 24 * time.Hour,
+		RedisFailure:    ratelimit.FailLocal,
+		RejectionMemory: time.Second,
 	}
 }
 
@@ -134,6 +142,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	limiter.RememberRejections(cfg.RejectionMemory, rememberedRejections)
 	lockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginAccount, cfg.Lockout)
 	if err != nil {
 		return nil, err

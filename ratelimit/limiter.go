@@ -60,6 +60,11 @@ type Decision struct {
 	// that rejected: the earliest time a retry can succeed. Zero when
 	// Allowed.
 	RetryAfter time.Duration
+	// FromMemory reports a rejection answered from the rejections this
+	// process remembers (Limiter.RememberRejections) without asking
+	// Redis. Only the rejecting rules' results are real; the others were
+	// not consulted.
+	FromMemory bool
 }
 
 // RetryAfterSeconds returns RetryAfter in whole seconds, rounded up, as the
@@ -89,6 +94,21 @@ func ceilSeconds(d time.Duration) int {
 type Limiter struct {
 	rdb    redis.UniversalClient
 	prefix string
+	// rejections, when set, answers for rules Redis recently said were
+	// full (see RememberRejections).
+	rejections *rejections
+}
+
+// RememberRejections makes l remember, for at most ttl, that a rule Redis
+// said was full is still full, and reject requests for it without a round
+// trip (at most maxKeys rules are remembered). This never admits a request
+// Redis would reject; it can keep rejecting up to ttl after an entry was
+// taken back or a rule Reset. Lockouts are never remembered. Call it before
+// l is used; ttl <= 0 leaves every decision to Redis.
+func (l *Limiter) RememberRejections(ttl time.Duration, maxKeys int) {
+	if ttl > 0 && maxKeys > 0 {
+		l.rejections = newRejections(ttl, maxKeys)
+	}
 }
 
 // NewLimiter returns a Limiter whose keys start with prefix (for example
@@ -125,6 +145,9 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 		}
 		keys[i] = k
 	}
+	if d, ok := l.remembered(rules, keys); ok {
+		return d, nil
+	}
 	member := newMember()
 
 	cmds := l.eval(ctx, rules, keys, member)
@@ -142,6 +165,9 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 		if !res.Allowed {
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
+			if l.rejections != nil && !res.Locked && err == nil {
+				l.rejections.remember(keys[i][0], res.RetryAfter, time.Now())
+			}
 		}
 	}
 	if d.Allowed && firstErr == nil {
@@ -154,6 +180,33 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 		return Decision{}, firstErr
 	}
 	return d, nil
+}
+
+// remembered answers a request from the remembered rejections when one of
+// its rules is among them. The other rules are not consulted: their results
+// say Allowed, with no counts, and the decision says FromMemory.
+func (l *Limiter) remembered(rules []Rule, keys [][]string) (Decision, bool) {
+	if l.rejections == nil {
+		return Decision{}, false
+	}
+	now := time.Now()
+	var d Decision
+	for i, r := range rules {
+		left := l.rejections.lookup(keys[i][0], now)
+		if left <= 0 {
+			continue
+		}
+		if d.Results == nil {
+			d.Results = make([]Result, len(rules))
+			for j, r := range rules {
+				d.Results[j] = Result{Name: r.Name, Limit: r.Limit, Allowed: true}
+			}
+			d.FromMemory = true
+		}
+		d.Results[i] = Result{Name: r.Name, Limit: r.Limit, Count: r.Limit.Count, RetryAfter: left}
+		d.RetryAfter = max(d.RetryAfter, left)
+	}
+	return d, d.Results != nil
 }
 
 // Reset forgets every request recorded for id under the rule name.

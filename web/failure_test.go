@@ -92,6 +92,9 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 				Redis: fastRedis(t, srv.URL()), Prefix: "xcloak:",
 				Auth: func(c *auth.Config) {
 					c.RedisFailure = policy
+					// Count what Redis and the policy decide, not what the
+					// replica remembers of earlier rejections.
+					c.RejectionMemory = 0
 					c.Lockout.Threshold = 1000
 					c.Limits.LoginIP.Count = 1000
 				},

@@ -10,13 +10,14 @@ import (
 
 // login runs a sign-in for either front end.
 func (s *Server) login(w http.ResponseWriter, r *http.Request, email, password string) error {
-	res, err := s.auth.Login(r.Context(), auth.LoginRequest{
-		Email:        email,
-		Password:     password,
-		Client:       s.client(r),
-		DeviceCookie: s.readCookie(r, s.auth.DeviceCookieName(email)),
-		OldSession:   s.readCookie(r, sessionCookie),
-	})
+	req := auth.LoginRequest{Email: email, Password: password, Client: s.client(r)}
+	// Scripts and bots rarely send cookies; only then is the device
+	// cookie's name (an HMAC) worth computing.
+	if r.Header.Get("Cookie") != "" {
+		req.DeviceCookie = s.readCookie(r, s.auth.DeviceCookieName(email))
+		req.OldSession = s.readCookie(r, sessionCookie)
+	}
+	res, err := s.auth.Login(r.Context(), req)
 	if err != nil {
 		return err
 	}

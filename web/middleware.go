@@ -28,12 +28,17 @@ func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	hsts := s.cfg.PublicURL != nil && s.cfg.PublicURL.Scheme == "https"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
+		if !isAPI(r) {
+			// What a browser renders as a document; JSON answers are never
+			// rendered, framed or given permissions, and a flood of API
+			// rejections should not pay for these headers.
+			h.Set("Content-Security-Policy", contentSecurityPolicy)
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("Cross-Origin-Opener-Policy", "same-origin")
+			h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
+		}
 		if hsts {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}

@@ -38,7 +38,8 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // when the request ends: method, path, status, duration, client. It never
 // logs bodies, query strings, cookies or headers, so no password, token or
 // session cookie reaches the log; reset pages, whose path holds a token,
-// are logged as /password-reset/{token}.
+// are logged as /password-reset/{token}. Rejections (429) are logged at
+// debug level only.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := requestid.New()
@@ -48,8 +49,13 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		next.ServeHTTP(rec, r)
 		level := slog.LevelInfo
-		if rec.status >= 500 {
+		switch {
+		case rec.status >= 500:
 			level = slog.LevelError
+		case rec.status == http.StatusTooManyRequests:
+			// A flood would otherwise write a line per rejected request;
+			// every rejection is already a security event and a metric.
+			level = slog.LevelDebug
 		}
 		s.log.LogAttrs(r.Context(), level, "request",
 			slog.String("method", r.Method),

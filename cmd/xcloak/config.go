@@ -237,6 +237,18 @@ func newSettings(d auth.Config) []setting {
 				return err
 			},
 		},
+		{
+			env: "XCLOAK_REJECTION_MEMORY", flag: "rejection-memory", def: formatDuration(d.RejectionMemory), scope: forServe,
+			usage: "how long a replica answers a rule Redis said was full without asking again, as a `duration`; 0 asks every time",
+			set: func(c *config, v string) error {
+				dur, err := time.ParseDuration(v)
+				if err != nil || dur < 0 || dur > time.Minute {
+					return fmt.Errorf("%q is not a duration from 0s to 1m", v)
+				}
+				c.Auth.RejectionMemory = dur
+				return nil
+			},
+		},
 		limit("XCLOAK_LIMIT_LOGIN_IP", "limit-login-ip", "sign-in attempts per client network",
 			d.Limits.LoginIP, func(l *auth.Limits) *ratelimit.Limit { return &l.LoginIP }),
 		limit("XCLOAK_LIMIT_LOGIN_ACCOUNT", "limit-login-account", "sign-in attempts per account",

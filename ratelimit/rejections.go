@@ -1,0 +1,72 @@
+package ratelimit
+
+import (
+	"sync"
+	"time"
+)
+
+// rejections remembers, in one process, the rules that Redis recently said
+// were full. A full rule stays full until its oldest needed entry leaves the
+// window: rejected requests write nothing, and other admissions only add
+// entries. So while a remembered rejection lasts, the same answer can be
+// given without asking Redis, and a flood against one account or from one
+// network costs no round trip at all after the first rejection.
+//
+// It only ever rejects, never admits, so no request passes a limit because
+// of it. It can reject a little longer than Redis would when an entry is
+// taken back (a request rejected by another rule) or a rule is Reset, so
+// each memory is kept at most ttl (one second by default), which bounds that
+// error. Lockouts are never remembered: an unlock must take effect at once
+// on every replica.
+type rejections struct {
+	ttl time.Duration
+	max int
+
+	mu    sync.Mutex
+	until map[string]rejection // by rule key
+}
+
+type rejection struct {
+	forget  time.Time // when this memory ends: at most ttl after Redis' answer
+	retryAt time.Time // when Redis said a retry can succeed
+}
+
+func newRejections(ttl time.Duration, max int) *rejections {
+	return &rejections{ttl: ttl, max: max, until: make(map[string]rejection)}
+}
+
+// lookup returns the retry-after of key's remembered rejection, 0 if none.
+func (r *rejections) lookup(key string, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.until[key]
+	if !ok {
+		return 0
+	}
+	if !now.Before(m.forget) {
+		delete(r.until, key)
+		return 0
+	}
+	return m.retryAt.Sub(now)
+}
+
+// remember notes that key rejects for retryAfter from now, for at most ttl.
+func (r *rejections) remember(key string, retryAfter time.Duration, now time.Time) {
+	d := min(retryAfter, r.ttl)
+	if d <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.until) >= r.max {
+		for k, m := range r.until {
+			if !now.Before(m.forget) {
+				delete(r.until, k)
+			}
+		}
+		if len(r.until) >= r.max {
+			return // full of live memories: ask Redis
+		}
+	}
+	r.until[key] = rejection{forget: now.Add(d), retryAt: now.Add(retryAfter)}
+}

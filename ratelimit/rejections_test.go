@@ -1,0 +1,94 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// TestRememberedRejectionsStayExact: remembering rejections never lets a
+// request past a limit.
+func TestRememberedRejectionsStayExact(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	other, _ := testenv.Redis(t)
+	one, two := newLimiter(t, rdb, prefix), newLimiter(t, other, prefix)
+	one.RememberRejections(time.Second, 1000)
+	two.RememberRejections(time.Second, 1000)
+	for _, limit := range []int{1, 10, 100} {
+		for trial := range trials {
+			rules := []ratelimit.Rule{
+				{Name: "login_ip", ID: fmt.Sprint("ip", limit, trial), Limit: ratelimit.Limit{Count: 5 * limit, Window: time.Minute}},
+				{Name: "login_account", ID: fmt.Sprint("acct", limit, trial), Limit: ratelimit.Limit{Count: limit, Window: time.Minute}},
+			}
+			got := burst(t, 1000, func(i int) (bool, error) {
+				l := one
+				if i%2 == 1 {
+					l = two
+				}
+				d, err := l.AllowAll(t.Context(), rules...)
+				return d.Allowed, err
+			})
+			if got < 1 || got > limit {
+				t.Errorf("limit %d trial %d: admitted %d, want 1..%d", limit, trial, got, limit)
+			}
+		}
+	}
+}
+
+// TestRememberedRejectionsSkipRedis: after Redis rejected a rule once,
+// the limiter rejects it without Redis (here: with Redis gone) until the
+// memory's lifetime ends, with Redis' retry-after; then it asks Redis again.
+func TestRememberedRejectionsSkipRedis(t *testing.T) {
+	srv := testenv.PrivateRedis(t)
+	rdb := fastClient(t, srv.URL())
+	l := newLimiter(t, rdb, "xcloak:")
+	const memory = 300 * time.Millisecond
+	l.RememberRejections(memory, 100)
+	rule := ratelimit.Rule{Name: "login_account", ID: "victim", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}}
+	other := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.PerMinute(100)}
+	if d, err := l.AllowAll(t.Context(), other, rule); err != nil || !d.Allowed {
+		t.Fatalf("first request: %+v, %v", d, err)
+	}
+	first, err := l.AllowAll(t.Context(), other, rule)
+	if err != nil || first.Allowed || first.FromMemory {
+		t.Fatalf("second request: %+v, %v; want Redis' rejection", first, err)
+	}
+
+	srv.Stop()
+	d, err := l.AllowAll(t.Context(), other, rule)
+	if err != nil || d.Allowed || !d.FromMemory {
+		t.Fatalf("with Redis gone: %+v, %v; want the remembered rejection", d, err)
+	}
+	if d.RetryAfter <= memory || d.RetryAfter > first.RetryAfter {
+		t.Fatalf("remembered retry-after %v, want Redis' own (%v), not the memory's lifetime", d.RetryAfter, first.RetryAfter)
+	}
+	if rej := d.Rejected(); len(rej) != 1 || rej[0].Name != "login_account" {
+		t.Fatalf("rejected by %+v, want login_account", rej)
+	}
+	time.Sleep(memory + 100*time.Millisecond)
+	if _, err := l.AllowAll(t.Context(), other, rule); err == nil {
+		t.Fatal("after the memory's lifetime the limiter did not ask Redis (which is gone)")
+	}
+}
+
+// TestLocksAreNotRemembered: an unlock takes effect at once.
+func TestLocksAreNotRemembered(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	l.RememberRejections(time.Minute, 100)
+	lockouts := newLockouts(t, rdb, prefix)
+	rule := ratelimit.Rule{Name: "login_account", ID: "a@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	for range policy.Threshold {
+		lockouts.Fail(t.Context(), "a@example.com")
+	}
+	if d, _ := l.AllowAll(t.Context(), rule); d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("while locked: %+v", d)
+	}
+	lockouts.Clear(t.Context(), "a@example.com")
+	if d, err := l.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
+		t.Fatalf("right after the unlock: %+v, %v; want admitted", d, err)
+	}
+}
