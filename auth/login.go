@@ -109,7 +109,11 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 	case err != nil:
 		return LoginResult{}, err
 	}
-	ok, rehash, err := s.hasher.Verify(ctx, user.PasswordHash, req.Password)
+	verify := s.hasher.Verify
+	if trusted {
+		verify = s.hasher.VerifyTrusted
+	}
+	ok, rehash, err := verify(ctx, user.PasswordHash, req.Password)
 	if err != nil {
 		return LoginResult{}, err
 	}

@@ -94,10 +94,15 @@ type HasherStats struct {
 // beyond the bound wait briefly and then get ErrHasherBusy.
 // A Hasher is safe for concurrent use.
 type Hasher struct {
-	params  Params
-	slots   chan struct{}
-	maxWait time.Duration
-	dummy   string // hash of a random secret, verified against for unknown accounts
+	params Params
+	slots  chan struct{}
+	// reserved is a slot only VerifyTrusted may take, so that a browser
+	// that signed in before is not queued behind a flood of attempts that
+	// passed the limits (credential stuffing admits up to the account limit
+	// for every account it tries).
+	reserved chan struct{}
+	maxWait  time.Duration
+	dummy    string // hash of a random secret, verified against for unknown accounts
 
 	running atomic.Int64
 	waiting atomic.Int64
@@ -108,7 +113,8 @@ type Hasher struct {
 }
 
 // NewHasher returns a Hasher that hashes with p. At most maxConcurrent hashes
-// run at once (maxConcurrent <= 0 means runtime.GOMAXPROCS(0)); a caller waits
+// run at once (maxConcurrent <= 0 means runtime.GOMAXPROCS(0)), plus one
+// reserved for VerifyTrusted; a caller waits
 // at most maxWait for a slot (maxWait <= 0 means not at all), then gets
 // ErrHasherBusy. It computes one hash up front, so that VerifyUnknown has a
 // real hash with p to verify against. It fails if p is outside the accepted
@@ -121,9 +127,10 @@ func NewHasher(p Params, maxConcurrent int, maxWait time.Duration) (*Hasher, err
 		maxConcurrent = runtime.GOMAXPROCS(0)
 	}
 	h := &Hasher{
-		params:  p,
-		slots:   make(chan struct{}, maxConcurrent),
-		maxWait: max(maxWait, 0),
+		params:   p,
+		slots:    make(chan struct{}, maxConcurrent),
+		reserved: make(chan struct{}, 1),
+		maxWait:  max(maxWait, 0),
 	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
@@ -145,7 +152,7 @@ func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	if len(password) > MaxPasswordBytes {
 		return "", ErrPasswordTooLong
 	}
-	release, err := h.acquire(ctx)
+	release, err := h.acquire(ctx, false)
 	if err != nil {
 		return "", err
 	}
@@ -169,6 +176,18 @@ func (h *Hasher) hash(password []byte) (string, error) {
 // It returns ErrPasswordTooLong, ErrMalformedHash (wrapped), ErrHasherBusy, or
 // ctx.Err() if ctx ends while waiting for a slot.
 func (h *Hasher) Verify(ctx context.Context, encoded, password string) (ok, needsRehash bool, err error) {
+	return h.verify(ctx, encoded, password, false)
+}
+
+// VerifyTrusted is Verify for a sign-in from a browser that signed in to
+// the account before (a valid device cookie): it may also take the slot
+// reserved for such sign-ins, so a flood of other attempts cannot queue it
+// out.
+func (h *Hasher) VerifyTrusted(ctx context.Context, encoded, password string) (ok, needsRehash bool, err error) {
+	return h.verify(ctx, encoded, password, true)
+}
+
+func (h *Hasher) verify(ctx context.Context, encoded, password string, trusted bool) (ok, needsRehash bool, err error) {
 	if len(password) > MaxPasswordBytes {
 		return false, false, ErrPasswordTooLong
 	}
@@ -176,7 +195,7 @@ func (h *Hasher) Verify(ctx context.Context, encoded, password string) (ok, need
 	if err != nil {
 		return false, false, err
 	}
-	release, err := h.acquire(ctx)
+	release, err := h.acquire(ctx, trusted)
 	if err != nil {
 		return false, false, err
 	}
@@ -200,15 +219,24 @@ func (h *Hasher) Stats() HasherStats {
 }
 
 // acquire takes a hashing slot, waiting at most h.maxWait, and returns the
-// function that gives it back.
-func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
+// function that gives it back. A trusted caller may take the reserved slot
+// too.
+func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var reserved chan struct{} // nil: a select never picks it
+	if trusted {
+		reserved = h.reserved
+	}
+	var held chan struct{}
 	select {
 	case h.slots <- struct{}{}:
+		held = h.slots
+	case reserved <- struct{}{}:
+		held = reserved
 	default:
-		if err := h.wait(ctx); err != nil {
+		if held, err = h.wait(ctx, reserved); err != nil {
 			return nil, err
 		}
 	}
@@ -218,13 +246,13 @@ func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 	}
 	return func() {
 		h.running.Add(-1)
-		<-h.slots
+		<-held
 	}, nil
 }
 
-func (h *Hasher) wait(ctx context.Context) error {
+func (h *Hasher) wait(ctx context.Context, reserved chan struct{}) (chan struct{}, error) {
 	if h.maxWait <= 0 {
-		return ErrHasherBusy
+		return nil, ErrHasherBusy
 	}
 	h.waiting.Add(1)
 	defer h.waiting.Add(-1)
@@ -232,11 +260,13 @@ func (h *Hasher) wait(ctx context.Context) error {
 	defer timer.Stop()
 	select {
 	case h.slots <- struct{}{}:
-		return nil
+		return h.slots, nil
+	case reserved <- struct{}{}:
+		return reserved, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-timer.C:
-		return ErrHasherBusy
+		return nil, ErrHasherBusy
 	}
 }
 

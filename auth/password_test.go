@@ -520,3 +520,38 @@ func BenchmarkHashDefault(b *testing.B) {
 		}
 	}
 }
+
+// TestVerifyTrustedHasAReservedSlot: with every shared slot held by other
+// sign-ins, a trusted device's sign-in still gets one slot, and only one.
+func TestVerifyTrustedHasAReservedSlot(t *testing.T) {
+	h := newHasher(t, fast, 2, time.Millisecond)
+	valid, err := h.Hash(context.Background(), "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdSlots(t, h, 2)
+	if _, _, err := h.Verify(context.Background(), valid, "pw"); !errors.Is(err, ErrHasherBusy) {
+		t.Fatalf("Verify with the shared slots held: %v; want ErrHasherBusy", err)
+	}
+	// holdSlots blocks only the first two callers inside a slot; this one
+	// passes through the reserved slot.
+	ok, _, err := h.VerifyTrusted(context.Background(), valid, "pw")
+	if err != nil || !ok {
+		t.Fatalf("VerifyTrusted with the shared slots held: %v, %v; want the reserved slot", ok, err)
+	}
+	// Hold the reserved slot too: a second trusted sign-in must wait like
+	// everyone else.
+	gate := make(chan struct{})
+	h.inSlot = func() { <-gate }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.VerifyTrusted(context.Background(), valid, "pw")
+	}()
+	waitFor(t, "the reserved slot to be held", func() bool { return h.Stats().Running == 3 })
+	if _, _, err := h.VerifyTrusted(context.Background(), valid, "pw"); !errors.Is(err, ErrHasherBusy) {
+		t.Fatalf("second trusted sign-in with every slot held: %v; want ErrHasherBusy", err)
+	}
+	close(gate)
+	<-done
+}
