@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,6 +168,7 @@ func (r *Recorder) take(n int) []Event {
 }
 
 func (r *Recorder) copy(ctx context.Context, batch []Event) error {
+	batch = coalesceRejections(batch)
 	_, err := r.db.CopyFrom(ctx, pgx.Identifier{"security_events"},
 		[]string{"at", "kind", "account_key", "user_id", "ip", "detail"},
 		pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
@@ -185,6 +187,43 @@ func (r *Recorder) copy(ctx context.Context, batch []Event) error {
 			return []any{e.At, e.Kind, nullable(e.Account), nullableID(e.UserID), nullable(e.Source), detail}, nil
 		}))
 	return err
+}
+
+// coalesceRejections folds the rejections of one batch that share kind,
+// account, source and rule into one row whose detail says how many there
+// were ("count") and when the last was ("last"). A flood against one
+// account from one network is then a few rows a second, not one per
+// request: the log keeps every rejection counted without letting an
+// attacker fill the database at the rate he sends. Other events, and the
+// order of the rows, are kept.
+func coalesceRejections(batch []Event) []Event {
+	type key struct{ kind, account, source, rule string }
+	first := map[key]int{} // index in out
+	counts := map[key]int{}
+	out := make([]Event, 0, len(batch))
+	for _, e := range batch {
+		if e.Kind != EventLoginRejected && e.Kind != EventResetRejected {
+			out = append(out, e)
+			continue
+		}
+		k := key{e.Kind, e.Account, e.Source, e.Rule}
+		i, seen := first[k]
+		if !seen {
+			first[k] = len(out)
+			counts[k] = 1
+			out = append(out, e)
+			continue
+		}
+		counts[k]++
+		detail := make(map[string]string, len(out[i].Detail)+2)
+		for name, v := range out[i].Detail {
+			detail[name] = v
+		}
+		detail["count"] = strconv.Itoa(counts[k])
+		detail["last"] = e.At.UTC().Format(time.RFC3339Nano)
+		out[i].Detail = detail
+	}
+	return out
 }
 
 func nullable(s string) *string {

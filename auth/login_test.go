@@ -269,3 +269,26 @@ func TestRehashOnSignIn(t *testing.T) {
 		t.Fatalf("sign-in with the new hash: %v", err)
 	}
 }
+
+// TestRejectionsAreCoalesced: a flood of rejections for one account from
+// one network is a few rows with counts, not a row per request, and every
+// rejection is counted.
+func TestRejectionsAreCoalesced(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.LoginAccount.Count = 1; c.RejectionMemory = 0 })
+	for range 201 {
+		f.svc.Login(t.Context(), auth.LoginRequest{Email: "flood@example.com", Password: "x", Client: client("192.0.2.7")})
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var rows, total int
+	err := f.db.QueryRow(t.Context(), `SELECT count(*), coalesce(sum(coalesce((detail->>'count')::int, 1)), 0)
+		FROM security_events WHERE kind = 'login_rejected' AND account_key = 'flood@example.com'`).Scan(&rows, &total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 200 || rows >= 200 {
+		t.Fatalf("%d rows counting %d rejections; want the 200 rejections in fewer rows", rows, total)
+	}
+	t.Logf("200 rejections in %d rows", rows)
+}
