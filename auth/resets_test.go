@@ -3,6 +3,7 @@ package auth_test
 import (
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,35 @@ func TestResetLimits(t *testing.T) {
 	}
 	if err := f.svc.ConfirmReset(t.Context(), "bad", "whatever password", client("192.0.2.4")); !errors.Is(err, auth.ErrLimited) {
 		t.Fatalf("confirmation past the per-network limit: %v", err)
+	}
+}
+
+func TestJanitorRemovesExpiredRows(t *testing.T) {
+	f := newFixture(t, nil)
+	u := f.addUser(t, "ann@example.com", "correct horse", false)
+	for _, q := range []string{
+		`INSERT INTO security_events (at, kind) VALUES (now() - interval '91 days', 'login_failed'), (now(), 'login_failed')`,
+		`INSERT INTO sessions (id_hash, user_id, created_at, expires_at) VALUES (sha256('a'), $1, now() - interval '2 days', now() - interval '1 day'), (sha256('b'), $1, now(), now() + interval '1 hour')`,
+		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES (sha256('c'), $1, now() - interval '3 days', now() - interval '2 days'), (sha256('d'), $1, now(), now() + interval '30 minutes')`,
+	} {
+		args := []any{}
+		if strings.Contains(q, "$1") {
+			args = append(args, u.ID)
+		}
+		if _, err := f.db.Exec(t.Context(), q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The service's own janitor may sweep too; either way, afterwards only
+	// the live rows are left.
+	auth.Sweep(f.svc, t.Context())
+	for table, live := range map[string]string{
+		"security_events":       "at > now() - interval '1 day'",
+		"sessions":              "expires_at > now()",
+		"password_reset_tokens": "expires_at > now()",
+	} {
+		if all, kept := countRows(t, f, "SELECT count(*) FROM "+table), countRows(t, f, "SELECT count(*) FROM "+table+" WHERE "+live); all != kept || kept == 0 {
+			t.Errorf("%s: %d rows, %d of them live; want only the live ones, kept", table, all, kept)
+		}
 	}
 }

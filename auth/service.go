@@ -61,6 +61,8 @@ type Config struct {
 	// was full without asking again (ratelimit.Limiter.RememberRejections);
 	// zero asks Redis every time.
 	RejectionMemory time.Duration
+	// EventRetention is how long security events are kept.
+	EventRetention time.Duration
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -81,6 +83,7 @@ func DefaultConfig() Config {
 		DeviceTTL:       180 * 24 * time.Hour,
 		RedisFailure:    ratelimit.FailLocal,
 		RejectionMemory: time.Second,
+		EventRetention:  90 * 24 * time.Hour,
 	}
 }
 
@@ -132,8 +135,8 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 			return nil, fmt.Errorf("auth: limit %s: %w", name, err)
 		}
 	}
-	if cfg.SessionTTL <= 0 || cfg.ResetTTL <= 0 || cfg.DeviceTTL <= 0 {
-		return nil, errors.New("auth: session, reset and device lifetimes must be positive")
+	if cfg.SessionTTL <= 0 || cfg.ResetTTL <= 0 || cfg.DeviceTTL <= 0 || cfg.EventRetention <= 0 {
+		return nil, errors.New("auth: session, reset, device and event lifetimes must be positive")
 	}
 	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
 		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
@@ -191,17 +194,23 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	return s, nil
 }
 
-// Run does the service's background work, writing security events and
-// sending reset mail, until ctx is done; then it finishes what is queued
-// and returns.
+// Run does the service's background work, writing security events,
+// sending reset mail and removing expired rows, until ctx is done; then it
+// finishes what is queued and returns.
 func (s *Service) Run(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		s.events.Run(ctx)
 	}()
+	janitor := make(chan struct{})
+	go func() {
+		defer close(janitor)
+		s.runJanitor(ctx)
+	}()
 	s.runResets(ctx)
 	<-done
+	<-janitor
 	s.limits.Close()
 }
 

@@ -281,6 +281,8 @@ func newSettings(d auth.Config) []setting {
 			d.SessionTTL, func(a *auth.Config) *time.Duration { return &a.SessionTTL }),
 		duration("XCLOAK_RESET_TTL", "reset-ttl", "how long a reset link works",
 			d.ResetTTL, func(a *auth.Config) *time.Duration { return &a.ResetTTL }),
+		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
+			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
 	}
 }
 

@@ -1,0 +1,4 @@
+package auth
+
+// Sweep runs one round of the janitor for tests.
+var Sweep = (*Service).sweep
