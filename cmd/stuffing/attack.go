@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 const httpDescription = `Attacks a running XCloak over HTTP like a botnet. The credential list is
@@ -64,7 +66,7 @@ type attackConfig struct {
 }
 
 func httpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("http", "--target URL [flags]", httpDescription)
+	fs := cli.NewFlagSet("stuffing", "http", "--target URL [flags]", httpDescription)
 	var c attackConfig
 	target := fs.String("target", "", "base `URL` of the XCloak to attack, such as http://127.0.0.1:8080 (required)")
 	fs.IntVar(&c.accounts, "accounts", 100, "accounts in the credential list (`n`)")
@@ -85,7 +87,7 @@ func httpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Second, "bound on each request")
 	jsonOut := fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
 	fs.BoolVar(&c.allow, "allow-non-loopback", false, "allow a target that is not on this machine's loopback")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if err := c.check(*target, *legitSource); err != nil {

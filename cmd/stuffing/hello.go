@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 const helloDescription = `Serves a bare Go handler that answers every request with 200 and
@@ -17,10 +19,10 @@ until interrupted.
 `
 
 func helloCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("hello", "[flags]", helloDescription)
+	fs := cli.NewFlagSet("stuffing", "hello", "[flags]", helloDescription)
 	addr := fs.String("addr", "127.0.0.1:18081", "`host:port` to listen on; port 0 picks a free one")
 	allow := fs.Bool("allow-non-loopback", false, "allow listening on an address that is not loopback")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if err := checkHostPort(ctx, *addr, *allow); err != nil {

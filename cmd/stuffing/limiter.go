@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/ratelimit"
 	"github.com/xcloak/xcloak/ratelimit/baseline"
 )
@@ -84,7 +85,7 @@ func worst(trials []int, want int) int {
 func abs(n int) int { return max(n, -n) }
 
 func limiterCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("limiter", "[flags]", limiterDescription)
+	fs := cli.NewFlagSet("stuffing", "limiter", "[flags]", limiterDescription)
 	redisURL := fs.String("redis", "", "`URL` of one Redis (default "+defaultRedisURL+")")
 	var cluster stringList
 	fs.Var(&cluster, "cluster", "comma-separated `host:port` seeds of a Redis Cluster, instead of --redis")
@@ -99,7 +100,7 @@ func limiterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	base := fs.String("key-prefix", "stuffing:", "start of the run's key `prefix`; random hex and ':' are added")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run (at most 10m)")
 	allow := fs.Bool("allow-non-loopback", false, "allow a Redis that is not on this machine's loopback")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	switch {

@@ -19,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 func main() {
@@ -30,5 +32,5 @@ func main() {
 	}()
 	err := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err))
+	os.Exit(cli.ExitCode(err))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
@@ -43,7 +44,7 @@ type memoryRow struct {
 }
 
 func memoryCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("memory", "[flags]", memoryDescription)
+	fs := cli.NewFlagSet("stuffing", "memory", "[flags]", memoryDescription)
 	redisURL := fs.String("redis", defaultRedisURL, "`URL` of the Redis to measure")
 	ips := fs.Int("ips", 100_000, "distinct attacker addresses (`n`, at most 1000000)")
 	attempts := intList{1, 50}
@@ -55,7 +56,7 @@ func memoryCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	base := fs.String("key-prefix", "stuffing:memory:", "start of each measurement's key `prefix`; random hex and ':' are added")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound on the whole run (at most 10m)")
 	allow := fs.Bool("allow-non-loopback", false, "allow a Redis that is not on this machine's loopback")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	limit, err := ratelimit.ParseLimit(*limitFlag)

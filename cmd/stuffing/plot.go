@@ -12,6 +12,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 const plotDescription = `Draws the output of "stuffing limiter --json" as an SVG: admitted requests
@@ -44,12 +46,12 @@ func (p *plotInputs) Set(v string) error {
 }
 
 func plotCommand(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plot", "--in LABEL=FILE [--in LABEL=FILE] [flags]", plotDescription)
+	fs := cli.NewFlagSet("stuffing", "plot", "--in LABEL=FILE [--in LABEL=FILE] [flags]", plotDescription)
 	var ins plotInputs
 	fs.Var(&ins, "in", "`LABEL=FILE`: a run's label and its \"limiter --json\" output; repeat for several runs")
 	out := fs.String("out", "-", "`file` to write the SVG to; - is stdout")
 	limit := fs.Int("limit", 0, "plot the rows of this `limit` only; 0 takes the first row's")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if len(ins) == 0 {

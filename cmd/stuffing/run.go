@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 const usage = `usage: stuffing <command> [flags]
@@ -28,32 +29,13 @@ Commands:
 Run "stuffing <command> --help" for the flags of a command.
 `
 
-// usageError is a command line that could not be understood. Its message and
-// the usage text are already on stderr; the process exits with status 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-// exitCode maps the result of run to the process exit status.
-func exitCode(err error) int {
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, new(usageError)):
-		return 2
-	default:
-		return 1
-	}
-}
-
 // run is the whole program behind main, with its dependencies passed in so
 // tests can call it: args includes the program name. Errors are written to
 // stderr as well as returned.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) < 2 {
 		fmt.Fprintf(stderr, "stuffing: no command given\n\n%s", usage)
-		return usageError{errors.New("no command given")}
+		return cli.UsageError{Err: errors.New("no command given")}
 	}
 	command, rest := args[1], args[2:]
 
@@ -74,56 +56,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = plotCommand(ctx, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "stuffing: unknown command %q\n\n%s", command, usage)
-		return usageError{fmt.Errorf("unknown command %q", command)}
+		return cli.UsageError{Err: fmt.Errorf("unknown command %q", command)}
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
-	if err != nil && !errors.As(err, new(usageError)) {
+	if err != nil && !errors.As(err, new(cli.UsageError)) {
 		fmt.Fprintf(stderr, "stuffing %s: %v\n", command, err)
 	}
 	return err
-}
-
-// newFlagSet returns a flag set for a subcommand whose usage text starts with
-// synopsis and description, followed by the flags.
-func newFlagSet(name, synopsis, description string) *flag.FlagSet {
-	fs := flag.NewFlagSet("stuffing "+name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: stuffing %s %s\n\n%s\nFlags:\n", name, synopsis, description)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args with fs. Help goes to stdout and returns flag.ErrHelp;
-// a bad flag or a stray argument goes to stderr with the usage and returns a
-// usageError.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		_, _ = stdout.Write(out.Bytes())
-		return flag.ErrHelp
-	case err != nil:
-		_, _ = stderr.Write(out.Bytes())
-		return usageError{err}
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
-		fs.SetOutput(stderr)
-		fs.Usage()
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
-	return nil
 }
 
 // badFlag reports a flag value out of its bounds as a usage error.
 func badFlag(stderr io.Writer, format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
 	fmt.Fprintf(stderr, "stuffing: %v\n", err)
-	return usageError{err}
+	return cli.UsageError{Err: err}
 }
 
 // intList is a flag holding comma-separated positive integers.

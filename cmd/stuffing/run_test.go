@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 func TestRunCommandLine(t *testing.T) {
@@ -31,7 +33,7 @@ func TestRunCommandLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			stdout, stderr, err := runStuffing(t, tt.args...)
-			if got := exitCode(err); got != tt.wantCode {
+			if got := cli.ExitCode(err); got != tt.wantCode {
 				t.Errorf("exit code %d, want %d (err %v, stderr %q)", got, tt.wantCode, err, stderr)
 			}
 			if !strings.Contains(stdout, tt.wantOut) {

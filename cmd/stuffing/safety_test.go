@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 func TestCheckTarget(t *testing.T) {
@@ -69,7 +71,7 @@ func TestRefusesNonLoopback(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, stderr, err := runStuffing(t, tt.args...)
-			if err == nil || exitCode(err) == 0 {
+			if err == nil || cli.ExitCode(err) == 0 {
 				t.Fatalf("got success, want refusal; stderr %q", stderr)
 			}
 			if !strings.Contains(stderr, tt.wantErr) {

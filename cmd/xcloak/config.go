@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/ratelimit"
 	"github.com/xcloak/xcloak/web"
 )
@@ -312,7 +313,7 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 		values[i] = &settingValue{isBool: s.isBool}
 		fs.Var(values[i], s.flag, fmt.Sprintf("%s (env %s, default %s)", s.usage, s.env, s.shownDefault()))
 	}
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return config{}, err
 	}
 	given := make(map[string]bool)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 func main() {
@@ -18,5 +20,5 @@ func main() {
 	}()
 	err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err))
+	os.Exit(cli.ExitCode(err))
 }

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 // migrate creates the database when missing and applies every pending
 // migration, then prints the schema version.
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "[flags]",
+	fs := cli.NewFlagSet("xcloak", "migrate", "[flags]",
 		"Creates the database if it does not exist and applies every pending\n"+
 			"schema migration. Safe to run while other instances do the same.\n")
 	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forMigrate)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/internal/testenv"
 )
 
@@ -444,7 +445,7 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
 			}
-			if got := exitCode(err); got != 1 {
+			if got := cli.ExitCode(err); got != 1 {
 				t.Errorf("exit code = %d, want 1", got)
 			}
 			if !strings.Contains(stderr, tt.wantErr) {
@@ -535,7 +536,7 @@ func TestUserAdd(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), st.wantErr) {
 				t.Fatalf("%s: err = %v, want one containing %q", st.name, err, st.wantErr)
 			}
-			if got := exitCode(err); got != st.wantCode {
+			if got := cli.ExitCode(err); got != st.wantCode {
 				t.Errorf("%s: exit code = %d, want %d", st.name, got, st.wantCode)
 			}
 			if !strings.Contains(stderr, st.wantErr) {
@@ -775,7 +776,7 @@ func TestUsageErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("err = nil, want a usage error")
 			}
-			if got := exitCode(err); got != 2 {
+			if got := cli.ExitCode(err); got != 2 {
 				t.Errorf("exit code = %d, want 2", got)
 			}
 			if !strings.Contains(stderr.String(), tt.wantStderr) || !strings.Contains(stderr.String(), "usage: xcloak") {

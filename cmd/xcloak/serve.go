@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/internal/requestid"
 	"github.com/xcloak/xcloak/web"
 )
@@ -26,7 +27,7 @@ const shutdownTimeout = 10 * time.Second
 // serve runs the HTTP service until ctx is cancelled, then shuts it down
 // gracefully.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "[flags]",
+	fs := cli.NewFlagSet("xcloak", "serve", "[flags]",
 		"Checks Redis, creates the database if missing, applies migrations, then\n"+
 			"serves HTTP until interrupted. Logs are JSON lines on stderr. Every flag\n"+
 			"can be given as the environment variable named with it; the flag wins.\n")

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 const userUsage = `usage: xcloak user <command> [flags]
@@ -31,7 +32,7 @@ Run "xcloak user <command> --help" for the flags of a command.
 func user(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, "xcloak user: no command given\n\n%s", userUsage)
-		return usageError{errors.New("no user command given")}
+		return cli.UsageError{Err: errors.New("no user command given")}
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -43,12 +44,12 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdin 
 		return userUnlock(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "xcloak user: unknown command %q\n\n%s", args[0], userUsage)
-		return usageError{fmt.Errorf("unknown user command %q", args[0])}
+		return cli.UsageError{Err: fmt.Errorf("unknown user command %q", args[0])}
 	}
 }
 
 func userAdd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("user add", "--email ADDRESS [--admin] [flags] < password-file",
+	fs := cli.NewFlagSet("xcloak", "user add", "--email ADDRESS [--admin] [flags] < password-file",
 		"Creates an account. The password is the first line of stdin, without its\n"+
 			"line ending; it needs at least 8 characters. For example:\n\n"+
 			"  printf '%s\\n' \"$PASSWORD\" | xcloak user add --email ann@example.com --admin\n")
@@ -96,7 +97,7 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 func userUnlock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("user unlock", "--email ADDRESS [flags]",
+	fs := cli.NewFlagSet("xcloak", "user unlock", "--email ADDRESS [flags]",
 		"Ends the lockout of an account, existing or not, and forgets its failed\n"+
 			"sign-ins. The unlock is recorded as a security event by \"cli\".\n")
 	email := fs.String("email", "", "mail `address` of the account (required)")
@@ -137,7 +138,7 @@ func requireEmail(fs *flag.FlagSet, email string, stderr io.Writer) (string, err
 		fmt.Fprintf(stderr, "%s: --email is required\n", fs.Name())
 		fs.SetOutput(stderr)
 		fs.Usage()
-		return "", usageError{errors.New("--email is required")}
+		return "", cli.UsageError{Err: errors.New("--email is required")}
 	}
 	addr, err := auth.NormaliseEmail(email)
 	if err != nil {
