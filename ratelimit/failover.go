@@ -134,6 +134,9 @@ func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
 
 // Clear ends a lock wherever it may be held: in Redis and in process.
 func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
+	// Forgotten after the lock is gone, so that no rejection seen in
+	// between is remembered past the unlock.
+	defer f.limiter.Forget(f.lockouts.keys.kind, id)
 	wasLocal, _ := f.local.Clear(ctx, id)
 	if f.degraded.Load() {
 		if f.policy == FailClosed {

@@ -100,11 +100,12 @@ type Limiter struct {
 }
 
 // RememberRejections makes l remember, for at most ttl, that a rule Redis
-// said was full is still full, and reject requests for it without a round
-// trip (at most maxKeys rules are remembered). This never admits a request
-// Redis would reject; it can keep rejecting up to ttl after an entry was
-// taken back or a rule Reset. Lockouts are never remembered. Call it before
-// l is used; ttl <= 0 leaves every decision to Redis.
+// said was full (or locked) still is, and reject requests for it without a
+// round trip (at most maxKeys rules are remembered). This never admits a
+// request Redis would reject; it can keep rejecting up to ttl after an
+// entry was taken back, a rule Reset, or an identity unlocked by another
+// process (Forget covers this one). Call it before l is used; ttl <= 0
+// leaves every decision to Redis.
 func (l *Limiter) RememberRejections(ttl time.Duration, maxKeys int) {
 	if ttl > 0 && maxKeys > 0 {
 		l.rejections = newRejections(ttl, maxKeys)
@@ -165,8 +166,8 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 		if !res.Allowed {
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
-			if l.rejections != nil && !res.Locked && err == nil {
-				l.rejections.remember(keys[i][0], res.RetryAfter, time.Now())
+			if l.rejections != nil && err == nil {
+				l.rejections.remember(keys[i][0], res.RetryAfter, res.Locked, time.Now())
 			}
 		}
 	}
@@ -192,7 +193,7 @@ func (l *Limiter) remembered(rules []Rule, keys [][]string) (Decision, bool) {
 	now := time.Now()
 	var d Decision
 	for i, r := range rules {
-		left := l.rejections.lookup(keys[i][0], now)
+		left, locked := l.rejections.lookup(keys[i][0], now)
 		if left <= 0 {
 			continue
 		}
@@ -203,10 +204,18 @@ func (l *Limiter) remembered(rules []Rule, keys [][]string) (Decision, bool) {
 			}
 			d.FromMemory = true
 		}
-		d.Results[i] = Result{Name: r.Name, Limit: r.Limit, Count: r.Limit.Count, RetryAfter: left}
+		d.Results[i] = Result{Name: r.Name, Limit: r.Limit, Count: r.Limit.Count, RetryAfter: left, Locked: locked}
 		d.RetryAfter = max(d.RetryAfter, left)
 	}
 	return d, d.Results != nil
+}
+
+// Forget drops what l remembers of rule name for id, so that the next
+// decision asks Redis: after an unlock, for instance.
+func (l *Limiter) Forget(name, id string) {
+	if l.rejections != nil {
+		l.rejections.forget(Keys{prefix: l.prefix, kind: name}.Key(id, ""))
+	}
 }
 
 // Reset forgets every request recorded for id under the rule name.

@@ -14,10 +14,10 @@ import (
 //
 // It only ever rejects, never admits, so no request passes a limit because
 // of it. It can reject a little longer than Redis would when an entry is
-// taken back (a request rejected by another rule) or a rule is Reset, so
-// each memory is kept at most ttl (one second by default), which bounds that
-// error. Lockouts are never remembered: an unlock must take effect at once
-// on every replica.
+// taken back (a request rejected by another rule), a rule is Reset or an
+// account is unlocked on another replica, so each memory is kept at most
+// ttl (one second by default), which bounds that delay. An unlock through
+// this process forgets the account at once (Limiter.Forget).
 type rejections struct {
 	ttl time.Duration
 	max int
@@ -29,29 +29,38 @@ type rejections struct {
 type rejection struct {
 	forget  time.Time // when this memory ends: at most ttl after Redis' answer
 	retryAt time.Time // when Redis said a retry can succeed
+	locked  bool      // the rule rejected because its identity is locked out
 }
 
 func newRejections(ttl time.Duration, max int) *rejections {
 	return &rejections{ttl: ttl, max: max, until: make(map[string]rejection)}
 }
 
-// lookup returns the retry-after of key's remembered rejection, 0 if none.
-func (r *rejections) lookup(key string, now time.Time) time.Duration {
+// lookup returns the retry-after of key's remembered rejection (0 if none)
+// and whether it was a lockout.
+func (r *rejections) lookup(key string, now time.Time) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, ok := r.until[key]
 	if !ok {
-		return 0
+		return 0, false
 	}
 	if !now.Before(m.forget) {
 		delete(r.until, key)
-		return 0
+		return 0, false
 	}
-	return m.retryAt.Sub(now)
+	return m.retryAt.Sub(now), m.locked
+}
+
+// forget drops key's memory.
+func (r *rejections) forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.until, key)
 }
 
 // remember notes that key rejects for retryAfter from now, for at most ttl.
-func (r *rejections) remember(key string, retryAfter time.Duration, now time.Time) {
+func (r *rejections) remember(key string, retryAfter time.Duration, locked bool, now time.Time) {
 	d := min(retryAfter, r.ttl)
 	if d <= 0 {
 		return
@@ -68,5 +77,5 @@ func (r *rejections) remember(key string, retryAfter time.Duration, now time.Tim
 			return // full of live memories: ask Redis
 		}
 	}
-	r.until[key] = rejection{forget: now.Add(d), retryAt: now.Add(retryAfter)}
+	r.until[key] = rejection{forget: now.Add(d), retryAt: now.Add(retryAfter), locked: locked}
 }

@@ -74,21 +74,39 @@ func TestRememberedRejectionsSkipRedis(t *testing.T) {
 	}
 }
 
-// TestLocksAreNotRemembered: an unlock takes effect at once.
-func TestLocksAreNotRemembered(t *testing.T) {
+// TestUnlockForgetsRememberedLock: a lock is remembered like a full rule;
+// an unlock through a process takes effect there at once, and in another
+// process within the memory's lifetime.
+func TestUnlockForgetsRememberedLock(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
-	l := newLimiter(t, rdb, prefix)
-	l.RememberRejections(time.Minute, 100)
-	lockouts := newLockouts(t, rdb, prefix)
+	const memory = 300 * time.Millisecond
+	replica := func() *ratelimit.Failover {
+		l := newLimiter(t, rdb, prefix)
+		l.RememberRejections(memory, 100)
+		lockouts := newLockouts(t, rdb, prefix)
+		f := ratelimit.NewFailover(rdb, l, lockouts, newLocal(t), ratelimit.FailLocal, nil)
+		t.Cleanup(f.Close)
+		return f
+	}
+	here, there := replica(), replica()
 	rule := ratelimit.Rule{Name: "login_account", ID: "a@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
 	for range policy.Threshold {
-		lockouts.Fail(t.Context(), "a@example.com")
+		here.Fail(t.Context(), "a@example.com")
 	}
-	if d, _ := l.AllowAll(t.Context(), rule); d.Allowed || !d.Results[0].Locked {
-		t.Fatalf("while locked: %+v", d)
+	for _, f := range []*ratelimit.Failover{here, there} {
+		f.AllowAll(t.Context(), rule) // Redis says locked; remembered
+		if d, _ := f.AllowAll(t.Context(), rule); d.Allowed || !d.FromMemory || !d.Results[0].Locked {
+			t.Fatalf("while locked: %+v; want the remembered lock", d)
+		}
 	}
-	lockouts.Clear(t.Context(), "a@example.com")
-	if d, err := l.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
-		t.Fatalf("right after the unlock: %+v, %v; want admitted", d, err)
+	if was, err := here.Clear(t.Context(), "a@example.com"); err != nil || !was {
+		t.Fatalf("Clear: %v, %v", was, err)
+	}
+	if d, err := here.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
+		t.Fatalf("right after the unlock, same process: %+v, %v; want admitted", d, err)
+	}
+	time.Sleep(memory + 100*time.Millisecond)
+	if d, err := there.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
+		t.Fatalf("after the memory's lifetime, other process: %+v, %v; want admitted", d, err)
 	}
 }
