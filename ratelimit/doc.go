@@ -22,6 +22,21 @@
 // see one slot fewer; that errs towards rejecting and never admits a request
 // past any limit.
 //
+// [Lockouts] count consecutive failures per identity in Lua and lock it,
+// longer at each repeat; a [Rule] marked Lockable rejects while its identity
+// is locked, in the same step as its count.
+//
+// [Limiter.RememberRejections] lets a process repeat, for up to a second,
+// Redis' answer that a rule is full or locked: such a rule stays full until
+// its oldest needed entry leaves the window, so repeating the answer never
+// admits anything Redis would refuse, and a flood against one identity then
+// costs no round trip at all.
+//
+// [Failover] applies a [FailurePolicy] while Redis is unreachable: [Local]
+// enforces the same rules and lockouts in process, or every decision fails
+// closed, or every request is admitted; a probe hands back to Redis when it
+// answers.
+//
 // The seed design's check-then-act limiter lives in the subpackage baseline,
 // for tests, benchmarks and the credential-stuffing simulator only.
 package ratelimit
