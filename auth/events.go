@@ -101,9 +101,14 @@ func (r *Recorder) Run(ctx context.Context) {
 			}
 			return
 		case <-tick.C:
-			if err := r.Flush(ctx); err != nil && ctx.Err() == nil {
+			// Not ctx: a write cancelled half-way at shutdown may have
+			// reached Postgres and then be written again by the final
+			// flush. A flush in progress finishes; the loop then stops.
+			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if err := r.Flush(flush); err != nil {
 				r.log.Error("writing security events", "err", err)
 			}
+			cancel()
 		}
 	}
 }

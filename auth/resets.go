@@ -60,7 +60,10 @@ func (s *Service) runResets(ctx context.Context) {
 	for {
 		select {
 		case job := <-s.resets:
-			s.sendReset(ctx, job)
+			// A mail being sent when shutdown begins is finished, not cut.
+			send, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			s.sendReset(send, job)
+			cancel()
 		case <-ctx.Done():
 			drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
