@@ -84,6 +84,13 @@ func TestClusterAllowAllAcrossNodes(t *testing.T) {
 			t.Errorf("rule %s: TTL %v, want within (0, 1m]", r.Name, ttl)
 		}
 	}
+	more := topUp(t, 10, func() (bool, error) {
+		d, err := l.AllowAll(t.Context(), rules...)
+		return d.Allowed, err
+	})
+	if got+more != 10 {
+		t.Fatalf("burst admitted %d and %d more after it, want exactly 10 in all", got, more)
+	}
 }
 
 // TestClusterSeedScriptFails documents the seed script's first defect: it

@@ -17,6 +17,7 @@ func TestRememberedRejectionsStayExact(t *testing.T) {
 	one, two := newLimiter(t, rdb, prefix), newLimiter(t, other, prefix)
 	one.RememberRejections(time.Second, 1000)
 	two.RememberRejections(time.Second, 1000)
+	fresh := newLimiter(t, rdb, prefix)
 	for _, limit := range []int{1, 10, 100} {
 		for trial := range trials {
 			rules := []ratelimit.Rule{
@@ -33,6 +34,15 @@ func TestRememberedRejectionsStayExact(t *testing.T) {
 			})
 			if got < 1 || got > limit {
 				t.Errorf("limit %d trial %d: admitted %d, want 1..%d", limit, trial, got, limit)
+			}
+			// A limiter that remembers nothing tops up: the burst must
+			// have left exactly the quota it did not use.
+			more := topUp(t, limit, func() (bool, error) {
+				d, err := fresh.AllowAll(t.Context(), rules...)
+				return d.Allowed, err
+			})
+			if got+more != limit {
+				t.Errorf("limit %d trial %d: burst admitted %d and %d more after it, want exactly %d in all", limit, trial, got, more, limit)
 			}
 		}
 	}
