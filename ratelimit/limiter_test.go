@@ -221,6 +221,55 @@ func TestRetryAfterIsExact(t *testing.T) {
 	}
 }
 
+// TestRetryAfterWhenLimitLowered: after a limit is lowered the log holds
+// more entries than the new limit, and a slot frees only when all but
+// limit-1 of them have left. Retry-after must wait for the youngest of
+// those, not the oldest entry.
+func TestRetryAfterWhenLimitLowered(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	window := 10 * time.Second
+	rule := ratelimit.Rule{Name: "login_ip", ID: "203.0.113.9", Limit: ratelimit.Limit{Count: 5, Window: window}}
+	for range 5 {
+		if r, err := l.Allow(t.Context(), rule); err != nil || !r.Allowed {
+			t.Fatalf("filling the log: %+v, %v", r, err)
+		}
+		time.Sleep(30 * time.Millisecond) // entries apart in time
+	}
+	key, _ := ratelimit.NewKeys(prefix, rule.Name)
+	entries, err := rdb.ZRangeWithScores(t.Context(), key.Key(rule.ID, ""), 0, -1).Result()
+	if err != nil || len(entries) != 5 {
+		t.Fatalf("log holds %v (%v), want 5 entries", entries, err)
+	}
+	rule.Limit.Count = 2 // lowered: 4 of the 5 entries must leave
+	before := redisTime(t, rdb)
+	r, err := l.Allow(t.Context(), rule)
+	after := redisTime(t, rdb)
+	if err != nil || r.Allowed {
+		t.Fatalf("got %+v, %v; want a rejection", r, err)
+	}
+	leaves := int64(entries[3].Score) + window.Microseconds()
+	if got := r.RetryAfter.Microseconds(); got < leaves-after || got > leaves-before {
+		t.Fatalf("retry-after %dµs, want within [%d, %d]µs: until the 4th oldest entry leaves", got, leaves-after, leaves-before)
+	}
+}
+
+// TestRetryAfterSecondsRoundsUp: the Retry-After header carries whole
+// seconds, and a client that waits them must not be early.
+func TestRetryAfterSecondsRoundsUp(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want int
+	}{
+		{time.Microsecond, 1}, {999 * time.Millisecond, 1}, {time.Second, 1},
+		{time.Second + time.Microsecond, 2}, {1500 * time.Millisecond, 2}, {59*time.Second + 1, 60},
+	} {
+		if got := (ratelimit.Decision{RetryAfter: c.d}).RetryAfterSeconds(); got != c.want {
+			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", c.d, got, c.want)
+		}
+	}
+}
+
 // TestWindowSlides uses a short window on Redis' clock. The only waits are
 // the retry-afters the limiter itself returns: a retry after that long must
 // be admitted, which is what "never early" means to a client.
@@ -244,20 +293,26 @@ func TestWindowSlides(t *testing.T) {
 	if !allow().Allowed {
 		t.Fatal("second request rejected")
 	}
-	for retry := range 3 {
+	// A stall of the machine past an entry's departure admits a request
+	// that was meant to be rejected; the log is then full again, so the
+	// next round is checked instead. Three rounds must be checked.
+	checked := 0
+	for round := 0; checked < 3; round++ {
+		if round == 20 {
+			t.Fatalf("only %d of 3 rounds checked in %d: the machine stalled every time", checked, round)
+		}
 		r := allow()
 		if r.Allowed {
-			// The machine stalled past an entry's departure; the next
-			// iteration checks the retry-after of the new window.
 			continue
 		}
 		if r.RetryAfter <= 0 || r.RetryAfter > window {
-			t.Fatalf("retry %d: retry-after %v, want within (0, %v]", retry, r.RetryAfter, window)
+			t.Fatalf("round %d: retry-after %v, want within (0, %v]", round, r.RetryAfter, window)
 		}
 		time.Sleep(r.RetryAfter)
 		if got := allow(); !got.Allowed {
-			t.Fatalf("retry %d: rejected after waiting the retry-after %v: %+v", retry, r.RetryAfter, got)
+			t.Fatalf("round %d: rejected after waiting the retry-after %v: %+v", round, r.RetryAfter, got)
 		}
+		checked++
 	}
 	key, _ := ratelimit.NewKeys(prefix, "login_ip")
 	n, err := rdb.ZCard(t.Context(), key.Key(rule.ID, "")).Result()
