@@ -9,9 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/ratelimit"
+	"github.com/xcloak/xcloak/templates"
 )
 
 func loginJSON(email, password string) string {
@@ -218,6 +221,50 @@ func TestTrustedProxyForwardedFor(t *testing.T) {
 			"X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i/2))
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("request %d through the trusted proxy: %d, want 401 (two per forwarded client)", i, resp.StatusCode)
+		}
+	}
+}
+
+// TestRetryAfterIsNeverEarlyOverHTTP: a client that waits exactly the
+// Retry-After it was given (header, JSON field and page text agree) is let
+// through: whole seconds are rounded up, never down.
+func TestRetryAfterIsNeverEarlyOverHTTP(t *testing.T) {
+	limit := ratelimit.Limit{Count: 1, Window: 1500 * time.Millisecond}
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount = limit }})
+	base := env.Start(t)
+	fronts := []struct {
+		name string
+		send func(c *http.Client, email string) (*http.Response, string)
+		says func(body string, seconds int) bool
+	}{
+		{"json", func(c *http.Client, email string) (*http.Response, string) {
+			return post(t, c, base+"/api/v1/login", jsonType, loginJSON(email, "wrong password"))
+		}, func(body string, seconds int) bool {
+			return strings.Contains(body, fmt.Sprintf(`"retry_after_seconds":%d`, seconds))
+		}},
+		{"form", func(c *http.Client, email string) (*http.Response, string) {
+			return post(t, c, base+"/login", formType, url.Values{"email": {email}, "password": {"wrong password"}}.Encode())
+		}, func(body string, seconds int) bool {
+			return strings.Contains(body, templates.RetryText(seconds))
+		}},
+	}
+	for i, front := range fronts {
+		c := xcloaktest.Client(t, fmt.Sprintf("127.0.3.%d", i+1))
+		email := front.name + "@example.com"
+		if resp, _ := front.send(c, email); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s: first attempt %d, want 401", front.name, resp.StatusCode)
+		}
+		resp, body := front.send(c, email)
+		seconds, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusTooManyRequests || err != nil || seconds < 1 {
+			t.Fatalf("%s: second attempt %d with Retry-After %q, want 429 with whole seconds", front.name, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		if !front.says(body, seconds) {
+			t.Fatalf("%s: the body does not say %d seconds: %s", front.name, seconds, body)
+		}
+		time.Sleep(time.Duration(seconds) * time.Second)
+		if resp, _ := front.send(c, email); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s: after waiting the Retry-After of %ds: %d, want 401 (let through)", front.name, seconds, resp.StatusCode)
 		}
 	}
 }
