@@ -292,3 +292,13 @@ func TestRejectionsAreCoalesced(t *testing.T) {
 	}
 	t.Logf("200 rejections in %d rows", rows)
 }
+
+// TestSignInWithAnotherNormalisationForm: the password set as "é" in one
+// code point signs in when typed as "e" and a combining accent.
+func TestSignInWithAnotherNormalisationForm(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "zoe@example.com", "caf\u00e9 cr\u00e8me", false)
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "zoe@example.com", Password: "cafe\u0301 cre\u0300me", Client: client("192.0.2.1")}); err != nil {
+		t.Fatalf("sign-in with the decomposed form: %v", err)
+	}
+}

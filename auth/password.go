@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/argon2"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Params are argon2id cost parameters.
@@ -157,7 +158,16 @@ func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 		return "", err
 	}
 	defer release()
-	return h.hash([]byte(password))
+	return h.hash([]byte(NormalisePassword(password)))
+}
+
+// NormalisePassword returns password in Unicode normalisation form NFKC,
+// as NIST SP 800-63B suggests, so that a password typed the same way on
+// another keyboard or system ("é" as one code point or as "e" and a
+// combining accent, full-width letters) matches. Hash stores the NFKC form
+// and Verify compares it.
+func NormalisePassword(password string) string {
+	return norm.NFKC.String(password)
 }
 
 func (h *Hasher) hash(password []byte) (string, error) {
@@ -200,9 +210,24 @@ func (h *Hasher) verify(ctx context.Context, encoded, password string, trusted b
 		return false, false, err
 	}
 	defer release()
+	normalised := NormalisePassword(password)
+	if matches(normalised, p, salt, key) {
+		return true, p != h.params, nil
+	}
+	// Hashes stored before passwords were normalised hold the password as
+	// it was typed. Such a password matches as typed and is then stored
+	// again, normalised. The second hash depends only on the password
+	// typed, never on the account, so it tells an observer nothing about
+	// which accounts exist.
+	if normalised != password && matches(password, p, salt, key) {
+		return true, true, nil
+	}
+	return false, false, nil
+}
+
+func matches(password string, p Params, salt, key []byte) bool {
 	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
-	ok = subtle.ConstantTimeCompare(got, key) == 1
-	return ok, ok && p != h.params, nil
+	return subtle.ConstantTimeCompare(got, key) == 1
 }
 
 // VerifyUnknown spends the same work as Verify against a hash made with the

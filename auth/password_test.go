@@ -555,3 +555,35 @@ func TestVerifyTrustedHasAReservedSlot(t *testing.T) {
 	close(gate)
 	<-done
 }
+
+// TestPasswordsAreNormalised: a password typed in another Unicode
+// normalisation form matches, and a hash stored before normalisation (of
+// the password as typed) still works and asks to be stored again.
+func TestPasswordsAreNormalised(t *testing.T) {
+	ctx := context.Background()
+	h := newHasher(t, fast, 0, time.Second)
+	composed, decomposed, fullWidth := "caf\u00e9 au lait", "cafe\u0301 au lait", "\uff43\uff41\uff46\u00e9 au lait"
+	encoded, err := h.Hash(ctx, composed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typed := range []string{composed, decomposed, fullWidth} {
+		if ok, rehash, err := h.Verify(ctx, encoded, typed); err != nil || !ok || rehash {
+			t.Errorf("Verify(%q) = %v, %v, %v; want true, false, nil", typed, ok, rehash, err)
+		}
+	}
+	if ok, _, _ := h.Verify(ctx, encoded, "cafe au lait"); ok {
+		t.Error("a password without the accent matched")
+	}
+
+	legacy, err := h.hash([]byte(decomposed)) // as stored before normalisation
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, rehash, err := h.Verify(ctx, legacy, decomposed); err != nil || !ok || !rehash {
+		t.Errorf("legacy hash, password as typed then: %v, %v, %v; want true, true (store it again), nil", ok, rehash, err)
+	}
+	if ok, rehash, err := h.Verify(ctx, legacy, "wrong"); err != nil || ok || rehash {
+		t.Errorf("legacy hash, wrong password: %v, %v, %v; want false, false, nil", ok, rehash, err)
+	}
+}

@@ -29,7 +29,7 @@ func checkNewPassword(p string) error {
 		return fmt.Errorf("%w: longer than %d bytes", ErrWeakPassword, MaxPasswordBytes)
 	}
 	n := 0
-	for range p {
+	for range NormalisePassword(p) {
 		n++
 	}
 	if n < MinPasswordRunes {
