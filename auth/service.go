@@ -179,7 +179,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  NewRecorder(d.DB, stats, log),
+		events:  NewRecorder(d.DB, stats, log, now),
 		stats:   stats,
 		resets:  make(chan resetJob, resetQueue),
 	}
