@@ -126,12 +126,15 @@ func (nb *networkBudget) fold(e Event, sharedBudget bool) {
 	nb.summaries = append(nb.summaries, sum)
 }
 
-// close returns the summaries of the minutes before minute (every minute
-// if all is set) and forgets those minutes.
+// close returns the summaries of the minutes before minute and forgets
+// those minutes. If all is set, it returns the summaries of the later
+// minutes too, but keeps counting their rows, so that writing everything
+// (a shutdown, a test) does not give a network a new budget.
 func (b *eventBudget) close(minute int64, all bool) []Event {
 	var out []Event
 	for key, nb := range b.budgets {
-		if !all && key.minute >= minute {
+		over := key.minute < minute
+		if !over && !all {
 			continue
 		}
 		for _, sum := range nb.summaries {
@@ -143,7 +146,10 @@ func (b *eventBudget) close(minute int64, all bool) []Event {
 			}
 			out = append(out, e)
 		}
-		delete(b.budgets, key)
+		nb.summaries = nil
+		if over {
+			delete(b.budgets, key)
+		}
 	}
 	return out
 }

@@ -70,11 +70,31 @@ func TestEventBudget(t *testing.T) {
 		t.Fatalf("%d budgets kept, want at most %d", len(b.budgets), eventNetworks+1)
 	}
 	total = len(rows)
-	for _, s := range b.close(0, true) {
+	for _, s := range b.close(unixMinute(minute), true) {
 		total += eventCount(s)
 	}
 	if total != 3*eventNetworks {
 		t.Fatalf("rows and summaries count %d events, want %d", total, 3*eventNetworks)
+	}
+
+	// Writing everything before the minute is over keeps the rows
+	// counted: the network gets no new budget.
+	b = eventBudget{}
+	flood := func() []Event {
+		var batch []Event
+		for range 2 * EventRowsPerNetwork {
+			batch = append(batch, Event{At: minute, Kind: EventLoginInvalid, Source: "192.0.2.9"})
+		}
+		return batch
+	}
+	first := len(b.admit(flood()))
+	nsums := len(b.close(unixMinute(minute), true))
+	second := len(b.admit(flood()))
+	if first != EventRowsPerNetwork || nsums != 1 || second != 0 {
+		t.Fatalf("rows %d, summaries %d, then rows %d; want %d, 1, 0", first, nsums, second, EventRowsPerNetwork)
+	}
+	if sums := b.close(unixMinute(minute)+1, false); len(sums) != 1 || eventCount(sums[0]) != 2*EventRowsPerNetwork || len(b.budgets) != 0 {
+		t.Fatalf("summaries %+v after the minute, want one counting %d, and no budget left", sums, 2*EventRowsPerNetwork)
 	}
 }
 
