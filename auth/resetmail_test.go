@@ -20,6 +20,8 @@ import (
 // it goes through, and the mailer tracks how many wait at once.
 type slowMailer struct {
 	next auth.Mailer
+	// domain, if set, is the only recipient domain that is slow.
+	domain string
 
 	mu       sync.Mutex
 	release  chan struct{} // closed while sends go through
@@ -33,6 +35,9 @@ func newSlowMailer(next auth.Mailer) *slowMailer {
 }
 
 func (m *slowMailer) Send(ctx context.Context, msg auth.Message) error {
+	if m.domain != "" && !strings.HasSuffix(msg.To, "@"+m.domain) {
+		return m.next.Send(ctx, msg)
+	}
 	m.add(1)
 	defer m.add(-1)
 	m.mu.Lock()
@@ -88,7 +93,8 @@ func (m *slowMailer) waitInFlight(t *testing.T, n int) {
 }
 
 // TestResetMailsSentInParallel: while the mail server is slow, several
-// reset mails are sent at once, and all of them arrive.
+// reset mails (to different domains) are sent at once, and all of them
+// arrive.
 func TestResetMailsSentInParallel(t *testing.T) {
 	var slow *slowMailer
 	f := newFixture(t, func(c *auth.Config) {
@@ -96,19 +102,53 @@ func TestResetMailsSentInParallel(t *testing.T) {
 	}, func(d *auth.Deps) { slow = newSlowMailer(d.Mailer); d.Mailer = slow })
 	const users = 8
 	for i := range users {
-		f.addUser(t, fmt.Sprintf("user%d@example.com", i), "old password", false)
-		if err := f.svc.RequestReset(t.Context(), fmt.Sprintf("user%d@example.com", i), client("192.0.2.1")); err != nil {
+		email := fmt.Sprintf("user%d@domain%d.example", i, i)
+		f.addUser(t, email, "old password", false)
+		if err := f.svc.RequestReset(t.Context(), email, client("192.0.2.1")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	slow.waitInFlight(t, 4)
 	slow.let()
 	for i := range users {
-		f.mail.WaitFor(t, fmt.Sprintf("user%d@example.com", i))
+		f.mail.WaitFor(t, fmt.Sprintf("user%d@domain%d.example", i, i))
 	}
 	slow.mu.Lock()
 	defer slow.mu.Unlock()
 	t.Logf("at most %d mails were being sent at once", slow.most)
+}
+
+// TestSlowDomainDoesNotHoldEveryWorker: while one recipient domain's mail
+// server holds every mail sent to it, half the workers at most are held
+// by it, and mail to other domains still goes out.
+func TestSlowDomainDoesNotHoldEveryWorker(t *testing.T) {
+	var slow *slowMailer
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits.ResetIP = ratelimit.Limit{Count: 100, Window: time.Minute}
+	}, func(d *auth.Deps) { slow = newSlowMailer(d.Mailer); slow.domain = "slow.example"; d.Mailer = slow })
+	for i := range 6 {
+		email := fmt.Sprintf("user%d@slow.example", i)
+		f.addUser(t, email, "old password", false)
+		if err := f.svc.RequestReset(t.Context(), email, client("192.0.2.1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow.waitInFlight(t, 2)
+	f.addUser(t, "ann@fast.example", "old password", false)
+	if err := f.svc.RequestReset(t.Context(), "ann@fast.example", client("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	f.mail.WaitFor(t, "ann@fast.example")
+	slow.let()
+	for i := range 6 {
+		f.mail.WaitFor(t, fmt.Sprintf("user%d@slow.example", i))
+	}
+	f.waitResets(t)
+	slow.mu.Lock()
+	defer slow.mu.Unlock()
+	if slow.most != 2 {
+		t.Fatalf("%d mails to the slow domain were being sent at once, want 2 (half the workers)", slow.most)
+	}
 }
 
 // TestResetMailsDroppedAreCounted: a recipient domain over its limit, and

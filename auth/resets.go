@@ -84,25 +84,30 @@ func (s *Service) recordDrop(job resetJob, reason string) {
 // runResets sends queued reset mails with resetWorkers workers until ctx
 // is done, then sends what is still queued, within a bounded time.
 func (s *Service) runResets(ctx context.Context) {
+	// A mail being sent when shutdown begins is finished, not cut; the
+	// mails begun after share what is left of the drain's 10 s.
+	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDrain()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(10*time.Second, cancelDrain) })
+	defer stop()
+	jobContext := func() (context.Context, context.CancelFunc) {
+		if ctx.Err() != nil {
+			return drain, func() {}
+		}
+		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	}
 	var wg sync.WaitGroup
 	for range resetWorkers {
 		wg.Go(func() {
 			for {
 				select {
 				case job := <-s.resets:
-					// A mail being sent when shutdown begins is finished, not cut.
-					send, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-					s.handleReset(send, job)
-					cancel()
+					s.handleReset(jobContext, job)
 				case <-ctx.Done():
-					// The workers drain the queue side by side, so the
-					// whole drain takes at most this long.
-					drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-					defer cancel()
 					for {
 						select {
 						case job := <-s.resets:
-							s.handleReset(drain, job)
+							s.handleReset(jobContext, job)
 						default:
 							return
 						}
@@ -115,10 +120,32 @@ func (s *Service) runResets(ctx context.Context) {
 }
 
 // handleReset sends one queued reset mail, or counts why it was not sent.
-func (s *Service) handleReset(ctx context.Context, job resetJob) {
-	defer s.resetsPending.Add(-1)
-	if reason := s.sendReset(ctx, job); reason != "" {
-		s.recordDrop(job, reason)
+// If its recipient's domain already has resetsPerDomain mails being sent,
+// the job waits for one of them instead, and the worker that finishes it
+// sends this one next: no worker waits on a slow domain, and one domain
+// never holds more than resetsPerDomain workers.
+func (s *Service) handleReset(jobContext func() (context.Context, context.CancelFunc), job resetJob) {
+	domain := job.email[strings.LastIndexByte(job.email, '@')+1:]
+	switch s.resetDomains.start(domain, job) {
+	case domainWaits:
+		return
+	case domainFull:
+		s.resetsPending.Add(-1)
+		s.log.Error("reset queue full; request dropped")
+		s.recordDrop(job, DropQueueFull)
+		return
+	}
+	for {
+		ctx, cancel := jobContext()
+		if reason := s.sendReset(ctx, job); reason != "" {
+			s.recordDrop(job, reason)
+		}
+		cancel()
+		s.resetsPending.Add(-1)
+		var more bool
+		if job, more = s.resetDomains.next(domain); !more {
+			return
+		}
 	}
 }
 

@@ -121,8 +121,10 @@ type Service struct {
 	stats   *Stats
 	resets  chan resetJob
 	metrics *metrics
-	// resetsPending counts reset requests queued or being handled.
+	// resetsPending counts reset requests queued, waiting for their
+	// domain or being handled.
 	resetsPending atomic.Int64
+	resetDomains  domainSenders
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
