@@ -15,9 +15,9 @@ import (
 
 // The reset-mail queue: resetQueue bounds the mails waiting to be sent,
 // and resetWorkers send them at once, so that one slow mail server does
-// not hold up every other recipient (the per-domain limit,
-// Limits.ResetDomain, keeps one domain from taking all the workers for
-// long).
+// not hold up every other recipient (resetsPerDomain keeps one domain
+// from taking all the workers, and Limits.ResetDomain bounds the mails it
+// gets).
 const (
 	resetQueue   = 1024
 	resetWorkers = 4
