@@ -29,6 +29,9 @@ const (
 	EventResetRequested   = "reset_requested"
 	EventResetRejected    = "reset_rejected"
 	EventResetCompleted   = "reset_completed"
+	// EventResetMailDropped: an accepted reset request whose mail was not
+	// sent; Detail "reason" says why (see the dropReason constants).
+	EventResetMailDropped = "reset_mail_dropped"
 )
 
 // RuleLockout is the Rule of a rejection caused by a lockout.
@@ -51,14 +54,20 @@ type Event struct {
 // counters in Redis that the dashboard reads (one pipeline per batch). So a
 // rejected request costs its one Redis round trip and nothing more, and
 // every replica's events land in the same shared stores.
+//
+// The counters count every event. The rows are bounded per client network
+// and minute (see EventRowsPerNetwork), so that no client fills the
+// database at the rate it sends, whatever it sends.
 type Recorder struct {
 	db      *pgxpool.Pool
 	stats   *Stats
 	log     *slog.Logger
+	now     func() time.Time
 	queue   chan Event
 	dropped atomic.Int64
 
 	flushMu      sync.Mutex
+	budget       eventBudget
 	pendingStats []Event // not yet counted in Redis
 	pendingDB    []Event // not yet written to Postgres
 }
@@ -67,9 +76,18 @@ type Recorder struct {
 // and counted rather than slowing requests down.
 const recorderQueue = 65536
 
-// NewRecorder returns a Recorder writing to db and stats.
-func NewRecorder(db *pgxpool.Pool, stats *Stats, log *slog.Logger) *Recorder {
-	return &Recorder{db: db, stats: stats, log: log, queue: make(chan Event, recorderQueue)}
+// summaryGrace is how long after the end of a minute its summaries are
+// written, so that events queued just before the minute ended still find
+// their network's budget.
+const summaryGrace = 5 * time.Second
+
+// NewRecorder returns a Recorder writing to db and stats; now is the clock
+// of the events' timestamps (nil means time.Now).
+func NewRecorder(db *pgxpool.Pool, stats *Stats, log *slog.Logger, now func() time.Time) *Recorder {
+	if now == nil {
+		now = time.Now
+	}
+	return &Recorder{db: db, stats: stats, log: log, now: now, queue: make(chan Event, recorderQueue)}
 }
 
 // Record queues e. It never blocks.
@@ -105,7 +123,7 @@ func (r *Recorder) Run(ctx context.Context) {
 			// reached Postgres and then be written again by the final
 			// flush. A flush in progress finishes; the loop then stops.
 			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := r.Flush(flush); err != nil {
+			if err := r.flush(flush, false); err != nil {
 				r.log.Error("writing security events", "err", err)
 			}
 			cancel()
@@ -113,17 +131,24 @@ func (r *Recorder) Run(ctx context.Context) {
 	}
 }
 
-// Flush writes every event queued so far. Each store keeps its own
-// backlog: if Postgres is down, its events wait for the next flush while
-// the counters in Redis go on (and the other way round), and neither store
-// gets an event twice.
-func (r *Recorder) Flush(ctx context.Context) error {
+// Flush writes every event queued so far, with the summaries of minutes
+// that are not over yet. Each store keeps its own backlog: if Postgres is
+// down, its events wait for the next flush while the counters in Redis go
+// on (and the other way round), and neither store gets an event twice.
+func (r *Recorder) Flush(ctx context.Context) error { return r.flush(ctx, true) }
+
+// flush writes the events queued so far and the summaries of the minutes
+// that are over, or of every minute if all is set.
+func (r *Recorder) flush(ctx context.Context, all bool) error {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
 	for {
 		batch := r.take(1000)
 		r.pendingStats = append(r.pendingStats, batch...)
-		r.pendingDB = append(r.pendingDB, batch...)
+		r.pendingDB = append(r.pendingDB, r.budget.admit(batch)...)
+		if len(batch) == 0 {
+			r.pendingDB = append(r.pendingDB, r.budget.close(unixMinute(r.now().Add(-summaryGrace)), all)...)
+		}
 		var errs []error
 		if len(r.pendingStats) > 0 {
 			if err := r.stats.add(ctx, r.pendingStats); err != nil {
@@ -199,8 +224,9 @@ func (r *Recorder) copy(ctx context.Context, batch []Event) error {
 // were ("count") and when the last was ("last"). A flood against one
 // account from one network is then a few rows a second, not one per
 // request: the log keeps every rejection counted without letting an
-// attacker fill the database at the rate he sends. Other events, and the
-// order of the rows, are kept.
+// attacker fill the database at the rate he sends. A row that already
+// stands for several (a summary of the event budget) adds its count.
+// Other events, and the order of the rows, are kept.
 func coalesceRejections(batch []Event) []Event {
 	type key struct{ kind, account, source, rule string }
 	first := map[key]int{} // index in out
@@ -215,17 +241,23 @@ func coalesceRejections(batch []Event) []Event {
 		i, seen := first[k]
 		if !seen {
 			first[k] = len(out)
-			counts[k] = 1
+			counts[k] = eventCount(e)
 			out = append(out, e)
 			continue
 		}
-		counts[k]++
+		counts[k] += eventCount(e)
 		detail := make(map[string]string, len(out[i].Detail)+2)
 		for name, v := range out[i].Detail {
 			detail[name] = v
 		}
 		detail["count"] = strconv.Itoa(counts[k])
-		detail["last"] = e.At.UTC().Format(time.RFC3339Nano)
+		last := e.At
+		if l, err := time.Parse(time.RFC3339Nano, e.Detail["last"]); err == nil {
+			last = l
+		}
+		if prev, err := time.Parse(time.RFC3339Nano, detail["last"]); err != nil || last.After(prev) {
+			detail["last"] = last.UTC().Format(time.RFC3339Nano)
+		}
 		out[i].Detail = detail
 	}
 	return out

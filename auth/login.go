@@ -74,8 +74,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 	source := req.Client.Source()
 	email, err := NormaliseEmail(req.Email)
 	if err != nil || req.Password == "" || len(req.Password) > MaxPasswordBytes {
-		s.record(Event{Kind: EventLoginInvalid, Source: source})
-		return LoginResult{}, ErrInvalidRequest
+		return LoginResult{}, s.malformedLogin(ctx, source)
 	}
 
 	device, trusted := "", false

@@ -110,6 +110,19 @@ func (f *fixture) addUser(t *testing.T, email, password string, admin bool) auth
 	return u
 }
 
+// waitResets waits until every reset request queued so far has been
+// handled by the mail workers.
+func (f *fixture) waitResets(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for auth.ResetsPending(f.svc) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reset requests still pending after 20 s", auth.ResetsPending(f.svc))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func client(ip string) auth.Client {
 	addr := netip.MustParseAddr(ip)
 	return auth.Client{Network: netip.PrefixFrom(addr, addr.BitLen())}

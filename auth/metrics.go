@@ -23,6 +23,7 @@ type metrics struct {
 	hashWaiting  prometheus.GaugeFunc
 	degraded     prometheus.GaugeFunc
 	eventDropped prometheus.CounterFunc
+	mailDropped  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
@@ -67,9 +68,12 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 		eventDropped: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "xcloak_security_events_dropped_total", Help: "Security events dropped because the queue or a store's backlog was full."},
 			func() float64 { return float64(s.events.Dropped()) }),
+		mailDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xcloak_reset_mails_dropped_total", Help: "Reset mails for accepted requests that were not sent, by reason: queue_full, domain_limit, send_failed, unavailable."},
+			[]string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.failures, m.rejected, m.lockouts, m.resets,
-		m.decision, m.redisErrors, m.dbErrors, m.hashRunning, m.hashWaiting, m.degraded, m.eventDropped} {
+		m.decision, m.redisErrors, m.dbErrors, m.hashRunning, m.hashWaiting, m.degraded, m.eventDropped, m.mailDropped} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -97,6 +101,8 @@ func (m *metrics) observe(e Event) {
 		m.lockouts.Inc()
 	case EventResetRequested:
 		m.resets.Inc()
+	case EventResetMailDropped:
+		m.mailDropped.WithLabelValues(e.Detail["reason"]).Inc()
 	}
 }
 

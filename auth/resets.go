@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,8 +13,24 @@ import (
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
-// resetQueue bounds the reset mails waiting to be sent.
-const resetQueue = 1024
+// The reset-mail queue: resetQueue bounds the mails waiting to be sent,
+// and resetWorkers send them at once, so that one slow mail server does
+// not hold up every other recipient (resetsPerDomain keeps one domain
+// from taking all the workers, and Limits.ResetDomain bounds the mails it
+// gets).
+const (
+	resetQueue   = 1024
+	resetWorkers = 4
+)
+
+// Why an accepted reset request's mail was not sent: the reason of an
+// EventResetMailDropped and the label of xcloak_reset_mails_dropped_total.
+const (
+	DropQueueFull   = "queue_full"   // the queue was full
+	DropDomainLimit = "domain_limit" // the recipient's domain had its limit of mails
+	DropSendFailed  = "send_failed"  // the mail server refused or did not answer
+	DropUnavailable = "unavailable"  // Postgres or the limits could not be reached
+)
 
 // resetJob is an accepted reset request. It is handled off the request
 // path, so the response (always "accepted") takes the same time whether or
@@ -45,48 +63,116 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) e
 		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	job := resetJob{email: email, source: source, at: s.now()}
+	s.record(Event{Kind: EventResetRequested, Account: email, Source: source})
+	s.resetsPending.Add(1)
 	select {
 	case s.resets <- job:
 	default:
-		s.log.Error("reset queue full; request dropped", "account", email)
+		s.resetsPending.Add(-1)
+		s.log.Error("reset queue full; request dropped")
+		s.recordDrop(job, DropQueueFull)
 	}
-	s.record(Event{Kind: EventResetRequested, Account: email, Source: source})
 	return nil
 }
 
-// runResets sends queued reset mails until ctx is done, then sends what is
-// still queued, within a bounded time.
+// recordDrop counts a reset mail that was not sent, in the metrics and on
+// the dashboard.
+func (s *Service) recordDrop(job resetJob, reason string) {
+	s.record(Event{Kind: EventResetMailDropped, Account: job.email, Source: job.source, Detail: map[string]string{"reason": reason}})
+}
+
+// runResets sends queued reset mails with resetWorkers workers until ctx
+// is done, then sends what is still queued, within a bounded time.
 func (s *Service) runResets(ctx context.Context) {
-	for {
-		select {
-		case job := <-s.resets:
-			// A mail being sent when shutdown begins is finished, not cut.
-			send, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			s.sendReset(send, job)
-			cancel()
-		case <-ctx.Done():
-			drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
+	// A mail being sent when shutdown begins is finished, not cut; the
+	// mails begun after share what is left of the drain's 10 s.
+	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDrain()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(10*time.Second, cancelDrain) })
+	defer stop()
+	jobContext := func() (context.Context, context.CancelFunc) {
+		if ctx.Err() != nil {
+			return drain, func() {}
+		}
+		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	}
+	var wg sync.WaitGroup
+	for range resetWorkers {
+		wg.Go(func() {
 			for {
 				select {
 				case job := <-s.resets:
-					s.sendReset(drain, job)
-				default:
-					return
+					s.handleReset(jobContext, job)
+				case <-ctx.Done():
+					for {
+						select {
+						case job := <-s.resets:
+							s.handleReset(jobContext, job)
+						default:
+							return
+						}
+					}
 				}
 			}
+		})
+	}
+	wg.Wait()
+}
+
+// handleReset sends one queued reset mail, or counts why it was not sent.
+// If its recipient's domain already has resetsPerDomain mails being sent,
+// the job waits for one of them instead, and the worker that finishes it
+// sends this one next: no worker waits on a slow domain, and one domain
+// never holds more than resetsPerDomain workers.
+func (s *Service) handleReset(jobContext func() (context.Context, context.CancelFunc), job resetJob) {
+	domain := job.email[strings.LastIndexByte(job.email, '@')+1:]
+	switch s.resetDomains.start(domain, job) {
+	case domainWaits:
+		return
+	case domainFull:
+		s.resetsPending.Add(-1)
+		s.log.Error("reset queue full; request dropped")
+		s.recordDrop(job, DropQueueFull)
+		return
+	}
+	for {
+		ctx, cancel := jobContext()
+		if reason := s.sendReset(ctx, job); reason != "" {
+			s.recordDrop(job, reason)
+		}
+		cancel()
+		s.resetsPending.Add(-1)
+		var more bool
+		if job, more = s.resetDomains.next(domain); !more {
+			return
 		}
 	}
 }
 
-func (s *Service) sendReset(ctx context.Context, job resetJob) {
+// sendReset looks the account up and, if it exists and its mail domain is
+// within its limit, stores a token and mails the link. It returns why the
+// mail was not sent ("" if it was, or if there is no account: nothing was
+// to be sent).
+func (s *Service) sendReset(ctx context.Context, job resetJob) (dropped string) {
 	user, err := s.UserByEmail(ctx, job.email)
 	if errors.Is(err, ErrNoUser) {
-		return
+		return ""
 	}
 	if err != nil {
 		s.log.Error("reset: reading user", "err", err)
-		return
+		return DropUnavailable
+	}
+	// Only mails that would be sent count towards the domain's limit, so
+	// requests for addresses without an account cannot use it up.
+	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
+	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetDomain, ID: domain, Limit: s.cfg.Limits.ResetDomain})
+	if err != nil {
+		s.log.Error("reset: checking the domain's limit", "err", err)
+		return DropUnavailable
+	}
+	if !d.Allowed {
+		s.log.Warn("reset: mail domain over its limit; mail dropped", "domain", domain)
+		return DropDomainLimit
 	}
 	token, hash := newToken()
 	_, err = s.db.Exec(ctx,
@@ -94,7 +180,7 @@ func (s *Service) sendReset(ctx context.Context, job resetJob) {
 		hash, user.ID, job.at, job.at.Add(s.cfg.ResetTTL))
 	if err != nil {
 		s.log.Error("reset: storing token", "err", err)
-		return
+		return DropUnavailable
 	}
 	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()
 	msg := Message{
@@ -107,7 +193,9 @@ func (s *Service) sendReset(ctx context.Context, job resetJob) {
 	}
 	if err := s.mailer.Send(ctx, msg); err != nil {
 		s.log.Error("reset: sending mail", "err", err)
+		return DropSendFailed
 	}
+	return ""
 }
 
 // CheckResetToken reports whether a reset token can still be used, without

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,6 +24,8 @@ const (
 	RuleResetIP        = "reset_ip"
 	RuleResetAccount   = "reset_account"
 	RuleResetConfirmIP = "reset_confirm_ip"
+	// RuleResetDomain limits the reset mails sent to one recipient domain.
+	RuleResetDomain = "reset_domain"
 )
 
 // rememberedRejections bounds the full rules one replica remembers.
@@ -36,6 +39,7 @@ type Limits struct {
 	ResetIP        ratelimit.Limit // reset requests per client network
 	ResetAccount   ratelimit.Limit // reset requests per account identifier
 	ResetConfirmIP ratelimit.Limit // reset confirmations per client network
+	ResetDomain    ratelimit.Limit // reset mails per recipient domain
 }
 
 // Config is the service's behaviour; DefaultConfig gives the documented
@@ -76,6 +80,7 @@ func DefaultConfig() Config {
 			ResetIP:        ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
 			ResetAccount:   ratelimit.Limit{Count: 3, Window: time.Hour},
 			ResetConfirmIP: ratelimit.Limit{Count: 20, Window: 10 * time.Minute},
+			ResetDomain:    ratelimit.Limit{Count: 60, Window: time.Minute},
 		},
 		Lockout:         ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
 		SessionTTL:      12 * time.Hour,
@@ -116,6 +121,10 @@ type Service struct {
 	stats   *Stats
 	resets  chan resetJob
 	metrics *metrics
+	// resetsPending counts reset requests queued, waiting for their
+	// domain or being handled.
+	resetsPending atomic.Int64
+	resetDomains  domainSenders
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -130,6 +139,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	for name, l := range map[string]ratelimit.Limit{
 		RuleLoginIP: cfg.Limits.LoginIP, RuleLoginAccount: cfg.Limits.LoginAccount, RuleLoginDevice: cfg.Limits.LoginDevice,
 		RuleResetIP: cfg.Limits.ResetIP, RuleResetAccount: cfg.Limits.ResetAccount, RuleResetConfirmIP: cfg.Limits.ResetConfirmIP,
+		RuleResetDomain: cfg.Limits.ResetDomain,
 	} {
 		if err := l.Validate(); err != nil {
 			return nil, fmt.Errorf("auth: limit %s: %w", name, err)
@@ -179,7 +189,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  NewRecorder(d.DB, stats, log),
+		events:  NewRecorder(d.DB, stats, log, now),
 		stats:   stats,
 		resets:  make(chan resetJob, resetQueue),
 	}

@@ -74,6 +74,8 @@ const (
 	CounterUnavailable = "unavailable"
 	CounterLockouts    = "lockouts" // accounts locked
 	CounterResets      = "resets"   // reset requests accepted
+	// CounterMailsDropped: reset mails of accepted requests not sent.
+	CounterMailsDropped = "mails_dropped"
 	// CounterRejectedPrefix + rule name: requests rejected by that rule
 	// (see RejectionRules).
 	CounterRejectedPrefix = "rejected:"
@@ -176,6 +178,9 @@ type Summary struct {
 	Lockouts int64
 	// ResetRequests counts accepted password-reset requests.
 	ResetRequests int64
+	// MailsDropped counts reset mails of accepted requests that were not
+	// sent (queue full, domain over its limit, mail server failed).
+	MailsDropped int64
 	// ActiveLockouts is how many lockouts are in force now. Stats cannot
 	// know it (lockouts live in Postgres); Service.Dashboard fills it in.
 	ActiveLockouts int
@@ -364,6 +369,7 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p Period
 			Unavailable:    totals[CounterUnavailable],
 			Lockouts:       totals[CounterLockouts],
 			ResetRequests:  totals[CounterResets],
+			MailsDropped:   totals[CounterMailsDropped],
 			RejectedByRule: map[string]int64{},
 		}
 		for _, r := range RejectionRules() {
@@ -489,6 +495,8 @@ func (s *Stats) add(ctx context.Context, batch []Event) error {
 			b.counters[CounterLockouts]++
 		case EventResetRequested:
 			b.counters[CounterResets]++
+		case EventResetMailDropped:
+			b.counters[CounterMailsDropped]++
 		}
 		if rejected {
 			b.counters[CounterRejectedPrefix+e.Rule]++

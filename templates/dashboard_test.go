@@ -52,7 +52,7 @@ func busyDashboard() DashboardProps {
 		Notice:    "The lockout was lifted.",
 		Live: LiveProps{
 			PeriodText: "the last 5 minutes",
-			Attempts:   12345, Successes: 45, Failures: 300, Rejected: 12000, ActiveLockouts: 2, Lockouts: 3, ResetRequests: 1,
+			Attempts:   12345, Successes: 45, Failures: 300, Rejected: 12000, ActiveLockouts: 2, Lockouts: 3, ResetRequests: 1, MailsDropped: 4,
 			Rules:       sampleRules(11000, 1000),
 			Chart:       sampleChart(map[int]ChartMinute{0: {Attempts: 40, Rejected: 30}, 1: {Attempts: 2500, Rejected: 2400}, 30: {Attempts: 5}}),
 			TopSources:  []Ranked{{"203.0.113.7", 9000}, {"2001:db8:1::/64", 3000}},
@@ -176,7 +176,7 @@ func TestDashboardFigures(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"attempts": "12,345", "successes": "45", "failures": "300", "rejected": "12,000", "active_lockouts": "2",
-		"lockouts": "3", "reset_requests": "1", "login_ip": "11,000", "lockout": "1,000", "login_account": "0",
+		"lockouts": "3", "reset_requests": "1", "mails_dropped": "4", "login_ip": "11,000", "lockout": "1,000", "login_account": "0",
 	} {
 		if figures[key] != want {
 			t.Errorf("%s shows %q, want %q", key, figures[key], want)

@@ -164,6 +164,7 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 		ActiveLockouts:      sum.ActiveLockouts,
 		Lockouts:            sum.Lockouts,
 		ResetRequests:       sum.ResetRequests,
+		MailsDropped:        sum.MailsDropped,
 		TopSources:          ranked(d.TopSources),
 		TopAccounts:         ranked(d.TopAccounts),
 	}
@@ -345,9 +346,12 @@ type statsJSON struct {
 	Lockouts            int64            `json:"lockouts"`
 	ActiveLockouts      int              `json:"active_lockouts"`
 	ResetRequests       int64            `json:"reset_requests"`
-	TopSources          []sourceJSON     `json:"top_sources"`
-	TopAccounts         []accountJSON    `json:"top_accounts"`
-	PerMinute           []minuteJSON     `json:"per_minute"`
+	// ResetMailsDropped counts reset mails of accepted requests that were
+	// not sent (queue full, domain over its limit, mail server failed).
+	ResetMailsDropped int64         `json:"reset_mails_dropped"`
+	TopSources        []sourceJSON  `json:"top_sources"`
+	TopAccounts       []accountJSON `json:"top_accounts"`
+	PerMinute         []minuteJSON  `json:"per_minute"`
 }
 
 type sourceJSON struct {
@@ -385,9 +389,10 @@ func (s *Server) handleAdminStats() http.Handler {
 			Unavailable: sum.Unavailable, Degraded: d.Degraded, FailurePolicy: d.FailurePolicy, CountersUnavailable: d.CountersUnavailable,
 			Rejected: sum.Rejected, RejectedByRule: sum.RejectedByRule,
 			Lockouts: sum.Lockouts, ActiveLockouts: sum.ActiveLockouts, ResetRequests: sum.ResetRequests,
-			TopSources:  make([]sourceJSON, 0, len(d.TopSources)),
-			TopAccounts: make([]accountJSON, 0, len(d.TopAccounts)),
-			PerMinute:   make([]minuteJSON, 0, len(d.Series)),
+			ResetMailsDropped: sum.MailsDropped,
+			TopSources:        make([]sourceJSON, 0, len(d.TopSources)),
+			TopAccounts:       make([]accountJSON, 0, len(d.TopAccounts)),
+			PerMinute:         make([]minuteJSON, 0, len(d.Series)),
 		}
 		for _, t := range d.TopSources {
 			out.TopSources = append(out.TopSources, sourceJSON{t.Name, t.Count})

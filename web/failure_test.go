@@ -99,6 +99,7 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 					c.Limits.LoginIP.Count = 1000
 				},
 			})
+			answers := countSignIns(env)
 			base := env.Start(t)
 			limit := env.Auth.Limits.LoginAccount.Count
 			// 401 and 429 always; 503 only where the policy says so.
@@ -116,7 +117,13 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 			if got := statuses(t, base, "victim@example.com", 2*limit, 0); got[401] != limit || got[429] != limit {
 				t.Fatalf("before the crash: %v", got)
 			}
+			t.Logf("background attack sent %d requests before the crash", stop())
+			// Redis restarts empty, losing the counters of what came
+			// before; everything answered from here on must reach them.
+			env.Flush(t)
+			beforeCrash := answers.snapshot()
 			srv.Stop()
+			stop = backgroundAttack(t, base, allowed...)
 			got := statuses(t, base, "victim@example.com", 3*limit, 100)
 			switch policy {
 			case ratelimit.FailLocal:
@@ -134,6 +141,10 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 			}
 			if !env.Service.Degraded() {
 				t.Fatal("service does not report degraded mode with Redis down")
+			}
+			// The outage's events wait for Redis: counting them now fails.
+			if err := env.Service.Flush(context.Background()); err == nil {
+				t.Fatal("counting events with Redis down succeeded")
 			}
 			resp, body := get(t, admin, base+"/api/v1/admin/stats?period=5m")
 			if resp.StatusCode != 200 || !strings.Contains(body, `"degraded":true`) || !strings.Contains(body, `"failure_policy":"`+string(policy)+`"`) {
@@ -159,6 +170,8 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 				t.Fatalf("after recovery: %v; want the limit held again by Redis", got)
 			}
 			t.Logf("background attack sent %d requests across the crash", stop())
+			all := answers.snapshot()
+			checkNothingLost(t, env, admin, base, minus(all, beforeCrash), all)
 		})
 	}
 }
@@ -175,6 +188,7 @@ func TestPostgresDiesDuringAttack(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL(), Redis: rdb, Prefix: prefix,
 		Auth: func(c *auth.Config) { c.Lockout.Threshold = 1000; c.Limits.LoginIP.Count = 1000 }})
+	answers := countSignIns(env)
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "correct horse", false)
 	stop := backgroundAttack(t, base, 401, 429, 503)
@@ -193,6 +207,10 @@ func TestPostgresDiesDuringAttack(t *testing.T) {
 	}
 	if resp, _ := get(t, ann, base+"/readyz"); resp.StatusCode != 503 {
 		t.Fatalf("/readyz with Postgres down: %d", resp.StatusCode)
+	}
+	// The outage's events wait for Postgres: writing them now fails.
+	if err := env.Service.Flush(context.Background()); err == nil {
+		t.Fatal("writing events with Postgres down succeeded")
 	}
 
 	pg.Start()
@@ -222,4 +240,9 @@ func TestPostgresDiesDuringAttack(t *testing.T) {
 	if sessions != 1 || succeeded != 2 {
 		t.Fatalf("%d sessions and %d success events after two sign-ins around the crash; want 1 and 2 (nothing lost, nothing half-written)", sessions, succeeded)
 	}
+	env.AddUser(t, "sec@example.com", "admin password", true)
+	admin := xcloaktest.Client(t, "127.0.32.1")
+	signIn(t, admin, base, "sec@example.com", "admin password")
+	all := answers.snapshot()
+	checkNothingLost(t, env, admin, base, all, all)
 }

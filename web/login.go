@@ -40,6 +40,9 @@ func (s *Server) handleLoginForm() http.Handler {
 		form, err := decodeForm(r, templates.FieldEmail, templates.FieldPassword)
 		if err == nil {
 			err = s.login(w, r, form[templates.FieldEmail], form[templates.FieldPassword])
+		} else {
+			// Limited and counted like any malformed sign-in.
+			err = s.auth.MalformedLogin(r.Context(), s.client(r))
 		}
 		if err == nil {
 			http.Redirect(w, r, "/account", http.StatusSeeOther)
@@ -69,6 +72,9 @@ func (s *Server) handleLoginAPI() http.Handler {
 		err := decodeJSON(r, &in, &in.Email, &in.Password)
 		if err == nil {
 			err = s.login(w, r, in.Email, in.Password)
+		} else {
+			// Limited and counted like any malformed sign-in.
+			err = s.auth.MalformedLogin(r.Context(), s.client(r))
 		}
 		if err != nil {
 			s.failJSON(w, r, err)

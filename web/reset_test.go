@@ -1,13 +1,17 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 var resetLink = regexp.MustCompile(`https://login\.example\.test/password-reset/([A-Za-z0-9_-]{43})`)
@@ -77,5 +81,47 @@ func TestResetRequestLimitedOverHTTP(t *testing.T) {
 	resp, body := post(t, c, base+"/api/v1/password-reset", jsonType, `{"email":"x@example.com"}`)
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"retry_after_seconds":`) {
 		t.Fatalf("past the limit: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestDroppedResetMailsShown: a reset mail dropped because its domain is
+// over its limit is answered like any other request and shown on the
+// dashboard and in the stats JSON.
+func TestDroppedResetMailsShown(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits.ResetDomain = ratelimit.Limit{Count: 1, Window: time.Minute}
+	}})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.7.5")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	c := xcloaktest.Client(t, "127.0.7.6")
+	for _, email := range []string{"one@same.example", "two@same.example"} {
+		env.AddUser(t, email, anyPassword, false)
+		if resp, body := post(t, c, base+"/api/v1/password-reset", jsonType, `{"email":"`+email+`"}`); resp.StatusCode != 202 {
+			t.Fatalf("reset for %s: %d %s", email, resp.StatusCode, body)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var dropped struct {
+		ResetMailsDropped int64 `json:"reset_mails_dropped"`
+	}
+	for dropped.ResetMailsDropped == 0 || len(env.Mail.Messages()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the requests: %d mails dropped on the dashboard, %d sent", dropped.ResetMailsDropped, len(env.Mail.Messages()))
+		}
+		time.Sleep(50 * time.Millisecond)
+		env.Flush(t)
+		_, body := get(t, admin, base+"/api/v1/admin/stats?period=5m")
+		if err := json.Unmarshal([]byte(body), &dropped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dropped.ResetMailsDropped != 1 || len(env.Mail.Messages()) != 1 {
+		t.Fatalf("%d mails dropped and %d sent; want 1 and 1", dropped.ResetMailsDropped, len(env.Mail.Messages()))
+	}
+	_, page := get(t, admin, base+"/admin?period=5m")
+	if got := pageFigures(t, page)["mails_dropped"]; got != "1" {
+		t.Fatalf("the dashboard shows %q reset mails not sent, want 1", got)
 	}
 }

@@ -262,6 +262,8 @@ func newSettings(d auth.Config) []setting {
 			d.Limits.ResetAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetAccount }),
 		limit("XCLOAK_LIMIT_RESET_CONFIRM_IP", "limit-reset-confirm-ip", "new passwords set through reset links per client network",
 			d.Limits.ResetConfirmIP, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetConfirmIP }),
+		limit("XCLOAK_LIMIT_RESET_DOMAIN", "limit-reset-domain", "reset mails sent per recipient domain",
+			d.Limits.ResetDomain, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetDomain }),
 		{
 			env: "XCLOAK_LOCKOUT_THRESHOLD", flag: "lockout-threshold", def: strconv.Itoa(d.Lockout.Threshold), scope: forServe,
 			usage: "consecutive failed sign-ins (`n`) that lock an account",

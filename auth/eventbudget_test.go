@@ -1,0 +1,112 @@
+package auth
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestEventBudget: past EventRowsPerNetwork rows, a network's events of a
+// minute are folded into one summary per kind and rule, counted exactly;
+// events that matter individually never are; a minute's summaries come out
+// once it is over; and the budgets kept are bounded however many networks
+// send.
+func TestEventBudget(t *testing.T) {
+	var b eventBudget
+	minute := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	var batch []Event
+	for i := range 1000 {
+		at := minute.Add(time.Duration(i) * time.Millisecond)
+		batch = append(batch,
+			Event{At: at, Kind: EventLoginRejected, Account: fmt.Sprintf("u%d@example.com", i), Source: "192.0.2.1", Rule: RuleLoginIP},
+			Event{At: at, Kind: EventLoginInvalid, Source: "192.0.2.1"},
+			Event{At: at, Kind: EventLoginRejected, Account: "victim@example.com", Source: "192.0.2.1", Rule: RuleLockout},
+		)
+	}
+	batch = append(batch, Event{At: minute.Add(time.Second), Kind: EventLoginSucceeded, Account: "ann@example.com", Source: "192.0.2.1"})
+	rows := b.admit(batch)
+	if len(rows) != EventRowsPerNetwork+1 || rows[len(rows)-1].Kind != EventLoginSucceeded {
+		t.Fatalf("%d rows kept, want %d and the success", len(rows), EventRowsPerNetwork+1)
+	}
+	if open := b.close(unixMinute(minute), false); len(open) != 0 {
+		t.Fatalf("summaries of a minute not over yet: %+v", open)
+	}
+	sums := b.close(unixMinute(minute)+1, false)
+	if len(sums) != 3 {
+		t.Fatalf("summaries %+v, want 3 (one per kind and rule)", sums)
+	}
+	total := len(rows) - 1
+	for _, s := range sums {
+		total += eventCount(s)
+		if s.Detail["folded"] != "true" || s.Source != "192.0.2.1" {
+			t.Errorf("summary %+v: want folded, with the network", s)
+		}
+		switch s.Rule {
+		case RuleLockout:
+			if s.Account != "victim@example.com" {
+				t.Errorf("summary of one account's rejections lost the account: %+v", s)
+			}
+		case RuleLoginIP:
+			if s.Account != "" {
+				t.Errorf("summary of many accounts' rejections names %q", s.Account)
+			}
+		}
+	}
+	if total != 3000 {
+		t.Fatalf("rows and summaries count %d events, want 3000", total)
+	}
+	if len(b.budgets) != 0 {
+		t.Fatalf("%d budgets left after closing the minute", len(b.budgets))
+	}
+
+	// A flood from more networks than eventNetworks keeps at most that
+	// many budgets (and one shared by the rest).
+	batch = batch[:0]
+	for i := range 3 * eventNetworks {
+		batch = append(batch, Event{At: minute, Kind: EventLoginInvalid, Source: fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255)})
+	}
+	rows = b.admit(batch)
+	if len(b.budgets) > eventNetworks+1 {
+		t.Fatalf("%d budgets kept, want at most %d", len(b.budgets), eventNetworks+1)
+	}
+	total = len(rows)
+	for _, s := range b.close(unixMinute(minute), true) {
+		total += eventCount(s)
+	}
+	if total != 3*eventNetworks {
+		t.Fatalf("rows and summaries count %d events, want %d", total, 3*eventNetworks)
+	}
+
+	// Writing everything before the minute is over keeps the rows
+	// counted: the network gets no new budget.
+	b = eventBudget{}
+	flood := func() []Event {
+		var batch []Event
+		for range 2 * EventRowsPerNetwork {
+			batch = append(batch, Event{At: minute, Kind: EventLoginInvalid, Source: "192.0.2.9"})
+		}
+		return batch
+	}
+	first := len(b.admit(flood()))
+	nsums := len(b.close(unixMinute(minute), true))
+	second := len(b.admit(flood()))
+	if first != EventRowsPerNetwork || nsums != 1 || second != 0 {
+		t.Fatalf("rows %d, summaries %d, then rows %d; want %d, 1, 0", first, nsums, second, EventRowsPerNetwork)
+	}
+	if sums := b.close(unixMinute(minute)+1, false); len(sums) != 1 || eventCount(sums[0]) != 2*EventRowsPerNetwork || len(b.budgets) != 0 {
+		t.Fatalf("summaries %+v after the minute, want one counting %d, and no budget left", sums, 2*EventRowsPerNetwork)
+	}
+}
+
+// TestCoalesceAddsSummaryCounts: a summary that meets rejections of the
+// same key in a batch adds its count to theirs.
+func TestCoalesceAddsSummaryCounts(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	e := Event{At: at, Kind: EventLoginRejected, Source: "192.0.2.1", Rule: RuleLoginIP}
+	sum := e
+	sum.Detail = map[string]string{"count": "500", "last": at.Add(time.Minute).Format(time.RFC3339Nano), "folded": "true"}
+	out := coalesceRejections([]Event{e, sum, e})
+	if len(out) != 1 || eventCount(out[0]) != 502 || out[0].Detail["last"] != sum.Detail["last"] {
+		t.Fatalf("coalesced %+v, want one row counting 502, last at the summary's last", out)
+	}
+}
