@@ -54,6 +54,9 @@ type Config struct {
 	ResetTTL time.Duration
 	// DeviceTTL is how long a device cookie is trusted.
 	DeviceTTL time.Duration
+	// MaxDevices is how many known devices an account keeps; a new one
+	// makes it forget the least recently used.
+	MaxDevices int
 	// RedisFailure is what limits do while Redis is unreachable; empty
 	// means ratelimit.FailLocal.
 	RedisFailure ratelimit.FailurePolicy
@@ -81,6 +84,7 @@ func DefaultConfig() Config {
 		SessionTTL:      12 * time.Hour,
 		ResetTTL:        30 * time.Minute,
 		DeviceTTL:       180 * 24 * time.Hour,
+		MaxDevices:      10,
 		RedisFailure:    ratelimit.FailLocal,
 		RejectionMemory: time.Second,
 		EventRetention:  90 * 24 * time.Hour,
@@ -111,11 +115,13 @@ type Service struct {
 	mailer  Mailer
 	log     *slog.Logger
 	devices devices
-	now     func() time.Time
-	events  *Recorder
-	stats   *Stats
-	resets  chan resetJob
-	metrics *metrics
+	// deviceCache remembers for a moment which cookies are known devices.
+	deviceCache deviceCache
+	now         func() time.Time
+	events      *Recorder
+	stats       *Stats
+	resets      chan resetJob
+	metrics     *metrics
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -138,6 +144,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.SessionTTL <= 0 || cfg.ResetTTL <= 0 || cfg.DeviceTTL <= 0 || cfg.EventRetention <= 0 {
 		return nil, errors.New("auth: session, reset, device and event lifetimes must be positive")
 	}
+	if cfg.MaxDevices < 1 {
+		return nil, errors.New("auth: an account must keep at least one device")
+	}
 	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
 		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
 	}
@@ -147,6 +156,12 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	limiter.RememberRejections(cfg.RejectionMemory, rememberedRejections)
 	lockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginAccount, cfg.Lockout)
+	if err != nil {
+		return nil, err
+	}
+	// A known device has a lock of its own, by the same policy, so that
+	// its failures hold it and never the account's other browsers.
+	deviceLockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginDevice, cfg.Lockout)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +205,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if s.metrics, err = newMetrics(reg, s); err != nil {
 		return nil, fmt.Errorf("auth: registering metrics: %w", err)
 	}
+	s.limits.AddLockouts(deviceLockouts)
 	s.limits.OnRedisError = func(error) { s.metrics.redisErrors.Inc() }
 	return s, nil
 }

@@ -278,6 +278,18 @@ func newSettings(d auth.Config) []setting {
 			d.Lockout.Duration, func(a *auth.Config) *time.Duration { return &a.Lockout.Duration }),
 		duration("XCLOAK_LOCKOUT_MAX_DURATION", "lockout-max-duration", "longest lockout",
 			d.Lockout.MaxDuration, func(a *auth.Config) *time.Duration { return &a.Lockout.MaxDuration }),
+		{
+			env: "XCLOAK_MAX_DEVICES", flag: "max-devices", def: strconv.Itoa(d.MaxDevices), scope: forServe,
+			usage: "known devices (`n`) an account keeps; a new one makes it forget the least recently used",
+			set: func(c *config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 1000 {
+					return fmt.Errorf("%q is not a whole number from 1 to 1000", v)
+				}
+				c.Auth.MaxDevices = n
+				return nil
+			},
+		},
 		duration("XCLOAK_SESSION_TTL", "session-ttl", "how long a session lasts",
 			d.SessionTTL, func(a *auth.Config) *time.Duration { return &a.SessionTTL }),
 		duration("XCLOAK_RESET_TTL", "reset-ttl", "how long a reset link works",
