@@ -115,8 +115,6 @@ var errPasswordChanged = errors.New("auth: password changed meanwhile")
 func (s *Service) addDevice(ctx context.Context, userID int64, passwordHash, nonce string) error {
 	now := s.now()
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		// Locking the account's row serialises the devices added to it, so
-		// the bound holds under concurrent sign-ins.
 		var current string
 		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID).Scan(&current)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && passwordHash != "" && current != passwordHash) {
@@ -125,16 +123,7 @@ func (s *Service) addDevice(ctx context.Context, userID int64, passwordHash, non
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx,
-			`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at) VALUES ($1, $2, $3, $3)`,
-			nonceHash(nonce), userID, now); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `
-			DELETE FROM devices WHERE user_id = $1 AND nonce_hash NOT IN (
-				SELECT nonce_hash FROM devices WHERE user_id = $1
-				ORDER BY last_seen_at DESC, created_at DESC LIMIT $2)`, userID, s.cfg.MaxDevices)
-		return err
+		return insertDevice(ctx, tx, userID, nonce, now, s.cfg.MaxDevices)
 	})
 	if errors.Is(err, errPasswordChanged) {
 		return err
@@ -143,6 +132,26 @@ func (s *Service) addDevice(ctx context.Context, userID int64, passwordHash, non
 		return s.dbDown("adding device", err)
 	}
 	return nil
+}
+
+// insertDevice adds a known device in the caller's transaction and
+// forgets the least recently used devices beyond max. It locks the
+// account's row first, which serialises the devices added to one account,
+// so the bound holds under concurrent sign-ins.
+func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonce string, now time.Time, max int) error {
+	if _, err := tx.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx,
+		`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at) VALUES ($1, $2, $3, $3)`,
+		nonceHash(nonce), userID, now); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `
+		DELETE FROM devices WHERE user_id = $1 AND nonce_hash NOT IN (
+			SELECT nonce_hash FROM devices WHERE user_id = $1
+			ORDER BY last_seen_at DESC, created_at DESC LIMIT $2)`, userID, max)
+	return err
 }
 
 // touchDevice notes that a known device signed in now, which keeps it
@@ -154,9 +163,13 @@ func (s *Service) touchDevice(ctx context.Context, nonce string) {
 	}
 }
 
-// forgetDevices deletes every known device of the user, in the caller's
-// transaction; the caller purges the cache once it commits.
+// forgetDevices deletes every known device of the user, and the open
+// unlock links that would add one, in the caller's transaction; the caller
+// purges the cache once it commits.
 func forgetDevices(ctx context.Context, q querier, userID int64) error {
-	_, err := q.Exec(ctx, `DELETE FROM devices WHERE user_id = $1`, userID)
+	if _, err := q.Exec(ctx, `DELETE FROM devices WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, `DELETE FROM unlock_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)
 	return err
 }

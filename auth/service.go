@@ -35,7 +35,9 @@ type Limits struct {
 	LoginDevice    ratelimit.Limit // sign-in attempts per trusted device (replaces LoginAccount)
 	ResetIP        ratelimit.Limit // reset requests per client network
 	ResetAccount   ratelimit.Limit // reset requests per account identifier
-	ResetConfirmIP ratelimit.Limit // reset confirmations per client network
+	ResetConfirmIP ratelimit.Limit // reset and unlock-link confirmations per client network
+	UnlockIP       ratelimit.Limit // unlock-link requests per client network
+	UnlockAccount  ratelimit.Limit // unlock-link requests per account identifier
 }
 
 // Config is the service's behaviour; DefaultConfig gives the documented
@@ -54,6 +56,8 @@ type Config struct {
 	ResetTTL time.Duration
 	// DeviceTTL is how long a device cookie is trusted.
 	DeviceTTL time.Duration
+	// UnlockTTL is how long an unlock link works.
+	UnlockTTL time.Duration
 	// MaxDevices is how many known devices an account keeps; a new one
 	// makes it forget the least recently used.
 	MaxDevices int
@@ -79,10 +83,13 @@ func DefaultConfig() Config {
 			ResetIP:        ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
 			ResetAccount:   ratelimit.Limit{Count: 3, Window: time.Hour},
 			ResetConfirmIP: ratelimit.Limit{Count: 20, Window: 10 * time.Minute},
+			UnlockIP:       ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
+			UnlockAccount:  ratelimit.Limit{Count: 3, Window: time.Hour},
 		},
 		Lockout:         ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
 		SessionTTL:      12 * time.Hour,
 		ResetTTL:        30 * time.Minute,
+		UnlockTTL:       30 * time.Minute,
 		DeviceTTL:       180 * 24 * time.Hour,
 		MaxDevices:      10,
 		RedisFailure:    ratelimit.FailLocal,
@@ -115,13 +122,16 @@ type Service struct {
 	mailer  Mailer
 	log     *slog.Logger
 	devices devices
+	now     func() time.Time
+	events  *Recorder
+	stats   *Stats
+	resets  chan resetJob
+	metrics *metrics
+
 	// deviceCache remembers for a moment which cookies are known devices.
 	deviceCache deviceCache
-	now         func() time.Time
-	events      *Recorder
-	stats       *Stats
-	resets      chan resetJob
-	metrics     *metrics
+	// unlocks queues the unlock links to mail.
+	unlocks chan unlockJob
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -136,6 +146,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	for name, l := range map[string]ratelimit.Limit{
 		RuleLoginIP: cfg.Limits.LoginIP, RuleLoginAccount: cfg.Limits.LoginAccount, RuleLoginDevice: cfg.Limits.LoginDevice,
 		RuleResetIP: cfg.Limits.ResetIP, RuleResetAccount: cfg.Limits.ResetAccount, RuleResetConfirmIP: cfg.Limits.ResetConfirmIP,
+		RuleUnlockIP: cfg.Limits.UnlockIP, RuleUnlockAccount: cfg.Limits.UnlockAccount,
 	} {
 		if err := l.Validate(); err != nil {
 			return nil, fmt.Errorf("auth: limit %s: %w", name, err)
@@ -143,6 +154,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	if cfg.SessionTTL <= 0 || cfg.ResetTTL <= 0 || cfg.DeviceTTL <= 0 || cfg.EventRetention <= 0 {
 		return nil, errors.New("auth: session, reset, device and event lifetimes must be positive")
+	}
+	if cfg.UnlockTTL <= 0 {
+		return nil, errors.New("auth: unlock link lifetime must be positive")
 	}
 	if cfg.MaxDevices < 1 {
 		return nil, errors.New("auth: an account must keep at least one device")
@@ -197,6 +211,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		events:  NewRecorder(d.DB, stats, log),
 		stats:   stats,
 		resets:  make(chan resetJob, resetQueue),
+		unlocks: make(chan unlockJob, unlockQueue),
 	}
 	reg := d.Metrics
 	if reg == nil {
@@ -211,7 +226,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 }
 
 // Run does the service's background work, writing security events,
-// sending reset mail and removing expired rows, until ctx is done; then it
+// sending reset and unlock mail and removing expired rows, until ctx is done; then it
 // finishes what is queued and returns.
 func (s *Service) Run(ctx context.Context) {
 	done := make(chan struct{})
@@ -224,9 +239,15 @@ func (s *Service) Run(ctx context.Context) {
 		defer close(janitor)
 		s.runJanitor(ctx)
 	}()
+	unlocks := make(chan struct{})
+	go func() {
+		defer close(unlocks)
+		s.runUnlocks(ctx)
+	}()
 	s.runResets(ctx)
 	<-done
 	<-janitor
+	<-unlocks
 	s.limits.Close()
 }
 
