@@ -289,6 +289,10 @@ func (s *Server) handleDashboard() http.Handler {
 			props.Notice = "The lockout was lifted."
 		case "not-locked":
 			props.Notice = "That account was not locked out; its lockout may have ended already."
+		case "signed-out":
+			props.Notice = "The account was signed out everywhere; its known devices are forgotten."
+		case "no-account":
+			props.Notice = "No account has that address."
 		}
 		s.render(w, r, http.StatusOK, templates.DashboardPage(props))
 	})
@@ -320,6 +324,36 @@ func (s *Server) handleUnlock() http.Handler {
 		notice := "unlocked"
 		if !wasLocked {
 			notice = "not-locked"
+		}
+		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
+	})
+}
+
+// handleSignOutEverywhere serves POST /admin/users/sign-out: it ends every
+// session of an account and forgets its known devices, in the
+// administrator's name, and returns to the dashboard.
+func (s *Server) handleSignOutEverywhere() http.Handler {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
+		nav := navFor(sess)
+		form, err := decodeForm(r, templates.FieldEmail, templates.FieldPeriod)
+		if err != nil {
+			s.adminFail(w, r, nav, err)
+			return
+		}
+		period := auth.Period5m
+		if v := form[templates.FieldPeriod]; v != "" {
+			if period, err = auth.ParsePeriod(v); err != nil {
+				s.adminFail(w, r, nav, err)
+				return
+			}
+		}
+		notice := "signed-out"
+		switch err := s.auth.SignOutEverywhere(r.Context(), form[templates.FieldEmail], "admin:"+sess.Email); {
+		case errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrInvalidEmail):
+			notice = "no-account"
+		case err != nil:
+			s.adminFail(w, r, nav, err)
+			return
 		}
 		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
 	})

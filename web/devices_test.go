@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
@@ -233,5 +234,66 @@ func TestOwnerSignInLeavesLockAlone(t *testing.T) {
 	otherBase := other.Start(t)
 	if resp, _ := post(t, attacker, otherBase+"/api/v1/login", jsonType, loginJSON("ann@example.com", "the password")); resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("attacker at another replica: %d, want 429", resp.StatusCode)
+	}
+}
+
+// TestAdminSignsAccountOutEverywhere: the dashboard's form ends the
+// account's sessions and forgets its devices; members, visitors and other
+// sites cannot send it.
+func TestAdminSignsAccountOutEverywhere(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	env.AddUser(t, memberEmail, anyPassword, false)
+	admin := xcloaktest.Client(t, "127.0.9.60")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	member := xcloaktest.Client(t, "127.0.9.61")
+	signIn(t, member, base, memberEmail, anyPassword)
+	if _, body := get(t, admin, base+"/admin"); !strings.Contains(body, `action="/admin/users/sign-out"`) {
+		t.Fatal("the dashboard has no sign-out-everywhere form")
+	}
+
+	form := url.Values{"email": {memberEmail}, "period": {"1h"}}.Encode()
+	for name, tc := range map[string]struct {
+		c      *http.Client
+		header []string
+		status int
+	}{
+		"visitor":    {xcloaktest.Client(t, "127.0.9.62"), []string{"Sec-Fetch-Site", "same-origin"}, http.StatusSeeOther},
+		"member":     {member, []string{"Sec-Fetch-Site", "same-origin"}, http.StatusForbidden},
+		"cross-site": {admin, []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+	} {
+		resp, _ := post(t, tc.c, base+"/admin/users/sign-out", formType, form, tc.header...)
+		if resp.StatusCode != tc.status || (tc.status == http.StatusSeeOther && resp.Header.Get("Location") != "/login") {
+			t.Fatalf("%s: %d %s", name, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	if resp, _ := get(t, member, base+"/account"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("member's session after refused sign-outs: %d", resp.StatusCode)
+	}
+
+	resp, _ := post(t, admin, base+"/admin/users/sign-out", formType, form, "Sec-Fetch-Site", "same-origin")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin?notice=signed-out&period=1h" {
+		t.Fatalf("admin sign-out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if _, body := get(t, admin, base+resp.Header.Get("Location")); !strings.Contains(body, "signed out everywhere") {
+		t.Fatal("no notice after the sign-out")
+	}
+	if resp, _ := get(t, member, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("member's session after the sign-out: %d, want a redirect to sign in", resp.StatusCode)
+	}
+	lockAccount(t, env, base, "127.0.9.63", memberEmail)
+	if resp, _ := post(t, member, base+"/api/v1/login", jsonType, loginJSON(memberEmail, anyPassword)); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("member's forgotten device during a lockout: %d, want 429", resp.StatusCode)
+	}
+	env.Flush(t)
+	events, err := env.Service.Events(t.Context(), auth.EventFilter{Kinds: []string{auth.EventSignedOutEverywhere}, Limit: 10})
+	if err != nil || len(events) != 1 || events[0].Detail["by"] != "admin:"+adminEmail || events[0].Account != memberEmail {
+		t.Fatalf("sign-out events: %+v (%v), want one by admin:%s", events, err, adminEmail)
+	}
+
+	resp, _ = post(t, admin, base+"/admin/users/sign-out", formType, url.Values{"email": {"nobody@example.com"}}.Encode(), "Sec-Fetch-Site", "same-origin")
+	if resp.Header.Get("Location") != "/admin?notice=no-account&period=5m" {
+		t.Fatalf("sign-out of an unknown account: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
