@@ -56,8 +56,8 @@ type LoginResult struct {
 // and the account's lockout are checked in one Redis round trip, before any
 // database work or hashing; then the password is verified (an unknown
 // account costs the same one hash); a failure is counted towards the
-// lockout; a success clears it, rotates the session and renews the device
-// cookie.
+// lockout of the device or the account; a success rotates the session and
+// renews the device cookie, or adds the browser as a known device.
 //
 // Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
 // ErrInvalidCredentials, ErrUnavailable, ErrHasherBusy.
@@ -173,21 +173,17 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 }
 
 // succeeded finishes a sign-in whose password was right. A known device
-// clears only its own failures: the account's lockout and failure count
-// concern the account's other browsers, and an attacker who holds the
-// account locked must see nothing change when its owner signs in. Any
-// other browser was admitted by the account's rules, so the account was
-// not locked; its failures are forgotten.
+// clears its own failures. The account's failure count and lockout are
+// left alone whichever browser signed in: they hold the browsers the
+// account does not know, mostly an attacker's, who must see nothing change
+// when the owner signs in (not the lock ending, nor the count starting
+// over). They end with time, an administrator's Unlock or a password
+// reset; meanwhile the owner's known devices, and unlock links, get in.
 func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source, device string, rehash bool) (LoginResult, error) {
 	if device != "" {
 		if _, err := s.limits.ClearFor(ctx, RuleLoginDevice, device); err != nil {
 			s.log.Warn("clearing device failures after sign-in", "err", err)
 		}
-	} else if wasLocked, err := s.limits.Clear(ctx, user.Email); err != nil {
-		// The sign-in stands; the failure count ages out on its own.
-		s.log.Warn("clearing failures after sign-in", "err", err)
-	} else if wasLocked {
-		s.clearLockoutRecord(ctx, user.Email, user.ID, "success", source)
 	}
 	passwordHash := user.PasswordHash
 	if rehash {

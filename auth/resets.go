@@ -137,8 +137,9 @@ func (s *Service) resetTokenUser(ctx context.Context, q querier, token string) (
 // ConfirmReset sets a new password with a reset token. In one
 // transaction it spends the token (and every other open token of the
 // account), stores the new hash, ends every session of the account and
-// forgets its known devices; then it clears the account's lockout. Errors: *LimitedError,
-// ErrInvalidToken, ErrWeakPassword, ErrUnavailable, ErrHasherBusy.
+// forgets its known devices; then it clears the account's lockout.
+// Errors: *LimitedError, ErrInvalidToken, ErrWeakPassword, ErrUnavailable,
+// ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
 	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})

@@ -189,7 +189,8 @@ func TestSignOutEverywhere(t *testing.T) {
 // locked, its owner signs in from a known device. The attacker sees no
 // change: the next guess is still 429 with a Retry-After that did not
 // shrink beyond the time that passed. Failures short of the threshold are
-// not forgotten either.
+// not forgotten either, whether the owner signs in from a known device or
+// from a new browser.
 func TestOwnerSignInLeavesLockAlone(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
 	base := env.Start(t)
@@ -206,6 +207,8 @@ func TestOwnerSignInLeavesLockAlone(t *testing.T) {
 		}
 	}
 	signIn(t, owner, base, "ann@example.com", "the password")
+	// And from a browser it never used, which becomes a known device.
+	signIn(t, xcloaktest.Client(t, "127.0.9.52"), base, "ann@example.com", "the password")
 	guesses := half
 	for ; guesses < 3*env.Auth.Lockout.Threshold; guesses++ {
 		resp, _ := post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", fmt.Sprint("late ", guesses)))
