@@ -225,6 +225,9 @@ func eventRow(e auth.StoredEvent) templates.EventRow {
 	switch e.Kind {
 	case auth.EventLockout:
 		row.What = "Account locked"
+		if e.Detail["device"] != "" {
+			row.What = "Known device locked"
+		}
 		var parts []string
 		if l := e.Detail["level"]; l != "" {
 			parts = append(parts, "Level "+l)
@@ -254,6 +257,16 @@ func eventRow(e auth.StoredEvent) templates.EventRow {
 		row.What = "Password changed by reset"
 	case auth.EventNewDevice:
 		row.What = "Sign-in from a new device"
+	case auth.EventUnlockConfirmed:
+		row.What = "Unlock link used"
+		row.Detail = "The browser became a known device"
+	case auth.EventSignedOutEverywhere:
+		row.What = "Signed out everywhere"
+		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
+			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		} else if by == "cli" {
+			row.Detail = "From the command line"
+		}
 	}
 	return row
 }

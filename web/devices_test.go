@@ -279,8 +279,9 @@ func TestAdminSignsAccountOutEverywhere(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin?notice=signed-out&period=1h" {
 		t.Fatalf("admin sign-out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if _, body := get(t, admin, base+resp.Header.Get("Location")); !strings.Contains(body, "signed out everywhere") {
-		t.Fatal("no notice after the sign-out")
+	env.Flush(t)
+	if _, body := get(t, admin, base+resp.Header.Get("Location")); !strings.Contains(body, "signed out everywhere") || !strings.Contains(body, "By administrator "+adminEmail) {
+		t.Fatal("no notice or event after the sign-out")
 	}
 	if resp, _ := get(t, member, base+"/account"); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("member's session after the sign-out: %d, want a redirect to sign in", resp.StatusCode)
