@@ -23,8 +23,9 @@ import (
 // The MAC is checked first, so only cookies this service issued cost a
 // lookup: one indexed query, answered for up to deviceCacheTTL from an
 // in-process cache, so that a flood carrying one cookie costs at most one
-// query per second per replica. Revocations on this replica empty the
-// cache at once; another replica may take up to deviceCacheTTL to see them.
+// query per second per replica. Revocations and new devices (which may
+// push an old one out) on this replica empty the cache at once; another
+// replica may take up to deviceCacheTTL to see them.
 
 const (
 	// deviceCacheTTL bounds how long a replica trusts a remembered answer.
@@ -131,6 +132,8 @@ func (s *Service) addDevice(ctx context.Context, userID int64, passwordHash, non
 	if err != nil {
 		return s.dbDown("adding device", err)
 	}
+	// The bound may have forgotten a device this replica remembers.
+	s.deviceCache.purge()
 	return nil
 }
 

@@ -204,6 +204,7 @@ func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (De
 	if err != nil {
 		return DeviceCookie{}, s.dbDown("confirming unlock link", err)
 	}
+	s.deviceCache.purge()
 	s.record(Event{Kind: EventUnlockConfirmed, Account: email, UserID: userID, Source: source})
 	s.record(Event{Kind: EventNewDevice, Account: email, UserID: userID, Source: source})
 	return cookie, nil
