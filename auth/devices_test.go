@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 )
@@ -50,5 +51,31 @@ func TestNoDeviceForReplacedPassword(t *testing.T) {
 	}
 	if n := countRows(t, f, "SELECT count(*) FROM devices"); n != 0 {
 		t.Fatalf("%d devices, want none", n)
+	}
+}
+
+// TestDeviceExpires: a known device that has not signed in for DeviceTTL,
+// however long its browser keeps the cookie, is held by the account's
+// lockout like any browser.
+func TestDeviceExpires(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.LoginAccount.Count = 1000 })
+	f.addUser(t, "ann@example.com", "the password", false)
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "the password", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.cfg.Lockout.Threshold {
+		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: fmt.Sprint("guess ", i), Client: client("192.0.2.2")}); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("guess %d: %v", i, err)
+		}
+	}
+	device := auth.LoginRequest{Email: "ann@example.com", Password: "the password", Client: client("192.0.2.1"), DeviceCookie: res.Device.Value}
+	if _, err := f.svc.Login(t.Context(), device); err != nil {
+		t.Fatalf("known device during the lockout: %v", err)
+	}
+	// Past the device's lifetime (and the replica's memory of it).
+	f.advance(f.cfg.DeviceTTL + time.Hour)
+	if _, err := f.svc.Login(t.Context(), device); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("device unseen for longer than DeviceTTL during the lockout: %v, want ErrLimited", err)
 	}
 }

@@ -87,17 +87,20 @@ func nonceHash(nonce string) []byte {
 }
 
 // knownDevice reports whether nonce, from a cookie whose MAC is valid for
-// email, is a known device of that account.
+// email, is a known device of that account that signed in within
+// Config.DeviceTTL (the cookie's lifetime, which a client that keeps it
+// longer does not get around).
 func (s *Service) knownDevice(ctx context.Context, email, nonce string) (bool, error) {
 	key := email + "\x00" + nonce
-	now := time.Now()
+	now := s.now()
 	if known, ok := s.deviceCache.get(key, now); ok {
 		return known, nil
 	}
 	var known bool
 	err := s.db.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM devices d JOIN users u ON u.id = d.user_id
-		               WHERE d.nonce_hash = $1 AND u.email = $2)`, nonceHash(nonce), email).Scan(&known)
+		               WHERE d.nonce_hash = $1 AND u.email = $2 AND d.last_seen_at > $3)`,
+		nonceHash(nonce), email, s.now().Add(-s.cfg.DeviceTTL)).Scan(&known)
 	if err != nil {
 		return false, s.dbDown("reading device", err)
 	}
