@@ -207,3 +207,31 @@ func TestUnlockLinkExpires(t *testing.T) {
 		t.Fatalf("confirming an expired link: %d", resp.StatusCode)
 	}
 }
+
+// TestUnlockRequestsLimited: one network asking for more links than its
+// limit gets 429 with Retry-After, and the dashboard counts the rejection
+// under the unlock rule.
+func TestUnlockRequestsLimited(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	c := xcloaktest.Client(t, "127.0.10.90")
+	for i := range env.Auth.Limits.UnlockIP.Count {
+		if resp, _ := post(t, c, base+"/api/v1/unlock", jsonType, fmt.Sprintf(`{"email":"x%d@example.com"}`, i)); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("request %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp, body := post(t, c, base+"/api/v1/unlock", jsonType, `{"email":"y@example.com"}`)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"retry_after_seconds":`) {
+		t.Fatalf("past the limit: %d %s", resp.StatusCode, body)
+	}
+	env.Flush(t)
+	admin := xcloaktest.Client(t, "127.0.10.91")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	if s, _ := getStats(t, admin, base, "5m"); s.RejectedByRule[auth.RuleUnlockIP] != 1 {
+		t.Fatalf("rejected by rule: %v, want one %s", s.RejectedByRule, auth.RuleUnlockIP)
+	}
+	if _, page := get(t, admin, base+"/admin"); !strings.Contains(page, "Unlock-link requests per address") {
+		t.Fatal("the dashboard does not name the unlock rule")
+	}
+}
