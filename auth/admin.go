@@ -79,7 +79,8 @@ func (s *Service) countActiveLockouts(ctx context.Context) (int, error) {
 // DashboardEventKinds are the events the dashboard lists: what a security
 // team acts on, not the flood of individual sign-ins that the counters
 // already sum up.
-var DashboardEventKinds = []string{EventLockout, EventUnlock, EventResetRequested, EventResetCompleted, EventNewDevice}
+var DashboardEventKinds = []string{EventLockout, EventUnlock, EventResetRequested, EventResetCompleted, EventNewDevice,
+	EventUnlockConfirmed, EventSignedOutEverywhere}
 
 // EventFilter selects a page of stored security events.
 type EventFilter struct {

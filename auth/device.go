@@ -11,10 +11,12 @@ import (
 
 // Device cookies follow OWASP's "slow down online guessing" design: after a
 // successful sign-in the browser gets a cookie bound to the account
-// (LOGIN,NONCE,HMAC). Attempts that carry a valid one are limited per device
-// instead of per account and pass the account's lockout, so an attacker who
-// locks an account out does not lock out the browsers its owner already
-// uses.
+// (LOGIN,NONCE,HMAC). Attempts that carry one of the account's known
+// devices (a valid MAC and a stored nonce: known_devices.go) are limited
+// and locked per device instead of per account and pass the account's
+// lockout, so an attacker who locks an account out does not lock out the
+// browsers its owner already uses, and a device that guesses locks only
+// itself.
 //
 // The address is not in the cookie: both the cookie's name and its MAC are
 // derived from it, so the cookie is only valid for the account it was issued
@@ -64,8 +66,9 @@ func (d devices) CookieName(email string) string {
 	return "xcloak_device_" + base64.RawURLEncoding.EncodeToString(d.mac("name", email)[:12])
 }
 
-// Issue returns a new device cookie for email.
-func (d devices) Issue(email string, now time.Time) DeviceCookie {
+// Issue returns a new device cookie for email and its nonce, which only
+// becomes a known device once stored (Service.addDevice).
+func (d devices) Issue(email string, now time.Time) (DeviceCookie, string) {
 	var nonce [16]byte
 	rand.Read(nonce[:])
 	n := base64.RawURLEncoding.EncodeToString(nonce[:])
@@ -73,7 +76,7 @@ func (d devices) Issue(email string, now time.Time) DeviceCookie {
 		Name:    d.CookieName(email),
 		Value:   n + "." + base64.RawURLEncoding.EncodeToString(d.mac("value", email, n)),
 		Expires: now.Add(d.ttl),
-	}
+	}, n
 }
 
 // Check returns the device's nonce if value is a cookie this service issued

@@ -6,3 +6,7 @@ var Sweep = (*Service).sweep
 // ResetsPending reports how many reset requests are queued or being
 // handled, so tests can wait until the workers are idle.
 func ResetsPending(s *Service) int64 { return s.resetsPending.Load() }
+
+// AddDevice adds a known device for tests, as a sign-in that verified
+// passwordHash would.
+var AddDevice = (*Service).addDevice

@@ -14,9 +14,10 @@ const janitorInterval = time.Hour
 const janitorBatch = 10_000
 
 // runJanitor removes, every janitorInterval and once at start, what no one
-// can use any more: expired sessions, reset tokens spent or expired for a
-// day, and security events older than Config.EventRetention. Every replica
-// runs it; the deletes are idempotent.
+// can use any more: expired sessions, reset and unlock tokens spent or
+// expired for a day, devices unseen for Config.DeviceTTL, and security
+// events older than Config.EventRetention.
+// Every replica runs it; the deletes are idempotent.
 func (s *Service) runJanitor(ctx context.Context) {
 	t := time.NewTicker(janitorInterval)
 	defer t.Stop()
@@ -40,6 +41,8 @@ func (s *Service) sweep(ctx context.Context) map[string]int64 {
 	}{
 		{"sessions", "expires_at < $1", now},
 		{"password_reset_tokens", "coalesce(used_at, expires_at) < $1", now.Add(-24 * time.Hour)},
+		{"unlock_tokens", "coalesce(used_at, expires_at) < $1", now.Add(-24 * time.Hour)},
+		{"devices", "last_seen_at < $1", now.Add(-s.cfg.DeviceTTL)},
 		{"security_events", "at < $1", now.Add(-s.cfg.EventRetention)},
 	} {
 		for ctx.Err() == nil {

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -55,8 +56,8 @@ type LoginResult struct {
 // and the account's lockout are checked in one Redis round trip, before any
 // database work or hashing; then the password is verified (an unknown
 // account costs the same one hash); a failure is counted towards the
-// lockout; a success clears it, rotates the session and renews the device
-// cookie.
+// lockout of the device or the account; a success rotates the session and
+// renews the device cookie, or adds the browser as a known device.
 //
 // Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
 // ErrInvalidCredentials, ErrUnavailable, ErrHasherBusy.
@@ -77,15 +78,25 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 		return LoginResult{}, s.malformedLogin(ctx, source)
 	}
 
-	device, trusted := "", false
+	// device is the nonce of a known device, "" for any other browser.
+	device := ""
 	if req.DeviceCookie != "" {
-		device, trusted = s.devices.Check(email, req.DeviceCookie)
+		if nonce, ok := s.devices.Check(email, req.DeviceCookie); ok {
+			// Without Postgres the browser is held by the account's rules:
+			// a request they refuse still gets 429, and one they admit
+			// cannot be decided anyway (503).
+			if known, err := s.knownDevice(ctx, email, nonce); err != nil {
+				s.log.WarnContext(ctx, "device cookie not checked", "err", err)
+			} else if known {
+				device = nonce
+			}
+		}
 	}
 	rules := []ratelimit.Rule{{Name: RuleLoginIP, ID: source, Limit: s.cfg.Limits.LoginIP}}
-	if trusted {
-		// A browser that signed in before is limited on its own and is
-		// not held by the account's lockout.
-		rules = append(rules, ratelimit.Rule{Name: RuleLoginDevice, ID: device, Limit: s.cfg.Limits.LoginDevice})
+	if device != "" {
+		// A known device is limited and locked on its own and is not held
+		// by the account's limit or lockout.
+		rules = append(rules, ratelimit.Rule{Name: RuleLoginDevice, ID: device, Limit: s.cfg.Limits.LoginDevice, Lockable: true})
 	} else {
 		rules = append(rules, ratelimit.Rule{Name: RuleLoginAccount, ID: email, Limit: s.cfg.Limits.LoginAccount, Lockable: true})
 	}
@@ -104,12 +115,12 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
 			return LoginResult{}, err
 		}
-		return LoginResult{}, s.failed(ctx, email, 0, source, trusted)
+		return LoginResult{}, s.failed(ctx, email, 0, source, device)
 	case err != nil:
 		return LoginResult{}, err
 	}
 	verify := s.hasher.Verify
-	if trusted {
+	if device != "" {
 		verify = s.hasher.VerifyTrusted
 	}
 	ok, rehash, err := verify(ctx, user.PasswordHash, req.Password)
@@ -117,9 +128,9 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 		return LoginResult{}, err
 	}
 	if !ok {
-		return LoginResult{}, s.failed(ctx, email, user.ID, source, trusted)
+		return LoginResult{}, s.failed(ctx, email, user.ID, source, device)
 	}
-	return s.succeeded(ctx, req, user, source, trusted, rehash)
+	return s.succeeded(ctx, req, user, source, device, rehash)
 }
 
 // rejectingRule names what rejected a request for events and the
@@ -134,11 +145,20 @@ func rejectingRule(d ratelimit.Decision) string {
 	return rejected[0].Name
 }
 
-// failed counts a failed attempt towards the account's lockout (unless it
-// came from a trusted device, whose own bucket limits it) and records it.
-func (s *Service) failed(ctx context.Context, email string, userID int64, source string, trusted bool) error {
+// failed counts a failed attempt towards the lockout of the known device
+// it came from, or else of the account, and records it. A device's lock
+// holds that browser only, and the account's lockout never counts it.
+func (s *Service) failed(ctx context.Context, email string, userID int64, source, device string) error {
 	s.record(Event{Kind: EventLoginFailed, Account: email, UserID: userID, Source: source})
-	if trusted {
+	if device != "" {
+		f, err := s.limits.FailFor(ctx, RuleLoginDevice, device)
+		if err != nil {
+			return unavailable("counting failure", err)
+		}
+		if f.LockedNow {
+			s.record(Event{Kind: EventLockout, Account: email, UserID: userID, Source: source, Detail: map[string]string{
+				"device": "known", "level": fmt.Sprint(f.Level), "until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}})
+		}
 		return ErrInvalidCredentials
 	}
 	f, err := s.limits.Fail(ctx, email)
@@ -151,19 +171,45 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 	return ErrInvalidCredentials
 }
 
-func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source string, trusted, rehash bool) (LoginResult, error) {
-	if wasLocked, err := s.limits.Clear(ctx, user.Email); err != nil {
-		// The sign-in stands; the failure count ages out on its own.
-		s.log.Warn("clearing failures after sign-in", "err", err)
-	} else if wasLocked {
-		s.clearLockoutRecord(ctx, user.Email, user.ID, "success", source)
+// succeeded finishes a sign-in whose password was right. A known device
+// clears its own failures. The account's failure count and lockout are
+// left alone whichever browser signed in: they hold the browsers the
+// account does not know, mostly an attacker's, who must see nothing change
+// when the owner signs in (not the lock ending, nor the count starting
+// over). They end with time, an administrator's Unlock or a password
+// reset; meanwhile the owner's known devices, and unlock links, get in.
+func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source, device string, rehash bool) (LoginResult, error) {
+	if device != "" {
+		if _, err := s.limits.ClearFor(ctx, RuleLoginDevice, device); err != nil {
+			s.log.Warn("clearing device failures after sign-in", "err", err)
+		}
 	}
+	passwordHash := user.PasswordHash
 	if rehash {
 		if hash, err := s.hasher.Hash(ctx, req.Password); err == nil {
 			if err := s.setPasswordHash(ctx, s.db, user.ID, hash); err != nil {
 				s.log.Warn("storing rehashed password", "user_id", user.ID, "err", err)
+			} else {
+				passwordHash = hash
 			}
 		}
+	}
+	now := s.now()
+	var cookie DeviceCookie
+	if device != "" {
+		s.touchDevice(ctx, device)
+		cookie = DeviceCookie{Name: s.devices.CookieName(user.Email), Value: req.DeviceCookie, Expires: now.Add(s.cfg.DeviceTTL)}
+	} else {
+		var nonce string
+		cookie, nonce = s.devices.Issue(user.Email, now)
+		// Before the session: a password replaced while this one was
+		// being verified neither signs in nor adds a device.
+		if err := s.addDevice(ctx, user.ID, passwordHash, nonce); errors.Is(err, errPasswordChanged) {
+			return LoginResult{}, ErrInvalidCredentials
+		} else if err != nil {
+			return LoginResult{}, err
+		}
+		s.record(Event{Kind: EventNewDevice, Account: user.Email, UserID: user.ID, Source: source})
 	}
 	if err := s.Logout(ctx, req.OldSession); err != nil {
 		return LoginResult{}, err
@@ -172,16 +218,8 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if err != nil {
 		return LoginResult{}, err
 	}
-	now := s.now()
-	res := LoginResult{Session: sess}
-	if trusted {
-		res.Device = DeviceCookie{Name: s.devices.CookieName(user.Email), Value: req.DeviceCookie, Expires: now.Add(s.cfg.DeviceTTL)}
-	} else {
-		res.Device = s.devices.Issue(user.Email, now)
-		s.record(Event{Kind: EventNewDevice, Account: user.Email, UserID: user.ID, Source: source})
-	}
 	s.record(Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source})
-	return res, nil
+	return LoginResult{Session: sess, Device: cookie}, nil
 }
 
 func (s *Service) record(e Event) {

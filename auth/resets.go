@@ -224,9 +224,10 @@ func (s *Service) resetTokenUser(ctx context.Context, q querier, token string) (
 
 // ConfirmReset sets a new password with a reset token. In one
 // transaction it spends the token (and every other open token of the
-// account), stores the new hash and ends every session of the account;
-// then it clears the account's lockout. Errors: *LimitedError,
-// ErrInvalidToken, ErrWeakPassword, ErrUnavailable, ErrHasherBusy.
+// account), stores the new hash, ends every session of the account and
+// forgets its known devices; then it clears the account's lockout.
+// Errors: *LimitedError, ErrInvalidToken, ErrWeakPassword, ErrUnavailable,
+// ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
 	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
@@ -274,12 +275,9 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, now); err != nil {
 			return err
 		}
-		if err := s.setPasswordHash(ctx, tx, userID, hash); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID)
-		return err
+		return replacePassword(ctx, tx, userID, hash)
 	})
+	s.deviceCache.purge()
 	if errors.Is(err, ErrInvalidToken) {
 		return err
 	}

@@ -192,6 +192,8 @@ func TestJanitorRemovesExpiredRows(t *testing.T) {
 		`INSERT INTO security_events (at, kind) VALUES (now() - interval '91 days', 'login_failed'), (now(), 'login_failed')`,
 		`INSERT INTO sessions (id_hash, user_id, created_at, expires_at) VALUES (sha256('a'), $1, now() - interval '2 days', now() - interval '1 day'), (sha256('b'), $1, now(), now() + interval '1 hour')`,
 		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES (sha256('c'), $1, now() - interval '3 days', now() - interval '2 days'), (sha256('d'), $1, now(), now() + interval '30 minutes')`,
+		`INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at) VALUES (sha256('e'), $1, now() - interval '3 days', now() - interval '2 days'), (sha256('f'), $1, now(), now() + interval '30 minutes')`,
+		`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at) VALUES (sha256('g'), $1, now() - interval '200 days', now() - interval '181 days'), (sha256('h'), $1, now(), now())`,
 	} {
 		args := []any{}
 		if strings.Contains(q, "$1") {
@@ -208,6 +210,8 @@ func TestJanitorRemovesExpiredRows(t *testing.T) {
 		"security_events":       "at > now() - interval '1 day'",
 		"sessions":              "expires_at > now()",
 		"password_reset_tokens": "expires_at > now()",
+		"unlock_tokens":         "expires_at > now()",
+		"devices":               "last_seen_at > now() - interval '1 day'",
 	} {
 		if all, kept := countRows(t, f, "SELECT count(*) FROM "+table), countRows(t, f, "SELECT count(*) FROM "+table+" WHERE "+live); all != kept || kept == 0 {
 			t.Errorf("%s: %d rows, %d of them live; want only the live ones, kept", table, all, kept)

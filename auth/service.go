@@ -38,8 +38,10 @@ type Limits struct {
 	LoginDevice    ratelimit.Limit // sign-in attempts per trusted device (replaces LoginAccount)
 	ResetIP        ratelimit.Limit // reset requests per client network
 	ResetAccount   ratelimit.Limit // reset requests per account identifier
-	ResetConfirmIP ratelimit.Limit // reset confirmations per client network
+	ResetConfirmIP ratelimit.Limit // reset and unlock-link confirmations per client network
 	ResetDomain    ratelimit.Limit // reset mails per recipient domain
+	UnlockIP       ratelimit.Limit // unlock-link requests per client network
+	UnlockAccount  ratelimit.Limit // unlock-link requests per account identifier
 }
 
 // Config is the service's behaviour; DefaultConfig gives the documented
@@ -58,6 +60,11 @@ type Config struct {
 	ResetTTL time.Duration
 	// DeviceTTL is how long a device cookie is trusted.
 	DeviceTTL time.Duration
+	// UnlockTTL is how long an unlock link works.
+	UnlockTTL time.Duration
+	// MaxDevices is how many known devices an account keeps; a new one
+	// makes it forget the least recently used.
+	MaxDevices int
 	// RedisFailure is what limits do while Redis is unreachable; empty
 	// means ratelimit.FailLocal.
 	RedisFailure ratelimit.FailurePolicy
@@ -81,11 +88,15 @@ func DefaultConfig() Config {
 			ResetAccount:   ratelimit.Limit{Count: 3, Window: time.Hour},
 			ResetConfirmIP: ratelimit.Limit{Count: 20, Window: 10 * time.Minute},
 			ResetDomain:    ratelimit.Limit{Count: 60, Window: time.Minute},
+			UnlockIP:       ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
+			UnlockAccount:  ratelimit.Limit{Count: 3, Window: time.Hour},
 		},
 		Lockout:         ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
 		SessionTTL:      12 * time.Hour,
 		ResetTTL:        30 * time.Minute,
+		UnlockTTL:       30 * time.Minute,
 		DeviceTTL:       180 * 24 * time.Hour,
+		MaxDevices:      10,
 		RedisFailure:    ratelimit.FailLocal,
 		RejectionMemory: time.Second,
 		EventRetention:  90 * 24 * time.Hour,
@@ -125,6 +136,11 @@ type Service struct {
 	// domain or being handled.
 	resetsPending atomic.Int64
 	resetDomains  domainSenders
+
+	// deviceCache remembers for a moment which cookies are known devices.
+	deviceCache deviceCache
+	// unlocks queues the unlock links to mail.
+	unlocks chan unlockJob
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -140,6 +156,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		RuleLoginIP: cfg.Limits.LoginIP, RuleLoginAccount: cfg.Limits.LoginAccount, RuleLoginDevice: cfg.Limits.LoginDevice,
 		RuleResetIP: cfg.Limits.ResetIP, RuleResetAccount: cfg.Limits.ResetAccount, RuleResetConfirmIP: cfg.Limits.ResetConfirmIP,
 		RuleResetDomain: cfg.Limits.ResetDomain,
+		RuleUnlockIP:    cfg.Limits.UnlockIP, RuleUnlockAccount: cfg.Limits.UnlockAccount,
 	} {
 		if err := l.Validate(); err != nil {
 			return nil, fmt.Errorf("auth: limit %s: %w", name, err)
@@ -147,6 +164,12 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	if cfg.SessionTTL <= 0 || cfg.ResetTTL <= 0 || cfg.DeviceTTL <= 0 || cfg.EventRetention <= 0 {
 		return nil, errors.New("auth: session, reset, device and event lifetimes must be positive")
+	}
+	if cfg.UnlockTTL <= 0 {
+		return nil, errors.New("auth: unlock link lifetime must be positive")
+	}
+	if cfg.MaxDevices < 1 {
+		return nil, errors.New("auth: an account must keep at least one device")
 	}
 	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
 		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
@@ -157,6 +180,12 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	limiter.RememberRejections(cfg.RejectionMemory, rememberedRejections)
 	lockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginAccount, cfg.Lockout)
+	if err != nil {
+		return nil, err
+	}
+	// A known device has a lock of its own, by the same policy, so that
+	// its failures hold it and never the account's other browsers.
+	deviceLockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginDevice, cfg.Lockout)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +221,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		events:  NewRecorder(d.DB, stats, log, now),
 		stats:   stats,
 		resets:  make(chan resetJob, resetQueue),
+		unlocks: make(chan unlockJob, unlockQueue),
 	}
 	reg := d.Metrics
 	if reg == nil {
@@ -200,12 +230,13 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if s.metrics, err = newMetrics(reg, s); err != nil {
 		return nil, fmt.Errorf("auth: registering metrics: %w", err)
 	}
+	s.limits.AddLockouts(deviceLockouts)
 	s.limits.OnRedisError = func(error) { s.metrics.redisErrors.Inc() }
 	return s, nil
 }
 
 // Run does the service's background work, writing security events,
-// sending reset mail and removing expired rows, until ctx is done; then it
+// sending reset and unlock mail and removing expired rows, until ctx is done; then it
 // finishes what is queued and returns.
 func (s *Service) Run(ctx context.Context) {
 	done := make(chan struct{})
@@ -218,9 +249,15 @@ func (s *Service) Run(ctx context.Context) {
 		defer close(janitor)
 		s.runJanitor(ctx)
 	}()
+	unlocks := make(chan struct{})
+	go func() {
+		defer close(unlocks)
+		s.runUnlocks(ctx)
+	}()
 	s.runResets(ctx)
 	<-done
 	<-janitor
+	<-unlocks
 	s.limits.Close()
 }
 

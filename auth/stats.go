@@ -489,7 +489,7 @@ func (s *Stats) add(ctx context.Context, batch []Event) error {
 		case EventLoginRejected:
 			b.counters[CounterAttempts]++
 			rejected = true
-		case EventResetRejected:
+		case EventResetRejected, EventUnlockRejected:
 			rejected = true
 		case EventLockout:
 			b.counters[CounterLockouts]++

@@ -101,8 +101,8 @@ type querier interface {
 }
 
 // SetPassword gives an existing account a new password, as an operator
-// does from the command line, and ends its sessions. ErrNoUser if there is
-// no such account.
+// does from the command line, ends its sessions and forgets its devices.
+// ErrNoUser if there is no such account.
 func (s *Service) SetPassword(ctx context.Context, email, password string) error {
 	email, err := NormaliseEmail(email)
 	if err != nil {
@@ -117,18 +117,33 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) error
 	}
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		var id int64
-		err := tx.QueryRow(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE email = $1 RETURNING id`, email, hash).Scan(&id)
+		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNoUser
 		}
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, id)
-		return err
+		return replacePassword(ctx, tx, id, hash)
 	})
 	if err != nil && !errors.Is(err, ErrNoUser) {
 		return s.dbDown("setting password", err)
 	}
+	s.deviceCache.purge()
 	return err
+}
+
+// replacePassword is what every change of a password does, in the
+// caller's transaction: a reset, an operator's SetPassword, and a change by
+// the account's owner. It stores the new hash, ends every session and
+// forgets every known device, so that no browser keeps what the old
+// password gave it. Purge the device cache once the transaction commits.
+func replacePassword(ctx context.Context, tx pgx.Tx, userID int64, hash string) error {
+	if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, hash); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	return forgetDevices(ctx, tx, userID)
 }

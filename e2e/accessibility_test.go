@@ -232,6 +232,13 @@ func TestPagesAccessibleAndResponsive(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := resetToken(t, env, member)
+	if err := env.Service.RequestUnlock(t.Context(), member, auth.Client{}); err != nil {
+		t.Fatal(err)
+	}
+	unlock := unlockLink.FindStringSubmatch(env.Mail.WaitFor(t, member).Body)
+	if unlock == nil {
+		t.Fatal("no unlock link in the mail")
+	}
 
 	pages := []struct {
 		name   string // the subtest and, with shot, the screenshot's file name
@@ -245,6 +252,9 @@ func TestPagesAccessibleAndResponsive(t *testing.T) {
 		{name: "reset-request", path: "/password-reset", status: http.StatusOK, shot: true},
 		{name: "reset-confirm", path: "/password-reset/" + token, status: http.StatusOK, shot: true},
 		{name: "reset-invalid", path: "/password-reset/no-such-token", status: http.StatusBadRequest},
+		{name: "unlock-request", path: "/unlock", status: http.StatusOK},
+		{name: "unlock-confirm", path: "/unlock/" + unlock[1], status: http.StatusOK},
+		{name: "unlock-invalid", path: "/unlock/no-such-token", status: http.StatusBadRequest},
 		// TestDashboard keeps the dashboard's screenshot, taken while an
 		// attack shows on it.
 		{name: "dashboard", path: "/admin", as: admin, status: http.StatusOK},

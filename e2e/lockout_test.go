@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/templates"
 )
 
 // attacker is a plain HTTP client guessing passwords through the JSON API
@@ -109,4 +111,49 @@ func TestLockoutSparesKnownBrowser(t *testing.T) {
 	t.Run("known browser signs in", func(t *testing.T) {
 		signIn(t, known, base, email, password)
 	})
+}
+
+// unlockLink finds the token in an unlock mail; like reset links, it
+// points at the public URL xcloaktest configures.
+var unlockLink = regexp.MustCompile(`https://login\.example\.test/unlock/([A-Za-z0-9_-]+)`)
+
+// TestUnlockLinkLetsNewBrowserIn: while an attacker holds the account
+// locked, its owner, in a browser that never signed in, follows "Locked
+// out? Email me a link", opens the mailed link, presses its button and
+// then signs in. The attacker is still refused.
+func TestUnlockLinkLetsNewBrowserIn(t *testing.T) {
+	const (
+		email    = "fay@example.com"
+		password = "fay's own password"
+	)
+	env, base := startXCloak(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	env.AddUser(t, email, password, false)
+	attacker := newAttacker(t, base, "127.0.4.3")
+	attacker.lockOut(t, env, email, password)
+
+	page := newPage(t, "locked-out-owner", desktop)
+	submitLogin(t, page, base, email, password)
+	wantText(t, page, "main [role=alert]", retryText)
+	follow(t, page, "Locked out? Email me a link")
+	wantURL(t, page, base+"/unlock")
+	fill(t, page, "email", email)
+	press(t, page, "Email me a link")
+	wantText(t, page, "main [role=status]", templates.UnlockSentText)
+
+	m := unlockLink.FindStringSubmatch(env.Mail.WaitFor(t, email).Body)
+	if m == nil {
+		t.Fatal("no unlock link in the mail")
+	}
+	open(t, page, base+"/unlock/"+m[1])
+	wantText(t, page, "main h1", "Sign in from this browser")
+	press(t, page, "Use this browser")
+	wantURL(t, page, base+"/login?unlock=done")
+	fill(t, page, "email", email)
+	fill(t, page, "password", password)
+	press(t, page, "Sign in")
+	wantURL(t, page, base+"/account")
+
+	if status, err := attacker.login(t.Context(), email, password); err != nil || status != http.StatusTooManyRequests {
+		t.Fatalf("attacker after the owner came in: %d (%v), want %d", status, err, http.StatusTooManyRequests)
+	}
 }

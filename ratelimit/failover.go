@@ -48,6 +48,7 @@ var ErrRedisUnavailable = errors.New("ratelimit: redis unavailable")
 type Failover struct {
 	limiter  *Limiter
 	lockouts *Lockouts
+	more     map[string]*Lockouts // by rule name: AddLockouts
 	local    *Local
 	rdb      redis.UniversalClient
 	policy   FailurePolicy
@@ -224,4 +225,81 @@ func validRules(rules []Rule) error {
 		}
 	}
 	return nil
+}
+
+// AddLockouts puts the lockouts of another rule (a browser's own lock
+// beside the account's) behind the same failure policy, for FailFor and
+// ClearFor. Call it before f is used. Under FailLocal the in-process
+// fallback keeps one lockout state per identity whatever its rule, so the
+// identities of l must never equal those of the first Lockouts (device ids
+// and email addresses cannot).
+func (f *Failover) AddLockouts(l *Lockouts) {
+	if f.more == nil {
+		f.more = map[string]*Lockouts{}
+	}
+	f.more[l.keys.kind] = l
+}
+
+// lockoutsOf returns the lockouts of rule name.
+func (f *Failover) lockoutsOf(name string) (*Lockouts, error) {
+	if name == f.lockouts.keys.kind {
+		return f.lockouts, nil
+	}
+	if l := f.more[name]; l != nil {
+		return l, nil
+	}
+	return nil, fmt.Errorf("ratelimit: no lockouts for rule %q", name)
+}
+
+// FailFor records a failed attempt for id under the lockouts of rule name,
+// as Fail does for the first.
+func (f *Failover) FailFor(ctx context.Context, name, id string) (Failure, error) {
+	l, err := f.lockoutsOf(name)
+	if err != nil {
+		return Failure{}, err
+	}
+	if !f.degraded.Load() {
+		res, err := l.Fail(ctx, id)
+		if err == nil || ctx.Err() != nil {
+			return res, err
+		}
+		f.trip(err)
+	}
+	switch f.policy {
+	case FailClosed:
+		return Failure{}, ErrRedisUnavailable
+	case FailOpen:
+		return Failure{}, nil
+	default:
+		return f.local.Fail(ctx, id)
+	}
+}
+
+// ClearFor ends id's lock under the lockouts of rule name and forgets its
+// failures, as Clear does for the first.
+func (f *Failover) ClearFor(ctx context.Context, name, id string) (bool, error) {
+	l, err := f.lockoutsOf(name)
+	if err != nil {
+		return false, err
+	}
+	defer f.limiter.Forget(name, id)
+	wasLocal, _ := f.local.Clear(ctx, id)
+	if f.degraded.Load() {
+		if f.policy == FailClosed {
+			return false, ErrRedisUnavailable
+		}
+		return wasLocal, nil
+	}
+	was, err := l.Clear(ctx, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		f.trip(err)
+		if f.policy == FailClosed {
+			return false, ErrRedisUnavailable
+		}
+		return wasLocal, nil
+	}
+	return was || wasLocal, nil
 }

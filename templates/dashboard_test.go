@@ -134,9 +134,17 @@ func TestDashboardPageIsWellFormed(t *testing.T) {
 			if src, _ := attr(scripts[0], "src"); src != "/static/dashboard.js" || scripts[0].FirstChild != nil {
 				t.Errorf("script src %q with inline content %v; want /static/dashboard.js and no inline code", src, scripts[0].FirstChild != nil)
 			}
+			// Every visible input has a label (the sign-out form's email).
+			labelled := map[string]bool{}
+			for _, l := range elements(doc, "label") {
+				if f, ok := attr(l, "for"); ok {
+					labelled[f] = true
+				}
+			}
 			for _, in := range elements(doc, "input") {
-				if typ, _ := attr(in, "type"); typ != "hidden" {
-					t.Errorf("unexpected visible input %q without a label check", typ)
+				id, _ := attr(in, "id")
+				if typ, _ := attr(in, "type"); typ != "hidden" && !labelled[id] {
+					t.Errorf("visible input %q (id %q) has no label", typ, id)
 				}
 			}
 			// Every wide table scrolls in its own keyboard-reachable region.

@@ -120,13 +120,16 @@ var periodWords = map[auth.Period]struct{ link, text string }{
 
 // ruleLabels name the rules on the dashboard.
 var ruleLabels = map[string]string{
-	auth.RuleLoginIP:        "Sign-ins per address",
-	auth.RuleLoginAccount:   "Sign-ins per account",
-	auth.RuleLoginDevice:    "Sign-ins per device",
-	auth.RuleLockout:        "Account lockout",
-	auth.RuleResetIP:        "Reset requests per address",
-	auth.RuleResetAccount:   "Reset requests per account",
-	auth.RuleResetConfirmIP: "Reset confirmations per address",
+	auth.RuleLoginIP:         "Sign-ins per address",
+	auth.RuleLoginAccount:    "Sign-ins per account",
+	auth.RuleLoginDevice:     "Sign-ins per device",
+	auth.RuleLockout:         "Account lockout",
+	auth.RuleResetIP:         "Reset requests per address",
+	auth.RuleResetAccount:    "Reset requests per account",
+	auth.RuleResetConfirmIP:  "Reset confirmations per address",
+	auth.RuleUnlockIP:        "Unlock-link requests per address",
+	auth.RuleUnlockAccount:   "Unlock-link requests per account",
+	auth.RuleUnlockConfirmIP: "Unlock-link confirmations per address",
 }
 
 // dashboardView is the dashboard's data as the templates take it.
@@ -226,6 +229,9 @@ func eventRow(e auth.StoredEvent) templates.EventRow {
 	switch e.Kind {
 	case auth.EventLockout:
 		row.What = "Account locked"
+		if e.Detail["device"] != "" {
+			row.What = "Known device locked"
+		}
 		var parts []string
 		if l := e.Detail["level"]; l != "" {
 			parts = append(parts, "Level "+l)
@@ -255,6 +261,16 @@ func eventRow(e auth.StoredEvent) templates.EventRow {
 		row.What = "Password changed by reset"
 	case auth.EventNewDevice:
 		row.What = "Sign-in from a new device"
+	case auth.EventUnlockConfirmed:
+		row.What = "Unlock link used"
+		row.Detail = "The browser became a known device"
+	case auth.EventSignedOutEverywhere:
+		row.What = "Signed out everywhere"
+		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
+			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		} else if by == "cli" {
+			row.Detail = "From the command line"
+		}
 	}
 	return row
 }
@@ -290,6 +306,10 @@ func (s *Server) handleDashboard() http.Handler {
 			props.Notice = "The lockout was lifted."
 		case "not-locked":
 			props.Notice = "That account was not locked out; its lockout may have ended already."
+		case "signed-out":
+			props.Notice = "The account was signed out everywhere; its known devices are forgotten."
+		case "no-account":
+			props.Notice = "No account has that address."
 		}
 		s.render(w, r, http.StatusOK, templates.DashboardPage(props))
 	})
@@ -321,6 +341,36 @@ func (s *Server) handleUnlock() http.Handler {
 		notice := "unlocked"
 		if !wasLocked {
 			notice = "not-locked"
+		}
+		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
+	})
+}
+
+// handleSignOutEverywhere serves POST /admin/users/sign-out: it ends every
+// session of an account and forgets its known devices, in the
+// administrator's name, and returns to the dashboard.
+func (s *Server) handleSignOutEverywhere() http.Handler {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
+		nav := navFor(sess)
+		form, err := decodeForm(r, templates.FieldEmail, templates.FieldPeriod)
+		if err != nil {
+			s.adminFail(w, r, nav, err)
+			return
+		}
+		period := auth.Period5m
+		if v := form[templates.FieldPeriod]; v != "" {
+			if period, err = auth.ParsePeriod(v); err != nil {
+				s.adminFail(w, r, nav, err)
+				return
+			}
+		}
+		notice := "signed-out"
+		switch err := s.auth.SignOutEverywhere(r.Context(), form[templates.FieldEmail], "admin:"+sess.Email); {
+		case errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrInvalidEmail):
+			notice = "no-account"
+		case err != nil:
+			s.adminFail(w, r, nav, err)
+			return
 		}
 		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
 	})

@@ -31,6 +31,9 @@ func (s *Server) handleLoginPage() http.Handler {
 		if r.URL.Query().Get("reset") == "done" {
 			props.Notice = "Your password was changed. Sign in with the new one."
 		}
+		if r.URL.Query().Get("unlock") == "done" {
+			props.Notice = "This browser can now sign in to your account with your password."
+		}
 		s.render(w, r, http.StatusOK, templates.LoginPage(props))
 	})
 }

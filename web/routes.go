@@ -26,9 +26,17 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /password-reset/{token}", s.handleResetConfirmForm())
 	mux.Handle("POST /api/v1/password-reset/confirm", s.handleResetConfirmAPI())
 
+	mux.Handle("GET /unlock", s.handleUnlockRequestPage())
+	mux.Handle("POST /unlock", s.handleUnlockRequestForm())
+	mux.Handle("POST /api/v1/unlock", s.handleUnlockRequestAPI())
+	mux.Handle("GET /unlock/{token}", s.handleUnlockConfirmPage())
+	mux.Handle("POST /unlock/{token}", s.handleUnlockConfirmForm())
+	mux.Handle("POST /api/v1/unlock/confirm", s.handleUnlockConfirmAPI())
+
 	mux.Handle("GET /admin", s.handleDashboard())
 	mux.Handle("GET /admin/stream", s.handleDashboardStream())
 	mux.Handle("POST /admin/lockouts/unlock", s.handleUnlock())
+	mux.Handle("POST /admin/users/sign-out", s.handleSignOutEverywhere())
 	mux.Handle("GET /api/v1/admin/stats", s.handleAdminStats())
 
 	if s.cfg.Metrics != nil {

@@ -260,10 +260,14 @@ func newSettings(d auth.Config) []setting {
 			d.Limits.ResetIP, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetIP }),
 		limit("XCLOAK_LIMIT_RESET_ACCOUNT", "limit-reset-account", "reset requests per account",
 			d.Limits.ResetAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetAccount }),
-		limit("XCLOAK_LIMIT_RESET_CONFIRM_IP", "limit-reset-confirm-ip", "new passwords set through reset links per client network",
+		limit("XCLOAK_LIMIT_RESET_CONFIRM_IP", "limit-reset-confirm-ip", "new passwords set through reset links, and unlock links confirmed, per client network",
 			d.Limits.ResetConfirmIP, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetConfirmIP }),
 		limit("XCLOAK_LIMIT_RESET_DOMAIN", "limit-reset-domain", "reset mails sent per recipient domain",
 			d.Limits.ResetDomain, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetDomain }),
+		limit("XCLOAK_LIMIT_UNLOCK_IP", "limit-unlock-ip", "unlock-link requests per client network",
+			d.Limits.UnlockIP, func(l *auth.Limits) *ratelimit.Limit { return &l.UnlockIP }),
+		limit("XCLOAK_LIMIT_UNLOCK_ACCOUNT", "limit-unlock-account", "unlock-link requests per account",
+			d.Limits.UnlockAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.UnlockAccount }),
 		{
 			env: "XCLOAK_LOCKOUT_THRESHOLD", flag: "lockout-threshold", def: strconv.Itoa(d.Lockout.Threshold), scope: forServe,
 			usage: "consecutive failed sign-ins (`n`) that lock an account",
@@ -280,10 +284,24 @@ func newSettings(d auth.Config) []setting {
 			d.Lockout.Duration, func(a *auth.Config) *time.Duration { return &a.Lockout.Duration }),
 		duration("XCLOAK_LOCKOUT_MAX_DURATION", "lockout-max-duration", "longest lockout",
 			d.Lockout.MaxDuration, func(a *auth.Config) *time.Duration { return &a.Lockout.MaxDuration }),
+		{
+			env: "XCLOAK_MAX_DEVICES", flag: "max-devices", def: strconv.Itoa(d.MaxDevices), scope: forServe,
+			usage: "known devices (`n`) an account keeps; a new one makes it forget the least recently used",
+			set: func(c *config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 1000 {
+					return fmt.Errorf("%q is not a whole number from 1 to 1000", v)
+				}
+				c.Auth.MaxDevices = n
+				return nil
+			},
+		},
 		duration("XCLOAK_SESSION_TTL", "session-ttl", "how long a session lasts",
 			d.SessionTTL, func(a *auth.Config) *time.Duration { return &a.SessionTTL }),
 		duration("XCLOAK_RESET_TTL", "reset-ttl", "how long a reset link works",
 			d.ResetTTL, func(a *auth.Config) *time.Duration { return &a.ResetTTL }),
+		duration("XCLOAK_UNLOCK_TTL", "unlock-ttl", "how long an unlock link works",
+			d.UnlockTTL, func(a *auth.Config) *time.Duration { return &a.UnlockTTL }),
 		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
 			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
 	}

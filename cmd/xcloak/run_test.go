@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -629,6 +630,63 @@ func TestUserUnlock(t *testing.T) {
 	}
 }
 
+// TestUserSignOut: the command ends the browser's session and forgets it
+// as a device, so during a lockout it is held like any browser.
+func TestUserSignOut(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	vars["XCLOAK_LIMIT_LOGIN_ACCOUNT"] = "30/10m"
+	const email, password = "ann@example.com", "correct horse battery"
+	addUser(t, vars, email, password+"\n")
+	srv := startServe(t, vars)
+	resp := signIn(t, srv.base, email, password)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d", resp.StatusCode)
+	}
+	var device *http.Cookie
+	for _, c := range resp.Cookies() {
+		if strings.Contains(c.Name, "xcloak_device_") {
+			device = c
+		}
+	}
+	if device == nil {
+		t.Fatal("no device cookie")
+	}
+
+	stdout, stderr, err := xcloak(t, vars, "", "user", "sign-out", "--email", "ANN@example.com")
+	if err != nil || stdout != "signed out ann@example.com everywhere\n" {
+		t.Fatalf("sign-out: %v, stdout %q\nstderr:\n%s", err, stdout, stderr)
+	}
+	if _, _, err := xcloak(t, vars, "", "user", "sign-out", "--email", "nobody@example.com"); err == nil || !strings.Contains(err.Error(), "no account") {
+		t.Fatalf("sign-out of an unknown account: %v, want an error", err)
+	}
+	var sessions, devices int
+	conn := connect(t, vars["XCLOAK_DATABASE_URL"])
+	if err := conn.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM devices)`).Scan(&sessions, &devices); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 0 || devices != 0 {
+		t.Fatalf("after sign-out: %d sessions, %d devices; want none", sessions, devices)
+	}
+	for i := range 10 {
+		if resp := signIn(t, srv.base, email, "wrong password"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong password %d: status = %d", i+1, resp.StatusCode)
+		}
+	}
+	body, _ := json.Marshal(map[string]string{"email": email, "password": password})
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.base+"/api/v1/login", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.AddCookie(&http.Cookie{Name: device.Name, Value: device.Value})
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("forgotten device during the lockout: %d, want 429", resp.StatusCode)
+	}
+}
+
 func TestShutdownWritesQueuedEvents(t *testing.T) {
 	t.Parallel()
 	vars := storeSettings(t)
@@ -714,6 +772,14 @@ func TestMigrate(t *testing.T) {
 	dbURL := testenv.Postgres(t)
 	getenv := env(map[string]string{"XCLOAK_DATABASE_URL": dbURL})
 
+	// The latest migration's version, from the files' NNNNN_ prefixes.
+	files, err := filepath.Glob("../../migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migration files: %v", err)
+	}
+	latest := strings.SplitN(filepath.Base(files[len(files)-1]), "_", 2)[0]
+	version := strings.TrimLeft(latest, "0")
+
 	// A second run finds nothing to do and reports the same version.
 	for _, attempt := range []string{"first", "second"} {
 		var stdout, stderr bytes.Buffer
@@ -721,7 +787,7 @@ func TestMigrate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s migrate: %v\nstderr:\n%s", attempt, err, stderr.String())
 		}
-		if got, want := stdout.String(), "at schema version 1\n"; !strings.HasSuffix(got, want) {
+		if got, want := stdout.String(), "at schema version "+version+"\n"; !strings.HasSuffix(got, want) {
 			t.Errorf("%s migrate printed %q, want it to end with %q", attempt, got, want)
 		}
 	}

@@ -24,6 +24,7 @@ The database is created and migrated first, as serve does.
 Commands:
   add      create an account; the password is read from stdin
   unlock   end an account's lockout and forget its failed sign-ins
+  sign-out end every session of an account and forget its known devices
 
 Run "xcloak user <command> --help" for the flags of a command.
 `
@@ -42,6 +43,8 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdin 
 		return userAdd(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "unlock":
 		return userUnlock(ctx, args[1:], getenv, stdout, stderr)
+	case "sign-out":
+		return userSignOut(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "xcloak user: unknown command %q\n\n%s", args[0], userUsage)
 		return cli.UsageError{Err: fmt.Errorf("unknown user command %q", args[0])}
@@ -128,6 +131,40 @@ func userUnlock(ctx context.Context, args []string, getenv func(string) string, 
 	} else {
 		fmt.Fprintf(stdout, "%s was not locked\n", addr)
 	}
+	return nil
+}
+
+func userSignOut(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("xcloak", "user sign-out", "--email ADDRESS [flags]",
+		"Signs an account out everywhere: ends every session and forgets every\n"+
+			"known device, so that each browser is held by the account's limit and\n"+
+			"lockout like a stranger's until it signs in again. Recorded as a\n"+
+			"security event by \"cli\".\n")
+	email := fs.String("email", "", "mail `address` of the account (required)")
+	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	addr, err := requireEmail(fs, *email, stderr)
+	if err != nil {
+		return err
+	}
+
+	b, err := openUserBackend(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	switch err := b.svc.SignOutEverywhere(ctx, addr, "cli"); {
+	case errors.Is(err, auth.ErrNoUser):
+		return fmt.Errorf("no account has email %s", addr)
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(stdout, "signed out %s everywhere\n", addr)
 	return nil
 }
 

@@ -1,0 +1,181 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Known devices. A device cookie's MAC proves only that this service issued
+// it, once, for the account; it says nothing about whether the account
+// still trusts that browser. So a cookie counts as a known device only if
+// its MAC is valid AND the account's row for its nonce exists (table
+// devices, holding the nonce's SHA-256, never the nonce). The rows are the
+// per-account value that revokes cookies: a password reset or change and
+// "sign out everywhere" delete them all in the transaction that changes the
+// password or ends the sessions, and each account keeps at most
+// Config.MaxDevices of them, forgetting the least recently used first.
+//
+// The MAC is checked first, so only cookies this service issued cost a
+// lookup: one indexed query, answered for up to deviceCacheTTL from an
+// in-process cache, so that a flood carrying one cookie costs at most one
+// query per second per replica. Revocations and new devices (which may
+// push an old one out) on this replica empty the cache at once; another
+// replica may take up to deviceCacheTTL to see them.
+
+const (
+	// deviceCacheTTL bounds how long a replica trusts a remembered answer.
+	deviceCacheTTL = time.Second
+	// deviceCacheMax bounds the answers remembered.
+	deviceCacheMax = 10_000
+)
+
+// deviceCache remembers recent answers of knownDevice.
+type deviceCache struct {
+	mu sync.Mutex
+	m  map[string]cachedDevice // by email NUL nonce
+}
+
+type cachedDevice struct {
+	known bool
+	until time.Time
+}
+
+func (c *deviceCache) get(key string, now time.Time) (known, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || !now.Before(e.until) {
+		return false, false
+	}
+	return e.known, true
+}
+
+func (c *deviceCache) put(key string, known bool, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]cachedDevice)
+	}
+	if len(c.m) >= deviceCacheMax {
+		for k, e := range c.m {
+			if !now.Before(e.until) {
+				delete(c.m, k)
+			}
+		}
+		if len(c.m) >= deviceCacheMax {
+			return
+		}
+	}
+	c.m[key] = cachedDevice{known: known, until: now.Add(deviceCacheTTL)}
+}
+
+// purge forgets every answer: after a revocation.
+func (c *deviceCache) purge() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+}
+
+func nonceHash(nonce string) []byte {
+	sum := sha256.Sum256([]byte(nonce))
+	return sum[:]
+}
+
+// knownDevice reports whether nonce, from a cookie whose MAC is valid for
+// email, is a known device of that account that signed in within
+// Config.DeviceTTL (the cookie's lifetime, which a client that keeps it
+// longer does not get around).
+func (s *Service) knownDevice(ctx context.Context, email, nonce string) (bool, error) {
+	key := email + "\x00" + nonce
+	now := s.now()
+	if known, ok := s.deviceCache.get(key, now); ok {
+		return known, nil
+	}
+	var known bool
+	err := s.db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM devices d JOIN users u ON u.id = d.user_id
+		               WHERE d.nonce_hash = $1 AND u.email = $2 AND d.last_seen_at > $3)`,
+		nonceHash(nonce), email, s.now().Add(-s.cfg.DeviceTTL)).Scan(&known)
+	if err != nil {
+		return false, s.dbDown("reading device", err)
+	}
+	s.deviceCache.put(key, known, now)
+	return known, nil
+}
+
+// errPasswordChanged: the password verified is no longer the account's.
+var errPasswordChanged = errors.New("auth: password changed meanwhile")
+
+// addDevice makes nonce a known device of the user and forgets the least
+// recently used devices beyond Config.MaxDevices. With passwordHash set,
+// it does so only while that is still the account's password hash, so a
+// sign-in that verified a password being replaced at that moment adds no
+// device (errPasswordChanged).
+func (s *Service) addDevice(ctx context.Context, userID int64, passwordHash, nonce string) error {
+	now := s.now()
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		var current string
+		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID).Scan(&current)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && passwordHash != "" && current != passwordHash) {
+			return errPasswordChanged
+		}
+		if err != nil {
+			return err
+		}
+		return insertDevice(ctx, tx, userID, nonce, now, s.cfg.MaxDevices)
+	})
+	if errors.Is(err, errPasswordChanged) {
+		return err
+	}
+	if err != nil {
+		return s.dbDown("adding device", err)
+	}
+	// The bound may have forgotten a device this replica remembers.
+	s.deviceCache.purge()
+	return nil
+}
+
+// insertDevice adds a known device in the caller's transaction and
+// forgets the least recently used devices beyond max. It locks the
+// account's row first, which serialises the devices added to one account,
+// so the bound holds under concurrent sign-ins.
+func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonce string, now time.Time, max int) error {
+	if _, err := tx.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx,
+		`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at) VALUES ($1, $2, $3, $3)`,
+		nonceHash(nonce), userID, now); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `
+		DELETE FROM devices WHERE user_id = $1 AND nonce_hash NOT IN (
+			SELECT nonce_hash FROM devices WHERE user_id = $1
+			ORDER BY last_seen_at DESC, created_at DESC LIMIT $2)`, userID, max)
+	return err
+}
+
+// touchDevice notes that a known device signed in now, which keeps it
+// among the devices the account remembers.
+func (s *Service) touchDevice(ctx context.Context, nonce string) {
+	if _, err := s.db.Exec(ctx, `UPDATE devices SET last_seen_at = $2 WHERE nonce_hash = $1`, nonceHash(nonce), s.now()); err != nil {
+		s.metrics.dbErrors.Inc()
+		s.log.WarnContext(ctx, "noting device sign-in", "err", err)
+	}
+}
+
+// forgetDevices deletes every known device of the user, and the open
+// unlock links that would add one, in the caller's transaction; the caller
+// purges the cache once it commits.
+func forgetDevices(ctx context.Context, q querier, userID int64) error {
+	if _, err := q.Exec(ctx, `DELETE FROM devices WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, `DELETE FROM unlock_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)
+	return err
+}

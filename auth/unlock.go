@@ -1,0 +1,211 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Unlock links give the owner of a targeted account a way in that needs no
+// administrator. Anyone may ask for one for any address ("Locked out? Email
+// me a link"); the answer is the same whether or not the account exists or
+// is locked, and the lookup and the mail happen off the request path, as
+// for reset requests. The link goes to every existing account, locked or
+// not: an attacker can shut unknown browsers out with the account's rate
+// limit alone, without a lock, and whether the account is locked is for
+// Redis to say, which may be down.
+//
+// Opening the link shows a button; pressing it (a POST, so that mail
+// scanners that follow links spend nothing) spends the token, which is
+// random, stored hashed, single-use and short-lived, and makes that browser
+// a known device of the account. The browser then signs in through its own
+// device limit, past the account's lock. The lock itself stays for
+// everybody else: ending it would tell the attacker that the account exists
+// and that its owner acted. An administrator's Unlock still ends it.
+
+// Unlock link events.
+const (
+	EventUnlockRequested = "unlock_requested"
+	EventUnlockRejected  = "unlock_rejected" // Rule says which limit
+	EventUnlockConfirmed = "unlock_confirmed"
+)
+
+// Rule names of the unlock links.
+const (
+	RuleUnlockIP        = "unlock_ip"
+	RuleUnlockAccount   = "unlock_account"
+	RuleUnlockConfirmIP = "unlock_confirm_ip"
+)
+
+// unlockQueue bounds the unlock mails waiting to be sent.
+const unlockQueue = 1024
+
+// unlockJob is an accepted request for an unlock link.
+type unlockJob struct {
+	email  string
+	source string
+	at     time.Time
+}
+
+// RequestUnlock accepts a request for an unlock link: after the
+// per-network and per-account limits, it queues the work of looking the
+// account up, making a token and mailing the link, and returns nil whether
+// or not the account exists or is locked. Errors: ErrInvalidRequest,
+// *LimitedError, ErrUnavailable.
+func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) error {
+	source := c.Source()
+	email, err := NormaliseEmail(rawEmail)
+	if err != nil {
+		return ErrInvalidRequest
+	}
+	d, err := s.decide(ctx,
+		ratelimit.Rule{Name: RuleUnlockIP, ID: source, Limit: s.cfg.Limits.UnlockIP},
+		ratelimit.Rule{Name: RuleUnlockAccount, ID: email, Limit: s.cfg.Limits.UnlockAccount},
+	)
+	if err != nil {
+		return unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventUnlockRejected, Account: email, Source: source, Rule: rejectingRule(d)})
+		return &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	select {
+	case s.unlocks <- unlockJob{email: email, source: source, at: s.now()}:
+	default:
+		s.log.Error("unlock queue full; request dropped", "account", email)
+	}
+	s.record(Event{Kind: EventUnlockRequested, Account: email, Source: source})
+	return nil
+}
+
+// runUnlocks sends queued unlock mails until ctx is done, then sends what
+// is still queued, within a bounded time.
+func (s *Service) runUnlocks(ctx context.Context) {
+	for {
+		select {
+		case job := <-s.unlocks:
+			send, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			s.sendUnlock(send, job)
+			cancel()
+		case <-ctx.Done():
+			drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			for {
+				select {
+				case job := <-s.unlocks:
+					s.sendUnlock(drain, job)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *Service) sendUnlock(ctx context.Context, job unlockJob) {
+	user, err := s.UserByEmail(ctx, job.email)
+	if errors.Is(err, ErrNoUser) {
+		return
+	}
+	if err != nil {
+		s.log.Error("unlock: reading user", "err", err)
+		return
+	}
+	token, hash := newToken()
+	_, err = s.db.Exec(ctx,
+		`INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		hash, user.ID, job.at, job.at.Add(s.cfg.UnlockTTL))
+	if err != nil {
+		s.log.Error("unlock: storing token", "err", err)
+		return
+	}
+	link := s.cfg.PublicURL.JoinPath("unlock", token).String()
+	msg := Message{
+		To:      user.Email,
+		Subject: "Sign in to XCloak from a new browser",
+		Body: fmt.Sprintf("Someone asked for a link to sign in to the XCloak account for %s\n"+
+			"while sign-ins to it are held back.\n\n"+
+			"Open this link within %s in the browser you want to sign in with, and\n"+
+			"press the button: that browser can then sign in with your password.\n"+
+			"It works once.\n\n%s\n\n"+
+			"If this was not you, ignore this mail. If your account is held back and\n"+
+			"you did not cause it, someone may be guessing your password: consider\n"+
+			"choosing a new one.\n",
+			user.Email, s.cfg.UnlockTTL, link),
+	}
+	if err := s.mailer.Send(ctx, msg); err != nil {
+		s.log.Error("unlock: sending mail", "err", err)
+	}
+}
+
+// CheckUnlockToken reports whether an unlock token can still be used,
+// without using it: nil or ErrInvalidToken.
+func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
+	if !wellFormedToken(token) {
+		return ErrInvalidToken
+	}
+	var ok bool
+	err := s.db.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM unlock_tokens WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2)`,
+		hashToken(token), s.now()).Scan(&ok)
+	if err != nil {
+		return s.dbDown("reading unlock token", err)
+	}
+	if !ok {
+		return ErrInvalidToken
+	}
+	return nil
+}
+
+// ConfirmUnlock spends an unlock token and makes the browser a known device
+// of its account, in one transaction; the caller sets the returned cookie.
+// The token is spent by a conditional UPDATE, so it works once even when
+// confirmations race. The account's lockout is left as it is. Errors:
+// *LimitedError, ErrInvalidToken, ErrUnavailable.
+func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (DeviceCookie, error) {
+	source := c.Source()
+	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleUnlockConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
+	if err != nil {
+		return DeviceCookie{}, unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventUnlockRejected, Source: source, Rule: RuleUnlockConfirmIP})
+		return DeviceCookie{}, &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	if !wellFormedToken(token) {
+		return DeviceCookie{}, ErrInvalidToken
+	}
+	now := s.now()
+	var userID int64
+	var email, nonce string
+	var cookie DeviceCookie
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			UPDATE unlock_tokens t SET used_at = $2 FROM users u
+			WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2 AND u.id = t.user_id
+			RETURNING u.id, u.email`, hashToken(token), now).Scan(&userID, &email)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrInvalidToken
+		}
+		if err != nil {
+			return err
+		}
+		cookie, nonce = s.devices.Issue(email, now)
+		return insertDevice(ctx, tx, userID, nonce, now, s.cfg.MaxDevices)
+	})
+	if errors.Is(err, ErrInvalidToken) {
+		return DeviceCookie{}, err
+	}
+	if err != nil {
+		return DeviceCookie{}, s.dbDown("confirming unlock link", err)
+	}
+	s.deviceCache.purge()
+	s.record(Event{Kind: EventUnlockConfirmed, Account: email, UserID: userID, Source: source})
+	s.record(Event{Kind: EventNewDevice, Account: email, UserID: userID, Source: source})
+	return cookie, nil
+}
