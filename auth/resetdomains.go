@@ -20,17 +20,17 @@ const (
 type domainSenders struct {
 	mu      sync.Mutex
 	sending map[string]int
-	waiting map[string][]resetJob
+	waiting map[string][]linkJob
 	waits   int
 }
 
 // start decides whether job, for domain, is sent now, waits for a mail to
 // the domain to finish (next hands it out then), or is dropped.
-func (d *domainSenders) start(domain string, job resetJob) int {
+func (d *domainSenders) start(domain string, job linkJob) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.sending == nil {
-		d.sending, d.waiting = map[string]int{}, map[string][]resetJob{}
+		d.sending, d.waiting = map[string]int{}, map[string][]linkJob{}
 	}
 	if d.sending[domain] < resetsPerDomain {
 		d.sending[domain]++
@@ -47,7 +47,7 @@ func (d *domainSenders) start(domain string, job resetJob) int {
 // next is called when a mail to domain has been handled: it returns the
 // next job waiting for the domain, which takes over the finished mail's
 // place, or frees that place.
-func (d *domainSenders) next(domain string) (resetJob, bool) {
+func (d *domainSenders) next(domain string) (linkJob, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if q := d.waiting[domain]; len(q) > 0 {
@@ -63,5 +63,5 @@ func (d *domainSenders) next(domain string) (resetJob, bool) {
 	if d.sending[domain]--; d.sending[domain] <= 0 {
 		delete(d.sending, domain)
 	}
-	return resetJob{}, false
+	return linkJob{}, false
 }

@@ -8,19 +8,19 @@ import "testing"
 func TestDomainSenders(t *testing.T) {
 	var d domainSenders
 	for i := range resetsPerDomain {
-		if got := d.start("busy.example", resetJob{}); got != domainSend {
+		if got := d.start("busy.example", linkJob{}); got != domainSend {
 			t.Fatalf("mail %d: %d, want sent at once", i, got)
 		}
 	}
-	if got := d.start("other.example", resetJob{}); got != domainSend {
+	if got := d.start("other.example", linkJob{}); got != domainSend {
 		t.Fatalf("another domain: %d, want sent at once", got)
 	}
 	for i := range resetQueue {
-		if got := d.start("busy.example", resetJob{email: "w"}); got != domainWaits {
+		if got := d.start("busy.example", linkJob{email: "w"}); got != domainWaits {
 			t.Fatalf("job %d for the busy domain: %d, want it to wait", i, got)
 		}
 	}
-	if got := d.start("busy.example", resetJob{}); got != domainFull {
+	if got := d.start("busy.example", linkJob{}); got != domainFull {
 		t.Fatalf("past %d waiting jobs: %d, want dropped", resetQueue, got)
 	}
 	for i := range resetQueue {

@@ -35,7 +35,7 @@ const (
 // resetJob is an accepted reset request. It is handled off the request
 // path, so the response (always "accepted") takes the same time whether or
 // not the account exists and whatever the mail server does.
-type resetJob struct {
+type linkJob struct {
 	email  string
 	source string
 	at     time.Time
@@ -62,7 +62,7 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) e
 		s.record(Event{Kind: EventResetRejected, Account: email, Source: source, Rule: rejectingRule(d)})
 		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
-	job := resetJob{email: email, source: source, at: s.now()}
+	job := linkJob{email: email, source: source, at: s.now()}
 	s.record(Event{Kind: EventResetRequested, Account: email, Source: source})
 	s.resetsPending.Add(1)
 	select {
@@ -77,7 +77,7 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) e
 
 // recordDrop counts a reset mail that was not sent, in the metrics and on
 // the dashboard.
-func (s *Service) recordDrop(job resetJob, reason string) {
+func (s *Service) recordDrop(job linkJob, reason string) {
 	s.record(Event{Kind: EventResetMailDropped, Account: job.email, Source: job.source, Detail: map[string]string{"reason": reason}})
 }
 
@@ -124,7 +124,7 @@ func (s *Service) runResets(ctx context.Context) {
 // the job waits for one of them instead, and the worker that finishes it
 // sends this one next: no worker waits on a slow domain, and one domain
 // never holds more than resetsPerDomain workers.
-func (s *Service) handleReset(jobContext func() (context.Context, context.CancelFunc), job resetJob) {
+func (s *Service) handleReset(jobContext func() (context.Context, context.CancelFunc), job linkJob) {
 	domain := job.email[strings.LastIndexByte(job.email, '@')+1:]
 	switch s.resetDomains.start(domain, job) {
 	case domainWaits:
@@ -153,7 +153,7 @@ func (s *Service) handleReset(jobContext func() (context.Context, context.Cancel
 // within its limit, stores a token and mails the link. It returns why the
 // mail was not sent ("" if it was, or if there is no account: nothing was
 // to be sent).
-func (s *Service) sendReset(ctx context.Context, job resetJob) (dropped string) {
+func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	user, err := s.UserByEmail(ctx, job.email)
 	if errors.Is(err, ErrNoUser) {
 		return ""

@@ -130,7 +130,7 @@ type Service struct {
 	now     func() time.Time
 	events  *Recorder
 	stats   *Stats
-	resets  chan resetJob
+	resets  chan linkJob
 	metrics *metrics
 	// resetsPending counts reset requests queued, waiting for their
 	// domain or being handled.
@@ -220,7 +220,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		now:     now,
 		events:  NewRecorder(d.DB, stats, log, now),
 		stats:   stats,
-		resets:  make(chan resetJob, resetQueue),
+		resets:  make(chan linkJob, resetQueue),
 		unlocks: make(chan unlockJob, unlockQueue),
 	}
 	reg := d.Metrics
