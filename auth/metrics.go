@@ -69,7 +69,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 			Name: "xcloak_security_events_dropped_total", Help: "Security events dropped because the queue or a store's backlog was full."},
 			func() float64 { return float64(s.events.Dropped()) }),
 		mailDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xcloak_reset_mails_dropped_total", Help: "Reset mails for accepted requests that were not sent, by reason: queue_full, domain_limit, send_failed, unavailable."},
+			Name: "xcloak_reset_mails_dropped_total", Help: "Reset and unlock-link mails for accepted requests that were not sent, by reason: queue_full, domain_limit, send_failed, unavailable."},
 			[]string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.failures, m.rejected, m.lockouts, m.resets,

@@ -203,7 +203,7 @@ func TestResetMailsDroppedAreCounted(t *testing.T) {
 	f.waitResets(t)
 
 	want := `
-# HELP xcloak_reset_mails_dropped_total Reset mails for accepted requests that were not sent, by reason: queue_full, domain_limit, send_failed, unavailable.
+# HELP xcloak_reset_mails_dropped_total Reset and unlock-link mails for accepted requests that were not sent, by reason: queue_full, domain_limit, send_failed, unavailable.
 # TYPE xcloak_reset_mails_dropped_total counter
 xcloak_reset_mails_dropped_total{reason="domain_limit"} 1
 xcloak_reset_mails_dropped_total{reason="queue_full"} 3
@@ -223,5 +223,35 @@ xcloak_reset_mails_dropped_total{reason="queue_full"} 3
 	}
 	if n := countRows(t, f, `SELECT count(*) FROM security_events WHERE kind = 'reset_mail_dropped'`); n != 4 {
 		t.Fatalf("%d reset_mail_dropped events stored, want 4", n)
+	}
+}
+
+// TestUnlockMailsShareTheDomainLimit: unlock links go through the same
+// senders and the same per-domain limit as reset links, so asking for
+// both kinds cannot send a domain more than its limit.
+func TestUnlockMailsShareTheDomainLimit(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits.ResetDomain = ratelimit.Limit{Count: 2, Window: time.Minute}
+	})
+	for _, email := range []string{"a@busy.example", "b@busy.example", "c@busy.example"} {
+		f.addUser(t, email, "old password", false)
+	}
+	if err := f.svc.RequestReset(t.Context(), "a@busy.example", client("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, email := range []string{"b@busy.example", "c@busy.example"} {
+		if err := f.svc.RequestUnlock(t.Context(), email, client("192.0.2.1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitResets(t)
+	if n := len(f.mail.Messages()); n != 2 {
+		t.Fatalf("%d mails sent to busy.example, want its limit of 2", n)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, f, `SELECT count(*) FROM security_events WHERE kind = 'reset_mail_dropped' AND detail->>'reason' = 'domain_limit'`); n != 1 {
+		t.Fatalf("%d mails counted as dropped for the domain's limit, want 1", n)
 	}
 }

@@ -32,13 +32,16 @@ const (
 	DropUnavailable = "unavailable"  // Postgres or the limits could not be reached
 )
 
-// resetJob is an accepted reset request. It is handled off the request
-// path, so the response (always "accepted") takes the same time whether or
-// not the account exists and whatever the mail server does.
+// linkJob is an accepted request for a reset link or an unlock link. It
+// is handled off the request path, so the response (always "accepted")
+// takes the same time whether or not the account exists and whatever the
+// mail server does. Both kinds share the queue, the senders and each
+// domain's limit, so neither can be used to flood a mail domain.
 type linkJob struct {
 	email  string
 	source string
 	at     time.Time
+	unlock bool // an unlock link rather than a reset link
 }
 
 // RequestReset accepts a password-reset request: after the per-network and
@@ -62,26 +65,35 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) e
 		s.record(Event{Kind: EventResetRejected, Account: email, Source: source, Rule: rejectingRule(d)})
 		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
-	job := linkJob{email: email, source: source, at: s.now()}
 	s.record(Event{Kind: EventResetRequested, Account: email, Source: source})
+	s.queueLink(linkJob{email: email, source: source, at: s.now()})
+	return nil
+}
+
+// queueLink hands job to the senders, or counts it as dropped when the
+// queue is full.
+func (s *Service) queueLink(job linkJob) {
 	s.resetsPending.Add(1)
 	select {
 	case s.resets <- job:
 	default:
 		s.resetsPending.Add(-1)
-		s.log.Error("reset queue full; request dropped")
+		s.log.Error("mail queue full; request dropped")
 		s.recordDrop(job, DropQueueFull)
 	}
-	return nil
 }
 
 // recordDrop counts a reset mail that was not sent, in the metrics and on
 // the dashboard.
 func (s *Service) recordDrop(job linkJob, reason string) {
-	s.record(Event{Kind: EventResetMailDropped, Account: job.email, Source: job.source, Detail: map[string]string{"reason": reason}})
+	detail := map[string]string{"reason": reason}
+	if job.unlock {
+		detail["link"] = "unlock"
+	}
+	s.record(Event{Kind: EventResetMailDropped, Account: job.email, Source: job.source, Detail: detail})
 }
 
-// runResets sends queued reset mails with resetWorkers workers until ctx
+// runResets sends queued reset and unlock mails with resetWorkers workers until ctx
 // is done, then sends what is still queued, within a bounded time.
 func (s *Service) runResets(ctx context.Context) {
 	// A mail being sent when shutdown begins is finished, not cut; the
@@ -119,7 +131,7 @@ func (s *Service) runResets(ctx context.Context) {
 	wg.Wait()
 }
 
-// handleReset sends one queued reset mail, or counts why it was not sent.
+// handleReset sends one queued link mail, or counts why it was not sent.
 // If its recipient's domain already has resetsPerDomain mails being sent,
 // the job waits for one of them instead, and the worker that finishes it
 // sends this one next: no worker waits on a slow domain, and one domain
@@ -159,7 +171,7 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		return ""
 	}
 	if err != nil {
-		s.log.Error("reset: reading user", "err", err)
+		s.log.Error("mailing a link: reading user", "err", err)
 		return DropUnavailable
 	}
 	// Only mails that would be sent count towards the domain's limit, so
@@ -167,35 +179,48 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
 	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetDomain, ID: domain, Limit: s.cfg.Limits.ResetDomain})
 	if err != nil {
-		s.log.Error("reset: checking the domain's limit", "err", err)
+		s.log.Error("mailing a link: checking the domain's limit", "err", err)
 		return DropUnavailable
 	}
 	if !d.Allowed {
-		s.log.Warn("reset: mail domain over its limit; mail dropped", "domain", domain)
+		s.log.Warn("mailing a link: mail domain over its limit; mail dropped", "domain", domain)
 		return DropDomainLimit
 	}
-	token, hash := newToken()
-	_, err = s.db.Exec(ctx,
-		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		hash, user.ID, job.at, job.at.Add(s.cfg.ResetTTL))
+	makeLink := s.resetLink
+	if job.unlock {
+		makeLink = s.unlockLink
+	}
+	msg, err := makeLink(ctx, user, job.at)
 	if err != nil {
-		s.log.Error("reset: storing token", "err", err)
+		s.log.Error("storing a link's token", "err", err)
 		return DropUnavailable
 	}
+	if err := s.mailer.Send(ctx, msg); err != nil {
+		s.log.Error("mailing a link: sending mail", "err", err)
+		return DropSendFailed
+	}
+	return ""
+}
+
+// resetLink stores a new reset token for user and returns the mail that
+// carries its link.
+func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Message, error) {
+	token, hash := newToken()
+	_, err := s.db.Exec(ctx,
+		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		hash, user.ID, at, at.Add(s.cfg.ResetTTL))
+	if err != nil {
+		return Message{}, err
+	}
 	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()
-	msg := Message{
+	return Message{
 		To:      user.Email,
 		Subject: "Reset your XCloak password",
 		Body: fmt.Sprintf("Someone asked to reset the password of the XCloak account for %s.\n\n"+
 			"To choose a new password, open this link within %s. It works once.\n\n%s\n\n"+
 			"If this was not you, ignore this mail: your password stays as it is.\n",
 			user.Email, s.cfg.ResetTTL, link),
-	}
-	if err := s.mailer.Send(ctx, msg); err != nil {
-		s.log.Error("reset: sending mail", "err", err)
-		return DropSendFailed
-	}
-	return ""
+	}, nil
 }
 
 // CheckResetToken reports whether a reset token can still be used, without

@@ -139,8 +139,6 @@ type Service struct {
 
 	// deviceCache remembers for a moment which cookies are known devices.
 	deviceCache deviceCache
-	// unlocks queues the unlock links to mail.
-	unlocks chan unlockJob
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -221,7 +219,6 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		events:  NewRecorder(d.DB, stats, log, now),
 		stats:   stats,
 		resets:  make(chan linkJob, resetQueue),
-		unlocks: make(chan unlockJob, unlockQueue),
 	}
 	reg := d.Metrics
 	if reg == nil {
@@ -249,15 +246,9 @@ func (s *Service) Run(ctx context.Context) {
 		defer close(janitor)
 		s.runJanitor(ctx)
 	}()
-	unlocks := make(chan struct{})
-	go func() {
-		defer close(unlocks)
-		s.runUnlocks(ctx)
-	}()
 	s.runResets(ctx)
 	<-done
 	<-janitor
-	<-unlocks
 	s.limits.Close()
 }
 

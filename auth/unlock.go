@@ -42,16 +42,6 @@ const (
 	RuleUnlockConfirmIP = "unlock_confirm_ip"
 )
 
-// unlockQueue bounds the unlock mails waiting to be sent.
-const unlockQueue = 1024
-
-// unlockJob is an accepted request for an unlock link.
-type unlockJob struct {
-	email  string
-	source string
-	at     time.Time
-}
-
 // RequestUnlock accepts a request for an unlock link: after the
 // per-network and per-account limits, it queues the work of looking the
 // account up, making a token and mailing the link, and returns nil whether
@@ -74,58 +64,23 @@ func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) 
 		s.record(Event{Kind: EventUnlockRejected, Account: email, Source: source, Rule: rejectingRule(d)})
 		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
-	select {
-	case s.unlocks <- unlockJob{email: email, source: source, at: s.now()}:
-	default:
-		s.log.Error("unlock queue full; request dropped", "account", email)
-	}
 	s.record(Event{Kind: EventUnlockRequested, Account: email, Source: source})
+	s.queueLink(linkJob{email: email, source: source, at: s.now(), unlock: true})
 	return nil
 }
 
-// runUnlocks sends queued unlock mails until ctx is done, then sends what
-// is still queued, within a bounded time.
-func (s *Service) runUnlocks(ctx context.Context) {
-	for {
-		select {
-		case job := <-s.unlocks:
-			send, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			s.sendUnlock(send, job)
-			cancel()
-		case <-ctx.Done():
-			drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			for {
-				select {
-				case job := <-s.unlocks:
-					s.sendUnlock(drain, job)
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-func (s *Service) sendUnlock(ctx context.Context, job unlockJob) {
-	user, err := s.UserByEmail(ctx, job.email)
-	if errors.Is(err, ErrNoUser) {
-		return
-	}
-	if err != nil {
-		s.log.Error("unlock: reading user", "err", err)
-		return
-	}
+// unlockLink stores a new unlock token for user and returns the mail that
+// carries its link.
+func (s *Service) unlockLink(ctx context.Context, user User, at time.Time) (Message, error) {
 	token, hash := newToken()
-	_, err = s.db.Exec(ctx,
+	_, err := s.db.Exec(ctx,
 		`INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		hash, user.ID, job.at, job.at.Add(s.cfg.UnlockTTL))
+		hash, user.ID, at, at.Add(s.cfg.UnlockTTL))
 	if err != nil {
-		s.log.Error("unlock: storing token", "err", err)
-		return
+		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("unlock", token).String()
-	msg := Message{
+	return Message{
 		To:      user.Email,
 		Subject: "Sign in to XCloak from a new browser",
 		Body: fmt.Sprintf("Someone asked for a link to sign in to the XCloak account for %s\n"+
@@ -137,10 +92,7 @@ func (s *Service) sendUnlock(ctx context.Context, job unlockJob) {
 			"you did not cause it, someone may be guessing your password: consider\n"+
 			"choosing a new one.\n",
 			user.Email, s.cfg.UnlockTTL, link),
-	}
-	if err := s.mailer.Send(ctx, msg); err != nil {
-		s.log.Error("unlock: sending mail", "err", err)
-	}
+	}, nil
 }
 
 // CheckUnlockToken reports whether an unlock token can still be used,

@@ -262,7 +262,7 @@ func newSettings(d auth.Config) []setting {
 			d.Limits.ResetAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetAccount }),
 		limit("XCLOAK_LIMIT_RESET_CONFIRM_IP", "limit-reset-confirm-ip", "new passwords set through reset links, and unlock links confirmed, per client network",
 			d.Limits.ResetConfirmIP, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetConfirmIP }),
-		limit("XCLOAK_LIMIT_RESET_DOMAIN", "limit-reset-domain", "reset mails sent per recipient domain",
+		limit("XCLOAK_LIMIT_RESET_DOMAIN", "limit-reset-domain", "reset and unlock-link mails sent per recipient domain",
 			d.Limits.ResetDomain, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetDomain }),
 		limit("XCLOAK_LIMIT_UNLOCK_IP", "limit-unlock-ip", "unlock-link requests per client network",
 			d.Limits.UnlockIP, func(l *auth.Limits) *ratelimit.Limit { return &l.UnlockIP }),
