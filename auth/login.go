@@ -142,6 +142,8 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 	if trusted {
 		return ErrInvalidCredentials
 	}
+	ctx, cancel := afterDecision(ctx)
+	defer cancel()
 	f, err := s.limits.Fail(ctx, email)
 	if err != nil {
 		return unavailable("counting failure", err)
@@ -152,12 +154,27 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 	return ErrInvalidCredentials
 }
 
+// afterDecisionTimeout bounds the work that follows a verified password.
+const afterDecisionTimeout = 2 * time.Second
+
+// afterDecision returns the context for the work that must follow a
+// password check (counting a failure, recording a lockout, clearing one
+// after a success): a client that hangs up once its password is hashed
+// neither escapes the count nor leaves a lock or a failure count behind,
+// and its cancelled request never reaches Redis as an error. The work is
+// still bounded, by afterDecisionTimeout.
+func afterDecision(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), afterDecisionTimeout)
+}
+
 func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source string, trusted, rehash bool) (LoginResult, error) {
-	if wasLocked, err := s.limits.Clear(ctx, user.Email); err != nil {
+	after, cancel := afterDecision(ctx)
+	defer cancel()
+	if wasLocked, err := s.limits.Clear(after, user.Email); err != nil {
 		// The sign-in stands; the failure count ages out on its own.
 		s.log.Warn("clearing failures after sign-in", "err", err)
 	} else if wasLocked {
-		s.clearLockoutRecord(ctx, user.Email, user.ID, "success", source)
+		s.clearLockoutRecord(after, user.Email, user.ID, "success", source)
 	}
 	if rehash {
 		if hash, err := s.hasher.Hash(ctx, req.Password); err == nil {

@@ -40,7 +40,8 @@ func ParseFailurePolicy(s string) (FailurePolicy, error) {
 var ErrRedisUnavailable = errors.New("ratelimit: redis unavailable")
 
 // Failover puts a FailurePolicy in front of the Redis-backed Limiter and
-// Lockouts. The first Redis error switches it to degraded mode: from then
+// Lockouts. The first Redis outage (IsOutage: not a cancelled request, not
+// an ordinary error reply) switches it to degraded mode: from then
 // on it does not wait for Redis on every request but applies the policy at
 // once, while a probe pings Redis a few times a second. When Redis answers
 // again (after a restart that lost the scripts too: they are reloaded on
@@ -93,7 +94,7 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 	}
 	if !f.degraded.Load() {
 		d, err := f.limiter.AllowAll(ctx, rules...)
-		if err == nil || ctx.Err() != nil {
+		if !IsOutage(ctx, err) {
 			return d, err
 		}
 		f.trip(err)
@@ -117,7 +118,7 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
 	if !f.degraded.Load() {
 		res, err := f.lockouts.Fail(ctx, id)
-		if err == nil || ctx.Err() != nil {
+		if !IsOutage(ctx, err) {
 			return res, err
 		}
 		f.trip(err)
@@ -146,6 +147,9 @@ func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
 	}
 	was, err := f.lockouts.Clear(ctx, id)
 	if err != nil {
+		if !IsOutage(ctx, err) {
+			return false, err
+		}
 		f.trip(err)
 		if f.policy == FailClosed {
 			return false, ErrRedisUnavailable
