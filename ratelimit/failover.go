@@ -53,6 +53,7 @@ type Failover struct {
 	rdb      redis.UniversalClient
 	policy   FailurePolicy
 	log      *slog.Logger
+	timeout  time.Duration
 
 	degraded atomic.Bool
 	probeMu  sync.Mutex
@@ -68,13 +69,28 @@ type Failover struct {
 	openLog      atomic.Int64 // unix second of the last "failing open" log line
 }
 
+// DefaultTimeout bounds each Redis call a Failover makes: a decision that
+// Redis has not answered by then is taken by the failure policy instead.
+const DefaultTimeout = time.Second
+
 // NewFailover wires limiter and lockouts on rdb with policy; local serves
-// under FailLocal.
+// under FailLocal. Each Redis call is bounded by DefaultTimeout, which
+// takes a client that honours its contexts' deadlines
+// (redis.Options.ContextTimeoutEnabled).
 func NewFailover(rdb redis.UniversalClient, limiter *Limiter, lockouts *Lockouts, local *Local, policy FailurePolicy, log *slog.Logger) *Failover {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Failover{limiter: limiter, lockouts: lockouts, local: local, rdb: rdb, policy: policy, log: log, stop: make(chan struct{})}
+	return &Failover{limiter: limiter, lockouts: lockouts, local: local, rdb: rdb, policy: policy, log: log,
+		timeout: DefaultTimeout, stop: make(chan struct{})}
+}
+
+// SetTimeout changes the bound on each Redis call (DefaultTimeout); call it
+// before f is used.
+func (f *Failover) SetTimeout(d time.Duration) {
+	if d > 0 {
+		f.timeout = d
+	}
 }
 
 // Degraded reports whether Redis is currently treated as down.
@@ -93,7 +109,9 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		return Decision{}, err
 	}
 	if !f.degraded.Load() {
-		d, err := f.limiter.AllowAll(ctx, rules...)
+		cctx, cancel := context.WithTimeout(ctx, f.timeout)
+		d, err := f.limiter.AllowAll(cctx, rules...)
+		cancel()
 		if !IsOutage(ctx, err) {
 			return d, err
 		}
@@ -117,7 +135,9 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 // Fail records a failed attempt, by Redis when it answers.
 func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
 	if !f.degraded.Load() {
-		res, err := f.lockouts.Fail(ctx, id)
+		cctx, cancel := context.WithTimeout(ctx, f.timeout)
+		res, err := f.lockouts.Fail(cctx, id)
+		cancel()
 		if !IsOutage(ctx, err) {
 			return res, err
 		}
@@ -145,7 +165,9 @@ func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
 		}
 		return wasLocal, nil
 	}
-	was, err := f.lockouts.Clear(ctx, id)
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	was, err := f.lockouts.Clear(cctx, id)
+	cancel()
 	if err != nil {
 		if !IsOutage(ctx, err) {
 			return false, err

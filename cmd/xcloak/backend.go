@@ -126,14 +126,34 @@ func (b *backend) ready(ctx context.Context) map[string]error {
 	return map[string]error{"redis": b.rdb.Ping(ctx).Err(), "postgres": b.pool.Ping(ctx)}
 }
 
-// connectRedis opens a client for rawURL and checks that Redis answers.
-// Timeouts and the pool size suit a service whose every request makes one
-// or two short round trips; the URL's own dial_timeout, read_timeout,
-// write_timeout and pool_size parameters win. It returns a Redis Cluster
-// client when the URL lists several addresses or cluster is set, a
-// Sentinel client when the URL names a master_name, and a plain client
-// otherwise (see redisOptions).
+// connectRedis opens a client for rawURL (newRedisClient) and checks that
+// Redis answers.
 func connectRedis(ctx context.Context, rawURL string, cluster bool) (redis.UniversalClient, string, error) {
+	rdb, label, err := newRedisClient(rawURL, cluster)
+	if err != nil {
+		return nil, "", err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	if err := rdb.Ping(pingCtx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, "", fmt.Errorf("redis at %s does not answer: %w", label, err)
+	}
+	return rdb, label, nil
+}
+
+// newRedisClient opens a client for rawURL without talking to Redis yet.
+// Timeouts and the pool size suit a service whose every request makes one
+// or two short round trips. A command honours its context's deadline, and
+// a failed one is not retried: a limit decision must come within its bound
+// (ratelimit.DefaultTimeout), and one that Redis cannot give is the failure
+// policy's to take, not worth more tries against a dead server (go-redis
+// would otherwise try each command four times, and each connection five). The URL's own dial_timeout,
+// read_timeout, write_timeout, pool_size and max_retries parameters win.
+// It returns a Redis Cluster client when the URL lists several addresses
+// or cluster is set, a Sentinel client when the URL names a master_name,
+// and a plain client otherwise (see redisOptions).
+func newRedisClient(rawURL string, cluster bool) (redis.UniversalClient, string, error) {
 	opts, err := redisOptions(rawURL, cluster)
 	if err != nil {
 		return nil, "", fmt.Errorf("redis URL: %w", err)
@@ -150,15 +170,12 @@ func connectRedis(ctx context.Context, rawURL string, cluster bool) (redis.Unive
 	if opts.PoolSize == 0 {
 		opts.PoolSize = max(32, 10*runtime.GOMAXPROCS(0))
 	}
-	rdb := redis.NewUniversalClient(opts)
-	label := universalLabel(opts)
-	pingCtx, cancel := context.WithTimeout(ctx, startupTimeout)
-	defer cancel()
-	if err := rdb.Ping(pingCtx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, "", fmt.Errorf("redis at %s does not answer: %w", label, err)
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = -1 // go-redis: 0 means its default of 3 retries
 	}
-	return rdb, label, nil
+	opts.DialerRetries = 1 // and 0 its default of 5 dials per connection
+	opts.ContextTimeoutEnabled = true
+	return redis.NewUniversalClient(opts), universalLabel(opts), nil
 }
 
 // prepareDatabase creates the database when missing and brings its schema up
