@@ -56,10 +56,18 @@ type Failover struct {
 	timeout  time.Duration
 
 	degraded atomic.Bool
+	// restored is closed once the lockouts in force are in local after
+	// the current outage began; local decisions wait for it.
+	restored atomic.Pointer[chan struct{}]
 	probeMu  sync.Mutex
 	probing  bool
 	stop     chan struct{}
 	stopOnce sync.Once
+	// Restore, if set before use, lists the lockouts in force from a
+	// store that outlives Redis (Postgres). Under FailLocal they are
+	// loaded into the in-process store each time Redis is lost, so that
+	// an identity locked in Redis stays locked during the outage.
+	Restore func(context.Context) ([]HeldLock, error)
 	// OnChange, if set before use, is called with true when Redis is lost
 	// and false when it is back (for metrics).
 	OnChange func(degraded bool)
@@ -72,6 +80,17 @@ type Failover struct {
 // DefaultTimeout bounds each Redis call a Failover makes: a decision that
 // Redis has not answered by then is taken by the failure policy instead.
 const DefaultTimeout = time.Second
+
+// restoreTimeout bounds the loading of the lockouts in force when Redis is
+// lost; local decisions wait for it at most that long.
+const restoreTimeout = 2 * time.Second
+
+// HeldLock is a lock in force, as recorded outside Redis.
+type HeldLock struct {
+	ID    string
+	Until time.Time
+	Level int
+}
 
 // NewFailover wires limiter and lockouts on rdb with policy; local serves
 // under FailLocal. Each Redis call is bounded by DefaultTimeout, which
@@ -128,6 +147,9 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		}
 		return d, nil
 	default:
+		if err := f.waitRestored(ctx); err != nil {
+			return Decision{}, err
+		}
 		return f.local.AllowAll(ctx, rules...)
 	}
 }
@@ -149,6 +171,9 @@ func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
 	case FailOpen:
 		return Failure{}, nil
 	default:
+		if err := f.waitRestored(ctx); err != nil {
+			return Failure{}, err
+		}
 		return f.local.Fail(ctx, id)
 	}
 }
@@ -186,15 +211,21 @@ func (f *Failover) trip(cause error) {
 	if f.OnRedisError != nil {
 		f.OnRedisError(cause)
 	}
-	if f.degraded.CompareAndSwap(false, true) {
+	f.probeMu.Lock()
+	defer f.probeMu.Unlock()
+	if !f.degraded.Load() {
+		// The restore is published before degraded is set, so whoever
+		// sees the outage finds its restore and waits for it.
+		done := make(chan struct{})
+		f.restored.Store(&done)
+		go f.restore(done)
+		f.degraded.Store(true)
 		f.log.Error("redis unreachable; limits follow the failure policy until it answers",
 			"policy", string(f.policy), "err", cause)
 		if f.OnChange != nil {
 			f.OnChange(true)
 		}
 	}
-	f.probeMu.Lock()
-	defer f.probeMu.Unlock()
 	if !f.probing {
 		f.probing = true
 		go f.probe()
@@ -217,15 +248,64 @@ func (f *Failover) probe() {
 		if err == nil {
 			f.probeMu.Lock()
 			f.probing = false
-			f.probeMu.Unlock()
 			if f.degraded.CompareAndSwap(true, false) {
 				f.log.Info("redis answers again; shared limits restored")
 				if f.OnChange != nil {
 					f.OnChange(false)
 				}
 			}
+			f.probeMu.Unlock()
 			return
 		}
+	}
+}
+
+// Check pings Redis once and, if Redis cannot be reached, enters degraded
+// mode at once (at start, say, so that the first requests do not wait for
+// a dead Redis). It returns the ping's error.
+func (f *Failover) Check(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	err := f.rdb.Ping(cctx).Err()
+	cancel()
+	if IsOutage(ctx, err) {
+		f.trip(err)
+	}
+	return err
+}
+
+// restore loads the lockouts in force into the in-process store (under
+// FailLocal, when Restore is set), then closes done.
+func (f *Failover) restore(done chan struct{}) {
+	defer close(done)
+	if f.policy != FailLocal || f.Restore == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	locks, err := f.Restore(ctx)
+	if err != nil {
+		f.log.Error("loading the lockouts in force for the in-process limits", "err", err)
+		return
+	}
+	f.local.Restore(locks...)
+	if len(locks) > 0 {
+		f.log.Info("lockouts in force loaded into the in-process limits", "count", len(locks))
+	}
+}
+
+// waitRestored waits until the lockouts in force at the start of the
+// current outage are loaded, so that no local decision admits a guess at
+// an account Redis held locked.
+func (f *Failover) waitRestored(ctx context.Context) error {
+	p := f.restored.Load()
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-*p:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

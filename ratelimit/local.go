@@ -235,3 +235,30 @@ func (l *Local) Clear(_ context.Context, id string) (bool, error) {
 	f.until, f.failures = time.Time{}, 0
 	return was, nil
 }
+
+// Restore puts locks recorded elsewhere (the lockouts in force when Redis
+// was lost) into l. A lock l holds already is only ever lengthened, and the
+// level only ever raised, so restoring twice changes nothing.
+func (l *Local) Restore(locks ...HeldLock) {
+	now := l.now()
+	for _, h := range locks {
+		if !now.Before(h.Until) {
+			continue
+		}
+		sh := &l.shards[l.shard(h.ID)]
+		sh.mu.Lock()
+		f, _ := sh.lockouts.get(h.ID)
+		if f == nil {
+			f = &localLockout{}
+			sh.lockouts.add(h.ID, f)
+		}
+		if h.Until.After(f.until) {
+			f.until, f.failures = h.Until, 0
+		}
+		f.level = max(f.level, h.Level)
+		if f.until.After(f.last) {
+			f.last = f.until
+		}
+		sh.mu.Unlock()
+	}
+}
