@@ -77,9 +77,13 @@ type Failover struct {
 	openLog      atomic.Int64 // unix second of the last "failing open" log line
 }
 
-// DefaultTimeout bounds each Redis call a Failover makes: a decision that
-// Redis has not answered by then is taken by the failure policy instead.
-const DefaultTimeout = time.Second
+// DefaultTimeout bounds each Redis call a Failover makes, from the wait for
+// a free connection to the reply: a decision that Redis has not answered
+// by then is taken by the failure policy instead. It matches the server's
+// client, which waits 2 s to connect and 1 s for a reply, and leaves room
+// for a burst queued for a connection, so that a replica under load does
+// not take itself for one without Redis.
+const DefaultTimeout = 2 * time.Second
 
 // restoreTimeout bounds the loading of the lockouts in force when Redis is
 // lost; local decisions wait for it at most that long.
