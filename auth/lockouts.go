@@ -104,3 +104,17 @@ func (s *Service) ActiveLockouts(ctx context.Context, limit int) ([]Lockout, err
 	}
 	return out, nil
 }
+
+// lockoutsInForce lists the account lockouts Postgres records as in force,
+// for the in-process limits to honour while Redis is unreachable.
+func (s *Service) lockoutsInForce(ctx context.Context) ([]ratelimit.HeldLock, error) {
+	locks, err := s.ActiveLockouts(ctx, ratelimit.DefaultLocalIdentities)
+	if err != nil {
+		return nil, err
+	}
+	held := make([]ratelimit.HeldLock, len(locks))
+	for i, l := range locks {
+		held[i] = ratelimit.HeldLock{ID: l.Account, Until: l.LockedUntil, Level: l.Level}
+	}
+	return held, nil
+}

@@ -229,6 +229,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	s.limits.AddLockouts(deviceLockouts)
 	s.limits.OnRedisError = func(error) { s.metrics.redisErrors.Inc() }
+	s.limits.Restore = s.lockoutsInForce
 	return s, nil
 }
 
@@ -255,6 +256,11 @@ func (s *Service) Run(ctx context.Context) {
 // Degraded reports whether Redis is unreachable and limits follow the
 // failure policy.
 func (s *Service) Degraded() bool { return s.limits.Degraded() }
+
+// CheckRedis pings Redis once and, when it cannot be reached, puts the
+// limits in degraded mode at once: at start, so that the first requests
+// do not wait for a dead Redis.
+func (s *Service) CheckRedis(ctx context.Context) error { return s.limits.Check(ctx) }
 
 // FailurePolicy returns what limits do while Redis is unreachable.
 func (s *Service) FailurePolicy() ratelimit.FailurePolicy { return s.limits.Policy() }

@@ -32,10 +32,11 @@
 // admits anything Redis would refuse, and a flood against one identity then
 // costs no round trip at all.
 //
-// [Failover] applies a [FailurePolicy] while Redis is unreachable: [Local]
-// enforces the same rules and lockouts in process, or every decision fails
-// closed, or every request is admitted; a probe hands back to Redis when it
-// answers.
+// [Failover] applies a [FailurePolicy] while Redis is unreachable ([IsOutage]
+// says when it is: never because a request was cancelled): [Local] enforces
+// the same rules and lockouts in process, starting from the locks in force
+// recorded elsewhere, or every decision fails closed, or every request is
+// admitted; a probe hands back to Redis when it answers.
 //
 // The seed design's check-then-act limiter lives in the subpackage baseline,
 // for tests, benchmarks and the credential-stuffing simulator only.

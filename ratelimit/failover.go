@@ -40,7 +40,8 @@ func ParseFailurePolicy(s string) (FailurePolicy, error) {
 var ErrRedisUnavailable = errors.New("ratelimit: redis unavailable")
 
 // Failover puts a FailurePolicy in front of the Redis-backed Limiter and
-// Lockouts. The first Redis error switches it to degraded mode: from then
+// Lockouts. The first Redis outage (IsOutage: not a cancelled request, not
+// an ordinary error reply) switches it to degraded mode: from then
 // on it does not wait for Redis on every request but applies the policy at
 // once, while a probe pings Redis a few times a second. When Redis answers
 // again (after a restart that lost the scripts too: they are reloaded on
@@ -53,12 +54,21 @@ type Failover struct {
 	rdb      redis.UniversalClient
 	policy   FailurePolicy
 	log      *slog.Logger
+	timeout  time.Duration
 
 	degraded atomic.Bool
+	// restored is closed once the lockouts in force are in local after
+	// the current outage began; local decisions wait for it.
+	restored atomic.Pointer[chan struct{}]
 	probeMu  sync.Mutex
 	probing  bool
 	stop     chan struct{}
 	stopOnce sync.Once
+	// Restore, if set before use, lists the lockouts in force from a
+	// store that outlives Redis (Postgres). Under FailLocal they are
+	// loaded into the in-process store each time Redis is lost, so that
+	// an identity locked in Redis stays locked during the outage.
+	Restore func(context.Context) ([]HeldLock, error)
 	// OnChange, if set before use, is called with true when Redis is lost
 	// and false when it is back (for metrics).
 	OnChange func(degraded bool)
@@ -68,13 +78,43 @@ type Failover struct {
 	openLog      atomic.Int64 // unix second of the last "failing open" log line
 }
 
+// DefaultTimeout bounds each Redis call a Failover makes, from the wait for
+// a free connection to the reply: a decision that Redis has not answered
+// by then is taken by the failure policy instead. It matches the server's
+// client, which waits 2 s to connect and 1 s for a reply, and leaves room
+// for a burst queued for a connection, so that a replica under load does
+// not take itself for one without Redis.
+const DefaultTimeout = 2 * time.Second
+
+// restoreTimeout bounds the loading of the lockouts in force when Redis is
+// lost; local decisions wait for it at most that long.
+const restoreTimeout = 2 * time.Second
+
+// HeldLock is a lock in force, as recorded outside Redis.
+type HeldLock struct {
+	ID    string
+	Until time.Time
+	Level int
+}
+
 // NewFailover wires limiter and lockouts on rdb with policy; local serves
-// under FailLocal.
+// under FailLocal. Each Redis call is bounded by DefaultTimeout, which
+// takes a client that honours its contexts' deadlines
+// (redis.Options.ContextTimeoutEnabled).
 func NewFailover(rdb redis.UniversalClient, limiter *Limiter, lockouts *Lockouts, local *Local, policy FailurePolicy, log *slog.Logger) *Failover {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Failover{limiter: limiter, lockouts: lockouts, local: local, rdb: rdb, policy: policy, log: log, stop: make(chan struct{})}
+	return &Failover{limiter: limiter, lockouts: lockouts, local: local, rdb: rdb, policy: policy, log: log,
+		timeout: DefaultTimeout, stop: make(chan struct{})}
+}
+
+// SetTimeout changes the bound on each Redis call (DefaultTimeout); call it
+// before f is used.
+func (f *Failover) SetTimeout(d time.Duration) {
+	if d > 0 {
+		f.timeout = d
+	}
 }
 
 // Degraded reports whether Redis is currently treated as down.
@@ -93,8 +133,10 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		return Decision{}, err
 	}
 	if !f.degraded.Load() {
-		d, err := f.limiter.AllowAll(ctx, rules...)
-		if err == nil || ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(ctx, f.timeout)
+		d, err := f.limiter.AllowAll(cctx, rules...)
+		cancel()
+		if !IsOutage(ctx, err) {
 			return d, err
 		}
 		f.trip(err)
@@ -110,6 +152,9 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		}
 		return d, nil
 	default:
+		if err := f.waitRestored(ctx); err != nil {
+			return Decision{}, err
+		}
 		return f.local.AllowAll(ctx, rules...)
 	}
 }
@@ -117,8 +162,10 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 // Fail records a failed attempt, by Redis when it answers.
 func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
 	if !f.degraded.Load() {
-		res, err := f.lockouts.Fail(ctx, id)
-		if err == nil || ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(ctx, f.timeout)
+		res, err := f.lockouts.Fail(cctx, id)
+		cancel()
+		if !IsOutage(ctx, err) {
 			return res, err
 		}
 		f.trip(err)
@@ -129,6 +176,9 @@ func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
 	case FailOpen:
 		return Failure{}, nil
 	default:
+		if err := f.waitRestored(ctx); err != nil {
+			return Failure{}, err
+		}
 		return f.local.Fail(ctx, id)
 	}
 }
@@ -145,8 +195,13 @@ func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
 		}
 		return wasLocal, nil
 	}
-	was, err := f.lockouts.Clear(ctx, id)
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	was, err := f.lockouts.Clear(cctx, id)
+	cancel()
 	if err != nil {
+		if !IsOutage(ctx, err) {
+			return false, err
+		}
 		f.trip(err)
 		if f.policy == FailClosed {
 			return false, ErrRedisUnavailable
@@ -161,15 +216,21 @@ func (f *Failover) trip(cause error) {
 	if f.OnRedisError != nil {
 		f.OnRedisError(cause)
 	}
-	if f.degraded.CompareAndSwap(false, true) {
+	f.probeMu.Lock()
+	defer f.probeMu.Unlock()
+	if !f.degraded.Load() {
+		// The restore is published before degraded is set, so whoever
+		// sees the outage finds its restore and waits for it.
+		done := make(chan struct{})
+		f.restored.Store(&done)
+		go f.restore(done)
+		f.degraded.Store(true)
 		f.log.Error("redis unreachable; limits follow the failure policy until it answers",
 			"policy", string(f.policy), "err", cause)
 		if f.OnChange != nil {
 			f.OnChange(true)
 		}
 	}
-	f.probeMu.Lock()
-	defer f.probeMu.Unlock()
 	if !f.probing {
 		f.probing = true
 		go f.probe()
@@ -192,15 +253,64 @@ func (f *Failover) probe() {
 		if err == nil {
 			f.probeMu.Lock()
 			f.probing = false
-			f.probeMu.Unlock()
 			if f.degraded.CompareAndSwap(true, false) {
 				f.log.Info("redis answers again; shared limits restored")
 				if f.OnChange != nil {
 					f.OnChange(false)
 				}
 			}
+			f.probeMu.Unlock()
 			return
 		}
+	}
+}
+
+// Check pings Redis once and, if Redis cannot be reached, enters degraded
+// mode at once (at start, say, so that the first requests do not wait for
+// a dead Redis). It returns the ping's error.
+func (f *Failover) Check(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	err := f.rdb.Ping(cctx).Err()
+	cancel()
+	if IsOutage(ctx, err) {
+		f.trip(err)
+	}
+	return err
+}
+
+// restore loads the lockouts in force into the in-process store (under
+// FailLocal, when Restore is set), then closes done.
+func (f *Failover) restore(done chan struct{}) {
+	defer close(done)
+	if f.policy != FailLocal || f.Restore == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	locks, err := f.Restore(ctx)
+	if err != nil {
+		f.log.Error("loading the lockouts in force for the in-process limits", "err", err)
+		return
+	}
+	f.local.Restore(locks...)
+	if len(locks) > 0 {
+		f.log.Info("lockouts in force loaded into the in-process limits", "count", len(locks))
+	}
+}
+
+// waitRestored waits until the lockouts in force at the start of the
+// current outage are loaded, so that no local decision admits a guess at
+// an account Redis held locked.
+func (f *Failover) waitRestored(ctx context.Context) error {
+	p := f.restored.Load()
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-*p:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

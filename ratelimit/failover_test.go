@@ -91,29 +91,6 @@ func TestLocalSlidesAndLocks(t *testing.T) {
 	}
 }
 
-func TestLocalIsBounded(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	l, err := ratelimit.NewLocal("login_account", policy, 100, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
-	rule := func(i int) ratelimit.Rule {
-		return ratelimit.Rule{Name: "login_ip", ID: fmt.Sprint(i), Limit: ratelimit.PerMinute(5)}
-	}
-	for i := range 100 {
-		if d, _ := l.AllowAll(t.Context(), rule(i)); !d.Allowed {
-			t.Fatalf("identity %d rejected below the bound", i)
-		}
-	}
-	if d, _ := l.AllowAll(t.Context(), rule(100)); d.Allowed {
-		t.Fatal("a new identity was admitted past the bound while every log was live")
-	}
-	now = now.Add(time.Minute)
-	if d, _ := l.AllowAll(t.Context(), rule(100)); !d.Allowed {
-		t.Fatal("a new identity was rejected after the old logs expired")
-	}
-}
-
 // fastClient gives up on a dead Redis quickly, as the server's client does.
 func fastClient(t *testing.T, url string) *redis.Client {
 	t.Helper()

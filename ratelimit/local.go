@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"context"
+	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 )
@@ -13,18 +15,30 @@ import (
 // falls back to while Redis is unreachable: each replica then limits on its
 // own, so N replicas admit up to N times a limit, which is still a limit.
 //
-// Memory is bounded: at most maxIdentities logs are kept. When full, logs
-// whose window has passed are dropped; if none has, requests for new
-// identities are rejected until some expire, so a flood of fresh
-// identities cannot exhaust memory.
+// Memory is bounded: at most maxIdentities logs and as many lockout
+// records are kept. When full, the least recently used is forgotten to
+// make room, so a flood of fresh identities never stops a new one from
+// being served; an identity under attack is used at every attempt and
+// stays. Lockout records are kept apart from logs, so that a flood of
+// fresh identities does not push out the locks.
+//
+// The identities are spread over shards, each with its own lock and its
+// own least-recently-used order, so that decisions for different
+// identities do not wait for each other. A request's rules lock their
+// shards in one fixed order, which keeps each decision atomic.
 type Local struct {
+	now    func() time.Time
+	policy LockoutPolicy
+	name   string // the lockouts' rule name
+	seed   maphash.Seed
+	shards []localShard
+}
+
+// localShard holds the identities that hash to it.
+type localShard struct {
 	mu       sync.Mutex
-	now      func() time.Time
-	max      int
-	logs     map[string]*localLog
-	failures map[string]*localLockout
-	policy   LockoutPolicy
-	name     string // the lockouts' rule name
+	logs     lru[*localLog]     // by rule name and identity
+	lockouts lru[*localLockout] // by identity
 }
 
 type localLog struct {
@@ -42,6 +56,13 @@ type localLockout struct {
 // DefaultLocalIdentities bounds a Local's memory: about 100 bytes plus 24
 // bytes per admitted request for each identity.
 const DefaultLocalIdentities = 100_000
+
+// Shards: one per localShardSize identities of the bound, at most
+// maxLocalShards. A small bound gets one shard and an exact LRU order.
+const (
+	localShardSize = 1024
+	maxLocalShards = 64
+)
 
 // NewLocal returns an in-process limiter whose lockouts belong to rule name
 // with policy p; now is its clock (nil: time.Now).
@@ -61,7 +82,22 @@ func NewLocal(name string, p LockoutPolicy, maxIdentities int, now func() time.T
 	if maxIdentities <= 0 {
 		maxIdentities = DefaultLocalIdentities
 	}
-	return &Local{now: now, max: maxIdentities, logs: map[string]*localLog{}, failures: map[string]*localLockout{}, policy: p, name: name}, nil
+	n := min(max(maxIdentities/localShardSize, 1), maxLocalShards)
+	per := (maxIdentities + n - 1) / n
+	l := &Local{now: now, policy: p, name: name, seed: maphash.MakeSeed(), shards: make([]localShard, n)}
+	for i := range l.shards {
+		l.shards[i].logs = newLRU[*localLog](per)
+		l.shards[i].lockouts = newLRU[*localLockout](per)
+	}
+	return l, nil
+}
+
+// shard returns the index of the shard that holds id.
+func (l *Local) shard(id string) int {
+	if len(l.shards) == 1 {
+		return 0
+	}
+	return int(maphash.String(l.seed, id) % uint64(len(l.shards)))
 }
 
 // AllowAll checks a request against every rule and records it in all of
@@ -70,31 +106,39 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	// Each rule's shard, and the shards to lock in ascending order.
+	var buf [4]int
+	shards := buf[:0]
+	for _, r := range rules {
+		shards = append(shards, l.shard(r.ID))
+	}
+	held := slices.Compact(slices.Sorted(slices.Values(shards)))
+	for _, i := range held {
+		l.shards[i].mu.Lock()
+	}
+	defer func() {
+		for _, i := range held {
+			l.shards[i].mu.Unlock()
+		}
+	}()
+
 	now := l.now()
 	d := Decision{Allowed: true, Results: make([]Result, len(rules))}
 	logs := make([]*localLog, len(rules))
 	for i, r := range rules {
+		sh := &l.shards[shards[i]]
 		res := Result{Name: r.Name, Limit: r.Limit}
-		key := r.Name + "\x00" + r.ID
-		log := l.logs[key]
-		if log == nil {
-			log = l.newLog(key, r.Limit.Window, now)
-		}
-		logs[i] = log
+		log, _ := sh.logs.get(logKey(r))
 		count := 0
 		if log != nil {
 			log.trim(now)
 			count = len(log.times)
 		}
+		logs[i] = log
 		res.Count = count
 		switch {
-		case r.Lockable && l.lockedFor(r.ID, now) > 0:
-			res.Locked, res.RetryAfter = true, l.lockedFor(r.ID, now)
-		case log == nil:
-			// Full of live identities: a new one waits.
-			res.RetryAfter = time.Second
+		case r.Lockable && lockedFor(sh, r.ID, now) > 0:
+			res.Locked, res.RetryAfter = true, lockedFor(sh, r.ID, now)
 		case count >= r.Limit.Count:
 			res.RetryAfter = log.times[count-r.Limit.Count].Add(r.Limit.Window).Sub(now)
 		default:
@@ -108,9 +152,18 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		d.Results[i] = res
 	}
 	if !d.Allowed {
+		// Nothing is recorded: a rejected request costs no memory.
 		return d, nil
 	}
-	for i := range rules {
+	for i, r := range rules {
+		if logs[i] == nil {
+			sh := &l.shards[shards[i]]
+			key := logKey(r)
+			if logs[i], _ = sh.logs.get(key); logs[i] == nil {
+				logs[i] = &localLog{window: r.Limit.Window}
+				sh.logs.add(key, logs[i])
+			}
+		}
 		logs[i].times = append(logs[i].times, now)
 		d.Results[i].Count++
 		d.Results[i].Remaining--
@@ -118,23 +171,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 	return d, nil
 }
 
-// newLog makes room for and returns a new log, or nil when the bound is
-// reached by live logs.
-func (l *Local) newLog(key string, window time.Duration, now time.Time) *localLog {
-	if len(l.logs) >= l.max {
-		for k, log := range l.logs {
-			if log.trim(now); len(log.times) == 0 {
-				delete(l.logs, k)
-			}
-		}
-		if len(l.logs) >= l.max {
-			return nil
-		}
-	}
-	log := &localLog{window: window}
-	l.logs[key] = log
-	return log
-}
+func logKey(r Rule) string { return r.Name + "\x00" + r.ID }
 
 func (log *localLog) trim(now time.Time) {
 	i := 0
@@ -144,8 +181,9 @@ func (log *localLog) trim(now time.Time) {
 	log.times = log.times[i:]
 }
 
-func (l *Local) lockedFor(id string, now time.Time) time.Duration {
-	f := l.failures[id]
+// lockedFor is how long id's lock has left; sh holds id and is locked.
+func lockedFor(sh *localShard, id string, now time.Time) time.Duration {
+	f, _ := sh.lockouts.get(id)
 	if f == nil || !now.Before(f.until) {
 		return 0
 	}
@@ -154,18 +192,16 @@ func (l *Local) lockedFor(id string, now time.Time) time.Duration {
 
 // Fail records a failed attempt for id, as Lockouts.Fail does.
 func (l *Local) Fail(_ context.Context, id string) (Failure, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	sh := &l.shards[l.shard(id)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	now := l.now()
-	f := l.failures[id]
+	f, _ := sh.lockouts.get(id)
 	if f == nil {
-		if len(l.failures) >= l.max {
-			l.sweepFailures(now)
-		}
 		f = &localLockout{}
-		l.failures[id] = f
+		sh.lockouts.add(id, f)
 	}
-	if left := l.lockedFor(id, now); left > 0 {
+	if left := lockedFor(sh, id, now); left > 0 {
 		return Failure{Level: f.level, LockedFor: left}, nil
 	}
 	if !f.last.IsZero() && now.Sub(f.last) > l.policy.Memory {
@@ -186,23 +222,43 @@ func (l *Local) Fail(_ context.Context, id string) (Failure, error) {
 	return Failure{LockedNow: true, Failures: n, Level: f.level, LockedFor: d}, nil
 }
 
-func (l *Local) sweepFailures(now time.Time) {
-	for id, f := range l.failures {
-		if now.Sub(f.last) > l.policy.Memory && !now.Before(f.until) {
-			delete(l.failures, id)
-		}
-	}
-}
-
 // Clear ends id's lock and forgets its failures, keeping the level.
 func (l *Local) Clear(_ context.Context, id string) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	f := l.failures[id]
+	sh := &l.shards[l.shard(id)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	f, _ := sh.lockouts.get(id)
 	if f == nil {
 		return false, nil
 	}
 	was := l.now().Before(f.until)
 	f.until, f.failures = time.Time{}, 0
 	return was, nil
+}
+
+// Restore puts locks recorded elsewhere (the lockouts in force when Redis
+// was lost) into l. A lock l holds already is only ever lengthened, and the
+// level only ever raised, so restoring twice changes nothing.
+func (l *Local) Restore(locks ...HeldLock) {
+	now := l.now()
+	for _, h := range locks {
+		if !now.Before(h.Until) {
+			continue
+		}
+		sh := &l.shards[l.shard(h.ID)]
+		sh.mu.Lock()
+		f, _ := sh.lockouts.get(h.ID)
+		if f == nil {
+			f = &localLockout{}
+			sh.lockouts.add(h.ID, f)
+		}
+		if h.Until.After(f.until) {
+			f.until, f.failures = h.Until, 0
+		}
+		f.level = max(f.level, h.Level)
+		if f.until.After(f.last) {
+			f.last = f.until
+		}
+		sh.mu.Unlock()
+	}
 }

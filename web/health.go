@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"net/http"
 	"time"
+
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // handleHealthz says the process serves requests; it checks nothing else,
@@ -18,7 +20,12 @@ func handleHealthz() http.Handler {
 	})
 }
 
-// handleReadyz says whether Redis and Postgres answer.
+// handleReadyz says whether this replica should get traffic. Postgres must
+// answer. Redis need not, unless the failure policy is "closed": under
+// "local" and "open" a replica without Redis still serves sign-ins by its
+// policy, and taking every replica out of rotation when Redis is lost would
+// undo that policy. The body names each store's state and what the limits
+// follow now: {"postgres":"ok","redis":"unavailable","limits":"local (degraded)"}.
 func (s *Server) handleReadyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -27,8 +34,19 @@ func (s *Server) handleReadyz() http.Handler {
 		for name, err := range s.ready(ctx) {
 			body[name] = "ok"
 			if err != nil {
-				status, body[name] = http.StatusServiceUnavailable, "unavailable"
+				body[name] = "unavailable"
+				if name != "redis" {
+					status = http.StatusServiceUnavailable
+				}
 				s.log.Warn("readiness check failed", "store", name, "err", err)
+			}
+		}
+		policy := s.auth.FailurePolicy()
+		body["limits"] = "redis"
+		if s.auth.Degraded() || body["redis"] == "unavailable" {
+			body["limits"] = string(policy) + " (degraded)"
+			if policy == ratelimit.FailClosed {
+				status = http.StatusServiceUnavailable
 			}
 		}
 		writeJSON(w, status, body)

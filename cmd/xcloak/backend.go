@@ -42,8 +42,22 @@ type backend struct {
 // openBackend connects to Redis, creates and migrates the database,
 // opens a connection pool and starts the auth service's background work.
 // cfg.Auth must have its Secret and PublicURL set. Close releases it all.
-func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics prometheus.Registerer) (_ *backend, err error) {
-	rdb, label, err := connectRedis(ctx, cfg.RedisURL, cfg.RedisCluster)
+//
+// With redisOptional (serve), a Redis that does not answer at start does
+// not stop it: the service starts in degraded mode, follows the failure
+// policy, and the shared limits take over once Redis answers. The user
+// commands need Redis, to end lockouts, and fail without it.
+func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics prometheus.Registerer, redisOptional bool) (_ *backend, err error) {
+	var rdb redis.UniversalClient
+	var label string
+	var redisDown error
+	if redisOptional {
+		if rdb, label, err = newRedisClient(cfg.RedisURL, cfg.RedisCluster); err == nil {
+			redisDown = pingRedis(ctx, rdb, label)
+		}
+	} else {
+		rdb, label, err = connectRedis(ctx, cfg.RedisURL, cfg.RedisCluster)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +66,9 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 			_ = rdb.Close()
 		}
 	}()
-	logger.Info("redis ready", "redis", label)
+	if redisDown == nil {
+		logger.Info("redis ready", "redis", label)
+	}
 
 	version, err := prepareDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -95,6 +111,12 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		return nil, err
 	}
 
+	if redisDown != nil {
+		_ = svc.CheckRedis(ctx) // enters degraded mode now, and probes
+		logger.Error("redis does not answer at start: serving in degraded mode; the shared limits take over when it answers",
+			"redis", label, "policy", string(svc.FailurePolicy()), "err", redisDown)
+	}
+
 	// The background work outlives ctx: once ctx ends, requests still in
 	// flight record events, and Close stops it only after they are done.
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -121,19 +143,48 @@ func (b *backend) Close() {
 	})
 }
 
-// ready reports whether Redis and Postgres answer, for /readyz.
+// ready reports whether Redis and Postgres answer, for /readyz. A Redis
+// that does not answer puts the limits in degraded mode at once.
 func (b *backend) ready(ctx context.Context) map[string]error {
-	return map[string]error{"redis": b.rdb.Ping(ctx).Err(), "postgres": b.pool.Ping(ctx)}
+	return map[string]error{"redis": b.svc.CheckRedis(ctx), "postgres": b.pool.Ping(ctx)}
 }
 
-// connectRedis opens a client for rawURL and checks that Redis answers.
-// Timeouts and the pool size suit a service whose every request makes one
-// or two short round trips; the URL's own dial_timeout, read_timeout,
-// write_timeout and pool_size parameters win. It returns a Redis Cluster
-// client when the URL lists several addresses or cluster is set, a
-// Sentinel client when the URL names a master_name, and a plain client
-// otherwise (see redisOptions).
+// connectRedis opens a client for rawURL (newRedisClient) and checks that
+// Redis answers.
 func connectRedis(ctx context.Context, rawURL string, cluster bool) (redis.UniversalClient, string, error) {
+	rdb, label, err := newRedisClient(rawURL, cluster)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := pingRedis(ctx, rdb, label); err != nil {
+		_ = rdb.Close()
+		return nil, "", err
+	}
+	return rdb, label, nil
+}
+
+// pingRedis checks, within startupTimeout, that Redis answers.
+func pingRedis(ctx context.Context, rdb redis.UniversalClient, label string) error {
+	pingCtx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	if err := rdb.Ping(pingCtx).Err(); err != nil {
+		return fmt.Errorf("redis at %s does not answer: %w", label, err)
+	}
+	return nil
+}
+
+// newRedisClient opens a client for rawURL without talking to Redis yet.
+// Timeouts and the pool size suit a service whose every request makes one
+// or two short round trips. A command honours its context's deadline, and
+// a failed one is not retried: a limit decision must come within its bound
+// (ratelimit.DefaultTimeout), and one that Redis cannot give is the failure
+// policy's to take, not worth more tries against a dead server (go-redis
+// would otherwise try each command four times, and each connection five). The URL's own dial_timeout,
+// read_timeout, write_timeout, pool_size and max_retries parameters win.
+// It returns a Redis Cluster client when the URL lists several addresses
+// or cluster is set, a Sentinel client when the URL names a master_name,
+// and a plain client otherwise (see redisOptions).
+func newRedisClient(rawURL string, cluster bool) (redis.UniversalClient, string, error) {
 	opts, err := redisOptions(rawURL, cluster)
 	if err != nil {
 		return nil, "", fmt.Errorf("redis URL: %w", err)
@@ -150,15 +201,12 @@ func connectRedis(ctx context.Context, rawURL string, cluster bool) (redis.Unive
 	if opts.PoolSize == 0 {
 		opts.PoolSize = max(32, 10*runtime.GOMAXPROCS(0))
 	}
-	rdb := redis.NewUniversalClient(opts)
-	label := universalLabel(opts)
-	pingCtx, cancel := context.WithTimeout(ctx, startupTimeout)
-	defer cancel()
-	if err := rdb.Ping(pingCtx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, "", fmt.Errorf("redis at %s does not answer: %w", label, err)
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = -1 // go-redis: 0 means its default of 3 retries
 	}
-	return rdb, label, nil
+	opts.DialerRetries = 1 // and 0 its default of 5 dials per connection
+	opts.ContextTimeoutEnabled = true
+	return redis.NewUniversalClient(opts), universalLabel(opts), nil
 }
 
 // prepareDatabase creates the database when missing and brings its schema up

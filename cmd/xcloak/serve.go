@@ -76,7 +76,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 
-	b, err := openBackend(ctx, cfg, logger, registry)
+	b, err := openBackend(ctx, cfg, logger, registry, true)
 	if err != nil {
 		return err
 	}

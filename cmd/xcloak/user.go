@@ -192,7 +192,7 @@ func openUserBackend(ctx context.Context, cfg config, stderr io.Writer) (*backen
 	cfg.Auth.Secret = randomBytes(32)
 	cfg.Auth.PublicURL = &url.URL{Scheme: "http", Host: "localhost"}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return openBackend(ctx, cfg, logger, nil)
+	return openBackend(ctx, cfg, logger, nil, false)
 }
 
 // readPassword returns the first line of r without its line ending (\n or

@@ -1,0 +1,133 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// TestLocalEvictsLeastRecentlyUsed: past its bound the in-process store
+// still admits new identities, forgetting the least recently used one
+// (not merely the oldest), and a flood of new identities does not push
+// out a lock.
+func TestLocalEvictsLeastRecentlyUsed(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l, err := ratelimit.NewLocal("login_account", policy, 100, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := func(i int) ratelimit.Rule {
+		return ratelimit.Rule{Name: "login_ip", ID: fmt.Sprint(i), Limit: ratelimit.PerMinute(1)}
+	}
+	allowed := func(i int) bool {
+		d, err := l.AllowAll(t.Context(), rule(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Allowed
+	}
+	for i := range 100 {
+		if !allowed(i) {
+			t.Fatalf("identity %d rejected below the bound", i)
+		}
+	}
+	if allowed(0) {
+		t.Fatal("identity 0 admitted twice within its limit of 1")
+	}
+	// Identity 0 was just used; 1 is now the least recently used.
+	for i := 100; i < 150; i++ {
+		if !allowed(i) {
+			t.Fatalf("new identity %d rejected past the bound; want the least recently used forgotten", i)
+		}
+	}
+	if allowed(0) {
+		t.Error("identity 0, used recently, was forgotten")
+	}
+	if !allowed(1) {
+		t.Error("identity 1, the least recently used, is still remembered past the bound")
+	}
+
+	// A lock survives a flood of fresh identities ten times the bound.
+	for range policy.Threshold {
+		if _, err := l.Fail(t.Context(), "victim"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1000; i < 2000; i++ {
+		allowed(i)
+	}
+	d, err := l.AllowAll(t.Context(), ratelimit.Rule{Name: "login_account", ID: "victim", Limit: ratelimit.PerMinute(5), Lockable: true})
+	if err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("locked identity after a flood of 1000 new ones: %+v, %v; want still locked", d, err)
+	}
+}
+
+// TestLocalExactPerIdentity: many identities decided at once, spread over
+// the store's shards, each admit exactly their limit.
+func TestLocalExactPerIdentity(t *testing.T) {
+	l := newLocal(t)
+	const identities, each, limit = 64, 40, 10
+	admitted := make([]atomic.Int64, identities)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range identities * each {
+		wg.Go(func() {
+			<-start
+			id := i % identities
+			d, err := l.AllowAll(t.Context(),
+				ratelimit.Rule{Name: "login_ip", ID: fmt.Sprint("net", i%7), Limit: ratelimit.PerMinute(identities * each)},
+				ratelimit.Rule{Name: "login_account", ID: fmt.Sprint("acct", id), Limit: ratelimit.PerMinute(limit), Lockable: true})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if d.Allowed {
+				admitted[id].Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for id := range admitted {
+		if got := admitted[id].Load(); got != limit {
+			t.Errorf("identity %d: admitted %d of %d, want exactly %d", id, got, each, limit)
+		}
+	}
+}
+
+// TestLocalRestore: locks recorded elsewhere are honoured, only ever
+// lengthened, and a lock that has ended is not brought back.
+func TestLocalRestore(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l, err := ratelimit.NewLocal("login_account", policy, 0, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := func(id string) ratelimit.Rule {
+		return ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(5), Lockable: true}
+	}
+	l.Restore(
+		ratelimit.HeldLock{ID: "a", Until: now.Add(time.Hour), Level: 2},
+		ratelimit.HeldLock{ID: "ended", Until: now.Add(-time.Second), Level: 1},
+	)
+	l.Restore(ratelimit.HeldLock{ID: "a", Until: now.Add(time.Minute), Level: 1})
+	if d, _ := l.AllowAll(t.Context(), rule("a")); d.Allowed || !d.Results[0].Locked || d.RetryAfter != time.Hour {
+		t.Fatalf("restored lock: %+v; want locked for the hour recorded", d)
+	}
+	if d, _ := l.AllowAll(t.Context(), rule("ended")); !d.Allowed {
+		t.Fatalf("a lock that had ended: %+v; want admitted", d)
+	}
+	// The level came along: the next lock escalates past it.
+	l.Clear(t.Context(), "a")
+	var f ratelimit.Failure
+	for range policy.Threshold {
+		f, _ = l.Fail(t.Context(), "a")
+	}
+	if !f.LockedNow || f.Level != 3 {
+		t.Fatalf("lock after a restored level 2: %+v; want level 3", f)
+	}
+}

@@ -1,0 +1,72 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// notServing are the starts of the error replies by which Redis says it
+// does not serve now, rather than that a command was wrong.
+var notServing = []string{"LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "TRYAGAIN ", "READONLY ",
+	"NOREPLICAS ", "BUSY ", "ERR max number of clients reached"}
+
+// IsOutage reports whether err, returned by a Redis call made under ctx,
+// means that Redis cannot be reached or is not serving: only then may a
+// replica stop trusting Redis and follow its failure policy.
+//
+// A call cut short because ctx itself ended (the client went away, or its
+// request's deadline passed) says nothing about Redis, and neither does an
+// ordinary error reply (a script bug, a wrong type): counting those as
+// outages would let anyone who can drop a connection switch the shared
+// limits off. What counts: a dial error, a timeout or a deadline of the
+// caller's own bound (ctx still live), a connection reset, refused or
+// closed by Redis (EOF), no free connection in the pool, and the replies by
+// which Redis says it is not serving now (LOADING, CLUSTERDOWN, MASTERDOWN,
+// TRYAGAIN, READONLY, NOREPLICAS, BUSY, max clients).
+func IsOutage(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		// Before the context check: go-redis wraps a dial that ran out of
+		// DialTimeout in context.DeadlineExceeded.
+		return true
+	case errors.Is(err, context.Canceled):
+		// A context derived from ctx ended early, and ctx still runs:
+		// someone gave up on purpose, which is no news about Redis.
+		return false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrPoolTimeout):
+		return true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, net.ErrClosed):
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return ne.Timeout() || op != nil
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		msg := reply.Error()
+		for _, p := range notServing {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	// go-redis' own words when no node of a Sentinel set or a ring answers.
+	msg := err.Error()
+	return strings.Contains(msg, "all sentinels specified in configuration are unreachable") ||
+		strings.Contains(msg, "all ring shards are down")
+}
