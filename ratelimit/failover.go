@@ -161,54 +161,12 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 
 // Fail records a failed attempt, by Redis when it answers.
 func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
-	if !f.degraded.Load() {
-		cctx, cancel := context.WithTimeout(ctx, f.timeout)
-		res, err := f.lockouts.Fail(cctx, id)
-		cancel()
-		if !IsOutage(ctx, err) {
-			return res, err
-		}
-		f.trip(err)
-	}
-	switch f.policy {
-	case FailClosed:
-		return Failure{}, ErrRedisUnavailable
-	case FailOpen:
-		return Failure{}, nil
-	default:
-		if err := f.waitRestored(ctx); err != nil {
-			return Failure{}, err
-		}
-		return f.local.Fail(ctx, id)
-	}
+	return f.FailFor(ctx, f.lockouts.keys.kind, id)
 }
 
 // Clear ends a lock wherever it may be held: in Redis and in process.
 func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
-	// Forgotten after the lock is gone, so that no rejection seen in
-	// between is remembered past the unlock.
-	defer f.limiter.Forget(f.lockouts.keys.kind, id)
-	wasLocal, _ := f.local.Clear(ctx, id)
-	if f.degraded.Load() {
-		if f.policy == FailClosed {
-			return false, ErrRedisUnavailable
-		}
-		return wasLocal, nil
-	}
-	cctx, cancel := context.WithTimeout(ctx, f.timeout)
-	was, err := f.lockouts.Clear(cctx, id)
-	cancel()
-	if err != nil {
-		if !IsOutage(ctx, err) {
-			return false, err
-		}
-		f.trip(err)
-		if f.policy == FailClosed {
-			return false, ErrRedisUnavailable
-		}
-		return wasLocal, nil
-	}
-	return was || wasLocal, nil
+	return f.ClearFor(ctx, f.lockouts.keys.kind, id)
 }
 
 // trip enters degraded mode and starts the probe.
@@ -362,15 +320,17 @@ func (f *Failover) lockoutsOf(name string) (*Lockouts, error) {
 }
 
 // FailFor records a failed attempt for id under the lockouts of rule name,
-// as Fail does for the first.
+// by Redis when it answers.
 func (f *Failover) FailFor(ctx context.Context, name, id string) (Failure, error) {
 	l, err := f.lockoutsOf(name)
 	if err != nil {
 		return Failure{}, err
 	}
 	if !f.degraded.Load() {
-		res, err := l.Fail(ctx, id)
-		if err == nil || ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(ctx, f.timeout)
+		res, err := l.Fail(cctx, id)
+		cancel()
+		if !IsOutage(ctx, err) {
 			return res, err
 		}
 		f.trip(err)
@@ -381,17 +341,22 @@ func (f *Failover) FailFor(ctx context.Context, name, id string) (Failure, error
 	case FailOpen:
 		return Failure{}, nil
 	default:
+		if err := f.waitRestored(ctx); err != nil {
+			return Failure{}, err
+		}
 		return f.local.Fail(ctx, id)
 	}
 }
 
-// ClearFor ends id's lock under the lockouts of rule name and forgets its
-// failures, as Clear does for the first.
+// ClearFor ends id's lock under the lockouts of rule name wherever it may
+// be held, in Redis and in process, and forgets its failures.
 func (f *Failover) ClearFor(ctx context.Context, name, id string) (bool, error) {
 	l, err := f.lockoutsOf(name)
 	if err != nil {
 		return false, err
 	}
+	// Forgotten after the lock is gone, so that no rejection seen in
+	// between is remembered past the unlock.
 	defer f.limiter.Forget(name, id)
 	wasLocal, _ := f.local.Clear(ctx, id)
 	if f.degraded.Load() {
@@ -400,9 +365,11 @@ func (f *Failover) ClearFor(ctx context.Context, name, id string) (bool, error) 
 		}
 		return wasLocal, nil
 	}
-	was, err := l.Clear(ctx, id)
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	was, err := l.Clear(cctx, id)
+	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
+		if !IsOutage(ctx, err) {
 			return false, err
 		}
 		f.trip(err)
