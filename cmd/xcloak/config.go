@@ -33,8 +33,10 @@ type config struct {
 	DatabaseURL string
 	// SMTPURL is the server reset mails go through; "" writes them to the log.
 	SMTPURL string
-	// TrustedProxies are the peers whose forwarding headers are believed.
+	// TrustedProxies are the peers whose forwarding header is believed.
 	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the one header their chain is read from.
+	ForwardedHeader web.ForwardedHeader
 	// InsecureCookies drops the Secure attribute, for plain http.
 	InsecureCookies bool
 	// KeyPrefix namespaces every Redis key.
@@ -182,10 +184,19 @@ func newSettings(d auth.Config) []setting {
 		},
 		{
 			env: "XCLOAK_TRUSTED_PROXIES", flag: "trusted-proxies", show: "none", scope: forServe,
-			usage: "comma-separated `CIDRs` of proxies whose X-Forwarded-For and Forwarded headers are believed",
+			usage: "comma-separated `CIDRs` of proxies whose XCLOAK_FORWARDED_HEADER is believed",
 			set: func(c *config, v string) error {
 				p, err := web.ParseTrustedProxies(v)
 				c.TrustedProxies = p
+				return err
+			},
+		},
+		{
+			env: "XCLOAK_FORWARDED_HEADER", flag: "forwarded-header", def: string(web.HeaderXForwardedFor), scope: forServe,
+			usage: "the one `header` trusted proxies name the client in: x-forwarded-for, forwarded (RFC 7239) or none (the peer is the client)",
+			set: func(c *config, v string) error {
+				h, err := web.ParseForwardedHeader(v)
+				c.ForwardedHeader = h
 				return err
 			},
 		},

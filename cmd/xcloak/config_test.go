@@ -13,15 +13,17 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/ratelimit"
+	"github.com/xcloak/xcloak/web"
 )
 
 func TestLoadConfig(t *testing.T) {
 	defaults := config{
-		Addr:        "127.0.0.1:8080",
-		RedisURL:    "redis://127.0.0.1:6379/0",
-		DatabaseURL: "postgres://postgres@127.0.0.1:5432/xcloak?sslmode=disable",
-		KeyPrefix:   "xcloak:",
-		Auth:        auth.DefaultConfig(),
+		Addr:            "127.0.0.1:8080",
+		RedisURL:        "redis://127.0.0.1:6379/0",
+		DatabaseURL:     "postgres://postgres@127.0.0.1:5432/xcloak?sslmode=disable",
+		ForwardedHeader: web.HeaderXForwardedFor,
+		KeyPrefix:       "xcloak:",
+		Auth:            auth.DefaultConfig(),
 	}
 	with := func(change func(*config)) config {
 		c := defaults
@@ -43,6 +45,7 @@ func TestLoadConfig(t *testing.T) {
 				"XCLOAK_DATABASE_URL":     "postgres://app@db/xcloak",
 				"XCLOAK_SECRET":           "0123456789abcdef0123456789abcdef",
 				"XCLOAK_TRUSTED_PROXIES":  "10.0.0.0/8, 192.168.1.7",
+				"XCLOAK_FORWARDED_HEADER": "Forwarded",
 				"XCLOAK_INSECURE_COOKIES": "true",
 				"XCLOAK_KEY_PREFIX":       "login:",
 				"XCLOAK_HASH_CONCURRENCY": "3",
@@ -54,6 +57,7 @@ func TestLoadConfig(t *testing.T) {
 				c.Addr, c.RedisURL, c.DatabaseURL = ":9000", "redis://cache:6380/2", "postgres://app@db/xcloak"
 				c.Auth.Secret = []byte("0123456789abcdef0123456789abcdef")
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")}
+				c.ForwardedHeader = web.HeaderForwarded
 				c.InsecureCookies = true
 				c.KeyPrefix = "login:"
 				c.HashConcurrency = 3

@@ -363,6 +363,11 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: `XCLOAK_TRUSTED_PROXIES: trusted proxy "300.1.1.1/8"`,
 		},
 		{
+			name:    "forwarding header that is not one of the three",
+			env:     map[string]string{"XCLOAK_FORWARDED_HEADER": "x-real-ip"},
+			wantErr: `XCLOAK_FORWARDED_HEADER: "x-real-ip" is not x-forwarded-for, forwarded or none`,
+		},
+		{
 			name:    "public URL that is not http",
 			env:     map[string]string{"XCLOAK_PUBLIC_URL": "ftp://x"},
 			wantErr: "XCLOAK_PUBLIC_URL:",

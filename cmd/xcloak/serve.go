@@ -91,6 +91,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	webCfg := web.Config{
 		TrustedProxies:  cfg.TrustedProxies,
+		ForwardedHeader: cfg.ForwardedHeader,
 		InsecureCookies: cfg.InsecureCookies,
 		PublicURL:       cfg.Auth.PublicURL,
 	}
