@@ -237,6 +237,18 @@ func TestComposeXCloakEnvironment(t *testing.T) {
 				t.Errorf("XCLOAK_DATABASE_URL password is not POSTGRES_PASSWORD from the environment")
 			}
 
+			// Metrics listen where a Prometheus on the compose network
+			// reaches them, on a port not published to the host.
+			if host, port, err := net.SplitHostPort(cfg.MetricsAddr); err != nil || !net.ParseIP(host).IsUnspecified() {
+				t.Errorf("XCLOAK_METRICS_ADDR = %q, want a port on every interface of the container", cfg.MetricsAddr)
+			} else {
+				for _, published := range xcloak.Ports {
+					if fmt.Sprint(published.Target) == port {
+						t.Errorf("metrics port %s is published to the host as %s", port, published.Published)
+					}
+				}
+			}
+
 			if _, set := tt.env["XCLOAK_PUBLIC_URL"]; !set && len(xcloak.Ports) > 0 {
 				if got, want := cfg.Auth.PublicURL.Port(), xcloak.Ports[0].Published; got != want {
 					t.Errorf("default XCLOAK_PUBLIC_URL port = %s, want the published port %s", got, want)

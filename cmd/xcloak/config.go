@@ -44,14 +44,20 @@ type config struct {
 	// HashConcurrency bounds the password hashes computed at once; 0 means
 	// GOMAXPROCS.
 	HashConcurrency int
-	// MetricsAddr, when set, serves /metrics on its own listener instead
-	// of the main one.
+	// MetricsAddr is where /metrics is served: a host:port of its own,
+	// metricsOnMain, or metricsOff.
 	MetricsAddr string
 	// Auth is the service's behaviour. Its Secret is nil and its PublicURL
 	// nil when they were not given: serve fills them in, knowing --dev and
 	// the address it listens on.
 	Auth auth.Config
 }
+
+// The values of XCLOAK_METRICS_ADDR that name no address.
+const (
+	metricsOnMain = "main" // /metrics on the main address
+	metricsOff    = "off"  // no metrics served
+)
 
 // scope is the set of commands that take a setting.
 type scope uint8
@@ -213,9 +219,18 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
-			env: "XCLOAK_METRICS_ADDR", flag: "metrics-addr", show: "none", scope: forServe,
-			usage: "`host:port` of a separate listener for /metrics; unset serves /metrics on the main address",
-			set:   func(c *config, v string) error { c.MetricsAddr = v; return checkAddr(v) },
+			// Metrics tell an attacker when the limits are degraded and how
+			// busy hashing is, so they stay off the public address unless
+			// the operator puts them there.
+			env: "XCLOAK_METRICS_ADDR", flag: "metrics-addr", def: "127.0.0.1:9090", scope: forServe,
+			usage: "`host:port` of a separate listener for /metrics; " + metricsOnMain + " serves them on the main address, " + metricsOff + " not at all",
+			set: func(c *config, v string) error {
+				c.MetricsAddr = v
+				if v == metricsOnMain || v == metricsOff {
+					return nil
+				}
+				return checkAddr(v)
+			},
 		},
 		{
 			env: "XCLOAK_KEY_PREFIX", flag: "key-prefix", def: "xcloak:", scope: forServe | forUser,

@@ -22,6 +22,7 @@ func TestLoadConfig(t *testing.T) {
 		RedisURL:        "redis://127.0.0.1:6379/0",
 		DatabaseURL:     "postgres://postgres@127.0.0.1:5432/xcloak?sslmode=disable",
 		ForwardedHeader: web.HeaderXForwardedFor,
+		MetricsAddr:     "127.0.0.1:9090",
 		KeyPrefix:       "xcloak:",
 		Auth:            auth.DefaultConfig(),
 	}

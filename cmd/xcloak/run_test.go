@@ -33,6 +33,8 @@ func env(vars map[string]string) func(string) string {
 
 // storeSettings returns settings that give the test its own Postgres
 // database and Redis key prefix, both removed when it ends, and a secret.
+// Metrics are off, so that servers running at once do not all ask for the
+// default metrics port; tests of the metrics choose their own.
 func storeSettings(t *testing.T) map[string]string {
 	t.Helper()
 	_, prefix := testenv.Redis(t)
@@ -41,6 +43,7 @@ func storeSettings(t *testing.T) map[string]string {
 		"XCLOAK_KEY_PREFIX":   prefix,
 		"XCLOAK_DATABASE_URL": testenv.Postgres(t),
 		"XCLOAK_SECRET":       testSecret,
+		"XCLOAK_METRICS_ADDR": "off",
 	}
 }
 

@@ -96,9 +96,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		PublicURL:       cfg.Auth.PublicURL,
 	}
 	metricsURL := ""
-	if cfg.MetricsAddr == "" {
+	switch cfg.MetricsAddr {
+	case metricsOff:
+	case metricsOnMain:
 		webCfg.Metrics = metrics
-	} else {
+	default:
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("XCLOAK_METRICS_ADDR: listen on %s: %w", cfg.MetricsAddr, err)
