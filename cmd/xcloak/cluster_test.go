@@ -32,6 +32,7 @@ func TestTwoReplicasOnRedisCluster(t *testing.T) {
 		"XCLOAK_HASH_CONCURRENCY": "64",
 		// Two replicas on one machine cannot share the metrics port.
 		"XCLOAK_METRICS_ADDR": "off",
+		"XCLOAK_MAIL_LOG":     "true",
 	}
 	addUser(t, vars, "victim@example.com", "the real password\n")
 	replicas := []*server{startServe(t, vars), startServe(t, vars)}

@@ -169,6 +169,7 @@ func TestComposeXCloakEnvironment(t *testing.T) {
 			"XCLOAK_INSECURE_COOKIES": "false",
 			"XCLOAK_SMTP_URL":         "smtp://xcloak:pw@mail.example.com:587?from=xcloak@example.com",
 			"XCLOAK_TRUSTED_PROXIES":  "10.0.0.0/8, 192.168.1.7",
+			"XCLOAK_MAIL_LOG":         "true",
 		}},
 	}
 	known := make(map[string]bool)

@@ -31,8 +31,12 @@ type config struct {
 	RedisCluster bool
 	// DatabaseURL locates the Postgres database; it is created when missing.
 	DatabaseURL string
-	// SMTPURL is the server reset mails go through; "" writes them to the log.
+	// SMTPURL is the server reset mails go through; "" writes them to the
+	// log, which outside --dev needs MailLog.
 	SMTPURL string
+	// MailLog allows reset mails, links included, to be written to the
+	// log when no SMTP server is set.
+	MailLog bool
 	// TrustedProxies are the peers whose forwarding header is believed.
 	TrustedProxies []netip.Prefix
 	// ForwardedHeader is the one header their chain is read from.
@@ -179,12 +183,24 @@ func newSettings(d auth.Config) []setting {
 		},
 		{
 			env: "XCLOAK_SMTP_URL", flag: "smtp-url", show: "none", scope: forServe,
-			usage: "SMTP server `URL` for reset mails, smtp[s]://user:pass@host:port?from=address; unset writes them to the log",
+			usage: "SMTP server `URL` for reset mails, smtp[s]://user:pass@host:port?from=address; required unless --dev or XCLOAK_MAIL_LOG",
 			set: func(c *config, v string) error {
 				if _, err := auth.ParseSMTPURL(v); err != nil {
 					return err
 				}
 				c.SMTPURL = v
+				return nil
+			},
+		},
+		{
+			env: "XCLOAK_MAIL_LOG", flag: "mail-log", def: "false", isBool: true, scope: forServe,
+			usage: "without XCLOAK_SMTP_URL, write reset mails, live links included, to the log; serve refuses to start without either, unless --dev",
+			set: func(c *config, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("%q is not true or false", v)
+				}
+				c.MailLog = b
 				return nil
 			},
 		},

@@ -57,8 +57,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return errors.New("XCLOAK_SECRET is not set: give a random key of at least 32 bytes " +
 			"(e.g. openssl rand -hex 32), or run with --dev on a development machine")
 	}
+	// A reset link in a log is a password for whoever reads the log, so
+	// production writes them there only when told to, and says so at
+	// every start.
 	if cfg.SMTPURL == "" && !*dev {
-		logger.Warn("XCLOAK_SMTP_URL is not set: reset mails, links included, are written to this log")
+		if !cfg.MailLog {
+			return errors.New("XCLOAK_SMTP_URL is not set: set it, or XCLOAK_MAIL_LOG=true to write reset mails, " +
+				"live links included, to the log")
+		}
+		logger.Warn("XCLOAK_SMTP_URL is not set and XCLOAK_MAIL_LOG is true: reset mails, links included, are written to this log")
 	}
 
 	// Listening first fails fast on a taken port and tells the default
