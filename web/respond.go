@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -43,6 +44,9 @@ func problemFor(err error) problem {
 	switch {
 	case errors.As(err, &limited):
 		return problem{http.StatusTooManyRequests, "too_many_attempts", "", limited.RetryAfterSeconds()}
+	case errors.Is(err, errTooManyStreams):
+		return problem{http.StatusTooManyRequests, "too_many_streams",
+			"Too many live dashboards are open in this browser. Close one, then reload this page.", int(streamRetry / time.Second)}
 	case errors.Is(err, errSignedOut):
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errNotAdmin):
