@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -263,6 +264,13 @@ func TestServe(t *testing.T) {
 func TestServeMailLog(t *testing.T) {
 	t.Parallel()
 	vars := storeSettings(t)
+	// The secret comes from a file here, as container secrets do.
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte(vars["XCLOAK_SECRET"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	delete(vars, "XCLOAK_SECRET")
+	vars["XCLOAK_SECRET_FILE"] = secretFile
 	addUser(t, vars, "ann@example.com", "correct horse battery\n")
 	const warning = "XCLOAK_SMTP_URL is not set and XCLOAK_MAIL_LOG is true: reset mails, links included, are written to this log"
 	for _, start := range []string{"first", "second"} {
@@ -392,6 +400,26 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			name:    "short secret",
 			env:     map[string]string{"XCLOAK_SECRET": "short"},
 			wantErr: "XCLOAK_SECRET: 5 bytes long, want at least 32",
+		},
+		{
+			name:    "secret of one repeated character",
+			env:     map[string]string{"XCLOAK_SECRET": strings.Repeat("x", 40)},
+			wantErr: "XCLOAK_SECRET: has only 1 different bytes, want at least 10",
+		},
+		{
+			name:    "secret that is a pattern",
+			args:    []string{"--secret", "0123456789abcdef0123456789abcdef"},
+			wantErr: "--secret (XCLOAK_SECRET): is a repeating pattern",
+		},
+		{
+			name:    "secret and its file",
+			env:     map[string]string{"XCLOAK_SECRET_FILE": "/run/secrets/xcloak"},
+			wantErr: "XCLOAK_SECRET and XCLOAK_SECRET_FILE are both set",
+		},
+		{
+			name:    "database URL from a file that is not there",
+			env:     map[string]string{"XCLOAK_DATABASE_URL": "", "XCLOAK_DATABASE_URL_FILE": "/nonexistent/xcloak-db-url"},
+			wantErr: "XCLOAK_DATABASE_URL_FILE: cannot read",
 		},
 		{
 			name:    "no secret without --dev",
