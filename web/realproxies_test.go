@@ -29,16 +29,7 @@ func TestNginxSnippetFromDeploy(t *testing.T) {
 	})
 	base := env.Start(t)
 
-	doc, err := os.ReadFile("../docs/DEPLOY.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(doc), "```nginx\n")
-	snippet, _, ok2 := strings.Cut(rest, "```")
-	if !ok || !ok2 || !strings.Contains(snippet, "http://xcloak:8080") {
-		t.Fatal("docs/DEPLOY.md has no nginx block proxying to http://xcloak:8080")
-	}
-	snippet = strings.ReplaceAll(snippet, "http://xcloak:8080", base)
+	snippet := strings.ReplaceAll(deploySnippet(t, "nginx", "http://xcloak:8080"), "http://xcloak:8080", base)
 
 	dir := t.TempDir()
 	port := freePort(t)
@@ -71,21 +62,89 @@ http {
 		_ = cmd.Wait()
 	})
 	front := fmt.Sprintf("http://127.0.0.1:%d", port)
-	// Wait for nginx to listen; the deadline only keeps a broken nginx
-	// from hanging the test.
+	awaitListening(t, port, func() string {
+		errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return string(errLog)
+	})
+	checkLimitedAsOne(t, env, front, "127.0.0.5")
+}
+
+// TestCaddySnippetFromDeploy does for the Caddyfile of docs/DEPLOY.md
+// what TestNginxSnippetFromDeploy does for nginx, over plain http.
+// Skipped where Caddy is not installed.
+func TestCaddySnippetFromDeploy(t *testing.T) {
+	caddy, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Skip("caddy is not installed")
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{
+		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
+	})
+	base := env.Start(t)
+	snippet := deploySnippet(t, "caddyfile", "xcloak:8080")
+	port := freePort(t)
+	snippet = strings.ReplaceAll(snippet, "login.example.com", fmt.Sprintf("http://127.0.0.1:%d", port))
+	snippet = strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
+
+	dir := t.TempDir()
+	// No admin endpoint, and Caddy's own files under the test's directory.
+	conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n" + snippet
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(caddy, "run", "--config", filepath.Join(dir, "Caddyfile"), "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	awaitListening(t, port, func() string { return out.String() })
+	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
+}
+
+// deploySnippet returns the first block of docs/DEPLOY.md in the given
+// language, which must mention want.
+func deploySnippet(t *testing.T, lang, want string) string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/DEPLOY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```"+lang+"\n")
+	snippet, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !strings.Contains(snippet, want) {
+		t.Fatalf("docs/DEPLOY.md has no %s block with %s", lang, want)
+	}
+	return snippet
+}
+
+// awaitListening waits for a proxy to listen on port; the deadline only
+// keeps a broken proxy from hanging the test.
+func awaitListening(t *testing.T, port int, logs func() string) {
+	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			conn.Close()
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx does not listen: %v\n%s", err, errLog)
+			t.Fatalf("the proxy does not listen: %v\n%s", err, logs())
 		}
 	}
+}
 
-	const client = "127.0.0.5"
+// checkLimitedAsOne sends 70 sign-ins from client through the proxy at
+// front, each with invented Forwarded and X-Forwarded-For headers, and
+// checks that XCloak limited them as that one client and named it in the
+// events.
+func checkLimitedAsOne(t *testing.T, env *xcloaktest.Env, front, client string) {
+	t.Helper()
 	c := xcloaktest.Client(t, client)
 	counts := map[int]int{}
 	for i := range 70 {
