@@ -24,6 +24,8 @@ var (
 	errSignedOut = errors.New("web: sign-in required")
 	errNotAdmin  = errors.New("web: administrators only")
 	errBadCursor = errors.New("web: malformed events cursor")
+	// errTooManyStreams: the session holds maxStreamsPerSession streams.
+	errTooManyStreams = errors.New("web: too many dashboard streams for one session")
 )
 
 // adminFail answers an administrators' request that failed: JSON for the
@@ -476,6 +478,11 @@ const (
 	streamWriteTimeout = 10 * time.Second
 	// streamRetry is the reconnection delay the browser is told to use.
 	streamRetry = 2 * time.Second
+	// maxStreamsPerSession bounds the streams one session holds open at
+	// once on a replica: a few tabs are normal, and a stolen or scripted
+	// admin session cannot pin an unbounded number of connections and
+	// goroutines.
+	maxStreamsPerSession = 4
 )
 
 // handleDashboardStream serves GET /admin/stream: Server-Sent Events that
@@ -488,12 +495,19 @@ const (
 func (s *Server) handleDashboardStream() http.Handler {
 	hub := newLiveHub(s.renderLive, liveInterval, s.log)
 	shutdowns := &shutdownWatch{done: map[*http.Server]chan struct{}{}}
+	open := &streamCounts{n: map[string]int{}}
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
 		q, err := parseDashboardQuery(r.URL.Query())
 		if err != nil {
 			s.adminFail(w, r, navFor(sess), err)
 			return
 		}
+		token := s.readCookie(r, sessionCookie)
+		if !open.acquire(token) {
+			s.adminFail(w, r, navFor(sess), errTooManyStreams)
+			return
+		}
+		defer open.release(token)
 		q.before = 0
 		rc := http.NewResponseController(w)
 		h := w.Header()
@@ -523,7 +537,6 @@ func (s *Server) handleDashboardStream() http.Handler {
 		defer recheck.Stop()
 		end := time.NewTimer(streamLifetime)
 		defer end.Stop()
-		token := s.readCookie(r, sessionCookie)
 		shuttingDown := shutdowns.of(r)
 
 		var sent liveFrame
@@ -569,6 +582,33 @@ func (s *Server) handleDashboardStream() http.Handler {
 			}
 		}
 	})
+}
+
+// streamCounts counts the open streams of each session, by its token.
+type streamCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// acquire takes a place for a stream of the session, or reports false
+// when it holds maxStreamsPerSession already.
+func (c *streamCounts) acquire(token string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[token] >= maxStreamsPerSession {
+		return false
+	}
+	c.n[token]++
+	return true
+}
+
+// release gives back a place acquire took.
+func (c *streamCounts) release(token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[token]--; c.n[token] <= 0 {
+		delete(c.n, token)
+	}
 }
 
 // shutdownWatch tells streams that their http.Server is shutting down.

@@ -664,3 +664,65 @@ func textOf(n *html.Node) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// TestStreamsCappedPerSession: one session holds at most four dashboard
+// streams at once; the fifth is a 429 saying why, another session is not
+// affected, and closing a stream makes room again.
+func TestStreamsCappedPerSession(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.26.1")
+	signIn(t, admin, base, adminEmail, anyPassword)
+
+	var first *http.Response
+	for i := range 4 {
+		events, resp := openStream(t, admin, base+"/admin/stream?period=5m")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %d, want 200", i+1, resp.StatusCode)
+		}
+		awaitEvent(t, events, "live", func(string) bool { return true })
+		if first == nil {
+			first = resp
+		}
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/stream?period=5m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := admin.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		resp.Body.Close()
+		t.Fatal("fifth stream of one session opened, want 429")
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if body := string(b); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "Too many live dashboards are open") || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("fifth stream: %d Retry-After %q, want 429 with Retry-After and the reason\n%s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+
+	// Another session of the same administrator has its own four.
+	other := xcloaktest.Client(t, "127.0.26.2")
+	signIn(t, other, base, adminEmail, anyPassword)
+	if _, resp := openStream(t, other, base+"/admin/stream?period=5m"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("another session's stream: %d, want 200", resp.StatusCode)
+	}
+
+	// The server notices a closed stream when its connection ends; the
+	// deadline only keeps a broken server from hanging the test.
+	first.Body.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		events, resp := openStream(t, admin, base+"/admin/stream?period=5m")
+		if resp.StatusCode == http.StatusOK {
+			awaitEvent(t, events, "live", func(string) bool { return true })
+			break
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("stream after one closed: %d, want 200 once the closed one is gone", resp.StatusCode)
+		}
+	}
+}

@@ -73,18 +73,54 @@ func normalizePrefix(p netip.Prefix) netip.Prefix {
 	return netip.PrefixFrom(addr, bits).Masked()
 }
 
+// ForwardedHeader names the one header a trusted proxy's forwarding chain
+// is read from, as XCLOAK_FORWARDED_HEADER sets it. It is chosen by the
+// operator, never by which header a request happens to carry: proxies pass
+// headers they do not manage through untouched, so a client behind a proxy
+// that appends to X-Forwarded-For could otherwise pick its own address by
+// sending a Forwarded header of its own.
+type ForwardedHeader string
+
+// The headers a chain can be read from.
+const (
+	// HeaderXForwardedFor reads X-Forwarded-For, which nginx, HAProxy,
+	// Caddy and most load balancers append to. The zero ForwardedHeader
+	// means it too.
+	HeaderXForwardedFor ForwardedHeader = "x-forwarded-for"
+	// HeaderForwarded reads the for= values of Forwarded (RFC 7239).
+	HeaderForwarded ForwardedHeader = "forwarded"
+	// HeaderNone reads no header: the connection's peer is the client even
+	// when it is a trusted proxy.
+	HeaderNone ForwardedHeader = "none"
+)
+
+// ParseForwardedHeader reads XCLOAK_FORWARDED_HEADER: x-forwarded-for,
+// forwarded or none, in any case.
+func ParseForwardedHeader(s string) (ForwardedHeader, error) {
+	switch h := ForwardedHeader(strings.ToLower(strings.TrimSpace(s))); h {
+	case HeaderXForwardedFor, HeaderForwarded, HeaderNone:
+		return h, nil
+	}
+	return "", fmt.Errorf("%q is not x-forwarded-for, forwarded or none", s)
+}
+
 // ClientIPResolver finds the address of the client behind any trusted
 // proxies. Its zero value trusts no proxy, so every request's client is the
 // connection's peer. It is safe for concurrent use.
 type ClientIPResolver struct {
 	trusted []netip.Prefix
+	header  ForwardedHeader
 }
 
-// NewClientIPResolver returns a resolver that reads forwarding headers only
-// from peers inside one of the trusted prefixes. The slice is copied; invalid
+// NewClientIPResolver returns a resolver that reads the forwarding chain
+// from header (the zero value: X-Forwarded-For), and only from peers
+// inside one of the trusted prefixes. The slice is copied; invalid
 // prefixes are dropped.
-func NewClientIPResolver(trusted []netip.Prefix) *ClientIPResolver {
-	r := &ClientIPResolver{}
+func NewClientIPResolver(trusted []netip.Prefix, header ForwardedHeader) *ClientIPResolver {
+	if header == "" {
+		header = HeaderXForwardedFor
+	}
+	r := &ClientIPResolver{header: header}
 	for _, p := range trusted {
 		if p.IsValid() {
 			r.trusted = append(r.trusted, normalizePrefix(p))
@@ -109,10 +145,11 @@ func (r *ClientIPResolver) isTrusted(addr netip.Addr) bool {
 // cannot be parsed gives the zero Addr. If the peer is not a trusted proxy,
 // it is the client, whatever the request's headers claim.
 //
-// Behind a trusted peer, the forwarding chain is read from the for= values
-// of the Forwarded header (RFC 7239) if any Forwarded line is present, and
-// from X-Forwarded-For otherwise, taking every line in order and every
-// comma-separated entry. The chain is walked from the right, the end the
+// Behind a trusted peer, the forwarding chain is read from the one header
+// the resolver was made for, whatever other headers the request carries:
+// X-Forwarded-For, or the for= values of Forwarded (RFC 7239), taking every
+// line in order and every comma-separated entry. With HeaderNone the peer
+// is the client. The chain is walked from the right, the end the
 // proxies append to: trusted addresses are skipped and the first untrusted
 // one is the client. Only trusted proxies vouch for the entry to their left,
 // so an entry that cannot be parsed ("unknown", an obfuscated "_hidden",
@@ -134,8 +171,16 @@ func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
 		return peer
 	}
 
-	lines, parseHop := req.Header.Values("Forwarded"), parseForwardedElement
-	if len(lines) == 0 {
+	var (
+		lines    []string
+		parseHop func(string) (netip.Addr, bool)
+	)
+	switch r.header {
+	case HeaderForwarded:
+		lines, parseHop = req.Header.Values("Forwarded"), parseForwardedElement
+	case HeaderNone:
+		return peer
+	default:
 		lines, parseHop = req.Header.Values("X-Forwarded-For"), parseNode
 	}
 	size := 0

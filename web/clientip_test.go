@@ -58,6 +58,7 @@ func TestClientIP(t *testing.T) {
 	const trusted = "10.0.0.0/8, 192.168.1.7, 2001:db8:ffff::/48"
 	tests := []struct {
 		name    string
+		header  ForwardedHeader // "" is the default, X-Forwarded-For
 		trusted string
 		remote  string
 		xff     []string // X-Forwarded-For lines
@@ -68,7 +69,7 @@ func TestClientIP(t *testing.T) {
 		{name: "no proxies trusted", trusted: "", remote: "10.0.0.1:1234", xff: []string{"203.0.113.9"}, want: "10.0.0.1"},
 		{name: "untrusted peer spoofs XFF", trusted: trusted, remote: "198.51.100.1:1234", xff: []string{"203.0.113.9"}, want: "198.51.100.1"},
 		{name: "untrusted peer spoofs trusted XFF", trusted: trusted, remote: "198.51.100.1:1234", xff: []string{"10.0.0.2"}, want: "198.51.100.1"},
-		{name: "untrusted peer spoofs Forwarded", trusted: trusted, remote: "198.51.100.1:1234", fwd: []string{"for=203.0.113.9"}, want: "198.51.100.1"},
+		{header: HeaderForwarded, name: "untrusted peer spoofs Forwarded", trusted: trusted, remote: "198.51.100.1:1234", fwd: []string{"for=203.0.113.9"}, want: "198.51.100.1"},
 		{name: "untrusted IPv6 peer", trusted: trusted, remote: "[2001:db8::1]:443", xff: []string{"203.0.113.9"}, want: "2001:db8::1"},
 
 		// Trusted peers.
@@ -77,7 +78,7 @@ func TestClientIP(t *testing.T) {
 		{name: "single proxy XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9"}, want: "203.0.113.9"},
 		{name: "single proxy by single address", trusted: trusted, remote: "192.168.1.7:1234", xff: []string{"203.0.113.9"}, want: "203.0.113.9"},
 		{name: "neighbour of single trusted address", trusted: trusted, remote: "192.168.1.8:1234", xff: []string{"203.0.113.9"}, want: "192.168.1.8"},
-		{name: "single proxy Forwarded", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9"}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "single proxy Forwarded", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9"}, want: "203.0.113.9"},
 		{name: "IPv6 proxy", trusted: trusted, remote: "[2001:db8:ffff::10]:443", xff: []string{"2001:db8:1::7"}, want: "2001:db8:1::7"},
 
 		// Chains of proxies.
@@ -91,38 +92,49 @@ func TestClientIP(t *testing.T) {
 		{name: "client prepends fake trusted entries", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"10.0.0.9, 10.0.0.8, 203.0.113.9, 10.0.0.2"}, want: "203.0.113.9"},
 		{name: "client prepends fake client", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"1.2.3.4, 203.0.113.9"}, want: "203.0.113.9"},
 		{name: "client sends its own XFF line", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"1.2.3.4", "203.0.113.9"}, want: "203.0.113.9"},
-		{name: "client prepends fake Forwarded", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=1.2.3.4, for=10.0.0.5, for=203.0.113.9"}, want: "203.0.113.9"},
-		{name: "client opens quote proxy appends", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="1.2.3.4, for=203.0.113.9`}, want: "203.0.113.9"},
-		{name: "quoted comma cannot hide a hop", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="1.2.3.4,10.0.0.5", for=203.0.113.9`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "client prepends fake Forwarded", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=1.2.3.4, for=10.0.0.5, for=203.0.113.9"}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "client opens quote proxy appends", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="1.2.3.4, for=203.0.113.9`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "quoted comma cannot hide a hop", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="1.2.3.4,10.0.0.5", for=203.0.113.9`}, want: "203.0.113.9"},
 
 		// Entries that cannot be parsed end the walk at the last trusted hop.
 		{name: "garbage in the middle", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, not-an-ip, 10.0.0.2"}, want: "10.0.0.2"},
 		{name: "garbage right of client", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, garbage"}, want: "10.0.0.1"},
 		{name: "garbage left of client ignored", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"garbage, 203.0.113.9"}, want: "203.0.113.9"},
 		{name: "XFF unknown", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"unknown, 10.0.0.2"}, want: "10.0.0.2"},
-		{name: "Forwarded unknown", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=unknown, for=10.0.0.2"}, want: "10.0.0.2"},
-		{name: "Forwarded obfuscated", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=_hidden, for=10.0.0.2"}, want: "10.0.0.2"},
-		{name: "Forwarded without for", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9, proto=https"}, want: "10.0.0.1"},
-		{name: "Forwarded with two fors", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;for=198.51.100.1"}, want: "10.0.0.1"},
-		{name: "Forwarded unterminated quote", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.9`}, want: "10.0.0.1"},
-		{name: "Forwarded pair without value", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;secret"}, want: "10.0.0.1"},
+		{header: HeaderForwarded, name: "Forwarded unknown", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=unknown, for=10.0.0.2"}, want: "10.0.0.2"},
+		{header: HeaderForwarded, name: "Forwarded obfuscated", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=_hidden, for=10.0.0.2"}, want: "10.0.0.2"},
+		{header: HeaderForwarded, name: "Forwarded without for", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9, proto=https"}, want: "10.0.0.1"},
+		{header: HeaderForwarded, name: "Forwarded with two fors", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;for=198.51.100.1"}, want: "10.0.0.1"},
+		{header: HeaderForwarded, name: "Forwarded unterminated quote", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.9`}, want: "10.0.0.1"},
+		{header: HeaderForwarded, name: "Forwarded pair without value", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;secret"}, want: "10.0.0.1"},
 		{name: "bracketed IPv4", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"[203.0.113.9]"}, want: "10.0.0.1"},
 		{name: "bad port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9:99999"}, want: "10.0.0.1"},
 
 		// Forwarded syntax.
-		{name: "Forwarded quoted IPv4", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.9"`}, want: "203.0.113.9"},
-		{name: "Forwarded IPv4 with port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="192.0.2.43:47011"`}, want: "192.0.2.43"},
-		{name: "Forwarded IPv6 bracketed with port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="[2001:db8::1]:4711"`}, want: "2001:db8::1"},
-		{name: "Forwarded IPv6 bracketed", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`For="[2001:db8:cafe::17]"`}, want: "2001:db8:cafe::17"},
-		{name: "Forwarded obfuscated port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="192.0.2.43:_p1"`}, want: "192.0.2.43"},
-		{name: "Forwarded escaped quote content", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.\9"`}, want: "203.0.113.9"},
-		{name: "Forwarded several params", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;proto=https;by=10.0.0.2"}, want: "203.0.113.9"},
-		{name: "Forwarded for not first", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`proto=https; by="[2001:db8::9]"; for=203.0.113.9; host="a;b.example"`}, want: "203.0.113.9"},
-		{name: "Forwarded quoted semicolon in other param", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;ext="a;b"`}, want: "203.0.113.9"},
-		{name: "Forwarded chain", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;proto=https, for="[2001:db8:ffff::3]:80";by=10.0.0.1, for=10.0.0.2`}, want: "203.0.113.9"},
-		{name: "Forwarded multiple lines", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=198.51.100.3", "for=203.0.113.9;proto=http", "for=10.0.0.2"}, want: "203.0.113.9"},
-		{name: "Forwarded wins over XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{"for=203.0.113.9"}, want: "203.0.113.9"},
-		{name: "empty Forwarded still wins over XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{""}, want: "10.0.0.1"},
+		{header: HeaderForwarded, name: "Forwarded quoted IPv4", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.9"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded IPv4 with port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="192.0.2.43:47011"`}, want: "192.0.2.43"},
+		{header: HeaderForwarded, name: "Forwarded IPv6 bracketed with port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="[2001:db8::1]:4711"`}, want: "2001:db8::1"},
+		{header: HeaderForwarded, name: "Forwarded IPv6 bracketed", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`For="[2001:db8:cafe::17]"`}, want: "2001:db8:cafe::17"},
+		{header: HeaderForwarded, name: "Forwarded obfuscated port", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="192.0.2.43:_p1"`}, want: "192.0.2.43"},
+		{header: HeaderForwarded, name: "Forwarded escaped quote content", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.\9"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded several params", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;proto=https;by=10.0.0.2"}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded for not first", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`proto=https; by="[2001:db8::9]"; for=203.0.113.9; host="a;b.example"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded quoted semicolon in other param", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;ext="a;b"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded chain", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;proto=https, for="[2001:db8:ffff::3]:80";by=10.0.0.1, for=10.0.0.2`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded multiple lines", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=198.51.100.3", "for=203.0.113.9;proto=http", "for=10.0.0.2"}, want: "203.0.113.9"},
+
+		// One header is read, the one configured, whatever else arrives:
+		// a client's own header passes through proxies that do not manage it.
+		{name: "XFF mode ignores Forwarded", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{"for=203.0.113.9"}, want: "198.51.100.3"},
+		{name: "XFF mode ignores client's Forwarded with rotating XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"10.0.0.7, 1.2.3.4, 198.51.100.3"}, fwd: []string{"for=203.0.113.9", "for=10.0.0.2"}, want: "198.51.100.3"},
+		{name: "XFF mode with only Forwarded gives peer", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9"}, want: "10.0.0.1"},
+		{name: "explicit XFF mode", header: HeaderXForwardedFor, trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{"for=203.0.113.9"}, want: "198.51.100.3"},
+		{header: HeaderForwarded, name: "Forwarded mode ignores XFF", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{"for=203.0.113.9"}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded mode with only XFF gives peer", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, want: "10.0.0.1"},
+		{header: HeaderForwarded, name: "Forwarded mode with empty Forwarded gives peer", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{""}, want: "10.0.0.1"},
+		{header: HeaderNone, name: "none mode trusted peer with both headers", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"198.51.100.3"}, fwd: []string{"for=203.0.113.9"}, want: "10.0.0.1"},
+		{header: HeaderNone, name: "none mode untrusted peer", trusted: trusted, remote: "198.51.100.1:1234", xff: []string{"203.0.113.9"}, want: "198.51.100.1"},
+		{header: HeaderNone, name: "none mode mapped peer unmapped", trusted: trusted, remote: "[::ffff:10.0.0.1]:1234", xff: []string{"203.0.113.9"}, want: "10.0.0.1"},
 
 		// XFF entry forms.
 		{name: "XFF IPv4 with port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9:5555"}, want: "203.0.113.9"},
@@ -147,7 +159,7 @@ func TestClientIP(t *testing.T) {
 		{name: "XFF over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{strings.Repeat(" ", 4096) + "203.0.113.9"}, want: "10.0.0.1"},
 		{name: "XFF over 4 KiB over many lines", trusted: trusted, remote: "10.0.0.1:1234", xff: append(repeat("10.0.0.5", 600), "203.0.113.9"), want: "10.0.0.1"},
 		{name: "XFF exactly 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{strings.Repeat(" ", 4096-len("203.0.113.9")) + "203.0.113.9"}, want: "203.0.113.9"},
-		{name: "Forwarded over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;ext=" + strings.Repeat("a", 4096)}, want: "10.0.0.1"},
+		{header: HeaderForwarded, name: "Forwarded over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;ext=" + strings.Repeat("a", 4096)}, want: "10.0.0.1"},
 		{name: "client as 32nd hop", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, " + hops(31)}, want: "203.0.113.9"},
 		{name: "client as 33rd hop not reached", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, " + hops(32)}, want: "10.1.0.31"},
 	}
@@ -165,14 +177,14 @@ func TestClientIP(t *testing.T) {
 			for _, v := range tt.fwd {
 				req.Header.Add("Forwarded", v)
 			}
-			got := NewClientIPResolver(prefixes).ClientIP(req)
+			got := NewClientIPResolver(prefixes, tt.header).ClientIP(req)
 			var want netip.Addr
 			if tt.want != "" {
 				want = netip.MustParseAddr(tt.want)
 			}
 			if got != want {
-				t.Errorf("ClientIP(RemoteAddr=%q, X-Forwarded-For=%q, Forwarded=%q) = %v, want %v",
-					tt.remote, tt.xff, tt.fwd, got, want)
+				t.Errorf("ClientIP(header %q, RemoteAddr=%q, X-Forwarded-For=%q, Forwarded=%q) = %v, want %v",
+					tt.header, tt.remote, tt.xff, tt.fwd, got, want)
 			}
 		})
 	}
@@ -196,6 +208,25 @@ func repeat(s string, n int) []string {
 	return out
 }
 
+func TestParseForwardedHeader(t *testing.T) {
+	for in, want := range map[string]ForwardedHeader{
+		"x-forwarded-for": HeaderXForwardedFor,
+		"X-Forwarded-For": HeaderXForwardedFor,
+		"forwarded":       HeaderForwarded,
+		" Forwarded ":     HeaderForwarded,
+		"none":            HeaderNone,
+	} {
+		if got, err := ParseForwardedHeader(in); err != nil || got != want {
+			t.Errorf("ParseForwardedHeader(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x-real-ip", "xff", "forwarded, x-forwarded-for", "auto"} {
+		if got, err := ParseForwardedHeader(in); err == nil {
+			t.Errorf("ParseForwardedHeader(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
 func TestClientIPZeroResolver(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = "10.0.0.1:1234"
@@ -211,7 +242,7 @@ func TestClientIPZeroResolver(t *testing.T) {
 
 func TestNewClientIPResolverCopiesPrefixes(t *testing.T) {
 	prefixes := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
-	r := NewClientIPResolver(prefixes)
+	r := NewClientIPResolver(prefixes, "")
 	prefixes[0] = netip.MustParsePrefix("192.0.2.0/24")
 
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -298,11 +329,11 @@ func FuzzClientIP(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s.remote, s.xff, s.fwd)
 	}
-	untrusting := NewClientIPResolver(nil)
-	trustingAll := NewClientIPResolver([]netip.Prefix{
-		netip.MustParsePrefix("0.0.0.0/0"),
-		netip.MustParsePrefix("::/0"),
-	})
+	untrusting := NewClientIPResolver(nil, "")
+	everything := []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+	trustingAll := NewClientIPResolver(everything, HeaderXForwardedFor)
+	trustingAllForwarded := NewClientIPResolver(everything, HeaderForwarded)
+	trustingNoHeader := NewClientIPResolver(everything, HeaderNone)
 	f.Fuzz(func(t *testing.T, remote, xff, fwd string) {
 		req := &http.Request{RemoteAddr: remote, Header: http.Header{}}
 		if xff != "" {
@@ -317,12 +348,30 @@ func FuzzClientIP(f *testing.F) {
 			t.Fatalf("with no trusted proxies ClientIP = %v, want peer %v", got, peer)
 		}
 
-		got := trustingAll.ClientIP(req)
-		if got.IsValid() != peer.IsValid() {
-			t.Fatalf("trusting all: ClientIP = %v for peer %v; want valid exactly when the peer is", got, peer)
+		if got := trustingNoHeader.ClientIP(req); got != peer {
+			t.Fatalf("reading no header, ClientIP = %v, want peer %v", got, peer)
 		}
-		if got.Zone() != "" || got.Is4In6() {
-			t.Fatalf("trusting all: ClientIP = %v, want no zone and no IPv4-mapped form", got)
+		for _, r := range []*ClientIPResolver{trustingAll, trustingAllForwarded} {
+			got := r.ClientIP(req)
+			if got.IsValid() != peer.IsValid() {
+				t.Fatalf("trusting all (%s): ClientIP = %v for peer %v; want valid exactly when the peer is", r.header, got, peer)
+			}
+			if got.Zone() != "" || got.Is4In6() {
+				t.Fatalf("trusting all (%s): ClientIP = %v, want no zone and no IPv4-mapped form", r.header, got)
+			}
+		}
+		// Each mode reads its own header only: the other one changes nothing.
+		if fwd != "" {
+			without := &http.Request{RemoteAddr: remote, Header: http.Header{"X-Forwarded-For": req.Header["X-Forwarded-For"]}}
+			if got, want := trustingAll.ClientIP(req), trustingAll.ClientIP(without); got != want {
+				t.Fatalf("X-Forwarded-For mode: Forwarded changed the client from %v to %v", want, got)
+			}
+		}
+		if xff != "" {
+			without := &http.Request{RemoteAddr: remote, Header: http.Header{"Forwarded": req.Header["Forwarded"]}}
+			if got, want := trustingAllForwarded.ClientIP(req), trustingAllForwarded.ClientIP(without); got != want {
+				t.Fatalf("Forwarded mode: X-Forwarded-For changed the client from %v to %v", want, got)
+			}
 		}
 	})
 }

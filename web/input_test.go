@@ -27,6 +27,14 @@ func TestBadInput(t *testing.T) {
 		{"json: number for email", "POST", "/api/v1/login", jsonType, `{"email":5,"password":"x"}`, 400, "invalid_request"},
 		{"json: unknown field", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","admin":true}`, 400, "invalid_request"},
 		{"json: trailing data", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x"} {}`, 400, "invalid_request"},
+		// A key given twice is refused, not resolved: the last would win in
+		// the handler, and a proxy or log in front may read the first.
+		{"json: email twice", "POST", "/api/v1/login", jsonType, `{"email":"eve@example.com","email":"ann@example.com","password":"correct horse"}`, 400, "invalid_request"},
+		{"json: password twice", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","password":"correct horse"}`, 400, "invalid_request"},
+		{"json: key twice in another case", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","Password":"correct horse"}`, 400, "invalid_request"},
+		{"json: key twice, once escaped", "POST", "/api/v1/login", jsonType, `{"email":"eve@example.com","em\u0061il":"ann@example.com","password":"correct horse"}`, 400, "invalid_request"},
+		{"json: reset email twice", "POST", "/api/v1/password-reset", jsonType, `{"email":"eve@example.com","email":"ann@example.com"}`, 400, "invalid_request"},
+		{"json: confirm token twice", "POST", "/api/v1/password-reset/confirm", jsonType, `{"token":"a","token":"b","password":"new password 1"}`, 400, "invalid_request"},
 		{"json: invalid UTF-8", "POST", "/api/v1/login", jsonType, "{\"email\":\"ann@example.com\",\"password\":\"\xff\"}", 400, "invalid_request"},
 		{"json: NUL in password", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"a\u0000b"}`, 400, "invalid_request"},
 		{"json: NUL in email", "POST", "/api/v1/login", jsonType, `{"email":"ann\u0000@example.com","password":"x"}`, 400, "invalid_request"},

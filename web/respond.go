@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -43,6 +44,9 @@ func problemFor(err error) problem {
 	switch {
 	case errors.As(err, &limited):
 		return problem{http.StatusTooManyRequests, "too_many_attempts", "", limited.RetryAfterSeconds()}
+	case errors.Is(err, errTooManyStreams):
+		return problem{http.StatusTooManyRequests, "too_many_streams",
+			"Too many live dashboards are open in this browser. Close one, then reload this page.", int(streamRetry / time.Second)}
 	case errors.Is(err, errSignedOut):
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errNotAdmin):
@@ -182,15 +186,15 @@ func decodeForm(r *http.Request, names ...string) (map[string]string, error) {
 }
 
 // decodeJSON reads exactly one JSON object of string fields into dst: a
-// pointer to a struct of strings. Unknown fields, trailing data, invalid
-// UTF-8 (which encoding/json would silently replace) and NUL bytes are
-// refused.
+// pointer to a struct of strings. Unknown fields, a key given twice,
+// trailing data, invalid UTF-8 (which encoding/json would silently
+// replace) and NUL bytes are refused.
 func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	if !hasContentType(r, "application/json") {
 		return errBadRequest
 	}
 	body, err := io.ReadAll(r.Body)
-	if err != nil || !utf8.Valid(body) {
+	if err != nil || !utf8.Valid(body) || hasDuplicateKeys(body) {
 		return errBadRequest
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -207,4 +211,62 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 		}
 	}
 	return nil
+}
+
+// hasDuplicateKeys reports whether any object in the JSON text data, at
+// any depth, names a key twice. Keys are compared as encoding/json matches
+// them to fields, after unescaping and without regard to case, since it
+// silently keeps the last of two: a request whose reader could take either
+// value is refused instead. Text that is not JSON reports false and is left
+// to the decoder to refuse.
+func hasDuplicateKeys(data []byte) bool {
+	// One frame per open object or array, the innermost last.
+	type frame struct {
+		keys    map[string]bool // nil for an array
+		wantKey bool            // an object's next token is a key
+	}
+	var open []*frame
+	// valueDone notes that a value ended: in an object, a key comes next.
+	valueDone := func(open []*frame) {
+		if len(open) > 0 && open[len(open)-1].keys != nil {
+			open[len(open)-1].wantKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(open) > 0 {
+			top = open[len(open)-1]
+		}
+		if top != nil && top.wantKey {
+			key, ok := tok.(string)
+			if !ok { // the object's closing brace
+				open = open[:len(open)-1]
+				valueDone(open)
+				continue
+			}
+			key = strings.ToLower(key)
+			if top.keys[key] {
+				return true
+			}
+			top.keys[key] = true
+			top.wantKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			open = append(open, &frame{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			open = append(open, &frame{})
+		case json.Delim(']'):
+			open = open[:len(open)-1]
+			valueDone(open)
+		default: // a scalar value
+			valueDone(open)
+		}
+	}
 }

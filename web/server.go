@@ -12,9 +12,12 @@ import (
 
 // Config is the HTTP layer's behaviour.
 type Config struct {
-	// TrustedProxies are the peers whose X-Forwarded-For and Forwarded
-	// headers are believed. Empty: the connection's address is the client.
+	// TrustedProxies are the peers whose forwarding header is believed.
+	// Empty: the connection's address is the client.
 	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the header those proxies' chain is read from;
+	// the zero value is X-Forwarded-For.
+	ForwardedHeader ForwardedHeader
 	// InsecureCookies drops the Secure attribute (and the __Host- prefix)
 	// for local development over plain http.
 	InsecureCookies bool
@@ -48,7 +51,7 @@ func NewServer(cfg Config, svc *auth.Service, ready ReadyCheck, log *slog.Logger
 		auth:     svc,
 		ready:    ready,
 		log:      log,
-		clientIP: NewClientIPResolver(cfg.TrustedProxies),
+		clientIP: NewClientIPResolver(cfg.TrustedProxies, cfg.ForwardedHeader),
 	}
 	return s.routes()
 }

@@ -30,6 +30,9 @@ func TestTwoReplicasOnRedisCluster(t *testing.T) {
 		// default two slots per replica some would wait past the 2 s bound
 		// and get 503 (as designed), which is not what this test counts.
 		"XCLOAK_HASH_CONCURRENCY": "64",
+		// Two replicas on one machine cannot share the metrics port.
+		"XCLOAK_METRICS_ADDR": "off",
+		"XCLOAK_MAIL_LOG":     "true",
 	}
 	addUser(t, vars, "victim@example.com", "the real password\n")
 	replicas := []*server{startServe(t, vars), startServe(t, vars)}

@@ -169,6 +169,7 @@ func TestComposeXCloakEnvironment(t *testing.T) {
 			"XCLOAK_INSECURE_COOKIES": "false",
 			"XCLOAK_SMTP_URL":         "smtp://xcloak:pw@mail.example.com:587?from=xcloak@example.com",
 			"XCLOAK_TRUSTED_PROXIES":  "10.0.0.0/8, 192.168.1.7",
+			"XCLOAK_MAIL_LOG":         "true",
 		}},
 	}
 	known := make(map[string]bool)
@@ -235,6 +236,18 @@ func TestComposeXCloakEnvironment(t *testing.T) {
 			}
 			if want, ok := tt.env["POSTGRES_PASSWORD"]; ok && db.Password != want {
 				t.Errorf("XCLOAK_DATABASE_URL password is not POSTGRES_PASSWORD from the environment")
+			}
+
+			// Metrics listen where a Prometheus on the compose network
+			// reaches them, on a port not published to the host.
+			if host, port, err := net.SplitHostPort(cfg.MetricsAddr); err != nil || !net.ParseIP(host).IsUnspecified() {
+				t.Errorf("XCLOAK_METRICS_ADDR = %q, want a port on every interface of the container", cfg.MetricsAddr)
+			} else {
+				for _, published := range xcloak.Ports {
+					if fmt.Sprint(published.Target) == port {
+						t.Errorf("metrics port %s is published to the host as %s", port, published.Published)
+					}
+				}
 			}
 
 			if _, set := tt.env["XCLOAK_PUBLIC_URL"]; !set && len(xcloak.Ports) > 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -31,10 +32,16 @@ type config struct {
 	RedisCluster bool
 	// DatabaseURL locates the Postgres database; it is created when missing.
 	DatabaseURL string
-	// SMTPURL is the server reset mails go through; "" writes them to the log.
+	// SMTPURL is the server reset mails go through; "" writes them to the
+	// log, which outside --dev needs MailLog.
 	SMTPURL string
-	// TrustedProxies are the peers whose forwarding headers are believed.
+	// MailLog allows reset mails, links included, to be written to the
+	// log when no SMTP server is set.
+	MailLog bool
+	// TrustedProxies are the peers whose forwarding header is believed.
 	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the one header their chain is read from.
+	ForwardedHeader web.ForwardedHeader
 	// InsecureCookies drops the Secure attribute, for plain http.
 	InsecureCookies bool
 	// KeyPrefix namespaces every Redis key.
@@ -42,14 +49,20 @@ type config struct {
 	// HashConcurrency bounds the password hashes computed at once; 0 means
 	// GOMAXPROCS.
 	HashConcurrency int
-	// MetricsAddr, when set, serves /metrics on its own listener instead
-	// of the main one.
+	// MetricsAddr is where /metrics is served: a host:port of its own,
+	// metricsOnMain, or metricsOff.
 	MetricsAddr string
 	// Auth is the service's behaviour. Its Secret is nil and its PublicURL
 	// nil when they were not given: serve fills them in, knowing --dev and
 	// the address it listens on.
 	Auth auth.Config
 }
+
+// The values of XCLOAK_METRICS_ADDR that name no address.
+const (
+	metricsOnMain = "main" // /metrics on the main address
+	metricsOff    = "off"  // no metrics served
+)
 
 // scope is the set of commands that take a setting.
 type scope uint8
@@ -74,7 +87,11 @@ type setting struct {
 	usage string
 	// isBool makes "--flag" alone mean true.
 	isBool bool
-	scope  scope
+	// fromFile lets the variable named env+"_FILE" give the path of a
+	// file holding the value (the convention of container images), so
+	// that a secret need not be in the environment or on the command line.
+	fromFile bool
+	scope    scope
 	// set checks value and stores it in c. Its error must not quote a
 	// secret, since it is printed.
 	set func(c *config, value string) error
@@ -144,7 +161,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
-			env: "XCLOAK_DATABASE_URL", flag: "database-url", scope: forServe | forUser | forMigrate,
+			env: "XCLOAK_DATABASE_URL", flag: "database-url", scope: forServe | forUser | forMigrate, fromFile: true,
 			def:   "postgres://postgres@127.0.0.1:5432/xcloak?sslmode=disable",
 			usage: "Postgres `URL`; the database it names is created when missing",
 			set:   func(c *config, v string) error { c.DatabaseURL = v; return checkDatabaseURL(v) },
@@ -159,19 +176,20 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
-			env: "XCLOAK_SECRET", flag: "secret", show: "none", scope: forServe,
-			usage: "`key` of at least 32 bytes that signs device cookies; required unless --dev",
+			env: "XCLOAK_SECRET", flag: "secret", show: "none", scope: forServe, fromFile: true,
+			usage: "random `key` of at least 32 bytes that signs device cookies; required unless --dev. " +
+				"A flag is visible in ps: prefer XCLOAK_SECRET_FILE",
 			set: func(c *config, v string) error {
-				if len(v) < 32 {
-					return fmt.Errorf("%d bytes long, want at least 32 (e.g. openssl rand -hex 32)", len(v))
+				if err := checkSecret(v); err != nil {
+					return err
 				}
 				c.Auth.Secret = []byte(v)
 				return nil
 			},
 		},
 		{
-			env: "XCLOAK_SMTP_URL", flag: "smtp-url", show: "none", scope: forServe,
-			usage: "SMTP server `URL` for reset mails, smtp[s]://user:pass@host:port?from=address; unset writes them to the log",
+			env: "XCLOAK_SMTP_URL", flag: "smtp-url", show: "none", scope: forServe, fromFile: true,
+			usage: "SMTP server `URL` for reset mails, smtp[s]://user:pass@host:port?from=address; required unless --dev or XCLOAK_MAIL_LOG",
 			set: func(c *config, v string) error {
 				if _, err := auth.ParseSMTPURL(v); err != nil {
 					return err
@@ -181,11 +199,32 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
+			env: "XCLOAK_MAIL_LOG", flag: "mail-log", def: "false", isBool: true, scope: forServe,
+			usage: "without XCLOAK_SMTP_URL, write reset mails, live links included, to the log; serve refuses to start without either, unless --dev",
+			set: func(c *config, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("%q is not true or false", v)
+				}
+				c.MailLog = b
+				return nil
+			},
+		},
+		{
 			env: "XCLOAK_TRUSTED_PROXIES", flag: "trusted-proxies", show: "none", scope: forServe,
-			usage: "comma-separated `CIDRs` of proxies whose X-Forwarded-For and Forwarded headers are believed",
+			usage: "comma-separated `CIDRs` of proxies whose XCLOAK_FORWARDED_HEADER is believed",
 			set: func(c *config, v string) error {
 				p, err := web.ParseTrustedProxies(v)
 				c.TrustedProxies = p
+				return err
+			},
+		},
+		{
+			env: "XCLOAK_FORWARDED_HEADER", flag: "forwarded-header", def: string(web.HeaderXForwardedFor), scope: forServe,
+			usage: "the one `header` trusted proxies name the client in: x-forwarded-for, forwarded (RFC 7239) or none (the peer is the client)",
+			set: func(c *config, v string) error {
+				h, err := web.ParseForwardedHeader(v)
+				c.ForwardedHeader = h
 				return err
 			},
 		},
@@ -202,9 +241,18 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
-			env: "XCLOAK_METRICS_ADDR", flag: "metrics-addr", show: "none", scope: forServe,
-			usage: "`host:port` of a separate listener for /metrics; unset serves /metrics on the main address",
-			set:   func(c *config, v string) error { c.MetricsAddr = v; return checkAddr(v) },
+			// Metrics tell an attacker when the limits are degraded and how
+			// busy hashing is, so they stay off the public address unless
+			// the operator puts them there.
+			env: "XCLOAK_METRICS_ADDR", flag: "metrics-addr", def: "127.0.0.1:9090", scope: forServe,
+			usage: "`host:port` of a separate listener for /metrics; " + metricsOnMain + " serves them on the main address, " + metricsOff + " not at all",
+			set: func(c *config, v string) error {
+				c.MetricsAddr = v
+				if v == metricsOnMain || v == metricsOff {
+					return nil
+				}
+				return checkAddr(v)
+			},
 		},
 		{
 			env: "XCLOAK_KEY_PREFIX", flag: "key-prefix", def: "xcloak:", scope: forServe | forUser,
@@ -331,7 +379,11 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 			continue
 		}
 		values[i] = &settingValue{isBool: s.isBool}
-		fs.Var(values[i], s.flag, fmt.Sprintf("%s (env %s, default %s)", s.usage, s.env, s.shownDefault()))
+		usage := s.usage
+		if s.fromFile {
+			usage += "; " + s.env + "_FILE names a file holding it"
+		}
+		fs.Var(values[i], s.flag, fmt.Sprintf("%s (env %s, default %s)", usage, s.env, s.shownDefault()))
 	}
 	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return config{}, err
@@ -347,6 +399,16 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 		if values[i] != nil {
 			if v := getenv(s.env); v != "" {
 				value, source = v, s.env
+			}
+			if path := getenv(s.env + "_FILE"); s.fromFile && path != "" {
+				if value != "" {
+					return config{}, fmt.Errorf("%s and %s_FILE are both set: set one", s.env, s.env)
+				}
+				v, err := readSettingFile(path)
+				if err != nil {
+					return config{}, fmt.Errorf("%s_FILE: %w", s.env, err)
+				}
+				value, source = v, s.env+"_FILE"
 			}
 			if given[s.flag] {
 				value, source = values[i].value, "--"+s.flag+" ("+s.env+")"
@@ -366,6 +428,75 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 		return config{}, fmt.Errorf("XCLOAK_LOCKOUT_DURATION, XCLOAK_LOCKOUT_MAX_DURATION: %w", err)
 	}
 	return cfg, nil
+}
+
+// readSettingFile returns the content of the file at path, without one
+// trailing newline (LF or CRLF), as files written by editors and
+// "echo > file" end in one. Its errors never quote the content.
+func readSettingFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the file: %w", err)
+	}
+	v := strings.TrimSuffix(string(b), "\n")
+	v = strings.TrimSuffix(v, "\r")
+	if v == "" {
+		return "", fmt.Errorf("the file is empty: %s", path)
+	}
+	return v, nil
+}
+
+// The rule XCLOAK_SECRET must follow. Secrets made by openssl rand -hex 32
+// or -base64 32 pass it with certainty for any practical purpose: failing
+// needs dozens of random characters to fall into a pattern.
+const (
+	minSecretBytes    = 32
+	minSecretDistinct = 10
+)
+
+// checkSecret refuses a secret that is short or visibly not random: fewer
+// than minSecretDistinct different bytes, or a pattern in the steps
+// between neighbouring bytes, where one step (such as a to b) makes more
+// than half of them, or the steps repeat with a period of at most half the
+// length (abcabc..., a 16-byte piece typed twice). Its errors never quote
+// the secret.
+func checkSecret(v string) error {
+	const hint = " (make one with openssl rand -hex 32)"
+	if len(v) < minSecretBytes {
+		return fmt.Errorf("%d bytes long, want at least %d%s", len(v), minSecretBytes, hint)
+	}
+	var seen [256]bool
+	distinct := 0
+	for i := 0; i < len(v); i++ {
+		if !seen[v[i]] {
+			seen[v[i]] = true
+			distinct++
+		}
+	}
+	if distinct < minSecretDistinct {
+		return fmt.Errorf("has only %d different bytes, want at least %d%s", distinct, minSecretDistinct, hint)
+	}
+	steps := make([]byte, len(v)-1)
+	var counts [256]int
+	for i := range steps {
+		steps[i] = v[i+1] - v[i]
+		counts[steps[i]]++
+	}
+	for _, n := range counts {
+		if 2*n > len(steps) {
+			return errors.New("is a repeating pattern, not a random key" + hint)
+		}
+	}
+	for period := 1; period <= len(v)/2; period++ {
+		repeats := true
+		for i := period; i < len(steps) && repeats; i++ {
+			repeats = steps[i] == steps[i-period]
+		}
+		if repeats {
+			return errors.New("is a repeating pattern, not a random key" + hint)
+		}
+	}
+	return nil
 }
 
 // formatLimit writes l as ParseLimit reads it, in the short form: 50/10m.

@@ -3,9 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"flag"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,15 +17,18 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/ratelimit"
+	"github.com/xcloak/xcloak/web"
 )
 
 func TestLoadConfig(t *testing.T) {
 	defaults := config{
-		Addr:        "127.0.0.1:8080",
-		RedisURL:    "redis://127.0.0.1:6379/0",
-		DatabaseURL: "postgres://postgres@127.0.0.1:5432/xcloak?sslmode=disable",
-		KeyPrefix:   "xcloak:",
-		Auth:        auth.DefaultConfig(),
+		Addr:            "127.0.0.1:8080",
+		RedisURL:        "redis://127.0.0.1:6379/0",
+		DatabaseURL:     "postgres://postgres@127.0.0.1:5432/xcloak?sslmode=disable",
+		ForwardedHeader: web.HeaderXForwardedFor,
+		MetricsAddr:     "127.0.0.1:9090",
+		KeyPrefix:       "xcloak:",
+		Auth:            auth.DefaultConfig(),
 	}
 	with := func(change func(*config)) config {
 		c := defaults
@@ -41,8 +48,9 @@ func TestLoadConfig(t *testing.T) {
 				"XCLOAK_ADDR":             ":9000",
 				"XCLOAK_REDIS_URL":        "redis://cache:6380/2",
 				"XCLOAK_DATABASE_URL":     "postgres://app@db/xcloak",
-				"XCLOAK_SECRET":           "0123456789abcdef0123456789abcdef",
+				"XCLOAK_SECRET":           "4f9a1c0e7b2d8f3a6c5e9b1d0a7f2c8e",
 				"XCLOAK_TRUSTED_PROXIES":  "10.0.0.0/8, 192.168.1.7",
+				"XCLOAK_FORWARDED_HEADER": "Forwarded",
 				"XCLOAK_INSECURE_COOKIES": "true",
 				"XCLOAK_KEY_PREFIX":       "login:",
 				"XCLOAK_HASH_CONCURRENCY": "3",
@@ -52,8 +60,9 @@ func TestLoadConfig(t *testing.T) {
 			},
 			want: with(func(c *config) {
 				c.Addr, c.RedisURL, c.DatabaseURL = ":9000", "redis://cache:6380/2", "postgres://app@db/xcloak"
-				c.Auth.Secret = []byte("0123456789abcdef0123456789abcdef")
+				c.Auth.Secret = []byte("4f9a1c0e7b2d8f3a6c5e9b1d0a7f2c8e")
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")}
+				c.ForwardedHeader = web.HeaderForwarded
 				c.InsecureCookies = true
 				c.KeyPrefix = "login:"
 				c.HashConcurrency = 3
@@ -225,5 +234,106 @@ func TestServeHelpListsEverySetting(t *testing.T) {
 	}
 	if strings.Contains(help, "hunter2") {
 		t.Errorf("serve --help shows the secret from the environment:\n%s", help)
+	}
+}
+
+// TestSecretStrength: secrets made as README says always pass; short ones
+// and visible patterns are refused, and the error never shows the secret.
+func TestSecretStrength(t *testing.T) {
+	for range 2000 {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		for _, secret := range []string{hex.EncodeToString(b), base64.StdEncoding.EncodeToString(b)} {
+			if err := checkSecret(secret); err != nil {
+				t.Fatalf("checkSecret refused a random secret like openssl rand makes: %v", err)
+			}
+		}
+	}
+	for _, secret := range []string{testSecret, "4f9a1c0e7b2d8f3a6c5e9b1d0a7f2c8e", "correct horse battery staple, and then some"} {
+		if err := checkSecret(secret); err != nil {
+			t.Errorf("checkSecret refused %q: %v", secret, err)
+		}
+	}
+	for secret, want := range map[string]string{
+		"short":                                    "5 bytes long, want at least 32",
+		strings.Repeat("a", 40):                    "1 different bytes, want at least 10",
+		strings.Repeat("abc", 14):                  "3 different bytes, want at least 10",
+		strings.Repeat("0123456789abcdef", 2):      "a repeating pattern",
+		strings.Repeat("password12", 4):            "has only 9 different bytes",
+		strings.Repeat("q1w2e3r4t5", 4):            "a repeating pattern",
+		"abcdefghijklmnopqrstuvwxyz0123456789":     "a repeating pattern",
+		"zyxwvutsrqponmlkjihgfedcba9876543210ZYXW": "a repeating pattern",
+	} {
+		err := checkSecret(secret)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("checkSecret(%q) = %v, want an error saying %q", secret, err, want)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("checkSecret's error quotes the secret: %v", err)
+		}
+	}
+}
+
+// TestSettingsFromFiles: XCLOAK_SECRET_FILE, XCLOAK_DATABASE_URL_FILE and
+// XCLOAK_SMTP_URL_FILE read those settings from files, one trailing
+// newline trimmed; a variable and its _FILE together, or a file that
+// cannot be read, are errors that name the variable and never the content.
+func TestSettingsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const secret = "4f9a1c0e7b2d8f3a6c5e9b1d0a7f2c8e-from-a-file"
+	const dbURL = "postgres://app:hunter2@db/xcloak"
+	const smtpURL = "smtp://xcloak:hunter2@mail.example.com:587?from=xcloak@example.com"
+	load := func(vars map[string]string) (config, error) {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		return loadConfig(fs, nil, env(vars), new(bytes.Buffer), new(bytes.Buffer), forServe)
+	}
+
+	cfg, err := load(map[string]string{
+		"XCLOAK_SECRET_FILE":       write("secret", secret+"\n"),
+		"XCLOAK_DATABASE_URL_FILE": write("db", dbURL+"\r\n"),
+		"XCLOAK_SMTP_URL_FILE":     write("smtp", smtpURL),
+	})
+	if err != nil {
+		t.Fatalf("load from files: %v", err)
+	}
+	if string(cfg.Auth.Secret) != secret || cfg.DatabaseURL != dbURL || cfg.SMTPURL != smtpURL {
+		t.Errorf("from files: secret %q, database %q, smtp %q; want the files' first lines", cfg.Auth.Secret, cfg.DatabaseURL, cfg.SMTPURL)
+	}
+
+	for _, tt := range []struct {
+		name    string
+		vars    map[string]string
+		wantErr string
+	}{
+		{"variable and file", map[string]string{"XCLOAK_SECRET": secret, "XCLOAK_SECRET_FILE": write("s2", secret)},
+			"XCLOAK_SECRET and XCLOAK_SECRET_FILE are both set"},
+		{"missing file", map[string]string{"XCLOAK_DATABASE_URL_FILE": filepath.Join(dir, "nothing")},
+			"XCLOAK_DATABASE_URL_FILE: cannot read"},
+		{"directory", map[string]string{"XCLOAK_SMTP_URL_FILE": dir},
+			"XCLOAK_SMTP_URL_FILE: cannot read"},
+		{"empty file", map[string]string{"XCLOAK_SECRET_FILE": write("empty", "\n")},
+			"XCLOAK_SECRET_FILE: the file is empty"},
+		{"weak secret in a file", map[string]string{"XCLOAK_SECRET_FILE": write("weak", "hunter2hunter2hunter2hunter2hunter2\n")},
+			"XCLOAK_SECRET_FILE: has only 7 different bytes"},
+		{"bad URL in a file", map[string]string{"XCLOAK_SMTP_URL_FILE": write("badsmtp", "smtp://u:hunter2@mail.example.com:587\n")},
+			"XCLOAK_SMTP_URL_FILE: auth: invalid SMTP URL"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(tt.vars)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), secret) {
+				t.Errorf("error shows a file's content: %v", err)
+			}
+		})
 	}
 }

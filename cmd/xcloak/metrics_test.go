@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -20,6 +24,7 @@ func fetch(t *testing.T, url string) (int, string) {
 
 func TestMetricsEndpoint(t *testing.T) {
 	vars := storeSettings(t)
+	vars["XCLOAK_METRICS_ADDR"] = "main"
 	addUser(t, vars, "ann@example.com", "correct horse\n")
 	s := startServe(t, vars)
 	signIn(t, s.base, "ann@example.com", "correct horse")
@@ -78,5 +83,62 @@ func TestLogsCarryRequestIDsAndNoSecrets(t *testing.T) {
 		if strings.Contains(logs, secret) {
 			t.Errorf("logs contain %q", secret)
 		}
+	}
+}
+
+// TestMetricsOffTheMainAddressByDefault: unless told otherwise, serve
+// puts the metrics on 127.0.0.1:9090, not on the public address. The test
+// holds that port (or finds it held by someone else), so serve must fail
+// to listen there: proof of where it tries, without racing other servers
+// for the port.
+func TestMetricsOffTheMainAddressByDefault(t *testing.T) {
+	vars := storeSettings(t)
+	delete(vars, "XCLOAK_METRICS_ADDR")
+	ln, err := net.Listen("tcp", "127.0.0.1:9090")
+	switch {
+	case err == nil:
+		defer ln.Close()
+	case !errors.Is(err, syscall.EADDRINUSE):
+		t.Fatalf("listen on 127.0.0.1:9090: %v", err)
+	}
+	// Cancelled as soon as serve says it listens: it must never get there.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr lockedBuffer
+	err = run(ctx, []string{"xcloak", "serve", "--addr", "127.0.0.1:0"}, env(vars), strings.NewReader(""),
+		writerFunc(func(p []byte) (int, error) {
+			if strings.Contains(string(p), "XCloak listening") {
+				t.Errorf("serve started with 127.0.0.1:9090 taken: %s", p)
+				cancel()
+			}
+			return len(p), nil
+		}), &stderr)
+	if want := "XCLOAK_METRICS_ADDR: listen on 127.0.0.1:9090"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("serve with 127.0.0.1:9090 taken: err = %v, want one containing %q\nstderr:\n%s", err, want, stderr.String())
+	}
+}
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestMetricsSwitchedOff: XCLOAK_METRICS_ADDR=off serves no metrics at all.
+func TestMetricsSwitchedOff(t *testing.T) {
+	vars := storeSettings(t)
+	vars["XCLOAK_METRICS_ADDR"] = "off"
+	addUser(t, vars, "ann@example.com", "correct horse\n")
+	s := startServe(t, vars)
+	if status, _ := fetch(t, s.base+"/metrics"); status != http.StatusNotFound {
+		t.Errorf("main address serves /metrics with metrics off: %d", status)
+	}
+	if resp := signIn(t, s.base, "ann@example.com", "correct horse"); resp.StatusCode != http.StatusOK {
+		t.Errorf("sign-in with metrics off: %d", resp.StatusCode)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.stdout.String(); strings.Contains(out, "Metrics at") {
+		t.Errorf("serve printed a metrics address with metrics off:\n%s", out)
 	}
 }

@@ -34,6 +34,8 @@ func env(vars map[string]string) func(string) string {
 
 // storeSettings returns settings that give the test its own Postgres
 // database and Redis key prefix, both removed when it ends, and a secret.
+// Metrics are off, so that servers running at once do not all ask for the
+// default metrics port; tests of the metrics choose their own.
 func storeSettings(t *testing.T) map[string]string {
 	t.Helper()
 	_, prefix := testenv.Redis(t)
@@ -42,6 +44,8 @@ func storeSettings(t *testing.T) map[string]string {
 		"XCLOAK_KEY_PREFIX":   prefix,
 		"XCLOAK_DATABASE_URL": testenv.Postgres(t),
 		"XCLOAK_SECRET":       testSecret,
+		"XCLOAK_METRICS_ADDR": "off",
+		"XCLOAK_MAIL_LOG":     "true",
 	}
 }
 
@@ -254,12 +258,56 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// TestServeMailLog: with XCLOAK_MAIL_LOG=true and no SMTP server, serve
+// starts, says at every start that reset links go to the log, and does
+// write them there.
+func TestServeMailLog(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	// The secret comes from a file here, as container secrets do.
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte(vars["XCLOAK_SECRET"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	delete(vars, "XCLOAK_SECRET")
+	vars["XCLOAK_SECRET_FILE"] = secretFile
+	addUser(t, vars, "ann@example.com", "correct horse battery\n")
+	const warning = "XCLOAK_SMTP_URL is not set and XCLOAK_MAIL_LOG is true: reset mails, links included, are written to this log"
+	for _, start := range []string{"first", "second"} {
+		srv := startServe(t, vars)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.base+"/api/v1/password-reset", strings.NewReader(`{"email":"ann@example.com"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s start: reset request: %d", start, resp.StatusCode)
+		}
+		if err := srv.stop(); err != nil {
+			t.Fatalf("%s start: %v", start, err)
+		}
+		logs := srv.stderr.String()
+		if !strings.Contains(logs, warning) {
+			t.Errorf("%s start: no warning %q in\n%s", start, warning, logs)
+		}
+		if !strings.Contains(logs, "/password-reset/") {
+			t.Errorf("%s start: no reset link in the log:\n%s", start, logs)
+		}
+	}
+}
+
 func TestServeDev(t *testing.T) {
 	// --dev keeps its secret under the working directory.
 	dir := t.TempDir()
 	t.Chdir(dir)
 	vars := storeSettings(t)
 	delete(vars, "XCLOAK_SECRET")
+	delete(vars, "XCLOAK_MAIL_LOG") // --dev writes mails to the log unasked
 
 	demoPassword := func(srv *server) string {
 		t.Helper()
@@ -354,14 +402,49 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: "XCLOAK_SECRET: 5 bytes long, want at least 32",
 		},
 		{
+			name:    "secret of one repeated character",
+			env:     map[string]string{"XCLOAK_SECRET": strings.Repeat("x", 40)},
+			wantErr: "XCLOAK_SECRET: has only 1 different bytes, want at least 10",
+		},
+		{
+			name:    "secret that is a pattern",
+			args:    []string{"--secret", "0123456789abcdef0123456789abcdef"},
+			wantErr: "--secret (XCLOAK_SECRET): is a repeating pattern",
+		},
+		{
+			name:    "secret and its file",
+			env:     map[string]string{"XCLOAK_SECRET_FILE": "/run/secrets/xcloak"},
+			wantErr: "XCLOAK_SECRET and XCLOAK_SECRET_FILE are both set",
+		},
+		{
+			name:    "database URL from a file that is not there",
+			env:     map[string]string{"XCLOAK_DATABASE_URL": "", "XCLOAK_DATABASE_URL_FILE": "/nonexistent/xcloak-db-url"},
+			wantErr: "XCLOAK_DATABASE_URL_FILE: cannot read",
+		},
+		{
 			name:    "no secret without --dev",
 			env:     map[string]string{"XCLOAK_SECRET": ""},
 			wantErr: "XCLOAK_SECRET is not set",
 		},
 		{
+			name:    "no SMTP server, and mails in the log not asked for",
+			env:     map[string]string{"XCLOAK_MAIL_LOG": "false"},
+			wantErr: "XCLOAK_SMTP_URL is not set: set it, or XCLOAK_MAIL_LOG=true",
+		},
+		{
+			name:    "mail log that is no bool",
+			env:     map[string]string{"XCLOAK_MAIL_LOG": "yes please"},
+			wantErr: `XCLOAK_MAIL_LOG: "yes please" is not true or false`,
+		},
+		{
 			name:    "trusted proxy that is no address",
 			env:     map[string]string{"XCLOAK_TRUSTED_PROXIES": "10.0.0.0/8, 300.1.1.1/8"},
 			wantErr: `XCLOAK_TRUSTED_PROXIES: trusted proxy "300.1.1.1/8"`,
+		},
+		{
+			name:    "forwarding header that is not one of the three",
+			env:     map[string]string{"XCLOAK_FORWARDED_HEADER": "x-real-ip"},
+			wantErr: `XCLOAK_FORWARDED_HEADER: "x-real-ip" is not x-forwarded-for, forwarded or none`,
 		},
 		{
 			name:    "public URL that is not http",
@@ -436,9 +519,14 @@ func TestServeRefusesBadSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Settings are checked before anything connects, so these
-			// point nowhere.
-			vars := map[string]string{"XCLOAK_SECRET": testSecret}
+			// Settings are checked before anything connects, so the
+			// stores are nowhere: a setting that is not checked fails to
+			// connect instead of serving.
+			vars := map[string]string{
+				"XCLOAK_SECRET":       testSecret,
+				"XCLOAK_REDIS_URL":    "redis://127.0.0.1:1",
+				"XCLOAK_DATABASE_URL": "postgres://u:hunter2@127.0.0.1:1/none",
+			}
 			for k, v := range tt.env {
 				vars[k] = v
 			}

@@ -57,8 +57,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return errors.New("XCLOAK_SECRET is not set: give a random key of at least 32 bytes " +
 			"(e.g. openssl rand -hex 32), or run with --dev on a development machine")
 	}
+	// A reset link in a log is a password for whoever reads the log, so
+	// production writes them there only when told to, and says so at
+	// every start.
 	if cfg.SMTPURL == "" && !*dev {
-		logger.Warn("XCLOAK_SMTP_URL is not set: reset mails, links included, are written to this log")
+		if !cfg.MailLog {
+			return errors.New("XCLOAK_SMTP_URL is not set: set it, or XCLOAK_MAIL_LOG=true to write reset mails, " +
+				"live links included, to the log")
+		}
+		logger.Warn("XCLOAK_SMTP_URL is not set and XCLOAK_MAIL_LOG is true: reset mails, links included, are written to this log")
 	}
 
 	// Listening first fails fast on a taken port and tells the default
@@ -91,13 +98,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	webCfg := web.Config{
 		TrustedProxies:  cfg.TrustedProxies,
+		ForwardedHeader: cfg.ForwardedHeader,
 		InsecureCookies: cfg.InsecureCookies,
 		PublicURL:       cfg.Auth.PublicURL,
 	}
 	metricsURL := ""
-	if cfg.MetricsAddr == "" {
+	switch cfg.MetricsAddr {
+	case metricsOff:
+	case metricsOnMain:
 		webCfg.Metrics = metrics
-	} else {
+	default:
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("XCLOAK_METRICS_ADDR: listen on %s: %w", cfg.MetricsAddr, err)

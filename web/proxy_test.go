@@ -1,0 +1,65 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// TestClientHeadersBehindProxy: behind a trusted proxy that appends the
+// client to X-Forwarded-For, what the client itself writes in Forwarded
+// or at the left of X-Forwarded-For gives it no new address. 70 sign-ins,
+// each with an invented Forwarded and invented X-Forwarded-For entries,
+// and the proxy's real entry last, are limited as the one real client:
+// exactly the per-address limit gets through, and the events and the
+// dashboard name only the real client.
+func TestClientHeadersBehindProxy(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{
+		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
+	})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	const client = "203.0.113.7"
+
+	proxy := xcloaktest.Client(t, "127.0.0.1")
+	counts := map[int]int{}
+	for i := range 70 {
+		resp, body := post(t, proxy, base+"/api/v1/login", jsonType, loginJSON(fmt.Sprintf("user%d@example.com", i), "a wrong guess"),
+			"Forwarded", fmt.Sprintf("for=198.51.100.%d", i),
+			"X-Forwarded-For", fmt.Sprintf("10.%d.0.1, 192.0.2.%d, %s", i, i, client))
+		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("sign-in %d: %d %s", i, resp.StatusCode, body)
+		}
+		counts[resp.StatusCode]++
+	}
+	limit := env.Auth.Limits.LoginIP.Count
+	if counts[http.StatusUnauthorized] != limit || counts[http.StatusTooManyRequests] != 70-limit {
+		t.Errorf("answers %v; want exactly %d x 401 and %d x 429, as one client", counts, limit, 70-limit)
+	}
+
+	env.Flush(t)
+	rows, err := env.DB.Query(t.Context(), `SELECT DISTINCT coalesce(ip, '') FROM security_events WHERE kind LIKE 'login_%' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sources, []string{client}) {
+		t.Errorf("sign-in events name %v, want only %s", sources, client)
+	}
+
+	// The administrator comes straight from an address that is no proxy.
+	admin := xcloaktest.Client(t, "127.0.0.2")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	s, _ := getStats(t, admin, base, "5m")
+	if len(s.TopSources) != 1 || s.TopSources[0].Source != client || s.TopSources[0].Rejected != int64(70-limit) {
+		t.Errorf("dashboard's top sources %+v, want only %s with %d rejections", s.TopSources, client, 70-limit)
+	}
+}

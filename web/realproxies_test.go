@@ -1,0 +1,190 @@
+package web_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// TestNginxSnippetFromDeploy runs a real nginx with the location block
+// docs/DEPLOY.md gives, in front of an XCloak that trusts it, and sends
+// sign-ins carrying invented Forwarded and X-Forwarded-For headers: they
+// are limited as the one client nginx saw. Skipped where nginx is not
+// installed.
+func TestNginxSnippetFromDeploy(t *testing.T) {
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx is not installed")
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{
+		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
+	})
+	base := env.Start(t)
+
+	snippet := strings.ReplaceAll(deploySnippet(t, "nginx", "http://xcloak:8080"), "http://xcloak:8080", base)
+
+	dir := t.TempDir()
+	port := freePort(t)
+	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+events {}
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    server {
+        listen 127.0.0.1:%[2]d;
+%[3]s
+    }
+}
+`, dir, port, snippet)
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off; master_process off;")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	front := fmt.Sprintf("http://127.0.0.1:%d", port)
+	awaitListening(t, port, func() string {
+		errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return string(errLog)
+	})
+	checkLimitedAsOne(t, env, front, "127.0.0.5")
+}
+
+// TestCaddySnippetFromDeploy does for the Caddyfile of docs/DEPLOY.md
+// what TestNginxSnippetFromDeploy does for nginx, over plain http.
+// Skipped where Caddy is not installed.
+func TestCaddySnippetFromDeploy(t *testing.T) {
+	caddy, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Skip("caddy is not installed")
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{
+		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
+	})
+	base := env.Start(t)
+	snippet := deploySnippet(t, "caddyfile", "xcloak:8080")
+	port := freePort(t)
+	snippet = strings.ReplaceAll(snippet, "login.example.com", fmt.Sprintf("http://127.0.0.1:%d", port))
+	snippet = strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
+
+	dir := t.TempDir()
+	// No admin endpoint, and Caddy's own files under the test's directory.
+	conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n" + snippet
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(caddy, "run", "--config", filepath.Join(dir, "Caddyfile"), "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	awaitListening(t, port, func() string { return out.String() })
+	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
+}
+
+// deploySnippet returns the first block of docs/DEPLOY.md in the given
+// language, which must mention want.
+func deploySnippet(t *testing.T, lang, want string) string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/DEPLOY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```"+lang+"\n")
+	snippet, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !strings.Contains(snippet, want) {
+		t.Fatalf("docs/DEPLOY.md has no %s block with %s", lang, want)
+	}
+	return snippet
+}
+
+// awaitListening waits for a proxy to listen on port; the deadline only
+// keeps a broken proxy from hanging the test.
+func awaitListening(t *testing.T, port int, logs func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			conn.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy does not listen: %v\n%s", err, logs())
+		}
+	}
+}
+
+// checkLimitedAsOne sends 70 sign-ins from client through the proxy at
+// front, each with invented Forwarded and X-Forwarded-For headers, and
+// checks that XCloak limited them as that one client and named it in the
+// events.
+func checkLimitedAsOne(t *testing.T, env *xcloaktest.Env, front, client string) {
+	t.Helper()
+	c := xcloaktest.Client(t, client)
+	counts := map[int]int{}
+	for i := range 70 {
+		resp, body := post(t, c, front+"/api/v1/login", jsonType, loginJSON(fmt.Sprintf("user%d@example.com", i), "a wrong guess"),
+			"Forwarded", fmt.Sprintf("for=198.51.100.%d", i),
+			"X-Forwarded-For", fmt.Sprintf("10.%d.0.1, 192.0.2.%d", i, i))
+		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("sign-in %d through nginx: %d %s", i, resp.StatusCode, body)
+		}
+		counts[resp.StatusCode]++
+	}
+	limit := env.Auth.Limits.LoginIP.Count
+	if counts[http.StatusUnauthorized] != limit || counts[http.StatusTooManyRequests] != 70-limit {
+		t.Errorf("answers through nginx %v; want exactly %d x 401 and %d x 429, as one client", counts, limit, 70-limit)
+	}
+	env.Flush(t)
+	var sources []string
+	rows, err := env.DB.Query(t.Context(), `SELECT DISTINCT coalesce(ip, '') FROM security_events WHERE kind LIKE 'login_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		sources = append(sources, s)
+	}
+	if rows.Err() != nil || len(sources) != 1 || sources[0] != client {
+		t.Errorf("sign-in events name %v (%v), want only %s", sources, rows.Err(), client)
+	}
+}
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
