@@ -204,9 +204,12 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	passwordHash := user.PasswordHash
 	if rehash {
 		if hash, err := s.hasher.Hash(ctx, req.Password); err == nil {
-			if err := s.setPasswordHash(ctx, s.db, user.ID, hash); err != nil {
+			switch err := s.rehashPassword(ctx, user.ID, passwordHash, hash); {
+			case errors.Is(err, errPasswordChanged):
+				return LoginResult{}, ErrInvalidCredentials
+			case err != nil:
 				s.log.Warn("storing rehashed password", "user_id", user.ID, "err", err)
-			} else {
+			default:
 				passwordHash = hash
 			}
 		}
@@ -231,7 +234,12 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if err := s.Logout(ctx, req.OldSession); err != nil {
 		return LoginResult{}, err
 	}
-	sess, err := s.createSession(ctx, user)
+	// Only while passwordHash is still the account's: a password replaced
+	// while this one was verified ends every session, this one included.
+	sess, err := s.createSession(ctx, user, passwordHash)
+	if errors.Is(err, errPasswordChanged) {
+		return LoginResult{}, ErrInvalidCredentials
+	}
 	if err != nil {
 		return LoginResult{}, err
 	}

@@ -46,15 +46,27 @@ func wellFormedToken(token string) bool {
 	return err == nil
 }
 
-func (s *Service) createSession(ctx context.Context, u User) (Session, error) {
+// createSession starts a session for u.
+//
+// The session is made only while passwordHash, the hash the sign-in
+// verified, is still the account's (errPasswordChanged otherwise). The
+// account's row is share-locked for it: a password replacement that
+// commits first leaves no row to match, and one that commits after sees
+// the session and ends it. Either way no session made with a replaced
+// password outlives the replacement.
+func (s *Service) createSession(ctx context.Context, u User, passwordHash string) (Session, error) {
 	token, hash := newToken()
 	now := s.now()
 	sess := Session{Token: token, UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
-	_, err := s.db.Exec(ctx,
-		`INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $3)`,
-		hash, u.ID, sess.CreatedAt, sess.ExpiresAt)
+	tag, err := s.db.Exec(ctx, `
+		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at)
+		SELECT $1, id, $3, $4, $3 FROM users WHERE id = $2 AND password_hash = $5 FOR SHARE`,
+		hash, u.ID, sess.CreatedAt, sess.ExpiresAt, passwordHash)
 	if err != nil {
 		return Session{}, s.dbDown("creating session", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return Session{}, errPasswordChanged
 	}
 	return sess, nil
 }

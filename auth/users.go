@@ -89,9 +89,19 @@ func (s *Service) UserByEmail(ctx context.Context, email string) (User, error) {
 	return u, err
 }
 
-func (s *Service) setPasswordHash(ctx context.Context, q querier, userID int64, hash string) error {
-	_, err := q.Exec(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, hash)
-	return err
+// rehashPassword replaces the hash a sign-in verified, old, with a fresh
+// hash of the same password made with the current parameters, unless the
+// password was replaced meanwhile (errPasswordChanged): an unconditional
+// write would bring the old password back.
+func (s *Service) rehashPassword(ctx context.Context, userID int64, old, hash string) error {
+	tag, err := s.db.Exec(ctx, `UPDATE users SET password_hash = $3, updated_at = now() WHERE id = $1 AND password_hash = $2`, userID, old, hash)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return errPasswordChanged
+	}
+	return nil
 }
 
 // querier is what pgxpool.Pool and pgx.Tx share.

@@ -80,11 +80,14 @@ type Failover struct {
 
 // DefaultTimeout bounds each Redis call a Failover makes, from the wait for
 // a free connection to the reply: a decision that Redis has not answered
-// by then is taken by the failure policy instead. It matches the server's
-// client, which waits 2 s to connect and 1 s for a reply, and leaves room
-// for a burst queued for a connection, so that a replica under load does
-// not take itself for one without Redis.
-const DefaultTimeout = 2 * time.Second
+// by then is taken by the failure policy instead. A Redis that refuses
+// connections or stops answering on an open one shows sooner, as the
+// client's own connect (2 s) and reply (1 s) errors. go-redis reports a
+// wait for a free connection and a connection still being set up against
+// a stuck Redis alike, so this bound must also outlast the queue a burst
+// makes for connections: a replica under load must not take itself for
+// one without Redis.
+const DefaultTimeout = 5 * time.Second
 
 // restoreTimeout bounds the loading of the lockouts in force when Redis is
 // lost; local decisions wait for it at most that long.

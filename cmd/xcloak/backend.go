@@ -15,6 +15,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 const (
@@ -200,6 +201,11 @@ func newRedisClient(rawURL string, cluster bool) (redis.UniversalClient, string,
 	}
 	if opts.PoolSize == 0 {
 		opts.PoolSize = max(32, 10*runtime.GOMAXPROCS(0))
+	}
+	if opts.PoolTimeout == 0 {
+		// A burst waits for a connection as long as a decision may take
+		// (go-redis' default is the read timeout plus a second).
+		opts.PoolTimeout = ratelimit.DefaultTimeout
 	}
 	if opts.MaxRetries == 0 {
 		opts.MaxRetries = -1 // go-redis: 0 means its default of 3 retries

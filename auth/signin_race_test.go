@@ -1,0 +1,126 @@
+package auth_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// slowParams make one hash take long enough for a password to be replaced
+// while a sign-in verifies the old one.
+var slowParams = auth.Params{Memory: 32 * 1024, Time: 3, Threads: 1, SaltLen: 16, KeyLen: 32}
+
+func withHasher(t *testing.T, p auth.Params) func(*auth.Deps) {
+	return func(d *auth.Deps) {
+		h, err := auth.NewHasher(p, 4, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Hasher = h
+	}
+}
+
+// replacePassword does what a reset does to the account, in one
+// transaction, with a hash computed beforehand, so that it commits while
+// a sign-in is still verifying the old password.
+func replacePassword(t *testing.T, f *fixture, email, hash string) {
+	t.Helper()
+	tx, err := f.db.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	for _, q := range []string{
+		`UPDATE users SET password_hash = $2, updated_at = now() WHERE email = $1`,
+		`DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE email = $1)`,
+		`DELETE FROM devices WHERE user_id = (SELECT id FROM users WHERE email = $1)`,
+	} {
+		args := []any{email}
+		if q[0] == 'U' {
+			args = append(args, hash)
+		}
+		if _, err := tx.Exec(t.Context(), q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKnownDeviceSessionDiesWithReplacedPassword: a known device signing
+// in with the old password while the password is replaced gets no session
+// that outlives the replacement, whichever finishes first.
+func TestKnownDeviceSessionDiesWithReplacedPassword(t *testing.T) {
+	f := newFixture(t, nil, withHasher(t, slowParams))
+	f.addUser(t, "ann@example.com", "old password", false)
+	other, err := auth.NewHasher(slowParams, 1, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newHash, err := other.Hash(t.Context(), "brand new password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.66")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var res auth.LoginResult
+	var loginErr error
+	wg.Go(func() {
+		res, loginErr = f.svc.Login(context.Background(), auth.LoginRequest{
+			Email: "ann@example.com", Password: "old password", Client: client("192.0.2.66"), DeviceCookie: first.Device.Value})
+	})
+	time.Sleep(40 * time.Millisecond) // while the old password is verified
+	replacePassword(t, f, "ann@example.com", newHash)
+	wg.Wait()
+	if loginErr != nil {
+		return // refused: nothing to outlive the replacement
+	}
+	if _, err := f.svc.Session(t.Context(), res.Session.Token); err == nil {
+		t.Fatal("a session made with the old password is live after the password was replaced")
+	}
+}
+
+// TestRehashDoesNotUndoReplacedPassword: a sign-in whose stored hash has
+// old parameters stores a new hash of the password it verified; if the
+// password was replaced meanwhile, that write must not bring the old
+// password back.
+func TestRehashDoesNotUndoReplacedPassword(t *testing.T) {
+	old, err := auth.NewHasher(fastParams, 2, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, nil, withHasher(t, slowParams))
+	u := f.addUser(t, "ann@example.com", "placeholder password", false)
+	oldHash, err := old.Hash(t.Context(), "old password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(t.Context(), `UPDATE users SET password_hash = $2 WHERE id = $1`, u.ID, oldHash); err != nil {
+		t.Fatal(err)
+	}
+	newHash, err := old.Hash(t.Context(), "brand new password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// Verifying with the old parameters is fast; the rehash is slow.
+		_, _ = f.svc.Login(context.Background(), auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.66")})
+	})
+	time.Sleep(30 * time.Millisecond)
+	replacePassword(t, f, "ann@example.com", newHash)
+	wg.Wait()
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "brand new password", Client: client("192.0.2.7")}); err != nil {
+		t.Errorf("the new password: %v, want it to sign in", err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.8")}); err == nil {
+		t.Error("the old password signs in again after it was replaced")
+	}
+}
