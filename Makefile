@@ -6,13 +6,14 @@ GO ?= go
 BENCH ?= .
 PKG ?= ./...
 
-.PHONY: run test e2e e2e-setup bench build generate fmt vet services services-stop
+.PHONY: run test e2e e2e-setup proxies bench build generate fmt vet services services-stop
 
 run: services
 	$(GO) run ./cmd/xcloak serve --dev
 
-# Every Go test, the browser tests in e2e/ included; their setup runs first.
-test: services e2e-setup
+# Every Go test, the browser tests in e2e/ and the tests behind real nginx
+# and Caddy included; their setup runs first.
+test: services e2e-setup proxies
 	$(GO) test -race -count=1 ./...
 
 # Only the browser tests: installs Chromium and the Playwright driver when
@@ -22,6 +23,11 @@ e2e: services e2e-setup
 
 e2e-setup:
 	e2e/setup.sh
+
+# nginx and Caddy, which tests run in front of XCloak (installed when
+# missing, as root).
+proxies:
+	scripts/proxies.sh
 
 bench: services
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem $(PKG)

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"net/netip"
 	"strconv"
 	"time"
 )
@@ -12,29 +13,64 @@ const (
 	// the minute are folded into one summary row per kind and rule, whose
 	// detail says how many there were ("count"), when the last was
 	// ("last") and that they were folded ("folded"); a summary keeps the
-	// account only if every event it folds named the same one.
+	// account only if every event it folds named the same one, and the
+	// source only if they all came from one. A network here is an IPv4
+	// /24 or an IPv6 /48, wider than the networks limits count, so that
+	// the many /64s of one IPv6 customer share one budget.
 	EventRowsPerNetwork = 20
 	// MaxEventRowsPerNetwork bounds the rows one client network adds to
 	// the log in one minute: its EventRowsPerNetwork rows and one summary
-	// for each kind and rule that can be folded (sign-ins failed,
-	// malformed or not decided, sign-ins rejected by each of four rules,
-	// resets rejected by each of three).
-	MaxEventRowsPerNetwork = EventRowsPerNetwork + 10
+	// for each kind and rule that can be folded: sign-ins failed,
+	// malformed or not decided (3), sign-ins rejected by the network, the
+	// account, the device or a lockout (4), reset requests rejected by
+	// the network, the account or the confirmation limit (3), unlock-link
+	// requests rejected by the same three (3).
+	MaxEventRowsPerNetwork = EventRowsPerNetwork + 13
+	// EventRowsPerMinute bounds the rows written one each in one minute
+	// across all networks; past it, every network's foldable events of
+	// the minute are folded into the summaries of one shared budget
+	// (without a source), so that a flood from many networks adds at most
+	// about this many rows a minute.
+	EventRowsPerMinute = 5_000
 	// eventNetworks bounds the networks whose budgets are kept at once.
-	// Networks past it share one budget, and their summaries carry no
-	// source, so that a flood from many networks cannot grow the
-	// Recorder's memory without limit.
+	// Networks past it share that one budget too, so that a flood from
+	// many networks cannot grow the Recorder's memory without limit.
 	eventNetworks = 10_000
-	// otherNetworks is the key of that shared budget; no source is empty.
-	otherNetworks = ""
+	// otherNetworks is the key of the shared budget; no source has it.
+	otherNetworks = "*"
 )
 
 // individualEvents are never folded: each matters on its own, and none can
 // be caused at will (a success needs the password, a lockout many
-// failures, a reset request passes the reset limits).
+// failures, a request for a link passes its limits, the others are an
+// owner's or an administrator's acts).
 var individualEvents = map[string]bool{
 	EventLoginSucceeded: true, EventNewDevice: true, EventLockout: true, EventUnlock: true,
 	EventResetRequested: true, EventResetCompleted: true, EventResetMailDropped: true,
+	EventUnlockRequested: true, EventUnlockConfirmed: true, EventSignedOutEverywhere: true,
+}
+
+// budgetNetwork is the network whose budget an event from source counts
+// against: the IPv4 /24 or IPv6 /48 around it. A source that is not an
+// address ("unknown") is its own network.
+func budgetNetwork(source string) string {
+	var addr netip.Addr
+	if p, err := netip.ParsePrefix(source); err == nil {
+		addr = p.Addr()
+	} else if a, err := netip.ParseAddr(source); err == nil {
+		addr = a
+	} else {
+		return source
+	}
+	bits := 24
+	if addr.Is6() {
+		bits = 48
+	}
+	p, err := addr.Prefix(bits)
+	if err != nil {
+		return source
+	}
+	return p.String()
 }
 
 // eventBudget bounds the rows each client network adds to the log per
@@ -43,7 +79,8 @@ var individualEvents = map[string]bool{
 // the rest are counted in summaries that are written once the minute is
 // over. It is used only under the Recorder's flush lock.
 type eventBudget struct {
-	budgets map[budgetKey]*networkBudget
+	budgets   map[budgetKey]*networkBudget
+	perMinute map[int64]int // rows written one each, by minute
 }
 
 type budgetKey struct {
@@ -69,6 +106,7 @@ type summary struct {
 func (b *eventBudget) admit(batch []Event) []Event {
 	if b.budgets == nil {
 		b.budgets = map[budgetKey]*networkBudget{}
+		b.perMinute = map[int64]int{}
 	}
 	out := batch[:0:0]
 	for _, e := range batch {
@@ -76,7 +114,11 @@ func (b *eventBudget) admit(batch []Event) []Event {
 			out = append(out, e)
 			continue
 		}
-		key := budgetKey{e.Source, unixMinute(e.At)}
+		minute := unixMinute(e.At)
+		key := budgetKey{budgetNetwork(e.Source), minute}
+		if b.perMinute[minute] >= EventRowsPerMinute {
+			key.source = otherNetworks
+		}
 		nb := b.budgets[key]
 		if nb == nil {
 			if len(b.budgets) >= eventNetworks {
@@ -88,18 +130,20 @@ func (b *eventBudget) admit(batch []Event) []Event {
 				b.budgets[key] = nb
 			}
 		}
-		if nb.rows < EventRowsPerNetwork {
+		if nb.rows < EventRowsPerNetwork && b.perMinute[minute] < EventRowsPerMinute {
 			nb.rows++
+			b.perMinute[minute]++
 			out = append(out, e)
 			continue
 		}
-		nb.fold(e, key.source == otherNetworks)
+		nb.fold(e, key.source)
 	}
 	return out
 }
 
-// fold counts e in the summary of its kind and rule.
-func (nb *networkBudget) fold(e Event, sharedBudget bool) {
+// fold counts e in the summary of its kind and rule; network is the
+// budget's key, which a summary of several sources names.
+func (nb *networkBudget) fold(e Event, network string) {
 	for _, sum := range nb.summaries {
 		if sum.Kind == e.Kind && sum.Rule == e.Rule {
 			sum.count += eventCount(e)
@@ -112,7 +156,9 @@ func (nb *networkBudget) fold(e Event, sharedBudget bool) {
 			if sum.Account != e.Account {
 				sum.Account, sum.UserID = "", 0
 			}
-			if sum.Source != e.Source {
+			if sum.Source != e.Source && network != otherNetworks {
+				sum.Source = network
+			} else if sum.Source != e.Source {
 				sum.Source = ""
 			}
 			return
@@ -120,7 +166,7 @@ func (nb *networkBudget) fold(e Event, sharedBudget bool) {
 	}
 	sum := &summary{Event: e, count: eventCount(e), last: e.At}
 	sum.Detail = nil
-	if sharedBudget {
+	if network == otherNetworks {
 		sum.Source = ""
 	}
 	nb.summaries = append(nb.summaries, sum)
@@ -149,6 +195,11 @@ func (b *eventBudget) close(minute int64, all bool) []Event {
 		nb.summaries = nil
 		if over {
 			delete(b.budgets, key)
+		}
+	}
+	for m := range b.perMinute {
+		if m < minute {
+			delete(b.perMinute, m)
 		}
 	}
 	return out

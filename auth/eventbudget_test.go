@@ -63,7 +63,7 @@ func TestEventBudget(t *testing.T) {
 	// many budgets (and one shared by the rest).
 	batch = batch[:0]
 	for i := range 3 * eventNetworks {
-		batch = append(batch, Event{At: minute, Kind: EventLoginInvalid, Source: fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255)})
+		batch = append(batch, Event{At: minute, Kind: EventLoginInvalid, Source: fmt.Sprintf("%d.%d.%d.1", 10+i>>16, i>>8&255, i&255)})
 	}
 	rows = b.admit(batch)
 	if len(b.budgets) > eventNetworks+1 {
@@ -95,6 +95,67 @@ func TestEventBudget(t *testing.T) {
 	}
 	if sums := b.close(unixMinute(minute)+1, false); len(sums) != 1 || eventCount(sums[0]) != 2*EventRowsPerNetwork || len(b.budgets) != 0 {
 		t.Fatalf("summaries %+v after the minute, want one counting %d, and no budget left", sums, 2*EventRowsPerNetwork)
+	}
+}
+
+// TestEventBudgetNetworksAndMinute: the many /64s of one IPv6 /48 (and
+// the addresses of one IPv4 /24) share one budget; a flood from many
+// networks writes at most EventRowsPerMinute rows a minute; acts of owners
+// and administrators keep a row of their own, details and all, whatever
+// floods the minute; and every event is still counted.
+func TestEventBudgetNetworksAndMinute(t *testing.T) {
+	minute := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	count := func(b *eventBudget, rows []Event) (n int) {
+		n = len(rows)
+		for _, s := range b.close(unixMinute(minute)+1, false) {
+			n += eventCount(s)
+		}
+		return n
+	}
+
+	var b eventBudget
+	var batch []Event
+	for i := range 300 {
+		for range 30 {
+			batch = append(batch, Event{At: minute, Kind: EventLoginInvalid, Source: fmt.Sprintf("2001:db8:7:%x::/64", i)})
+			batch = append(batch, Event{At: minute, Kind: EventLoginFailed, Source: fmt.Sprintf("198.51.100.%d", i%250)})
+		}
+	}
+	rows := b.admit(batch)
+	if len(rows) != 2*EventRowsPerNetwork {
+		t.Fatalf("300 /64s of one /48 and 250 addresses of one /24 wrote %d rows, want %d: one budget each", len(rows), 2*EventRowsPerNetwork)
+	}
+	if n := count(&b, rows); n != len(batch) {
+		t.Fatalf("rows and summaries count %d events, want %d", n, len(batch))
+	}
+
+	b = eventBudget{}
+	batch = batch[:0]
+	for i := range 1000 {
+		for range EventRowsPerNetwork {
+			batch = append(batch, Event{At: minute, Kind: EventLoginFailed, Source: fmt.Sprintf("10.%d.%d.1", i>>8, i&255)})
+		}
+	}
+	audit := []Event{
+		{At: minute, Kind: EventSignedOutEverywhere, Account: "ann@example.com", Detail: map[string]string{"by": "admin:root@example.com"}},
+		{At: minute, Kind: EventUnlockConfirmed, Account: "bob@example.com", Source: "10.9.9.1"},
+	}
+	batch = append(batch, audit...)
+	rows = b.admit(batch)
+	if len(rows) != EventRowsPerMinute+len(audit) {
+		t.Fatalf("a flood from 1000 networks wrote %d rows, want the minute's %d and the %d acts", len(rows), EventRowsPerMinute, len(audit))
+	}
+	kept := 0
+	for _, r := range rows {
+		if r.Kind == EventSignedOutEverywhere && r.Detail["by"] == "admin:root@example.com" || r.Kind == EventUnlockConfirmed && r.Account == "bob@example.com" {
+			kept++
+		}
+	}
+	if kept != len(audit) {
+		t.Fatalf("%d of the %d acts kept as rows with their details", kept, len(audit))
+	}
+	if n := count(&b, rows); n != len(batch) {
+		t.Fatalf("rows and summaries count %d events, want %d", n, len(batch))
 	}
 }
 

@@ -33,7 +33,8 @@
 // costs no round trip at all.
 //
 // [Failover] applies a [FailurePolicy] while Redis is unreachable ([IsOutage]
-// says when it is: never because a request was cancelled): [Local] enforces
+// says when it is: never because a request was cancelled, and a slow answer,
+// [IsSlow], only once a probe's pings confirm it): [Local] enforces
 // the same rules and lockouts in process, starting from the locks in force
 // recorded elsewhere, or every decision fails closed, or every request is
 // admitted; a probe hands back to Redis when it answers.

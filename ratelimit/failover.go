@@ -62,8 +62,11 @@ type Failover struct {
 	restored atomic.Pointer[chan struct{}]
 	probeMu  sync.Mutex
 	probing  bool
-	stop     chan struct{}
-	stopOnce sync.Once
+	// confirming is set while a probe checks whether a slow answer was
+	// Redis gone (see IsSlow).
+	confirming bool
+	stop       chan struct{}
+	stopOnce   sync.Once
 	// Restore, if set before use, lists the lockouts in force from a
 	// store that outlives Redis (Postgres). Under FailLocal they are
 	// loaded into the in-process store each time Redis is lost, so that
@@ -139,6 +142,9 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		cctx, cancel := context.WithTimeout(ctx, f.timeout)
 		d, err := f.limiter.AllowAll(cctx, rules...)
 		cancel()
+		if IsSlow(ctx, err) {
+			return Decision{}, f.suspect(err)
+		}
 		if !IsOutage(ctx, err) {
 			return d, err
 		}
@@ -170,6 +176,57 @@ func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
 // Clear ends a lock wherever it may be held: in Redis and in process.
 func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
 	return f.ClearFor(ctx, f.lockouts.keys.kind, id)
+}
+
+// ErrRedisSlow is returned for a call Redis did not answer within the
+// Failover's bound (IsSlow) while a probe checks whether Redis is there.
+var ErrRedisSlow = errors.New("ratelimit: redis did not answer in time")
+
+// confirmPings is how many pings in a row, each allowed a second, must
+// fail after a slow answer before Redis is taken for gone.
+const confirmPings = 3
+
+// suspect notes a slow answer and, unless one runs, starts a probe that
+// enters degraded mode only if Redis then fails confirmPings pings in a
+// row. It returns the error the slow call's caller gets.
+func (f *Failover) suspect(cause error) error {
+	if f.OnRedisError != nil {
+		f.OnRedisError(cause)
+	}
+	f.probeMu.Lock()
+	defer f.probeMu.Unlock()
+	if !f.degraded.Load() && !f.confirming {
+		f.confirming = true
+		go f.confirm(cause)
+	}
+	return fmt.Errorf("%w: %w", ErrRedisSlow, cause)
+}
+
+// confirm pings Redis after a slow answer and trips if none answers.
+func (f *Failover) confirm(cause error) {
+	defer func() {
+		f.probeMu.Lock()
+		f.confirming = false
+		f.probeMu.Unlock()
+	}()
+	for i := range confirmPings {
+		if i > 0 {
+			select {
+			case <-f.stop:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := f.rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		cause = err
+	}
+	f.log.Warn("redis answered nothing to several pings after a slow answer", "err", cause)
+	f.trip(cause)
 }
 
 // trip enters degraded mode and starts the probe.
@@ -233,7 +290,10 @@ func (f *Failover) Check(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, f.timeout)
 	err := f.rdb.Ping(cctx).Err()
 	cancel()
-	if IsOutage(ctx, err) {
+	switch {
+	case IsSlow(ctx, err):
+		_ = f.suspect(err)
+	case IsOutage(ctx, err):
 		f.trip(err)
 	}
 	return err
@@ -333,6 +393,9 @@ func (f *Failover) FailFor(ctx context.Context, name, id string) (Failure, error
 		cctx, cancel := context.WithTimeout(ctx, f.timeout)
 		res, err := l.Fail(cctx, id)
 		cancel()
+		if IsSlow(ctx, err) {
+			return Failure{}, f.suspect(err)
+		}
 		if !IsOutage(ctx, err) {
 			return res, err
 		}
@@ -372,6 +435,9 @@ func (f *Failover) ClearFor(ctx context.Context, name, id string) (bool, error) 
 	was, err := l.Clear(cctx, id)
 	cancel()
 	if err != nil {
+		if IsSlow(ctx, err) {
+			return false, f.suspect(err)
+		}
 		if !IsOutage(ctx, err) {
 			return false, err
 		}

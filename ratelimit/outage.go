@@ -24,9 +24,9 @@ var notServing = []string{"LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "TRYAGAIN "
 // request's deadline passed) says nothing about Redis, and neither does an
 // ordinary error reply (a script bug, a wrong type): counting those as
 // outages would let anyone who can drop a connection switch the shared
-// limits off. What counts: a dial error, a timeout or a deadline of the
-// caller's own bound (ctx still live), a connection reset, refused or
-// closed by Redis (EOF), no free connection in the pool, and the replies by
+// limits off. Nor does a slow answer (IsSlow), which the Failover has a
+// probe confirm first. What counts: a dial error, a connection reset,
+// refused or closed by Redis (EOF), and the replies by
 // which Redis says it is not serving now (LOADING, CLUSTERDOWN, MASTERDOWN,
 // TRYAGAIN, READONLY, NOREPLICAS, BUSY, max clients).
 func IsOutage(ctx context.Context, err error) bool {
@@ -43,8 +43,8 @@ func IsOutage(ctx context.Context, err error) bool {
 		// A context derived from ctx ended early, and ctx still runs:
 		// someone gave up on purpose, which is no news about Redis.
 		return false
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrPoolTimeout):
-		return true
+	case IsSlow(ctx, err):
+		return false
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
@@ -53,7 +53,7 @@ func IsOutage(ctx context.Context, err error) bool {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
-		return ne.Timeout() || op != nil
+		return op != nil
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) {
@@ -69,4 +69,28 @@ func IsOutage(ctx context.Context, err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "all sentinels specified in configuration are unreachable") ||
 		strings.Contains(msg, "all ring shards are down")
+}
+
+// IsSlow reports whether err, returned by a Redis call made under ctx,
+// means that Redis, or the way to it, did not answer in time: the call's
+// own bound ran out, no connection came free, or a read or write timed
+// out. That is what a stuck Redis looks like, but also what a replica
+// looks like whose own requests queue for connections and CPU under a
+// flood: go-redis reports both alike. A replica that took a flood for an
+// outage would fall back to its in-process limits and admit what the
+// shared ones refuse, so a slow answer fails the one request and has a
+// probe ask Redis whether it is there at all.
+func IsSlow(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false // nothing answered the dial: an outage
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

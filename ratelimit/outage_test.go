@@ -45,14 +45,14 @@ func TestIsOutage(t *testing.T) {
 		{"request cancelled (client hung up)", cancelled, wrap(context.Canceled), false},
 		{"request cancelled, Redis down too", cancelled, wrap(dial), false},
 		{"derived context cancelled", live, wrap(context.Canceled), false},
-		{"own timeout passed", live, wrap(context.DeadlineExceeded), true},
+		{"own timeout passed", live, wrap(context.DeadlineExceeded), false},
 		{"dial refused", live, wrap(dial), true},
 		{"dial out of time", live, fmt.Errorf("%w: %w", context.DeadlineExceeded, dial), true},
 		{"connection reset", live, wrap(reset), true},
-		{"read timeout", live, wrap(&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}), true},
+		{"read timeout", live, wrap(&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}), false},
 		{"EOF from Redis", live, wrap(io.EOF), true},
 		{"short reply", live, wrap(io.ErrUnexpectedEOF), true},
-		{"pool timeout", live, wrap(redis.ErrPoolTimeout), true},
+		{"pool timeout", live, wrap(redis.ErrPoolTimeout), false},
 		{"LOADING", live, wrap(reply("LOADING Redis is loading the dataset in memory")), true},
 		{"CLUSTERDOWN", live, wrap(reply("CLUSTERDOWN The cluster is down")), true},
 		{"MASTERDOWN", live, wrap(reply("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")), true},
@@ -69,6 +69,35 @@ func TestIsOutage(t *testing.T) {
 	} {
 		if got := ratelimit.IsOutage(tc.ctx, tc.err); got != tc.want {
 			t.Errorf("%s: IsOutage(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestIsSlow: what a stuck Redis and a queue for connections have in
+// common, and nothing else.
+func TestIsSlow(t *testing.T) {
+	live := context.Background()
+	cancelled, cancel := context.WithCancel(live)
+	cancel()
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}
+	wrap := func(err error) error { return fmt.Errorf("ratelimit: rule login_ip: %w", err) }
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"no error", live, nil, false},
+		{"own bound passed", live, wrap(context.DeadlineExceeded), true},
+		{"pool timeout", live, wrap(redis.ErrPoolTimeout), true},
+		{"read timeout", live, wrap(&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}), true},
+		{"request's own deadline", cancelled, wrap(context.DeadlineExceeded), false},
+		{"dial out of time", live, fmt.Errorf("%w: %w", context.DeadlineExceeded, dial), false},
+		{"EOF", live, wrap(io.EOF), false},
+		{"script bug", live, wrap(reply("ERR user_script:1: oops")), false},
+	} {
+		if got := ratelimit.IsSlow(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("%s: IsSlow(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
 }

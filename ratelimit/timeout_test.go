@@ -1,12 +1,14 @@
 package ratelimit_test
 
 import (
+	"errors"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
@@ -39,8 +41,11 @@ func hangingRedis(t *testing.T) string {
 
 // TestFailoverDecidesWithinTimeout: with a Redis that does not answer and
 // a client that would wait a minute for each of its retries, the first
-// decision still comes from the failure policy within the Failover's
-// bound, not after the client gives up.
+// decision still ends within the Failover's bound, not after the client
+// gives up. A slow answer alone is not taken for an outage (a replica
+// queueing under a flood looks the same); it fails that one decision and a
+// probe, whose pings a stuck Redis does not answer either, then switches
+// the limits to the failure policy.
 func TestFailoverDecidesWithinTimeout(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: hangingRedis(t), ReadTimeout: time.Minute, WriteTimeout: time.Minute,
 		ContextTimeoutEnabled: true})
@@ -49,22 +54,61 @@ func TestFailoverDecidesWithinTimeout(t *testing.T) {
 	f.SetTimeout(200 * time.Millisecond)
 	rule := ratelimit.Rule{Name: "login_account", ID: "stuck", Limit: ratelimit.PerMinute(5), Lockable: true}
 
-	type answer struct {
-		d   ratelimit.Decision
-		err error
-	}
-	got := make(chan answer, 1)
+	got := make(chan error, 1)
 	go func() {
-		d, err := f.AllowAll(t.Context(), rule)
-		got <- answer{d, err}
+		_, err := f.AllowAll(t.Context(), rule)
+		got <- err
 	}()
 	select {
-	case a := <-got:
-		if a.err != nil || !a.d.Allowed || !f.Degraded() {
-			t.Fatalf("first decision with Redis stuck: %+v, %v, degraded %v; want admitted by the local policy", a.d, a.err, f.Degraded())
+	case err := <-got:
+		if !errors.Is(err, ratelimit.ErrRedisSlow) || f.Degraded() {
+			t.Fatalf("first decision with Redis stuck: %v, degraded %v; want ErrRedisSlow and the shared limits kept for now", err, f.Degraded())
 		}
 	case <-time.After(30 * time.Second):
 		// The bound is 200 ms; the client alone would wait minutes.
 		t.Fatal("no decision 30 s after asking a stuck Redis")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !f.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatal("the probe did not take a Redis that answers no ping for gone")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if d, err := f.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
+		t.Fatalf("decision once the outage is confirmed: %+v, %v; want admitted by the local policy", d, err)
+	}
+}
+
+// TestQueueForConnectionsIsNotAnOutage: a replica whose requests wait
+// longer than the bound for a connection (here: one connection, held by a
+// slow command) fails those requests but keeps the shared limits, since
+// Redis answers the probe's pings; falling back to in-process limits under
+// a flood would admit what the shared limits refuse.
+func TestQueueForConnectionsIsNotAnOutage(t *testing.T) {
+	srv := testenv.PrivateRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 1, PoolTimeout: 5 * time.Second,
+		ReadTimeout: 3 * time.Second, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFailover(t, rdb, ratelimit.FailLocal)
+	f.SetTimeout(200 * time.Millisecond)
+	rule := ratelimit.Rule{Name: "login_account", ID: "queued", Limit: ratelimit.PerMinute(5), Lockable: true}
+
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		rdb.BLPop(t.Context(), 1500*time.Millisecond, "nothing-comes") // holds the one connection
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := f.AllowAll(t.Context(), rule); !errors.Is(err, ratelimit.ErrRedisSlow) {
+		t.Fatalf("decision while the only connection is busy: %v, want ErrRedisSlow", err)
+	}
+	<-held
+	time.Sleep(4 * time.Second) // the probe's pings, which Redis answers
+	if f.Degraded() {
+		t.Fatal("a queue for connections was taken for Redis gone")
+	}
+	if d, err := f.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
+		t.Fatalf("decision once the connection is free: %+v, %v", d, err)
 	}
 }

@@ -81,6 +81,16 @@ func TestTwoReplicasOnRedisCluster(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+	if byTarget["account"][http.StatusUnauthorized] != 10 || byTarget["address"][http.StatusUnauthorized] != 50 {
+		// What the replicas said of Redis explains most such failures.
+		for i, r := range replicas {
+			for line := range strings.SplitSeq(r.stderr.String(), "\n") {
+				if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
+					t.Logf("replica %d: %s", i, line)
+				}
+			}
+		}
+	}
 	if got := byTarget["account"]; got[http.StatusUnauthorized] != 10 || got[http.StatusTooManyRequests] != 490 {
 		t.Errorf("one account from 50 addresses over two replicas: %v; want exactly 10 x 401 (the account limit) and 490 x 429", got)
 	}

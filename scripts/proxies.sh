@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the reverse proxies that tests run in front of XCloak: nginx and
+# Caddy from Debian, so that the configurations docs/DEPLOY.md shows are
+# checked against the real servers. Only the binaries are used; the tests
+# start their own instances on free loopback ports.
+#
+#   scripts/proxies.sh
+#
+# Without root it only says what is missing (the tests that need a proxy
+# then skip); running it again does nothing once both are there.
+set -euo pipefail
+
+say() { printf 'scripts/proxies.sh: %s\n' "$*"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+packages=()
+have nginx || packages+=(nginx-light)
+have caddy || packages+=(caddy)
+((${#packages[@]} == 0)) && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+	say "missing: ${packages[*]}; the tests that run them will skip (install with: sudo apt-get install -y ${packages[*]})"
+	exit 0
+fi
+say "installing ${packages[*]} from Debian"
+export DEBIAN_FRONTEND=noninteractive
+# The packages would start their services on ports 80 and 2019: only the
+# binaries are wanted. A policy that forbids starting services is put in
+# place for the install, unless the machine has one of its own.
+if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod +x /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+if ! apt-get install -y --no-install-recommends "${packages[@]}"; then
+	# A fresh machine has no package lists yet.
+	apt-get update
+	apt-get install -y --no-install-recommends "${packages[@]}"
+fi
