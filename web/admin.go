@@ -317,27 +317,35 @@ func (s *Server) handleDashboard() http.Handler {
 	})
 }
 
+// accountForm reads the form of an administrator's action on one account:
+// its email and the dashboard period to return to.
+func accountForm(r *http.Request) (email string, period auth.Period, err error) {
+	form, err := decodeForm(r, templates.FieldEmail, templates.FieldPeriod)
+	if err != nil {
+		return "", 0, err
+	}
+	period = auth.Period5m
+	if v := form[templates.FieldPeriod]; v != "" {
+		if period, err = auth.ParsePeriod(v); err != nil {
+			return "", 0, err
+		}
+	}
+	return form[templates.FieldEmail], period, nil
+}
+
 // handleUnlock serves POST /admin/lockouts/unlock: it lifts an account's
 // lockout in the administrator's name and returns to the dashboard. The
 // cross-origin check every POST passes keeps other sites from sending it.
 func (s *Server) handleUnlock() http.Handler {
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
-		nav := navFor(sess)
-		form, err := decodeForm(r, templates.FieldEmail, templates.FieldPeriod)
+		email, period, err := accountForm(r)
 		if err != nil {
-			s.adminFail(w, r, nav, err)
+			s.adminFail(w, r, navFor(sess), err)
 			return
 		}
-		period := auth.Period5m
-		if v := form[templates.FieldPeriod]; v != "" {
-			if period, err = auth.ParsePeriod(v); err != nil {
-				s.adminFail(w, r, nav, err)
-				return
-			}
-		}
-		wasLocked, err := s.auth.Unlock(r.Context(), form[templates.FieldEmail], "admin:"+sess.Email)
+		wasLocked, err := s.auth.Unlock(r.Context(), email, "admin:"+sess.Email)
 		if err != nil {
-			s.adminFail(w, r, nav, err)
+			s.adminFail(w, r, navFor(sess), err)
 			return
 		}
 		notice := "unlocked"
@@ -353,25 +361,17 @@ func (s *Server) handleUnlock() http.Handler {
 // administrator's name, and returns to the dashboard.
 func (s *Server) handleSignOutEverywhere() http.Handler {
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
-		nav := navFor(sess)
-		form, err := decodeForm(r, templates.FieldEmail, templates.FieldPeriod)
+		email, period, err := accountForm(r)
 		if err != nil {
-			s.adminFail(w, r, nav, err)
+			s.adminFail(w, r, navFor(sess), err)
 			return
 		}
-		period := auth.Period5m
-		if v := form[templates.FieldPeriod]; v != "" {
-			if period, err = auth.ParsePeriod(v); err != nil {
-				s.adminFail(w, r, nav, err)
-				return
-			}
-		}
 		notice := "signed-out"
-		switch err := s.auth.SignOutEverywhere(r.Context(), form[templates.FieldEmail], "admin:"+sess.Email); {
+		switch err := s.auth.SignOutEverywhere(r.Context(), email, "admin:"+sess.Email); {
 		case errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrInvalidEmail):
 			notice = "no-account"
 		case err != nil:
-			s.adminFail(w, r, nav, err)
+			s.adminFail(w, r, navFor(sess), err)
 			return
 		}
 		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
