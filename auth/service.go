@@ -265,6 +265,12 @@ func (s *Service) CheckRedis(ctx context.Context) error { return s.limits.Check(
 // FailurePolicy returns what limits do while Redis is unreachable.
 func (s *Service) FailurePolicy() ratelimit.FailurePolicy { return s.limits.Policy() }
 
+// ResetTTL is how long a reset link works, for the pages that say so.
+func (s *Service) ResetTTL() time.Duration { return s.cfg.ResetTTL }
+
+// UnlockTTL is how long an unlock link works, for the pages that say so.
+func (s *Service) UnlockTTL() time.Duration { return s.cfg.UnlockTTL }
+
 // Flush writes the security events queued so far; for tests and shutdown.
 func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
 

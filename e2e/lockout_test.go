@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
@@ -138,7 +139,7 @@ func TestUnlockLinkLetsNewBrowserIn(t *testing.T) {
 	wantURL(t, page, base+"/unlock")
 	fill(t, page, "email", email)
 	press(t, page, "Email me a link")
-	wantText(t, page, "main [role=status]", templates.UnlockSentText)
+	wantText(t, page, "main [role=status]", templates.UnlockSentText(30*time.Minute))
 
 	m := unlockLink.FindStringSubmatch(env.Mail.WaitFor(t, email).Body)
 	if m == nil {

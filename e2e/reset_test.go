@@ -3,6 +3,7 @@ package e2e
 import (
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 	"github.com/xcloak/xcloak/templates"
@@ -47,7 +48,7 @@ func TestForgotPassword(t *testing.T) {
 	wantText(t, page, "main h1", "Reset your password")
 	fill(t, page, "email", email)
 	press(t, page, "Send reset link")
-	wantText(t, page, "main [role=status]", templates.ResetSentText)
+	wantText(t, page, "main [role=status]", templates.ResetSentText(30*time.Minute))
 
 	token := resetToken(t, env, email)
 	link := base + "/password-reset/" + token

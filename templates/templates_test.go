@@ -444,7 +444,7 @@ func TestResetRequestPage(t *testing.T) {
 		{"clean", ResetRequestProps{}, true, "", ""},
 		{"limited", ResetRequestProps{Email: "ada@example.com", RetryAfterSeconds: 119}, true, "", "Too many attempts. Try again in 119 seconds."},
 		{"error", ResetRequestProps{Error: "Enter a valid email address."}, true, "", "Enter a valid email address."},
-		{"sent", ResetRequestProps{Email: "ada@example.com", Sent: true}, false, ResetSentText, ""},
+		{"sent", ResetRequestProps{Email: "ada@example.com", Sent: true, LinkTTL: 30 * time.Minute}, false, ResetSentText(30 * time.Minute), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

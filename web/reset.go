@@ -29,7 +29,7 @@ func (s *Server) handleResetRequestForm() http.Handler {
 			err = s.auth.RequestReset(r.Context(), form[templates.FieldEmail], s.client(r))
 		}
 		if err == nil {
-			s.render(w, r, http.StatusAccepted, templates.ResetRequestPage(templates.ResetRequestProps{Sent: true}))
+			s.render(w, r, http.StatusAccepted, templates.ResetRequestPage(templates.ResetRequestProps{Sent: true, LinkTTL: s.auth.ResetTTL()}))
 			return
 		}
 		p := problemFor(err)

@@ -125,3 +125,21 @@ func TestDroppedResetMailsShown(t *testing.T) {
 		t.Fatalf("the dashboard shows %q reset mails not sent, want 1", got)
 	}
 }
+
+// TestSentPagesSayTheLinkLife: the confirmations say how long the mailed
+// link works as configured, not a fixed figure.
+func TestSentPagesSayTheLinkLife(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.ResetTTL = 45 * time.Minute
+		c.UnlockTTL = 2 * time.Hour
+	}})
+	base := env.Start(t)
+	c := xcloaktest.Client(t, "127.0.4.1")
+	form := url.Values{"email": {"ann@example.com"}}.Encode()
+	if _, body := post(t, c, base+"/password-reset", formType, form); !strings.Contains(body, "for 45 minutes.") {
+		t.Errorf("reset request page does not say 45 minutes: %s", body)
+	}
+	if _, body := post(t, c, base+"/unlock", formType, form); !strings.Contains(body, "within 2 hours;") {
+		t.Errorf("unlock request page does not say 2 hours: %s", body)
+	}
+}

@@ -24,7 +24,7 @@ func (s *Server) handleUnlockRequestForm() http.Handler {
 			err = s.auth.RequestUnlock(r.Context(), form[templates.FieldEmail], s.client(r))
 		}
 		if err == nil {
-			s.render(w, r, http.StatusAccepted, templates.UnlockRequestPage(templates.UnlockRequestProps{Sent: true}))
+			s.render(w, r, http.StatusAccepted, templates.UnlockRequestPage(templates.UnlockRequestProps{Sent: true, LinkTTL: s.auth.UnlockTTL()}))
 			return
 		}
 		p := problemFor(err)
