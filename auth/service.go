@@ -68,6 +68,9 @@ type Config struct {
 	// RedisFailure is what limits do while Redis is unreachable; empty
 	// means ratelimit.FailLocal.
 	RedisFailure ratelimit.FailurePolicy
+	// RedisTimeout is how long a limit decision waits for Redis, the wait
+	// for a free connection included; zero means ratelimit.DefaultTimeout.
+	RedisTimeout time.Duration
 	// RejectionMemory is how long a replica may answer a rule Redis said
 	// was full without asking again (ratelimit.Limiter.RememberRejections);
 	// zero asks Redis every time.
@@ -98,6 +101,7 @@ func DefaultConfig() Config {
 		DeviceTTL:       180 * 24 * time.Hour,
 		MaxDevices:      10,
 		RedisFailure:    ratelimit.FailLocal,
+		RedisTimeout:    ratelimit.DefaultTimeout,
 		RejectionMemory: time.Second,
 		EventRetention:  90 * 24 * time.Hour,
 	}
@@ -229,6 +233,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	s.limits.AddLockouts(deviceLockouts)
 	s.limits.OnRedisError = func(error) { s.metrics.redisErrors.Inc() }
+	if cfg.RedisTimeout > 0 {
+		s.limits.SetTimeout(cfg.RedisTimeout)
+	}
 	s.limits.Restore = s.lockoutsInForce
 	return s, nil
 }

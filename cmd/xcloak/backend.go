@@ -15,7 +15,6 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/migrations"
-	"github.com/xcloak/xcloak/ratelimit"
 )
 
 const (
@@ -178,7 +177,7 @@ func pingRedis(ctx context.Context, rdb redis.UniversalClient, label string) err
 // Timeouts and the pool size suit a service whose every request makes one
 // or two short round trips. A command honours its context's deadline, and
 // a failed one is not retried: a limit decision must come within its bound
-// (ratelimit.DefaultTimeout), and one that Redis cannot give is the failure
+// (XCLOAK_REDIS_TIMEOUT), and one that Redis cannot give is the failure
 // policy's to take, not worth more tries against a dead server (go-redis
 // would otherwise try each command four times, and each connection five). The URL's own dial_timeout,
 // read_timeout, write_timeout, pool_size and max_retries parameters win.
@@ -203,9 +202,10 @@ func newRedisClient(rawURL string, cluster bool) (redis.UniversalClient, string,
 		opts.PoolSize = max(32, 10*runtime.GOMAXPROCS(0))
 	}
 	if opts.PoolTimeout == 0 {
-		// A burst waits for a connection as long as a decision may take
-		// (go-redis' default is the read timeout plus a second).
-		opts.PoolTimeout = ratelimit.DefaultTimeout
+		// The caller's context bounds the wait for a connection (for a
+		// limit decision, XCLOAK_REDIS_TIMEOUT); go-redis' own default,
+		// the read timeout plus a second, would cut a burst shorter.
+		opts.PoolTimeout = time.Minute
 	}
 	if opts.MaxRetries == 0 {
 		opts.MaxRetries = -1 // go-redis: 0 means its default of 3 retries

@@ -287,6 +287,18 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
+			env: "XCLOAK_REDIS_TIMEOUT", flag: "redis-timeout", def: formatDuration(d.RedisTimeout), scope: forServe,
+			usage: "how long a limit decision waits for Redis, the wait for a free connection included, as a `duration` from 100ms to 1m",
+			set: func(c *config, v string) error {
+				dur, err := time.ParseDuration(v)
+				if err != nil || dur < 100*time.Millisecond || dur > time.Minute {
+					return fmt.Errorf("%q is not a duration from 100ms to 1m", v)
+				}
+				c.Auth.RedisTimeout = dur
+				return nil
+			},
+		},
+		{
 			env: "XCLOAK_REJECTION_MEMORY", flag: "rejection-memory", def: formatDuration(d.RejectionMemory), scope: forServe,
 			usage: "how long a replica answers a rule Redis said was full without asking again, as a `duration`; 0 asks every time",
 			set: func(c *config, v string) error {
