@@ -150,7 +150,7 @@ func rejectingRule(d ratelimit.Decision) string {
 // holds that browser only, and the account's lockout never counts it.
 func (s *Service) failed(ctx context.Context, email string, userID int64, source, device string) error {
 	s.record(Event{Kind: EventLoginFailed, Account: email, UserID: userID, Source: source})
-	ctx, cancel := afterDecision(ctx)
+	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	if device != "" {
 		f, err := s.limits.FailFor(ctx, RuleLoginDevice, device)
@@ -173,29 +173,29 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 	return ErrInvalidCredentials
 }
 
-// afterDecisionTimeout bounds the work that follows a verified password.
-const afterDecisionTimeout = 2 * time.Second
+// afterDecisionSlack is what the work that follows a verified password
+// may take beyond the Redis bound: writing the lockout to Postgres.
+const afterDecisionSlack = 5 * time.Second
 
 // afterDecision returns the context for the work that must follow a
 // password check (counting a failure, recording a lockout, clearing one
 // after a success): a client that hangs up once its password is hashed
 // neither escapes the count nor leaves a lock or a failure count behind,
 // and its cancelled request never reaches Redis as an error. The work is
-// still bounded, by afterDecisionTimeout.
-func afterDecision(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), afterDecisionTimeout)
+// still bounded: by the Redis bound (each Redis call has it already) and
+// afterDecisionSlack, so that the failure count, which a sign-in must not
+// skip, gets the same time as the decision did.
+func (s *Service) afterDecision(ctx context.Context) (context.Context, context.CancelFunc) {
+	redis := s.cfg.RedisTimeout
+	if redis <= 0 {
+		redis = ratelimit.DefaultTimeout
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), redis+afterDecisionSlack)
 }
 
-// succeeded finishes a sign-in whose password was right. A known device
-// clears its own failures. The account's failure count and lockout are
-// left alone whichever browser signed in: they hold the browsers the
-// account does not know, mostly an attacker's, who must see nothing change
-// when the owner signs in (not the lock ending, nor the count starting
-// over). They end with time, an administrator's Unlock or a password
-// reset; meanwhile the owner's known devices, and unlock links, get in.
 func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source, device string, rehash bool) (LoginResult, error) {
 	if device != "" {
-		after, cancel := afterDecision(ctx)
+		after, cancel := s.afterDecision(ctx)
 		defer cancel()
 		if _, err := s.limits.ClearFor(after, RuleLoginDevice, device); err != nil {
 			s.log.Warn("clearing device failures after sign-in", "err", err)
