@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -659,14 +660,20 @@ func checkDatabaseURL(raw string) error {
 	return nil
 }
 
-// withoutURL drops the URL that *url.Error quotes, as it may hold a password.
+// withoutURL drops the URL that *url.Error quotes, and any other quoted
+// piece of it (net/url quotes the bad "port" of a password holding a '/'),
+// as either may hold a password.
 func withoutURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err
+		err = ue.Err
 	}
-	return err
+	msg := strings.TrimPrefix(quotedPart.ReplaceAllString(err.Error(), ""), "net/url: ")
+	return fmt.Errorf("not a valid URL (%s); percent-encode '/', '?', '#', '@', ':' and '%%' in the user and password", msg)
 }
+
+// quotedPart matches a Go-quoted string and the space before it.
+var quotedPart = regexp.MustCompile(` ?"(?:[^"\\]|\\.)*"`)
 
 // universalLabel describes a Redis connection for logs, without its
 // credentials.

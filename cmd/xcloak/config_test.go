@@ -337,3 +337,23 @@ func TestSettingsFromFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestURLErrorsHideThePassword: a Redis URL that does not parse is
+// refused without quoting any piece of it, since a password holding a '/'
+// or '?' ends up in net/url's complaint about the port.
+func TestURLErrorsHideThePassword(t *testing.T) {
+	for _, raw := range []string{
+		"redis://user:Sup3r/SecretPw@host:6379",
+		"redis://:SecretPw?x@host:6379",
+		"redis://:Secret%zzPw@host:6379",
+	} {
+		err := checkRedisURL(raw)
+		if err == nil {
+			t.Errorf("%s: accepted", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "Secret") || strings.Contains(err.Error(), "Sup3r") {
+			t.Errorf("%s: the error quotes the password: %v", raw, err)
+		}
+	}
+}
