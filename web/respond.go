@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -213,6 +214,20 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	return nil
 }
 
+// foldKey maps every rune of key to the least rune it folds to, so that
+// two keys encoding/json would match to one field (it folds Unicode, so
+// "paſſword", with the long s, is "password", and the Kelvin sign is "k")
+// fold alike.
+func foldKey(key string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, key)
+}
+
 // hasDuplicateKeys reports whether any object in the JSON text data, at
 // any depth, names a key twice. Keys are compared as encoding/json matches
 // them to fields, after unescaping and without regard to case, since it
@@ -249,7 +264,7 @@ func hasDuplicateKeys(data []byte) bool {
 				valueDone(open)
 				continue
 			}
-			key = strings.ToLower(key)
+			key = foldKey(key)
 			if top.keys[key] {
 				return true
 			}

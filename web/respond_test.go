@@ -4,18 +4,21 @@ import "testing"
 
 func TestHasDuplicateKeys(t *testing.T) {
 	for in, want := range map[string]bool{
-		`{"email":"a","password":"b"}`:              false,
-		`{"email":"a","email":"b"}`:                 true,
-		`{"email":"a","EMAIL":"b"}`:                 true,
-		`{"email":"a","em\u0061il":"b"}`:            true,
-		`{"a":{},"a":1}`:                            true,
-		`{"a":{"b":1,"c":2},"d":[1,{"b":1}],"b":3}`: false,
-		`{"a":{"b":1,"b":2}}`:                       true,
-		`{"a":[{"x":1},{"x":1,"x":2}]}`:             true,
-		`[{"x":1},{"x":2}]`:                         false,
-		`{"a":[[],{}],"a":null}`:                    true,
-		`{"a":"a","b":"a"}`:                         false,
-		`{"a":[],"b":{},"c":null,"d":true,"e":1.5}`: false,
+		`{"email":"a","password":"b"}`:                      false,
+		`{"email":"a","email":"b"}`:                         true,
+		`{"email":"a","EMAIL":"b"}`:                         true,
+		`{"email":"a","em\u0061il":"b"}`:                    true,
+		"{\"password\":\"a\",\"pa\u017f\u017fword\":\"b\"}": true, // the long s folds to s
+		"{\"token\":\"a\",\"to\u212aen\":\"b\"}":            true, // the Kelvin sign folds to k
+		"{\"stra\u00dfe\":1,\"strasse\":2}":                 false,
+		`{"a":{},"a":1}`:                                    true,
+		`{"a":{"b":1,"c":2},"d":[1,{"b":1}],"b":3}`:         false,
+		`{"a":{"b":1,"b":2}}`:                               true,
+		`{"a":[{"x":1},{"x":1,"x":2}]}`:                     true,
+		`[{"x":1},{"x":2}]`:                                 false,
+		`{"a":[[],{}],"a":null}`:                            true,
+		`{"a":"a","b":"a"}`:                                 false,
+		`{"a":[],"b":{},"c":null,"d":true,"e":1.5}`:         false,
 		`not json`: false,
 		`{"a":1,`:  false,
 		`{"outer":{"inner":{"k":1}},"outer2":{"k":{}}}`:          false,
