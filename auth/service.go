@@ -109,12 +109,16 @@ func DefaultConfig() Config {
 
 // Deps are the service's backing stores and collaborators.
 type Deps struct {
-	DB        *pgxpool.Pool
-	Redis     redis.UniversalClient
-	KeyPrefix string // Redis key namespace, e.g. "xcloak:"
-	Hasher    *Hasher
-	Mailer    Mailer
-	Logger    *slog.Logger
+	DB    *pgxpool.Pool
+	Redis redis.UniversalClient
+	// ProbeRedis, if set, is a client of the same Redis with a small pool
+	// of its own, which the checks of whether Redis is there ping through
+	// (ratelimit.Failover.SetProbeClient).
+	ProbeRedis redis.UniversalClient
+	KeyPrefix  string // Redis key namespace, e.g. "xcloak:"
+	Hasher     *Hasher
+	Mailer     Mailer
+	Logger     *slog.Logger
 	// Now is the clock for Postgres timestamps; nil means time.Now.
 	Now func() time.Time
 	// Metrics is where the service registers its Prometheus metrics; nil
@@ -236,6 +240,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.RedisTimeout > 0 {
 		s.limits.SetTimeout(cfg.RedisTimeout)
 	}
+	s.limits.SetProbeClient(d.ProbeRedis)
 	s.limits.Restore = s.lockoutsInForce
 	return s, nil
 }

@@ -52,6 +52,9 @@ type Failover struct {
 	more     map[string]*Lockouts // by rule name: AddLockouts
 	local    *Local
 	rdb      redis.UniversalClient
+	// pinger is what the probes ping: rdb, or a client of its own
+	// (SetProbeClient) whose few connections no queue of decisions holds.
+	pinger redis.UniversalClient
 	policy   FailurePolicy
 	log      *slog.Logger
 	timeout  time.Duration
@@ -111,8 +114,18 @@ func NewFailover(rdb redis.UniversalClient, limiter *Limiter, lockouts *Lockouts
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Failover{limiter: limiter, lockouts: lockouts, local: local, rdb: rdb, policy: policy, log: log,
+	return &Failover{limiter: limiter, lockouts: lockouts, local: local, rdb: rdb, pinger: rdb, policy: policy, log: log,
 		timeout: DefaultTimeout, stop: make(chan struct{})}
+}
+
+// SetProbeClient makes the probes ping Redis through c, a client of the
+// same Redis with a pool of its own; call it before f is used. Without it
+// they share rdb's pool, and a flood that keeps every connection busy
+// makes their pings wait too, so a queue can pass for an outage.
+func (f *Failover) SetProbeClient(c redis.UniversalClient) {
+	if c != nil {
+		f.pinger = c
+	}
 }
 
 // SetTimeout changes the bound on each Redis call (DefaultTimeout); call it
@@ -218,7 +231,7 @@ func (f *Failover) confirm(cause error) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := f.rdb.Ping(ctx).Err()
+		err := f.pinger.Ping(ctx).Err()
 		cancel()
 		if err == nil {
 			return
@@ -266,7 +279,7 @@ func (f *Failover) probe() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		err := f.rdb.Ping(ctx).Err()
+		err := f.pinger.Ping(ctx).Err()
 		cancel()
 		if err == nil {
 			f.probeMu.Lock()

@@ -81,30 +81,33 @@ func TestFailoverDecidesWithinTimeout(t *testing.T) {
 }
 
 // TestQueueForConnectionsIsNotAnOutage: a replica whose requests wait
-// longer than the bound for a connection (here: one connection, held by a
-// slow command) fails those requests but keeps the shared limits, since
-// Redis answers the probe's pings; falling back to in-process limits under
-// a flood would admit what the shared limits refuse.
+// longer than the bound for a connection (here: its one connection, held
+// by a slow command for longer than the probe's three pings take) fails
+// those requests but keeps the shared limits, since Redis answers the
+// pings the probe sends through a client of its own; falling back to
+// in-process limits under a flood would admit what the shared limits
+// refuse.
 func TestQueueForConnectionsIsNotAnOutage(t *testing.T) {
 	srv := testenv.PrivateRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 1, PoolTimeout: 5 * time.Second,
-		ReadTimeout: 3 * time.Second, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 1, PoolTimeout: time.Minute,
+		ReadTimeout: 10 * time.Second, ContextTimeoutEnabled: true})
+	probe := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 1})
+	t.Cleanup(func() { rdb.Close(); probe.Close() })
 	f := newFailover(t, rdb, ratelimit.FailLocal)
 	f.SetTimeout(200 * time.Millisecond)
+	f.SetProbeClient(probe)
 	rule := ratelimit.Rule{Name: "login_account", ID: "queued", Limit: ratelimit.PerMinute(5), Lockable: true}
 
 	held := make(chan struct{})
 	go func() {
 		defer close(held)
-		rdb.BLPop(t.Context(), 1500*time.Millisecond, "nothing-comes") // holds the one connection
+		rdb.BLPop(t.Context(), 5*time.Second, "nothing-comes") // holds the one connection
 	}()
 	time.Sleep(100 * time.Millisecond)
 	if _, err := f.AllowAll(t.Context(), rule); !errors.Is(err, ratelimit.ErrRedisSlow) {
 		t.Fatalf("decision while the only connection is busy: %v, want ErrRedisSlow", err)
 	}
 	<-held
-	time.Sleep(4 * time.Second) // the probe's pings, which Redis answers
 	if f.Degraded() {
 		t.Fatal("a queue for connections was taken for Redis gone")
 	}

@@ -18,6 +18,8 @@ import (
 )
 
 const (
+	// probePoolSize is the connections the failover's probes ping through.
+	probePoolSize = 2
 	// startupTimeout bounds each check of a backing service at start.
 	startupTimeout = 10 * time.Second
 	// hashWait is how long a sign-in waits for a free hashing slot before
@@ -30,6 +32,7 @@ const (
 type backend struct {
 	svc    *auth.Service
 	rdb    redis.UniversalClient
+	probe  redis.UniversalClient // the failover's pings, on a pool of their own
 	pool   *pgxpool.Pool
 	hasher *auth.Hasher
 	log    *slog.Logger
@@ -52,7 +55,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	var label string
 	var redisDown error
 	if redisOptional {
-		if rdb, label, err = newRedisClient(cfg.RedisURL, cfg.RedisCluster); err == nil {
+		if rdb, label, err = newRedisClient(cfg.RedisURL, cfg.RedisCluster, 0); err == nil {
 			redisDown = pingRedis(ctx, rdb, label)
 		}
 	} else {
@@ -69,6 +72,17 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	if redisDown == nil {
 		logger.Info("redis ready", "redis", label)
 	}
+	// The failover's probes ping through a client of their own: a flood
+	// that keeps every connection of rdb busy must not make Redis look gone.
+	probe, _, err := newRedisClient(cfg.RedisURL, cfg.RedisCluster, probePoolSize)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = probe.Close()
+		}
+	}()
 
 	version, err := prepareDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -99,13 +113,14 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		mailer = smtp
 	}
 	svc, err := auth.NewService(cfg.Auth, auth.Deps{
-		DB:        pool,
-		Redis:     rdb,
-		KeyPrefix: cfg.KeyPrefix,
-		Hasher:    hasher,
-		Mailer:    mailer,
-		Logger:    logger,
-		Metrics:   metrics,
+		DB:         pool,
+		Redis:      rdb,
+		ProbeRedis: probe,
+		KeyPrefix:  cfg.KeyPrefix,
+		Hasher:     hasher,
+		Mailer:     mailer,
+		Logger:     logger,
+		Metrics:    metrics,
 	})
 	if err != nil {
 		return nil, err
@@ -125,7 +140,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		defer close(stopped)
 		svc.Run(runCtx)
 	}()
-	return &backend{svc: svc, rdb: rdb, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
+	return &backend{svc: svc, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
 }
 
 // Close ends the service's background work, which first writes the
@@ -140,6 +155,7 @@ func (b *backend) Close() {
 		if err := b.rdb.Close(); err != nil {
 			b.log.Warn("closing redis client", "err", err)
 		}
+		_ = b.probe.Close()
 	})
 }
 
@@ -152,7 +168,7 @@ func (b *backend) ready(ctx context.Context) map[string]error {
 // connectRedis opens a client for rawURL (newRedisClient) and checks that
 // Redis answers.
 func connectRedis(ctx context.Context, rawURL string, cluster bool) (redis.UniversalClient, string, error) {
-	rdb, label, err := newRedisClient(rawURL, cluster)
+	rdb, label, err := newRedisClient(rawURL, cluster, 0)
 	if err != nil {
 		return nil, "", err
 	}
@@ -184,7 +200,10 @@ func pingRedis(ctx context.Context, rdb redis.UniversalClient, label string) err
 // It returns a Redis Cluster client when the URL lists several addresses
 // or cluster is set, a Sentinel client when the URL names a master_name,
 // and a plain client otherwise (see redisOptions).
-func newRedisClient(rawURL string, cluster bool) (redis.UniversalClient, string, error) {
+//
+// poolSize, when above zero, is the pool's size (per node of a cluster)
+// unless the URL sets pool_size.
+func newRedisClient(rawURL string, cluster bool, poolSize int) (redis.UniversalClient, string, error) {
 	opts, err := redisOptions(rawURL, cluster)
 	if err != nil {
 		return nil, "", fmt.Errorf("redis URL: %w", err)
@@ -197,6 +216,9 @@ func newRedisClient(rawURL string, cluster bool) (redis.UniversalClient, string,
 	}
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = time.Second
+	}
+	if opts.PoolSize == 0 {
+		opts.PoolSize = poolSize
 	}
 	if opts.PoolSize == 0 {
 		opts.PoolSize = max(32, 10*runtime.GOMAXPROCS(0))

@@ -41,7 +41,7 @@ func TestRedisClientDoesNotRetry(t *testing.T) {
 		{srv.URL(), 1},
 		{srv.URL() + "?max_retries=2", 3}, // the URL's own setting wins
 	} {
-		rdb, _, err := newRedisClient(tc.url, false)
+		rdb, _, err := newRedisClient(tc.url, false, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestRedisClientHonoursDeadlines(t *testing.T) {
 			defer c.Close() // accepted, never answered
 		}
 	}()
-	rdb, _, err := newRedisClient("redis://"+ln.Addr().String()+"/0?read_timeout=1m&write_timeout=1m", false)
+	rdb, _, err := newRedisClient("redis://"+ln.Addr().String()+"/0?read_timeout=1m&write_timeout=1m", false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
