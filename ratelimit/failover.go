@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,17 +55,19 @@ type Failover struct {
 	rdb      redis.UniversalClient
 	// pinger is what the probes ping: rdb, or a client of its own
 	// (SetProbeClient) whose few connections no queue of decisions holds.
-	pinger redis.UniversalClient
-	policy   FailurePolicy
-	log      *slog.Logger
-	timeout  time.Duration
+	pinger  redis.UniversalClient
+	policy  FailurePolicy
+	log     *slog.Logger
+	timeout time.Duration
 
 	degraded atomic.Bool
 	// restored is closed once the lockouts in force are in local after
 	// the current outage began; local decisions wait for it.
 	restored atomic.Pointer[chan struct{}]
-	probeMu  sync.Mutex
-	probing  bool
+	// locksMissing is set while the lockouts in force could not be loaded.
+	locksMissing atomic.Bool
+	probeMu      sync.Mutex
+	probing      bool
 	// confirming is set while a probe checks whether a slow answer was
 	// Redis gone (see IsSlow).
 	confirming bool
@@ -176,6 +179,9 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 	default:
 		if err := f.waitRestored(ctx); err != nil {
 			return Decision{}, err
+		}
+		if f.locksMissing.Load() && slices.ContainsFunc(rules, func(r Rule) bool { return r.Lockable }) {
+			return Decision{}, ErrRedisUnavailable
 		}
 		return f.local.AllowAll(ctx, rules...)
 	}
@@ -313,22 +319,42 @@ func (f *Failover) Check(ctx context.Context) error {
 }
 
 // restore loads the lockouts in force into the in-process store (under
-// FailLocal, when Restore is set), then closes done.
+// FailLocal, when Restore is set), then closes done. If the load fails it
+// closes done all the same, so that decisions do not wait for it, but
+// marks the locks missing: local decisions then refuse lockable rules
+// (ErrRedisUnavailable) rather than admit guesses at accounts Redis held
+// locked, and the load is tried again every second until it succeeds or
+// the outage ends.
 func (f *Failover) restore(done chan struct{}) {
-	defer close(done)
+	closeDone := sync.OnceFunc(func() { close(done) })
+	defer closeDone()
 	if f.policy != FailLocal || f.Restore == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
-	defer cancel()
-	locks, err := f.Restore(ctx)
-	if err != nil {
-		f.log.Error("loading the lockouts in force for the in-process limits", "err", err)
-		return
-	}
-	f.local.Restore(locks...)
-	if len(locks) > 0 {
-		f.log.Info("lockouts in force loaded into the in-process limits", "count", len(locks))
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+		locks, err := f.Restore(ctx)
+		cancel()
+		if err == nil {
+			f.local.Restore(locks...)
+			f.locksMissing.Store(false)
+			if len(locks) > 0 {
+				f.log.Info("lockouts in force loaded into the in-process limits", "count", len(locks))
+			}
+			return
+		}
+		f.locksMissing.Store(true)
+		f.log.Error("loading the lockouts in force for the in-process limits; lockable decisions are refused until it succeeds", "err", err)
+		closeDone()
+		select {
+		case <-f.stop:
+			return
+		case <-time.After(time.Second):
+		}
+		if !f.degraded.Load() {
+			f.locksMissing.Store(false)
+			return
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
 package ratelimit_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,5 +200,51 @@ func TestParseFailurePolicy(t *testing.T) {
 		if _, err := ratelimit.ParseFailurePolicy(s); err == nil {
 			t.Errorf("ParseFailurePolicy(%q) accepted", s)
 		}
+	}
+}
+
+// TestFailedRestoreRefusesLockableRules: when the lockouts in force cannot
+// be loaded at the start of an outage (Postgres busy), local decisions
+// refuse lockable rules instead of admitting guesses at accounts Redis
+// held locked, and the load is tried again until it works.
+func TestFailedRestoreRefusesLockableRules(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens: every dial is refused
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFailover(t, rdb, ratelimit.FailLocal)
+	var calls atomic.Int64
+	f.Restore = func(ctx context.Context) ([]ratelimit.HeldLock, error) {
+		if calls.Add(1) == 1 {
+			return nil, errors.New("postgres busy")
+		}
+		return []ratelimit.HeldLock{{ID: "victim@example.com", Until: time.Now().Add(time.Hour), Level: 3}}, nil
+	}
+	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	network := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.PerMinute(100)}
+
+	if d, err := f.AllowAll(t.Context(), network, victim); !errors.Is(err, ratelimit.ErrRedisUnavailable) {
+		t.Fatalf("guess while the locks could not be loaded: %+v, %v; want ErrRedisUnavailable", d, err)
+	}
+	if d, err := f.AllowAll(t.Context(), network); err != nil || !d.Allowed {
+		t.Fatalf("a rule that no lock concerns: %+v, %v; want admitted", d, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := f.AllowAll(t.Context(), network, victim)
+		if err == nil {
+			if d.Allowed || !d.Results[1].Locked {
+				t.Fatalf("guess once the locks are loaded: %+v; want refused as locked", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the load was not tried again: %v after %d tries", err, calls.Load())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
