@@ -15,12 +15,14 @@ import (
 // falls back to while Redis is unreachable: each replica then limits on its
 // own, so N replicas admit up to N times a limit, which is still a limit.
 //
-// Memory is bounded: at most maxIdentities logs and as many lockout
-// records are kept. When full, the least recently used is forgotten to
-// make room, so a flood of fresh identities never stops a new one from
-// being served; an identity under attack is used at every attempt and
-// stays. Lockout records are kept apart from logs, so that a flood of
-// fresh identities does not push out the locks.
+// Memory is bounded: at most maxIdentities logs, as many failure counts
+// and as many locks are kept. When full, the least recently used is
+// forgotten to make room, so a flood of fresh identities never stops a new
+// one from being served; an identity under attack is used at every attempt
+// and stays. Locks are kept apart from logs and failure counts, so that a
+// flood of fresh identities, admitted or failing, does not push them out:
+// only other locks can, and each of those costs an attacker a threshold of
+// failures.
 //
 // The identities are spread over shards, each with its own lock and its
 // own least-recently-used order, so that decisions for different
@@ -38,7 +40,15 @@ type Local struct {
 type localShard struct {
 	mu       sync.Mutex
 	logs     lru[*localLog]     // by rule name and identity
-	lockouts lru[*localLockout] // by identity
+	lockouts lru[*localLockout] // failure counts, by identity
+	locks    lru[*localLock]    // locks, in force or recent, by identity
+}
+
+// localLock is an identity's latest lock: until when, and its level, which
+// the next lock escalates from.
+type localLock struct {
+	until time.Time
+	level int
 }
 
 type localLog struct {
@@ -48,8 +58,6 @@ type localLog struct {
 
 type localLockout struct {
 	failures int
-	level    int
-	until    time.Time // zero: not locked
 	last     time.Time // last failure or lock end, for Memory
 }
 
@@ -88,6 +96,7 @@ func NewLocal(name string, p LockoutPolicy, maxIdentities int, now func() time.T
 	for i := range l.shards {
 		l.shards[i].logs = newLRU[*localLog](per)
 		l.shards[i].lockouts = newLRU[*localLockout](per)
+		l.shards[i].locks = newLRU[*localLock](per)
 	}
 	return l, nil
 }
@@ -183,11 +192,11 @@ func (log *localLog) trim(now time.Time) {
 
 // lockedFor is how long id's lock has left; sh holds id and is locked.
 func lockedFor(sh *localShard, id string, now time.Time) time.Duration {
-	f, _ := sh.lockouts.get(id)
-	if f == nil || !now.Before(f.until) {
+	lk, _ := sh.locks.get(id)
+	if lk == nil || !now.Before(lk.until) {
 		return 0
 	}
-	return f.until.Sub(now)
+	return lk.until.Sub(now)
 }
 
 // Fail records a failed attempt for id, as Lockouts.Fail does.
@@ -196,30 +205,43 @@ func (l *Local) Fail(_ context.Context, id string) (Failure, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
+	lk, _ := sh.locks.get(id)
+	if lk != nil && now.Before(lk.until) {
+		return Failure{Level: lk.level, LockedFor: lk.until.Sub(now)}, nil
+	}
+	level := 0
+	if lk != nil {
+		if now.Sub(lk.until) > l.policy.Memory {
+			lk.level = 0 // forgotten, as Redis lets the level expire
+		}
+		level = lk.level
+	}
 	f, _ := sh.lockouts.get(id)
 	if f == nil {
 		f = &localLockout{}
 		sh.lockouts.add(id, f)
 	}
-	if left := lockedFor(sh, id, now); left > 0 {
-		return Failure{Level: f.level, LockedFor: left}, nil
-	}
 	if !f.last.IsZero() && now.Sub(f.last) > l.policy.Memory {
-		f.failures, f.level = 0, 0
+		f.failures = 0
 	}
 	f.last = now
 	f.failures++
 	if f.failures < l.policy.Threshold {
-		return Failure{Failures: f.failures, Level: f.level}, nil
+		return Failure{Failures: f.failures, Level: level}, nil
 	}
 	n := f.failures
-	f.level++
-	d := l.policy.Duration << min(f.level-1, 40)
+	level++
+	d := l.policy.Duration << min(level-1, 40)
 	if d > l.policy.MaxDuration || d <= 0 {
 		d = l.policy.MaxDuration
 	}
-	f.until, f.failures, f.last = now.Add(d), 0, now.Add(d)
-	return Failure{LockedNow: true, Failures: n, Level: f.level, LockedFor: d}, nil
+	f.failures, f.last = 0, now.Add(d)
+	if lk == nil {
+		lk = &localLock{}
+		sh.locks.add(id, lk)
+	}
+	lk.until, lk.level = now.Add(d), level
+	return Failure{LockedNow: true, Failures: n, Level: level, LockedFor: d}, nil
 }
 
 // Clear ends id's lock and forgets its failures, keeping the level.
@@ -227,12 +249,18 @@ func (l *Local) Clear(_ context.Context, id string) (bool, error) {
 	sh := &l.shards[l.shard(id)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	f, _ := sh.lockouts.get(id)
-	if f == nil {
+	now := l.now()
+	if f, _ := sh.lockouts.get(id); f != nil {
+		f.failures = 0
+	}
+	lk, _ := sh.locks.get(id)
+	if lk == nil {
 		return false, nil
 	}
-	was := l.now().Before(f.until)
-	f.until, f.failures = time.Time{}, 0
+	was := now.Before(lk.until)
+	if was {
+		lk.until = now
+	}
 	return was, nil
 }
 
@@ -247,17 +275,17 @@ func (l *Local) Restore(locks ...HeldLock) {
 		}
 		sh := &l.shards[l.shard(h.ID)]
 		sh.mu.Lock()
-		f, _ := sh.lockouts.get(h.ID)
-		if f == nil {
-			f = &localLockout{}
-			sh.lockouts.add(h.ID, f)
+		lk, _ := sh.locks.get(h.ID)
+		if lk == nil {
+			lk = &localLock{}
+			sh.locks.add(h.ID, lk)
 		}
-		if h.Until.After(f.until) {
-			f.until, f.failures = h.Until, 0
+		if h.Until.After(lk.until) {
+			lk.until = h.Until
 		}
-		f.level = max(f.level, h.Level)
-		if f.until.After(f.last) {
-			f.last = f.until
+		lk.level = max(lk.level, h.Level)
+		if f, _ := sh.lockouts.get(h.ID); f != nil {
+			f.failures = 0
 		}
 		sh.mu.Unlock()
 	}

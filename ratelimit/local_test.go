@@ -131,3 +131,35 @@ func TestLocalRestore(t *testing.T) {
 		t.Fatalf("lock after a restored level 2: %+v; want level 3", f)
 	}
 }
+
+// TestLocalLocksOutlastAFloodOfFailures: failures for more fresh
+// identities than the store holds push out failure counts, never a lock
+// in force, nor its level.
+func TestLocalLocksOutlastAFloodOfFailures(t *testing.T) {
+	const bound = 2048
+	l, err := ratelimit.NewLocal("login_account", policy, bound, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(1000), Lockable: true}
+	for {
+		f, err := l.Fail(t.Context(), victim.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.LockedNow {
+			break
+		}
+	}
+	for i := range 3 * bound {
+		if _, err := l.Fail(t.Context(), fmt.Sprintf("fresh%d@example.com", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := l.AllowAll(t.Context(), victim); err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("after %d fresh failures: %+v, %v; want the victim still locked", 3*bound, d, err)
+	}
+	if f, _ := l.Fail(t.Context(), victim.ID); f.Level != 1 || f.LockedFor <= 0 {
+		t.Fatalf("the victim's lock after the flood: %+v; want level 1, in force", f)
+	}
+}
