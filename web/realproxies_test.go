@@ -2,12 +2,14 @@ package web_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +34,8 @@ func TestNginxSnippetFromDeploy(t *testing.T) {
 	snippet := strings.ReplaceAll(deploySnippet(t, "nginx", "http://xcloak:8080"), "http://xcloak:8080", base)
 
 	dir := t.TempDir()
-	port := freePort(t)
-	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
+	port := startProxy(t, func(port int) (*exec.Cmd, func() string) {
+		conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
 error_log %[1]s/error.log;
 events {}
 http {
@@ -49,23 +51,16 @@ http {
     }
 }
 `, dir, port, snippet)
-	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off; master_process off;")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off; master_process off;")
+		return cmd, func() string {
+			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			return string(errLog)
+		}
 	})
 	front := fmt.Sprintf("http://127.0.0.1:%d", port)
-	awaitListening(t, port, func() string {
-		errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-		return string(errLog)
-	})
 	checkLimitedAsOne(t, env, front, "127.0.0.5")
 }
 
@@ -81,29 +76,22 @@ func TestCaddySnippetFromDeploy(t *testing.T) {
 		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
 	})
 	base := env.Start(t)
-	snippet := deploySnippet(t, "caddyfile", "xcloak:8080")
-	port := freePort(t)
-	snippet = strings.ReplaceAll(snippet, "login.example.com", fmt.Sprintf("http://127.0.0.1:%d", port))
-	snippet = strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
-
 	dir := t.TempDir()
-	// No admin endpoint, and Caddy's own files under the test's directory.
-	conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n" + snippet
-	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(caddy, "run", "--config", filepath.Join(dir, "Caddyfile"), "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+	port := startProxy(t, func(port int) (*exec.Cmd, func() string) {
+		snippet := deploySnippet(t, "caddyfile", "xcloak:8080")
+		snippet = strings.ReplaceAll(snippet, "login.example.com", fmt.Sprintf("http://127.0.0.1:%d", port))
+		snippet = strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
+		// No admin endpoint, and Caddy's own files under the test's directory.
+		conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n" + snippet
+		if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(caddy, "run", "--config", filepath.Join(dir, "Caddyfile"), "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+		out := &lockedWriter{}
+		cmd.Stdout, cmd.Stderr = out, out
+		return cmd, out.String
 	})
-	awaitListening(t, port, func() string { return out.String() })
 	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
 }
 
@@ -123,20 +111,69 @@ func deploySnippet(t *testing.T, lang, want string) string {
 	return snippet
 }
 
-// awaitListening waits for a proxy to listen on port; the deadline only
-// keeps a broken proxy from hanging the test.
-func awaitListening(t *testing.T, port int, logs func() string) {
+// startProxy starts a proxy on a free loopback port and returns the port
+// once it listens. start makes the command for a port and returns what the
+// proxy logged so far. Ports are drawn below Linux's ephemeral range,
+// which the tests' own connections use; a port taken meanwhile by another
+// process is tried again with another. The deadline only keeps a broken
+// proxy from hanging the test.
+func startProxy(t *testing.T, start func(port int) (*exec.Cmd, func() string)) int {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			conn.Close()
-			return
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		cmd, logs := start(port)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the proxy does not listen: %v\n%s", err, logs())
+		exited := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(exited)
+		}()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-exited
+		})
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				conn.Close()
+				return port
+			}
+			select {
+			case <-exited:
+				if attempt < 5 && strings.Contains(strings.ToLower(logs()), "address already in use") {
+					break
+				}
+				t.Fatalf("the proxy ended: %s", logs())
+			default:
+				if time.Now().After(deadline) {
+					t.Fatalf("the proxy does not listen: %v\n%s", err, logs())
+				}
+				continue
+			}
+			break
 		}
 	}
+}
+
+// lockedWriter collects a process's output for the test to read while the
+// process still writes it.
+type lockedWriter struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // checkLimitedAsOne sends 70 sign-ins from client through the proxy at
@@ -181,10 +218,13 @@ func checkLimitedAsOne(t *testing.T, env *xcloaktest.Env, front, client string) 
 // freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		port := 23000 + rand.IntN(9000)
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			ln.Close()
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 23000-31999")
+	return 0
 }
