@@ -288,6 +288,9 @@ func (f *Failover) probe() {
 		err := f.pinger.Ping(ctx).Err()
 		cancel()
 		if err == nil {
+			// Before the shared limits take over, Redis learns the locks
+			// made while it was away.
+			f.reconcile()
 			f.probeMu.Lock()
 			f.probing = false
 			if f.degraded.CompareAndSwap(true, false) {
@@ -355,6 +358,24 @@ func (f *Failover) restore(done chan struct{}) {
 			f.locksMissing.Store(false)
 			return
 		}
+	}
+}
+
+// reconcile puts the lockouts in force that Restore lists (those made in
+// process during the outage among them) into Redis, which may have come
+// back empty, so that they hold once the shared limits take over again.
+func (f *Failover) reconcile() {
+	if f.Restore == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	locks, err := f.Restore(ctx)
+	if err == nil {
+		err = f.lockouts.Hold(ctx, locks...)
+	}
+	if err != nil {
+		f.log.Error("putting the lockouts in force back into redis", "err", err)
 	}
 }
 

@@ -248,3 +248,38 @@ func TestFailedRestoreRefusesLockableRules(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestLocksOfAnOutageOutliveIt: an account locked in process while Redis
+// was down (and recorded where Restore reads) is still locked once Redis
+// is back, even if Redis came back empty.
+func TestLocksOfAnOutageOutliveIt(t *testing.T) {
+	srv := testenv.PrivateRedis(t)
+	rdb := fastClient(t, srv.URL())
+	f := newFailover(t, rdb, ratelimit.FailLocal)
+	var recorded atomic.Pointer[[]ratelimit.HeldLock]
+	recorded.Store(&[]ratelimit.HeldLock{})
+	f.Restore = func(context.Context) ([]ratelimit.HeldLock, error) { return *recorded.Load(), nil }
+	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+
+	srv.Stop()
+	for {
+		fl, err := f.Fail(t.Context(), victim.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fl.LockedNow {
+			// What the service writes to Postgres for the lock.
+			recorded.Store(&[]ratelimit.HeldLock{{ID: victim.ID, Until: time.Now().Add(fl.LockedFor), Level: fl.Level}})
+			break
+		}
+	}
+	if !f.Degraded() {
+		t.Fatal("not degraded with Redis stopped")
+	}
+	srv.Start() // empty: the outage's lock is not in it
+	waitRecovered(t, f)
+	d, err := f.AllowAll(t.Context(), victim)
+	if err != nil || d.Allowed || !d.Results[0].Locked || d.FromMemory {
+		t.Fatalf("a guess once Redis is back: %+v, %v; want Redis to refuse it as locked", d, err)
+	}
+}

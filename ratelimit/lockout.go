@@ -15,6 +15,11 @@ var lockoutLua string
 
 var lockoutScript = redis.NewScript(lockoutLua)
 
+//go:embed hold.lua
+var holdLua string
+
+var holdScript = redis.NewScript(holdLua)
+
 // LockoutPolicy says when and for how long an identity is locked out.
 type LockoutPolicy struct {
 	// Threshold is the number of consecutive failures that locks.
@@ -118,6 +123,31 @@ func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err er
 		return false, fmt.Errorf("ratelimit: clearing lockout: %w", err)
 	}
 	return unlocked.Val() == 1, nil
+}
+
+// Hold puts locks recorded elsewhere into Redis (the locks made in process
+// while Redis was down, when it is back): each only ever lengthens a lock
+// and raises a level. Locks that have ended are skipped.
+func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
+	now := time.Now()
+	pipe := l.rdb.Pipeline()
+	for _, h := range locks {
+		left := h.Until.Sub(now).Milliseconds()
+		if left < 1 {
+			continue
+		}
+		// EVAL, not EVALSHA: a Redis that came back empty has no scripts, and
+		// a pipeline cannot fall back; this runs once an outage.
+		holdScript.Eval(ctx, pipe, []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level")},
+			max(h.Level, 1), left, l.policy.Memory.Milliseconds())
+	}
+	if pipe.Len() == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("ratelimit: holding locks: %w", err)
+	}
+	return nil
 }
 
 // LockStatus is an identity's lockout state.

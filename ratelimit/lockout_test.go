@@ -209,3 +209,37 @@ func assertAllKeysExpire(t *testing.T, rdb *redis.Client, prefix string, most ti
 		}
 	}
 }
+
+// TestHoldOnlyLengthens: a lock held from elsewhere never shortens a lock
+// Redis has nor lowers its level, and every key it writes expires.
+func TestHoldOnlyLengthens(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLockouts(t, rdb, prefix)
+	id := "held@example.com"
+	for range policy.Threshold {
+		if _, err := l.Fail(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock := keyOf(t, prefix, id, ":lock")
+	if err := l.Hold(t.Context(), ratelimit.HeldLock{ID: id, Until: time.Now().Add(time.Minute), Level: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if left := rdb.PTTL(t.Context(), lock).Val(); left < policy.Duration-time.Minute {
+		t.Fatalf("a shorter hold shortened the lock to %v", left)
+	}
+	if err := l.Hold(t.Context(), ratelimit.HeldLock{ID: id, Until: time.Now().Add(2 * time.Hour), Level: 3}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.Status(t.Context(), id)
+	if err != nil || !st.Locked || st.RetryAfter < 2*time.Hour-time.Minute || st.Level != 3 {
+		t.Fatalf("after a longer hold: %+v, %v; want locked about 2h at level 3", st, err)
+	}
+	if err := l.Hold(t.Context(), ratelimit.HeldLock{ID: "ended@example.com", Until: time.Now().Add(-time.Second), Level: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(t.Context(), keyOf(t, prefix, "ended@example.com", ":lock")).Val(); n != 0 {
+		t.Fatal("a lock that had ended was held")
+	}
+	assertAllKeysExpire(t, rdb, prefix, 3*time.Hour+policy.MaxDuration)
+}

@@ -1,0 +1,21 @@
+-- Hold: puts a lock recorded elsewhere (a lock made in process while Redis
+-- was down) into Redis, as lockout.lua would have left it. It only ever
+-- lengthens a lock and raises a level, so holding twice changes nothing.
+-- Both keys share one hash tag.
+--
+-- KEYS[1]  lock: exists while the identity is locked; holds the level
+-- KEYS[2]  level: how many times the identity was locked recently
+-- ARGV[1]  level of the lock (integer >= 1)
+-- ARGV[2]  time the lock has left, milliseconds (>= 1)
+-- ARGV[3]  memory, milliseconds: how long the level outlives the lock
+local level = tonumber(ARGV[1])
+local left = tonumber(ARGV[2])
+local memory = tonumber(ARGV[3])
+
+if redis.call('PTTL', KEYS[1]) < left then
+  redis.call('SET', KEYS[1], level, 'PX', left)
+end
+if (tonumber(redis.call('GET', KEYS[2])) or 0) < level then
+  redis.call('SET', KEYS[2], level, 'PX', left + memory)
+end
+return 1
