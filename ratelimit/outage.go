@@ -25,7 +25,8 @@ var notServing = []string{"LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "TRYAGAIN "
 // ordinary error reply (a script bug, a wrong type): counting those as
 // outages would let anyone who can drop a connection switch the shared
 // limits off. Nor does a slow answer (IsSlow), which the Failover has a
-// probe confirm first. What counts: a dial error, a connection reset,
+// probe confirm first, nor a dial this process could not make for want of
+// descriptors or ports. What counts: any other dial error, a connection reset,
 // refused or closed by Redis (EOF), and the replies by
 // which Redis says it is not serving now (LOADING, CLUSTERDOWN, MASTERDOWN,
 // TRYAGAIN, READONLY, NOREPLICAS, BUSY, max clients).
@@ -35,6 +36,8 @@ func IsOutage(ctx context.Context, err error) bool {
 	}
 	var op *net.OpError
 	switch {
+	case IsSlow(ctx, err):
+		return false
 	case errors.As(err, &op) && op.Op == "dial":
 		// Before the context check: go-redis wraps a dial that ran out of
 		// DialTimeout in context.DeadlineExceeded.
@@ -42,8 +45,6 @@ func IsOutage(ctx context.Context, err error) bool {
 	case errors.Is(err, context.Canceled):
 		// A context derived from ctx ended early, and ctx still runs:
 		// someone gave up on purpose, which is no news about Redis.
-		return false
-	case IsSlow(ctx, err):
 		return false
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
@@ -86,11 +87,26 @@ func IsSlow(ctx context.Context, err error) bool {
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
-		return false // nothing answered the dial: an outage
+		// A dial this process could not even make (out of file
+		// descriptors, buffers or local ports) says nothing of Redis: a
+		// flood of connections to this replica can cause it. Any other
+		// failed dial is an outage.
+		return localShortage(err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout) {
 		return true
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// localShortage reports whether err is this process or host running out of
+// something a dial needs.
+func localShortage(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EADDRNOTAVAIL} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -47,6 +47,7 @@ func TestIsOutage(t *testing.T) {
 		{"derived context cancelled", live, wrap(context.Canceled), false},
 		{"own timeout passed", live, wrap(context.DeadlineExceeded), false},
 		{"dial refused", live, wrap(dial), true},
+		{"out of file descriptors", live, wrap(&net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "socket", Err: syscall.EMFILE}}), false},
 		{"dial out of time", live, fmt.Errorf("%w: %w", context.DeadlineExceeded, dial), true},
 		{"connection reset", live, wrap(reset), true},
 		{"read timeout", live, wrap(&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}), false},
@@ -93,6 +94,8 @@ func TestIsSlow(t *testing.T) {
 		{"read timeout", live, wrap(&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}), true},
 		{"request's own deadline", cancelled, wrap(context.DeadlineExceeded), false},
 		{"dial out of time", live, fmt.Errorf("%w: %w", context.DeadlineExceeded, dial), false},
+		{"out of file descriptors", live, wrap(&net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "socket", Err: syscall.EMFILE}}), true},
+		{"no local port", live, wrap(&net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.EADDRNOTAVAIL}}), true},
 		{"EOF", live, wrap(io.EOF), false},
 		{"script bug", live, wrap(reply("ERR user_script:1: oops")), false},
 	} {
