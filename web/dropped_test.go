@@ -194,6 +194,21 @@ func TestDroppedGuessStillCounts(t *testing.T) {
 	if drops == 0 {
 		t.Fatal("no guess was dropped while hashing; the test proves nothing")
 	}
+	// The server finishes a dropped guess after the client has gone: wait
+	// for the lockout its failure causes to be recorded (a bound only so
+	// that a guess that is never counted fails the test).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		locks, err := env.Service.ActiveLockouts(t.Context(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(locks) == 1 && locks[0].Account == "victim@example.com" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d guesses dropped while hashing and no lockout recorded", drops)
+		}
+	}
 	if resp, _ := post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("victim@example.com", "victim's password")); resp.StatusCode != 429 {
 		t.Fatalf("after %d dropped guesses the right password got %d, want 429 (locked)", drops, resp.StatusCode)
 	}
