@@ -154,17 +154,10 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
-	if !f.degraded.Load() {
-		cctx, cancel := context.WithTimeout(ctx, f.timeout)
-		d, err := f.limiter.AllowAll(cctx, rules...)
-		cancel()
-		if IsSlow(ctx, err) {
-			return Decision{}, f.suspect(err)
-		}
-		if !IsOutage(ctx, err) {
-			return d, err
-		}
-		f.trip(err)
+	if d, stands, err := fromRedis(ctx, f, func(ctx context.Context) (Decision, error) {
+		return f.limiter.AllowAll(ctx, rules...)
+	}); stands {
+		return d, err
 	}
 	switch f.policy {
 	case FailClosed:
@@ -449,17 +442,10 @@ func (f *Failover) FailFor(ctx context.Context, name, id string) (Failure, error
 	if err != nil {
 		return Failure{}, err
 	}
-	if !f.degraded.Load() {
-		cctx, cancel := context.WithTimeout(ctx, f.timeout)
-		res, err := l.Fail(cctx, id)
-		cancel()
-		if IsSlow(ctx, err) {
-			return Failure{}, f.suspect(err)
-		}
-		if !IsOutage(ctx, err) {
-			return res, err
-		}
-		f.trip(err)
+	if res, stands, err := fromRedis(ctx, f, func(ctx context.Context) (Failure, error) {
+		return l.Fail(ctx, id)
+	}); stands {
+		return res, err
 	}
 	switch f.policy {
 	case FailClosed:
@@ -485,27 +471,41 @@ func (f *Failover) ClearFor(ctx context.Context, name, id string) (bool, error) 
 	// between is remembered past the unlock.
 	defer f.limiter.Forget(name, id)
 	wasLocal, _ := f.local.Clear(ctx, id)
-	if f.degraded.Load() {
-		if f.policy == FailClosed {
-			return false, ErrRedisUnavailable
-		}
+	was, stands, err := fromRedis(ctx, f, func(ctx context.Context) (bool, error) {
+		return l.Clear(ctx, id)
+	})
+	switch {
+	case stands && err != nil:
+		return false, err
+	case stands:
+		return was || wasLocal, nil
+	case f.policy == FailClosed:
+		return false, ErrRedisUnavailable
+	default:
 		return wasLocal, nil
+	}
+}
+
+// fromRedis makes call against Redis within f's bound, unless Redis is
+// taken for gone already. stands reports whether its answer (or error)
+// stands; if not, Redis could not be reached and the caller follows the
+// failure policy. A slow answer stands as ErrRedisSlow while a probe
+// checks Redis (IsSlow); an outage trips degraded mode (IsOutage).
+func fromRedis[T any](ctx context.Context, f *Failover, call func(context.Context) (T, error)) (res T, stands bool, err error) {
+	if f.degraded.Load() {
+		return res, false, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.timeout)
-	was, err := l.Clear(cctx, id)
+	res, err = call(cctx)
 	cancel()
-	if err != nil {
-		if IsSlow(ctx, err) {
-			return false, f.suspect(err)
-		}
-		if !IsOutage(ctx, err) {
-			return false, err
-		}
-		f.trip(err)
-		if f.policy == FailClosed {
-			return false, ErrRedisUnavailable
-		}
-		return wasLocal, nil
+	switch {
+	case IsSlow(ctx, err):
+		var zero T
+		return zero, true, f.suspect(err)
+	case !IsOutage(ctx, err):
+		return res, true, err
 	}
-	return was || wasLocal, nil
+	f.trip(err)
+	var zero T
+	return zero, false, nil
 }
