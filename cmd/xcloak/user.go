@@ -100,46 +100,48 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 func userUnlock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := cli.NewFlagSet("xcloak", "user unlock", "--email ADDRESS [flags]",
+	return accountCommand(ctx, "user unlock",
 		"Ends the lockout of an account, existing or not, and forgets its failed\n"+
-			"sign-ins. The unlock is recorded as a security event by \"cli\".\n")
-	email := fs.String("email", "", "mail `address` of the account (required)")
-	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	addr, err := requireEmail(fs, *email, stderr)
-	if err != nil {
-		return err
-	}
-
-	b, err := openUserBackend(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	// Close writes the unlock event before the command ends.
-	defer b.Close()
-	wasLocked, err := b.svc.Unlock(ctx, addr, "cli")
-	if err != nil {
-		return err
-	}
-	if wasLocked {
-		fmt.Fprintf(stdout, "unlocked %s\n", addr)
-	} else {
-		fmt.Fprintf(stdout, "%s was not locked\n", addr)
-	}
-	return nil
+			"sign-ins. The unlock is recorded as a security event by \"cli\".\n",
+		args, getenv, stdout, stderr, func(b *backend, addr string) error {
+			wasLocked, err := b.svc.Unlock(ctx, addr, "cli")
+			if err != nil {
+				return err
+			}
+			if wasLocked {
+				fmt.Fprintf(stdout, "unlocked %s\n", addr)
+			} else {
+				fmt.Fprintf(stdout, "%s was not locked\n", addr)
+			}
+			return nil
+		})
 }
 
 func userSignOut(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := cli.NewFlagSet("xcloak", "user sign-out", "--email ADDRESS [flags]",
+	return accountCommand(ctx, "user sign-out",
 		"Signs an account out everywhere: ends every session and forgets every\n"+
 			"known device, so that each browser is held by the account's limit and\n"+
 			"lockout like a stranger's until it signs in again. Recorded as a\n"+
-			"security event by \"cli\".\n")
+			"security event by \"cli\".\n",
+		args, getenv, stdout, stderr, func(b *backend, addr string) error {
+			switch err := b.svc.SignOutEverywhere(ctx, addr, "cli"); {
+			case errors.Is(err, auth.ErrNoUser):
+				return fmt.Errorf("no account has email %s", addr)
+			case err != nil:
+				return err
+			}
+			fmt.Fprintf(stdout, "signed out %s everywhere\n", addr)
+			return nil
+		})
+}
+
+// accountCommand runs a user command that acts on one account, named by
+// --email: it reads the settings, opens the service, calls act with the
+// normalised address, and closes the service, which writes the security
+// events act recorded before the command ends.
+func accountCommand(ctx context.Context, name, doc string, args []string, getenv func(string) string, stdout, stderr io.Writer,
+	act func(b *backend, addr string) error) error {
+	fs := cli.NewFlagSet("xcloak", name, "--email ADDRESS [flags]", doc)
 	email := fs.String("email", "", "mail `address` of the account (required)")
 	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
 	if errors.Is(err, flag.ErrHelp) {
@@ -152,20 +154,12 @@ func userSignOut(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-
 	b, err := openUserBackend(ctx, cfg, stderr)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	switch err := b.svc.SignOutEverywhere(ctx, addr, "cli"); {
-	case errors.Is(err, auth.ErrNoUser):
-		return fmt.Errorf("no account has email %s", addr)
-	case err != nil:
-		return err
-	}
-	fmt.Fprintf(stdout, "signed out %s everywhere\n", addr)
-	return nil
+	return act(b, addr)
 }
 
 // requireEmail returns the normalised --email, or a usage error when it is
