@@ -49,24 +49,44 @@ type linkJob struct {
 // a token and mailing the link, and returns nil whether or not the account
 // exists. Errors: ErrInvalidRequest, *LimitedError, ErrUnavailable.
 func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) error {
+	return s.requestLink(ctx, rawEmail, c, linkRequest{
+		ipRule: RuleResetIP, ipLimit: s.cfg.Limits.ResetIP,
+		accountRule: RuleResetAccount, accountLimit: s.cfg.Limits.ResetAccount,
+		requested: EventResetRequested, rejected: EventResetRejected,
+	})
+}
+
+// linkRequest is what sets a request for one kind of mailed link apart:
+// its limits, its events and the link.
+type linkRequest struct {
+	ipRule, accountRule   string
+	ipLimit, accountLimit ratelimit.Limit
+	requested, rejected   string // event kinds
+	unlock                bool   // an unlock link, not a reset link
+}
+
+// requestLink accepts a request for a mailed link after the per-network
+// and per-account limits, and queues the rest; it answers the same
+// whether or not the account exists.
+func (s *Service) requestLink(ctx context.Context, rawEmail string, c Client, r linkRequest) error {
 	source := c.Source()
 	email, err := NormaliseEmail(rawEmail)
 	if err != nil {
 		return ErrInvalidRequest
 	}
 	d, err := s.decide(ctx,
-		ratelimit.Rule{Name: RuleResetIP, ID: source, Limit: s.cfg.Limits.ResetIP},
-		ratelimit.Rule{Name: RuleResetAccount, ID: email, Limit: s.cfg.Limits.ResetAccount},
+		ratelimit.Rule{Name: r.ipRule, ID: source, Limit: r.ipLimit},
+		ratelimit.Rule{Name: r.accountRule, ID: email, Limit: r.accountLimit},
 	)
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventResetRejected, Account: email, Source: source, Rule: rejectingRule(d)})
+		s.record(Event{Kind: r.rejected, Account: email, Source: source, Rule: rejectingRule(d)})
 		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
-	s.record(Event{Kind: EventResetRequested, Account: email, Source: source})
-	s.queueLink(linkJob{email: email, source: source, at: s.now()})
+	s.record(Event{Kind: r.requested, Account: email, Source: source})
+	s.queueLink(linkJob{email: email, source: source, at: s.now(), unlock: r.unlock})
 	return nil
 }
 

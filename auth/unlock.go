@@ -48,25 +48,12 @@ const (
 // or not the account exists or is locked. Errors: ErrInvalidRequest,
 // *LimitedError, ErrUnavailable.
 func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) error {
-	source := c.Source()
-	email, err := NormaliseEmail(rawEmail)
-	if err != nil {
-		return ErrInvalidRequest
-	}
-	d, err := s.decide(ctx,
-		ratelimit.Rule{Name: RuleUnlockIP, ID: source, Limit: s.cfg.Limits.UnlockIP},
-		ratelimit.Rule{Name: RuleUnlockAccount, ID: email, Limit: s.cfg.Limits.UnlockAccount},
-	)
-	if err != nil {
-		return unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventUnlockRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-		return &LimitedError{RetryAfter: d.RetryAfter}
-	}
-	s.record(Event{Kind: EventUnlockRequested, Account: email, Source: source})
-	s.queueLink(linkJob{email: email, source: source, at: s.now(), unlock: true})
-	return nil
+	return s.requestLink(ctx, rawEmail, c, linkRequest{
+		ipRule: RuleUnlockIP, ipLimit: s.cfg.Limits.UnlockIP,
+		accountRule: RuleUnlockAccount, accountLimit: s.cfg.Limits.UnlockAccount,
+		requested: EventUnlockRequested, rejected: EventUnlockRejected,
+		unlock: true,
+	})
 }
 
 // unlockLink stores a new unlock token for user and returns the mail that
