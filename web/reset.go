@@ -46,13 +46,15 @@ func (s *Server) handleResetRequestForm() http.Handler {
 	})
 }
 
-type resetRequestBody struct {
+// emailBody is a JSON request that names one account: a reset or an
+// unlock-link request.
+type emailBody struct {
 	Email string `json:"email"`
 }
 
 func (s *Server) handleResetRequestAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in resetRequestBody
+		var in emailBody
 		err := decodeJSON(r, &in, &in.Email)
 		if err == nil {
 			err = s.auth.RequestReset(r.Context(), in.Email, s.client(r))

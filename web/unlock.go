@@ -41,13 +41,9 @@ func (s *Server) handleUnlockRequestForm() http.Handler {
 	})
 }
 
-type unlockRequestBody struct {
-	Email string `json:"email"`
-}
-
 func (s *Server) handleUnlockRequestAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in unlockRequestBody
+		var in emailBody
 		err := decodeJSON(r, &in, &in.Email)
 		if err == nil {
 			err = s.auth.RequestUnlock(r.Context(), in.Email, s.client(r))
