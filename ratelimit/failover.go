@@ -396,21 +396,6 @@ func (f *Failover) logOpen() {
 	}
 }
 
-func validRules(rules []Rule) error {
-	if len(rules) == 0 {
-		return errors.New("ratelimit: no rules")
-	}
-	for _, r := range rules {
-		if err := checkName(r.Name); err != nil {
-			return fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
-		}
-		if err := r.Limit.Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // AddLockouts puts the lockouts of another rule (a browser's own lock
 // beside the account's) behind the same failure policy, for FailFor and
 // ClearFor. Call it before f is used. Under FailLocal the in-process

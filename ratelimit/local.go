@@ -78,10 +78,8 @@ func NewLocal(name string, p LockoutPolicy, maxIdentities int, now func() time.T
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	if p.Memory == 0 {
-		p.Memory = p.MaxDuration
-	}
-	if err := p.Validate(); err != nil {
+	p, err := p.withDefaults()
+	if err != nil {
 		return nil, err
 	}
 	if now == nil {
@@ -231,10 +229,7 @@ func (l *Local) Fail(_ context.Context, id string) (Failure, error) {
 	}
 	n := f.failures
 	level++
-	d := l.policy.Duration << min(level-1, 40)
-	if d > l.policy.MaxDuration || d <= 0 {
-		d = l.policy.MaxDuration
-	}
+	d := l.policy.LockFor(level)
 	f.failures, f.last = 0, now.Add(d)
 	if lk == nil {
 		lk = &localLock{}

@@ -243,3 +243,26 @@ func TestHoldOnlyLengthens(t *testing.T) {
 	}
 	assertAllKeysExpire(t, rdb, prefix, 3*time.Hour+policy.MaxDuration)
 }
+
+func TestLockFor(t *testing.T) {
+	p := ratelimit.LockoutPolicy{Threshold: 3, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour}
+	for _, tc := range []struct {
+		level int
+		want  time.Duration
+	}{
+		{-1, 15 * time.Minute}, {0, 15 * time.Minute}, {1, 15 * time.Minute}, {2, 30 * time.Minute},
+		{3, time.Hour}, {7, 16 * time.Hour}, {8, 24 * time.Hour}, {9, 24 * time.Hour},
+		{63, 24 * time.Hour}, {64, 24 * time.Hour}, {1 << 30, 24 * time.Hour},
+	} {
+		if got := p.LockFor(tc.level); got != tc.want {
+			t.Errorf("LockFor(%d) = %v, want %v", tc.level, got, tc.want)
+		}
+	}
+	// The longest durations a policy may hold must not overflow either.
+	long := ratelimit.LockoutPolicy{Threshold: 1, Duration: ratelimit.MaxWindow, MaxDuration: ratelimit.MaxWindow}
+	for level := range 70 {
+		if got := long.LockFor(level); got != ratelimit.MaxWindow {
+			t.Fatalf("LockFor(%d) of a policy at the bound = %v, want %v", level, got, ratelimit.MaxWindow)
+		}
+	}
+}
