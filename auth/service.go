@@ -180,22 +180,15 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
 		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
 	}
-	limiter, err := ratelimit.NewLimiter(d.Redis, d.KeyPrefix)
-	if err != nil {
-		return nil, err
-	}
-	limiter.RememberRejections(cfg.RejectionMemory, rememberedRejections)
-	lockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginAccount, cfg.Lockout)
-	if err != nil {
-		return nil, err
-	}
 	// A known device has a lock of its own, by the same policy, so that
 	// its failures hold it and never the account's other browsers.
-	deviceLockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginDevice, cfg.Lockout)
+	lockouts := map[string]ratelimit.LockoutPolicy{RuleLoginAccount: cfg.Lockout, RuleLoginDevice: cfg.Lockout}
+	shared, err := ratelimit.NewRedisStore(d.Redis, d.KeyPrefix, lockouts)
 	if err != nil {
 		return nil, err
 	}
-	local, err := ratelimit.NewLocal(RuleLoginAccount, cfg.Lockout, 0, nil)
+	shared.RememberRejections(cfg.RejectionMemory, rememberedRejections)
+	local, err := ratelimit.NewLocal(lockouts, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +211,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	s := &Service{
 		cfg:     cfg,
 		db:      d.DB,
-		limits:  ratelimit.NewFailover(d.Redis, limiter, lockouts, local, policy, log),
+		limits:  ratelimit.NewFailover(shared, local, d.Redis, policy, log),
 		hasher:  d.Hasher,
 		mailer:  d.Mailer,
 		log:     log,
@@ -235,7 +228,6 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if s.metrics, err = newMetrics(reg, s); err != nil {
 		return nil, fmt.Errorf("auth: registering metrics: %w", err)
 	}
-	s.limits.AddLockouts(deviceLockouts)
 	s.limits.OnRedisError = func(error) { s.metrics.redisErrors.Inc() }
 	if cfg.RedisTimeout > 0 {
 		s.limits.SetTimeout(cfg.RedisTimeout)

@@ -14,6 +14,10 @@ import (
 
 var policy = ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour}
 
+// policies are the lockouts of the stores under test: the account's and a
+// browser's own, by one policy, as the service has them.
+var policies = map[string]ratelimit.LockoutPolicy{"login_account": policy, "login_device": policy}
+
 func newLockouts(t *testing.T, rdb redis.UniversalClient, prefix string) *ratelimit.Lockouts {
 	t.Helper()
 	l, err := ratelimit.NewLockouts(rdb, prefix, "login_account", policy)
