@@ -99,45 +99,6 @@ func TestLocalExactPerIdentity(t *testing.T) {
 	}
 }
 
-// TestLocalRestore: locks recorded elsewhere are honoured, only ever
-// lengthened, and a lock that has ended is not brought back.
-func TestLocalRestore(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	l, err := ratelimit.NewLocal(policies, 0, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
-	rule := func(id string) ratelimit.Rule {
-		return ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(5), Lockable: true}
-	}
-	hold := func(locks ...ratelimit.HeldLock) {
-		t.Helper()
-		if err := l.Hold(t.Context(), locks...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hold(
-		ratelimit.HeldLock{Name: "login_account", ID: "a", Until: now.Add(time.Hour), Level: 2},
-		ratelimit.HeldLock{Name: "login_account", ID: "ended", Until: now.Add(-time.Second), Level: 1},
-	)
-	hold(ratelimit.HeldLock{Name: "login_account", ID: "a", Until: now.Add(time.Minute), Level: 1})
-	if d, _ := l.AllowAll(t.Context(), rule("a")); d.Allowed || !d.Results[0].Locked || d.RetryAfter != time.Hour {
-		t.Fatalf("restored lock: %+v; want locked for the hour recorded", d)
-	}
-	if d, _ := l.AllowAll(t.Context(), rule("ended")); !d.Allowed {
-		t.Fatalf("a lock that had ended: %+v; want admitted", d)
-	}
-	// The level came along: the next lock escalates past it.
-	l.Clear(t.Context(), "login_account", "a")
-	var f ratelimit.Failure
-	for range policy.Threshold {
-		f, _ = l.Fail(t.Context(), "login_account", "a")
-	}
-	if !f.LockedNow || f.Level != 3 {
-		t.Fatalf("lock after a restored level 2: %+v; want level 3", f)
-	}
-}
-
 // TestLocalLocksOutlastAFloodOfFailures: failures for more fresh
 // identities than the store holds push out failure counts, never a lock
 // in force, nor its level.

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -337,9 +338,14 @@ func caseRetryAfter(t *testing.T, s storeUnderTest) {
 }
 
 func caseLockoutOnce(t *testing.T, s storeUnderTest) {
+	for trial := range trials {
+		lockoutOnce(t, s, fmt.Sprintf("carol%d@example.com", trial))
+	}
+}
+
+func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
 	p := suitePolicies["login_account"]
-	const n = 60
-	id := "carol@example.com"
+	const n = 200
 	out := make([]ratelimit.Failure, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
