@@ -8,10 +8,10 @@ import (
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
-// TestAddedLockoutsAreSeparate: a second rule's lockouts (a browser's own
-// lock) lock that rule's identity only, in Redis and, after Redis is lost,
-// in process; ClearFor ends such a lock.
-func TestAddedLockoutsAreSeparate(t *testing.T) {
+// TestFailoverLockoutsPerRule: a second rule's lockouts (a browser's own
+// lock beside the account's) lock that rule's identity only, in Redis and,
+// after Redis is lost, in process; Clear ends such a lock.
+func TestFailoverLockoutsPerRule(t *testing.T) {
 	srv := testenv.PrivateRedis(t)
 	rdb := fastClient(t, srv.URL())
 	f := newFailover(t, rdb, ratelimit.FailLocal)
@@ -46,10 +46,10 @@ func TestAddedLockoutsAreSeparate(t *testing.T) {
 		t.Fatal("with Redis: a device's lock must hold that device only")
 	}
 	if was, err := f.Clear(t.Context(), "login_device", "device-a"); err != nil || !was {
-		t.Fatalf("ClearFor: %v, %v; want it to end the lock", was, err)
+		t.Fatalf("Clear: %v, %v; want it to end the lock", was, err)
 	}
 	if !allowed(device("device-a")) {
-		t.Fatal("device still locked after ClearFor")
+		t.Fatal("device still locked after Clear")
 	}
 
 	srv.Stop()
@@ -61,6 +61,6 @@ func TestAddedLockoutsAreSeparate(t *testing.T) {
 		t.Fatal("in process: a device's lock must hold that device only")
 	}
 	if _, err := f.Fail(t.Context(), "no_such_rule", "x"); err == nil {
-		t.Fatal("FailFor of a rule without lockouts: no error")
+		t.Fatal("Fail under a rule without lockouts: no error")
 	}
 }
