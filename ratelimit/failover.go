@@ -104,12 +104,6 @@ const DefaultTimeout = 5 * time.Second
 // lost; local decisions wait for it at most that long.
 const restoreTimeout = 2 * time.Second
 
-var (
-	_ Store = (*RedisStore)(nil)
-	_ Store = (*Local)(nil)
-	_ Store = (*Failover)(nil)
-)
-
 // Pinger asks Redis whether it is there: a go-redis client.
 type Pinger interface {
 	Ping(ctx context.Context) *redis.StatusCmd

@@ -39,6 +39,12 @@ type Store interface {
 	Reset(ctx context.Context, name, id string) error
 }
 
+var (
+	_ Store = (*RedisStore)(nil)
+	_ Store = (*Local)(nil)
+	_ Store = (*Failover)(nil)
+)
+
 // HeldLock is a lock in force, as recorded outside the store that made it.
 type HeldLock struct {
 	// Name is the lockable rule the lock belongs to.

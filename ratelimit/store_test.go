@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,8 @@ import (
 )
 
 // The conformance suite: one table of cases that every ratelimit.Store
-// must pass, run unchanged against each store below. The cases know the
+// must pass, run unchanged against each store below: a single Redis, a
+// Redis Cluster, the in-process Local, and the Failover that composes them. The cases know the
 // contract only; what is particular to a store (making a fresh one,
 // listing the keys it holds) is its harness's.
 
@@ -59,6 +61,46 @@ var storeHarnesses = []storeHarness{
 		// not by time: an expired entry is ignored when read and reused,
 		// never deleted on its own. So it has no expiries to list.
 		return storeUnderTest{Store: l}
+	}},
+	// The Failover, with Redis up and with Redis gone under FailLocal, is
+	// held to the same contract as the stores it composes.
+	{"failover", func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest {
+		rdb, prefix := testenv.Redis(t)
+		shared := redisStore(t, rdb, prefix, policies, func(ctx context.Context, each func(*redis.Client) error) error {
+			return each(rdb)
+		})
+		local, err := ratelimit.NewLocal(policies, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := ratelimit.NewFailover(shared.Store, local, rdb, ratelimit.FailLocal, nil)
+		t.Cleanup(f.Close)
+		return storeUnderTest{Store: f, expiries: shared.expiries}
+	}},
+	{"failover_degraded", func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close() // nothing listens: every dial is refused
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { rdb.Close() })
+		shared, err := ratelimit.NewRedisStore(rdb, "xcloak:", policies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local, err := ratelimit.NewLocal(policies, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := ratelimit.NewFailover(shared, local, rdb, ratelimit.FailLocal, nil)
+		t.Cleanup(f.Close)
+		if err := f.Check(t.Context()); err == nil || !f.Degraded() {
+			t.Fatalf("Check of a Redis that refuses connections: %v, degraded %v; want degraded", err, f.Degraded())
+		}
+		// Decided by the Local store, which keeps no expiring keys.
+		return storeUnderTest{Store: f}
 	}},
 }
 
@@ -142,6 +184,7 @@ var expiring = map[string]ratelimit.LockoutPolicy{
 func TestStoreConformance(t *testing.T) {
 	for _, h := range storeHarnesses {
 		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
 			for _, tc := range storeCases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
