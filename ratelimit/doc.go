@@ -44,7 +44,8 @@
 //
 // One conformance suite (store_test.go) runs the same table of cases, from
 // exact admissions under concurrency to the expiry of every key, against a
-// single Redis, a Redis Cluster and Local.
+// single Redis, a Redis Cluster and Local, and against a Failover with Redis
+// up and with Redis gone.
 //
 // [Limiter.RememberRejections] lets a process repeat, for up to a second,
 // Redis' answer that a rule is full or locked: such a rule stays full until

@@ -48,9 +48,13 @@ var (
 // HeldLock is a lock in force, as recorded outside the store that made it.
 type HeldLock struct {
 	// Name is the lockable rule the lock belongs to.
-	Name  string
-	ID    string
+	Name string
+	// ID is the identity locked.
+	ID string
+	// Until is when the lock ends.
 	Until time.Time
+	// Level is the lock's level (LockoutPolicy.LockFor), which the next
+	// lock escalates from.
 	Level int
 }
 
