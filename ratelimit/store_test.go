@@ -180,23 +180,32 @@ var expiring = map[string]ratelimit.LockoutPolicy{
 	"login_account": {Threshold: 2, Duration: 200 * time.Millisecond, MaxDuration: 400 * time.Millisecond, Memory: 300 * time.Millisecond},
 }
 
-// TestStoreConformance runs every case against every store.
+// TestStoreConformance runs every case against every store. The cases
+// spend most of their time waiting for windows to pass, so all of them run
+// at once (t.Run from goroutines, which -parallel, set to the number of
+// CPUs, does not throttle): the suite takes as long as its longest case.
 func TestStoreConformance(t *testing.T) {
+	var stores sync.WaitGroup
 	for _, h := range storeHarnesses {
-		t.Run(h.name, func(t *testing.T) {
-			t.Parallel()
-			for _, tc := range storeCases {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					p := tc.policies
-					if p == nil {
-						p = suitePolicies
-					}
-					tc.run(t, h.open(t, p))
-				})
-			}
+		stores.Go(func() {
+			t.Run(h.name, func(t *testing.T) {
+				var cases sync.WaitGroup
+				for _, tc := range storeCases {
+					cases.Go(func() {
+						t.Run(tc.name, func(t *testing.T) {
+							p := tc.policies
+							if p == nil {
+								p = suitePolicies
+							}
+							tc.run(t, h.open(t, p))
+						})
+					})
+				}
+				cases.Wait()
+			})
 		})
 	}
+	stores.Wait()
 }
 
 func decide(t *testing.T, s ratelimit.Store, rules ...ratelimit.Rule) ratelimit.Decision {
