@@ -19,6 +19,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -81,7 +82,7 @@ func New(t testing.TB, o Options) *Env {
 		rdb, prefix = testenv.Redis(t)
 	}
 	sink := testenv.SMTP(t)
-	mailer, err := auth.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.NewSMTPMailer(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
