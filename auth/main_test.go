@@ -48,7 +48,7 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	t.Cleanup(pool.Close)
 	rdb, prefix := testenv.Redis(t)
 	sink := testenv.SMTP(t)
-	mailer, err := smtpmail.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

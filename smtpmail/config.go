@@ -11,46 +11,46 @@ import (
 	"strings"
 )
 
-// ErrInvalidSMTPURL is returned by ParseSMTPURL and NewSMTPMailer for a
-// URL they cannot use; the wrapping error says what is wrong.
-var ErrInvalidSMTPURL = errors.New("auth: invalid SMTP URL")
+// ErrInvalidURL is returned by ParseURL and New for a URL they cannot use;
+// the wrapping error says what is wrong.
+var ErrInvalidURL = errors.New("smtpmail: invalid SMTP URL")
 
-// SMTPSecurity says how the connection to the SMTP server is protected.
-type SMTPSecurity int
+// Security says how the connection to the SMTP server is protected.
+type Security int
 
 const (
-	// SMTPStartTLS upgrades a plain connection with STARTTLS and refuses to
+	// StartTLS upgrades a plain connection with STARTTLS and refuses to
 	// send if the server does not offer it. It is the default for smtp://.
-	SMTPStartTLS SMTPSecurity = iota
-	// SMTPImplicitTLS speaks TLS from the first byte (smtps://).
-	SMTPImplicitTLS
-	// SMTPOpportunisticTLS uses STARTTLS when the server offers it and sends
+	StartTLS Security = iota
+	// ImplicitTLS speaks TLS from the first byte (smtps://).
+	ImplicitTLS
+	// OpportunisticTLS uses STARTTLS when the server offers it and sends
 	// in clear otherwise (tls=opportunistic).
-	SMTPOpportunisticTLS
-	// SMTPNoTLS never encrypts (tls=none); for relays on the same host or
+	OpportunisticTLS
+	// NoTLS never encrypts (tls=none); for relays on the same host or
 	// network, and tests.
-	SMTPNoTLS
+	NoTLS
 )
 
 // String returns the name used for s in the tls parameter of an SMTP URL,
-// or "implicit" for SMTPImplicitTLS.
-func (s SMTPSecurity) String() string {
+// or "implicit" for ImplicitTLS.
+func (s Security) String() string {
 	switch s {
-	case SMTPStartTLS:
+	case StartTLS:
 		return "starttls"
-	case SMTPImplicitTLS:
+	case ImplicitTLS:
 		return "implicit"
-	case SMTPOpportunisticTLS:
+	case OpportunisticTLS:
 		return "opportunistic"
-	case SMTPNoTLS:
+	case NoTLS:
 		return "none"
 	}
-	return "SMTPSecurity(" + strconv.Itoa(int(s)) + ")"
+	return "Security(" + strconv.Itoa(int(s)) + ")"
 }
 
-// SMTPConfig is a parsed SMTP URL. String and LogValue leave the password
+// Config is a parsed SMTP URL. String and LogValue leave the password
 // out, so a config can be printed or logged as a whole.
-type SMTPConfig struct {
+type Config struct {
 	// Host is the server's host name or IP address.
 	Host string
 	// Port is the server's TCP port.
@@ -64,11 +64,11 @@ type SMTPConfig struct {
 	// "XCloak <xcloak@example.com>".
 	From string
 	// Security says how the connection is protected.
-	Security SMTPSecurity
+	Security Security
 }
 
 // String describes c without its password.
-func (c SMTPConfig) String() string {
+func (c Config) String() string {
 	auth := "no auth"
 	if c.Username != "" {
 		auth = "user " + c.Username
@@ -78,7 +78,7 @@ func (c SMTPConfig) String() string {
 }
 
 // LogValue keeps the password out of structured logs.
-func (c SMTPConfig) LogValue() slog.Value {
+func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("host", c.Host),
 		slog.Int("port", c.Port),
@@ -96,7 +96,7 @@ func hostPort(host string, port int) string {
 	return host + ":" + strconv.Itoa(port)
 }
 
-// ParseSMTPURL parses the SMTP URL XCloak is configured with:
+// ParseURL parses the SMTP URL XCloak is configured with:
 //
 //	smtp://user:pass@host:587?from=xcloak@example.com   STARTTLS, required
 //	smtps://user:pass@host:465?from=xcloak@example.com  implicit TLS
@@ -108,23 +108,23 @@ func hostPort(host string, port int) string {
 // but go together, and are refused with tls=none, which would send them in
 // clear. Special characters in them must be percent-encoded.
 //
-// Errors wrap ErrInvalidSMTPURL, say what is wrong and never contain the
+// Errors wrap ErrInvalidURL, say what is wrong and never contain the
 // password.
-func ParseSMTPURL(rawURL string) (SMTPConfig, error) {
-	cfg, err := parseSMTPURL(rawURL)
+func ParseURL(rawURL string) (Config, error) {
+	cfg, err := parseURL(rawURL)
 	if err != nil {
-		return SMTPConfig{}, fmt.Errorf("%w: %s", ErrInvalidSMTPURL, err)
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalidURL, err)
 	}
 	return cfg, nil
 }
 
-// parseSMTPURL does the work of ParseSMTPURL.
-func parseSMTPURL(rawURL string) (SMTPConfig, error) {
+// parseURL does the work of ParseURL.
+func parseURL(rawURL string) (Config, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return SMTPConfig{}, errors.New(describeURLError(err))
+		return Config{}, errors.New(describeURLError(err))
 	}
-	return smtpConfigFromURL(u)
+	return configFromURL(u)
 }
 
 // describeURLError says why url.Parse failed without quoting the input: the
@@ -146,8 +146,8 @@ var quoted = regexp.MustCompile(` ?"(?:[^"\\]|\\.)*"`)
 // smtpParams are the query parameters an SMTP URL may carry.
 var smtpParams = map[string]bool{"from": true, "tls": true}
 
-func smtpConfigFromURL(u *url.URL) (SMTPConfig, error) {
-	var cfg SMTPConfig
+func configFromURL(u *url.URL) (Config, error) {
+	var cfg Config
 	password, _ := u.User.Password()
 	// withhold keeps a piece of the URL out of an error if a malformed URL
 	// has put the password into it.
@@ -165,9 +165,9 @@ func smtpConfigFromURL(u *url.URL) (SMTPConfig, error) {
 	}
 	switch u.Scheme {
 	case "smtp":
-		cfg.Security, cfg.Port = SMTPStartTLS, 587
+		cfg.Security, cfg.Port = StartTLS, 587
 	case "smtps":
-		cfg.Security, cfg.Port = SMTPImplicitTLS, 465
+		cfg.Security, cfg.Port = ImplicitTLS, 465
 	case "":
 		return cfg, errors.New("no scheme; want smtp:// or smtps://")
 	default:
@@ -203,14 +203,14 @@ func smtpConfigFromURL(u *url.URL) (SMTPConfig, error) {
 
 	switch tlsMode := query.Get("tls"); {
 	case !query.Has("tls"):
-	case cfg.Security == SMTPImplicitTLS:
+	case cfg.Security == ImplicitTLS:
 		return cfg, errors.New("tls parameter cannot be used with smtps://, which always uses TLS")
 	case tlsMode == "starttls":
-		cfg.Security = SMTPStartTLS
+		cfg.Security = StartTLS
 	case tlsMode == "opportunistic":
-		cfg.Security = SMTPOpportunisticTLS
+		cfg.Security = OpportunisticTLS
 	case tlsMode == "none":
-		cfg.Security, cfg.Port = SMTPNoTLS, 25
+		cfg.Security, cfg.Port = NoTLS, 25
 	default:
 		return cfg, errors.New("tls must be starttls, opportunistic or none")
 	}
@@ -230,7 +230,7 @@ func smtpConfigFromURL(u *url.URL) (SMTPConfig, error) {
 			return cfg, errors.New("password given without a user")
 		case cfg.Username != "" && cfg.Password == "":
 			return cfg, errors.New("user given without a password")
-		case cfg.Username != "" && cfg.Security == SMTPNoTLS:
+		case cfg.Username != "" && cfg.Security == NoTLS:
 			return cfg, errors.New("user and password with tls=none would be sent in clear; use STARTTLS or smtps://")
 		}
 	}

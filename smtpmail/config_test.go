@@ -11,42 +11,42 @@ import (
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
-func TestParseSMTPURL(t *testing.T) {
+func TestParseURL(t *testing.T) {
 	good := []struct {
 		name string
 		url  string
-		want smtpmail.SMTPConfig
+		want smtpmail.Config
 	}{
 		{"starttls by default", "smtp://mailer:s3cret@mail.example.com:587?from=xcloak@example.com",
-			smtpmail.SMTPConfig{Host: "mail.example.com", Port: 587, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.SMTPStartTLS}},
+			smtpmail.Config{Host: "mail.example.com", Port: 587, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.StartTLS}},
 		{"smtp default port", "smtp://mailer:s3cret@mail.example.com?from=xcloak@example.com",
-			smtpmail.SMTPConfig{Host: "mail.example.com", Port: 587, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.SMTPStartTLS}},
+			smtpmail.Config{Host: "mail.example.com", Port: 587, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.StartTLS}},
 		{"explicit starttls", "smtp://mail.example.com:2525?from=xcloak@example.com&tls=starttls",
-			smtpmail.SMTPConfig{Host: "mail.example.com", Port: 2525, From: "xcloak@example.com", Security: smtpmail.SMTPStartTLS}},
+			smtpmail.Config{Host: "mail.example.com", Port: 2525, From: "xcloak@example.com", Security: smtpmail.StartTLS}},
 		{"implicit tls", "smtps://mailer:s3cret@mail.example.com:465?from=xcloak@example.com",
-			smtpmail.SMTPConfig{Host: "mail.example.com", Port: 465, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.SMTPImplicitTLS}},
+			smtpmail.Config{Host: "mail.example.com", Port: 465, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.ImplicitTLS}},
 		{"smtps default port", "smtps://mail.example.com?from=xcloak@example.com",
-			smtpmail.SMTPConfig{Host: "mail.example.com", Port: 465, From: "xcloak@example.com", Security: smtpmail.SMTPImplicitTLS}},
+			smtpmail.Config{Host: "mail.example.com", Port: 465, From: "xcloak@example.com", Security: smtpmail.ImplicitTLS}},
 		{"plain", "smtp://127.0.0.1:25?from=xcloak@example.com&tls=none",
-			smtpmail.SMTPConfig{Host: "127.0.0.1", Port: 25, From: "xcloak@example.com", Security: smtpmail.SMTPNoTLS}},
+			smtpmail.Config{Host: "127.0.0.1", Port: 25, From: "xcloak@example.com", Security: smtpmail.NoTLS}},
 		{"plain default port", "smtp://relay?from=xcloak@example.com&tls=none",
-			smtpmail.SMTPConfig{Host: "relay", Port: 25, From: "xcloak@example.com", Security: smtpmail.SMTPNoTLS}},
+			smtpmail.Config{Host: "relay", Port: 25, From: "xcloak@example.com", Security: smtpmail.NoTLS}},
 		{"opportunistic", "smtp://mailer:s3cret@relay:587?tls=opportunistic&from=xcloak@example.com",
-			smtpmail.SMTPConfig{Host: "relay", Port: 587, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.SMTPOpportunisticTLS}},
+			smtpmail.Config{Host: "relay", Port: 587, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.OpportunisticTLS}},
 		{"escaped password and display name", "smtp://mailer%40example.com:p%2Fa%3Fs%23s%40@[::1]:587/?from=XCloak%20%3Cxcloak@example.com%3E",
-			smtpmail.SMTPConfig{Host: "::1", Port: 587, Username: "mailer@example.com", Password: "p/a?s#s@", From: "XCloak <xcloak@example.com>", Security: smtpmail.SMTPStartTLS}},
+			smtpmail.Config{Host: "::1", Port: 587, Username: "mailer@example.com", Password: "p/a?s#s@", From: "XCloak <xcloak@example.com>", Security: smtpmail.StartTLS}},
 	}
 	for _, tt := range good {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := smtpmail.ParseSMTPURL(tt.url)
+			got, err := smtpmail.ParseURL(tt.url)
 			if err != nil {
-				t.Fatalf("ParseSMTPURL: %v", err)
+				t.Fatalf("ParseURL: %v", err)
 			}
 			if got != tt.want {
-				t.Errorf("ParseSMTPURL = %#v, want %#v", got, tt.want)
+				t.Errorf("ParseURL = %#v, want %#v", got, tt.want)
 			}
-			if _, err := smtpmail.NewSMTPMailer(tt.url); err != nil {
-				t.Errorf("NewSMTPMailer: %v", err)
+			if _, err := smtpmail.New(tt.url); err != nil {
+				t.Errorf("New: %v", err)
 			}
 		})
 	}
@@ -85,25 +85,25 @@ func TestParseSMTPURL(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := smtpmail.ParseSMTPURL(tt.url)
-			if !errors.Is(err, smtpmail.ErrInvalidSMTPURL) {
-				t.Fatalf("ParseSMTPURL error = %v, want ErrInvalidSMTPURL", err)
+			_, err := smtpmail.ParseURL(tt.url)
+			if !errors.Is(err, smtpmail.ErrInvalidURL) {
+				t.Fatalf("ParseURL error = %v, want ErrInvalidURL", err)
 			}
 			if !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("ParseSMTPURL error = %q, want it to say %q", err, tt.wantErr)
+				t.Errorf("ParseURL error = %q, want it to say %q", err, tt.wantErr)
 			}
 			if strings.Contains(err.Error(), "s3cret") {
-				t.Errorf("ParseSMTPURL error %q reveals the password", err)
+				t.Errorf("ParseURL error %q reveals the password", err)
 			}
-			if _, err := smtpmail.NewSMTPMailer(tt.url); !errors.Is(err, smtpmail.ErrInvalidSMTPURL) {
-				t.Errorf("NewSMTPMailer error = %v, want ErrInvalidSMTPURL", err)
+			if _, err := smtpmail.New(tt.url); !errors.Is(err, smtpmail.ErrInvalidURL) {
+				t.Errorf("New error = %v, want ErrInvalidURL", err)
 			}
 		})
 	}
 }
 
-func TestSMTPConfigKeepsPasswordOutOfLogs(t *testing.T) {
-	cfg, err := smtpmail.ParseSMTPURL("smtps://mailer:s3cret@mail.example.com?from=xcloak@example.com")
+func TestConfigKeepsPasswordOutOfLogs(t *testing.T) {
+	cfg, err := smtpmail.ParseURL("smtps://mailer:s3cret@mail.example.com?from=xcloak@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,19 +17,18 @@ import (
 // hold a request open.
 const sendTimeout = 10 * time.Second
 
-// SMTPMailer sends mail through an SMTP server. It opens a connection per
+// Mailer sends mail through an SMTP server. It opens a connection per
 // message, which suits the low volume of password reset mail and needs no
 // pool to keep healthy. It is safe for concurrent use.
-type SMTPMailer struct {
-	cfg    SMTPConfig
+type Mailer struct {
+	cfg    Config
 	client *gomail.Client
 }
 
-// NewSMTPMailer returns a mailer for the server rawURL names; see
-// ParseSMTPURL for its forms. It does not connect: a server that is down is
-// reported by Send.
-func NewSMTPMailer(rawURL string) (*SMTPMailer, error) {
-	cfg, err := ParseSMTPURL(rawURL)
+// New returns a mailer for the server rawURL names; see ParseURL for its
+// forms. It does not connect: a server that is down is reported by Send.
+func New(rawURL string) (*Mailer, error) {
+	cfg, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -38,13 +37,13 @@ func NewSMTPMailer(rawURL string) (*SMTPMailer, error) {
 		gomail.WithTimeout(sendTimeout),
 	}
 	switch cfg.Security {
-	case SMTPStartTLS:
+	case StartTLS:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
-	case SMTPImplicitTLS:
+	case ImplicitTLS:
 		opts = append(opts, gomail.WithSSL())
-	case SMTPOpportunisticTLS:
+	case OpportunisticTLS:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
-	case SMTPNoTLS:
+	case NoTLS:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
 	}
 	if cfg.Username != "" {
@@ -59,17 +58,17 @@ func NewSMTPMailer(rawURL string) (*SMTPMailer, error) {
 	// client's settings are only read, so one client serves all senders.
 	client, err := gomail.NewClient(cfg.Host, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("auth: setting up the SMTP client for %s: %w", hostPort(cfg.Host, cfg.Port), err)
+		return nil, fmt.Errorf("smtpmail: setting up the SMTP client for %s: %w", hostPort(cfg.Host, cfg.Port), err)
 	}
-	return &SMTPMailer{cfg: cfg, client: client}, nil
+	return &Mailer{cfg: cfg, client: client}, nil
 }
 
 // Config returns the configuration m was made from.
-func (m *SMTPMailer) Config() SMTPConfig { return m.cfg }
+func (m *Mailer) Config() Config { return m.cfg }
 
 // Send delivers msg, giving up after ten seconds or when ctx ends. A body
 // that does not end with a line break is given one, as SMTP would anyway.
-func (m *SMTPMailer) Send(ctx context.Context, msg auth.Message) error {
+func (m *Mailer) Send(ctx context.Context, msg auth.Message) error {
 	if err := msg.Validate(); err != nil {
 		return err
 	}
@@ -78,7 +77,7 @@ func (m *SMTPMailer) Send(ctx context.Context, msg auth.Message) error {
 	}
 	out := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	if err := out.From(m.cfg.From); err != nil {
-		return fmt.Errorf("auth: sender: %w", err)
+		return fmt.Errorf("smtpmail: sender: %w", err)
 	}
 	if err := out.To(msg.To); err != nil {
 		return fmt.Errorf("%w: %v", auth.ErrInvalidMessage, err)
@@ -91,7 +90,7 @@ func (m *SMTPMailer) Send(ctx context.Context, msg auth.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	if err := m.client.DialAndSendWithContext(ctx, out); err != nil {
-		return fmt.Errorf("auth: sending mail through %s: %w", hostPort(m.cfg.Host, m.cfg.Port), err)
+		return fmt.Errorf("smtpmail: sending mail through %s: %w", hostPort(m.cfg.Host, m.cfg.Port), err)
 	}
 	return nil
 }

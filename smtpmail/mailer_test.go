@@ -15,7 +15,7 @@ import (
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
-func TestSMTPMailerDelivers(t *testing.T) {
+func TestMailerDelivers(t *testing.T) {
 	// Longer than the 76 characters a quoted-printable line may hold, and
 	// full of '=' and '?', so the encoding has to escape and soft-break it.
 	link := "https://xcloak.example/reset?token=" + strings.Repeat("Zm9vYmFy", 12) + "==&next=%2Fhome%3Fa%3Db&lang=fr"
@@ -54,7 +54,7 @@ func TestSMTPMailerDelivers(t *testing.T) {
 		},
 	}
 	sink := testenv.SMTP(t)
-	mailer, err := smtpmail.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +100,9 @@ func TestSMTPMailerDelivers(t *testing.T) {
 	}
 }
 
-func TestSMTPMailerConcurrentSends(t *testing.T) {
+func TestMailerConcurrentSends(t *testing.T) {
 	sink := testenv.SMTP(t)
-	mailer, err := smtpmail.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +148,9 @@ var invalidMessages = []struct {
 	{"empty To", auth.Message{To: " ", Subject: "s", Body: "b"}},
 }
 
-func TestSMTPMailerRefusesHeaderInjection(t *testing.T) {
+func TestMailerRefusesHeaderInjection(t *testing.T) {
 	sink := testenv.SMTP(t)
-	mailer, err := smtpmail.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestSMTPMailerRefusesHeaderInjection(t *testing.T) {
 	}
 }
 
-func TestSMTPMailerFailures(t *testing.T) {
+func TestMailerFailures(t *testing.T) {
 	// A port nothing listens on: taken, then given back.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,7 +192,7 @@ func TestSMTPMailerFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mailer, err := smtpmail.NewSMTPMailer(tt.url)
+			mailer, err := smtpmail.New(tt.url)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,5 +213,5 @@ func TestSMTPMailerFailures(t *testing.T) {
 	}
 }
 
-// The Mailer interface is what callers hold; SMTPMailer must satisfy it.
-var _ auth.Mailer = (*smtpmail.SMTPMailer)(nil)
+// The Mailer interface is what callers hold; Mailer must satisfy it.
+var _ auth.Mailer = (*smtpmail.Mailer)(nil)

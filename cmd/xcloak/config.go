@@ -193,7 +193,7 @@ func newSettings(d auth.Config) []setting {
 			env: "XCLOAK_SMTP_URL", flag: "smtp-url", show: "none", scope: forServe, fromFile: true,
 			usage: "SMTP server `URL` for reset mails, smtp[s]://user:pass@host:port?from=address; required unless --dev or XCLOAK_MAIL_LOG",
 			set: func(c *config, v string) error {
-				if _, err := smtpmail.ParseSMTPURL(v); err != nil {
+				if _, err := smtpmail.ParseURL(v); err != nil {
 					return err
 				}
 				c.SMTPURL = v

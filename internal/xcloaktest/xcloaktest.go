@@ -82,7 +82,7 @@ func New(t testing.TB, o Options) *Env {
 		rdb, prefix = testenv.Redis(t)
 	}
 	sink := testenv.SMTP(t)
-	mailer, err := smtpmail.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
