@@ -21,6 +21,11 @@ type Message struct {
 }
 
 // Mailer sends mail. Implementations must be safe for concurrent use.
+//
+// The Service validates every message before a Mailer sees it, so a Mailer
+// cannot be the one that lets a header through. A Mailer that can also be
+// used on its own should still refuse what Validate refuses, as both of
+// XCloak's do.
 type Mailer interface {
 	// Send delivers m or returns why it could not. A message that fails
 	// validation is refused with an error wrapping ErrInvalidMessage.
@@ -51,6 +56,20 @@ func (m Message) Validate() error {
 		return fmt.Errorf("%w: recipient is not a single mail address: %v", ErrInvalidMessage, err)
 	}
 	return nil
+}
+
+// checkedMailer validates each message before the Mailer it wraps sees it.
+// The Service holds its Mailer only through one, so whatever Mailer it is
+// given, a message with an injected header or a second recipient is refused
+// here.
+type checkedMailer struct{ next Mailer }
+
+// Send refuses msg if Validate does, and hands it on otherwise.
+func (m checkedMailer) Send(ctx context.Context, msg Message) error {
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	return m.next.Send(ctx, msg)
 }
 
 // LogMailer writes each message to a logger instead of sending it. It exists

@@ -2,10 +2,12 @@ package auth_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
@@ -68,6 +70,44 @@ func TestLogMailer(t *testing.T) {
 				t.Errorf("refused message was logged: %s", buf.String())
 			}
 		})
+	}
+}
+
+// recordingMailer accepts every message, as a Mailer that checks nothing
+// would, and keeps what it was given.
+type recordingMailer struct {
+	mu   sync.Mutex
+	sent []auth.Message
+}
+
+func (m *recordingMailer) Send(_ context.Context, msg auth.Message) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = append(m.sent, msg)
+	return nil
+}
+
+// TestServiceValidatesEveryMessage: the service refuses a message that could
+// inject a header or a recipient even when its Mailer would send anything.
+func TestServiceValidatesEveryMessage(t *testing.T) {
+	rec := &recordingMailer{}
+	f := newFixture(t, nil, func(d *auth.Deps) { d.Mailer = rec })
+	for _, tt := range invalidMessages {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := auth.SendMail(t.Context(), f.svc, tt.msg); !errors.Is(err, auth.ErrInvalidMessage) {
+				t.Errorf("Send error = %v, want ErrInvalidMessage", err)
+			}
+		})
+	}
+	if len(rec.sent) != 0 {
+		t.Errorf("the Mailer was handed %d refused messages: %+v", len(rec.sent), rec.sent)
+	}
+	valid := auth.Message{To: "ada@example.com", Subject: "s", Body: "b"}
+	if err := auth.SendMail(t.Context(), f.svc, valid); err != nil {
+		t.Fatalf("Send of a valid message: %v", err)
+	}
+	if len(rec.sent) != 1 || rec.sent[0] != valid {
+		t.Errorf("the Mailer was handed %+v, want [%+v]", rec.sent, valid)
 	}
 }
 
