@@ -202,9 +202,9 @@ type UnlockConfirmProps struct {
 	Invalid bool
 }
 
-// UnlockInvalidText is the message shown for an unlock link that cannot be
+// unlockInvalidText is the message shown for an unlock link that cannot be
 // used; the page follows it with a link to request a new one.
-const UnlockInvalidText = "This link is invalid or has expired."
+const unlockInvalidText = "This link is invalid or has expired."
 
 // UnlockConfirmPage asks the visitor to press a button that spends the
 // link: opening a link, as mail scanners do, spends nothing.
@@ -247,7 +247,7 @@ func UnlockConfirmPage(p UnlockConfirmProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var10 string
-				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(UnlockInvalidText)
+				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(unlockInvalidText)
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/unlock.templ`, Line: 103, Col: 27}
 				}
