@@ -14,6 +14,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/smtpmail"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -47,7 +48,7 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	t.Cleanup(pool.Close)
 	rdb, prefix := testenv.Redis(t)
 	sink := testenv.SMTP(t)
-	mailer, err := auth.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

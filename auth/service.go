@@ -220,7 +220,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		db:      d.DB,
 		limits:  ratelimit.NewFailover(d.Redis, limiter, lockouts, local, policy, log),
 		hasher:  d.Hasher,
-		mailer:  d.Mailer,
+		mailer:  checkedMailer{d.Mailer},
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,

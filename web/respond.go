@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -61,7 +62,7 @@ func problemFor(err error) problem {
 	case errors.Is(err, auth.ErrInvalidToken):
 		return problem{http.StatusBadRequest, "invalid_token", templates.ResetInvalidText, 0}
 	case errors.Is(err, auth.ErrWeakPassword):
-		return problem{http.StatusBadRequest, "invalid_password", "Choose a password of at least 8 characters and at most 1024 bytes.", 0}
+		return problem{http.StatusBadRequest, "invalid_password", fmt.Sprintf("Choose a password of at least %d characters and at most %d bytes.", auth.MinPasswordRunes, auth.MaxPasswordBytes), 0}
 	case errors.Is(err, errNoMatch):
 		return problem{http.StatusBadRequest, "invalid_request", "The two passwords do not match.", 0}
 	case errors.Is(err, auth.ErrInvalidRequest), errors.Is(err, auth.ErrInvalidEmail), errors.Is(err, errBadRequest):
@@ -144,7 +145,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 }
 
 // maxFieldBytes bounds any single form or JSON field. Longer legitimate
-// values do not exist (emails stop at 254 bytes, passwords at 1024).
+// values do not exist: it is above auth.MaxEmailBytes and
+// auth.MaxPasswordBytes, and a test keeps it so.
 const maxFieldBytes = 2048
 
 // checkField refuses what no field may hold: invalid UTF-8, NUL bytes,

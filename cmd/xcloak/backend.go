@@ -15,6 +15,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/smtpmail"
 )
 
 const (
@@ -105,7 +106,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	}
 	var mailer auth.Mailer = auth.LogMailer{Logger: logger}
 	if cfg.SMTPURL != "" {
-		smtp, err := auth.NewSMTPMailer(cfg.SMTPURL)
+		smtp, err := smtpmail.New(cfg.SMTPURL)
 		if err != nil {
 			return nil, fmt.Errorf("XCLOAK_SMTP_URL: %w", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -54,12 +55,12 @@ type Options struct {
 	Prefix      string
 }
 
-// FastParams make hashing quick in tests; the default parameters have their
+// fastParams make hashing quick in tests; the default parameters have their
 // own tests.
-var FastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+var fastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
 
-// Secret is the service secret tests use.
-var Secret = []byte("test-secret-0123456789abcdef-0123456789")
+// secret is the service secret tests use.
+var secret = []byte("test-secret-0123456789abcdef-0123456789")
 
 // New builds an Env and runs its background work until the test ends.
 func New(t testing.TB, o Options) *Env {
@@ -81,18 +82,18 @@ func New(t testing.TB, o Options) *Env {
 		rdb, prefix = testenv.Redis(t)
 	}
 	sink := testenv.SMTP(t)
-	mailer, err := auth.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	hasher := o.Hasher
 	if hasher == nil {
-		if hasher, err = auth.NewHasher(FastParams, 4, time.Second); err != nil {
+		if hasher, err = auth.NewHasher(fastParams, 4, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
 	acfg := auth.DefaultConfig()
-	acfg.Secret = Secret
+	acfg.Secret = secret
 	acfg.PublicURL, _ = url.Parse("https://login.example.test/")
 	if o.Auth != nil {
 		o.Auth(&acfg)
