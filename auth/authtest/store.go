@@ -11,6 +11,7 @@ package authtest
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -370,7 +371,7 @@ func (s *Store) ActiveLockouts(_ context.Context, now time.Time, limit int) ([]a
 }
 
 // Sweep implements auth.Sweeper. Security events are not kept here: it
-// removes none.
+// removes none of them.
 func (s *Store) Sweep(_ context.Context, kind auth.SweepKind, before time.Time) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -390,6 +391,9 @@ func (s *Store) Sweep(_ context.Context, kind auth.SweepKind, before time.Time) 
 		deleteWhere(s.unlocks, func(v *token) bool { return count(v.spentOrExpired().Before(before)) })
 	case auth.SweepDevices:
 		deleteWhere(s.devices, func(v device) bool { return count(v.lastSeen.Before(before)) })
+	case auth.SweepSecurityEvents:
+	default:
+		return 0, fmt.Errorf("authtest: no records of kind %q to sweep", kind)
 	}
 	return int64(n), nil
 }
