@@ -1,11 +1,3 @@
-// Package authtest provides an in-memory auth.Store, so that tests of the
-// flows' logic and of the web layer's translation need no database.
-//
-// Store keeps the promises auth's interfaces make (single-use tokens,
-// guards on the password a sign-in verified, the bound on devices) with
-// one mutex; what those promises cost in PostgreSQL (transactions, row
-// locks, uniqueness under concurrency) is tested against the real database
-// in package postgres and by the flows' tests that use it.
 package authtest
 
 import (
