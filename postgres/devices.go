@@ -63,10 +63,10 @@ func (s *Store) TouchDevice(ctx context.Context, nonceHash []byte, at time.Time)
 
 // forgetDevices deletes every known device of the user, and the open
 // unlock links that would add one, in the caller's transaction.
-func forgetDevices(ctx context.Context, q querier, userID int64) error {
-	if _, err := q.Exec(ctx, `DELETE FROM devices WHERE user_id = $1`, userID); err != nil {
+func forgetDevices(ctx context.Context, tx pgx.Tx, userID int64) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM devices WHERE user_id = $1`, userID); err != nil {
 		return err
 	}
-	_, err := q.Exec(ctx, `DELETE FROM unlock_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)
+	_, err := tx.Exec(ctx, `DELETE FROM unlock_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)
 	return err
 }

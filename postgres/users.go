@@ -51,12 +51,6 @@ func (s *Store) RehashPassword(ctx context.Context, userID int64, old, hash stri
 	return nil
 }
 
-// querier is what pgxpool.Pool and pgx.Tx share.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // SetPassword implements auth.UserStore.
 func (s *Store) SetPassword(ctx context.Context, email, hash string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
