@@ -10,11 +10,11 @@ import (
 const EventSignedOutEverywhere = "signed_out_everywhere"
 
 // SignOutEverywhere ends every session of an account and forgets its known
-// devices, at once: what an administrator does for an account
-// that may be in someone else's hands. Every browser then signs in as a
-// stranger would, held by the account's limit and lockout. by names who
-// did it, as for Unlock ("admin:ann@example.com", "cli"). ErrNoUser if
-// there is no such account.
+// devices, at once: what an administrator does for an account that may be
+// in someone else's hands. Every browser then signs in as a stranger
+// would, held by the account's limit and lockout. by names who did it, as
+// for Unlock ("admin:ann@example.com", "cli"). ErrNoUser if there is no
+// such account.
 func (s *Service) SignOutEverywhere(ctx context.Context, email, by string) error {
 	email, err := NormaliseEmail(email)
 	if err != nil {

@@ -96,8 +96,7 @@ func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
 // ConfirmUnlock spends an unlock token and makes the browser a known device
 // of its account, at once; the caller sets the returned cookie. The token
 // works once even when confirmations race. The account's lockout is left
-// as it is. Errors:
-// *LimitedError, ErrInvalidToken, ErrUnavailable.
+// as it is. Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
 func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (DeviceCookie, error) {
 	source := c.Source()
 	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleUnlockConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
