@@ -14,6 +14,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
@@ -64,7 +65,7 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	}
 	f := &fixture{db: pool, rdb: rdb, prefix: prefix, mail: sink, cfg: cfg}
 	d := auth.Deps{
-		DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
+		Store: postgres.New(pool, f.clock), DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
 		Now: f.clock,
 	}
 	for _, set := range deps {

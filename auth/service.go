@@ -109,6 +109,10 @@ func DefaultConfig() Config {
 
 // Deps are the service's backing stores and collaborators.
 type Deps struct {
+	// Store keeps users, sessions, devices, tokens and the lockout log.
+	Store Store
+	// DB is the database the security events and the dashboard's reads
+	// still query directly.
 	DB    *pgxpool.Pool
 	Redis redis.UniversalClient
 	// ProbeRedis, if set, is a client of the same Redis with a small pool
@@ -130,6 +134,7 @@ type Deps struct {
 type Service struct {
 	cfg     Config
 	db      *pgxpool.Pool
+	store   Store
 	limits  *ratelimit.Failover // rules and lockouts, by Redis or the failure policy
 	hasher  *Hasher
 	mailer  Mailer
@@ -177,8 +182,8 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.MaxDevices < 1 {
 		return nil, errors.New("auth: an account must keep at least one device")
 	}
-	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
-		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
+	if d.Store == nil || d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
+		return nil, errors.New("auth: Store, DB, Redis, Hasher and Mailer are required")
 	}
 	limiter, err := ratelimit.NewLimiter(d.Redis, d.KeyPrefix)
 	if err != nil {
@@ -218,6 +223,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	s := &Service{
 		cfg:     cfg,
 		db:      d.DB,
+		store:   d.Store,
 		limits:  ratelimit.NewFailover(d.Redis, limiter, lockouts, local, policy, log),
 		hasher:  d.Hasher,
 		mailer:  checkedMailer{d.Mailer},

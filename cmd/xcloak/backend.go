@@ -15,6 +15,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
@@ -114,6 +115,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		mailer = smtp
 	}
 	svc, err := auth.NewService(cfg.Auth, auth.Deps{
+		Store:      postgres.New(pool, nil),
 		DB:         pool,
 		Redis:      rdb,
 		ProbeRedis: probe,

@@ -19,6 +19,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
@@ -98,7 +99,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	svc, err := auth.NewService(acfg, auth.Deps{DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
+	svc, err := auth.NewService(acfg, auth.Deps{Store: postgres.New(pool, nil), DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
 	if err != nil {
 		t.Fatal(err)
 	}
