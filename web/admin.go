@@ -28,25 +28,13 @@ var (
 	errTooManyStreams = errors.New("web: too many dashboard streams for one session")
 )
 
-// adminFail answers an administrators' request that failed: JSON for the
-// API, an error page otherwise.
-func (s *Server) adminFail(w http.ResponseWriter, r *http.Request, nav templates.Nav, err error) {
-	p := problemFor(err)
-	s.logProblem(r, p, err)
-	setRetryAfter(w, p)
-	if isAPI(r) {
-		writeJSON(w, p.status, map[string]string{"error": p.code})
-		return
-	}
-	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: nav, Status: p.status, Message: p.message}))
-}
-
 func navFor(sess auth.Session) templates.Nav {
 	return templates.Nav{SignedIn: true, Email: sess.Email, IsAdmin: sess.IsAdmin}
 }
 
-// adminHandler serves a signed-in administrator.
-type adminHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session)
+// adminHandler serves a signed-in administrator. An error it returns is
+// answered by fail, as on every other route.
+type adminHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session) error
 
 // requireAdmin lets administrators through to h. A visitor without a
 // session is sent to /login (the API answers 401); a signed-in user who is
@@ -58,13 +46,15 @@ func (s *Server) requireAdmin(h adminHandler) http.Handler {
 		case errors.Is(err, auth.ErrNoSession) && !isAPI(r):
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 		case errors.Is(err, auth.ErrNoSession):
-			s.adminFail(w, r, templates.Nav{}, errSignedOut)
+			s.fail(w, r, errSignedOut)
 		case err != nil:
-			s.adminFail(w, r, templates.Nav{}, err)
+			s.fail(w, r, err)
 		case !sess.IsAdmin:
-			s.adminFail(w, r, navFor(sess), errNotAdmin)
+			s.fail(w, r, errNotAdmin)
 		default:
-			h(w, r, sess)
+			if err := h(w, r, sess); err != nil {
+				s.fail(w, r, err)
+			}
 		}
 	})
 }
@@ -280,17 +270,15 @@ func eventRow(e auth.StoredEvent) templates.EventRow {
 // handleDashboard serves GET /admin: the whole page, complete without
 // scripts.
 func (s *Server) handleDashboard() http.Handler {
-	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		nav := navFor(sess)
 		q, err := parseDashboardQuery(r.URL.Query())
 		if err != nil {
-			s.adminFail(w, r, nav, err)
-			return
+			return err
 		}
 		v, err := s.loadDashboard(r.Context(), q)
 		if err != nil {
-			s.adminFail(w, r, nav, err)
-			return
+			return err
 		}
 		props := templates.DashboardProps{
 			Nav:       nav,
@@ -314,6 +302,7 @@ func (s *Server) handleDashboard() http.Handler {
 			props.Notice = "No account has that address."
 		}
 		s.render(w, r, http.StatusOK, templates.DashboardPage(props))
+		return nil
 	})
 }
 
@@ -337,22 +326,21 @@ func accountForm(r *http.Request) (email string, period auth.Period, err error) 
 // lockout in the administrator's name and returns to the dashboard. The
 // cross-origin check every POST passes keeps other sites from sending it.
 func (s *Server) handleUnlock() http.Handler {
-	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		email, period, err := accountForm(r)
 		if err != nil {
-			s.adminFail(w, r, navFor(sess), err)
-			return
+			return err
 		}
 		wasLocked, err := s.auth.Unlock(r.Context(), email, "admin:"+sess.Email)
 		if err != nil {
-			s.adminFail(w, r, navFor(sess), err)
-			return
+			return err
 		}
 		notice := "unlocked"
 		if !wasLocked {
 			notice = "not-locked"
 		}
 		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
+		return nil
 	})
 }
 
@@ -360,21 +348,20 @@ func (s *Server) handleUnlock() http.Handler {
 // session of an account and forgets its known devices, in the
 // administrator's name, and returns to the dashboard.
 func (s *Server) handleSignOutEverywhere() http.Handler {
-	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		email, period, err := accountForm(r)
 		if err != nil {
-			s.adminFail(w, r, navFor(sess), err)
-			return
+			return err
 		}
 		notice := "signed-out"
 		switch err := s.auth.SignOutEverywhere(r.Context(), email, "admin:"+sess.Email); {
 		case errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrInvalidEmail):
 			notice = "no-account"
 		case err != nil:
-			s.adminFail(w, r, navFor(sess), err)
-			return
+			return err
 		}
 		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
+		return nil
 	})
 }
 
@@ -423,16 +410,14 @@ type minuteJSON struct {
 }
 
 func (s *Server) handleAdminStats() http.Handler {
-	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		q, err := parseDashboardQuery(r.URL.Query())
 		if err != nil {
-			s.adminFail(w, r, templates.Nav{}, err)
-			return
+			return err
 		}
 		d, err := s.auth.Dashboard(r.Context(), q.period)
 		if err != nil {
-			s.adminFail(w, r, templates.Nav{}, err)
-			return
+			return err
 		}
 		sum := d.Summary
 		out := statsJSON{
@@ -456,6 +441,7 @@ func (s *Server) handleAdminStats() http.Handler {
 			out.PerMinute = append(out.PerMinute, minuteJSON{m.Start, m.Attempts, m.Rejected})
 		}
 		writeJSON(w, http.StatusOK, out)
+		return nil
 	})
 }
 
@@ -496,16 +482,14 @@ func (s *Server) handleDashboardStream() http.Handler {
 	hub := newLiveHub(s.renderLive, liveInterval, s.log)
 	shutdowns := &shutdownWatch{done: map[*http.Server]chan struct{}{}}
 	open := &streamCounts{n: map[string]int{}}
-	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		q, err := parseDashboardQuery(r.URL.Query())
 		if err != nil {
-			s.adminFail(w, r, navFor(sess), err)
-			return
+			return err
 		}
 		token := s.readCookie(r, sessionCookie)
 		if !open.acquire(token) {
-			s.adminFail(w, r, navFor(sess), errTooManyStreams)
-			return
+			return errTooManyStreams
 		}
 		defer open.release(token)
 		q.before = 0
@@ -527,7 +511,7 @@ func (s *Server) handleDashboardStream() http.Handler {
 		}
 		buf.WriteString("retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n")
 		if !send() {
-			return
+			return nil
 		}
 		sub := hub.subscribe(q.period)
 		defer hub.unsubscribe(sub)
@@ -543,19 +527,19 @@ func (s *Server) handleDashboardStream() http.Handler {
 		for {
 			select {
 			case <-r.Context().Done():
-				return
+				return nil
 			case <-shuttingDown:
-				return
+				return nil
 			case <-end.C:
-				return
+				return nil
 			case <-recheck.C:
 				if again, err := s.auth.Session(r.Context(), token); err != nil || !again.IsAdmin {
-					return
+					return nil
 				}
 			case <-ping.C:
 				buf.WriteString(": ping\n\n")
 				if !send() {
-					return
+					return nil
 				}
 			case <-sub.ready:
 				f := hub.latest(sub)
@@ -577,7 +561,7 @@ func (s *Server) handleDashboardStream() http.Handler {
 				}
 				sent = f
 				if buf.Len() > 0 && !send() {
-					return
+					return nil
 				}
 			}
 		}

@@ -106,7 +106,8 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // fail answers a request that has no page of its own to show the error on:
-// JSON for the API, a plain error page otherwise.
+// JSON for the API, a plain error page otherwise. It is the one renderer of
+// errors for every route, the administrators' ones included.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if isAPI(r) {
 		s.failJSON(w, r, err)
@@ -115,8 +116,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
+	// A limit's answer says when to retry; a refusal with a reason of its
+	// own (too many dashboard streams) keeps it.
 	message := p.message
-	if p.retryAfter > 0 {
+	if message == "" && p.retryAfter > 0 {
 		message = templates.RetryText(p.retryAfter)
 	}
 	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: s.nav(r), Status: p.status, Message: message}))
