@@ -48,6 +48,14 @@ type Event struct {
 	Detail  map[string]string
 }
 
+// EventCounter counts security events in the shared counters the
+// dashboard reads (package counters keeps them in Redis).
+type EventCounter interface {
+	// CountEvents counts a batch in one step: when it fails, nothing of
+	// the batch was counted, so the batch can be counted again.
+	CountEvents(ctx context.Context, batch []Event) error
+}
+
 // Recorder keeps security events off the request path: Record queues an
 // event without waiting, and Run writes queued events in batches, to
 // Postgres (security_events, one COPY per batch) and to the per-minute
@@ -60,7 +68,7 @@ type Event struct {
 // database at the rate it sends, whatever it sends.
 type Recorder struct {
 	db      *pgxpool.Pool
-	stats   *Stats
+	stats   EventCounter
 	log     *slog.Logger
 	now     func() time.Time
 	queue   chan Event
@@ -83,7 +91,7 @@ const summaryGrace = 5 * time.Second
 
 // NewRecorder returns a Recorder writing to db and stats; now is the clock
 // of the events' timestamps (nil means time.Now).
-func NewRecorder(db *pgxpool.Pool, stats *Stats, log *slog.Logger, now func() time.Time) *Recorder {
+func NewRecorder(db *pgxpool.Pool, stats EventCounter, log *slog.Logger, now func() time.Time) *Recorder {
 	if now == nil {
 		now = time.Now
 	}
@@ -151,7 +159,7 @@ func (r *Recorder) flush(ctx context.Context, all bool) error {
 		}
 		var errs []error
 		if len(r.pendingStats) > 0 {
-			if err := r.stats.add(ctx, r.pendingStats); err != nil {
+			if err := r.stats.CountEvents(ctx, r.pendingStats); err != nil {
 				errs = append(errs, fmt.Errorf("counting events in Redis: %w", err))
 			} else {
 				r.pendingStats = r.pendingStats[:0]

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
 )
@@ -24,8 +25,10 @@ type fixture struct {
 	db     *pgxpool.Pool
 	rdb    *redis.Client
 	prefix string
-	mail   *testenv.MailSink
-	cfg    auth.Config
+	// counters are the dashboard's counters the service writes.
+	counters *counters.Stats
+	mail     *testenv.MailSink
+	cfg      auth.Config
 
 	mu  sync.Mutex
 	now time.Time // zero: the real clock
@@ -61,9 +64,9 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	if configure != nil {
 		configure(&cfg)
 	}
-	f := &fixture{db: pool, rdb: rdb, prefix: prefix, mail: sink, cfg: cfg}
+	f := &fixture{db: pool, rdb: rdb, prefix: prefix, counters: counters.NewStats(rdb, prefix), mail: sink, cfg: cfg}
 	d := auth.Deps{
-		DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
+		DB: pool, Redis: rdb, KeyPrefix: prefix, Counter: f.counters, Hasher: hasher, Mailer: mailer,
 		Now: f.clock,
 	}
 	for _, set := range deps {

@@ -124,6 +124,9 @@ type Deps struct {
 	// Metrics is where the service registers its Prometheus metrics; nil
 	// means a registry of its own that nobody reads.
 	Metrics prometheus.Registerer
+
+	// Counter counts security events for the dashboard.
+	Counter EventCounter
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -137,7 +140,6 @@ type Service struct {
 	devices devices
 	now     func() time.Time
 	events  *Recorder
-	stats   *Stats
 	resets  chan linkJob
 	metrics *metrics
 	// resetsPending counts reset requests queued, waiting for their
@@ -180,6 +182,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
 		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
 	}
+	if d.Counter == nil {
+		return nil, errors.New("auth: Counter is required")
+	}
 	limiter, err := ratelimit.NewLimiter(d.Redis, d.KeyPrefix)
 	if err != nil {
 		return nil, err
@@ -214,7 +219,6 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if now == nil {
 		now = time.Now
 	}
-	stats := NewStats(d.Redis, d.KeyPrefix)
 	s := &Service{
 		cfg:     cfg,
 		db:      d.DB,
@@ -224,8 +228,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  NewRecorder(d.DB, stats, log, now),
-		stats:   stats,
+		events:  NewRecorder(d.DB, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
 	reg := d.Metrics
@@ -285,9 +288,6 @@ func (s *Service) UnlockTTL() time.Duration { return s.cfg.UnlockTTL }
 
 // Flush writes the security events queued so far; for tests and shutdown.
 func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
-
-// Stats returns the dashboard's counters.
-func (s *Service) Stats() *Stats { return s.stats }
 
 // DeviceCookieName returns the name of the device cookie for an email as
 // typed; "" if it is not a valid address.

@@ -16,6 +16,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/templates"
 )
 
@@ -64,19 +65,19 @@ const eventsPerPage = 20
 
 // dashboardQuery is what a dashboard URL asks for.
 type dashboardQuery struct {
-	period auth.Period
+	period dashboard.Period
 	before int64 // 0: the newest events
 }
 
 // parseDashboardQuery reads ?period=5m|1h|24h (default 5m) and, for the
 // events, ?before=<id>. A parameter given twice is refused, not guessed at.
 func parseDashboardQuery(q url.Values) (dashboardQuery, error) {
-	out := dashboardQuery{period: auth.Period5m}
+	out := dashboardQuery{period: dashboard.Period5m}
 	if v, ok := q["period"]; ok {
 		if len(v) != 1 {
-			return out, auth.ErrInvalidPeriod
+			return out, dashboard.ErrInvalidPeriod
 		}
-		p, err := auth.ParsePeriod(v[0])
+		p, err := dashboard.ParsePeriod(v[0])
 		if err != nil {
 			return out, err
 		}
@@ -95,7 +96,7 @@ func parseDashboardQuery(q url.Values) (dashboardQuery, error) {
 	return out, nil
 }
 
-func dashboardURL(p auth.Period, extra ...string) string {
+func dashboardURL(p dashboard.Period, extra ...string) string {
 	v := url.Values{"period": {p.String()}}
 	for i := 0; i+1 < len(extra); i += 2 {
 		v.Set(extra[i], extra[i+1])
@@ -104,10 +105,10 @@ func dashboardURL(p auth.Period, extra ...string) string {
 }
 
 // Words for the period switcher and headings.
-var periodWords = map[auth.Period]struct{ link, text string }{
-	auth.Period5m:  {"5 minutes", "the last 5 minutes"},
-	auth.Period1h:  {"1 hour", "the last hour"},
-	auth.Period24h: {"24 hours", "the last 24 hours"},
+var periodWords = map[dashboard.Period]struct{ link, text string }{
+	dashboard.Period5m:  {"5 minutes", "the last 5 minutes"},
+	dashboard.Period1h:  {"1 hour", "the last hour"},
+	dashboard.Period24h: {"24 hours", "the last 24 hours"},
 }
 
 // ruleLabels name the rules on the dashboard.
@@ -135,11 +136,11 @@ type dashboardView struct {
 // loadDashboard reads what the dashboard shows for q. The page and the
 // stream both use it, so they cannot disagree.
 func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboardView, error) {
-	d, err := s.auth.Dashboard(ctx, q.period)
+	d, err := s.dashboard.Dashboard(ctx, q.period)
 	if err != nil {
 		return dashboardView{}, err
 	}
-	events, err := s.auth.Events(ctx, auth.EventFilter{BeforeID: q.before, Limit: eventsPerPage + 1})
+	events, err := s.dashboard.Events(ctx, dashboard.EventFilter{BeforeID: q.before, Limit: eventsPerPage + 1})
 	if err != nil {
 		return dashboardView{}, err
 	}
@@ -195,7 +196,7 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 
 // rulesOf lists the rules of a summary: the known ones in their order,
 // then any other, by name.
-func rulesOf(sum auth.Summary) []string {
+func rulesOf(sum dashboard.Summary) []string {
 	rules := auth.RejectionRules()
 	var extra []string
 	for r := range sum.RejectedByRule {
@@ -207,7 +208,7 @@ func rulesOf(sum auth.Summary) []string {
 	return append(rules, extra...)
 }
 
-func ranked(in []auth.Ranked) []templates.Ranked {
+func ranked(in []dashboard.Ranked) []templates.Ranked {
 	out := make([]templates.Ranked, len(in))
 	for i, r := range in {
 		out[i] = templates.Ranked{Name: r.Name, Count: r.Count}
@@ -216,7 +217,7 @@ func ranked(in []auth.Ranked) []templates.Ranked {
 }
 
 // eventRow puts a stored event into words.
-func eventRow(e auth.StoredEvent) templates.EventRow {
+func eventRow(e dashboard.StoredEvent) templates.EventRow {
 	row := templates.EventRow{At: e.At, Account: e.Account, Source: e.Source, What: e.Kind}
 	switch e.Kind {
 	case auth.EventLockout:
@@ -288,7 +289,7 @@ func (s *Server) handleDashboard() http.Handler {
 			Lockouts:  v.lockouts,
 			Events:    v.events,
 		}
-		for _, p := range auth.Periods() {
+		for _, p := range dashboard.Periods() {
 			props.Periods = append(props.Periods, templates.PeriodLink{Label: periodWords[p].link, Href: dashboardURL(p), Current: p == q.period})
 		}
 		switch r.URL.Query().Get("notice") {
@@ -308,14 +309,14 @@ func (s *Server) handleDashboard() http.Handler {
 
 // accountForm reads the form of an administrator's action on one account:
 // its email and the dashboard period to return to.
-func accountForm(r *http.Request) (email string, period auth.Period, err error) {
+func accountForm(r *http.Request) (email string, period dashboard.Period, err error) {
 	form, err := decodeForm(r, templates.FieldEmail, templates.FieldPeriod)
 	if err != nil {
 		return "", 0, err
 	}
-	period = auth.Period5m
+	period = dashboard.Period5m
 	if v := form[templates.FieldPeriod]; v != "" {
-		if period, err = auth.ParsePeriod(v); err != nil {
+		if period, err = dashboard.ParsePeriod(v); err != nil {
 			return "", 0, err
 		}
 	}
@@ -368,14 +369,14 @@ func (s *Server) handleSignOutEverywhere() http.Handler {
 // statsJSON is GET /api/v1/admin/stats: the dashboard's figures for
 // scripts and monitoring.
 type statsJSON struct {
-	Period      auth.Period `json:"period"`
-	From        time.Time   `json:"from"`
-	To          time.Time   `json:"to"`
-	Attempts    int64       `json:"attempts"`
-	Successes   int64       `json:"successes"`
-	Failures    int64       `json:"failures"`
-	Invalid     int64       `json:"invalid"`
-	Unavailable int64       `json:"unavailable"`
+	Period      dashboard.Period `json:"period"`
+	From        time.Time        `json:"from"`
+	To          time.Time        `json:"to"`
+	Attempts    int64            `json:"attempts"`
+	Successes   int64            `json:"successes"`
+	Failures    int64            `json:"failures"`
+	Invalid     int64            `json:"invalid"`
+	Unavailable int64            `json:"unavailable"`
 	// Degraded: Redis is unreachable and limits follow FailurePolicy.
 	Degraded            bool             `json:"degraded"`
 	FailurePolicy       string           `json:"failure_policy"`
@@ -415,7 +416,7 @@ func (s *Server) handleAdminStats() http.Handler {
 		if err != nil {
 			return err
 		}
-		d, err := s.auth.Dashboard(r.Context(), q.period)
+		d, err := s.dashboard.Dashboard(r.Context(), q.period)
 		if err != nil {
 			return err
 		}
@@ -644,7 +645,7 @@ func writeEvent(buf *bytes.Buffer, name, data string) {
 }
 
 // renderLive reads and renders the live regions of a period's dashboard.
-func (s *Server) renderLive(ctx context.Context, p auth.Period) (liveFrame, error) {
+func (s *Server) renderLive(ctx context.Context, p dashboard.Period) (liveFrame, error) {
 	v, err := s.loadDashboard(ctx, dashboardQuery{period: p})
 	if err != nil {
 		return liveFrame{}, err
@@ -679,12 +680,12 @@ type liveFrame struct {
 // many streams watch it, and hands the result to them. A period nobody
 // watches costs nothing: its reader stops with its last stream.
 type liveHub struct {
-	load     func(context.Context, auth.Period) (liveFrame, error)
+	load     func(context.Context, dashboard.Period) (liveFrame, error)
 	interval time.Duration
 	log      *slog.Logger
 
 	mu    sync.Mutex
-	feeds map[auth.Period]*liveFeed
+	feeds map[dashboard.Period]*liveFeed
 }
 
 // liveFeed is one watched period.
@@ -697,7 +698,7 @@ type liveFeed struct {
 
 // liveSub is one stream's place in a feed.
 type liveSub struct {
-	period auth.Period
+	period dashboard.Period
 	// ready holds a token when frame has news; the stream takes the
 	// newest frame, so a slow client skips frames rather than queueing
 	// them.
@@ -705,13 +706,13 @@ type liveSub struct {
 	frame liveFrame
 }
 
-func newLiveHub(load func(context.Context, auth.Period) (liveFrame, error), interval time.Duration, log *slog.Logger) *liveHub {
-	return &liveHub{load: load, interval: interval, log: log, feeds: map[auth.Period]*liveFeed{}}
+func newLiveHub(load func(context.Context, dashboard.Period) (liveFrame, error), interval time.Duration, log *slog.Logger) *liveHub {
+	return &liveHub{load: load, interval: interval, log: log, feeds: map[dashboard.Period]*liveFeed{}}
 }
 
 // subscribe adds a stream to p's feed, starting the feed's reader if it is
 // the first. A feed that has read already hands its frame over at once.
-func (h *liveHub) subscribe(p auth.Period) *liveSub {
+func (h *liveHub) subscribe(p dashboard.Period) *liveSub {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f := h.feeds[p]
@@ -754,7 +755,7 @@ func (h *liveHub) latest(sub *liveSub) liveFrame {
 
 // run reads p's figures every interval until ctx ends, and passes each
 // frame that differs from the last to every stream of the feed.
-func (h *liveHub) run(ctx context.Context, p auth.Period, f *liveFeed) {
+func (h *liveHub) run(ctx context.Context, p dashboard.Period, f *liveFeed) {
 	tick := time.NewTicker(h.interval)
 	defer tick.Stop()
 	failing := false

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -308,8 +309,8 @@ func TestDashboardCountsTraffic(t *testing.T) {
 				chartAttempts += pm.Attempts
 				chartRejected += pm.Rejected
 			}
-			if len(s.PerMinute) != auth.SeriesMinutes || chartAttempts != n || chartRejected != m {
-				t.Errorf("per_minute: %d minutes summing to %d attempts, %d rejected; want %d, %d, %d", len(s.PerMinute), chartAttempts, chartRejected, auth.SeriesMinutes, n, m)
+			if len(s.PerMinute) != dashboard.SeriesMinutes || chartAttempts != n || chartRejected != m {
+				t.Errorf("per_minute: %d minutes summing to %d attempts, %d rejected; want %d, %d, %d", len(s.PerMinute), chartAttempts, chartRejected, dashboard.SeriesMinutes, n, m)
 			}
 
 			resp, page := get(t, admin, base+"/admin?period="+period)
@@ -441,7 +442,7 @@ func TestUnlock(t *testing.T) {
 		t.Fatalf("the victim's sign-in after the unlock: %d", resp.StatusCode)
 	}
 	env.Flush(t)
-	events, err := env.Service.Events(t.Context(), auth.EventFilter{Kinds: []string{auth.EventUnlock}, Limit: 10})
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventUnlock}, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

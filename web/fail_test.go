@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 )
 
 // TestAdminAPIErrorsAnswerLikeOthers: an error on the administrators' API
@@ -24,7 +25,7 @@ func TestAdminAPIErrorsAnswerLikeOthers(t *testing.T) {
 		{&auth.LimitedError{RetryAfter: 90 * time.Second}, `{"error":"too_many_attempts","retry_after_seconds":90}`},
 		{errTooManyStreams, `{"error":"too_many_streams","retry_after_seconds":2}`},
 		{auth.ErrUnavailable, `{"error":"unavailable"}`},
-		{auth.ErrInvalidPeriod, `{"error":"invalid_period"}`},
+		{dashboard.ErrInvalidPeriod, `{"error":"invalid_period"}`},
 		{errNotAdmin, `{"error":"forbidden"}`},
 	} {
 		t.Run(tc.err.Error(), func(t *testing.T) {

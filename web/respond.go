@@ -16,6 +16,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/templates"
 )
 
@@ -52,7 +53,7 @@ func problemFor(err error) problem {
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errNotAdmin):
 		return problem{http.StatusForbidden, "forbidden", "This page is for administrators only.", 0}
-	case errors.Is(err, auth.ErrInvalidPeriod):
+	case errors.Is(err, dashboard.ErrInvalidPeriod):
 		return problem{http.StatusBadRequest, "invalid_period", "Choose a period of 5m, 1h or 24h.", 0}
 	case errors.Is(err, errBadCursor):
 		return problem{http.StatusBadRequest, "invalid_request", "That page of events does not exist.", 0}

@@ -14,7 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
 )
 
 const (
@@ -40,6 +43,9 @@ type backend struct {
 	stop      context.CancelFunc // ends svc.Run
 	stopped   chan struct{}      // closed when svc.Run has returned
 	closeOnce sync.Once
+
+	// dashboard reads what the security dashboard shows.
+	dashboard *dashboard.Reader
 }
 
 // openBackend connects to Redis, creates and migrates the database,
@@ -112,6 +118,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		logger.Info("mail ready", "smtp", smtp.Config())
 		mailer = smtp
 	}
+	counts := counters.NewStats(rdb, cfg.KeyPrefix)
 	svc, err := auth.NewService(cfg.Auth, auth.Deps{
 		DB:         pool,
 		Redis:      rdb,
@@ -121,6 +128,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Mailer:     mailer,
 		Logger:     logger,
 		Metrics:    metrics,
+		Counter:    counts,
 	})
 	if err != nil {
 		return nil, err
@@ -140,7 +148,8 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		defer close(stopped)
 		svc.Run(runCtx)
 	}()
-	return &backend{svc: svc, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
+	board := dashboard.New(counts, postgres.New(pool, nil), svc, nil, logger)
+	return &backend{svc: svc, dashboard: board, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
 }
 
 // Close ends the service's background work, which first writes the

@@ -17,8 +17,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -37,6 +40,9 @@ type Env struct {
 	Web         web.Config
 	// URL is the base URL of the HTTP server once Start has run.
 	URL string
+
+	// Dashboard reads the security dashboard's figures and events.
+	Dashboard *dashboard.Reader
 }
 
 // Options adjust an Env before it starts.
@@ -97,7 +103,8 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	svc, err := auth.NewService(acfg, auth.Deps{DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
+	counts := counters.NewStats(rdb, prefix)
+	svc, err := auth.NewService(acfg, auth.Deps{DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Counter: counts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +122,9 @@ func New(t testing.TB, o Options) *Env {
 	ready := func(ctx context.Context) map[string]error {
 		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
 	}
+	board := dashboard.New(counts, postgres.New(pool, nil), svc, nil, nil)
 	return &Env{
-		Service: svc, Handler: web.NewServer(wcfg, svc, ready, nil),
+		Service: svc, Dashboard: board, Handler: web.NewServer(wcfg, svc, board, ready, nil),
 		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
 	}
 }
