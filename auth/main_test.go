@@ -15,6 +15,7 @@ import (
 	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -66,7 +67,7 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	}
 	f := &fixture{db: pool, rdb: rdb, prefix: prefix, counters: counters.NewStats(rdb, prefix), mail: sink, cfg: cfg}
 	d := auth.Deps{
-		DB: pool, Redis: rdb, KeyPrefix: prefix, Counter: f.counters, Hasher: hasher, Mailer: mailer,
+		DB: pool, Redis: rdb, KeyPrefix: prefix, Events: postgres.New(pool, nil), Counter: f.counters, Hasher: hasher, Mailer: mailer,
 		Now: f.clock,
 	}
 	for _, set := range deps {

@@ -125,7 +125,9 @@ type Deps struct {
 	// means a registry of its own that nobody reads.
 	Metrics prometheus.Registerer
 
-	// Counter counts security events for the dashboard.
+	// Events keeps the security events; Counter counts them for the
+	// dashboard.
+	Events  EventStore
 	Counter EventCounter
 }
 
@@ -182,8 +184,8 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
 		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
 	}
-	if d.Counter == nil {
-		return nil, errors.New("auth: Counter is required")
+	if d.Events == nil || d.Counter == nil {
+		return nil, errors.New("auth: Events and Counter are required")
 	}
 	limiter, err := ratelimit.NewLimiter(d.Redis, d.KeyPrefix)
 	if err != nil {
@@ -228,7 +230,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  NewRecorder(d.DB, d.Counter, log, now),
+		events:  NewRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
 	reg := d.Metrics

@@ -119,6 +119,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		mailer = smtp
 	}
 	counts := counters.NewStats(rdb, cfg.KeyPrefix)
+	store := postgres.New(pool, nil)
 	svc, err := auth.NewService(cfg.Auth, auth.Deps{
 		DB:         pool,
 		Redis:      rdb,
@@ -128,6 +129,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Mailer:     mailer,
 		Logger:     logger,
 		Metrics:    metrics,
+		Events:     store,
 		Counter:    counts,
 	})
 	if err != nil {
@@ -148,7 +150,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		defer close(stopped)
 		svc.Run(runCtx)
 	}()
-	board := dashboard.New(counts, postgres.New(pool, nil), svc, nil, logger)
+	board := dashboard.New(counts, store, svc, nil, logger)
 	return &backend{svc: svc, dashboard: board, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
 }
 

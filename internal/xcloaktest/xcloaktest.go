@@ -104,7 +104,8 @@ func New(t testing.TB, o Options) *Env {
 		o.Auth(&acfg)
 	}
 	counts := counters.NewStats(rdb, prefix)
-	svc, err := auth.NewService(acfg, auth.Deps{DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Counter: counts})
+	store := postgres.New(pool, nil)
+	svc, err := auth.NewService(acfg, auth.Deps{DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Events: store, Counter: counts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func New(t testing.TB, o Options) *Env {
 	ready := func(ctx context.Context) map[string]error {
 		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
 	}
-	board := dashboard.New(counts, postgres.New(pool, nil), svc, nil, nil)
+	board := dashboard.New(counts, store, svc, nil, nil)
 	return &Env{
 		Service: svc, Dashboard: board, Handler: web.NewServer(wcfg, svc, board, ready, nil),
 		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
