@@ -4,4 +4,6 @@
 //
 // It knows nothing of HTML or HTTP: it speaks in Go values and returns
 // sentinel errors, and the web layer maps those to pages and status codes.
+// Where its events go it declares and does not know: EventStore (package
+// postgres) and EventCounter (package counters).
 package auth
