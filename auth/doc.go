@@ -15,4 +15,7 @@
 // package authtest keeps them in memory for tests, and its TestStore holds
 // both to the same promises. The flows hand stores hashes of tokens and
 // nonces only, and the timestamps of Deps.Now.
+//
+// Where its events go it declares and does not know: EventStore (package
+// postgres) and EventCounter (package counters).
 package auth

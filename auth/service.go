@@ -128,6 +128,11 @@ type Deps struct {
 	// Metrics is where the service registers its Prometheus metrics; nil
 	// means a registry of its own that nobody reads.
 	Metrics prometheus.Registerer
+
+	// Events keeps the security events; Counter counts them for the
+	// dashboard.
+	Events  EventStore
+	Counter EventCounter
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -142,7 +147,6 @@ type Service struct {
 	devices devices
 	now     func() time.Time
 	events  *Recorder
-	stats   *Stats
 	resets  chan linkJob
 	metrics *metrics
 	// resetsPending counts reset requests queued, waiting for their
@@ -185,6 +189,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if d.Store == nil || d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
 		return nil, errors.New("auth: Store, DB, Redis, Hasher and Mailer are required")
 	}
+	if d.Events == nil || d.Counter == nil {
+		return nil, errors.New("auth: Events and Counter are required")
+	}
 	limiter, err := ratelimit.NewLimiter(d.Redis, d.KeyPrefix)
 	if err != nil {
 		return nil, err
@@ -219,7 +226,6 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if now == nil {
 		now = time.Now
 	}
-	stats := NewStats(d.Redis, d.KeyPrefix)
 	s := &Service{
 		cfg:     cfg,
 		db:      d.DB,
@@ -230,8 +236,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  NewRecorder(d.DB, stats, log, now),
-		stats:   stats,
+		events:  NewRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
 	reg := d.Metrics
@@ -291,9 +296,6 @@ func (s *Service) UnlockTTL() time.Duration { return s.cfg.UnlockTTL }
 
 // Flush writes the security events queued so far; for tests and shutdown.
 func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
-
-// Stats returns the dashboard's counters.
-func (s *Service) Stats() *Stats { return s.stats }
 
 // DeviceCookieName returns the name of the device cookie for an email as
 // typed; "" if it is not a valid address.

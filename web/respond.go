@@ -17,6 +17,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/templates"
 )
 
@@ -53,7 +54,7 @@ func problemFor(err error) problem {
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errNotAdmin):
 		return problem{http.StatusForbidden, "forbidden", "This page is for administrators only.", 0}
-	case errors.Is(err, auth.ErrInvalidPeriod):
+	case errors.Is(err, dashboard.ErrInvalidPeriod):
 		return problem{http.StatusBadRequest, "invalid_period", "Choose a period of 5m, 1h or 24h.", 0}
 	case errors.Is(err, errBadCursor):
 		return problem{http.StatusBadRequest, "invalid_request", "That page of events does not exist.", 0}
@@ -107,7 +108,8 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // fail answers a request that has no page of its own to show the error on:
-// JSON for the API, a plain error page otherwise.
+// JSON for the API, a plain error page otherwise. It is the one renderer of
+// errors for every route, the administrators' ones included.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if isAPI(r) {
 		s.failJSON(w, r, err)
@@ -116,8 +118,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
+	// A limit's answer says when to retry; a refusal with a reason of its
+	// own (too many dashboard streams) keeps it.
 	message := p.message
-	if p.retryAfter > 0 {
+	if message == "" && p.retryAfter > 0 {
 		message = templates.RetryText(p.retryAfter)
 	}
 	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: s.nav(r), Status: p.status, Message: message}))

@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/migrations"
 	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/smtpmail"
@@ -42,6 +44,9 @@ type backend struct {
 	stop      context.CancelFunc // ends svc.Run
 	stopped   chan struct{}      // closed when svc.Run has returned
 	closeOnce sync.Once
+
+	// dashboard reads what the security dashboard shows.
+	dashboard *dashboard.Reader
 }
 
 // openBackend connects to Redis, creates and migrates the database,
@@ -114,8 +119,10 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		logger.Info("mail ready", "smtp", smtp.Config())
 		mailer = smtp
 	}
+	counts := counters.NewStats(rdb, cfg.KeyPrefix)
+	store := postgres.New(pool, nil)
 	svc, err := auth.NewService(cfg.Auth, auth.Deps{
-		Store:      postgres.New(pool, nil),
+		Store:      store,
 		DB:         pool,
 		Redis:      rdb,
 		ProbeRedis: probe,
@@ -124,6 +131,8 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Mailer:     mailer,
 		Logger:     logger,
 		Metrics:    metrics,
+		Events:     store,
+		Counter:    counts,
 	})
 	if err != nil {
 		return nil, err
@@ -143,7 +152,8 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		defer close(stopped)
 		svc.Run(runCtx)
 	}()
-	return &backend{svc: svc, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
+	board := dashboard.New(counts, store, svc, nil, logger)
+	return &backend{svc: svc, dashboard: board, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
 }
 
 // Close ends the service's background work, which first writes the

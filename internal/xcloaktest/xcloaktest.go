@@ -17,6 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
 	"github.com/xcloak/xcloak/postgres"
@@ -39,6 +41,9 @@ type Env struct {
 	Web         web.Config
 	// URL is the base URL of the HTTP server once Start has run.
 	URL string
+
+	// Dashboard reads the security dashboard's figures and events.
+	Dashboard *dashboard.Reader
 }
 
 // Options adjust an Env before it starts.
@@ -99,7 +104,9 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	svc, err := auth.NewService(acfg, auth.Deps{Store: postgres.New(pool, nil), DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
+	counts := counters.NewStats(rdb, prefix)
+	store := postgres.New(pool, nil)
+	svc, err := auth.NewService(acfg, auth.Deps{Store: store, DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Events: store, Counter: counts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +124,9 @@ func New(t testing.TB, o Options) *Env {
 	ready := func(ctx context.Context) map[string]error {
 		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
 	}
+	board := dashboard.New(counts, store, svc, nil, nil)
 	return &Env{
-		Service: svc, Handler: web.NewServer(wcfg, svc, ready, nil),
+		Service: svc, Dashboard: board, Handler: web.NewServer(wcfg, svc, board, ready, nil),
 		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
 	}
 }

@@ -1,0 +1,422 @@
+package counters
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
+)
+
+// Counter names in a minute's (and an hour's) hash.
+const (
+	CounterAttempts  = "attempts"  // sign-in requests received, rejected ones included
+	CounterSuccesses = "successes" // sign-ins that succeeded
+	CounterFailures  = "failures"  // wrong password or unknown account
+	CounterInvalid   = "invalid"   // malformed sign-in requests
+	// CounterUnavailable: sign-ins answered 503 because a store or the
+	// hashing pool was unavailable.
+	CounterUnavailable = "unavailable"
+	CounterLockouts    = "lockouts" // accounts locked
+	CounterResets      = "resets"   // reset requests accepted
+	// CounterMailsDropped: reset mails of accepted requests not sent.
+	CounterMailsDropped = "mails_dropped"
+	// CounterRejectedPrefix + rule name: requests rejected by that rule
+	// (see RejectionRules).
+	CounterRejectedPrefix = "rejected:"
+)
+
+// Stats are the counters in Redis behind the dashboard, written by the
+// Recorder and read by every replica alike.
+//
+// Each minute has a hash of counters ("{stats}:m:<unix minute>") and two
+// sorted sets: the sources of rejected requests ("{stats}:src:<minute>")
+// and the accounts of failed or rejected ones ("{stats}:acct:<minute>").
+// Each clock hour has the same three keys with ":h:<unix hour>", written in
+// the same transaction, so a period's sums read whole hours from one key
+// and only the ragged ends minute by minute: at most about 140 reads for
+// 24 hours instead of 1440.
+//
+// Sums of counters are exact over any period. The sorted sets are for
+// ranking: minute sets are kept for rankRetention (the 5-minute and 1-hour
+// lists use them), and the 24-hour lists union whole hours, so they reach
+// back to the start of the hour 24 hours ago. Under a flood from more
+// distinct sources than a set's cap, the lowest counts are dropped, which
+// keeps memory bounded and the heavy hitters exact.
+//
+// All keys share the hash tag {stats}, so one transaction can read or write
+// any of them on a Redis Cluster too, and every key expires.
+type Stats struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// Retention and caps of the stats keys.
+const (
+	// statsRetention covers the dashboard's longest period (24 h) and a
+	// margin; it applies to counters and to the hourly sorted sets.
+	statsRetention = 25 * time.Hour
+	// rankRetention covers the periods that rank by the minute (up to 1 h).
+	rankRetention = 2 * time.Hour
+	// minuteRankCap and hourRankCap bound the members of one sorted set.
+	minuteRankCap = 1000
+	hourRankCap   = 2000
+)
+
+// NewStats returns the counters under prefix.
+func NewStats(rdb redis.UniversalClient, prefix string) *Stats {
+	return &Stats{rdb: rdb, prefix: prefix}
+}
+
+// TopKind names a ranking.
+type TopKind string
+
+// The rankings Stats keeps.
+const (
+	// TopSources ranks client networks by rejected requests.
+	TopSources TopKind = "src"
+	// TopAccounts ranks account identifiers by failed and rejected
+	// requests: the accounts under attack.
+	TopAccounts TopKind = "acct"
+)
+
+// Summary returns the headline figures of period p ending at now.
+func (s *Stats) Summary(ctx context.Context, p dashboard.Period, now time.Time) (dashboard.Summary, error) {
+	if !p.Valid() {
+		return dashboard.Summary{}, dashboard.ErrInvalidPeriod
+	}
+	var collect func() (dashboard.Summary, error)
+	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueSummary(ctx, pipe, p, now) }); err != nil {
+		return dashboard.Summary{}, err
+	}
+	return collect()
+}
+
+// Series returns the last minutes minutes up to now, oldest first, for
+// the chart.
+func (s *Stats) Series(ctx context.Context, minutes int, now time.Time) ([]dashboard.Minute, error) {
+	if minutes < 1 || minutes > int(dashboard.Period24h) {
+		return nil, fmt.Errorf("%w: series of %d minutes", auth.ErrInvalidRequest, minutes)
+	}
+	var collect func() ([]dashboard.Minute, error)
+	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueSeries(ctx, pipe, minutes, now) }); err != nil {
+		return nil, err
+	}
+	return collect()
+}
+
+// Top returns the n highest of a ranking over period p ending at now,
+// highest first; ties are ordered by name, descending, on every replica
+// alike.
+func (s *Stats) Top(ctx context.Context, p dashboard.Period, kind TopKind, n int, now time.Time) ([]dashboard.Ranked, error) {
+	if !p.Valid() {
+		return nil, dashboard.ErrInvalidPeriod
+	}
+	if kind != TopSources && kind != TopAccounts {
+		return nil, fmt.Errorf("%w: ranking %q", auth.ErrInvalidRequest, kind)
+	}
+	if n < 1 {
+		return nil, nil
+	}
+	var collect func() ([]dashboard.Ranked, error)
+	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueTop(ctx, pipe, p, kind, n, now) }); err != nil {
+		return nil, err
+	}
+	return collect()
+}
+
+// Snapshot returns the summary of p, the chart's series and both rankings
+// (topN each), all from one consistent read.
+func (s *Stats) Snapshot(ctx context.Context, p dashboard.Period, now time.Time, topN int) (dashboard.Snapshot, error) {
+	if !p.Valid() {
+		return dashboard.Snapshot{}, dashboard.ErrInvalidPeriod
+	}
+	var (
+		summary          func() (dashboard.Summary, error)
+		series           func() ([]dashboard.Minute, error)
+		sources, targets func() ([]dashboard.Ranked, error)
+	)
+	err := s.read(ctx, func(pipe redis.Pipeliner) {
+		summary = s.queueSummary(ctx, pipe, p, now)
+		series = s.queueSeries(ctx, pipe, dashboard.SeriesMinutes, now)
+		sources = s.queueTop(ctx, pipe, p, TopSources, topN, now)
+		targets = s.queueTop(ctx, pipe, p, TopAccounts, topN, now)
+	})
+	if err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	var snap dashboard.Snapshot
+	if snap.Summary, err = summary(); err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	if snap.Series, err = series(); err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	if snap.TopSources, err = sources(); err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	if snap.TopAccounts, err = targets(); err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	return snap, nil
+}
+
+// read runs the commands queue adds in one MULTI/EXEC, so that no batch
+// of events is half counted in what it reads.
+func (s *Stats) read(ctx context.Context, queue func(redis.Pipeliner)) error {
+	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		queue(pipe)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading stats: %w", err)
+	}
+	return nil
+}
+
+func unixMinute(t time.Time) int64 { return t.Unix() / 60 }
+
+// window is the first and last minute of p ending at now.
+func window(p dashboard.Period, now time.Time) (first, last int64) {
+	last = unixMinute(now)
+	return last - int64(p) + 1, last
+}
+
+// span splits minutes [first, last] into the whole clock hours inside it
+// and the minutes left over, so that their keys together hold exactly
+// those minutes.
+func span(first, last int64) (minutes, hours []int64) {
+	for m := first; m <= last; {
+		if m%60 == 0 && m+59 <= last {
+			hours = append(hours, m/60)
+			m += 60
+			continue
+		}
+		minutes = append(minutes, m)
+		m++
+	}
+	return minutes, hours
+}
+
+func (s *Stats) minuteKey(kind string, minute int64) string {
+	return s.prefix + "{stats}:" + kind + ":" + strconv.FormatInt(minute, 10)
+}
+
+func (s *Stats) hourKey(kind string, hour int64) string {
+	return s.prefix + "{stats}:" + kind + ":h:" + strconv.FormatInt(hour, 10)
+}
+
+func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p dashboard.Period, now time.Time) func() (dashboard.Summary, error) {
+	first, last := window(p, now)
+	minutes, hours := span(first, last)
+	cmds := make([]*redis.MapStringStringCmd, 0, len(minutes)+len(hours))
+	for _, m := range minutes {
+		cmds = append(cmds, pipe.HGetAll(ctx, s.minuteKey("m", m)))
+	}
+	for _, h := range hours {
+		cmds = append(cmds, pipe.HGetAll(ctx, s.hourKey("m", h)))
+	}
+	return func() (dashboard.Summary, error) {
+		totals := map[string]int64{}
+		for _, c := range cmds {
+			for k, v := range c.Val() {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return dashboard.Summary{}, fmt.Errorf("stats counter %s in %s is %q, not a number", k, c.Args()[1], v)
+				}
+				totals[k] += n
+			}
+		}
+		sum := dashboard.Summary{
+			Period:         p,
+			From:           time.Unix(first*60, 0).UTC(),
+			To:             time.Unix((last+1)*60, 0).UTC(),
+			Attempts:       totals[CounterAttempts],
+			Successes:      totals[CounterSuccesses],
+			Failures:       totals[CounterFailures],
+			Invalid:        totals[CounterInvalid],
+			Unavailable:    totals[CounterUnavailable],
+			Lockouts:       totals[CounterLockouts],
+			ResetRequests:  totals[CounterResets],
+			MailsDropped:   totals[CounterMailsDropped],
+			RejectedByRule: map[string]int64{},
+		}
+		for _, r := range auth.RejectionRules() {
+			sum.RejectedByRule[r] = 0
+		}
+		for k, n := range totals {
+			if rule, ok := strings.CutPrefix(k, CounterRejectedPrefix); ok {
+				sum.RejectedByRule[rule] = n
+				if auth.IsSignInRule(rule) {
+					sum.Rejected += n
+				}
+			}
+		}
+		return sum, nil
+	}
+}
+
+func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes int, now time.Time) func() ([]dashboard.Minute, error) {
+	last := unixMinute(now)
+	fields := []string{CounterAttempts}
+	for _, r := range auth.RejectionRules() {
+		if auth.IsSignInRule(r) {
+			fields = append(fields, CounterRejectedPrefix+r)
+		}
+	}
+	cmds := make([]*redis.SliceCmd, minutes)
+	for i := range cmds {
+		cmds[i] = pipe.HMGet(ctx, s.minuteKey("m", last-int64(minutes-1-i)), fields...)
+	}
+	return func() ([]dashboard.Minute, error) {
+		out := make([]dashboard.Minute, minutes)
+		for i, c := range cmds {
+			m := dashboard.Minute{Start: time.Unix((last-int64(minutes-1-i))*60, 0).UTC()}
+			for j, v := range c.Val() {
+				if v == nil {
+					continue
+				}
+				n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("stats counter %s in %s is %q, not a number", fields[j], c.Args()[1], v)
+				}
+				if j == 0 {
+					m.Attempts = n
+				} else {
+					m.Rejected += n
+				}
+			}
+			out[i] = m
+		}
+		return out, nil
+	}
+}
+
+// queueTop unions the period's sorted sets into a scratch key, reads the
+// top n and deletes the key, inside the caller's transaction: no other
+// client ever sees the scratch key, and the union (unlike ZUNION) never
+// sends the whole set back.
+func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p dashboard.Period, kind TopKind, n int, now time.Time) func() ([]dashboard.Ranked, error) {
+	if n < 1 {
+		return func() ([]dashboard.Ranked, error) { return nil, nil }
+	}
+	first, last := window(p, now)
+	var keys []string
+	if p <= dashboard.Period1h {
+		for m := first; m <= last; m++ {
+			keys = append(keys, s.minuteKey(string(kind), m))
+		}
+	} else {
+		for h := first / 60; h <= last/60; h++ {
+			keys = append(keys, s.hourKey(string(kind), h))
+		}
+	}
+	scratch := s.prefix + "{stats}:scratch:" + string(kind)
+	pipe.ZUnionStore(ctx, scratch, &redis.ZStore{Keys: keys})
+	top := pipe.ZRevRangeWithScores(ctx, scratch, 0, int64(n-1))
+	pipe.Del(ctx, scratch)
+	return func() ([]dashboard.Ranked, error) {
+		out := make([]dashboard.Ranked, 0, len(top.Val()))
+		for _, z := range top.Val() {
+			out = append(out, dashboard.Ranked{Name: fmt.Sprint(z.Member), Count: int64(z.Score)})
+		}
+		return out, nil
+	}
+}
+
+// CountEvents counts a batch of events in one transaction: if it fails, nothing
+// of the batch was counted and the Recorder can safely try again.
+func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
+	type bucket struct {
+		counters map[string]int64
+		sources  map[string]float64
+		accounts map[string]float64
+	}
+	buckets := map[int64]*bucket{}
+	for _, e := range batch {
+		m := unixMinute(e.At)
+		b := buckets[m]
+		if b == nil {
+			b = &bucket{counters: map[string]int64{}, sources: map[string]float64{}, accounts: map[string]float64{}}
+			buckets[m] = b
+		}
+		rejected := false
+		switch e.Kind {
+		case auth.EventLoginSucceeded:
+			b.counters[CounterAttempts]++
+			b.counters[CounterSuccesses]++
+		case auth.EventLoginFailed:
+			b.counters[CounterAttempts]++
+			b.counters[CounterFailures]++
+			if e.Account != "" {
+				b.accounts[e.Account]++
+			}
+		case auth.EventLoginInvalid:
+			b.counters[CounterAttempts]++
+			b.counters[CounterInvalid]++
+		case auth.EventLoginUnavailable:
+			b.counters[CounterAttempts]++
+			b.counters[CounterUnavailable]++
+		case auth.EventLoginRejected:
+			b.counters[CounterAttempts]++
+			rejected = true
+		case auth.EventResetRejected, auth.EventUnlockRejected:
+			rejected = true
+		case auth.EventLockout:
+			b.counters[CounterLockouts]++
+		case auth.EventResetRequested:
+			b.counters[CounterResets]++
+		case auth.EventResetMailDropped:
+			b.counters[CounterMailsDropped]++
+		}
+		if rejected {
+			b.counters[CounterRejectedPrefix+e.Rule]++
+			if e.Source != "" {
+				b.sources[e.Source]++
+			}
+			if e.Account != "" {
+				b.accounts[e.Account]++
+			}
+		}
+	}
+	pipe := s.rdb.TxPipeline()
+	for m, b := range buckets {
+		if len(b.counters) > 0 {
+			for _, k := range []string{s.minuteKey("m", m), s.hourKey("m", m/60)} {
+				for c, n := range b.counters {
+					pipe.HIncrBy(ctx, k, c, n)
+				}
+				pipe.Expire(ctx, k, statsRetention)
+			}
+		}
+		for kind, set := range map[TopKind]map[string]float64{TopSources: b.sources, TopAccounts: b.accounts} {
+			if len(set) == 0 {
+				continue
+			}
+			for _, k := range []struct {
+				key       string
+				cap       int64
+				retention time.Duration
+			}{
+				{s.minuteKey(string(kind), m), minuteRankCap, rankRetention},
+				{s.hourKey(string(kind), m/60), hourRankCap, statsRetention},
+			} {
+				for member, n := range set {
+					pipe.ZIncrBy(ctx, k.key, n, member)
+				}
+				pipe.ZRemRangeByRank(ctx, k.key, 0, -(k.cap + 1))
+				pipe.Expire(ctx, k.key, k.retention)
+			}
+		}
+	}
+	if pipe.Len() == 0 {
+		return nil
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
