@@ -69,7 +69,7 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	f := &fixture{db: pool, rdb: rdb, prefix: prefix, counters: counters.NewStats(rdb, prefix), mail: sink, cfg: cfg}
 	store := postgres.New(pool, f.clock)
 	d := auth.Deps{
-		Store: store, Events: store, Counter: f.counters, DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
+		Store: store, Events: store, Counter: f.counters, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
 		Now: f.clock,
 	}
 	for _, set := range deps {

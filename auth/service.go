@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -111,9 +110,6 @@ func DefaultConfig() Config {
 type Deps struct {
 	// Store keeps users, sessions, devices, tokens and the lockout log.
 	Store Store
-	// DB is the database the security events and the dashboard's reads
-	// still query directly.
-	DB    *pgxpool.Pool
 	Redis redis.UniversalClient
 	// ProbeRedis, if set, is a client of the same Redis with a small pool
 	// of its own, which the checks of whether Redis is there ping through
@@ -138,7 +134,6 @@ type Deps struct {
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
 type Service struct {
 	cfg     Config
-	db      *pgxpool.Pool
 	store   Store
 	limits  *ratelimit.Failover // rules and lockouts, by Redis or the failure policy
 	hasher  *Hasher
@@ -186,8 +181,8 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.MaxDevices < 1 {
 		return nil, errors.New("auth: an account must keep at least one device")
 	}
-	if d.Store == nil || d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
-		return nil, errors.New("auth: Store, DB, Redis, Hasher and Mailer are required")
+	if d.Store == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
+		return nil, errors.New("auth: Store, Redis, Hasher and Mailer are required")
 	}
 	if d.Events == nil || d.Counter == nil {
 		return nil, errors.New("auth: Events and Counter are required")
@@ -228,7 +223,6 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	s := &Service{
 		cfg:     cfg,
-		db:      d.DB,
 		store:   d.Store,
 		limits:  ratelimit.NewFailover(d.Redis, limiter, lockouts, local, policy, log),
 		hasher:  d.Hasher,

@@ -123,7 +123,6 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	store := postgres.New(pool, nil)
 	svc, err := auth.NewService(cfg.Auth, auth.Deps{
 		Store:      store,
-		DB:         pool,
 		Redis:      rdb,
 		ProbeRedis: probe,
 		KeyPrefix:  cfg.KeyPrefix,

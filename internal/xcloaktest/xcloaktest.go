@@ -106,7 +106,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 	counts := counters.NewStats(rdb, prefix)
 	store := postgres.New(pool, nil)
-	svc, err := auth.NewService(acfg, auth.Deps{Store: store, DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Events: store, Counter: counts})
+	svc, err := auth.NewService(acfg, auth.Deps{Store: store, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Events: store, Counter: counts})
 	if err != nil {
 		t.Fatal(err)
 	}
