@@ -16,18 +16,6 @@ import (
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
-// Rule names: they appear in Redis keys, in events and on the dashboard.
-const (
-	RuleLoginIP        = "login_ip"
-	RuleLoginAccount   = "login_account"
-	RuleLoginDevice    = "login_device"
-	RuleResetIP        = "reset_ip"
-	RuleResetAccount   = "reset_account"
-	RuleResetConfirmIP = "reset_confirm_ip"
-	// RuleResetDomain limits the reset mails sent to one recipient domain.
-	RuleResetDomain = "reset_domain"
-)
-
 // rememberedRejections bounds the full rules one replica remembers.
 const rememberedRejections = 100_000
 

@@ -35,13 +35,6 @@ const (
 	EventUnlockConfirmed = "unlock_confirmed"
 )
 
-// Rule names of the unlock links.
-const (
-	RuleUnlockIP        = "unlock_ip"
-	RuleUnlockAccount   = "unlock_account"
-	RuleUnlockConfirmIP = "unlock_confirm_ip"
-)
-
 // RequestUnlock accepts a request for an unlock link: after the
 // per-network and per-account limits, it queues the work of looking the
 // account up, making a token and mailing the link, and returns nil whether
