@@ -12,24 +12,19 @@ import (
 
 // Client is who sent a request, as far as limits are concerned.
 type Client struct {
-	// Network is what the client is limited as: its address (/32) or,
-	// for IPv6, its /64. The zero Prefix puts the request in one shared
-	// "unknown" bucket; it is never a reason to skip a limit.
-	Network netip.Prefix
+	// Addr is the client's address. Limits count it per network, masked
+	// to a prefix (see networkID). The zero Addr puts the request in one
+	// shared "unknown" bucket; it is never a reason to skip a limit.
+	Addr netip.Addr
 }
 
+// sourceBits4 and sourceBits6 are the prefix lengths of a client's network
+// as limits, events and the dashboard name it.
+const sourceBits4, sourceBits6 = 32, 64
+
 // Source is the client's network as limits, events and the dashboard name
-// it: "192.0.2.1" or "2001:db8::/64".
-func (c Client) Source() string {
-	switch {
-	case !c.Network.IsValid():
-		return "unknown"
-	case c.Network.Addr().Is4() && c.Network.Bits() == 32:
-		return c.Network.Addr().String()
-	default:
-		return c.Network.String()
-	}
-}
+// it: "192.0.2.1", "2001:db8::/64" or "unknown".
+func (c Client) Source() string { return networkID(c.Addr, sourceBits4, sourceBits6) }
 
 // LoginRequest is one sign-in attempt.
 type LoginRequest struct {
