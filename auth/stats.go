@@ -81,26 +81,6 @@ const (
 	CounterRejectedPrefix = "rejected:"
 )
 
-// signInRules are the rules that reject sign-ins: their rejections are
-// sign-in attempts too, and make up Summary.Rejected.
-var signInRules = []string{RuleLoginIP, RuleLoginAccount, RuleLoginDevice, RuleLockout}
-
-// RejectionRules lists every rule a rejection can name, sign-in rules
-// first, in the order the dashboard shows them.
-func RejectionRules() []string {
-	return append(append([]string{}, signInRules...), RuleResetIP, RuleResetAccount, RuleResetConfirmIP)
-}
-
-// IsSignInRule reports whether rule rejects sign-ins (rather than resets).
-func IsSignInRule(rule string) bool {
-	for _, r := range signInRules {
-		if r == rule {
-			return true
-		}
-	}
-	return false
-}
-
 // Stats are the counters in Redis behind the dashboard, written by the
 // Recorder and read by every replica alike.
 //
@@ -390,7 +370,7 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p Period
 func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes int, now time.Time) func() ([]Minute, error) {
 	last := unixMinute(now)
 	fields := []string{CounterAttempts}
-	for _, r := range signInRules {
+	for _, r := range SignInRules() {
 		fields = append(fields, CounterRejectedPrefix+r)
 	}
 	cmds := make([]*redis.SliceCmd, minutes)

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // Unlock links give the owner of a targeted account a way in that needs no
@@ -42,8 +40,7 @@ const (
 // *LimitedError, ErrUnavailable.
 func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) error {
 	return s.requestLink(ctx, rawEmail, c, linkRequest{
-		ipRule: RuleUnlockIP, ipLimit: s.cfg.Limits.UnlockIP,
-		accountRule: RuleUnlockAccount, accountLimit: s.cfg.Limits.UnlockAccount,
+		flow:      FlowUnlockRequest,
 		requested: EventUnlockRequested, rejected: EventUnlockRejected,
 		unlock: true,
 	})
@@ -101,12 +98,12 @@ func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
 // *LimitedError, ErrInvalidToken, ErrUnavailable.
 func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (DeviceCookie, error) {
 	source := c.Source()
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleUnlockConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
+	d, err := s.decide(ctx, s.rules(FlowUnlockConfirm, Subject{Client: c})...)
 	if err != nil {
 		return DeviceCookie{}, unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventUnlockRejected, Source: source, Rule: RuleUnlockConfirmIP})
+		s.record(Event{Kind: EventUnlockRejected, Source: source, Rule: rejectingRule(d)})
 		return DeviceCookie{}, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	if !wellFormedToken(token) {

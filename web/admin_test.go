@@ -207,10 +207,10 @@ func TestDashboardBadInput(t *testing.T) {
 // attempts of which M were rejected, by rule.
 func TestDashboardCountsTraffic(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
-		c.Limits.LoginIP.Count = 5
-		c.Limits.LoginAccount.Count = 4
+		c.Limits.SetCount(auth.RuleLoginIP, 5)
+		c.Limits.SetCount(auth.RuleLoginAccount, 4)
 		c.Lockout.Threshold = 3
-		c.Limits.ResetIP.Count = 2
+		c.Limits.SetCount(auth.RuleResetIP, 2)
 	}})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
@@ -340,7 +340,7 @@ func TestDashboardCountsTraffic(t *testing.T) {
 // TestDashboardReplicasAgree runs two XCloaks on the same Redis and
 // Postgres, sends traffic to both, and gets the same figures from each.
 func TestDashboardReplicasAgree(t *testing.T) {
-	limits := func(c *auth.Config) { c.Limits.LoginIP.Count = 5; c.Lockout.Threshold = 100 }
+	limits := func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 5); c.Lockout.Threshold = 100 }
 	one := xcloaktest.New(t, xcloaktest.Options{Auth: limits})
 	two := xcloaktest.New(t, xcloaktest.Options{Auth: limits, DatabaseURL: one.DatabaseURL, Redis: one.Redis, Prefix: one.Prefix})
 	bases := []string{one.Start(t), two.Start(t)}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"flag"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -32,6 +33,8 @@ func TestLoadConfig(t *testing.T) {
 	}
 	with := func(change func(*config)) config {
 		c := defaults
+		// A copy of a config shares its limits' map.
+		c.Auth.Limits = maps.Clone(defaults.Auth.Limits)
 		change(&c)
 		return c
 	}
@@ -66,7 +69,7 @@ func TestLoadConfig(t *testing.T) {
 				c.InsecureCookies = true
 				c.KeyPrefix = "login:"
 				c.HashConcurrency = 3
-				c.Auth.Limits.LoginIP = ratelimit.Limit{Count: 100, Window: time.Minute}
+				c.Auth.Limits[auth.RuleLoginIP] = ratelimit.Limit{Count: 100, Window: time.Minute}
 				c.Auth.Lockout.Duration = time.Minute
 				c.Auth.SessionTTL = time.Hour
 			}),
@@ -77,7 +80,7 @@ func TestLoadConfig(t *testing.T) {
 			args: []string{"--addr", "127.0.0.1:0", "-limit-reset-account=1/1m", "--insecure-cookies=false"},
 			want: with(func(c *config) {
 				c.Addr = "127.0.0.1:0"
-				c.Auth.Limits.ResetAccount = ratelimit.Limit{Count: 1, Window: time.Minute}
+				c.Auth.Limits[auth.RuleResetAccount] = ratelimit.Limit{Count: 1, Window: time.Minute}
 			}),
 		},
 		{
