@@ -184,6 +184,53 @@ func TestReadmeListsEverySetting(t *testing.T) {
 	}
 }
 
+// TestLimitSettingsFromRules: every rule of auth's table with a limit of
+// its own has its setting, named after the rule, with the table's default
+// and help, which sets that rule's limit; README's row of it is exactly
+// the one the table gives; and no other setting is a limit.
+func TestLimitSettingsFromRules(t *testing.T) {
+	rows := readmeConfigRows(t)
+	byEnv := make(map[string]setting)
+	for _, s := range settings {
+		byEnv[s.env] = s
+	}
+	want := make(map[string]bool)
+	for _, r := range auth.Rules() {
+		env := limitEnv(r.Name)
+		s, ok := byEnv[env]
+		if r.SharesLimit != "" {
+			if ok {
+				t.Errorf("rule %s shares the limit of %s but has a setting %s", r.Name, r.SharesLimit, env)
+			}
+			continue
+		}
+		want[env] = true
+		if !ok {
+			t.Errorf("rule %s has no setting %s", r.Name, env)
+			continue
+		}
+		if s.flag != limitFlag(r.Name) || s.def != formatLimit(r.Default) || s.usage != r.Usage+" as `COUNT/WINDOW`" || s.scope != forServe {
+			t.Errorf("setting of rule %s = %s --%s default %s %q, want --%s default %s %q", r.Name,
+				s.env, s.flag, s.def, s.usage, limitFlag(r.Name), formatLimit(r.Default), r.Usage+" as `COUNT/WINDOW`")
+		}
+		row := "| `" + env + "` | `--" + limitFlag(r.Name) + "` | `" + formatLimit(r.Default) + "` | " + r.Doc + " |"
+		if rows[env] != row {
+			t.Errorf("README's row of %s is\n%s\nwant (from auth's table of rules)\n%s", env, rows[env], row)
+		}
+		c := config{Auth: auth.DefaultConfig()}
+		if err := s.set(&c, "7/3m"); err != nil {
+			t.Errorf("setting %s to 7/3m: %v", env, err)
+		} else if got, want := c.Auth.Limits[r.Name], (ratelimit.Limit{Count: 7, Window: 3 * time.Minute}); got != want {
+			t.Errorf("setting %s to 7/3m: limit of %s = %v, want %v", env, r.Name, got, want)
+		}
+	}
+	for _, s := range settings {
+		if strings.HasPrefix(s.env, "XCLOAK_LIMIT_") && !want[s.env] {
+			t.Errorf("setting %s is no rule's limit", s.env)
+		}
+	}
+}
+
 // readmeConfigRows returns the rows of the table under README's
 // "## Configuration" heading, by the variable in their first cell.
 func readmeConfigRows(t *testing.T) map[string]string {
