@@ -203,6 +203,10 @@ func TestSetCountKeepsWindow(t *testing.T) {
 	}
 }
 
+// todaysRules are the rules that existed before the table.
+var todaysRules = []string{"login_ip", "login_account", "login_device", "reset_ip", "reset_account",
+	"reset_confirm_ip", "reset_domain", "unlock_ip", "unlock_account", "unlock_confirm_ip"}
+
 // TestRulesFor: each flow decides the rules it decided before the table,
 // with the same identities and limits, in the same order.
 func TestRulesFor(t *testing.T) {
@@ -240,7 +244,10 @@ func TestRulesFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := rulesFor(l, tt.flow, tt.sub)
+			// Rules added since have tests of their own.
+			got := slices.DeleteFunc(rulesFor(l, tt.flow, tt.sub), func(r ratelimit.Rule) bool {
+				return !slices.Contains(todaysRules, r.Name)
+			})
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("rulesFor(%q) =\n %+v\nwant\n %+v", tt.flow, got, tt.want)
 			}
