@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -277,10 +278,16 @@ func TestDashboardCountsTraffic(t *testing.T) {
 	if n != 22 || m != 8 {
 		t.Fatalf("sent %d sign-ins, %d rejected (%v); the plan was 22 and 8", n, m, statuses)
 	}
-	wantRules := map[string]int64{
+	// Every rule the dashboard lists is there, at zero unless it refused
+	// requests here.
+	wantRules := map[string]int64{}
+	for _, r := range auth.RejectionRules() {
+		wantRules[r] = 0
+	}
+	maps.Copy(wantRules, map[string]int64{
 		auth.RuleLoginIP: 3, auth.RuleLoginAccount: 2, auth.RuleLoginDevice: 0, auth.RuleLockout: 3,
 		auth.RuleResetIP: 2, auth.RuleResetAccount: 0, auth.RuleResetConfirmIP: 0,
-	}
+	})
 	for _, period := range []string{"5m", "1h", "24h"} {
 		t.Run(period, func(t *testing.T) {
 			s, _ := getStats(t, admin, base, period)
