@@ -195,7 +195,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if rehash {
 		if hash, err := s.hasher.Hash(ctx, req.Password); err == nil {
 			switch err := s.rehashPassword(ctx, user.ID, passwordHash, hash); {
-			case errors.Is(err, errPasswordChanged):
+			case errors.Is(err, ErrPasswordChanged):
 				return LoginResult{}, ErrInvalidCredentials
 			case err != nil:
 				s.log.Warn("storing rehashed password", "user_id", user.ID, "err", err)
@@ -214,7 +214,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 		cookie, nonce = s.devices.Issue(user.Email, now)
 		// Before the session: a password replaced while this one was
 		// being verified neither signs in nor adds a device.
-		if err := s.addDevice(ctx, user.ID, passwordHash, nonce); errors.Is(err, errPasswordChanged) {
+		if err := s.addDevice(ctx, user.ID, passwordHash, nonce); errors.Is(err, ErrPasswordChanged) {
 			return LoginResult{}, ErrInvalidCredentials
 		} else if err != nil {
 			return LoginResult{}, err
@@ -227,7 +227,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	// Only while passwordHash is still the account's: a password replaced
 	// while this one was verified ends every session, this one included.
 	sess, err := s.createSession(ctx, user, passwordHash)
-	if errors.Is(err, errPasswordChanged) {
+	if errors.Is(err, ErrPasswordChanged) {
 		return LoginResult{}, ErrInvalidCredentials
 	}
 	if err != nil {

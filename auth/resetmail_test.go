@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
@@ -214,7 +215,7 @@ xcloak_reset_mails_dropped_total{reason="queue_full"} 3
 	if err := f.svc.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := f.svc.Stats().Summary(t.Context(), auth.Period5m, time.Now())
+	sum, err := f.counters.Summary(t.Context(), dashboard.Period5m, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

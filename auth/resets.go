@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // The reset-mail queue: resetQueue bounds the mails waiting to be sent,
@@ -219,10 +217,7 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 // carries its link.
 func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Message, error) {
 	token, hash := newToken()
-	_, err := s.db.Exec(ctx,
-		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		hash, user.ID, at, at.Add(s.cfg.ResetTTL))
-	if err != nil {
+	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL)); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()
@@ -239,20 +234,17 @@ func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Messa
 // CheckResetToken reports whether a reset token can still be used, without
 // using it: nil or ErrInvalidToken.
 func (s *Service) CheckResetToken(ctx context.Context, token string) error {
-	_, _, err := s.resetTokenUser(ctx, s.db, token)
+	_, _, err := s.resetTokenUser(ctx, token)
 	return err
 }
 
-func (s *Service) resetTokenUser(ctx context.Context, q querier, token string) (userID int64, email string, err error) {
+func (s *Service) resetTokenUser(ctx context.Context, token string) (userID int64, email string, err error) {
 	if !wellFormedToken(token) {
 		return 0, "", ErrInvalidToken
 	}
-	err = q.QueryRow(ctx, `
-		SELECT u.id, u.email FROM password_reset_tokens t JOIN users u ON u.id = t.user_id
-		WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2`, hashToken(token), s.now()).
-		Scan(&userID, &email)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, "", ErrInvalidToken
+	userID, email, err = s.store.ResetTokenUser(ctx, hashToken(token), s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return 0, "", err
 	}
 	if err != nil {
 		return 0, "", s.dbDown("reading reset token", err)
@@ -283,7 +275,7 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 		return err
 	}
 	// Hash only for a live token, so bad tokens cost no hashing.
-	if _, _, err := s.resetTokenUser(ctx, s.db, token); err != nil {
+	if _, _, err := s.resetTokenUser(ctx, token); err != nil {
 		return err
 	}
 	hash, err := s.hasher.Hash(ctx, password)
@@ -291,30 +283,7 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 		return err
 	}
 
-	var userID int64
-	var email string
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		now := s.now()
-		// Spending the token first, with the same conditions, makes the
-		// token single-use even when two confirmations race.
-		err := tx.QueryRow(ctx, `
-			UPDATE password_reset_tokens SET used_at = $2
-			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
-			RETURNING user_id`, hashToken(token), now).Scan(&userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrInvalidToken
-		}
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1`, userID).Scan(&email); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, now); err != nil {
-			return err
-		}
-		return replacePassword(ctx, tx, userID, hash)
-	})
+	userID, email, err := s.store.ResetPassword(ctx, hashToken(token), s.now(), hash)
 	s.deviceCache.purge()
 	if errors.Is(err, ErrInvalidToken) {
 		return err

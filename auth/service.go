@@ -75,6 +75,10 @@ func DefaultConfig() Config {
 
 // Deps are the service's backing stores and collaborators.
 type Deps struct {
+	// Store keeps users, sessions, devices, tokens and the lockout log.
+	Store Store
+	// DB is the database the security events and the dashboard's reads
+	// still query directly.
 	DB    *pgxpool.Pool
 	Redis redis.UniversalClient
 	// ProbeRedis, if set, is a client of the same Redis with a small pool
@@ -90,12 +94,18 @@ type Deps struct {
 	// Metrics is where the service registers its Prometheus metrics; nil
 	// means a registry of its own that nobody reads.
 	Metrics prometheus.Registerer
+
+	// Events keeps the security events; Counter counts them for the
+	// dashboard.
+	Events  EventStore
+	Counter EventCounter
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
 type Service struct {
 	cfg     Config
 	db      *pgxpool.Pool
+	store   Store
 	limits  *ratelimit.Failover // rules and lockouts, by Redis or the failure policy
 	hasher  *Hasher
 	mailer  Mailer
@@ -103,7 +113,6 @@ type Service struct {
 	devices devices
 	now     func() time.Time
 	events  *Recorder
-	stats   *Stats
 	resets  chan linkJob
 	metrics *metrics
 	// resetsPending counts reset requests queued, waiting for their
@@ -142,8 +151,11 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.MaxDevices < 1 {
 		return nil, errors.New("auth: an account must keep at least one device")
 	}
-	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
-		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
+	if d.Store == nil || d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
+		return nil, errors.New("auth: Store, DB, Redis, Hasher and Mailer are required")
+	}
+	if d.Events == nil || d.Counter == nil {
+		return nil, errors.New("auth: Events and Counter are required")
 	}
 	limiter, err := ratelimit.NewLimiter(d.Redis, d.KeyPrefix)
 	if err != nil {
@@ -179,18 +191,17 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if now == nil {
 		now = time.Now
 	}
-	stats := NewStats(d.Redis, d.KeyPrefix)
 	s := &Service{
 		cfg:     cfg,
 		db:      d.DB,
+		store:   d.Store,
 		limits:  ratelimit.NewFailover(d.Redis, limiter, lockouts, local, policy, log),
 		hasher:  d.Hasher,
-		mailer:  d.Mailer,
+		mailer:  checkedMailer{d.Mailer},
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  NewRecorder(d.DB, stats, log, now),
-		stats:   stats,
+		events:  NewRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
 	reg := d.Metrics
@@ -250,9 +261,6 @@ func (s *Service) UnlockTTL() time.Duration { return s.cfg.UnlockTTL }
 
 // Flush writes the security events queued so far; for tests and shutdown.
 func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
-
-// Stats returns the dashboard's counters.
-func (s *Service) Stats() *Stats { return s.stats }
 
 // DeviceCookieName returns the name of the device cookie for an email as
 // typed; "" if it is not a valid address.

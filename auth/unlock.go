@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Unlock links give the owner of a targeted account a way in that needs no
@@ -50,10 +48,7 @@ func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) 
 // carries its link.
 func (s *Service) unlockLink(ctx context.Context, user User, at time.Time) (Message, error) {
 	token, hash := newToken()
-	_, err := s.db.Exec(ctx,
-		`INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		hash, user.ID, at, at.Add(s.cfg.UnlockTTL))
-	if err != nil {
+	if err := s.store.AddUnlockToken(ctx, hash, user.ID, at, at.Add(s.cfg.UnlockTTL)); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("unlock", token).String()
@@ -78,10 +73,7 @@ func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
 	if !wellFormedToken(token) {
 		return ErrInvalidToken
 	}
-	var ok bool
-	err := s.db.QueryRow(ctx,
-		`SELECT EXISTS (SELECT 1 FROM unlock_tokens WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2)`,
-		hashToken(token), s.now()).Scan(&ok)
+	ok, err := s.store.UnlockTokenLive(ctx, hashToken(token), s.now())
 	if err != nil {
 		return s.dbDown("reading unlock token", err)
 	}
@@ -92,10 +84,9 @@ func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
 }
 
 // ConfirmUnlock spends an unlock token and makes the browser a known device
-// of its account, in one transaction; the caller sets the returned cookie.
-// The token is spent by a conditional UPDATE, so it works once even when
-// confirmations race. The account's lockout is left as it is. Errors:
-// *LimitedError, ErrInvalidToken, ErrUnavailable.
+// of its account, at once; the caller sets the returned cookie. The token
+// works once even when confirmations race. The account's lockout is left
+// as it is. Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
 func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (DeviceCookie, error) {
 	source := c.Source()
 	d, err := s.decide(ctx, s.rules(FlowUnlockConfirm, Subject{Client: c})...)
@@ -110,23 +101,10 @@ func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (De
 		return DeviceCookie{}, ErrInvalidToken
 	}
 	now := s.now()
-	var userID int64
-	var email, nonce string
-	var cookie DeviceCookie
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			UPDATE unlock_tokens t SET used_at = $2 FROM users u
-			WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2 AND u.id = t.user_id
-			RETURNING u.id, u.email`, hashToken(token), now).Scan(&userID, &email)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrInvalidToken
-		}
-		if err != nil {
-			return err
-		}
-		cookie, nonce = s.devices.Issue(email, now)
-		return insertDevice(ctx, tx, userID, nonce, now, s.cfg.MaxDevices)
-	})
+	// The nonce is drawn before the account is known: the cookie that
+	// carries it is made for the account once the token is spent.
+	nonce := newNonce()
+	userID, email, err := s.store.UseUnlockToken(ctx, hashToken(token), now, nonceHash(nonce), s.cfg.MaxDevices)
 	if errors.Is(err, ErrInvalidToken) {
 		return DeviceCookie{}, err
 	}
@@ -134,6 +112,7 @@ func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (De
 		return DeviceCookie{}, s.dbDown("confirming unlock link", err)
 	}
 	s.deviceCache.purge()
+	cookie := s.devices.cookie(email, nonce, now)
 	s.record(Event{Kind: EventUnlockConfirmed, Account: email, UserID: userID, Source: source})
 	s.record(Event{Kind: EventNewDevice, Account: email, UserID: userID, Source: source})
 	return cookie, nil

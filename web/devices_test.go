@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -291,7 +292,7 @@ func TestAdminSignsAccountOutEverywhere(t *testing.T) {
 		t.Fatalf("member's forgotten device during a lockout: %d, want 429", resp.StatusCode)
 	}
 	env.Flush(t)
-	events, err := env.Service.Events(t.Context(), auth.EventFilter{Kinds: []string{auth.EventSignedOutEverywhere}, Limit: 10})
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventSignedOutEverywhere}, Limit: 10})
 	if err != nil || len(events) != 1 || events[0].Detail["by"] != "admin:"+adminEmail || events[0].Account != memberEmail {
 		t.Fatalf("sign-out events: %+v (%v), want one by admin:%s", events, err, adminEmail)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/ratelimit"
+	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -194,7 +195,7 @@ func newSettings(d auth.Config) []setting {
 			env: "XCLOAK_SMTP_URL", flag: "smtp-url", show: "none", scope: forServe, fromFile: true,
 			usage: "SMTP server `URL` for reset mails, smtp[s]://user:pass@host:port?from=address; required unless --dev or XCLOAK_MAIL_LOG",
 			set: func(c *config, v string) error {
-				if _, err := auth.ParseSMTPURL(v); err != nil {
+				if _, err := smtpmail.ParseURL(v); err != nil {
 					return err
 				}
 				c.SMTPURL = v

@@ -374,7 +374,7 @@ func TestSettingsFromFiles(t *testing.T) {
 		{"weak secret in a file", map[string]string{"XCLOAK_SECRET_FILE": write("weak", "hunter2hunter2hunter2hunter2hunter2\n")},
 			"XCLOAK_SECRET_FILE: has only 7 different bytes"},
 		{"bad URL in a file", map[string]string{"XCLOAK_SMTP_URL_FILE": write("badsmtp", "smtp://u:hunter2@mail.example.com:587\n")},
-			"XCLOAK_SMTP_URL_FILE: auth: invalid SMTP URL"},
+			"XCLOAK_SMTP_URL_FILE: smtpmail: invalid SMTP URL"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := load(tt.vars)
