@@ -23,6 +23,9 @@ const rememberedRejections = 100_000
 // Config is the service's behaviour; DefaultConfig gives the documented
 // defaults.
 type Config struct {
+	// Limits are by rule name, one for each rule of the table with a
+	// limit of its own (DefaultLimits). A copy of a Config shares the map:
+	// clone it (maps.Clone) before changing the copy's.
 	Limits  Limits
 	Lockout ratelimit.LockoutPolicy
 	// Secret keys the device cookies' MACs; at least 32 bytes.
