@@ -130,6 +130,5 @@ func (f *fixture) waitResets(t *testing.T) {
 }
 
 func client(ip string) auth.Client {
-	addr := netip.MustParseAddr(ip)
-	return auth.Client{Network: netip.PrefixFrom(addr, addr.BitLen())}
+	return auth.Client{Addr: netip.MustParseAddr(ip)}
 }

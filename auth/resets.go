@@ -7,15 +7,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // The reset-mail queue: resetQueue bounds the mails waiting to be sent,
 // and resetWorkers send them at once, so that one slow mail server does
 // not hold up every other recipient (resetsPerDomain keeps one domain
-// from taking all the workers, and Limits.ResetDomain bounds the mails it
-// gets).
+// from taking all the workers, and the limit of RuleResetDomain bounds the
+// mails it gets).
 const (
 	resetQueue   = 1024
 	resetWorkers = 4
@@ -48,8 +46,7 @@ type linkJob struct {
 // exists. Errors: ErrInvalidRequest, *LimitedError, ErrUnavailable.
 func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) error {
 	return s.requestLink(ctx, rawEmail, c, linkRequest{
-		ipRule: RuleResetIP, ipLimit: s.cfg.Limits.ResetIP,
-		accountRule: RuleResetAccount, accountLimit: s.cfg.Limits.ResetAccount,
+		flow:      FlowResetRequest,
 		requested: EventResetRequested, rejected: EventResetRejected,
 	})
 }
@@ -57,10 +54,9 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) e
 // linkRequest is what sets a request for one kind of mailed link apart:
 // its limits, its events and the link.
 type linkRequest struct {
-	ipRule, accountRule   string
-	ipLimit, accountLimit ratelimit.Limit
-	requested, rejected   string // event kinds
-	unlock                bool   // an unlock link, not a reset link
+	flow                Flow   // whose rules limit it
+	requested, rejected string // event kinds
+	unlock              bool   // an unlock link, not a reset link
 }
 
 // requestLink accepts a request for a mailed link after the per-network
@@ -72,10 +68,7 @@ func (s *Service) requestLink(ctx context.Context, rawEmail string, c Client, r 
 	if err != nil {
 		return ErrInvalidRequest
 	}
-	d, err := s.decide(ctx,
-		ratelimit.Rule{Name: r.ipRule, ID: source, Limit: r.ipLimit},
-		ratelimit.Rule{Name: r.accountRule, ID: email, Limit: r.accountLimit},
-	)
+	d, err := s.decide(ctx, s.rules(r.flow, Subject{Client: c, Account: email})...)
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
@@ -195,7 +188,7 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	// Only mails that would be sent count towards the domain's limit, so
 	// requests for addresses without an account cannot use it up.
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetDomain, ID: domain, Limit: s.cfg.Limits.ResetDomain})
+	d, err := s.decide(ctx, s.rules(FlowLinkMail, Subject{Domain: domain})...)
 	if err != nil {
 		s.log.Error("mailing a link: checking the domain's limit", "err", err)
 		return DropUnavailable
@@ -267,12 +260,12 @@ func (s *Service) resetTokenUser(ctx context.Context, token string) (userID int6
 // ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
+	d, err := s.decide(ctx, s.rules(FlowResetConfirm, Subject{Client: c})...)
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventResetRejected, Source: source, Rule: RuleResetConfirmIP})
+		s.record(Event{Kind: EventResetRejected, Source: source, Rule: rejectingRule(d)})
 		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	if !wellFormedToken(token) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"sync/atomic"
 	"time"
@@ -15,37 +16,15 @@ import (
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
-// Rule names: they appear in Redis keys, in events and on the dashboard.
-const (
-	RuleLoginIP        = "login_ip"
-	RuleLoginAccount   = "login_account"
-	RuleLoginDevice    = "login_device"
-	RuleResetIP        = "reset_ip"
-	RuleResetAccount   = "reset_account"
-	RuleResetConfirmIP = "reset_confirm_ip"
-	// RuleResetDomain limits the reset mails sent to one recipient domain.
-	RuleResetDomain = "reset_domain"
-)
-
 // rememberedRejections bounds the full rules one replica remembers.
 const rememberedRejections = 100_000
-
-// Limits are the rate limits the service enforces.
-type Limits struct {
-	LoginIP        ratelimit.Limit // sign-in attempts per client network
-	LoginAccount   ratelimit.Limit // sign-in attempts per account identifier, existing or not
-	LoginDevice    ratelimit.Limit // sign-in attempts per trusted device (replaces LoginAccount)
-	ResetIP        ratelimit.Limit // reset requests per client network
-	ResetAccount   ratelimit.Limit // reset requests per account identifier
-	ResetConfirmIP ratelimit.Limit // reset and unlock-link confirmations per client network
-	ResetDomain    ratelimit.Limit // reset mails per recipient domain
-	UnlockIP       ratelimit.Limit // unlock-link requests per client network
-	UnlockAccount  ratelimit.Limit // unlock-link requests per account identifier
-}
 
 // Config is the service's behaviour; DefaultConfig gives the documented
 // defaults.
 type Config struct {
+	// Limits are by rule name, one for each rule of the table with a
+	// limit of its own (DefaultLimits). A copy of a Config shares the map:
+	// clone it (maps.Clone) before changing the copy's.
 	Limits  Limits
 	Lockout ratelimit.LockoutPolicy
 	// Secret keys the device cookies' MACs; at least 32 bytes.
@@ -82,17 +61,7 @@ type Config struct {
 // set.
 func DefaultConfig() Config {
 	return Config{
-		Limits: Limits{
-			LoginIP:        ratelimit.Limit{Count: 50, Window: 10 * time.Minute},
-			LoginAccount:   ratelimit.Limit{Count: 10, Window: 10 * time.Minute},
-			LoginDevice:    ratelimit.Limit{Count: 10, Window: 10 * time.Minute},
-			ResetIP:        ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
-			ResetAccount:   ratelimit.Limit{Count: 3, Window: time.Hour},
-			ResetConfirmIP: ratelimit.Limit{Count: 20, Window: 10 * time.Minute},
-			ResetDomain:    ratelimit.Limit{Count: 60, Window: time.Minute},
-			UnlockIP:       ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
-			UnlockAccount:  ratelimit.Limit{Count: 3, Window: time.Hour},
-		},
+		Limits:          DefaultLimits(),
 		Lockout:         ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
 		SessionTTL:      12 * time.Hour,
 		ResetTTL:        30 * time.Minute,
@@ -162,16 +131,15 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.PublicURL == nil || (cfg.PublicURL.Scheme != "http" && cfg.PublicURL.Scheme != "https") || cfg.PublicURL.Host == "" {
 		return nil, errors.New("auth: public URL must be an absolute http(s) URL")
 	}
-	for name, l := range map[string]ratelimit.Limit{
-		RuleLoginIP: cfg.Limits.LoginIP, RuleLoginAccount: cfg.Limits.LoginAccount, RuleLoginDevice: cfg.Limits.LoginDevice,
-		RuleResetIP: cfg.Limits.ResetIP, RuleResetAccount: cfg.Limits.ResetAccount, RuleResetConfirmIP: cfg.Limits.ResetConfirmIP,
-		RuleResetDomain: cfg.Limits.ResetDomain,
-		RuleUnlockIP:    cfg.Limits.UnlockIP, RuleUnlockAccount: cfg.Limits.UnlockAccount,
-	} {
-		if err := l.Validate(); err != nil {
-			return nil, fmt.Errorf("auth: limit %s: %w", name, err)
-		}
+	if err := checkRules(rules); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
 	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	// A copy, so that a caller changing its map cannot change the limits
+	// of a running service.
+	cfg.Limits = maps.Clone(cfg.Limits)
 	if cfg.SessionTTL <= 0 || cfg.ResetTTL <= 0 || cfg.DeviceTTL <= 0 || cfg.EventRetention <= 0 {
 		return nil, errors.New("auth: session, reset, device and event lifetimes must be positive")
 	}

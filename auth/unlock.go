@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // Unlock links give the owner of a targeted account a way in that needs no
@@ -33,13 +31,6 @@ const (
 	EventUnlockConfirmed = "unlock_confirmed"
 )
 
-// Rule names of the unlock links.
-const (
-	RuleUnlockIP        = "unlock_ip"
-	RuleUnlockAccount   = "unlock_account"
-	RuleUnlockConfirmIP = "unlock_confirm_ip"
-)
-
 // RequestUnlock accepts a request for an unlock link: after the
 // per-network and per-account limits, it queues the work of looking the
 // account up, making a token and mailing the link, and returns nil whether
@@ -47,8 +38,7 @@ const (
 // *LimitedError, ErrUnavailable.
 func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) error {
 	return s.requestLink(ctx, rawEmail, c, linkRequest{
-		ipRule: RuleUnlockIP, ipLimit: s.cfg.Limits.UnlockIP,
-		accountRule: RuleUnlockAccount, accountLimit: s.cfg.Limits.UnlockAccount,
+		flow:      FlowUnlockRequest,
 		requested: EventUnlockRequested, rejected: EventUnlockRejected,
 		unlock: true,
 	})
@@ -99,12 +89,12 @@ func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
 // as it is. Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
 func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (DeviceCookie, error) {
 	source := c.Source()
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleUnlockConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
+	d, err := s.decide(ctx, s.rules(FlowUnlockConfirm, Subject{Client: c})...)
 	if err != nil {
 		return DeviceCookie{}, unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventUnlockRejected, Source: source, Rule: RuleUnlockConfirmIP})
+		s.record(Event{Kind: EventUnlockRejected, Source: source, Rule: rejectingRule(d)})
 		return DeviceCookie{}, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	if !wellFormedToken(token) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -208,10 +209,10 @@ func TestDashboardBadInput(t *testing.T) {
 // attempts of which M were rejected, by rule.
 func TestDashboardCountsTraffic(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
-		c.Limits.LoginIP.Count = 5
-		c.Limits.LoginAccount.Count = 4
+		c.Limits.SetCount(auth.RuleLoginIP, 5)
+		c.Limits.SetCount(auth.RuleLoginAccount, 4)
 		c.Lockout.Threshold = 3
-		c.Limits.ResetIP.Count = 2
+		c.Limits.SetCount(auth.RuleResetIP, 2)
 	}})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
@@ -278,10 +279,16 @@ func TestDashboardCountsTraffic(t *testing.T) {
 	if n != 22 || m != 8 {
 		t.Fatalf("sent %d sign-ins, %d rejected (%v); the plan was 22 and 8", n, m, statuses)
 	}
-	wantRules := map[string]int64{
+	// Every rule the dashboard lists is there, at zero unless it refused
+	// requests here.
+	wantRules := map[string]int64{}
+	for _, r := range auth.RejectionRules() {
+		wantRules[r] = 0
+	}
+	maps.Copy(wantRules, map[string]int64{
 		auth.RuleLoginIP: 3, auth.RuleLoginAccount: 2, auth.RuleLoginDevice: 0, auth.RuleLockout: 3,
 		auth.RuleResetIP: 2, auth.RuleResetAccount: 0, auth.RuleResetConfirmIP: 0,
-	}
+	})
 	for _, period := range []string{"5m", "1h", "24h"} {
 		t.Run(period, func(t *testing.T) {
 			s, _ := getStats(t, admin, base, period)
@@ -341,7 +348,7 @@ func TestDashboardCountsTraffic(t *testing.T) {
 // TestDashboardReplicasAgree runs two XCloaks on the same Redis and
 // Postgres, sends traffic to both, and gets the same figures from each.
 func TestDashboardReplicasAgree(t *testing.T) {
-	limits := func(c *auth.Config) { c.Limits.LoginIP.Count = 5; c.Lockout.Threshold = 100 }
+	limits := func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 5); c.Lockout.Threshold = 100 }
 	one := xcloaktest.New(t, xcloaktest.Options{Auth: limits})
 	two := xcloaktest.New(t, xcloaktest.Options{Auth: limits, DatabaseURL: one.DatabaseURL, Redis: one.Redis, Prefix: one.Prefix})
 	bases := []string{one.Start(t), two.Start(t)}
@@ -754,7 +761,7 @@ func jsonKeys(t *testing.T, raw []byte) []string {
 // ones included, in order and with its JSON type: scripts and monitoring
 // read it, so no field may be renamed, dropped or change its kind.
 func TestStatsJSONShape(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginIP.Count = 1 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) }})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
 	admin := xcloaktest.Client(t, "127.0.27.1")

@@ -22,20 +22,6 @@ var periodWords = map[dashboard.Period]struct{ link, text string }{
 	dashboard.Period24h: {"24 hours", "the last 24 hours"},
 }
 
-// ruleLabels name the rules on the dashboard.
-var ruleLabels = map[string]string{
-	auth.RuleLoginIP:         "Sign-ins per address",
-	auth.RuleLoginAccount:    "Sign-ins per account",
-	auth.RuleLoginDevice:     "Sign-ins per device",
-	auth.RuleLockout:         "Account lockout",
-	auth.RuleResetIP:         "Reset requests per address",
-	auth.RuleResetAccount:    "Reset requests per account",
-	auth.RuleResetConfirmIP:  "Reset confirmations per address",
-	auth.RuleUnlockIP:        "Unlock-link requests per address",
-	auth.RuleUnlockAccount:   "Unlock-link requests per account",
-	auth.RuleUnlockConfirmIP: "Unlock-link confirmations per address",
-}
-
 // dashboardView is the dashboard's data as the templates take it.
 type dashboardView struct {
 	asOf     time.Time
@@ -76,7 +62,7 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 		TopAccounts:         ranked(d.TopAccounts),
 	}
 	for _, rule := range rulesOf(sum) {
-		label := ruleLabels[rule]
+		label := auth.RuleLabel(rule)
 		if label == "" {
 			label = rule
 		}
