@@ -69,14 +69,25 @@ func (d devices) CookieName(email string) string {
 // Issue returns a new device cookie for email and its nonce, which only
 // becomes a known device once stored (Service.addDevice).
 func (d devices) Issue(email string, now time.Time) (DeviceCookie, string) {
+	n := newNonce()
+	return d.cookie(email, n, now), n
+}
+
+// newNonce returns a new device nonce: 128 random bits in unpadded
+// base64url (22 characters).
+func newNonce() string {
 	var nonce [16]byte
 	rand.Read(nonce[:])
-	n := base64.RawURLEncoding.EncodeToString(nonce[:])
+	return base64.RawURLEncoding.EncodeToString(nonce[:])
+}
+
+// cookie returns email's device cookie for nonce n, issued now.
+func (d devices) cookie(email, n string, now time.Time) DeviceCookie {
 	return DeviceCookie{
 		Name:    d.CookieName(email),
 		Value:   n + "." + base64.RawURLEncoding.EncodeToString(d.mac("value", email, n)),
 		Expires: now.Add(d.ttl),
-	}, n
+	}
 }
 
 // Check returns the device's nonce if value is a cookie this service issued

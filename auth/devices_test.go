@@ -16,8 +16,8 @@ import (
 func TestDevicesBoundedUnderConcurrency(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) {
 		c.MaxDevices = 3
-		c.Limits.LoginAccount.Count = 1000
-		c.Limits.LoginIP.Count = 1000
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+		c.Limits.SetCount(auth.RuleLoginIP, 1000)
 	})
 	f.addUser(t, "ann@example.com", "the password", false)
 	var wg sync.WaitGroup
@@ -58,7 +58,7 @@ func TestNoDeviceForReplacedPassword(t *testing.T) {
 // however long its browser keeps the cookie, is held by the account's
 // lockout like any browser.
 func TestDeviceExpires(t *testing.T) {
-	f := newFixture(t, func(c *auth.Config) { c.Limits.LoginAccount.Count = 1000 })
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
 	f.addUser(t, "ann@example.com", "the password", false)
 	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "the password", Client: client("192.0.2.1")})
 	if err != nil {

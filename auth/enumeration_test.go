@@ -21,8 +21,8 @@ func TestUnknownAccountCostsTheSame(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, func(c *auth.Config) {
-		c.Limits.LoginAccount.Count = 1000
-		c.Limits.LoginIP.Count = 1000
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+		c.Limits.SetCount(auth.RuleLoginIP, 1000)
 		c.Lockout.Threshold = 1000
 	}, func(d *auth.Deps) { d.Hasher = hasher })
 	f.addUser(t, "real@example.com", "the real password", false)

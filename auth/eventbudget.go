@@ -213,3 +213,5 @@ func eventCount(e Event) int {
 	}
 	return 1
 }
+
+func unixMinute(t time.Time) int64 { return t.Unix() / 60 }

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Event kinds.
@@ -48,10 +45,27 @@ type Event struct {
 	Detail  map[string]string
 }
 
+// EventStore keeps security events for the log the dashboard lists
+// (package postgres keeps them in Postgres).
+type EventStore interface {
+	// InsertEvents writes a batch in one step: when it fails, nothing of
+	// the batch was written, so the batch can be written again.
+	InsertEvents(ctx context.Context, batch []Event) error
+}
+
+// EventCounter counts security events in the shared counters the
+// dashboard reads (package counters keeps them in Redis).
+type EventCounter interface {
+	// CountEvents counts a batch in one step: when it fails, nothing of
+	// the batch was counted, so the batch can be counted again.
+	CountEvents(ctx context.Context, batch []Event) error
+}
+
 // Recorder keeps security events off the request path: Record queues an
-// event without waiting, and Run writes queued events in batches, to
-// Postgres (security_events, one COPY per batch) and to the per-minute
-// counters in Redis that the dashboard reads (one pipeline per batch). So a
+// event without waiting, and Run writes queued events in batches, to the
+// EventStore (Postgres, one COPY per batch) and to the EventCounter (the
+// per-minute counters in Redis that the dashboard reads, one transaction
+// per batch). So a
 // rejected request costs its one Redis round trip and nothing more, and
 // every replica's events land in the same shared stores.
 //
@@ -59,8 +73,8 @@ type Event struct {
 // and minute (see EventRowsPerNetwork), so that no client fills the
 // database at the rate it sends, whatever it sends.
 type Recorder struct {
-	db      *pgxpool.Pool
-	stats   *Stats
+	store   EventStore
+	stats   EventCounter
 	log     *slog.Logger
 	now     func() time.Time
 	queue   chan Event
@@ -81,13 +95,13 @@ const recorderQueue = 65536
 // their network's budget.
 const summaryGrace = 5 * time.Second
 
-// NewRecorder returns a Recorder writing to db and stats; now is the clock
-// of the events' timestamps (nil means time.Now).
-func NewRecorder(db *pgxpool.Pool, stats *Stats, log *slog.Logger, now func() time.Time) *Recorder {
+// NewRecorder returns a Recorder writing to store and stats; now is the
+// clock of the events' timestamps (nil means time.Now).
+func NewRecorder(store EventStore, stats EventCounter, log *slog.Logger, now func() time.Time) *Recorder {
 	if now == nil {
 		now = time.Now
 	}
-	return &Recorder{db: db, stats: stats, log: log, now: now, queue: make(chan Event, recorderQueue)}
+	return &Recorder{store: store, stats: stats, log: log, now: now, queue: make(chan Event, recorderQueue)}
 }
 
 // Record queues e. It never blocks.
@@ -151,14 +165,14 @@ func (r *Recorder) flush(ctx context.Context, all bool) error {
 		}
 		var errs []error
 		if len(r.pendingStats) > 0 {
-			if err := r.stats.add(ctx, r.pendingStats); err != nil {
+			if err := r.stats.CountEvents(ctx, r.pendingStats); err != nil {
 				errs = append(errs, fmt.Errorf("counting events in Redis: %w", err))
 			} else {
 				r.pendingStats = r.pendingStats[:0]
 			}
 		}
 		if len(r.pendingDB) > 0 {
-			if err := r.copy(ctx, r.pendingDB); err != nil {
+			if err := r.store.InsertEvents(ctx, coalesceRejections(r.pendingDB)); err != nil {
 				errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
 			} else {
 				r.pendingDB = r.pendingDB[:0]
@@ -195,28 +209,6 @@ func (r *Recorder) take(n int) []Event {
 		}
 	}
 	return batch
-}
-
-func (r *Recorder) copy(ctx context.Context, batch []Event) error {
-	batch = coalesceRejections(batch)
-	_, err := r.db.CopyFrom(ctx, pgx.Identifier{"security_events"},
-		[]string{"at", "kind", "account_key", "user_id", "ip", "detail"},
-		pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
-			e := batch[i]
-			detail := e.Detail
-			if e.Rule != "" {
-				detail = make(map[string]string, len(e.Detail)+1)
-				for k, v := range e.Detail {
-					detail[k] = v
-				}
-				detail["rule"] = e.Rule
-			}
-			if detail == nil {
-				detail = map[string]string{}
-			}
-			return []any{e.At, e.Kind, nullable(e.Account), nullableID(e.UserID), nullable(e.Source), detail}, nil
-		}))
-	return err
 }
 
 // coalesceRejections folds the rejections of one batch that share kind,
@@ -261,13 +253,6 @@ func coalesceRejections(batch []Event) []Event {
 		out[i].Detail = detail
 	}
 	return out
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func nullableID(id int64) *int64 {

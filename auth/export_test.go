@@ -1,5 +1,7 @@
 package auth
 
+import "context"
+
 // Sweep runs one round of the janitor for tests.
 var Sweep = (*Service).sweep
 
@@ -10,3 +12,8 @@ func ResetsPending(s *Service) int64 { return s.resetsPending.Load() }
 // AddDevice adds a known device for tests, as a sign-in that verified
 // passwordHash would.
 var AddDevice = (*Service).addDevice
+
+// SendMail sends msg through the Mailer the service holds, as its flows do.
+func SendMail(ctx context.Context, s *Service, msg Message) error {
+	return s.mailer.Send(ctx, msg)
+}

@@ -2,16 +2,11 @@ package auth
 
 import (
 	"context"
-	"strconv"
 	"time"
 )
 
 // janitorInterval is how often expired rows are removed.
 const janitorInterval = time.Hour
-
-// janitorBatch bounds one DELETE, so that a large backlog never holds long
-// locks; the janitor repeats until a batch comes back short.
-const janitorBatch = 10_000
 
 // runJanitor removes, every janitorInterval and once at start, what no one
 // can use any more: expired sessions, reset and unlock tokens spent or
@@ -31,34 +26,29 @@ func (s *Service) runJanitor(ctx context.Context) {
 	}
 }
 
-// sweep runs one round of deletes and returns how many rows each removed.
-func (s *Service) sweep(ctx context.Context) map[string]int64 {
+// sweep runs one round of deletes and returns how many records of each
+// kind it removed. A kind that fails is logged and the others still run.
+func (s *Service) sweep(ctx context.Context) map[SweepKind]int64 {
 	now := s.now()
-	removed := map[string]int64{}
+	removed := map[SweepKind]int64{}
 	for _, job := range []struct {
-		table, where string
-		before       time.Time
+		kind   SweepKind
+		before time.Time
 	}{
-		{"sessions", "expires_at < $1", now},
-		{"password_reset_tokens", "coalesce(used_at, expires_at) < $1", now.Add(-24 * time.Hour)},
-		{"unlock_tokens", "coalesce(used_at, expires_at) < $1", now.Add(-24 * time.Hour)},
-		{"devices", "last_seen_at < $1", now.Add(-s.cfg.DeviceTTL)},
-		{"security_events", "at < $1", now.Add(-s.cfg.EventRetention)},
+		{SweepSessions, now},
+		{SweepResetTokens, now.Add(-24 * time.Hour)},
+		{SweepUnlockTokens, now.Add(-24 * time.Hour)},
+		{SweepDevices, now.Add(-s.cfg.DeviceTTL)},
+		{SweepSecurityEvents, now.Add(-s.cfg.EventRetention)},
 	} {
-		for ctx.Err() == nil {
-			tag, err := s.db.Exec(ctx, `DELETE FROM `+job.table+` WHERE ctid IN (SELECT ctid FROM `+job.table+
-				` WHERE `+job.where+` LIMIT `+strconv.Itoa(janitorBatch)+`)`, job.before)
-			if err != nil {
-				if ctx.Err() == nil {
-					s.metrics.dbErrors.Inc()
-					s.log.WarnContext(ctx, "removing expired rows", "table", job.table, "err", err)
-				}
-				break
-			}
-			removed[job.table] += tag.RowsAffected()
-			if tag.RowsAffected() < janitorBatch {
-				break
-			}
+		if ctx.Err() != nil {
+			break
+		}
+		n, err := s.store.Sweep(ctx, job.kind, job.before)
+		removed[job.kind] += n
+		if err != nil && ctx.Err() == nil {
+			s.metrics.dbErrors.Inc()
+			s.log.WarnContext(ctx, "removing expired rows", "table", string(job.kind), "err", err)
 		}
 	}
 	return removed

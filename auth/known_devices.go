@@ -6,8 +6,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Known devices. A device cookie's MAC proves only that this service issued
@@ -96,11 +94,7 @@ func (s *Service) knownDevice(ctx context.Context, email, nonce string) (bool, e
 	if known, ok := s.deviceCache.get(key, now); ok {
 		return known, nil
 	}
-	var known bool
-	err := s.db.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM devices d JOIN users u ON u.id = d.user_id
-		               WHERE d.nonce_hash = $1 AND u.email = $2 AND d.last_seen_at > $3)`,
-		nonceHash(nonce), email, s.now().Add(-s.cfg.DeviceTTL)).Scan(&known)
+	known, err := s.store.KnownDevice(ctx, email, nonceHash(nonce), s.now().Add(-s.cfg.DeviceTTL))
 	if err != nil {
 		return false, s.dbDown("reading device", err)
 	}
@@ -108,28 +102,14 @@ func (s *Service) knownDevice(ctx context.Context, email, nonce string) (bool, e
 	return known, nil
 }
 
-// errPasswordChanged: the password verified is no longer the account's.
-var errPasswordChanged = errors.New("auth: password changed meanwhile")
-
 // addDevice makes nonce a known device of the user and forgets the least
 // recently used devices beyond Config.MaxDevices. With passwordHash set,
 // it does so only while that is still the account's password hash, so a
 // sign-in that verified a password being replaced at that moment adds no
-// device (errPasswordChanged).
+// device (ErrPasswordChanged).
 func (s *Service) addDevice(ctx context.Context, userID int64, passwordHash, nonce string) error {
-	now := s.now()
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		var current string
-		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID).Scan(&current)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && passwordHash != "" && current != passwordHash) {
-			return errPasswordChanged
-		}
-		if err != nil {
-			return err
-		}
-		return insertDevice(ctx, tx, userID, nonce, now, s.cfg.MaxDevices)
-	})
-	if errors.Is(err, errPasswordChanged) {
+	err := s.store.AddDevice(ctx, userID, passwordHash, nonceHash(nonce), s.now(), s.cfg.MaxDevices)
+	if errors.Is(err, ErrPasswordChanged) {
 		return err
 	}
 	if err != nil {
@@ -140,42 +120,11 @@ func (s *Service) addDevice(ctx context.Context, userID int64, passwordHash, non
 	return nil
 }
 
-// insertDevice adds a known device in the caller's transaction and
-// forgets the least recently used devices beyond max. It locks the
-// account's row first, which serialises the devices added to one account,
-// so the bound holds under concurrent sign-ins.
-func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonce string, now time.Time, max int) error {
-	if _, err := tx.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx,
-		`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at) VALUES ($1, $2, $3, $3)`,
-		nonceHash(nonce), userID, now); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `
-		DELETE FROM devices WHERE user_id = $1 AND nonce_hash NOT IN (
-			SELECT nonce_hash FROM devices WHERE user_id = $1
-			ORDER BY last_seen_at DESC, created_at DESC LIMIT $2)`, userID, max)
-	return err
-}
-
 // touchDevice notes that a known device signed in now, which keeps it
 // among the devices the account remembers.
 func (s *Service) touchDevice(ctx context.Context, nonce string) {
-	if _, err := s.db.Exec(ctx, `UPDATE devices SET last_seen_at = $2 WHERE nonce_hash = $1`, nonceHash(nonce), s.now()); err != nil {
+	if err := s.store.TouchDevice(ctx, nonceHash(nonce), s.now()); err != nil {
 		s.metrics.dbErrors.Inc()
 		s.log.WarnContext(ctx, "noting device sign-in", "err", err)
 	}
-}
-
-// forgetDevices deletes every known device of the user, and the open
-// unlock links that would add one, in the caller's transaction; the caller
-// purges the cache once it commits.
-func forgetDevices(ctx context.Context, q querier, userID int64) error {
-	if _, err := q.Exec(ctx, `DELETE FROM devices WHERE user_id = $1`, userID); err != nil {
-		return err
-	}
-	_, err := q.Exec(ctx, `DELETE FROM unlock_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)
-	return err
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
@@ -26,10 +24,8 @@ type Lockout struct {
 // reaches here, so the row is written once however many failures raced.
 func (s *Service) recordLockout(ctx context.Context, email string, userID int64, source string, f ratelimit.Failure) {
 	now := s.now()
-	_, err := s.db.Exec(ctx,
-		`INSERT INTO lockouts (account_key, user_id, level, failures, locked_at, locked_until)
-		 VALUES ($1, $2, $3, $4, $5, $6)`,
-		email, nullableID(userID), f.Level, f.Failures, now, now.Add(f.LockedFor))
+	err := s.store.RecordLockout(ctx, Lockout{Account: email, UserID: userID, Level: f.Level, Failures: f.Failures,
+		LockedAt: now, LockedUntil: now.Add(f.LockedFor)})
 	if err != nil {
 		s.metrics.dbErrors.Inc()
 		s.log.ErrorContext(ctx, "recording lockout", "err", err)
@@ -41,11 +37,7 @@ func (s *Service) recordLockout(ctx context.Context, email string, userID int64,
 // clearLockoutRecord marks the account's current lockout as ended and
 // records who ended it.
 func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID int64, by, source string) {
-	_, err := s.db.Exec(ctx,
-		`UPDATE lockouts SET cleared_at = $2, cleared_by = $3
-		 WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2`,
-		email, s.now(), by)
-	if err != nil {
+	if err := s.store.ClearLockout(ctx, email, s.now(), by); err != nil {
 		s.metrics.dbErrors.Inc()
 		s.log.ErrorContext(ctx, "recording unlock", "err", err)
 	}
@@ -71,10 +63,8 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 	if u, err := s.UserByEmail(ctx, email); err == nil {
 		userID = u.ID
 	}
-	var listed bool
-	if err := s.db.QueryRow(ctx,
-		`SELECT EXISTS (SELECT 1 FROM lockouts WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2)`,
-		email, s.now()).Scan(&listed); err != nil {
+	listed, err := s.store.LockoutListed(ctx, email, s.now())
+	if err != nil {
 		return false, s.dbDown("reading lockout", err)
 	}
 	if wasLocked || listed {
@@ -85,20 +75,7 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 
 // ActiveLockouts lists the lockouts in force, newest first, at most limit.
 func (s *Service) ActiveLockouts(ctx context.Context, limit int) ([]Lockout, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT * FROM (
-			SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
-			FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
-			ORDER BY account_key, locked_at DESC
-		) current ORDER BY locked_at DESC LIMIT $2`, s.now(), limit)
-	if err != nil {
-		return nil, s.dbDown("listing lockouts", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Lockout, error) {
-		var l Lockout
-		err := row.Scan(&l.ID, &l.Account, &l.UserID, &l.Level, &l.Failures, &l.LockedAt, &l.LockedUntil)
-		return l, err
-	})
+	out, err := s.store.ActiveLockouts(ctx, s.now(), limit)
 	if err != nil {
 		return nil, s.dbDown("listing lockouts", err)
 	}

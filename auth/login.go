@@ -12,24 +12,20 @@ import (
 
 // Client is who sent a request, as far as limits are concerned.
 type Client struct {
-	// Network is what the client is limited as: its address (/32) or,
-	// for IPv6, its /64. The zero Prefix puts the request in one shared
-	// "unknown" bucket; it is never a reason to skip a limit.
-	Network netip.Prefix
+	// Addr is the client's address. Each network rule masks it to the
+	// prefix it counts per (see KeyNetwork). The zero Addr puts the
+	// request in one shared "unknown" bucket; it is never a reason to
+	// skip a limit.
+	Addr netip.Addr
 }
 
-// Source is the client's network as limits, events and the dashboard name
-// it: "192.0.2.1" or "2001:db8::/64".
-func (c Client) Source() string {
-	switch {
-	case !c.Network.IsValid():
-		return "unknown"
-	case c.Network.Addr().Is4() && c.Network.Bits() == 32:
-		return c.Network.Addr().String()
-	default:
-		return c.Network.String()
-	}
-}
+// sourceBits4 and sourceBits6 are the prefix lengths of a client's network as events and
+// the dashboard name it.
+const sourceBits4, sourceBits6 = 32, 64
+
+// Source is the client's network as events and the dashboard name it:
+// "192.0.2.1", "2001:db8::/64" or "unknown".
+func (c Client) Source() string { return networkID(c.Addr, sourceBits4, sourceBits6) }
 
 // LoginRequest is one sign-in attempt.
 type LoginRequest struct {
@@ -75,7 +71,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 	source := req.Client.Source()
 	email, err := NormaliseEmail(req.Email)
 	if err != nil || req.Password == "" || len(req.Password) > MaxPasswordBytes {
-		return LoginResult{}, s.malformedLogin(ctx, source)
+		return LoginResult{}, s.malformedLogin(ctx, req.Client)
 	}
 
 	// device is the nonce of a known device, "" for any other browser.
@@ -92,15 +88,9 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 			}
 		}
 	}
-	rules := []ratelimit.Rule{{Name: RuleLoginIP, ID: source, Limit: s.cfg.Limits.LoginIP}}
-	if device != "" {
-		// A known device is limited and locked on its own and is not held
-		// by the account's limit or lockout.
-		rules = append(rules, ratelimit.Rule{Name: RuleLoginDevice, ID: device, Limit: s.cfg.Limits.LoginDevice, Lockable: true})
-	} else {
-		rules = append(rules, ratelimit.Rule{Name: RuleLoginAccount, ID: email, Limit: s.cfg.Limits.LoginAccount, Lockable: true})
-	}
-	d, err := s.decide(ctx, rules...)
+	// A known device is limited and locked on its own and is not held by
+	// the account's limit or lockout (see RuleLoginDevice in the table).
+	d, err := s.decide(ctx, s.rules(FlowSignIn, Subject{Client: req.Client, Account: email, Device: device})...)
 	if err != nil {
 		return LoginResult{}, unavailable("checking limits", err)
 	}
@@ -205,7 +195,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if rehash {
 		if hash, err := s.hasher.Hash(ctx, req.Password); err == nil {
 			switch err := s.rehashPassword(ctx, user.ID, passwordHash, hash); {
-			case errors.Is(err, errPasswordChanged):
+			case errors.Is(err, ErrPasswordChanged):
 				return LoginResult{}, ErrInvalidCredentials
 			case err != nil:
 				s.log.Warn("storing rehashed password", "user_id", user.ID, "err", err)
@@ -224,7 +214,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 		cookie, nonce = s.devices.Issue(user.Email, now)
 		// Before the session: a password replaced while this one was
 		// being verified neither signs in nor adds a device.
-		if err := s.addDevice(ctx, user.ID, passwordHash, nonce); errors.Is(err, errPasswordChanged) {
+		if err := s.addDevice(ctx, user.ID, passwordHash, nonce); errors.Is(err, ErrPasswordChanged) {
 			return LoginResult{}, ErrInvalidCredentials
 		} else if err != nil {
 			return LoginResult{}, err
@@ -237,7 +227,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	// Only while passwordHash is still the account's: a password replaced
 	// while this one was verified ends every session, this one included.
 	sess, err := s.createSession(ctx, user, passwordHash)
-	if errors.Is(err, errPasswordChanged) {
+	if errors.Is(err, ErrPasswordChanged) {
 		return LoginResult{}, ErrInvalidCredentials
 	}
 	if err != nil {
@@ -253,6 +243,12 @@ func (s *Service) record(e Event) {
 	}
 	s.metrics.observe(e)
 	s.events.Record(e)
+}
+
+// rules returns the rules of flow that apply to the request s, with their
+// limits.
+func (s *Service) rules(flow Flow, sub Subject) []ratelimit.Rule {
+	return rulesFor(s.cfg.Limits, flow, sub)
 }
 
 // decide checks a request's rules, timing the decision for the metrics.

@@ -91,7 +91,7 @@ func TestLoginAccountLimitIsExact(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	if got, want := invalid.Load(), int64(f.cfg.Limits.LoginAccount.Count); got != want {
+	if got, want := invalid.Load(), int64(f.cfg.Limits[auth.RuleLoginAccount].Count); got != want {
 		t.Errorf("%d attempts reached password checking, want exactly %d", got, want)
 	}
 	if limited.Load() != 500-invalid.Load() {
@@ -106,8 +106,8 @@ func TestLoginAccountLimitIsExact(t *testing.T) {
 // clears it.
 func TestLockoutOnceEscalatesAndDeviceStillSignsIn(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) {
-		c.Limits.LoginAccount.Count = 1000
-		c.Limits.LoginIP.Count = 1000
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+		c.Limits.SetCount(auth.RuleLoginIP, 1000)
 	})
 	f.addUser(t, "owner@example.com", "owner's password", false)
 	good, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "owner@example.com", Password: "owner's password", Client: client("192.0.2.10")})
@@ -190,7 +190,7 @@ func TestLockoutOnceEscalatesAndDeviceStillSignsIn(t *testing.T) {
 // TestLockoutAppliesToUnknownAccounts: an identifier without an account
 // locks exactly like a real one, so a lockout reveals nothing.
 func TestLockoutAppliesToUnknownAccounts(t *testing.T) {
-	f := newFixture(t, func(c *auth.Config) { c.Limits.LoginAccount.Count = 1000 })
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
 	for range f.cfg.Lockout.Threshold {
 		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "x", Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Fatalf("got %v", err)
@@ -216,7 +216,7 @@ func countRows(t *testing.T, f *fixture, sql string) int {
 // TestUnlockEndsALockoutRedisForgot: Redis restarted and lost the lock, but
 // Postgres still lists it; Unlock ends the listed lockout too.
 func TestUnlockEndsALockoutRedisForgot(t *testing.T) {
-	f := newFixture(t, func(c *auth.Config) { c.Limits.LoginAccount.Count = 1000 })
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
 	for range f.cfg.Lockout.Threshold {
 		f.svc.Login(t.Context(), auth.LoginRequest{Email: "gone@example.com", Password: "x", Client: client("192.0.2.1")})
 	}
@@ -271,7 +271,7 @@ func TestRehashOnSignIn(t *testing.T) {
 // one network is a few rows with counts, not a row per request, and every
 // rejection is counted exactly once.
 func TestRejectionsAreCoalesced(t *testing.T) {
-	f := newFixture(t, func(c *auth.Config) { c.Limits.LoginAccount.Count = 1; c.RejectionMemory = 0 })
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1); c.RejectionMemory = 0 })
 	for range 201 {
 		f.svc.Login(t.Context(), auth.LoginRequest{Email: "flood@example.com", Password: "x", Client: client("192.0.2.7")})
 	}

@@ -2,18 +2,11 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	netmail "net/mail"
-	"net/url"
-	"regexp"
-	"strconv"
 	"strings"
-	"time"
-
-	gomail "github.com/wneessen/go-mail"
 )
 
 // Message is one outgoing plain-text mail.
@@ -28,6 +21,11 @@ type Message struct {
 }
 
 // Mailer sends mail. Implementations must be safe for concurrent use.
+//
+// The Service validates every message before a Mailer sees it, so a Mailer
+// cannot be the one that lets a header through. A Mailer that can also be
+// used on its own should still refuse what Validate refuses, as both of
+// XCloak's do.
 type Mailer interface {
 	// Send delivers m or returns why it could not. A message that fails
 	// validation is refused with an error wrapping ErrInvalidMessage.
@@ -38,15 +36,12 @@ var (
 	// ErrInvalidMessage is returned for a Message that must not be sent: a
 	// recipient that is not exactly one address, or a line break in a header.
 	ErrInvalidMessage = errors.New("auth: invalid mail message")
-	// ErrInvalidSMTPURL is returned by ParseSMTPURL and NewSMTPMailer for a
-	// URL they cannot use; the wrapping error says what is wrong.
-	ErrInvalidSMTPURL = errors.New("auth: invalid SMTP URL")
 )
 
-// validate refuses what could smuggle extra headers or recipients into a
+// Validate refuses what could smuggle extra headers or recipients into a
 // mail. go-mail encodes header values, but refusing here keeps the rule the
 // same for every Mailer and makes the failure explicit.
-func (m Message) validate() error {
+func (m Message) Validate() error {
 	if strings.ContainsAny(m.To, "\r\n") {
 		return fmt.Errorf("%w: recipient contains a line break", ErrInvalidMessage)
 	}
@@ -63,329 +58,18 @@ func (m Message) validate() error {
 	return nil
 }
 
-// SMTPSecurity says how the connection to the SMTP server is protected.
-type SMTPSecurity int
+// checkedMailer validates each message before the Mailer it wraps sees it.
+// The Service holds its Mailer only through one, so whatever Mailer it is
+// given, a message with an injected header or a second recipient is refused
+// here.
+type checkedMailer struct{ next Mailer }
 
-const (
-	// SMTPStartTLS upgrades a plain connection with STARTTLS and refuses to
-	// send if the server does not offer it. It is the default for smtp://.
-	SMTPStartTLS SMTPSecurity = iota
-	// SMTPImplicitTLS speaks TLS from the first byte (smtps://).
-	SMTPImplicitTLS
-	// SMTPOpportunisticTLS uses STARTTLS when the server offers it and sends
-	// in clear otherwise (tls=opportunistic).
-	SMTPOpportunisticTLS
-	// SMTPNoTLS never encrypts (tls=none); for relays on the same host or
-	// network, and tests.
-	SMTPNoTLS
-)
-
-// String returns the name used for s in the tls parameter of an SMTP URL,
-// or "implicit" for SMTPImplicitTLS.
-func (s SMTPSecurity) String() string {
-	switch s {
-	case SMTPStartTLS:
-		return "starttls"
-	case SMTPImplicitTLS:
-		return "implicit"
-	case SMTPOpportunisticTLS:
-		return "opportunistic"
-	case SMTPNoTLS:
-		return "none"
-	}
-	return "SMTPSecurity(" + strconv.Itoa(int(s)) + ")"
-}
-
-// SMTPConfig is a parsed SMTP URL. String and LogValue leave the password
-// out, so a config can be printed or logged as a whole.
-type SMTPConfig struct {
-	// Host is the server's host name or IP address.
-	Host string
-	// Port is the server's TCP port.
-	Port int
-	// Username and Password authenticate to the server; both are empty when
-	// the server takes mail without authentication.
-	Username string
-	// Password is the secret paired with Username.
-	Password string
-	// From is the sender, such as "xcloak@example.com" or
-	// "XCloak <xcloak@example.com>".
-	From string
-	// Security says how the connection is protected.
-	Security SMTPSecurity
-}
-
-// String describes c without its password.
-func (c SMTPConfig) String() string {
-	auth := "no auth"
-	if c.Username != "" {
-		auth = "user " + c.Username
-	}
-	return fmt.Sprintf("smtp server %s (%s, %s) from %s",
-		hostPort(c.Host, c.Port), c.Security, auth, c.From)
-}
-
-// LogValue keeps the password out of structured logs.
-func (c SMTPConfig) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("host", c.Host),
-		slog.Int("port", c.Port),
-		slog.String("user", c.Username),
-		slog.String("from", c.From),
-		slog.String("tls", c.Security.String()),
-	)
-}
-
-// hostPort joins host and port, bracketing IPv6 literals.
-func hostPort(host string, port int) string {
-	if strings.Contains(host, ":") {
-		return "[" + host + "]:" + strconv.Itoa(port)
-	}
-	return host + ":" + strconv.Itoa(port)
-}
-
-// ParseSMTPURL parses the SMTP URL XCloak is configured with:
-//
-//	smtp://user:pass@host:587?from=xcloak@example.com   STARTTLS, required
-//	smtps://user:pass@host:465?from=xcloak@example.com  implicit TLS
-//	smtp://host:25?from=xcloak@example.com&tls=none     never encrypted
-//
-// The tls parameter of smtp:// is starttls (the default), opportunistic or
-// none. The port defaults to 587 for smtp:// (25 with tls=none) and 465 for
-// smtps://. The from parameter is required. User and password are optional
-// but go together, and are refused with tls=none, which would send them in
-// clear. Special characters in them must be percent-encoded.
-//
-// Errors wrap ErrInvalidSMTPURL, say what is wrong and never contain the
-// password.
-func ParseSMTPURL(rawURL string) (SMTPConfig, error) {
-	cfg, err := parseSMTPURL(rawURL)
-	if err != nil {
-		return SMTPConfig{}, fmt.Errorf("%w: %s", ErrInvalidSMTPURL, err)
-	}
-	return cfg, nil
-}
-
-// parseSMTPURL does the work of ParseSMTPURL.
-func parseSMTPURL(rawURL string) (SMTPConfig, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return SMTPConfig{}, errors.New(describeURLError(err))
-	}
-	return smtpConfigFromURL(u)
-}
-
-// describeURLError says why url.Parse failed without quoting the input: the
-// *url.Error carries the whole URL, and its cause quotes the piece it choked
-// on, which for a password holding '/' or '?' is part of the password.
-func describeURLError(err error) string {
-	cause := err
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		cause = ue.Err
-	}
-	msg := quoted.ReplaceAllString(cause.Error(), "")
-	msg = strings.TrimPrefix(msg, "net/url: ")
-	return "not a valid URL (" + msg + "); percent-encode '/', '?', '#', '@', ':' and '%' in the user and password"
-}
-
-// quoted matches a Go-quoted string and the space before it.
-var quoted = regexp.MustCompile(` ?"(?:[^"\\]|\\.)*"`)
-
-// smtpParams are the query parameters an SMTP URL may carry.
-var smtpParams = map[string]bool{"from": true, "tls": true}
-
-func smtpConfigFromURL(u *url.URL) (SMTPConfig, error) {
-	var cfg SMTPConfig
-	password, _ := u.User.Password()
-	// withhold keeps a piece of the URL out of an error if a malformed URL
-	// has put the password into it.
-	withhold := func(s string) string {
-		if password != "" && strings.Contains(s, password) {
-			return "(withheld: holds the password)"
-		}
-		return s
-	}
-	quote := func(s string) string {
-		if w := withhold(s); w != s {
-			return w
-		}
-		return strconv.Quote(s)
-	}
-	switch u.Scheme {
-	case "smtp":
-		cfg.Security, cfg.Port = SMTPStartTLS, 587
-	case "smtps":
-		cfg.Security, cfg.Port = SMTPImplicitTLS, 465
-	case "":
-		return cfg, errors.New("no scheme; want smtp:// or smtps://")
-	default:
-		return cfg, fmt.Errorf("scheme %s is not supported; want smtp:// or smtps://", quote(u.Scheme))
-	}
-	if u.Opaque != "" {
-		return cfg, errors.New("want smtp://host:port or smtps://host:port, with the two slashes")
-	}
-	if u.Path != "" && u.Path != "/" {
-		return cfg, errors.New("unexpected path after the host; the URL ends with host:port?from=...")
-	}
-	if u.Fragment != "" || u.RawFragment != "" {
-		return cfg, errors.New("unexpected #fragment")
-	}
-
-	cfg.Host = u.Hostname()
-	if cfg.Host == "" {
-		return cfg, errors.New("no host")
-	}
-
-	query, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return cfg, errors.New("query parameters are not validly encoded")
-	}
-	for key, values := range query {
-		if !smtpParams[key] {
-			return cfg, fmt.Errorf("unknown parameter %s; known are from and tls", quote(key))
-		}
-		if len(values) > 1 {
-			return cfg, fmt.Errorf("parameter %s given %d times", key, len(values))
-		}
-	}
-
-	switch tlsMode := query.Get("tls"); {
-	case !query.Has("tls"):
-	case cfg.Security == SMTPImplicitTLS:
-		return cfg, errors.New("tls parameter cannot be used with smtps://, which always uses TLS")
-	case tlsMode == "starttls":
-		cfg.Security = SMTPStartTLS
-	case tlsMode == "opportunistic":
-		cfg.Security = SMTPOpportunisticTLS
-	case tlsMode == "none":
-		cfg.Security, cfg.Port = SMTPNoTLS, 25
-	default:
-		return cfg, errors.New("tls must be starttls, opportunistic or none")
-	}
-
-	if p := u.Port(); p != "" {
-		port, err := strconv.Atoi(p)
-		if err != nil || port < 1 || port > 65535 {
-			return cfg, errors.New("port must be a number from 1 to 65535")
-		}
-		cfg.Port = port
-	}
-
-	if u.User != nil {
-		cfg.Username, cfg.Password = u.User.Username(), password
-		switch {
-		case cfg.Username == "" && cfg.Password != "":
-			return cfg, errors.New("password given without a user")
-		case cfg.Username != "" && cfg.Password == "":
-			return cfg, errors.New("user given without a password")
-		case cfg.Username != "" && cfg.Security == SMTPNoTLS:
-			return cfg, errors.New("user and password with tls=none would be sent in clear; use STARTTLS or smtps://")
-		}
-	}
-
-	cfg.From = query.Get("from")
-	if cfg.From == "" {
-		return cfg, errors.New("from parameter is required, e.g. ?from=xcloak@example.com")
-	}
-	if _, err := netmail.ParseAddress(cfg.From); err != nil {
-		return cfg, fmt.Errorf("from is not a single mail address: %s", withhold(err.Error()))
-	}
-	return cfg, nil
-}
-
-// sendTimeout bounds one Send from dial to QUIT, so a stalled server cannot
-// hold a request open.
-const sendTimeout = 10 * time.Second
-
-// SMTPMailer sends mail through an SMTP server. It opens a connection per
-// message, which suits the low volume of password reset mail and needs no
-// pool to keep healthy. It is safe for concurrent use.
-type SMTPMailer struct {
-	cfg    SMTPConfig
-	client *gomail.Client
-}
-
-// NewSMTPMailer returns a mailer for the server rawURL names; see
-// ParseSMTPURL for its forms. It does not connect: a server that is down is
-// reported by Send.
-func NewSMTPMailer(rawURL string) (*SMTPMailer, error) {
-	cfg, err := ParseSMTPURL(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	opts := []gomail.Option{
-		gomail.WithPort(cfg.Port),
-		gomail.WithTimeout(sendTimeout),
-	}
-	switch cfg.Security {
-	case SMTPStartTLS:
-		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
-	case SMTPImplicitTLS:
-		opts = append(opts, gomail.WithSSL())
-	case SMTPOpportunisticTLS:
-		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
-	case SMTPNoTLS:
-		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
-	}
-	if cfg.Username != "" {
-		// Auto-discovery picks the strongest mechanism the server offers and
-		// refuses PLAIN and LOGIN on a connection that is not encrypted.
-		opts = append(opts,
-			gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
-			gomail.WithUsername(cfg.Username),
-			gomail.WithPassword(cfg.Password))
-	}
-	// Each DialAndSendWithContext call uses its own connection and the
-	// client's settings are only read, so one client serves all senders.
-	client, err := gomail.NewClient(cfg.Host, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("auth: setting up the SMTP client for %s: %w", hostPort(cfg.Host, cfg.Port), err)
-	}
-	return &SMTPMailer{cfg: cfg, client: client}, nil
-}
-
-// Config returns the configuration m was made from.
-func (m *SMTPMailer) Config() SMTPConfig { return m.cfg }
-
-// Send delivers msg, giving up after ten seconds or when ctx ends. A body
-// that does not end with a line break is given one, as SMTP would anyway.
-func (m *SMTPMailer) Send(ctx context.Context, msg Message) error {
-	if err := msg.validate(); err != nil {
+// Send refuses msg if Validate does, and hands it on otherwise.
+func (m checkedMailer) Send(ctx context.Context, msg Message) error {
+	if err := msg.Validate(); err != nil {
 		return err
 	}
-	if !strings.HasSuffix(msg.Body, "\n") {
-		msg.Body += "\n"
-	}
-	out := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
-	if err := out.From(m.cfg.From); err != nil {
-		return fmt.Errorf("auth: sender: %w", err)
-	}
-	if err := out.To(msg.To); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidMessage, err)
-	}
-	out.Subject(msg.Subject)
-	out.SetDate()
-	out.SetMessageIDWithValue(messageID(m.cfg.From))
-	out.SetBodyString(gomail.TypeTextPlain, msg.Body)
-
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	if err := m.client.DialAndSendWithContext(ctx, out); err != nil {
-		return fmt.Errorf("auth: sending mail through %s: %w", hostPort(m.cfg.Host, m.cfg.Port), err)
-	}
-	return nil
-}
-
-// messageID makes a Message-ID in the sender's domain rather than go-mail's
-// default, which would publish this machine's host name.
-func messageID(from string) string {
-	domain := "xcloak.invalid"
-	if a, err := netmail.ParseAddress(from); err == nil {
-		if i := strings.LastIndexByte(a.Address, '@'); i >= 0 && i+1 < len(a.Address) {
-			domain = a.Address[i+1:]
-		}
-	}
-	return rand.Text() + "@" + domain
+	return m.next.Send(ctx, msg)
 }
 
 // LogMailer writes each message to a logger instead of sending it. It exists
@@ -399,7 +83,7 @@ type LogMailer struct {
 
 // Send logs msg at WARN after the same checks an SMTPMailer makes.
 func (m LogMailer) Send(ctx context.Context, msg Message) error {
-	if err := msg.validate(); err != nil {
+	if err := msg.Validate(); err != nil {
 		return err
 	}
 	logger := m.Logger

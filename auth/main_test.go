@@ -12,8 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
+	"github.com/xcloak/xcloak/smtpmail"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -24,8 +27,10 @@ type fixture struct {
 	db     *pgxpool.Pool
 	rdb    *redis.Client
 	prefix string
-	mail   *testenv.MailSink
-	cfg    auth.Config
+	// counters are the dashboard's counters the service writes.
+	counters *counters.Stats
+	mail     *testenv.MailSink
+	cfg      auth.Config
 
 	mu  sync.Mutex
 	now time.Time // zero: the real clock
@@ -47,7 +52,7 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	t.Cleanup(pool.Close)
 	rdb, prefix := testenv.Redis(t)
 	sink := testenv.SMTP(t)
-	mailer, err := auth.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +66,10 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	if configure != nil {
 		configure(&cfg)
 	}
-	f := &fixture{db: pool, rdb: rdb, prefix: prefix, mail: sink, cfg: cfg}
+	f := &fixture{db: pool, rdb: rdb, prefix: prefix, counters: counters.NewStats(rdb, prefix), mail: sink, cfg: cfg}
+	store := postgres.New(pool, f.clock)
 	d := auth.Deps{
-		DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
+		Store: store, Events: store, Counter: f.counters, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
 		Now: f.clock,
 	}
 	for _, set := range deps {
@@ -124,6 +130,5 @@ func (f *fixture) waitResets(t *testing.T) {
 }
 
 func client(ip string) auth.Client {
-	addr := netip.MustParseAddr(ip)
-	return auth.Client{Network: netip.PrefixFrom(addr, addr.BitLen())}
+	return auth.Client{Addr: netip.MustParseAddr(ip)}
 }

@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-
-	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // MalformedLogin answers a sign-in whose request could not even be read
@@ -19,14 +17,16 @@ func (s *Service) MalformedLogin(ctx context.Context, c Client) error {
 // network's limit like every other sign-in, so that a flood of them is
 // answered 429 once the network's quota is spent and writes no more than
 // any other flood; it costs no database query and no hashing either way.
-// The account's limit is not checked: a malformed request names none.
-func (s *Service) malformedLogin(ctx context.Context, source string) error {
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleLoginIP, ID: source, Limit: s.cfg.Limits.LoginIP})
+// The account's limit is not checked: a malformed request names none, so
+// only the sign-in rules keyed by the client's network apply.
+func (s *Service) malformedLogin(ctx context.Context, c Client) error {
+	source := c.Source()
+	d, err := s.decide(ctx, s.rules(FlowSignIn, Subject{Client: c})...)
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Source: source, Rule: RuleLoginIP})
+		s.record(Event{Kind: EventLoginRejected, Source: source, Rule: rejectingRule(d)})
 		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	s.record(Event{Kind: EventLoginInvalid, Source: source})

@@ -42,7 +42,7 @@ const MaxPasswordBytes = 1024
 
 var (
 	// ErrPasswordTooLong is returned for a password longer than MaxPasswordBytes.
-	ErrPasswordTooLong = errors.New("auth: password longer than 1024 bytes")
+	ErrPasswordTooLong = fmt.Errorf("auth: password longer than %d bytes", MaxPasswordBytes)
 	// ErrHasherBusy is returned when every hashing slot stayed taken for the
 	// whole wait a Hasher allows; the server is overloaded and the request
 	// should be retried later.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
@@ -98,7 +99,7 @@ func (m *slowMailer) waitInFlight(t *testing.T, n int) {
 func TestResetMailsSentInParallel(t *testing.T) {
 	var slow *slowMailer
 	f := newFixture(t, func(c *auth.Config) {
-		c.Limits.ResetIP = ratelimit.Limit{Count: 100, Window: time.Minute}
+		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 100, Window: time.Minute}
 	}, func(d *auth.Deps) { slow = newSlowMailer(d.Mailer); d.Mailer = slow })
 	const users = 8
 	for i := range users {
@@ -124,7 +125,7 @@ func TestResetMailsSentInParallel(t *testing.T) {
 func TestSlowDomainDoesNotHoldEveryWorker(t *testing.T) {
 	var slow *slowMailer
 	f := newFixture(t, func(c *auth.Config) {
-		c.Limits.ResetIP = ratelimit.Limit{Count: 100, Window: time.Minute}
+		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 100, Window: time.Minute}
 	}, func(d *auth.Deps) { slow = newSlowMailer(d.Mailer); slow.domain = "slow.example"; d.Mailer = slow })
 	for i := range 6 {
 		email := fmt.Sprintf("user%d@slow.example", i)
@@ -158,8 +159,8 @@ func TestResetMailsDroppedAreCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var slow *slowMailer
 	f := newFixture(t, func(c *auth.Config) {
-		c.Limits.ResetIP = ratelimit.Limit{Count: 5000, Window: time.Minute}
-		c.Limits.ResetDomain = ratelimit.Limit{Count: 2, Window: time.Minute}
+		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 5000, Window: time.Minute}
+		c.Limits[auth.RuleResetDomain] = ratelimit.Limit{Count: 2, Window: time.Minute}
 	}, func(d *auth.Deps) {
 		d.Metrics = reg
 		slow = newSlowMailer(d.Mailer)
@@ -214,7 +215,7 @@ xcloak_reset_mails_dropped_total{reason="queue_full"} 3
 	if err := f.svc.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := f.svc.Stats().Summary(t.Context(), auth.Period5m, time.Now())
+	sum, err := f.counters.Summary(t.Context(), dashboard.Period5m, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ xcloak_reset_mails_dropped_total{reason="queue_full"} 3
 // both kinds cannot send a domain more than its limit.
 func TestUnlockMailsShareTheDomainLimit(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) {
-		c.Limits.ResetDomain = ratelimit.Limit{Count: 2, Window: time.Minute}
+		c.Limits[auth.RuleResetDomain] = ratelimit.Limit{Count: 2, Window: time.Minute}
 	})
 	for _, email := range []string{"a@busy.example", "b@busy.example", "c@busy.example"} {
 		f.addUser(t, email, "old password", false)

@@ -7,17 +7,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // The reset-mail queue: resetQueue bounds the mails waiting to be sent,
 // and resetWorkers send them at once, so that one slow mail server does
 // not hold up every other recipient (resetsPerDomain keeps one domain
-// from taking all the workers, and Limits.ResetDomain bounds the mails it
-// gets).
+// from taking all the workers, and the limit of RuleResetDomain bounds the
+// mails it gets).
 const (
 	resetQueue   = 1024
 	resetWorkers = 4
@@ -50,8 +46,7 @@ type linkJob struct {
 // exists. Errors: ErrInvalidRequest, *LimitedError, ErrUnavailable.
 func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) error {
 	return s.requestLink(ctx, rawEmail, c, linkRequest{
-		ipRule: RuleResetIP, ipLimit: s.cfg.Limits.ResetIP,
-		accountRule: RuleResetAccount, accountLimit: s.cfg.Limits.ResetAccount,
+		flow:      FlowResetRequest,
 		requested: EventResetRequested, rejected: EventResetRejected,
 	})
 }
@@ -59,10 +54,9 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string, c Client) e
 // linkRequest is what sets a request for one kind of mailed link apart:
 // its limits, its events and the link.
 type linkRequest struct {
-	ipRule, accountRule   string
-	ipLimit, accountLimit ratelimit.Limit
-	requested, rejected   string // event kinds
-	unlock                bool   // an unlock link, not a reset link
+	flow                Flow   // whose rules limit it
+	requested, rejected string // event kinds
+	unlock              bool   // an unlock link, not a reset link
 }
 
 // requestLink accepts a request for a mailed link after the per-network
@@ -74,10 +68,7 @@ func (s *Service) requestLink(ctx context.Context, rawEmail string, c Client, r 
 	if err != nil {
 		return ErrInvalidRequest
 	}
-	d, err := s.decide(ctx,
-		ratelimit.Rule{Name: r.ipRule, ID: source, Limit: r.ipLimit},
-		ratelimit.Rule{Name: r.accountRule, ID: email, Limit: r.accountLimit},
-	)
+	d, err := s.decide(ctx, s.rules(r.flow, Subject{Client: c, Account: email})...)
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
@@ -197,7 +188,7 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	// Only mails that would be sent count towards the domain's limit, so
 	// requests for addresses without an account cannot use it up.
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetDomain, ID: domain, Limit: s.cfg.Limits.ResetDomain})
+	d, err := s.decide(ctx, s.rules(FlowLinkMail, Subject{Domain: domain})...)
 	if err != nil {
 		s.log.Error("mailing a link: checking the domain's limit", "err", err)
 		return DropUnavailable
@@ -226,10 +217,7 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 // carries its link.
 func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Message, error) {
 	token, hash := newToken()
-	_, err := s.db.Exec(ctx,
-		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		hash, user.ID, at, at.Add(s.cfg.ResetTTL))
-	if err != nil {
+	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL)); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()
@@ -246,20 +234,17 @@ func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Messa
 // CheckResetToken reports whether a reset token can still be used, without
 // using it: nil or ErrInvalidToken.
 func (s *Service) CheckResetToken(ctx context.Context, token string) error {
-	_, _, err := s.resetTokenUser(ctx, s.db, token)
+	_, _, err := s.resetTokenUser(ctx, token)
 	return err
 }
 
-func (s *Service) resetTokenUser(ctx context.Context, q querier, token string) (userID int64, email string, err error) {
+func (s *Service) resetTokenUser(ctx context.Context, token string) (userID int64, email string, err error) {
 	if !wellFormedToken(token) {
 		return 0, "", ErrInvalidToken
 	}
-	err = q.QueryRow(ctx, `
-		SELECT u.id, u.email FROM password_reset_tokens t JOIN users u ON u.id = t.user_id
-		WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2`, hashToken(token), s.now()).
-		Scan(&userID, &email)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, "", ErrInvalidToken
+	userID, email, err = s.store.ResetTokenUser(ctx, hashToken(token), s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return 0, "", err
 	}
 	if err != nil {
 		return 0, "", s.dbDown("reading reset token", err)
@@ -275,12 +260,12 @@ func (s *Service) resetTokenUser(ctx context.Context, q querier, token string) (
 // ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleResetConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
+	d, err := s.decide(ctx, s.rules(FlowResetConfirm, Subject{Client: c})...)
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventResetRejected, Source: source, Rule: RuleResetConfirmIP})
+		s.record(Event{Kind: EventResetRejected, Source: source, Rule: rejectingRule(d)})
 		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	if !wellFormedToken(token) {
@@ -290,7 +275,7 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 		return err
 	}
 	// Hash only for a live token, so bad tokens cost no hashing.
-	if _, _, err := s.resetTokenUser(ctx, s.db, token); err != nil {
+	if _, _, err := s.resetTokenUser(ctx, token); err != nil {
 		return err
 	}
 	hash, err := s.hasher.Hash(ctx, password)
@@ -298,30 +283,7 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 		return err
 	}
 
-	var userID int64
-	var email string
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		now := s.now()
-		// Spending the token first, with the same conditions, makes the
-		// token single-use even when two confirmations race.
-		err := tx.QueryRow(ctx, `
-			UPDATE password_reset_tokens SET used_at = $2
-			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
-			RETURNING user_id`, hashToken(token), now).Scan(&userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrInvalidToken
-		}
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1`, userID).Scan(&email); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, now); err != nil {
-			return err
-		}
-		return replacePassword(ctx, tx, userID, hash)
-	})
+	userID, email, err := s.store.ResetPassword(ctx, hashToken(token), s.now(), hash)
 	s.deviceCache.purge()
 	if errors.Is(err, ErrInvalidToken) {
 		return err

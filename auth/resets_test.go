@@ -154,7 +154,7 @@ func TestResetSpendsEveryOpenLink(t *testing.T) {
 
 func TestResetLimits(t *testing.T) {
 	f := newFixture(t, nil)
-	lim := f.cfg.Limits.ResetAccount.Count
+	lim := f.cfg.Limits[auth.RuleResetAccount].Count
 	for i := range lim {
 		if err := f.svc.RequestReset(t.Context(), "d@example.com", client("192.0.2.1")); err != nil {
 			t.Fatalf("request %d: %v", i+1, err)
@@ -166,7 +166,7 @@ func TestResetLimits(t *testing.T) {
 		t.Fatalf("request past the per-account limit: %v, want LimitedError", err)
 	}
 	// The per-network limit, across accounts.
-	for i := range f.cfg.Limits.ResetIP.Count {
+	for i := range f.cfg.Limits[auth.RuleResetIP].Count {
 		if err := f.svc.RequestReset(t.Context(), "e"+string(rune('a'+i))+"@example.com", client("192.0.2.3")); err != nil {
 			t.Fatalf("request %d: %v", i+1, err)
 		}
@@ -175,7 +175,7 @@ func TestResetLimits(t *testing.T) {
 		t.Fatalf("request past the per-network limit: %v", err)
 	}
 	// And reset confirmations per network.
-	for range f.cfg.Limits.ResetConfirmIP.Count {
+	for range f.cfg.Limits[auth.RuleResetConfirmIP].Count {
 		if err := f.svc.ConfirmReset(t.Context(), "bad", "whatever password", client("192.0.2.4")); !errors.Is(err, auth.ErrInvalidToken) {
 			t.Fatalf("bad token: %v", err)
 		}

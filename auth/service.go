@@ -5,48 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
-// Rule names: they appear in Redis keys, in events and on the dashboard.
-const (
-	RuleLoginIP        = "login_ip"
-	RuleLoginAccount   = "login_account"
-	RuleLoginDevice    = "login_device"
-	RuleResetIP        = "reset_ip"
-	RuleResetAccount   = "reset_account"
-	RuleResetConfirmIP = "reset_confirm_ip"
-	// RuleResetDomain limits the reset mails sent to one recipient domain.
-	RuleResetDomain = "reset_domain"
-)
-
 // rememberedRejections bounds the full rules one replica remembers.
 const rememberedRejections = 100_000
-
-// Limits are the rate limits the service enforces.
-type Limits struct {
-	LoginIP        ratelimit.Limit // sign-in attempts per client network
-	LoginAccount   ratelimit.Limit // sign-in attempts per account identifier, existing or not
-	LoginDevice    ratelimit.Limit // sign-in attempts per trusted device (replaces LoginAccount)
-	ResetIP        ratelimit.Limit // reset requests per client network
-	ResetAccount   ratelimit.Limit // reset requests per account identifier
-	ResetConfirmIP ratelimit.Limit // reset and unlock-link confirmations per client network
-	ResetDomain    ratelimit.Limit // reset mails per recipient domain
-	UnlockIP       ratelimit.Limit // unlock-link requests per client network
-	UnlockAccount  ratelimit.Limit // unlock-link requests per account identifier
-}
 
 // Config is the service's behaviour; DefaultConfig gives the documented
 // defaults.
 type Config struct {
+	// Limits are by rule name, one for each rule of the table with a
+	// limit of its own (DefaultLimits). A copy of a Config shares the map:
+	// clone it (maps.Clone) before changing the copy's.
 	Limits  Limits
 	Lockout ratelimit.LockoutPolicy
 	// Secret keys the device cookies' MACs; at least 32 bytes.
@@ -83,17 +61,7 @@ type Config struct {
 // set.
 func DefaultConfig() Config {
 	return Config{
-		Limits: Limits{
-			LoginIP:        ratelimit.Limit{Count: 50, Window: 10 * time.Minute},
-			LoginAccount:   ratelimit.Limit{Count: 10, Window: 10 * time.Minute},
-			LoginDevice:    ratelimit.Limit{Count: 10, Window: 10 * time.Minute},
-			ResetIP:        ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
-			ResetAccount:   ratelimit.Limit{Count: 3, Window: time.Hour},
-			ResetConfirmIP: ratelimit.Limit{Count: 20, Window: 10 * time.Minute},
-			ResetDomain:    ratelimit.Limit{Count: 60, Window: time.Minute},
-			UnlockIP:       ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
-			UnlockAccount:  ratelimit.Limit{Count: 3, Window: time.Hour},
-		},
+		Limits:          DefaultLimits(),
 		Lockout:         ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
 		SessionTTL:      12 * time.Hour,
 		ResetTTL:        30 * time.Minute,
@@ -109,7 +77,8 @@ func DefaultConfig() Config {
 
 // Deps are the service's backing stores and collaborators.
 type Deps struct {
-	DB    *pgxpool.Pool
+	// Store keeps users, sessions, devices, tokens and the lockout log.
+	Store Store
 	Redis redis.UniversalClient
 	// ProbeRedis, if set, is a client of the same Redis with a small pool
 	// of its own, which the checks of whether Redis is there ping through
@@ -124,12 +93,17 @@ type Deps struct {
 	// Metrics is where the service registers its Prometheus metrics; nil
 	// means a registry of its own that nobody reads.
 	Metrics prometheus.Registerer
+
+	// Events keeps the security events; Counter counts them for the
+	// dashboard.
+	Events  EventStore
+	Counter EventCounter
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
 type Service struct {
 	cfg     Config
-	db      *pgxpool.Pool
+	store   Store
 	limits  *ratelimit.Failover // rules and lockouts, by Redis or the failure policy
 	hasher  *Hasher
 	mailer  Mailer
@@ -137,7 +111,6 @@ type Service struct {
 	devices devices
 	now     func() time.Time
 	events  *Recorder
-	stats   *Stats
 	resets  chan linkJob
 	metrics *metrics
 	// resetsPending counts reset requests queued, waiting for their
@@ -158,16 +131,15 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.PublicURL == nil || (cfg.PublicURL.Scheme != "http" && cfg.PublicURL.Scheme != "https") || cfg.PublicURL.Host == "" {
 		return nil, errors.New("auth: public URL must be an absolute http(s) URL")
 	}
-	for name, l := range map[string]ratelimit.Limit{
-		RuleLoginIP: cfg.Limits.LoginIP, RuleLoginAccount: cfg.Limits.LoginAccount, RuleLoginDevice: cfg.Limits.LoginDevice,
-		RuleResetIP: cfg.Limits.ResetIP, RuleResetAccount: cfg.Limits.ResetAccount, RuleResetConfirmIP: cfg.Limits.ResetConfirmIP,
-		RuleResetDomain: cfg.Limits.ResetDomain,
-		RuleUnlockIP:    cfg.Limits.UnlockIP, RuleUnlockAccount: cfg.Limits.UnlockAccount,
-	} {
-		if err := l.Validate(); err != nil {
-			return nil, fmt.Errorf("auth: limit %s: %w", name, err)
-		}
+	if err := checkRules(rules); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
 	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	// A copy, so that a caller changing its map cannot change the limits
+	// of a running service.
+	cfg.Limits = maps.Clone(cfg.Limits)
 	if cfg.SessionTTL <= 0 || cfg.ResetTTL <= 0 || cfg.DeviceTTL <= 0 || cfg.EventRetention <= 0 {
 		return nil, errors.New("auth: session, reset, device and event lifetimes must be positive")
 	}
@@ -177,8 +149,11 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.MaxDevices < 1 {
 		return nil, errors.New("auth: an account must keep at least one device")
 	}
-	if d.DB == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
-		return nil, errors.New("auth: DB, Redis, Hasher and Mailer are required")
+	if d.Store == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
+		return nil, errors.New("auth: Store, Redis, Hasher and Mailer are required")
+	}
+	if d.Events == nil || d.Counter == nil {
+		return nil, errors.New("auth: Events and Counter are required")
 	}
 	// A known device has a lock of its own, by the same policy, so that
 	// its failures hold it and never the account's other browsers.
@@ -207,18 +182,16 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if now == nil {
 		now = time.Now
 	}
-	stats := NewStats(d.Redis, d.KeyPrefix)
 	s := &Service{
 		cfg:     cfg,
-		db:      d.DB,
+		store:   d.Store,
 		limits:  ratelimit.NewFailover(shared, local, d.Redis, policy, log),
 		hasher:  d.Hasher,
-		mailer:  d.Mailer,
+		mailer:  checkedMailer{d.Mailer},
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  NewRecorder(d.DB, stats, log, now),
-		stats:   stats,
+		events:  NewRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
 	reg := d.Metrics
@@ -277,9 +250,6 @@ func (s *Service) UnlockTTL() time.Duration { return s.cfg.UnlockTTL }
 
 // Flush writes the security events queued so far; for tests and shutdown.
 func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
-
-// Stats returns the dashboard's counters.
-func (s *Service) Stats() *Stats { return s.stats }
 
 // DeviceCookieName returns the name of the device cookie for an email as
 // typed; "" if it is not a valid address.

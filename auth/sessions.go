@@ -7,8 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Session is a signed-in browser. Only the SHA-256 of its token is stored,
@@ -49,24 +47,18 @@ func wellFormedToken(token string) bool {
 // createSession starts a session for u.
 //
 // The session is made only while passwordHash, the hash the sign-in
-// verified, is still the account's (errPasswordChanged otherwise). The
-// account's row is share-locked for it: a password replacement that
-// commits first leaves no row to match, and one that commits after sees
-// the session and ends it. Either way no session made with a replaced
-// password outlives the replacement.
+// verified, is still the account's (ErrPasswordChanged otherwise), so no
+// session made with a replaced password outlives the replacement.
 func (s *Service) createSession(ctx context.Context, u User, passwordHash string) (Session, error) {
 	token, hash := newToken()
 	now := s.now()
 	sess := Session{Token: token, UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
-	tag, err := s.db.Exec(ctx, `
-		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at)
-		SELECT $1, id, $3, $4, $3 FROM users WHERE id = $2 AND password_hash = $5 FOR SHARE`,
-		hash, u.ID, sess.CreatedAt, sess.ExpiresAt, passwordHash)
+	err := s.store.CreateSession(ctx, hash, sess, passwordHash)
+	if errors.Is(err, ErrPasswordChanged) {
+		return Session{}, err
+	}
 	if err != nil {
 		return Session{}, s.dbDown("creating session", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return Session{}, errPasswordChanged
 	}
 	return sess, nil
 }
@@ -76,14 +68,9 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	if !wellFormedToken(token) {
 		return Session{}, ErrNoSession
 	}
-	var sess Session
-	err := s.db.QueryRow(ctx, `
-		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at
-		FROM sessions s JOIN users u ON u.id = s.user_id
-		WHERE s.id_hash = $1 AND s.expires_at > $2`, hashToken(token), s.now()).
-		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Session{}, ErrNoSession
+	sess, err := s.store.SessionByHash(ctx, hashToken(token), s.now())
+	if errors.Is(err, ErrNoSession) {
+		return Session{}, err
 	}
 	if err != nil {
 		return Session{}, s.dbDown("reading session", err)
@@ -96,7 +83,7 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 	if !wellFormedToken(token) {
 		return nil
 	}
-	if _, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE id_hash = $1`, hashToken(token)); err != nil {
+	if err := s.store.DeleteSession(ctx, hashToken(token)); err != nil {
 		return s.dbDown("ending session", err)
 	}
 	return nil

@@ -3,8 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // EventSignedOutEverywhere: every session of an account was ended and its
@@ -12,30 +10,17 @@ import (
 const EventSignedOutEverywhere = "signed_out_everywhere"
 
 // SignOutEverywhere ends every session of an account and forgets its known
-// devices, in one transaction: what an administrator does for an account
-// that may be in someone else's hands. Every browser then signs in as a
-// stranger would, held by the account's limit and lockout. by names who
-// did it, as for Unlock ("admin:ann@example.com", "cli"). ErrNoUser if
-// there is no such account.
+// devices, at once: what an administrator does for an account that may be
+// in someone else's hands. Every browser then signs in as a stranger
+// would, held by the account's limit and lockout. by names who did it, as
+// for Unlock ("admin:ann@example.com", "cli"). ErrNoUser if there is no
+// such account.
 func (s *Service) SignOutEverywhere(ctx context.Context, email, by string) error {
 	email, err := NormaliseEmail(email)
 	if err != nil {
 		return err
 	}
-	var userID int64
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE email = $1 FOR NO KEY UPDATE`, email).Scan(&userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNoUser
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
-			return err
-		}
-		return forgetDevices(ctx, tx, userID)
-	})
+	userID, err := s.store.SignOutEverywhere(ctx, email)
 	if errors.Is(err, ErrNoUser) {
 		return err
 	}

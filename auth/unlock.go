@@ -5,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // Unlock links give the owner of a targeted account a way in that needs no
@@ -35,13 +31,6 @@ const (
 	EventUnlockConfirmed = "unlock_confirmed"
 )
 
-// Rule names of the unlock links.
-const (
-	RuleUnlockIP        = "unlock_ip"
-	RuleUnlockAccount   = "unlock_account"
-	RuleUnlockConfirmIP = "unlock_confirm_ip"
-)
-
 // RequestUnlock accepts a request for an unlock link: after the
 // per-network and per-account limits, it queues the work of looking the
 // account up, making a token and mailing the link, and returns nil whether
@@ -49,8 +38,7 @@ const (
 // *LimitedError, ErrUnavailable.
 func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) error {
 	return s.requestLink(ctx, rawEmail, c, linkRequest{
-		ipRule: RuleUnlockIP, ipLimit: s.cfg.Limits.UnlockIP,
-		accountRule: RuleUnlockAccount, accountLimit: s.cfg.Limits.UnlockAccount,
+		flow:      FlowUnlockRequest,
 		requested: EventUnlockRequested, rejected: EventUnlockRejected,
 		unlock: true,
 	})
@@ -60,10 +48,7 @@ func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) 
 // carries its link.
 func (s *Service) unlockLink(ctx context.Context, user User, at time.Time) (Message, error) {
 	token, hash := newToken()
-	_, err := s.db.Exec(ctx,
-		`INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		hash, user.ID, at, at.Add(s.cfg.UnlockTTL))
-	if err != nil {
+	if err := s.store.AddUnlockToken(ctx, hash, user.ID, at, at.Add(s.cfg.UnlockTTL)); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("unlock", token).String()
@@ -88,10 +73,7 @@ func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
 	if !wellFormedToken(token) {
 		return ErrInvalidToken
 	}
-	var ok bool
-	err := s.db.QueryRow(ctx,
-		`SELECT EXISTS (SELECT 1 FROM unlock_tokens WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2)`,
-		hashToken(token), s.now()).Scan(&ok)
+	ok, err := s.store.UnlockTokenLive(ctx, hashToken(token), s.now())
 	if err != nil {
 		return s.dbDown("reading unlock token", err)
 	}
@@ -102,41 +84,27 @@ func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
 }
 
 // ConfirmUnlock spends an unlock token and makes the browser a known device
-// of its account, in one transaction; the caller sets the returned cookie.
-// The token is spent by a conditional UPDATE, so it works once even when
-// confirmations race. The account's lockout is left as it is. Errors:
-// *LimitedError, ErrInvalidToken, ErrUnavailable.
+// of its account, at once; the caller sets the returned cookie. The token
+// works once even when confirmations race. The account's lockout is left
+// as it is. Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
 func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (DeviceCookie, error) {
 	source := c.Source()
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleUnlockConfirmIP, ID: source, Limit: s.cfg.Limits.ResetConfirmIP})
+	d, err := s.decide(ctx, s.rules(FlowUnlockConfirm, Subject{Client: c})...)
 	if err != nil {
 		return DeviceCookie{}, unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventUnlockRejected, Source: source, Rule: RuleUnlockConfirmIP})
+		s.record(Event{Kind: EventUnlockRejected, Source: source, Rule: rejectingRule(d)})
 		return DeviceCookie{}, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	if !wellFormedToken(token) {
 		return DeviceCookie{}, ErrInvalidToken
 	}
 	now := s.now()
-	var userID int64
-	var email, nonce string
-	var cookie DeviceCookie
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			UPDATE unlock_tokens t SET used_at = $2 FROM users u
-			WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2 AND u.id = t.user_id
-			RETURNING u.id, u.email`, hashToken(token), now).Scan(&userID, &email)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrInvalidToken
-		}
-		if err != nil {
-			return err
-		}
-		cookie, nonce = s.devices.Issue(email, now)
-		return insertDevice(ctx, tx, userID, nonce, now, s.cfg.MaxDevices)
-	})
+	// The nonce is drawn before the account is known: the cookie that
+	// carries it is made for the account once the token is spent.
+	nonce := newNonce()
+	userID, email, err := s.store.UseUnlockToken(ctx, hashToken(token), now, nonceHash(nonce), s.cfg.MaxDevices)
 	if errors.Is(err, ErrInvalidToken) {
 		return DeviceCookie{}, err
 	}
@@ -144,6 +112,7 @@ func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (De
 		return DeviceCookie{}, s.dbDown("confirming unlock link", err)
 	}
 	s.deviceCache.purge()
+	cookie := s.devices.cookie(email, nonce, now)
 	s.record(Event{Kind: EventUnlockConfirmed, Account: email, UserID: userID, Source: source})
 	s.record(Event{Kind: EventNewDevice, Account: email, UserID: userID, Source: source})
 	return cookie, nil

@@ -112,7 +112,7 @@ func TestDashboard(t *testing.T) {
 	)
 	// The account limit is set out of reach so that, once unlocked, the
 	// victim is held back by nothing.
-	env, base := startXCloak(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 10000 }})
+	env, base := startXCloak(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 10000) }})
 	env.AddUser(t, admin, password, true)
 	env.AddUser(t, member, password, false)
 	env.AddUser(t, victim, password, false)

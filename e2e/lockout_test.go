@@ -83,7 +83,7 @@ func TestLockoutSparesKnownBrowser(t *testing.T) {
 	)
 	// The account limit is set out of reach so that what holds the fresh
 	// browser back is the lockout.
-	env, base := startXCloak(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	env, base := startXCloak(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
 	env.AddUser(t, email, password, false)
 
 	known := newPage(t, "known-browser", desktop)
@@ -127,7 +127,7 @@ func TestUnlockLinkLetsNewBrowserIn(t *testing.T) {
 		email    = "fay@example.com"
 		password = "fay's own password"
 	)
-	env, base := startXCloak(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	env, base := startXCloak(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
 	env.AddUser(t, email, password, false)
 	attacker := newAttacker(t, base, "127.0.4.3")
 	attacker.lockOut(t, env, email, password)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // wrongPasswordText is the one message for every failed sign-in.
@@ -48,8 +49,7 @@ func TestWrongPasswordThenLimit(t *testing.T) {
 	const attempts = 3
 	window := 10 * time.Minute
 	env, base := startXCloak(t, xcloaktest.Options{Auth: func(c *auth.Config) {
-		c.Limits.LoginAccount.Count = attempts
-		c.Limits.LoginAccount.Window = window
+		c.Limits[auth.RuleLoginAccount] = ratelimit.Limit{Count: attempts, Window: window}
 	}})
 	env.AddUser(t, "bob@example.com", "bob's real password", false)
 	page := newPage(t, "browser", desktop)

@@ -12,14 +12,8 @@ const (
 	FieldConfirm = "password_confirm"
 )
 
-// Limits the forms declare to the browser. The server enforces its own
-// limits; these only spare users a round trip for input that cannot succeed.
-const (
-	// MaxEmailLength is the longest address accepted in an email field
-	// (the practical limit of a forward path in SMTP).
-	MaxEmailLength = 254
-	// MinPasswordLength is the shortest new password the reset form accepts.
-	MinPasswordLength = 8
-	// MaxPasswordLength is the longest new password the reset form accepts.
-	MaxPasswordLength = 1024
-)
+// The forms declare auth's bounds to the browser (maxlength from
+// auth.MaxEmailBytes and auth.MaxPasswordBytes, minlength from
+// auth.MinPasswordRunes) rather than numbers of their own, so a changed bound
+// cannot leave a form asking for what the server refuses. The server enforces
+// the bounds itself; the attributes only spare users a round trip.

@@ -3,12 +3,15 @@ package templates
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/a-h/templ"
 	"golang.org/x/net/html"
+
+	"github.com/xcloak/xcloak/auth"
 )
 
 // hostile is a user-supplied value that must come out as text, never markup.
@@ -350,7 +353,7 @@ func TestLoginPage(t *testing.T) {
 				{email, "type", "email"},
 				{email, "name", FieldEmail},
 				{email, "autocomplete", "username"},
-				{email, "maxlength", "254"},
+				{email, "maxlength", strconv.Itoa(auth.MaxEmailBytes)},
 				{email, "required", ""},
 				{email, "value", tt.p.Email},
 				{password, "type", "password"},
@@ -517,7 +520,7 @@ func TestResetConfirmPage(t *testing.T) {
 			}
 			for _, in := range elements(main, "input") {
 				id, _ := attr(in, "id")
-				for key, want := range map[string]string{"type": "password", "autocomplete": "new-password", "minlength": "8", "maxlength": "1024"} {
+				for key, want := range map[string]string{"type": "password", "autocomplete": "new-password", "minlength": strconv.Itoa(auth.MinPasswordRunes), "maxlength": strconv.Itoa(auth.MaxPasswordBytes)} {
 					if got, _ := attr(in, key); got != want {
 						t.Errorf("#%s %s = %q, want %q", id, key, got, want)
 					}

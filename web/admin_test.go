@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -207,10 +209,10 @@ func TestDashboardBadInput(t *testing.T) {
 // attempts of which M were rejected, by rule.
 func TestDashboardCountsTraffic(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
-		c.Limits.LoginIP.Count = 5
-		c.Limits.LoginAccount.Count = 4
+		c.Limits.SetCount(auth.RuleLoginIP, 5)
+		c.Limits.SetCount(auth.RuleLoginAccount, 4)
 		c.Lockout.Threshold = 3
-		c.Limits.ResetIP.Count = 2
+		c.Limits.SetCount(auth.RuleResetIP, 2)
 	}})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
@@ -277,10 +279,16 @@ func TestDashboardCountsTraffic(t *testing.T) {
 	if n != 22 || m != 8 {
 		t.Fatalf("sent %d sign-ins, %d rejected (%v); the plan was 22 and 8", n, m, statuses)
 	}
-	wantRules := map[string]int64{
+	// Every rule the dashboard lists is there, at zero unless it refused
+	// requests here.
+	wantRules := map[string]int64{}
+	for _, r := range auth.RejectionRules() {
+		wantRules[r] = 0
+	}
+	maps.Copy(wantRules, map[string]int64{
 		auth.RuleLoginIP: 3, auth.RuleLoginAccount: 2, auth.RuleLoginDevice: 0, auth.RuleLockout: 3,
 		auth.RuleResetIP: 2, auth.RuleResetAccount: 0, auth.RuleResetConfirmIP: 0,
-	}
+	})
 	for _, period := range []string{"5m", "1h", "24h"} {
 		t.Run(period, func(t *testing.T) {
 			s, _ := getStats(t, admin, base, period)
@@ -308,8 +316,8 @@ func TestDashboardCountsTraffic(t *testing.T) {
 				chartAttempts += pm.Attempts
 				chartRejected += pm.Rejected
 			}
-			if len(s.PerMinute) != auth.SeriesMinutes || chartAttempts != n || chartRejected != m {
-				t.Errorf("per_minute: %d minutes summing to %d attempts, %d rejected; want %d, %d, %d", len(s.PerMinute), chartAttempts, chartRejected, auth.SeriesMinutes, n, m)
+			if len(s.PerMinute) != dashboard.SeriesMinutes || chartAttempts != n || chartRejected != m {
+				t.Errorf("per_minute: %d minutes summing to %d attempts, %d rejected; want %d, %d, %d", len(s.PerMinute), chartAttempts, chartRejected, dashboard.SeriesMinutes, n, m)
 			}
 
 			resp, page := get(t, admin, base+"/admin?period="+period)
@@ -340,7 +348,7 @@ func TestDashboardCountsTraffic(t *testing.T) {
 // TestDashboardReplicasAgree runs two XCloaks on the same Redis and
 // Postgres, sends traffic to both, and gets the same figures from each.
 func TestDashboardReplicasAgree(t *testing.T) {
-	limits := func(c *auth.Config) { c.Limits.LoginIP.Count = 5; c.Lockout.Threshold = 100 }
+	limits := func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 5); c.Lockout.Threshold = 100 }
 	one := xcloaktest.New(t, xcloaktest.Options{Auth: limits})
 	two := xcloaktest.New(t, xcloaktest.Options{Auth: limits, DatabaseURL: one.DatabaseURL, Redis: one.Redis, Prefix: one.Prefix})
 	bases := []string{one.Start(t), two.Start(t)}
@@ -441,7 +449,7 @@ func TestUnlock(t *testing.T) {
 		t.Fatalf("the victim's sign-in after the unlock: %d", resp.StatusCode)
 	}
 	env.Flush(t)
-	events, err := env.Service.Events(t.Context(), auth.EventFilter{Kinds: []string{auth.EventUnlock}, Limit: 10})
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventUnlock}, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -723,6 +731,96 @@ func TestStreamsCappedPerSession(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
 			t.Fatalf("stream after one closed: %d, want 200 once the closed one is gone", resp.StatusCode)
+		}
+	}
+}
+
+// jsonKeys lists the keys of the JSON object raw in the order they appear.
+func jsonKeys(t *testing.T, raw []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not a JSON object: %s", raw)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// TestStatsJSONShape pins every field of GET /api/v1/admin/stats, nested
+// ones included, in order and with its JSON type: scripts and monitoring
+// read it, so no field may be renamed, dropped or change its kind.
+func TestStatsJSONShape(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) }})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.27.1")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	attacker := xcloaktest.Client(t, "127.0.27.2")
+	for range 2 {
+		post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("target@example.com", "guess"))
+	}
+	env.Flush(t)
+
+	_, body := getStats(t, admin, base, "1h")
+	want := []string{"period", "from", "to", "attempts", "successes", "failures", "invalid", "unavailable",
+		"degraded", "failure_policy", "counters_unavailable", "rejected", "rejected_by_rule", "lockouts",
+		"active_lockouts", "reset_requests", "reset_mails_dropped", "top_sources", "top_accounts", "per_minute"}
+	if got := jsonKeys(t, []byte(body)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("keys %v\nwant %v", got, want)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{
+		"period": "string", "from": "string", "to": "string", "attempts": "float64", "successes": "float64",
+		"failures": "float64", "invalid": "float64", "unavailable": "float64", "degraded": "bool",
+		"failure_policy": "string", "counters_unavailable": "bool", "rejected": "float64",
+		"rejected_by_rule": "map[string]interface {}", "lockouts": "float64", "active_lockouts": "float64",
+		"reset_requests": "float64", "reset_mails_dropped": "float64", "top_sources": "[]interface {}",
+		"top_accounts": "[]interface {}", "per_minute": "[]interface {}",
+	}
+	for key, kind := range kinds {
+		if got := fmt.Sprintf("%T", doc[key]); got != kind {
+			t.Errorf("%s is a %s, want %s", key, got, kind)
+		}
+	}
+	if doc["period"] != "1h" || doc["failure_policy"] != "local" {
+		t.Errorf("period %v, failure_policy %v; want 1h and local", doc["period"], doc["failure_policy"])
+	}
+	var nested struct {
+		TopSources  []json.RawMessage `json:"top_sources"`
+		TopAccounts []json.RawMessage `json:"top_accounts"`
+		PerMinute   []json.RawMessage `json:"per_minute"`
+	}
+	if err := json.Unmarshal([]byte(body), &nested); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		items []json.RawMessage
+		keys  string
+	}{
+		"top_sources":  {nested.TopSources, "[source rejected]"},
+		"top_accounts": {nested.TopAccounts, "[account failed_or_rejected]"},
+		"per_minute":   {nested.PerMinute, "[start attempts rejected]"},
+	} {
+		if len(tc.items) == 0 {
+			t.Errorf("%s is empty; the traffic should fill it", name)
+			continue
+		}
+		if got := fmt.Sprint(jsonKeys(t, tc.items[0])); got != tc.keys {
+			t.Errorf("%s items have keys %s, want %s", name, got, tc.keys)
 		}
 	}
 }

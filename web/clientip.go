@@ -397,24 +397,3 @@ func validPort(p string) bool {
 func isAlnum(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
-
-// LimitPrefix returns the network a client is rate limited as: the /32 of an
-// IPv4 address, or the /64 of an IPv6 address, since a single subscriber is
-// routinely handed a whole /64 and could otherwise rotate through it. An
-// IPv4-mapped IPv6 address counts as IPv4. The invalid Addr gives the zero
-// Prefix.
-func LimitPrefix(addr netip.Addr) netip.Prefix {
-	if !addr.IsValid() {
-		return netip.Prefix{}
-	}
-	addr = addr.Unmap().WithZone("")
-	bits := 32
-	if addr.Is6() {
-		bits = 64
-	}
-	p, err := addr.Prefix(bits)
-	if err != nil {
-		return netip.Prefix{}
-	}
-	return p
-}

@@ -253,55 +253,6 @@ func TestNewClientIPResolverCopiesPrefixes(t *testing.T) {
 	}
 }
 
-func TestLimitPrefix(t *testing.T) {
-	tests := []struct {
-		name string
-		addr netip.Addr
-		want string // "" is the zero Prefix
-	}{
-		{name: "IPv4", addr: netip.MustParseAddr("203.0.113.9"), want: "203.0.113.9/32"},
-		{name: "mapped IPv4", addr: netip.MustParseAddr("::ffff:203.0.113.9"), want: "203.0.113.9/32"},
-		{name: "IPv6", addr: netip.MustParseAddr("2001:db8:1:2:3:4:5:6"), want: "2001:db8:1:2::/64"},
-		{name: "IPv6 with zone", addr: netip.MustParseAddr("fe80::1:2%eth0"), want: "fe80::/64"},
-		{name: "invalid", addr: netip.Addr{}, want: ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := LimitPrefix(tt.addr)
-			var want netip.Prefix
-			if tt.want != "" {
-				want = netip.MustParsePrefix(tt.want)
-			}
-			if got != want {
-				t.Errorf("LimitPrefix(%v) = %v, want %v", tt.addr, got, want)
-			}
-		})
-	}
-}
-
-func TestLimitPrefixGroups(t *testing.T) {
-	tests := []struct {
-		name string
-		a, b string
-		same bool
-	}{
-		{name: "same IPv6 /64", a: "2001:db8:1:2::1", b: "2001:db8:1:2:ffff:ffff:ffff:ffff", same: true},
-		{name: "neighbouring IPv6 /64", a: "2001:db8:1:2::1", b: "2001:db8:1:3::1", same: false},
-		{name: "same IPv4", a: "203.0.113.9", b: "::ffff:203.0.113.9", same: true},
-		{name: "neighbouring IPv4", a: "203.0.113.9", b: "203.0.113.10", same: false},
-		{name: "IPv4 and IPv6", a: "0.0.0.0", b: "::", same: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pa := LimitPrefix(netip.MustParseAddr(tt.a))
-			pb := LimitPrefix(netip.MustParseAddr(tt.b))
-			if got := pa == pb; got != tt.same {
-				t.Errorf("LimitPrefix(%s) = %v, LimitPrefix(%s) = %v: equal = %v, want %v", tt.a, pa, tt.b, pb, got, tt.same)
-			}
-		})
-	}
-}
-
 // referencePeer parses RemoteAddr independently of the resolver, to check it.
 func referencePeer(remoteAddr string) netip.Addr {
 	host, _, err := net.SplitHostPort(remoteAddr)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -72,7 +73,7 @@ func deviceCookie(t *testing.T, env *xcloaktest.Env, c *http.Client, base, email
 // through one of them works as through an unknown browser, with a new
 // cookie.
 func TestDeviceCookiesRevokedByReset(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "old password", false)
 	var browsers []*http.Client
@@ -89,7 +90,7 @@ func TestDeviceCookiesRevokedByReset(t *testing.T) {
 		t.Fatalf("sign-in through a revoked cookie kept it (%q); want a new device cookie", after)
 	}
 	guesses := 0
-	for i := range 3 * env.Auth.Limits.LoginDevice.Count {
+	for i := range 3 * env.Auth.Limits[auth.RuleLoginDevice].Count {
 		resp, _ := post(t, browsers[i%2], base+"/api/v1/login", jsonType, loginJSON("ann@example.com", fmt.Sprint("guess ", i)))
 		if resp.StatusCode == http.StatusTooManyRequests {
 			break
@@ -117,7 +118,7 @@ func TestDeviceCookiesRevokedByReset(t *testing.T) {
 func TestDeviceLimitForgetsOldest(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
 		c.MaxDevices = 3
-		c.Limits.LoginAccount.Count = 100
+		c.Limits.SetCount(auth.RuleLoginAccount, 100)
 	}})
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "the password", false)
@@ -142,7 +143,7 @@ func TestDeviceLimitForgetsOldest(t *testing.T) {
 // failures is locked, even for the right password; the account's other
 // device still signs in, and the account itself is not locked.
 func TestDeviceLockedOnItsOwn(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginDevice.Count = 100 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginDevice, 100) }})
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "the password", false)
 	stolen := xcloaktest.Client(t, "127.0.9.30")
@@ -167,7 +168,7 @@ func TestDeviceLockedOnItsOwn(t *testing.T) {
 // its devices: during a lockout, a browser that signed in before is held
 // like any other.
 func TestSignOutEverywhere(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "the password", false)
 	browser := xcloaktest.Client(t, "127.0.9.40")
@@ -192,7 +193,7 @@ func TestSignOutEverywhere(t *testing.T) {
 // not forgotten either, whether the owner signs in from a known device or
 // from a new browser.
 func TestOwnerSignInLeavesLockAlone(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "the password", false)
 	owner := xcloaktest.Client(t, "127.0.9.50")
@@ -244,7 +245,7 @@ func TestOwnerSignInLeavesLockAlone(t *testing.T) {
 // account's sessions and forgets its devices; members, visitors and other
 // sites cannot send it.
 func TestAdminSignsAccountOutEverywhere(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
 	env.AddUser(t, memberEmail, anyPassword, false)
@@ -291,7 +292,7 @@ func TestAdminSignsAccountOutEverywhere(t *testing.T) {
 		t.Fatalf("member's forgotten device during a lockout: %d, want 429", resp.StatusCode)
 	}
 	env.Flush(t)
-	events, err := env.Service.Events(t.Context(), auth.EventFilter{Kinds: []string{auth.EventSignedOutEverywhere}, Limit: 10})
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventSignedOutEverywhere}, Limit: 10})
 	if err != nil || len(events) != 1 || events[0].Detail["by"] != "admin:"+adminEmail || events[0].Account != memberEmail {
 		t.Fatalf("sign-out events: %+v (%v), want one by admin:%s", events, err, adminEmail)
 	}

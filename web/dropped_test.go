@@ -80,8 +80,8 @@ func TestDroppedConnectionKeepsSharedLimits(t *testing.T) {
 					c.RedisFailure = policy
 					c.RejectionMemory = 0 // every guess asks Redis (or the policy)
 					c.Lockout.Threshold = 3
-					c.Limits.LoginIP.Count = 1000
-					c.Limits.LoginAccount.Count = 1000
+					c.Limits.SetCount(auth.RuleLoginIP, 1000)
+					c.Limits.SetCount(auth.RuleLoginAccount, 1000)
 				},
 			})
 			base := env.Start(t)

@@ -17,7 +17,7 @@ import (
 // cannot be read or the fields are invalid, pass the per-network limit
 // like any other, so a flood of them is answered 429 once it is spent.
 func TestMalformedSignInsAreLimited(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginIP.Count = 6 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 6) }})
 	base := env.Start(t)
 	c := xcloaktest.Client(t, "127.0.41.1")
 	malformed := []struct{ path, ctype, body string }{
@@ -98,8 +98,8 @@ func TestEventRowsBoundedPerNetwork(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if answers[http.StatusTooManyRequests] != n-env.Auth.Limits.LoginIP.Count {
-		t.Errorf("answers %v; want all but the first %d refused by the per-network limit", answers, env.Auth.Limits.LoginIP.Count)
+	if answers[http.StatusTooManyRequests] != n-env.Auth.Limits[auth.RuleLoginIP].Count {
+		t.Errorf("answers %v; want all but the first %d refused by the per-network limit", answers, env.Auth.Limits[auth.RuleLoginIP].Count)
 	}
 	env.Flush(t)
 

@@ -96,12 +96,12 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 					// replica remembers of earlier rejections.
 					c.RejectionMemory = 0
 					c.Lockout.Threshold = 1000
-					c.Limits.LoginIP.Count = 1000
+					c.Limits.SetCount(auth.RuleLoginIP, 1000)
 				},
 			})
 			answers := countSignIns(env)
 			base := env.Start(t)
-			limit := env.Auth.Limits.LoginAccount.Count
+			limit := env.Auth.Limits[auth.RuleLoginAccount].Count
 			// 401 and 429 always; 503 only where the policy says so.
 			allowed := []int{401, 429}
 			if policy == ratelimit.FailClosed {
@@ -187,7 +187,7 @@ func TestPostgresDiesDuringAttack(t *testing.T) {
 	}
 	rdb, prefix := testenv.Redis(t)
 	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL(), Redis: rdb, Prefix: prefix,
-		Auth: func(c *auth.Config) { c.Lockout.Threshold = 1000; c.Limits.LoginIP.Count = 1000 }})
+		Auth: func(c *auth.Config) { c.Lockout.Threshold = 1000; c.Limits.SetCount(auth.RuleLoginIP, 1000) }})
 	answers := countSignIns(env)
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "correct horse", false)
@@ -202,7 +202,7 @@ func TestPostgresDiesDuringAttack(t *testing.T) {
 		t.Fatalf("sign-in with Postgres down: %d %s; want 503 with Retry-After", resp.StatusCode, body)
 	}
 	got := statuses(t, base, "victim@example.com", 20, 0)
-	if got[503] != env.Auth.Limits.LoginAccount.Count || got[429] != 20-env.Auth.Limits.LoginAccount.Count {
+	if got[503] != env.Auth.Limits[auth.RuleLoginAccount].Count || got[429] != 20-env.Auth.Limits[auth.RuleLoginAccount].Count {
 		t.Fatalf("attack with Postgres down: %v; want 503 for the admitted, 429 for the rest", got)
 	}
 	if resp, _ := get(t, ann, base+"/readyz"); resp.StatusCode != 503 {

@@ -14,7 +14,7 @@ import (
 // account; the owner's browser, which signed in before, still signs in; a
 // fresh browser gets the same 429 as any limit.
 func TestDeviceCookieSurvivesLockout(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount.Count = 100 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
 	base := env.Start(t)
 	env.AddUser(t, "owner@example.com", "owner password", false)
 	owner := xcloaktest.Client(t, "127.0.8.1")

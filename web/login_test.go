@@ -120,7 +120,7 @@ func TestAccountLimitOverHTTP(t *testing.T) {
 	counts := burstHTTP(t, base, 500, func(i int) (source, email string) {
 		return fmt.Sprintf("127.0.1.%d", 1+i%50), "victim@example.com"
 	})
-	want := env.Auth.Limits.LoginAccount.Count
+	want := env.Auth.Limits[auth.RuleLoginAccount].Count
 	if counts[http.StatusUnauthorized] != want || counts[http.StatusTooManyRequests] != 500-want {
 		t.Fatalf("answers %v; want exactly %d x 401 and %d x 429", counts, want, 500-want)
 	}
@@ -134,7 +134,7 @@ func TestIPLimitOverHTTP(t *testing.T) {
 	counts := burstHTTP(t, base, 500, func(i int) (source, email string) {
 		return "127.0.2.1", fmt.Sprintf("user%d@example.com", i)
 	})
-	want := env.Auth.Limits.LoginIP.Count
+	want := env.Auth.Limits[auth.RuleLoginIP].Count
 	if counts[http.StatusUnauthorized] != want || counts[http.StatusTooManyRequests] != 500-want {
 		t.Fatalf("answers %v; want exactly %d x 401 and %d x 429", counts, want, 500-want)
 	}
@@ -192,7 +192,7 @@ func burstHTTP(t *testing.T, base string, n int, pick func(i int) (source, email
 // that invents X-Forwarded-For and Forwarded headers is still limited by its
 // own address.
 func TestSpoofedForwardedForChangesNothing(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginIP.Count = 5 }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 5) }})
 	base := env.Start(t)
 	c := xcloaktest.Client(t, "127.0.3.1")
 	statuses := []int{}
@@ -211,7 +211,7 @@ func TestSpoofedForwardedForChangesNothing(t *testing.T) {
 // address is the client.
 func TestTrustedProxyForwardedFor(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{
-		Auth: func(c *auth.Config) { c.Limits.LoginIP.Count = 2 },
+		Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 2) },
 		Web:  func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.4.1/32") },
 	})
 	base := env.Start(t)
@@ -230,7 +230,7 @@ func TestTrustedProxyForwardedFor(t *testing.T) {
 // through: whole seconds are rounded up, never down.
 func TestRetryAfterIsNeverEarlyOverHTTP(t *testing.T) {
 	limit := ratelimit.Limit{Count: 1, Window: 1500 * time.Millisecond}
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.LoginAccount = limit }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits[auth.RuleLoginAccount] = limit }})
 	base := env.Start(t)
 	fronts := []struct {
 		name string

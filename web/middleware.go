@@ -6,7 +6,7 @@ import (
 )
 
 // maxBodyBytes caps every request body. The largest legitimate body, a
-// sign-in with a 1024-byte password, is far below it.
+// sign-in with a password of auth.MaxPasswordBytes, is far below it.
 const maxBodyBytes = 64 << 10
 
 // limitBody caps request bodies.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -37,7 +38,7 @@ func TestClientHeadersBehindProxy(t *testing.T) {
 		}
 		counts[resp.StatusCode]++
 	}
-	limit := env.Auth.Limits.LoginIP.Count
+	limit := env.Auth.Limits[auth.RuleLoginIP].Count
 	if counts[http.StatusUnauthorized] != limit || counts[http.StatusTooManyRequests] != 70-limit {
 		t.Errorf("answers %v; want exactly %d x 401 and %d x 429, as one client", counts, limit, 70-limit)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -193,7 +194,7 @@ func checkLimitedAsOne(t *testing.T, env *xcloaktest.Env, front, client string) 
 		}
 		counts[resp.StatusCode]++
 	}
-	limit := env.Auth.Limits.LoginIP.Count
+	limit := env.Auth.Limits[auth.RuleLoginIP].Count
 	if counts[http.StatusUnauthorized] != limit || counts[http.StatusTooManyRequests] != 70-limit {
 		t.Errorf("answers through nginx %v; want exactly %d x 401 and %d x 429, as one client", counts, limit, 70-limit)
 	}

@@ -73,7 +73,7 @@ func TestResetRequestLimitedOverHTTP(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
 	c := xcloaktest.Client(t, "127.0.7.4")
-	for i := range env.Auth.Limits.ResetAccount.Count {
+	for i := range env.Auth.Limits[auth.RuleResetAccount].Count {
 		if resp, body := post(t, c, base+"/api/v1/password-reset", jsonType, `{"email":"x@example.com"}`); resp.StatusCode != 202 || strings.TrimSpace(body) != `{"status":"accepted"}` {
 			t.Fatalf("request %d: %d %s", i, resp.StatusCode, body)
 		}
@@ -89,7 +89,7 @@ func TestResetRequestLimitedOverHTTP(t *testing.T) {
 // dashboard and in the stats JSON.
 func TestDroppedResetMailsShown(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
-		c.Limits.ResetDomain = ratelimit.Limit{Count: 1, Window: time.Minute}
+		c.Limits[auth.RuleResetDomain] = ratelimit.Limit{Count: 1, Window: time.Minute}
 	}})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)

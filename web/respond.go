@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/templates"
 )
 
@@ -52,7 +54,7 @@ func problemFor(err error) problem {
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errNotAdmin):
 		return problem{http.StatusForbidden, "forbidden", "This page is for administrators only.", 0}
-	case errors.Is(err, auth.ErrInvalidPeriod):
+	case errors.Is(err, dashboard.ErrInvalidPeriod):
 		return problem{http.StatusBadRequest, "invalid_period", "Choose a period of 5m, 1h or 24h.", 0}
 	case errors.Is(err, errBadCursor):
 		return problem{http.StatusBadRequest, "invalid_request", "That page of events does not exist.", 0}
@@ -61,7 +63,7 @@ func problemFor(err error) problem {
 	case errors.Is(err, auth.ErrInvalidToken):
 		return problem{http.StatusBadRequest, "invalid_token", templates.ResetInvalidText, 0}
 	case errors.Is(err, auth.ErrWeakPassword):
-		return problem{http.StatusBadRequest, "invalid_password", "Choose a password of at least 8 characters and at most 1024 bytes.", 0}
+		return problem{http.StatusBadRequest, "invalid_password", fmt.Sprintf("Choose a password of at least %d characters and at most %d bytes.", auth.MinPasswordRunes, auth.MaxPasswordBytes), 0}
 	case errors.Is(err, errNoMatch):
 		return problem{http.StatusBadRequest, "invalid_request", "The two passwords do not match.", 0}
 	case errors.Is(err, auth.ErrInvalidRequest), errors.Is(err, auth.ErrInvalidEmail), errors.Is(err, errBadRequest):
@@ -106,7 +108,8 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // fail answers a request that has no page of its own to show the error on:
-// JSON for the API, a plain error page otherwise.
+// JSON for the API, a plain error page otherwise. It is the one renderer of
+// errors for every route, the administrators' ones included.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if isAPI(r) {
 		s.failJSON(w, r, err)
@@ -115,8 +118,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
+	// A limit's answer says when to retry; a refusal with a reason of its
+	// own (too many dashboard streams) keeps it.
 	message := p.message
-	if p.retryAfter > 0 {
+	if message == "" && p.retryAfter > 0 {
 		message = templates.RetryText(p.retryAfter)
 	}
 	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: s.nav(r), Status: p.status, Message: message}))
@@ -144,7 +149,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 }
 
 // maxFieldBytes bounds any single form or JSON field. Longer legitimate
-// values do not exist (emails stop at 254 bytes, passwords at 1024).
+// values do not exist: it is above auth.MaxEmailBytes and
+// auth.MaxPasswordBytes, and a test keeps it so.
 const maxFieldBytes = 2048
 
 // checkField refuses what no field may hold: invalid UTF-8, NUL bytes,

@@ -1,6 +1,36 @@
 package web
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// TestFieldCapHoldsAuthBounds: a field as long as auth allows must pass
+// checkField, or a valid email or password would be refused as malformed.
+func TestFieldCapHoldsAuthBounds(t *testing.T) {
+	for name, n := range map[string]int{"email": auth.MaxEmailBytes, "password": auth.MaxPasswordBytes} {
+		if err := checkField(strings.Repeat("a", n)); err != nil {
+			t.Errorf("checkField of a %s of %d bytes = %v, want nil", name, n, err)
+		}
+	}
+}
+
+// TestWeakPasswordStatesAuthRules: the answer to a refused new password
+// states the bounds auth applies.
+func TestWeakPasswordStatesAuthRules(t *testing.T) {
+	got := problemFor(auth.ErrWeakPassword).message
+	for _, want := range []string{
+		fmt.Sprintf("at least %d characters", auth.MinPasswordRunes),
+		fmt.Sprintf("at most %d bytes", auth.MaxPasswordBytes),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message %q does not say %q", got, want)
+		}
+	}
+}
 
 func TestHasDuplicateKeys(t *testing.T) {
 	for in, want := range map[string]bool{

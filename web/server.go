@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 )
 
 // Config is the HTTP layer's behaviour.
@@ -39,10 +40,14 @@ type Server struct {
 	ready    ReadyCheck
 	log      *slog.Logger
 	clientIP *ClientIPResolver
+
+	// dashboard reads the security team's figures and events.
+	dashboard *dashboard.Reader
 }
 
-// NewServer returns XCloak's HTTP handler.
-func NewServer(cfg Config, svc *auth.Service, ready ReadyCheck, log *slog.Logger) http.Handler {
+// NewServer returns XCloak's HTTP handler; board serves the
+// administrators' dashboard.
+func NewServer(cfg Config, svc *auth.Service, board *dashboard.Reader, ready ReadyCheck, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -52,11 +57,13 @@ func NewServer(cfg Config, svc *auth.Service, ready ReadyCheck, log *slog.Logger
 		ready:    ready,
 		log:      log,
 		clientIP: NewClientIPResolver(cfg.TrustedProxies, cfg.ForwardedHeader),
+
+		dashboard: board,
 	}
 	return s.routes()
 }
 
 // client is the request's sender as the limits see it.
 func (s *Server) client(r *http.Request) auth.Client {
-	return auth.Client{Network: LimitPrefix(s.clientIP.ClientIP(r))}
+	return auth.Client{Addr: s.clientIP.ClientIP(r)}
 }

@@ -216,7 +216,7 @@ func TestUnlockRequestsLimited(t *testing.T) {
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
 	c := xcloaktest.Client(t, "127.0.10.90")
-	for i := range env.Auth.Limits.UnlockIP.Count {
+	for i := range env.Auth.Limits[auth.RuleUnlockIP].Count {
 		if resp, _ := post(t, c, base+"/api/v1/unlock", jsonType, fmt.Sprintf(`{"email":"x%d@example.com"}`, i)); resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("request %d: %d", i, resp.StatusCode)
 		}

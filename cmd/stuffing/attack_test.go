@@ -36,8 +36,8 @@ func TestHTTPAgainstXCloak(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
-				c.Limits.LoginAccount = ratelimit.Limit{Count: testAccountLimit, Window: 10 * time.Minute}
-				c.Limits.LoginIP = ratelimit.Limit{Count: 20, Window: 10 * time.Minute}
+				c.Limits[auth.RuleLoginAccount] = ratelimit.Limit{Count: testAccountLimit, Window: 10 * time.Minute}
+				c.Limits[auth.RuleLoginIP] = ratelimit.Limit{Count: 20, Window: 10 * time.Minute}
 				c.Lockout.Threshold = testAccountLimit
 			}})
 			url := env.Start(t)

@@ -14,7 +14,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
+	"github.com/xcloak/xcloak/smtpmail"
 )
 
 const (
@@ -40,6 +44,9 @@ type backend struct {
 	stop      context.CancelFunc // ends svc.Run
 	stopped   chan struct{}      // closed when svc.Run has returned
 	closeOnce sync.Once
+
+	// dashboard reads what the security dashboard shows.
+	dashboard *dashboard.Reader
 }
 
 // openBackend connects to Redis, creates and migrates the database,
@@ -105,15 +112,17 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	}
 	var mailer auth.Mailer = auth.LogMailer{Logger: logger}
 	if cfg.SMTPURL != "" {
-		smtp, err := auth.NewSMTPMailer(cfg.SMTPURL)
+		smtp, err := smtpmail.New(cfg.SMTPURL)
 		if err != nil {
 			return nil, fmt.Errorf("XCLOAK_SMTP_URL: %w", err)
 		}
 		logger.Info("mail ready", "smtp", smtp.Config())
 		mailer = smtp
 	}
+	counts := counters.NewStats(rdb, cfg.KeyPrefix)
+	store := postgres.New(pool, nil)
 	svc, err := auth.NewService(cfg.Auth, auth.Deps{
-		DB:         pool,
+		Store:      store,
 		Redis:      rdb,
 		ProbeRedis: probe,
 		KeyPrefix:  cfg.KeyPrefix,
@@ -121,6 +130,8 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Mailer:     mailer,
 		Logger:     logger,
 		Metrics:    metrics,
+		Events:     store,
+		Counter:    counts,
 	})
 	if err != nil {
 		return nil, err
@@ -140,7 +151,8 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		defer close(stopped)
 		svc.Run(runCtx)
 	}()
-	return &backend{svc: svc, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
+	board := dashboard.New(counts, store, svc, nil, logger)
+	return &backend{svc: svc, dashboard: board, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
 }
 
 // Close ends the service's background work, which first writes the

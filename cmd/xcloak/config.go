@@ -20,6 +20,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/ratelimit"
+	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -112,15 +113,17 @@ func (s setting) shownDefault() string {
 var settings = newSettings(auth.DefaultConfig())
 
 func newSettings(d auth.Config) []setting {
-	limit := func(env, flag, usage string, def ratelimit.Limit, field func(*auth.Limits) *ratelimit.Limit) setting {
+	// limit is the setting of a rule's limit: XCLOAK_LIMIT_<NAME> and
+	// --limit-<name>.
+	limit := func(r auth.RuleSpec, def ratelimit.Limit) setting {
 		return setting{
-			env: env, flag: flag, def: formatLimit(def), usage: usage + " as `COUNT/WINDOW`", scope: forServe,
+			env: limitEnv(r.Name), flag: limitFlag(r.Name), def: formatLimit(def), usage: r.Usage + " as `COUNT/WINDOW`", scope: forServe,
 			set: func(c *config, v string) error {
 				l, err := ratelimit.ParseLimit(v)
 				if err != nil {
 					return err
 				}
-				*field(&c.Auth.Limits) = l
+				c.Auth.Limits[r.Name] = l
 				return nil
 			},
 		}
@@ -138,7 +141,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		}
 	}
-	return []setting{
+	all := []setting{
 		{
 			env: "XCLOAK_ADDR", flag: "addr", def: "127.0.0.1:8080", scope: forServe,
 			usage: "`host:port` to listen on; port 0 picks a free port",
@@ -192,7 +195,7 @@ func newSettings(d auth.Config) []setting {
 			env: "XCLOAK_SMTP_URL", flag: "smtp-url", show: "none", scope: forServe, fromFile: true,
 			usage: "SMTP server `URL` for reset mails, smtp[s]://user:pass@host:port?from=address; required unless --dev or XCLOAK_MAIL_LOG",
 			set: func(c *config, v string) error {
-				if _, err := auth.ParseSMTPURL(v); err != nil {
+				if _, err := smtpmail.ParseURL(v); err != nil {
 					return err
 				}
 				c.SMTPURL = v
@@ -311,24 +314,14 @@ func newSettings(d auth.Config) []setting {
 				return nil
 			},
 		},
-		limit("XCLOAK_LIMIT_LOGIN_IP", "limit-login-ip", "sign-in attempts per client network",
-			d.Limits.LoginIP, func(l *auth.Limits) *ratelimit.Limit { return &l.LoginIP }),
-		limit("XCLOAK_LIMIT_LOGIN_ACCOUNT", "limit-login-account", "sign-in attempts per account",
-			d.Limits.LoginAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.LoginAccount }),
-		limit("XCLOAK_LIMIT_LOGIN_DEVICE", "limit-login-device", "sign-in attempts per browser that signed in before",
-			d.Limits.LoginDevice, func(l *auth.Limits) *ratelimit.Limit { return &l.LoginDevice }),
-		limit("XCLOAK_LIMIT_RESET_IP", "limit-reset-ip", "reset requests per client network",
-			d.Limits.ResetIP, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetIP }),
-		limit("XCLOAK_LIMIT_RESET_ACCOUNT", "limit-reset-account", "reset requests per account",
-			d.Limits.ResetAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetAccount }),
-		limit("XCLOAK_LIMIT_RESET_CONFIRM_IP", "limit-reset-confirm-ip", "new passwords set through reset links, and unlock links confirmed, per client network",
-			d.Limits.ResetConfirmIP, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetConfirmIP }),
-		limit("XCLOAK_LIMIT_RESET_DOMAIN", "limit-reset-domain", "reset and unlock-link mails sent per recipient domain",
-			d.Limits.ResetDomain, func(l *auth.Limits) *ratelimit.Limit { return &l.ResetDomain }),
-		limit("XCLOAK_LIMIT_UNLOCK_IP", "limit-unlock-ip", "unlock-link requests per client network",
-			d.Limits.UnlockIP, func(l *auth.Limits) *ratelimit.Limit { return &l.UnlockIP }),
-		limit("XCLOAK_LIMIT_UNLOCK_ACCOUNT", "limit-unlock-account", "unlock-link requests per account",
-			d.Limits.UnlockAccount, func(l *auth.Limits) *ratelimit.Limit { return &l.UnlockAccount }),
+	}
+	// The limits' settings come from auth's table of rules, in its order.
+	for _, r := range auth.Rules() {
+		if r.SharesLimit == "" {
+			all = append(all, limit(r, d.Limits[r.Name]))
+		}
+	}
+	return append(all, []setting{
 		{
 			env: "XCLOAK_LOCKOUT_THRESHOLD", flag: "lockout-threshold", def: strconv.Itoa(d.Lockout.Threshold), scope: forServe,
 			usage: "consecutive failed sign-ins (`n`) that lock an account",
@@ -365,7 +358,7 @@ func newSettings(d auth.Config) []setting {
 			d.UnlockTTL, func(a *auth.Config) *time.Duration { return &a.UnlockTTL }),
 		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
 			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
-	}
+	}...)
 }
 
 // settingValue is a setting's flag: it remembers whether the flag was given
@@ -511,6 +504,10 @@ func checkSecret(v string) error {
 	}
 	return nil
 }
+
+// limitEnv and limitFlag name the setting of a rule's limit.
+func limitEnv(rule string) string  { return "XCLOAK_LIMIT_" + strings.ToUpper(rule) }
+func limitFlag(rule string) string { return "limit-" + strings.ReplaceAll(rule, "_", "-") }
 
 // formatLimit writes l as ParseLimit reads it, in the short form: 50/10m.
 func formatLimit(l ratelimit.Limit) string {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"flag"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -32,6 +33,8 @@ func TestLoadConfig(t *testing.T) {
 	}
 	with := func(change func(*config)) config {
 		c := defaults
+		// A copy of a config shares its limits' map.
+		c.Auth.Limits = maps.Clone(defaults.Auth.Limits)
 		change(&c)
 		return c
 	}
@@ -66,7 +69,7 @@ func TestLoadConfig(t *testing.T) {
 				c.InsecureCookies = true
 				c.KeyPrefix = "login:"
 				c.HashConcurrency = 3
-				c.Auth.Limits.LoginIP = ratelimit.Limit{Count: 100, Window: time.Minute}
+				c.Auth.Limits[auth.RuleLoginIP] = ratelimit.Limit{Count: 100, Window: time.Minute}
 				c.Auth.Lockout.Duration = time.Minute
 				c.Auth.SessionTTL = time.Hour
 			}),
@@ -77,7 +80,7 @@ func TestLoadConfig(t *testing.T) {
 			args: []string{"--addr", "127.0.0.1:0", "-limit-reset-account=1/1m", "--insecure-cookies=false"},
 			want: with(func(c *config) {
 				c.Addr = "127.0.0.1:0"
-				c.Auth.Limits.ResetAccount = ratelimit.Limit{Count: 1, Window: time.Minute}
+				c.Auth.Limits[auth.RuleResetAccount] = ratelimit.Limit{Count: 1, Window: time.Minute}
 			}),
 		},
 		{
@@ -177,6 +180,53 @@ func TestReadmeListsEverySetting(t *testing.T) {
 	for name := range rows {
 		if !known[name] && !strings.HasPrefix(name, "XCLOAK_TEST_") {
 			t.Errorf("README's Configuration table lists %s, which is no setting", name)
+		}
+	}
+}
+
+// TestLimitSettingsFromRules: every rule of auth's table with a limit of
+// its own has its setting, named after the rule, with the table's default
+// and help, which sets that rule's limit; README's row of it is exactly
+// the one the table gives; and no other setting is a limit.
+func TestLimitSettingsFromRules(t *testing.T) {
+	rows := readmeConfigRows(t)
+	byEnv := make(map[string]setting)
+	for _, s := range settings {
+		byEnv[s.env] = s
+	}
+	want := make(map[string]bool)
+	for _, r := range auth.Rules() {
+		env := limitEnv(r.Name)
+		s, ok := byEnv[env]
+		if r.SharesLimit != "" {
+			if ok {
+				t.Errorf("rule %s shares the limit of %s but has a setting %s", r.Name, r.SharesLimit, env)
+			}
+			continue
+		}
+		want[env] = true
+		if !ok {
+			t.Errorf("rule %s has no setting %s", r.Name, env)
+			continue
+		}
+		if s.flag != limitFlag(r.Name) || s.def != formatLimit(r.Default) || s.usage != r.Usage+" as `COUNT/WINDOW`" || s.scope != forServe {
+			t.Errorf("setting of rule %s = %s --%s default %s %q, want --%s default %s %q", r.Name,
+				s.env, s.flag, s.def, s.usage, limitFlag(r.Name), formatLimit(r.Default), r.Usage+" as `COUNT/WINDOW`")
+		}
+		row := "| `" + env + "` | `--" + limitFlag(r.Name) + "` | `" + formatLimit(r.Default) + "` | " + r.Doc + " |"
+		if rows[env] != row {
+			t.Errorf("README's row of %s is\n%s\nwant (from auth's table of rules)\n%s", env, rows[env], row)
+		}
+		c := config{Auth: auth.DefaultConfig()}
+		if err := s.set(&c, "7/3m"); err != nil {
+			t.Errorf("setting %s to 7/3m: %v", env, err)
+		} else if got, want := c.Auth.Limits[r.Name], (ratelimit.Limit{Count: 7, Window: 3 * time.Minute}); got != want {
+			t.Errorf("setting %s to 7/3m: limit of %s = %v, want %v", env, r.Name, got, want)
+		}
+	}
+	for _, s := range settings {
+		if strings.HasPrefix(s.env, "XCLOAK_LIMIT_") && !want[s.env] {
+			t.Errorf("setting %s is no rule's limit", s.env)
 		}
 	}
 }
@@ -324,7 +374,7 @@ func TestSettingsFromFiles(t *testing.T) {
 		{"weak secret in a file", map[string]string{"XCLOAK_SECRET_FILE": write("weak", "hunter2hunter2hunter2hunter2hunter2\n")},
 			"XCLOAK_SECRET_FILE: has only 7 different bytes"},
 		{"bad URL in a file", map[string]string{"XCLOAK_SMTP_URL_FILE": write("badsmtp", "smtp://u:hunter2@mail.example.com:587\n")},
-			"XCLOAK_SMTP_URL_FILE: auth: invalid SMTP URL"},
+			"XCLOAK_SMTP_URL_FILE: smtpmail: invalid SMTP URL"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := load(tt.vars)

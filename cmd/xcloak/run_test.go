@@ -464,7 +464,7 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{
 			name:    "SMTP URL without a sender",
 			env:     map[string]string{"XCLOAK_SMTP_URL": "smtp://u:hunter2@mail.example.com:587"},
-			wantErr: "XCLOAK_SMTP_URL: auth: invalid SMTP URL: from parameter is required",
+			wantErr: "XCLOAK_SMTP_URL: smtpmail: invalid SMTP URL: from parameter is required",
 		},
 		{
 			name:    "bool that is neither",

@@ -124,7 +124,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		metricsURL = "http://" + browsableAddr(mln.Addr()) + "/metrics"
 	}
 	srv := &http.Server{
-		Handler:           web.NewServer(webCfg, b.svc, b.ready, logger),
+		Handler:           web.NewServer(webCfg, b.svc, b.dashboard, b.ready, logger),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,

@@ -26,8 +26,8 @@ func With(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, key{}, id)
 }
 
-// From returns the ID ctx carries, "" if none.
-func From(ctx context.Context) string {
+// from returns the ID ctx carries, "" if none.
+func from(ctx context.Context) string {
 	id, _ := ctx.Value(key{}).(string)
 	return id
 }
@@ -39,7 +39,7 @@ func Handler(h slog.Handler) slog.Handler { return handler{h} }
 type handler struct{ slog.Handler }
 
 func (h handler) Handle(ctx context.Context, r slog.Record) error {
-	if id := From(ctx); id != "" {
+	if id := from(ctx); id != "" {
 		r = r.Clone()
 		r.AddAttrs(slog.String("request_id", id))
 	}

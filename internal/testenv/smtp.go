@@ -115,8 +115,8 @@ func SMTP(t testing.TB) *MailSink {
 // Addr returns the sink's host:port.
 func (s *MailSink) Addr() string { return s.addr }
 
-// URL returns an SMTP URL for the sink in the form auth.NewSMTPMailer
-// takes: plain SMTP, sender [SinkFrom].
+// URL returns an SMTP URL for the sink in the form smtpmail.New takes:
+// plain SMTP, sender [SinkFrom].
 func (s *MailSink) URL() string {
 	return "smtp://" + s.addr + "?from=" + SinkFrom + "&tls=none"
 }

@@ -17,8 +17,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
+	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -37,6 +41,9 @@ type Env struct {
 	Web         web.Config
 	// URL is the base URL of the HTTP server once Start has run.
 	URL string
+
+	// Dashboard reads the security dashboard's figures and events.
+	Dashboard *dashboard.Reader
 }
 
 // Options adjust an Env before it starts.
@@ -54,12 +61,12 @@ type Options struct {
 	Prefix      string
 }
 
-// FastParams make hashing quick in tests; the default parameters have their
+// fastParams make hashing quick in tests; the default parameters have their
 // own tests.
-var FastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+var fastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
 
-// Secret is the service secret tests use.
-var Secret = []byte("test-secret-0123456789abcdef-0123456789")
+// secret is the service secret tests use.
+var secret = []byte("test-secret-0123456789abcdef-0123456789")
 
 // New builds an Env and runs its background work until the test ends.
 func New(t testing.TB, o Options) *Env {
@@ -81,23 +88,25 @@ func New(t testing.TB, o Options) *Env {
 		rdb, prefix = testenv.Redis(t)
 	}
 	sink := testenv.SMTP(t)
-	mailer, err := auth.NewSMTPMailer(sink.URL())
+	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	hasher := o.Hasher
 	if hasher == nil {
-		if hasher, err = auth.NewHasher(FastParams, 4, time.Second); err != nil {
+		if hasher, err = auth.NewHasher(fastParams, 4, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
 	acfg := auth.DefaultConfig()
-	acfg.Secret = Secret
+	acfg.Secret = secret
 	acfg.PublicURL, _ = url.Parse("https://login.example.test/")
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	svc, err := auth.NewService(acfg, auth.Deps{DB: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
+	counts := counters.NewStats(rdb, prefix)
+	store := postgres.New(pool, nil)
+	svc, err := auth.NewService(acfg, auth.Deps{Store: store, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Events: store, Counter: counts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +124,9 @@ func New(t testing.TB, o Options) *Env {
 	ready := func(ctx context.Context) map[string]error {
 		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
 	}
+	board := dashboard.New(counts, store, svc, nil, nil)
 	return &Env{
-		Service: svc, Handler: web.NewServer(wcfg, svc, ready, nil),
+		Service: svc, Dashboard: board, Handler: web.NewServer(wcfg, svc, board, ready, nil),
 		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
 	}
 }

@@ -1,4 +1,4 @@
-package auth
+package counters
 
 import (
 	"context"
@@ -8,60 +8,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 )
-
-// Period is how far back the dashboard's figures reach, in whole minutes
-// ending with the current one: Period5m is the current minute so far and
-// the four before it. Counting whole minutes is what lets every replica
-// read the same buckets and report the same numbers.
-type Period int
-
-// The periods the dashboard offers.
-const (
-	Period5m  Period = 5
-	Period1h  Period = 60
-	Period24h Period = 24 * 60
-)
-
-// Periods lists the periods the dashboard offers, shortest first.
-func Periods() []Period { return []Period{Period5m, Period1h, Period24h} }
-
-// ErrInvalidPeriod: a period other than 5m, 1h or 24h. It is also an
-// ErrInvalidRequest.
-var ErrInvalidPeriod = fmt.Errorf("%w: period must be 5m, 1h or 24h", ErrInvalidRequest)
-
-// ParsePeriod reads "5m", "1h" or "24h"; anything else is ErrInvalidPeriod.
-func ParsePeriod(s string) (Period, error) {
-	for _, p := range Periods() {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return 0, ErrInvalidPeriod
-}
-
-// String is the period as ParsePeriod reads it.
-func (p Period) String() string {
-	switch p {
-	case Period5m:
-		return "5m"
-	case Period1h:
-		return "1h"
-	case Period24h:
-		return "24h"
-	}
-	return "Period(" + strconv.Itoa(int(p)) + ")"
-}
-
-// MarshalText writes the period as ParsePeriod reads it, so JSON shows "5m".
-func (p Period) MarshalText() ([]byte, error) {
-	if !p.valid() {
-		return nil, ErrInvalidPeriod
-	}
-	return []byte(p.String()), nil
-}
-
-func (p Period) valid() bool { return p == Period5m || p == Period1h || p == Period24h }
 
 // Counter names in a minute's (and an hour's) hash.
 const (
@@ -80,26 +30,6 @@ const (
 	// (see RejectionRules).
 	CounterRejectedPrefix = "rejected:"
 )
-
-// signInRules are the rules that reject sign-ins: their rejections are
-// sign-in attempts too, and make up Summary.Rejected.
-var signInRules = []string{RuleLoginIP, RuleLoginAccount, RuleLoginDevice, RuleLockout}
-
-// RejectionRules lists every rule a rejection can name, sign-in rules
-// first, in the order the dashboard shows them.
-func RejectionRules() []string {
-	return append(append([]string{}, signInRules...), RuleResetIP, RuleResetAccount, RuleResetConfirmIP)
-}
-
-// IsSignInRule reports whether rule rejects sign-ins (rather than resets).
-func IsSignInRule(rule string) bool {
-	for _, r := range signInRules {
-		if r == rule {
-			return true
-		}
-	}
-	return false
-}
 
 // Stats are the counters in Redis behind the dashboard, written by the
 // Recorder and read by every replica alike.
@@ -155,81 +85,25 @@ const (
 	TopAccounts TopKind = "acct"
 )
 
-// Summary is the headline figures of one period.
-type Summary struct {
-	Period Period
-	// From is the start of the first minute counted; To the end of the
-	// current one.
-	From, To time.Time
-	// Attempts counts every sign-in request received, rejected and
-	// malformed ones included: Successes + Failures + Rejected + Invalid +
-	// Unavailable.
-	Attempts    int64
-	Successes   int64
-	Failures    int64
-	Invalid     int64
-	Unavailable int64
-	// Rejected counts sign-in requests a limit or a lockout refused.
-	Rejected int64
-	// RejectedByRule counts refused requests, sign-ins and resets, by the
-	// rule that refused them; every rule of RejectionRules is present.
-	RejectedByRule map[string]int64
-	// Lockouts counts accounts locked in the period.
-	Lockouts int64
-	// ResetRequests counts accepted password-reset requests.
-	ResetRequests int64
-	// MailsDropped counts reset mails of accepted requests that were not
-	// sent (queue full, domain over its limit, mail server failed).
-	MailsDropped int64
-	// ActiveLockouts is how many lockouts are in force now. Stats cannot
-	// know it (lockouts live in Postgres); Service.Dashboard fills it in.
-	ActiveLockouts int
-}
-
-// Minute is one minute of the dashboard's chart.
-type Minute struct {
-	Start    time.Time
-	Attempts int64 // sign-in requests
-	Rejected int64 // sign-in requests refused by a limit or lockout
-}
-
-// Ranked is one entry of a ranking.
-type Ranked struct {
-	Name  string // a source ("192.0.2.1", "2001:db8::/64") or an account
-	Count int64
-}
-
-// SeriesMinutes is how many minutes the dashboard's chart shows.
-const SeriesMinutes = 60
-
-// Snapshot is every figure the dashboard shows, read in one Redis
-// transaction so that they agree with each other.
-type Snapshot struct {
-	Summary     Summary
-	Series      []Minute // the last SeriesMinutes minutes, oldest first
-	TopSources  []Ranked
-	TopAccounts []Ranked
-}
-
 // Summary returns the headline figures of period p ending at now.
-func (s *Stats) Summary(ctx context.Context, p Period, now time.Time) (Summary, error) {
-	if !p.valid() {
-		return Summary{}, ErrInvalidPeriod
+func (s *Stats) Summary(ctx context.Context, p dashboard.Period, now time.Time) (dashboard.Summary, error) {
+	if !p.Valid() {
+		return dashboard.Summary{}, dashboard.ErrInvalidPeriod
 	}
-	var collect func() (Summary, error)
+	var collect func() (dashboard.Summary, error)
 	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueSummary(ctx, pipe, p, now) }); err != nil {
-		return Summary{}, err
+		return dashboard.Summary{}, err
 	}
 	return collect()
 }
 
 // Series returns the last minutes minutes up to now, oldest first, for
 // the chart.
-func (s *Stats) Series(ctx context.Context, minutes int, now time.Time) ([]Minute, error) {
-	if minutes < 1 || minutes > int(Period24h) {
-		return nil, fmt.Errorf("%w: series of %d minutes", ErrInvalidRequest, minutes)
+func (s *Stats) Series(ctx context.Context, minutes int, now time.Time) ([]dashboard.Minute, error) {
+	if minutes < 1 || minutes > int(dashboard.Period24h) {
+		return nil, fmt.Errorf("%w: series of %d minutes", auth.ErrInvalidRequest, minutes)
 	}
-	var collect func() ([]Minute, error)
+	var collect func() ([]dashboard.Minute, error)
 	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueSeries(ctx, pipe, minutes, now) }); err != nil {
 		return nil, err
 	}
@@ -239,17 +113,17 @@ func (s *Stats) Series(ctx context.Context, minutes int, now time.Time) ([]Minut
 // Top returns the n highest of a ranking over period p ending at now,
 // highest first; ties are ordered by name, descending, on every replica
 // alike.
-func (s *Stats) Top(ctx context.Context, p Period, kind TopKind, n int, now time.Time) ([]Ranked, error) {
-	if !p.valid() {
-		return nil, ErrInvalidPeriod
+func (s *Stats) Top(ctx context.Context, p dashboard.Period, kind TopKind, n int, now time.Time) ([]dashboard.Ranked, error) {
+	if !p.Valid() {
+		return nil, dashboard.ErrInvalidPeriod
 	}
 	if kind != TopSources && kind != TopAccounts {
-		return nil, fmt.Errorf("%w: ranking %q", ErrInvalidRequest, kind)
+		return nil, fmt.Errorf("%w: ranking %q", auth.ErrInvalidRequest, kind)
 	}
 	if n < 1 {
 		return nil, nil
 	}
-	var collect func() ([]Ranked, error)
+	var collect func() ([]dashboard.Ranked, error)
 	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueTop(ctx, pipe, p, kind, n, now) }); err != nil {
 		return nil, err
 	}
@@ -258,36 +132,36 @@ func (s *Stats) Top(ctx context.Context, p Period, kind TopKind, n int, now time
 
 // Snapshot returns the summary of p, the chart's series and both rankings
 // (topN each), all from one consistent read.
-func (s *Stats) Snapshot(ctx context.Context, p Period, now time.Time, topN int) (Snapshot, error) {
-	if !p.valid() {
-		return Snapshot{}, ErrInvalidPeriod
+func (s *Stats) Snapshot(ctx context.Context, p dashboard.Period, now time.Time, topN int) (dashboard.Snapshot, error) {
+	if !p.Valid() {
+		return dashboard.Snapshot{}, dashboard.ErrInvalidPeriod
 	}
 	var (
-		summary          func() (Summary, error)
-		series           func() ([]Minute, error)
-		sources, targets func() ([]Ranked, error)
+		summary          func() (dashboard.Summary, error)
+		series           func() ([]dashboard.Minute, error)
+		sources, targets func() ([]dashboard.Ranked, error)
 	)
 	err := s.read(ctx, func(pipe redis.Pipeliner) {
 		summary = s.queueSummary(ctx, pipe, p, now)
-		series = s.queueSeries(ctx, pipe, SeriesMinutes, now)
+		series = s.queueSeries(ctx, pipe, dashboard.SeriesMinutes, now)
 		sources = s.queueTop(ctx, pipe, p, TopSources, topN, now)
 		targets = s.queueTop(ctx, pipe, p, TopAccounts, topN, now)
 	})
 	if err != nil {
-		return Snapshot{}, err
+		return dashboard.Snapshot{}, err
 	}
-	var snap Snapshot
+	var snap dashboard.Snapshot
 	if snap.Summary, err = summary(); err != nil {
-		return Snapshot{}, err
+		return dashboard.Snapshot{}, err
 	}
 	if snap.Series, err = series(); err != nil {
-		return Snapshot{}, err
+		return dashboard.Snapshot{}, err
 	}
 	if snap.TopSources, err = sources(); err != nil {
-		return Snapshot{}, err
+		return dashboard.Snapshot{}, err
 	}
 	if snap.TopAccounts, err = targets(); err != nil {
-		return Snapshot{}, err
+		return dashboard.Snapshot{}, err
 	}
 	return snap, nil
 }
@@ -308,7 +182,7 @@ func (s *Stats) read(ctx context.Context, queue func(redis.Pipeliner)) error {
 func unixMinute(t time.Time) int64 { return t.Unix() / 60 }
 
 // window is the first and last minute of p ending at now.
-func window(p Period, now time.Time) (first, last int64) {
+func window(p dashboard.Period, now time.Time) (first, last int64) {
 	last = unixMinute(now)
 	return last - int64(p) + 1, last
 }
@@ -337,7 +211,7 @@ func (s *Stats) hourKey(kind string, hour int64) string {
 	return s.prefix + "{stats}:" + kind + ":h:" + strconv.FormatInt(hour, 10)
 }
 
-func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p Period, now time.Time) func() (Summary, error) {
+func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p dashboard.Period, now time.Time) func() (dashboard.Summary, error) {
 	first, last := window(p, now)
 	minutes, hours := span(first, last)
 	cmds := make([]*redis.MapStringStringCmd, 0, len(minutes)+len(hours))
@@ -347,18 +221,18 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p Period
 	for _, h := range hours {
 		cmds = append(cmds, pipe.HGetAll(ctx, s.hourKey("m", h)))
 	}
-	return func() (Summary, error) {
+	return func() (dashboard.Summary, error) {
 		totals := map[string]int64{}
 		for _, c := range cmds {
 			for k, v := range c.Val() {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return Summary{}, fmt.Errorf("stats counter %s in %s is %q, not a number", k, c.Args()[1], v)
+					return dashboard.Summary{}, fmt.Errorf("stats counter %s in %s is %q, not a number", k, c.Args()[1], v)
 				}
 				totals[k] += n
 			}
 		}
-		sum := Summary{
+		sum := dashboard.Summary{
 			Period:         p,
 			From:           time.Unix(first*60, 0).UTC(),
 			To:             time.Unix((last+1)*60, 0).UTC(),
@@ -372,13 +246,13 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p Period
 			MailsDropped:   totals[CounterMailsDropped],
 			RejectedByRule: map[string]int64{},
 		}
-		for _, r := range RejectionRules() {
+		for _, r := range auth.RejectionRules() {
 			sum.RejectedByRule[r] = 0
 		}
 		for k, n := range totals {
 			if rule, ok := strings.CutPrefix(k, CounterRejectedPrefix); ok {
 				sum.RejectedByRule[rule] = n
-				if IsSignInRule(rule) {
+				if auth.IsSignInRule(rule) {
 					sum.Rejected += n
 				}
 			}
@@ -387,20 +261,22 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p Period
 	}
 }
 
-func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes int, now time.Time) func() ([]Minute, error) {
+func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes int, now time.Time) func() ([]dashboard.Minute, error) {
 	last := unixMinute(now)
 	fields := []string{CounterAttempts}
-	for _, r := range signInRules {
-		fields = append(fields, CounterRejectedPrefix+r)
+	for _, r := range auth.RejectionRules() {
+		if auth.IsSignInRule(r) {
+			fields = append(fields, CounterRejectedPrefix+r)
+		}
 	}
 	cmds := make([]*redis.SliceCmd, minutes)
 	for i := range cmds {
 		cmds[i] = pipe.HMGet(ctx, s.minuteKey("m", last-int64(minutes-1-i)), fields...)
 	}
-	return func() ([]Minute, error) {
-		out := make([]Minute, minutes)
+	return func() ([]dashboard.Minute, error) {
+		out := make([]dashboard.Minute, minutes)
 		for i, c := range cmds {
-			m := Minute{Start: time.Unix((last-int64(minutes-1-i))*60, 0).UTC()}
+			m := dashboard.Minute{Start: time.Unix((last-int64(minutes-1-i))*60, 0).UTC()}
 			for j, v := range c.Val() {
 				if v == nil {
 					continue
@@ -425,13 +301,13 @@ func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes i
 // top n and deletes the key, inside the caller's transaction: no other
 // client ever sees the scratch key, and the union (unlike ZUNION) never
 // sends the whole set back.
-func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p Period, kind TopKind, n int, now time.Time) func() ([]Ranked, error) {
+func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p dashboard.Period, kind TopKind, n int, now time.Time) func() ([]dashboard.Ranked, error) {
 	if n < 1 {
-		return func() ([]Ranked, error) { return nil, nil }
+		return func() ([]dashboard.Ranked, error) { return nil, nil }
 	}
 	first, last := window(p, now)
 	var keys []string
-	if p <= Period1h {
+	if p <= dashboard.Period1h {
 		for m := first; m <= last; m++ {
 			keys = append(keys, s.minuteKey(string(kind), m))
 		}
@@ -444,18 +320,18 @@ func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p Period, ki
 	pipe.ZUnionStore(ctx, scratch, &redis.ZStore{Keys: keys})
 	top := pipe.ZRevRangeWithScores(ctx, scratch, 0, int64(n-1))
 	pipe.Del(ctx, scratch)
-	return func() ([]Ranked, error) {
-		out := make([]Ranked, 0, len(top.Val()))
+	return func() ([]dashboard.Ranked, error) {
+		out := make([]dashboard.Ranked, 0, len(top.Val()))
 		for _, z := range top.Val() {
-			out = append(out, Ranked{Name: fmt.Sprint(z.Member), Count: int64(z.Score)})
+			out = append(out, dashboard.Ranked{Name: fmt.Sprint(z.Member), Count: int64(z.Score)})
 		}
 		return out, nil
 	}
 }
 
-// add counts a batch of events in one transaction: if it fails, nothing
+// CountEvents counts a batch of events in one transaction: if it fails, nothing
 // of the batch was counted and the Recorder can safely try again.
-func (s *Stats) add(ctx context.Context, batch []Event) error {
+func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 	type bucket struct {
 		counters map[string]int64
 		sources  map[string]float64
@@ -471,31 +347,31 @@ func (s *Stats) add(ctx context.Context, batch []Event) error {
 		}
 		rejected := false
 		switch e.Kind {
-		case EventLoginSucceeded:
+		case auth.EventLoginSucceeded:
 			b.counters[CounterAttempts]++
 			b.counters[CounterSuccesses]++
-		case EventLoginFailed:
+		case auth.EventLoginFailed:
 			b.counters[CounterAttempts]++
 			b.counters[CounterFailures]++
 			if e.Account != "" {
 				b.accounts[e.Account]++
 			}
-		case EventLoginInvalid:
+		case auth.EventLoginInvalid:
 			b.counters[CounterAttempts]++
 			b.counters[CounterInvalid]++
-		case EventLoginUnavailable:
+		case auth.EventLoginUnavailable:
 			b.counters[CounterAttempts]++
 			b.counters[CounterUnavailable]++
-		case EventLoginRejected:
+		case auth.EventLoginRejected:
 			b.counters[CounterAttempts]++
 			rejected = true
-		case EventResetRejected, EventUnlockRejected:
+		case auth.EventResetRejected, auth.EventUnlockRejected:
 			rejected = true
-		case EventLockout:
+		case auth.EventLockout:
 			b.counters[CounterLockouts]++
-		case EventResetRequested:
+		case auth.EventResetRequested:
 			b.counters[CounterResets]++
-		case EventResetMailDropped:
+		case auth.EventResetMailDropped:
 			b.counters[CounterMailsDropped]++
 		}
 		if rejected {

@@ -1,4 +1,4 @@
-package auth
+package counters
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/testenv"
 )
 
@@ -50,20 +52,6 @@ func TestSpan(t *testing.T) {
 	}
 }
 
-func TestParsePeriod(t *testing.T) {
-	for _, s := range []string{"5m", "1h", "24h"} {
-		p, err := ParsePeriod(s)
-		if err != nil || p.String() != s {
-			t.Errorf("ParsePeriod(%q) = %v, %v", s, p, err)
-		}
-	}
-	for _, s := range []string{"", "5", "7d", "1H", "24h ", "-5m"} {
-		if _, err := ParsePeriod(s); err != ErrInvalidPeriod {
-			t.Errorf("ParsePeriod(%q): err %v, want ErrInvalidPeriod", s, err)
-		}
-	}
-}
-
 // statsBackends are the Redis deployments Stats must work on: every key
 // shares the {stats} tag, so its transactions work on a cluster too.
 func statsBackends(t *testing.T) map[string]func(t *testing.T) (redis.UniversalClient, string) {
@@ -83,33 +71,33 @@ func TestStatsSumsExactly(t *testing.T) {
 			s := NewStats(rdb, prefix)
 			now := time.Date(2025, 3, 10, 12, 34, 30, 0, time.UTC)
 			at := func(ago time.Duration) time.Time { return now.Add(-ago) }
-			var batch []Event
-			add := func(n int, when time.Time, e Event) {
+			var batch []auth.Event
+			add := func(n int, when time.Time, e auth.Event) {
 				for range n {
 					e.At = when
 					batch = append(batch, e)
 				}
 			}
 			// Inside 5m: the current minute and 4 minutes back.
-			add(3, at(0), Event{Kind: EventLoginSucceeded, Account: "a@example.com", Source: "192.0.2.1"})
-			add(4, at(4*time.Minute), Event{Kind: EventLoginFailed, Account: "b@example.com", Source: "192.0.2.2"})
-			add(2, at(time.Minute), Event{Kind: EventLoginRejected, Rule: RuleLoginIP, Account: "c@example.com", Source: "192.0.2.3"})
-			add(1, at(time.Minute), Event{Kind: EventLoginInvalid, Source: "192.0.2.3"})
-			add(5, at(2*time.Minute), Event{Kind: EventResetRejected, Rule: RuleResetIP, Account: "d@example.com", Source: "192.0.2.4"})
+			add(3, at(0), auth.Event{Kind: auth.EventLoginSucceeded, Account: "a@example.com", Source: "192.0.2.1"})
+			add(4, at(4*time.Minute), auth.Event{Kind: auth.EventLoginFailed, Account: "b@example.com", Source: "192.0.2.2"})
+			add(2, at(time.Minute), auth.Event{Kind: auth.EventLoginRejected, Rule: auth.RuleLoginIP, Account: "c@example.com", Source: "192.0.2.3"})
+			add(1, at(time.Minute), auth.Event{Kind: auth.EventLoginInvalid, Source: "192.0.2.3"})
+			add(5, at(2*time.Minute), auth.Event{Kind: auth.EventResetRejected, Rule: auth.RuleResetIP, Account: "d@example.com", Source: "192.0.2.4"})
 			// Just outside 5m, inside 1h.
-			add(7, at(5*time.Minute), Event{Kind: EventLoginRejected, Rule: RuleLockout, Account: "b@example.com", Source: "192.0.2.5"})
-			add(1, at(59*time.Minute), Event{Kind: EventLockout, Account: "b@example.com"})
+			add(7, at(5*time.Minute), auth.Event{Kind: auth.EventLoginRejected, Rule: auth.RuleLockout, Account: "b@example.com", Source: "192.0.2.5"})
+			add(1, at(59*time.Minute), auth.Event{Kind: auth.EventLockout, Account: "b@example.com"})
 			// Just outside 1h, inside 24h, in a whole hour.
-			add(11, at(3*time.Hour), Event{Kind: EventLoginRejected, Rule: RuleLoginAccount, Account: "e@example.com", Source: "192.0.2.6"})
+			add(11, at(3*time.Hour), auth.Event{Kind: auth.EventLoginRejected, Rule: auth.RuleLoginAccount, Account: "e@example.com", Source: "192.0.2.6"})
 			// The first minute of the 24 hours, and the one before it.
-			add(13, at(1439*time.Minute), Event{Kind: EventLoginFailed, Account: "f@example.com"})
-			add(17, at(1440*time.Minute), Event{Kind: EventLoginFailed, Account: "g@example.com"})
-			add(2, at(30*time.Minute), Event{Kind: EventResetRequested, Account: "h@example.com"})
+			add(13, at(1439*time.Minute), auth.Event{Kind: auth.EventLoginFailed, Account: "f@example.com"})
+			add(17, at(1440*time.Minute), auth.Event{Kind: auth.EventLoginFailed, Account: "g@example.com"})
+			add(2, at(30*time.Minute), auth.Event{Kind: auth.EventResetRequested, Account: "h@example.com"})
 			// Counted in two batches, as the Recorder does.
-			if err := s.add(t.Context(), batch[:len(batch)/2]); err != nil {
+			if err := s.CountEvents(t.Context(), batch[:len(batch)/2]); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.add(t.Context(), batch[len(batch)/2:]); err != nil {
+			if err := s.CountEvents(t.Context(), batch[len(batch)/2:]); err != nil {
 				t.Fatal(err)
 			}
 
@@ -118,12 +106,12 @@ func TestStatsSumsExactly(t *testing.T) {
 				LoginIP, LoginAccount, Lockout, ResetIP                            int64
 			}
 			for _, tc := range []struct {
-				p    Period
+				p    dashboard.Period
 				want figures
 			}{
-				{Period5m, figures{Attempts: 3 + 4 + 2 + 1, Successes: 3, Failures: 4, Invalid: 1, Rejected: 2, LoginIP: 2, ResetIP: 5}},
-				{Period1h, figures{Attempts: 10 + 7, Successes: 3, Failures: 4, Invalid: 1, Rejected: 2 + 7, Lockouts: 1, Resets: 2, LoginIP: 2, Lockout: 7, ResetIP: 5}},
-				{Period24h, figures{Attempts: 17 + 11 + 13, Successes: 3, Failures: 4 + 13, Invalid: 1, Rejected: 9 + 11, Lockouts: 1, Resets: 2, LoginIP: 2, LoginAccount: 11, Lockout: 7, ResetIP: 5}},
+				{dashboard.Period5m, figures{Attempts: 3 + 4 + 2 + 1, Successes: 3, Failures: 4, Invalid: 1, Rejected: 2, LoginIP: 2, ResetIP: 5}},
+				{dashboard.Period1h, figures{Attempts: 10 + 7, Successes: 3, Failures: 4, Invalid: 1, Rejected: 2 + 7, Lockouts: 1, Resets: 2, LoginIP: 2, Lockout: 7, ResetIP: 5}},
+				{dashboard.Period24h, figures{Attempts: 17 + 11 + 13, Successes: 3, Failures: 4 + 13, Invalid: 1, Rejected: 9 + 11, Lockouts: 1, Resets: 2, LoginIP: 2, LoginAccount: 11, Lockout: 7, ResetIP: 5}},
 			} {
 				t.Run(tc.p.String(), func(t *testing.T) {
 					sum, err := s.Summary(t.Context(), tc.p, now)
@@ -131,12 +119,12 @@ func TestStatsSumsExactly(t *testing.T) {
 						t.Fatal(err)
 					}
 					got := figures{sum.Attempts, sum.Successes, sum.Failures, sum.Invalid, sum.Rejected, sum.Lockouts, sum.ResetRequests,
-						sum.RejectedByRule[RuleLoginIP], sum.RejectedByRule[RuleLoginAccount], sum.RejectedByRule[RuleLockout], sum.RejectedByRule[RuleResetIP]}
+						sum.RejectedByRule[auth.RuleLoginIP], sum.RejectedByRule[auth.RuleLoginAccount], sum.RejectedByRule[auth.RuleLockout], sum.RejectedByRule[auth.RuleResetIP]}
 					if got != tc.want {
 						t.Errorf("got  %+v\nwant %+v", got, tc.want)
 					}
-					if len(sum.RejectedByRule) != len(RejectionRules()) {
-						t.Errorf("RejectedByRule has %d rules, want all %d: %v", len(sum.RejectedByRule), len(RejectionRules()), sum.RejectedByRule)
+					if len(sum.RejectedByRule) != len(auth.RejectionRules()) {
+						t.Errorf("RejectedByRule has %d rules, want all %d: %v", len(sum.RejectedByRule), len(auth.RejectionRules()), sum.RejectedByRule)
 					}
 					if want := now.Truncate(time.Minute).Add(time.Minute); !sum.To.Equal(want) || !sum.From.Equal(want.Add(-time.Duration(tc.p)*time.Minute)) {
 						t.Errorf("window %s to %s, want %d minutes ending %s", sum.From, sum.To, tc.p, want)
@@ -144,16 +132,16 @@ func TestStatsSumsExactly(t *testing.T) {
 				})
 			}
 
-			series, err := s.Series(t.Context(), SeriesMinutes, now)
+			series, err := s.Series(t.Context(), dashboard.SeriesMinutes, now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(series) != SeriesMinutes || !series[SeriesMinutes-1].Start.Equal(now.Truncate(time.Minute)) {
+			if len(series) != dashboard.SeriesMinutes || !series[dashboard.SeriesMinutes-1].Start.Equal(now.Truncate(time.Minute)) {
 				t.Fatalf("series of %d minutes ending %v", len(series), series[len(series)-1].Start)
 			}
-			wantSeries := map[int]Minute{0: {Attempts: 3}, 1: {Attempts: 3, Rejected: 2}, 4: {Attempts: 4}, 5: {Attempts: 7, Rejected: 7}}
+			wantSeries := map[int]dashboard.Minute{0: {Attempts: 3}, 1: {Attempts: 3, Rejected: 2}, 4: {Attempts: 4}, 5: {Attempts: 7, Rejected: 7}}
 			for i, m := range series {
-				ago := SeriesMinutes - 1 - i
+				ago := dashboard.SeriesMinutes - 1 - i
 				w := wantSeries[ago]
 				if m.Attempts != w.Attempts || m.Rejected != w.Rejected {
 					t.Errorf("%d minutes ago: %d attempts, %d rejected; want %d and %d", ago, m.Attempts, m.Rejected, w.Attempts, w.Rejected)
@@ -161,17 +149,17 @@ func TestStatsSumsExactly(t *testing.T) {
 			}
 
 			for _, tc := range []struct {
-				p    Period
+				p    dashboard.Period
 				kind TopKind
 				want string
 			}{
-				{Period5m, TopSources, "[{192.0.2.4 5} {192.0.2.3 2}]"},
-				{Period1h, TopSources, "[{192.0.2.5 7} {192.0.2.4 5} {192.0.2.3 2}]"},
-				{Period5m, TopAccounts, "[{d@example.com 5} {b@example.com 4} {c@example.com 2}]"},
-				{Period1h, TopAccounts, "[{b@example.com 11} {d@example.com 5} {c@example.com 2}]"},
+				{dashboard.Period5m, TopSources, "[{192.0.2.4 5} {192.0.2.3 2}]"},
+				{dashboard.Period1h, TopSources, "[{192.0.2.5 7} {192.0.2.4 5} {192.0.2.3 2}]"},
+				{dashboard.Period5m, TopAccounts, "[{d@example.com 5} {b@example.com 4} {c@example.com 2}]"},
+				{dashboard.Period1h, TopAccounts, "[{b@example.com 11} {d@example.com 5} {c@example.com 2}]"},
 				// 24 h ranks whole hours, so the minute just before the
 				// window (g@) counts with the rest of its hour.
-				{Period24h, TopAccounts, "[{g@example.com 17} {f@example.com 13} {e@example.com 11} {b@example.com 11} {d@example.com 5} {c@example.com 2}]"},
+				{dashboard.Period24h, TopAccounts, "[{g@example.com 17} {f@example.com 13} {e@example.com 11} {b@example.com 11} {d@example.com 5} {c@example.com 2}]"},
 			} {
 				got, err := s.Top(t.Context(), tc.p, tc.kind, 10, now)
 				if err != nil {
@@ -181,15 +169,15 @@ func TestStatsSumsExactly(t *testing.T) {
 					t.Errorf("Top(%s, %s) = %v, want %s", tc.p, tc.kind, got, tc.want)
 				}
 			}
-			if got, _ := s.Top(t.Context(), Period1h, TopSources, 1, now); fmt.Sprint(got) != "[{192.0.2.5 7}]" {
+			if got, _ := s.Top(t.Context(), dashboard.Period1h, TopSources, 1, now); fmt.Sprint(got) != "[{192.0.2.5 7}]" {
 				t.Errorf("Top 1 = %v", got)
 			}
 
-			snap, err := s.Snapshot(t.Context(), Period1h, now, 10)
+			snap, err := s.Snapshot(t.Context(), dashboard.Period1h, now, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if snap.Summary.Attempts != 17 || len(snap.Series) != SeriesMinutes || len(snap.TopSources) != 3 || len(snap.TopAccounts) != 3 {
+			if snap.Summary.Attempts != 17 || len(snap.Series) != dashboard.SeriesMinutes || len(snap.TopSources) != 3 || len(snap.TopAccounts) != 3 {
 				t.Errorf("Snapshot: %+v", snap)
 			}
 			checkExpiry(t, rdb, prefix)
@@ -234,24 +222,24 @@ func TestStatsRankingsAreBounded(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	s := NewStats(rdb, prefix)
 	now := time.Date(2025, 3, 10, 12, 34, 30, 0, time.UTC)
-	batch := make([]Event, 0, minuteRankCap+600)
+	batch := make([]auth.Event, 0, minuteRankCap+600)
 	for i := range minuteRankCap + 500 {
-		batch = append(batch, Event{At: now, Kind: EventLoginRejected, Rule: RuleLoginIP, Source: fmt.Sprintf("10.%d.%d.1", i/256, i%256)})
+		batch = append(batch, auth.Event{At: now, Kind: auth.EventLoginRejected, Rule: auth.RuleLoginIP, Source: fmt.Sprintf("10.%d.%d.1", i/256, i%256)})
 	}
 	for range 100 {
-		batch = append(batch, Event{At: now, Kind: EventLoginRejected, Rule: RuleLoginIP, Source: "192.0.2.99"})
+		batch = append(batch, auth.Event{At: now, Kind: auth.EventLoginRejected, Rule: auth.RuleLoginIP, Source: "192.0.2.99"})
 	}
-	if err := s.add(t.Context(), batch); err != nil {
+	if err := s.CountEvents(t.Context(), batch); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.ZCard(t.Context(), s.minuteKey(string(TopSources), unixMinute(now))).Val(); n != minuteRankCap {
 		t.Errorf("minute set holds %d members, want the cap %d", n, minuteRankCap)
 	}
-	top, err := s.Top(t.Context(), Period5m, TopSources, 1, now)
-	if err != nil || len(top) != 1 || top[0] != (Ranked{"192.0.2.99", 100}) {
+	top, err := s.Top(t.Context(), dashboard.Period5m, TopSources, 1, now)
+	if err != nil || len(top) != 1 || top[0] != (dashboard.Ranked{Name: "192.0.2.99", Count: 100}) {
 		t.Errorf("Top = %v, %v; want 192.0.2.99 with 100", top, err)
 	}
-	sum, err := s.Summary(t.Context(), Period5m, now)
+	sum, err := s.Summary(t.Context(), dashboard.Period5m, now)
 	if err != nil || sum.Rejected != int64(len(batch)) {
 		t.Errorf("Rejected = %d, %v; want %d: the counters are never capped", sum.Rejected, err, len(batch))
 	}
@@ -261,10 +249,10 @@ func TestStatsRefusesBadInput(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	s := NewStats(rdb, prefix)
 	now := time.Now()
-	if _, err := s.Summary(t.Context(), Period(7), now); err != ErrInvalidPeriod {
+	if _, err := s.Summary(t.Context(), dashboard.Period(7), now); err != dashboard.ErrInvalidPeriod {
 		t.Errorf("Summary(7 minutes): %v", err)
 	}
-	if _, err := s.Top(t.Context(), Period5m, TopKind("x"), 3, now); err == nil {
+	if _, err := s.Top(t.Context(), dashboard.Period5m, TopKind("x"), 3, now); err == nil {
 		t.Error("Top of an unknown ranking: no error")
 	}
 	if _, err := s.Series(t.Context(), 0, now); err == nil {

@@ -1,0 +1,424 @@
+package authtest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// Store is an in-memory auth.Store. The zero value is not ready: use
+// NewStore.
+type Store struct {
+	mu       sync.Mutex
+	nextID   int64
+	users    map[int64]*auth.User
+	sessions map[string]session // by token hash
+	devices  map[string]device  // by nonce hash
+	resets   map[string]*token  // by token hash
+	unlocks  map[string]*token  // by token hash
+	lockouts []lockout
+}
+
+var _ auth.Store = (*Store)(nil)
+
+type session struct {
+	userID             int64
+	createdAt, expires time.Time
+}
+
+type device struct {
+	userID            int64
+	created, lastSeen time.Time
+}
+
+type token struct {
+	userID           int64
+	created, expires time.Time
+	used             bool
+	usedAt           time.Time
+}
+
+type lockout struct {
+	auth.Lockout
+	cleared bool
+	by      string
+}
+
+// NewStore returns an empty Store.
+func NewStore() *Store {
+	return &Store{
+		users:    map[int64]*auth.User{},
+		sessions: map[string]session{},
+		devices:  map[string]device{},
+		resets:   map[string]*token{},
+		unlocks:  map[string]*token{},
+	}
+}
+
+func (s *Store) byEmail(email string) *auth.User {
+	for _, u := range s.users {
+		if u.Email == email {
+			return u
+		}
+	}
+	return nil
+}
+
+// CreateUser implements auth.UserStore.
+func (s *Store) CreateUser(_ context.Context, email, passwordHash string, admin bool) (auth.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byEmail(email) != nil {
+		return auth.User{}, auth.ErrUserExists
+	}
+	s.nextID++
+	now := time.Now()
+	u := &auth.User{ID: s.nextID, Email: email, PasswordHash: passwordHash, IsAdmin: admin, CreatedAt: now, UpdatedAt: now}
+	s.users[u.ID] = u
+	return *u, nil
+}
+
+// UserByEmail implements auth.UserStore.
+func (s *Store) UserByEmail(_ context.Context, email string) (auth.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u := s.byEmail(email); u != nil {
+		return *u, nil
+	}
+	return auth.User{}, auth.ErrNoUser
+}
+
+// RehashPassword implements auth.UserStore.
+func (s *Store) RehashPassword(_ context.Context, userID int64, old, hash string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.users[userID]
+	if u == nil || u.PasswordHash != old {
+		return auth.ErrPasswordChanged
+	}
+	u.PasswordHash, u.UpdatedAt = hash, time.Now()
+	return nil
+}
+
+// SetPassword implements auth.UserStore.
+func (s *Store) SetPassword(_ context.Context, email, hash string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.byEmail(email)
+	if u == nil {
+		return auth.ErrNoUser
+	}
+	s.replacePassword(u, hash)
+	return nil
+}
+
+// replacePassword does what every change of a password does: the new
+// hash, no sessions, no devices, no open unlock links.
+func (s *Store) replacePassword(u *auth.User, hash string) {
+	u.PasswordHash, u.UpdatedAt = hash, time.Now()
+	s.signOut(u.ID)
+}
+
+func (s *Store) signOut(userID int64) {
+	deleteWhere(s.sessions, func(v session) bool { return v.userID == userID })
+	deleteWhere(s.devices, func(v device) bool { return v.userID == userID })
+	deleteWhere(s.unlocks, func(v *token) bool { return v.userID == userID && !v.used })
+}
+
+// deleteWhere deletes the entries of m for which drop is true.
+func deleteWhere[V any](m map[string]V, drop func(V) bool) {
+	for k, v := range m {
+		if drop(v) {
+			delete(m, k)
+		}
+	}
+}
+
+// CreateSession implements auth.SessionStore.
+func (s *Store) CreateSession(_ context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.users[sess.UserID]
+	if u == nil || u.PasswordHash != passwordHash {
+		return auth.ErrPasswordChanged
+	}
+	s.sessions[string(tokenHash)] = session{userID: sess.UserID, createdAt: sess.CreatedAt, expires: sess.ExpiresAt}
+	return nil
+}
+
+// SessionByHash implements auth.SessionStore.
+func (s *Store) SessionByHash(_ context.Context, tokenHash []byte, now time.Time) (auth.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.sessions[string(tokenHash)]
+	u := s.users[v.userID]
+	if !ok || u == nil || !v.expires.After(now) {
+		return auth.Session{}, auth.ErrNoSession
+	}
+	return auth.Session{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: v.createdAt, ExpiresAt: v.expires}, nil
+}
+
+// DeleteSession implements auth.SessionStore.
+func (s *Store) DeleteSession(_ context.Context, tokenHash []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, string(tokenHash))
+	return nil
+}
+
+// SignOutEverywhere implements auth.SessionStore.
+func (s *Store) SignOutEverywhere(_ context.Context, email string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.byEmail(email)
+	if u == nil {
+		return 0, auth.ErrNoUser
+	}
+	s.signOut(u.ID)
+	return u.ID, nil
+}
+
+// KnownDevice implements auth.DeviceStore.
+func (s *Store) KnownDevice(_ context.Context, email string, nonceHash []byte, seenAfter time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.devices[string(nonceHash)]
+	u := s.users[d.userID]
+	return ok && u != nil && u.Email == email && d.lastSeen.After(seenAfter), nil
+}
+
+// AddDevice implements auth.DeviceStore.
+func (s *Store) AddDevice(_ context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.users[userID]
+	if u == nil || (passwordHash != "" && u.PasswordHash != passwordHash) {
+		return auth.ErrPasswordChanged
+	}
+	s.addDevice(userID, nonceHash, at, max)
+	return nil
+}
+
+// addDevice adds a device and forgets the account's least recently used
+// beyond max.
+func (s *Store) addDevice(userID int64, nonceHash []byte, at time.Time, max int) {
+	s.devices[string(nonceHash)] = device{userID: userID, created: at, lastSeen: at}
+	var mine []string
+	for k, d := range s.devices {
+		if d.userID == userID {
+			mine = append(mine, k)
+		}
+	}
+	slices.SortFunc(mine, func(a, b string) int {
+		da, db := s.devices[a], s.devices[b]
+		return cmp.Or(db.lastSeen.Compare(da.lastSeen), db.created.Compare(da.created))
+	})
+	for _, k := range mine[min(max, len(mine)):] {
+		delete(s.devices, k)
+	}
+}
+
+// TouchDevice implements auth.DeviceStore.
+func (s *Store) TouchDevice(_ context.Context, nonceHash []byte, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.devices[string(nonceHash)]; ok {
+		d.lastSeen = at
+		s.devices[string(nonceHash)] = d
+	}
+	return nil
+}
+
+// AddResetToken implements auth.ResetTokenStore.
+func (s *Store) AddResetToken(_ context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resets[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt}
+	return nil
+}
+
+// live returns the token under hash if it is unused and expires after now.
+func live(m map[string]*token, hash []byte, now time.Time) *token {
+	t := m[string(hash)]
+	if t == nil || t.used || !t.expires.After(now) {
+		return nil
+	}
+	return t
+}
+
+// ResetTokenUser implements auth.ResetTokenStore.
+func (s *Store) ResetTokenUser(_ context.Context, tokenHash []byte, now time.Time) (int64, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := live(s.resets, tokenHash, now)
+	if t == nil || s.users[t.userID] == nil {
+		return 0, "", auth.ErrInvalidToken
+	}
+	return t.userID, s.users[t.userID].Email, nil
+}
+
+// ResetPassword implements auth.ResetTokenStore.
+func (s *Store) ResetPassword(_ context.Context, tokenHash []byte, now time.Time, hash string) (int64, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := live(s.resets, tokenHash, now)
+	if t == nil || s.users[t.userID] == nil {
+		return 0, "", auth.ErrInvalidToken
+	}
+	for _, o := range s.resets {
+		if o.userID == t.userID && !o.used {
+			o.used, o.usedAt = true, now
+		}
+	}
+	u := s.users[t.userID]
+	s.replacePassword(u, hash)
+	return u.ID, u.Email, nil
+}
+
+// AddUnlockToken implements auth.UnlockTokenStore.
+func (s *Store) AddUnlockToken(_ context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unlocks[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt}
+	return nil
+}
+
+// UnlockTokenLive implements auth.UnlockTokenStore.
+func (s *Store) UnlockTokenLive(_ context.Context, tokenHash []byte, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return live(s.unlocks, tokenHash, now) != nil, nil
+}
+
+// UseUnlockToken implements auth.UnlockTokenStore.
+func (s *Store) UseUnlockToken(_ context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (int64, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := live(s.unlocks, tokenHash, now)
+	if t == nil || s.users[t.userID] == nil {
+		return 0, "", auth.ErrInvalidToken
+	}
+	t.used, t.usedAt = true, now
+	s.addDevice(t.userID, nonceHash, now, maxDevices)
+	return t.userID, s.users[t.userID].Email, nil
+}
+
+// RecordLockout implements auth.LockoutLog.
+func (s *Store) RecordLockout(_ context.Context, l auth.Lockout) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.ID = int64(len(s.lockouts) + 1)
+	s.lockouts = append(s.lockouts, lockout{Lockout: l})
+	return nil
+}
+
+// ClearLockout implements auth.LockoutLog.
+func (s *Store) ClearLockout(_ context.Context, account string, at time.Time, by string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, l := range s.lockouts {
+		if l.Account == account && !l.cleared && l.LockedUntil.After(at) {
+			s.lockouts[i].cleared, s.lockouts[i].by = true, by
+		}
+	}
+	return nil
+}
+
+// LockoutListed implements auth.LockoutLog.
+func (s *Store) LockoutListed(_ context.Context, account string, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.lockouts {
+		if l.Account == account && !l.cleared && l.LockedUntil.After(now) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ActiveLockouts implements auth.LockoutLog.
+func (s *Store) ActiveLockouts(_ context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	latest := map[string]auth.Lockout{}
+	for _, l := range s.lockouts {
+		if l.cleared || !l.LockedUntil.After(now) {
+			continue
+		}
+		if cur, ok := latest[l.Account]; !ok || l.LockedAt.After(cur.LockedAt) {
+			latest[l.Account] = l.Lockout
+		}
+	}
+	out := make([]auth.Lockout, 0, len(latest))
+	for _, l := range latest {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b auth.Lockout) int { return b.LockedAt.Compare(a.LockedAt) })
+	return out[:min(limit, len(out))], nil
+}
+
+// Sweep implements auth.Sweeper. Security events are not kept here: it
+// removes none of them.
+func (s *Store) Sweep(_ context.Context, kind auth.SweepKind, before time.Time) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	count := func(drop bool) bool {
+		if drop {
+			n++
+		}
+		return drop
+	}
+	switch kind {
+	case auth.SweepSessions:
+		deleteWhere(s.sessions, func(v session) bool { return count(v.expires.Before(before)) })
+	case auth.SweepResetTokens:
+		deleteWhere(s.resets, func(v *token) bool { return count(v.spentOrExpired().Before(before)) })
+	case auth.SweepUnlockTokens:
+		deleteWhere(s.unlocks, func(v *token) bool { return count(v.spentOrExpired().Before(before)) })
+	case auth.SweepDevices:
+		deleteWhere(s.devices, func(v device) bool { return count(v.lastSeen.Before(before)) })
+	case auth.SweepSecurityEvents:
+	default:
+		return 0, fmt.Errorf("authtest: no records of kind %q to sweep", kind)
+	}
+	return int64(n), nil
+}
+
+func (t *token) spentOrExpired() time.Time {
+	if t.used {
+		return t.usedAt
+	}
+	return t.expires
+}
+
+// Sessions returns how many sessions the account has.
+func (s *Store) Sessions(userID int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.sessions {
+		if v.userID == userID {
+			n++
+		}
+	}
+	return n
+}
+
+// Devices returns how many known devices the account has.
+func (s *Store) Devices(userID int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.devices {
+		if v.userID == userID {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,416 @@
+package authtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// TestStore checks that a store keeps the promises of auth's storage
+// interfaces, concurrency included. newStore returns an empty store of its
+// own for each case. Every implementation runs it: the in-memory Store, so
+// that the flows' tests on it mean what they say, and package postgres.
+//
+// Stores use their own clock only where the interfaces take no time
+// (CreateUser, RehashPassword), so the cases work with any clock.
+func TestStore(t *testing.T, newStore func(t *testing.T) auth.Store) {
+	for _, tc := range storeCases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, newStore(t))
+		})
+	}
+}
+
+// base is the time the cases write, in whole seconds, which every store
+// keeps exactly.
+var base = time.Now().Truncate(time.Second)
+
+func hash(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}
+
+func mustUser(t *testing.T, s auth.Store, email string) auth.User {
+	t.Helper()
+	u, err := s.CreateUser(t.Context(), email, "hash of "+email, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func newSession(t *testing.T, s auth.Store, u auth.User, token string) {
+	t.Helper()
+	sess := auth.Session{UserID: u.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
+	if err := s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustNil(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var storeCases = []struct {
+	name string
+	run  func(t *testing.T, s auth.Store)
+}{
+	{"an email is taken once", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		if _, err := s.CreateUser(t.Context(), "ann@example.com", "x", true); !errors.Is(err, auth.ErrUserExists) {
+			t.Errorf("second account with the email: %v, want ErrUserExists", err)
+		}
+		got, err := s.UserByEmail(t.Context(), "ann@example.com")
+		if err != nil || got.ID != u.ID || got.PasswordHash != u.PasswordHash || got.IsAdmin {
+			t.Errorf("UserByEmail = %+v, %v; want %+v", got, err, u)
+		}
+		if _, err := s.UserByEmail(t.Context(), "bob@example.com"); !errors.Is(err, auth.ErrNoUser) {
+			t.Errorf("unknown email: %v, want ErrNoUser", err)
+		}
+	}},
+	{"accounts created at once all get distinct ids, and one email wins once", func(t *testing.T, s auth.Store) {
+		var won atomic.Int32
+		var wg sync.WaitGroup
+		ids := make([]int64, 20)
+		for i := range 20 {
+			wg.Go(func() {
+				if u, err := s.CreateUser(context.Background(), fmt.Sprintf("u%d@example.com", i), "h", false); err == nil {
+					ids[i] = u.ID
+				} else {
+					t.Error(err)
+				}
+				if _, err := s.CreateUser(context.Background(), "same@example.com", "h", false); err == nil {
+					won.Add(1)
+				} else if !errors.Is(err, auth.ErrUserExists) {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		seen := map[int64]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				t.Errorf("id %d given twice", id)
+			}
+			seen[id] = true
+		}
+		if won.Load() != 1 {
+			t.Errorf("%d accounts created for one email, want 1", won.Load())
+		}
+	}},
+	{"a rehash needs the old hash", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		if err := s.RehashPassword(t.Context(), u.ID, "not the hash", "new"); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Fatalf("rehash of a replaced hash: %v, want ErrPasswordChanged", err)
+		}
+		mustNil(t, s.RehashPassword(t.Context(), u.ID, u.PasswordHash, "new"))
+		if got, _ := s.UserByEmail(t.Context(), u.Email); got.PasswordHash != "new" {
+			t.Errorf("hash %q after the rehash, want new", got.PasswordHash)
+		}
+	}},
+	{"a session needs the verified hash, expires and ends", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		sess := auth.Session{UserID: u.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
+		if err := s.CreateSession(t.Context(), hash("a"), sess, "replaced"); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Fatalf("session for a replaced hash: %v, want ErrPasswordChanged", err)
+		}
+		if _, err := s.SessionByHash(t.Context(), hash("a"), base); !errors.Is(err, auth.ErrNoSession) {
+			t.Fatalf("the refused session: %v, want ErrNoSession", err)
+		}
+		newSession(t, s, u, "b")
+		got, err := s.SessionByHash(t.Context(), hash("b"), base.Add(time.Minute))
+		if err != nil || got.UserID != u.ID || got.Email != u.Email || !got.ExpiresAt.Equal(sess.ExpiresAt) || !got.CreatedAt.Equal(base) {
+			t.Fatalf("SessionByHash = %+v, %v", got, err)
+		}
+		if _, err := s.SessionByHash(t.Context(), hash("b"), base.Add(time.Hour)); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("session at its expiry: %v, want ErrNoSession", err)
+		}
+		mustNil(t, s.DeleteSession(t.Context(), hash("b")))
+		mustNil(t, s.DeleteSession(t.Context(), hash("never")))
+		if _, err := s.SessionByHash(t.Context(), hash("b"), base); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("deleted session: %v, want ErrNoSession", err)
+		}
+	}},
+	{"a new password ends sessions, devices and open unlock links, of that account only", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		for _, u := range []auth.User{ann, bob} {
+			newSession(t, s, u, "session "+u.Email)
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10))
+			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
+		}
+		mustNil(t, s.SetPassword(t.Context(), "ann@example.com", "new"))
+		if err := s.SetPassword(t.Context(), "nobody@example.com", "new"); !errors.Is(err, auth.ErrNoUser) {
+			t.Errorf("unknown account: %v, want ErrNoUser", err)
+		}
+		checkSignedOut(t, s, ann, true)
+		checkSignedOut(t, s, bob, false)
+		if got, _ := s.UserByEmail(t.Context(), ann.Email); got.PasswordHash != "new" {
+			t.Errorf("hash %q, want new", got.PasswordHash)
+		}
+	}},
+	{"signing out everywhere ends sessions, devices and open unlock links, of that account only", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		for _, u := range []auth.User{ann, bob} {
+			newSession(t, s, u, "session "+u.Email)
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10))
+			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
+		}
+		id, err := s.SignOutEverywhere(t.Context(), "ann@example.com")
+		if err != nil || id != ann.ID {
+			t.Fatalf("SignOutEverywhere = %d, %v; want %d", id, err, ann.ID)
+		}
+		if _, err := s.SignOutEverywhere(t.Context(), "nobody@example.com"); !errors.Is(err, auth.ErrNoUser) {
+			t.Errorf("unknown account: %v, want ErrNoUser", err)
+		}
+		checkSignedOut(t, s, ann, true)
+		checkSignedOut(t, s, bob, false)
+	}},
+	{"a device needs the verified hash, is known to its account only, and ages", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		if err := s.AddDevice(t.Context(), ann.ID, "replaced", hash("d1"), base, 10); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Fatalf("device for a replaced hash: %v, want ErrPasswordChanged", err)
+		}
+		if err := s.AddDevice(t.Context(), ann.ID+bob.ID+1, "", hash("d1"), base, 10); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Fatalf("device of a missing account: %v, want ErrPasswordChanged", err)
+		}
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("d2"), base, 10))
+		for _, c := range []struct {
+			email     string
+			nonce     string
+			seenAfter time.Time
+			want      bool
+		}{
+			{"ann@example.com", "d2", base.Add(-time.Second), true},
+			{"bob@example.com", "d2", base.Add(-time.Second), false},
+			{"ann@example.com", "d1", base.Add(-time.Second), false},
+			{"ann@example.com", "d2", base, false},
+		} {
+			if got, err := s.KnownDevice(t.Context(), c.email, hash(c.nonce), c.seenAfter); err != nil || got != c.want {
+				t.Errorf("KnownDevice(%s, %s, seen after %s) = %v, %v; want %v", c.email, c.nonce, c.seenAfter.Sub(base), got, err, c.want)
+			}
+		}
+		mustNil(t, s.TouchDevice(t.Context(), hash("d2"), base.Add(time.Hour)))
+		if got, _ := s.KnownDevice(t.Context(), ann.Email, hash("d2"), base.Add(time.Minute)); !got {
+			t.Error("a device touched later is not known after its first sign-in")
+		}
+	}},
+	{"an account keeps its max most recently used devices", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		for i := range 4 {
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash(fmt.Sprint("d", i)), base.Add(time.Duration(i)*time.Minute), 3))
+		}
+		// d1 signs in again: d2 is base the least recently used.
+		mustNil(t, s.TouchDevice(t.Context(), hash("d1"), base.Add(time.Hour)))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("d4"), base.Add(10*time.Minute), 3))
+		for i, want := range []bool{false, true, false, true, true} {
+			if got, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Hour)); got != want {
+				t.Errorf("device d%d known = %v, want %v", i, got, want)
+			}
+		}
+	}},
+	{"devices added at once keep the bound", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				if err := s.AddDevice(context.Background(), u.ID, u.PasswordHash, hash(fmt.Sprint("d", i)), base, 3); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		known := 0
+		for i := range 20 {
+			if ok, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Hour)); ok {
+				known++
+			}
+		}
+		if known != 3 {
+			t.Errorf("%d devices known after 20 added at once, want max = 3", known)
+		}
+	}},
+	{"a reset token works once, spends the account's others and replaces the password", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		newSession(t, s, ann, "session "+ann.Email)
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("device "+ann.Email), base, 10))
+		mustNil(t, s.AddResetToken(t.Context(), hash("t1"), ann.ID, base, base.Add(time.Hour)))
+		mustNil(t, s.AddResetToken(t.Context(), hash("t2"), ann.ID, base, base.Add(time.Hour)))
+		mustNil(t, s.AddResetToken(t.Context(), hash("b1"), bob.ID, base, base.Add(time.Hour)))
+		if id, email, err := s.ResetTokenUser(t.Context(), hash("t1"), base); err != nil || id != ann.ID || email != ann.Email {
+			t.Fatalf("ResetTokenUser = %d, %q, %v", id, email, err)
+		}
+		if _, _, err := s.ResetTokenUser(t.Context(), hash("t1"), base.Add(time.Hour)); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("token at its expiry: %v, want ErrInvalidToken", err)
+		}
+		if _, _, err := s.ResetPassword(t.Context(), hash("t1"), base.Add(time.Hour), "new"); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("spending a token at its expiry: %v, want ErrInvalidToken", err)
+		}
+		id, email, err := s.ResetPassword(t.Context(), hash("t1"), base, "new")
+		if err != nil || id != ann.ID || email != ann.Email {
+			t.Fatalf("ResetPassword = %d, %q, %v", id, email, err)
+		}
+		for _, tok := range []string{"t1", "t2"} {
+			if _, _, err := s.ResetPassword(t.Context(), hash(tok), base, "newer"); !errors.Is(err, auth.ErrInvalidToken) {
+				t.Errorf("token %s after a reset: %v, want ErrInvalidToken", tok, err)
+			}
+		}
+		if _, _, err := s.ResetTokenUser(t.Context(), hash("b1"), base); err != nil {
+			t.Errorf("another account's token after a reset: %v", err)
+		}
+		if got, _ := s.UserByEmail(t.Context(), ann.Email); got.PasswordHash != "new" {
+			t.Errorf("hash %q, want new", got.PasswordHash)
+		}
+		checkSignedOut(t, s, ann, true)
+	}},
+	{"a reset token spent at once works once", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		mustNil(t, s.AddResetToken(t.Context(), hash("t"), u.ID, base, base.Add(time.Hour)))
+		var spent atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Go(func() {
+				_, _, err := s.ResetPassword(context.Background(), hash("t"), base, fmt.Sprint("hash ", i))
+				switch {
+				case err == nil:
+					spent.Add(1)
+				case !errors.Is(err, auth.ErrInvalidToken):
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if spent.Load() != 1 {
+			t.Errorf("the token set a password %d times, want once", spent.Load())
+		}
+	}},
+	{"an unlock token works once and adds a device", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		mustNil(t, s.AddUnlockToken(t.Context(), hash("t"), u.ID, base, base.Add(time.Hour)))
+		if ok, err := s.UnlockTokenLive(t.Context(), hash("t"), base); err != nil || !ok {
+			t.Fatalf("UnlockTokenLive = %v, %v", ok, err)
+		}
+		if ok, _ := s.UnlockTokenLive(t.Context(), hash("t"), base.Add(time.Hour)); ok {
+			t.Error("a token at its expiry is live")
+		}
+		var spent atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Go(func() {
+				id, email, err := s.UseUnlockToken(context.Background(), hash("t"), base, hash(fmt.Sprint("d", i)), 10)
+				switch {
+				case err == nil && (id != u.ID || email != u.Email):
+					t.Errorf("UseUnlockToken = %d, %q", id, email)
+				case err == nil:
+					spent.Add(1)
+				case !errors.Is(err, auth.ErrInvalidToken):
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		known := 0
+		for i := range 10 {
+			if ok, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Second)); ok {
+				known++
+			}
+		}
+		if spent.Load() != 1 || known != 1 {
+			t.Errorf("the token was spent %d times and added %d devices; want once and one", spent.Load(), known)
+		}
+		if ok, _ := s.UnlockTokenLive(t.Context(), hash("t"), base); ok {
+			t.Error("a spent token is live")
+		}
+	}},
+	{"the lockout log lists the latest lockout in force of each account, newest first", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		for _, l := range []auth.Lockout{
+			{Account: "ann@example.com", UserID: u.ID, Level: 1, Failures: 10, LockedAt: base, LockedUntil: base.Add(time.Hour)},
+			{Account: "ann@example.com", UserID: u.ID, Level: 2, Failures: 20, LockedAt: base.Add(2 * time.Minute), LockedUntil: base.Add(2 * time.Hour)},
+			{Account: "nobody@example.com", Level: 1, Failures: 10, LockedAt: base.Add(time.Minute), LockedUntil: base.Add(time.Hour)},
+			{Account: "old@example.com", Level: 1, Failures: 10, LockedAt: base.Add(-time.Hour), LockedUntil: base},
+		} {
+			mustNil(t, s.RecordLockout(t.Context(), l))
+		}
+		got, err := s.ActiveLockouts(t.Context(), base, 10)
+		if err != nil || len(got) != 2 || got[0].Account != "ann@example.com" || got[0].Level != 2 || got[0].Failures != 20 ||
+			got[0].UserID != u.ID || !got[0].LockedUntil.Equal(base.Add(2*time.Hour)) || got[1].Account != "nobody@example.com" || got[1].UserID != 0 {
+			t.Fatalf("ActiveLockouts = %+v, %v", got, err)
+		}
+		if got, _ := s.ActiveLockouts(t.Context(), base, 1); len(got) != 1 {
+			t.Errorf("ActiveLockouts with limit 1: %d rows", len(got))
+		}
+		for account, want := range map[string]bool{"ann@example.com": true, "old@example.com": false, "bob@example.com": false} {
+			if listed, err := s.LockoutListed(t.Context(), account, base); err != nil || listed != want {
+				t.Errorf("LockoutListed(%s) = %v, %v; want %v", account, listed, err, want)
+			}
+		}
+		mustNil(t, s.ClearLockout(t.Context(), "ann@example.com", base, "cli"))
+		if listed, _ := s.LockoutListed(t.Context(), "ann@example.com", base); listed {
+			t.Error("a cleared lockout is listed")
+		}
+		if got, _ := s.ActiveLockouts(t.Context(), base, 10); len(got) != 1 || got[0].Account != "nobody@example.com" {
+			t.Errorf("ActiveLockouts after clearing ann = %+v", got)
+		}
+	}},
+	{"sweeping removes only what is older than the cutoff", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		old, cutoff := base.Add(-2*time.Hour), base.Add(-time.Hour)
+		mustNil(t, s.CreateSession(t.Context(), hash("s old"), auth.Session{UserID: u.ID, CreatedAt: old, ExpiresAt: old}, u.PasswordHash))
+		newSession(t, s, u, "s new")
+		mustNil(t, s.AddResetToken(t.Context(), hash("r old"), u.ID, old, old))
+		mustNil(t, s.AddResetToken(t.Context(), hash("r new"), u.ID, base, base.Add(time.Hour)))
+		mustNil(t, s.AddUnlockToken(t.Context(), hash("u old"), u.ID, old, old))
+		mustNil(t, s.AddUnlockToken(t.Context(), hash("u new"), u.ID, base, base.Add(time.Hour)))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d old"), old, 10))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d new"), base, 10))
+		for _, kind := range []auth.SweepKind{auth.SweepSessions, auth.SweepResetTokens, auth.SweepUnlockTokens, auth.SweepDevices} {
+			if n, err := s.Sweep(t.Context(), kind, cutoff); err != nil || n != 1 {
+				t.Errorf("Sweep(%s) = %d, %v; want 1", kind, n, err)
+			}
+		}
+		if _, err := s.SessionByHash(t.Context(), hash("s new"), base); err != nil {
+			t.Errorf("live session swept: %v", err)
+		}
+		if _, _, err := s.ResetTokenUser(t.Context(), hash("r new"), base); err != nil {
+			t.Errorf("live reset token swept: %v", err)
+		}
+		if ok, _ := s.UnlockTokenLive(t.Context(), hash("u new"), base); !ok {
+			t.Error("live unlock token swept")
+		}
+		if ok, _ := s.KnownDevice(t.Context(), u.Email, hash("d new"), cutoff); !ok {
+			t.Error("recent device swept")
+		}
+		if _, err := s.Sweep(t.Context(), "no such kind", base); err == nil {
+			t.Error("Sweep of an unknown kind: no error")
+		}
+	}},
+}
+
+// checkSignedOut checks whether u's session, device and unlock link, made
+// by the cases above under names derived from its email, are gone (want)
+// or still there.
+func checkSignedOut(t *testing.T, s auth.Store, u auth.User, want bool) {
+	t.Helper()
+	_, err := s.SessionByHash(t.Context(), hash("session "+u.Email), base)
+	device, _ := s.KnownDevice(t.Context(), u.Email, hash("device "+u.Email), base.Add(-time.Second))
+	unlock, _ := s.UnlockTokenLive(t.Context(), hash("unlock "+u.Email), base)
+	if gone := errors.Is(err, auth.ErrNoSession); gone != want {
+		t.Errorf("%s: session gone = %v, want %v", u.Email, gone, want)
+	}
+	if device == want {
+		t.Errorf("%s: device known = %v, want %v", u.Email, device, !want)
+	}
+	if unlock && want {
+		t.Errorf("%s: unlock link live, want it gone", u.Email)
+	}
+}

@@ -1,0 +1,464 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Rule names: they appear in Redis keys, in events, in metrics, in the
+// settings' names and on the dashboard.
+const (
+	RuleLoginIP        = "login_ip"
+	RuleLoginAccount   = "login_account"
+	RuleLoginDevice    = "login_device"
+	RuleResetIP        = "reset_ip"
+	RuleResetAccount   = "reset_account"
+	RuleResetConfirmIP = "reset_confirm_ip"
+	// RuleResetDomain limits the reset mails sent to one recipient domain.
+	RuleResetDomain = "reset_domain"
+)
+
+// Rule names of the unlock links.
+const (
+	RuleUnlockIP        = "unlock_ip"
+	RuleUnlockAccount   = "unlock_account"
+	RuleUnlockConfirmIP = "unlock_confirm_ip"
+)
+
+// rules is the one table of XCloak's rate limits. Everything else about a
+// rule is read from it: the flows' decisions, the limits' defaults and
+// validation, the settings (XCLOAK_LIMIT_<NAME>, --limit-<name>) and their
+// README rows, the dashboard's labels and sign-in totals, and the stats
+// JSON's rule keys. Adding a rule is adding an entry here, and its test.
+//
+// The order matters: it is the order of a flow's rules in its decision
+// (and so of the rule an event names when several refuse), of the
+// settings in --help, and of the rules on the dashboard.
+var rules = []RuleSpec{
+	{
+		Name: RuleLoginIP, Label: "Sign-ins per address", Flow: FlowSignIn, Key: KeyNetwork(32, 64),
+		Default: ratelimit.Limit{Count: 50, Window: 10 * time.Minute}, Listed: true,
+		Usage: "sign-in attempts per client network",
+		Doc:   "Sign-in attempts per client network (address, or IPv6 /64).",
+	},
+	{
+		Name: RuleLoginAccount, Label: "Sign-ins per account", Flow: FlowSignIn, Key: KeyAccount,
+		Default: ratelimit.Limit{Count: 10, Window: 10 * time.Minute}, Lockable: true, Listed: true,
+		Usage: "sign-in attempts per account",
+		Doc:   "Sign-in attempts per account, existing or not.",
+	},
+	{
+		// A known device is limited and locked on its own and is not held
+		// by the account's limit or lockout.
+		Name: RuleLoginDevice, Label: "Sign-ins per device", Flow: FlowSignIn, Key: KeyDevice,
+		Default: ratelimit.Limit{Count: 10, Window: 10 * time.Minute}, Lockable: true, Replaces: RuleLoginAccount, Listed: true,
+		Usage: "sign-in attempts per browser that signed in before",
+		Doc: "Sign-in attempts per known device (a browser that signed in to the account before); " +
+			"replaces the account limit for it, and its failures lock it alone, by the lockout settings.",
+	},
+	{
+		Name: RuleResetIP, Label: "Reset requests per address", Flow: FlowResetRequest, Key: KeyNetwork(32, 64),
+		Default: ratelimit.Limit{Count: 5, Window: 10 * time.Minute}, Listed: true,
+		Usage: "reset requests per client network",
+		Doc:   "Reset requests per client network.",
+	},
+	{
+		Name: RuleResetAccount, Label: "Reset requests per account", Flow: FlowResetRequest, Key: KeyAccount,
+		Default: ratelimit.Limit{Count: 3, Window: time.Hour}, Listed: true,
+		Usage: "reset requests per account",
+		Doc:   "Reset requests per account.",
+	},
+	{
+		Name: RuleResetConfirmIP, Label: "Reset confirmations per address", Flow: FlowResetConfirm, Key: KeyNetwork(32, 64),
+		Default: ratelimit.Limit{Count: 20, Window: 10 * time.Minute}, Listed: true,
+		Usage: "new passwords set through reset links, and unlock links confirmed, per client network",
+		Doc:   "New passwords set through reset links, and unlock links confirmed, per client network (each its own count).",
+	},
+	{
+		// Only mails that would be sent count, so requests for addresses
+		// without an account cannot use a domain's limit up.
+		Name: RuleResetDomain, Label: "Reset and unlock mails per domain", Flow: FlowLinkMail, Key: KeyDomain,
+		Default: ratelimit.Limit{Count: 60, Window: time.Minute},
+		Usage:   "reset and unlock-link mails sent per recipient domain",
+		Doc: "Reset and unlock-link mails sent per recipient domain (only accounts that exist count); " +
+			"past it they are dropped and counted. Raise it if most users share one domain.",
+	},
+	{
+		Name: RuleUnlockIP, Label: "Unlock-link requests per address", Flow: FlowUnlockRequest, Key: KeyNetwork(32, 64),
+		Default: ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
+		Usage:   "unlock-link requests per client network",
+		Doc:     `Unlock-link requests ("Locked out? Email me a link") per client network.`,
+	},
+	{
+		Name: RuleUnlockAccount, Label: "Unlock-link requests per account", Flow: FlowUnlockRequest, Key: KeyAccount,
+		Default: ratelimit.Limit{Count: 3, Window: time.Hour},
+		Usage:   "unlock-link requests per account",
+		Doc:     "Unlock-link requests per account, existing or not.",
+	},
+	{
+		Name: RuleUnlockConfirmIP, Label: "Unlock-link confirmations per address", Flow: FlowUnlockConfirm, Key: KeyNetwork(32, 64),
+		SharesLimit: RuleResetConfirmIP,
+	},
+}
+
+// lockoutLabel names RuleLockout on the dashboard; a lockout is no rate
+// limit, so it has no entry in the table.
+const lockoutLabel = "Account lockout"
+
+// RuleSpec is one rate limit: what it guards, what it counts per, its
+// default and how it is shown.
+type RuleSpec struct {
+	// Name names the rule in Redis keys, events, metrics, the stats JSON
+	// and its setting (XCLOAK_LIMIT_<NAME>, --limit-<name>): 1 to 32
+	// characters from [a-z0-9_].
+	Name string
+	// Label names the rule on the dashboard.
+	Label string
+	// Flow is the kind of request the rule guards.
+	Flow Flow
+	// Key derives the identity the rule counts per from a request.
+	Key Key
+	// Default is the rule's limit unless a setting changes it; zero when
+	// the rule shares another's limit.
+	Default ratelimit.Limit
+	// SharesLimit names the rule whose limit, and setting, this one uses;
+	// each still counts on its own. "" for a limit of its own.
+	SharesLimit string
+	// Lockable makes the rule refuse while its identity is locked out, and
+	// makes failures count towards that lock (ratelimit.Rule.Lockable).
+	Lockable bool
+	// Replaces names a rule of the same flow that is left out of a
+	// decision in which this one applies.
+	Replaces string
+	// Listed rules are on the dashboard and in the stats JSON even while
+	// they have refused nothing; the others show up once they have.
+	Listed bool
+	// Usage is the setting's --help text (without its format), Doc its
+	// description in README's Configuration table; both "" when the rule
+	// shares another's limit.
+	Usage, Doc string
+}
+
+// Flow is a kind of request that rules guard. A request passes every rule
+// of its flow that applies to it, in one decision.
+type Flow string
+
+// The flows.
+const (
+	FlowSignIn        Flow = "sign-in"
+	FlowResetRequest  Flow = "reset request"
+	FlowResetConfirm  Flow = "reset confirmation"
+	FlowUnlockRequest Flow = "unlock-link request"
+	FlowUnlockConfirm Flow = "unlock-link confirmation"
+	// FlowLinkMail is a reset or unlock mail about to be sent to an
+	// account that exists.
+	FlowLinkMail Flow = "link mail"
+)
+
+// flows lists every Flow, for the table's check.
+var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail}
+
+// Subject is what a request offers its rules to count per; a flow fills in
+// what it knows.
+type Subject struct {
+	Client Client
+	// Account is the normalised address the request names; "" if none.
+	Account string
+	// Device is the nonce of a known device; "" for any other browser.
+	Device string
+	// Domain is the domain of a mail's recipient.
+	Domain string
+}
+
+// Key is how a rule's identity is derived from a request. It is a value,
+// not a func, so that the table can be checked and printed.
+type Key struct {
+	kind   keyKind
+	v4, v6 int // the prefix lengths of a network key
+}
+
+type keyKind uint8
+
+const (
+	keyNone keyKind = iota
+	keyNetwork
+	keyAccount
+	keyDevice
+	keyDomain
+)
+
+// Keys that take a part of the Subject as it is.
+var (
+	KeyAccount = Key{kind: keyAccount} // the account the request names
+	KeyDevice  = Key{kind: keyDevice}  // the known device it comes from
+	KeyDomain  = Key{kind: keyDomain}  // the mail recipient's domain
+)
+
+// KeyNetwork keys a rule by the client's network: its IPv4 address masked
+// to v4Bits, its IPv6 address to v6Bits (a single subscriber is routinely
+// handed a whole IPv6 /64 and could otherwise rotate through it). An
+// IPv4-mapped IPv6 address counts as IPv4.
+func KeyNetwork(v4Bits, v6Bits int) Key { return Key{kind: keyNetwork, v4: v4Bits, v6: v6Bits} }
+
+// ID returns the identity s has under k; ok is false when s has none (no
+// account, no known device, no domain) and the rule does not apply. A
+// network key always applies: a client without an address counts in one
+// shared "unknown" bucket, never skipping the limit.
+func (k Key) ID(s Subject) (id string, ok bool) {
+	switch k.kind {
+	case keyNetwork:
+		return networkID(s.Client.Addr, k.v4, k.v6), true
+	case keyAccount:
+		return s.Account, s.Account != ""
+	case keyDevice:
+		return s.Device, s.Device != ""
+	case keyDomain:
+		return s.Domain, s.Domain != ""
+	}
+	return "", false
+}
+
+// String describes k: "network /32 /64", "account", "device", "domain".
+func (k Key) String() string {
+	switch k.kind {
+	case keyNetwork:
+		return fmt.Sprintf("network /%d /%d", k.v4, k.v6)
+	case keyAccount:
+		return "account"
+	case keyDevice:
+		return "device"
+	case keyDomain:
+		return "domain"
+	}
+	return "none"
+}
+
+func (k Key) check() error {
+	switch k.kind {
+	case keyNone:
+		return errors.New("no key")
+	case keyNetwork:
+		if k.v4 < 1 || k.v4 > 32 || k.v6 < 1 || k.v6 > 128 {
+			return fmt.Errorf("network key /%d /%d: want 1..32 and 1..128 bits", k.v4, k.v6)
+		}
+	}
+	return nil
+}
+
+// networkID names addr's network of v4Bits or v6Bits: "192.0.2.1" for a
+// whole IPv4 address, "2001:db8::/64" or "192.0.2.0/24" for a network, and
+// "unknown" for no address.
+func networkID(addr netip.Addr, v4Bits, v6Bits int) string {
+	if !addr.IsValid() {
+		return "unknown"
+	}
+	addr = addr.Unmap().WithZone("")
+	bits := v6Bits
+	if addr.Is4() {
+		bits = v4Bits
+	}
+	p, err := addr.Prefix(bits)
+	if err != nil {
+		// Only a Key that failed its check has such bits.
+		return "unknown"
+	}
+	if addr.Is4() && bits == 32 {
+		return p.Addr().String()
+	}
+	return p.String()
+}
+
+// Rules returns the table of rules, in its order.
+func Rules() []RuleSpec { return slices.Clone(rules) }
+
+// LookupRule returns the rule named name.
+func LookupRule(name string) (RuleSpec, bool) {
+	i := slices.IndexFunc(rules, func(r RuleSpec) bool { return r.Name == name })
+	if i < 0 {
+		return RuleSpec{}, false
+	}
+	return rules[i], true
+}
+
+// RuleLabel names a rule, or RuleLockout, on the dashboard; "" for a name
+// it does not know.
+func RuleLabel(name string) string {
+	if name == RuleLockout {
+		return lockoutLabel
+	}
+	r, _ := LookupRule(name)
+	return r.Label
+}
+
+// SignInRules are the rules that refuse sign-ins, RuleLockout included:
+// their rejections are sign-in attempts too, and make up Summary.Rejected.
+func SignInRules() []string {
+	var out []string
+	for _, r := range rules {
+		if r.Flow == FlowSignIn {
+			out = append(out, r.Name)
+		}
+	}
+	return append(out, RuleLockout)
+}
+
+// RejectionRules lists the rules the dashboard and the stats JSON always
+// show, sign-in rules (RuleLockout last of them) first, in the order the
+// dashboard shows them.
+func RejectionRules() []string {
+	var out []string
+	for _, r := range rules {
+		if r.Flow == FlowSignIn && r.Listed {
+			out = append(out, r.Name)
+		}
+	}
+	out = append(out, RuleLockout)
+	for _, r := range rules {
+		if r.Flow != FlowSignIn && r.Listed {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// IsSignInRule reports whether rule refuses sign-ins (rather than resets).
+func IsSignInRule(rule string) bool { return slices.Contains(SignInRules(), rule) }
+
+// Limits are the rate limits the service enforces, by rule name: one for
+// every rule of the table with a limit of its own.
+type Limits map[string]ratelimit.Limit
+
+// DefaultLimits returns every rule's default limit.
+func DefaultLimits() Limits {
+	l := make(Limits)
+	for _, r := range rules {
+		if r.SharesLimit == "" {
+			l[r.Name] = r.Default
+		}
+	}
+	return l
+}
+
+// SetCount changes the count of rule's limit and keeps its window.
+func (l Limits) SetCount(rule string, n int) {
+	lim := l[rule]
+	lim.Count = n
+	l[rule] = lim
+}
+
+// Of returns the limit rule enforces: its own, or the one it shares.
+func (l Limits) Of(rule string) ratelimit.Limit {
+	if r, ok := LookupRule(rule); ok && r.SharesLimit != "" {
+		rule = r.SharesLimit
+	}
+	return l[rule]
+}
+
+// Validate checks that l has a valid limit for every rule with a limit of
+// its own, and none for any other name.
+func (l Limits) Validate() error {
+	for _, r := range rules {
+		if r.SharesLimit != "" {
+			continue
+		}
+		lim, ok := l[r.Name]
+		if !ok {
+			return fmt.Errorf("limit %s: missing", r.Name)
+		}
+		if err := lim.Validate(); err != nil {
+			return fmt.Errorf("limit %s: %w", r.Name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		if r, ok := LookupRule(name); !ok || r.SharesLimit != "" {
+			return fmt.Errorf("limit %q: no rule has a limit of that name", name)
+		}
+	}
+	return nil
+}
+
+// rulesFor returns the rules of flow that apply to the request s, with
+// their identities and limits from l, in the table's order.
+func rulesFor(l Limits, flow Flow, s Subject) []ratelimit.Rule {
+	var out []ratelimit.Rule
+	var replaced []string
+	for _, r := range rules {
+		if r.Flow != flow {
+			continue
+		}
+		id, ok := r.Key.ID(s)
+		if !ok {
+			continue
+		}
+		if r.Replaces != "" {
+			replaced = append(replaced, r.Replaces)
+		}
+		out = append(out, ratelimit.Rule{Name: r.Name, ID: id, Limit: l.Of(r.Name), Lockable: r.Lockable})
+	}
+	return slices.DeleteFunc(out, func(r ratelimit.Rule) bool { return slices.Contains(replaced, r.Name) })
+}
+
+// checkRules checks a table of rules: every entry named, labelled, keyed
+// and in a flow, with a valid default, a setting's texts, or another
+// rule's limit to share, and every name it refers to a rule of the table.
+func checkRules(table []RuleSpec) error {
+	seen := make(map[string]RuleSpec)
+	labels := map[string]bool{lockoutLabel: true}
+	for _, r := range table {
+		if err := checkRuleName(r.Name); err != nil {
+			return err
+		}
+		if _, dup := seen[r.Name]; dup || r.Name == RuleLockout {
+			return fmt.Errorf("rule %s: name taken", r.Name)
+		}
+		seen[r.Name] = r
+		if r.Label == "" || labels[r.Label] {
+			return fmt.Errorf("rule %s: label %q empty or taken", r.Name, r.Label)
+		}
+		labels[r.Label] = true
+		if !slices.Contains(flows, r.Flow) {
+			return fmt.Errorf("rule %s: unknown flow %q", r.Name, r.Flow)
+		}
+		if err := r.Key.check(); err != nil {
+			return fmt.Errorf("rule %s: %w", r.Name, err)
+		}
+		if r.SharesLimit == "" {
+			if err := r.Default.Validate(); err != nil {
+				return fmt.Errorf("rule %s: default: %w", r.Name, err)
+			}
+			if r.Usage == "" || r.Doc == "" {
+				return fmt.Errorf("rule %s: a limit of its own needs a setting's Usage and Doc", r.Name)
+			}
+		} else if r.Default != (ratelimit.Limit{}) || r.Usage != "" || r.Doc != "" {
+			return fmt.Errorf("rule %s: shares the limit of %s, so has no default or setting of its own", r.Name, r.SharesLimit)
+		}
+	}
+	for _, r := range table {
+		if r.SharesLimit != "" {
+			if shared, ok := seen[r.SharesLimit]; !ok || shared.SharesLimit != "" {
+				return fmt.Errorf("rule %s: shares the limit of %q, which is no rule with a limit of its own", r.Name, r.SharesLimit)
+			}
+		}
+		if r.Replaces != "" {
+			if other, ok := seen[r.Replaces]; !ok || other.Flow != r.Flow || r.Replaces == r.Name {
+				return fmt.Errorf("rule %s: replaces %q, which is no other rule of its flow", r.Name, r.Replaces)
+			}
+		}
+	}
+	return nil
+}
+
+// checkRuleName holds a name to what Redis keys and settings take.
+func checkRuleName(name string) error {
+	if name == "" || len(name) > 32 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+		return fmt.Errorf("rule %q: a name is 1 to 32 characters from [a-z0-9_]", name)
+	}
+	return nil
+}

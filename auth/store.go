@@ -1,0 +1,163 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The storage the flows need, declared here, where it is used, and shaped
+// by what the flows do rather than by tables: whatever must happen at once
+// (a password replaced with every session and device it gave away) is one
+// method, which an implementation runs as one transaction. Package postgres
+// implements them all.
+//
+// Secrets never reach a store: sessions, reset and unlock tokens and
+// device nonces are handed over as their SHA-256, so a copy of the
+// database signs no one in. Timestamps come from the service's clock.
+//
+// Stores return the sentinel errors below and in errors.go for the
+// outcomes a flow acts on; any other error is a failure of the store,
+// which the flows count and report as ErrUnavailable.
+
+// ErrPasswordChanged is what a store returns when a write that depends on
+// the password a sign-in verified finds that password replaced meanwhile.
+// The flows never return it: the sign-in is refused as
+// ErrInvalidCredentials.
+var ErrPasswordChanged = errors.New("auth: password changed meanwhile")
+
+// Store is every kind of storage the service needs.
+type Store interface {
+	UserStore
+	SessionStore
+	DeviceStore
+	ResetTokenStore
+	UnlockTokenStore
+	LockoutLog
+	Sweeper
+}
+
+// UserStore keeps accounts.
+type UserStore interface {
+	// CreateUser adds an account with a normalised email; ErrUserExists if
+	// the email is taken.
+	CreateUser(ctx context.Context, email, passwordHash string, admin bool) (User, error)
+	// UserByEmail returns the account with a normalised email; ErrNoUser
+	// if none.
+	UserByEmail(ctx context.Context, email string) (User, error)
+	// RehashPassword replaces the account's hash old with hash, a new hash
+	// of the same password; ErrPasswordChanged if old is no longer the
+	// account's hash, so that a rehash never brings a replaced password
+	// back.
+	RehashPassword(ctx context.Context, userID int64, old, hash string) error
+	// SetPassword replaces the password of the account with email, ends
+	// every session of it and forgets its known devices and open unlock
+	// links, at once; ErrNoUser if there is no such account.
+	SetPassword(ctx context.Context, email, hash string) error
+}
+
+// SessionStore keeps signed-in browsers by the hash of their token.
+type SessionStore interface {
+	// CreateSession stores sess (its Token is not stored) under
+	// tokenHash, only while passwordHash is still the account's hash
+	// (ErrPasswordChanged otherwise): no session made with a replaced
+	// password outlives the replacement, whichever commits first.
+	CreateSession(ctx context.Context, tokenHash []byte, sess Session, passwordHash string) error
+	// SessionByHash returns the session stored under tokenHash that
+	// expires after now; ErrNoSession if none.
+	SessionByHash(ctx context.Context, tokenHash []byte, now time.Time) (Session, error)
+	// DeleteSession ends the session stored under tokenHash, if any.
+	DeleteSession(ctx context.Context, tokenHash []byte) error
+	// SignOutEverywhere ends every session of the account with email and
+	// forgets its known devices and open unlock links, at once, and
+	// returns its id; ErrNoUser if there is no such account.
+	SignOutEverywhere(ctx context.Context, email string) (userID int64, err error)
+}
+
+// DeviceStore keeps the known devices of each account by the hash of
+// their nonce.
+type DeviceStore interface {
+	// KnownDevice reports whether nonceHash is a device of the account
+	// with email last seen after seenAfter.
+	KnownDevice(ctx context.Context, email string, nonceHash []byte, seenAfter time.Time) (bool, error)
+	// AddDevice makes nonceHash a known device of the account, seen at,
+	// and forgets its least recently used devices beyond max. With
+	// passwordHash set, it does so only while that is still the
+	// account's hash (ErrPasswordChanged otherwise, and when the account
+	// is gone). Devices added to one account at once are serialised, so
+	// that max holds.
+	AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int) error
+	// TouchDevice notes that the device signed in at.
+	TouchDevice(ctx context.Context, nonceHash []byte, at time.Time) error
+}
+
+// ResetTokenStore keeps password reset tokens by their hash.
+type ResetTokenStore interface {
+	// AddResetToken stores a token for the account, usable until
+	// expiresAt.
+	AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error
+	// ResetTokenUser returns the account of an unused reset token that
+	// expires after now; ErrInvalidToken if there is none.
+	ResetTokenUser(ctx context.Context, tokenHash []byte, now time.Time) (userID int64, email string, err error)
+	// ResetPassword spends an unused reset token that expires after now,
+	// and every other open token of its account, and replaces the
+	// account's password as SetPassword does, at once. Spending is
+	// conditional, so a token works once even when confirmations race;
+	// ErrInvalidToken if it cannot be spent.
+	ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, hash string) (userID int64, email string, err error)
+}
+
+// UnlockTokenStore keeps unlock-link tokens by their hash.
+type UnlockTokenStore interface {
+	// AddUnlockToken stores a token for the account, usable until
+	// expiresAt.
+	AddUnlockToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error
+	// UnlockTokenLive reports whether an unused unlock token expires
+	// after now.
+	UnlockTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (bool, error)
+	// UseUnlockToken spends an unused unlock token that expires after now
+	// and makes nonceHash a known device of its account, as AddDevice
+	// does without a password to check, at once. Spending is conditional,
+	// so a token works once even when confirmations race;
+	// ErrInvalidToken if it cannot be spent.
+	UseUnlockToken(ctx context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (userID int64, email string, err error)
+}
+
+// LockoutLog keeps the record of account lockouts. The locks themselves
+// live with the limits; the log is what the dashboard lists, what an
+// administrator clears, and what the in-process limits honour while Redis
+// is unreachable.
+type LockoutLog interface {
+	// RecordLockout adds a lockout; its ID is ignored.
+	RecordLockout(ctx context.Context, l Lockout) error
+	// ClearLockout marks the account's lockouts still in force at as
+	// ended, by whom.
+	ClearLockout(ctx context.Context, account string, at time.Time, by string) error
+	// LockoutListed reports whether the log holds a lockout of account in
+	// force at now.
+	LockoutListed(ctx context.Context, account string, now time.Time) (bool, error)
+	// ActiveLockouts lists the latest lockout of each account in force at
+	// now, newest first, at most limit.
+	ActiveLockouts(ctx context.Context, now time.Time, limit int) ([]Lockout, error)
+}
+
+// Sweeper removes what no one can use any more.
+type Sweeper interface {
+	// Sweep removes the records of one kind older than before, in
+	// bounded batches so that a backlog never holds long locks, until
+	// none is left or ctx is done, and returns how many it removed.
+	Sweep(ctx context.Context, kind SweepKind, before time.Time) (int64, error)
+}
+
+// SweepKind names a kind of record the janitor removes, in logs and in
+// what Sweep reports.
+type SweepKind string
+
+// The kinds of records the janitor removes.
+const (
+	SweepSessions       SweepKind = "sessions"              // by expiry
+	SweepResetTokens    SweepKind = "password_reset_tokens" // by use, else expiry
+	SweepUnlockTokens   SweepKind = "unlock_tokens"         // by use, else expiry
+	SweepDevices        SweepKind = "devices"               // by last sign-in
+	SweepSecurityEvents SweepKind = "security_events"       // by time
+)

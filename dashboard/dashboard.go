@@ -1,0 +1,157 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Bounds of what the dashboard shows.
+const (
+	// DashboardTop is how many sources and accounts each ranking lists.
+	DashboardTop = 10
+	// DashboardLockouts is how many active lockouts the dashboard lists;
+	// Summary.ActiveLockouts counts them all.
+	DashboardLockouts = 100
+	// MaxEventsPage bounds one page of Events.
+	MaxEventsPage = 100
+)
+
+// Dashboard is everything the security dashboard shows about a period,
+// from the stores every replica shares: counters from Redis, lockouts from
+// Postgres.
+type Dashboard struct {
+	Snapshot
+	// AsOf is when the figures were read.
+	AsOf time.Time
+	// Lockouts are the lockouts in force, newest first, at most
+	// DashboardLockouts (Summary.ActiveLockouts counts them all).
+	Lockouts []auth.Lockout
+	// Degraded reports that Redis is unreachable and limits follow
+	// FailurePolicy.
+	Degraded      bool
+	FailurePolicy string
+	// CountersUnavailable reports that the counters could not be read
+	// (Redis is down); the figures are then zero, and the lockouts and
+	// events from Postgres are still shown.
+	CountersUnavailable bool
+}
+
+// Counters are the shared counters the figures are read from (package
+// counters keeps them in Redis).
+type Counters interface {
+	// Snapshot returns the summary of p, the chart's series and both
+	// rankings (topN each), all from one consistent read.
+	Snapshot(ctx context.Context, p Period, now time.Time, topN int) (Snapshot, error)
+}
+
+// Store is where the security events and the lockout log are kept
+// (package postgres).
+type Store interface {
+	// Events lists a page of stored events; f is valid and names its kinds.
+	Events(ctx context.Context, f EventFilter) ([]StoredEvent, error)
+	// CountActiveLockouts counts the accounts locked at now.
+	CountActiveLockouts(ctx context.Context, now time.Time) (int, error)
+}
+
+// Accounts is what the dashboard asks of the service that guards them
+// (auth.Service).
+type Accounts interface {
+	// ActiveLockouts lists the lockouts in force, newest first.
+	ActiveLockouts(ctx context.Context, limit int) ([]auth.Lockout, error)
+	// Degraded reports whether Redis is unreachable.
+	Degraded() bool
+	// FailurePolicy is what limits do while it is.
+	FailurePolicy() ratelimit.FailurePolicy
+}
+
+// Reader reads the dashboard's data from the stores every replica shares.
+type Reader struct {
+	counters Counters
+	store    Store
+	accounts Accounts
+	now      func() time.Time
+	log      *slog.Logger
+}
+
+// New returns a Reader; now is its clock (nil: time.Now), log where it
+// notes counters it could not read (nil: nowhere).
+func New(c Counters, s Store, a Accounts, now func() time.Time, log *slog.Logger) *Reader {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reader{counters: c, store: s, accounts: a, now: now, log: log}
+}
+
+// Dashboard gathers the figures of period p as of now.
+func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
+	if !p.Valid() {
+		return Dashboard{}, ErrInvalidPeriod
+	}
+	now := r.now()
+	d := Dashboard{AsOf: now, Degraded: r.accounts.Degraded(), FailurePolicy: string(r.accounts.FailurePolicy())}
+	snap, err := r.counters.Snapshot(ctx, p, now, DashboardTop)
+	if err != nil {
+		// Without Redis the team still needs the lockouts and events.
+		r.log.WarnContext(ctx, "dashboard: reading counters", "err", err)
+		d.CountersUnavailable = true
+		snap = Snapshot{Summary: Summary{Period: p, RejectedByRule: map[string]int64{}}}
+	}
+	d.Snapshot = snap
+	if d.Lockouts, err = r.accounts.ActiveLockouts(ctx, DashboardLockouts); err != nil {
+		return Dashboard{}, err
+	}
+	if d.Summary.ActiveLockouts, err = r.store.CountActiveLockouts(ctx, now); err != nil {
+		return Dashboard{}, err
+	}
+	return d, nil
+}
+
+// DashboardEventKinds are the events the dashboard lists: what a security
+// team acts on, not the flood of individual sign-ins that the counters
+// already sum up.
+var DashboardEventKinds = []string{auth.EventLockout, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
+	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere}
+
+// EventFilter selects a page of stored security events.
+type EventFilter struct {
+	// Kinds are the event kinds to list; empty means DashboardEventKinds.
+	Kinds []string
+	// BeforeID continues a listing after the event with that ID (the last
+	// one of the previous page); 0 starts with the newest.
+	BeforeID int64
+	// Limit is the page size, 1 to MaxEventsPage.
+	Limit int
+}
+
+// StoredEvent is one security event as Postgres keeps it.
+type StoredEvent struct {
+	ID      int64
+	At      time.Time
+	Kind    string
+	Account string // "" if none
+	UserID  int64  // 0 if no account
+	Source  string // "" if none
+	Detail  map[string]string
+}
+
+// Events lists security events newest first (by time, then ID), one page
+// at a time: pass the last ID of a page as BeforeID for the next. The
+// listing is by key, not offset, so a page costs the same however deep it
+// is and new events do not shift later pages.
+func (r *Reader) Events(ctx context.Context, f EventFilter) ([]StoredEvent, error) {
+	if f.Limit < 1 || f.Limit > MaxEventsPage || f.BeforeID < 0 {
+		return nil, fmt.Errorf("%w: events page of %d from %d", auth.ErrInvalidRequest, f.Limit, f.BeforeID)
+	}
+	if len(f.Kinds) == 0 {
+		f.Kinds = DashboardEventKinds
+	}
+	return r.store.Events(ctx, f)
+}

@@ -1,0 +1,77 @@
+package dashboard
+
+import "time"
+
+// Stats is the body of GET /api/v1/admin/stats: the dashboard's figures
+// for scripts and monitoring. Its fields are a public contract: renaming
+// or dropping one breaks whoever reads it.
+type Stats struct {
+	Period      Period    `json:"period"`
+	From        time.Time `json:"from"`
+	To          time.Time `json:"to"`
+	Attempts    int64     `json:"attempts"`
+	Successes   int64     `json:"successes"`
+	Failures    int64     `json:"failures"`
+	Invalid     int64     `json:"invalid"`
+	Unavailable int64     `json:"unavailable"`
+	// Degraded: Redis is unreachable and limits follow FailurePolicy.
+	Degraded            bool             `json:"degraded"`
+	FailurePolicy       string           `json:"failure_policy"`
+	CountersUnavailable bool             `json:"counters_unavailable"`
+	Rejected            int64            `json:"rejected"`
+	RejectedByRule      map[string]int64 `json:"rejected_by_rule"`
+	Lockouts            int64            `json:"lockouts"`
+	ActiveLockouts      int              `json:"active_lockouts"`
+	ResetRequests       int64            `json:"reset_requests"`
+	// ResetMailsDropped counts reset mails of accepted requests that were
+	// not sent (queue full, domain over its limit, mail server failed).
+	ResetMailsDropped int64          `json:"reset_mails_dropped"`
+	TopSources        []StatsSource  `json:"top_sources"`
+	TopAccounts       []StatsAccount `json:"top_accounts"`
+	PerMinute         []StatsMinute  `json:"per_minute"`
+}
+
+// StatsSource is a source of rejected requests and how many.
+type StatsSource struct {
+	Source   string `json:"source"`
+	Rejected int64  `json:"rejected"`
+}
+
+// StatsAccount is an account and its failed or rejected requests.
+type StatsAccount struct {
+	Account          string `json:"account"`
+	FailedOrRejected int64  `json:"failed_or_rejected"`
+}
+
+// StatsMinute is one minute of the chart.
+type StatsMinute struct {
+	Start    time.Time `json:"start"`
+	Attempts int64     `json:"attempts"`
+	Rejected int64     `json:"rejected"`
+}
+
+// StatsOf is d as the administrators' API serves it.
+func StatsOf(d Dashboard) Stats {
+	sum := d.Summary
+	out := Stats{
+		Period: sum.Period, From: sum.From, To: sum.To,
+		Attempts: sum.Attempts, Successes: sum.Successes, Failures: sum.Failures, Invalid: sum.Invalid,
+		Unavailable: sum.Unavailable, Degraded: d.Degraded, FailurePolicy: d.FailurePolicy, CountersUnavailable: d.CountersUnavailable,
+		Rejected: sum.Rejected, RejectedByRule: sum.RejectedByRule,
+		Lockouts: sum.Lockouts, ActiveLockouts: sum.ActiveLockouts, ResetRequests: sum.ResetRequests,
+		ResetMailsDropped: sum.MailsDropped,
+		TopSources:        make([]StatsSource, 0, len(d.TopSources)),
+		TopAccounts:       make([]StatsAccount, 0, len(d.TopAccounts)),
+		PerMinute:         make([]StatsMinute, 0, len(d.Series)),
+	}
+	for _, t := range d.TopSources {
+		out.TopSources = append(out.TopSources, StatsSource{t.Name, t.Count})
+	}
+	for _, t := range d.TopAccounts {
+		out.TopAccounts = append(out.TopAccounts, StatsAccount{t.Name, t.Count})
+	}
+	for _, m := range d.Series {
+		out.PerMinute = append(out.PerMinute, StatsMinute{m.Start, m.Attempts, m.Rejected})
+	}
+	return out
+}

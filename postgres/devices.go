@@ -1,0 +1,72 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// KnownDevice implements auth.DeviceStore with one indexed query.
+func (s *Store) KnownDevice(ctx context.Context, email string, nonceHash []byte, seenAfter time.Time) (bool, error) {
+	var known bool
+	err := s.pool.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM devices d JOIN users u ON u.id = d.user_id
+		               WHERE d.nonce_hash = $1 AND u.email = $2 AND d.last_seen_at > $3)`,
+		nonceHash, email, seenAfter).Scan(&known)
+	return known, err
+}
+
+// AddDevice implements auth.DeviceStore.
+func (s *Store) AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var current string
+		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID).Scan(&current)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && passwordHash != "" && current != passwordHash) {
+			return auth.ErrPasswordChanged
+		}
+		if err != nil {
+			return err
+		}
+		return insertDevice(ctx, tx, userID, nonceHash, at, max)
+	})
+}
+
+// insertDevice adds a known device in the caller's transaction and
+// forgets the least recently used devices beyond max. It locks the
+// account's row first, which serialises the devices added to one account,
+// so the bound holds under concurrent sign-ins.
+func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonceHash []byte, now time.Time, max int) error {
+	if _, err := tx.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx,
+		`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at) VALUES ($1, $2, $3, $3)`,
+		nonceHash, userID, now); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `
+		DELETE FROM devices WHERE user_id = $1 AND nonce_hash NOT IN (
+			SELECT nonce_hash FROM devices WHERE user_id = $1
+			ORDER BY last_seen_at DESC, created_at DESC LIMIT $2)`, userID, max)
+	return err
+}
+
+// TouchDevice implements auth.DeviceStore.
+func (s *Store) TouchDevice(ctx context.Context, nonceHash []byte, at time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE devices SET last_seen_at = $2 WHERE nonce_hash = $1`, nonceHash, at)
+	return err
+}
+
+// forgetDevices deletes every known device of the user, and the open
+// unlock links that would add one, in the caller's transaction.
+func forgetDevices(ctx context.Context, tx pgx.Tx, userID int64) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM devices WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM unlock_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)
+	return err
+}

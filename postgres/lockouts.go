@@ -1,0 +1,60 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// RecordLockout implements auth.LockoutLog; an account without a user is
+// stored with a NULL user_id.
+func (s *Store) RecordLockout(ctx context.Context, l auth.Lockout) error {
+	var userID *int64
+	if l.UserID != 0 {
+		userID = &l.UserID
+	}
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO lockouts (account_key, user_id, level, failures, locked_at, locked_until)
+		 VALUES ($1, $2, $3, $4, $5, $6)`,
+		l.Account, userID, l.Level, l.Failures, l.LockedAt, l.LockedUntil)
+	return err
+}
+
+// ClearLockout implements auth.LockoutLog.
+func (s *Store) ClearLockout(ctx context.Context, account string, at time.Time, by string) error {
+	_, err := s.pool.Exec(ctx,
+		`UPDATE lockouts SET cleared_at = $2, cleared_by = $3
+		 WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2`,
+		account, at, by)
+	return err
+}
+
+// LockoutListed implements auth.LockoutLog.
+func (s *Store) LockoutListed(ctx context.Context, account string, now time.Time) (bool, error) {
+	var listed bool
+	err := s.pool.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM lockouts WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2)`,
+		account, now).Scan(&listed)
+	return listed, err
+}
+
+// ActiveLockouts implements auth.LockoutLog.
+func (s *Store) ActiveLockouts(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT * FROM (
+			SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
+			FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
+			ORDER BY account_key, locked_at DESC
+		) current ORDER BY locked_at DESC LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (auth.Lockout, error) {
+		var l auth.Lockout
+		err := row.Scan(&l.ID, &l.Account, &l.UserID, &l.Level, &l.Failures, &l.LockedAt, &l.LockedUntil)
+		return l, err
+	})
+}

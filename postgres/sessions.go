@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// CreateSession implements auth.SessionStore. The account's row is
+// share-locked for it: a password replacement that commits first leaves
+// no row to match, and one that commits after sees the session and ends
+// it.
+func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at)
+		SELECT $1, id, $3, $4, $3 FROM users WHERE id = $2 AND password_hash = $5 FOR SHARE`,
+		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return auth.ErrPasswordChanged
+	}
+	return nil
+}
+
+// SessionByHash implements auth.SessionStore.
+func (s *Store) SessionByHash(ctx context.Context, tokenHash []byte, now time.Time) (auth.Session, error) {
+	var sess auth.Session
+	err := s.pool.QueryRow(ctx, `
+		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at
+		FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.id_hash = $1 AND s.expires_at > $2`, tokenHash, now).
+		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return auth.Session{}, auth.ErrNoSession
+	}
+	return sess, err
+}
+
+// DeleteSession implements auth.SessionStore.
+func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id_hash = $1`, tokenHash)
+	return err
+}
+
+// SignOutEverywhere implements auth.SessionStore.
+func (s *Store) SignOutEverywhere(ctx context.Context, email string) (userID int64, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE email = $1 FOR NO KEY UPDATE`, email).Scan(&userID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.ErrNoUser
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
+			return err
+		}
+		return forgetDevices(ctx, tx, userID)
+	})
+	return userID, err
+}

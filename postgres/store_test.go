@@ -1,0 +1,44 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/postgres"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// newStore returns a Store on a database of its own.
+func newStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	dbURL := testenv.Postgres(t)
+	if _, err := migrations.Up(t.Context(), dbURL); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return postgres.New(pool, nil)
+}
+
+// TestStore runs the promises of auth's storage interfaces, the races
+// included, against PostgreSQL. The cases share one database, emptied
+// before each, which is much quicker than a database each.
+func TestStore(t *testing.T) {
+	s := newStore(t)
+	authtest.TestStore(t, func(t *testing.T) auth.Store {
+		if _, err := s.Pool().Exec(t.Context(), `TRUNCATE users, sessions, devices, password_reset_tokens,
+			unlock_tokens, lockouts, security_events RESTART IDENTITY CASCADE`); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

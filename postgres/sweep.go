@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// sweepBatch bounds one DELETE, so that a large backlog never holds long
+// locks; Sweep repeats until a batch comes back short.
+const sweepBatch = 10_000
+
+// sweepWhere is, for each kind of record, the table that holds it and
+// when a record of it is older than $1.
+var sweepWhere = map[auth.SweepKind]struct{ table, where string }{
+	auth.SweepSessions:       {"sessions", "expires_at < $1"},
+	auth.SweepResetTokens:    {"password_reset_tokens", "coalesce(used_at, expires_at) < $1"},
+	auth.SweepUnlockTokens:   {"unlock_tokens", "coalesce(used_at, expires_at) < $1"},
+	auth.SweepDevices:        {"devices", "last_seen_at < $1"},
+	auth.SweepSecurityEvents: {"security_events", "at < $1"},
+}
+
+// Sweep implements auth.Sweeper.
+func (s *Store) Sweep(ctx context.Context, kind auth.SweepKind, before time.Time) (int64, error) {
+	job, ok := sweepWhere[kind]
+	if !ok {
+		return 0, fmt.Errorf("postgres: no records of kind %q to sweep", kind)
+	}
+	var removed int64
+	for ctx.Err() == nil {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM `+job.table+` WHERE ctid IN (SELECT ctid FROM `+job.table+
+			` WHERE `+job.where+` LIMIT `+strconv.Itoa(sweepBatch)+`)`, before)
+		if err != nil {
+			return removed, err
+		}
+		removed += tag.RowsAffected()
+		if tag.RowsAffected() < sweepBatch {
+			break
+		}
+	}
+	return removed, nil
+}

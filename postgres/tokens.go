@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// AddResetToken implements auth.ResetTokenStore.
+func (s *Store) AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error {
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		tokenHash, userID, createdAt, expiresAt)
+	return err
+}
+
+// ResetTokenUser implements auth.ResetTokenStore.
+func (s *Store) ResetTokenUser(ctx context.Context, tokenHash []byte, now time.Time) (userID int64, email string, err error) {
+	err = s.pool.QueryRow(ctx, `
+		SELECT u.id, u.email FROM password_reset_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2`, tokenHash, now).
+		Scan(&userID, &email)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", auth.ErrInvalidToken
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	return userID, email, nil
+}
+
+// ResetPassword implements auth.ResetTokenStore.
+func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, hash string) (userID int64, email string, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Spending the token first, with the same conditions, makes the
+		// token single-use even when two confirmations race.
+		err := tx.QueryRow(ctx, `
+			UPDATE password_reset_tokens SET used_at = $2
+			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+			RETURNING user_id`, tokenHash, now).Scan(&userID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.ErrInvalidToken
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1`, userID).Scan(&email); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, now); err != nil {
+			return err
+		}
+		return replacePassword(ctx, tx, userID, hash)
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	return userID, email, nil
+}
+
+// AddUnlockToken implements auth.UnlockTokenStore.
+func (s *Store) AddUnlockToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error {
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		tokenHash, userID, createdAt, expiresAt)
+	return err
+}
+
+// UnlockTokenLive implements auth.UnlockTokenStore.
+func (s *Store) UnlockTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM unlock_tokens WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2)`,
+		tokenHash, now).Scan(&ok)
+	return ok, err
+}
+
+// UseUnlockToken implements auth.UnlockTokenStore. The token is spent by
+// a conditional UPDATE, so it works once even when confirmations race.
+func (s *Store) UseUnlockToken(ctx context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (userID int64, email string, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			UPDATE unlock_tokens t SET used_at = $2 FROM users u
+			WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2 AND u.id = t.user_id
+			RETURNING u.id, u.email`, tokenHash, now).Scan(&userID, &email)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.ErrInvalidToken
+		}
+		if err != nil {
+			return err
+		}
+		return insertDevice(ctx, tx, userID, nonceHash, now, maxDevices)
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	return userID, email, nil
+}

@@ -1,0 +1,82 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+const userColumns = "id, email, password_hash, is_admin, created_at, updated_at"
+
+func scanUser(row pgx.Row) (auth.User, error) {
+	var u auth.User
+	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.IsAdmin, &u.CreatedAt, &u.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return auth.User{}, auth.ErrNoUser
+	}
+	return u, err
+}
+
+// CreateUser implements auth.UserStore.
+func (s *Store) CreateUser(ctx context.Context, email, passwordHash string, admin bool) (auth.User, error) {
+	u, err := scanUser(s.pool.QueryRow(ctx,
+		`INSERT INTO users (email, password_hash, is_admin) VALUES ($1, $2, $3) RETURNING `+userColumns,
+		email, passwordHash, admin))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return auth.User{}, auth.ErrUserExists
+	}
+	return u, err
+}
+
+// UserByEmail implements auth.UserStore.
+func (s *Store) UserByEmail(ctx context.Context, email string) (auth.User, error) {
+	return scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE email = $1`, email))
+}
+
+// RehashPassword implements auth.UserStore: the write is conditional on
+// the old hash, so it never undoes a replacement.
+func (s *Store) RehashPassword(ctx context.Context, userID int64, old, hash string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET password_hash = $3, updated_at = now() WHERE id = $1 AND password_hash = $2`, userID, old, hash)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return auth.ErrPasswordChanged
+	}
+	return nil
+}
+
+// SetPassword implements auth.UserStore.
+func (s *Store) SetPassword(ctx context.Context, email, hash string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.ErrNoUser
+		}
+		if err != nil {
+			return err
+		}
+		return replacePassword(ctx, tx, id, hash)
+	})
+}
+
+// replacePassword is what every change of a password does, in the
+// caller's transaction: a reset, an operator's SetPassword, and a change by
+// the account's owner. It stores the new hash, ends every session and
+// forgets every known device, so that no browser keeps what the old
+// password gave it.
+func replacePassword(ctx context.Context, tx pgx.Tx, userID int64, hash string) error {
+	if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, hash); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	return forgetDevices(ctx, tx, userID)
+}

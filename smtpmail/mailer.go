@@ -1,0 +1,108 @@
+package smtpmail
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	netmail "net/mail"
+	"strings"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// sendTimeout bounds one Send from dial to QUIT, so a stalled server cannot
+// hold a request open.
+const sendTimeout = 10 * time.Second
+
+// Mailer sends mail through an SMTP server. It opens a connection per
+// message, which suits the low volume of password reset mail and needs no
+// pool to keep healthy. It is safe for concurrent use.
+type Mailer struct {
+	cfg    Config
+	client *gomail.Client
+}
+
+// New returns a mailer for the server rawURL names; see ParseURL for its
+// forms. It does not connect: a server that is down is reported by Send.
+func New(rawURL string) (*Mailer, error) {
+	cfg, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	opts := []gomail.Option{
+		gomail.WithPort(cfg.Port),
+		gomail.WithTimeout(sendTimeout),
+	}
+	switch cfg.Security {
+	case StartTLS:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
+	case ImplicitTLS:
+		opts = append(opts, gomail.WithSSL())
+	case OpportunisticTLS:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
+	case NoTLS:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
+	}
+	if cfg.Username != "" {
+		// Auto-discovery picks the strongest mechanism the server offers and
+		// refuses PLAIN and LOGIN on a connection that is not encrypted.
+		opts = append(opts,
+			gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
+			gomail.WithUsername(cfg.Username),
+			gomail.WithPassword(cfg.Password))
+	}
+	// Each DialAndSendWithContext call uses its own connection and the
+	// client's settings are only read, so one client serves all senders.
+	client, err := gomail.NewClient(cfg.Host, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("smtpmail: setting up the SMTP client for %s: %w", hostPort(cfg.Host, cfg.Port), err)
+	}
+	return &Mailer{cfg: cfg, client: client}, nil
+}
+
+// Config returns the configuration m was made from.
+func (m *Mailer) Config() Config { return m.cfg }
+
+// Send delivers msg, giving up after ten seconds or when ctx ends. A body
+// that does not end with a line break is given one, as SMTP would anyway.
+func (m *Mailer) Send(ctx context.Context, msg auth.Message) error {
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	if !strings.HasSuffix(msg.Body, "\n") {
+		msg.Body += "\n"
+	}
+	out := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
+	if err := out.From(m.cfg.From); err != nil {
+		return fmt.Errorf("smtpmail: sender: %w", err)
+	}
+	if err := out.To(msg.To); err != nil {
+		return fmt.Errorf("%w: %v", auth.ErrInvalidMessage, err)
+	}
+	out.Subject(msg.Subject)
+	out.SetDate()
+	out.SetMessageIDWithValue(messageID(m.cfg.From))
+	out.SetBodyString(gomail.TypeTextPlain, msg.Body)
+
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	if err := m.client.DialAndSendWithContext(ctx, out); err != nil {
+		return fmt.Errorf("smtpmail: sending mail through %s: %w", hostPort(m.cfg.Host, m.cfg.Port), err)
+	}
+	return nil
+}
+
+// messageID makes a Message-ID in the sender's domain rather than go-mail's
+// default, which would publish this machine's host name.
+func messageID(from string) string {
+	domain := "xcloak.invalid"
+	if a, err := netmail.ParseAddress(from); err == nil {
+		if i := strings.LastIndexByte(a.Address, '@'); i >= 0 && i+1 < len(a.Address) {
+			domain = a.Address[i+1:]
+		}
+	}
+	return rand.Text() + "@" + domain
+}

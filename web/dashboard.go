@@ -1,0 +1,190 @@
+package web
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/templates"
+	"github.com/xcloak/xcloak/web/live"
+)
+
+// Words for the period switcher and headings.
+var periodWords = map[dashboard.Period]struct{ link, text string }{
+	dashboard.Period5m:  {"5 minutes", "the last 5 minutes"},
+	dashboard.Period1h:  {"1 hour", "the last hour"},
+	dashboard.Period24h: {"24 hours", "the last 24 hours"},
+}
+
+// dashboardView is the dashboard's data as the templates take it.
+type dashboardView struct {
+	asOf     time.Time
+	live     templates.LiveProps
+	lockouts templates.LockoutsProps
+	events   templates.EventsProps
+}
+
+// loadDashboard reads what the dashboard shows for q. The page and the
+// stream both use it, so they cannot disagree.
+func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboardView, error) {
+	d, err := s.dashboard.Dashboard(ctx, q.period)
+	if err != nil {
+		return dashboardView{}, err
+	}
+	events, err := s.dashboard.Events(ctx, dashboard.EventFilter{BeforeID: q.before, Limit: eventsPerPage + 1})
+	if err != nil {
+		return dashboardView{}, err
+	}
+	v := dashboardView{asOf: d.AsOf}
+	sum := d.Summary
+	v.live = templates.LiveProps{
+		PeriodText:          periodWords[q.period].text,
+		Attempts:            sum.Attempts,
+		Successes:           sum.Successes,
+		Failures:            sum.Failures,
+		Rejected:            sum.Rejected,
+		Invalid:             sum.Invalid,
+		Unavailable:         sum.Unavailable,
+		Degraded:            d.Degraded,
+		FailurePolicy:       d.FailurePolicy,
+		CountersUnavailable: d.CountersUnavailable,
+		ActiveLockouts:      sum.ActiveLockouts,
+		Lockouts:            sum.Lockouts,
+		ResetRequests:       sum.ResetRequests,
+		MailsDropped:        sum.MailsDropped,
+		TopSources:          ranked(d.TopSources),
+		TopAccounts:         ranked(d.TopAccounts),
+	}
+	for _, rule := range rulesOf(sum) {
+		label := auth.RuleLabel(rule)
+		if label == "" {
+			label = rule
+		}
+		v.live.Rules = append(v.live.Rules, templates.RuleCount{Rule: rule, Label: label, Count: sum.RejectedByRule[rule]})
+	}
+	for _, m := range d.Series {
+		v.live.Chart = append(v.live.Chart, templates.ChartMinute{Start: m.Start, Attempts: m.Attempts, Rejected: m.Rejected})
+	}
+	v.lockouts = templates.LockoutsProps{Now: d.AsOf, Total: sum.ActiveLockouts, Period: q.period.String()}
+	for _, l := range d.Lockouts {
+		v.lockouts.Rows = append(v.lockouts.Rows, templates.LockoutRow{
+			Account: l.Account, Since: l.LockedAt, Until: l.LockedUntil, Failures: l.Failures, Level: l.Level,
+		})
+	}
+	v.events = templates.EventsProps{Now: d.AsOf}
+	if len(events) > eventsPerPage {
+		events = events[:eventsPerPage]
+		v.events.OlderHref = dashboardURL(q.period, "before", strconv.FormatInt(events[len(events)-1].ID, 10))
+	}
+	if q.before != 0 {
+		v.events.NewestHref = dashboardURL(q.period)
+	}
+	for _, e := range events {
+		v.events.Rows = append(v.events.Rows, eventRow(e))
+	}
+	return v, nil
+}
+
+// rulesOf lists the rules of a summary: the known ones in their order,
+// then any other, by name.
+func rulesOf(sum dashboard.Summary) []string {
+	rules := auth.RejectionRules()
+	var extra []string
+	for r := range sum.RejectedByRule {
+		if !slices.Contains(rules, r) {
+			extra = append(extra, r)
+		}
+	}
+	slices.Sort(extra)
+	return append(rules, extra...)
+}
+
+func ranked(in []dashboard.Ranked) []templates.Ranked {
+	out := make([]templates.Ranked, len(in))
+	for i, r := range in {
+		out[i] = templates.Ranked{Name: r.Name, Count: r.Count}
+	}
+	return out
+}
+
+// eventRow puts a stored event into words.
+func eventRow(e dashboard.StoredEvent) templates.EventRow {
+	row := templates.EventRow{At: e.At, Account: e.Account, Source: e.Source, What: e.Kind}
+	switch e.Kind {
+	case auth.EventLockout:
+		row.What = "Account locked"
+		if e.Detail["device"] != "" {
+			row.What = "Known device locked"
+		}
+		var parts []string
+		if l := e.Detail["level"]; l != "" {
+			parts = append(parts, "Level "+l)
+		}
+		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {
+			parts = append(parts, "until "+until.UTC().Format("2 Jan 15:04 UTC"))
+		}
+		row.Detail = strings.Join(parts, ", ")
+	case auth.EventUnlock:
+		row.What = "Lockout lifted"
+		by := e.Detail["by"]
+		switch {
+		case strings.HasPrefix(by, "admin:"):
+			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		case by == "success":
+			row.Detail = "By a successful sign-in after it ended"
+		case by == "reset":
+			row.Detail = "By a password reset"
+		case by == "cli":
+			row.Detail = "From the command line"
+		case by != "":
+			row.Detail = "By " + by
+		}
+	case auth.EventResetRequested:
+		row.What = "Password reset requested"
+	case auth.EventResetCompleted:
+		row.What = "Password changed by reset"
+	case auth.EventNewDevice:
+		row.What = "Sign-in from a new device"
+	case auth.EventUnlockConfirmed:
+		row.What = "Unlock link used"
+		row.Detail = "The browser became a known device"
+	case auth.EventSignedOutEverywhere:
+		row.What = "Signed out everywhere"
+		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
+			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		} else if by == "cli" {
+			row.Detail = "From the command line"
+		}
+	}
+	return row
+}
+
+// renderLive reads and renders the live regions of a period's dashboard.
+func (s *Server) renderLive(ctx context.Context, p dashboard.Period) (live.Frame, error) {
+	v, err := s.loadDashboard(ctx, dashboardQuery{period: p})
+	if err != nil {
+		return live.Frame{}, err
+	}
+	var f live.Frame
+	for _, part := range []struct {
+		dst *string
+		c   templ.Component
+	}{
+		{&f.Live, templates.DashboardLive(v.live)},
+		{&f.Lockouts, templates.DashboardLockouts(v.lockouts)},
+		{&f.Events, templates.DashboardEvents(v.events)},
+	} {
+		var b strings.Builder
+		if err := part.c.Render(ctx, &b); err != nil {
+			return live.Frame{}, err
+		}
+		*part.dst = b.String()
+	}
+	return f, nil
+}
