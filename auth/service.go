@@ -155,9 +155,15 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if d.Events == nil || d.Counter == nil {
 		return nil, errors.New("auth: Events and Counter are required")
 	}
-	// A known device has a lock of its own, by the same policy, so that
-	// its failures hold it and never the account's other browsers.
-	lockouts := map[string]ratelimit.LockoutPolicy{RuleLoginAccount: cfg.Lockout, RuleLoginDevice: cfg.Lockout}
+	// Every lockable rule of the table has locks of its own, by one
+	// policy: a known device's failures hold that browser and never the
+	// account's other browsers.
+	lockouts := map[string]ratelimit.LockoutPolicy{}
+	for _, r := range rules {
+		if r.Lockable {
+			lockouts[r.Name] = cfg.Lockout
+		}
+	}
 	shared, err := ratelimit.NewRedisStore(d.Redis, d.KeyPrefix, lockouts)
 	if err != nil {
 		return nil, err
