@@ -241,7 +241,8 @@ func lockNow(t *testing.T, s ratelimit.Store, name, id string, threshold int) ra
 			return f
 		}
 	}
-	panic("unreachable")
+	t.Fatalf("no lock after %d failures", threshold)
+	return ratelimit.Failure{}
 }
 
 func caseExactUnderConcurrency(t *testing.T, s storeUnderTest) {
@@ -284,7 +285,7 @@ func caseRejectedKeepsNoQuota(t *testing.T, s storeUnderTest) {
 		t.Fatalf("admitted %d requests past a full rule", got)
 	}
 	d := decide(t, s, wide, full)
-	if d.Allowed || d.Results[0].Allowed != true || d.Results[0].Count != 0 || d.Results[0].Remaining != 5 || d.Results[1].Allowed {
+	if d.Allowed || !d.Results[0].Allowed || d.Results[0].Count != 0 || d.Results[0].Remaining != 5 || d.Results[1].Allowed {
 		t.Fatalf("rejected request: %+v; want the address admitting it with nothing counted", d)
 	}
 	if rej := d.Rejected(); len(rej) != 1 || rej[0].Name != "login_account" {
