@@ -55,7 +55,7 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	wasLocked, err := s.limits.Clear(ctx, email)
+	wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, email)
 	if err != nil {
 		return false, unavailable("clearing lockout", err)
 	}
@@ -91,7 +91,7 @@ func (s *Service) lockoutsInForce(ctx context.Context) ([]ratelimit.HeldLock, er
 	}
 	held := make([]ratelimit.HeldLock, len(locks))
 	for i, l := range locks {
-		held[i] = ratelimit.HeldLock{ID: l.Account, Until: l.LockedUntil, Level: l.Level}
+		held[i] = ratelimit.HeldLock{Name: RuleLoginAccount, ID: l.Account, Until: l.LockedUntil, Level: l.Level}
 	}
 	return held, nil
 }

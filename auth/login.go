@@ -143,7 +143,7 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	if device != "" {
-		f, err := s.limits.FailFor(ctx, RuleLoginDevice, device)
+		f, err := s.limits.Fail(ctx, RuleLoginDevice, device)
 		if err != nil {
 			return unavailable("counting failure", err)
 		}
@@ -153,7 +153,7 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 		}
 		return ErrInvalidCredentials
 	}
-	f, err := s.limits.Fail(ctx, email)
+	f, err := s.limits.Fail(ctx, RuleLoginAccount, email)
 	if err != nil {
 		return unavailable("counting failure", err)
 	}
@@ -187,7 +187,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if device != "" {
 		after, cancel := s.afterDecision(ctx)
 		defer cancel()
-		if _, err := s.limits.ClearFor(after, RuleLoginDevice, device); err != nil {
+		if _, err := s.limits.Clear(after, RuleLoginDevice, device); err != nil {
 			s.log.Warn("clearing device failures after sign-in", "err", err)
 		}
 	}

@@ -293,7 +293,7 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 	}
 
 	s.record(Event{Kind: EventResetCompleted, Account: email, UserID: userID, Source: source})
-	if wasLocked, err := s.limits.Clear(ctx, email); err != nil {
+	if wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, email); err != nil {
 		s.log.Warn("clearing lockout after reset", "err", err)
 	} else if wasLocked {
 		s.clearLockoutRecord(ctx, email, userID, "reset", source)

@@ -155,22 +155,21 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if d.Events == nil || d.Counter == nil {
 		return nil, errors.New("auth: Events and Counter are required")
 	}
-	limiter, err := ratelimit.NewLimiter(d.Redis, d.KeyPrefix)
+	// Every lockable rule of the table has locks of its own, by one
+	// policy: a known device's failures hold that browser and never the
+	// account's other browsers.
+	lockouts := map[string]ratelimit.LockoutPolicy{}
+	for _, r := range rules {
+		if r.Lockable {
+			lockouts[r.Name] = cfg.Lockout
+		}
+	}
+	shared, err := ratelimit.NewRedisStore(d.Redis, d.KeyPrefix, lockouts)
 	if err != nil {
 		return nil, err
 	}
-	limiter.RememberRejections(cfg.RejectionMemory, rememberedRejections)
-	lockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginAccount, cfg.Lockout)
-	if err != nil {
-		return nil, err
-	}
-	// A known device has a lock of its own, by the same policy, so that
-	// its failures hold it and never the account's other browsers.
-	deviceLockouts, err := ratelimit.NewLockouts(d.Redis, d.KeyPrefix, RuleLoginDevice, cfg.Lockout)
-	if err != nil {
-		return nil, err
-	}
-	local, err := ratelimit.NewLocal(RuleLoginAccount, cfg.Lockout, 0, nil)
+	shared.RememberRejections(cfg.RejectionMemory, rememberedRejections)
+	local, err := ratelimit.NewLocal(lockouts, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +191,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	s := &Service{
 		cfg:     cfg,
 		store:   d.Store,
-		limits:  ratelimit.NewFailover(d.Redis, limiter, lockouts, local, policy, log),
+		limits:  ratelimit.NewFailover(shared, local, d.Redis, policy, log),
 		hasher:  d.Hasher,
 		mailer:  checkedMailer{d.Mailer},
 		log:     log,
@@ -208,7 +207,6 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if s.metrics, err = newMetrics(reg, s); err != nil {
 		return nil, fmt.Errorf("auth: registering metrics: %w", err)
 	}
-	s.limits.AddLockouts(deviceLockouts)
 	s.limits.OnRedisError = func(error) { s.metrics.redisErrors.Inc() }
 	if cfg.RedisTimeout > 0 {
 		s.limits.SetTimeout(cfg.RedisTimeout)

@@ -24,7 +24,28 @@
 //
 // [Lockouts] count consecutive failures per identity in Lua and lock it,
 // longer at each repeat; a [Rule] marked Lockable rejects while its identity
-// is locked, in the same step as its count.
+// is locked, in the same step as its count. How long each lock lasts is
+// computed in Go alone, by [LockoutPolicy.LockFor], and handed to the script
+// as arguments, so that no two stores can escalate differently.
+//
+// # One contract, three stores
+//
+// A [Store] decides a request's rules (AllowAll), records a failure under a
+// lockable rule's name (Fail), ends a lock while keeping its level (Clear),
+// puts in locks recorded elsewhere (Hold) and forgets a rule's log (Reset).
+// Three stores satisfy it:
+//
+//   - [RedisStore], shared by every replica: a [Limiter] and, for each
+//     lockable rule name it is configured with, the [Lockouts] of that name.
+//   - [Local], in one process, with the same semantics, memory bounded by
+//     a count of identities.
+//   - [Failover], which composes a shared Store and a local one through the
+//     contract alone and chooses between them by a [FailurePolicy].
+//
+// One conformance suite (store_test.go) runs the same table of cases, from
+// exact admissions under concurrency to the expiry of every key, against a
+// single Redis, a Redis Cluster and Local, and against a Failover with Redis
+// up and with Redis gone.
 //
 // [Limiter.RememberRejections] lets a process repeat, for up to a second,
 // Redis' answer that a rule is full or locked: such a rule stays full until
@@ -34,10 +55,11 @@
 //
 // [Failover] applies a [FailurePolicy] while Redis is unreachable ([IsOutage]
 // says when it is: never because a request was cancelled, and a slow answer,
-// [IsSlow], only once a probe's pings confirm it): [Local] enforces
+// [IsSlow], only once a probe's pings confirm it): the local store enforces
 // the same rules and lockouts in process, starting from the locks in force
-// recorded elsewhere, or every decision fails closed, or every request is
-// admitted; a probe hands back to Redis when it answers.
+// recorded elsewhere (Failover.Restore, put in with Hold), or every decision
+// fails closed, or every request is admitted; a probe hands back to Redis
+// when it answers, after holding there the locks made meanwhile.
 //
 // The seed design's check-then-act limiter lives in the subpackage baseline,
 // for tests, benchmarks and the credential-stuffing simulator only.

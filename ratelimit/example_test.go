@@ -132,3 +132,38 @@ func ExampleLockouts() {
 	// while locked: allowed false, locked true
 	// after Clear: allowed true
 }
+
+// A RedisStore keeps the lockouts of each lockable rule name it is given a
+// policy for. After an unlock the level stays, so the next lock lasts
+// twice as long; a Local store, or a Failover of the two, answers alike.
+func ExampleRedisStore() {
+	rdb, prefix, done := exampleRedis()
+	defer done()
+	ctx := context.Background()
+	policy := ratelimit.LockoutPolicy{Threshold: 2, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour}
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, map[string]ratelimit.LockoutPolicy{"login_account": policy})
+	if err != nil {
+		panic(err)
+	}
+	var store ratelimit.Store = shared // what the callers hold
+	rule := ratelimit.Rule{Name: "login_account", ID: "ann@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	for lock := 1; lock <= 2; lock++ {
+		var f ratelimit.Failure
+		for range policy.Threshold {
+			if f, err = store.Fail(ctx, rule.Name, rule.ID); err != nil {
+				panic(err)
+			}
+		}
+		d, err := store.AllowAll(ctx, rule)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("lock %d: level %d for %v; sign-in allowed %v\n", lock, f.Level, f.LockedFor, d.Allowed)
+		if _, err := store.Clear(ctx, rule.Name, rule.ID); err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// lock 1: level 1 for 15m0s; sign-in allowed false
+	// lock 2: level 2 for 30m0s; sign-in allowed false
+}

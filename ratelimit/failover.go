@@ -40,22 +40,23 @@ func ParseFailurePolicy(s string) (FailurePolicy, error) {
 // ErrRedisUnavailable is returned under FailClosed while Redis is down.
 var ErrRedisUnavailable = errors.New("ratelimit: redis unavailable")
 
-// Failover puts a FailurePolicy in front of the Redis-backed Limiter and
-// Lockouts. The first Redis outage (IsOutage: not a cancelled request, not
+// Failover is a [Store] that puts a FailurePolicy in front of a shared
+// store (a [RedisStore]), with an in-process one (a [Local]) to serve under
+// FailLocal; it reaches both through the Store contract only. The first
+// Redis outage (IsOutage: not a cancelled request, not
 // an ordinary error reply) switches it to degraded mode: from then
 // on it does not wait for Redis on every request but applies the policy at
 // once, while a probe pings Redis a few times a second. When Redis answers
 // again (after a restart that lost the scripts too: they are reloaded on
 // first use), the shared limits take over by themselves.
 type Failover struct {
-	limiter  *Limiter
-	lockouts *Lockouts
-	more     map[string]*Lockouts // by rule name: AddLockouts
-	local    *Local
-	rdb      redis.UniversalClient
+	shared Store
+	local  Store
+	// rdb is the shared store's Redis, which Check pings.
+	rdb Pinger
 	// pinger is what the probes ping: rdb, or a client of its own
 	// (SetProbeClient) whose few connections no queue of decisions holds.
-	pinger  redis.UniversalClient
+	pinger  Pinger
 	policy  FailurePolicy
 	log     *slog.Logger
 	timeout time.Duration
@@ -75,8 +76,9 @@ type Failover struct {
 	stopOnce   sync.Once
 	// Restore, if set before use, lists the lockouts in force from a
 	// store that outlives Redis (Postgres). Under FailLocal they are
-	// loaded into the in-process store each time Redis is lost, so that
-	// an identity locked in Redis stays locked during the outage.
+	// held in the in-process store each time Redis is lost, so that an
+	// identity locked in Redis stays locked during the outage, and in the
+	// shared store when Redis is back.
 	Restore func(context.Context) ([]HeldLock, error)
 	// OnChange, if set before use, is called with true when Redis is lost
 	// and false when it is back (for metrics).
@@ -102,22 +104,20 @@ const DefaultTimeout = 5 * time.Second
 // lost; local decisions wait for it at most that long.
 const restoreTimeout = 2 * time.Second
 
-// HeldLock is a lock in force, as recorded outside Redis.
-type HeldLock struct {
-	ID    string
-	Until time.Time
-	Level int
+// Pinger asks Redis whether it is there: a go-redis client.
+type Pinger interface {
+	Ping(ctx context.Context) *redis.StatusCmd
 }
 
-// NewFailover wires limiter and lockouts on rdb with policy; local serves
-// under FailLocal. Each Redis call is bounded by DefaultTimeout, which
-// takes a client that honours its contexts' deadlines
-// (redis.Options.ContextTimeoutEnabled).
-func NewFailover(rdb redis.UniversalClient, limiter *Limiter, lockouts *Lockouts, local *Local, policy FailurePolicy, log *slog.Logger) *Failover {
+// NewFailover puts policy in front of shared, whose Redis rdb answers the
+// probes' pings; local serves under FailLocal. Each call to shared is
+// bounded by DefaultTimeout, which takes a client that honours its
+// contexts' deadlines (redis.Options.ContextTimeoutEnabled).
+func NewFailover(shared, local Store, rdb Pinger, policy FailurePolicy, log *slog.Logger) *Failover {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Failover{limiter: limiter, lockouts: lockouts, local: local, rdb: rdb, pinger: rdb, policy: policy, log: log,
+	return &Failover{shared: shared, local: local, rdb: rdb, pinger: rdb, policy: policy, log: log,
 		timeout: DefaultTimeout, stop: make(chan struct{})}
 }
 
@@ -125,7 +125,7 @@ func NewFailover(rdb redis.UniversalClient, limiter *Limiter, lockouts *Lockouts
 // same Redis with a pool of its own; call it before f is used. Without it
 // they share rdb's pool, and a flood that keeps every connection busy
 // makes their pings wait too, so a queue can pass for an outage.
-func (f *Failover) SetProbeClient(c redis.UniversalClient) {
+func (f *Failover) SetProbeClient(c Pinger) {
 	if c != nil {
 		f.pinger = c
 	}
@@ -155,7 +155,7 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		return Decision{}, err
 	}
 	if d, stands, err := fromRedis(ctx, f, func(ctx context.Context) (Decision, error) {
-		return f.limiter.AllowAll(ctx, rules...)
+		return f.shared.AllowAll(ctx, rules...)
 	}); stands {
 		return d, err
 	}
@@ -178,16 +178,6 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		}
 		return f.local.AllowAll(ctx, rules...)
 	}
-}
-
-// Fail records a failed attempt, by Redis when it answers.
-func (f *Failover) Fail(ctx context.Context, id string) (Failure, error) {
-	return f.FailFor(ctx, f.lockouts.keys.kind, id)
-}
-
-// Clear ends a lock wherever it may be held: in Redis and in process.
-func (f *Failover) Clear(ctx context.Context, id string) (bool, error) {
-	return f.ClearFor(ctx, f.lockouts.keys.kind, id)
 }
 
 // ErrRedisSlow is returned for a call Redis did not answer within the
@@ -332,7 +322,9 @@ func (f *Failover) restore(done chan struct{}) {
 		locks, err := f.Restore(ctx)
 		cancel()
 		if err == nil {
-			f.local.Restore(locks...)
+			err = f.local.Hold(context.Background(), locks...)
+		}
+		if err == nil {
 			f.locksMissing.Store(false)
 			if len(locks) > 0 {
 				f.log.Info("lockouts in force loaded into the in-process limits", "count", len(locks))
@@ -365,7 +357,7 @@ func (f *Failover) reconcile() {
 	defer cancel()
 	locks, err := f.Restore(ctx)
 	if err == nil {
-		err = f.lockouts.Hold(ctx, locks...)
+		err = f.shared.Hold(ctx, locks...)
 	}
 	if err != nil {
 		f.log.Error("putting the lockouts in force back into redis", "err", err)
@@ -396,54 +388,11 @@ func (f *Failover) logOpen() {
 	}
 }
 
-func validRules(rules []Rule) error {
-	if len(rules) == 0 {
-		return errors.New("ratelimit: no rules")
-	}
-	for _, r := range rules {
-		if err := checkName(r.Name); err != nil {
-			return fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
-		}
-		if err := r.Limit.Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// AddLockouts puts the lockouts of another rule (a browser's own lock
-// beside the account's) behind the same failure policy, for FailFor and
-// ClearFor. Call it before f is used. Under FailLocal the in-process
-// fallback keeps one lockout state per identity whatever its rule, so the
-// identities of l must never equal those of the first Lockouts (device ids
-// and email addresses cannot).
-func (f *Failover) AddLockouts(l *Lockouts) {
-	if f.more == nil {
-		f.more = map[string]*Lockouts{}
-	}
-	f.more[l.keys.kind] = l
-}
-
-// lockoutsOf returns the lockouts of rule name.
-func (f *Failover) lockoutsOf(name string) (*Lockouts, error) {
-	if name == f.lockouts.keys.kind {
-		return f.lockouts, nil
-	}
-	if l := f.more[name]; l != nil {
-		return l, nil
-	}
-	return nil, fmt.Errorf("ratelimit: no lockouts for rule %q", name)
-}
-
-// FailFor records a failed attempt for id under the lockouts of rule name,
+// Fail records a failed attempt for id under the lockouts of rule name,
 // by Redis when it answers.
-func (f *Failover) FailFor(ctx context.Context, name, id string) (Failure, error) {
-	l, err := f.lockoutsOf(name)
-	if err != nil {
-		return Failure{}, err
-	}
+func (f *Failover) Fail(ctx context.Context, name, id string) (Failure, error) {
 	if res, stands, err := fromRedis(ctx, f, func(ctx context.Context) (Failure, error) {
-		return l.Fail(ctx, id)
+		return f.shared.Fail(ctx, name, id)
 	}); stands {
 		return res, err
 	}
@@ -456,23 +405,19 @@ func (f *Failover) FailFor(ctx context.Context, name, id string) (Failure, error
 		if err := f.waitRestored(ctx); err != nil {
 			return Failure{}, err
 		}
-		return f.local.Fail(ctx, id)
+		return f.local.Fail(ctx, name, id)
 	}
 }
 
-// ClearFor ends id's lock under the lockouts of rule name wherever it may
-// be held, in Redis and in process, and forgets its failures.
-func (f *Failover) ClearFor(ctx context.Context, name, id string) (bool, error) {
-	l, err := f.lockoutsOf(name)
+// Clear ends id's lock under the lockouts of rule name wherever it may be
+// held, in Redis and in process, and forgets its failures.
+func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
+	wasLocal, err := f.local.Clear(ctx, name, id)
 	if err != nil {
 		return false, err
 	}
-	// Forgotten after the lock is gone, so that no rejection seen in
-	// between is remembered past the unlock.
-	defer f.limiter.Forget(name, id)
-	wasLocal, _ := f.local.Clear(ctx, id)
 	was, stands, err := fromRedis(ctx, f, func(ctx context.Context) (bool, error) {
-		return l.Clear(ctx, id)
+		return f.shared.Clear(ctx, name, id)
 	})
 	switch {
 	case stands && err != nil:
@@ -484,6 +429,37 @@ func (f *Failover) ClearFor(ctx context.Context, name, id string) (bool, error) 
 	default:
 		return wasLocal, nil
 	}
+}
+
+// Hold puts locks recorded elsewhere into both stores: the in-process one
+// serves them during an outage, the shared one, by Redis when it answers,
+// the rest of the time.
+func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
+	if err := f.local.Hold(ctx, locks...); err != nil {
+		return err
+	}
+	_, stands, err := fromRedis(ctx, f, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.shared.Hold(ctx, locks...)
+	})
+	if !stands && f.policy == FailClosed {
+		return ErrRedisUnavailable
+	}
+	return err
+}
+
+// Reset forgets the requests recorded for id under the rule name in both
+// stores.
+func (f *Failover) Reset(ctx context.Context, name, id string) error {
+	if err := f.local.Reset(ctx, name, id); err != nil {
+		return err
+	}
+	_, stands, err := fromRedis(ctx, f, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.shared.Reset(ctx, name, id)
+	})
+	if !stands && f.policy == FailClosed {
+		return ErrRedisUnavailable
+	}
+	return err
 }
 
 // fromRedis makes call against Redis within f's bound, unless Redis is

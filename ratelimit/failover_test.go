@@ -17,7 +17,7 @@ import (
 
 func newLocal(t *testing.T) *ratelimit.Local {
 	t.Helper()
-	l, err := ratelimit.NewLocal("login_account", policy, 0, nil)
+	l, err := ratelimit.NewLocal(policies, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestLocalExactUnderConcurrency(t *testing.T) {
 
 func TestLocalSlidesAndLocks(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	l, err := ratelimit.NewLocal("login_account", policy, 0, func() time.Time { return now })
+	l, err := ratelimit.NewLocal(policies, 0, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestLocalSlidesAndLocks(t *testing.T) {
 		t.Fatalf("after the first entry left: %+v", d)
 	}
 	for i := range policy.Threshold {
-		f, _ := l.Fail(t.Context(), "a")
+		f, _ := l.Fail(t.Context(), "login_account", "a")
 		if f.LockedNow != (i == policy.Threshold-1) {
 			t.Fatalf("failure %d: %+v", i+1, f)
 		}
@@ -83,11 +83,11 @@ func TestLocalSlidesAndLocks(t *testing.T) {
 	if d := allow(); d.Allowed || !d.Results[0].Locked || d.RetryAfter != policy.Duration-2*time.Minute {
 		t.Fatalf("while locked: %+v", d)
 	}
-	if was, _ := l.Clear(t.Context(), "a"); !was {
+	if was, _ := l.Clear(t.Context(), "login_account", "a"); !was {
 		t.Fatal("Clear did not report the lock")
 	}
 	for range policy.Threshold {
-		l.Fail(t.Context(), "a")
+		l.Fail(t.Context(), "login_account", "a")
 	}
 	if d := allow(); d.RetryAfter != 2*policy.Duration {
 		t.Fatalf("second lock: retry-after %v, want %v (escalated)", d.RetryAfter, 2*policy.Duration)
@@ -109,12 +109,11 @@ func fastClient(t *testing.T, url string) *redis.Client {
 
 func newFailover(t *testing.T, rdb redis.UniversalClient, p ratelimit.FailurePolicy) *ratelimit.Failover {
 	t.Helper()
-	limiter := newLimiter(t, rdb, "xcloak:")
-	lockouts, err := ratelimit.NewLockouts(rdb, "xcloak:", "login_account", policy)
+	shared, err := ratelimit.NewRedisStore(rdb, "xcloak:", policies)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := ratelimit.NewFailover(rdb, limiter, lockouts, newLocal(t), p, nil)
+	f := ratelimit.NewFailover(shared, newLocal(t), rdb, p, nil)
 	t.Cleanup(f.Close)
 	return f
 }
@@ -222,7 +221,7 @@ func TestFailedRestoreRefusesLockableRules(t *testing.T) {
 		if calls.Add(1) == 1 {
 			return nil, errors.New("postgres busy")
 		}
-		return []ratelimit.HeldLock{{ID: "victim@example.com", Until: time.Now().Add(time.Hour), Level: 3}}, nil
+		return []ratelimit.HeldLock{{Name: "login_account", ID: "victim@example.com", Until: time.Now().Add(time.Hour), Level: 3}}, nil
 	}
 	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
 	network := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.PerMinute(100)}
@@ -263,13 +262,13 @@ func TestLocksOfAnOutageOutliveIt(t *testing.T) {
 
 	srv.Stop()
 	for {
-		fl, err := f.Fail(t.Context(), victim.ID)
+		fl, err := f.Fail(t.Context(), victim.Name, victim.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if fl.LockedNow {
 			// What the service writes to Postgres for the lock.
-			recorded.Store(&[]ratelimit.HeldLock{{ID: victim.ID, Until: time.Now().Add(fl.LockedFor), Level: fl.Level}})
+			recorded.Store(&[]ratelimit.HeldLock{{Name: victim.Name, ID: victim.ID, Until: time.Now().Add(fl.LockedFor), Level: fl.Level}})
 			break
 		}
 	}

@@ -135,16 +135,12 @@ func (l *Limiter) Allow(ctx context.Context, rule Rule) (Result, error) {
 // (see the package documentation). On error the request must be treated as
 // not decided; nothing it recorded is kept.
 func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error) {
-	if len(rules) == 0 {
-		return Decision{}, errors.New("ratelimit: no rules")
+	if err := validRules(rules); err != nil {
+		return Decision{}, err
 	}
 	keys := make([][]string, len(rules))
 	for i, r := range rules {
-		k, err := l.keys(r)
-		if err != nil {
-			return Decision{}, err
-		}
-		keys[i] = k
+		keys[i] = l.keys(r)
 	}
 	if d, ok := l.remembered(rules, keys); ok {
 		return d, nil
@@ -220,27 +216,37 @@ func (l *Limiter) Forget(name, id string) {
 
 // Reset forgets every request recorded for id under the rule name.
 func (l *Limiter) Reset(ctx context.Context, name, id string) error {
-	k, err := l.keys(Rule{Name: name, ID: id, Limit: Limit{Count: 1, Window: time.Second}})
-	if err != nil {
-		return err
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("ratelimit: rule name %q: %w", name, err)
 	}
-	return l.rdb.Del(ctx, k[0]).Err()
+	return l.rdb.Del(ctx, l.keys(Rule{Name: name, ID: id})[0]).Err()
 }
 
-// keys returns the keys rule r's script touches: its log and, for a
+// keys returns the keys valid rule r's script touches: its log and, for a
 // Lockable rule, its identity's lock.
-func (l *Limiter) keys(r Rule) ([]string, error) {
-	if err := checkName(r.Name); err != nil {
-		return nil, fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
-	}
-	if err := r.Limit.Validate(); err != nil {
-		return nil, err
-	}
+func (l *Limiter) keys(r Rule) []string {
 	k := Keys{prefix: l.prefix, kind: r.Name}
 	if r.Lockable {
-		return []string{k.Key(r.ID, ""), lockKey(k, r.ID)}, nil
+		return []string{k.Key(r.ID, ""), lockKey(k, r.ID)}
 	}
-	return []string{k.Key(r.ID, "")}, nil
+	return []string{k.Key(r.ID, "")}
+}
+
+// validRules reports whether rules can be decided: at least one, each
+// with a valid name and limit. Every store checks a request's rules by it.
+func validRules(rules []Rule) error {
+	if len(rules) == 0 {
+		return errors.New("ratelimit: no rules")
+	}
+	for _, r := range rules {
+		if err := checkName(r.Name); err != nil {
+			return fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
+		}
+		if err := r.Limit.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // eval runs the script once per rule, in one round trip. A rule whose node

@@ -2,16 +2,17 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
 )
 
-// Local enforces rules and lockouts inside one process, with the same
-// semantics as the Redis-backed Limiter and Lockouts: a sliding-window log
-// per rule and identity, all-or-nothing across the rules of one request,
-// lock checks for Lockable rules, escalating locks. It is what a replica
+// Local is the [Store] inside one process, with the same semantics as
+// [RedisStore]: a sliding-window log per rule and identity, all-or-nothing
+// across the rules of one request, lock checks for Lockable rules,
+// escalating locks, each kept per rule name and identity. It is what a replica
 // falls back to while Redis is unreachable: each replica then limits on its
 // own, so N replicas admit up to N times a limit, which is still a limit.
 //
@@ -29,19 +30,18 @@ import (
 // identities do not wait for each other. A request's rules lock their
 // shards in one fixed order, which keeps each decision atomic.
 type Local struct {
-	now    func() time.Time
-	policy LockoutPolicy
-	name   string // the lockouts' rule name
-	seed   maphash.Seed
-	shards []localShard
+	now      func() time.Time
+	policies map[string]LockoutPolicy // of the lockable rules, by name
+	seed     maphash.Seed
+	shards   []localShard
 }
 
 // localShard holds the identities that hash to it.
 type localShard struct {
 	mu       sync.Mutex
-	logs     lru[*localLog]     // by rule name and identity
-	lockouts lru[*localLockout] // failure counts, by identity
-	locks    lru[*localLock]    // locks, in force or recent, by identity
+	logs     lru[*localLog]     // by rule name and identity (ruleKey)
+	lockouts lru[*localLockout] // failure counts, by rule name and identity
+	locks    lru[*localLock]    // locks, in force or recent, by rule name and identity
 }
 
 // localLock is an identity's latest lock: until when, and its level, which
@@ -72,16 +72,11 @@ const (
 	maxLocalShards = 64
 )
 
-// NewLocal returns an in-process limiter whose lockouts belong to rule name
-// with policy p; now is its clock (nil: time.Now).
-func NewLocal(name string, p LockoutPolicy, maxIdentities int, now func() time.Time) (*Local, error) {
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
-	if p.Memory == 0 {
-		p.Memory = p.MaxDuration
-	}
-	if err := p.Validate(); err != nil {
+// NewLocal returns an in-process store with the lockouts of each rule name
+// in policies; now is its clock (nil: time.Now).
+func NewLocal(policies map[string]LockoutPolicy, maxIdentities int, now func() time.Time) (*Local, error) {
+	policies, err := lockoutPolicies(policies)
+	if err != nil {
 		return nil, err
 	}
 	if now == nil {
@@ -92,7 +87,7 @@ func NewLocal(name string, p LockoutPolicy, maxIdentities int, now func() time.T
 	}
 	n := min(max(maxIdentities/localShardSize, 1), maxLocalShards)
 	per := (maxIdentities + n - 1) / n
-	l := &Local{now: now, policy: p, name: name, seed: maphash.MakeSeed(), shards: make([]localShard, n)}
+	l := &Local{now: now, policies: policies, seed: maphash.MakeSeed(), shards: make([]localShard, n)}
 	for i := range l.shards {
 		l.shards[i].logs = newLRU[*localLog](per)
 		l.shards[i].lockouts = newLRU[*localLockout](per)
@@ -137,7 +132,8 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 	for i, r := range rules {
 		sh := &l.shards[shards[i]]
 		res := Result{Name: r.Name, Limit: r.Limit}
-		log, _ := sh.logs.get(logKey(r))
+		key := ruleKey(r.Name, r.ID)
+		log, _ := sh.logs.get(key)
 		count := 0
 		if log != nil {
 			log.trim(now)
@@ -146,8 +142,8 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		logs[i] = log
 		res.Count = count
 		switch {
-		case r.Lockable && lockedFor(sh, r.ID, now) > 0:
-			res.Locked, res.RetryAfter = true, lockedFor(sh, r.ID, now)
+		case r.Lockable && lockedFor(sh, key, now) > 0:
+			res.Locked, res.RetryAfter = true, lockedFor(sh, key, now)
 		case count >= r.Limit.Count:
 			res.RetryAfter = log.times[count-r.Limit.Count].Add(r.Limit.Window).Sub(now)
 		default:
@@ -167,7 +163,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 	for i, r := range rules {
 		if logs[i] == nil {
 			sh := &l.shards[shards[i]]
-			key := logKey(r)
+			key := ruleKey(r.Name, r.ID)
 			if logs[i], _ = sh.logs.get(key); logs[i] == nil {
 				logs[i] = &localLog{window: r.Limit.Window}
 				sh.logs.add(key, logs[i])
@@ -180,7 +176,10 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 	return d, nil
 }
 
-func logKey(r Rule) string { return r.Name + "\x00" + r.ID }
+// ruleKey names the records of identity id under rule name: its log, its
+// failures and its lock. The identity is sharded by id alone, so that all
+// of them live in one shard.
+func ruleKey(name, id string) string { return name + "\x00" + id }
 
 func (log *localLog) trim(now time.Time) {
 	i := 0
@@ -190,70 +189,79 @@ func (log *localLog) trim(now time.Time) {
 	log.times = log.times[i:]
 }
 
-// lockedFor is how long id's lock has left; sh holds id and is locked.
-func lockedFor(sh *localShard, id string, now time.Time) time.Duration {
-	lk, _ := sh.locks.get(id)
+// lockedFor is how long the lock under key has left; sh holds it and is
+// locked.
+func lockedFor(sh *localShard, key string, now time.Time) time.Duration {
+	lk, _ := sh.locks.get(key)
 	if lk == nil || !now.Before(lk.until) {
 		return 0
 	}
 	return lk.until.Sub(now)
 }
 
-// Fail records a failed attempt for id, as Lockouts.Fail does.
-func (l *Local) Fail(_ context.Context, id string) (Failure, error) {
+// Fail records a failed attempt for id under the lockouts of rule name, as
+// Lockouts.Fail does.
+func (l *Local) Fail(_ context.Context, name, id string) (Failure, error) {
+	p, ok := l.policies[name]
+	if !ok {
+		return Failure{}, noLockouts(name)
+	}
+	key := ruleKey(name, id)
 	sh := &l.shards[l.shard(id)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
-	lk, _ := sh.locks.get(id)
+	lk, _ := sh.locks.get(key)
 	if lk != nil && now.Before(lk.until) {
 		return Failure{Level: lk.level, LockedFor: lk.until.Sub(now)}, nil
 	}
 	level := 0
 	if lk != nil {
-		if now.Sub(lk.until) > l.policy.Memory {
+		if now.Sub(lk.until) > p.Memory {
 			lk.level = 0 // forgotten, as Redis lets the level expire
 		}
 		level = lk.level
 	}
-	f, _ := sh.lockouts.get(id)
+	f, _ := sh.lockouts.get(key)
 	if f == nil {
 		f = &localLockout{}
-		sh.lockouts.add(id, f)
+		sh.lockouts.add(key, f)
 	}
-	if !f.last.IsZero() && now.Sub(f.last) > l.policy.Memory {
+	if !f.last.IsZero() && now.Sub(f.last) > p.Memory {
 		f.failures = 0
 	}
 	f.last = now
 	f.failures++
-	if f.failures < l.policy.Threshold {
+	if f.failures < p.Threshold {
 		return Failure{Failures: f.failures, Level: level}, nil
 	}
 	n := f.failures
 	level++
-	d := l.policy.Duration << min(level-1, 40)
-	if d > l.policy.MaxDuration || d <= 0 {
-		d = l.policy.MaxDuration
-	}
+	d := p.LockFor(level)
 	f.failures, f.last = 0, now.Add(d)
 	if lk == nil {
 		lk = &localLock{}
-		sh.locks.add(id, lk)
+		sh.locks.add(key, lk)
 	}
 	lk.until, lk.level = now.Add(d), level
 	return Failure{LockedNow: true, Failures: n, Level: level, LockedFor: d}, nil
 }
 
-// Clear ends id's lock and forgets its failures, keeping the level.
-func (l *Local) Clear(_ context.Context, id string) (bool, error) {
+// Clear ends id's lock under rule name and forgets its failures, keeping
+// the level.
+func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
+	if _, ok := l.policies[name]; !ok {
+		return false, noLockouts(name)
+	}
+	key := ruleKey(name, id)
 	sh := &l.shards[l.shard(id)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
-	if f, _ := sh.lockouts.get(id); f != nil {
+	if f, _ := sh.lockouts.get(key); f != nil {
 		f.failures = 0
 	}
-	lk, _ := sh.locks.get(id)
+	lk, _ := sh.locks.get(key)
 	if lk == nil {
 		return false, nil
 	}
@@ -264,29 +272,49 @@ func (l *Local) Clear(_ context.Context, id string) (bool, error) {
 	return was, nil
 }
 
-// Restore puts locks recorded elsewhere (the lockouts in force when Redis
+// Hold puts locks recorded elsewhere (the lockouts in force when Redis
 // was lost) into l. A lock l holds already is only ever lengthened, and the
-// level only ever raised, so restoring twice changes nothing.
-func (l *Local) Restore(locks ...HeldLock) {
+// level only ever raised, so holding twice changes nothing; locks that have
+// ended are skipped.
+func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
+	for _, h := range locks {
+		if _, ok := l.policies[h.Name]; !ok {
+			return noLockouts(h.Name)
+		}
+	}
 	now := l.now()
 	for _, h := range locks {
 		if !now.Before(h.Until) {
 			continue
 		}
+		key := ruleKey(h.Name, h.ID)
 		sh := &l.shards[l.shard(h.ID)]
 		sh.mu.Lock()
-		lk, _ := sh.locks.get(h.ID)
+		lk, _ := sh.locks.get(key)
 		if lk == nil {
 			lk = &localLock{}
-			sh.locks.add(h.ID, lk)
+			sh.locks.add(key, lk)
 		}
 		if h.Until.After(lk.until) {
 			lk.until = h.Until
 		}
-		lk.level = max(lk.level, h.Level)
-		if f, _ := sh.lockouts.get(h.ID); f != nil {
+		lk.level = max(lk.level, h.Level, 1)
+		if f, _ := sh.lockouts.get(key); f != nil {
 			f.failures = 0
 		}
 		sh.mu.Unlock()
 	}
+	return nil
+}
+
+// Reset forgets every request recorded for id under the rule name.
+func (l *Local) Reset(_ context.Context, name, id string) error {
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("ratelimit: rule name %q: %w", name, err)
+	}
+	sh := &l.shards[l.shard(id)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.logs.remove(ruleKey(name, id))
+	return nil
 }

@@ -131,7 +131,7 @@ func (l *globalLocal) globalLockedFor(id string, now time.Time) time.Duration {
 }
 
 // Fail records a failed attempt for id, as Lockouts.Fail does.
-func (l *globalLocal) Fail(_ context.Context, id string) (Failure, error) {
+func (l *globalLocal) Fail(_ context.Context, _, id string) (Failure, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -173,7 +173,7 @@ func (l *globalLocal) sweepFailures(now time.Time) {
 }
 
 // Clear ends id's lock and forgets its failures, keeping the level.
-func (l *globalLocal) Clear(_ context.Context, id string) (bool, error) {
+func (l *globalLocal) Clear(_ context.Context, _, id string) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.failures[id]
@@ -188,7 +188,7 @@ func (l *globalLocal) Clear(_ context.Context, id string) (bool, error) {
 // localStore is what the benchmark drives: the old store or the new.
 type localStore interface {
 	AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
-	Fail(ctx context.Context, id string) (Failure, error)
+	Fail(ctx context.Context, name, id string) (Failure, error)
 }
 
 // BenchmarkLocalStore measures sign-in decisions per second of the old
@@ -210,7 +210,7 @@ func BenchmarkLocalStore(b *testing.B) {
 		}{
 			{"old", func() localStore { return newGlobalLocal("login_account", p, DefaultLocalIdentities) }},
 			{"new", func() localStore {
-				l, err := NewLocal("login_account", p, DefaultLocalIdentities, nil)
+				l, err := NewLocal(map[string]LockoutPolicy{"login_account": p}, DefaultLocalIdentities, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -251,7 +251,7 @@ func BenchmarkLocalStore(b *testing.B) {
 								return
 							}
 							if n%10 == 0 {
-								_, _ = s.Fail(ctx, rules[1].ID)
+								_, _ = s.Fail(ctx, "login_account", rules[1].ID)
 							}
 						}
 					})

@@ -16,7 +16,7 @@ import (
 // out a lock.
 func TestLocalEvictsLeastRecentlyUsed(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	l, err := ratelimit.NewLocal("login_account", policy, 100, func() time.Time { return now })
+	l, err := ratelimit.NewLocal(policies, 100, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestLocalEvictsLeastRecentlyUsed(t *testing.T) {
 
 	// A lock survives a flood of fresh identities ten times the bound.
 	for range policy.Threshold {
-		if _, err := l.Fail(t.Context(), "victim"); err != nil {
+		if _, err := l.Fail(t.Context(), "login_account", "victim"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,51 +99,18 @@ func TestLocalExactPerIdentity(t *testing.T) {
 	}
 }
 
-// TestLocalRestore: locks recorded elsewhere are honoured, only ever
-// lengthened, and a lock that has ended is not brought back.
-func TestLocalRestore(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	l, err := ratelimit.NewLocal("login_account", policy, 0, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
-	rule := func(id string) ratelimit.Rule {
-		return ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(5), Lockable: true}
-	}
-	l.Restore(
-		ratelimit.HeldLock{ID: "a", Until: now.Add(time.Hour), Level: 2},
-		ratelimit.HeldLock{ID: "ended", Until: now.Add(-time.Second), Level: 1},
-	)
-	l.Restore(ratelimit.HeldLock{ID: "a", Until: now.Add(time.Minute), Level: 1})
-	if d, _ := l.AllowAll(t.Context(), rule("a")); d.Allowed || !d.Results[0].Locked || d.RetryAfter != time.Hour {
-		t.Fatalf("restored lock: %+v; want locked for the hour recorded", d)
-	}
-	if d, _ := l.AllowAll(t.Context(), rule("ended")); !d.Allowed {
-		t.Fatalf("a lock that had ended: %+v; want admitted", d)
-	}
-	// The level came along: the next lock escalates past it.
-	l.Clear(t.Context(), "a")
-	var f ratelimit.Failure
-	for range policy.Threshold {
-		f, _ = l.Fail(t.Context(), "a")
-	}
-	if !f.LockedNow || f.Level != 3 {
-		t.Fatalf("lock after a restored level 2: %+v; want level 3", f)
-	}
-}
-
 // TestLocalLocksOutlastAFloodOfFailures: failures for more fresh
 // identities than the store holds push out failure counts, never a lock
 // in force, nor its level.
 func TestLocalLocksOutlastAFloodOfFailures(t *testing.T) {
 	const bound = 2048
-	l, err := ratelimit.NewLocal("login_account", policy, bound, nil)
+	l, err := ratelimit.NewLocal(policies, bound, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(1000), Lockable: true}
 	for {
-		f, err := l.Fail(t.Context(), victim.ID)
+		f, err := l.Fail(t.Context(), victim.Name, victim.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,14 +119,14 @@ func TestLocalLocksOutlastAFloodOfFailures(t *testing.T) {
 		}
 	}
 	for i := range 3 * bound {
-		if _, err := l.Fail(t.Context(), fmt.Sprintf("fresh%d@example.com", i)); err != nil {
+		if _, err := l.Fail(t.Context(), "login_account", fmt.Sprintf("fresh%d@example.com", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if d, err := l.AllowAll(t.Context(), victim); err != nil || d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("after %d fresh failures: %+v, %v; want the victim still locked", 3*bound, d, err)
 	}
-	if f, _ := l.Fail(t.Context(), victim.ID); f.Level != 1 || f.LockedFor <= 0 {
+	if f, _ := l.Fail(t.Context(), victim.Name, victim.ID); f.Level != 1 || f.LockedFor <= 0 {
 		t.Fatalf("the victim's lock after the flood: %+v; want level 1, in force", f)
 	}
 }

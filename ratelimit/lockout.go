@@ -34,6 +34,45 @@ type LockoutPolicy struct {
 	Memory time.Duration
 }
 
+// LockFor returns how long the lock at level lasts: Duration for the
+// first, doubled at each repeat, never more than MaxDuration. Levels below
+// 1 count as 1. Every store escalates by it, the Lua script included (it
+// receives the durations as arguments), so they cannot disagree.
+func (p LockoutPolicy) LockFor(level int) time.Duration {
+	shift := max(level, 1) - 1
+	if shift > 62 {
+		return p.MaxDuration
+	}
+	d := p.Duration << shift
+	if d <= 0 || d>>shift != p.Duration || d > p.MaxDuration {
+		return p.MaxDuration
+	}
+	return d
+}
+
+// ladder returns the lock durations in milliseconds for levels 1, 2, ...
+// up to the first that reaches MaxDuration, which serves every higher
+// level: the arguments lockout.lua takes.
+func (p LockoutPolicy) ladder() []int64 {
+	var ms []int64
+	for level := 1; ; level++ {
+		d := p.LockFor(level)
+		ms = append(ms, d.Milliseconds())
+		if d >= p.MaxDuration {
+			return ms
+		}
+	}
+}
+
+// withDefaults returns p with its defaults filled in (a zero Memory is
+// MaxDuration), validated: what every store enforces.
+func (p LockoutPolicy) withDefaults() (LockoutPolicy, error) {
+	if p.Memory == 0 {
+		p.Memory = p.MaxDuration
+	}
+	return p, p.Validate()
+}
+
 // Validate reports whether p can be enforced.
 func (p LockoutPolicy) Validate() error {
 	switch {
@@ -74,6 +113,8 @@ type Lockouts struct {
 	rdb    redis.UniversalClient
 	keys   Keys
 	policy LockoutPolicy
+	// args are lockout.lua's ARGV: threshold, memory and the ladder.
+	args []any
 }
 
 // NewLockouts returns the lockouts for rule name under prefix.
@@ -82,21 +123,22 @@ func NewLockouts(rdb redis.UniversalClient, prefix, name string, p LockoutPolicy
 	if err != nil {
 		return nil, err
 	}
-	if p.Memory == 0 {
-		p.Memory = p.MaxDuration
-	}
-	if err := p.Validate(); err != nil {
+	p, err = p.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	return &Lockouts{rdb: rdb, keys: keys, policy: p}, nil
+	args := []any{p.Threshold, p.Memory.Milliseconds()}
+	for _, ms := range p.ladder() {
+		args = append(args, ms)
+	}
+	return &Lockouts{rdb: rdb, keys: keys, policy: p, args: args}, nil
 }
 
 // Fail records a failed attempt for id.
 func (l *Lockouts) Fail(ctx context.Context, id string) (Failure, error) {
-	p := l.policy
 	vals, err := lockoutScript.Run(ctx, l.rdb,
 		[]string{l.keys.Key(id, ":failures"), l.keys.Key(id, ":level"), lockKey(l.keys, id)},
-		p.Threshold, p.Duration.Milliseconds(), p.MaxDuration.Milliseconds(), p.Memory.Milliseconds(),
+		l.args...,
 	).Int64Slice()
 	if err != nil {
 		return Failure{}, fmt.Errorf("ratelimit: recording failure: %w", err)

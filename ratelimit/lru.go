@@ -41,3 +41,11 @@ func (c *lru[V]) add(key string, v V) {
 	}
 	c.items[key] = c.order.PushFront(&lruEntry[V]{key: key, val: v})
 }
+
+// remove forgets key, if present.
+func (c *lru[V]) remove(key string) {
+	if e, ok := c.items[key]; ok {
+		c.order.Remove(e)
+		delete(c.items, key)
+	}
+}

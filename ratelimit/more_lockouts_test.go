@@ -8,18 +8,13 @@ import (
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
-// TestAddedLockoutsAreSeparate: a second rule's lockouts (a browser's own
-// lock) lock that rule's identity only, in Redis and, after Redis is lost,
-// in process; ClearFor ends such a lock.
-func TestAddedLockoutsAreSeparate(t *testing.T) {
+// TestFailoverLockoutsPerRule: a second rule's lockouts (a browser's own
+// lock beside the account's) lock that rule's identity only, in Redis and,
+// after Redis is lost, in process; Clear ends such a lock.
+func TestFailoverLockoutsPerRule(t *testing.T) {
 	srv := testenv.PrivateRedis(t)
 	rdb := fastClient(t, srv.URL())
 	f := newFailover(t, rdb, ratelimit.FailLocal)
-	devices, err := ratelimit.NewLockouts(rdb, "xcloak:", "login_device", policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.AddLockouts(devices)
 	limit := ratelimit.Limit{Count: 1000, Window: time.Minute}
 	account := ratelimit.Rule{Name: "login_account", ID: "ann@example.com", Limit: limit, Lockable: true}
 	device := func(id string) ratelimit.Rule {
@@ -36,7 +31,7 @@ func TestAddedLockoutsAreSeparate(t *testing.T) {
 	lock := func(id string) {
 		t.Helper()
 		for i := range policy.Threshold {
-			fl, err := f.FailFor(t.Context(), "login_device", id)
+			fl, err := f.Fail(t.Context(), "login_device", id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,11 +45,11 @@ func TestAddedLockoutsAreSeparate(t *testing.T) {
 	if allowed(device("device-a")) || !allowed(device("device-b")) || !allowed(account) {
 		t.Fatal("with Redis: a device's lock must hold that device only")
 	}
-	if was, err := f.ClearFor(t.Context(), "login_device", "device-a"); err != nil || !was {
-		t.Fatalf("ClearFor: %v, %v; want it to end the lock", was, err)
+	if was, err := f.Clear(t.Context(), "login_device", "device-a"); err != nil || !was {
+		t.Fatalf("Clear: %v, %v; want it to end the lock", was, err)
 	}
 	if !allowed(device("device-a")) {
-		t.Fatal("device still locked after ClearFor")
+		t.Fatal("device still locked after Clear")
 	}
 
 	srv.Stop()
@@ -65,7 +60,7 @@ func TestAddedLockoutsAreSeparate(t *testing.T) {
 	if allowed(device("device-c")) || !allowed(device("device-b")) || !allowed(account) {
 		t.Fatal("in process: a device's lock must hold that device only")
 	}
-	if _, err := f.FailFor(t.Context(), "no_such_rule", "x"); err == nil {
-		t.Fatal("FailFor of a rule without lockouts: no error")
+	if _, err := f.Fail(t.Context(), "no_such_rule", "x"); err == nil {
+		t.Fatal("Fail under a rule without lockouts: no error")
 	}
 }

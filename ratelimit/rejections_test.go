@@ -94,17 +94,19 @@ func TestUnlockForgetsRememberedLock(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	const memory = 300 * time.Millisecond
 	replica := func() *ratelimit.Failover {
-		l := newLimiter(t, rdb, prefix)
-		l.RememberRejections(memory, 100)
-		lockouts := newLockouts(t, rdb, prefix)
-		f := ratelimit.NewFailover(rdb, l, lockouts, newLocal(t), ratelimit.FailLocal, nil)
+		shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.RememberRejections(memory, 100)
+		f := ratelimit.NewFailover(shared, newLocal(t), rdb, ratelimit.FailLocal, nil)
 		t.Cleanup(f.Close)
 		return f
 	}
 	here, there := replica(), replica()
 	rule := ratelimit.Rule{Name: "login_account", ID: "a@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
 	for range policy.Threshold {
-		here.Fail(t.Context(), "a@example.com")
+		here.Fail(t.Context(), "login_account", "a@example.com")
 	}
 	for _, f := range []*ratelimit.Failover{here, there} {
 		f.AllowAll(t.Context(), rule) // Redis says locked; remembered
@@ -116,7 +118,7 @@ func TestUnlockForgetsRememberedLock(t *testing.T) {
 			t.Fatalf("remembered lock: retry-after %v, but the lock has %v left", d.RetryAfter, left)
 		}
 	}
-	if was, err := here.Clear(t.Context(), "a@example.com"); err != nil || !was {
+	if was, err := here.Clear(t.Context(), "login_account", "a@example.com"); err != nil || !was {
 		t.Fatalf("Clear: %v, %v", was, err)
 	}
 	if d, err := here.AllowAll(t.Context(), rule); err != nil || !d.Allowed {

@@ -1,0 +1,165 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Store decides requests against rules and keeps the lockouts of lockable
+// rules. [RedisStore] keeps them in Redis, shared by every replica; [Local]
+// keeps them in process; [Failover] puts one in front of the other. Every
+// Store passes the same conformance suite (store_test.go), so a caller
+// cannot tell them apart by what they decide.
+type Store interface {
+	// AllowAll checks a request against every rule and admits it only if
+	// all of them do; a rejected request consumes quota in none. A
+	// Lockable rule also rejects, with Result.Locked, while its identity
+	// is locked under the rule's name.
+	AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
+	// Fail records a failed attempt for id under the lockouts of the rule
+	// name, locking id at the policy's threshold, longer at each repeat
+	// (LockoutPolicy.LockFor). Exactly one failure per lock reports
+	// LockedNow, however many arrive at once.
+	Fail(ctx context.Context, name, id string) (Failure, error)
+	// Clear ends id's lock under the rule name, if any, and forgets its
+	// failures: a successful sign-in or an administrator's unlock. The
+	// level is kept, so that a lock soon after still escalates. It
+	// reports whether id was locked.
+	Clear(ctx context.Context, name, id string) (wasLocked bool, err error)
+	// Hold puts locks recorded elsewhere into the store: each only ever
+	// lengthens a lock and raises a level, and locks that have ended are
+	// skipped, so holding twice changes nothing.
+	Hold(ctx context.Context, locks ...HeldLock) error
+	// Reset forgets every request recorded for id under the rule name.
+	Reset(ctx context.Context, name, id string) error
+}
+
+var (
+	_ Store = (*RedisStore)(nil)
+	_ Store = (*Local)(nil)
+	_ Store = (*Failover)(nil)
+)
+
+// HeldLock is a lock in force, as recorded outside the store that made it.
+type HeldLock struct {
+	// Name is the lockable rule the lock belongs to.
+	Name string
+	// ID is the identity locked.
+	ID string
+	// Until is when the lock ends.
+	Until time.Time
+	// Level is the lock's level (LockoutPolicy.LockFor), which the next
+	// lock escalates from.
+	Level int
+}
+
+// lockoutPolicies checks the policies of a store's lockable rules, by rule
+// name, and fills in their defaults.
+func lockoutPolicies(policies map[string]LockoutPolicy) (map[string]LockoutPolicy, error) {
+	out := make(map[string]LockoutPolicy, len(policies))
+	for _, name := range slices.Sorted(maps.Keys(policies)) {
+		if err := checkName(name); err != nil {
+			return nil, fmt.Errorf("ratelimit: lockout rule name %q: %w", name, err)
+		}
+		p, err := policies[name].withDefaults()
+		if err != nil {
+			return nil, fmt.Errorf("ratelimit: lockouts of %s: %w", name, err)
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+func noLockouts(name string) error {
+	return fmt.Errorf("ratelimit: no lockouts for rule %q", name)
+}
+
+// RedisStore is the Store every replica shares: the rules of a [Limiter]
+// and, for each lockable rule name it was given a policy for, the
+// [Lockouts] of that name, all on one Redis or Redis Cluster under one
+// prefix.
+type RedisStore struct {
+	limiter  *Limiter
+	lockouts map[string]*Lockouts // by rule name
+}
+
+// NewRedisStore returns the store on rdb whose keys start with prefix,
+// with the lockouts of each rule name in policies (the account's and a
+// browser's own, say).
+func NewRedisStore(rdb redis.UniversalClient, prefix string, policies map[string]LockoutPolicy) (*RedisStore, error) {
+	limiter, err := NewLimiter(rdb, prefix)
+	if err != nil {
+		return nil, err
+	}
+	policies, err = lockoutPolicies(policies)
+	if err != nil {
+		return nil, err
+	}
+	s := &RedisStore{limiter: limiter, lockouts: make(map[string]*Lockouts, len(policies))}
+	for name, p := range policies {
+		if s.lockouts[name], err = NewLockouts(rdb, prefix, name, p); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// RememberRejections makes the store remember recent rejections in process
+// (see Limiter.RememberRejections); call it before s is used.
+func (s *RedisStore) RememberRejections(ttl time.Duration, maxKeys int) {
+	s.limiter.RememberRejections(ttl, maxKeys)
+}
+
+// AllowAll decides a request in one round trip (see Limiter.AllowAll).
+func (s *RedisStore) AllowAll(ctx context.Context, rules ...Rule) (Decision, error) {
+	return s.limiter.AllowAll(ctx, rules...)
+}
+
+// Fail records a failed attempt for id under the lockouts of rule name.
+func (s *RedisStore) Fail(ctx context.Context, name, id string) (Failure, error) {
+	l := s.lockouts[name]
+	if l == nil {
+		return Failure{}, noLockouts(name)
+	}
+	return l.Fail(ctx, id)
+}
+
+// Clear ends id's lock under rule name and forgets its failures, keeping
+// the level; this process also forgets a rejection it remembers for it.
+func (s *RedisStore) Clear(ctx context.Context, name, id string) (bool, error) {
+	l := s.lockouts[name]
+	if l == nil {
+		return false, noLockouts(name)
+	}
+	// Forgotten after the lock is gone, so that no rejection seen in
+	// between is remembered past the unlock.
+	defer s.limiter.Forget(name, id)
+	return l.Clear(ctx, id)
+}
+
+// Hold puts locks recorded elsewhere into Redis (see Lockouts.Hold).
+func (s *RedisStore) Hold(ctx context.Context, locks ...HeldLock) error {
+	byName := map[string][]HeldLock{}
+	for _, h := range locks {
+		if s.lockouts[h.Name] == nil {
+			return noLockouts(h.Name)
+		}
+		byName[h.Name] = append(byName[h.Name], h)
+	}
+	for name, held := range byName {
+		if err := s.lockouts[name].Hold(ctx, held...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Reset forgets every request recorded for id under the rule name.
+func (s *RedisStore) Reset(ctx context.Context, name, id string) error {
+	return s.limiter.Reset(ctx, name, id)
+}

@@ -1,0 +1,634 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// The conformance suite: one table of cases that every ratelimit.Store
+// must pass, run unchanged against each store below: a single Redis, a
+// Redis Cluster, the in-process Local, and the Failover that composes them. The cases know the
+// contract only; what is particular to a store (making a fresh one,
+// listing the keys it holds) is its harness's.
+
+// storeUnderTest is a fresh store, isolated from every other, and what the
+// suite may ask its harness about it.
+type storeUnderTest struct {
+	ratelimit.Store
+	// expiries returns every key the store holds and the time each has
+	// left (a negative time for a key that never expires). Nil for a store
+	// whose memory is not kept in expiring keys.
+	expiries func(t *testing.T) map[string]time.Duration
+}
+
+// storeHarness makes stores of one kind.
+type storeHarness struct {
+	name string
+	// open returns a fresh store with the lockouts of policies.
+	open func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest
+}
+
+var storeHarnesses = []storeHarness{
+	{"redis", func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest {
+		rdb, prefix := testenv.Redis(t)
+		return redisStore(t, rdb, prefix, policies, func(ctx context.Context, each func(*redis.Client) error) error {
+			return each(rdb)
+		})
+	}},
+	{"cluster", func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest {
+		rdb, prefix := testenv.RedisCluster(t)
+		return redisStore(t, rdb, prefix, policies, func(ctx context.Context, each func(*redis.Client) error) error {
+			return rdb.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error { return each(node) })
+		})
+	}},
+	{"local", func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest {
+		l, err := ratelimit.NewLocal(policies, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Local's memory is bounded by a count of identities, least
+		// recently used forgotten first (TestLocalEvictsLeastRecentlyUsed),
+		// not by time: an expired entry is ignored when read and reused,
+		// never deleted on its own. So it has no expiries to list.
+		return storeUnderTest{Store: l}
+	}},
+	// The Failover, with Redis up and with Redis gone under FailLocal, is
+	// held to the same contract as the stores it composes.
+	{"failover", func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest {
+		rdb, prefix := testenv.Redis(t)
+		shared := redisStore(t, rdb, prefix, policies, func(ctx context.Context, each func(*redis.Client) error) error {
+			return each(rdb)
+		})
+		local, err := ratelimit.NewLocal(policies, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := ratelimit.NewFailover(shared.Store, local, rdb, ratelimit.FailLocal, nil)
+		t.Cleanup(f.Close)
+		return storeUnderTest{Store: f, expiries: shared.expiries}
+	}},
+	{"failover_degraded", func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close() // nothing listens: every dial is refused
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { rdb.Close() })
+		shared, err := ratelimit.NewRedisStore(rdb, "xcloak:", policies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local, err := ratelimit.NewLocal(policies, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := ratelimit.NewFailover(shared, local, rdb, ratelimit.FailLocal, nil)
+		t.Cleanup(f.Close)
+		if err := f.Check(t.Context()); err == nil || !f.Degraded() {
+			t.Fatalf("Check of a Redis that refuses connections: %v, degraded %v; want degraded", err, f.Degraded())
+		}
+		// Decided by the Local store, which keeps no expiring keys.
+		return storeUnderTest{Store: f}
+	}},
+}
+
+// redisStore returns a RedisStore under prefix whose keys are listed on
+// every node nodes visits.
+func redisStore(t *testing.T, rdb redis.UniversalClient, prefix string, policies map[string]ratelimit.LockoutPolicy,
+	nodes func(context.Context, func(*redis.Client) error) error) storeUnderTest {
+	s, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return storeUnderTest{Store: s, expiries: func(t *testing.T) map[string]time.Duration {
+		t.Helper()
+		var mu sync.Mutex
+		out := map[string]time.Duration{}
+		err := nodes(t.Context(), func(node *redis.Client) error {
+			keys, err := node.Keys(t.Context(), prefix+"*").Result()
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				d, err := node.PTTL(t.Context(), k).Result()
+				if err != nil {
+					return err
+				}
+				if d == -2 { // expired between KEYS and PTTL
+					continue
+				}
+				mu.Lock()
+				out[k] = d
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}}
+}
+
+// storeCases are the conformance cases. Each gets a fresh store.
+var storeCases = []struct {
+	name string
+	// policies are the lockouts the store is opened with; nil: suitePolicies.
+	policies map[string]ratelimit.LockoutPolicy
+	run      func(t *testing.T, s storeUnderTest)
+}{
+	{"exact admissions under concurrency", nil, caseExactUnderConcurrency},
+	{"rejected request keeps no quota", nil, caseRejectedKeepsNoQuota},
+	{"window slides", nil, caseWindowSlides},
+	{"retry-after never early and never zero", nil, caseRetryAfter},
+	{"lockout at the threshold exactly once", nil, caseLockoutOnce},
+	{"lockouts apart per rule name", nil, caseLockoutsPerRule},
+	{"escalation and its cap", escalating, caseEscalation},
+	{"unlock keeps the level", nil, caseUnlock},
+	{"hold only lengthens and raises", nil, caseHold},
+	{"reset forgets a rule's log", nil, caseReset},
+	{"every key expires", expiring, caseExpiry},
+	{"bad input is an error", nil, caseBadInput},
+}
+
+// suitePolicies lock for a minute at least, far longer than a case runs.
+var suitePolicies = map[string]ratelimit.LockoutPolicy{
+	"login_account": {Threshold: 3, Duration: time.Minute, MaxDuration: time.Hour},
+	"login_device":  {Threshold: 3, Duration: time.Minute, MaxDuration: time.Hour},
+}
+
+// escalating doubles from one second up to a cap that is no power of two
+// of it, so that the cap shows.
+var escalating = map[string]ratelimit.LockoutPolicy{
+	"login_account": {Threshold: 2, Duration: time.Second, MaxDuration: 5 * time.Second},
+}
+
+// expiring forgets everything within a second.
+var expiring = map[string]ratelimit.LockoutPolicy{
+	"login_account": {Threshold: 2, Duration: 200 * time.Millisecond, MaxDuration: 400 * time.Millisecond, Memory: 300 * time.Millisecond},
+}
+
+// TestStoreConformance runs every case against every store. The cases
+// spend most of their time waiting for windows to pass, so all of them run
+// at once (t.Run from goroutines, which -parallel, set to the number of
+// CPUs, does not throttle): the suite takes as long as its longest case.
+func TestStoreConformance(t *testing.T) {
+	var stores sync.WaitGroup
+	for _, h := range storeHarnesses {
+		stores.Go(func() {
+			t.Run(h.name, func(t *testing.T) {
+				var cases sync.WaitGroup
+				for _, tc := range storeCases {
+					cases.Go(func() {
+						t.Run(tc.name, func(t *testing.T) {
+							p := tc.policies
+							if p == nil {
+								p = suitePolicies
+							}
+							tc.run(t, h.open(t, p))
+						})
+					})
+				}
+				cases.Wait()
+			})
+		})
+	}
+	stores.Wait()
+}
+
+func decide(t *testing.T, s ratelimit.Store, rules ...ratelimit.Rule) ratelimit.Decision {
+	t.Helper()
+	d, err := s.AllowAll(t.Context(), rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Results) != len(rules) {
+		t.Fatalf("%d results for %d rules", len(d.Results), len(rules))
+	}
+	return d
+}
+
+func fail(t *testing.T, s ratelimit.Store, name, id string) ratelimit.Failure {
+	t.Helper()
+	f, err := s.Fail(t.Context(), name, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// lockNow fails id under name until it locks and returns the locking failure.
+func lockNow(t *testing.T, s ratelimit.Store, name, id string, threshold int) ratelimit.Failure {
+	t.Helper()
+	for i := range threshold {
+		f := fail(t, s, name, id)
+		if f.LockedNow != (i == threshold-1) {
+			t.Fatalf("failure %d of %d for %s: %+v", i+1, threshold, id, f)
+		}
+		if f.LockedNow {
+			return f
+		}
+	}
+	t.Fatalf("no lock after %d failures", threshold)
+	return ratelimit.Failure{}
+}
+
+func caseExactUnderConcurrency(t *testing.T, s storeUnderTest) {
+	const limit, n = 37, 200
+	rules := []ratelimit.Rule{
+		{Name: "login_ip", ID: "192.0.2.0/24", Limit: ratelimit.PerMinute(10 * n)},
+		{Name: "login_account", ID: "ann@example.com", Limit: ratelimit.PerMinute(limit), Lockable: true},
+	}
+	got := burst(t, n, func(int) (bool, error) {
+		d, err := s.AllowAll(t.Context(), rules...)
+		return d.Allowed, err
+	})
+	if got != limit {
+		t.Fatalf("%d concurrent requests at a limit of %d: admitted %d", n, limit, got)
+	}
+	d := decide(t, s, rules...)
+	if d.Allowed || d.Results[1].Count != limit || d.Results[1].Remaining != 0 || d.Results[0].Count != limit {
+		t.Fatalf("request after the burst: %+v; want rejected by the account at %d, the address holding the %d admitted", d, limit, limit)
+	}
+}
+
+func caseRejectedKeepsNoQuota(t *testing.T, s storeUnderTest) {
+	wide := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.0/24", Limit: ratelimit.PerMinute(5)}
+	full := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(1)}
+	if d := decide(t, s, full); !d.Allowed {
+		t.Fatalf("first request of the account: %+v", d)
+	}
+	// The account is full, so every request naming it is refused, in
+	// either order, however many arrive at once; none may cost the
+	// address anything.
+	got := burst(t, 100, func(i int) (bool, error) {
+		rules := []ratelimit.Rule{wide, full}
+		if i%2 == 1 {
+			rules[0], rules[1] = rules[1], rules[0]
+		}
+		d, err := s.AllowAll(t.Context(), rules...)
+		return d.Allowed, err
+	})
+	if got != 0 {
+		t.Fatalf("admitted %d requests past a full rule", got)
+	}
+	d := decide(t, s, wide, full)
+	if d.Allowed || !d.Results[0].Allowed || d.Results[0].Count != 0 || d.Results[0].Remaining != 5 || d.Results[1].Allowed {
+		t.Fatalf("rejected request: %+v; want the address admitting it with nothing counted", d)
+	}
+	if rej := d.Rejected(); len(rej) != 1 || rej[0].Name != "login_account" {
+		t.Fatalf("rejected by %+v, want login_account only", rej)
+	}
+	more := topUp(t, 5, func() (bool, error) {
+		d, err := s.AllowAll(t.Context(), wide)
+		return d.Allowed, err
+	})
+	if more != 5 {
+		t.Fatalf("the address admitted %d after 101 rejected requests, want its whole limit 5", more)
+	}
+}
+
+// The windows of the cases that wait are short enough to keep the suite
+// fast and long enough that no pause of a loaded machine between two
+// requests lets an entry leave unseen.
+
+func caseWindowSlides(t *testing.T, s storeUnderTest) {
+	const window = time.Second
+	rule := ratelimit.Rule{Name: "login_ip", ID: "198.51.100.7", Limit: ratelimit.Limit{Count: 3, Window: window}}
+	start := time.Now()
+	if d := decide(t, s, rule); !d.Allowed {
+		t.Fatalf("first request: %+v", d)
+	}
+	firstBack := time.Now()
+	time.Sleep(window / 4)
+	for i := range 2 {
+		if d := decide(t, s, rule); !d.Allowed {
+			t.Fatalf("request %d: %+v", i+2, d)
+		}
+	}
+	asked := time.Now()
+	d := decide(t, s, rule)
+	if d.Allowed {
+		t.Fatalf("fourth request in one window: %+v", d)
+	}
+	// The window slides: the first entry, older than the others by a
+	// quarter of a window, leaves first. It was made before its answer came back
+	// and the rejection after it was asked for, so it must leave within
+	// window - (asked - firstBack); a fixed window, or one that slid from
+	// the newest entry, would say more.
+	if most := window - asked.Sub(firstBack); d.RetryAfter <= 0 || d.RetryAfter > most {
+		t.Fatalf("retry-after %v, want in (0, %v]: when the oldest entry leaves", d.RetryAfter, most)
+	}
+	time.Sleep(d.RetryAfter)
+	if d := decide(t, s, rule); !d.Allowed {
+		t.Fatalf("after the oldest entry left (%v after the first request): %+v; want admitted", time.Since(start), d)
+	}
+	time.Sleep(window)
+	got := topUp(t, 3, func() (bool, error) {
+		d, err := s.AllowAll(t.Context(), rule)
+		return d.Allowed, err
+	})
+	if got != 3 {
+		t.Fatalf("a whole window later: admitted %d, want the limit 3 again", got)
+	}
+}
+
+func caseRetryAfter(t *testing.T, s storeUnderTest) {
+	const window = time.Second
+	short := ratelimit.Rule{Name: "login_ip", ID: "203.0.113.9", Limit: ratelimit.Limit{Count: 2, Window: window}}
+	for range 2 {
+		decide(t, s, short)
+	}
+	first := decide(t, s, short)
+	if first.Allowed || first.RetryAfter <= 0 || first.RetryAfter > window || first.Results[0].RetryAfter != first.RetryAfter {
+		t.Fatalf("rejection: %+v; want a retry-after in (0, %v]", first, window)
+	}
+	// Asked again at once: the answer counts down, never up, never to zero.
+	again := decide(t, s, short)
+	if again.Allowed || again.RetryAfter <= 0 || again.RetryAfter > first.RetryAfter {
+		t.Fatalf("rejection asked again: retry-after %v, want in (0, %v]", again.RetryAfter, first.RetryAfter)
+	}
+	// Never early: whoever waits what it said is admitted.
+	time.Sleep(again.RetryAfter)
+	if d := decide(t, s, short); !d.Allowed {
+		t.Fatalf("after waiting the retry-after %v: %+v; want admitted", again.RetryAfter, d)
+	}
+
+	// Several rules rejecting: the decision waits for the last of them.
+	short = ratelimit.Rule{Name: "login_ip", ID: "203.0.113.10", Limit: ratelimit.Limit{Count: 1, Window: window / 2}}
+	long := ratelimit.Rule{Name: "login_account", ID: "bob@example.com", Limit: ratelimit.Limit{Count: 1, Window: window}}
+	if d := decide(t, s, short, long); !d.Allowed {
+		t.Fatalf("first request of two fresh rules: %+v", d)
+	}
+	d := decide(t, s, short, long)
+	if d.Allowed || len(d.Rejected()) != 2 {
+		t.Fatalf("both rules full: %+v; want both rejecting", d)
+	}
+	for _, r := range d.Rejected() {
+		if r.RetryAfter <= 0 || r.RetryAfter > d.RetryAfter {
+			t.Fatalf("rule %s retry-after %v, decision %v: want each in (0, decision's]", r.Name, r.RetryAfter, d.RetryAfter)
+		}
+	}
+	if d.RetryAfter != d.Results[1].RetryAfter {
+		t.Fatalf("decision retry-after %v, want the longer rule's %v", d.RetryAfter, d.Results[1].RetryAfter)
+	}
+	time.Sleep(d.RetryAfter)
+	if d := decide(t, s, short, long); !d.Allowed {
+		t.Fatalf("after waiting the decision's retry-after: %+v; want admitted", d)
+	}
+}
+
+func caseLockoutOnce(t *testing.T, s storeUnderTest) {
+	for trial := range trials {
+		lockoutOnce(t, s, fmt.Sprintf("carol%d@example.com", trial))
+	}
+}
+
+func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
+	p := suitePolicies["login_account"]
+	const n = 200
+	out := make([]ratelimit.Failure, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			out[i], errs[i] = s.Fail(t.Context(), "login_account", id)
+		})
+	}
+	close(start)
+	wg.Wait()
+	lockedNow, counted := 0, 0
+	for i, f := range out {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if f.LockedNow {
+			lockedNow++
+			if f.Failures != p.Threshold || f.Level != 1 || f.LockedFor != p.LockFor(1) {
+				t.Errorf("locking failure: %+v; want failure %d, level 1, for %v", f, p.Threshold, p.LockFor(1))
+			}
+		}
+		if f.Failures > 0 {
+			counted++
+		}
+	}
+	if lockedNow != 1 || counted != p.Threshold {
+		t.Fatalf("%d concurrent failures: %d locked, %d counted; want exactly 1 and %d", n, lockedNow, counted, p.Threshold)
+	}
+	lockable := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+	d := decide(t, s, lockable)
+	if d.Allowed || !d.Results[0].Locked || d.RetryAfter <= 0 || d.RetryAfter > p.LockFor(1) {
+		t.Fatalf("while locked: %+v; want rejected as locked, retry-after in (0, %v]", d, p.LockFor(1))
+	}
+	if f := fail(t, s, "login_account", id); f.LockedNow || f.Failures != 0 || f.Level != 1 || f.LockedFor <= 0 {
+		t.Fatalf("failure while locked: %+v; want not counted, level 1, time left", f)
+	}
+	unlockable := lockable
+	unlockable.Lockable = false
+	if d := decide(t, s, unlockable); !d.Allowed {
+		t.Fatalf("a rule of the same name that is not Lockable: %+v; want admitted", d)
+	}
+}
+
+func caseLockoutsPerRule(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_device"]
+	id := "same-identity"
+	lockNow(t, s, "login_device", id, p.Threshold)
+	rule := func(name string) ratelimit.Rule {
+		return ratelimit.Rule{Name: name, ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+	}
+	if d := decide(t, s, rule("login_device")); d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("the locked rule: %+v; want locked", d)
+	}
+	if d := decide(t, s, rule("login_account")); !d.Allowed {
+		t.Fatalf("the same identity under another rule: %+v; want admitted", d)
+	}
+	if f := fail(t, s, "login_account", id); f.Failures != 1 || f.Level != 0 {
+		t.Fatalf("a failure under another rule: %+v; want its own count, 1, and no level", f)
+	}
+	if was, err := s.Clear(t.Context(), "login_account", id); err != nil || was {
+		t.Fatalf("Clear under another rule: %v, %v; want nothing to end", was, err)
+	}
+	if d := decide(t, s, rule("login_device")); d.Allowed {
+		t.Fatalf("the locked rule after another rule's Clear: %+v; want still locked", d)
+	}
+	if _, err := s.Fail(t.Context(), "no_lockouts", id); err == nil {
+		t.Fatal("Fail under a rule without lockouts: no error")
+	}
+	if _, err := s.Clear(t.Context(), "no_lockouts", id); err == nil {
+		t.Fatal("Clear under a rule without lockouts: no error")
+	}
+}
+
+func caseEscalation(t *testing.T, s storeUnderTest) {
+	p := escalating["login_account"]
+	id := "dave@example.com"
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+	for i, d := range want {
+		level := i + 1
+		if got := p.LockFor(level); got != d {
+			t.Fatalf("LockFor(%d) = %v, want %v", level, got, d)
+		}
+		f := lockNow(t, s, "login_account", id, p.Threshold)
+		if f.Level != level || f.LockedFor != d {
+			t.Fatalf("lock %d: level %d for %v; want level %d for %v", level, f.Level, f.LockedFor, level, d)
+		}
+		if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
+			t.Fatalf("Clear of lock %d: %v, %v", level, was, err)
+		}
+	}
+}
+
+func caseUnlock(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_account"]
+	id := "erin@example.com"
+	rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+	// Clear forgets failures short of a lock.
+	fail(t, s, "login_account", id)
+	if was, err := s.Clear(t.Context(), "login_account", id); err != nil || was {
+		t.Fatalf("Clear before any lock: %v, %v; want nothing to end", was, err)
+	}
+	first := lockNow(t, s, "login_account", id, p.Threshold)
+	if first.Level != 1 {
+		t.Fatalf("first lock: %+v", first)
+	}
+	if d := decide(t, s, rule); d.Allowed {
+		t.Fatalf("while locked: %+v", d)
+	}
+	if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
+		t.Fatalf("Clear of a lock: %v, %v; want it reported", was, err)
+	}
+	if d := decide(t, s, rule); !d.Allowed {
+		t.Fatalf("after Clear: %+v; want admitted", d)
+	}
+	if was, err := s.Clear(t.Context(), "login_account", id); err != nil || was {
+		t.Fatalf("Clear again: %v, %v; want nothing to end", was, err)
+	}
+	// The level outlives the unlock: the next lock escalates.
+	second := lockNow(t, s, "login_account", id, p.Threshold)
+	if second.Level != 2 || second.LockedFor != p.LockFor(2) {
+		t.Fatalf("lock after an unlock: %+v; want level 2 for %v", second, p.LockFor(2))
+	}
+}
+
+func caseHold(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_account"]
+	rule := func(id string) ratelimit.Rule {
+		return ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+	}
+	hold := func(locks ...ratelimit.HeldLock) {
+		t.Helper()
+		if err := s.Hold(t.Context(), locks...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	hold(ratelimit.HeldLock{Name: "login_account", ID: "held", Until: now.Add(time.Hour), Level: 3},
+		ratelimit.HeldLock{Name: "login_account", ID: "ended", Until: now.Add(-time.Second), Level: 2})
+	// Shorter and lower: changes nothing.
+	hold(ratelimit.HeldLock{Name: "login_account", ID: "held", Until: now.Add(time.Minute), Level: 1})
+	d := decide(t, s, rule("held"))
+	if d.Allowed || !d.Results[0].Locked || d.RetryAfter <= 59*time.Minute || d.RetryAfter > time.Hour {
+		t.Fatalf("held lock: %+v; want locked for the hour held", d)
+	}
+	if d := decide(t, s, rule("ended")); !d.Allowed {
+		t.Fatalf("a lock that had ended: %+v; want admitted", d)
+	}
+	// The level came along: the next lock escalates past it.
+	if was, err := s.Clear(t.Context(), "login_account", "held"); err != nil || !was {
+		t.Fatalf("Clear of a held lock: %v, %v", was, err)
+	}
+	if f := lockNow(t, s, "login_account", "held", p.Threshold); f.Level != 4 || f.LockedFor != p.LockFor(4) {
+		t.Fatalf("lock after a held level 3: %+v; want level 4 for %v", f, p.LockFor(4))
+	}
+	if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "no_lockouts", ID: "x", Until: now.Add(time.Hour), Level: 1}); err == nil {
+		t.Fatal("Hold under a rule without lockouts: no error")
+	}
+}
+
+func caseReset(t *testing.T, s storeUnderTest) {
+	rule := ratelimit.Rule{Name: "reset_account", ID: "frank@example.com", Limit: ratelimit.PerHour(2)}
+	other := ratelimit.Rule{Name: "reset_account", ID: "grace@example.com", Limit: ratelimit.PerHour(2)}
+	for range 2 {
+		decide(t, s, rule, other)
+	}
+	if err := s.Reset(t.Context(), rule.Name, rule.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide(t, s, rule); !d.Allowed || d.Results[0].Count != 1 {
+		t.Fatalf("after Reset: %+v; want admitted as the first", d)
+	}
+	if d := decide(t, s, other); d.Allowed {
+		t.Fatalf("another identity after Reset: %+v; want still full", d)
+	}
+}
+
+func caseExpiry(t *testing.T, s storeUnderTest) {
+	if s.expiries == nil {
+		t.Skip("this store keeps no expiring keys (see its harness)")
+	}
+	p := expiring["login_account"]
+	memory := p.Memory
+	short := ratelimit.Limit{Count: 5, Window: 250 * time.Millisecond}
+	long := ratelimit.Limit{Count: 5, Window: 500 * time.Millisecond}
+	// Every kind of record: logs, failures, a lock and its level, a held lock.
+	decide(t, s, ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: short},
+		ratelimit.Rule{Name: "login_account", ID: "locked", Limit: long, Lockable: true})
+	lockNow(t, s, "login_account", "locked", p.Threshold)
+	fail(t, s, "login_account", "failing")
+	if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: "held", Until: time.Now().Add(p.MaxDuration), Level: 2}); err != nil {
+		t.Fatal(err)
+	}
+	bound := max(long.Window, p.MaxDuration+memory)
+	keys := s.expiries(t)
+	if len(keys) < 6 {
+		t.Fatalf("%d keys listed, want at least 6 (2 logs, failures, lock and level twice): %v", len(keys), keys)
+	}
+	for k, left := range keys {
+		if left <= 0 || left > bound {
+			t.Errorf("key %q has %v left, want in (0, %v]", k, left, bound)
+		}
+	}
+	time.Sleep(bound)
+	if keys := s.expiries(t); len(keys) != 0 {
+		t.Fatalf("%v after the longest bound, keys still held: %v", bound, keys)
+	}
+}
+
+func caseBadInput(t *testing.T, s storeUnderTest) {
+	for _, rules := range [][]ratelimit.Rule{
+		nil,
+		{{Name: "", ID: "x", Limit: ratelimit.PerMinute(1)}},
+		{{Name: "Login-IP", ID: "x", Limit: ratelimit.PerMinute(1)}},
+		{{Name: "login_ip", ID: "x", Limit: ratelimit.Limit{Count: 0, Window: time.Minute}}},
+		{{Name: "login_ip", ID: "x", Limit: ratelimit.Limit{Count: 1, Window: 0}}},
+		{{Name: "login_ip", ID: "x", Limit: ratelimit.PerMinute(1)}, {Name: "login_ip", ID: "x", Limit: ratelimit.Limit{Count: -1, Window: time.Minute}}},
+	} {
+		if d, err := s.AllowAll(t.Context(), rules...); err == nil {
+			t.Errorf("AllowAll(%+v) = %+v, want an error", rules, d)
+		}
+	}
+	if err := s.Reset(t.Context(), "Bad Name", "x"); err == nil {
+		t.Error("Reset of a bad rule name: no error")
+	}
+	// Identities are any bytes, hashed into keys.
+	for _, id := range []string{"", "{", "}x{", "\x00", "\xff\xfe", strings.Repeat("long", 1024)} {
+		if d, err := s.AllowAll(t.Context(), ratelimit.Rule{Name: "login_ip", ID: id, Limit: ratelimit.PerMinute(1)}); err != nil || !d.Allowed {
+			t.Errorf("identity %q: %+v, %v; want admitted", id, d, err)
+		}
+	}
+}
