@@ -12,11 +12,11 @@ import (
 
 // Bounds of what the dashboard shows.
 const (
-	// DashboardTop is how many sources and accounts each ranking lists.
-	DashboardTop = 10
-	// DashboardLockouts is how many active lockouts the dashboard lists;
+	// TopN is how many sources and accounts each ranking lists.
+	TopN = 10
+	// LockoutsListed is how many active lockouts the dashboard lists;
 	// Summary.ActiveLockouts counts them all.
-	DashboardLockouts = 100
+	LockoutsListed = 100
 	// MaxEventsPage bounds one page of Events.
 	MaxEventsPage = 100
 )
@@ -29,7 +29,7 @@ type Dashboard struct {
 	// AsOf is when the figures were read.
 	AsOf time.Time
 	// Lockouts are the lockouts in force, newest first, at most
-	// DashboardLockouts (Summary.ActiveLockouts counts them all).
+	// LockoutsListed (Summary.ActiveLockouts counts them all).
 	Lockouts []auth.Lockout
 	// Degraded reports that Redis is unreachable and limits follow
 	// FailurePolicy.
@@ -97,7 +97,7 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 	}
 	now := r.now()
 	d := Dashboard{AsOf: now, Degraded: r.accounts.Degraded(), FailurePolicy: string(r.accounts.FailurePolicy())}
-	snap, err := r.counters.Snapshot(ctx, p, now, DashboardTop)
+	snap, err := r.counters.Snapshot(ctx, p, now, TopN)
 	if err != nil {
 		// Without Redis the team still needs the lockouts and events.
 		r.log.WarnContext(ctx, "dashboard: reading counters", "err", err)
@@ -105,7 +105,7 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 		snap = Snapshot{Summary: Summary{Period: p, RejectedByRule: map[string]int64{}}}
 	}
 	d.Snapshot = snap
-	if d.Lockouts, err = r.accounts.ActiveLockouts(ctx, DashboardLockouts); err != nil {
+	if d.Lockouts, err = r.accounts.ActiveLockouts(ctx, LockoutsListed); err != nil {
 		return Dashboard{}, err
 	}
 	if d.Summary.ActiveLockouts, err = r.store.CountActiveLockouts(ctx, now); err != nil {
@@ -114,15 +114,15 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 	return d, nil
 }
 
-// DashboardEventKinds are the events the dashboard lists: what a security
+// EventKinds are the events the dashboard lists: what a security
 // team acts on, not the flood of individual sign-ins that the counters
 // already sum up.
-var DashboardEventKinds = []string{auth.EventLockout, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
+var EventKinds = []string{auth.EventLockout, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
 	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere}
 
 // EventFilter selects a page of stored security events.
 type EventFilter struct {
-	// Kinds are the event kinds to list; empty means DashboardEventKinds.
+	// Kinds are the event kinds to list; empty means EventKinds.
 	Kinds []string
 	// BeforeID continues a listing after the event with that ID (the last
 	// one of the previous page); 0 starts with the newest.
@@ -151,7 +151,7 @@ func (r *Reader) Events(ctx context.Context, f EventFilter) ([]StoredEvent, erro
 		return nil, fmt.Errorf("%w: events page of %d from %d", auth.ErrInvalidRequest, f.Limit, f.BeforeID)
 	}
 	if len(f.Kinds) == 0 {
-		f.Kinds = DashboardEventKinds
+		f.Kinds = EventKinds
 	}
 	return r.store.Events(ctx, f)
 }
