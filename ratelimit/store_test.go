@@ -175,9 +175,9 @@ var escalating = map[string]ratelimit.LockoutPolicy{
 	"login_account": {Threshold: 2, Duration: time.Second, MaxDuration: 5 * time.Second},
 }
 
-// expiring forgets everything within a second.
+// expiring forgets everything within seconds.
 var expiring = map[string]ratelimit.LockoutPolicy{
-	"login_account": {Threshold: 2, Duration: 200 * time.Millisecond, MaxDuration: 400 * time.Millisecond, Memory: 300 * time.Millisecond},
+	"login_account": {Threshold: 2, Duration: 2 * time.Second, MaxDuration: 4 * time.Second, Memory: 3 * time.Second},
 }
 
 // TestStoreConformance runs every case against every store. The cases
@@ -583,8 +583,10 @@ func caseExpiry(t *testing.T, s storeUnderTest) {
 	}
 	p := expiring["login_account"]
 	memory := p.Memory
-	short := ratelimit.Limit{Count: 5, Window: 250 * time.Millisecond}
-	long := ratelimit.Limit{Count: 5, Window: 500 * time.Millisecond}
+	// Seconds, not milliseconds: every key must still be there when the
+	// keys are listed, however loaded the machine running the test is.
+	short := ratelimit.Limit{Count: 5, Window: 2500 * time.Millisecond}
+	long := ratelimit.Limit{Count: 5, Window: 5 * time.Second}
 	// Every kind of record: logs, failures, a lock and its level, a held lock.
 	decide(t, s, ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: short},
 		ratelimit.Rule{Name: "login_account", ID: "locked", Limit: long, Lockable: true})
