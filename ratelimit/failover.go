@@ -323,6 +323,12 @@ func (f *Failover) restore(done chan struct{}) {
 		cancel()
 		if err == nil {
 			err = f.local.Hold(context.Background(), locks...)
+			if errors.Is(err, ErrNoLockouts) {
+				// The others are held; a lock no rule here keeps must not
+				// leave every lockable decision refused for the outage.
+				f.log.Warn("lockouts in force of rules without lockouts here skipped", "err", err)
+				err = nil
+			}
 		}
 		if err == nil {
 			f.locksMissing.Store(false)
@@ -435,8 +441,11 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 // serves them during an outage, the shared one, by Redis when it answers,
 // the rest of the time.
 func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
-	if err := f.local.Hold(ctx, locks...); err != nil {
-		return err
+	// Locks of a rule without lockouts are skipped by both stores alike,
+	// which report them (ErrNoLockouts) after holding the others.
+	localErr := f.local.Hold(ctx, locks...)
+	if localErr != nil && !errors.Is(localErr, ErrNoLockouts) {
+		return localErr
 	}
 	_, stands, err := fromRedis(ctx, f, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, f.shared.Hold(ctx, locks...)
@@ -444,7 +453,10 @@ func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
 	if !stands && f.policy == FailClosed {
 		return ErrRedisUnavailable
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return localErr
 }
 
 // Reset forgets the requests recorded for id under the rule name in both

@@ -248,6 +248,35 @@ func TestFailedRestoreRefusesLockableRules(t *testing.T) {
 	}
 }
 
+// TestRestoreSkipsLocksOfUnknownRules: a lock in force of a rule the
+// in-process store keeps no lockouts for is skipped; the others are loaded
+// and lockable decisions go on, instead of being refused for the outage.
+func TestRestoreSkipsLocksOfUnknownRules(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens: every dial is refused
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFailover(t, rdb, ratelimit.FailLocal)
+	f.Restore = func(ctx context.Context) ([]ratelimit.HeldLock, error) {
+		return []ratelimit.HeldLock{
+			{Name: "no_lockouts", ID: "x", Until: time.Now().Add(time.Hour), Level: 1},
+			{Name: "login_account", ID: "victim@example.com", Until: time.Now().Add(time.Hour), Level: 1},
+		}, nil
+	}
+	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	other := ratelimit.Rule{Name: "login_account", ID: "owner@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	if d, err := f.AllowAll(t.Context(), victim); err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("guess at an account locked in force: %+v, %v; want refused as locked", d, err)
+	}
+	if d, err := f.AllowAll(t.Context(), other); err != nil || !d.Allowed {
+		t.Fatalf("an account no lock concerns: %+v, %v; want admitted", d, err)
+	}
+}
+
 // TestLocksOfAnOutageOutliveIt: an account locked in process while Redis
 // was down (and recorded where Restore reads) is still locked once Redis
 // is back, even if Redis came back empty.

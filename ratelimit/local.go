@@ -277,11 +277,7 @@ func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 // level only ever raised, so holding twice changes nothing; locks that have
 // ended are skipped.
 func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
-	for _, h := range locks {
-		if _, ok := l.policies[h.Name]; !ok {
-			return noLockouts(h.Name)
-		}
-	}
+	locks, unknown := unknownLocks(locks, func(name string) bool { _, ok := l.policies[name]; return ok })
 	now := l.now()
 	for _, h := range locks {
 		if !now.Before(h.Until) {
@@ -304,7 +300,7 @@ func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 		}
 		sh.mu.Unlock()
 	}
-	return nil
+	return unknown
 }
 
 // Reset forgets every request recorded for id under the rule name.

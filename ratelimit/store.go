@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -33,7 +34,9 @@ type Store interface {
 	Clear(ctx context.Context, name, id string) (wasLocked bool, err error)
 	// Hold puts locks recorded elsewhere into the store: each only ever
 	// lengthens a lock and raises a level, and locks that have ended are
-	// skipped, so holding twice changes nothing.
+	// skipped, so holding twice changes nothing. A lock of a rule the
+	// store keeps no lockouts for is skipped too, and reported in an error
+	// that wraps ErrNoLockouts; the other locks are held all the same.
 	Hold(ctx context.Context, locks ...HeldLock) error
 	// Reset forgets every request recorded for id under the rule name.
 	Reset(ctx context.Context, name, id string) error
@@ -75,8 +78,26 @@ func lockoutPolicies(policies map[string]LockoutPolicy) (map[string]LockoutPolic
 	return out, nil
 }
 
+// ErrNoLockouts is the error for a rule name a store keeps no lockouts for.
+var ErrNoLockouts = errors.New("ratelimit: no lockouts for rule")
+
 func noLockouts(name string) error {
-	return fmt.Errorf("ratelimit: no lockouts for rule %q", name)
+	return fmt.Errorf("%w %q", ErrNoLockouts, name)
+}
+
+// unknownLocks splits locks into those of a rule that known reports, and
+// an error (ErrNoLockouts) naming the rules of the others, nil if none.
+func unknownLocks(locks []HeldLock, known func(name string) bool) ([]HeldLock, error) {
+	var held []HeldLock
+	var errs []error
+	for _, h := range locks {
+		if known(h.Name) {
+			held = append(held, h)
+		} else {
+			errs = append(errs, noLockouts(h.Name))
+		}
+	}
+	return held, errors.Join(errs...)
 }
 
 // RedisStore is the Store every replica shares: the rules of a [Limiter]
@@ -144,11 +165,9 @@ func (s *RedisStore) Clear(ctx context.Context, name, id string) (bool, error) {
 
 // Hold puts locks recorded elsewhere into Redis (see Lockouts.Hold).
 func (s *RedisStore) Hold(ctx context.Context, locks ...HeldLock) error {
+	locks, unknown := unknownLocks(locks, func(name string) bool { return s.lockouts[name] != nil })
 	byName := map[string][]HeldLock{}
 	for _, h := range locks {
-		if s.lockouts[h.Name] == nil {
-			return noLockouts(h.Name)
-		}
 		byName[h.Name] = append(byName[h.Name], h)
 	}
 	for name, held := range byName {
@@ -156,7 +175,7 @@ func (s *RedisStore) Hold(ctx context.Context, locks ...HeldLock) error {
 			return err
 		}
 	}
-	return nil
+	return unknown
 }
 
 // Reset forgets every request recorded for id under the rule name.

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -555,8 +556,15 @@ func caseHold(t *testing.T, s storeUnderTest) {
 	if f := lockNow(t, s, "login_account", "held", p.Threshold); f.Level != 4 || f.LockedFor != p.LockFor(4) {
 		t.Fatalf("lock after a held level 3: %+v; want level 4 for %v", f, p.LockFor(4))
 	}
-	if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "no_lockouts", ID: "x", Until: now.Add(time.Hour), Level: 1}); err == nil {
-		t.Fatal("Hold under a rule without lockouts: no error")
+	// A lock of a rule without lockouts is reported, and holds back none
+	// of the others.
+	err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "no_lockouts", ID: "x", Until: now.Add(time.Hour), Level: 1},
+		ratelimit.HeldLock{Name: "login_account", ID: "beside", Until: now.Add(time.Hour), Level: 1})
+	if !errors.Is(err, ratelimit.ErrNoLockouts) {
+		t.Fatalf("Hold under a rule without lockouts: %v; want ErrNoLockouts", err)
+	}
+	if d := decide(t, s, rule("beside")); d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("a lock held beside one of a rule without lockouts: %+v; want locked", d)
 	}
 }
 
