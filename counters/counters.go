@@ -264,10 +264,10 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p dashbo
 func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes int, now time.Time) func() ([]dashboard.Minute, error) {
 	last := unixMinute(now)
 	fields := []string{CounterAttempts}
-	for _, r := range auth.RejectionRules() {
-		if auth.IsSignInRule(r) {
-			fields = append(fields, CounterRejectedPrefix+r)
-		}
+	// Every sign-in rule, listed on the dashboard or not, as the
+	// summary's Rejected counts them.
+	for _, r := range auth.SignInRules() {
+		fields = append(fields, CounterRejectedPrefix+r)
 	}
 	cmds := make([]*redis.SliceCmd, minutes)
 	for i := range cmds {
