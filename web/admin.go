@@ -40,12 +40,14 @@ func (s *Server) requireAdmin(h adminHandler) http.Handler {
 		case errors.Is(err, auth.ErrNoSession):
 			s.fail(w, r, errSignedOut)
 		case err != nil:
-			s.fail(w, r, err)
+			s.failAs(w, r, &templates.Nav{}, err) // the session could not be read
 		case !sess.IsAdmin:
-			s.fail(w, r, errNotAdmin)
+			nav := navFor(sess)
+			s.failAs(w, r, &nav, errNotAdmin)
 		default:
 			if err := h(w, r, sess); err != nil {
-				s.fail(w, r, err)
+				nav := navFor(sess)
+				s.failAs(w, r, &nav, err)
 			}
 		}
 	})

@@ -111,6 +111,13 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 // JSON for the API, a plain error page otherwise. It is the one renderer of
 // errors for every route, the administrators' ones included.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.failAs(w, r, nil, err)
+}
+
+// failAs is fail for a handler that has looked the visitor up already:
+// nav, unless nil, is the page's header, so that an error page (the
+// database down, say) costs no second lookup of the session.
+func (s *Server) failAs(w http.ResponseWriter, r *http.Request, nav *templates.Nav, err error) {
 	if isAPI(r) {
 		s.failJSON(w, r, err)
 		return
@@ -124,7 +131,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if message == "" && p.retryAfter > 0 {
 		message = templates.RetryText(p.retryAfter)
 	}
-	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: s.nav(r), Status: p.status, Message: message}))
+	if nav == nil {
+		v := s.nav(r)
+		nav = &v
+	}
+	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: *nav, Status: p.status, Message: message}))
 }
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
