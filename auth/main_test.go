@@ -66,7 +66,11 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	if configure != nil {
 		configure(&cfg)
 	}
-	f := &fixture{db: pool, rdb: rdb, prefix: prefix, counters: counters.NewStats(rdb, prefix), mail: sink, cfg: cfg}
+	counts, err := counters.New(rdb, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{db: pool, rdb: rdb, prefix: prefix, counters: counts, mail: sink, cfg: cfg}
 	store := postgres.New(pool, f.clock)
 	d := auth.Deps{
 		Store: store, Events: store, Counter: f.counters, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,

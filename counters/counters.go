@@ -11,6 +11,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // Counter names in a minute's (and an hour's) hash.
@@ -34,9 +35,9 @@ const (
 // Stats are the counters in Redis behind the dashboard, written by the
 // Recorder and read by every replica alike.
 //
-// Each minute has a hash of counters ("{stats}:m:<unix minute>") and two
-// sorted sets: the sources of rejected requests ("{stats}:src:<minute>")
-// and the accounts of failed or rejected ones ("{stats}:acct:<minute>").
+// Each minute has a hash of counters ("<tag>:m:<unix minute>") and two
+// sorted sets: the sources of rejected requests ("<tag>:src:<minute>")
+// and the accounts of failed or rejected ones ("<tag>:acct:<minute>").
 // Each clock hour has the same three keys with ":h:<unix hour>", written in
 // the same transaction, so a period's sums read whole hours from one key
 // and only the ragged ends minute by minute: at most about 140 reads for
@@ -49,11 +50,12 @@ const (
 // distinct sources than a set's cap, the lowest counts are dropped, which
 // keeps memory bounded and the heavy hitters exact.
 //
-// All keys share the hash tag {stats}, so one transaction can read or write
-// any of them on a Redis Cluster too, and every key expires.
+// All keys are built by ratelimit.Keys as the records of one identity,
+// the dashboard, so they share one hash tag: one transaction can read or
+// write any of them on a Redis Cluster too. Every key expires.
 type Stats struct {
-	rdb    redis.UniversalClient
-	prefix string
+	rdb  redis.UniversalClient
+	keys ratelimit.Keys
 }
 
 // Retention and caps of the stats keys.
@@ -68,10 +70,18 @@ const (
 	hourRankCap   = 2000
 )
 
-// NewStats returns the counters under prefix.
-func NewStats(rdb redis.UniversalClient, prefix string) *Stats {
-	return &Stats{rdb: rdb, prefix: prefix}
+// New returns the counters under prefix, the deployment's Redis key
+// namespace (see ratelimit.NewKeys).
+func New(rdb redis.UniversalClient, prefix string) (*Stats, error) {
+	keys, err := ratelimit.NewKeys(prefix, "stats")
+	if err != nil {
+		return nil, err
+	}
+	return &Stats{rdb: rdb, keys: keys}, nil
 }
+
+// dashboardID is the one identity the counters' keys belong to.
+const dashboardID = "dashboard"
 
 // TopKind names a ranking.
 type TopKind string
@@ -204,11 +214,11 @@ func span(first, last int64) (minutes, hours []int64) {
 }
 
 func (s *Stats) minuteKey(kind string, minute int64) string {
-	return s.prefix + "{stats}:" + kind + ":" + strconv.FormatInt(minute, 10)
+	return s.keys.Key(dashboardID, ":"+kind+":"+strconv.FormatInt(minute, 10))
 }
 
 func (s *Stats) hourKey(kind string, hour int64) string {
-	return s.prefix + "{stats}:" + kind + ":h:" + strconv.FormatInt(hour, 10)
+	return s.keys.Key(dashboardID, ":"+kind+":h:"+strconv.FormatInt(hour, 10))
 }
 
 func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p dashboard.Period, now time.Time) func() (dashboard.Summary, error) {
@@ -316,7 +326,7 @@ func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p dashboard.
 			keys = append(keys, s.hourKey(string(kind), h))
 		}
 	}
-	scratch := s.prefix + "{stats}:scratch:" + string(kind)
+	scratch := s.keys.Key(dashboardID, ":scratch:"+string(kind))
 	pipe.ZUnionStore(ctx, scratch, &redis.ZStore{Keys: keys})
 	top := pipe.ZRevRangeWithScores(ctx, scratch, 0, int64(n-1))
 	pipe.Del(ctx, scratch)

@@ -53,7 +53,7 @@ func TestSpan(t *testing.T) {
 }
 
 // statsBackends are the Redis deployments Stats must work on: every key
-// shares the {stats} tag, so its transactions work on a cluster too.
+// shares one hash tag, so its transactions work on a cluster too.
 func statsBackends(t *testing.T) map[string]func(t *testing.T) (redis.UniversalClient, string) {
 	return map[string]func(t *testing.T) (redis.UniversalClient, string){
 		"standalone": func(t *testing.T) (redis.UniversalClient, string) { return testenv.Redis(t) },
@@ -68,7 +68,10 @@ func TestStatsSumsExactly(t *testing.T) {
 	for name, backend := range statsBackends(t) {
 		t.Run(name, func(t *testing.T) {
 			rdb, prefix := backend(t)
-			s := NewStats(rdb, prefix)
+			s, err := New(rdb, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
 			now := time.Date(2025, 3, 10, 12, 34, 30, 0, time.UTC)
 			at := func(ago time.Duration) time.Time { return now.Add(-ago) }
 			var batch []auth.Event
@@ -220,7 +223,10 @@ func checkExpiry(t *testing.T, rdb redis.UniversalClient, prefix string) {
 // source stays on top.
 func TestStatsRankingsAreBounded(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
-	s := NewStats(rdb, prefix)
+	s, err := New(rdb, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2025, 3, 10, 12, 34, 30, 0, time.UTC)
 	batch := make([]auth.Event, 0, minuteRankCap+600)
 	for i := range minuteRankCap + 500 {
@@ -247,7 +253,10 @@ func TestStatsRankingsAreBounded(t *testing.T) {
 
 func TestStatsRefusesBadInput(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
-	s := NewStats(rdb, prefix)
+	s, err := New(rdb, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now()
 	if _, err := s.Summary(t.Context(), dashboard.Period(7), now); err != dashboard.ErrInvalidPeriod {
 		t.Errorf("Summary(7 minutes): %v", err)

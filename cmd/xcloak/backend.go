@@ -119,7 +119,10 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		logger.Info("mail ready", "smtp", smtp.Config())
 		mailer = smtp
 	}
-	counts := counters.NewStats(rdb, cfg.KeyPrefix)
+	counts, err := counters.New(rdb, cfg.KeyPrefix)
+	if err != nil {
+		return nil, err
+	}
 	store := postgres.New(pool, nil)
 	svc, err := auth.NewService(cfg.Auth, auth.Deps{
 		Store:      store,

@@ -104,7 +104,10 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	counts := counters.NewStats(rdb, prefix)
+	counts, err := counters.New(rdb, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	store := postgres.New(pool, nil)
 	svc, err := auth.NewService(acfg, auth.Deps{Store: store, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Events: store, Counter: counts})
 	if err != nil {
