@@ -17,11 +17,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
-	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
-	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
@@ -104,12 +103,11 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	counts := counters.NewStats(rdb, prefix)
-	store := postgres.New(pool, nil)
-	svc, err := auth.NewService(acfg, auth.Deps{Store: store, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Events: store, Counter: counts})
+	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc := xc.Service
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()
@@ -124,9 +122,8 @@ func New(t testing.TB, o Options) *Env {
 	ready := func(ctx context.Context) map[string]error {
 		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
 	}
-	board := dashboard.New(counts, store, svc, nil, nil)
 	return &Env{
-		Service: svc, Dashboard: board, Handler: web.NewServer(wcfg, svc, board, ready, nil),
+		Service: svc, Dashboard: xc.Dashboard, Handler: web.NewServer(wcfg, svc, xc.Dashboard, ready, nil),
 		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
 	}
 }
