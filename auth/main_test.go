@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/internal/testenv"
@@ -40,7 +41,7 @@ type fixture struct {
 }
 
 // fastParams keep tests quick; the default parameters have their own test.
-var fastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+var fastParams = authtest.FastParams
 
 func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*app.Deps)) *fixture {
 	t.Helper()

@@ -1,6 +1,7 @@
 // Package xcloaktest runs a whole XCloak (auth service and HTTP handler)
 // for tests, on a fresh Postgres database, its own Redis key prefix and a
-// real SMTP sink, all from internal/testenv.
+// real SMTP sink, all from internal/testenv, assembled by internal/app as
+// serve assembles it.
 package xcloaktest
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/internal/testenv"
@@ -60,10 +62,6 @@ type Options struct {
 	Prefix      string
 }
 
-// fastParams make hashing quick in tests; the default parameters have their
-// own tests.
-var fastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
-
 // secret is the service secret tests use.
 var secret = []byte("test-secret-0123456789abcdef-0123456789")
 
@@ -93,7 +91,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 	hasher := o.Hasher
 	if hasher == nil {
-		if hasher, err = auth.NewHasher(fastParams, 4, time.Second); err != nil {
+		if hasher, err = auth.NewHasher(authtest.FastParams, 4, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
