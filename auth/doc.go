@@ -17,5 +17,8 @@
 // nonces only, and the timestamps of Deps.Now.
 //
 // Where its events go it declares and does not know: EventStore (package
-// postgres) and EventCounter (package counters).
+// postgres) and EventCounter (package counters). Nor does it know where
+// its limits are kept: it declares the Limiter it decides requests by
+// (limits.go), which internal/app builds from Redis and authtest from an
+// in-process store.
 package auth

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/app"
 )
 
 // TestUnknownAccountCostsTheSame compares the time of a sign-in for an
@@ -24,7 +25,7 @@ func TestUnknownAccountCostsTheSame(t *testing.T) {
 		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
 		c.Limits.SetCount(auth.RuleLoginIP, 1000)
 		c.Lockout.Threshold = 1000
-	}, func(d *auth.Deps) { d.Hasher = hasher })
+	}, func(d *app.Deps) { d.Hasher = hasher })
 	f.addUser(t, "real@example.com", "the real password", false)
 
 	const tries = 31

@@ -10,10 +10,19 @@ import (
 	"github.com/xcloak/xcloak/auth/authtest"
 )
 
-// The tests in this file run the flows on authtest's in-memory store: they
-// test the flows' logic, whatever keeps the records. What the records
-// cost in PostgreSQL (transactions, locks, races) is tested with the real
-// store, in this package's other tests and in package postgres.
+// The tests in this file run the flows on authtest's in-memory service
+// (stores, limits, events and mail), with no database, Redis or mail
+// server: they test the flows' logic, whatever keeps the records. What the
+// records cost in PostgreSQL and Redis (transactions, locks, races) is
+// tested with the real stores, in this package's other tests and in
+// packages postgres and ratelimit.
+
+// newMemoryFixture is a fixture on authtest.NewService.
+func newMemoryFixture(t *testing.T, deps ...func(*auth.Deps)) *fixture {
+	t.Helper()
+	s := authtest.NewService(t, nil, deps...)
+	return &fixture{svc: s.Service, cfg: s.Config, mailBody: func(t *testing.T, to string) string { return s.Mail.WaitFor(t, to).Body }}
+}
 
 // hookedStore is an in-memory store that runs a hook before some writes,
 // to put the flows at the moment a concurrent request would change the
@@ -52,7 +61,7 @@ func withStore(s auth.Store) func(*auth.Deps) {
 // it ends the account's sessions and forgets its devices.
 func TestResetTokenWorksOnceOnMemoryStore(t *testing.T) {
 	store := authtest.NewStore()
-	f := newFixture(t, nil, withStore(store))
+	f := newMemoryFixture(t, withStore(store))
 	u := f.addUser(t, "ann@example.com", "old password", false)
 	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.1")}); err != nil {
 		t.Fatal(err)
@@ -95,7 +104,7 @@ func TestSignInRefusedWhenPasswordReplacedMeanwhile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &hookedStore{Store: authtest.NewStore()}
-			f := newFixture(t, nil, withStore(store))
+			f := newMemoryFixture(t, withStore(store))
 			u := f.addUser(t, "ann@example.com", "old password", false)
 			req := auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.1")}
 			if tc.known {
@@ -128,7 +137,11 @@ func TestSignInRefusedWhenPasswordReplacedMeanwhile(t *testing.T) {
 // replaced, is refused and the replacement stays.
 func TestRehashRefusedWhenPasswordReplacedMeanwhile(t *testing.T) {
 	store := &hookedStore{Store: authtest.NewStore()}
-	f := newFixture(t, nil, withStore(store), withHasher(t, auth.Params{Memory: 128, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}))
+	hasher, err := auth.NewHasher(auth.Params{Memory: 128, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newMemoryFixture(t, withStore(store), func(d *auth.Deps) { d.Hasher = hasher })
 	old, err := auth.NewHasher(fastParams, 1, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +176,7 @@ func TestRehashRefusedWhenPasswordReplacedMeanwhile(t *testing.T) {
 // ErrNoUser.
 func TestSignOutEverywhereOnMemoryStore(t *testing.T) {
 	store := authtest.NewStore()
-	f := newFixture(t, nil, withStore(store))
+	f := newMemoryFixture(t, withStore(store))
 	u := f.addUser(t, "ann@example.com", "the password", false)
 	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "the password", Client: client("192.0.2.1")})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/app"
 )
 
 // invalidMessages are refused by every Mailer before anything is sent.
@@ -91,7 +92,7 @@ func (m *recordingMailer) Send(_ context.Context, msg auth.Message) error {
 // inject a header or a recipient even when its Mailer would send anything.
 func TestServiceValidatesEveryMessage(t *testing.T) {
 	rec := &recordingMailer{}
-	f := newFixture(t, nil, func(d *auth.Deps) { d.Mailer = rec })
+	f := newFixture(t, nil, func(d *app.Deps) { d.Mailer = rec })
 	for _, tt := range invalidMessages {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := auth.SendMail(t.Context(), f.svc, tt.msg); !errors.Is(err, auth.ErrInvalidMessage) {

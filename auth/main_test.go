@@ -12,10 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
-	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
@@ -30,6 +31,9 @@ type fixture struct {
 	// counters are the dashboard's counters the service writes.
 	counters *counters.Stats
 	mail     *testenv.MailSink
+	// mailBody waits for the first mail to an address and returns its
+	// body, from mail or, on the in-memory service, from its Mailer.
+	mailBody func(t *testing.T, to string) string
 	cfg      auth.Config
 
 	mu  sync.Mutex
@@ -37,9 +41,9 @@ type fixture struct {
 }
 
 // fastParams keep tests quick; the default parameters have their own test.
-var fastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+var fastParams = authtest.FastParams
 
-func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.Deps)) *fixture {
+func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*app.Deps)) *fixture {
 	t.Helper()
 	dbURL := testenv.Postgres(t)
 	if _, err := migrations.Up(t.Context(), dbURL); err != nil {
@@ -66,24 +70,18 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*auth.D
 	if configure != nil {
 		configure(&cfg)
 	}
-	counts, err := counters.New(rdb, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{db: pool, rdb: rdb, prefix: prefix, counters: counts, mail: sink, cfg: cfg}
-	store := postgres.New(pool, f.clock)
-	d := auth.Deps{
-		Store: store, Events: store, Counter: f.counters, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
-		Now: f.clock,
-	}
+	f := &fixture{db: pool, rdb: rdb, prefix: prefix, mail: sink, cfg: cfg}
+	f.mailBody = func(t *testing.T, to string) string { return sink.WaitFor(t, to).Body }
+	d := app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Now: f.clock}
 	for _, set := range deps {
 		set(&d)
 	}
-	svc, err := auth.NewService(cfg, d)
+	xc, err := app.New(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc = svc
+	svc := xc.Service
+	f.svc, f.counters = svc, xc.Counters
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()

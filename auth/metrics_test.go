@@ -9,11 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/app"
 )
 
 func TestMetricsCountDecisions(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 3) }, func(d *auth.Deps) { d.Metrics = reg })
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 3) }, func(d *app.Deps) { d.Metrics = reg })
 	f.addUser(t, "ann@example.com", "correct horse", false)
 	login := func(password string) error {
 		_, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: password, Client: client("192.0.2.1")})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
@@ -100,7 +101,7 @@ func TestResetMailsSentInParallel(t *testing.T) {
 	var slow *slowMailer
 	f := newFixture(t, func(c *auth.Config) {
 		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 100, Window: time.Minute}
-	}, func(d *auth.Deps) { slow = newSlowMailer(d.Mailer); d.Mailer = slow })
+	}, func(d *app.Deps) { slow = newSlowMailer(d.Mailer); d.Mailer = slow })
 	const users = 8
 	for i := range users {
 		email := fmt.Sprintf("user%d@domain%d.example", i, i)
@@ -126,7 +127,7 @@ func TestSlowDomainDoesNotHoldEveryWorker(t *testing.T) {
 	var slow *slowMailer
 	f := newFixture(t, func(c *auth.Config) {
 		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 100, Window: time.Minute}
-	}, func(d *auth.Deps) { slow = newSlowMailer(d.Mailer); slow.domain = "slow.example"; d.Mailer = slow })
+	}, func(d *app.Deps) { slow = newSlowMailer(d.Mailer); slow.domain = "slow.example"; d.Mailer = slow })
 	for i := range 6 {
 		email := fmt.Sprintf("user%d@slow.example", i)
 		f.addUser(t, email, "old password", false)
@@ -161,7 +162,7 @@ func TestResetMailsDroppedAreCounted(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) {
 		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 5000, Window: time.Minute}
 		c.Limits[auth.RuleResetDomain] = ratelimit.Limit{Count: 2, Window: time.Minute}
-	}, func(d *auth.Deps) {
+	}, func(d *app.Deps) {
 		d.Metrics = reg
 		slow = newSlowMailer(d.Mailer)
 		d.Mailer = slow

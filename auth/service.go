@@ -11,13 +11,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/ratelimit"
 )
-
-// rememberedRejections bounds the full rules one replica remembers.
-const rememberedRejections = 100_000
 
 // Config is the service's behaviour; DefaultConfig gives the documented
 // defaults.
@@ -43,6 +39,9 @@ type Config struct {
 	// MaxDevices is how many known devices an account keeps; a new one
 	// makes it forget the least recently used.
 	MaxDevices int
+	// RedisFailure, RedisTimeout and RejectionMemory shape the Limiter
+	// built from Redis (internal/app), not the service itself.
+	//
 	// RedisFailure is what limits do while Redis is unreachable; empty
 	// means ratelimit.FailLocal.
 	RedisFailure ratelimit.FailurePolicy
@@ -79,15 +78,12 @@ func DefaultConfig() Config {
 type Deps struct {
 	// Store keeps users, sessions, devices, tokens and the lockout log.
 	Store Store
-	Redis redis.UniversalClient
-	// ProbeRedis, if set, is a client of the same Redis with a small pool
-	// of its own, which the checks of whether Redis is there ping through
-	// (ratelimit.Failover.SetProbeClient).
-	ProbeRedis redis.UniversalClient
-	KeyPrefix  string // Redis key namespace, e.g. "xcloak:"
-	Hasher     *Hasher
-	Mailer     Mailer
-	Logger     *slog.Logger
+	// Limiter decides requests and keeps lockouts; the service closes it
+	// when Run returns.
+	Limiter Limiter
+	Hasher  *Hasher
+	Mailer  Mailer
+	Logger  *slog.Logger
 	// Now is the clock for Postgres timestamps; nil means time.Now.
 	Now func() time.Time
 	// Metrics is where the service registers its Prometheus metrics; nil
@@ -104,7 +100,7 @@ type Deps struct {
 type Service struct {
 	cfg     Config
 	store   Store
-	limits  *ratelimit.Failover // rules and lockouts, by Redis or the failure policy
+	limits  Limiter // rules and lockouts, by Redis or the failure policy
 	hasher  *Hasher
 	mailer  Mailer
 	log     *slog.Logger
@@ -149,36 +145,11 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if cfg.MaxDevices < 1 {
 		return nil, errors.New("auth: an account must keep at least one device")
 	}
-	if d.Store == nil || d.Redis == nil || d.Hasher == nil || d.Mailer == nil {
-		return nil, errors.New("auth: Store, Redis, Hasher and Mailer are required")
+	if d.Store == nil || d.Limiter == nil || d.Hasher == nil || d.Mailer == nil {
+		return nil, errors.New("auth: Store, Limiter, Hasher and Mailer are required")
 	}
 	if d.Events == nil || d.Counter == nil {
 		return nil, errors.New("auth: Events and Counter are required")
-	}
-	// Every lockable rule of the table has locks of its own, by one
-	// policy: a known device's failures hold that browser and never the
-	// account's other browsers.
-	lockouts := map[string]ratelimit.LockoutPolicy{}
-	for _, r := range rules {
-		if r.Lockable {
-			lockouts[r.Name] = cfg.Lockout
-		}
-	}
-	shared, err := ratelimit.NewRedisStore(d.Redis, d.KeyPrefix, lockouts)
-	if err != nil {
-		return nil, err
-	}
-	shared.RememberRejections(cfg.RejectionMemory, rememberedRejections)
-	local, err := ratelimit.NewLocal(lockouts, 0, nil)
-	if err != nil {
-		return nil, err
-	}
-	policy := cfg.RedisFailure
-	if policy == "" {
-		policy = ratelimit.FailLocal
-	}
-	if _, err := ratelimit.ParseFailurePolicy(string(policy)); err != nil {
-		return nil, err
 	}
 	log := d.Logger
 	if log == nil {
@@ -191,7 +162,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	s := &Service{
 		cfg:     cfg,
 		store:   d.Store,
-		limits:  ratelimit.NewFailover(shared, local, d.Redis, policy, log),
+		limits:  d.Limiter,
 		hasher:  d.Hasher,
 		mailer:  checkedMailer{d.Mailer},
 		log:     log,
@@ -204,15 +175,11 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	var err error
 	if s.metrics, err = newMetrics(reg, s); err != nil {
 		return nil, fmt.Errorf("auth: registering metrics: %w", err)
 	}
-	s.limits.OnRedisError = func(error) { s.metrics.redisErrors.Inc() }
-	if cfg.RedisTimeout > 0 {
-		s.limits.SetTimeout(cfg.RedisTimeout)
-	}
-	s.limits.SetProbeClient(d.ProbeRedis)
-	s.limits.Restore = s.lockoutsInForce
+	s.limits.Watch(s.lockoutsInForce, func(error) { s.metrics.redisErrors.Inc() })
 	return s, nil
 }
 

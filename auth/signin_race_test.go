@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/app"
 )
 
 // slowParams make one hash take long enough for a password to be replaced
 // while a sign-in verifies the old one.
 var slowParams = auth.Params{Memory: 32 * 1024, Time: 3, Threads: 1, SaltLen: 16, KeyLen: 32}
 
-func withHasher(t *testing.T, p auth.Params) func(*auth.Deps) {
-	return func(d *auth.Deps) {
+func withHasher(t *testing.T, p auth.Params) func(*app.Deps) {
+	return func(d *app.Deps) {
 		h, err := auth.NewHasher(p, 4, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)

@@ -139,6 +139,12 @@ func (f *Failover) SetTimeout(d time.Duration) {
 	}
 }
 
+// Watch sets Restore and OnRedisError, for a caller that holds f behind an
+// interface of its own (auth.Limits); call it before f is used.
+func (f *Failover) Watch(restore func(context.Context) ([]HeldLock, error), onRedisError func(error)) {
+	f.Restore, f.OnRedisError = restore, onRedisError
+}
+
 // Degraded reports whether Redis is currently treated as down.
 func (f *Failover) Degraded() bool { return f.degraded.Load() }
 

@@ -14,10 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
-	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/migrations"
-	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
@@ -119,13 +118,8 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		logger.Info("mail ready", "smtp", smtp.Config())
 		mailer = smtp
 	}
-	counts, err := counters.New(rdb, cfg.KeyPrefix)
-	if err != nil {
-		return nil, err
-	}
-	store := postgres.New(pool, nil)
-	svc, err := auth.NewService(cfg.Auth, auth.Deps{
-		Store:      store,
+	xc, err := app.New(cfg.Auth, app.Deps{
+		Postgres:   pool,
 		Redis:      rdb,
 		ProbeRedis: probe,
 		KeyPrefix:  cfg.KeyPrefix,
@@ -133,12 +127,11 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Mailer:     mailer,
 		Logger:     logger,
 		Metrics:    metrics,
-		Events:     store,
-		Counter:    counts,
 	})
 	if err != nil {
 		return nil, err
 	}
+	svc := xc.Service
 
 	if redisDown != nil {
 		_ = svc.CheckRedis(ctx) // enters degraded mode now, and probes
@@ -154,8 +147,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		defer close(stopped)
 		svc.Run(runCtx)
 	}()
-	board := dashboard.New(counts, store, svc, nil, logger)
-	return &backend{svc: svc, dashboard: board, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
+	return &backend{svc: svc, dashboard: xc.Dashboard, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
 }
 
 // Close ends the service's background work, which first writes the

@@ -1,6 +1,7 @@
 // Package xcloaktest runs a whole XCloak (auth service and HTTP handler)
 // for tests, on a fresh Postgres database, its own Redis key prefix and a
-// real SMTP sink, all from internal/testenv.
+// real SMTP sink, all from internal/testenv, assembled by internal/app as
+// serve assembles it.
 package xcloaktest
 
 import (
@@ -17,11 +18,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
-	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
-	"github.com/xcloak/xcloak/postgres"
 	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
@@ -61,10 +62,6 @@ type Options struct {
 	Prefix      string
 }
 
-// fastParams make hashing quick in tests; the default parameters have their
-// own tests.
-var fastParams = auth.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
-
 // secret is the service secret tests use.
 var secret = []byte("test-secret-0123456789abcdef-0123456789")
 
@@ -94,7 +91,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 	hasher := o.Hasher
 	if hasher == nil {
-		if hasher, err = auth.NewHasher(fastParams, 4, time.Second); err != nil {
+		if hasher, err = auth.NewHasher(authtest.FastParams, 4, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,15 +101,11 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	counts, err := counters.New(rdb, prefix)
+	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := postgres.New(pool, nil)
-	svc, err := auth.NewService(acfg, auth.Deps{Store: store, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Events: store, Counter: counts})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := xc.Service
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()
@@ -127,9 +120,8 @@ func New(t testing.TB, o Options) *Env {
 	ready := func(ctx context.Context) map[string]error {
 		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
 	}
-	board := dashboard.New(counts, store, svc, nil, nil)
 	return &Env{
-		Service: svc, Dashboard: board, Handler: web.NewServer(wcfg, svc, board, ready, nil),
+		Service: svc, Dashboard: xc.Dashboard, Handler: web.NewServer(wcfg, svc, xc.Dashboard, ready, nil),
 		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
 	}
 }

@@ -1,0 +1,77 @@
+package authtest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// Mailer is an auth.Mailer that keeps what it is handed. The zero value is
+// ready.
+type Mailer struct {
+	mu   sync.Mutex
+	sent []auth.Message
+	// more is closed, and replaced, at each Send, to wake WaitFor.
+	more chan struct{}
+}
+
+var _ auth.Mailer = (*Mailer)(nil)
+
+// Send keeps m, refusing what auth.Message.Validate refuses, as every
+// Mailer should.
+func (m *Mailer) Send(_ context.Context, msg auth.Message) error {
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = append(m.sent, msg)
+	if m.more != nil {
+		close(m.more)
+		m.more = nil
+	}
+	return nil
+}
+
+// Sent returns the messages sent so far, oldest first.
+func (m *Mailer) Sent() []auth.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.sent)
+}
+
+// mailWait bounds how long WaitFor waits for mail that the service sends
+// from its background workers; it only ends a test that would hang.
+const mailWait = 20 * time.Second
+
+// WaitFor returns the first message sent to to, waiting for the service's
+// mail workers if none is there yet; the test fails if none comes.
+func (m *Mailer) WaitFor(t testing.TB, to string) auth.Message {
+	t.Helper()
+	deadline := time.NewTimer(mailWait)
+	defer deadline.Stop()
+	for {
+		m.mu.Lock()
+		i := slices.IndexFunc(m.sent, func(msg auth.Message) bool { return strings.EqualFold(msg.To, to) })
+		if i >= 0 {
+			msg := m.sent[i]
+			m.mu.Unlock()
+			return msg
+		}
+		if m.more == nil {
+			m.more = make(chan struct{})
+		}
+		more := m.more
+		m.mu.Unlock()
+		select {
+		case <-more:
+		case <-deadline.C:
+			t.Fatalf("no mail to %s after %v; %d sent to others", to, mailWait, len(m.Sent()))
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package auth
+
+import (
+	"context"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Limiter decides the flows' requests by the rule table and keeps the
+// lockouts of its lockable rules: any ratelimit.Store, and what the
+// service reports and supplies of a store that can lose the Redis behind
+// it. A ratelimit.Failover is one (internal/app builds it from Redis);
+// package authtest makes one of an in-process ratelimit.Local, which
+// never loses anything.
+type Limiter interface {
+	ratelimit.Store
+	// Degraded reports whether the shared limits are unreachable and the
+	// failure policy decides.
+	Degraded() bool
+	// Check pings the shared limits once and, when they cannot be
+	// reached, puts the limits in degraded mode at once.
+	Check(ctx context.Context) error
+	// Policy is what the limits do while degraded.
+	Policy() ratelimit.FailurePolicy
+	// Watch hands the limits, before first use, the lockouts in force
+	// recorded in the lockout log (to honour while the shared ones are
+	// lost) and a callback for each failed call to Redis (a metric).
+	Watch(restore func(context.Context) ([]ratelimit.HeldLock, error), onRedisError func(error))
+	// Close stops the limits' background work.
+	Close()
+}
+
+var _ Limiter = (*ratelimit.Failover)(nil)
+
+// LockoutPolicies are the lockouts a Limiter keeps for cfg: one for each
+// lockable rule of the table, by one policy, so that a known device's
+// failures hold that browser and never the account's other browsers.
+func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
+	out := map[string]ratelimit.LockoutPolicy{}
+	for _, r := range rules {
+		if r.Lockable {
+			out[r.Name] = cfg.Lockout
+		}
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/postgres"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Deps are the open connections and collaborators XCloak runs on.
+type Deps struct {
+	// Postgres is the pool of a migrated database.
+	Postgres *pgxpool.Pool
+	// Redis holds the shared limits and the dashboard's counters.
+	Redis redis.UniversalClient
+	// ProbeRedis, if set, is a client of the same Redis with a small pool
+	// of its own, which the checks of whether Redis is there ping through.
+	ProbeRedis redis.UniversalClient
+	// KeyPrefix is the namespace of every Redis key, e.g. "xcloak:".
+	KeyPrefix string
+	Mailer    auth.Mailer
+	Hasher    *auth.Hasher
+	// Logger is where the service logs; nil: nowhere.
+	Logger *slog.Logger
+	// Metrics is where the service registers its Prometheus metrics; nil:
+	// a registry of its own that nobody reads.
+	Metrics prometheus.Registerer
+	// Now is the clock of Postgres timestamps and of the dashboard; nil:
+	// time.Now.
+	Now func() time.Time
+}
+
+// App is XCloak assembled: the service and what the dashboard reads. Its
+// background work starts with Service.Run.
+type App struct {
+	Service   *auth.Service
+	Dashboard *dashboard.Reader
+	// Store is the Postgres store behind the service and the dashboard.
+	Store *postgres.Store
+	// Counters are the dashboard's counters in Redis, which the service's
+	// events feed.
+	Counters *counters.Stats
+	// Limiter decides the service's requests by Redis, by the failure
+	// policy while Redis is lost.
+	Limiter *ratelimit.Failover
+}
+
+// rememberedRejections bounds the full rules one replica remembers.
+const rememberedRejections = 100_000
+
+// New builds XCloak with cfg on d's connections.
+func New(cfg auth.Config, d Deps) (*App, error) {
+	if d.Redis == nil {
+		return nil, errors.New("app: Redis is required")
+	}
+	limiter, err := newLimiter(cfg, d.Redis, d.ProbeRedis, d.KeyPrefix, d.Logger)
+	if err != nil {
+		return nil, err
+	}
+	store := postgres.New(d.Postgres, d.Now)
+	counts, err := counters.New(d.Redis, d.KeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := auth.NewService(cfg, auth.Deps{
+		Store:   store,
+		Limiter: limiter,
+		Hasher:  d.Hasher,
+		Mailer:  d.Mailer,
+		Logger:  d.Logger,
+		Now:     d.Now,
+		Metrics: d.Metrics,
+		Events:  store,
+		Counter: counts,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &App{
+		Service:   svc,
+		Dashboard: dashboard.New(counts, store, svc, d.Now, d.Logger),
+		Store:     store,
+		Counters:  counts,
+		Limiter:   limiter,
+	}, nil
+}
+
+// newLimiter builds the limits cfg asks for on rdb: the shared store in
+// Redis under prefix, and the in-process one that serves under
+// ratelimit.FailLocal, behind cfg.RedisFailure. probe, if set, is a client
+// of the same Redis with a small pool of its own that the checks of
+// whether Redis is there ping through. The service hands the limiter its
+// hooks (auth.Limiter.Watch).
+func newLimiter(cfg auth.Config, rdb, probe redis.UniversalClient, prefix string, log *slog.Logger) (*ratelimit.Failover, error) {
+	policy := cfg.RedisFailure
+	if policy == "" {
+		policy = ratelimit.FailLocal
+	}
+	if _, err := ratelimit.ParseFailurePolicy(string(policy)); err != nil {
+		return nil, err
+	}
+	lockouts := cfg.LockoutPolicies()
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, lockouts)
+	if err != nil {
+		return nil, err
+	}
+	shared.RememberRejections(cfg.RejectionMemory, rememberedRejections)
+	local, err := ratelimit.NewLocal(lockouts, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	f := ratelimit.NewFailover(shared, local, rdb, policy, log)
+	if cfg.RedisTimeout > 0 {
+		f.SetTimeout(cfg.RedisTimeout)
+	}
+	f.SetProbeClient(probe)
+	return f, nil
+}
