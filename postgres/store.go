@@ -1,25 +1,20 @@
 package postgres
 
 import (
-	"time"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Store is XCloak's PostgreSQL database. Its methods, spread over one file
-// per kind of record, implement the interfaces package auth declares.
+// per kind of record, implement the interfaces package auth declares. It
+// keeps no clock: every time it writes or compares comes from the caller,
+// whose clock tests can set.
 type Store struct {
 	pool *pgxpool.Pool
-	// now is the clock for the timestamps Store writes.
-	now func() time.Time
 }
 
-// New returns the Store on pool; now is its clock (nil: time.Now).
-func New(pool *pgxpool.Pool, now func() time.Time) *Store {
-	if now == nil {
-		now = time.Now
-	}
-	return &Store{pool: pool, now: now}
+// New returns the Store on pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
 }
 
 // Pool returns the connection pool, for readiness checks and migrations.

@@ -26,7 +26,7 @@ func newStore(t *testing.T) *postgres.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return postgres.New(pool, nil)
+	return postgres.New(pool)
 }
 
 // TestStore runs the promises of auth's storage interfaces, the races

@@ -34,7 +34,7 @@ type Deps struct {
 	// Metrics is where the service registers its Prometheus metrics; nil:
 	// a registry of its own that nobody reads.
 	Metrics prometheus.Registerer
-	// Now is the clock of Postgres timestamps and of the dashboard; nil:
+	// Now is the clock of the service's timestamps and of the dashboard; nil:
 	// time.Now.
 	Now func() time.Time
 }
@@ -59,14 +59,14 @@ const rememberedRejections = 100_000
 
 // New builds XCloak with cfg on d's connections.
 func New(cfg auth.Config, d Deps) (*App, error) {
-	if d.Redis == nil {
-		return nil, errors.New("app: Redis is required")
+	if d.Postgres == nil || d.Redis == nil {
+		return nil, errors.New("app: Postgres and Redis are required")
 	}
 	limiter, err := newLimiter(cfg, d.Redis, d.ProbeRedis, d.KeyPrefix, d.Logger)
 	if err != nil {
 		return nil, err
 	}
-	store := postgres.New(d.Postgres, d.Now)
+	store := postgres.New(d.Postgres)
 	counts, err := counters.New(d.Redis, d.KeyPrefix)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 		d    app.Deps
 		want string
 	}{
-		{"no Redis", cfg, app.Deps{}, "Redis is required"},
+		{"no Postgres or Redis", cfg, app.Deps{}, "Postgres and Redis are required"},
 		{"unknown failure policy", badPolicy, app.Deps{Redis: rdb}, `"sometimes"`},
 		{"negative lockout threshold", badLockout, app.Deps{Redis: rdb}, "lockout"},
 		{"no hasher or mailer", cfg, app.Deps{Redis: rdb}, "required"},
