@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
@@ -21,6 +22,12 @@ func TestNewRefusesBadInput(t *testing.T) {
 	// A client of an address nothing listens on: New must not talk to it.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = rdb.Close() })
+	// Likewise a pool, which connects only when first used.
+	pool, err := pgxpool.New(t.Context(), "postgres://127.0.0.1:1/unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
 
 	badPolicy := cfg
 	badPolicy.RedisFailure = ratelimit.FailurePolicy("sometimes")
@@ -33,9 +40,9 @@ func TestNewRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{"no Postgres or Redis", cfg, app.Deps{}, "Postgres and Redis are required"},
-		{"unknown failure policy", badPolicy, app.Deps{Redis: rdb}, `"sometimes"`},
-		{"negative lockout threshold", badLockout, app.Deps{Redis: rdb}, "lockout"},
-		{"no hasher or mailer", cfg, app.Deps{Redis: rdb}, "required"},
+		{"unknown failure policy", badPolicy, app.Deps{Postgres: pool, Redis: rdb}, `"sometimes"`},
+		{"negative lockout threshold", badLockout, app.Deps{Postgres: pool, Redis: rdb}, "lockout"},
+		{"no hasher or mailer", cfg, app.Deps{Postgres: pool, Redis: rdb}, "required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := app.New(tc.cfg, tc.d)
