@@ -34,7 +34,7 @@ const (
 	EventRowsPerMinute = 5_000
 	// eventNetworks bounds the networks whose budgets are kept at once.
 	// Networks past it share that one budget too, so that a flood from
-	// many networks cannot grow the Recorder's memory without limit.
+	// many networks cannot grow the recorder's memory without limit.
 	eventNetworks = 10_000
 	// otherNetworks is the key of the shared budget; no source has it.
 	otherNetworks = "*"
@@ -77,7 +77,7 @@ func budgetNetwork(source string) string {
 // minute, whatever the email or kind of its events: the first
 // EventRowsPerNetwork foldable events of a network in a minute are kept,
 // the rest are counted in summaries that are written once the minute is
-// over. It is used only under the Recorder's flush lock.
+// over. It is used only under the recorder's flush lock.
 type eventBudget struct {
 	budgets   map[budgetKey]*networkBudget
 	perMinute map[int64]int // rows written one each, by minute

@@ -61,7 +61,7 @@ type EventCounter interface {
 	CountEvents(ctx context.Context, batch []Event) error
 }
 
-// Recorder keeps security events off the request path: Record queues an
+// recorder keeps security events off the request path: Record queues an
 // event without waiting, and Run writes queued events in batches, to the
 // EventStore (Postgres, one COPY per batch) and to the EventCounter (the
 // per-minute counters in Redis that the dashboard reads, one transaction
@@ -72,7 +72,7 @@ type EventCounter interface {
 // The counters count every event. The rows are bounded per client network
 // and minute (see EventRowsPerNetwork), so that no client fills the
 // database at the rate it sends, whatever it sends.
-type Recorder struct {
+type recorder struct {
 	store   EventStore
 	stats   EventCounter
 	log     *slog.Logger
@@ -95,17 +95,17 @@ const recorderQueue = 65536
 // their network's budget.
 const summaryGrace = 5 * time.Second
 
-// NewRecorder returns a Recorder writing to store and stats; now is the
+// newRecorder returns a recorder writing to store and stats; now is the
 // clock of the events' timestamps (nil means time.Now).
-func NewRecorder(store EventStore, stats EventCounter, log *slog.Logger, now func() time.Time) *Recorder {
+func newRecorder(store EventStore, stats EventCounter, log *slog.Logger, now func() time.Time) *recorder {
 	if now == nil {
 		now = time.Now
 	}
-	return &Recorder{store: store, stats: stats, log: log, now: now, queue: make(chan Event, recorderQueue)}
+	return &recorder{store: store, stats: stats, log: log, now: now, queue: make(chan Event, recorderQueue)}
 }
 
 // Record queues e. It never blocks.
-func (r *Recorder) Record(e Event) {
+func (r *recorder) Record(e Event) {
 	select {
 	case r.queue <- e:
 	default:
@@ -116,11 +116,11 @@ func (r *Recorder) Record(e Event) {
 }
 
 // Dropped returns how many events were dropped because the queue was full.
-func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
+func (r *recorder) Dropped() int64 { return r.dropped.Load() }
 
 // Run writes queued events until ctx is done, then writes what is still
 // queued before returning, so that a graceful shutdown loses nothing.
-func (r *Recorder) Run(ctx context.Context) {
+func (r *recorder) Run(ctx context.Context) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -149,11 +149,11 @@ func (r *Recorder) Run(ctx context.Context) {
 // that are not over yet. Each store keeps its own backlog: if Postgres is
 // down, its events wait for the next flush while the counters in Redis go
 // on (and the other way round), and neither store gets an event twice.
-func (r *Recorder) Flush(ctx context.Context) error { return r.flush(ctx, true) }
+func (r *recorder) Flush(ctx context.Context) error { return r.flush(ctx, true) }
 
 // flush writes the events queued so far and the summaries of the minutes
 // that are over, or of every minute if all is set.
-func (r *Recorder) flush(ctx context.Context, all bool) error {
+func (r *recorder) flush(ctx context.Context, all bool) error {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
 	for {
@@ -190,7 +190,7 @@ func (r *Recorder) flush(ctx context.Context, all bool) error {
 }
 
 // trim bounds a backlog while a store is down, dropping the oldest events.
-func (r *Recorder) trim(backlog []Event) []Event {
+func (r *recorder) trim(backlog []Event) []Event {
 	if over := len(backlog) - recorderQueue; over > 0 {
 		r.dropped.Add(int64(over))
 		backlog = append(backlog[:0], backlog[over:]...)
@@ -198,7 +198,7 @@ func (r *Recorder) trim(backlog []Event) []Event {
 	return backlog
 }
 
-func (r *Recorder) take(n int) []Event {
+func (r *recorder) take(n int) []Event {
 	var batch []Event
 	for len(batch) < n {
 		select {

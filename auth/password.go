@@ -158,15 +158,15 @@ func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 		return "", err
 	}
 	defer release()
-	return h.hash([]byte(NormalisePassword(password)))
+	return h.hash([]byte(normalisePassword(password)))
 }
 
-// NormalisePassword returns password in Unicode normalisation form NFKC,
+// normalisePassword returns password in Unicode normalisation form NFKC,
 // as NIST SP 800-63B suggests, so that a password typed the same way on
 // another keyboard or system ("é" as one code point or as "e" and a
 // combining accent, full-width letters) matches. Hash stores the NFKC form
 // and Verify compares it.
-func NormalisePassword(password string) string {
+func normalisePassword(password string) string {
 	return norm.NFKC.String(password)
 }
 
@@ -210,7 +210,7 @@ func (h *Hasher) verify(ctx context.Context, encoded, password string, trusted b
 		return false, false, err
 	}
 	defer release()
-	normalised := NormalisePassword(password)
+	normalised := normalisePassword(password)
 	if matches(normalised, p, salt, key) {
 		return true, p != h.params, nil
 	}

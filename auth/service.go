@@ -106,7 +106,7 @@ type Service struct {
 	log     *slog.Logger
 	devices devices
 	now     func() time.Time
-	events  *Recorder
+	events  *recorder
 	resets  chan linkJob
 	metrics *metrics
 	// resetsPending counts reset requests queued, waiting for their
@@ -168,7 +168,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  NewRecorder(d.Events, d.Counter, log, now),
+		events:  newRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
 	reg := d.Metrics

@@ -26,7 +26,7 @@ func checkNewPassword(p string) error {
 		return fmt.Errorf("%w: longer than %d bytes", ErrWeakPassword, MaxPasswordBytes)
 	}
 	n := 0
-	for range NormalisePassword(p) {
+	for range normalisePassword(p) {
 		n++
 	}
 	if n < MinPasswordRunes {

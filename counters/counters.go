@@ -16,20 +16,20 @@ import (
 
 // Counter names in a minute's (and an hour's) hash.
 const (
-	CounterAttempts  = "attempts"  // sign-in requests received, rejected ones included
-	CounterSuccesses = "successes" // sign-ins that succeeded
-	CounterFailures  = "failures"  // wrong password or unknown account
-	CounterInvalid   = "invalid"   // malformed sign-in requests
-	// CounterUnavailable: sign-ins answered 503 because a store or the
+	counterAttempts  = "attempts"  // sign-in requests received, rejected ones included
+	counterSuccesses = "successes" // sign-ins that succeeded
+	counterFailures  = "failures"  // wrong password or unknown account
+	counterInvalid   = "invalid"   // malformed sign-in requests
+	// counterUnavailable: sign-ins answered 503 because a store or the
 	// hashing pool was unavailable.
-	CounterUnavailable = "unavailable"
-	CounterLockouts    = "lockouts" // accounts locked
-	CounterResets      = "resets"   // reset requests accepted
-	// CounterMailsDropped: reset mails of accepted requests not sent.
-	CounterMailsDropped = "mails_dropped"
-	// CounterRejectedPrefix + rule name: requests rejected by that rule
+	counterUnavailable = "unavailable"
+	counterLockouts    = "lockouts" // accounts locked
+	counterResets      = "resets"   // reset requests accepted
+	// counterMailsDropped: reset mails of accepted requests not sent.
+	counterMailsDropped = "mails_dropped"
+	// counterRejectedPrefix + rule name: requests rejected by that rule
 	// (see RejectionRules).
-	CounterRejectedPrefix = "rejected:"
+	counterRejectedPrefix = "rejected:"
 )
 
 // Stats are the counters in Redis behind the dashboard, written by the
@@ -246,21 +246,21 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p dashbo
 			Period:         p,
 			From:           time.Unix(first*60, 0).UTC(),
 			To:             time.Unix((last+1)*60, 0).UTC(),
-			Attempts:       totals[CounterAttempts],
-			Successes:      totals[CounterSuccesses],
-			Failures:       totals[CounterFailures],
-			Invalid:        totals[CounterInvalid],
-			Unavailable:    totals[CounterUnavailable],
-			Lockouts:       totals[CounterLockouts],
-			ResetRequests:  totals[CounterResets],
-			MailsDropped:   totals[CounterMailsDropped],
+			Attempts:       totals[counterAttempts],
+			Successes:      totals[counterSuccesses],
+			Failures:       totals[counterFailures],
+			Invalid:        totals[counterInvalid],
+			Unavailable:    totals[counterUnavailable],
+			Lockouts:       totals[counterLockouts],
+			ResetRequests:  totals[counterResets],
+			MailsDropped:   totals[counterMailsDropped],
 			RejectedByRule: map[string]int64{},
 		}
 		for _, r := range auth.RejectionRules() {
 			sum.RejectedByRule[r] = 0
 		}
 		for k, n := range totals {
-			if rule, ok := strings.CutPrefix(k, CounterRejectedPrefix); ok {
+			if rule, ok := strings.CutPrefix(k, counterRejectedPrefix); ok {
 				sum.RejectedByRule[rule] = n
 				if auth.IsSignInRule(rule) {
 					sum.Rejected += n
@@ -273,11 +273,11 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p dashbo
 
 func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes int, now time.Time) func() ([]dashboard.Minute, error) {
 	last := unixMinute(now)
-	fields := []string{CounterAttempts}
+	fields := []string{counterAttempts}
 	// Every sign-in rule, listed on the dashboard or not, as the
 	// summary's Rejected counts them.
 	for _, r := range auth.SignInRules() {
-		fields = append(fields, CounterRejectedPrefix+r)
+		fields = append(fields, counterRejectedPrefix+r)
 	}
 	cmds := make([]*redis.SliceCmd, minutes)
 	for i := range cmds {
@@ -358,34 +358,34 @@ func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 		rejected := false
 		switch e.Kind {
 		case auth.EventLoginSucceeded:
-			b.counters[CounterAttempts]++
-			b.counters[CounterSuccesses]++
+			b.counters[counterAttempts]++
+			b.counters[counterSuccesses]++
 		case auth.EventLoginFailed:
-			b.counters[CounterAttempts]++
-			b.counters[CounterFailures]++
+			b.counters[counterAttempts]++
+			b.counters[counterFailures]++
 			if e.Account != "" {
 				b.accounts[e.Account]++
 			}
 		case auth.EventLoginInvalid:
-			b.counters[CounterAttempts]++
-			b.counters[CounterInvalid]++
+			b.counters[counterAttempts]++
+			b.counters[counterInvalid]++
 		case auth.EventLoginUnavailable:
-			b.counters[CounterAttempts]++
-			b.counters[CounterUnavailable]++
+			b.counters[counterAttempts]++
+			b.counters[counterUnavailable]++
 		case auth.EventLoginRejected:
-			b.counters[CounterAttempts]++
+			b.counters[counterAttempts]++
 			rejected = true
 		case auth.EventResetRejected, auth.EventUnlockRejected:
 			rejected = true
 		case auth.EventLockout:
-			b.counters[CounterLockouts]++
+			b.counters[counterLockouts]++
 		case auth.EventResetRequested:
-			b.counters[CounterResets]++
+			b.counters[counterResets]++
 		case auth.EventResetMailDropped:
-			b.counters[CounterMailsDropped]++
+			b.counters[counterMailsDropped]++
 		}
 		if rejected {
-			b.counters[CounterRejectedPrefix+e.Rule]++
+			b.counters[counterRejectedPrefix+e.Rule]++
 			if e.Source != "" {
 				b.sources[e.Source]++
 			}
