@@ -178,7 +178,7 @@ var escalating = map[string]ratelimit.LockoutPolicy{
 
 // expiring forgets everything within seconds.
 var expiring = map[string]ratelimit.LockoutPolicy{
-	"login_account": {Threshold: 2, Duration: 2 * time.Second, MaxDuration: 4 * time.Second, Memory: 3 * time.Second},
+	"login_account": {Threshold: 2, Duration: time.Second, MaxDuration: 2 * time.Second, Memory: 1500 * time.Millisecond},
 }
 
 // TestStoreConformance runs every case against every store. The cases
@@ -593,8 +593,8 @@ func caseExpiry(t *testing.T, s storeUnderTest) {
 	memory := p.Memory
 	// Seconds, not milliseconds: every key must still be there when the
 	// keys are listed, however loaded the machine running the test is.
-	short := ratelimit.Limit{Count: 5, Window: 2500 * time.Millisecond}
-	long := ratelimit.Limit{Count: 5, Window: 5 * time.Second}
+	short := ratelimit.Limit{Count: 5, Window: time.Second}
+	long := ratelimit.Limit{Count: 5, Window: 2 * time.Second}
 	// Every kind of record: logs, failures, a lock and its level, a held lock.
 	decide(t, s, ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: short},
 		ratelimit.Rule{Name: "login_account", ID: "locked", Limit: long, Lockable: true})
