@@ -161,6 +161,7 @@ func TestResetMailsDroppedAreCounted(t *testing.T) {
 	var slow *slowMailer
 	f := newFixture(t, func(c *auth.Config) {
 		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 5000, Window: time.Minute}
+		c.Limits[auth.RuleResetNetwork] = ratelimit.Limit{Count: 5000, Window: time.Minute}
 		c.Limits[auth.RuleResetDomain] = ratelimit.Limit{Count: 2, Window: time.Minute}
 	}, func(d *app.Deps) {
 		d.Metrics = reg

@@ -18,6 +18,10 @@ const (
 	RuleLoginIP        = "login_ip"
 	RuleLoginAccount   = "login_account"
 	RuleLoginDevice    = "login_device"
+	RuleLoginNetwork   = "login_network" // IPv4 /24, IPv6 /56
+	RuleLoginSite      = "login_site"    // IPv6 /48
+	RuleResetNetwork   = "reset_network" // IPv4 /24, IPv6 /56
+	RuleResetSite      = "reset_site"    // IPv6 /48
 	RuleResetIP        = "reset_ip"
 	RuleResetAccount   = "reset_account"
 	RuleResetConfirmIP = "reset_confirm_ip"
@@ -49,6 +53,21 @@ var rules = []RuleSpec{
 		Doc:   "Sign-in attempts per client network (address, or IPv6 /64).",
 	},
 	{
+		// The ladder's wider rungs: a botnet that spends each address once
+		// or twice still crowds into networks. Their defaults leave room for
+		// a campus or an office behind one /24 (see docs/SECURITY-MODEL.md).
+		Name: RuleLoginNetwork, Label: "Sign-ins per IPv4 /24 or IPv6 /56", Flow: FlowSignIn, Key: KeyNetwork(24, 56),
+		Default: ratelimit.Limit{Count: 1000, Window: 10 * time.Minute}, Listed: true,
+		Usage: "sign-in attempts per IPv4 /24 or IPv6 /56",
+		Doc:   "Sign-in attempts per IPv4 /24 or IPv6 /56, however many addresses of it are used.",
+	},
+	{
+		Name: RuleLoginSite, Label: "Sign-ins per IPv6 /48", Flow: FlowSignIn, Key: KeyIPv6Network(48),
+		Default: ratelimit.Limit{Count: 2000, Window: 10 * time.Minute}, Listed: true,
+		Usage: "sign-in attempts per IPv6 /48",
+		Doc:   "Sign-in attempts per IPv6 /48 (one site's allocation); IPv4 clients are not counted here.",
+	},
+	{
 		Name: RuleLoginAccount, Label: "Sign-ins per account", Flow: FlowSignIn, Key: KeyAccount,
 		Default: ratelimit.Limit{Count: 10, Window: 10 * time.Minute}, Lockable: true, Listed: true,
 		Usage: "sign-in attempts per account",
@@ -68,6 +87,18 @@ var rules = []RuleSpec{
 		Default: ratelimit.Limit{Count: 5, Window: 10 * time.Minute}, Listed: true,
 		Usage: "reset requests per client network",
 		Doc:   "Reset requests per client network.",
+	},
+	{
+		Name: RuleResetNetwork, Label: "Reset requests per IPv4 /24 or IPv6 /56", Flow: FlowResetRequest, Key: KeyNetwork(24, 56),
+		Default: ratelimit.Limit{Count: 100, Window: 10 * time.Minute}, Listed: true,
+		Usage: "reset requests per IPv4 /24 or IPv6 /56",
+		Doc:   "Reset requests per IPv4 /24 or IPv6 /56.",
+	},
+	{
+		Name: RuleResetSite, Label: "Reset requests per IPv6 /48", Flow: FlowResetRequest, Key: KeyIPv6Network(48),
+		Default: ratelimit.Limit{Count: 200, Window: 10 * time.Minute}, Listed: true,
+		Usage: "reset requests per IPv6 /48",
+		Doc:   "Reset requests per IPv6 /48; IPv4 clients are not counted here.",
 	},
 	{
 		Name: RuleResetAccount, Label: "Reset requests per account", Flow: FlowResetRequest, Key: KeyAccount,
@@ -207,6 +238,13 @@ var (
 // IPv4-mapped IPv6 address counts as IPv4.
 func KeyNetwork(v4Bits, v6Bits int) Key { return Key{kind: keyNetwork, v4: v4Bits, v6: v6Bits} }
 
+// KeyIPv6Network keys a rule by the client's IPv6 network of bits, for a
+// rung of the ladder that IPv4 has no counterpart of (an IPv6 /48, one
+// site's allocation). The rule does not apply to IPv4 clients, IPv4-mapped
+// ones included, nor to a client without an address: the rules that key
+// every client already count those.
+func KeyIPv6Network(bits int) Key { return Key{kind: keyNetwork, v6: bits} }
+
 // ID returns the identity s has under k; ok is false when s has none (no
 // account, no known device, no domain) and the rule does not apply. A
 // network key always applies: a client without an address counts in one
@@ -214,6 +252,9 @@ func KeyNetwork(v4Bits, v6Bits int) Key { return Key{kind: keyNetwork, v4: v4Bit
 func (k Key) ID(s Subject) (id string, ok bool) {
 	switch k.kind {
 	case keyNetwork:
+		if k.v4 == 0 && !s.Client.Addr.Unmap().Is6() {
+			return "", false // an IPv6-only key, and no IPv6 address
+		}
 		return networkID(s.Client.Addr, k.v4, k.v6), true
 	case keyAccount:
 		return s.Account, s.Account != ""
@@ -225,10 +266,14 @@ func (k Key) ID(s Subject) (id string, ok bool) {
 	return "", false
 }
 
-// String describes k: "network /32 /64", "account", "device", "domain".
+// String describes k: "network /32 /64", "IPv6 network /48", "account",
+// "device", "domain".
 func (k Key) String() string {
 	switch k.kind {
 	case keyNetwork:
+		if k.v4 == 0 {
+			return fmt.Sprintf("IPv6 network /%d", k.v6)
+		}
 		return fmt.Sprintf("network /%d /%d", k.v4, k.v6)
 	case keyAccount:
 		return "account"
@@ -245,8 +290,9 @@ func (k Key) check() error {
 	case keyNone:
 		return errors.New("no key")
 	case keyNetwork:
-		if k.v4 < 1 || k.v4 > 32 || k.v6 < 1 || k.v6 > 128 {
-			return fmt.Errorf("network key /%d /%d: want 1..32 and 1..128 bits", k.v4, k.v6)
+		// v4 is zero only for an IPv6-only key (KeyIPv6Network).
+		if k.v4 < 0 || k.v4 > 32 || k.v6 < 1 || k.v6 > 128 {
+			return fmt.Errorf("network key /%d /%d: want 1..32 (or 0: IPv6 only) and 1..128 bits", k.v4, k.v6)
 		}
 	}
 	return nil

@@ -1,0 +1,95 @@
+package auth_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
+)
+
+// The network ladder: sign-ins and reset requests from many addresses of
+// one IPv4 /24, IPv6 /56 or IPv6 /48 share that network's limit, each
+// address well inside its own; a neighbouring network has its own. These
+// run on authtest's in-memory service; the limits' exactness under
+// concurrency is ratelimit's conformance suite.
+
+func TestSignInLadder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rule string
+		// same are addresses of one network of the rule, each in a
+		// different network of the rung below; other is in the next one.
+		same  []string
+		other string
+	}{
+		{"IPv4 /24", auth.RuleLoginNetwork, []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.200"}, "192.0.3.1"},
+		{"IPv6 /56", auth.RuleLoginNetwork, []string{"2001:db8:0:1::1", "2001:db8:0:2::1", "2001:db8:0:3::1", "2001:db8:0:ff::1"}, "2001:db8:0:100::1"},
+		{"IPv6 /48", auth.RuleLoginSite, []string{"2001:db8:0:100::1", "2001:db8:0:200::1", "2001:db8:0:300::1", "2001:db8:0:ff00::1"}, "2001:db8:1::1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := authtest.NewService(t, func(c *auth.Config) { c.Limits.SetCount(tc.rule, 3) })
+			login := func(addr string) error {
+				_, err := s.Service.Login(t.Context(), auth.LoginRequest{
+					Email: "nobody@example.com", Password: "wrong password", Client: client(addr)})
+				return err
+			}
+			for _, a := range tc.same[:3] {
+				if err := login(a); !errors.Is(err, auth.ErrInvalidCredentials) {
+					t.Fatalf("%s: %v; want a wrong password", a, err)
+				}
+			}
+			if err := login(tc.same[3]); !errors.Is(err, auth.ErrLimited) {
+				t.Fatalf("a fourth address of the network, %s: %v; want limited", tc.same[3], err)
+			}
+			if err := login(tc.other); !errors.Is(err, auth.ErrInvalidCredentials) {
+				t.Fatalf("the next network, %s: %v; want a wrong password", tc.other, err)
+			}
+		})
+	}
+}
+
+// TestSiteRuleLeavesIPv4Alone: the /48 rung has no IPv4 counterpart, so
+// IPv4 clients, mapped ones included, never count in it.
+func TestSiteRuleLeavesIPv4Alone(t *testing.T) {
+	s := authtest.NewService(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginSite, 1) })
+	for i, a := range []string{"192.0.2.1", "198.51.100.1", "::ffff:203.0.113.1", "203.0.113.200"} {
+		_, err := s.Service.Login(t.Context(), auth.LoginRequest{
+			Email: fmt.Sprintf("nobody%d@example.com", i), Password: "wrong password", Client: client(a)})
+		if !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("%s: %v; want a wrong password", a, err)
+		}
+	}
+}
+
+func TestResetLadder(t *testing.T) {
+	s := authtest.NewService(t, func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleResetNetwork, 2)
+		c.Limits.SetCount(auth.RuleResetSite, 3)
+	})
+	request := func(addr string, i int) error {
+		return s.Service.RequestReset(t.Context(), fmt.Sprintf("user%d@example.com", i), client(addr))
+	}
+	// /24: two, then limited; the next /24 has its own.
+	for i, a := range []string{"192.0.2.1", "192.0.2.2"} {
+		if err := request(a, i); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+	}
+	if err := request("192.0.2.3", 2); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("a third address of the /24: %v; want limited", err)
+	}
+	if err := request("192.0.3.1", 3); err != nil {
+		t.Fatalf("the next /24: %v", err)
+	}
+	// /48: three, from three /56s, then limited.
+	for i, a := range []string{"2001:db8:0:100::1", "2001:db8:0:200::1", "2001:db8:0:300::1"} {
+		if err := request(a, 10+i); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+	}
+	if err := request("2001:db8:0:400::1", 20); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("a fourth /56 of the /48: %v; want limited", err)
+	}
+}
