@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -207,14 +206,7 @@ func TestParseFailurePolicy(t *testing.T) {
 // refuse lockable rules instead of admitting guesses at accounts Redis
 // held locked, and the load is tried again until it works.
 func TestFailedRestoreRefusesLockableRules(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens: every dial is refused
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := refusingRedis(t)
 	f := newFailover(t, rdb, ratelimit.FailLocal)
 	var calls atomic.Int64
 	f.Restore = func(ctx context.Context) ([]ratelimit.HeldLock, error) {
@@ -252,14 +244,7 @@ func TestFailedRestoreRefusesLockableRules(t *testing.T) {
 // in-process store keeps no lockouts for is skipped; the others are loaded
 // and lockable decisions go on, instead of being refused for the outage.
 func TestRestoreSkipsLocksOfUnknownRules(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens: every dial is refused
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := refusingRedis(t)
 	f := newFailover(t, rdb, ratelimit.FailLocal)
 	f.Restore = func(ctx context.Context) ([]ratelimit.HeldLock, error) {
 		return []ratelimit.HeldLock{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -79,14 +78,7 @@ var storeHarnesses = []storeHarness{
 		return storeUnderTest{Store: f, expiries: shared.expiries}
 	}},
 	{"failover_degraded", func(t *testing.T, policies map[string]ratelimit.LockoutPolicy) storeUnderTest {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close() // nothing listens: every dial is refused
-		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-		t.Cleanup(func() { rdb.Close() })
+		rdb := refusingRedis(t)
 		shared, err := ratelimit.NewRedisStore(rdb, "xcloak:", policies)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,21 @@ import (
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
+// refusingRedis returns a client of an address nothing listens on: every
+// dial is refused, as when Redis is down.
+func refusingRedis(t *testing.T) *redis.Client {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 // hangingRedis accepts connections and never answers, as a Redis that is
 // stuck (or a network that drops packets) does.
 func hangingRedis(t *testing.T) string {
