@@ -143,7 +143,7 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	if device != "" {
-		f, err := s.limits.Fail(ctx, RuleLoginDevice, device)
+		f, err := s.limits.Fail(ctx, RuleLoginDevice, device, "")
 		if err != nil {
 			return unavailable("counting failure", err)
 		}
@@ -153,7 +153,7 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 		}
 		return ErrInvalidCredentials
 	}
-	f, err := s.limits.Fail(ctx, RuleLoginAccount, email)
+	f, err := s.limits.Fail(ctx, RuleLoginAccount, email, "")
 	if err != nil {
 		return unavailable("counting failure", err)
 	}

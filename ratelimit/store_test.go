@@ -215,7 +215,7 @@ func decide(t *testing.T, s ratelimit.Store, rules ...ratelimit.Rule) ratelimit.
 
 func fail(t *testing.T, s ratelimit.Store, name, id string) ratelimit.Failure {
 	t.Helper()
-	f, err := s.Fail(t.Context(), name, id)
+	f, err := s.Fail(t.Context(), name, id, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			out[i], errs[i] = s.Fail(t.Context(), "login_account", id)
+			out[i], errs[i] = s.Fail(t.Context(), "login_account", id, "")
 		})
 	}
 	close(start)
@@ -459,7 +459,7 @@ func caseLockoutsPerRule(t *testing.T, s storeUnderTest) {
 	if d := decide(t, s, rule("login_device")); d.Allowed {
 		t.Fatalf("the locked rule after another rule's Clear: %+v; want still locked", d)
 	}
-	if _, err := s.Fail(t.Context(), "no_lockouts", id); err == nil {
+	if _, err := s.Fail(t.Context(), "no_lockouts", id, ""); err == nil {
 		t.Fatal("Fail under a rule without lockouts: no error")
 	}
 	if _, err := s.Clear(t.Context(), "no_lockouts", id); err == nil {
