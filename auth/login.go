@@ -105,7 +105,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
 			return LoginResult{}, err
 		}
-		return LoginResult{}, s.failed(ctx, email, 0, source, device)
+		return LoginResult{}, s.failed(ctx, email, 0, source, device, req.Password)
 	case err != nil:
 		return LoginResult{}, err
 	}
@@ -118,7 +118,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 		return LoginResult{}, err
 	}
 	if !ok {
-		return LoginResult{}, s.failed(ctx, email, user.ID, source, device)
+		return LoginResult{}, s.failed(ctx, email, user.ID, source, device, req.Password)
 	}
 	return s.succeeded(ctx, req, user, source, device, rehash)
 }
@@ -137,13 +137,15 @@ func rejectingRule(d ratelimit.Decision) string {
 
 // failed counts a failed attempt towards the lockout of the known device
 // it came from, or else of the account, and records it. A device's lock
-// holds that browser only, and the account's lockout never counts it.
-func (s *Service) failed(ctx context.Context, email string, userID int64, source, device string) error {
+// holds that browser only, and the account's lockout never counts it. The
+// password tried goes along as a fingerprint (attempts.go): retyping one
+// that already failed counts once.
+func (s *Service) failed(ctx context.Context, email string, userID int64, source, device, password string) error {
 	s.record(Event{Kind: EventLoginFailed, Account: email, UserID: userID, Source: source})
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	if device != "" {
-		f, err := s.limits.Fail(ctx, RuleLoginDevice, device)
+		f, err := s.limits.Fail(ctx, RuleLoginDevice, device, s.attempts.fingerprint(device, password))
 		if err != nil {
 			return unavailable("counting failure", err)
 		}
@@ -153,7 +155,7 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 		}
 		return ErrInvalidCredentials
 	}
-	f, err := s.limits.Fail(ctx, RuleLoginAccount, email)
+	f, err := s.limits.Fail(ctx, RuleLoginAccount, email, s.attempts.fingerprint(email, password))
 	if err != nil {
 		return unavailable("counting failure", err)
 	}

@@ -191,12 +191,13 @@ func TestLockoutOnceEscalatesAndDeviceStillSignsIn(t *testing.T) {
 // locks exactly like a real one, so a lockout reveals nothing.
 func TestLockoutAppliesToUnknownAccounts(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
-	for range f.cfg.Lockout.Threshold {
-		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "x", Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrInvalidCredentials) {
+	// Distinct guesses: a repeated one counts once.
+	for i := range f.cfg.Lockout.Threshold {
+		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Fatalf("got %v", err)
 		}
 	}
-	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "x", Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrLimited) {
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "another guess", Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrLimited) {
 		t.Fatalf("after the threshold: %v, want ErrLimited", err)
 	}
 	if n := countRows(t, f, "SELECT count(*) FROM lockouts WHERE account_key = 'nobody@example.com' AND user_id IS NULL"); n != 1 {
@@ -217,8 +218,8 @@ func countRows(t *testing.T, f *fixture, sql string) int {
 // Postgres still lists it; Unlock ends the listed lockout too.
 func TestUnlockEndsALockoutRedisForgot(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
-	for range f.cfg.Lockout.Threshold {
-		f.svc.Login(t.Context(), auth.LoginRequest{Email: "gone@example.com", Password: "x", Client: client("192.0.2.1")})
+	for i := range f.cfg.Lockout.Threshold {
+		f.svc.Login(t.Context(), auth.LoginRequest{Email: "gone@example.com", Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
 	}
 	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 1 {
 		t.Fatalf("lockouts: %+v, want one", l)

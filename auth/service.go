@@ -116,6 +116,9 @@ type Service struct {
 
 	// deviceCache remembers for a moment which cookies are known devices.
 	deviceCache deviceCache
+
+	// attempts fingerprints failed sign-ins for the lockouts.
+	attempts attempts
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -171,6 +174,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		events:  newRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
+	s.attempts = newAttempts(cfg.Secret)
 	reg := d.Metrics
 	if reg == nil {
 		reg = prometheus.NewRegistry()

@@ -31,7 +31,8 @@
 // # One contract, three stores
 //
 // A [Store] decides a request's rules (AllowAll), records a failure under a
-// lockable rule's name (Fail), ends a lock while keeping its level (Clear),
+// lockable rule's name (Fail; a failure that repeats an attempt the identity
+// already failed with counts once), ends a lock while keeping its level (Clear),
 // puts in locks recorded elsewhere (Hold) and forgets a rule's log (Reset).
 // Three stores satisfy it:
 //

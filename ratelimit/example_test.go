@@ -106,7 +106,7 @@ func ExampleLockouts() {
 	}
 	rule := ratelimit.Rule{Name: "login_account", ID: "ann@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
 	for i := 1; i <= 3; i++ {
-		f, err := lockouts.Fail(ctx, rule.ID)
+		f, err := lockouts.Fail(ctx, rule.ID, "")
 		if err != nil {
 			panic(err)
 		}
@@ -150,7 +150,7 @@ func ExampleRedisStore() {
 	for lock := 1; lock <= 2; lock++ {
 		var f ratelimit.Failure
 		for range policy.Threshold {
-			if f, err = store.Fail(ctx, rule.Name, rule.ID); err != nil {
+			if f, err = store.Fail(ctx, rule.Name, rule.ID, ""); err != nil {
 				panic(err)
 			}
 		}

@@ -402,9 +402,9 @@ func (f *Failover) logOpen() {
 
 // Fail records a failed attempt for id under the lockouts of rule name,
 // by Redis when it answers.
-func (f *Failover) Fail(ctx context.Context, name, id string) (Failure, error) {
+func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure, error) {
 	if res, stands, err := fromRedis(ctx, f, func(ctx context.Context) (Failure, error) {
-		return f.shared.Fail(ctx, name, id)
+		return f.shared.Fail(ctx, name, id, attempt)
 	}); stands {
 		return res, err
 	}
@@ -417,7 +417,7 @@ func (f *Failover) Fail(ctx context.Context, name, id string) (Failure, error) {
 		if err := f.waitRestored(ctx); err != nil {
 			return Failure{}, err
 		}
-		return f.local.Fail(ctx, name, id)
+		return f.local.Fail(ctx, name, id, attempt)
 	}
 }
 

@@ -73,7 +73,7 @@ func TestLocalSlidesAndLocks(t *testing.T) {
 		t.Fatalf("after the first entry left: %+v", d)
 	}
 	for i := range policy.Threshold {
-		f, _ := l.Fail(t.Context(), "login_account", "a")
+		f, _ := l.Fail(t.Context(), "login_account", "a", "")
 		if f.LockedNow != (i == policy.Threshold-1) {
 			t.Fatalf("failure %d: %+v", i+1, f)
 		}
@@ -86,7 +86,7 @@ func TestLocalSlidesAndLocks(t *testing.T) {
 		t.Fatal("Clear did not report the lock")
 	}
 	for range policy.Threshold {
-		l.Fail(t.Context(), "login_account", "a")
+		l.Fail(t.Context(), "login_account", "a", "")
 	}
 	if d := allow(); d.RetryAfter != 2*policy.Duration {
 		t.Fatalf("second lock: retry-after %v, want %v (escalated)", d.RetryAfter, 2*policy.Duration)
@@ -276,7 +276,7 @@ func TestLocksOfAnOutageOutliveIt(t *testing.T) {
 
 	srv.Stop()
 	for {
-		fl, err := f.Fail(t.Context(), victim.Name, victim.ID)
+		fl, err := f.Fail(t.Context(), victim.Name, victim.ID, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,10 +59,15 @@ type localLog struct {
 type localLockout struct {
 	failures int
 	last     time.Time // last failure or lock end, for Memory
+	// attempts are the digests of the recent failed attempts, oldest
+	// first, at most LockoutPolicy.RememberedAttempts; forgotten with the
+	// failures.
+	attempts []string
 }
 
 // DefaultLocalIdentities bounds a Local's memory: about 100 bytes plus 24
-// bytes per admitted request for each identity.
+// bytes per admitted request for each identity, and up to 40 bytes per
+// remembered attempt (LockoutPolicy.RememberedAttempts) for each failing one.
 const DefaultLocalIdentities = 100_000
 
 // Shards: one per localShardSize identities of the bound, at most
@@ -201,7 +206,7 @@ func lockedFor(sh *localShard, key string, now time.Time) time.Duration {
 
 // Fail records a failed attempt for id under the lockouts of rule name, as
 // Lockouts.Fail does.
-func (l *Local) Fail(_ context.Context, name, id string) (Failure, error) {
+func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, error) {
 	p, ok := l.policies[name]
 	if !ok {
 		return Failure{}, noLockouts(name)
@@ -228,7 +233,16 @@ func (l *Local) Fail(_ context.Context, name, id string) (Failure, error) {
 		sh.lockouts.add(key, f)
 	}
 	if !f.last.IsZero() && now.Sub(f.last) > p.Memory {
-		f.failures = 0
+		f.failures, f.attempts = 0, nil
+	}
+	if attempt = attemptDigest(attempt); attempt != "" {
+		if slices.Contains(f.attempts, attempt) {
+			return Failure{Failures: f.failures, Level: level}, nil
+		}
+		if len(f.attempts) >= p.RememberedAttempts() {
+			f.attempts = slices.Delete(f.attempts, 0, 1)
+		}
+		f.attempts = append(f.attempts, attempt)
 	}
 	f.last = now
 	f.failures++
@@ -247,8 +261,8 @@ func (l *Local) Fail(_ context.Context, name, id string) (Failure, error) {
 	return Failure{LockedNow: true, Failures: n, Level: level, LockedFor: d}, nil
 }
 
-// Clear ends id's lock under rule name and forgets its failures, keeping
-// the level.
+// Clear ends id's lock under rule name and forgets its failures and their
+// attempts, keeping the level.
 func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 	if _, ok := l.policies[name]; !ok {
 		return false, noLockouts(name)
@@ -259,7 +273,7 @@ func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 	defer sh.mu.Unlock()
 	now := l.now()
 	if f, _ := sh.lockouts.get(key); f != nil {
-		f.failures = 0
+		f.failures, f.attempts = 0, nil
 	}
 	lk, _ := sh.locks.get(key)
 	if lk == nil {

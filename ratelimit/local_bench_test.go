@@ -131,7 +131,7 @@ func (l *globalLocal) globalLockedFor(id string, now time.Time) time.Duration {
 }
 
 // Fail records a failed attempt for id, as Lockouts.Fail does.
-func (l *globalLocal) Fail(_ context.Context, _, id string) (Failure, error) {
+func (l *globalLocal) Fail(_ context.Context, _, id, _ string) (Failure, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -188,7 +188,7 @@ func (l *globalLocal) Clear(_ context.Context, _, id string) (bool, error) {
 // localStore is what the benchmark drives: the old store or the new.
 type localStore interface {
 	AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
-	Fail(ctx context.Context, name, id string) (Failure, error)
+	Fail(ctx context.Context, name, id, attempt string) (Failure, error)
 }
 
 // BenchmarkLocalStore measures sign-in decisions per second of the old
@@ -251,7 +251,7 @@ func BenchmarkLocalStore(b *testing.B) {
 								return
 							}
 							if n%10 == 0 {
-								_, _ = s.Fail(ctx, "login_account", rules[1].ID)
+								_, _ = s.Fail(ctx, "login_account", rules[1].ID, "")
 							}
 						}
 					})

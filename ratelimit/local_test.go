@@ -53,7 +53,7 @@ func TestLocalEvictsLeastRecentlyUsed(t *testing.T) {
 
 	// A lock survives a flood of fresh identities ten times the bound.
 	for range policy.Threshold {
-		if _, err := l.Fail(t.Context(), "login_account", "victim"); err != nil {
+		if _, err := l.Fail(t.Context(), "login_account", "victim", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestLocalLocksOutlastAFloodOfFailures(t *testing.T) {
 	}
 	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(1000), Lockable: true}
 	for {
-		f, err := l.Fail(t.Context(), victim.Name, victim.ID)
+		f, err := l.Fail(t.Context(), victim.Name, victim.ID, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,14 +119,14 @@ func TestLocalLocksOutlastAFloodOfFailures(t *testing.T) {
 		}
 	}
 	for i := range 3 * bound {
-		if _, err := l.Fail(t.Context(), "login_account", fmt.Sprintf("fresh%d@example.com", i)); err != nil {
+		if _, err := l.Fail(t.Context(), "login_account", fmt.Sprintf("fresh%d@example.com", i), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if d, err := l.AllowAll(t.Context(), victim); err != nil || d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("after %d fresh failures: %+v, %v; want the victim still locked", 3*bound, d, err)
 	}
-	if f, _ := l.Fail(t.Context(), victim.Name, victim.ID); f.Level != 1 || f.LockedFor <= 0 {
+	if f, _ := l.Fail(t.Context(), victim.Name, victim.ID, ""); f.Level != 1 || f.LockedFor <= 0 {
 		t.Fatalf("the victim's lock after the flood: %+v; want level 1, in force", f)
 	}
 }

@@ -113,8 +113,31 @@ type Lockouts struct {
 	rdb    redis.UniversalClient
 	keys   Keys
 	policy LockoutPolicy
-	// args are lockout.lua's ARGV: threshold, memory and the ladder.
-	args []any
+	// ladder is the tail of lockout.lua's ARGV: the lock durations.
+	ladder []any
+}
+
+// MaxRememberedAttempts bounds how many distinct failed attempts a store
+// remembers per identity (LockoutPolicy.RememberedAttempts), and so the
+// memory an identity's attempts cost: at most 32 digests of 22 bytes.
+const MaxRememberedAttempts = 32
+
+// RememberedAttempts is how many distinct failed attempts a store
+// remembers per identity (see Store.Fail): the threshold, as many as can
+// count towards one lock, so a user cycling through fewer old passwords
+// than that is never locked by them; at most MaxRememberedAttempts.
+func (p LockoutPolicy) RememberedAttempts() int {
+	return min(p.Threshold, MaxRememberedAttempts)
+}
+
+// attemptDigest is the form in which a store keeps an attempt: fixed in
+// length whatever the caller passes, so that the bound on attempts is a
+// bound on memory, and never the attempt itself.
+func attemptDigest(attempt string) string {
+	if attempt == "" {
+		return ""
+	}
+	return Digest(attempt)
 }
 
 // NewLockouts returns the lockouts for rule name under prefix.
@@ -127,18 +150,21 @@ func NewLockouts(rdb redis.UniversalClient, prefix, name string, p LockoutPolicy
 	if err != nil {
 		return nil, err
 	}
-	args := []any{p.Threshold, p.Memory.Milliseconds()}
+	var ladder []any
 	for _, ms := range p.ladder() {
-		args = append(args, ms)
+		ladder = append(ladder, ms)
 	}
-	return &Lockouts{rdb: rdb, keys: keys, policy: p, args: args}, nil
+	return &Lockouts{rdb: rdb, keys: keys, policy: p, ladder: ladder}, nil
 }
 
-// Fail records a failed attempt for id.
-func (l *Lockouts) Fail(ctx context.Context, id string) (Failure, error) {
+// Fail records a failed attempt for id. A non-empty attempt fingerprints
+// what was tried: one that id already failed with, among its last
+// LockoutPolicy.RememberedAttempts, is not counted again (see Store.Fail).
+func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error) {
+	args := append([]any{l.policy.Threshold, l.policy.Memory.Milliseconds(), attemptDigest(attempt), l.policy.RememberedAttempts()}, l.ladder...)
 	vals, err := lockoutScript.Run(ctx, l.rdb,
-		[]string{l.keys.Key(id, ":failures"), l.keys.Key(id, ":level"), lockKey(l.keys, id)},
-		l.args...,
+		[]string{l.keys.Key(id, ":failures"), l.keys.Key(id, ":level"), lockKey(l.keys, id), l.keys.Key(id, ":attempts")},
+		args...,
 	).Int64Slice()
 	if err != nil {
 		return Failure{}, fmt.Errorf("ratelimit: recording failure: %w", err)
@@ -154,13 +180,14 @@ func (l *Lockouts) Fail(ctx context.Context, id string) (Failure, error) {
 	}, nil
 }
 
-// Clear ends id's lock, if any, and forgets its failures: a successful
-// sign-in or an administrator's unlock. The level is kept, so that a lock
-// soon after still escalates. It reports whether id was locked.
+// Clear ends id's lock, if any, and forgets its failures and the attempts
+// they were: a successful sign-in or an administrator's unlock. The level
+// is kept, so that a lock soon after still escalates. It reports whether id
+// was locked.
 func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err error) {
 	pipe := l.rdb.TxPipeline()
 	unlocked := pipe.Del(ctx, lockKey(l.keys, id))
-	pipe.Del(ctx, l.keys.Key(id, ":failures"))
+	pipe.Del(ctx, l.keys.Key(id, ":failures"), l.keys.Key(id, ":attempts"))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("ratelimit: clearing lockout: %w", err)
 	}

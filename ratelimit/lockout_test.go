@@ -34,16 +34,16 @@ func TestLockoutEscalates(t *testing.T) {
 	want := []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour, 16 * time.Hour, 24 * time.Hour, 24 * time.Hour}
 	for level, d := range want {
 		for i := 1; i < policy.Threshold; i++ {
-			f, err := l.Fail(t.Context(), id)
+			f, err := l.Fail(t.Context(), id, "")
 			if err != nil || f.LockedNow || f.Failures != i {
 				t.Fatalf("level %d, failure %d: %+v, %v; want counted, not locked", level+1, i, f, err)
 			}
 		}
-		f, err := l.Fail(t.Context(), id)
+		f, err := l.Fail(t.Context(), id, "")
 		if err != nil || !f.LockedNow || f.Level != level+1 || f.LockedFor != d {
 			t.Fatalf("level %d: %+v, %v; want locked for %v", level+1, f, err, d)
 		}
-		if again, _ := l.Fail(t.Context(), id); again.LockedNow || again.Failures != 0 || again.LockedFor <= 0 {
+		if again, _ := l.Fail(t.Context(), id, ""); again.LockedNow || again.Failures != 0 || again.LockedFor <= 0 {
 			t.Fatalf("failure while locked: %+v, want not counted", again)
 		}
 		ttl := rdb.PTTL(t.Context(), keyOf(t, prefix, id, ":lock")).Val()
@@ -76,7 +76,7 @@ func TestLockableRule(t *testing.T) {
 		t.Fatalf("before lock: %+v, %v", d, err)
 	}
 	for range policy.Threshold {
-		if _, err := lockouts.Fail(t.Context(), id); err != nil {
+		if _, err := lockouts.Fail(t.Context(), id, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,7 +158,7 @@ func TestHoldOnlyLengthens(t *testing.T) {
 	l := newLockouts(t, rdb, prefix)
 	id := "held@example.com"
 	for range policy.Threshold {
-		if _, err := l.Fail(t.Context(), id); err != nil {
+		if _, err := l.Fail(t.Context(), id, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ func TestFailoverLockoutsPerRule(t *testing.T) {
 	lock := func(id string) {
 		t.Helper()
 		for i := range policy.Threshold {
-			fl, err := f.Fail(t.Context(), "login_device", id)
+			fl, err := f.Fail(t.Context(), "login_device", id, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestFailoverLockoutsPerRule(t *testing.T) {
 	if allowed(device("device-c")) || !allowed(device("device-b")) || !allowed(account) {
 		t.Fatal("in process: a device's lock must hold that device only")
 	}
-	if _, err := f.Fail(t.Context(), "no_such_rule", "x"); err == nil {
+	if _, err := f.Fail(t.Context(), "no_such_rule", "x", ""); err == nil {
 		t.Fatal("Fail under a rule without lockouts: no error")
 	}
 }

@@ -118,7 +118,7 @@ func TestFailoverIgnoresCancelledRequests(t *testing.T) {
 			if _, err := f.AllowAll(ctx, rule); err == nil {
 				t.Error("AllowAll with a cancelled context succeeded")
 			}
-			if _, err := f.Fail(ctx, rule.Name, rule.ID); err == nil {
+			if _, err := f.Fail(ctx, rule.Name, rule.ID, ""); err == nil {
 				t.Error("Fail with a cancelled context succeeded")
 			}
 			if _, err := f.Clear(ctx, rule.Name, rule.ID); err == nil {

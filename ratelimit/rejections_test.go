@@ -106,7 +106,7 @@ func TestUnlockForgetsRememberedLock(t *testing.T) {
 	here, there := replica(), replica()
 	rule := ratelimit.Rule{Name: "login_account", ID: "a@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
 	for range policy.Threshold {
-		here.Fail(t.Context(), "login_account", "a@example.com")
+		here.Fail(t.Context(), "login_account", "a@example.com", "")
 	}
 	for _, f := range []*ratelimit.Failover{here, there} {
 		f.AllowAll(t.Context(), rule) // Redis says locked; remembered

@@ -26,11 +26,21 @@ type Store interface {
 	// name, locking id at the policy's threshold, longer at each repeat
 	// (LockoutPolicy.LockFor). Exactly one failure per lock reports
 	// LockedNow, however many arrive at once.
-	Fail(ctx context.Context, name, id string) (Failure, error)
+	//
+	// attempt is an opaque fingerprint of what was tried (a password's
+	// keyed hash), "" for a failure that always counts. A failure with an
+	// attempt that id already failed with under name, among its last
+	// LockoutPolicy.RememberedAttempts and within the policy's Memory (the
+	// attempts are forgotten with the failures), is not counted
+	// again: it changes nothing and reports the failures counted so far,
+	// never LockedNow. So a user retyping the same wrong password is not
+	// locked out by it, while every distinct guess still counts. Stores
+	// keep only a digest of each attempt.
+	Fail(ctx context.Context, name, id, attempt string) (Failure, error)
 	// Clear ends id's lock under the rule name, if any, and forgets its
-	// failures: a successful sign-in or an administrator's unlock. The
-	// level is kept, so that a lock soon after still escalates. It
-	// reports whether id was locked.
+	// failures and their attempts: a successful sign-in or an
+	// administrator's unlock. The level is kept, so that a lock soon after
+	// still escalates. It reports whether id was locked.
 	Clear(ctx context.Context, name, id string) (wasLocked bool, err error)
 	// Hold puts locks recorded elsewhere into the store: each only ever
 	// lengthens a lock and raises a level, and locks that have ended are
@@ -142,12 +152,12 @@ func (s *RedisStore) AllowAll(ctx context.Context, rules ...Rule) (Decision, err
 }
 
 // Fail records a failed attempt for id under the lockouts of rule name.
-func (s *RedisStore) Fail(ctx context.Context, name, id string) (Failure, error) {
+func (s *RedisStore) Fail(ctx context.Context, name, id, attempt string) (Failure, error) {
 	l := s.lockouts[name]
 	if l == nil {
 		return Failure{}, noLockouts(name)
 	}
-	return l.Fail(ctx, id)
+	return l.Fail(ctx, id, attempt)
 }
 
 // Clear ends id's lock under rule name and forgets its failures, keeping

@@ -152,6 +152,10 @@ var storeCases = []struct {
 	{"unlock keeps the level", nil, caseUnlock},
 	{"hold only lengthens and raises", nil, caseHold},
 	{"reset forgets a rule's log", nil, caseReset},
+	{"a repeated attempt counts once", nil, caseRepeatedAttempt},
+	{"a repeated attempt counts once under concurrency", nil, caseRepeatedAttemptConcurrent},
+	{"attempts are forgotten by Clear", nil, caseAttemptsCleared},
+	{"attempts are forgotten with the failures", expiring, caseAttemptsExpire},
 	{"every key expires", expiring, caseExpiry},
 	{"bad input is an error", nil, caseBadInput},
 }
@@ -215,7 +219,17 @@ func decide(t *testing.T, s ratelimit.Store, rules ...ratelimit.Rule) ratelimit.
 
 func fail(t *testing.T, s ratelimit.Store, name, id string) ratelimit.Failure {
 	t.Helper()
-	f, err := s.Fail(t.Context(), name, id)
+	f, err := s.Fail(t.Context(), name, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// failWith records a failure of attempt for id under name.
+func failWith(t *testing.T, s ratelimit.Store, name, id, attempt string) ratelimit.Failure {
+	t.Helper()
+	f, err := s.Fail(t.Context(), name, id, attempt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +413,7 @@ func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			out[i], errs[i] = s.Fail(t.Context(), "login_account", id)
+			out[i], errs[i] = s.Fail(t.Context(), "login_account", id, "")
 		})
 	}
 	close(start)
@@ -459,7 +473,7 @@ func caseLockoutsPerRule(t *testing.T, s storeUnderTest) {
 	if d := decide(t, s, rule("login_device")); d.Allowed {
 		t.Fatalf("the locked rule after another rule's Clear: %+v; want still locked", d)
 	}
-	if _, err := s.Fail(t.Context(), "no_lockouts", id); err == nil {
+	if _, err := s.Fail(t.Context(), "no_lockouts", id, ""); err == nil {
 		t.Fatal("Fail under a rule without lockouts: no error")
 	}
 	if _, err := s.Clear(t.Context(), "no_lockouts", id); err == nil {
@@ -577,6 +591,147 @@ func caseReset(t *testing.T, s storeUnderTest) {
 	}
 }
 
+func caseRepeatedAttempt(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_account"]
+	id := "hana@example.com"
+	rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+	// Attempts are opaque: any bytes, of any length.
+	same := "\x00{same}" + strings.Repeat("x", 4096)
+	if f := failWith(t, s, "login_account", id, same); f.Failures != 1 || f.LockedNow {
+		t.Fatalf("first failure of an attempt: %+v; want counted, 1", f)
+	}
+	for i := range p.Threshold + 5 {
+		if f := failWith(t, s, "login_account", id, same); f.Failures != 1 || f.LockedNow || f.LockedFor != 0 {
+			t.Fatalf("repeat %d of the same attempt: %+v; want not counted, still 1", i+1, f)
+		}
+	}
+	if d := decide(t, s, rule); !d.Allowed {
+		t.Fatalf("after %d repeats of one attempt: %+v; want admitted", p.Threshold+5, d)
+	}
+	// The same attempt under another identity or another rule is its own.
+	if f := failWith(t, s, "login_account", "other@example.com", same); f.Failures != 1 {
+		t.Fatalf("the attempt for another identity: %+v; want counted, 1", f)
+	}
+	if f := failWith(t, s, "login_device", id, same); f.Failures != 1 {
+		t.Fatalf("the attempt under another rule: %+v; want counted, 1", f)
+	}
+	// "" always counts; distinct attempts count each, up to the lock.
+	if f := failWith(t, s, "login_account", id, ""); f.Failures != 2 || f.LockedNow {
+		t.Fatalf("a failure without an attempt: %+v; want counted, 2", f)
+	}
+	for i := 3; i < p.Threshold; i++ {
+		if f := failWith(t, s, "login_account", id, ""); f.Failures != i || f.LockedNow {
+			t.Fatalf("failure %d without an attempt: %+v; want counted", i, f)
+		}
+	}
+	if f := failWith(t, s, "login_account", id, same); f.Failures != p.Threshold-1 || f.LockedNow {
+		t.Fatalf("the first attempt again: %+v; want not counted, still %d", f, p.Threshold-1)
+	}
+	f := failWith(t, s, "login_account", id, "distinct")
+	if !f.LockedNow || f.Failures != p.Threshold || f.Level != 1 {
+		t.Fatalf("a distinct attempt at the threshold: %+v; want the lock", f)
+	}
+	if d := decide(t, s, rule); d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("after the lock: %+v; want locked", d)
+	}
+
+	// Distinct attempts alone lock at the threshold.
+	other := "ivan@example.com"
+	for i := range p.Threshold {
+		f := failWith(t, s, "login_account", other, fmt.Sprintf("guess %d", i))
+		if f.Failures != i+1 || f.LockedNow != (i == p.Threshold-1) {
+			t.Fatalf("distinct attempt %d of %d: %+v", i+1, p.Threshold, f)
+		}
+	}
+}
+
+func caseRepeatedAttemptConcurrent(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_account"]
+	for trial := range trials {
+		id := fmt.Sprintf("judy%d@example.com", trial)
+		// Two short of the lock by distinct attempts, then the same attempt
+		// from 50 goroutines: counted once it leaves the identity one short,
+		// counted twice it locks.
+		for i := range p.Threshold - 2 {
+			failWith(t, s, "login_account", id, fmt.Sprintf("earlier %d", i))
+		}
+		const n = 50
+		out := make([]ratelimit.Failure, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				out[i], errs[i] = s.Fail(t.Context(), "login_account", id, "the same password")
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, f := range out {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if f.LockedNow || f.Failures != p.Threshold-1 {
+				t.Fatalf("%d concurrent failures of one attempt, one of them: %+v; want counted once, %d in all", n, f, p.Threshold-1)
+			}
+		}
+		if f := failWith(t, s, "login_account", id, "another"); !f.LockedNow || f.Failures != p.Threshold {
+			t.Fatalf("a distinct attempt after them: %+v; want the lock at %d", f, p.Threshold)
+		}
+	}
+}
+
+func caseAttemptsCleared(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_account"]
+	id := "kim@example.com"
+	failWith(t, s, "login_account", id, "q")
+	failWith(t, s, "login_account", id, "r")
+	if was, err := s.Clear(t.Context(), "login_account", id); err != nil || was {
+		t.Fatalf("Clear before any lock: %v, %v", was, err)
+	}
+	// Forgotten: each counts again, once.
+	if f := failWith(t, s, "login_account", id, "q"); f.Failures != 1 {
+		t.Fatalf("an attempt after Clear: %+v; want counted anew, 1", f)
+	}
+	if f := failWith(t, s, "login_account", id, "q"); f.Failures != 1 {
+		t.Fatalf("the attempt again: %+v; want not counted, 1", f)
+	}
+	if f := failWith(t, s, "login_account", id, "r"); f.Failures != 2 {
+		t.Fatalf("the other attempt after Clear: %+v; want counted anew, 2", f)
+	}
+	// After a lock and its Clear, the attempts that made it count again.
+	for i := 3; i <= p.Threshold; i++ {
+		failWith(t, s, "login_account", id, fmt.Sprint(i))
+	}
+	if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
+		t.Fatalf("Clear of the lock: %v, %v; want it reported", was, err)
+	}
+	if f := failWith(t, s, "login_account", id, "q"); f.Failures != 1 || f.Level != 1 {
+		t.Fatalf("an attempt after the lock's Clear: %+v; want counted anew, 1, level 1", f)
+	}
+}
+
+func caseAttemptsExpire(t *testing.T, s storeUnderTest) {
+	p := expiring["login_account"]
+	id := "lee@example.com"
+	if f := failWith(t, s, "login_account", id, "old password"); f.Failures != 1 {
+		t.Fatalf("first failure: %+v", f)
+	}
+	if f := failWith(t, s, "login_account", id, "old password"); f.Failures != 1 {
+		t.Fatalf("the same attempt at once: %+v; want not counted, 1", f)
+	}
+	// Past the memory the failure is forgotten, and its attempt with it:
+	// the attempt counts again, as a first failure.
+	time.Sleep(p.Memory + 100*time.Millisecond)
+	if f := failWith(t, s, "login_account", id, "old password"); f.Failures != 1 || f.LockedNow {
+		t.Fatalf("the attempt after the memory: %+v; want counted anew, 1", f)
+	}
+	if f := failWith(t, s, "login_account", id, "old password"); f.Failures != 1 {
+		t.Fatalf("and once more: %+v; want not counted, 1", f)
+	}
+}
+
 func caseExpiry(t *testing.T, s storeUnderTest) {
 	if s.expiries == nil {
 		t.Skip("this store keeps no expiring keys (see its harness)")
@@ -587,18 +742,24 @@ func caseExpiry(t *testing.T, s storeUnderTest) {
 	// keys are listed, however loaded the machine running the test is.
 	short := ratelimit.Limit{Count: 5, Window: time.Second}
 	long := ratelimit.Limit{Count: 5, Window: 2 * time.Second}
-	// Every kind of record: logs, failures, a lock and its level, a held lock.
+	// Every kind of record: logs, failures and attempts, a lock and its
+	// level, a held lock.
 	decide(t, s, ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: short},
 		ratelimit.Rule{Name: "login_account", ID: "locked", Limit: long, Lockable: true})
-	lockNow(t, s, "login_account", "locked", p.Threshold)
-	fail(t, s, "login_account", "failing")
+	// Locked by distinct attempts, whose record outlives the lock.
+	for i := range p.Threshold {
+		if f := failWith(t, s, "login_account", "locked", fmt.Sprint(i)); f.LockedNow != (i == p.Threshold-1) {
+			t.Fatalf("failure %d of %d: %+v", i+1, p.Threshold, f)
+		}
+	}
+	failWith(t, s, "login_account", "failing", "an attempt")
 	if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: "held", Until: time.Now().Add(p.MaxDuration), Level: 2}); err != nil {
 		t.Fatal(err)
 	}
 	bound := max(long.Window, p.MaxDuration+memory)
 	keys := s.expiries(t)
-	if len(keys) < 6 {
-		t.Fatalf("%d keys listed, want at least 6 (2 logs, failures, lock and level twice): %v", len(keys), keys)
+	if len(keys) < 8 {
+		t.Fatalf("%d keys listed, want at least 8 (2 logs, failures, attempts twice, lock and level twice): %v", len(keys), keys)
 	}
 	for k, left := range keys {
 		if left <= 0 || left > bound {

@@ -248,7 +248,7 @@ func TestDashboardCountsTraffic(t *testing.T) {
 	// it, 3 are rejected by the lockout.
 	for i := range 6 {
 		want := map[bool]int{true: 401, false: 429}[i < 3]
-		if got := send(fmt.Sprintf("127.0.20.%d", 10+i), "victim@example.com", "wrong"); got != want {
+		if got := send(fmt.Sprintf("127.0.20.%d", 10+i), "victim@example.com", fmt.Sprint("wrong ", i)); got != want {
 			t.Fatalf("victim attempt %d: %d, want %d", i, got, want)
 		}
 	}
@@ -400,8 +400,8 @@ func TestUnlock(t *testing.T) {
 	env.AddUser(t, memberEmail, anyPassword, false)
 	env.AddUser(t, "victim@example.com", anyPassword, false)
 	attacker := xcloaktest.Client(t, "127.0.22.1")
-	for range 3 {
-		post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("victim@example.com", "guess"))
+	for i := range 3 {
+		post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("victim@example.com", fmt.Sprint("guess ", i)))
 	}
 	if resp, _ := post(t, xcloaktest.Client(t, "127.0.22.2"), base+"/api/v1/login", jsonType, loginJSON("victim@example.com", anyPassword)); resp.StatusCode != 429 {
 		t.Fatalf("the victim is not locked: %d", resp.StatusCode)
@@ -560,8 +560,8 @@ func TestDashboardStream(t *testing.T) {
 	awaitEvent(t, second, "live", attempts("1"))
 
 	attacker := xcloaktest.Client(t, "127.0.23.2")
-	for range 2 {
-		post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("target@example.com", "guess"))
+	for i := range 2 {
+		post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("target@example.com", fmt.Sprint("guess ", i)))
 	}
 	env.Flush(t)
 	for _, events := range []<-chan sseEvent{first, second} {

@@ -88,8 +88,8 @@ func TestDroppedConnectionKeepsSharedLimits(t *testing.T) {
 			env.AddUser(t, "owner@example.com", "owner's password", false)
 			env.AddUser(t, "locked@example.com", "victim's password", false)
 			attacker := xcloaktest.Client(t, "127.0.40.1")
-			for range env.Auth.Lockout.Threshold {
-				if resp, _ := post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("locked@example.com", "wrong")); resp.StatusCode != 401 {
+			for i := range env.Auth.Lockout.Threshold {
+				if resp, _ := post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("locked@example.com", fmt.Sprint("wrong ", i))); resp.StatusCode != 401 {
 					t.Fatalf("guess before the lock: %d", resp.StatusCode)
 				}
 			}

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
@@ -30,8 +31,8 @@ func TestLockoutHoldsThroughRedisOutage(t *testing.T) {
 		t.Fatalf("owner's first sign-in: %d", resp.StatusCode)
 	}
 	attacker := xcloaktest.Client(t, "127.0.50.2")
-	for range env.Auth.Lockout.Threshold {
-		if resp, _ := post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("owner@example.com", "a guess")); resp.StatusCode != 401 {
+	for i := range env.Auth.Lockout.Threshold {
+		if resp, _ := post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("owner@example.com", fmt.Sprint("a guess ", i))); resp.StatusCode != 401 {
 			t.Fatalf("guess before the lock: %d", resp.StatusCode)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -662,7 +663,7 @@ func TestUserUnlock(t *testing.T) {
 	srv := startServe(t, vars)
 
 	for i := range 10 {
-		if resp := signIn(t, srv.base, email, "wrong password"); resp.StatusCode != http.StatusUnauthorized {
+		if resp := signIn(t, srv.base, email, fmt.Sprint("wrong password ", i)); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong password %d: status = %d, want %d", i+1, resp.StatusCode, http.StatusUnauthorized)
 		}
 	}
@@ -757,7 +758,7 @@ func TestUserSignOut(t *testing.T) {
 		t.Fatalf("after sign-out: %d sessions, %d devices; want none", sessions, devices)
 	}
 	for i := range 10 {
-		if resp := signIn(t, srv.base, email, "wrong password"); resp.StatusCode != http.StatusUnauthorized {
+		if resp := signIn(t, srv.base, email, fmt.Sprint("wrong password ", i)); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong password %d: status = %d", i+1, resp.StatusCode)
 		}
 	}
