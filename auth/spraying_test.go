@@ -1,10 +1,14 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,9 +29,28 @@ func (s *readCountingStore) UserByEmail(ctx context.Context, email string) (auth
 	return s.Store.UserByEmail(ctx, email)
 }
 
+// logBuffer keeps what a logger writes, for any goroutine.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // newSprayingService is a service whose only binding limits are the
-// spraying lock and the lockouts, with a store that counts account reads.
-func newSprayingService(t *testing.T) (*authtest.Service, *readCountingStore) {
+// spraying lock and the lockouts, with a store that counts account reads
+// and a log kept in logs.
+func newSprayingService(t *testing.T, logs *logBuffer) (*authtest.Service, *readCountingStore) {
 	t.Helper()
 	store := &readCountingStore{Store: authtest.NewStore()}
 	s := authtest.NewService(t, func(c *auth.Config) {
@@ -37,7 +60,7 @@ func newSprayingService(t *testing.T) (*authtest.Service, *readCountingStore) {
 		// Not the lockout's threshold or duration, so that the spraying
 		// lock is seen to follow its own settings.
 		c.SprayAccounts, c.SprayWindow = 5, 30*time.Minute
-	}, withStore(store))
+	}, withStore(store), func(d *auth.Deps) { d.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
 	return s, store
 }
 
@@ -47,7 +70,8 @@ func newSprayingService(t *testing.T) (*authtest.Service, *readCountingStore) {
 // accounts, or one account retried, do not trigger it, and other
 // passwords are unaffected.
 func TestSprayedPasswordRefused(t *testing.T) {
-	s, store := newSprayingService(t)
+	var logs logBuffer
+	s, store := newSprayingService(t, &logs)
 	n := s.Config.SprayAccounts
 	// Composed; its decomposed form signs in alike and is sprayed alike.
 	const sprayed, decomposed = "Summer café!", "Summer cafe\u0301!"
@@ -62,8 +86,10 @@ func TestSprayedPasswordRefused(t *testing.T) {
 		return err
 	}
 
-	// One account retried many times with the password counts once.
-	for i := range 3 * n {
+	// One account retried many times with the password counts once. As
+	// many as fill the network's event budget, so that the spraying
+	// event is seen not to be folded with the failures.
+	for i := range auth.EventRowsPerNetwork + 5 {
 		if err := login("victim0@example.com", sprayed, "192.0.2.1"); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Fatalf("retry %d on one account: %v; want wrong credentials", i+1, err)
 		}
@@ -133,6 +159,18 @@ func TestSprayedPasswordRefused(t *testing.T) {
 	}
 	if sprayedEvents != 1 || rejections != 3 || lockouts != 0 {
 		t.Errorf("%d password_sprayed events, %d rejections, %d lockouts; want 1, 3, 0", sprayedEvents, rejections, lockouts)
+	}
+	warned := 0
+	for line := range strings.SplitSeq(logs.String(), "\n") {
+		if strings.Contains(line, "password spraying") && strings.Contains(line, `"level":"WARN"`) {
+			warned++
+		}
+		if strings.Contains(line, sprayed) || strings.Contains(line, decomposed) {
+			t.Errorf("a log line holds the password: %s", line)
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d warnings of password spraying; want 1:\n%s", warned, logs.String())
 	}
 	active, err := s.Store.ActiveLockouts(t.Context(), time.Now(), 100)
 	if err != nil || len(active) != 0 {
