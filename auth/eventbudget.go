@@ -22,10 +22,10 @@ const (
 	// the log in one minute: its EventRowsPerNetwork rows and one summary
 	// for each kind and rule that can be folded: sign-ins failed,
 	// malformed or not decided (3), sign-ins rejected by the network, the
-	// account, the device or a lockout (4), reset requests rejected by
-	// the network, the account or the confirmation limit (3), unlock-link
-	// requests rejected by the same three (3).
-	MaxEventRowsPerNetwork = EventRowsPerNetwork + 13
+	// account, the device, a sprayed password or a lockout (5), reset
+	// requests rejected by the network, the account or the confirmation
+	// limit (3), unlock-link requests rejected by the same three (3).
+	MaxEventRowsPerNetwork = EventRowsPerNetwork + 14
 	// EventRowsPerMinute bounds the rows written one each in one minute
 	// across all networks; past it, every network's foldable events of
 	// the minute are folded into the summaries of one shared budget
@@ -42,12 +42,14 @@ const (
 
 // individualEvents are never folded: each matters on its own, and none can
 // be caused at will (a success needs the password, a lockout many
-// failures, a request for a link passes its limits, the others are an
-// owner's or an administrator's acts).
+// failures, a sprayed password as many failures on distinct accounts, a
+// request for a link passes its limits, the others are an owner's or an
+// administrator's acts).
 var individualEvents = map[string]bool{
 	EventLoginSucceeded: true, EventNewDevice: true, EventLockout: true, EventUnlock: true,
 	EventResetRequested: true, EventResetCompleted: true, EventResetMailDropped: true,
 	EventUnlockRequested: true, EventUnlockConfirmed: true, EventSignedOutEverywhere: true,
+	EventPasswordSprayed: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

@@ -29,6 +29,10 @@ const (
 	// EventResetMailDropped: an accepted reset request whose mail was not
 	// sent; Detail "reason" says why (see the dropReason constants).
 	EventResetMailDropped = "reset_mail_dropped"
+	// EventPasswordSprayed: a password failed on so many accounts that it
+	// is refused for all (RuleLoginPassword); Detail has the accounts and
+	// until when, never the password.
+	EventPasswordSprayed = "password_sprayed"
 )
 
 // RuleLockout is the Rule of a rejection caused by a lockout.

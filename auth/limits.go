@@ -34,7 +34,8 @@ var _ Limiter = (*ratelimit.Failover)(nil)
 
 // LockoutPolicies are the lockouts a Limiter keeps for cfg: one for each
 // lockable rule of the table, by one policy, so that a known device's
-// failures hold that browser and never the account's other browsers.
+// failures hold that browser and never the account's other browsers;
+// RuleLoginPassword's lock is the spraying verdict, by its own.
 func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 	out := map[string]ratelimit.LockoutPolicy{}
 	for _, r := range rules {
@@ -42,5 +43,6 @@ func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 			out[r.Name] = cfg.Lockout
 		}
 	}
+	out[RuleLoginPassword] = sprayPolicy(cfg.SprayAccounts, cfg.SprayWindow)
 	return out
 }

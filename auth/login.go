@@ -89,8 +89,10 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 		}
 	}
 	// A known device is limited and locked on its own and is not held by
-	// the account's limit or lockout (see RuleLoginDevice in the table).
-	d, err := s.decide(ctx, s.rules(FlowSignIn, Subject{Client: req.Client, Account: email, Device: device})...)
+	// the account's limit or lockout (see RuleLoginDevice in the table). A
+	// sprayed password is refused here, before any hashing (spraying.go).
+	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Password)}
+	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
 	if err != nil {
 		return LoginResult{}, unavailable("checking limits", err)
 	}
@@ -124,11 +126,13 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 }
 
 // rejectingRule names what rejected a request for events and the
-// dashboard: the lockout if the account was locked, else the first rule.
+// dashboard: the lockout if the account or the device was locked, else
+// the first rule. A sprayed password's lock is no lockout of anyone's:
+// it is named by its rule.
 func rejectingRule(d ratelimit.Decision) string {
 	rejected := d.Rejected()
 	for _, r := range rejected {
-		if r.Locked {
+		if r.Locked && r.Name != RuleLoginPassword {
 			return RuleLockout
 		}
 	}
@@ -139,11 +143,15 @@ func rejectingRule(d ratelimit.Decision) string {
 // it came from, or else of the account, and records it. A device's lock
 // holds that browser only, and the account's lockout never counts it. The
 // password tried goes along as a fingerprint (attempts.go): retyping one
-// that already failed counts once.
+// that already failed counts once. The failure counts towards the
+// password's spraying lock too, once per account (spraying.go).
 func (s *Service) failed(ctx context.Context, email string, userID int64, source, device, password string) error {
 	s.record(Event{Kind: EventLoginFailed, Account: email, UserID: userID, Source: source})
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
+	if err := s.sprayFailed(ctx, email, source, s.sprayKeys.of(password)); err != nil {
+		return err
+	}
 	if device != "" {
 		f, err := s.limits.Fail(ctx, RuleLoginDevice, device, s.attempts.fingerprint(device, password))
 		if err != nil {

@@ -27,6 +27,8 @@ const (
 	RuleResetConfirmIP = "reset_confirm_ip"
 	// RuleResetDomain limits the reset mails sent to one recipient domain.
 	RuleResetDomain = "reset_domain"
+	// RuleLoginPassword holds a password sprayed over many accounts.
+	RuleLoginPassword = "login_password"
 )
 
 // Rule names of the unlock links.
@@ -81,6 +83,19 @@ var rules = []RuleSpec{
 		Usage: "sign-in attempts per browser that signed in before",
 		Doc: "Sign-in attempts per known device (a browser that signed in to the account before); " +
 			"replaces the account limit for it, and its failures lock it alone, by the lockout settings.",
+	},
+	{
+		// Password spraying: one password tried on many accounts, a few
+		// tries each, which no per-account rule sees. The rule's lock is
+		// the verdict (failures of one password on distinct accounts, by
+		// the spraying settings, see spraying.go); its limit only bounds
+		// what one password may be tried at all, and is far above
+		// anything that a lock would not stop first.
+		Name: RuleLoginPassword, Label: "Sign-ins with a sprayed password", Flow: FlowSignIn, Key: KeyPassword,
+		Default: ratelimit.Limit{Count: ratelimit.MaxCount, Window: time.Second}, Lockable: true,
+		Usage: "sign-in attempts with one password, whatever the account",
+		Doc: "Sign-in attempts with one password, whatever the account. The password is refused outright, " +
+			"before any hashing, once it has failed on XCLOAK_SPRAY_ACCOUNTS distinct accounts (see there).",
 	},
 	{
 		Name: RuleResetIP, Label: "Reset requests per address", Flow: FlowResetRequest, Key: KeyNetwork(32, 64),
@@ -206,6 +221,9 @@ type Subject struct {
 	Device string
 	// Domain is the domain of a mail's recipient.
 	Domain string
+	// Password is the spraying key of the password a sign-in tries (an
+	// HMAC of it, never the password: see spraying.go); "" if none.
+	Password string
 }
 
 // Key is how a rule's identity is derived from a request. It is a value,
@@ -223,6 +241,7 @@ const (
 	keyAccount
 	keyDevice
 	keyDomain
+	keyPassword
 )
 
 // Keys that take a part of the Subject as it is.
@@ -230,6 +249,8 @@ var (
 	KeyAccount = Key{kind: keyAccount} // the account the request names
 	KeyDevice  = Key{kind: keyDevice}  // the known device it comes from
 	KeyDomain  = Key{kind: keyDomain}  // the mail recipient's domain
+	// KeyPassword is the password a sign-in tries, by its spraying key.
+	KeyPassword = Key{kind: keyPassword}
 )
 
 // KeyNetwork keys a rule by the client's network: its IPv4 address masked
@@ -246,7 +267,7 @@ func KeyNetwork(v4Bits, v6Bits int) Key { return Key{kind: keyNetwork, v4: v4Bit
 func KeyIPv6Network(bits int) Key { return Key{kind: keyNetwork, v6: bits} }
 
 // ID returns the identity s has under k; ok is false when s has none (no
-// account, no known device, no domain) and the rule does not apply. A
+// account, no known device, no domain, no password) and the rule does not apply. A
 // network key always applies: a client without an address counts in one
 // shared "unknown" bucket, never skipping the limit.
 func (k Key) ID(s Subject) (id string, ok bool) {
@@ -262,12 +283,14 @@ func (k Key) ID(s Subject) (id string, ok bool) {
 		return s.Device, s.Device != ""
 	case keyDomain:
 		return s.Domain, s.Domain != ""
+	case keyPassword:
+		return s.Password, s.Password != ""
 	}
 	return "", false
 }
 
 // String describes k: "network /32 /64", "IPv6 network /48", "account",
-// "device", "domain".
+// "device", "domain", "password".
 func (k Key) String() string {
 	switch k.kind {
 	case keyNetwork:
@@ -281,6 +304,8 @@ func (k Key) String() string {
 		return "device"
 	case keyDomain:
 		return "domain"
+	case keyPassword:
+		return "password"
 	}
 	return "none"
 }

@@ -54,6 +54,11 @@ type Config struct {
 	RejectionMemory time.Duration
 	// EventRetention is how long security events are kept.
 	EventRetention time.Duration
+	// SprayAccounts is how many distinct accounts one password may fail
+	// on within SprayWindow before it is refused for every account (see
+	// spraying.go); 1 to ratelimit.MaxRememberedAttempts.
+	SprayAccounts int
+	SprayWindow   time.Duration
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -71,6 +76,8 @@ func DefaultConfig() Config {
 		RedisTimeout:    ratelimit.DefaultTimeout,
 		RejectionMemory: time.Second,
 		EventRetention:  90 * 24 * time.Hour,
+		SprayAccounts:   DefaultSprayAccounts,
+		SprayWindow:     DefaultSprayWindow,
 	}
 }
 
@@ -119,6 +126,8 @@ type Service struct {
 
 	// attempts fingerprints failed sign-ins for the lockouts.
 	attempts attempts
+	// sprayKeys key the passwords tried for RuleLoginPassword.
+	sprayKeys sprayKeys
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -144,6 +153,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	if cfg.UnlockTTL <= 0 {
 		return nil, errors.New("auth: unlock link lifetime must be positive")
+	}
+	if err := checkSpraying(cfg.SprayAccounts, cfg.SprayWindow); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
 	}
 	if cfg.MaxDevices < 1 {
 		return nil, errors.New("auth: an account must keep at least one device")
@@ -175,6 +187,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		resets:  make(chan linkJob, resetQueue),
 	}
 	s.attempts = newAttempts(cfg.Secret)
+	s.sprayKeys = newSprayKeys(cfg.Secret)
 	reg := d.Metrics
 	if reg == nil {
 		reg = prometheus.NewRegistry()

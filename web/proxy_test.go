@@ -30,7 +30,7 @@ func TestClientHeadersBehindProxy(t *testing.T) {
 	proxy := xcloaktest.Client(t, "127.0.0.1")
 	counts := map[int]int{}
 	for i := range 70 {
-		resp, body := post(t, proxy, base+"/api/v1/login", jsonType, loginJSON(fmt.Sprintf("user%d@example.com", i), "a wrong guess"),
+		resp, body := post(t, proxy, base+"/api/v1/login", jsonType, loginJSON(fmt.Sprintf("user%d@example.com", i), fmt.Sprintf("wrong guess %d", i)),
 			"Forwarded", fmt.Sprintf("for=198.51.100.%d", i),
 			"X-Forwarded-For", fmt.Sprintf("10.%d.0.1, 192.0.2.%d, %s", i, i, client))
 		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests {

@@ -186,7 +186,7 @@ func checkLimitedAsOne(t *testing.T, env *xcloaktest.Env, front, client string) 
 	c := xcloaktest.Client(t, client)
 	counts := map[int]int{}
 	for i := range 70 {
-		resp, body := post(t, c, front+"/api/v1/login", jsonType, loginJSON(fmt.Sprintf("user%d@example.com", i), "a wrong guess"),
+		resp, body := post(t, c, front+"/api/v1/login", jsonType, loginJSON(fmt.Sprintf("user%d@example.com", i), fmt.Sprintf("wrong guess %d", i)),
 			"Forwarded", fmt.Sprintf("for=198.51.100.%d", i),
 			"X-Forwarded-For", fmt.Sprintf("10.%d.0.1, 192.0.2.%d", i, i))
 		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests {

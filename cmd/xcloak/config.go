@@ -339,6 +339,20 @@ func newSettings(d auth.Config) []setting {
 		duration("XCLOAK_LOCKOUT_MAX_DURATION", "lockout-max-duration", "longest lockout",
 			d.Lockout.MaxDuration, func(a *auth.Config) *time.Duration { return &a.Lockout.MaxDuration }),
 		{
+			env: "XCLOAK_SPRAY_ACCOUNTS", flag: "spray-accounts", def: strconv.Itoa(d.SprayAccounts), scope: forServe,
+			usage: "distinct accounts (`n`, at most 32) one password may fail on within the spraying window before it is refused for every account",
+			set: func(c *config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > ratelimit.MaxRememberedAttempts {
+					return fmt.Errorf("%q is not a whole number from 1 to %d", v, ratelimit.MaxRememberedAttempts)
+				}
+				c.Auth.SprayAccounts = n
+				return nil
+			},
+		},
+		duration("XCLOAK_SPRAY_WINDOW", "spray-window", "window in which a password's failures on distinct accounts are counted, and how long it is then refused",
+			d.SprayWindow, func(a *auth.Config) *time.Duration { return &a.SprayWindow }),
+		{
 			env: "XCLOAK_MAX_DEVICES", flag: "max-devices", def: strconv.Itoa(d.MaxDevices), scope: forServe,
 			usage: "known devices (`n`) an account keeps; a new one makes it forget the least recently used",
 			set: func(c *config, v string) error {
@@ -432,6 +446,9 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 	}
 	if err := cfg.Auth.Lockout.Validate(); err != nil {
 		return config{}, fmt.Errorf("XCLOAK_LOCKOUT_DURATION, XCLOAK_LOCKOUT_MAX_DURATION: %w", err)
+	}
+	if w := cfg.Auth.SprayWindow; w < time.Second || w > ratelimit.MaxWindow {
+		return config{}, fmt.Errorf("XCLOAK_SPRAY_WINDOW: %s is not from 1s to %s", w, ratelimit.MaxWindow)
 	}
 	return cfg, nil
 }

@@ -488,6 +488,16 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: "--lockout-threshold (XCLOAK_LOCKOUT_THRESHOLD):",
 		},
 		{
+			name:    "spraying over more accounts than a lockout remembers",
+			env:     map[string]string{"XCLOAK_SPRAY_ACCOUNTS": "33"},
+			wantErr: `XCLOAK_SPRAY_ACCOUNTS: "33" is not a whole number from 1 to 32`,
+		},
+		{
+			name:    "spraying window shorter than a second",
+			env:     map[string]string{"XCLOAK_SPRAY_WINDOW": "10ms"},
+			wantErr: "XCLOAK_SPRAY_WINDOW: 10ms is not from 1s to 744h0m0s",
+		},
+		{
 			name:    "negative session lifetime",
 			env:     map[string]string{"XCLOAK_SESSION_TTL": "-1h"},
 			wantErr: "XCLOAK_SESSION_TTL: -1h is not positive",
