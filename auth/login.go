@@ -149,9 +149,18 @@ func (s *Service) failed(ctx context.Context, email string, userID int64, source
 	s.record(Event{Kind: EventLoginFailed, Account: email, UserID: userID, Source: source})
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
-	if err := s.sprayFailed(ctx, email, source, s.sprayKeys.of(password)); err != nil {
-		return err
+	// The lockout first: a failure to count towards the spraying lock
+	// must never cost the account's or the device's count.
+	err := s.countFailure(ctx, email, userID, source, device, password)
+	if serr := s.sprayFailed(ctx, email, source, s.sprayKeys.of(password)); serr != nil {
+		s.log.WarnContext(ctx, "failure not counted towards password spraying", "err", serr)
 	}
+	return err
+}
+
+// countFailure counts a failed attempt towards the lockout of the known
+// device it came from, or else of the account.
+func (s *Service) countFailure(ctx context.Context, email string, userID int64, source, device, password string) error {
 	if device != "" {
 		f, err := s.limits.Fail(ctx, RuleLoginDevice, device, s.attempts.fingerprint(device, password))
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // readCountingStore counts the accounts read: a sign-in that reads none
@@ -202,5 +203,36 @@ func TestSprayingSettingsChecked(t *testing.T) {
 		if err == nil {
 			t.Errorf("spraying %d accounts per %s: accepted; want an error", tt.accounts, tt.window)
 		}
+	}
+}
+
+// sprayFailingLimiter fails every failure counted towards a password's
+// spraying lock, as a Redis that errs on that one call would.
+type sprayFailingLimiter struct{ auth.Limiter }
+
+func (l sprayFailingLimiter) Fail(ctx context.Context, name, id, attempt string) (ratelimit.Failure, error) {
+	if name == auth.RuleLoginPassword {
+		return ratelimit.Failure{}, errors.New("spraying count failed")
+	}
+	return l.Limiter.Fail(ctx, name, id, attempt)
+}
+
+// TestSprayCountFailureKeepsLockout: a failure that cannot be counted
+// towards the spraying lock is still counted towards the account's
+// lockout, and still answered as a wrong password.
+func TestSprayCountFailureKeepsLockout(t *testing.T) {
+	s := authtest.NewService(t, nil, func(d *auth.Deps) { d.Limiter = sprayFailingLimiter{d.Limiter} })
+	threshold := s.Config.Lockout.Threshold
+	for i := range threshold {
+		_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: "victim@example.com",
+			Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
+		if !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("guess %d: %v; want a wrong password", i, err)
+		}
+	}
+	_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: "victim@example.com",
+		Password: "one more", Client: client("192.0.2.1")})
+	if !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("after %d counted guesses: %v; want the account locked", threshold, err)
 	}
 }
