@@ -16,7 +16,6 @@ import (
 	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/internal/testenv"
-	"github.com/xcloak/xcloak/migrations"
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
@@ -45,15 +44,7 @@ var fastParams = authtest.FastParams
 
 func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*app.Deps)) *fixture {
 	t.Helper()
-	dbURL := testenv.Postgres(t)
-	if _, err := migrations.Up(t.Context(), dbURL); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	_, pool := testenv.Schema(t)
 	rdb, prefix := testenv.Redis(t)
 	sink := testenv.SMTP(t)
 	mailer, err := smtpmail.New(sink.URL())

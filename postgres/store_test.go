@@ -3,12 +3,9 @@ package postgres_test
 import (
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/internal/testenv"
-	"github.com/xcloak/xcloak/migrations"
 	"github.com/xcloak/xcloak/postgres"
 )
 
@@ -17,15 +14,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // newStore returns a Store on a database of its own.
 func newStore(t *testing.T) *postgres.Store {
 	t.Helper()
-	dbURL := testenv.Postgres(t)
-	if _, err := migrations.Up(t.Context(), dbURL); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	_, pool := testenv.Schema(t)
 	return postgres.New(pool)
 }
 

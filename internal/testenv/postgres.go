@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/xcloak/xcloak/migrations"
 )
 
 // defaultDatabaseURL names the postgres role and database, which every
@@ -72,6 +75,23 @@ func Postgres(t testing.TB) string {
 		}
 	})
 	return testURL
+}
+
+// Schema makes a database of its own for the test, as Postgres does, brings
+// it to XCloak's schema and returns its URL and a pool on it, closed when
+// the test ends.
+func Schema(t testing.TB) (string, *pgxpool.Pool) {
+	t.Helper()
+	dbURL := Postgres(t)
+	if _, err := migrations.Up(context.Background(), dbURL); err != nil {
+		t.Fatalf("testenv: migrating the test database: %v", err)
+	}
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return dbURL, pool
 }
 
 // createDatabase creates name, retrying while the template database is busy:

@@ -22,7 +22,6 @@ import (
 	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/internal/testenv"
-	"github.com/xcloak/xcloak/migrations"
 	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
 )
@@ -68,18 +67,19 @@ var secret = []byte("test-secret-0123456789abcdef-0123456789")
 // New builds an Env and runs its background work until the test ends.
 func New(t testing.TB, o Options) *Env {
 	t.Helper()
-	dbURL := o.DatabaseURL
-	if dbURL == "" {
-		dbURL = testenv.Postgres(t)
-		if _, err := migrations.Up(context.Background(), dbURL); err != nil {
+	var dbURL string
+	var pool *pgxpool.Pool
+	if o.DatabaseURL == "" {
+		dbURL, pool = testenv.Schema(t)
+	} else {
+		// A second replica's pool on the first one's database.
+		dbURL = o.DatabaseURL
+		var err error
+		if pool, err = pgxpool.New(context.Background(), dbURL); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(pool.Close)
 	}
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	rdb, prefix := o.Redis, o.Prefix
 	if rdb == nil {
 		rdb, prefix = testenv.Redis(t)
