@@ -11,23 +11,9 @@ import (
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/internal/app"
 )
-
-// invalidMessages are refused by every Mailer before anything is sent.
-var invalidMessages = []struct {
-	name string
-	msg  auth.Message
-}{
-	{"CRLF in To adds a Bcc", auth.Message{To: "ada@example.com\r\nBcc: eve@example.com", Subject: "s", Body: "b"}},
-	{"LF in To", auth.Message{To: "ada@example.com\nBcc: eve@example.com", Subject: "s", Body: "b"}},
-	{"CR in Subject", auth.Message{To: "ada@example.com", Subject: "s\rBcc: eve@example.com", Body: "b"}},
-	{"LF in Subject", auth.Message{To: "ada@example.com", Subject: "s\nBcc: eve@example.com", Body: "b"}},
-	{"two recipients", auth.Message{To: "ada@example.com, eve@example.com", Subject: "s", Body: "b"}},
-	{"group", auth.Message{To: "friends: ada@example.com, eve@example.com;", Subject: "s", Body: "b"}},
-	{"not an address", auth.Message{To: "ada", Subject: "s", Body: "b"}},
-	{"empty To", auth.Message{To: " ", Subject: "s", Body: "b"}},
-}
 
 func TestLogMailer(t *testing.T) {
 	var buf bytes.Buffer
@@ -61,10 +47,10 @@ func TestLogMailer(t *testing.T) {
 		}
 	}
 
-	for _, tt := range invalidMessages {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range authtest.InvalidMessages {
+		t.Run(tt.Name, func(t *testing.T) {
 			buf.Reset()
-			if err := mailer.Send(t.Context(), tt.msg); !errors.Is(err, auth.ErrInvalidMessage) {
+			if err := mailer.Send(t.Context(), tt.Msg); !errors.Is(err, auth.ErrInvalidMessage) {
 				t.Errorf("Send error = %v, want ErrInvalidMessage", err)
 			}
 			if buf.Len() != 0 {
@@ -93,9 +79,9 @@ func (m *recordingMailer) Send(_ context.Context, msg auth.Message) error {
 func TestServiceValidatesEveryMessage(t *testing.T) {
 	rec := &recordingMailer{}
 	f := newFixture(t, nil, func(d *app.Deps) { d.Mailer = rec })
-	for _, tt := range invalidMessages {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := auth.SendMail(t.Context(), f.svc, tt.msg); !errors.Is(err, auth.ErrInvalidMessage) {
+	for _, tt := range authtest.InvalidMessages {
+		t.Run(tt.Name, func(t *testing.T) {
+			if err := auth.SendMail(t.Context(), f.svc, tt.Msg); !errors.Is(err, auth.ErrInvalidMessage) {
 				t.Errorf("Send error = %v, want ErrInvalidMessage", err)
 			}
 		})

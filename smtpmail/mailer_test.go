@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/smtpmail"
 )
@@ -133,30 +134,15 @@ func TestMailerConcurrentSends(t *testing.T) {
 	}
 }
 
-// invalidMessages are refused by every Mailer before anything is sent.
-var invalidMessages = []struct {
-	name string
-	msg  auth.Message
-}{
-	{"CRLF in To adds a Bcc", auth.Message{To: "ada@example.com\r\nBcc: eve@example.com", Subject: "s", Body: "b"}},
-	{"LF in To", auth.Message{To: "ada@example.com\nBcc: eve@example.com", Subject: "s", Body: "b"}},
-	{"CR in Subject", auth.Message{To: "ada@example.com", Subject: "s\rBcc: eve@example.com", Body: "b"}},
-	{"LF in Subject", auth.Message{To: "ada@example.com", Subject: "s\nBcc: eve@example.com", Body: "b"}},
-	{"two recipients", auth.Message{To: "ada@example.com, eve@example.com", Subject: "s", Body: "b"}},
-	{"group", auth.Message{To: "friends: ada@example.com, eve@example.com;", Subject: "s", Body: "b"}},
-	{"not an address", auth.Message{To: "ada", Subject: "s", Body: "b"}},
-	{"empty To", auth.Message{To: " ", Subject: "s", Body: "b"}},
-}
-
 func TestMailerRefusesHeaderInjection(t *testing.T) {
 	sink := testenv.SMTP(t)
 	mailer, err := smtpmail.New(sink.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range invalidMessages {
-		t.Run(tt.name, func(t *testing.T) {
-			err := mailer.Send(t.Context(), tt.msg)
+	for _, tt := range authtest.InvalidMessages {
+		t.Run(tt.Name, func(t *testing.T) {
+			err := mailer.Send(t.Context(), tt.Msg)
 			if !errors.Is(err, auth.ErrInvalidMessage) {
 				t.Errorf("Send error = %v, want ErrInvalidMessage", err)
 			}

@@ -75,3 +75,20 @@ func (m *Mailer) WaitFor(t testing.TB, to string) auth.Message {
 		}
 	}
 }
+
+// InvalidMessages are messages every Mailer must refuse before anything is
+// sent: each would let a recipient or a header be injected, or names no
+// single address. Tests of every Mailer range over them.
+var InvalidMessages = []struct {
+	Name string
+	Msg  auth.Message
+}{
+	{"CRLF in To adds a Bcc", auth.Message{To: "ada@example.com\r\nBcc: eve@example.com", Subject: "s", Body: "b"}},
+	{"LF in To", auth.Message{To: "ada@example.com\nBcc: eve@example.com", Subject: "s", Body: "b"}},
+	{"CR in Subject", auth.Message{To: "ada@example.com", Subject: "s\rBcc: eve@example.com", Body: "b"}},
+	{"LF in Subject", auth.Message{To: "ada@example.com", Subject: "s\nBcc: eve@example.com", Body: "b"}},
+	{"two recipients", auth.Message{To: "ada@example.com, eve@example.com", Subject: "s", Body: "b"}},
+	{"group", auth.Message{To: "friends: ada@example.com, eve@example.com;", Subject: "s", Body: "b"}},
+	{"not an address", auth.Message{To: "ada", Subject: "s", Body: "b"}},
+	{"empty To", auth.Message{To: " ", Subject: "s", Body: "b"}},
+}
