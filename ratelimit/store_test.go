@@ -298,10 +298,7 @@ func caseRejectedKeepsNoQuota(t *testing.T, s storeUnderTest) {
 	if rej := d.Rejected(); len(rej) != 1 || rej[0].Name != "login_account" {
 		t.Fatalf("rejected by %+v, want login_account only", rej)
 	}
-	more := topUp(t, 5, func() (bool, error) {
-		d, err := s.AllowAll(t.Context(), wide)
-		return d.Allowed, err
-	})
+	more := topUpStore(t, s, 5, wide)
 	if more != 5 {
 		t.Fatalf("the address admitted %d after 101 rejected requests, want its whole limit 5", more)
 	}
@@ -310,6 +307,15 @@ func caseRejectedKeepsNoQuota(t *testing.T, s storeUnderTest) {
 // The windows of the cases that wait are short enough to keep the suite
 // fast and long enough that no pause of a loaded machine between two
 // requests lets an entry leave unseen.
+
+// topUpStore is topUp of the requests s admits for rules.
+func topUpStore(t *testing.T, s storeUnderTest, max int, rules ...ratelimit.Rule) int {
+	t.Helper()
+	return topUp(t, max, func() (bool, error) {
+		d, err := s.AllowAll(t.Context(), rules...)
+		return d.Allowed, err
+	})
+}
 
 func caseWindowSlides(t *testing.T, s storeUnderTest) {
 	const window = time.Second
@@ -343,10 +349,7 @@ func caseWindowSlides(t *testing.T, s storeUnderTest) {
 		t.Fatalf("after the oldest entry left (%v after the first request): %+v; want admitted", time.Since(start), d)
 	}
 	time.Sleep(window)
-	got := topUp(t, 3, func() (bool, error) {
-		d, err := s.AllowAll(t.Context(), rule)
-		return d.Allowed, err
-	})
+	got := topUpStore(t, s, 3, rule)
 	if got != 3 {
 		t.Fatalf("a whole window later: admitted %d, want the limit 3 again", got)
 	}
