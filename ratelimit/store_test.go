@@ -406,9 +406,9 @@ func caseLockoutOnce(t *testing.T, s storeUnderTest) {
 	}
 }
 
-func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
-	p := suitePolicies["login_account"]
-	const n = 200
+// failAtOnce records n failures of id under login_account with attempt,
+// all released at once, and returns what each got.
+func failAtOnce(t *testing.T, s storeUnderTest, id, attempt string, n int) ([]ratelimit.Failure, []error) {
 	out := make([]ratelimit.Failure, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -416,11 +416,17 @@ func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			out[i], errs[i] = s.Fail(t.Context(), "login_account", id, "")
+			out[i], errs[i] = s.Fail(t.Context(), "login_account", id, attempt)
 		})
 	}
 	close(start)
 	wg.Wait()
+	return out, errs
+}
+
+func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
+	p := suitePolicies["login_account"]
+	out, errs := failAtOnce(t, s, id, "", 200)
 	lockedNow, counted := 0, 0
 	for i, f := range out {
 		if errs[i] != nil {
@@ -437,7 +443,7 @@ func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
 		}
 	}
 	if lockedNow != 1 || counted != p.Threshold {
-		t.Fatalf("%d concurrent failures: %d locked, %d counted; want exactly 1 and %d", n, lockedNow, counted, p.Threshold)
+		t.Fatalf("%d concurrent failures: %d locked, %d counted; want exactly 1 and %d", len(out), lockedNow, counted, p.Threshold)
 	}
 	lockable := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
 	d := decide(t, s, lockable)
@@ -658,25 +664,13 @@ func caseRepeatedAttemptConcurrent(t *testing.T, s storeUnderTest) {
 		for i := range p.Threshold - 2 {
 			failWith(t, s, "login_account", id, fmt.Sprintf("earlier %d", i))
 		}
-		const n = 50
-		out := make([]ratelimit.Failure, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				out[i], errs[i] = s.Fail(t.Context(), "login_account", id, "the same password")
-			})
-		}
-		close(start)
-		wg.Wait()
+		out, errs := failAtOnce(t, s, id, "the same password", 50)
 		for i, f := range out {
 			if errs[i] != nil {
 				t.Fatal(errs[i])
 			}
 			if f.LockedNow || f.Failures != p.Threshold-1 {
-				t.Fatalf("%d concurrent failures of one attempt, one of them: %+v; want counted once, %d in all", n, f, p.Threshold-1)
+				t.Fatalf("%d concurrent failures of one attempt, one of them: %+v; want counted once, %d in all", len(out), f, p.Threshold-1)
 			}
 		}
 		if f := failWith(t, s, "login_account", id, "another"); !f.LockedNow || f.Failures != p.Threshold {
