@@ -58,20 +58,27 @@ type LoginResult struct {
 // Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
 // ErrInvalidCredentials, ErrUnavailable, ErrHasherBusy.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, error) {
-	res, err := s.login(ctx, req)
+	res, outcome, err := s.login(ctx, req)
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrHasherBusy) {
 		// Counted as an attempt like every other, so that the dashboard's
 		// attempts are every sign-in request received.
 		s.record(Event{Kind: EventLoginUnavailable, Source: req.Client.Source()})
+		outcome = OutcomeUnavailable
 	}
+	account, _ := NormaliseEmail(req.Email)
+	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: req.Client, Outcome: outcome})
 	return res, err
 }
 
-func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, error) {
+func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Outcome, error) {
 	source := req.Client.Source()
 	email, err := NormaliseEmail(req.Email)
 	if err != nil || req.Password == "" || len(req.Password) > MaxPasswordBytes {
-		return LoginResult{}, s.malformedLogin(ctx, req.Client)
+		err := s.malformedLogin(ctx, req.Client)
+		if errors.As(err, new(*LimitedError)) {
+			return LoginResult{}, OutcomeRejected, err
+		}
+		return LoginResult{}, OutcomeInvalid, err
 	}
 
 	// device is the nonce of a known device, "" for any other browser.
@@ -94,22 +101,22 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Password)}
 	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
 	if err != nil {
-		return LoginResult{}, unavailable("checking limits", err)
+		return LoginResult{}, OutcomeUnavailable, unavailable("checking limits", err)
 	}
 	if !d.Allowed {
 		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-		return LoginResult{}, &LimitedError{RetryAfter: d.RetryAfter}
+		return LoginResult{}, OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 
 	user, err := s.UserByEmail(ctx, email)
 	switch {
 	case errors.Is(err, ErrNoUser):
 		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
-			return LoginResult{}, err
+			return LoginResult{}, OutcomeUnavailable, err
 		}
-		return LoginResult{}, s.failed(ctx, email, 0, source, device, req.Password)
+		return LoginResult{}, OutcomeUnknownAccount, s.failed(ctx, email, 0, source, device, req.Password)
 	case err != nil:
-		return LoginResult{}, err
+		return LoginResult{}, OutcomeUnavailable, err
 	}
 	verify := s.hasher.Verify
 	if device != "" {
@@ -117,12 +124,18 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, err
 	}
 	ok, rehash, err := verify(ctx, user.PasswordHash, req.Password)
 	if err != nil {
-		return LoginResult{}, err
+		return LoginResult{}, OutcomeUnavailable, err
 	}
 	if !ok {
-		return LoginResult{}, s.failed(ctx, email, user.ID, source, device, req.Password)
+		return LoginResult{}, OutcomeFailed, s.failed(ctx, email, user.ID, source, device, req.Password)
 	}
-	return s.succeeded(ctx, req, user, source, device, rehash)
+	res, err := s.succeeded(ctx, req, user, source, device, rehash)
+	if err != nil {
+		// A password replaced meanwhile, or a store failing: no sign-in,
+		// and no failure either.
+		return res, OutcomeUnavailable, err
+	}
+	return res, OutcomeSucceeded, nil
 }
 
 // rejectingRule names what rejected a request for events and the

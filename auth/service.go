@@ -101,6 +101,9 @@ type Deps struct {
 	// dashboard.
 	Events  EventStore
 	Counter EventCounter
+	// Attack hears every sign-in attempt and says whether the deployment
+	// is under attack; nil: never.
+	Attack AttackWatch
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -128,6 +131,8 @@ type Service struct {
 	attempts attempts
 	// sprayKeys key the passwords tried for RuleLoginPassword.
 	sprayKeys sprayKeys
+	// attack hears every sign-in attempt (attackwatch.go).
+	attack AttackWatch
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -185,6 +190,10 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		now:     now,
 		events:  newRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
+	}
+	s.attack = d.Attack
+	if s.attack == nil {
+		s.attack = noAttackWatch{}
 	}
 	s.attempts = newAttempts(cfg.Secret)
 	s.sprayKeys = newSprayKeys(cfg.Secret)

@@ -1,0 +1,51 @@
+package auth
+
+import "time"
+
+// AttackWatch hears the outcome of every sign-in attempt and says whether
+// the deployment is under attack ("attack mode"). The service asks Active
+// on every sign-in, so it must be cheap (no round trip per call), and
+// Observe must not block: a watch that keeps its counts elsewhere batches
+// them.
+type AttackWatch interface {
+	Observe(SignInAttempt)
+	Active() bool
+}
+
+// SignInAttempt is one sign-in attempt as the attack watch sees it.
+type SignInAttempt struct {
+	At time.Time
+	// Account is the normalised email tried, "" for a malformed request.
+	Account string
+	Client  Client
+	Outcome Outcome
+}
+
+// Outcome is what became of a sign-in attempt.
+type Outcome uint8
+
+// The outcomes of a sign-in attempt.
+const (
+	OutcomeSucceeded Outcome = iota + 1
+	// OutcomeFailed: a wrong password for an account that exists.
+	OutcomeFailed
+	// OutcomeUnknownAccount: no account has the email tried.
+	OutcomeUnknownAccount
+	// OutcomeRejected: refused by a limit or a lockout before any
+	// password checking.
+	OutcomeRejected
+	// OutcomeHeld: the right password from a browser that must first
+	// confirm by email (new-device verification).
+	OutcomeHeld
+	// OutcomeInvalid: a malformed request.
+	OutcomeInvalid
+	// OutcomeUnavailable: not decided, a store or the hashing pool being
+	// unavailable.
+	OutcomeUnavailable
+)
+
+// noAttackWatch is the watch of a service given none: never under attack.
+type noAttackWatch struct{}
+
+func (noAttackWatch) Observe(SignInAttempt) {}
+func (noAttackWatch) Active() bool          { return false }
