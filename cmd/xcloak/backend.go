@@ -17,6 +17,7 @@ import (
 	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/migrations"
+	"github.com/xcloak/xcloak/ratelimit"
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
@@ -62,7 +63,9 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	var redisDown error
 	if redisOptional {
 		if rdb, label, err = newRedisClient(cfg.RedisURL, cfg.RedisCluster, 0); err == nil {
-			redisDown = pingRedis(ctx, rdb, label)
+			if redisDown = pingRedis(ctx, rdb, label); redisDown == nil {
+				err = checkRedisVersion(ctx, rdb, label)
+			}
 		}
 	} else {
 		rdb, label, err = connectRedis(ctx, cfg.RedisURL, cfg.RedisCluster)
@@ -183,6 +186,10 @@ func connectRedis(ctx context.Context, rawURL string, cluster bool) (redis.Unive
 		_ = rdb.Close()
 		return nil, "", err
 	}
+	if err := checkRedisVersion(ctx, rdb, label); err != nil {
+		_ = rdb.Close()
+		return nil, "", err
+	}
 	return rdb, label, nil
 }
 
@@ -192,6 +199,17 @@ func pingRedis(ctx context.Context, rdb redis.UniversalClient, label string) err
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		return fmt.Errorf("redis at %s does not answer: %w", label, err)
+	}
+	return nil
+}
+
+// checkRedisVersion refuses, within startupTimeout, a Redis too old for
+// the limits' scripts: better not to start than to fail each lockout.
+func checkRedisVersion(ctx context.Context, rdb redis.UniversalClient, label string) error {
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	if err := ratelimit.CheckVersion(ctx, rdb); err != nil {
+		return fmt.Errorf("redis at %s: %w", label, err)
 	}
 	return nil
 }
