@@ -256,8 +256,8 @@ func (s *Service) resetTokenUser(ctx context.Context, token string) (userID int6
 // transaction it spends the token (and every other open token of the
 // account), stores the new hash, ends every session of the account and
 // forgets its known devices; then it clears the account's lockout.
-// Errors: *LimitedError, ErrInvalidToken, ErrWeakPassword, ErrUnavailable,
-// ErrHasherBusy.
+// Errors: *LimitedError, ErrInvalidToken, ErrWeakPassword,
+// ErrBreachedPassword, ErrUnavailable, ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
 	d, err := s.decide(ctx, s.rules(FlowResetConfirm, Subject{Client: c})...)
@@ -274,8 +274,11 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 	if err := checkNewPassword(password); err != nil {
 		return err
 	}
-	// Hash only for a live token, so bad tokens cost no hashing.
+	// Look up and hash only for a live token, so bad tokens cost neither.
 	if _, _, err := s.resetTokenUser(ctx, token); err != nil {
+		return err
+	}
+	if err := s.checkNotBreached(ctx, password); err != nil {
 		return err
 	}
 	hash, err := s.hasher.Hash(ctx, password)
