@@ -38,6 +38,9 @@ type linkJob struct {
 	source string
 	at     time.Time
 	unlock bool // an unlock link rather than a reset link
+	// changed: a notice that the password was changed, with a reset link
+	// for an owner who did not change it (passwordchange.go).
+	changed bool
 }
 
 // RequestReset accepts a password-reset request: after the per-network and
@@ -100,6 +103,9 @@ func (s *Service) recordDrop(job linkJob, reason string) {
 	detail := map[string]string{"reason": reason}
 	if job.unlock {
 		detail["link"] = "unlock"
+	}
+	if job.changed {
+		detail["link"] = "password_changed"
 	}
 	s.record(Event{Kind: EventResetMailDropped, Account: job.email, Source: job.source, Detail: detail})
 }
@@ -200,6 +206,9 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	makeLink := s.resetLink
 	if job.unlock {
 		makeLink = s.unlockLink
+	}
+	if job.changed {
+		makeLink = s.passwordChangedMail
 	}
 	msg, err := makeLink(ctx, user, job.at)
 	if err != nil {
