@@ -56,7 +56,7 @@ func Open(source string, timeout time.Duration, client *http.Client) (Checker, e
 		}
 		return bounded{api, timeout}, nil
 	case strings.Contains(source, "://"):
-		return nil, fmt.Errorf("breached: %q is neither an http(s) URL nor a directory", source)
+		return nil, errors.New("breached: a URL must be http(s); anything else names a directory")
 	default:
 		dir, err := newDir(source)
 		if err != nil {
