@@ -14,7 +14,7 @@
 //   - a directory holding one file per prefix, named "ABCDE.txt" or
 //     "ABCDE", as the public PwnedPasswordsDownloader writes it
 //     (dotnet tool install --global haveibeenpwned-downloader;
-//     haveibeenpwned-downloader -s false -p 64 <directory>);
+//     haveibeenpwned-downloader -s false <directory>);
 //   - an HTTP range API: for the base URL B, the range of ABCDE is
 //     GET B/range/ABCDE, sent with "Add-Padding: true", so that the size
 //     of an answer says nothing of the prefix; padding lines, of count 0,
