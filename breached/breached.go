@@ -2,6 +2,7 @@ package breached
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -91,20 +92,23 @@ func split(password string) (prefix, suffix string) {
 // and reports whether suffix is on a line of count above zero. It reads
 // at most maxRangeBytes and stops when ctx is done.
 func findSuffix(ctx context.Context, r io.Reader, suffix string) (bool, error) {
+	want := []byte(suffix)
 	lr := &io.LimitedReader{R: r, N: maxRangeBytes + 1}
 	sc := bufio.NewScanner(lr)
 	for n := 0; sc.Scan(); n++ {
 		if n%256 == 0 && ctx.Err() != nil {
 			return false, ctx.Err()
 		}
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		s, count, ok := strings.Cut(line, ":")
-		if !ok || len(s) != len(suffix) || !strings.EqualFold(s, suffix) {
+		// Bytes, not Text: a range is a thousand lines, and only one is
+		// worth a string.
+		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		s, count, ok := bytes.Cut(line, []byte(":"))
+		if !ok || len(s) != len(suffix) || !bytes.EqualFold(s, want) {
 			continue
 		}
 		// Padding lines have count 0; a count that is no number is no
 		// breach either.
-		if c, err := strconv.ParseUint(strings.TrimSpace(count), 10, 64); err == nil && c > 0 {
+		if c, err := strconv.ParseUint(string(bytes.TrimSpace(count)), 10, 64); err == nil && c > 0 {
 			return true, nil
 		}
 	}
