@@ -1,15 +1,18 @@
 package auth_test
 
 import (
-	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached"
 	"github.com/xcloak/xcloak/breached/breachedtest"
 	"github.com/xcloak/xcloak/internal/app"
 )
@@ -17,14 +20,6 @@ import (
 // withBreached gives a fixture's service a breach corpus.
 func withBreached(c auth.BreachedChecker) func(*app.Deps) {
 	return func(d *app.Deps) { d.Breached = c }
-}
-
-// failingChecker answers every lookup with an error, as a corpus that
-// cannot be read in time does.
-type failingChecker struct{}
-
-func (failingChecker) Breached(context.Context, string) (bool, error) {
-	return false, errors.New("breached: range API answered 503 Service Unavailable")
 }
 
 // TestBreachedNewPasswordRefused: every way of setting a password refuses
@@ -64,32 +59,67 @@ func TestBreachedNewPasswordRefused(t *testing.T) {
 	}
 }
 
-// TestBreachedLookupFailureNeverBlocks: a corpus that cannot be read
-// accepts new passwords and signs known devices in as usual, and each
-// failure is counted.
+// failingAPIs are range APIs that cannot answer a lookup: one that
+// fails, and one that answers after the lookup's bound.
+func failingAPIs(t *testing.T) map[string]auth.BreachedChecker {
+	t.Helper()
+	release := make(chan struct{})
+	handlers := map[string]http.HandlerFunc{
+		"server error": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		},
+		"no answer in time": func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		},
+	}
+	checkers := map[string]auth.BreachedChecker{}
+	for name, h := range handlers {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		c, err := breached.Open(srv.URL, 100*time.Millisecond, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkers[name] = c
+	}
+	t.Cleanup(func() { close(release) })
+	return checkers
+}
+
+// TestBreachedLookupFailureNeverBlocks: a range API that fails or does
+// not answer in time lets new passwords be set and known devices sign in
+// as usual, unrestricted, and each failed lookup is counted.
 func TestBreachedLookupFailureNeverBlocks(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	f := newFixture(t, nil, withBreached(failingChecker{}), func(d *app.Deps) { d.Metrics = reg })
-	f.addUser(t, "ann@example.com", "password123", false)
-	first, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1"), DeviceCookie: first.Device.Value})
-	if err != nil {
-		t.Fatalf("known device while lookups fail: %v", err)
-	}
-	if res.Session.MustChangePassword {
-		t.Error("a failed lookup restricted the session")
-	}
-	// One lookup for the new account, one for the known device's sign-in.
-	want := `
+	for name, checker := range failingAPIs(t) {
+		t.Run(name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			f := newFixture(t, nil, withBreached(checker), func(d *app.Deps) { d.Metrics = reg })
+			f.addUser(t, "ann@example.com", "password123", false)
+			first, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1"), DeviceCookie: first.Device.Value})
+			if err != nil {
+				t.Fatalf("known device while lookups fail: %v", err)
+			}
+			if res.Session.MustChangePassword {
+				t.Error("a failed lookup restricted the session")
+			}
+			// One lookup for the new account, one for the known device's
+			// sign-in.
+			want := `
 # HELP xcloak_breached_lookup_failures_total Breached-password lookups that failed or timed out; the password was taken as not breached.
 # TYPE xcloak_breached_lookup_failures_total counter
 xcloak_breached_lookup_failures_total 2
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xcloak_breached_lookup_failures_total"); err != nil {
-		t.Error(err)
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xcloak_breached_lookup_failures_total"); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 
