@@ -60,6 +60,7 @@ var individualEvents = map[string]bool{
 	EventResetRequested: true, EventResetCompleted: true, EventResetMailDropped: true,
 	EventUnlockRequested: true, EventUnlockConfirmed: true, EventSignedOutEverywhere: true,
 	EventPasswordSprayed: true,
+	EventPasswordChanged: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

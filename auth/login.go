@@ -256,16 +256,24 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if err := s.Logout(ctx, req.OldSession); err != nil {
 		return LoginResult{}, err
 	}
+	// A breached password signs a known device in to change it and to
+	// nothing else (breached.go); other browsers never get this far with
+	// one.
+	mustChange := device != "" && s.passwordBreached(ctx, req.Password)
 	// Only while passwordHash is still the account's: a password replaced
 	// while this one was verified ends every session, this one included.
-	sess, err := s.createSession(ctx, user, passwordHash)
+	sess, err := s.createSessionWith(ctx, user, passwordHash, mustChange)
 	if errors.Is(err, ErrPasswordChanged) {
 		return LoginResult{}, ErrInvalidCredentials
 	}
 	if err != nil {
 		return LoginResult{}, err
 	}
-	s.record(Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source})
+	e := Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source}
+	if mustChange {
+		e.Detail = map[string]string{"password": "breached"}
+	}
+	s.record(e)
 	return LoginResult{Session: sess, Device: cookie}, nil
 }
 

@@ -38,6 +38,9 @@ type linkJob struct {
 	source string
 	at     time.Time
 	unlock bool // an unlock link rather than a reset link
+	// changed: a notice that the password was changed, with a reset link
+	// for an owner who did not change it (passwordchange.go).
+	changed bool
 }
 
 // RequestReset accepts a password-reset request: after the per-network and
@@ -100,6 +103,9 @@ func (s *Service) recordDrop(job linkJob, reason string) {
 	detail := map[string]string{"reason": reason}
 	if job.unlock {
 		detail["link"] = "unlock"
+	}
+	if job.changed {
+		detail["link"] = "password_changed"
 	}
 	s.record(Event{Kind: EventResetMailDropped, Account: job.email, Source: job.source, Detail: detail})
 }
@@ -201,6 +207,9 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	if job.unlock {
 		makeLink = s.unlockLink
 	}
+	if job.changed {
+		makeLink = s.passwordChangedMail
+	}
 	msg, err := makeLink(ctx, user, job.at)
 	if err != nil {
 		s.log.Error("storing a link's token", "err", err)
@@ -256,8 +265,8 @@ func (s *Service) resetTokenUser(ctx context.Context, token string) (userID int6
 // transaction it spends the token (and every other open token of the
 // account), stores the new hash, ends every session of the account and
 // forgets its known devices; then it clears the account's lockout.
-// Errors: *LimitedError, ErrInvalidToken, ErrWeakPassword, ErrUnavailable,
-// ErrHasherBusy.
+// Errors: *LimitedError, ErrInvalidToken, ErrWeakPassword,
+// ErrBreachedPassword, ErrUnavailable, ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
 	d, err := s.decide(ctx, s.rules(FlowResetConfirm, Subject{Client: c})...)
@@ -274,8 +283,11 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 	if err := checkNewPassword(password); err != nil {
 		return err
 	}
-	// Hash only for a live token, so bad tokens cost no hashing.
+	// Look up and hash only for a live token, so bad tokens cost neither.
 	if _, _, err := s.resetTokenUser(ctx, token); err != nil {
+		return err
+	}
+	if err := s.checkNotBreached(ctx, password); err != nil {
 		return err
 	}
 	hash, err := s.hasher.Hash(ctx, password)

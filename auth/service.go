@@ -104,6 +104,10 @@ type Deps struct {
 	// Attack hears every sign-in attempt and says whether the deployment
 	// is under attack; nil: never.
 	Attack AttackWatch
+
+	// Breached looks passwords up in a breach corpus (breached.go); nil:
+	// no checking.
+	Breached BreachedChecker
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -133,6 +137,9 @@ type Service struct {
 	sprayKeys sprayKeys
 	// attack hears every sign-in attempt (attackwatch.go).
 	attack AttackWatch
+
+	// breached looks passwords up in a breach corpus (breached.go).
+	breached breachedCheck
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -203,6 +210,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	var err error
 	if s.metrics, err = newMetrics(reg, s); err != nil {
+		return nil, fmt.Errorf("auth: registering metrics: %w", err)
+	}
+	if s.breached, err = newBreachedCheck(d.Breached, reg); err != nil {
 		return nil, fmt.Errorf("auth: registering metrics: %w", err)
 	}
 	s.limits.Watch(s.lockoutsInForce, func(error) { s.metrics.redisErrors.Inc() })

@@ -19,6 +19,10 @@ type Session struct {
 	IsAdmin   bool
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// MustChangePassword limits the session to changing the password
+	// (and signing out) until it is changed: it was made by a known
+	// device with a password found in a breach corpus (breached.go).
+	MustChangePassword bool
 }
 
 // newToken returns 256 random bits in unpadded base64url (43 characters)
@@ -50,9 +54,16 @@ func wellFormedToken(token string) bool {
 // verified, is still the account's (ErrPasswordChanged otherwise), so no
 // session made with a replaced password outlives the replacement.
 func (s *Service) createSession(ctx context.Context, u User, passwordHash string) (Session, error) {
+	return s.createSessionWith(ctx, u, passwordHash, false)
+}
+
+// createSessionWith is createSession for a session that, with
+// mustChangePassword, can only change the password.
+func (s *Service) createSessionWith(ctx context.Context, u User, passwordHash string, mustChangePassword bool) (Session, error) {
 	token, hash := newToken()
 	now := s.now()
-	sess := Session{Token: token, UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
+	sess := Session{Token: token, UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL),
+		MustChangePassword: mustChangePassword}
 	err := s.store.CreateSession(ctx, hash, sess, passwordHash)
 	if errors.Is(err, ErrPasswordChanged) {
 		return Session{}, err

@@ -54,11 +54,19 @@ type UserStore interface {
 	// every session of it and forgets its known devices and open unlock
 	// links, at once; ErrNoUser if there is no such account.
 	SetPassword(ctx context.Context, email, hash string) error
+	// ChangePassword replaces the password of account userID, whose hash
+	// must still be old (ErrPasswordChanged otherwise), for its owner
+	// signed in with the session stored under sessionHash (ErrNoSession if
+	// it is gone). At once, it ends every other session of the account,
+	// lifts this one's MustChangePassword, and forgets the account's known
+	// devices but keepDevice (nil: every one) and its open unlock links.
+	ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, keepDevice []byte) error
 }
 
 // SessionStore keeps signed-in browsers by the hash of their token.
 type SessionStore interface {
-	// CreateSession stores sess (its Token is not stored) under
+	// CreateSession stores sess (its Token is not stored, its
+	// MustChangePassword is) under
 	// tokenHash, only while passwordHash is still the account's hash
 	// (ErrPasswordChanged otherwise): no session made with a replaced
 	// password outlives the replacement, whichever commits first.

@@ -36,13 +36,16 @@ func checkNewPassword(p string) error {
 }
 
 // CreateUser adds an account. The email is normalised; the password must
-// meet the password rules.
+// meet the password rules and not be breached (ErrBreachedPassword).
 func (s *Service) CreateUser(ctx context.Context, email, password string, admin bool) (User, error) {
 	email, err := NormaliseEmail(email)
 	if err != nil {
 		return User{}, err
 	}
 	if err := checkNewPassword(password); err != nil {
+		return User{}, err
+	}
+	if err := s.checkNotBreached(ctx, password); err != nil {
 		return User{}, err
 	}
 	hash, err := s.hasher.Hash(ctx, password)
@@ -82,13 +85,17 @@ func (s *Service) rehashPassword(ctx context.Context, userID int64, old, hash st
 
 // SetPassword gives an existing account a new password, as an operator
 // does from the command line, ends its sessions and forgets its devices.
-// ErrNoUser if there is no such account.
+// ErrNoUser if there is no such account, ErrWeakPassword or
+// ErrBreachedPassword for a password refused.
 func (s *Service) SetPassword(ctx context.Context, email, password string) error {
 	email, err := NormaliseEmail(email)
 	if err != nil {
 		return err
 	}
 	if err := checkNewPassword(password); err != nil {
+		return err
+	}
+	if err := s.checkNotBreached(ctx, password); err != nil {
 		return err
 	}
 	hash, err := s.hasher.Hash(ctx, password)

@@ -16,9 +16,9 @@ import (
 // it.
 func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {
 	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at)
-		SELECT $1, id, $3, $4, $3 FROM users WHERE id = $2 AND password_hash = $5 FOR SHARE`,
-		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash)
+		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password)
+		SELECT $1, id, $3, $4, $3, $6 FROM users WHERE id = $2 AND password_hash = $5 FOR SHARE`,
+		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash, sess.MustChangePassword)
 	if err != nil {
 		return err
 	}
@@ -32,10 +32,10 @@ func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.S
 func (s *Store) SessionByHash(ctx context.Context, tokenHash []byte, now time.Time) (auth.Session, error) {
 	var sess auth.Session
 	err := s.pool.QueryRow(ctx, `
-		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at
+		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at, s.must_change_password
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.id_hash = $1 AND s.expires_at > $2`, tokenHash, now).
-		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt)
+		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt, &sess.MustChangePassword)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.Session{}, auth.ErrNoSession
 	}
@@ -64,4 +64,38 @@ func (s *Store) SignOutEverywhere(ctx context.Context, email string) (userID int
 		return forgetDevices(ctx, tx, userID)
 	})
 	return userID, err
+}
+
+// ChangePassword implements auth.UserStore. The account's row is locked
+// first, so that a sign-in making a session or a device with the old hash
+// either commits before (and is ended here) or finds the hash replaced.
+func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, keepDevice []byte) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var current string
+		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID).Scan(&current)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && current != old) {
+			return auth.ErrPasswordChanged
+		}
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET must_change_password = false WHERE id_hash = $1 AND user_id = $2`, sessionHash, userID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return auth.ErrNoSession
+		}
+		if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, hash); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, sessionHash); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM devices WHERE user_id = $1 AND ($2::bytea IS NULL OR nonce_hash <> $2)`, userID, keepDevice); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM unlock_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)
+		return err
+	})
 }

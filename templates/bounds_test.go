@@ -25,6 +25,7 @@ func TestFormsDeclareAuthBounds(t *testing.T) {
 		{"login", LoginPage(LoginProps{}), map[string]int{"email": 1}},
 		{"reset request", ResetRequestPage(ResetRequestProps{}), map[string]int{"email": 1}},
 		{"reset confirm", ResetConfirmPage(ResetConfirmProps{Token: "abc"}), map[string]int{"new-password": 2}},
+		{"password change", PasswordChangePage(PasswordChangeProps{}), map[string]int{"new-password": 2}},
 		{"unlock request", UnlockRequestPage(UnlockRequestProps{}), map[string]int{"email": 1}},
 		{"dashboard", DashboardPage(busyDashboard()), map[string]int{"email": 1}},
 	}

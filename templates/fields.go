@@ -8,8 +8,14 @@ const (
 	// FieldPassword carries the current password on the sign-in form and the
 	// new password on the reset-confirm form.
 	FieldPassword = "password"
-	// FieldConfirm carries the repeated new password on the reset-confirm form.
+	// FieldConfirm carries the repeated new password on the reset-confirm
+	// and password-change forms.
 	FieldConfirm = "password_confirm"
+	// FieldCurrentPassword carries the current password on the
+	// password-change form.
+	FieldCurrentPassword = "current_password"
+	// FieldNewPassword carries the new password on the password-change form.
+	FieldNewPassword = "new_password"
 )
 
 // The forms declare auth's bounds to the browser (maxlength from

@@ -3,6 +3,7 @@ package templates
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,6 +121,11 @@ var pages = []struct {
 	{"account", "Your account", AccountPage(AccountProps{Nav: signedIn, Email: hostile, MemberSince: joined, SignedInAt: started})},
 	{"account admin", "Your account", AccountPage(AccountProps{Nav: admin, Email: "root@example.com", IsAdmin: true, MemberSince: joined, SignedInAt: started})},
 	{"account zero times", "Your account", AccountPage(AccountProps{Nav: signedIn, Email: "ada@example.com"})},
+	{"account notice", "Your account", AccountPage(AccountProps{Nav: signedIn, Email: "ada@example.com", Notice: PasswordChangedText})},
+	{"password change", "Change your password", PasswordChangePage(PasswordChangeProps{Nav: signedIn})},
+	{"password change required", "Change your password", PasswordChangePage(PasswordChangeProps{Nav: signedIn, Required: true})},
+	{"password change failed", "Change your password", PasswordChangePage(PasswordChangeProps{Nav: signedIn, Error: "This password has appeared in a data breach; choose another one."})},
+	{"password change limited", "Change your password", PasswordChangePage(PasswordChangeProps{Nav: signedIn, RetryAfterSeconds: 60})},
 	{"reset request", "Reset your password", ResetRequestPage(ResetRequestProps{Nav: signedOut})},
 	{"reset request failed", "Reset your password", ResetRequestPage(ResetRequestProps{Nav: signedOut, Email: hostile, Error: "Enter a valid email address.", RetryAfterSeconds: 30})},
 	{"reset request sent", "Reset your password", ResetRequestPage(ResetRequestProps{Nav: signedOut, Email: "ada@example.com", Sent: true})},
@@ -237,6 +243,8 @@ func TestUserValuesAreEscaped(t *testing.T) {
 		{"account email", AccountPage(AccountProps{Email: hostile})},
 		{"reset request email", ResetRequestPage(ResetRequestProps{Email: hostile})},
 		{"reset confirm error", ResetConfirmPage(ResetConfirmProps{Token: "t", Error: hostile})},
+		{"password change error", PasswordChangePage(PasswordChangeProps{Error: hostile})},
+		{"account notice", AccountPage(AccountProps{Notice: hostile})},
 		{"error title", ErrorPage(ErrorProps{Title: hostile})},
 		{"error message", ErrorPage(ErrorProps{Message: hostile})},
 	}
@@ -417,11 +425,17 @@ func TestAccountPage(t *testing.T) {
 			if got := contains(forms(main), "/logout"); !got {
 				t.Error("no sign-out form in the page body")
 			}
-			adminLink := false
+			adminLink, changeLink := false, false
 			for _, a := range elements(main, "a") {
-				if href, _ := attr(a, "href"); href == "/admin" {
+				switch href, _ := attr(a, "href"); href {
+				case "/admin":
 					adminLink = true
+				case "/account/password":
+					changeLink = true
 				}
+			}
+			if !changeLink {
+				t.Error("no link to change the password")
 			}
 			if adminLink != tt.wantAdmin {
 				t.Errorf("dashboard link present = %v, want %v", adminLink, tt.wantAdmin)
@@ -566,6 +580,31 @@ func TestErrorPage(t *testing.T) {
 			}
 			if !home {
 				t.Error("no link home")
+			}
+		})
+	}
+}
+
+func TestPasswordChangePage(t *testing.T) {
+	for _, required := range []bool{false, true} {
+		t.Run(fmt.Sprint("required ", required), func(t *testing.T) {
+			_, doc := render(t, PasswordChangePage(PasswordChangeProps{Nav: signedIn, Required: required}))
+			main := elements(doc, "main")[0]
+			if !contains(forms(main), "/account/password") || !contains(forms(main), "/logout") {
+				t.Errorf("forms post to %v, want /account/password and /logout", forms(main))
+			}
+			names := map[string]bool{}
+			for _, in := range elements(main, "input") {
+				n, _ := attr(in, "name")
+				names[n] = true
+			}
+			for _, want := range []string{FieldCurrentPassword, FieldNewPassword, FieldConfirm} {
+				if !names[want] {
+					t.Errorf("no field %q", want)
+				}
+			}
+			if got := strings.Contains(text(main), PasswordRequiredText); got != required {
+				t.Errorf("says why the change is required = %v, want %v", got, required)
 			}
 		})
 	}

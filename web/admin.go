@@ -29,8 +29,9 @@ func navFor(sess auth.Session) templates.Nav {
 type adminHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session) error
 
 // requireAdmin lets administrators through to h. A visitor without a
-// session is sent to /login (the API answers 401); a signed-in user who is
-// not an administrator gets 403.
+// session is sent to /login (the API answers 401); a session that must
+// change its password is sent to do so (the API answers 403); a signed-in
+// user who is not an administrator gets 403.
 func (s *Server) requireAdmin(h adminHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sess, err := s.auth.Session(r.Context(), s.readCookie(r, sessionCookie))
@@ -41,6 +42,10 @@ func (s *Server) requireAdmin(h adminHandler) http.Handler {
 			s.fail(w, r, errSignedOut)
 		case err != nil:
 			s.failAs(w, r, &templates.Nav{}, err) // the session could not be read
+		case sess.MustChangePassword && !isAPI(r):
+			http.Redirect(w, r, passwordPage, http.StatusSeeOther)
+		case sess.MustChangePassword:
+			s.fail(w, r, errPasswordChangeRequired)
 		case !sess.IsAdmin:
 			nav := navFor(sess)
 			s.failAs(w, r, &nav, errNotAdmin)

@@ -149,6 +149,9 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		row.What = "Password reset requested"
 	case auth.EventResetCompleted:
 		row.What = "Password changed by reset"
+	case auth.EventPasswordChanged:
+		row.What = "Password changed by its owner"
+		row.Detail = "Every other session ended"
 	case auth.EventNewDevice:
 		row.What = "Sign-in from a new device"
 	case auth.EventUnlockConfirmed:

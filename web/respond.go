@@ -64,6 +64,12 @@ func problemFor(err error) problem {
 		return problem{http.StatusBadRequest, "invalid_token", templates.ResetInvalidText, 0}
 	case errors.Is(err, auth.ErrWeakPassword):
 		return problem{http.StatusBadRequest, "invalid_password", fmt.Sprintf("Choose a password of at least %d characters and at most %d bytes.", auth.MinPasswordRunes, auth.MaxPasswordBytes), 0}
+	case errors.Is(err, auth.ErrBreachedPassword):
+		return problem{http.StatusBadRequest, "breached_password", "This password has appeared in a data breach; choose another one.", 0}
+	case errors.Is(err, errPasswordChangeRequired):
+		return problem{http.StatusForbidden, "password_change_required", "Change your password to continue.", 0}
+	case errors.Is(err, auth.ErrNoSession):
+		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errNoMatch):
 		return problem{http.StatusBadRequest, "invalid_request", "The two passwords do not match.", 0}
 	case errors.Is(err, auth.ErrInvalidRequest), errors.Is(err, auth.ErrInvalidEmail), errors.Is(err, errBadRequest):

@@ -19,6 +19,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /logout", s.handleLogout())
 	mux.Handle("GET /account", s.handleAccount())
 
+	mux.Handle("GET /account/password", s.handlePasswordPage())
+	mux.Handle("POST /account/password", s.handlePasswordForm())
+	mux.Handle("POST /api/v1/account/password", s.handlePasswordAPI())
+
 	mux.Handle("GET /password-reset", s.handleResetRequestPage())
 	mux.Handle("POST /password-reset", s.handleResetRequestForm())
 	mux.Handle("POST /api/v1/password-reset", s.handleResetRequestAPI())

@@ -29,6 +29,7 @@ var _ auth.Store = (*Store)(nil)
 type session struct {
 	userID             int64
 	createdAt, expires time.Time
+	mustChangePassword bool
 }
 
 type device struct {
@@ -117,6 +118,32 @@ func (s *Store) SetPassword(_ context.Context, email, hash string) error {
 	return nil
 }
 
+// ChangePassword implements auth.UserStore.
+func (s *Store) ChangePassword(_ context.Context, userID int64, old, hash string, sessionHash, keepDevice []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.users[userID]
+	if u == nil || u.PasswordHash != old {
+		return auth.ErrPasswordChanged
+	}
+	kept, ok := s.sessions[string(sessionHash)]
+	if !ok || kept.userID != userID {
+		return auth.ErrNoSession
+	}
+	u.PasswordHash, u.UpdatedAt = hash, time.Now()
+	kept.mustChangePassword = false
+	deleteWhere(s.sessions, func(v session) bool { return v.userID == userID })
+	s.sessions[string(sessionHash)] = kept
+	keep := string(keepDevice)
+	for k, d := range s.devices {
+		if d.userID == userID && (keepDevice == nil || k != keep) {
+			delete(s.devices, k)
+		}
+	}
+	deleteWhere(s.unlocks, func(v *token) bool { return v.userID == userID && !v.used })
+	return nil
+}
+
 // replacePassword does what every change of a password does: the new
 // hash, no sessions, no devices, no open unlock links.
 func (s *Store) replacePassword(u *auth.User, hash string) {
@@ -147,7 +174,8 @@ func (s *Store) CreateSession(_ context.Context, tokenHash []byte, sess auth.Ses
 	if u == nil || u.PasswordHash != passwordHash {
 		return auth.ErrPasswordChanged
 	}
-	s.sessions[string(tokenHash)] = session{userID: sess.UserID, createdAt: sess.CreatedAt, expires: sess.ExpiresAt}
+	s.sessions[string(tokenHash)] = session{userID: sess.UserID, createdAt: sess.CreatedAt, expires: sess.ExpiresAt,
+		mustChangePassword: sess.MustChangePassword}
 	return nil
 }
 
@@ -160,7 +188,8 @@ func (s *Store) SessionByHash(_ context.Context, tokenHash []byte, now time.Time
 	if !ok || u == nil || !v.expires.After(now) {
 		return auth.Session{}, auth.ErrNoSession
 	}
-	return auth.Session{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: v.createdAt, ExpiresAt: v.expires}, nil
+	return auth.Session{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: v.createdAt, ExpiresAt: v.expires,
+		MustChangePassword: v.mustChangePassword}, nil
 }
 
 // DeleteSession implements auth.SessionStore.

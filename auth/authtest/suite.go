@@ -158,6 +158,57 @@ var storeCases = []struct {
 			t.Errorf("hash %q, want new", got.PasswordHash)
 		}
 	}},
+	{"a session keeps whether it must change the password", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		for token, must := range map[string]bool{"restricted": true, "free": false} {
+			sess := auth.Session{UserID: u.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour), MustChangePassword: must}
+			mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash))
+			if got, err := s.SessionByHash(t.Context(), hash(token), base); err != nil || got.MustChangePassword != must {
+				t.Errorf("session %s: MustChangePassword = %v, %v; want %v", token, got.MustChangePassword, err, must)
+			}
+		}
+	}},
+	{"a password change keeps its own session and device, lifts the restriction, and ends the rest of that account only", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		for _, u := range []auth.User{ann, bob} {
+			newSession(t, s, u, "session "+u.Email)
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10))
+			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
+		}
+		mine := auth.Session{UserID: ann.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour), MustChangePassword: true}
+		mustNil(t, s.CreateSession(t.Context(), hash("mine"), mine, ann.PasswordHash))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("my device"), base, 10))
+
+		if err := s.ChangePassword(t.Context(), ann.ID, "not the hash", "new", hash("mine"), hash("my device")); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Fatalf("change from a replaced hash: %v, want ErrPasswordChanged", err)
+		}
+		if err := s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "new", hash("session "+bob.Email), nil); !errors.Is(err, auth.ErrNoSession) {
+			t.Fatalf("change from another account's session: %v, want ErrNoSession", err)
+		}
+		if got, _ := s.UserByEmail(t.Context(), ann.Email); got.PasswordHash != ann.PasswordHash {
+			t.Fatalf("a refused change stored hash %q", got.PasswordHash)
+		}
+		mustNil(t, s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "new", hash("mine"), hash("my device")))
+		if got, _ := s.UserByEmail(t.Context(), ann.Email); got.PasswordHash != "new" {
+			t.Errorf("hash %q, want new", got.PasswordHash)
+		}
+		got, err := s.SessionByHash(t.Context(), hash("mine"), base)
+		if err != nil || got.MustChangePassword {
+			t.Errorf("the changing session: %+v, %v; want it kept, unrestricted", got, err)
+		}
+		if known, _ := s.KnownDevice(t.Context(), ann.Email, hash("my device"), base.Add(-time.Second)); !known {
+			t.Error("the changing browser's device was forgotten")
+		}
+		checkSignedOut(t, s, ann, true)
+		checkSignedOut(t, s, bob, false)
+
+		// Without a device to keep, every one goes.
+		ann, _ = s.UserByEmail(t.Context(), ann.Email)
+		mustNil(t, s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "newer", hash("mine"), nil))
+		if known, _ := s.KnownDevice(t.Context(), ann.Email, hash("my device"), base.Add(-time.Second)); known {
+			t.Error("a device kept by a change that kept none")
+		}
+	}},
 	{"signing out everywhere ends sessions, devices and open unlock links, of that account only", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		for _, u := range []auth.User{ann, bob} {

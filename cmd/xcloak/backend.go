@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached"
 	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/migrations"
@@ -121,6 +122,13 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		logger.Info("mail ready", "smtp", smtp.Config())
 		mailer = smtp
 	}
+	checker, err := breached.Open(cfg.BreachedPasswords, cfg.BreachedTimeout, nil)
+	if err != nil {
+		return nil, fmt.Errorf("XCLOAK_BREACHED_PASSWORDS: %w", err)
+	}
+	if checker != nil {
+		logger.Info("breached passwords checked", "timeout", cfg.BreachedTimeout.String())
+	}
 	xc, err := app.New(cfg.Auth, app.Deps{
 		Postgres:   pool,
 		Redis:      rdb,
@@ -130,6 +138,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Mailer:     mailer,
 		Logger:     logger,
 		Metrics:    metrics,
+		Breached:   checker,
 	})
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached"
 	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/ratelimit"
 	"github.com/xcloak/xcloak/smtpmail"
@@ -54,6 +55,12 @@ type config struct {
 	// MetricsAddr is where /metrics is served: a host:port of its own,
 	// metricsOnMain, or metricsOff.
 	MetricsAddr string
+	// BreachedPasswords names the breach corpus new and signing-in
+	// passwords are looked up in: a directory of range files or the base
+	// URL of a range API; "" checks none (package breached).
+	BreachedPasswords string
+	// BreachedTimeout bounds one lookup in it.
+	BreachedTimeout time.Duration
 	// Auth is the service's behaviour. Its Secret is nil and its PublicURL
 	// nil when they were not given: serve fills them in, knowing --dev and
 	// the address it listens on.
@@ -361,6 +368,30 @@ func newSettings(d auth.Config) []setting {
 					return fmt.Errorf("%q is not a whole number from 1 to 1000", v)
 				}
 				c.Auth.MaxDevices = n
+				return nil
+			},
+		},
+		{
+			env: "XCLOAK_BREACHED_PASSWORDS", flag: "breached-passwords", show: "none", scope: forServe | forUser,
+			usage: "breach corpus new passwords and sign-ins are checked against: a `directory` of Pwned Passwords range files, or the base URL of a range API " +
+				"(https://api.pwnedpasswords.com, or a mirror), asked for <URL>/range/<5 hex digits of the SHA-1>",
+			set: func(c *config, v string) error {
+				if _, err := breached.Open(v, 0, nil); err != nil {
+					return err
+				}
+				c.BreachedPasswords = v
+				return nil
+			},
+		},
+		{
+			env: "XCLOAK_BREACHED_TIMEOUT", flag: "breached-timeout", def: formatDuration(breached.DefaultTimeout), scope: forServe | forUser,
+			usage: "how long one breached-password lookup may take, as a `duration` from 10ms to 10s; one that fails or takes longer counts the password as not breached",
+			set: func(c *config, v string) error {
+				dur, err := time.ParseDuration(v)
+				if err != nil || dur < 10*time.Millisecond || dur > 10*time.Second {
+					return fmt.Errorf("%q is not a duration from 10ms to 10s", v)
+				}
+				c.BreachedTimeout = dur
 				return nil
 			},
 		},

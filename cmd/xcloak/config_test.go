@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached"
 	"github.com/xcloak/xcloak/ratelimit"
 	"github.com/xcloak/xcloak/web"
 )
@@ -29,6 +30,7 @@ func TestLoadConfig(t *testing.T) {
 		ForwardedHeader: web.HeaderXForwardedFor,
 		MetricsAddr:     "127.0.0.1:9090",
 		KeyPrefix:       "xcloak:",
+		BreachedTimeout: breached.DefaultTimeout,
 		Auth:            auth.DefaultConfig(),
 	}
 	with := func(change func(*config)) config {
@@ -48,18 +50,20 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name: "environment overrides defaults",
 			env: map[string]string{
-				"XCLOAK_ADDR":             ":9000",
-				"XCLOAK_REDIS_URL":        "redis://cache:6380/2",
-				"XCLOAK_DATABASE_URL":     "postgres://app@db/xcloak",
-				"XCLOAK_SECRET":           "4f9a1c0e7b2d8f3a6c5e9b1d0a7f2c8e",
-				"XCLOAK_TRUSTED_PROXIES":  "10.0.0.0/8, 192.168.1.7",
-				"XCLOAK_FORWARDED_HEADER": "Forwarded",
-				"XCLOAK_INSECURE_COOKIES": "true",
-				"XCLOAK_KEY_PREFIX":       "login:",
-				"XCLOAK_HASH_CONCURRENCY": "3",
-				"XCLOAK_LIMIT_LOGIN_IP":   "100/1m",
-				"XCLOAK_LOCKOUT_DURATION": "1m",
-				"XCLOAK_SESSION_TTL":      "1h",
+				"XCLOAK_ADDR":               ":9000",
+				"XCLOAK_REDIS_URL":          "redis://cache:6380/2",
+				"XCLOAK_DATABASE_URL":       "postgres://app@db/xcloak",
+				"XCLOAK_SECRET":             "4f9a1c0e7b2d8f3a6c5e9b1d0a7f2c8e",
+				"XCLOAK_TRUSTED_PROXIES":    "10.0.0.0/8, 192.168.1.7",
+				"XCLOAK_FORWARDED_HEADER":   "Forwarded",
+				"XCLOAK_INSECURE_COOKIES":   "true",
+				"XCLOAK_KEY_PREFIX":         "login:",
+				"XCLOAK_HASH_CONCURRENCY":   "3",
+				"XCLOAK_LIMIT_LOGIN_IP":     "100/1m",
+				"XCLOAK_LOCKOUT_DURATION":   "1m",
+				"XCLOAK_SESSION_TTL":        "1h",
+				"XCLOAK_BREACHED_TIMEOUT":   "2s",
+				"XCLOAK_BREACHED_PASSWORDS": "https://ranges.example/pwned/",
 			},
 			want: with(func(c *config) {
 				c.Addr, c.RedisURL, c.DatabaseURL = ":9000", "redis://cache:6380/2", "postgres://app@db/xcloak"
@@ -72,6 +76,8 @@ func TestLoadConfig(t *testing.T) {
 				c.Auth.Limits[auth.RuleLoginIP] = ratelimit.Limit{Count: 100, Window: time.Minute}
 				c.Auth.Lockout.Duration = time.Minute
 				c.Auth.SessionTTL = time.Hour
+				c.BreachedTimeout = 2 * time.Second
+				c.BreachedPasswords = "https://ranges.example/pwned/"
 			}),
 		},
 		{

@@ -498,6 +498,26 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: "XCLOAK_SPRAY_WINDOW: 10ms is not from 1s to 744h0m0s",
 		},
 		{
+			name:    "breach corpus directory that does not exist",
+			env:     map[string]string{"XCLOAK_BREACHED_PASSWORDS": "/nonexistent/pwned-ranges"},
+			wantErr: "XCLOAK_BREACHED_PASSWORDS: breached: directory of ranges:",
+		},
+		{
+			name:    "breach corpus URL of another scheme",
+			env:     map[string]string{"XCLOAK_BREACHED_PASSWORDS": "ftp://ranges.example/"},
+			wantErr: "XCLOAK_BREACHED_PASSWORDS: breached: a URL must be http(s); anything else names a directory",
+		},
+		{
+			name:    "breach corpus URL with a query",
+			args:    []string{"--breached-passwords=https://ranges.example/?key=hunter2"},
+			wantErr: "--breached-passwords (XCLOAK_BREACHED_PASSWORDS): breached: range API URL must be",
+		},
+		{
+			name:    "breached lookup without a bound",
+			env:     map[string]string{"XCLOAK_BREACHED_TIMEOUT": "0s"},
+			wantErr: `XCLOAK_BREACHED_TIMEOUT: "0s" is not a duration from 10ms to 10s`,
+		},
+		{
 			name:    "negative session lifetime",
 			env:     map[string]string{"XCLOAK_SESSION_TTL": "-1h"},
 			wantErr: "XCLOAK_SESSION_TTL: -1h is not positive",

@@ -54,7 +54,8 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdin 
 func userAdd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("xcloak", "user add", "--email ADDRESS [--admin] [flags] < password-file",
 		"Creates an account. The password is the first line of stdin, without its\n"+
-			"line ending; it needs at least 8 characters. For example:\n\n"+
+			"line ending; it needs at least 8 characters, and is refused if it is in\n"+
+			"the breach corpus XCLOAK_BREACHED_PASSWORDS names. For example:\n\n"+
 			"  printf '%s\\n' \"$PASSWORD\" | xcloak user add --email ann@example.com --admin\n")
 	email := fs.String("email", "", "mail `address` of the new account (required)")
 	admin := fs.Bool("admin", false, "make the account an administrator")
@@ -88,6 +89,8 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("a user with email %s exists already", addr)
 	case errors.Is(err, auth.ErrWeakPassword):
 		return fmt.Errorf("password refused: %s", strings.TrimPrefix(err.Error(), "auth: "))
+	case errors.Is(err, auth.ErrBreachedPassword):
+		return errors.New("password refused: it has appeared in a data breach (XCLOAK_BREACHED_PASSWORDS); choose another one")
 	case err != nil:
 		return err
 	}

@@ -37,6 +37,10 @@ type Deps struct {
 	// Now is the clock of the service's timestamps and of the dashboard; nil:
 	// time.Now.
 	Now func() time.Time
+
+	// Breached looks passwords up in a breach corpus (package breached);
+	// nil: no checking.
+	Breached auth.BreachedChecker
 }
 
 // App is XCloak assembled: the service and what the dashboard reads. Its
@@ -81,6 +85,8 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Metrics: d.Metrics,
 		Events:  store,
 		Counter: counts,
+
+		Breached: d.Breached,
 	})
 	if err != nil {
 		return nil, err

@@ -59,6 +59,9 @@ type Options struct {
 	DatabaseURL string
 	Redis       *redis.Client
 	Prefix      string
+
+	// Breached looks passwords up in a breach corpus; nil: no checking.
+	Breached auth.BreachedChecker
 }
 
 // secret is the service secret tests use.
@@ -101,7 +104,8 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
+	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
+		Breached: o.Breached})
 	if err != nil {
 		t.Fatal(err)
 	}

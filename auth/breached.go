@@ -1,0 +1,76 @@
+package auth
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Breached passwords. A password that is in a breach corpus is known to
+// whoever holds the corpus, and credential stuffing and spraying try
+// those first. So, NIST SP 800-63B's rule, no account is given one: a new
+// password that is breached is refused (ErrBreachedPassword) by every way
+// of setting one. And a right password that is breached signs no browser
+// in as it would: a known device gets a session that can only change the
+// password (Session.MustChangePassword), an unknown browser is held for
+// verification by mail.
+//
+// Looking a password up (package breached) is bounded in time and may
+// fail. A failure never blocks anyone: it is logged, without the password
+// or anything of its hash, counted in xcloak_breached_lookup_failures_total,
+// and the password is taken as not breached, on a sign-in and when a
+// password is set alike. Refusing a new password because the corpus
+// could not be read would lock users out of resets over an outage of
+// something only advisory; the lookup runs again at every sign-in.
+
+// ErrBreachedPassword: a new password that is in a breach corpus.
+var ErrBreachedPassword = errors.New("auth: password appears in a data breach")
+
+// BreachedChecker tells whether a password is in a breach corpus (package
+// breached implements it); an error means it could not tell in time.
+type BreachedChecker interface {
+	Breached(ctx context.Context, password string) (bool, error)
+}
+
+// breachedCheck is the service's breached-password lookup and its
+// failures' metric.
+type breachedCheck struct {
+	checker  BreachedChecker // nil: no checking
+	failures prometheus.Counter
+}
+
+func newBreachedCheck(c BreachedChecker, reg prometheus.Registerer) (breachedCheck, error) {
+	failures := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "xcloak_breached_lookup_failures_total",
+		Help: "Breached-password lookups that failed or timed out; the password was taken as not breached."})
+	if err := reg.Register(failures); err != nil {
+		return breachedCheck{}, err
+	}
+	return breachedCheck{checker: c, failures: failures}, nil
+}
+
+// passwordBreached reports whether password is in the breach corpus: the
+// sign-in's lookup, bounded in time by the checker, and false when
+// checking is off or the lookup failed (logged and counted).
+func (s *Service) passwordBreached(ctx context.Context, password string) bool {
+	if s.breached.checker == nil {
+		return false
+	}
+	found, err := s.breached.checker.Breached(ctx, password)
+	if err != nil {
+		s.breached.failures.Inc()
+		s.log.WarnContext(ctx, "breached-password lookup failed; taken as not breached", "err", err)
+		return false
+	}
+	return found
+}
+
+// checkNotBreached refuses a new password that is in the breach corpus
+// with ErrBreachedPassword; a failed lookup accepts it.
+func (s *Service) checkNotBreached(ctx context.Context, password string) error {
+	if s.passwordBreached(ctx, password) {
+		return ErrBreachedPassword
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package auth_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached"
+	"github.com/xcloak/xcloak/breached/breachedtest"
+	"github.com/xcloak/xcloak/internal/app"
+)
+
+// withBreached gives a fixture's service a breach corpus.
+func withBreached(c auth.BreachedChecker) func(*app.Deps) {
+	return func(d *app.Deps) { d.Breached = c }
+}
+
+// TestBreachedNewPasswordRefused: every way of setting a password refuses
+// one found in the corpus, read from range files and from a range API,
+// and takes one that is not.
+func TestBreachedNewPasswordRefused(t *testing.T) {
+	corpus := breachedtest.New(t)
+	corpus.Add(t, "password123", "letmein!!")
+	sources := map[string]auth.BreachedChecker{"directory": corpus.Checker(t)}
+	api, err := openChecker(corpus.Serve(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources["range API"] = api
+	for name, checker := range sources {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil, withBreached(checker))
+			if _, err := f.svc.CreateUser(t.Context(), "ann@example.com", "password123", false); !errors.Is(err, auth.ErrBreachedPassword) {
+				t.Fatalf("CreateUser with a breached password: %v, want ErrBreachedPassword", err)
+			}
+			f.addUser(t, "ann@example.com", "not in any corpus", false)
+			if err := f.svc.SetPassword(t.Context(), "ann@example.com", "letmein!!"); !errors.Is(err, auth.ErrBreachedPassword) {
+				t.Fatalf("SetPassword with a breached password: %v, want ErrBreachedPassword", err)
+			}
+			token := requestResetToken(t, f, "ann@example.com")
+			if err := f.svc.ConfirmReset(t.Context(), token, "password123", client("192.0.2.1")); !errors.Is(err, auth.ErrBreachedPassword) {
+				t.Fatalf("ConfirmReset with a breached password: %v, want ErrBreachedPassword", err)
+			}
+			// The refusal spent nothing: the token still works.
+			if err := f.svc.ConfirmReset(t.Context(), token, "a fresh one, unbreached", client("192.0.2.1")); err != nil {
+				t.Fatalf("ConfirmReset after the refusal: %v", err)
+			}
+			if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "a fresh one, unbreached", Client: client("192.0.2.1")}); err != nil {
+				t.Fatalf("sign-in with the new password: %v", err)
+			}
+		})
+	}
+}
+
+// failingAPIs are range APIs that cannot answer a lookup: one that
+// fails, and one that answers after the lookup's bound.
+func failingAPIs(t *testing.T) map[string]auth.BreachedChecker {
+	t.Helper()
+	release := make(chan struct{})
+	handlers := map[string]http.HandlerFunc{
+		"server error": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		},
+		"no answer in time": func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		},
+	}
+	checkers := map[string]auth.BreachedChecker{}
+	for name, h := range handlers {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		c, err := breached.Open(srv.URL, 100*time.Millisecond, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkers[name] = c
+	}
+	t.Cleanup(func() { close(release) })
+	return checkers
+}
+
+// TestBreachedLookupFailureNeverBlocks: a range API that fails or does
+// not answer in time lets new passwords be set and known devices sign in
+// as usual, unrestricted, and each failed lookup is counted.
+func TestBreachedLookupFailureNeverBlocks(t *testing.T) {
+	for name, checker := range failingAPIs(t) {
+		t.Run(name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			f := newFixture(t, nil, withBreached(checker), func(d *app.Deps) { d.Metrics = reg })
+			f.addUser(t, "ann@example.com", "password123", false)
+			first, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1"), DeviceCookie: first.Device.Value})
+			if err != nil {
+				t.Fatalf("known device while lookups fail: %v", err)
+			}
+			if res.Session.MustChangePassword {
+				t.Error("a failed lookup restricted the session")
+			}
+			// One lookup for the new account, one for the known device's
+			// sign-in.
+			want := `
+# HELP xcloak_breached_lookup_failures_total Breached-password lookups that failed or timed out; the password was taken as not breached.
+# TYPE xcloak_breached_lookup_failures_total counter
+xcloak_breached_lookup_failures_total 2
+`
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xcloak_breached_lookup_failures_total"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestKnownDeviceBreachedPasswordRestricted: a known device that signs in
+// with the right password, once it is in the corpus, gets a session that
+// must change it; before, and with a password not in the corpus, a free
+// one.
+func TestKnownDeviceBreachedPasswordRestricted(t *testing.T) {
+	corpus := breachedtest.New(t)
+	f := newFixture(t, nil, withBreached(corpus.Checker(t)))
+	f.addUser(t, "ann@example.com", "password123", false)
+	login := func(cookie string) auth.LoginResult {
+		t.Helper()
+		res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1"), DeviceCookie: cookie})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := login("")
+	if login(first.Device.Value).Session.MustChangePassword {
+		t.Fatal("a password not in the corpus restricted the session")
+	}
+	corpus.Add(t, "password123")
+	res := login(first.Device.Value)
+	if !res.Session.MustChangePassword {
+		t.Fatal("a known device with a breached password got a free session")
+	}
+	stored, err := f.svc.Session(t.Context(), res.Session.Token)
+	if err != nil || !stored.MustChangePassword {
+		t.Fatalf("the stored session: %+v, %v; want MustChangePassword", stored, err)
+	}
+}

@@ -1,0 +1,154 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// EventPasswordChanged: an account's owner changed its password, signed
+// in; every other session ended and every other known device was
+// forgotten.
+const EventPasswordChanged = "password_changed"
+
+// PasswordChange is a signed-in owner's change of their password.
+type PasswordChange struct {
+	// Session is the token of the session the change is made from.
+	Session string
+	// Current is the password the owner types to prove it is them; New
+	// replaces it.
+	Current, New string
+	Client       Client
+	// DeviceCookie is the value of the account's device cookie, if the
+	// browser sent one.
+	DeviceCookie string
+}
+
+// ChangePassword changes the password of a signed-in account. The current
+// password is checked as a sign-in checks it, by the same rules: the
+// limits of the network and of the account (or of the known device it
+// comes from) and its lockout, in one Redis round trip before any
+// hashing, then a hash in the same pool; a wrong one counts towards the
+// lockout and the spraying lock as a failed sign-in does. The new one
+// must meet the password rules and not be breached.
+//
+// In one transaction the new hash is stored, every other session of the
+// account ends, every known device but this browser's is forgotten, and
+// the session it came from continues, free of MustChangePassword. Then
+// the owner is mailed, off the request path, that the password changed,
+// with a reset link in case it was not them.
+//
+// Errors: ErrNoSession, ErrInvalidRequest, ErrWeakPassword,
+// *LimitedError, ErrInvalidCredentials, ErrBreachedPassword,
+// ErrUnavailable, ErrHasherBusy.
+func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error {
+	sess, err := s.Session(ctx, req.Session)
+	if err != nil {
+		return err
+	}
+	if req.Current == "" || len(req.Current) > MaxPasswordBytes {
+		return ErrInvalidRequest
+	}
+	if err := checkNewPassword(req.New); err != nil {
+		return err
+	}
+	email, source := sess.Email, req.Client.Source()
+	device := s.deviceOf(ctx, email, req.DeviceCookie)
+
+	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Current)}
+	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
+	if err != nil {
+		return unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
+		return &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	user, err := s.UserByEmail(ctx, email)
+	if errors.Is(err, ErrNoUser) {
+		return ErrNoSession
+	}
+	if err != nil {
+		return err
+	}
+	verify := s.hasher.Verify
+	if device != "" {
+		verify = s.hasher.VerifyTrusted
+	}
+	ok, _, err := verify(ctx, user.PasswordHash, req.Current)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return s.failed(ctx, email, user.ID, source, device, req.Current)
+	}
+
+	if err := s.checkNotBreached(ctx, req.New); err != nil {
+		return err
+	}
+	hash, err := s.hasher.Hash(ctx, req.New)
+	if err != nil {
+		return err
+	}
+	var keep []byte
+	if device != "" {
+		keep = nonceHash(device)
+	}
+	err = s.store.ChangePassword(ctx, user.ID, user.PasswordHash, hash, hashToken(req.Session), keep)
+	s.deviceCache.purge()
+	switch {
+	case errors.Is(err, ErrPasswordChanged):
+		// Replaced meanwhile, by a reset say, which also ended this
+		// session.
+		return ErrInvalidCredentials
+	case errors.Is(err, ErrNoSession):
+		return err
+	case err != nil:
+		return s.dbDown("changing password", err)
+	}
+	s.record(Event{Kind: EventPasswordChanged, Account: email, UserID: user.ID, Source: source})
+	s.queueLink(linkJob{email: email, source: source, at: s.now(), changed: true})
+	return nil
+}
+
+// deviceOf returns the nonce of the browser's device cookie if it is a
+// known device of the account with email, else "".
+func (s *Service) deviceOf(ctx context.Context, email, cookie string) string {
+	if cookie == "" {
+		return ""
+	}
+	nonce, ok := s.devices.Check(email, cookie)
+	if !ok {
+		return ""
+	}
+	known, err := s.knownDevice(ctx, email, nonce)
+	if err != nil {
+		s.log.WarnContext(ctx, "device cookie not checked", "err", err)
+		return ""
+	}
+	if !known {
+		return ""
+	}
+	return nonce
+}
+
+// passwordChangedMail stores a reset token for user and returns the mail
+// that tells the owner their password was changed, with its link.
+func (s *Service) passwordChangedMail(ctx context.Context, user User, at time.Time) (Message, error) {
+	token, hash := newToken()
+	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL)); err != nil {
+		return Message{}, err
+	}
+	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()
+	return Message{
+		To:      user.Email,
+		Subject: "Your XCloak password was changed",
+		Body: fmt.Sprintf("The password of the XCloak account for %s was changed at %s.\n\n"+
+			"Every other browser signed in to the account was signed out.\n\n"+
+			"If this wasn't you, someone else knows your password: choose a new one "+
+			"with this link within %s. It works once.\n\n%s\n\n"+
+			"If it was you, there is nothing to do.\n",
+			user.Email, at.UTC().Format(time.RFC1123), s.cfg.ResetTTL, link),
+	}, nil
+}

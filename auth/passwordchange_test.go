@@ -1,0 +1,140 @@
+package auth_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached"
+	"github.com/xcloak/xcloak/breached/breachedtest"
+)
+
+func openChecker(source string) (auth.BreachedChecker, error) {
+	return breached.Open(source, 0, nil)
+}
+
+// TestChangePassword: from a known device, the change ends every other
+// session and forgets every other device, keeps its own, lifts the
+// session's restriction, and mails the owner a notice with a reset link.
+func TestChangePassword(t *testing.T) {
+	corpus := breachedtest.New(t)
+	f := newFixture(t, nil, withBreached(corpus.Checker(t)))
+	f.addUser(t, "ann@example.com", "password123", false)
+	login := func(ip, cookie string) auth.LoginResult {
+		t.Helper()
+		res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client(ip), DeviceCookie: cookie})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	mine, other := login("192.0.2.1", ""), login("192.0.2.2", "")
+	corpus.Add(t, "password123")
+	mine = login("192.0.2.1", mine.Device.Value)
+	if !mine.Session.MustChangePassword {
+		t.Fatal("no restriction to lift")
+	}
+	change := auth.PasswordChange{Session: mine.Session.Token, Current: "password123", New: "password123", Client: client("192.0.2.1"), DeviceCookie: mine.Device.Value}
+	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrBreachedPassword) {
+		t.Fatalf("changing to a breached password: %v, want ErrBreachedPassword", err)
+	}
+	change.New = "short"
+	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrWeakPassword) {
+		t.Fatalf("changing to a short password: %v, want ErrWeakPassword", err)
+	}
+	change.New = "a new one, nowhere leaked"
+	if err := f.svc.ChangePassword(t.Context(), change); err != nil {
+		t.Fatalf("ChangePassword: %v", err)
+	}
+
+	sess, err := f.svc.Session(t.Context(), mine.Session.Token)
+	if err != nil || sess.MustChangePassword {
+		t.Fatalf("the changing session: %+v, %v; want it kept and free", sess, err)
+	}
+	if _, err := f.svc.Session(t.Context(), other.Session.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatalf("the other session: %v, want ErrNoSession", err)
+	}
+	if n := countRows(t, f, "SELECT count(*) FROM devices"); n != 1 {
+		t.Fatalf("%d known devices, want this browser's only", n)
+	}
+	// This browser is still a known device; the other one is a stranger.
+	for _, c := range []struct {
+		cookie string
+		known  bool
+	}{{mine.Device.Value, true}, {other.Device.Value, false}} {
+		res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "a new one, nowhere leaked", Client: client("192.0.2.3"), DeviceCookie: c.cookie})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if renewed := res.Device.Value == c.cookie; renewed != c.known {
+			t.Errorf("device cookie kept = %v, want %v", renewed, c.known)
+		}
+	}
+	body := f.mailBody(t, "ann@example.com")
+	if !strings.Contains(body, "was changed") || !strings.Contains(body, "If this wasn't you") || resetLink.FindString(body) == "" {
+		t.Errorf("mail does not say the password changed with a reset link:\n%s", body)
+	}
+	if n := countRows(t, f, "SELECT count(*) FROM password_reset_tokens"); n != 1 {
+		t.Errorf("%d reset tokens, want the mail's one", n)
+	}
+	waitEvent(t, f, auth.EventPasswordChanged)
+}
+
+// waitEvent waits until an event of kind is written.
+func waitEvent(t *testing.T, f *fixture, kind string) {
+	t.Helper()
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, f, fmt.Sprintf("SELECT count(*) FROM security_events WHERE kind = '%s'", kind)); n != 1 {
+		t.Fatalf("%d %s events, want 1", n, kind)
+	}
+}
+
+// TestChangePasswordWrongCurrentCountsTowardsLockout: a wrong current
+// password is a failed sign-in: Threshold of them lock the account, which
+// then refuses the change and sign-ins alike, the right password too.
+func TestChangePasswordWrongCurrentCountsTowardsLockout(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Lockout.Threshold = 3
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+	})
+	f.addUser(t, "ann@example.com", "password123", false)
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No device cookie: the account's lockout counts, as for a sign-in.
+	change := auth.PasswordChange{Session: res.Session.Token, New: "a new one, nowhere leaked", Client: client("192.0.2.1")}
+	for i := range f.cfg.Lockout.Threshold {
+		change.Current = fmt.Sprint("wrong ", i)
+		if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("wrong current password %d: %v, want ErrInvalidCredentials", i, err)
+		}
+	}
+	change.Current = "password123"
+	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("change with the right password on a locked account: %v, want ErrLimited", err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.9")}); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("sign-in on the account the changes locked: %v, want ErrLimited", err)
+	}
+	if n := countRows(t, f, "SELECT count(*) FROM lockouts"); n != 1 {
+		t.Errorf("%d lockouts recorded, want 1", n)
+	}
+}
+
+// TestChangePasswordNeedsASession: no session, no change, and nothing
+// counted.
+func TestChangePasswordNeedsASession(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "ann@example.com", "password123", false)
+	for _, token := range []string{"", "not a token", strings.Repeat("A", 43)} {
+		err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: token, Current: "password123", New: "a new one, nowhere leaked", Client: client("192.0.2.1")})
+		if !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("session %q: %v, want ErrNoSession", token, err)
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package breached_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/breached"
+)
+
+// corpus is a small breach corpus made up for the tests: the ranges of
+// the breached passwords' prefixes, each with other suffixes around the
+// breached one, as real ranges hold hundreds.
+type corpus map[string][]string // lines by prefix
+
+func sha1Hex(p string) string {
+	sum := sha1.Sum([]byte(p))
+	return strings.ToUpper(hex.EncodeToString(sum[:]))
+}
+
+var (
+	breachedPasswords = []string{"password1", "correct horse battery staple", "Tr0ub4dor&3", "pässwörd-ünicode"}
+	safePasswords     = []string{"never-leaked-7f3a9c", "another one nobody used", "password2-not-in-corpus"}
+)
+
+func newCorpus(t *testing.T) corpus {
+	t.Helper()
+	c := corpus{}
+	for i, p := range breachedPasswords {
+		h := sha1Hex(p)
+		prefix, suffix := h[:5], h[5:]
+		// Neighbours: other suffixes under the same prefix, and a suffix
+		// differing from the breached one in its last digit only.
+		c[prefix] = append(c[prefix],
+			fmt.Sprintf("%035X:%d", i*7919+1, 3),
+			suffix[:34]+flip(suffix[34])+":12",
+			fmt.Sprintf("%s:%d", suffix, 100+i),
+			fmt.Sprintf("%035X:%d", i*104729+5, 1))
+	}
+	// The prefix of a safe password holds other suffixes only.
+	h := sha1Hex(safePasswords[0])
+	c[h[:5]] = append(c[h[:5]], fmt.Sprintf("%035X:9", 42))
+	return c
+}
+
+func flip(b byte) string {
+	if b == '0' {
+		return "1"
+	}
+	return "0"
+}
+
+// writeDir writes the corpus as the downloader does: one file per
+// prefix, with .txt or without, CRLF or LF line ends.
+func (c corpus) writeDir(t *testing.T, ext, eol string) string {
+	t.Helper()
+	d := t.TempDir()
+	for prefix, lines := range c {
+		body := strings.Join(lines, eol) + eol
+		if err := os.WriteFile(filepath.Join(d, prefix+ext), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// server serves the corpus as the range API does, padded with lines of
+// count 0 when asked, and records the paths it was asked for.
+type server struct {
+	*httptest.Server
+	mu       sync.Mutex
+	paths    []string
+	padded   []bool
+	rawQuery []string
+}
+
+// paddingOf is the padding of a range: a suffix whose line would say
+// breached if its count were not 0.
+func paddingOf(prefix string) string { return sha1Hex("padding-of-" + prefix)[5:] }
+
+func (c corpus) serve(t *testing.T) *server {
+	t.Helper()
+	s := &server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.paths = append(s.paths, r.URL.Path)
+		s.padded = append(s.padded, r.Header.Get("Add-Padding") == "true")
+		s.rawQuery = append(s.rawQuery, r.URL.RawQuery)
+		s.mu.Unlock()
+		prefix, ok := strings.CutPrefix(r.URL.Path, "/mirror/range/")
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		lines := slices.Clone(c[prefix])
+		if r.Header.Get("Add-Padding") == "true" {
+			lines = append(lines, paddingOf(prefix)+":0", fmt.Sprintf("%035X:0", 77))
+		}
+		fmt.Fprint(w, strings.Join(lines, "\r\n"))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func open(t *testing.T, source string) breached.Checker {
+	t.Helper()
+	c, err := breached.Open(source, 5*time.Second, nil)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", source, err)
+	}
+	return c
+}
+
+func TestFindsTheBreachedOnly(t *testing.T) {
+	c := newCorpus(t)
+	srv := c.serve(t)
+	sources := map[string]string{
+		"directory, .txt, CRLF":         c.writeDir(t, ".txt", "\r\n"),
+		"directory, no extension, LF":   c.writeDir(t, "", "\n"),
+		"range API":                     srv.URL + "/mirror",
+		"range API, base with trailing": srv.URL + "/mirror/",
+	}
+	for name, source := range sources {
+		t.Run(name, func(t *testing.T) {
+			checker := open(t, source)
+			for _, p := range breachedPasswords {
+				if got, err := checker.Breached(t.Context(), p); err != nil || !got {
+					t.Errorf("Breached(%q) = %v, %v; want true", p, got, err)
+				}
+			}
+			for _, p := range safePasswords {
+				if got, err := checker.Breached(t.Context(), p); err != nil || got {
+					t.Errorf("Breached(%q) = %v, %v; want false", p, got, err)
+				}
+			}
+		})
+	}
+}
+
+func TestAPIAsksForThePrefixOnlyWithPadding(t *testing.T) {
+	c := newCorpus(t)
+	srv := c.serve(t)
+	checker := open(t, srv.URL+"/mirror")
+	all := append(slices.Clone(breachedPasswords), safePasswords...)
+	for _, p := range all {
+		if _, err := checker.Breached(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.paths) != len(all) {
+		t.Fatalf("%d requests, want %d", len(srv.paths), len(all))
+	}
+	path := regexp.MustCompile(`^/mirror/range/[0-9A-F]{5}$`)
+	for i, p := range all {
+		if want := "/mirror/range/" + sha1Hex(p)[:5]; srv.paths[i] != want {
+			t.Errorf("request %d: path %q, want %q", i, srv.paths[i], want)
+		}
+		if !path.MatchString(srv.paths[i]) || srv.rawQuery[i] != "" {
+			t.Errorf("request %d: %q?%q sends more than a 5-digit prefix", i, srv.paths[i], srv.rawQuery[i])
+		}
+		if !srv.padded[i] {
+			t.Errorf("request %d: no Add-Padding: true", i)
+		}
+	}
+}
+
+// A padding line names a suffix with count 0: it is no breach, though the
+// suffix matches.
+func TestPaddingIsNoBreach(t *testing.T) {
+	// A password whose suffix only a padding line holds: make the padding
+	// of its prefix be its own suffix.
+	p := safePasswords[1]
+	h := sha1Hex(p)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s:0\r\n%035X:4\r\n", h[5:], 1)
+	}))
+	defer srv.Close()
+	if got, err := open(t, srv.URL).Breached(t.Context(), p); err != nil || got {
+		t.Errorf("Breached = %v, %v; want false for a suffix on a padding line", got, err)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	c := newCorpus(t)
+	p := breachedPasswords[0]
+	prefix := sha1Hex(p)[:5]
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	handlers := map[string]http.HandlerFunc{
+		"server error": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "down", http.StatusInternalServerError)
+		},
+		"redirect": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://elsewhere.example/range/"+prefix, http.StatusFound)
+		},
+		"no answer in time": func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		},
+		"range past the bound": func(w http.ResponseWriter, r *http.Request) {
+			line := fmt.Sprintf("%035X:1\r\n", 5)
+			for range (1 << 20) / len(line) {
+				fmt.Fprint(w, line)
+			}
+			fmt.Fprintf(w, "%s:1\r\n", sha1Hex(p)[5:])
+		},
+	}
+	for name, h := range handlers {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			checker, err := breached.Open(srv.URL, 200*time.Millisecond, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := checker.Breached(t.Context(), p)
+			if err == nil || got {
+				t.Fatalf("Breached = %v, %v; want false and an error", got, err)
+			}
+			for _, secret := range []string{p, sha1Hex(p), prefix} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error %q quotes the password, its hash or its prefix", err)
+				}
+			}
+		})
+	}
+	t.Run("unreadable range file", func(t *testing.T) {
+		d := c.writeDir(t, ".txt", "\n")
+		// A directory where the range file should be cannot be read as one.
+		if err := os.Remove(filepath.Join(d, prefix+".txt")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(d, prefix+".txt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		got, err := open(t, d).Breached(t.Context(), p)
+		if err == nil || got {
+			t.Fatalf("Breached = %v, %v; want false and an error", got, err)
+		}
+		if strings.Contains(err.Error(), prefix) {
+			t.Errorf("error %q quotes the prefix", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		got, err := open(t, c.writeDir(t, ".txt", "\n")).Breached(ctx, p)
+		if !errors.Is(err, context.Canceled) || got {
+			t.Errorf("Breached = %v, %v; want false, context.Canceled", got, err)
+		}
+	})
+}
+
+func TestOpen(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := breached.Open("", 0, nil); c != nil || err != nil {
+		t.Errorf("Open(\"\") = %v, %v; want nil, nil (off)", c, err)
+	}
+	for _, bad := range []string{
+		filepath.Join(t.TempDir(), "missing"),
+		file,
+		"ftp://ranges.example/",
+		"https://",
+		"https://ranges.example/?key=1",
+		"https://user:pass@ranges.example/",
+		"http://%zz",
+	} {
+		if _, err := breached.Open(bad, 0, nil); err == nil {
+			t.Errorf("Open(%q) accepted", bad)
+		}
+	}
+	for _, good := range []string{t.TempDir(), "https://api.pwnedpasswords.com", "http://127.0.0.1:9/mirror/"} {
+		if _, err := breached.Open(good, 0, nil); err != nil {
+			t.Errorf("Open(%q): %v", good, err)
+		}
+	}
+}

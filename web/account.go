@@ -1,0 +1,141 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/templates"
+)
+
+func (s *Server) handleAccount() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.session(r)
+		if !ok {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		if sess.MustChangePassword {
+			http.Redirect(w, r, passwordPage, http.StatusSeeOther)
+			return
+		}
+		user, err := s.auth.UserByEmail(r.Context(), sess.Email)
+		if errors.Is(err, auth.ErrNoUser) {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.render(w, r, http.StatusOK, templates.AccountPage(templates.AccountProps{
+			Nav:         templates.Nav{SignedIn: true, Email: sess.Email, IsAdmin: sess.IsAdmin},
+			Email:       sess.Email,
+			IsAdmin:     sess.IsAdmin,
+			MemberSince: user.CreatedAt,
+			SignedInAt:  sess.CreatedAt,
+			Notice:      accountNotice(r),
+		}))
+	})
+}
+
+// errPasswordChangeRequired: the session can only change the password
+// (auth.Session.MustChangePassword).
+var errPasswordChangeRequired = errors.New("web: password change required")
+
+// passwordPage is where a session changes its password, and where one
+// that must change it is sent from every other signed-in page.
+const passwordPage = "/account/password"
+
+func (s *Server) handlePasswordPage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.session(r)
+		if !ok {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		s.render(w, r, http.StatusOK, templates.PasswordChangePage(templates.PasswordChangeProps{
+			Nav: navFor(sess), Required: sess.MustChangePassword}))
+	})
+}
+
+// changePassword runs a password change for either front end, from the
+// request's session and device cookie. auth.ErrNoSession without a
+// session.
+func (s *Server) changePassword(r *http.Request, sess auth.Session, current, next string) error {
+	return s.auth.ChangePassword(r.Context(), auth.PasswordChange{
+		Session:      s.readCookie(r, sessionCookie),
+		Current:      current,
+		New:          next,
+		Client:       s.client(r),
+		DeviceCookie: s.readCookie(r, s.auth.DeviceCookieName(sess.Email)),
+	})
+}
+
+func (s *Server) handlePasswordForm() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.session(r)
+		if !ok {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		form, err := decodeForm(r, templates.FieldCurrentPassword, templates.FieldNewPassword, templates.FieldConfirm)
+		if err == nil && form[templates.FieldNewPassword] != form[templates.FieldConfirm] {
+			err = errNoMatch
+		}
+		if err == nil {
+			err = s.changePassword(r, sess, form[templates.FieldCurrentPassword], form[templates.FieldNewPassword])
+		}
+		switch {
+		case err == nil:
+			http.Redirect(w, r, "/account?password=changed", http.StatusSeeOther)
+			return
+		case errors.Is(err, auth.ErrNoSession):
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		p := problemFor(err)
+		s.logProblem(r, p, err)
+		setRetryAfter(w, p)
+		props := templates.PasswordChangeProps{Nav: navFor(sess), Required: sess.MustChangePassword, RetryAfterSeconds: p.retryAfter}
+		if p.retryAfter == 0 {
+			props.Error = p.message
+			if errors.Is(err, auth.ErrInvalidCredentials) {
+				props.Error = "Your current password is incorrect."
+			}
+		}
+		s.render(w, r, p.status, templates.PasswordChangePage(props))
+	})
+}
+
+type passwordChangeBody struct {
+	CurrentPassword string `json:"current_password"`
+	NewPassword     string `json:"new_password"`
+}
+
+func (s *Server) handlePasswordAPI() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in passwordChangeBody
+		sess, ok := s.session(r)
+		err := errSignedOut
+		if ok {
+			err = decodeJSON(r, &in, &in.CurrentPassword, &in.NewPassword)
+		}
+		if err == nil {
+			err = s.changePassword(r, sess, in.CurrentPassword, in.NewPassword)
+		}
+		if err != nil {
+			s.failJSON(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+// accountNotice is the account page's notice for the step that led to it.
+func accountNotice(r *http.Request) string {
+	if r.URL.Query().Get("password") == "changed" {
+		return templates.PasswordChangedText
+	}
+	return ""
+}

@@ -1,0 +1,263 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached"
+	"github.com/xcloak/xcloak/breached/breachedtest"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/templates"
+)
+
+// breachedMessage is what a refused breached password is answered with.
+const breachedMessage = "This password has appeared in a data breach; choose another one."
+
+// withCorpus starts an Env whose breach corpus is corpus, read through a
+// local range API, as a deployment with XCLOAK_BREACHED_PASSWORDS set to
+// a mirror reads it.
+func withCorpus(t *testing.T, corpus *breachedtest.Corpus, configure func(*auth.Config)) *xcloaktest.Env {
+	t.Helper()
+	checker, err := breached.Open(corpus.Serve(t), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return xcloaktest.New(t, xcloaktest.Options{Breached: checker, Auth: configure})
+}
+
+func changeJSON(current, next string) string {
+	b, _ := json.Marshal(map[string]string{"current_password": current, "new_password": next})
+	return string(b)
+}
+
+func changeForm(current, next, confirm string) string {
+	return url.Values{templates.FieldCurrentPassword: {current}, templates.FieldNewPassword: {next}, templates.FieldConfirm: {confirm}}.Encode()
+}
+
+// errorCode is the "error" of a JSON error body.
+func errorCode(t *testing.T, body string) string {
+	t.Helper()
+	var e struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatalf("error body %q: %v", body, err)
+	}
+	return e.Error
+}
+
+// TestBreachedPasswordRefusedOverHTTP: a reset and a change to a breached
+// password are refused with a 400 that says why, on the page and in the
+// API, and the password stays as it was.
+func TestBreachedPasswordRefusedOverHTTP(t *testing.T) {
+	corpus := breachedtest.New(t)
+	corpus.Add(t, "password123")
+	env := withCorpus(t, corpus, nil)
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+
+	c := xcloaktest.Client(t, "127.0.12.1")
+	signIn(t, c, base, "ann@example.com", "old password")
+	resp, body := post(t, c, base+"/account/password", formType, changeForm("old password", "password123", "password123"))
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, breachedMessage) {
+		t.Errorf("change form to a breached password: %d, want 400 saying %q:\n%s", resp.StatusCode, breachedMessage, body)
+	}
+	resp, body = post(t, c, base+"/api/v1/account/password", jsonType, changeJSON("old password", "password123"))
+	if resp.StatusCode != http.StatusBadRequest || errorCode(t, body) != "breached_password" {
+		t.Errorf("change API to a breached password: %d %s, want 400 breached_password", resp.StatusCode, body)
+	}
+
+	if resp, _ := post(t, c, base+"/api/v1/password-reset", jsonType, `{"email":"ann@example.com"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("reset request: %d", resp.StatusCode)
+	}
+	m := resetLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body)
+	if m == nil {
+		t.Fatal("no reset link in the mail")
+	}
+	set := url.Values{"password": {"password123"}, "password_confirm": {"password123"}}.Encode()
+	resp, body = post(t, c, base+"/password-reset/"+m[1], formType, set)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, breachedMessage) {
+		t.Errorf("reset form to a breached password: %d, want 400 saying %q:\n%s", resp.StatusCode, breachedMessage, body)
+	}
+	resp, body = post(t, c, base+"/api/v1/password-reset/confirm", jsonType, fmt.Sprintf(`{"token":%q,"password":"password123"}`, m[1]))
+	if resp.StatusCode != http.StatusBadRequest || errorCode(t, body) != "breached_password" {
+		t.Errorf("reset API to a breached password: %d %s, want 400 breached_password", resp.StatusCode, body)
+	}
+	signIn(t, xcloaktest.Client(t, "127.0.12.2"), base, "ann@example.com", "old password")
+}
+
+// TestRestrictedSessionOverHTTP: an administrator's known browser signs
+// in with a password that has since appeared in a breach. The session can
+// show the change page, change the password and sign out, and nothing
+// else: the account page and the dashboard send it to the change page,
+// the admin API answers 403. Once the password is changed, the same
+// session goes everywhere again.
+func TestRestrictedSessionOverHTTP(t *testing.T) {
+	corpus := breachedtest.New(t)
+	env := withCorpus(t, corpus, nil)
+	base := env.Start(t)
+	env.AddUser(t, "root@example.com", "password123", true)
+	browser := xcloaktest.Client(t, "127.0.12.10")
+	signIn(t, browser, base, "root@example.com", "password123")
+	corpus.Add(t, "password123")
+	signIn(t, browser, base, "root@example.com", "password123")
+
+	for _, path := range []string{"/account", "/admin", "/admin?period=1h", "/"} {
+		resp, _ := get(t, browser, base+path)
+		want := "/account/password"
+		if path == "/" {
+			want = "/account" // which sends it on
+		}
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+			t.Errorf("GET %s: %d to %q, want 303 to %s", path, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+	resp, body := get(t, browser, base+"/api/v1/admin/stats")
+	if resp.StatusCode != http.StatusForbidden || errorCode(t, body) != "password_change_required" {
+		t.Errorf("admin API: %d %s, want 403 password_change_required", resp.StatusCode, body)
+	}
+	form := url.Values{"email": {"root@example.com"}, "period": {"5m"}}.Encode()
+	if resp, _ := post(t, browser, base+"/admin/users/sign-out", formType, form); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/password" {
+		t.Errorf("admin action: %d to %q, want 303 to /account/password", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body = get(t, browser, base+"/account/password")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "appeared in a data breach") {
+		t.Errorf("change page: %d, want 200 saying why:\n%s", resp.StatusCode, body)
+	}
+
+	resp, _ = post(t, browser, base+"/account/password", formType, changeForm("password123", "a new one, nowhere leaked", "a new one, nowhere leaked"))
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account?password=changed" {
+		t.Fatalf("change: %d to %q, want 303 to /account?password=changed", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body = get(t, browser, base+"/account?password=changed")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Your password was changed.") {
+		t.Errorf("account page after the change: %d, want 200 with the notice", resp.StatusCode)
+	}
+	if resp, _ := get(t, browser, base+"/api/v1/admin/stats"); resp.StatusCode != http.StatusOK {
+		t.Errorf("admin API after the change: %d, want 200", resp.StatusCode)
+	}
+	if resp, _ := post(t, browser, base+"/logout", formType, ""); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-out: %d, want 303", resp.StatusCode)
+	}
+}
+
+// TestPasswordChangeOverHTTP: two browsers are signed in; one changes the
+// password through the API. The other's session ends and its device is
+// forgotten, the changing one stays signed in as a known device, and the
+// owner is mailed.
+func TestPasswordChangeOverHTTP(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+	mine, other := xcloaktest.Client(t, "127.0.12.20"), xcloaktest.Client(t, "127.0.12.21")
+	signIn(t, mine, base, "ann@example.com", "old password")
+	signIn(t, other, base, "ann@example.com", "old password")
+	myDevice := deviceCookie(t, env, mine, base, "ann@example.com")
+
+	resp, body := post(t, mine, base+"/api/v1/account/password", jsonType, changeJSON("old password", "new password!"))
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != `{"status":"ok"}` {
+		t.Fatalf("change: %d %s, want 200 {\"status\":\"ok\"}", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, mine, base+"/account"); resp.StatusCode != http.StatusOK {
+		t.Errorf("the changing browser's account page: %d, want 200", resp.StatusCode)
+	}
+	if resp, _ := get(t, other, base+"/account"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+		t.Errorf("the other browser's account page: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var devices int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM devices`).Scan(&devices); err != nil {
+		t.Fatal(err)
+	}
+	if devices != 1 {
+		t.Errorf("%d known devices after the change, want the changing browser's only", devices)
+	}
+	signIn(t, mine, base, "ann@example.com", "new password!")
+	if got := deviceCookie(t, env, mine, base, "ann@example.com"); got != myDevice {
+		t.Error("the changing browser is no longer a known device: its cookie was replaced")
+	}
+	mail := env.Mail.WaitFor(t, "ann@example.com")
+	if !strings.Contains(mail.Body, "was changed") || resetLink.FindString(mail.Body) == "" {
+		t.Errorf("mail does not say the password was changed with a reset link:\n%s", mail.Body)
+	}
+	if strings.Contains(mail.Body, "new password!") || strings.Contains(mail.Body, "old password") {
+		t.Error("the mail quotes a password")
+	}
+}
+
+// TestPasswordChangeRefusals: what the change answers when it cannot be
+// made, and that wrong current passwords count towards the account's
+// lockout as failed sign-ins do.
+func TestPasswordChangeRefusals(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Lockout.Threshold = 3
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+
+	stranger := xcloaktest.Client(t, "127.0.12.30")
+	resp, body := post(t, stranger, base+"/api/v1/account/password", jsonType, changeJSON("old password", "new password!"))
+	if resp.StatusCode != http.StatusUnauthorized || errorCode(t, body) != "unauthenticated" {
+		t.Errorf("API without a session: %d %s, want 401 unauthenticated", resp.StatusCode, body)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		req, _ := http.NewRequestWithContext(t.Context(), method, base+"/account/password", strings.NewReader(changeForm("a", "b", "b")))
+		req.Header.Set("Content-Type", formType)
+		if resp, _ := do(t, stranger, req); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+			t.Errorf("%s without a session: %d to %q, want 303 to /login", method, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+
+	browser := xcloaktest.Client(t, "127.0.12.31")
+	signIn(t, browser, base, "ann@example.com", "old password")
+	for name, c := range map[string]struct {
+		form   string
+		status int
+		says   string
+	}{
+		"different twice": {changeForm("old password", "new password!", "new password?"), http.StatusBadRequest, "do not match"},
+		"too short":       {changeForm("old password", "short", "short"), http.StatusBadRequest, "at least 8 characters"},
+		"malformed":       {"current_password=a&current_password=b", http.StatusBadRequest, "valid"},
+	} {
+		if resp, body := post(t, browser, base+"/account/password", formType, c.form); resp.StatusCode != c.status || !strings.Contains(body, c.says) {
+			t.Errorf("%s: %d, want %d saying %q", name, resp.StatusCode, c.status, c.says)
+		}
+	}
+	for name, h := range map[string][]string{"cross-site": {"Sec-Fetch-Site", "cross-site"}, "foreign origin": {"Origin", "https://evil.example"}} {
+		if resp, _ := post(t, browser, base+"/api/v1/account/password", jsonType, changeJSON("old password", "new password!"), h...); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, resp.StatusCode)
+		}
+	}
+	if resp, body := post(t, browser, base+"/api/v1/account/password", jsonType, `{"current_password":"old password"}`+"x"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("malformed JSON: %d %s, want 400", resp.StatusCode, body)
+	}
+
+	// The session alone, no device cookie: the account's lockout counts
+	// the wrong current passwords, as it counts failed sign-ins.
+	session := ""
+	u, _ := url.Parse(base)
+	for _, ck := range browser.Jar.Cookies(u) {
+		if ck.Name == "xcloak_session" {
+			session = ck.Value
+		}
+	}
+	bare := &http.Client{Transport: browser.Transport, CheckRedirect: browser.CheckRedirect}
+	for i := range env.Auth.Lockout.Threshold {
+		resp, body := post(t, bare, base+"/api/v1/account/password", jsonType, changeJSON(fmt.Sprint("wrong ", i), "new password!"), "Cookie", "xcloak_session="+session)
+		if resp.StatusCode != http.StatusUnauthorized || errorCode(t, body) != "invalid_credentials" {
+			t.Fatalf("wrong current password %d: %d %s, want 401 invalid_credentials", i, resp.StatusCode, body)
+		}
+	}
+	resp, body = post(t, bare, base+"/api/v1/account/password", jsonType, changeJSON("old password", "new password!"), "Cookie", "xcloak_session="+session)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("right current password on the locked account: %d %s, want 429 with Retry-After", resp.StatusCode, body)
+	}
+	if resp, _ := post(t, xcloaktest.Client(t, "127.0.12.32"), base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "old password")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("sign-in from a new browser on the account the changes locked: %d, want 429", resp.StatusCode)
+	}
+}
