@@ -49,3 +49,15 @@ type noAttackWatch struct{}
 
 func (noAttackWatch) Observe(SignInAttempt) {}
 func (noAttackWatch) Active() bool          { return false }
+
+// The security events of attack mode (package attack records them).
+const (
+	// EventAttackStarted: attack mode was switched on; Detail "trigger" is
+	// "automatic" or "admin", "by" the administrator who did, and, when
+	// the detector did, "signal" and the window's figures.
+	EventAttackStarted = "attack_started"
+	// EventAttackEnded: attack mode was switched off, after its quiet
+	// period or by an administrator ("by"); Detail "since" is when it
+	// started.
+	EventAttackEnded = "attack_ended"
+)

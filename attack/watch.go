@@ -1,0 +1,593 @@
+package attack
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+//go:embed state.lua
+var stateLua string
+
+// stateScript enters and leaves attack mode (state.lua).
+var stateScript = redis.NewScript(stateLua)
+
+// Deps are what a Watch runs on.
+type Deps struct {
+	// Redis holds the counts every replica shares and attack mode's state.
+	Redis redis.UniversalClient
+	// Prefix is the deployment's Redis key namespace (ratelimit.NewKeys).
+	Prefix string
+	// Events keeps the attack_started and attack_ended events; nil: none
+	// are kept.
+	Events auth.EventStore
+	// Logger is where entering and leaving are logged; nil: nowhere.
+	Logger *slog.Logger
+	// Metrics is where xcloak_attack_mode is registered; nil: nowhere.
+	Metrics prometheus.Registerer
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Watch hears every sign-in attempt and keeps attack mode (see the package
+// documentation). Run does its background work.
+type Watch struct {
+	cfg    Config
+	rdb    redis.UniversalClient
+	keys   ratelimit.Keys
+	events auth.EventStore
+	log    *slog.Logger
+	now    func() time.Time
+
+	// active is what Active answers: Redis's state as last read, or true
+	// since this replica's own window tripped.
+	active atomic.Bool
+	wake   chan struct{}
+
+	mu      sync.Mutex
+	local   *Detector
+	pending batch
+	// hit is the signal that tripped this replica's window since the last
+	// Tick, "" if none.
+	hit Trigger
+	// state is attack mode as Redis last said.
+	state state
+	// stateRead reports that state came from Redis at least once.
+	stateRead bool
+	// baseline of one window, from Redis, and the minute it was read in.
+	baseline   Counts
+	baselineAt int64
+	// failing reports that the last Tick could not reach Redis, so that
+	// an outage is logged once, not every second.
+	failing bool
+}
+
+// state is attack mode as Redis keeps it.
+type state struct {
+	active         bool
+	since          time.Time
+	trigger, by    string
+	suppressUntil  time.Time
+	lastLocalTrip  time.Time
+	trippedLocally bool
+}
+
+// batch is what Observe counted since the last Tick.
+type batch struct {
+	seconds map[int64]*Counts
+	minutes map[int64]*minuteBatch
+	size    int // accounts and networks held
+}
+
+type minuteBatch struct {
+	all, ordinary Counts
+	accounts      map[string]struct{}
+	networks      map[string]struct{}
+	// failing counts, by network, attempts that did not succeed.
+	failing map[string]int64
+}
+
+// Bounds of the keys in Redis and of what a replica holds between flushes.
+const (
+	// secondRetention keeps a second's counts while a window may read them.
+	secondRetention = MaxWindow + time.Minute
+	// minuteRetention keeps a minute's panel figures (counts, distinct
+	// accounts and networks, ranking) past dashboard.AttackPeriod.
+	minuteRetention = 10 * time.Minute
+	// baselineRetention keeps a minute's ordinary counts for the baseline.
+	baselineRetention = BaselineSpan + 10*time.Minute
+	// stateRetention keeps attack mode's state; every Tick renews it.
+	stateRetention = 48 * time.Hour
+	// rankCap bounds the networks one minute's ranking keeps; under a
+	// flood from more, the lowest counts are dropped and the heavy
+	// hitters stay exact.
+	rankCap = 200
+	// maxPendingMembers bounds the accounts and networks a replica holds
+	// between two flushes; past it they are not added to the distinct
+	// counts (the counts of attempts stay exact).
+	maxPendingMembers = 200_000
+	// topNetworks is how many networks the panel lists.
+	topNetworks = 10
+	// tickEvery is how often Run flushes and reads the shared counts.
+	tickEvery = time.Second
+)
+
+// watchID is the one identity the watch's keys belong to: they share a
+// hash tag and so one Redis Cluster slot.
+const watchID = "watch"
+
+// New returns a Watch with cfg on d.
+func New(cfg Config, d Deps) (*Watch, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Redis == nil {
+		return nil, errors.New("attack: Redis is required")
+	}
+	keys, err := ratelimit.NewKeys(d.Prefix, "attack")
+	if err != nil {
+		return nil, err
+	}
+	w := &Watch{
+		cfg: cfg, rdb: d.Redis, keys: keys, events: d.Events, log: d.Logger, now: d.Now,
+		wake: make(chan struct{}, 1), local: NewDetector(cfg), baselineAt: -1,
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	w.pending = newBatch()
+	if d.Metrics != nil {
+		gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "xcloak_attack_mode", Help: "1 while attack mode is on (automatically or by an administrator), else 0."},
+			func() float64 {
+				if w.Active() {
+					return 1
+				}
+				return 0
+			})
+		if err := d.Metrics.Register(gauge); err != nil {
+			return nil, fmt.Errorf("attack: registering metrics: %w", err)
+		}
+	}
+	return w, nil
+}
+
+func newBatch() batch {
+	return batch{seconds: map[int64]*Counts{}, minutes: map[int64]*minuteBatch{}}
+}
+
+// Active reports whether attack mode is on. It is an atomic load.
+func (w *Watch) Active() bool { return w.active.Load() }
+
+// Observe counts one attempt. It never blocks on I/O: when this replica's
+// own window trips, attack mode is on here at once and Run records it in
+// Redis without waiting for its next tick.
+func (w *Watch) Observe(a auth.SignInAttempt) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	active := w.active.Load()
+	w.local.Add(a.At, a.Outcome, !active)
+	w.pending.add(a, !active)
+	if active || a.At.Before(w.state.suppressUntil) {
+		return
+	}
+	if trig, ok := w.local.Trip(a.At); ok {
+		w.hit = trig
+		w.state.lastLocalTrip, w.state.trippedLocally = a.At, true
+		w.active.Store(true)
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (b *batch) add(a auth.SignInAttempt, ordinary bool) {
+	sec := a.At.Unix()
+	c := b.seconds[sec]
+	if c == nil {
+		c = &Counts{}
+		b.seconds[sec] = c
+	}
+	c.Add(a.Outcome)
+	m := b.minutes[sec/60]
+	if m == nil {
+		m = &minuteBatch{accounts: map[string]struct{}{}, networks: map[string]struct{}{}, failing: map[string]int64{}}
+		b.minutes[sec/60] = m
+	}
+	m.all.Add(a.Outcome)
+	if ordinary {
+		m.ordinary.Add(a.Outcome)
+	}
+	if b.size >= maxPendingMembers {
+		return
+	}
+	network := Network(a.Client.Addr)
+	if a.Account != "" {
+		if _, ok := m.accounts[a.Account]; !ok {
+			m.accounts[a.Account] = struct{}{}
+			b.size++
+		}
+	}
+	if _, ok := m.networks[network]; !ok {
+		m.networks[network] = struct{}{}
+		b.size++
+	}
+	if a.Outcome != auth.OutcomeSucceeded {
+		m.failing[network]++
+	}
+}
+
+// Network is the network an address is counted in: its IPv4 /24 or IPv6
+// /48, "unknown" without an address.
+func Network(addr netip.Addr) string {
+	if !addr.IsValid() {
+		return "unknown"
+	}
+	addr = addr.Unmap().WithZone("")
+	bits := 48
+	if addr.Is4() {
+		bits = 24
+	}
+	p, _ := addr.Prefix(bits)
+	return p.String()
+}
+
+// Run ticks about once a second, and at once when this replica's window
+// trips, until ctx is done; then it flushes what it counted and returns.
+func (w *Watch) Run(ctx context.Context) {
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = w.Tick(final)
+			cancel()
+			return
+		case <-t.C:
+		case <-w.wake:
+		}
+		_ = w.Tick(ctx)
+	}
+}
+
+func (w *Watch) key(suffix string, n int64) string {
+	return w.keys.Key(watchID, ":"+suffix+":"+strconv.FormatInt(n, 10))
+}
+
+func (w *Watch) stateKey() string { return w.keys.Key(watchID, ":state") }
+
+// Tick adds what this replica counted to the shared counts, reads the
+// window of all replicas, and enters or leaves attack mode. Run calls it;
+// tests call it with their own clock.
+func (w *Watch) Tick(ctx context.Context) error {
+	now := w.now()
+	w.mu.Lock()
+	b := w.pending
+	w.pending = newBatch()
+	hit := w.hit
+	w.hit = ""
+	readBaseline := w.baselineAt != now.Unix()/60
+	w.mu.Unlock()
+
+	window, baseline, err := w.flush(ctx, b, now, readBaseline)
+	if err != nil {
+		return w.failed(now, err)
+	}
+	w.mu.Lock()
+	if readBaseline {
+		w.baseline, w.baselineAt = baseline, now.Unix()/60
+	}
+	baseline = w.baseline
+	w.mu.Unlock()
+	signal := hit
+	if trig, ok := w.cfg.Trip(window, baseline); ok && hit == "" {
+		signal = trig
+	}
+	op := "tick"
+	if signal != "" {
+		op = "hit"
+	}
+	res, err := w.runState(ctx, op, now, "")
+	if err != nil {
+		return w.failed(now, err)
+	}
+	if w.failing {
+		w.failing = false
+		w.log.Info("attack watch: Redis answers again")
+	}
+	w.apply(ctx, res, now, eventFigures(signal, window, w.cfg))
+	return nil
+}
+
+// failed keeps attack mode as this replica last knew it while Redis does
+// not answer; one that only this replica's window switched on ends after
+// the quiet period.
+func (w *Watch) failed(now time.Time, err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.failing {
+		w.log.Warn("attack watch: Redis unavailable; attack mode stays as this replica knows it", "err", err)
+	}
+	w.failing = true
+	if w.active.Load() && !w.state.active && now.Sub(w.state.lastLocalTrip) >= w.cfg.Quiet {
+		w.active.Store(false)
+	}
+	return err
+}
+
+// flush writes b and reads the window ending at now and, when
+// readBaseline, the baseline, all in one pipeline.
+func (w *Watch) flush(ctx context.Context, b batch, now time.Time, readBaseline bool) (window, baseline Counts, err error) {
+	pipe := w.rdb.Pipeline()
+	for sec, c := range b.seconds {
+		k := w.key("s", sec)
+		incrCounts(ctx, pipe, k, *c)
+		pipe.Expire(ctx, k, secondRetention)
+	}
+	for min, m := range b.minutes {
+		k := w.key("m", min)
+		incrCounts(ctx, pipe, k, m.all)
+		pipe.Expire(ctx, k, minuteRetention)
+		if m.ordinary.Attempts > 0 {
+			k := w.key("b", min)
+			incrCounts(ctx, pipe, k, m.ordinary)
+			pipe.Expire(ctx, k, baselineRetention)
+		}
+		for kind, set := range map[string]map[string]struct{}{"a": m.accounts, "n": m.networks} {
+			if len(set) == 0 {
+				continue
+			}
+			members := make([]any, 0, len(set))
+			for s := range set {
+				members = append(members, s)
+			}
+			k := w.key(kind, min)
+			pipe.PFAdd(ctx, k, members...)
+			pipe.Expire(ctx, k, minuteRetention)
+		}
+		if len(m.failing) > 0 {
+			k := w.key("t", min)
+			for n, c := range m.failing {
+				pipe.ZIncrBy(ctx, k, float64(c), n)
+			}
+			pipe.ZRemRangeByRank(ctx, k, 0, -(rankCap + 1))
+			pipe.Expire(ctx, k, minuteRetention)
+		}
+	}
+	secs := int64(w.cfg.Window / time.Second)
+	windowCmds := make([]*redis.MapStringStringCmd, 0, secs)
+	for s := now.Unix() - secs + 1; s <= now.Unix(); s++ {
+		windowCmds = append(windowCmds, pipe.HGetAll(ctx, w.key("s", s)))
+	}
+	var baseCmds []*redis.MapStringStringCmd
+	if readBaseline {
+		cur := now.Unix() / 60
+		for m := cur - baselineMinutes; m < cur; m++ {
+			baseCmds = append(baseCmds, pipe.HGetAll(ctx, w.key("b", m)))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Counts{}, Counts{}, fmt.Errorf("attack counts: %w", err)
+	}
+	if window, err = sumCounts(windowCmds); err != nil {
+		return Counts{}, Counts{}, err
+	}
+	if readBaseline {
+		sum, err := sumCounts(baseCmds)
+		if err != nil {
+			return Counts{}, Counts{}, err
+		}
+		baseline = perWindow(sum, baselineMinutes, w.cfg.Window)
+	}
+	return window, baseline, nil
+}
+
+// The fields of a counts hash.
+var countFields = []struct {
+	name string
+	of   func(*Counts) *int64
+}{
+	{"attempts", func(c *Counts) *int64 { return &c.Attempts }},
+	{"failures", func(c *Counts) *int64 { return &c.Failures }},
+	{"unknown", func(c *Counts) *int64 { return &c.Unknown }},
+	{"rejected", func(c *Counts) *int64 { return &c.Rejected }},
+	{"held", func(c *Counts) *int64 { return &c.Held }},
+	{"successes", func(c *Counts) *int64 { return &c.Successes }},
+}
+
+func incrCounts(ctx context.Context, pipe redis.Pipeliner, key string, c Counts) {
+	for _, f := range countFields {
+		if n := *f.of(&c); n != 0 {
+			pipe.HIncrBy(ctx, key, f.name, n)
+		}
+	}
+}
+
+func sumCounts(cmds []*redis.MapStringStringCmd) (Counts, error) {
+	var sum Counts
+	for _, c := range cmds {
+		h := c.Val()
+		for _, f := range countFields {
+			v, ok := h[f.name]
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return Counts{}, fmt.Errorf("attack counter %s in %s is %q, not a number", f.name, c.Args()[1], v)
+			}
+			*f.of(&sum) += n
+		}
+	}
+	return sum, nil
+}
+
+// stateResult is what state.lua returns.
+type stateResult struct {
+	change string
+	state  state
+}
+
+func (w *Watch) runState(ctx context.Context, op string, now time.Time, by string) (stateResult, error) {
+	v, err := stateScript.Run(ctx, w.rdb, []string{w.stateKey()}, op, now.UnixMilli(), w.cfg.Quiet.Milliseconds(), by,
+		stateRetention.Milliseconds()).StringSlice()
+	if err != nil {
+		return stateResult{}, fmt.Errorf("attack mode state: %w", err)
+	}
+	if len(v) != 6 {
+		return stateResult{}, fmt.Errorf("attack mode state: %d values, want 6", len(v))
+	}
+	since, err1 := strconv.ParseInt(v[2], 10, 64)
+	suppress, err2 := strconv.ParseInt(v[5], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return stateResult{}, fmt.Errorf("attack mode state: %w", err)
+	}
+	return stateResult{change: v[0], state: state{
+		active: v[1] == "1", since: time.UnixMilli(since).UTC(), trigger: v[3], by: v[4], suppressUntil: time.UnixMilli(suppress),
+	}}, nil
+}
+
+// apply takes the state Redis returned as this replica's and, when it
+// changed, records the change.
+func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, figures map[string]string) {
+	w.mu.Lock()
+	s := res.state
+	s.lastLocalTrip, s.trippedLocally = w.state.lastLocalTrip, w.state.trippedLocally
+	w.state, w.stateRead = s, true
+	// A trip of this replica's window since the script ran keeps attack
+	// mode on here until the next Tick records it.
+	w.active.Store(s.active || w.hit != "")
+	w.mu.Unlock()
+
+	switch res.change {
+	case "started":
+		detail := map[string]string{"trigger": s.trigger, "by": s.by}
+		if s.trigger == "automatic" {
+			for k, v := range figures {
+				detail[k] = v
+			}
+		}
+		w.log.Warn("attack mode on", "trigger", s.trigger, "by", s.by, "detail", detail)
+		w.record(ctx, auth.Event{At: now, Kind: auth.EventAttackStarted, Detail: detail})
+	case "ended":
+		detail := map[string]string{"trigger": s.trigger, "by": s.by, "since": s.since.Format(time.RFC3339)}
+		w.log.Warn("attack mode off", "by", s.by, "since", s.since, "lasted", now.Sub(s.since).Round(time.Second).String())
+		w.record(ctx, auth.Event{At: now, Kind: auth.EventAttackEnded, Detail: detail})
+	}
+}
+
+func (w *Watch) record(ctx context.Context, e auth.Event) {
+	if w.events == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := w.events.InsertEvents(ctx, []auth.Event{e}); err != nil {
+		w.log.Error("attack watch: recording event", "kind", e.Kind, "err", err)
+	}
+}
+
+// eventFigures are the detail of an automatic attack_started event.
+func eventFigures(signal Trigger, window Counts, cfg Config) map[string]string {
+	return map[string]string{
+		"signal":           string(signal),
+		"window":           cfg.Window.String(),
+		"attempts":         strconv.FormatInt(window.Attempts, 10),
+		"failures":         strconv.FormatInt(window.Failures, 10),
+		"unknown_accounts": strconv.FormatInt(window.Unknown, 10),
+	}
+}
+
+// SwitchAttack turns attack mode on or off in by's name. On stays on
+// until an administrator turns it off; off also keeps the detector from
+// switching it on again for the quiet period. It reports whether attack
+// mode changed.
+func (w *Watch) SwitchAttack(ctx context.Context, on bool, by string) (bool, error) {
+	op := "off"
+	if on {
+		op = "on"
+	}
+	now := w.now()
+	res, err := w.runState(ctx, op, now, by)
+	if err != nil {
+		return false, err
+	}
+	w.mu.Lock()
+	if !on {
+		w.hit = "" // this replica's trip is overruled
+	}
+	w.mu.Unlock()
+	w.apply(ctx, res, now, nil)
+	return res.change != "", nil
+}
+
+// AttackStatus returns attack mode and the panel's figures as of now, from
+// Redis, as every replica sees them.
+func (w *Watch) AttackStatus(ctx context.Context, now time.Time) (dashboard.Attack, error) {
+	cur := now.Unix() / 60
+	first := cur - int64(dashboard.AttackPeriod/time.Minute) + 1
+	var counts []*redis.MapStringStringCmd
+	var accounts, networks, top []string
+	for m := first; m <= cur; m++ {
+		accounts = append(accounts, w.key("a", m))
+		networks = append(networks, w.key("n", m))
+		top = append(top, w.key("t", m))
+	}
+	var st *redis.SliceCmd
+	var nAccounts, nNetworks *redis.IntCmd
+	var ranked *redis.ZSliceCmd
+	scratch := w.keys.Key(watchID, ":scratch")
+	_, err := w.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		st = pipe.HMGet(ctx, w.stateKey(), "active", "since", "trigger", "by")
+		for m := first; m <= cur; m++ {
+			counts = append(counts, pipe.HGetAll(ctx, w.key("m", m)))
+		}
+		nAccounts = pipe.PFCount(ctx, accounts...)
+		nNetworks = pipe.PFCount(ctx, networks...)
+		pipe.ZUnionStore(ctx, scratch, &redis.ZStore{Keys: top})
+		ranked = pipe.ZRevRangeWithScores(ctx, scratch, 0, topNetworks-1)
+		pipe.Del(ctx, scratch)
+		return nil
+	})
+	if err != nil {
+		return dashboard.Attack{}, fmt.Errorf("reading attack figures: %w", err)
+	}
+	sum, err := sumCounts(counts)
+	if err != nil {
+		return dashboard.Attack{}, err
+	}
+	a := dashboard.Attack{
+		Attempts: sum.Attempts, Failures: sum.Failures, UnknownAccounts: sum.Unknown, Rejected: sum.Rejected, Held: sum.Held,
+		DistinctAccounts: nAccounts.Val(), DistinctNetworks: nNetworks.Val(),
+	}
+	if v := st.Val(); len(v) == 4 && v[0] == "1" {
+		a.Active = true
+		if ms, err := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64); err == nil {
+			a.Since = time.UnixMilli(ms).UTC()
+		}
+		a.Trigger, a.By = fmt.Sprint(v[2]), fmt.Sprint(v[3])
+	}
+	for _, z := range ranked.Val() {
+		a.TopNetworks = append(a.TopNetworks, dashboard.Ranked{Name: fmt.Sprint(z.Member), Count: int64(z.Score)})
+	}
+	return a, nil
+}
