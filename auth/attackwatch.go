@@ -1,6 +1,9 @@
 package auth
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // AttackWatch hears the outcome of every sign-in attempt and says whether
 // the deployment is under attack ("attack mode"). The service asks Active
@@ -10,6 +13,12 @@ import "time"
 type AttackWatch interface {
 	Observe(SignInAttempt)
 	Active() bool
+}
+
+// attackRunner is a watch with background work (counting in a shared
+// store, say): Service.Run runs it until its context ends.
+type attackRunner interface {
+	Run(ctx context.Context)
 }
 
 // SignInAttempt is one sign-in attempt as the attack watch sees it.

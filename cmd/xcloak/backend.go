@@ -127,6 +127,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Mailer:     mailer,
 		Logger:     logger,
 		Metrics:    metrics,
+		Attack:     cfg.Attack,
 	})
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xcloak/xcloak/attack"
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/ratelimit"
 	"github.com/xcloak/xcloak/web"
@@ -30,6 +31,7 @@ func TestLoadConfig(t *testing.T) {
 		MetricsAddr:     "127.0.0.1:9090",
 		KeyPrefix:       "xcloak:",
 		Auth:            auth.DefaultConfig(),
+		Attack:          attack.DefaultConfig(),
 	}
 	with := func(change func(*config)) config {
 		c := defaults
