@@ -57,6 +57,9 @@ type Watch struct {
 	// since this replica's own window tripped.
 	active atomic.Bool
 	wake   chan struct{}
+	// ticking makes Ticks one at a time, so that one that returns has
+	// seen every count observed before it started.
+	ticking sync.Mutex
 
 	mu      sync.Mutex
 	local   *Detector
@@ -73,7 +76,7 @@ type Watch struct {
 	baselineAt int64
 	// failing reports that the last Tick could not reach Redis, so that
 	// an outage is logged once, not every second.
-	failing bool
+	failing atomic.Bool
 }
 
 // state is attack mode as Redis keeps it.
@@ -279,6 +282,8 @@ func (w *Watch) stateKey() string { return w.keys.Key(watchID, ":state") }
 // window of all replicas, and enters or leaves attack mode. Run calls it;
 // tests call it with their own clock.
 func (w *Watch) Tick(ctx context.Context) error {
+	w.ticking.Lock()
+	defer w.ticking.Unlock()
 	now := w.now()
 	w.mu.Lock()
 	b := w.pending
@@ -310,8 +315,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 	if err != nil {
 		return w.failed(now, err)
 	}
-	if w.failing {
-		w.failing = false
+	if w.failing.Swap(false) {
 		w.log.Info("attack watch: Redis answers again")
 	}
 	w.apply(ctx, res, now, eventFigures(signal, window, w.cfg))
@@ -324,10 +328,9 @@ func (w *Watch) Tick(ctx context.Context) error {
 func (w *Watch) failed(now time.Time, err error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.failing {
+	if !w.failing.Swap(true) {
 		w.log.Warn("attack watch: Redis unavailable; attack mode stays as this replica knows it", "err", err)
 	}
-	w.failing = true
 	if w.active.Load() && !w.state.active && now.Sub(w.state.lastLocalTrip) >= w.cfg.Quiet {
 		w.active.Store(false)
 	}
