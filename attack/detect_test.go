@@ -148,3 +148,18 @@ func TestStuffingTripsWithinFewAttempts(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDetector is the in-process cost of one attempt on the sign-in
+// path: counting it and checking the window.
+func BenchmarkDetector(b *testing.B) {
+	d := attack.NewDetector(attack.DefaultConfig())
+	rng := rand.New(rand.NewPCG(12, 3))
+	now := day0
+	for i := 0; b.Loop(); i++ {
+		if i%50 == 0 {
+			now = now.Add(time.Second)
+		}
+		d.Add(now, ordinary(rng), true)
+		d.Trip(now)
+	}
+}

@@ -254,3 +254,20 @@ func TestAdminSwitch(t *testing.T) {
 		t.Fatalf("events %v\nwant %s", got, want)
 	}
 }
+
+// BenchmarkObserve is what the sign-in path pays for the watch: one
+// Observe, counting in process, Redis untouched.
+func BenchmarkObserve(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	w, err := attack.New(attack.DefaultConfig(), attack.Deps{Redis: rdb, Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := netip.MustParseAddr("192.0.2.1")
+	for i := 0; b.Loop(); i++ {
+		if i%100_000 == 0 {
+			_ = w.Tick(b.Context()) // as Run does, so the batch stays small
+		}
+		w.Observe(auth.SignInAttempt{At: time.Now(), Account: "user@example.com", Client: auth.Client{Addr: addr}, Outcome: auth.OutcomeSucceeded})
+	}
+}
