@@ -271,3 +271,34 @@ func BenchmarkObserve(b *testing.B) {
 		w.Observe(auth.SignInAttempt{At: time.Now(), Account: "user@example.com", Client: auth.Client{Addr: addr}, Outcome: auth.OutcomeSucceeded})
 	}
 }
+
+// TestWithoutRedis: with Redis unreachable, a replica's own window still
+// switches attack mode on at once, Observe never waits, and attack mode
+// ends after the quiet period from the last trip this replica saw.
+func TestWithoutRedis(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = dead.Close() })
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	w, err := attack.New(cfg, attack.Deps{Redis: dead, Prefix: "xcloak-test:dead:", Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(w, clk, 20, auth.OutcomeUnknownAccount, "x")
+	if !w.Active() {
+		t.Fatal("not on from this replica's own window")
+	}
+	if err := w.Tick(t.Context()); err == nil {
+		t.Fatal("Tick reached a Redis that is not there")
+	}
+	clk.Add(cfg.Quiet - time.Second)
+	_ = w.Tick(t.Context())
+	if !w.Active() {
+		t.Fatal("off before the quiet period")
+	}
+	clk.Add(time.Second)
+	_ = w.Tick(t.Context())
+	if w.Active() {
+		t.Fatal("still on after the quiet period without Redis")
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,5 +42,39 @@ func TestAttackSettings(t *testing.T) {
 	}
 	if _, err := load(map[string]string{"XCLOAK_ATTACK_WINDOW": "6m"}); err == nil {
 		t.Error("a window past 5m is accepted")
+	}
+}
+
+// TestAttackModeMetricAndLog: serve exposes xcloak_attack_mode, 0 until
+// sign-ins for unknown accounts pass XCLOAK_ATTACK_UNKNOWN_ACCOUNTS, then
+// 1, and logs one WARN line when attack mode comes on.
+func TestAttackModeMetricAndLog(t *testing.T) {
+	vars := storeSettings(t)
+	vars["XCLOAK_METRICS_ADDR"] = "main"
+	vars["XCLOAK_ATTACK_UNKNOWN_ACCOUNTS"] = "3"
+	s := startServe(t, vars)
+	if status, body := fetch(t, s.base+"/metrics"); status != 200 || !strings.Contains(body, "\nxcloak_attack_mode 0\n") {
+		t.Fatalf("/metrics: %d, no xcloak_attack_mode 0", status)
+	}
+	for i := range 3 {
+		signIn(t, s.base, fmt.Sprintf("nobody%d@example.com", i), fmt.Sprint("guess number ", i))
+	}
+	if status, body := fetch(t, s.base+"/metrics"); status != 200 || !strings.Contains(body, "\nxcloak_attack_mode 1\n") {
+		t.Fatalf("/metrics: %d, no xcloak_attack_mode 1 after the attack", status)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var on int
+	for line := range strings.SplitSeq(s.stderr.String(), "\n") {
+		if strings.Contains(line, `"msg":"attack mode on"`) {
+			on++
+			if !strings.Contains(line, `"level":"WARN"`) || !strings.Contains(line, `"trigger":"automatic"`) {
+				t.Errorf("attack mode's log line: %s", line)
+			}
+		}
+	}
+	if on != 1 {
+		t.Errorf("%d lines say attack mode came on, want 1:\n%s", on, s.stderr.String())
 	}
 }
