@@ -435,7 +435,7 @@ func DashboardPage(p DashboardProps) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "\"> <button type=\"submit\" class=\"button button-secondary\">Sign out everywhere</button></form></section><section class=\"panel\" aria-labelledby=\"events-title\"><h2 id=\"events-title\">Security events</h2><p class=\"panel-intro\">Lockouts, unlocks, password resets, sign-ins from new devices, unlock links used and accounts signed out everywhere, newest first.</p><div")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "\"> <button type=\"submit\" class=\"button button-secondary\">Sign out everywhere</button></form></section><section class=\"panel\" aria-labelledby=\"events-title\"><h2 id=\"events-title\">Security events</h2><p class=\"panel-intro\">Lockouts, unlocks, password resets, sign-ins from new devices, unlock links used, accounts signed out everywhere and attack mode switched on or off, newest first.</p><div")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
