@@ -172,6 +172,12 @@ func New(cfg Config, d Deps) (*Watch, error) {
 	return w, nil
 }
 
+// atLeast returns the larger of a and b, count by count.
+func atLeast(a, b Counts) Counts {
+	return Counts{max(a.Attempts, b.Attempts), max(a.Failures, b.Failures), max(a.Unknown, b.Unknown),
+		max(a.Rejected, b.Rejected), max(a.Held, b.Held), max(a.Successes, b.Successes)}
+}
+
 func newBatch() batch {
 	return batch{seconds: map[int64]*Counts{}, minutes: map[int64]*minuteBatch{}}
 }
@@ -191,7 +197,10 @@ func (w *Watch) Observe(a auth.SignInAttempt) {
 	if active || a.At.Before(w.state.suppressUntil) {
 		return
 	}
-	if trig, ok := w.local.Trip(a.At); ok {
+	// The shared baseline is all replicas' traffic, at least this one's:
+	// a replica started a moment ago, with no history of its own, is held
+	// to the deployment's thresholds, not to the bare floors.
+	if trig, ok := w.cfg.Trip(w.local.Window(a.At), atLeast(w.local.Baseline(a.At), w.baseline)); ok {
 		w.hit = trig
 		w.state.lastLocalTrip, w.state.trippedLocally = a.At, true
 		w.active.Store(true)

@@ -302,3 +302,35 @@ func TestWithoutRedis(t *testing.T) {
 		t.Fatal("still on after the quiet period without Redis")
 	}
 }
+
+// TestNewReplicaHeldToSharedBaseline: a replica that has just started,
+// with no history of its own, trips on its own window only past the
+// thresholds the deployment's shared baseline sets, not the bare floors.
+func TestNewReplicaHeldToSharedBaseline(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, _, _, _ := replicas(t, 2, cfg)
+	old, fresh := ws[0], ws[1]
+	// Two hours of a big deployment: 60 unknown accounts a minute (10 per
+	// 10-second window, so a threshold of 4 x 10 = 40) among 6,000 sign-ins.
+	for range 120 {
+		for range 6 {
+			feed(old, clk, 10, auth.OutcomeUnknownAccount, "u")
+			feed(old, clk, 990, auth.OutcomeSucceeded, "s")
+			clk.Add(10 * time.Second)
+		}
+		tick(t, old)
+	}
+	clk.Add(time.Minute) // past the last window
+	if old.Active() {
+		t.Fatal("the busy deployment tripped")
+	}
+	tick(t, fresh) // reads the shared baseline, as Run does at once
+	feed(fresh, clk, 39, auth.OutcomeUnknownAccount, "a")
+	if fresh.Active() {
+		t.Fatal("a fresh replica tripped at its floor (20) under a shared threshold of 40")
+	}
+	feed(fresh, clk, 1, auth.OutcomeUnknownAccount, "b")
+	if !fresh.Active() {
+		t.Fatal("not on at the shared threshold")
+	}
+}
