@@ -1,6 +1,9 @@
 package auth
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // AttackWatch hears the outcome of every sign-in attempt and says whether
 // the deployment is under attack ("attack mode"). The service asks Active
@@ -10,6 +13,12 @@ import "time"
 type AttackWatch interface {
 	Observe(SignInAttempt)
 	Active() bool
+}
+
+// attackRunner is a watch with background work (counting in a shared
+// store, say): Service.Run runs it until its context ends.
+type attackRunner interface {
+	Run(ctx context.Context)
 }
 
 // SignInAttempt is one sign-in attempt as the attack watch sees it.
@@ -49,3 +58,15 @@ type noAttackWatch struct{}
 
 func (noAttackWatch) Observe(SignInAttempt) {}
 func (noAttackWatch) Active() bool          { return false }
+
+// The security events of attack mode (package attack records them).
+const (
+	// EventAttackStarted: attack mode was switched on; Detail "trigger" is
+	// "automatic" or "admin", "by" the administrator who did, and, when
+	// the detector did, "signal" and the window's figures.
+	EventAttackStarted = "attack_started"
+	// EventAttackEnded: attack mode was switched off, after its quiet
+	// period or by an administrator ("by"); Detail "since" is when it
+	// started.
+	EventAttackEnded = "attack_ended"
+)

@@ -220,7 +220,8 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 }
 
 // Run does the service's background work, writing security events,
-// sending reset and unlock mail and removing expired rows, until ctx is done; then it
+// sending reset and unlock mail, removing expired rows and running the
+// attack watch's work (when it has any), until ctx is done; then it
 // finishes what is queued and returns.
 func (s *Service) Run(ctx context.Context) {
 	done := make(chan struct{})
@@ -233,9 +234,17 @@ func (s *Service) Run(ctx context.Context) {
 		defer close(janitor)
 		s.runJanitor(ctx)
 	}()
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		if r, ok := s.attack.(attackRunner); ok {
+			r.Run(ctx)
+		}
+	}()
 	s.runResets(ctx)
 	<-done
 	<-janitor
+	<-watching
 	s.limits.Close()
 }
 

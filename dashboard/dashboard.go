@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -39,6 +40,9 @@ type Dashboard struct {
 	// (Redis is down); the figures are then zero, and the lockouts and
 	// events from Postgres are still shown.
 	CountersUnavailable bool
+	// Attack is attack mode and the attack panel's figures; zero when
+	// CountersUnavailable.
+	Attack Attack
 }
 
 // Counters are the shared counters the figures are read from (package
@@ -72,6 +76,7 @@ type Accounts interface {
 // Reader reads the dashboard's data from the stores every replica shares.
 type Reader struct {
 	counters Counters
+	attack   AttackWatch
 	store    Store
 	accounts Accounts
 	now      func() time.Time
@@ -79,15 +84,16 @@ type Reader struct {
 }
 
 // New returns a Reader; now is its clock (nil: time.Now), log where it
-// notes counters it could not read (nil: nowhere).
-func New(c Counters, s Store, a Accounts, now func() time.Time, log *slog.Logger) *Reader {
+// notes counters it could not read (nil: nowhere). w is attack mode (nil:
+// never on, and it cannot be switched).
+func New(c Counters, s Store, a Accounts, w AttackWatch, now func() time.Time, log *slog.Logger) *Reader {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reader{counters: c, store: s, accounts: a, now: now, log: log}
+	return &Reader{counters: c, attack: w, store: s, accounts: a, now: now, log: log}
 }
 
 // Dashboard gathers the figures of period p as of now.
@@ -105,6 +111,12 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 		snap = Snapshot{Summary: Summary{Period: p, RejectedByRule: map[string]int64{}}}
 	}
 	d.Snapshot = snap
+	if r.attack != nil && !d.CountersUnavailable {
+		if d.Attack, err = r.attack.AttackStatus(ctx, now); err != nil {
+			r.log.WarnContext(ctx, "dashboard: reading attack mode", "err", err)
+			d.CountersUnavailable = true
+		}
+	}
 	if d.Lockouts, err = r.accounts.ActiveLockouts(ctx, LockoutsListed); err != nil {
 		return Dashboard{}, err
 	}
@@ -119,7 +131,20 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 // already sum up.
 var EventKinds = []string{auth.EventLockout, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
 	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere,
-	auth.EventPasswordChanged}
+	auth.EventPasswordChanged, auth.EventAttackStarted, auth.EventAttackEnded}
+
+// ErrNoAttackWatch: attack mode cannot be switched, the Reader having no
+// AttackWatch.
+var ErrNoAttackWatch = errors.New("dashboard: attack mode is not watched")
+
+// SwitchAttack turns attack mode on or off in an administrator's name
+// (by); it reports whether that changed anything.
+func (r *Reader) SwitchAttack(ctx context.Context, on bool, by string) (bool, error) {
+	if r.attack == nil {
+		return false, ErrNoAttackWatch
+	}
+	return r.attack.SwitchAttack(ctx, on, by)
+}
 
 // EventFilter selects a page of stored security events.
 type EventFilter struct {

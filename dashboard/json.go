@@ -29,6 +29,15 @@ type Stats struct {
 	TopSources        []StatsSource  `json:"top_sources"`
 	TopAccounts       []StatsAccount `json:"top_accounts"`
 	PerMinute         []StatsMinute  `json:"per_minute"`
+	Attack            StatsAttack    `json:"attack"`
+}
+
+// StatsAttack is attack mode: whether it is on, since when (null while
+// off) and what switched it on, "automatic" or "admin" (null while off).
+type StatsAttack struct {
+	Active  bool       `json:"active"`
+	Since   *time.Time `json:"since"`
+	Trigger *string    `json:"trigger"`
 }
 
 // StatsSource is a source of rejected requests and how many.
@@ -63,6 +72,10 @@ func StatsOf(d Dashboard) Stats {
 		TopSources:        make([]StatsSource, 0, len(d.TopSources)),
 		TopAccounts:       make([]StatsAccount, 0, len(d.TopAccounts)),
 		PerMinute:         make([]StatsMinute, 0, len(d.Series)),
+	}
+	if a := d.Attack; a.Active {
+		since, trigger := a.Since.UTC(), a.Trigger
+		out.Attack = StatsAttack{Active: true, Since: &since, Trigger: &trigger}
 	}
 	for _, t := range d.TopSources {
 		out.TopSources = append(out.TopSources, StatsSource{t.Name, t.Count})

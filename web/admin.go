@@ -135,6 +135,8 @@ func (s *Server) handleDashboard() http.Handler {
 			props.Notice = "The account was signed out everywhere; its known devices are forgotten."
 		case "no-account":
 			props.Notice = "No account has that address."
+		default:
+			props.Notice = attackNotices[r.URL.Query().Get("notice")]
 		}
 		s.render(w, r, http.StatusOK, templates.DashboardPage(props))
 		return nil

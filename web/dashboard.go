@@ -60,6 +60,7 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 		MailsDropped:        sum.MailsDropped,
 		TopSources:          ranked(d.TopSources),
 		TopAccounts:         ranked(d.TopAccounts),
+		Attack:              attackProps(d.Attack, d.AsOf),
 	}
 	for _, rule := range rulesOf(sum) {
 		label := auth.RuleLabel(rule)
@@ -157,6 +158,8 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 	case auth.EventUnlockConfirmed:
 		row.What = "Unlock link used"
 		row.Detail = "The browser became a known device"
+	case auth.EventAttackStarted, auth.EventAttackEnded:
+		attackEventRow(&row, e)
 	case auth.EventSignedOutEverywhere:
 		row.What = "Signed out everywhere"
 		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {

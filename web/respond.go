@@ -56,6 +56,8 @@ func problemFor(err error) problem {
 		return problem{http.StatusForbidden, "forbidden", "This page is for administrators only.", 0}
 	case errors.Is(err, dashboard.ErrInvalidPeriod):
 		return problem{http.StatusBadRequest, "invalid_period", "Choose a period of 5m, 1h or 24h.", 0}
+	case errors.Is(err, errBadAttackMode):
+		return problem{http.StatusBadRequest, "invalid_request", "Choose to switch attack mode on or off.", 0}
 	case errors.Is(err, errBadCursor):
 		return problem{http.StatusBadRequest, "invalid_request", "That page of events does not exist.", 0}
 	case errors.Is(err, auth.ErrInvalidCredentials):

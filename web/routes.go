@@ -41,6 +41,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /admin/stream", s.handleDashboardStream())
 	mux.Handle("POST /admin/lockouts/unlock", s.handleUnlock())
 	mux.Handle("POST /admin/users/sign-out", s.handleSignOutEverywhere())
+	mux.Handle("POST /admin/attack", s.handleAttackSwitch())
 	mux.Handle("GET /api/v1/admin/stats", s.handleAdminStats())
 
 	if s.cfg.Metrics != nil {

@@ -139,6 +139,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Logger:     logger,
 		Metrics:    metrics,
 		Breached:   checker,
+		Attack:     cfg.Attack,
 	})
 	if err != nil {
 		return nil, err

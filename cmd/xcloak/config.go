@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xcloak/xcloak/attack"
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/breached"
 	"github.com/xcloak/xcloak/internal/cli"
@@ -65,6 +66,8 @@ type config struct {
 	// nil when they were not given: serve fills them in, knowing --dev and
 	// the address it listens on.
 	Auth auth.Config
+	// Attack is when attack mode is entered and left.
+	Attack attack.Config
 }
 
 // The values of XCLOAK_METRICS_ADDR that name no address.
@@ -117,7 +120,7 @@ func (s setting) shownDefault() string {
 // settings is every setting, in the order --help and README list them. The
 // defaults of the service's behaviour come from auth.DefaultConfig, so they
 // are stated in one place.
-var settings = newSettings(auth.DefaultConfig())
+var settings = append(newSettings(auth.DefaultConfig()), attackSettings(attack.DefaultConfig())...)
 
 func newSettings(d auth.Config) []setting {
 	// limit is the setting of a rule's limit: XCLOAK_LIMIT_<NAME> and
@@ -444,7 +447,7 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 
 	// An empty value, from either place, means the default, as it does
 	// for an unset variable.
-	cfg := config{Auth: auth.DefaultConfig()}
+	cfg := config{Auth: auth.DefaultConfig(), Attack: attack.DefaultConfig()}
 	for i, s := range settings {
 		value, source := "", ""
 		if values[i] != nil {
@@ -480,6 +483,9 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 	}
 	if w := cfg.Auth.SprayWindow; w < time.Second || w > ratelimit.MaxWindow {
 		return config{}, fmt.Errorf("XCLOAK_SPRAY_WINDOW: %s is not from 1s to %s", w, ratelimit.MaxWindow)
+	}
+	if err := cfg.Attack.Validate(); err != nil {
+		return config{}, fmt.Errorf("XCLOAK_ATTACK_*: %w", err)
 	}
 	return cfg, nil
 }

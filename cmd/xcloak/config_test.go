@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xcloak/xcloak/attack"
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/breached"
 	"github.com/xcloak/xcloak/ratelimit"
@@ -32,6 +33,7 @@ func TestLoadConfig(t *testing.T) {
 		KeyPrefix:       "xcloak:",
 		BreachedTimeout: breached.DefaultTimeout,
 		Auth:            auth.DefaultConfig(),
+		Attack:          attack.DefaultConfig(),
 	}
 	with := func(change func(*config)) config {
 		c := defaults

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xcloak/xcloak/attack"
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/dashboard"
@@ -41,6 +42,9 @@ type Deps struct {
 	// Breached looks passwords up in a breach corpus (package breached);
 	// nil: no checking.
 	Breached auth.BreachedChecker
+	// Attack is when attack mode is entered and left; the zero Config
+	// means attack.DefaultConfig.
+	Attack attack.Config
 }
 
 // App is XCloak assembled: the service and what the dashboard reads. Its
@@ -56,6 +60,9 @@ type App struct {
 	// Limiter decides the service's requests by Redis, by the failure
 	// policy while Redis is lost.
 	Limiter *ratelimit.Failover
+	// Attack watches the sign-ins and keeps attack mode; the service runs
+	// it.
+	Attack *attack.Watch
 }
 
 // rememberedRejections bounds the full rules one replica remembers.
@@ -75,28 +82,39 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	acfg := d.Attack
+	if acfg == (attack.Config{}) {
+		acfg = attack.DefaultConfig()
+	}
+	watch, err := attack.New(acfg, attack.Deps{
+		Redis: d.Redis, Prefix: d.KeyPrefix, Events: store, Logger: d.Logger, Metrics: d.Metrics, Now: d.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
 	svc, err := auth.NewService(cfg, auth.Deps{
-		Store:   store,
-		Limiter: limiter,
-		Hasher:  d.Hasher,
-		Mailer:  d.Mailer,
-		Logger:  d.Logger,
-		Now:     d.Now,
-		Metrics: d.Metrics,
-		Events:  store,
-		Counter: counts,
-
+		Store:    store,
+		Limiter:  limiter,
+		Hasher:   d.Hasher,
+		Mailer:   d.Mailer,
+		Logger:   d.Logger,
+		Now:      d.Now,
+		Metrics:  d.Metrics,
+		Events:   store,
+		Counter:  counts,
 		Breached: d.Breached,
+		Attack:   watch,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &App{
 		Service:   svc,
-		Dashboard: dashboard.New(counts, store, svc, d.Now, d.Logger),
+		Dashboard: dashboard.New(counts, store, svc, watch, d.Now, d.Logger),
 		Store:     store,
 		Counters:  counts,
 		Limiter:   limiter,
+		Attack:    watch,
 	}, nil
 }
 

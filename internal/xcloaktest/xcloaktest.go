@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xcloak/xcloak/attack"
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/dashboard"
@@ -44,6 +45,8 @@ type Env struct {
 
 	// Dashboard reads the security dashboard's figures and events.
 	Dashboard *dashboard.Reader
+	// Attack watches the sign-ins and keeps attack mode.
+	Attack *attack.Watch
 }
 
 // Options adjust an Env before it starts.
@@ -52,6 +55,8 @@ type Options struct {
 	Auth func(*auth.Config)
 	// Web adjusts the HTTP layer's configuration.
 	Web func(*web.Config)
+	// Attack adjusts when attack mode is entered and left.
+	Attack func(*attack.Config)
 	// Hasher replaces the fast test hasher.
 	Hasher *auth.Hasher
 	// DatabaseURL and Redis, when set, share stores with another Env
@@ -104,8 +109,12 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
+	atk := attack.DefaultConfig()
+	if o.Attack != nil {
+		o.Attack(&atk)
+	}
 	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
-		Breached: o.Breached})
+		Breached: o.Breached, Attack: atk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +134,7 @@ func New(t testing.TB, o Options) *Env {
 		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
 	}
 	return &Env{
-		Service: svc, Dashboard: xc.Dashboard, Handler: web.NewServer(wcfg, svc, xc.Dashboard, ready, nil),
+		Service: svc, Dashboard: xc.Dashboard, Attack: xc.Attack, Handler: web.NewServer(wcfg, svc, xc.Dashboard, ready, nil),
 		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
 	}
 }

@@ -1,0 +1,65 @@
+package attack
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is when attack mode is entered and left.
+type Config struct {
+	// Window is the sliding window the signals are counted over, in whole
+	// seconds from 1s to MaxWindow.
+	Window time.Duration
+	// Failures is the floor of failed password checks (wrong passwords and
+	// unknown accounts) in Window that trips attack mode, provided they
+	// are at least FailureShare of the attempts decided.
+	Failures int64
+	// UnknownAccounts is the floor of attempts for accounts that do not
+	// exist in Window that trips attack mode.
+	UnknownAccounts int64
+	// Factor raises each floor to Factor times the signal's baseline, its
+	// mean per Window over the last BaselineSpan outside attack mode.
+	Factor float64
+	// Quiet is how long attack mode lasts after the last trip.
+	Quiet time.Duration
+}
+
+// Bounds and fixed parts of the detection.
+const (
+	// MaxWindow bounds Config.Window.
+	MaxWindow = 5 * time.Minute
+	// FailureShare is the share of decided attempts that must fail for the
+	// failures trigger: a busy hour of honest users with many failures
+	// still mostly succeeds.
+	FailureShare = 0.5
+	// BaselineSpan is how far back the baseline reaches.
+	BaselineSpan = 2 * time.Hour
+)
+
+// DefaultConfig returns the defaults (see docs/SECURITY-MODEL.md, "Attack
+// mode", for why these).
+func DefaultConfig() Config {
+	return Config{
+		Window:          10 * time.Second,
+		Failures:        30,
+		UnknownAccounts: 20,
+		Factor:          4,
+		Quiet:           15 * time.Minute,
+	}
+}
+
+// Validate reports what is wrong with c, if anything.
+func (c Config) Validate() error {
+	switch {
+	case c.Window < time.Second || c.Window > MaxWindow || c.Window%time.Second != 0:
+		return fmt.Errorf("attack: window %s is not whole seconds from 1s to %s", c.Window, MaxWindow)
+	case c.Failures < 1 || c.UnknownAccounts < 1:
+		return errors.New("attack: the failures and unknown-accounts floors must be at least 1")
+	case !(c.Factor >= 1 && c.Factor <= 1000):
+		return fmt.Errorf("attack: factor %v is not from 1 to 1000", c.Factor)
+	case c.Quiet < time.Second || c.Quiet > 24*time.Hour:
+		return fmt.Errorf("attack: quiet period %s is not from 1s to 24h", c.Quiet)
+	}
+	return nil
+}

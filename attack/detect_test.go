@@ -1,0 +1,165 @@
+package attack_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/attack"
+	"github.com/xcloak/xcloak/auth"
+)
+
+// traffic draws Poisson arrivals at rate(t) per second and an outcome for
+// each.
+type traffic struct {
+	rng     *rand.Rand
+	rate    func(t time.Duration) float64
+	outcome func(rng *rand.Rand) auth.Outcome
+	next    time.Duration
+}
+
+// arrival returns the time of the next attempt and its outcome. Arrivals
+// are drawn by thinning against maxRate, so a rate that changes over the
+// day stays a Poisson process.
+func (tr *traffic) arrival(maxRate float64) (time.Duration, auth.Outcome) {
+	for {
+		tr.next += time.Duration(tr.rng.ExpFloat64() / maxRate * float64(time.Second))
+		if tr.rng.Float64()*maxRate <= tr.rate(tr.next) {
+			return tr.next, tr.outcome(tr.rng)
+		}
+	}
+}
+
+// ordinary is honest traffic: 5% wrong passwords, 1% unknown accounts.
+func ordinary(rng *rand.Rand) auth.Outcome {
+	switch p := rng.Float64(); {
+	case p < 0.01:
+		return auth.OutcomeUnknownAccount
+	case p < 0.06:
+		return auth.OutcomeFailed
+	}
+	return auth.OutcomeSucceeded
+}
+
+// stuffing is the attack of issue 12: 98% fail, a third of them for
+// accounts that do not exist.
+func stuffing(rng *rand.Rand) auth.Outcome {
+	switch p := rng.Float64(); {
+	case p < 1.0/3:
+		return auth.OutcomeUnknownAccount
+	case p < 0.98:
+		return auth.OutcomeFailed
+	}
+	return auth.OutcomeSucceeded
+}
+
+// diurnal swings from 5 sign-ins a second at 04:00 to 40 at 16:00, 22.5 on
+// average.
+func diurnal(t time.Duration) float64 {
+	return 22.5 - 17.5*math.Cos(2*math.Pi*(t-4*time.Hour).Hours()/24)
+}
+
+// day0 is the midnight the simulations start at.
+var day0 = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+
+// TestBusyDayNeverTrips feeds two full days of busy ordinary traffic
+// through the detector with the default settings, checking after every
+// attempt as the watch does; attack mode must never be entered. The first
+// day starts with no baseline, as a fresh deployment does.
+func TestBusyDayNeverTrips(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	d := attack.NewDetector(cfg)
+	tr := &traffic{rng: rand.New(rand.NewPCG(12, 1)), rate: diurnal, outcome: ordinary}
+	var n int
+	var peak attack.Counts
+	for {
+		at, o := tr.arrival(40)
+		if at > 48*time.Hour {
+			break
+		}
+		now := day0.Add(at)
+		d.Add(now, o, true)
+		n++
+		if trig, ok := d.Trip(now); ok {
+			t.Fatalf("ordinary traffic tripped attack mode (%s) at %s after %d attempts: window %+v, baseline %+v",
+				trig, at, n, d.Window(now), d.Baseline(now))
+		}
+		if w := d.Window(now); w.Failures+w.Unknown > peak.Failures+peak.Unknown {
+			peak = w
+		}
+	}
+	t.Logf("%d attempts in 48 h (%.1f/s); the busiest window had %d wrong passwords and %d unknown accounts of %d attempts",
+		n, float64(n)/(48*3600), peak.Failures, peak.Unknown, peak.Attempts)
+}
+
+// TestStuffingTripsWithinFewAttempts runs the attack of issue 12 (70
+// attempts a second, 98% failing, a third for unknown accounts) on top of
+// ordinary traffic, and counts the attack's attempts before attack mode is
+// on.
+func TestStuffingTripsWithinFewAttempts(t *testing.T) {
+	const bound = 70 // attack attempts
+	for _, tc := range []struct {
+		name       string
+		background float64 // ordinary sign-ins a second
+		start      time.Duration
+	}{
+		{"quiet night", 5, 28 * time.Hour},
+		{"average", 22.5, 34 * time.Hour},
+		{"peak", 40, 40 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := attack.NewDetector(attack.DefaultConfig())
+			rng := rand.New(rand.NewPCG(12, 2))
+			honest := &traffic{rng: rng, rate: func(time.Duration) float64 { return tc.background }, outcome: ordinary}
+			// Three hours of ordinary traffic make the baseline.
+			for {
+				at, o := honest.arrival(tc.background)
+				if at > tc.start {
+					break
+				}
+				now := day0.Add(at)
+				d.Add(now, o, true)
+				if _, ok := d.Trip(now); ok {
+					t.Fatalf("tripped by ordinary traffic at %s", at)
+				}
+			}
+			bad := &traffic{rng: rng, rate: func(time.Duration) float64 { return 70 }, outcome: stuffing, next: tc.start}
+			next := honest.next
+			attempts := 0
+			for attempts < 10*bound {
+				at, o := bad.arrival(70)
+				for next < at { // the honest attempts before this one
+					_, ho := honest.arrival(tc.background)
+					d.Add(day0.Add(next), ho, true)
+					next = honest.next
+				}
+				attempts++
+				d.Add(day0.Add(at), o, true)
+				if trig, ok := d.Trip(day0.Add(at)); ok {
+					t.Logf("attack mode on after %d attack attempts, %.2fs into the attack (%s)", attempts, (at - tc.start).Seconds(), trig)
+					if attempts > bound {
+						t.Errorf("took %d attack attempts, want at most %d", attempts, bound)
+					}
+					return
+				}
+			}
+			t.Fatalf("not tripped after %d attack attempts", attempts)
+		})
+	}
+}
+
+// BenchmarkDetector is the in-process cost of one attempt on the sign-in
+// path: counting it and checking the window.
+func BenchmarkDetector(b *testing.B) {
+	d := attack.NewDetector(attack.DefaultConfig())
+	rng := rand.New(rand.NewPCG(12, 3))
+	now := day0
+	for i := 0; b.Loop(); i++ {
+		if i%50 == 0 {
+			now = now.Add(time.Second)
+		}
+		d.Add(now, ordinary(rng), true)
+		d.Trip(now)
+	}
+}

@@ -1,0 +1,20 @@
+// Package attack watches sign-in attempts and keeps attack mode: the state
+// a deployment enters when credential stuffing or a password spray is under
+// way, which new-device verification and the dashboard act on.
+//
+// A Watch hears every attempt's outcome (auth.AttackWatch). It counts them
+// in process, per second, and trips at once when this replica's own window
+// passes a threshold; about once a second it adds what it counted to short
+// buckets in Redis, which every replica shares, and trips when the sum of
+// all replicas does. Thresholds are each the larger of a floor and a factor
+// times the recent baseline of the same signal (Config.Trip), so a busy
+// deployment's ordinary failures do not trip it.
+//
+// Attack mode itself lives in Redis (active, since, trigger, by whom), is
+// entered and left by one script so that exactly one replica records each
+// change, and is cached by every replica: Active is an atomic load.
+//
+// Memory in Redis is bounded whatever the number of attacking addresses:
+// distinct accounts and networks are HyperLogLogs, the ranking of networks
+// is a capped sorted set, and every key expires.
+package attack

@@ -1,0 +1,69 @@
+-- Attack mode's state, entered and left by one script so that exactly one
+-- replica sees each change and records it.
+--
+-- KEYS[1]  the state hash: active ("1" or "0"), since (unix ms), trigger
+--          ("automatic" or "admin"), by (who switched it, "" for the
+--          detector), last_hit (unix ms of the last trip), suppress_until
+--          (unix ms: no automatic entry before it, after an admin's "off")
+-- ARGV[1]  op: "hit" (a replica's window tripped), "tick" (leave after the
+--          quiet period), "on" or "off" (an administrator's switch)
+-- ARGV[2]  now, unix ms
+-- ARGV[3]  quiet period, ms
+-- ARGV[4]  by: who switches ("" for hit and tick)
+-- ARGV[5]  time to live of the state, ms, renewed on every call
+--
+-- Returns {change, active, since, trigger, by, suppress_until}: change is
+-- "started", "ended" or "" (nothing changed); the rest is the state after
+-- the call (for "ended", since, trigger and by of the attack that ended).
+local key = KEYS[1]
+local op = ARGV[1]
+local now = tonumber(ARGV[2])
+local quiet = tonumber(ARGV[3])
+local by = ARGV[4]
+local ttl = tonumber(ARGV[5])
+
+local f = redis.call('HMGET', key, 'active', 'since', 'trigger', 'by', 'last_hit', 'suppress_until')
+local active = f[1] == '1'
+local since = tonumber(f[2]) or 0
+local trigger = f[3] or ''
+local who = f[4] or ''
+local last_hit = tonumber(f[5]) or 0
+local suppress = tonumber(f[6]) or 0
+local change = ''
+
+if op == 'hit' then
+  if now >= suppress then
+    last_hit = now
+    if not active then
+      active, since, trigger, who, change = true, now, 'automatic', '', 'started'
+    end
+  end
+elseif op == 'tick' then
+  if active and trigger == 'automatic' and now - last_hit >= quiet then
+    active, change = false, 'ended'
+  end
+elseif op == 'on' then
+  suppress = 0
+  if active then
+    -- An attack the detector found becomes the administrator's: it stays
+    -- on until an administrator turns it off.
+    trigger, who = 'admin', by
+  else
+    active, since, trigger, who, change = true, now, 'admin', by, 'started'
+  end
+  last_hit = now
+elseif op == 'off' then
+  suppress = now + quiet
+  if active then
+    active, change, who = false, 'ended', by
+  end
+else
+  return redis.error_reply('unknown op ' .. op)
+end
+
+if op ~= 'tick' or change ~= '' or active or redis.call('EXISTS', key) == 1 then
+  redis.call('HSET', key, 'active', active and '1' or '0', 'since', since, 'trigger', trigger, 'by', who,
+    'last_hit', last_hit, 'suppress_until', suppress)
+  redis.call('PEXPIRE', key, ttl)
+end
+return {change, active and '1' or '0', tostring(since), trigger, who, tostring(suppress)}

@@ -1,0 +1,405 @@
+package attack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Deps are what a Watch runs on.
+type Deps struct {
+	// Redis holds the counts every replica shares and attack mode's state.
+	Redis redis.UniversalClient
+	// Prefix is the deployment's Redis key namespace (ratelimit.NewKeys).
+	Prefix string
+	// Events keeps the attack_started and attack_ended events; nil: none
+	// are kept.
+	Events auth.EventStore
+	// Logger is where entering and leaving are logged; nil: nowhere.
+	Logger *slog.Logger
+	// Metrics is where xcloak_attack_mode is registered; nil: nowhere.
+	Metrics prometheus.Registerer
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Watch hears every sign-in attempt and keeps attack mode (see the package
+// documentation). Run does its background work.
+type Watch struct {
+	cfg    Config
+	rdb    redis.UniversalClient
+	keys   ratelimit.Keys
+	events auth.EventStore
+	log    *slog.Logger
+	now    func() time.Time
+
+	// active is what Active answers: Redis's state as last read, or true
+	// since this replica's own window tripped.
+	active atomic.Bool
+	wake   chan struct{}
+	// ticking makes Ticks one at a time, so that one that returns has
+	// seen every count observed before it started.
+	ticking sync.Mutex
+
+	mu      sync.Mutex
+	local   *Detector
+	pending batch
+	// hit is the signal that tripped this replica's window since the last
+	// Tick, "" if none.
+	hit Trigger
+	// state is attack mode as Redis last said.
+	state state
+	// baseline of one window, from Redis, and the minute it was read in.
+	baseline   Counts
+	baselineAt int64
+	// failing reports that the last Tick could not reach Redis, so that
+	// an outage is logged once, not every second.
+	failing atomic.Bool
+}
+
+// state is attack mode as Redis keeps it.
+type state struct {
+	active        bool
+	since         time.Time
+	trigger, by   string
+	suppressUntil time.Time
+	// lastLocalTrip is when this replica's own window last tripped.
+	lastLocalTrip time.Time
+}
+
+// batch is what Observe counted since the last Tick.
+type batch struct {
+	seconds map[int64]*Counts
+	minutes map[int64]*minuteBatch
+	size    int // accounts and networks held
+}
+
+type minuteBatch struct {
+	all, ordinary Counts
+	accounts      map[string]struct{}
+	networks      map[string]struct{}
+	// failing counts, by network, attempts that did not succeed.
+	failing map[string]int64
+}
+
+// Bounds of the keys in Redis and of what a replica holds between flushes.
+const (
+	// secondRetention keeps a second's counts while a window may read them.
+	secondRetention = MaxWindow + time.Minute
+	// minuteRetention keeps a minute's panel figures (counts, distinct
+	// accounts and networks, ranking) past dashboard.AttackPeriod.
+	minuteRetention = 10 * time.Minute
+	// baselineRetention keeps a minute's ordinary counts for the baseline.
+	baselineRetention = BaselineSpan + 10*time.Minute
+	// stateRetention keeps attack mode's state; every Tick renews it.
+	stateRetention = 48 * time.Hour
+	// rankCap bounds the networks one minute's ranking keeps; under a
+	// flood from more, the lowest counts are dropped and the heavy
+	// hitters stay exact.
+	rankCap = 200
+	// maxPendingMembers bounds the accounts and networks a replica holds
+	// between two flushes; past it they are not added to the distinct
+	// counts (the counts of attempts stay exact).
+	maxPendingMembers = 200_000
+	// topNetworks is how many networks the panel lists.
+	topNetworks = 10
+	// tickEvery is how often Run flushes and reads the shared counts.
+	tickEvery = time.Second
+)
+
+// watchID is the one identity the watch's keys belong to: they share a
+// hash tag and so one Redis Cluster slot.
+const watchID = "watch"
+
+// New returns a Watch with cfg on d.
+func New(cfg Config, d Deps) (*Watch, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Redis == nil {
+		return nil, errors.New("attack: Redis is required")
+	}
+	keys, err := ratelimit.NewKeys(d.Prefix, "attack")
+	if err != nil {
+		return nil, err
+	}
+	w := &Watch{
+		cfg: cfg, rdb: d.Redis, keys: keys, events: d.Events, log: d.Logger, now: d.Now,
+		wake: make(chan struct{}, 1), local: NewDetector(cfg), baselineAt: -1,
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	w.pending = newBatch()
+	if d.Metrics != nil {
+		gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "xcloak_attack_mode", Help: "1 while attack mode is on (automatically or by an administrator), else 0."},
+			func() float64 {
+				if w.Active() {
+					return 1
+				}
+				return 0
+			})
+		if err := d.Metrics.Register(gauge); err != nil {
+			return nil, fmt.Errorf("attack: registering metrics: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// atLeast returns the larger of a and b, count by count.
+func atLeast(a, b Counts) Counts {
+	return Counts{max(a.Attempts, b.Attempts), max(a.Failures, b.Failures), max(a.Unknown, b.Unknown),
+		max(a.Rejected, b.Rejected), max(a.Held, b.Held), max(a.Successes, b.Successes)}
+}
+
+func newBatch() batch {
+	return batch{seconds: map[int64]*Counts{}, minutes: map[int64]*minuteBatch{}}
+}
+
+// Active reports whether attack mode is on. It is an atomic load.
+func (w *Watch) Active() bool { return w.active.Load() }
+
+// Observe counts one attempt. It never blocks on I/O: when this replica's
+// own window trips, attack mode is on here at once and Run records it in
+// Redis without waiting for its next tick.
+func (w *Watch) Observe(a auth.SignInAttempt) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	active := w.active.Load()
+	w.local.Add(a.At, a.Outcome, !active)
+	w.pending.add(a, !active)
+	if active || a.At.Before(w.state.suppressUntil) {
+		return
+	}
+	// The shared baseline is all replicas' traffic, at least this one's:
+	// a replica started a moment ago, with no history of its own, is held
+	// to the deployment's thresholds, not to the bare floors.
+	if trig, ok := w.cfg.Trip(w.local.Window(a.At), atLeast(w.local.Baseline(a.At), w.baseline)); ok {
+		w.hit = trig
+		w.state.lastLocalTrip = a.At
+		w.active.Store(true)
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (b *batch) add(a auth.SignInAttempt, ordinary bool) {
+	sec := a.At.Unix()
+	c := b.seconds[sec]
+	if c == nil {
+		c = &Counts{}
+		b.seconds[sec] = c
+	}
+	c.Add(a.Outcome)
+	m := b.minutes[sec/60]
+	if m == nil {
+		m = &minuteBatch{accounts: map[string]struct{}{}, networks: map[string]struct{}{}, failing: map[string]int64{}}
+		b.minutes[sec/60] = m
+	}
+	m.all.Add(a.Outcome)
+	if ordinary {
+		m.ordinary.Add(a.Outcome)
+	}
+	if b.size >= maxPendingMembers {
+		return
+	}
+	network := Network(a.Client.Addr)
+	if a.Account != "" {
+		if _, ok := m.accounts[a.Account]; !ok {
+			m.accounts[a.Account] = struct{}{}
+			b.size++
+		}
+	}
+	if _, ok := m.networks[network]; !ok {
+		m.networks[network] = struct{}{}
+		b.size++
+	}
+	if a.Outcome != auth.OutcomeSucceeded {
+		m.failing[network]++
+	}
+}
+
+// Network is the network an address is counted in: its IPv4 /24 or IPv6
+// /48, "unknown" without an address.
+func Network(addr netip.Addr) string {
+	if !addr.IsValid() {
+		return "unknown"
+	}
+	addr = addr.Unmap().WithZone("")
+	bits := 48
+	if addr.Is4() {
+		bits = 24
+	}
+	p, _ := addr.Prefix(bits)
+	return p.String()
+}
+
+// Run ticks about once a second, and at once when this replica's window
+// trips, until ctx is done; then it flushes what it counted and returns.
+func (w *Watch) Run(ctx context.Context) {
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = w.Tick(final)
+			cancel()
+			return
+		case <-t.C:
+		case <-w.wake:
+		}
+		_ = w.Tick(ctx)
+	}
+}
+
+// Tick adds what this replica counted to the shared counts, reads the
+// window of all replicas, and enters or leaves attack mode. Run calls it;
+// tests call it with their own clock.
+func (w *Watch) Tick(ctx context.Context) error {
+	w.ticking.Lock()
+	defer w.ticking.Unlock()
+	now := w.now()
+	w.mu.Lock()
+	b := w.pending
+	w.pending = newBatch()
+	hit := w.hit
+	w.hit = ""
+	readBaseline := w.baselineAt != now.Unix()/60
+	w.mu.Unlock()
+
+	window, baseline, err := w.flush(ctx, b, now, readBaseline)
+	if err != nil {
+		return w.failed(now, err)
+	}
+	w.mu.Lock()
+	if readBaseline {
+		w.baseline, w.baselineAt = baseline, now.Unix()/60
+	}
+	baseline = w.baseline
+	w.mu.Unlock()
+	signal := hit
+	if trig, ok := w.cfg.Trip(window, baseline); ok && hit == "" {
+		signal = trig
+	}
+	op := "tick"
+	if signal != "" {
+		op = "hit"
+	}
+	res, err := w.runState(ctx, op, now, "")
+	if err != nil {
+		return w.failed(now, err)
+	}
+	if w.failing.Swap(false) {
+		w.log.Info("attack watch: Redis answers again")
+	}
+	w.apply(ctx, res, now, eventFigures(signal, window, w.cfg))
+	return nil
+}
+
+// failed keeps attack mode as this replica last knew it while Redis does
+// not answer; one that only this replica's window switched on ends after
+// the quiet period.
+func (w *Watch) failed(now time.Time, err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.failing.Swap(true) {
+		w.log.Warn("attack watch: Redis unavailable; attack mode stays as this replica knows it", "err", err)
+	}
+	if w.active.Load() && !w.state.active && now.Sub(w.state.lastLocalTrip) >= w.cfg.Quiet {
+		w.active.Store(false)
+	}
+	return err
+}
+
+// apply takes the state Redis returned as this replica's and, when it
+// changed, records the change.
+func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, figures map[string]string) {
+	w.mu.Lock()
+	s := res.state
+	s.lastLocalTrip = w.state.lastLocalTrip
+	w.state = s
+	// A trip of this replica's window since the script ran keeps attack
+	// mode on here until the next Tick records it.
+	w.active.Store(s.active || w.hit != "")
+	w.mu.Unlock()
+
+	switch res.change {
+	case "started":
+		detail := map[string]string{"trigger": s.trigger, "by": s.by}
+		if s.trigger == "automatic" {
+			for k, v := range figures {
+				detail[k] = v
+			}
+		}
+		w.log.Warn("attack mode on", "trigger", s.trigger, "by", s.by, "detail", detail)
+		w.record(ctx, auth.Event{At: now, Kind: auth.EventAttackStarted, Detail: detail})
+	case "ended":
+		detail := map[string]string{"trigger": s.trigger, "by": s.by, "since": s.since.Format(time.RFC3339)}
+		w.log.Warn("attack mode off", "by", s.by, "since", s.since, "lasted", now.Sub(s.since).Round(time.Second).String())
+		w.record(ctx, auth.Event{At: now, Kind: auth.EventAttackEnded, Detail: detail})
+	}
+}
+
+func (w *Watch) record(ctx context.Context, e auth.Event) {
+	if w.events == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := w.events.InsertEvents(ctx, []auth.Event{e}); err != nil {
+		w.log.Error("attack watch: recording event", "kind", e.Kind, "err", err)
+	}
+}
+
+// eventFigures are the detail of an automatic attack_started event.
+func eventFigures(signal Trigger, window Counts, cfg Config) map[string]string {
+	return map[string]string{
+		"signal":           string(signal),
+		"window":           cfg.Window.String(),
+		"attempts":         strconv.FormatInt(window.Attempts, 10),
+		"failures":         strconv.FormatInt(window.Failures, 10),
+		"unknown_accounts": strconv.FormatInt(window.Unknown, 10),
+	}
+}
+
+// SwitchAttack turns attack mode on or off in by's name. On stays on
+// until an administrator turns it off; off also keeps the detector from
+// switching it on again for the quiet period. It reports whether attack
+// mode changed.
+func (w *Watch) SwitchAttack(ctx context.Context, on bool, by string) (bool, error) {
+	op := "off"
+	if on {
+		op = "on"
+	}
+	now := w.now()
+	res, err := w.runState(ctx, op, now, by)
+	if err != nil {
+		return false, err
+	}
+	w.mu.Lock()
+	if !on {
+		w.hit = "" // this replica's trip is overruled
+	}
+	w.mu.Unlock()
+	w.apply(ctx, res, now, nil)
+	return res.change != "", nil
+}

@@ -1,0 +1,336 @@
+package attack_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/attack"
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// clock is a settable clock shared by the replicas of a test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// eventLog keeps the events the watches record, as Postgres would.
+type eventLog struct {
+	mu     sync.Mutex
+	events []auth.Event
+}
+
+func (l *eventLog) InsertEvents(_ context.Context, batch []auth.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, batch...)
+	return nil
+}
+
+func (l *eventLog) kinds() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := map[string]int{}
+	for _, e := range l.events {
+		n[e.Kind]++
+	}
+	return n
+}
+
+// replicas builds n watches on one Redis prefix, one clock and one event
+// log, as n replicas of one deployment.
+func replicas(t *testing.T, n int, cfg attack.Config) ([]*attack.Watch, *clock, *eventLog, *redis.Client, string) {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	log := &eventLog{}
+	var ws []*attack.Watch
+	for range n {
+		w, err := attack.New(cfg, attack.Deps{Redis: rdb, Prefix: prefix, Events: log, Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	return ws, clk, log, rdb, prefix
+}
+
+// feed has w observe n attempts of outcome o at the clock's time, each for
+// a distinct account from a distinct address.
+func feed(w *attack.Watch, clk *clock, n int, o auth.Outcome, tag string) {
+	for i := range n {
+		w.Observe(auth.SignInAttempt{
+			At:      clk.Now(),
+			Account: fmt.Sprintf("%s%d@example.com", tag, i),
+			Client:  auth.Client{Addr: netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 1})},
+			Outcome: o,
+		})
+	}
+}
+
+func tick(t *testing.T, ws ...*attack.Watch) {
+	t.Helper()
+	for _, w := range ws {
+		if err := w.Tick(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReplicasShareTheWindow splits an attack over two replicas so that
+// neither sees enough on its own: the shared counts in Redis switch both on,
+// and exactly one attack_started event is recorded. After the quiet period
+// without trips, attack mode ends, with exactly one attack_ended.
+func TestReplicasShareTheWindow(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, log, _, _ := replicas(t, 2, cfg)
+	a, b := ws[0], ws[1]
+	// Each replica: 12 attempts for unknown accounts and 10 wrong
+	// passwords, under both floors (20 and 30); together 24 unknown.
+	feed(a, clk, 12, auth.OutcomeUnknownAccount, "a")
+	feed(a, clk, 10, auth.OutcomeFailed, "a")
+	feed(b, clk, 12, auth.OutcomeUnknownAccount, "b")
+	feed(b, clk, 10, auth.OutcomeFailed, "b")
+	if a.Active() || b.Active() {
+		t.Fatal("a replica switched on from its own half")
+	}
+	tick(t, a)
+	if a.Active() || b.Active() {
+		t.Fatal("on from one replica's half in Redis")
+	}
+	tick(t, b, a)
+	if !a.Active() || !b.Active() {
+		t.Fatalf("active: a %v, b %v; want both on from the shared counts", a.Active(), b.Active())
+	}
+	if got := log.kinds(); got[auth.EventAttackStarted] != 1 {
+		t.Fatalf("events %v; want one attack_started", got)
+	}
+	st, err := a.AttackStatus(t.Context(), clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Active || st.Trigger != "automatic" || !st.Since.Equal(clk.Now()) || st.Attempts != 44 || st.UnknownAccounts != 24 ||
+		st.DistinctAccounts != 24 || st.DistinctNetworks != 12 || len(st.TopNetworks) != 10 || st.TopNetworks[0].Count != 4 {
+		t.Fatalf("status %+v", st)
+	}
+
+	// Quiet: no trip for cfg.Quiet. One second short, still on.
+	clk.Add(cfg.Quiet - time.Second)
+	tick(t, a, b)
+	if !a.Active() || !b.Active() {
+		t.Fatal("off before the quiet period ended")
+	}
+	clk.Add(time.Second)
+	tick(t, b, a)
+	if a.Active() || b.Active() {
+		t.Fatal("still on after the quiet period")
+	}
+	if got := log.kinds(); got[auth.EventAttackStarted] != 1 || got[auth.EventAttackEnded] != 1 {
+		t.Fatalf("events %v; want one attack_started and one attack_ended", got)
+	}
+}
+
+// TestExactlyOneReplicaRecords has many replicas trip on their own at the
+// same moment and tick at once: one attack_started is recorded.
+func TestExactlyOneReplicaRecords(t *testing.T) {
+	ws, clk, log, _, _ := replicas(t, 8, attack.DefaultConfig())
+	for i, w := range ws {
+		feed(w, clk, 20, auth.OutcomeUnknownAccount, fmt.Sprint(i))
+		if !w.Active() {
+			t.Fatalf("replica %d not on at once from its own window", i)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			if err := w.Tick(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := log.kinds(); got[auth.EventAttackStarted] != 1 {
+		t.Fatalf("events %v; want exactly one attack_started", got)
+	}
+	for i, w := range ws {
+		if !w.Active() {
+			t.Errorf("replica %d off after the ticks", i)
+		}
+	}
+}
+
+// TestAdminSwitch: an administrator's "on" outlasts the quiet period; "off"
+// ends it and keeps the detector from switching it on again for the quiet
+// period; both are recorded with who did it; the gauge follows.
+func TestAdminSwitch(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	rdb, prefix := testenv.Redis(t)
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	log := &eventLog{}
+	reg := prometheus.NewRegistry()
+	w, err := attack.New(cfg, attack.Deps{Redis: rdb, Prefix: prefix, Events: log, Now: clk.Now, Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := attack.New(cfg, attack.Deps{Redis: rdb, Prefix: prefix, Events: log, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil || len(mfs) != 1 || mfs[0].GetName() != "xcloak_attack_mode" {
+			t.Fatalf("metrics %v, %v", mfs, err)
+		}
+		return mfs[0].GetMetric()[0].GetGauge().GetValue()
+	}
+	if gauge() != 0 {
+		t.Fatal("gauge not 0 at start")
+	}
+	changed, err := w.SwitchAttack(t.Context(), true, "admin:root@example.com")
+	if err != nil || !changed || !w.Active() || gauge() != 1 {
+		t.Fatalf("on: changed %v, err %v, active %v, gauge %v", changed, err, w.Active(), gauge())
+	}
+	tick(t, other)
+	if !other.Active() {
+		t.Fatal("the other replica does not see the administrator's on")
+	}
+	clk.Add(2 * cfg.Quiet)
+	tick(t, w, other)
+	if !w.Active() {
+		t.Fatal("an administrator's on ended by itself")
+	}
+	st, err := other.AttackStatus(t.Context(), clk.Now())
+	if err != nil || !st.Active || st.Trigger != "admin" || st.By != "admin:root@example.com" {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	if changed, err := w.SwitchAttack(t.Context(), true, "admin:other@example.com"); err != nil || changed {
+		t.Fatalf("on again: changed %v, %v; want no change", changed, err)
+	}
+	if changed, err := other.SwitchAttack(t.Context(), false, "admin:other@example.com"); err != nil || !changed {
+		t.Fatalf("off: changed %v, %v", changed, err)
+	}
+	tick(t, w)
+	if w.Active() || other.Active() || gauge() != 0 {
+		t.Fatal("still on after the administrator's off")
+	}
+	// The attack goes on: the detector may not switch it back on during
+	// the quiet period, and may after it.
+	feed(w, clk, 40, auth.OutcomeUnknownAccount, "x")
+	tick(t, w, other)
+	if w.Active() || other.Active() {
+		t.Fatal("the detector overruled the administrator's off")
+	}
+	clk.Add(cfg.Quiet)
+	feed(w, clk, 40, auth.OutcomeUnknownAccount, "y")
+	tick(t, w)
+	if !w.Active() {
+		t.Fatal("the detector cannot switch on after the quiet period")
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	var got []string
+	for _, e := range log.events {
+		got = append(got, e.Kind+" "+e.Detail["trigger"]+" "+e.Detail["by"])
+	}
+	want := "[attack_started admin admin:root@example.com attack_ended admin admin:other@example.com attack_started automatic ]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("events %v\nwant %s", got, want)
+	}
+}
+
+// BenchmarkObserve is what the sign-in path pays for the watch: one
+// Observe, counting in process, Redis untouched.
+func BenchmarkObserve(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	w, err := attack.New(attack.DefaultConfig(), attack.Deps{Redis: rdb, Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := netip.MustParseAddr("192.0.2.1")
+	for i := 0; b.Loop(); i++ {
+		if i%100_000 == 0 {
+			_ = w.Tick(b.Context()) // as Run does, so the batch stays small
+		}
+		w.Observe(auth.SignInAttempt{At: time.Now(), Account: "user@example.com", Client: auth.Client{Addr: addr}, Outcome: auth.OutcomeSucceeded})
+	}
+}
+
+// TestWithoutRedis: with Redis unreachable, a replica's own window still
+// switches attack mode on at once, Observe never waits, and attack mode
+// ends after the quiet period from the last trip this replica saw.
+func TestWithoutRedis(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = dead.Close() })
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	w, err := attack.New(cfg, attack.Deps{Redis: dead, Prefix: "xcloak-test:dead:", Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(w, clk, 20, auth.OutcomeUnknownAccount, "x")
+	if !w.Active() {
+		t.Fatal("not on from this replica's own window")
+	}
+	if err := w.Tick(t.Context()); err == nil {
+		t.Fatal("Tick reached a Redis that is not there")
+	}
+	clk.Add(cfg.Quiet - time.Second)
+	_ = w.Tick(t.Context())
+	if !w.Active() {
+		t.Fatal("off before the quiet period")
+	}
+	clk.Add(time.Second)
+	_ = w.Tick(t.Context())
+	if w.Active() {
+		t.Fatal("still on after the quiet period without Redis")
+	}
+}
+
+// TestNewReplicaHeldToSharedBaseline: a replica that has just started,
+// with no history of its own, trips on its own window only past the
+// thresholds the deployment's shared baseline sets, not the bare floors.
+func TestNewReplicaHeldToSharedBaseline(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, _, _, _ := replicas(t, 2, cfg)
+	old, fresh := ws[0], ws[1]
+	// Two hours of a big deployment: 60 unknown accounts a minute (10 per
+	// 10-second window, so a threshold of 4 x 10 = 40) among 6,000 sign-ins.
+	for range 120 {
+		for range 6 {
+			feed(old, clk, 10, auth.OutcomeUnknownAccount, "u")
+			feed(old, clk, 990, auth.OutcomeSucceeded, "s")
+			clk.Add(10 * time.Second)
+		}
+		tick(t, old)
+	}
+	clk.Add(time.Minute) // past the last window
+	if old.Active() {
+		t.Fatal("the busy deployment tripped")
+	}
+	tick(t, fresh) // reads the shared baseline, as Run does at once
+	feed(fresh, clk, 39, auth.OutcomeUnknownAccount, "a")
+	if fresh.Active() {
+		t.Fatal("a fresh replica tripped at its floor (20) under a shared threshold of 40")
+	}
+	feed(fresh, clk, 1, auth.OutcomeUnknownAccount, "b")
+	if !fresh.Active() {
+		t.Fatal("not on at the shared threshold")
+	}
+}

@@ -1,0 +1,166 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// attackJSON is the "attack" object of GET /api/v1/admin/stats, read
+// loosely so that a wrong shape shows.
+func attackJSON(t *testing.T, c *http.Client, base string) map[string]any {
+	t.Helper()
+	_, body := getStats(t, c, base, "5m")
+	var doc struct {
+		Attack map[string]any `json:"attack"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Attack
+}
+
+func attackEvents(t *testing.T, env *xcloaktest.Env) []string {
+	t.Helper()
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventAttackStarted, auth.EventAttackEnded}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		out = append(out, e.Kind+" "+e.Detail["trigger"]+" "+e.Detail["by"])
+	}
+	return out
+}
+
+// TestAttackSwitch: only an administrator, from the same origin, can switch
+// attack mode; the stats API, the page and the events say so, with who.
+func TestAttackSwitch(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	env.AddUser(t, memberEmail, anyPassword, false)
+	admin := xcloaktest.Client(t, "127.0.41.1")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	member := xcloaktest.Client(t, "127.0.41.2")
+	signIn(t, member, base, memberEmail, anyPassword)
+	visitor := xcloaktest.Client(t, "127.0.41.3")
+	on := url.Values{"mode": {"on"}, "period": {"1h"}}.Encode()
+
+	off := map[string]any{"active": false, "since": nil, "trigger": nil}
+	if got := attackJSON(t, admin, base); fmt.Sprint(got) != fmt.Sprint(off) {
+		t.Fatalf("attack at start %v, want %v", got, off)
+	}
+	for _, tc := range []struct {
+		name   string
+		c      *http.Client
+		body   string
+		status int
+		header []string
+	}{
+		{"cross-site", admin, on, 403, []string{"Sec-Fetch-Site", "cross-site"}},
+		{"foreign origin", admin, on, 403, []string{"Origin", "https://evil.example"}},
+		{"member", member, on, 403, []string{"Sec-Fetch-Site", "same-origin"}},
+		{"visitor", visitor, on, 303, []string{"Sec-Fetch-Site", "same-origin"}},
+		{"no mode", admin, "period=5m", 400, []string{"Sec-Fetch-Site", "same-origin"}},
+		{"bad mode", admin, "mode=maybe", 400, []string{"Sec-Fetch-Site", "same-origin"}},
+		{"mode twice", admin, "mode=on&mode=off", 400, []string{"Sec-Fetch-Site", "same-origin"}},
+		{"bad period", admin, "mode=on&period=7d", 400, []string{"Sec-Fetch-Site", "same-origin"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, tc.c, base+"/admin/attack", formType, tc.body, tc.header...)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%d %s; want %d", resp.StatusCode, body, tc.status)
+			}
+			if got := attackJSON(t, admin, base); fmt.Sprint(got) != fmt.Sprint(off) {
+				t.Fatalf("attack mode changed: %v", got)
+			}
+		})
+	}
+
+	resp, _ := post(t, admin, base+"/admin/attack", formType, on, "Sec-Fetch-Site", "same-origin")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin?notice=attack-on&period=1h" {
+		t.Fatalf("on: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	got := attackJSON(t, admin, base)
+	since, err := time.Parse(time.RFC3339, fmt.Sprint(got["since"]))
+	if got["active"] != true || got["trigger"] != "admin" || err != nil || time.Since(since).Abs() > time.Hour {
+		t.Fatalf("attack after on %v (since: %v)", got, err)
+	}
+	if !env.Attack.Active() {
+		t.Error("the service does not see attack mode on")
+	}
+	_, page := get(t, admin, base+resp.Header.Get("Location"))
+	for _, want := range []string{`id="attack-banner"`, `id="attack-panel"`, "switched on by administrator " + adminEmail,
+		"It stays on until an administrator switches it off."} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+
+	resp, _ = post(t, admin, base+"/admin/attack", formType, "mode=off", "Sec-Fetch-Site", "same-origin")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin?notice=attack-off&period=5m" {
+		t.Fatalf("off: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if got := attackJSON(t, admin, base); fmt.Sprint(got) != fmt.Sprint(off) {
+		t.Fatalf("attack after off %v", got)
+	}
+	_, page = get(t, admin, base+"/admin")
+	if strings.Contains(page, `id="attack-banner"`) || !strings.Contains(page, `id="attack-panel"`) {
+		t.Error("after off, the banner is still shown or the panel is gone")
+	}
+	if !strings.Contains(page, "Attack mode on") || !strings.Contains(page, "By administrator "+adminEmail) {
+		t.Error("the events table does not show who switched attack mode")
+	}
+	want := fmt.Sprint([]string{"attack_started admin admin:" + adminEmail, "attack_ended admin admin:" + adminEmail})
+	if got := fmt.Sprint(attackEvents(t, env)); got != want {
+		t.Fatalf("events %s, want %s", got, want)
+	}
+}
+
+// TestAttackFromTraffic: sign-ins for unknown accounts over HTTP switch
+// attack mode on by themselves; the stats API says "automatic", and the
+// panel counts the attempts and their network.
+func TestAttackFromTraffic(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.42.1")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	bot := xcloaktest.Client(t, "127.0.43.7")
+	for i := range 25 {
+		if env.Attack.Active() {
+			t.Logf("attack mode on after %d attempts", i)
+			break
+		}
+		post(t, bot, base+"/api/v1/login", jsonType, loginJSON(fmt.Sprintf("nobody%d@example.com", i), fmt.Sprint("guess ", i)))
+	}
+	if !env.Attack.Active() {
+		t.Fatal("25 attempts for unknown accounts did not switch attack mode on")
+	}
+	// Run's tick records it in Redis; this one makes sure it has.
+	if err := env.Attack.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := attackJSON(t, admin, base); got["active"] != true || got["trigger"] != "automatic" {
+		t.Fatalf("attack %v; want active and automatic", got)
+	}
+	_, page := get(t, admin, base+"/admin")
+	for _, want := range []string{`id="attack-banner"`, "switched on automatically", "127.0.43.0/24", `data-counter="attack_unknown">20<`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if got := attackEvents(t, env); len(got) != 1 || got[0] != "attack_started automatic " {
+		t.Fatalf("events %v; want one automatic attack_started", got)
+	}
+}
