@@ -98,7 +98,7 @@ func distributedCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs.IntVar(&c.newDevice, "new-device", 20, "users (`n`) who sign in during the attack from a browser the server has not seen")
 	fs.Float64Var(&c.rate, "rate", 70, "attempts per second (`r`); 0 sends as fast as the workers can")
 	fs.IntVar(&c.workers, "workers", 32, "attempts in flight at once (`n`)")
-	fs.DurationVar(&c.duration, "duration", 5*time.Minute, "bound on the attack (at most 10m); the list is sent whole unless this ends it")
+	fs.DurationVar(&c.duration, "duration", maxDuration, "bound on the attack (at most 10m); the list is sent whole unless this ends it")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Second, "bound on each request")
 	fs.DurationVar(&c.poll, "poll", 250*time.Millisecond, "time between the admin's reads of the stats")
 	fs.DurationVar(&c.tail, "tail", 3*time.Second, "how long the admin keeps reading the stats after the attack")
@@ -306,8 +306,11 @@ type statusCounts struct {
 	Held         int64 `json:"202"`
 	Unauthorized int64 `json:"401"`
 	Limited      int64 `json:"429"`
-	Other        int64 `json:"other"`
-	Errors       int64 `json:"transport_errors"`
+	// Unavailable are 503s: every hashing slot stayed busy, or a store
+	// was down.
+	Unavailable int64 `json:"503"`
+	Other       int64 `json:"other"`
+	Errors      int64 `json:"transport_errors"`
 }
 
 func (s *statusCounts) add(o outcome) {
@@ -322,18 +325,20 @@ func (s *statusCounts) add(o outcome) {
 		s.Unauthorized++
 	case o.status == http.StatusTooManyRequests:
 		s.Limited++
+	case o.status == http.StatusServiceUnavailable:
+		s.Unavailable++
 	default:
 		s.Other++
 	}
 }
 
 func (s statusCounts) total() int64 {
-	return s.OK + s.Held + s.Unauthorized + s.Limited + s.Other + s.Errors
+	return s.OK + s.Held + s.Unauthorized + s.Limited + s.Unavailable + s.Other + s.Errors
 }
 
 func (s statusCounts) String() string {
-	return fmt.Sprintf("200 %d, 202 %d, 401 %d, 429 %d, other %d, errors %d",
-		s.OK, s.Held, s.Unauthorized, s.Limited, s.Other, s.Errors)
+	return fmt.Sprintf("200 %d, 202 %d, 401 %d, 429 %d, 503 %d, other %d, errors %d",
+		s.OK, s.Held, s.Unauthorized, s.Limited, s.Unavailable, s.Other, s.Errors)
 }
 
 // distTally counts the attack's answers as they arrive. It is safe for

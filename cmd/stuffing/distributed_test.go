@@ -66,7 +66,7 @@ func checkCounts(t *testing.T, rep distReport, env *xcloaktest.Env) {
 	if got := rep.UnknownStatuses.total(); got != distUnknown {
 		t.Errorf("unknown entries' answers %d (%s), want %d", got, rep.UnknownStatuses, distUnknown)
 	}
-	if rep.Statuses.Errors != 0 || rep.Statuses.Other != 0 || rep.OKWithoutSession != 0 || rep.HeldWithoutMessage != 0 {
+	if rep.Statuses.Errors != 0 || rep.Statuses.Other != 0 || rep.Statuses.Unavailable != 0 || rep.OKWithoutSession != 0 || rep.HeldWithoutMessage != 0 {
 		t.Errorf("%s, %d 200s without a session, %d bad 202s (first error %q); want none",
 			rep.Statuses, rep.OKWithoutSession, rep.HeldWithoutMessage, rep.FirstError)
 	}
@@ -123,7 +123,7 @@ func TestDistributedTakesOverToday(t *testing.T) {
 		}
 	}
 	statuses, _ := raw["statuses"].(map[string]any)
-	for _, key := range []string{"200", "202", "401", "429", "other", "transport_errors"} {
+	for _, key := range []string{"200", "202", "401", "429", "503", "other", "transport_errors"} {
 		if _, ok := statuses[key]; !ok {
 			t.Errorf("report's statuses lack %q: %v", key, statuses)
 		}
