@@ -509,6 +509,23 @@ func (m *modeWatch) add(st attackState, present bool, err error, at time.Time, a
 	}
 }
 
+// poll reads the stats every c.poll until stop is closed or ctx ends.
+func (m *modeWatch) poll(ctx context.Context, client *http.Client, endpoint string, c distConfig, stop <-chan struct{}) {
+	tick := time.NewTicker(c.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		st, present, err := readStats(ctx, client, endpoint, c.requestTimeout)
+		m.add(st, present, err, time.Now(), true)
+	}
+}
+
 // attackModeReport is what the report says of attack mode.
 type attackModeReport struct {
 	// Reported: the stats had an "attack" field at least once.
@@ -630,24 +647,7 @@ func distributed(ctx context.Context, c distConfig, progressOut io.Writer) (*dis
 		returning[i] = browser(userSource(groupReturning, i))
 		defer returning[i].CloseIdleConnections()
 	}
-	if err := warmUp(ctx, c, loginURL, admin, c.adminEmail(), p.adminPassword); err != nil {
-		return nil, fmt.Errorf("the admin's first sign-in: %w", err)
-	}
-	var warm sync.WaitGroup
-	warmErrs := make([]error, len(returning))
-	sem := make(chan struct{}, 4)
-	for i, cl := range returning {
-		warm.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			a := p.returning[i]
-			if err := warmUp(ctx, c, loginURL, cl, c.email(a), p.passwords[a]); err != nil {
-				warmErrs[i] = fmt.Errorf("returning user %d's first sign-in: %w", i, err)
-			}
-		})
-	}
-	warm.Wait()
-	if err := errors.Join(warmErrs...); err != nil {
+	if err := signInBefore(ctx, c, p, loginURL, admin, returning); err != nil {
 		return nil, err
 	}
 
@@ -690,19 +690,7 @@ func distributed(ctx context.Context, c distConfig, progressOut io.Writer) (*dis
 	stopPoll := make(chan struct{})
 	go func() {
 		defer close(pollDone)
-		tick := time.NewTicker(c.poll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stopPoll:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			st, present, err := readStats(ctx, admin, statsURL, c.requestTimeout)
-			watch.add(st, present, err, time.Now(), true)
-		}
+		watch.poll(ctx, admin, statsURL, c, stopPoll)
 	}()
 
 	for range c.workers {
@@ -770,6 +758,35 @@ func distributed(ctx context.Context, c distConfig, progressOut io.Writer) (*dis
 	}
 	t.mu.Unlock()
 	return r, nil
+}
+
+// signInBefore signs the admin and the returning users in before the
+// attack, four at a time, so that their browsers hold device cookies. It
+// returns the first failure.
+func signInBefore(ctx context.Context, c distConfig, p plan, endpoint string, admin *http.Client, returning []*http.Client) error {
+	if err := warmUp(ctx, c, endpoint, admin, c.adminEmail(), p.adminPassword); err != nil {
+		return fmt.Errorf("the admin's first sign-in: %w", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(returning))
+	sem := make(chan struct{}, 4)
+	for i, cl := range returning {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			a := p.returning[i]
+			if err := warmUp(ctx, c, endpoint, cl, c.email(a), p.passwords[a]); err != nil {
+				errs[i] = fmt.Errorf("returning user %d's first sign-in: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // warmUp signs a browser in before the attack and wants a session.
