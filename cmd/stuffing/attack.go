@@ -202,7 +202,14 @@ func (c *attackConfig) email(account int) string {
 // newClient returns an HTTP client whose connections come from source
 // (when valid) and go only where the loopback check allows.
 func (c *attackConfig) newClient(source netip.Addr, jar http.CookieJar, idle int) *http.Client {
-	d := guardedDialer{allow: c.allow, timeout: c.requestTimeout}
+	return sourceClient(source, jar, idle, c.allow, c.requestTimeout)
+}
+
+// sourceClient returns an HTTP client whose connections come from source
+// (when valid) and go only where the loopback check allows, keeping up to
+// idle connections open (0 closes each after its request).
+func sourceClient(source netip.Addr, jar http.CookieJar, idle int, allow bool, timeout time.Duration) *http.Client {
+	d := guardedDialer{allow: allow, timeout: timeout}
 	if source.IsValid() {
 		d.local = &net.TCPAddr{IP: source.AsSlice()}
 	}
@@ -211,6 +218,7 @@ func (c *attackConfig) newClient(source netip.Addr, jar http.CookieJar, idle int
 		Transport: &http.Transport{
 			DialContext:         d.DialContext,
 			MaxIdleConnsPerHost: idle,
+			DisableKeepAlives:   idle == 0,
 			IdleConnTimeout:     30 * time.Second,
 		},
 		// A bot and a browser both see the 303 of a form post; the API
@@ -223,8 +231,35 @@ func (c *attackConfig) newClient(source netip.Addr, jar http.CookieJar, idle int
 type outcome struct {
 	status     int
 	retryAfter bool
-	err        error
-	took       time.Duration
+	// session: the answer set a session cookie, so the attempt signed in.
+	session bool
+	// verification: a 202 whose body says {"status":"verification_required"}.
+	verification bool
+	err          error
+	took         time.Duration
+}
+
+// sessionCookie is the base name of XCloak's session cookie; it has the
+// __Host- prefix when cookies are Secure.
+const sessionCookie = "xcloak_session"
+
+// setsSession reports whether resp sets a non-empty session cookie.
+func setsSession(resp *http.Response) bool {
+	for _, c := range resp.Cookies() {
+		if (c.Name == sessionCookie || c.Name == "__Host-"+sessionCookie) && c.Value != "" && c.MaxAge >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// verificationRequired reports whether body is the JSON answer of a
+// sign-in held for new-device verification.
+func verificationRequired(body io.Reader) bool {
+	var v struct {
+		Status string `json:"status"`
+	}
+	return json.NewDecoder(io.LimitReader(body, 4<<10)).Decode(&v) == nil && v.Status == "verification_required"
 }
 
 // signIn posts one sign-in.
@@ -245,9 +280,17 @@ func signIn(ctx context.Context, client *http.Client, endpoint, email, password 
 	if err != nil {
 		return outcome{err: err, took: time.Since(start)}
 	}
+	o := outcome{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After") != ""}
+	if len(resp.Header.Values("Set-Cookie")) > 0 {
+		o.session = setsSession(resp)
+	}
+	if resp.StatusCode == http.StatusAccepted {
+		o.verification = verificationRequired(resp.Body)
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
-	return outcome{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After") != "", took: time.Since(start)}
+	o.took = time.Since(start)
+	return o
 }
 
 // tally counts the attack's outcomes as they arrive. It is safe for

@@ -5,6 +5,9 @@
 //	                   XCloak's, on one Redis or a Redis Cluster
 //	stuffing http      a botnet's credential list against a running XCloak,
 //	                   while a legitimate user keeps signing in
+//	stuffing distributed  a leaked credential list from a botnet that uses
+//	                   each address once or twice, beside returning and
+//	                   new-device users: takeovers and attack mode
 //	stuffing memory    Redis memory per tracked attacker address
 //	stuffing hello     a bare Go handler: the HTTP ceiling of this machine
 //	stuffing plot      an SVG of "limiter --json" results

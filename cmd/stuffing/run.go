@@ -22,6 +22,9 @@ unless told otherwise, and reports what got through.
 Commands:
   limiter   bursts at the seed's limiter and at XCloak's: admitted vs the limit
   http      attacks a running XCloak over HTTP like a botnet, beside a real user
+  distributed
+            a botnet's leaked list, each address used twice, against a running
+            XCloak: takeovers, attack mode, returning and new-device users
   memory    Redis memory per tracked attacker address at the default limit
   hello     serves a bare Go handler, the HTTP ceiling to compare with
   plot      draws "limiter --json" results as an SVG
@@ -48,6 +51,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = limiterCommand(ctx, rest, stdout, stderr)
 	case "http":
 		err = httpCommand(ctx, rest, stdout, stderr)
+	case "distributed":
+		err = distributedCommand(ctx, rest, stdout, stderr)
 	case "memory":
 		err = memoryCommand(ctx, rest, stdout, stderr)
 	case "hello":

@@ -29,6 +29,10 @@ func TestRunCommandLine(t *testing.T) {
 		{"legit email without password", []string{"http", "--target", "http://127.0.0.1:1", "--legit-email", "a@example.com"}, 2, "", "together"},
 		{"legit source among the attackers", []string{"http", "--target", "http://127.0.0.1:1", "--legit-source", "127.0.1.7"}, 2, "", "is one of the attack's sources"},
 		{"plot without input", []string{"plot"}, 2, "", "--in"},
+		{"distributed without target", []string{"distributed"}, 2, "", "--target is required"},
+		{"distributed roles past the accounts", []string{"distributed", "--target", "http://127.0.0.1:1", "--accounts", "10", "--leaked", "5", "--returning", "5", "--new-device", "1"}, 2, "", "each is a different account"},
+		{"distributed bad tag", []string{"distributed", "--target", "http://127.0.0.1:1", "--tag", "A%"}, 2, "", "--tag"},
+		{"distributed past the networks", []string{"distributed", "--target", "http://127.0.0.1:1", "--accounts", "100000", "--unknown", "100000", "--per-address", "1", "--per-network", "1"}, 2, "", "/24s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -63,6 +63,8 @@ func TestRefusesNonLoopback(t *testing.T) {
 		{"http target", []string{"http", "--target", "http://192.0.2.1"}, "not a loopback address"},
 		{"http target by name with a port", []string{"http", "--target", "http://192.0.2.1:8080/"}, "not a loopback address"},
 		{"allowed target, loopback sources", []string{"http", "--target", "http://192.0.2.1", "--allow-non-loopback"}, "cannot reach 192.0.2.1"},
+		{"distributed target", []string{"distributed", "--target", "http://192.0.2.1"}, "not a loopback address"},
+		{"distributed database", []string{"distributed", "--target", "http://127.0.0.1:1", "--database-url", "postgres://postgres@192.0.2.1:5432/xcloak"}, "not a loopback address"},
 		{"limiter redis", []string{"limiter", "--redis", "redis://192.0.2.1:6379/0"}, "not a loopback address"},
 		{"limiter cluster", []string{"limiter", "--cluster", "127.0.0.1:7000,192.0.2.1:7001"}, "not a loopback address"},
 		{"memory redis", []string{"memory", "--redis", "redis://192.0.2.1:6379/0"}, "not a loopback address"},
