@@ -124,11 +124,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
 			return LoginResult{}, OutcomeUnavailable, err
 		}
-		err := s.failed(ctx, email, 0, source, device, req.Password)
-		if held {
-			err = s.heldFailure(ctx, err)
-		}
-		return LoginResult{}, OutcomeUnknownAccount, err
+		return LoginResult{}, OutcomeUnknownAccount, s.failedOrHeld(ctx, held, email, 0, source, device, req.Password)
 	case err != nil:
 		return LoginResult{}, OutcomeUnavailable, err
 	}
@@ -141,20 +137,16 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		return LoginResult{}, OutcomeUnavailable, err
 	}
 	if !ok {
-		err := s.failed(ctx, email, user.ID, source, device, req.Password)
-		if held {
-			err = s.heldFailure(ctx, err)
-		}
-		return LoginResult{}, OutcomeFailed, err
+		return LoginResult{}, OutcomeFailed, s.failedOrHeld(ctx, held, email, user.ID, source, device, req.Password)
 	}
 	// The right password. Held, it is not rehashed: it costs the request
 	// no more than a wrong one. Not held, a breached one from a browser
 	// that is not a known device is held all the same.
 	if held {
-		return LoginResult{}, OutcomeHeld, s.hold(user, source, req.Password, false, true)
+		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
 	}
 	if device == "" && s.passwordBreached(ctx, req.Password) {
-		return LoginResult{}, OutcomeHeld, s.hold(user, source, "", true, false)
+		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, "", true, false)
 	}
 	res, err := s.succeeded(ctx, req, user, source, device, rehash)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -118,22 +119,44 @@ type heldSignIn struct {
 	password string
 }
 
-// heldFailure is the answer to a failed sign-in (wrong password, unknown
-// account) that verification holds: the same as the right password's,
-// whatever counting the failure returned. A failure that could not be
-// counted is logged; the answer must not tell it apart.
-func (s *Service) heldFailure(ctx context.Context, err error) error {
-	if err != nil && !errors.Is(err, ErrInvalidCredentials) {
+// failedOrHeld counts a failed sign-in (wrong password, unknown account)
+// as failed does, and times it. Held, its answer is the right password's,
+// ErrVerificationRequired, whatever counting returned: a failure that
+// could not be counted is logged, and the answer does not tell it apart.
+func (s *Service) failedOrHeld(ctx context.Context, held bool, email string, userID int64, source, device, password string) error {
+	start := time.Now()
+	err := s.failed(ctx, email, userID, source, device, password)
+	s.failCost.observe(time.Since(start))
+	if !held {
+		return err
+	}
+	if !errors.Is(err, ErrInvalidCredentials) {
 		s.log.WarnContext(ctx, "held sign-in: failure not counted", "err", err)
 	}
 	return ErrVerificationRequired
 }
 
+// costEstimate is a moving average of how long something takes: what
+// counting a failed sign-in takes (its Redis round trips), which a held
+// right password, whose own work is a channel send, waits as long as, so
+// that its answer does not come sooner than a wrong password's. Updates
+// that race may be lost; an estimate needs none of them.
+type costEstimate struct{ ns atomic.Int64 }
+
+func (c *costEstimate) observe(d time.Duration) {
+	old := c.ns.Load()
+	c.ns.Store(old + (int64(d)-old)/8)
+}
+
+func (c *costEstimate) get() time.Duration { return time.Duration(c.ns.Load()) }
+
 // hold holds the right password of user from a browser that is not a
 // known device: it records the event, queues the mail and returns
-// ErrVerificationRequired. With lookUp, the mail's job looks the password
+// ErrVerificationRequired, once as long as a wrong password's failure
+// count takes has passed. With lookUp, the mail's job looks the password
 // up in the breached corpus; otherwise breached says what is known.
-func (s *Service) hold(user User, source, password string, breached, lookUp bool) error {
+func (s *Service) hold(ctx context.Context, user User, source, password string, breached, lookUp bool) error {
+	start := time.Now()
 	job := &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}
 	if lookUp {
 		job.password = password
@@ -143,7 +166,18 @@ func (s *Service) hold(user User, source, password string, breached, lookUp bool
 		e.Detail = map[string]string{"breached": "true"}
 	}
 	s.record(e)
-	s.queueLink(linkJob{email: user.Email, source: source, at: s.now(), signIn: job})
+	at := s.now()
+	if wait := s.failCost.get() - time.Since(start); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	// Queued last, so that the mail's work does not compete with the
+	// request's own.
+	s.queueLink(linkJob{email: user.Email, source: source, at: at, signIn: job})
 	return ErrVerificationRequired
 }
 
