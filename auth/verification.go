@@ -90,6 +90,9 @@ const (
 	// EventVerificationConfirmed: a sign-in link was used; the browser
 	// that used it is signed in and a known device.
 	EventVerificationConfirmed = "verification_confirmed"
+	// EventVerificationRejected: a sign-in link's confirmation refused by
+	// a limit; Rule says which.
+	EventVerificationRejected = "verification_rejected"
 )
 
 // verificationApplies reports whether a sign-in from a browser that is
@@ -253,7 +256,7 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 		return LoginResult{}, unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Source: source, Rule: rejectingRule(d)})
+		s.record(Event{Kind: EventVerificationRejected, Source: source, Rule: rejectingRule(d)})
 		return LoginResult{}, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	if !wellFormedToken(token) {
@@ -286,6 +289,5 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 	if err != nil {
 		return LoginResult{}, err
 	}
-	s.record(Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source})
 	return LoginResult{Session: sess, Device: cookie}, nil
 }

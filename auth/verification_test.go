@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
 )
@@ -319,5 +322,40 @@ func TestVerificationConfig(t *testing.T) {
 	}
 	if _, err := auth.ParseVerificationMode("Always"); err == nil {
 		t.Error(`ParseVerificationMode("Always"): no error`)
+	}
+}
+
+// TestVerificationMetrics: a held right password is a sign-in attempt
+// and a held one, neither a success nor a failure; held wrong passwords
+// and unknown accounts are failures as always.
+func TestVerificationMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := authtest.NewService(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways },
+		func(d *auth.Deps) { d.Metrics = reg })
+	if _, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, try := range [][2]string{{"ann@example.com", "the password"}, {"ann@example.com", "wrong"}, {"nobody@example.com", "the password"}} {
+		if _, err := s.Login(t.Context(), auth.LoginRequest{Email: try[0], Password: try[1], Client: client("192.0.2.1")}); !errors.Is(err, auth.ErrVerificationRequired) {
+			t.Fatalf("%v: %v", try, err)
+		}
+	}
+	want := `
+# HELP xcloak_signin_attempts_total Sign-in requests received, rejected and malformed ones included.
+# TYPE xcloak_signin_attempts_total counter
+xcloak_signin_attempts_total 3
+# HELP xcloak_signin_failures_total Sign-ins that reached password checking and failed (wrong password or unknown account).
+# TYPE xcloak_signin_failures_total counter
+xcloak_signin_failures_total 2
+# HELP xcloak_signin_held_total Sign-ins with the right password held for new-device verification (a link was mailed).
+# TYPE xcloak_signin_held_total counter
+xcloak_signin_held_total 1
+# HELP xcloak_signin_successes_total Sign-ins that succeeded.
+# TYPE xcloak_signin_successes_total counter
+xcloak_signin_successes_total 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xcloak_signin_attempts_total", "xcloak_signin_failures_total",
+		"xcloak_signin_held_total", "xcloak_signin_successes_total"); err != nil {
+		t.Error(err)
 	}
 }
