@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -139,19 +140,38 @@ func (s *Service) failedOrHeld(ctx context.Context, held bool, email string, use
 	return ErrVerificationRequired
 }
 
-// costEstimate is a moving average of how long something takes: what
-// counting a failed sign-in takes (its Redis round trips), which a held
-// right password, whose own work is a channel send, waits as long as, so
-// that its answer does not come sooner than a wrong password's. Updates
-// that race may be lost; an estimate needs none of them.
-type costEstimate struct{ ns atomic.Int64 }
+// costSamples is how many recent failure counts costEstimate keeps.
+const costSamples = 31
 
-func (c *costEstimate) observe(d time.Duration) {
-	old := c.ns.Load()
-	c.ns.Store(old + (int64(d)-old)/8)
+// costEstimate is the median of how long the last costSamples failure
+// counts took (their Redis round trips), which a held right password,
+// whose own work is a channel send, waits, so that its answer comes no
+// sooner than a wrong password's. A median of recent samples follows the
+// load of the moment, and a slow outlier does not drag it as it would a
+// mean.
+type costEstimate struct {
+	mu   sync.Mutex
+	last [costSamples]time.Duration
+	n    int
 }
 
-func (c *costEstimate) get() time.Duration { return time.Duration(c.ns.Load()) }
+func (c *costEstimate) observe(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last[c.n%costSamples] = d
+	c.n++
+}
+
+func (c *costEstimate) get() time.Duration {
+	c.mu.Lock()
+	s := slices.Clone(c.last[:min(c.n, costSamples)])
+	c.mu.Unlock()
+	if len(s) == 0 {
+		return 0
+	}
+	slices.Sort(s)
+	return s[len(s)/2]
+}
 
 // hold holds the right password of user from a browser that is not a
 // known device: it records the event, queues the mail and returns
