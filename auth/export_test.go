@@ -1,6 +1,9 @@
 package auth
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Sweep runs one round of the janitor for tests.
 var Sweep = (*Service).sweep
@@ -16,4 +19,21 @@ var AddDevice = (*Service).addDevice
 // SendMail sends msg through the Mailer the service holds, as its flows do.
 func SendMail(ctx context.Context, s *Service, msg Message) error {
 	return s.mailer.Send(ctx, msg)
+}
+
+// HeldMail makes the mail of a sign-in of user held for new-device
+// verification, its password known to be breached or not, as the mail
+// worker does.
+func HeldMail(ctx context.Context, s *Service, user User, breached bool) (Message, error) {
+	return s.signInMail(ctx, user, linkJob{email: user.Email, at: s.now(),
+		signIn: &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}})
+}
+
+// MedianCost feeds samples to a cost estimate and returns what it says.
+func MedianCost(samples ...time.Duration) time.Duration {
+	var c costEstimate
+	for _, d := range samples {
+		c.observe(d)
+	}
+	return c.get()
 }

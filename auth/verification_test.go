@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -357,5 +358,59 @@ xcloak_signin_successes_total 0
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xcloak_signin_attempts_total", "xcloak_signin_failures_total",
 		"xcloak_signin_held_total", "xcloak_signin_successes_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestHeldMail: the mail of a held right password carries a sign-in link
+// and a reset link, and says the password is known to someone if it was
+// not the owner; for a breached password it asks for a new one and
+// carries no sign-in link.
+func TestHeldMail(t *testing.T) {
+	s := authtest.NewService(t, nil)
+	u, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, breached := range []bool{false, true} {
+		m, err := auth.HeldMail(t.Context(), s.Service, u, breached)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.To != "ann@example.com" || !strings.Contains(m.Body, "https://login.example.test/password-reset/") {
+			t.Errorf("breached=%v: mail to %s without a reset link:\n%s", breached, m.To, m.Body)
+		}
+		if got := signInLink.MatchString(m.Body); got == breached {
+			t.Errorf("breached=%v: sign-in link in the mail: %v\n%s", breached, got, m.Body)
+		}
+		want := "your password is known to someone"
+		if breached {
+			want = "leaked from other sites"
+		}
+		if !strings.Contains(m.Body, want) {
+			t.Errorf("breached=%v: the mail does not say %q:\n%s", breached, want, m.Body)
+		}
+		if err := m.Validate(); err != nil {
+			t.Errorf("breached=%v: %v", breached, err)
+		}
+	}
+}
+
+// TestHeldWaitIsMedian: the wait of a held right password is the median
+// of the last failure counts, which one slow count does not move and which
+// forgets the old ones.
+func TestHeldWaitIsMedian(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		samples []time.Duration
+		want    time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{2 * ms}, 2 * ms},
+		{[]time.Duration{1 * ms, 2 * ms, 900 * ms}, 2 * ms},
+		{append(slices.Repeat([]time.Duration{100 * ms}, 40), slices.Repeat([]time.Duration{3 * ms}, 31)...), 3 * ms},
+	} {
+		if got := auth.MedianCost(tc.samples...); got != tc.want {
+			t.Errorf("%d samples: %v, want %v", len(tc.samples), got, tc.want)
+		}
 	}
 }
