@@ -148,6 +148,17 @@ func TestVerificationModes(t *testing.T) {
 					t.Errorf("mail sent: %+v, want one sign-in link to ann", sent)
 				}
 				want[2] = auth.OutcomeHeld
+				if err := f.Flush(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				kinds := map[string]string{}
+				for _, e := range f.Events.Events() {
+					kinds[e.Kind] += e.Account + " "
+				}
+				if kinds[auth.EventVerificationRequired] != "ann@example.com " ||
+					kinds[auth.EventLoginFailed] != "ann@example.com nobody@example.com " || kinds[auth.EventLoginSucceeded] != "" {
+					t.Errorf("events by kind: %q; want the right password held and the others failed", kinds)
+				}
 			} else {
 				if right != nil || res.Session.Token == "" || f.Store.Sessions(u.ID) != 1 {
 					t.Errorf("right password: %v, session %q", right, res.Session.Token)
