@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
@@ -267,4 +268,44 @@ func TestSignInLinkConfirmationsLimited(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("past the limit: %d, want 429 with Retry-After", resp.StatusCode)
 	}
+}
+
+// switchWatch is an attack watch whose Active the test sets.
+type switchWatch struct{ on atomic.Bool }
+
+func (w *switchWatch) Observe(auth.SignInAttempt) {}
+func (w *switchWatch) Active() bool               { return w.on.Load() }
+
+// TestVerificationInAttackMode: with the default mode, sign-ins are as
+// before until attack mode comes on; then a returning browser still signs
+// in at once, while a new browser's right password, wrong password and
+// unknown account get the same 202 and no session; when attack mode ends,
+// the new browser signs in with its password again.
+func TestVerificationInAttackMode(t *testing.T) {
+	watch := &switchWatch{}
+	env := xcloaktest.New(t, xcloaktest.Options{Attack: watch})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "the password", false)
+	returning := xcloaktest.Client(t, "127.0.25.1")
+	signIn(t, returning, base, "ann@example.com", "the password")
+
+	watch.on.Store(true)
+	signIn(t, returning, base, "ann@example.com", "the password")
+	var answers []answer
+	for i, try := range [][2]string{{"ann@example.com", "the password"}, {"ann@example.com", "not it"}, {"nobody@example.com", "the password"}} {
+		c := xcloaktest.Client(t, fmt.Sprintf("127.0.25.%d", 10+i))
+		answers = append(answers, answerOf(post(t, c, base+"/api/v1/login", jsonType, loginJSON(try[0], try[1]))))
+		if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("%v: a new browser reaches its account during attack mode (%d)", try, resp.StatusCode)
+		}
+	}
+	if answers[0].status != http.StatusAccepted || answers[1] != answers[0] || answers[2] != answers[0] {
+		t.Fatalf("answers during attack mode differ or are not 202:\n%+v", answers)
+	}
+	if m := signInLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body); m == nil {
+		t.Fatal("no sign-in link mailed for the right password")
+	}
+
+	watch.on.Store(false)
+	signIn(t, xcloaktest.Client(t, "127.0.25.20"), base, "ann@example.com", "the password")
 }

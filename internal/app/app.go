@@ -37,6 +37,9 @@ type Deps struct {
 	// Now is the clock of the service's timestamps and of the dashboard; nil:
 	// time.Now.
 	Now func() time.Time
+	// Attack, if set, is the service's attack watch; nil: never under
+	// attack.
+	Attack auth.AttackWatch
 }
 
 // App is XCloak assembled: the service and what the dashboard reads. Its
@@ -81,6 +84,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Metrics: d.Metrics,
 		Events:  store,
 		Counter: counts,
+		Attack:  d.Attack,
 	})
 	if err != nil {
 		return nil, err

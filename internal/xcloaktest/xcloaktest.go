@@ -59,6 +59,9 @@ type Options struct {
 	DatabaseURL string
 	Redis       *redis.Client
 	Prefix      string
+	// Attack, if set, is the service's attack watch (a fake whose Active
+	// the test sets, say).
+	Attack auth.AttackWatch
 }
 
 // secret is the service secret tests use.
@@ -101,7 +104,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer})
+	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Attack: o.Attack})
 	if err != nil {
 		t.Fatal(err)
 	}
