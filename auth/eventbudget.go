@@ -60,6 +60,9 @@ var individualEvents = map[string]bool{
 	EventResetRequested: true, EventResetCompleted: true, EventResetMailDropped: true,
 	EventUnlockRequested: true, EventUnlockConfirmed: true, EventSignedOutEverywhere: true,
 	EventPasswordSprayed: true,
+	// A held right password needs the password, a used sign-in link the
+	// owner's mailbox.
+	EventVerificationRequired: true, EventVerificationConfirmed: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

@@ -118,7 +118,8 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 // team acts on, not the flood of individual sign-ins that the counters
 // already sum up.
 var EventKinds = []string{auth.EventLockout, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
-	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere}
+	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere,
+	auth.EventVerificationRequired, auth.EventVerificationConfirmed}
 
 // EventFilter selects a page of stored security events.
 type EventFilter struct {

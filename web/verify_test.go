@@ -280,7 +280,8 @@ func (w *switchWatch) Active() bool               { return w.on.Load() }
 // before until attack mode comes on; then a returning browser still signs
 // in at once, while a new browser's right password, wrong password and
 // unknown account get the same 202 and no session; when attack mode ends,
-// the new browser signs in with its password again.
+// a new browser signs in with its password again. The dashboard lists the
+// held right password.
 func TestVerificationInAttackMode(t *testing.T) {
 	watch := &switchWatch{}
 	env := xcloaktest.New(t, xcloaktest.Options{Attack: watch})
@@ -308,4 +309,14 @@ func TestVerificationInAttackMode(t *testing.T) {
 
 	watch.on.Store(false)
 	signIn(t, xcloaktest.Client(t, "127.0.25.20"), base, "ann@example.com", "the password")
+
+	// The security team sees the held sign-in, and only the one with the
+	// right password.
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.25.30")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	env.Flush(t)
+	if _, page := get(t, admin, base+"/admin"); strings.Count(page, "Sign-in held for new-device verification") != 1 {
+		t.Fatal("the dashboard does not list the held sign-in once")
+	}
 }
