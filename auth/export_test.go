@@ -1,9 +1,6 @@
 package auth
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Sweep runs one round of the janitor for tests.
 var Sweep = (*Service).sweep
@@ -27,13 +24,4 @@ func SendMail(ctx context.Context, s *Service, msg Message) error {
 func HeldMail(ctx context.Context, s *Service, user User, breached bool) (Message, error) {
 	return s.signInMail(ctx, user, linkJob{email: user.Email, at: s.now(),
 		signIn: &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}})
-}
-
-// MedianCost feeds samples to a cost estimate and returns what it says.
-func MedianCost(samples ...time.Duration) time.Duration {
-	var c costEstimate
-	for _, d := range samples {
-		c.observe(d)
-	}
-	return c.get()
 }

@@ -139,14 +139,14 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	if !ok {
 		return LoginResult{}, OutcomeFailed, s.failedOrHeld(ctx, held, email, user.ID, source, device, req.Password)
 	}
-	// The right password. Held, it is not rehashed: it costs the request
-	// no more than a wrong one. Not held, a breached one from a browser
-	// that is not a known device is held all the same.
+	// The right password. Held, it is not rehashed, and is counted as a
+	// wrong one is (verification.go). Not held, a breached one from a
+	// browser that is not a known device is held all the same.
 	if held {
 		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
 	}
 	if device == "" && s.passwordBreached(ctx, req.Password) {
-		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, "", true, false)
+		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, true, false)
 	}
 	res, err := s.succeeded(ctx, req, user, source, device, rehash)
 	if err != nil {
@@ -179,6 +179,12 @@ func rejectingRule(d ratelimit.Decision) string {
 // password's spraying lock too, once per account (spraying.go).
 func (s *Service) failed(ctx context.Context, email string, userID int64, source, device, password string) error {
 	s.record(Event{Kind: EventLoginFailed, Account: email, UserID: userID, Source: source})
+	return s.countFailed(ctx, email, userID, source, device, password)
+}
+
+// countFailed counts an attempt as failed does, without recording it:
+// towards the lockout, then the spraying lock.
+func (s *Service) countFailed(ctx context.Context, email string, userID int64, source, device, password string) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	// The lockout first: a failure to count towards the spraying lock

@@ -143,9 +143,6 @@ type Service struct {
 	sprayKeys sprayKeys
 	// attack hears every sign-in attempt (attackwatch.go).
 	attack AttackWatch
-	// failCost is how long counting a failed sign-in takes, which a held
-	// right password waits (verification.go).
-	failCost costEstimate
 }
 
 // NewService checks cfg and wires the service. Call Run to start its

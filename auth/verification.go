@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 )
 
@@ -19,9 +17,10 @@ import (
 // Wrong guesses still count towards every limit, lockout and spraying
 // count as they always do.
 //
-// Only for the right password is a mail queued (the link-mail queue of
-// resets.go, off the request path: the request pays a channel send, where
-// a wrong password pays its failure count). It carries a single-use link,
+// A held right password is counted towards the account's lockout and the
+// password's spraying lock as a wrong one is (hold says why), and only for
+// it is a mail queued (the link-mail queue of resets.go, off the request
+// path). It carries a single-use link,
 // random, stored hashed, short-lived and bound to the password hash of the
 // moment, which signs in the browser that opens it and makes it a known
 // device: never the browser that asked, so an owner who clicks cannot let
@@ -124,13 +123,11 @@ type heldSignIn struct {
 }
 
 // failedOrHeld counts a failed sign-in (wrong password, unknown account)
-// as failed does, and times it. Held, its answer is the right password's,
+// as failed does. Held, its answer is the right password's,
 // ErrVerificationRequired, whatever counting returned: a failure that
 // could not be counted is logged, and the answer does not tell it apart.
 func (s *Service) failedOrHeld(ctx context.Context, held bool, email string, userID int64, source, device, password string) error {
-	start := time.Now()
 	err := s.failed(ctx, email, userID, source, device, password)
-	s.failCost.observe(time.Since(start))
 	if !held {
 		return err
 	}
@@ -140,46 +137,21 @@ func (s *Service) failedOrHeld(ctx context.Context, held bool, email string, use
 	return ErrVerificationRequired
 }
 
-// costSamples is how many recent failure counts costEstimate keeps.
-const costSamples = 31
-
-// costEstimate is the median of how long the last costSamples failure
-// counts took (their Redis round trips), which a held right password,
-// whose own work is a channel send, waits, so that its answer comes no
-// sooner than a wrong password's. A median of recent samples follows the
-// load of the moment, and a slow outlier does not drag it as it would a
-// mean.
-type costEstimate struct {
-	mu   sync.Mutex
-	last [costSamples]time.Duration
-	n    int
-}
-
-func (c *costEstimate) observe(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.last[c.n%costSamples] = d
-	c.n++
-}
-
-func (c *costEstimate) get() time.Duration {
-	c.mu.Lock()
-	s := slices.Clone(c.last[:min(c.n, costSamples)])
-	c.mu.Unlock()
-	if len(s) == 0 {
-		return 0
-	}
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // hold holds the right password of user from a browser that is not a
-// known device: it records the event, queues the mail and returns
-// ErrVerificationRequired, once as long as a wrong password's failure
-// count takes has passed. With lookUp, the mail's job looks the password
+// known device: it records the event, counts the attempt as a wrong
+// password's is counted, queues the mail and returns
+// ErrVerificationRequired. With lookUp, the mail's job looks the password
 // up in the breached corpus; otherwise breached says what is known.
+//
+// The count is what keeps the answer from telling: were a held right
+// password not counted, an account that failed to lock after its
+// threshold of held tries, or a password that failed to spray-lock after
+// its accounts, would say that one of them was right; and the request
+// would come back sooner by the failure count's round trips. Counted, it
+// costs the same and weighs the same; a retyped right password counts
+// once, as a retyped wrong one does. The mail is queued after, so that
+// its work does not compete with the request's own.
 func (s *Service) hold(ctx context.Context, user User, source, password string, breached, lookUp bool) error {
-	start := time.Now()
 	job := &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}
 	if lookUp {
 		job.password = password
@@ -190,16 +162,9 @@ func (s *Service) hold(ctx context.Context, user User, source, password string, 
 	}
 	s.record(e)
 	at := s.now()
-	if wait := s.failCost.get() - time.Since(start); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
+	if err := s.countFailed(ctx, user.Email, user.ID, source, "", password); !errors.Is(err, ErrInvalidCredentials) {
+		s.log.WarnContext(ctx, "held sign-in: attempt not counted", "err", err)
 	}
-	// Queued last, so that the mail's work does not compete with the
-	// request's own.
 	s.queueLink(linkJob{email: user.Email, source: source, at: at, signIn: job})
 	return ErrVerificationRequired
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -406,22 +405,45 @@ func TestHeldMail(t *testing.T) {
 	}
 }
 
-// TestHeldWaitIsMedian: the wait of a held right password is the median
-// of the last failure counts, which one slow count does not move and which
-// forgets the old ones.
-func TestHeldWaitIsMedian(t *testing.T) {
-	ms := time.Millisecond
-	for _, tc := range []struct {
-		samples []time.Duration
-		want    time.Duration
-	}{
-		{nil, 0},
-		{[]time.Duration{2 * ms}, 2 * ms},
-		{[]time.Duration{1 * ms, 2 * ms, 900 * ms}, 2 * ms},
-		{append(slices.Repeat([]time.Duration{100 * ms}, 40), slices.Repeat([]time.Duration{3 * ms}, 31)...), 3 * ms},
-	} {
-		if got := auth.MedianCost(tc.samples...); got != tc.want {
-			t.Errorf("%d samples: %v, want %v", len(tc.samples), got, tc.want)
+// TestHeldRightPasswordCounts: a held right password counts towards the
+// account's lockout and the password's spraying lock as a wrong one does,
+// so neither lock tells whether one of the passwords tried was right: the
+// threshold's worth of held tries locks the account, one of them right or
+// not, and a password held on enough accounts is refused, right on one of
+// them or not. Retyped, it counts once, as a retyped wrong one does.
+func TestHeldRightPasswordCounts(t *testing.T) {
+	f := newVerifyFixture(t, auth.VerifyAlways, func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+		c.SprayAccounts = 3
+	})
+	for _, email := range []string{"ann@example.com", "bob@example.com", "cy@example.com"} {
+		if _, err := f.CreateUser(t.Context(), email, "shared password", false); err != nil {
+			t.Fatal(err)
 		}
+	}
+	held := func(email, password, ip string) {
+		t.Helper()
+		if _, err := f.signIn(t, email, password, ip, ""); !errors.Is(err, auth.ErrVerificationRequired) {
+			t.Fatalf("%s, %q: %v, want ErrVerificationRequired", email, password, err)
+		}
+	}
+	threshold := f.Config.Lockout.Threshold
+	for range 3 {
+		held("ann@example.com", "shared password", "192.0.2.1")
+	}
+	for i := range threshold - 2 {
+		held("ann@example.com", fmt.Sprint("guess ", i), "192.0.2.2")
+	}
+	held("ann@example.com", "one more guess", "192.0.2.3")
+	if _, err := f.signIn(t, "ann@example.com", "shared password", "192.0.2.4", ""); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("after %d distinct held tries, one of them right and retyped: %v, want ErrLimited", threshold, err)
+	}
+
+	// "shared password" has now been held on ann; on bob it is right too,
+	// on a third account wrong: three accounts, and it is refused on cy.
+	held("bob@example.com", "shared password", "192.0.2.5")
+	held("dan@example.com", "shared password", "192.0.2.6")
+	if _, err := f.signIn(t, "cy@example.com", "shared password", "192.0.2.7", ""); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("a password held on %d accounts: %v, want ErrLimited", f.Config.SprayAccounts, err)
 	}
 }
