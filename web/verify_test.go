@@ -132,21 +132,26 @@ func TestVerificationNoOracle(t *testing.T) {
 	}
 }
 
-// TestVerificationGuessesLock: held wrong guesses, answered 202 like the
-// right password, still count towards the account's lockout: after the
-// threshold of them, even the right password gets 429.
+// TestVerificationGuessesLock: held tries, answered 202 alike, count
+// towards the account's lockout, the right password's among them: after
+// the threshold of distinct tries, one of them right, the account is
+// locked (429), so the lock does not tell that one was right.
 func TestVerificationGuessesLock(t *testing.T) {
 	env, base := verifyEnv(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
 	env.AddUser(t, "bob@example.com", "the password", false)
 	for i := range env.Auth.Lockout.Threshold {
 		c := xcloaktest.Client(t, fmt.Sprintf("127.0.21.%d", i+1))
-		if resp, _ := post(t, c, base+"/api/v1/login", jsonType, loginJSON("bob@example.com", fmt.Sprint("guess ", i))); resp.StatusCode != http.StatusAccepted {
+		password := fmt.Sprint("guess ", i)
+		if i == 3 {
+			password = "the password"
+		}
+		if resp, _ := post(t, c, base+"/api/v1/login", jsonType, loginJSON("bob@example.com", password)); resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("guess %d: %d, want 202", i, resp.StatusCode)
 		}
 	}
 	resp, _ := post(t, xcloaktest.Client(t, "127.0.21.100"), base+"/api/v1/login", jsonType, loginJSON("bob@example.com", "the password"))
 	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("right password after %d held guesses: %d, want 429", env.Auth.Lockout.Threshold, resp.StatusCode)
+		t.Fatalf("right password after %d held tries: %d, want 429", env.Auth.Lockout.Threshold, resp.StatusCode)
 	}
 }
 
