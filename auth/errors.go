@@ -31,6 +31,11 @@ var (
 	ErrUserExists = errors.New("auth: user exists")
 	// ErrNoUser: no account with that email.
 	ErrNoUser = errors.New("auth: no such user")
+	// ErrVerificationRequired: a sign-in from a browser that is not a
+	// known device was held for new-device verification. It is the answer
+	// to the right password, a wrong one and an unknown account alike;
+	// only when the password was right is a link mailed to the account.
+	ErrVerificationRequired = errors.New("auth: sign-in must be finished from a mailed link")
 )
 
 // LimitedError is ErrLimited with the time after which a retry can succeed.

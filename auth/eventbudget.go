@@ -61,6 +61,9 @@ var individualEvents = map[string]bool{
 	EventUnlockRequested: true, EventUnlockConfirmed: true, EventSignedOutEverywhere: true,
 	EventPasswordSprayed: true,
 	EventPasswordChanged: true,
+	// A held right password needs the password, a used sign-in link the
+	// owner's mailbox.
+	EventVerificationRequired: true, EventVerificationConfirmed: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

@@ -17,3 +17,11 @@ var AddDevice = (*Service).addDevice
 func SendMail(ctx context.Context, s *Service, msg Message) error {
 	return s.mailer.Send(ctx, msg)
 }
+
+// HeldMail makes the mail of a sign-in of user held for new-device
+// verification, its password known to be breached or not, as the mail
+// worker does.
+func HeldMail(ctx context.Context, s *Service, user User, breached bool) (Message, error) {
+	return s.signInMail(ctx, user, linkJob{email: user.Email, at: s.now(),
+		signIn: &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}})
+}

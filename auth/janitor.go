@@ -9,7 +9,7 @@ import (
 const janitorInterval = time.Hour
 
 // runJanitor removes, every janitorInterval and once at start, what no one
-// can use any more: expired sessions, reset and unlock tokens spent or
+// can use any more: expired sessions, reset, unlock and sign-in tokens spent or
 // expired for a day, devices unseen for Config.DeviceTTL, and security
 // events older than Config.EventRetention.
 // Every replica runs it; the deletes are idempotent.
@@ -38,6 +38,7 @@ func (s *Service) sweep(ctx context.Context) map[SweepKind]int64 {
 		{SweepSessions, now},
 		{SweepResetTokens, now.Add(-24 * time.Hour)},
 		{SweepUnlockTokens, now.Add(-24 * time.Hour)},
+		{SweepSignInTokens, now.Add(-24 * time.Hour)},
 		{SweepDevices, now.Add(-s.cfg.DeviceTTL)},
 		{SweepSecurityEvents, now.Add(-s.cfg.EventRetention)},
 	} {

@@ -55,8 +55,15 @@ type LoginResult struct {
 // lockout of the device or the account; a success rotates the session and
 // renews the device cookie, or adds the browser as a known device.
 //
+// A browser that is not a known device is held while new-device
+// verification applies, and with a breached password always: the right
+// password, a wrong one and an unknown account all get
+// ErrVerificationRequired, and only the right one queues a mail with a
+// link (verification.go).
+//
 // Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
-// ErrInvalidCredentials, ErrUnavailable, ErrHasherBusy.
+// ErrInvalidCredentials, ErrVerificationRequired, ErrUnavailable,
+// ErrHasherBusy.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, error) {
 	res, outcome, err := s.login(ctx, req)
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrHasherBusy) {
@@ -108,13 +115,16 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		return LoginResult{}, OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 
+	// A browser that is not a known device is held, whatever its
+	// password, while new-device verification applies (verification.go).
+	held := device == "" && s.verificationApplies()
 	user, err := s.UserByEmail(ctx, email)
 	switch {
 	case errors.Is(err, ErrNoUser):
 		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
 			return LoginResult{}, OutcomeUnavailable, err
 		}
-		return LoginResult{}, OutcomeUnknownAccount, s.failed(ctx, email, 0, source, device, req.Password)
+		return LoginResult{}, OutcomeUnknownAccount, s.failedOrHeld(ctx, held, email, 0, source, device, req.Password)
 	case err != nil:
 		return LoginResult{}, OutcomeUnavailable, err
 	}
@@ -127,7 +137,16 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		return LoginResult{}, OutcomeUnavailable, err
 	}
 	if !ok {
-		return LoginResult{}, OutcomeFailed, s.failed(ctx, email, user.ID, source, device, req.Password)
+		return LoginResult{}, OutcomeFailed, s.failedOrHeld(ctx, held, email, user.ID, source, device, req.Password)
+	}
+	// The right password. Held, it is not rehashed, and is counted as a
+	// wrong one is (verification.go). Not held, a breached one from a
+	// browser that is not a known device is held all the same.
+	if held {
+		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
+	}
+	if device == "" && s.passwordBreached(ctx, req.Password) {
+		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, true, false)
 	}
 	res, err := s.succeeded(ctx, req, user, source, device, rehash)
 	if err != nil {
@@ -160,6 +179,12 @@ func rejectingRule(d ratelimit.Decision) string {
 // password's spraying lock too, once per account (spraying.go).
 func (s *Service) failed(ctx context.Context, email string, userID int64, source, device, password string) error {
 	s.record(Event{Kind: EventLoginFailed, Account: email, UserID: userID, Source: source})
+	return s.countFailed(ctx, email, userID, source, device, password)
+}
+
+// countFailed counts an attempt as failed does, without recording it:
+// towards the lockout, then the spraying lock.
+func (s *Service) countFailed(ctx context.Context, email string, userID int64, source, device, password string) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	// The lockout first: a failure to count towards the spraying lock

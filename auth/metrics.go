@@ -24,6 +24,7 @@ type metrics struct {
 	degraded     prometheus.GaugeFunc
 	eventDropped prometheus.CounterFunc
 	mailDropped  *prometheus.CounterVec
+	held         prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
@@ -71,9 +72,11 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 		mailDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "xcloak_reset_mails_dropped_total", Help: "Reset and unlock-link mails for accepted requests that were not sent, by reason: queue_full, domain_limit, send_failed, unavailable."},
 			[]string{"reason"}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "xcloak_signin_held_total", Help: "Sign-ins with the right password held for new-device verification (a link was mailed)."}),
 	}
 	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.failures, m.rejected, m.lockouts, m.resets,
-		m.decision, m.redisErrors, m.dbErrors, m.hashRunning, m.hashWaiting, m.degraded, m.eventDropped, m.mailDropped} {
+		m.decision, m.redisErrors, m.dbErrors, m.hashRunning, m.hashWaiting, m.degraded, m.eventDropped, m.mailDropped, m.held} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -95,8 +98,11 @@ func (m *metrics) observe(e Event) {
 	case EventLoginRejected:
 		m.attempts.Inc()
 		m.rejected.WithLabelValues(e.Rule).Inc()
-	case EventResetRejected:
+	case EventResetRejected, EventVerificationRejected:
 		m.rejected.WithLabelValues(e.Rule).Inc()
+	case EventVerificationRequired:
+		m.attempts.Inc()
+		m.held.Inc()
 	case EventLockout:
 		m.lockouts.Inc()
 	case EventResetRequested:

@@ -41,6 +41,9 @@ type linkJob struct {
 	// changed: a notice that the password was changed, with a reset link
 	// for an owner who did not change it (passwordchange.go).
 	changed bool
+	// signIn, when set, makes it the mail of a sign-in held for new-device
+	// verification (verification.go).
+	signIn *heldSignIn
 }
 
 // RequestReset accepts a password-reset request: after the per-network and
@@ -101,7 +104,10 @@ func (s *Service) queueLink(job linkJob) {
 // the dashboard.
 func (s *Service) recordDrop(job linkJob, reason string) {
 	detail := map[string]string{"reason": reason}
-	if job.unlock {
+	switch {
+	case job.signIn != nil:
+		detail["link"] = "sign_in"
+	case job.unlock:
 		detail["link"] = "unlock"
 	}
 	if job.changed {
@@ -191,6 +197,11 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		s.log.Error("mailing a link: reading user", "err", err)
 		return DropUnavailable
 	}
+	if job.signIn != nil && (user.ID != job.signIn.userID || user.PasswordHash != job.signIn.passwordHash) {
+		// The password was replaced since it was verified: the link
+		// would not work.
+		return ""
+	}
 	// Only mails that would be sent count towards the domain's limit, so
 	// requests for addresses without an account cannot use it up.
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
@@ -203,14 +214,17 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		s.log.Warn("mailing a link: mail domain over its limit; mail dropped", "domain", domain)
 		return DropDomainLimit
 	}
-	makeLink := s.resetLink
-	if job.unlock {
-		makeLink = s.unlockLink
+	var msg Message
+	switch {
+	case job.signIn != nil:
+		msg, err = s.signInMail(ctx, user, job)
+	case job.unlock:
+		msg, err = s.unlockLink(ctx, user, job.at)
+	case job.changed:
+		msg, err = s.passwordChangedMail(ctx, user, job.at)
+	default:
+		msg, err = s.resetLink(ctx, user, job.at)
 	}
-	if job.changed {
-		makeLink = s.passwordChangedMail
-	}
-	msg, err := makeLink(ctx, user, job.at)
 	if err != nil {
 		s.log.Error("storing a link's token", "err", err)
 		return DropUnavailable
@@ -225,11 +239,10 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 // resetLink stores a new reset token for user and returns the mail that
 // carries its link.
 func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Message, error) {
-	token, hash := newToken()
-	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL)); err != nil {
+	link, err := s.resetURL(ctx, user, at)
+	if err != nil {
 		return Message{}, err
 	}
-	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()
 	return Message{
 		To:      user.Email,
 		Subject: "Reset your XCloak password",
@@ -238,6 +251,15 @@ func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Messa
 			"If this was not you, ignore this mail: your password stays as it is.\n",
 			user.Email, s.cfg.ResetTTL, link),
 	}, nil
+}
+
+// resetURL stores a new reset token for user and returns its link.
+func (s *Service) resetURL(ctx context.Context, user User, at time.Time) (string, error) {
+	token, hash := newToken()
+	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL)); err != nil {
+		return "", err
+	}
+	return s.cfg.PublicURL.JoinPath("password-reset", token).String(), nil
 }
 
 // CheckResetToken reports whether a reset token can still be used, without

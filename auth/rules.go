@@ -38,6 +38,10 @@ const (
 	RuleUnlockConfirmIP = "unlock_confirm_ip"
 )
 
+// RuleVerifyConfirmIP limits the links that finish a sign-in held for
+// new-device verification, confirmed per client network.
+const RuleVerifyConfirmIP = "verify_confirm_ip"
+
 // rules is the one table of XCloak's rate limits. Everything else about a
 // rule is read from it: the flows' decisions, the limits' defaults and
 // validation, the settings (XCLOAK_LIMIT_<NAME>, --limit-<name>) and their
@@ -124,8 +128,8 @@ var rules = []RuleSpec{
 	{
 		Name: RuleResetConfirmIP, Label: "Reset confirmations per address", Flow: FlowResetConfirm, Key: KeyNetwork(32, 64),
 		Default: ratelimit.Limit{Count: 20, Window: 10 * time.Minute}, Listed: true,
-		Usage: "new passwords set through reset links, and unlock links confirmed, per client network",
-		Doc:   "New passwords set through reset links, and unlock links confirmed, per client network (each its own count).",
+		Usage: "new passwords set through reset links, and unlock and sign-in links confirmed, per client network",
+		Doc:   "New passwords set through reset links, and unlock and sign-in links confirmed, per client network (each its own count).",
 	},
 	{
 		// Only mails that would be sent count, so requests for addresses
@@ -150,6 +154,10 @@ var rules = []RuleSpec{
 	},
 	{
 		Name: RuleUnlockConfirmIP, Label: "Unlock-link confirmations per address", Flow: FlowUnlockConfirm, Key: KeyNetwork(32, 64),
+		SharesLimit: RuleResetConfirmIP,
+	},
+	{
+		Name: RuleVerifyConfirmIP, Label: "Sign-in link confirmations per address", Flow: FlowVerifyConfirm, Key: KeyNetwork(32, 64),
 		SharesLimit: RuleResetConfirmIP,
 	},
 }
@@ -203,13 +211,16 @@ const (
 	FlowResetConfirm  Flow = "reset confirmation"
 	FlowUnlockRequest Flow = "unlock-link request"
 	FlowUnlockConfirm Flow = "unlock-link confirmation"
+	// FlowVerifyConfirm is the confirmation of a link that finishes a
+	// sign-in held for new-device verification.
+	FlowVerifyConfirm Flow = "sign-in link confirmation"
 	// FlowLinkMail is a reset or unlock mail about to be sent to an
 	// account that exists.
 	FlowLinkMail Flow = "link mail"
 )
 
 // flows lists every Flow, for the table's check.
-var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail}
+var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm}
 
 // Subject is what a request offers its rules to count per; a flow fills in
 // what it knows.

@@ -59,6 +59,13 @@ type Config struct {
 	// spraying.go); 1 to ratelimit.MaxRememberedAttempts.
 	SprayAccounts int
 	SprayWindow   time.Duration
+
+	// NewDeviceVerification says when a sign-in from a browser that is
+	// not a known device must be finished from a link mailed to the
+	// account (verification.go); "" means VerifyInAttack.
+	NewDeviceVerification VerificationMode
+	// VerificationTTL is how long such a link works.
+	VerificationTTL time.Duration
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -78,6 +85,9 @@ func DefaultConfig() Config {
 		EventRetention:  90 * 24 * time.Hour,
 		SprayAccounts:   DefaultSprayAccounts,
 		SprayWindow:     DefaultSprayWindow,
+
+		NewDeviceVerification: VerifyInAttack,
+		VerificationTTL:       DefaultVerificationTTL,
 	}
 }
 
@@ -167,6 +177,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		return nil, errors.New("auth: unlock link lifetime must be positive")
 	}
 	if err := checkSpraying(cfg.SprayAccounts, cfg.SprayWindow); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	if err := checkVerification(&cfg); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	if cfg.MaxDevices < 1 {
@@ -265,6 +278,10 @@ func (s *Service) ResetTTL() time.Duration { return s.cfg.ResetTTL }
 
 // UnlockTTL is how long an unlock link works, for the pages that say so.
 func (s *Service) UnlockTTL() time.Duration { return s.cfg.UnlockTTL }
+
+// VerificationTTL is how long a link that finishes a held sign-in works,
+// for the pages that say so.
+func (s *Service) VerificationTTL() time.Duration { return s.cfg.VerificationTTL }
 
 // Flush writes the security events queued so far; for tests and shutdown.
 func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }

@@ -33,6 +33,7 @@ type Store interface {
 	DeviceStore
 	ResetTokenStore
 	UnlockTokenStore
+	SignInTokenStore
 	LockoutLog
 	Sweeper
 }
@@ -131,6 +132,26 @@ type UnlockTokenStore interface {
 	UseUnlockToken(ctx context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (userID int64, email string, err error)
 }
 
+// SignInTokenStore keeps the tokens of the links that finish a sign-in
+// held for new-device verification, by their hash.
+type SignInTokenStore interface {
+	// AddSignInToken stores a token for the account, bound to
+	// passwordHash (the hash the held sign-in verified), usable until
+	// expiresAt.
+	AddSignInToken(ctx context.Context, tokenHash []byte, userID int64, passwordHash string, createdAt, expiresAt time.Time) error
+	// SignInTokenLive reports whether an unused sign-in token expires
+	// after now and its account's password hash is still the one it is
+	// bound to.
+	SignInTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (bool, error)
+	// UseSignInToken spends an unused sign-in token that expires after
+	// now and whose account's password hash is still the one it is bound
+	// to, makes nonceHash a known device of the account, as AddDevice does,
+	// and returns the account, at once. Spending is conditional, so a
+	// token works once even when confirmations race; ErrInvalidToken if it
+	// cannot be spent.
+	UseSignInToken(ctx context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (User, error)
+}
+
 // LockoutLog keeps the record of account lockouts. The locks themselves
 // live with the limits; the log is what the dashboard lists, what an
 // administrator clears, and what the in-process limits honour while Redis
@@ -166,6 +187,7 @@ const (
 	SweepSessions       SweepKind = "sessions"              // by expiry
 	SweepResetTokens    SweepKind = "password_reset_tokens" // by use, else expiry
 	SweepUnlockTokens   SweepKind = "unlock_tokens"         // by use, else expiry
+	SweepSignInTokens   SweepKind = "sign_in_tokens"        // by use, else expiry
 	SweepDevices        SweepKind = "devices"               // by last sign-in
 	SweepSecurityEvents SweepKind = "security_events"       // by time
 )

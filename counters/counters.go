@@ -375,7 +375,11 @@ func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 		case auth.EventLoginRejected:
 			b.counters[counterAttempts]++
 			rejected = true
-		case auth.EventResetRejected, auth.EventUnlockRejected:
+		case auth.EventVerificationRequired:
+			// A right password held for new-device verification: an
+			// attempt, neither a success nor a failure.
+			b.counters[counterAttempts]++
+		case auth.EventResetRejected, auth.EventUnlockRejected, auth.EventVerificationRejected:
 			rejected = true
 		case auth.EventLockout:
 			b.counters[counterLockouts]++

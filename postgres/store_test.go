@@ -25,7 +25,7 @@ func TestStore(t *testing.T) {
 	s := newStore(t)
 	authtest.TestStore(t, func(t *testing.T) auth.Store {
 		if _, err := s.Pool().Exec(t.Context(), `TRUNCATE users, sessions, devices, password_reset_tokens,
-			unlock_tokens, lockouts, security_events RESTART IDENTITY CASCADE`); err != nil {
+			unlock_tokens, sign_in_tokens, lockouts, security_events RESTART IDENTITY CASCADE`); err != nil {
 			t.Fatal(err)
 		}
 		return s

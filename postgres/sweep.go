@@ -19,6 +19,7 @@ var sweepWhere = map[auth.SweepKind]struct{ table, where string }{
 	auth.SweepSessions:       {"sessions", "expires_at < $1"},
 	auth.SweepResetTokens:    {"password_reset_tokens", "coalesce(used_at, expires_at) < $1"},
 	auth.SweepUnlockTokens:   {"unlock_tokens", "coalesce(used_at, expires_at) < $1"},
+	auth.SweepSignInTokens:   {"sign_in_tokens", "coalesce(used_at, expires_at) < $1"},
 	auth.SweepDevices:        {"devices", "last_seen_at < $1"},
 	auth.SweepSecurityEvents: {"security_events", "at < $1"},
 }

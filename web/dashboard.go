@@ -160,6 +160,15 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		row.Detail = "The browser became a known device"
 	case auth.EventAttackStarted, auth.EventAttackEnded:
 		attackEventRow(&row, e)
+	case auth.EventVerificationRequired:
+		row.What = "Sign-in held for new-device verification"
+		row.Detail = "The right password from a new browser; a sign-in link was mailed"
+		if e.Detail["breached"] == "true" {
+			row.Detail = "A breached password from a new browser; the owner was asked to choose a new one"
+		}
+	case auth.EventVerificationConfirmed:
+		row.What = "Sign-in link used"
+		row.Detail = "The browser that used it is signed in and a known device"
 	case auth.EventSignedOutEverywhere:
 		row.What = "Signed out everywhere"
 		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {

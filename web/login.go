@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/xcloak/xcloak/auth"
@@ -50,6 +51,10 @@ func (s *Server) handleLoginForm() http.Handler {
 			http.Redirect(w, r, "/account", http.StatusSeeOther)
 			return
 		}
+		if errors.Is(err, auth.ErrVerificationRequired) {
+			s.held(w, r)
+			return
+		}
 		p := problemFor(err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
@@ -77,6 +82,10 @@ func (s *Server) handleLoginAPI() http.Handler {
 		} else {
 			// Limited and counted like any malformed sign-in.
 			err = s.auth.MalformedLogin(r.Context(), s.client(r))
+		}
+		if errors.Is(err, auth.ErrVerificationRequired) {
+			s.held(w, r)
+			return
 		}
 		if err != nil {
 			s.failJSON(w, r, err)

@@ -37,8 +37,9 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // on every log line written with the request's context, and logs one line
 // when the request ends: method, path, status, duration, client. It never
 // logs bodies, query strings, cookies or headers, so no password, token or
-// session cookie reaches the log; reset and unlock pages, whose path holds
-// a token, are logged as /password-reset/{token} and /unlock/{token}. Rejections (429) are logged at
+// session cookie reaches the log; reset, unlock and sign-in link pages, whose
+// path holds a token, are logged as /password-reset/{token}, /unlock/{token}
+// and /sign-in/{token}. Rejections (429) are logged at
 // debug level only.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,6 +76,9 @@ func loggablePath(path string) string {
 	}
 	if strings.HasPrefix(path, "/unlock/") {
 		return "/unlock/{token}"
+	}
+	if strings.HasPrefix(path, "/sign-in/") {
+		return "/sign-in/{token}"
 	}
 	return path
 }

@@ -60,6 +60,10 @@ func problemFor(err error) problem {
 		return problem{http.StatusBadRequest, "invalid_request", "Choose to switch attack mode on or off.", 0}
 	case errors.Is(err, errBadCursor):
 		return problem{http.StatusBadRequest, "invalid_request", "That page of events does not exist.", 0}
+	case errors.Is(err, auth.ErrVerificationRequired):
+		// Handlers that sign in answer it with a page or body of their own
+		// (held in verify.go); this is its status anywhere else.
+		return problem{http.StatusAccepted, "verification_required", "", 0}
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return problem{http.StatusUnauthorized, "invalid_credentials", "Email or password is incorrect.", 0}
 	case errors.Is(err, auth.ErrInvalidToken):

@@ -37,6 +37,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /unlock/{token}", s.handleUnlockConfirmForm())
 	mux.Handle("POST /api/v1/unlock/confirm", s.handleUnlockConfirmAPI())
 
+	mux.Handle("GET /sign-in/{token}", s.handleSignInConfirmPage())
+	mux.Handle("POST /sign-in/{token}", s.handleSignInConfirmForm())
+	mux.Handle("POST /api/v1/sign-in/confirm", s.handleSignInConfirmAPI())
+
 	mux.Handle("GET /admin", s.handleDashboard())
 	mux.Handle("GET /admin/stream", s.handleDashboardStream())
 	mux.Handle("POST /admin/lockouts/unlock", s.handleUnlock())

@@ -21,6 +21,7 @@ type Store struct {
 	devices  map[string]device  // by nonce hash
 	resets   map[string]*token  // by token hash
 	unlocks  map[string]*token  // by token hash
+	signIns  map[string]*token  // by token hash
 	lockouts []lockout
 }
 
@@ -42,6 +43,8 @@ type token struct {
 	created, expires time.Time
 	used             bool
 	usedAt           time.Time
+	// passwordHash binds a sign-in token to the hash it was made with.
+	passwordHash string
 }
 
 type lockout struct {
@@ -58,6 +61,7 @@ func NewStore() *Store {
 		devices:  map[string]device{},
 		resets:   map[string]*token{},
 		unlocks:  map[string]*token{},
+		signIns:  map[string]*token{},
 	}
 }
 
@@ -337,6 +341,49 @@ func (s *Store) UseUnlockToken(_ context.Context, tokenHash []byte, now time.Tim
 	return t.userID, s.users[t.userID].Email, nil
 }
 
+// AddSignInToken implements auth.SignInTokenStore.
+func (s *Store) AddSignInToken(_ context.Context, tokenHash []byte, userID int64, passwordHash string, createdAt, expiresAt time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.signIns[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt, passwordHash: passwordHash}
+	return nil
+}
+
+// liveSignIn returns the sign-in token under hash if it is unused, expires
+// after now and its account still has the password it was made with.
+func (s *Store) liveSignIn(hash []byte, now time.Time) (*token, *auth.User) {
+	t := live(s.signIns, hash, now)
+	if t == nil {
+		return nil, nil
+	}
+	u := s.users[t.userID]
+	if u == nil || u.PasswordHash != t.passwordHash {
+		return nil, nil
+	}
+	return t, u
+}
+
+// SignInTokenLive implements auth.SignInTokenStore.
+func (s *Store) SignInTokenLive(_ context.Context, tokenHash []byte, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, _ := s.liveSignIn(tokenHash, now)
+	return t != nil, nil
+}
+
+// UseSignInToken implements auth.SignInTokenStore.
+func (s *Store) UseSignInToken(_ context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (auth.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, u := s.liveSignIn(tokenHash, now)
+	if t == nil {
+		return auth.User{}, auth.ErrInvalidToken
+	}
+	t.used, t.usedAt = true, now
+	s.addDevice(u.ID, nonceHash, now, maxDevices)
+	return *u, nil
+}
+
 // RecordLockout implements auth.LockoutLog.
 func (s *Store) RecordLockout(_ context.Context, l auth.Lockout) error {
 	s.mu.Lock()
@@ -410,6 +457,8 @@ func (s *Store) Sweep(_ context.Context, kind auth.SweepKind, before time.Time) 
 		deleteWhere(s.resets, func(v *token) bool { return count(v.spentOrExpired().Before(before)) })
 	case auth.SweepUnlockTokens:
 		deleteWhere(s.unlocks, func(v *token) bool { return count(v.spentOrExpired().Before(before)) })
+	case auth.SweepSignInTokens:
+		deleteWhere(s.signIns, func(v *token) bool { return count(v.spentOrExpired().Before(before)) })
 	case auth.SweepDevices:
 		deleteWhere(s.devices, func(v device) bool { return count(v.lastSeen.Before(before)) })
 	case auth.SweepSecurityEvents:

@@ -382,6 +382,72 @@ var storeCases = []struct {
 			t.Error("a spent token is live")
 		}
 	}},
+	{"a sign-in token works once, signs in its account and adds a device", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		mustUser(t, s, "bob@example.com")
+		mustNil(t, s.AddSignInToken(t.Context(), hash("t"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
+		if ok, err := s.SignInTokenLive(t.Context(), hash("t"), base); err != nil || !ok {
+			t.Fatalf("SignInTokenLive = %v, %v", ok, err)
+		}
+		if ok, _ := s.SignInTokenLive(t.Context(), hash("t"), base.Add(time.Hour)); ok {
+			t.Error("a token at its expiry is live")
+		}
+		if _, err := s.UseSignInToken(t.Context(), hash("t"), base.Add(time.Hour), hash("late"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("UseSignInToken at its expiry: %v, want ErrInvalidToken", err)
+		}
+		if _, err := s.UseSignInToken(t.Context(), hash("unknown"), base, hash("x"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("UseSignInToken of an unknown token: %v, want ErrInvalidToken", err)
+		}
+		var spent atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Go(func() {
+				got, err := s.UseSignInToken(context.Background(), hash("t"), base, hash(fmt.Sprint("d", i)), 10)
+				switch {
+				case err == nil && (got.ID != u.ID || got.Email != u.Email || got.PasswordHash != u.PasswordHash):
+					t.Errorf("UseSignInToken = %+v, want %+v", got, u)
+				case err == nil:
+					spent.Add(1)
+				case !errors.Is(err, auth.ErrInvalidToken):
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		known := 0
+		for i := range 10 {
+			if ok, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Second)); ok {
+				known++
+			}
+		}
+		if spent.Load() != 1 || known != 1 {
+			t.Errorf("the token was spent %d times and added %d devices; want once and one", spent.Load(), known)
+		}
+		if ok, _ := s.SignInTokenLive(t.Context(), hash("t"), base); ok {
+			t.Error("a spent token is live")
+		}
+	}},
+	{"a sign-in token dies with the password it was made with", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		mustNil(t, s.AddSignInToken(t.Context(), hash("t"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("stale"), u.ID, "an older hash", base, base.Add(time.Hour)))
+		if ok, _ := s.SignInTokenLive(t.Context(), hash("stale"), base); ok {
+			t.Error("a token made with another password is live")
+		}
+		if _, err := s.UseSignInToken(t.Context(), hash("stale"), base, hash("d0"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("UseSignInToken made with another password: %v, want ErrInvalidToken", err)
+		}
+		mustNil(t, s.SetPassword(t.Context(), u.Email, "new"))
+		if ok, _ := s.SignInTokenLive(t.Context(), hash("t"), base); ok {
+			t.Error("a token is live after the password changed")
+		}
+		if _, err := s.UseSignInToken(t.Context(), hash("t"), base, hash("d1"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("UseSignInToken after the password changed: %v, want ErrInvalidToken", err)
+		}
+		if ok, _ := s.KnownDevice(t.Context(), u.Email, hash("d1"), base.Add(-time.Second)); ok {
+			t.Error("a refused token added a device")
+		}
+	}},
 	{"the lockout log lists the latest lockout in force of each account, newest first", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		for _, l := range []auth.Lockout{
@@ -422,9 +488,11 @@ var storeCases = []struct {
 		mustNil(t, s.AddResetToken(t.Context(), hash("r new"), u.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u old"), u.ID, old, old))
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u new"), u.ID, base, base.Add(time.Hour)))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("i old"), u.ID, u.PasswordHash, old, old))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("i new"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
 		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d old"), old, 10))
 		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d new"), base, 10))
-		for _, kind := range []auth.SweepKind{auth.SweepSessions, auth.SweepResetTokens, auth.SweepUnlockTokens, auth.SweepDevices} {
+		for _, kind := range []auth.SweepKind{auth.SweepSessions, auth.SweepResetTokens, auth.SweepUnlockTokens, auth.SweepSignInTokens, auth.SweepDevices} {
 			if n, err := s.Sweep(t.Context(), kind, cutoff); err != nil || n != 1 {
 				t.Errorf("Sweep(%s) = %d, %v; want 1", kind, n, err)
 			}
@@ -437,6 +505,9 @@ var storeCases = []struct {
 		}
 		if ok, _ := s.UnlockTokenLive(t.Context(), hash("u new"), base); !ok {
 			t.Error("live unlock token swept")
+		}
+		if ok, _ := s.SignInTokenLive(t.Context(), hash("i new"), base); !ok {
+			t.Error("live sign-in token swept")
 		}
 		if ok, _ := s.KnownDevice(t.Context(), u.Email, hash("d new"), cutoff); !ok {
 			t.Error("recent device swept")

@@ -404,6 +404,18 @@ func newSettings(d auth.Config) []setting {
 			d.ResetTTL, func(a *auth.Config) *time.Duration { return &a.ResetTTL }),
 		duration("XCLOAK_UNLOCK_TTL", "unlock-ttl", "how long an unlock link works",
 			d.UnlockTTL, func(a *auth.Config) *time.Duration { return &a.UnlockTTL }),
+		{
+			env: "XCLOAK_NEW_DEVICE_VERIFICATION", flag: "new-device-verification", def: string(d.NewDeviceVerification), scope: forServe,
+			usage: "when a sign-in from a browser that is not a known device must be finished from a link mailed to the account, " +
+				"the same answer whether the password was right or not: `mode` attack (while attack mode is on), always or never",
+			set: func(c *config, v string) error {
+				m, err := auth.ParseVerificationMode(v)
+				c.Auth.NewDeviceVerification = m
+				return err
+			},
+		},
+		duration("XCLOAK_VERIFICATION_TTL", "verification-ttl", "how long a link that finishes a sign-in held for new-device verification works",
+			d.VerificationTTL, func(a *auth.Config) *time.Duration { return &a.VerificationTTL }),
 		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
 			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
 	}...)

@@ -72,6 +72,7 @@ func TestLogsCarryRequestIDsAndNoSecrets(t *testing.T) {
 	signIn(t, s.base, "ann@example.com", "hunter2 wrong guess")
 	fetch(t, s.base+"/password-reset/SECRETTOKENSECRETTOKENSECRETTOKENSECRETTOK")
 	fetch(t, s.base+"/unlock/UNLOCKTOKENUNLOCKTOKENUNLOCKTOKENUNLOCKTOK")
+	fetch(t, s.base+"/sign-in/SIGNINTOKENSIGNINTOKENSIGNINTOKENSIGNINTOK")
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestLogsCarryRequestIDsAndNoSecrets(t *testing.T) {
 	if id == "" || !strings.Contains(logs, `"request_id":"`+id+`"`) {
 		t.Errorf("no log line with the request's ID %q", id)
 	}
-	for _, secret := range []string{"correct horse", "hunter2", "SECRETTOKEN", "UNLOCKTOKEN", testSecret, session[:20]} {
+	for _, secret := range []string{"correct horse", "hunter2", "SECRETTOKEN", "UNLOCKTOKEN", "SIGNINTOKEN", testSecret, session[:20]} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("logs contain %q", secret)
 		}

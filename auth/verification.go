@@ -1,0 +1,278 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// New-device verification. While it applies (Config.NewDeviceVerification:
+// always, never, or while the attack watch says the deployment is under
+// attack), a sign-in from a browser that is not a known device of the
+// account never gets a session, even with the right password. The right
+// password, a wrong one and an unknown account all get the one answer,
+// ErrVerificationRequired, after the same hashing, so a credential
+// stuffing run learns nothing from it, not even which passwords are right.
+// Wrong guesses still count towards every limit, lockout and spraying
+// count as they always do.
+//
+// A held right password is counted towards the account's lockout and the
+// password's spraying lock as a wrong one is (hold says why), and only for
+// it is a mail queued (the link-mail queue of resets.go, off the request
+// path). It carries a single-use link,
+// random, stored hashed, short-lived and bound to the password hash of the
+// moment, which signs in the browser that opens it and makes it a known
+// device: never the browser that asked, so an owner who clicks cannot let
+// an attacker in. The mail also tells the owner that if the sign-in was
+// not theirs, their password is known to someone, with a reset link.
+//
+// A right password that is breached (passwordBreached) never signs in an
+// unknown browser either: it is held with the same answer, and its mail
+// asks the owner to choose a new password, with no sign-in link. When
+// verification applies anyway, the lookup is made by the mail's job,
+// not on the request path.
+
+// VerificationMode says when new-device verification applies.
+type VerificationMode string
+
+// The modes of new-device verification.
+const (
+	// VerifyInAttack: while the attack watch says the deployment is under
+	// attack (the default).
+	VerifyInAttack VerificationMode = "attack"
+	// VerifyAlways: for every sign-in from a browser that is not a known
+	// device.
+	VerifyAlways VerificationMode = "always"
+	// VerifyNever: never; breached passwords are still held.
+	VerifyNever VerificationMode = "never"
+)
+
+// ParseVerificationMode parses attack, always or never.
+func ParseVerificationMode(s string) (VerificationMode, error) {
+	switch m := VerificationMode(s); m {
+	case VerifyInAttack, VerifyAlways, VerifyNever:
+		return m, nil
+	}
+	return "", fmt.Errorf("%q is not attack, always or never", s)
+}
+
+// DefaultVerificationTTL is how long a link that finishes a held sign-in
+// works unless Config.VerificationTTL says otherwise: long enough to
+// fetch one's mail, short enough that a link found in a mailbox later is
+// dead.
+const DefaultVerificationTTL = 15 * time.Minute
+
+// checkVerification checks the verification settings, and makes an empty
+// mode the default.
+func checkVerification(cfg *Config) error {
+	if cfg.NewDeviceVerification == "" {
+		cfg.NewDeviceVerification = VerifyInAttack
+	}
+	if _, err := ParseVerificationMode(string(cfg.NewDeviceVerification)); err != nil {
+		return fmt.Errorf("new-device verification: %w", err)
+	}
+	if cfg.VerificationTTL <= 0 {
+		return errors.New("sign-in link lifetime must be positive")
+	}
+	return nil
+}
+
+// New-device verification events.
+const (
+	// EventVerificationRequired: the right password from a browser that
+	// is not a known device, held; a link was queued for the account.
+	// Detail "breached" is "true" when the password was known to be
+	// breached. Wrong passwords and unknown accounts held alike are
+	// login_failed events, as always: only the events say which was
+	// which, never the answer.
+	EventVerificationRequired = "verification_required"
+	// EventVerificationConfirmed: a sign-in link was used; the browser
+	// that used it is signed in and a known device.
+	EventVerificationConfirmed = "verification_confirmed"
+	// EventVerificationRejected: a sign-in link's confirmation refused by
+	// a limit; Rule says which.
+	EventVerificationRejected = "verification_rejected"
+)
+
+// verificationApplies reports whether a sign-in from a browser that is
+// not a known device is held now.
+func (s *Service) verificationApplies() bool {
+	switch s.cfg.NewDeviceVerification {
+	case VerifyAlways:
+		return true
+	case VerifyNever:
+		return false
+	default:
+		return s.attack.Active()
+	}
+}
+
+// heldSignIn is what the mail job of a held sign-in needs.
+type heldSignIn struct {
+	userID int64
+	// passwordHash is the hash the sign-in verified; the link is bound to
+	// it, and no mail is sent if it has been replaced meanwhile.
+	passwordHash string
+	// breached: the password is known to be breached.
+	breached bool
+	// password is set only when the job must look it up in the breached
+	// corpus itself; it lives in memory until the job runs, never in a
+	// store or a log.
+	password string
+}
+
+// failedOrHeld counts a failed sign-in (wrong password, unknown account)
+// as failed does. Held, its answer is the right password's,
+// ErrVerificationRequired, whatever counting returned: a failure that
+// could not be counted is logged, and the answer does not tell it apart.
+func (s *Service) failedOrHeld(ctx context.Context, held bool, email string, userID int64, source, device, password string) error {
+	err := s.failed(ctx, email, userID, source, device, password)
+	if !held {
+		return err
+	}
+	if !errors.Is(err, ErrInvalidCredentials) {
+		s.log.WarnContext(ctx, "held sign-in: failure not counted", "err", err)
+	}
+	return ErrVerificationRequired
+}
+
+// hold holds the right password of user from a browser that is not a
+// known device: it records the event, counts the attempt as a wrong
+// password's is counted, queues the mail and returns
+// ErrVerificationRequired. With lookUp, the mail's job looks the password
+// up in the breached corpus; otherwise breached says what is known.
+//
+// The count is what keeps the answer from telling: were a held right
+// password not counted, an account that failed to lock after its
+// threshold of held tries, or a password that failed to spray-lock after
+// its accounts, would say that one of them was right; and the request
+// would come back sooner by the failure count's round trips. Counted, it
+// costs the same and weighs the same; a retyped right password counts
+// once, as a retyped wrong one does. The mail is queued after, so that
+// its work does not compete with the request's own.
+func (s *Service) hold(ctx context.Context, user User, source, password string, breached, lookUp bool) error {
+	job := &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}
+	if lookUp {
+		job.password = password
+	}
+	e := Event{Kind: EventVerificationRequired, Account: user.Email, UserID: user.ID, Source: source}
+	if breached {
+		e.Detail = map[string]string{"breached": "true"}
+	}
+	s.record(e)
+	at := s.now()
+	if err := s.countFailed(ctx, user.Email, user.ID, source, "", password); !errors.Is(err, ErrInvalidCredentials) {
+		s.log.WarnContext(ctx, "held sign-in: attempt not counted", "err", err)
+	}
+	s.queueLink(linkJob{email: user.Email, source: source, at: at, signIn: job})
+	return ErrVerificationRequired
+}
+
+// signInMail stores a new sign-in token for user, bound to the held
+// sign-in's password hash, and a reset token, and returns the mail that
+// carries their links. A breached password gets no sign-in link: the mail
+// asks for a new password instead.
+func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Message, error) {
+	held := job.signIn
+	breached := held.breached || (held.password != "" && s.passwordBreached(ctx, held.password))
+	reset, err := s.resetURL(ctx, user, job.at)
+	if err != nil {
+		return Message{}, err
+	}
+	if breached {
+		return Message{
+			To:      user.Email,
+			Subject: "Choose a new XCloak password",
+			Body: fmt.Sprintf("Someone signed in to the XCloak account for %s with its password,\n"+
+				"from a browser that has not signed in to it before.\n\n"+
+				"That password appears in a list of passwords leaked from other sites,\n"+
+				"so it cannot sign in a new browser. Choose a new one here, within %s:\n\n%s\n\n"+
+				"If this was not you, someone knows your password: choose a new one all\n"+
+				"the same.\n",
+				user.Email, s.cfg.ResetTTL, reset),
+		}, nil
+	}
+	token, hash := newToken()
+	if err := s.store.AddSignInToken(ctx, hash, user.ID, held.passwordHash, job.at, job.at.Add(s.cfg.VerificationTTL)); err != nil {
+		return Message{}, err
+	}
+	link := s.cfg.PublicURL.JoinPath("sign-in", token).String()
+	return Message{
+		To:      user.Email,
+		Subject: "Finish signing in to XCloak",
+		Body: fmt.Sprintf("Someone signed in to the XCloak account for %s with its password,\n"+
+			"from a browser that has not signed in to it before.\n\n"+
+			"If it was you, open this link within %s in the browser you want to\n"+
+			"sign in with, and press the button. It works once.\n\n%s\n\n"+
+			"If this was not you, your password is known to someone. Choose a new\n"+
+			"one here, within %s:\n\n%s\n",
+			user.Email, s.cfg.VerificationTTL, link, s.cfg.ResetTTL, reset),
+	}, nil
+}
+
+// CheckSignInToken reports whether a sign-in link can still be used,
+// without using it: nil or ErrInvalidToken.
+func (s *Service) CheckSignInToken(ctx context.Context, token string) error {
+	if !wellFormedToken(token) {
+		return ErrInvalidToken
+	}
+	ok, err := s.store.SignInTokenLive(ctx, hashToken(token), s.now())
+	if err != nil {
+		return s.dbDown("reading sign-in token", err)
+	}
+	if !ok {
+		return ErrInvalidToken
+	}
+	return nil
+}
+
+// ConfirmSignIn spends a sign-in link and signs in the browser that
+// confirms it: a new session, and the browser made a known device of the
+// account. Nothing of the request that was held is used: the session is
+// this browser's. oldSession, the session the browser had, if any, is
+// ended. The token works once, even when confirmations race, and only
+// while the account's password is the one the held sign-in verified.
+// Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
+func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, oldSession string) (LoginResult, error) {
+	source := c.Source()
+	d, err := s.decide(ctx, s.rules(FlowVerifyConfirm, Subject{Client: c})...)
+	if err != nil {
+		return LoginResult{}, unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventVerificationRejected, Source: source, Rule: rejectingRule(d)})
+		return LoginResult{}, &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	if !wellFormedToken(token) {
+		return LoginResult{}, ErrInvalidToken
+	}
+	now := s.now()
+	// The nonce is drawn before the account is known: the cookie that
+	// carries it is made for the account once the token is spent.
+	nonce := newNonce()
+	user, err := s.store.UseSignInToken(ctx, hashToken(token), now, nonceHash(nonce), s.cfg.MaxDevices)
+	if errors.Is(err, ErrInvalidToken) {
+		return LoginResult{}, err
+	}
+	if err != nil {
+		return LoginResult{}, s.dbDown("confirming sign-in link", err)
+	}
+	s.deviceCache.purge()
+	cookie := s.devices.cookie(user.Email, nonce, now)
+	s.record(Event{Kind: EventVerificationConfirmed, Account: user.Email, UserID: user.ID, Source: source})
+	s.record(Event{Kind: EventNewDevice, Account: user.Email, UserID: user.ID, Source: source})
+	if err := s.Logout(ctx, oldSession); err != nil {
+		return LoginResult{}, err
+	}
+	sess, err := s.createSession(ctx, user, user.PasswordHash)
+	if errors.Is(err, ErrPasswordChanged) {
+		// Replaced after the token was spent: the new password's
+		// transaction forgot the device too.
+		return LoginResult{}, ErrInvalidToken
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	return LoginResult{Session: sess, Device: cookie}, nil
+}

@@ -1,0 +1,97 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/templates"
+)
+
+// New-device verification: the answer to a held sign-in, and the mailed
+// link's page, whose button signs in the browser that presses it.
+
+// held answers a sign-in held for new-device verification: the same
+// status, body, headers and cookies whether the password was right, wrong
+// or for no account. The page shows no email and a signed-out header, so
+// nothing of the request shapes it.
+func (s *Server) held(w http.ResponseWriter, r *http.Request) {
+	if isAPI(r) {
+		writeJSON(w, http.StatusAccepted, map[string]string{"status": "verification_required"})
+		return
+	}
+	s.render(w, r, http.StatusAccepted, templates.VerificationSentPage(templates.VerificationSentProps{LinkTTL: s.auth.VerificationTTL()}))
+}
+
+// handleSignInConfirmPage shows the link's button; opening the link
+// spends nothing.
+func (s *Server) handleSignInConfirmPage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		noReferrer(w)
+		token := r.PathValue("token")
+		err := s.auth.CheckSignInToken(r.Context(), token)
+		switch {
+		case errors.Is(err, auth.ErrInvalidToken):
+			s.render(w, r, http.StatusBadRequest, templates.SignInConfirmPage(templates.SignInConfirmProps{Invalid: true}))
+		case err != nil:
+			s.fail(w, r, err)
+		default:
+			s.render(w, r, http.StatusOK, templates.SignInConfirmPage(templates.SignInConfirmProps{Token: token}))
+		}
+	})
+}
+
+// handleSignInConfirmForm spends the link, signs this browser in (session
+// and device cookies) and sends it to its account.
+func (s *Server) handleSignInConfirmForm() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		noReferrer(w)
+		token := r.PathValue("token")
+		_, err := decodeForm(r)
+		if err == nil {
+			err = s.confirmSignIn(w, r, token)
+		}
+		if err == nil {
+			http.Redirect(w, r, "/account", http.StatusSeeOther)
+			return
+		}
+		p := problemFor(err)
+		s.logProblem(r, p, err)
+		setRetryAfter(w, p)
+		props := templates.SignInConfirmProps{Token: token, RetryAfterSeconds: p.retryAfter, Invalid: errors.Is(err, auth.ErrInvalidToken)}
+		if p.retryAfter == 0 {
+			props.Error = p.message
+		}
+		s.render(w, r, p.status, templates.SignInConfirmPage(props))
+	})
+}
+
+type signInConfirmBody struct {
+	Token string `json:"token"`
+}
+
+func (s *Server) handleSignInConfirmAPI() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in signInConfirmBody
+		err := decodeJSON(r, &in, &in.Token)
+		if err == nil {
+			err = s.confirmSignIn(w, r, in.Token)
+		}
+		if err != nil {
+			s.failJSON(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+// confirmSignIn spends a sign-in link for the browser that sent r and
+// sets its cookies, for either front end.
+func (s *Server) confirmSignIn(w http.ResponseWriter, r *http.Request, token string) error {
+	res, err := s.auth.ConfirmSignIn(r.Context(), token, s.client(r), s.readCookie(r, sessionCookie))
+	if err != nil {
+		return err
+	}
+	s.signIn(w, res)
+	return nil
+}

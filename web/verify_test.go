@@ -1,0 +1,325 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+var signInLink = regexp.MustCompile(`https://login\.example\.test/sign-in/([A-Za-z0-9_-]{43})`)
+
+// verifyEnv is a whole XCloak that holds every sign-in from a browser
+// that is not a known device (the mode that attack mode switches on).
+func verifyEnv(t *testing.T, configure ...func(*auth.Config)) (*xcloaktest.Env, string) {
+	t.Helper()
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.NewDeviceVerification = auth.VerifyAlways
+		for _, set := range configure {
+			set(c)
+		}
+	}})
+	return env, env.Start(t)
+}
+
+// heldToken signs in to email with its right password from a new browser
+// at source, which is held, and returns the token of the link mailed.
+func heldToken(t *testing.T, env *xcloaktest.Env, base, source, email, password string) string {
+	t.Helper()
+	if resp, body := post(t, xcloaktest.Client(t, source), base+"/api/v1/login", jsonType, loginJSON(email, password)); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("held sign-in: %d %s", resp.StatusCode, body)
+	}
+	m := signInLink.FindStringSubmatch(env.Mail.WaitFor(t, email).Body)
+	if m == nil {
+		t.Fatal("no sign-in link in the mail")
+	}
+	return m[1]
+}
+
+// answer is everything a response tells its client but its date and its
+// request ID, which is random (requestid.New) and not derived from the
+// request.
+type answer struct {
+	status  int
+	headers string
+	body    string
+}
+
+func answerOf(resp *http.Response, body string) answer {
+	var lines []string
+	for name, values := range resp.Header {
+		if name == "Date" || name == "X-Request-Id" {
+			continue
+		}
+		for _, v := range values {
+			lines = append(lines, name+": "+v)
+		}
+	}
+	slices.Sort(lines)
+	return answer{resp.StatusCode, strings.Join(lines, "\n"), body}
+}
+
+// TestVerificationNoOracle: while new-device verification applies, a new
+// browser's sign-in with the right password, a wrong one and an unknown
+// account get the same answer, status, headers (Set-Cookie included) and
+// body byte for byte, from the page and from the API; no browser gets a
+// session; only the owner gets mail, once per right password.
+func TestVerificationNoOracle(t *testing.T) {
+	env, base := verifyEnv(t)
+	env.AddUser(t, "ann@example.com", "the password", false)
+	cases := []struct{ name, email, password string }{
+		{"right password", "ann@example.com", "the password"},
+		{"wrong password", "ann@example.com", "not the password"},
+		{"unknown account", "nobody@example.com", "the password"},
+	}
+	for i, api := range []bool{false, true} {
+		var answers []answer
+		for j, tc := range cases {
+			c := xcloaktest.Client(t, fmt.Sprintf("127.0.20.%d", 10*i+j+1))
+			var resp *http.Response
+			var body string
+			if api {
+				resp, body = post(t, c, base+"/api/v1/login", jsonType, loginJSON(tc.email, tc.password))
+			} else {
+				resp, body = post(t, c, base+"/login", formType, url.Values{"email": {tc.email}, "password": {tc.password}}.Encode())
+			}
+			answers = append(answers, answerOf(resp, body))
+			if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+				t.Errorf("api=%v, %s: the asking browser reaches its account (%d)", api, tc.name, resp.StatusCode)
+			}
+		}
+		if answers[0].status != http.StatusAccepted {
+			t.Fatalf("api=%v: status %d, want 202", api, answers[0].status)
+		}
+		for j, a := range answers[1:] {
+			if a != answers[0] {
+				t.Errorf("api=%v: the answer to the %s differs from the right password's:\n%+v\n%+v", api, cases[j+1].name, a, answers[0])
+			}
+		}
+		if api && strings.TrimSpace(answers[0].body) != `{"status":"verification_required"}` {
+			t.Errorf("API answer: %s", answers[0].body)
+		}
+		if !api && (!strings.Contains(answers[0].body, `id="verification-sent"`) ||
+			!strings.Contains(answers[0].body, "If the email and password were right")) {
+			t.Errorf("api=%v: the page does not say a link was sent:\n%s", api, answers[0].body)
+		}
+		if strings.Contains(answers[0].headers, "Set-Cookie") {
+			t.Errorf("api=%v: a held sign-in sets cookies: %s", api, answers[0].headers)
+		}
+	}
+	for range 2 {
+		if body := env.Mail.WaitFor(t, "ann@example.com").Body; !signInLink.MatchString(body) {
+			t.Fatalf("the owner's mail has no sign-in link:\n%s", body)
+		}
+	}
+	env.Flush(t)
+	for _, m := range env.Mail.Messages() {
+		for _, to := range m.To {
+			if strings.EqualFold(to, "nobody@example.com") {
+				t.Fatal("mail went to an address without an account")
+			}
+		}
+	}
+	if n := len(env.Mail.Messages()); n != 2 {
+		t.Fatalf("%d mails, want 2 (one per right password)", n)
+	}
+}
+
+// TestVerificationGuessesLock: held tries, answered 202 alike, count
+// towards the account's lockout, the right password's among them: after
+// the threshold of distinct tries, one of them right, the account is
+// locked (429), so the lock does not tell that one was right.
+func TestVerificationGuessesLock(t *testing.T) {
+	env, base := verifyEnv(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
+	env.AddUser(t, "bob@example.com", "the password", false)
+	for i := range env.Auth.Lockout.Threshold {
+		c := xcloaktest.Client(t, fmt.Sprintf("127.0.21.%d", i+1))
+		password := fmt.Sprint("guess ", i)
+		if i == 3 {
+			password = "the password"
+		}
+		if resp, _ := post(t, c, base+"/api/v1/login", jsonType, loginJSON("bob@example.com", password)); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("guess %d: %d, want 202", i, resp.StatusCode)
+		}
+	}
+	resp, _ := post(t, xcloaktest.Client(t, "127.0.21.100"), base+"/api/v1/login", jsonType, loginJSON("bob@example.com", "the password"))
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("right password after %d held tries: %d, want 429", env.Auth.Lockout.Threshold, resp.StatusCode)
+	}
+}
+
+// TestSignInLinkSignsInTheBrowserThatOpensIt: the owner's link, opened in
+// another browser, shows a button and spends nothing; pressing it signs
+// THAT browser in and makes it a known device, which then signs in with
+// the password at once. The browser that asked stays signed out. The link
+// works once.
+func TestSignInLinkSignsInTheBrowserThatOpensIt(t *testing.T) {
+	env, base := verifyEnv(t)
+	env.AddUser(t, "ann@example.com", "the password", false)
+	asking := xcloaktest.Client(t, "127.0.22.1")
+	if resp, _ := post(t, asking, base+"/login", formType, url.Values{"email": {"ann@example.com"}, "password": {"the password"}}.Encode()); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("held sign-in: %d", resp.StatusCode)
+	}
+	m := signInLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body)
+	if m == nil {
+		t.Fatal("no sign-in link in the mail")
+	}
+	page := base + "/sign-in/" + m[1]
+
+	opener := xcloaktest.Client(t, "127.0.22.2")
+	for range 2 {
+		resp, body := get(t, opener, page)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `id="verify-confirm"`) || len(resp.Cookies()) != 0 ||
+			resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Fatalf("opening the link: %d, cookies %v\n%s", resp.StatusCode, resp.Cookies(), body)
+		}
+	}
+	resp, _ := post(t, opener, page, formType, "")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account" {
+		t.Fatalf("confirming the link: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, body := get(t, opener, base+"/account"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "ann@example.com") {
+		t.Fatalf("the browser that confirmed: /account %d", resp.StatusCode)
+	}
+	if deviceCookie(t, env, opener, base, "ann@example.com") == "" {
+		t.Fatal("confirming set no device cookie")
+	}
+	if resp, _ := get(t, asking, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the browser that asked: /account %d, want a redirect to sign in", resp.StatusCode)
+	}
+	if u, _ := url.Parse(base); len(asking.Jar.Cookies(u)) != 0 {
+		t.Fatalf("the browser that asked has cookies: %v", asking.Jar.Cookies(u))
+	}
+	// Signed out, the confirmed browser is a known device: its password
+	// signs it in at once.
+	if resp, _ := post(t, opener, base+"/logout", formType, ""); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", resp.StatusCode)
+	}
+	signIn(t, opener, base, "ann@example.com", "the password")
+
+	if resp, body := post(t, xcloaktest.Client(t, "127.0.22.3"), page, formType, ""); resp.StatusCode != http.StatusBadRequest ||
+		len(resp.Cookies()) != 0 || !strings.Contains(body, "invalid, used or expired") {
+		t.Fatalf("second use of the link: %d", resp.StatusCode)
+	}
+}
+
+// TestSignInLinkAPI: the JSON confirmation signs in the client that sends
+// it, answers {"status":"ok"} with its cookies, and refuses a used, an
+// expired, a malformed token and one made before the password changed
+// with 400 and no cookie.
+func TestSignInLinkAPI(t *testing.T) {
+	env, base := verifyEnv(t)
+	env.AddUser(t, "ann@example.com", "the password", false)
+	confirm := func(c *http.Client, token string) (*http.Response, string) {
+		return post(t, c, base+"/api/v1/sign-in/confirm", jsonType, fmt.Sprintf(`{"token":%q}`, token))
+	}
+	token := heldToken(t, env, base, "127.0.23.1", "ann@example.com", "the password")
+	c := xcloaktest.Client(t, "127.0.23.2")
+	if resp, body := confirm(c, token); resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != `{"status":"ok"}` || len(resp.Cookies()) != 2 {
+		t.Fatalf("confirming: %d %s, %d cookies", resp.StatusCode, body, len(resp.Cookies()))
+	}
+	if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("/account after confirming: %d", resp.StatusCode)
+	}
+	refused := func(what, token string) {
+		t.Helper()
+		c := xcloaktest.Client(t, "127.0.23.3")
+		if resp, body := confirm(c, token); resp.StatusCode != http.StatusBadRequest || len(resp.Cookies()) != 0 || !strings.Contains(body, `"invalid_token"`) {
+			t.Errorf("%s: %d %s, cookies %v; want 400 invalid_token and none", what, resp.StatusCode, body, resp.Cookies())
+		}
+		if resp, _ := get(t, c, base+"/sign-in/"+url.PathEscape(token)); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: the link's page is %d, want 400", what, resp.StatusCode)
+		}
+	}
+	refused("a used token", token)
+	refused("a malformed token", "not-a-token")
+
+	token = heldToken(t, env, base, "127.0.23.4", "ann@example.com", "the password")
+	if _, err := env.DB.Exec(t.Context(), `UPDATE sign_in_tokens SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`); err != nil {
+		t.Fatal(err)
+	}
+	refused("an expired token", token)
+
+	token = heldToken(t, env, base, "127.0.23.5", "ann@example.com", "the password")
+	if err := env.Service.SetPassword(t.Context(), "ann@example.com", "another password"); err != nil {
+		t.Fatal(err)
+	}
+	refused("a token made before the password changed", token)
+	var ttl float64
+	if err := env.DB.QueryRow(t.Context(), `SELECT extract(epoch FROM max(expires_at - created_at)) FROM sign_in_tokens`).Scan(&ttl); err != nil || ttl != env.Auth.VerificationTTL.Seconds() {
+		t.Fatalf("link lifetime %vs (%v), want %v", ttl, err, env.Auth.VerificationTTL)
+	}
+}
+
+// TestSignInLinkConfirmationsLimited: one network confirming more links
+// than reset_confirm_ip allows, valid or not, gets 429.
+func TestSignInLinkConfirmationsLimited(t *testing.T) {
+	_, base := verifyEnv(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleResetConfirmIP, 3) })
+	c := xcloaktest.Client(t, "127.0.24.1")
+	for i := range 3 {
+		token := strings.Repeat(fmt.Sprint(i), 43)
+		if resp, _ := post(t, c, base+"/api/v1/sign-in/confirm", jsonType, fmt.Sprintf(`{"token":%q}`, token)); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("try %d: %d, want 400", i, resp.StatusCode)
+		}
+	}
+	resp, _ := post(t, c, base+"/sign-in/"+strings.Repeat("x", 43), formType, "")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the limit: %d, want 429 with Retry-After", resp.StatusCode)
+	}
+}
+
+// TestVerificationInAttackMode: with the default mode, sign-ins are as
+// before until attack mode comes on; then a returning browser still signs
+// in at once, while a new browser's right password, wrong password and
+// unknown account get the same 202 and no session; when attack mode ends,
+// a new browser signs in with its password again. The dashboard lists the
+// held right password.
+func TestVerificationInAttackMode(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	switchAttack := func(on bool) {
+		t.Helper()
+		if _, err := env.Attack.SwitchAttack(t.Context(), on, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "the password", false)
+	returning := xcloaktest.Client(t, "127.0.25.1")
+	signIn(t, returning, base, "ann@example.com", "the password")
+
+	switchAttack(true)
+	signIn(t, returning, base, "ann@example.com", "the password")
+	var answers []answer
+	for i, try := range [][2]string{{"ann@example.com", "the password"}, {"ann@example.com", "not it"}, {"nobody@example.com", "the password"}} {
+		c := xcloaktest.Client(t, fmt.Sprintf("127.0.25.%d", 10+i))
+		answers = append(answers, answerOf(post(t, c, base+"/api/v1/login", jsonType, loginJSON(try[0], try[1]))))
+		if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("%v: a new browser reaches its account during attack mode (%d)", try, resp.StatusCode)
+		}
+	}
+	if answers[0].status != http.StatusAccepted || answers[1] != answers[0] || answers[2] != answers[0] {
+		t.Fatalf("answers during attack mode differ or are not 202:\n%+v", answers)
+	}
+	if m := signInLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body); m == nil {
+		t.Fatal("no sign-in link mailed for the right password")
+	}
+
+	switchAttack(false)
+	signIn(t, xcloaktest.Client(t, "127.0.25.20"), base, "ann@example.com", "the password")
+
+	// The security team sees the held sign-in, and only the one with the
+	// right password.
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.25.30")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	env.Flush(t)
+	if _, page := get(t, admin, base+"/admin"); strings.Count(page, "Sign-in held for new-device verification") != 1 {
+		t.Fatal("the dashboard does not list the held sign-in once")
+	}
+}
