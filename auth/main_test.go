@@ -16,6 +16,7 @@ import (
 	"github.com/xcloak/xcloak/counters"
 	"github.com/xcloak/xcloak/internal/app"
 	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
 	"github.com/xcloak/xcloak/smtpmail"
 )
 
@@ -63,7 +64,8 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*app.De
 	}
 	f := &fixture{db: pool, rdb: rdb, prefix: prefix, mail: sink, cfg: cfg}
 	f.mailBody = func(t *testing.T, to string) string { return sink.WaitFor(t, to).Body }
-	d := app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Now: f.clock}
+	d := app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer, Now: f.clock,
+		Attack: xcloaktest.ManualAttack()}
 	for _, set := range deps {
 		set(&d)
 	}

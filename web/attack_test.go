@@ -131,7 +131,7 @@ func TestAttackSwitch(t *testing.T) {
 // attack mode on by themselves; the stats API says "automatic", and the
 // panel counts the attempts and their network.
 func TestAttackFromTraffic(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{})
+	env := xcloaktest.New(t, xcloaktest.Options{Attack: xcloaktest.DetectAttacks})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
 	admin := xcloaktest.Client(t, "127.0.42.1")

@@ -55,7 +55,8 @@ type Options struct {
 	Auth func(*auth.Config)
 	// Web adjusts the HTTP layer's configuration.
 	Web func(*web.Config)
-	// Attack adjusts when attack mode is entered and left.
+	// Attack adjusts when attack mode is entered and left, starting from
+	// ManualAttack: pass DetectAttacks for the default detection.
 	Attack func(*attack.Config)
 	// Hasher replaces the fast test hasher.
 	Hasher *auth.Hasher
@@ -109,7 +110,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}
-	atk := attack.DefaultConfig()
+	atk := ManualAttack()
 	if o.Attack != nil {
 		o.Attack(&atk)
 	}
@@ -183,3 +184,19 @@ func Client(t testing.TB, source string) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
+
+// ManualAttack is a test server's attack detection unless Options.Attack
+// says otherwise: the detector's floors out of reach, so that a test that
+// attacks the server to see a limit or a lockout never switches attack
+// mode on and has its new browsers held. Attack mode still switches from
+// the dashboard (Env.Attack.SwitchAttack). Tests of detection pass
+// DetectAttacks.
+func ManualAttack() attack.Config {
+	c := attack.DefaultConfig()
+	c.Failures, c.UnknownAccounts = 1<<40, 1<<40
+	return c
+}
+
+// DetectAttacks, as Options.Attack, gives a test server the default
+// attack detection.
+func DetectAttacks(c *attack.Config) { *c = attack.DefaultConfig() }
