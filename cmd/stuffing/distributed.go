@@ -260,10 +260,13 @@ type plan struct {
 }
 
 // newPlan picks the roles and the list's order from the seed. Leaked
-// accounts have a password each; every other account shares one, so that
-// creating them costs one hash. Every wrong password of the list is
-// distinct, as in a list leaked from another site, so no password is
-// sprayed.
+// accounts, returning users and new-device users have a password each, as
+// real users do; every other account shares one, so that creating them
+// costs one hash (nobody signs in to them with it). Had the users shared
+// one, their own held sign-ins during attack mode would count towards
+// that password's spraying lock, one per account, which a password of
+// one's own never meets. Every wrong password of the list is distinct, as
+// in a list leaked from another site, so no password is sprayed.
 func newPlan(c distConfig) plan {
 	rng := mrand.New(mrand.NewPCG(c.seed, 0x5eed))
 	secret := make([]byte, 8)
@@ -280,8 +283,12 @@ func newPlan(c distConfig) plan {
 			continue
 		case i < c.leaked+c.returning:
 			p.returning = append(p.returning, a)
+			p.passwords[a] = fmt.Sprintf("returning-%s-%d-%s", c.tag, a, hex.EncodeToString(secret))
+			continue
 		case i < c.leaked+c.returning+c.newDevice:
 			p.newDevice = append(p.newDevice, a)
+			p.passwords[a] = fmt.Sprintf("new-device-%s-%d-%s", c.tag, a, hex.EncodeToString(secret))
+			continue
 		}
 		p.passwords[a] = common
 	}
