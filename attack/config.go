@@ -13,7 +13,8 @@ type Config struct {
 	Window time.Duration
 	// Failures is the floor of failed password checks (wrong passwords and
 	// unknown accounts) in Window that trips attack mode, provided they
-	// are at least FailureShare of the attempts decided.
+	// are a share of the attempts decided that ordinary traffic does not
+	// reach (FailureShare without a baseline; see requiredShare).
 	Failures int64
 	// UnknownAccounts is the floor of attempts for accounts that do not
 	// exist in Window that trips attack mode.
@@ -30,9 +31,16 @@ const (
 	// MaxWindow bounds Config.Window.
 	MaxWindow = 5 * time.Minute
 	// FailureShare is the share of decided attempts that must fail for the
-	// failures trigger: a busy hour of honest users with many failures
-	// still mostly succeeds.
-	FailureShare = 0.5
+	// failures trigger without a baseline: a busy hour of honest users
+	// with many failures still mostly succeeds. With one, the share asked
+	// for is ShareFactor times the baseline's, at least MinFailureShare
+	// (see requiredShare).
+	FailureShare    = 0.5
+	MinFailureShare = 0.2
+	ShareFactor     = 3.0
+	// minShareBaseline is how many decided attempts a window's baseline
+	// must have for its failure share to be trusted.
+	minShareBaseline = 10
 	// BaselineSpan is how far back the baseline reaches.
 	BaselineSpan = 2 * time.Hour
 )

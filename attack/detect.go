@@ -56,8 +56,8 @@ type Trigger string
 
 // The signals that trip attack mode.
 const (
-	// TripFailures: failed password checks reached their threshold and at
-	// least FailureShare of the decided attempts.
+	// TripFailures: failed password checks reached their threshold and
+	// their share of the decided attempts reached requiredShare.
 	TripFailures Trigger = "failures"
 	// TripUnknownAccounts: attempts for accounts that do not exist reached
 	// their threshold.
@@ -83,13 +83,31 @@ func (c Config) Thresholds(baseline Counts) Thresholds {
 // window, given the baseline of one window.
 func (c Config) Trip(window, baseline Counts) (Trigger, bool) {
 	t := c.Thresholds(baseline)
-	if failed := window.failed(); failed >= t.Failures && float64(failed) >= FailureShare*float64(window.decided()) {
+	if failed := window.failed(); failed >= t.Failures && float64(failed) >= requiredShare(baseline)*float64(window.decided()) {
 		return TripFailures, true
 	}
 	if window.Unknown >= t.UnknownAccounts {
 		return TripUnknownAccounts, true
 	}
 	return "", false
+}
+
+// requiredShare is the share of decided attempts that must fail, besides
+// their count, for the failures trigger: ShareFactor times the share that
+// fails in the baseline, within MinFailureShare and FailureShare. A
+// deployment without enough of a baseline (a new one, or a very quiet
+// one) needs FailureShare, so that its honest failures at a busy moment
+// never trip attack mode. A busy one, whose honest sign-ins mostly
+// succeed, needs less, so that those successes cannot hide a stuffing
+// run that fails at a rate the count threshold sees. Being a ratio, the
+// baseline's share is right from its first minutes, when its counts are
+// still a fraction of the deployment's.
+func requiredShare(baseline Counts) float64 {
+	decided := baseline.decided()
+	if decided < minShareBaseline {
+		return FailureShare
+	}
+	return min(FailureShare, max(MinFailureShare, ShareFactor*float64(baseline.failed())/float64(decided)))
 }
 
 // Detector counts one stream of attempts in process, second by second for

@@ -1,6 +1,7 @@
 package attack_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -161,5 +162,71 @@ func BenchmarkDetector(b *testing.B) {
 		}
 		d.Add(now, ordinary(rng), true)
 		d.Trip(now)
+	}
+}
+
+// TestFreshDeploymentAtPeakNeverTrips: a deployment started at the busiest
+// hour has no baseline, so its failures threshold is the floor, which
+// honest failures at 40 sign-ins a second come near; the failure share
+// keeps them from tripping attack mode until the baseline raises the
+// threshold.
+func TestFreshDeploymentAtPeakNeverTrips(t *testing.T) {
+	d := attack.NewDetector(attack.DefaultConfig())
+	start := day0.Add(16 * time.Hour) // diurnal's peak
+	tr := &traffic{rng: rand.New(rand.NewPCG(5, 9)), rate: func(at time.Duration) float64 { return diurnal(16*time.Hour + at) }, outcome: ordinary}
+	for {
+		at, o := tr.arrival(40)
+		if at > 3*time.Hour {
+			break
+		}
+		now := start.Add(at)
+		d.Add(now, o, true)
+		if trig, ok := d.Trip(now); ok {
+			t.Fatalf("a fresh deployment's peak tripped attack mode (%s) after %s: window %+v, baseline %+v",
+				trig, at, d.Window(now), d.Baseline(now))
+		}
+	}
+}
+
+// TestHonestSuccessesDoNotHideStuffing: on a busy site with a baseline, a
+// stuffing run against accounts that exist (no unknown ones to trip that
+// signal), paced so that honest successes keep its failures under half
+// of the checks, still trips attack mode: the baseline has raised the
+// failures threshold, and the share no longer applies.
+func TestHonestSuccessesDoNotHideStuffing(t *testing.T) {
+	for _, tc := range []struct{ honest, rate float64 }{{22.5, 15}, {40, 25}, {22.5, 5}} {
+		t.Run(fmt.Sprintf("%.1f honest/s, %.0f stuffing/s", tc.honest, tc.rate), func(t *testing.T) {
+			d := attack.NewDetector(attack.DefaultConfig())
+			start := day0.Add(3 * time.Hour)
+			honest := honestAt(d, day0, tc.honest)
+			honest(start) // three hours of baseline
+			if _, ok := d.Trip(start); ok {
+				t.Fatal("honest traffic tripped")
+			}
+			step := time.Duration(float64(time.Second) / tc.rate)
+			for i := range int(tc.rate * 3600) {
+				now := start.Add(time.Duration(i) * step)
+				honest(now)
+				d.Add(now, auth.OutcomeFailed, true)
+				if _, ok := d.Trip(now); ok {
+					t.Logf("tripped after %d stuffing attempts (%s)", i+1, time.Duration(i)*step)
+					return
+				}
+			}
+			t.Fatal("an hour of stuffing hidden by honest successes never tripped attack mode")
+		})
+	}
+}
+
+// honestAt feeds Poisson ordinary traffic at rate a second into d, from
+// start up to each instant it is asked for.
+func honestAt(d *attack.Detector, start time.Time, rate float64) func(until time.Time) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	next := start
+	return func(until time.Time) {
+		for next.Before(until) {
+			next = next.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+			d.Add(next, ordinary(rng), true)
+		}
 	}
 }

@@ -43,7 +43,7 @@ func attackSettings(d attack.Config) []setting {
 	return []setting{
 		duration("XCLOAK_ATTACK_WINDOW", "attack-window", "sliding window (1s to 5m) over which sign-in failures are counted to detect an attack",
 			d.Window, attack.MaxWindow, func(a *attack.Config) *time.Duration { return &a.Window }),
-		count("XCLOAK_ATTACK_FAILURES", "attack-failures", "failed password checks (`n`) in the attack window, at least half of those decided, that switch attack mode on",
+		count("XCLOAK_ATTACK_FAILURES", "attack-failures", "failed password checks (`n`) in the attack window, a share of those decided that ordinary traffic does not reach, that switch attack mode on",
 			d.Failures, func(a *attack.Config) *int64 { return &a.Failures }),
 		count("XCLOAK_ATTACK_UNKNOWN_ACCOUNTS", "attack-unknown-accounts", "sign-ins for accounts that do not exist (`n`) in the attack window that switch attack mode on",
 			d.UnknownAccounts, func(a *attack.Config) *int64 { return &a.UnknownAccounts }),
