@@ -69,7 +69,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+				s.log.Error("panic serving request", "method", r.Method, "path", loggablePath(r.URL.Path), "panic", v)
 				s.fail(w, r, errInternal)
 			}
 		}()

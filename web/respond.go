@@ -92,7 +92,7 @@ func problemFor(err error) problem {
 // logProblem records errors that are the service's fault, not the client's.
 func (s *Server) logProblem(r *http.Request, p problem, err error) {
 	if p.status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", p.status, "err", err)
+		s.log.Error("request failed", "method", r.Method, "path", loggablePath(r.URL.Path), "status", p.status, "err", err)
 	}
 }
 
@@ -162,7 +162,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
-		s.log.Error("rendering page", "path", r.URL.Path, "err", err)
+		s.log.Error("rendering page", "path", loggablePath(r.URL.Path), "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
