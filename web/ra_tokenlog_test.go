@@ -26,8 +26,8 @@ func (l *lockedBuf) Write(p []byte) (int, error) {
 func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // TestRASignInTokenLoggedOn503: when Postgres fails while a sign-in link is
-// opened or confirmed, the ERROR line "request failed" carries the raw
-// path, and so the live sign-in token.
+// opened, the ERROR line "request failed" must not carry the raw path,
+// which holds the live token (it did before loggablePath was used there).
 func TestRASignInTokenLoggedOn503(t *testing.T) {
 	env, base := verifyEnv(t)
 	env.AddUser(t, "ann@example.com", "the password", false)
