@@ -25,10 +25,10 @@ func (l *lockedBuf) Write(p []byte) (int, error) {
 }
 func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-// TestRASignInTokenLoggedOn503: when Postgres fails while a sign-in link is
+// TestLinkTokenNotLoggedOn503: when Postgres fails while a sign-in link is
 // opened, the ERROR line "request failed" must not carry the raw path,
 // which holds the live token (it did before loggablePath was used there).
-func TestRASignInTokenLoggedOn503(t *testing.T) {
+func TestLinkTokenNotLoggedOn503(t *testing.T) {
 	env, base := verifyEnv(t)
 	env.AddUser(t, "ann@example.com", "the password", false)
 	token := heldToken(t, env, base, "127.0.0.1", "ann@example.com", "the password")

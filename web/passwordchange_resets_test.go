@@ -8,10 +8,11 @@ import (
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
-// TestRAResetLinkOutlivesPasswordChange: a reset link mailed before the
+// TestPasswordChangeSpendsResetLinks: a reset link mailed before the
 // owner changes the password (say the one in a held sign-in's mail, "your
-// password is known to someone") still sets a password after the change.
-func TestRAResetLinkOutlivesPasswordChange(t *testing.T) {
+// password is known to someone") no longer sets a password after the
+// change.
+func TestPasswordChangeSpendsResetLinks(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "old password", false)

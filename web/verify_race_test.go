@@ -10,9 +10,9 @@ import (
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
-// TestRASignInLinkOnceUnderRace: a sign-in link confirmed by many browsers
+// TestSignInLinkOnceUnderRace: a sign-in link confirmed by many browsers
 // at once, against the real Postgres, signs in one of them only.
-func TestRASignInLinkOnceUnderRace(t *testing.T) {
+func TestSignInLinkOnceUnderRace(t *testing.T) {
 	env, base := verifyEnv(t)
 	u := env.AddUser(t, "ann@example.com", "the password", false)
 	token := heldToken(t, env, base, "127.0.0.1", "ann@example.com", "the password")
