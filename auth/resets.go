@@ -24,6 +24,8 @@ const (
 const (
 	DropQueueFull   = "queue_full"   // the queue was full
 	DropDomainLimit = "domain_limit" // the recipient's domain had its limit of mails
+	// DropAccountLimit: the account had its limit of held sign-ins' mails.
+	DropAccountLimit = "account_limit"
 	DropSendFailed  = "send_failed"  // the mail server refused or did not answer
 	DropUnavailable = "unavailable"  // Postgres or the limits could not be reached
 )
@@ -205,12 +207,22 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	// Only mails that would be sent count towards the domain's limit, so
 	// requests for addresses without an account cannot use it up.
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
-	d, err := s.decide(ctx, s.rules(FlowLinkMail, Subject{Domain: domain})...)
+	sub := Subject{Domain: domain}
+	if job.signIn != nil {
+		// A held sign-in's mail is also limited per account
+		// (RuleVerifyMailAccount).
+		sub.Account = user.Email
+	}
+	d, err := s.decide(ctx, s.rules(FlowLinkMail, sub)...)
 	if err != nil {
-		s.log.Error("mailing a link: checking the domain's limit", "err", err)
+		s.log.Error("mailing a link: checking the mail limits", "err", err)
 		return DropUnavailable
 	}
 	if !d.Allowed {
+		if d.Rejected()[0].Name == RuleVerifyMailAccount {
+			// The table orders it before the domain's rule.
+			return DropAccountLimit
+		}
 		s.log.Warn("mailing a link: mail domain over its limit; mail dropped", "domain", domain)
 		return DropDomainLimit
 	}

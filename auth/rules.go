@@ -29,6 +29,9 @@ const (
 	RuleResetDomain = "reset_domain"
 	// RuleLoginPassword holds a password sprayed over many accounts.
 	RuleLoginPassword = "login_password"
+	// RuleVerifyMailAccount limits the mails of held sign-ins to one
+	// account, so that a leaked password cannot flood its owner's mailbox.
+	RuleVerifyMailAccount = "verify_mail_account"
 )
 
 // Rule names of the unlock links.
@@ -130,6 +133,16 @@ var rules = []RuleSpec{
 		Default: ratelimit.Limit{Count: 20, Window: 10 * time.Minute}, Listed: true,
 		Usage: "new passwords set through reset links, and unlock and sign-in links confirmed, per client network",
 		Doc:   "New passwords set through reset links, and unlock and sign-in links confirmed, per client network (each its own count).",
+	},
+	{
+		// Checked only for the mail of a held sign-in (Subject.Account is
+		// set for it alone), before the domain's limit, so that what it
+		// drops costs the domain nothing.
+		Name: RuleVerifyMailAccount, Label: "Sign-in link mails per account", Flow: FlowLinkMail, Key: KeyAccount,
+		Default: ratelimit.Limit{Count: 3, Window: 15 * time.Minute},
+		Usage:   "mails of held sign-ins (new-device verification) per account",
+		Doc: "Mails of sign-ins held for new-device verification per account; past it the sign-in is still answered " +
+			"the same (202), and its mail is dropped and counted, so a leaked password cannot flood its owner's mailbox.",
 	},
 	{
 		// Only mails that would be sent count, so requests for addresses
