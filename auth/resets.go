@@ -26,8 +26,8 @@ const (
 	DropDomainLimit = "domain_limit" // the recipient's domain had its limit of mails
 	// DropAccountLimit: the account had its limit of held sign-ins' mails.
 	DropAccountLimit = "account_limit"
-	DropSendFailed  = "send_failed"  // the mail server refused or did not answer
-	DropUnavailable = "unavailable"  // Postgres or the limits could not be reached
+	DropSendFailed   = "send_failed" // the mail server refused or did not answer
+	DropUnavailable  = "unavailable" // Postgres or the limits could not be reached
 )
 
 // linkJob is an accepted request for a reset link or an unlock link. It
