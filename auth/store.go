@@ -139,10 +139,10 @@ type SignInTokenStore interface {
 	// passwordHash (the hash the held sign-in verified), usable until
 	// expiresAt.
 	AddSignInToken(ctx context.Context, tokenHash []byte, userID int64, passwordHash string, createdAt, expiresAt time.Time) error
-	// SignInTokenLive reports whether an unused sign-in token expires
-	// after now and its account's password hash is still the one it is
-	// bound to.
-	SignInTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (bool, error)
+	// SignInTokenLive returns the email of the account of an unused
+	// sign-in token that expires after now and whose account's password
+	// hash is still the one it is bound to; "" if there is none.
+	SignInTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (email string, err error)
 	// UseSignInToken spends an unused sign-in token that expires after
 	// now and whose account's password hash is still the one it is bound
 	// to, makes nonceHash a known device of the account, as AddDevice does,

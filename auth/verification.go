@@ -212,19 +212,21 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 }
 
 // CheckSignInToken reports whether a sign-in link can still be used,
-// without using it: nil or ErrInvalidToken.
-func (s *Service) CheckSignInToken(ctx context.Context, token string) error {
+// without using it, and returns the email of the account it signs in to,
+// which its page names: whoever holds the link was mailed it there.
+// Errors: ErrInvalidToken, ErrUnavailable.
+func (s *Service) CheckSignInToken(ctx context.Context, token string) (email string, err error) {
 	if !wellFormedToken(token) {
-		return ErrInvalidToken
+		return "", ErrInvalidToken
 	}
-	ok, err := s.store.SignInTokenLive(ctx, hashToken(token), s.now())
+	email, err = s.store.SignInTokenLive(ctx, hashToken(token), s.now())
 	if err != nil {
-		return s.dbDown("reading sign-in token", err)
+		return "", s.dbDown("reading sign-in token", err)
 	}
-	if !ok {
-		return ErrInvalidToken
+	if email == "" {
+		return "", ErrInvalidToken
 	}
-	return nil
+	return email, nil
 }
 
 // ConfirmSignIn spends a sign-in link and signs in the browser that

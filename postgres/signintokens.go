@@ -20,14 +20,17 @@ func (s *Store) AddSignInToken(ctx context.Context, tokenHash []byte, userID int
 }
 
 // SignInTokenLive implements auth.SignInTokenStore.
-func (s *Store) SignInTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (bool, error) {
-	var ok bool
+func (s *Store) SignInTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (string, error) {
+	var email string
 	err := s.pool.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM sign_in_tokens t JOIN users u ON u.id = t.user_id
-		               WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2
-		                 AND u.password_hash = t.password_hash)`,
-		tokenHash, now).Scan(&ok)
-	return ok, err
+		SELECT u.email FROM sign_in_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2
+		  AND u.password_hash = t.password_hash`,
+		tokenHash, now).Scan(&email)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return email, err
 }
 
 // UseSignInToken implements auth.SignInTokenStore. The account's row is

@@ -29,14 +29,18 @@ func (s *Server) handleSignInConfirmPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noReferrer(w)
 		token := r.PathValue("token")
-		err := s.auth.CheckSignInToken(r.Context(), token)
+		email, err := s.auth.CheckSignInToken(r.Context(), token)
 		switch {
 		case errors.Is(err, auth.ErrInvalidToken):
 			s.render(w, r, http.StatusBadRequest, templates.SignInConfirmPage(templates.SignInConfirmProps{Invalid: true}))
 		case err != nil:
 			s.fail(w, r, err)
 		default:
-			s.render(w, r, http.StatusOK, templates.SignInConfirmPage(templates.SignInConfirmProps{Token: token}))
+			// The page names the account, and the account this browser
+			// is signed in to if another: a link someone else forwarded
+			// must not sign a browser in to their account unnoticed.
+			s.render(w, r, http.StatusOK, templates.SignInConfirmPage(templates.SignInConfirmProps{
+				Nav: s.nav(r), Token: token, Account: email}))
 		}
 	})
 }

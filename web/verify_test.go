@@ -323,3 +323,37 @@ func TestVerificationInAttackMode(t *testing.T) {
 		t.Fatal("the dashboard does not list the held sign-in once")
 	}
 }
+
+// TestSignInLinkPageNamesTheAccount: the link's page says which account
+// it signs in to; a browser signed in to another account is warned that
+// pressing the button signs it out, so a link an attacker forwards does
+// not quietly move a victim's browser into the attacker's account.
+func TestSignInLinkPageNamesTheAccount(t *testing.T) {
+	env, base := verifyEnv(t)
+	env.AddUser(t, "ann@example.com", "the password", false)
+	env.AddUser(t, "eve@example.com", "eve's password", false)
+	victim := xcloaktest.Client(t, "127.0.26.1")
+	own := heldToken(t, env, base, "127.0.26.2", "ann@example.com", "the password")
+	if resp, body := post(t, victim, base+"/sign-in/"+own, formType, ""); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("confirming ann's own link: %d %s", resp.StatusCode, body)
+	}
+
+	forwarded := heldToken(t, env, base, "127.0.26.3", "eve@example.com", "eve's password")
+	resp, page := get(t, victim, base+"/sign-in/"+forwarded)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the forwarded link's page: %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`This link signs in to the account <strong class="breakable">eve@example.com</strong>`,
+		"This browser is signed in to ann@example.com. Pressing the button signs it out of that account.",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q:\n%s", want, page)
+		}
+	}
+
+	_, page = get(t, xcloaktest.Client(t, "127.0.26.4"), base+"/sign-in/"+forwarded)
+	if !strings.Contains(page, "eve@example.com") || strings.Contains(page, "This browser is signed in to") {
+		t.Errorf("a signed-out browser's page should name the account and warn of nothing:\n%s", page)
+	}
+}

@@ -364,11 +364,14 @@ func (s *Store) liveSignIn(hash []byte, now time.Time) (*token, *auth.User) {
 }
 
 // SignInTokenLive implements auth.SignInTokenStore.
-func (s *Store) SignInTokenLive(_ context.Context, tokenHash []byte, now time.Time) (bool, error) {
+func (s *Store) SignInTokenLive(_ context.Context, tokenHash []byte, now time.Time) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, _ := s.liveSignIn(tokenHash, now)
-	return t != nil, nil
+	t, u := s.liveSignIn(tokenHash, now)
+	if t == nil {
+		return "", nil
+	}
+	return u.Email, nil
 }
 
 // UseSignInToken implements auth.SignInTokenStore.

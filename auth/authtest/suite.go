@@ -386,10 +386,10 @@ var storeCases = []struct {
 		u := mustUser(t, s, "ann@example.com")
 		mustUser(t, s, "bob@example.com")
 		mustNil(t, s.AddSignInToken(t.Context(), hash("t"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
-		if ok, err := s.SignInTokenLive(t.Context(), hash("t"), base); err != nil || !ok {
-			t.Fatalf("SignInTokenLive = %v, %v", ok, err)
+		if email, err := s.SignInTokenLive(t.Context(), hash("t"), base); err != nil || email == "" {
+			t.Fatalf("SignInTokenLive = %q, %v", email, err)
 		}
-		if ok, _ := s.SignInTokenLive(t.Context(), hash("t"), base.Add(time.Hour)); ok {
+		if email, _ := s.SignInTokenLive(t.Context(), hash("t"), base.Add(time.Hour)); email != "" {
 			t.Error("a token at its expiry is live")
 		}
 		if _, err := s.UseSignInToken(t.Context(), hash("t"), base.Add(time.Hour), hash("late"), 10); !errors.Is(err, auth.ErrInvalidToken) {
@@ -423,7 +423,7 @@ var storeCases = []struct {
 		if spent.Load() != 1 || known != 1 {
 			t.Errorf("the token was spent %d times and added %d devices; want once and one", spent.Load(), known)
 		}
-		if ok, _ := s.SignInTokenLive(t.Context(), hash("t"), base); ok {
+		if email, _ := s.SignInTokenLive(t.Context(), hash("t"), base); email != "" {
 			t.Error("a spent token is live")
 		}
 	}},
@@ -431,14 +431,14 @@ var storeCases = []struct {
 		u := mustUser(t, s, "ann@example.com")
 		mustNil(t, s.AddSignInToken(t.Context(), hash("t"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
 		mustNil(t, s.AddSignInToken(t.Context(), hash("stale"), u.ID, "an older hash", base, base.Add(time.Hour)))
-		if ok, _ := s.SignInTokenLive(t.Context(), hash("stale"), base); ok {
+		if email, _ := s.SignInTokenLive(t.Context(), hash("stale"), base); email != "" {
 			t.Error("a token made with another password is live")
 		}
 		if _, err := s.UseSignInToken(t.Context(), hash("stale"), base, hash("d0"), 10); !errors.Is(err, auth.ErrInvalidToken) {
 			t.Errorf("UseSignInToken made with another password: %v, want ErrInvalidToken", err)
 		}
 		mustNil(t, s.SetPassword(t.Context(), u.Email, "new"))
-		if ok, _ := s.SignInTokenLive(t.Context(), hash("t"), base); ok {
+		if email, _ := s.SignInTokenLive(t.Context(), hash("t"), base); email != "" {
 			t.Error("a token is live after the password changed")
 		}
 		if _, err := s.UseSignInToken(t.Context(), hash("t"), base, hash("d1"), 10); !errors.Is(err, auth.ErrInvalidToken) {
@@ -506,7 +506,7 @@ var storeCases = []struct {
 		if ok, _ := s.UnlockTokenLive(t.Context(), hash("u new"), base); !ok {
 			t.Error("live unlock token swept")
 		}
-		if ok, _ := s.SignInTokenLive(t.Context(), hash("i new"), base); !ok {
+		if email, _ := s.SignInTokenLive(t.Context(), hash("i new"), base); email == "" {
 			t.Error("live sign-in token swept")
 		}
 		if ok, _ := s.KnownDevice(t.Context(), u.Email, hash("d new"), cutoff); !ok {
