@@ -25,6 +25,8 @@ var (
 	ErrInvalidToken = errors.New("auth: invalid or expired token")
 	// ErrWeakPassword: a new password that breaks the password rules.
 	ErrWeakPassword = errors.New("auth: password does not meet the rules")
+	// ErrSamePassword: a password change to the password it replaces.
+	ErrSamePassword = errors.New("auth: new password is the current one")
 	// ErrNoSession: no valid session for the token.
 	ErrNoSession = errors.New("auth: no session")
 	// ErrUserExists: an account with that email exists already.

@@ -87,6 +87,14 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 	if err := s.checkNotBreached(ctx, req.New); err != nil {
 		return err
 	}
+	// Refused after the current password is verified (and after the
+	// breach check, whose answer is the more useful), so that it says
+	// nothing of the password to whoever holds only the session. A
+	// session that must change its password would otherwise lift its
+	// restriction by setting the same one while breach lookups fail.
+	if req.New == req.Current {
+		return ErrSamePassword
+	}
 	hash, err := s.hasher.Hash(ctx, req.New)
 	if err != nil {
 		return err

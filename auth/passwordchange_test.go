@@ -138,3 +138,26 @@ func TestChangePasswordNeedsASession(t *testing.T) {
 		}
 	}
 }
+
+// TestChangePasswordToItself: the current password as the new one is
+// refused once the current one is verified (a wrong current password is
+// still a failure), and the password stays.
+func TestChangePasswordToItself(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "ann@example.com", "password123", false)
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := auth.PasswordChange{Session: res.Session.Token, Current: "password123", New: "password123", Client: client("192.0.2.1")}
+	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrSamePassword) {
+		t.Fatalf("changing the password to itself: %v, want ErrSamePassword", err)
+	}
+	change.Current, change.New = "not it at all", "not it at all"
+	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Fatalf("a wrong current password, the same as the new: %v, want ErrInvalidCredentials", err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.2")}); err != nil {
+		t.Fatalf("the password was changed: %v", err)
+	}
+}

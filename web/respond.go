@@ -70,6 +70,8 @@ func problemFor(err error) problem {
 		return problem{http.StatusBadRequest, "invalid_token", templates.ResetInvalidText, 0}
 	case errors.Is(err, auth.ErrWeakPassword):
 		return problem{http.StatusBadRequest, "invalid_password", fmt.Sprintf("Choose a password of at least %d characters and at most %d bytes.", auth.MinPasswordRunes, auth.MaxPasswordBytes), 0}
+	case errors.Is(err, auth.ErrSamePassword):
+		return problem{http.StatusBadRequest, "same_password", "Choose a new password that differs from the current one.", 0}
 	case errors.Is(err, auth.ErrBreachedPassword):
 		return problem{http.StatusBadRequest, "breached_password", "This password has appeared in a data breach; choose another one.", 0}
 	case errors.Is(err, errPasswordChangeRequired):
