@@ -33,7 +33,8 @@ local change = ''
 
 if op == 'hit' then
   if now >= suppress then
-    last_hit = now
+    -- The latest trip, whatever a lagging replica's clock says.
+    last_hit = math.max(last_hit, now)
     if not active then
       active, since, trigger, who, change = true, now, 'automatic', '', 'started'
     end

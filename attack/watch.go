@@ -401,5 +401,10 @@ func (w *Watch) SwitchAttack(ctx context.Context, on bool, by string) (bool, err
 	}
 	w.mu.Unlock()
 	w.apply(ctx, res, now, nil)
+	if res.change == "" {
+		// Nothing started or ended, but the switch still changed what
+		// attack mode does: it is recorded like every administrator's act.
+		w.record(ctx, auth.Event{At: now, Kind: auth.EventAttackSwitched, Detail: map[string]string{"mode": op, "by": by}})
+	}
 	return res.change != "", nil
 }

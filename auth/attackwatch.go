@@ -69,4 +69,10 @@ const (
 	// period or by an administrator ("by"); Detail "since" is when it
 	// started.
 	EventAttackEnded = "attack_ended"
+	// EventAttackSwitched: an administrator's switch that neither started
+	// nor ended attack mode but changed what it does: "mode" "on" made
+	// the detector's attack mode the administrator's, which stays until
+	// switched off; "off" while it was off keeps the detector from
+	// switching it on for the quiet period. "by" is the administrator.
+	EventAttackSwitched = "attack_switched"
 )

@@ -93,6 +93,14 @@ func attackEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 			row.Detail = fmt.Sprintf("Automatically: %s attempts, %s wrong passwords, %s unknown accounts in %s",
 				e.Detail["attempts"], e.Detail["failures"], e.Detail["unknown_accounts"], e.Detail["window"])
 		}
+	case auth.EventAttackSwitched:
+		if e.Detail["mode"] == "on" {
+			row.What = "Attack mode kept on"
+			row.Detail = "By administrator " + by + ": it stays on until switched off"
+		} else {
+			row.What = "Attack detection held off"
+			row.Detail = "By administrator " + by + ": attack mode will not switch itself on during the quiet period"
+		}
 	case auth.EventAttackEnded:
 		row.What = "Attack mode off"
 		// Only an administrator's switch ends attack mode with a "by".

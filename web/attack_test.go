@@ -30,7 +30,7 @@ func attackJSON(t *testing.T, c *http.Client, base string) map[string]any {
 
 func attackEvents(t *testing.T, env *xcloaktest.Env) []string {
 	t.Helper()
-	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventAttackStarted, auth.EventAttackEnded}, Limit: 10})
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched}, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +124,20 @@ func TestAttackSwitch(t *testing.T) {
 	want := fmt.Sprint([]string{"attack_started admin admin:" + adminEmail, "attack_ended admin admin:" + adminEmail})
 	if got := fmt.Sprint(attackEvents(t, env)); got != want {
 		t.Fatalf("events %s, want %s", got, want)
+	}
+
+	// Off while off starts or ends nothing, but holds the detector off for
+	// the quiet period: that is recorded too.
+	resp, _ = post(t, admin, base+"/admin/attack", formType, "mode=off", "Sec-Fetch-Site", "same-origin")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("off again: %d", resp.StatusCode)
+	}
+	want = fmt.Sprint([]string{"attack_started admin admin:" + adminEmail, "attack_ended admin admin:" + adminEmail, "attack_switched  admin:" + adminEmail})
+	if got := fmt.Sprint(attackEvents(t, env)); got != want {
+		t.Fatalf("events after off again %s, want %s", got, want)
+	}
+	if _, page = get(t, admin, base+"/admin"); !strings.Contains(page, "Attack detection held off") {
+		t.Error("the events table does not show the detector held off")
 	}
 }
 

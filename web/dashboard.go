@@ -158,7 +158,7 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 	case auth.EventUnlockConfirmed:
 		row.What = "Unlock link used"
 		row.Detail = "The browser became a known device"
-	case auth.EventAttackStarted, auth.EventAttackEnded:
+	case auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched:
 		attackEventRow(&row, e)
 	case auth.EventVerificationRequired:
 		row.What = "Sign-in held for new-device verification"
