@@ -249,7 +249,9 @@ func TestAdminSwitch(t *testing.T) {
 	for _, e := range log.events {
 		got = append(got, e.Kind+" "+e.Detail["trigger"]+" "+e.Detail["by"])
 	}
-	want := "[attack_started admin admin:root@example.com attack_ended admin admin:other@example.com attack_started automatic ]"
+	// The second "on" changed nothing but is an administrator's act all
+	// the same: recorded as attack_switched.
+	want := "[attack_started admin admin:root@example.com attack_switched  admin:other@example.com attack_ended admin admin:other@example.com attack_started automatic ]"
 	if fmt.Sprint(got) != want {
 		t.Fatalf("events %v\nwant %s", got, want)
 	}
