@@ -45,6 +45,11 @@ const (
 	BaselineSpan = 2 * time.Hour
 )
 
+// Lookback is how far before attack mode starts the browsers new to their
+// accounts are signed out (auth.Service.SignOutNewDevices): three windows,
+// the time a stuffing run at the floors' pace needs to trip the detector.
+func (c Config) Lookback() time.Duration { return 3 * c.Window }
+
 // DefaultConfig returns the defaults (see docs/SECURITY-MODEL.md, "Attack
 // mode", for why these).
 func DefaultConfig() Config {

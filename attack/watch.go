@@ -38,12 +38,13 @@ type Deps struct {
 // Watch hears every sign-in attempt and keeps attack mode (see the package
 // documentation). Run does its background work.
 type Watch struct {
-	cfg    Config
-	rdb    redis.UniversalClient
-	keys   ratelimit.Keys
-	events auth.EventStore
-	log    *slog.Logger
-	now    func() time.Time
+	cfg     Config
+	onStart func(ctx context.Context, since time.Time)
+	rdb     redis.UniversalClient
+	keys    ratelimit.Keys
+	events  auth.EventStore
+	log     *slog.Logger
+	now     func() time.Time
 
 	// active is what Active answers: Redis's state as last read, or true
 	// since this replica's own window tripped.
@@ -352,6 +353,14 @@ func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, figur
 		}
 		w.log.Warn("attack mode on", "trigger", s.trigger, "by", s.by, "detail", detail)
 		w.record(ctx, auth.Event{At: now, Kind: auth.EventAttackStarted, Detail: detail})
+		if w.onStart != nil && s.trigger == "automatic" {
+			// Exactly one replica gets "started": it alone acts on it.
+			// An administrator's "on" answers what the administrator saw,
+			// not sign-ins the detector was about to catch.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			w.onStart(ctx, s.since.Add(-w.cfg.Lookback()))
+			cancel()
+		}
 	case "ended":
 		detail := map[string]string{"trigger": s.trigger, "by": s.by, "since": s.since.Format(time.RFC3339)}
 		w.log.Warn("attack mode off", "by", s.by, "since", s.since, "lasted", now.Sub(s.since).Round(time.Second).String())
@@ -380,6 +389,11 @@ func eventFigures(signal Trigger, window Counts, cfg Config) map[string]string {
 		"unknown_accounts": strconv.FormatInt(window.Unknown, 10),
 	}
 }
+
+// OnStart has f called, by the one replica that records it, each time
+// the detector switches attack mode on, with the time Config.Lookback
+// before it. Set it before Run.
+func (w *Watch) OnStart(f func(ctx context.Context, since time.Time)) { w.onStart = f }
 
 // SwitchAttack turns attack mode on or off in by's name. On stays on
 // until an administrator turns it off; off also keeps the detector from

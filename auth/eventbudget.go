@@ -64,6 +64,8 @@ var individualEvents = map[string]bool{
 	// A held right password needs the password, a used sign-in link the
 	// owner's mailbox.
 	EventVerificationRequired: true, EventVerificationConfirmed: true,
+	// One per account that had a new browser when attack mode started.
+	EventNewDeviceSignedOut: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

@@ -86,6 +86,10 @@ type SessionStore interface {
 // DeviceStore keeps the known devices of each account by the hash of
 // their nonce.
 type DeviceStore interface {
+	// ForgetNewDevices forgets every device first seen at or after since,
+	// and ends the sessions created at or after since of the accounts
+	// they belonged to, at once; it returns those accounts.
+	ForgetNewDevices(ctx context.Context, since time.Time) ([]User, error)
 	// KnownDevice reports whether nonceHash is a device of the account
 	// with email last seen after seenAfter.
 	KnownDevice(ctx context.Context, email string, nonceHash []byte, seenAfter time.Time) (bool, error)

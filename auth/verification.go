@@ -278,3 +278,37 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 	}
 	return LoginResult{Session: sess, Device: cookie}, nil
 }
+
+// EventNewDeviceSignedOut: a browser that first signed in to the account
+// in the moments before attack mode started was signed out and forgotten
+// (SignOutNewDevices); Detail "since" is how far back that reached.
+const EventNewDeviceSignedOut = "new_device_signed_out"
+
+// SignOutNewDevices forgets every device first seen at or after since and
+// ends the sessions its account started since then. Attack mode calls it
+// as it starts, reaching back over the detector's window: the sign-ins a
+// stuffing run made with right passwords before the detector tripped
+// came from browsers new to their accounts, and lose their sessions; from
+// then on such browsers are held for verification. An owner who signed in
+// from a new browser in those moments signs in again, by the mailed link.
+// It does so only with XCLOAK_NEW_DEVICE_VERIFICATION=attack: with
+// "never" such browsers would just sign in again, and with "always" every
+// new device came through a mailed link.
+func (s *Service) SignOutNewDevices(ctx context.Context, since time.Time) error {
+	if s.cfg.NewDeviceVerification != VerifyInAttack {
+		return nil
+	}
+	users, err := s.store.ForgetNewDevices(ctx, since)
+	if err != nil {
+		return s.dbDown("forgetting new devices", err)
+	}
+	s.deviceCache.purge()
+	for _, u := range users {
+		s.record(Event{Kind: EventNewDeviceSignedOut, Account: u.Email, UserID: u.ID,
+			Detail: map[string]string{"since": since.UTC().Format(time.RFC3339)}})
+	}
+	if len(users) > 0 {
+		s.log.Warn("attack mode: signed out browsers new to their accounts", "since", since, "accounts", len(users))
+	}
+	return nil
+}

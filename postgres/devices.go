@@ -55,6 +55,28 @@ func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonceHash []byte
 	return err
 }
 
+// ForgetNewDevices implements auth.DeviceStore. The statements' common
+// snapshot sees the devices and sessions as they were when it began; a
+// device added meanwhile was added after since too late to matter, by a
+// sign-in that attack mode already held or not.
+func (s *Store) ForgetNewDevices(ctx context.Context, since time.Time) ([]auth.User, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH gone AS (
+			DELETE FROM devices WHERE created_at >= $1 RETURNING user_id
+		), ended AS (
+			DELETE FROM sessions WHERE created_at >= $1 AND user_id IN (SELECT user_id FROM gone)
+		)
+		SELECT id, email FROM users WHERE id IN (SELECT user_id FROM gone) ORDER BY id`, since)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.User, error) {
+		var u auth.User
+		err := r.Scan(&u.ID, &u.Email)
+		return u, err
+	})
+}
+
 // TouchDevice implements auth.DeviceStore.
 func (s *Store) TouchDevice(ctx context.Context, nonceHash []byte, at time.Time) error {
 	_, err := s.pool.Exec(ctx, `UPDATE devices SET last_seen_at = $2 WHERE nonce_hash = $1`, nonceHash, at)

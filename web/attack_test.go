@@ -150,6 +150,7 @@ func TestAttackFromTraffic(t *testing.T) {
 	env.AddUser(t, adminEmail, anyPassword, true)
 	admin := xcloaktest.Client(t, "127.0.42.1")
 	signIn(t, admin, base, adminEmail, anyPassword)
+	env.Backdate(t, adminEmail, time.Hour) // not a browser new to its account
 	bot := xcloaktest.Client(t, "127.0.43.7")
 	for i := range 25 {
 		if env.Attack.Active() {
@@ -176,5 +177,52 @@ func TestAttackFromTraffic(t *testing.T) {
 	}
 	if got := attackEvents(t, env); len(got) != 1 || got[0] != "attack_started automatic " {
 		t.Fatalf("events %v; want one automatic attack_started", got)
+	}
+}
+
+// TestAttackModeSignsOutNewBrowsers: a leaked password signed in from a
+// new browser moments before the detector tripped; as attack mode starts,
+// that browser is signed out and forgotten, and signing in again from it
+// is held. A returning browser, known from before, keeps its session and
+// signs in at once.
+func TestAttackModeSignsOutNewBrowsers(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Attack: xcloaktest.DetectAttacks})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann's leaked password", false)
+	env.AddUser(t, "bob@example.com", "bob's own password", false)
+	bob := xcloaktest.Client(t, "127.0.44.1")
+	signIn(t, bob, base, "bob@example.com", "bob's own password")
+	env.Backdate(t, "bob@example.com", time.Hour)
+
+	attacker := xcloaktest.Client(t, "127.0.45.1")
+	signIn(t, attacker, base, "ann@example.com", "ann's leaked password")
+	bot := xcloaktest.Client(t, "127.0.46.7")
+	for i := 0; !env.Attack.Active(); i++ {
+		if i == 40 {
+			t.Fatal("40 attempts for unknown accounts did not switch attack mode on")
+		}
+		post(t, bot, base+"/api/v1/login", jsonType, loginJSON(fmt.Sprintf("nobody%d@example.com", i), fmt.Sprint("guess ", i)))
+	}
+	// Run's tick records the start, and signs the new browsers out.
+	if err := env.Attack.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := get(t, attacker, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the new browser's session after attack mode started: %d, want a redirect to sign in", resp.StatusCode)
+	}
+	if resp, _ := post(t, attacker, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "ann's leaked password")); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("the new browser signing in again: %d, want 202 (held)", resp.StatusCode)
+	}
+	if resp, _ := get(t, bob, base+"/account"); resp.StatusCode != http.StatusOK {
+		t.Errorf("the returning browser's session: %d, want 200", resp.StatusCode)
+	}
+	signIn(t, bob, base, "bob@example.com", "bob's own password")
+	env.Flush(t)
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventNewDeviceSignedOut}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Account != "ann@example.com" {
+		t.Errorf("events %+v, want one new_device_signed_out for ann", events)
 	}
 }

@@ -166,6 +166,9 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		if e.Detail["breached"] == "true" {
 			row.Detail = "A breached password from a new browser; the owner was asked to choose a new one"
 		}
+	case auth.EventNewDeviceSignedOut:
+		row.What = "New browser signed out"
+		row.Detail = "It first signed in moments before attack mode started"
 	case auth.EventVerificationConfirmed:
 		row.What = "Sign-in link used"
 		row.Detail = "The browser that used it is signed in and a known device"

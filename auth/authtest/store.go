@@ -256,6 +256,27 @@ func (s *Store) addDevice(userID int64, nonceHash []byte, at time.Time, max int)
 	}
 }
 
+// ForgetNewDevices implements auth.DeviceStore.
+func (s *Store) ForgetNewDevices(_ context.Context, since time.Time) ([]auth.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hit := map[int64]bool{}
+	deleteWhere(s.devices, func(d device) bool {
+		if d.created.Before(since) {
+			return false
+		}
+		hit[d.userID] = true
+		return true
+	})
+	deleteWhere(s.sessions, func(v session) bool { return hit[v.userID] && !v.createdAt.Before(since) })
+	var out []auth.User
+	for id := range hit {
+		out = append(out, auth.User{ID: id, Email: s.users[id].Email})
+	}
+	slices.SortFunc(out, func(a, b auth.User) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
 // TouchDevice implements auth.DeviceStore.
 func (s *Store) TouchDevice(_ context.Context, nonceHash []byte, at time.Time) error {
 	s.mu.Lock()

@@ -226,6 +226,48 @@ var storeCases = []struct {
 		checkSignedOut(t, s, ann, true)
 		checkSignedOut(t, s, bob, false)
 	}},
+	{"forgetting new devices ends their accounts' new sessions, and nothing older or elsewhere", func(t *testing.T, s auth.Store) {
+		since := base.Add(time.Minute)
+		ann, bob, cy := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com"), mustUser(t, s, "cy@example.com")
+		session := func(u auth.User, token string, at time.Time) {
+			t.Helper()
+			sess := auth.Session{UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+			mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash))
+		}
+		// Ann: a laptop known from before, with its session, and a new
+		// browser signed in since. Bob: only old ones. Cy: a new session
+		// from a known device, no new device.
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("ann old"), base, 10))
+		session(ann, "ann old", base)
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("ann new"), since, 10))
+		session(ann, "ann new", since.Add(time.Second))
+		mustNil(t, s.AddDevice(t.Context(), bob.ID, "", hash("bob old"), base, 10))
+		session(bob, "bob old", base)
+		mustNil(t, s.AddDevice(t.Context(), cy.ID, "", hash("cy old"), base, 10))
+		session(cy, "cy new", since.Add(time.Second))
+
+		got, err := s.ForgetNewDevices(t.Context(), since)
+		if err != nil || len(got) != 1 || got[0].ID != ann.ID || got[0].Email != ann.Email {
+			t.Fatalf("ForgetNewDevices = %+v, %v; want ann only", got, err)
+		}
+		for _, c := range []struct {
+			email, nonce string
+			want         bool
+		}{{ann.Email, "ann old", true}, {ann.Email, "ann new", false}, {bob.Email, "bob old", true}, {cy.Email, "cy old", true}} {
+			if known, _ := s.KnownDevice(t.Context(), c.email, hash(c.nonce), base.Add(-time.Second)); known != c.want {
+				t.Errorf("device %s known = %v, want %v", c.nonce, known, c.want)
+			}
+		}
+		for token, live := range map[string]bool{"ann old": true, "ann new": false, "bob old": true, "cy new": true} {
+			_, err := s.SessionByHash(t.Context(), hash(token), since.Add(2*time.Second))
+			if gone := errors.Is(err, auth.ErrNoSession); gone == live {
+				t.Errorf("session %q gone = %v, want %v (%v)", token, gone, !live, err)
+			}
+		}
+		if again, err := s.ForgetNewDevices(t.Context(), since); err != nil || len(again) != 0 {
+			t.Errorf("a second ForgetNewDevices = %+v, %v; want nothing", again, err)
+		}
+	}},
 	{"a device needs the verified hash, is known to its account only, and ages", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		if err := s.AddDevice(t.Context(), ann.ID, "replaced", hash("d1"), base, 10); !errors.Is(err, auth.ErrPasswordChanged) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -108,6 +109,13 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The browsers that signed in with right passwords before the
+	// detector tripped lose their sessions as attack mode starts.
+	watch.OnStart(func(ctx context.Context, since time.Time) {
+		if err := svc.SignOutNewDevices(ctx, since); err != nil && d.Logger != nil {
+			d.Logger.Error("attack mode: signing out new browsers", "err", err)
+		}
+	})
 	return &App{
 		Service:   svc,
 		Dashboard: dashboard.New(counts, store, svc, watch, d.Now, d.Logger),

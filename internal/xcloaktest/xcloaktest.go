@@ -185,6 +185,20 @@ func Client(t testing.TB, source string) *http.Client {
 	}
 }
 
+// Backdate makes the sessions and known devices the account has now d
+// older, as if its browsers had signed in that long ago: a test's
+// returning browser, known from before an attack rather than from
+// moments before it (see auth.Service.SignOutNewDevices).
+func (e *Env) Backdate(t testing.TB, email string, d time.Duration) {
+	t.Helper()
+	for _, table := range []string{"sessions", "devices"} {
+		if _, err := e.DB.Exec(context.Background(), `UPDATE `+table+` SET created_at = created_at - make_interval(secs => $2)
+			WHERE user_id = (SELECT id FROM users WHERE email = $1)`, email, d.Seconds()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // ManualAttack is a test server's attack detection unless Options.Attack
 // says otherwise: the detector's floors out of reach, so that a test that
 // attacks the server to see a limit or a lockout never switches attack
