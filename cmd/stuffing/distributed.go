@@ -38,10 +38,15 @@ seen; an admin, signed in before the attack, reads GET /api/v1/admin/stats
 every --poll to see when attack mode comes on (a server without an "attack"
 field there reports nothing).
 
-The report gives the answers by status, takeovers (a leaked password that got
-200 and a session cookie), leaked passwords held for verification (202), when
-attack mode started after the attack's first request, and what the
-returning and new-device users got, with latency.
+The report gives the answers by status, the leaked passwords that signed in
+(answered 200 with a session cookie), leaked passwords held for verification
+(202), when attack mode started after the attack's first request, and what
+the returning and new-device users got, with latency. After the admin's last
+read, each leaked password that signed in reads GET /account once more, from
+its own address and cookie jar, without following redirects: a 200 is a
+takeover (the session still works), a redirect to /login a session that the
+server ended meanwhile (as when attack mode signs out the browsers new to an
+account that signed in just before it), anything else a failed check.
 `
 
 // distConfig is one distributed run, as the flags gave it.
@@ -356,13 +361,17 @@ type distTally struct {
 
 	mu                 sync.Mutex
 	all, leaked, unkn  statusCounts
-	takeovers, held    int64
+	held               int64
 	okWithoutSession   int64
 	heldWithoutMessage int64
 	firstErr           error
+	// signedIn are the browsers of the leaked passwords that signed in,
+	// kept so that their sessions can be checked after the attack.
+	signedIn []*http.Client
 }
 
-func (t *distTally) add(e entry, o outcome) {
+// add counts attempt e's outcome o; client is the browser that sent it.
+func (t *distTally) add(e entry, o outcome, client *http.Client) {
 	t.sent.Add(1)
 	if o.err == nil {
 		t.latency.add(o.took)
@@ -383,7 +392,7 @@ func (t *distTally) add(e entry, o outcome) {
 	case roleLeaked:
 		t.leaked.add(o)
 		if o.err == nil && o.status == http.StatusOK && o.session {
-			t.takeovers++
+			t.signedIn = append(t.signedIn, client)
 		}
 		if o.err == nil && o.status == http.StatusAccepted {
 			t.held++
@@ -598,8 +607,16 @@ type distReport struct {
 	// Leaked and unknown entries' answers, out of Statuses.
 	LeakedStatuses  statusCounts `json:"leaked_statuses"`
 	UnknownStatuses statusCounts `json:"unknown_statuses"`
-	// Takeovers are leaked passwords that got 200 and a session cookie.
-	Takeovers int64 `json:"takeovers"`
+	// SignedInLeaked are leaked passwords that got 200 and a session
+	// cookie. Takeovers are those whose session still worked after the
+	// attack (GET /account answered 200), SessionsEnded those whose
+	// session no longer did (a redirect to /login), and
+	// SessionChecksFailed those whose check got neither answer.
+	SignedInLeaked      int64  `json:"signed_in_leaked"`
+	Takeovers           int64  `json:"takeovers"`
+	SessionsEnded       int64  `json:"sessions_ended"`
+	SessionChecksFailed int64  `json:"session_checks_failed"`
+	FirstCheckError     string `json:"first_session_check_error,omitempty"`
 	// LeakedHeld are leaked passwords answered 202: held for
 	// verification, not taken over.
 	LeakedHeld int64 `json:"leaked_held"`
@@ -719,8 +736,11 @@ func distributed(ctx context.Context, c distConfig, progressOut io.Writer) (*dis
 					})
 				}
 				e := p.list[k]
-				cl := sourceClient(c.attemptSource(k), nil, 0, c.allow, c.requestTimeout)
-				t.add(e, signIn(ctx, cl, loginURL, e.email, e.password, c.requestTimeout))
+				// A jar of its own, empty at the sign-in, keeps a session
+				// for the check after the attack.
+				jar, _ := cookiejar.New(nil)
+				cl := sourceClient(c.attemptSource(k), jar, 0, c.allow, c.requestTimeout)
+				t.add(e, signIn(ctx, cl, loginURL, e.email, e.password, c.requestTimeout), cl)
 			}
 		})
 	}
@@ -740,6 +760,13 @@ func distributed(ctx context.Context, c distConfig, progressOut io.Writer) (*dis
 	close(stopPoll)
 	<-pollDone
 
+	// Then each leaked password that signed in looks at its session once
+	// more: the server may have ended it since.
+	t.mu.Lock()
+	signedIn := slices.Clone(t.signedIn)
+	t.mu.Unlock()
+	checks := checkSessions(ctx, c, c.target.JoinPath(accountPath).String(), signedIn)
+
 	stoppedBy := "end of list"
 	switch {
 	case ctx.Err() != nil:
@@ -758,13 +785,88 @@ func distributed(ctx context.Context, c distConfig, progressOut io.Writer) (*dis
 	r.SentPerSecond = float64(r.Sent) / elapsed.Seconds()
 	t.mu.Lock()
 	r.Statuses, r.LeakedStatuses, r.UnknownStatuses = t.all, t.leaked, t.unkn
-	r.Takeovers, r.LeakedHeld = t.takeovers, t.held
+	r.SignedInLeaked, r.LeakedHeld = int64(len(t.signedIn)), t.held
 	r.OKWithoutSession, r.HeldWithoutMessage = t.okWithoutSession, t.heldWithoutMessage
 	if t.firstErr != nil {
 		r.FirstError = t.firstErr.Error()
 	}
 	t.mu.Unlock()
+	r.Takeovers, r.SessionsEnded, r.SessionChecksFailed = checks.kept, checks.ended, checks.failed
+	if checks.firstErr != nil {
+		r.FirstCheckError = checks.firstErr.Error()
+	}
 	return r, nil
+}
+
+// accountPath is the signed-in account page; without a session it
+// redirects to /login.
+const accountPath = "/account"
+
+// sessionChecks counts what checkSessions found.
+type sessionChecks struct {
+	kept, ended, failed int64
+	firstErr            error
+}
+
+// checkSessions reads endpoint (the account page) once with each client,
+// at most c.workers at a time, each from the address and with the cookie
+// jar its sign-in used; the clients follow no redirects.
+func checkSessions(ctx context.Context, c distConfig, endpoint string, clients []*http.Client) sessionChecks {
+	var (
+		mu  sync.Mutex
+		r   sessionChecks
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, c.workers)
+	)
+	for _, cl := range clients {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			kept, err := sessionWorks(ctx, cl, endpoint, c.requestTimeout)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				r.failed++
+				if r.firstErr == nil {
+					r.firstErr = err
+				}
+			case kept:
+				r.kept++
+			default:
+				r.ended++
+			}
+		})
+	}
+	wg.Wait()
+	return r
+}
+
+// sessionWorks reads the account page once: true on a 200, false on a
+// redirect to /login (the session is gone), an error on anything else.
+func sessionWorks(ctx context.Context, client *http.Client, endpoint string, timeout time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return true, nil
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		if loc, err := resp.Location(); err == nil && loc.Path == "/login" {
+			return false, nil
+		}
+		return false, fmt.Errorf("GET %s answered %d to %q", accountPath, resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return false, fmt.Errorf("GET %s answered %d", accountPath, resp.StatusCode)
 }
 
 // signInBefore signs the admin and the returning users in before the
@@ -823,7 +925,7 @@ func distProgress(w io.Writer, done <-chan struct{}, start time.Time, t *distTal
 		case <-tick.C:
 		}
 		t.mu.Lock()
-		s, takeovers := t.all, t.takeovers
+		s, signedIn := t.all, len(t.signedIn)
 		t.mu.Unlock()
 		m.mu.Lock()
 		mode := "not reported"
@@ -834,8 +936,8 @@ func distProgress(w io.Writer, done <-chan struct{}, start time.Time, t *distTal
 			}
 		}
 		m.mu.Unlock()
-		fmt.Fprintf(w, "%5.1fs sent %d: %s; takeovers %d; attack mode %s\n",
-			time.Since(start).Seconds(), t.sent.Load(), s, takeovers, mode)
+		fmt.Fprintf(w, "%5.1fs sent %d: %s; leaked signed in %d; attack mode %s\n",
+			time.Since(start).Seconds(), t.sent.Load(), s, signedIn, mode)
 	}
 }
 
@@ -860,7 +962,12 @@ func (r *distReport) print(w io.Writer) {
 	if r.OKWithoutSession > 0 || r.HeldWithoutMessage > 0 {
 		fmt.Fprintf(w, "  contract breaks   %d 200s without a session cookie, %d 202s without verification_required\n", r.OKWithoutSession, r.HeldWithoutMessage)
 	}
-	fmt.Fprintf(w, "takeovers           %d of %d leaked accounts\n", r.Takeovers, r.Leaked)
+	fmt.Fprintf(w, "leaked signed in    %d of %d leaked accounts (200 with a session cookie)\n", r.SignedInLeaked, r.Leaked)
+	fmt.Fprintf(w, "takeovers           %d of %d leaked accounts (session still working after the attack); sessions ended %d\n",
+		r.Takeovers, r.Leaked, r.SessionsEnded)
+	if r.SessionChecksFailed > 0 {
+		fmt.Fprintf(w, "  session checks    %d failed; first: %s\n", r.SessionChecksFailed, r.FirstCheckError)
+	}
 	fmt.Fprintf(w, "leaked held (202)   %d\n", r.LeakedHeld)
 	m := r.AttackMode
 	switch {

@@ -71,8 +71,14 @@ func checkCounts(t *testing.T, rep distReport, env *xcloaktest.Env) {
 			rep.Statuses, rep.OKWithoutSession, rep.HeldWithoutMessage, rep.FirstError)
 	}
 	// Each leaked password is tried once, so it signs in, is held, or is refused.
-	if got := rep.Takeovers + rep.LeakedHeld + rep.LeakedStatuses.Unauthorized + rep.LeakedStatuses.Limited; got != distLeaked {
-		t.Errorf("takeovers %d + held %d + refused = %d, want %d leaked", rep.Takeovers, rep.LeakedHeld, got, distLeaked)
+	if got := rep.SignedInLeaked + rep.LeakedHeld + rep.LeakedStatuses.Unauthorized + rep.LeakedStatuses.Limited; got != distLeaked {
+		t.Errorf("signed in %d + held %d + refused = %d, want %d leaked", rep.SignedInLeaked, rep.LeakedHeld, got, distLeaked)
+	}
+	// And each that signed in had its session checked once, which either
+	// still worked or was ended.
+	if rep.SessionChecksFailed != 0 || rep.Takeovers+rep.SessionsEnded != rep.SignedInLeaked {
+		t.Errorf("signed in %d: takeovers %d, sessions ended %d, checks failed %d (first %q); want the two adding up to it",
+			rep.SignedInLeaked, rep.Takeovers, rep.SessionsEnded, rep.SessionChecksFailed, rep.FirstCheckError)
 	}
 	if rep.Addresses != n/2 || rep.Networks != n/4 {
 		t.Errorf("%d addresses in %d /24s, want %d in %d", rep.Addresses, rep.Networks, n/2, n/4)
@@ -109,15 +115,21 @@ func TestDistributedTakesOverToday(t *testing.T) {
 	checkCounts(t, rep, env)
 	// Attack mode never coming on, nothing holds a right password.
 	if m := rep.AttackMode; !m.Reported || m.SeenAfterSeconds == nil {
-		if rep.Takeovers != distLeaked {
-			t.Errorf("takeovers %d, want all %d leaked accounts (attack mode never on); leaked answers %s",
-				rep.Takeovers, distLeaked, rep.LeakedStatuses)
+		if rep.SignedInLeaked != distLeaked {
+			t.Errorf("leaked signed in %d, want all %d leaked accounts (attack mode never on); leaked answers %s",
+				rep.SignedInLeaked, distLeaked, rep.LeakedStatuses)
 		}
 		if rep.NewDevice.SignedIn != distNewDevice {
 			t.Errorf("new-device users %+v, want all signed in", rep.NewDevice)
 		}
 	}
-	for _, key := range []string{"attempts_sent", "statuses", "takeovers", "leaked_held", "attack_mode", "returning_users", "new_device_users"} {
+	// Nothing ends a session today: every one that signed in is kept.
+	if rep.Takeovers != rep.SignedInLeaked || rep.SessionsEnded != 0 {
+		t.Errorf("takeovers %d of %d signed in, %d sessions ended; want all kept, none ended",
+			rep.Takeovers, rep.SignedInLeaked, rep.SessionsEnded)
+	}
+	for _, key := range []string{"attempts_sent", "statuses", "signed_in_leaked", "takeovers", "sessions_ended", "session_checks_failed",
+		"leaked_held", "attack_mode", "returning_users", "new_device_users"} {
 		if _, ok := raw[key]; !ok {
 			t.Errorf("report lacks %q", key)
 		}
@@ -140,14 +152,47 @@ func TestDistributedTakesOverToday(t *testing.T) {
 // and new-device verification, for the simulator's side of it: from the
 // onAfter-th sign-in on, attack mode is on, the stats say so, and a
 // sign-in without cookies that would have got 200 or 401 gets 202
-// verification_required instead, with no cookie.
+// verification_required instead, with no cookie. With signOut, attack
+// mode also ends the sessions that the attack's addresses got from
+// sign-ins without cookies before it came on: GET /account with one
+// redirects to /login.
 type attackModeStandIn struct {
 	next    http.Handler
 	onAfter int
+	signOut bool
 
 	mu      sync.Mutex
 	signIns int
 	since   time.Time
+	// early are the session cookies of those sign-ins.
+	early map[string]bool
+}
+
+// sessionValue is the value of the session cookie among cookies, or "".
+func sessionValue(cookies []*http.Cookie) string {
+	for _, c := range cookies {
+		if c.Name == sessionCookie || c.Name == "__Host-"+sessionCookie {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// fromAttack reports whether r comes from the attack's addresses rather
+// than a user's or the admin's.
+func fromAttack(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Is4() && ap.Addr().As4()[1] < distUserOctet
+}
+
+// ended is how many sessions attack mode has ended.
+func (s *attackModeStandIn) ended() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.since.IsZero() {
+		return 0
+	}
+	return len(s.early)
 }
 
 func (s *attackModeStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -160,13 +205,23 @@ func (s *attackModeStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		on := !s.since.IsZero()
 		s.mu.Unlock()
-		if !on || r.Header.Get("Cookie") != "" {
+		if r.Header.Get("Cookie") != "" {
 			s.next.ServeHTTP(w, r)
 			return
 		}
 		rec := httptest.NewRecorder()
 		s.next.ServeHTTP(rec, r)
-		if rec.Code == http.StatusOK || rec.Code == http.StatusUnauthorized {
+		if !on && s.signOut && rec.Code == http.StatusOK && fromAttack(r) {
+			if v := sessionValue(rec.Result().Cookies()); v != "" {
+				s.mu.Lock()
+				if s.early == nil {
+					s.early = map[string]bool{}
+				}
+				s.early[v] = true
+				s.mu.Unlock()
+			}
+		}
+		if on && (rec.Code == http.StatusOK || rec.Code == http.StatusUnauthorized) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusAccepted)
 			_, _ = w.Write([]byte(`{"status":"verification_required"}` + "\n"))
@@ -190,6 +245,15 @@ func (s *attackModeStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body["attack"] = attack
 		b, _ := json.Marshal(body)
 		copyRecorded(w, rec, b)
+	case accountPath:
+		s.mu.Lock()
+		ended := !s.since.IsZero() && s.early[sessionValue(r.Cookies())]
+		s.mu.Unlock()
+		if ended {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		s.next.ServeHTTP(w, r)
 	default:
 		s.next.ServeHTTP(w, r)
 	}
@@ -206,12 +270,14 @@ func copyRecorded(w http.ResponseWriter, rec *httptest.ResponseRecorder, body []
 }
 
 // TestDistributedAgainstAttackMode runs the same attack at a server that
-// holds new browsers once attack mode is on: what it holds is counted as
-// held, not taken over, and the report says when attack mode came on.
+// holds new browsers once attack mode is on, and then signs out those that
+// signed in just before: what it holds is counted as held, what it signs
+// out as ended, neither as taken over, and the report says when attack
+// mode came on.
 func TestDistributedAgainstAttackMode(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	// 1 admin and 3 returning users sign in before the attack.
-	standIn := &attackModeStandIn{next: env.Handler, onAfter: 1 + distReturning + 10}
+	standIn := &attackModeStandIn{next: env.Handler, onAfter: 1 + distReturning + 10, signOut: true}
 	srv := httptest.NewServer(standIn)
 	t.Cleanup(srv.Close)
 	rep, _ := runDistributed(t, distArgs(srv.URL, env.DatabaseURL))
@@ -228,8 +294,13 @@ func TestDistributedAgainstAttackMode(t *testing.T) {
 		t.Errorf("trigger %v, want automatic", m.Trigger)
 	}
 	// The seed puts leaked entries past the tenth attempt: some are held.
-	if rep.LeakedHeld == 0 || rep.Takeovers+rep.LeakedHeld != distLeaked {
-		t.Errorf("takeovers %d, held %d; want some held and the two adding up to %d", rep.Takeovers, rep.LeakedHeld, distLeaked)
+	if rep.LeakedHeld == 0 || rep.SignedInLeaked+rep.LeakedHeld != distLeaked {
+		t.Errorf("leaked signed in %d, held %d; want some held and the two adding up to %d", rep.SignedInLeaked, rep.LeakedHeld, distLeaked)
+	}
+	// It puts one before: it signs in, then attack mode signs it out.
+	if ended := standIn.ended(); ended == 0 || rep.SessionsEnded != int64(ended) || rep.Takeovers != rep.SignedInLeaked-int64(ended) {
+		t.Errorf("leaked signed in %d, takeovers %d, sessions ended %d; want the %d the server ended counted as ended, not taken over",
+			rep.SignedInLeaked, rep.Takeovers, rep.SessionsEnded, ended)
 	}
 	if rep.Statuses.Held == 0 {
 		t.Errorf("no 202 among %s", rep.Statuses)
@@ -334,11 +405,12 @@ func TestAttemptSource(t *testing.T) {
 
 func TestDistributedPrint(t *testing.T) {
 	seen, since, trigger := 4.25, 3.9, "automatic"
-	r := &distReport{Target: "http://127.0.0.1:1", Accounts: 10, Leaked: 2, Sent: 10, Takeovers: 1, LeakedHeld: 1,
+	r := &distReport{Target: "http://127.0.0.1:1", Accounts: 10, Leaked: 3, Sent: 10, SignedInLeaked: 2, Takeovers: 1, SessionsEnded: 1, LeakedHeld: 1,
 		AttackMode: attackModeReport{Reported: true, SeenAfterSeconds: &seen, SinceAfterSeconds: &since, Trigger: &trigger, ActiveAtEnd: true}}
 	var b bytes.Buffer
 	r.print(&b)
-	for _, want := range []string{"takeovers           1 of 2 leaked accounts", "leaked held (202)   1",
+	for _, want := range []string{"leaked signed in    2 of 3 leaked accounts", "takeovers           1 of 3 leaked accounts",
+		"sessions ended 1", "leaked held (202)   1",
 		"on, seen 4.2s after the attack's first request (since +3.9s, automatic)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
