@@ -116,6 +116,21 @@ func (s *accountStore) create(ctx context.Context, c distConfig, p plan) error {
 	return nil
 }
 
+// backdate makes the sessions and devices the run's accounts have now a
+// day older. The returning users and the admin sign in moments before the
+// attack, but stand for browsers known from long before: as attack mode
+// starts, XCloak signs out the browsers new to their accounts in the
+// moments before it, which these are not meant to be.
+func (s *accountStore) backdate(ctx context.Context, c distConfig) error {
+	for _, table := range []string{"sessions", "devices"} {
+		if _, err := s.pool.Exec(ctx, `UPDATE `+table+` SET created_at = created_at - interval '1 day'
+			WHERE user_id IN (SELECT id FROM users WHERE email LIKE $1)`, c.tag+"-%@example.com"); err != nil {
+			return fmt.Errorf("backdating the returning users' %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
 // remove deletes the run's accounts; their sessions, devices and tokens go
 // with them. Security events, which outlive accounts, stay.
 func (s *accountStore) remove(ctx context.Context, c distConfig) error {

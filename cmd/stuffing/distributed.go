@@ -674,6 +674,9 @@ func distributed(ctx context.Context, c distConfig, progressOut io.Writer) (*dis
 	if err := signInBefore(ctx, c, p, loginURL, admin, returning); err != nil {
 		return nil, err
 	}
+	if err := accounts.backdate(ctx, c); err != nil {
+		return nil, err
+	}
 
 	watch := &modeWatch{}
 	st, present, err := readStats(ctx, admin, statsURL, c.requestTimeout)
