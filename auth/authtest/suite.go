@@ -395,31 +395,10 @@ var storeCases = []struct {
 		if ok, _ := s.UnlockTokenLive(t.Context(), hash("t"), base.Add(time.Hour)); ok {
 			t.Error("a token at its expiry is live")
 		}
-		var spent atomic.Int32
-		var wg sync.WaitGroup
-		for i := range 10 {
-			wg.Go(func() {
-				id, email, err := s.UseUnlockToken(context.Background(), hash("t"), base, hash(fmt.Sprint("d", i)), 10)
-				switch {
-				case err == nil && (id != u.ID || email != u.Email):
-					t.Errorf("UseUnlockToken = %d, %q", id, email)
-				case err == nil:
-					spent.Add(1)
-				case !errors.Is(err, auth.ErrInvalidToken):
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		known := 0
-		for i := range 10 {
-			if ok, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Second)); ok {
-				known++
-			}
-		}
-		if spent.Load() != 1 || known != 1 {
-			t.Errorf("the token was spent %d times and added %d devices; want once and one", spent.Load(), known)
-		}
+		spendAtOnce(t, s, u, func(nonceHash []byte) (auth.User, error) {
+			id, email, err := s.UseUnlockToken(context.Background(), hash("t"), base, nonceHash, 10)
+			return auth.User{ID: id, Email: email, PasswordHash: u.PasswordHash}, err
+		})
 		if ok, _ := s.UnlockTokenLive(t.Context(), hash("t"), base); ok {
 			t.Error("a spent token is live")
 		}
@@ -440,31 +419,9 @@ var storeCases = []struct {
 		if _, err := s.UseSignInToken(t.Context(), hash("unknown"), base, hash("x"), 10); !errors.Is(err, auth.ErrInvalidToken) {
 			t.Errorf("UseSignInToken of an unknown token: %v, want ErrInvalidToken", err)
 		}
-		var spent atomic.Int32
-		var wg sync.WaitGroup
-		for i := range 10 {
-			wg.Go(func() {
-				got, err := s.UseSignInToken(context.Background(), hash("t"), base, hash(fmt.Sprint("d", i)), 10)
-				switch {
-				case err == nil && (got.ID != u.ID || got.Email != u.Email || got.PasswordHash != u.PasswordHash):
-					t.Errorf("UseSignInToken = %+v, want %+v", got, u)
-				case err == nil:
-					spent.Add(1)
-				case !errors.Is(err, auth.ErrInvalidToken):
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		known := 0
-		for i := range 10 {
-			if ok, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Second)); ok {
-				known++
-			}
-		}
-		if spent.Load() != 1 || known != 1 {
-			t.Errorf("the token was spent %d times and added %d devices; want once and one", spent.Load(), known)
-		}
+		spendAtOnce(t, s, u, func(nonceHash []byte) (auth.User, error) {
+			return s.UseSignInToken(context.Background(), hash("t"), base, nonceHash, 10)
+		})
 		if email, _ := s.SignInTokenLive(t.Context(), hash("t"), base); email != "" {
 			t.Error("a spent token is live")
 		}
@@ -563,6 +520,38 @@ var storeCases = []struct {
 // checkSignedOut checks whether u's session, device and unlock link, made
 // by the cases above under names derived from its email, are gone (want)
 // or still there.
+// spendAtOnce has ten goroutines spend one token at once, each for a
+// device of its own, and checks that it was spent once, for u, and added
+// one device to u.
+func spendAtOnce(t *testing.T, s auth.Store, u auth.User, use func(nonceHash []byte) (auth.User, error)) {
+	t.Helper()
+	var spent atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			got, err := use(hash(fmt.Sprint("d", i)))
+			switch {
+			case err == nil && (got.ID != u.ID || got.Email != u.Email || got.PasswordHash != u.PasswordHash):
+				t.Errorf("spending the token signed in %+v, want %+v", got, u)
+			case err == nil:
+				spent.Add(1)
+			case !errors.Is(err, auth.ErrInvalidToken):
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	known := 0
+	for i := range 10 {
+		if ok, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Second)); ok {
+			known++
+		}
+	}
+	if spent.Load() != 1 || known != 1 {
+		t.Errorf("the token was spent %d times and added %d devices; want once and one", spent.Load(), known)
+	}
+}
+
 func checkSignedOut(t *testing.T, s auth.Store, u auth.User, want bool) {
 	t.Helper()
 	_, err := s.SessionByHash(t.Context(), hash("session "+u.Email), base)
