@@ -52,11 +52,23 @@ func newBreachedCheck(c BreachedChecker, reg prometheus.Registerer) (breachedChe
 
 // passwordBreached reports whether password is in the breach corpus: the
 // sign-in's lookup, bounded in time by the checker, and false when
-// checking is off or the lookup failed (logged and counted).
+// checking is off or the lookup failed (logged and counted). The password
+// XCloak stores and compares is its NFKC form (normalisePassword), so that
+// form is looked up, and the password as typed too when it differs: a
+// full-width "Ｐassword1" is the breached "Password1" here.
 func (s *Service) passwordBreached(ctx context.Context, password string) bool {
 	if s.breached.checker == nil {
 		return false
 	}
+	normal := normalisePassword(password)
+	if s.lookUpBreached(ctx, normal) {
+		return true
+	}
+	return normal != password && s.lookUpBreached(ctx, password)
+}
+
+// lookUpBreached is one lookup of passwordBreached.
+func (s *Service) lookUpBreached(ctx context.Context, password string) bool {
 	found, err := s.breached.checker.Breached(ctx, password)
 	if err != nil {
 		s.breached.failures.Inc()

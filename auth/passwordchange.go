@@ -91,8 +91,9 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 	// breach check, whose answer is the more useful), so that it says
 	// nothing of the password to whoever holds only the session. A
 	// session that must change its password would otherwise lift its
-	// restriction by setting the same one while breach lookups fail.
-	if req.New == req.Current {
+	// restriction by setting the same one while breach lookups fail. They
+	// are compared as stored: a full-width variant is the same password.
+	if normalisePassword(req.New) == normalisePassword(req.Current) {
 		return ErrSamePassword
 	}
 	hash, err := s.hasher.Hash(ctx, req.New)

@@ -161,3 +161,34 @@ func TestChangePasswordToItself(t *testing.T) {
 		t.Fatalf("the password was changed: %v", err)
 	}
 }
+
+// TestPasswordVariantsAreThePassword: passwords are stored in NFKC, so a
+// full-width variant of a breached password is that breached password,
+// and a full-width variant of the current one is the current one: both
+// are refused.
+func TestPasswordVariantsAreThePassword(t *testing.T) {
+	corpus := breachedtest.New(t)
+	corpus.Add(t, "password123")
+	f := newFixture(t, nil, withBreached(corpus.Checker(t)))
+	f.addUser(t, "bob@example.com", "correct horse 1", false)
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "bob@example.com", Password: "correct horse 1", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := auth.PasswordChange{Session: res.Session.Token, Current: "correct horse 1", Client: client("192.0.2.1")}
+	for _, c := range []struct {
+		new  string
+		want error
+	}{
+		{"ｐassword123", auth.ErrBreachedPassword}, // U+FF50, full-width p
+		{"correct horse １", auth.ErrSamePassword}, // U+FF11, full-width 1
+	} {
+		change.New = c.new
+		if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, c.want) {
+			t.Errorf("changing to %q: %v, want %v", c.new, err, c.want)
+		}
+	}
+	if _, err := f.svc.CreateUser(t.Context(), "cy@example.com", "ｐassword123", false); !errors.Is(err, auth.ErrBreachedPassword) {
+		t.Errorf("creating an account with a full-width variant of a breached password: %v", err)
+	}
+}
