@@ -142,7 +142,10 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	// The right password. Held, it is not rehashed, and is counted as a
 	// wrong one is (verification.go). Not held, a breached one from a
 	// browser that is not a known device is held all the same.
-	if held {
+	// Attack mode may have come on while the password was hashed: the
+	// browser is held then too, rather than given a session that attack
+	// mode's start would have to catch (SignOutNewDevices).
+	if held || (device == "" && s.verificationApplies()) {
 		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
 	}
 	if device == "" && s.passwordBreached(ctx, req.Password) {

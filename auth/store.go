@@ -88,8 +88,9 @@ type SessionStore interface {
 type DeviceStore interface {
 	// ForgetNewDevices forgets every device first seen at or after since,
 	// and ends the sessions created at or after since of the accounts
-	// they belonged to, at once; it returns those accounts.
-	ForgetNewDevices(ctx context.Context, since time.Time) ([]User, error)
+	// they belonged to and of the accounts also names, at once; it returns
+	// the accounts whose devices it forgot.
+	ForgetNewDevices(ctx context.Context, since time.Time, also []int64) ([]User, error)
 	// KnownDevice reports whether nonceHash is a device of the account
 	// with email last seen after seenAfter.
 	KnownDevice(ctx context.Context, email string, nonceHash []byte, seenAfter time.Time) (bool, error)

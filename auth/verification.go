@@ -284,23 +284,38 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 // (SignOutNewDevices); Detail "since" is how far back that reached.
 const EventNewDeviceSignedOut = "new_device_signed_out"
 
+// SignOutAgainAfter is when attack mode's start runs SignOutNewDevices a
+// second time: a sign-in that read attack mode off before the first pass
+// writes its device and session after it. That covers another replica
+// learning of attack mode at its next tick (about 1 s), a device cookie
+// its cache still takes for known (deviceCacheTTL), and a sign-in waiting
+// for a hashing slot (2 s in xcloak serve) and hashing.
+const SignOutAgainAfter = 5 * time.Second
+
 // SignOutNewDevices forgets every device first seen at or after since and
-// ends the sessions its account started since then. Attack mode calls it
-// as it starts, reaching back over the detector's window: the sign-ins a
-// stuffing run made with right passwords before the detector tripped
-// came from browsers new to their accounts, and lose their sessions; from
-// then on such browsers are held for verification. An owner who signed in
-// from a new browser in those moments signs in again, by the mailed link.
-// It does so only with XCLOAK_NEW_DEVICE_VERIFICATION=attack: with
-// "never" such browsers would just sign in again, and with "always" every
-// new device came through a mailed link.
-func (s *Service) SignOutNewDevices(ctx context.Context, since time.Time) error {
+// ends the sessions its account started since then, and those the
+// accounts in also started since then. Attack mode calls it as it starts,
+// reaching back over the detector's windows, and again SignOutAgainAfter
+// later with the accounts the first pass returned: the sign-ins a stuffing
+// run made with right passwords before the detector tripped came from
+// browsers new to their accounts, and lose their sessions; from then on
+// such browsers are held for verification. An owner who signed in from a
+// new browser in those moments signs in again, by the mailed link. It
+// does so only with XCLOAK_NEW_DEVICE_VERIFICATION=attack: with "never"
+// such browsers would just sign in again, and with "always" every new
+// device came through a mailed link. It returns the accounts whose
+// devices it forgot.
+func (s *Service) SignOutNewDevices(ctx context.Context, since time.Time, also []User) ([]User, error) {
 	if s.cfg.NewDeviceVerification != VerifyInAttack {
-		return nil
+		return nil, nil
 	}
-	users, err := s.store.ForgetNewDevices(ctx, since)
+	ids := make([]int64, len(also))
+	for i, u := range also {
+		ids[i] = u.ID
+	}
+	users, err := s.store.ForgetNewDevices(ctx, since, ids)
 	if err != nil {
-		return s.dbDown("forgetting new devices", err)
+		return nil, s.dbDown("forgetting new devices", err)
 	}
 	s.deviceCache.purge()
 	for _, u := range users {
@@ -310,5 +325,5 @@ func (s *Service) SignOutNewDevices(ctx context.Context, since time.Time) error 
 	if len(users) > 0 {
 		s.log.Warn("attack mode: signed out browsers new to their accounts", "since", since, "accounts", len(users))
 	}
-	return nil
+	return users, nil
 }

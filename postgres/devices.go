@@ -59,14 +59,18 @@ func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonceHash []byte
 // snapshot sees the devices and sessions as they were when it began; a
 // device added meanwhile was added after since too late to matter, by a
 // sign-in that attack mode already held or not.
-func (s *Store) ForgetNewDevices(ctx context.Context, since time.Time) ([]auth.User, error) {
+func (s *Store) ForgetNewDevices(ctx context.Context, since time.Time, also []int64) ([]auth.User, error) {
+	if also == nil {
+		also = []int64{}
+	}
 	rows, err := s.pool.Query(ctx, `
 		WITH gone AS (
 			DELETE FROM devices WHERE created_at >= $1 RETURNING user_id
 		), ended AS (
-			DELETE FROM sessions WHERE created_at >= $1 AND user_id IN (SELECT user_id FROM gone)
+			DELETE FROM sessions WHERE created_at >= $1
+			AND (user_id IN (SELECT user_id FROM gone) OR user_id = ANY($2))
 		)
-		SELECT id, email FROM users WHERE id IN (SELECT user_id FROM gone) ORDER BY id`, since)
+		SELECT id, email FROM users WHERE id IN (SELECT user_id FROM gone) ORDER BY id`, since, also)
 	if err != nil {
 		return nil, err
 	}

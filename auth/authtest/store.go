@@ -257,7 +257,7 @@ func (s *Store) addDevice(userID int64, nonceHash []byte, at time.Time, max int)
 }
 
 // ForgetNewDevices implements auth.DeviceStore.
-func (s *Store) ForgetNewDevices(_ context.Context, since time.Time) ([]auth.User, error) {
+func (s *Store) ForgetNewDevices(_ context.Context, since time.Time, also []int64) ([]auth.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hit := map[int64]bool{}
@@ -268,7 +268,9 @@ func (s *Store) ForgetNewDevices(_ context.Context, since time.Time) ([]auth.Use
 		hit[d.userID] = true
 		return true
 	})
-	deleteWhere(s.sessions, func(v session) bool { return hit[v.userID] && !v.createdAt.Before(since) })
+	deleteWhere(s.sessions, func(v session) bool {
+		return (hit[v.userID] || slices.Contains(also, v.userID)) && !v.createdAt.Before(since)
+	})
 	var out []auth.User
 	for id := range hit {
 		out = append(out, auth.User{ID: id, Email: s.users[id].Email})

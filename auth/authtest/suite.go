@@ -246,7 +246,7 @@ var storeCases = []struct {
 		mustNil(t, s.AddDevice(t.Context(), cy.ID, "", hash("cy old"), base, 10))
 		session(cy, "cy new", since.Add(time.Second))
 
-		got, err := s.ForgetNewDevices(t.Context(), since)
+		got, err := s.ForgetNewDevices(t.Context(), since, nil)
 		if err != nil || len(got) != 1 || got[0].ID != ann.ID || got[0].Email != ann.Email {
 			t.Fatalf("ForgetNewDevices = %+v, %v; want ann only", got, err)
 		}
@@ -264,8 +264,18 @@ var storeCases = []struct {
 				t.Errorf("session %q gone = %v, want %v (%v)", token, gone, !live, err)
 			}
 		}
-		if again, err := s.ForgetNewDevices(t.Context(), since); err != nil || len(again) != 0 {
+		// A second pass finds no device, and ends the sessions the
+		// accounts it is given started since: ann's, from a browser whose
+		// device was forgotten but known a moment longer elsewhere.
+		session(ann, "ann later", since.Add(2*time.Second))
+		if again, err := s.ForgetNewDevices(t.Context(), since, []int64{ann.ID}); err != nil || len(again) != 0 {
 			t.Errorf("a second ForgetNewDevices = %+v, %v; want nothing", again, err)
+		}
+		if _, err := s.SessionByHash(t.Context(), hash("ann later"), since.Add(3*time.Second)); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("the second pass left ann's later session: %v", err)
+		}
+		if _, err := s.SessionByHash(t.Context(), hash("bob old"), since.Add(3*time.Second)); err != nil {
+			t.Errorf("the second pass ended bob's old session: %v", err)
 		}
 	}},
 	{"a device needs the verified hash, is known to its account only, and ages", func(t *testing.T, s auth.Store) {

@@ -111,10 +111,24 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 	}
 	// The browsers that signed in with right passwords before the
 	// detector tripped lose their sessions as attack mode starts.
+	// Once at once, and once more when the sign-ins decided before every
+	// replica knew have written their sessions (auth.SignOutAgainAfter).
+	logger := d.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	watch.OnStart(func(ctx context.Context, since time.Time) {
-		if err := svc.SignOutNewDevices(ctx, since); err != nil && d.Logger != nil {
-			d.Logger.Error("attack mode: signing out new browsers", "err", err)
+		first, err := svc.SignOutNewDevices(ctx, since, nil)
+		if err != nil {
+			logger.Error("attack mode: signing out new browsers", "err", err)
 		}
+		time.AfterFunc(auth.SignOutAgainAfter, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := svc.SignOutNewDevices(ctx, since, first); err != nil {
+				logger.Error("attack mode: signing out new browsers again", "err", err)
+			}
+		})
 	})
 	return &App{
 		Service:   svc,

@@ -1,0 +1,88 @@
+package auth_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
+)
+
+// turningWatch is attack mode coming on during a sign-in: off for the
+// first question, on from the second, and at the first it runs atFirst,
+// if set (attack mode's start, seen by this replica or another).
+type turningWatch struct {
+	asked   atomic.Int32
+	offFor  int32
+	atFirst func()
+}
+
+func (w *turningWatch) Observe(auth.SignInAttempt) {}
+func (w *turningWatch) Active() bool {
+	n := w.asked.Add(1)
+	if n == 1 && w.atFirst != nil {
+		w.atFirst()
+	}
+	return n > w.offFor
+}
+
+// TestAttackModeDuringHashingHolds: attack mode comes on while a new
+// browser's right password is hashed; the sign-in is held rather than
+// given a session.
+func TestAttackModeDuringHashingHolds(t *testing.T) {
+	w := &turningWatch{offFor: 1}
+	s := authtest.NewService(t, nil, func(d *auth.Deps) { d.Attack = w })
+	ann, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "the password", Client: client("192.0.2.1")})
+	if err != auth.ErrVerificationRequired {
+		t.Fatalf("a right password while attack mode came on: %v, want ErrVerificationRequired", err)
+	}
+	if n := s.Store.Sessions(ann.ID); n != 0 {
+		t.Errorf("%d sessions, want none", n)
+	}
+}
+
+// TestAttackModeStartSignsOutTwice: a sign-in that read attack mode off
+// (on another replica, say) writes its device and session after the
+// start's first sign-out; the second pass ends them.
+func TestAttackModeStartSignsOutTwice(t *testing.T) {
+	w := &turningWatch{offFor: 1 << 30} // the late sign-in never sees it on
+	s := authtest.NewService(t, nil, func(d *auth.Deps) { d.Attack = w })
+	for _, email := range []string{"ann@example.com", "bob@example.com"} {
+		if _, err := s.CreateUser(t.Context(), email, "the password", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := time.Now().Add(-30 * time.Second)
+	// Ann signed in from a new browser a moment before attack mode.
+	if _, err := s.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "the password", Client: client("192.0.2.1")}); err != nil {
+		t.Fatal(err)
+	}
+	// Bob's sign-in asks while attack mode starts: the first pass runs
+	// then, and his session is written after it.
+	var first []auth.User
+	var sweepErr error
+	w.asked.Store(0)
+	w.atFirst = func() { first, sweepErr = s.SignOutNewDevices(t.Context(), since, nil) }
+	late, err := s.Login(t.Context(), auth.LoginRequest{Email: "bob@example.com", Password: "the password", Client: client("192.0.2.2")})
+	if err != nil || sweepErr != nil {
+		t.Fatal(err, sweepErr)
+	}
+	if len(first) != 1 || first[0].Email != "ann@example.com" {
+		t.Fatalf("the first pass signed out %+v, want ann", first)
+	}
+	if _, err := s.Session(t.Context(), late.Session.Token); err != nil {
+		t.Fatalf("bob's session should have outlived the first pass: %v", err)
+	}
+	again, err := s.SignOutNewDevices(t.Context(), since, first)
+	if err != nil || len(again) != 1 || again[0].Email != "bob@example.com" {
+		t.Fatalf("the second pass: %+v, %v; want bob", again, err)
+	}
+	if _, err := s.Session(t.Context(), late.Session.Token); err != auth.ErrNoSession {
+		t.Errorf("bob's session after the second pass: %v, want ErrNoSession", err)
+	}
+}
