@@ -214,8 +214,18 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 // CheckSignInToken reports whether a sign-in link can still be used,
 // without using it, and returns the email of the account it signs in to,
 // which its page names: whoever holds the link was mailed it there.
-// Errors: ErrInvalidToken, ErrUnavailable.
-func (s *Service) CheckSignInToken(ctx context.Context, token string) (email string, err error) {
+// Opening a link costs a query, so it counts against the client network's
+// confirmations (verify_confirm_ip) like pressing its button.
+// Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
+func (s *Service) CheckSignInToken(ctx context.Context, token string, c Client) (email string, err error) {
+	d, err := s.decide(ctx, s.rules(FlowVerifyConfirm, Subject{Client: c})...)
+	if err != nil {
+		return "", unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventVerificationRejected, Source: c.Source(), Rule: rejectingRule(d)})
+		return "", &LimitedError{RetryAfter: d.RetryAfter}
+	}
 	if !wellFormedToken(token) {
 		return "", ErrInvalidToken
 	}

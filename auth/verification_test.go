@@ -243,7 +243,7 @@ func TestSignInLink(t *testing.T) {
 		t.Errorf("the mail offers no reset link or warning:\n%s", body)
 	}
 	token := signInToken(t, f.Mail, "ann@example.com")
-	if email, err := f.CheckSignInToken(t.Context(), token); err != nil || email != "ann@example.com" {
+	if email, err := f.CheckSignInToken(t.Context(), token, client("198.51.100.9")); err != nil || email != "ann@example.com" {
 		t.Fatalf("CheckSignInToken = %q, %v; want ann@example.com", email, err)
 	}
 	res, err := f.ConfirmSignIn(t.Context(), token, client("198.51.100.7"), "")
@@ -259,7 +259,7 @@ func TestSignInLink(t *testing.T) {
 	if _, err := f.ConfirmSignIn(t.Context(), token, client("198.51.100.8"), ""); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("second use: %v, want ErrInvalidToken", err)
 	}
-	if _, err := f.CheckSignInToken(t.Context(), token); !errors.Is(err, auth.ErrInvalidToken) {
+	if _, err := f.CheckSignInToken(t.Context(), token, client("198.51.100.9")); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("CheckSignInToken after use: %v, want ErrInvalidToken", err)
 	}
 	if _, err := f.signIn(t, "ann@example.com", "the password", "198.51.100.7", res.Device.Value); err != nil {
@@ -292,7 +292,7 @@ func TestSignInLinkRefused(t *testing.T) {
 			}
 			token := signInToken(t, f.Mail, "ann@example.com")
 			tc.spoil(t, f)
-			if _, err := f.CheckSignInToken(t.Context(), token); !errors.Is(err, auth.ErrInvalidToken) {
+			if _, err := f.CheckSignInToken(t.Context(), token, client("198.51.100.9")); !errors.Is(err, auth.ErrInvalidToken) {
 				t.Errorf("CheckSignInToken: %v, want ErrInvalidToken", err)
 			}
 			if _, err := f.ConfirmSignIn(t.Context(), token, client("198.51.100.7"), ""); !errors.Is(err, auth.ErrInvalidToken) {

@@ -29,7 +29,7 @@ func (s *Server) handleSignInConfirmPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noReferrer(w)
 		token := r.PathValue("token")
-		email, err := s.auth.CheckSignInToken(r.Context(), token)
+		email, err := s.auth.CheckSignInToken(r.Context(), token, s.client(r))
 		switch {
 		case errors.Is(err, auth.ErrInvalidToken):
 			s.render(w, r, http.StatusBadRequest, templates.SignInConfirmPage(templates.SignInConfirmProps{Invalid: true}))

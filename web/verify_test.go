@@ -272,6 +272,19 @@ func TestSignInLinkConfirmationsLimited(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("past the limit: %d, want 429 with Retry-After", resp.StatusCode)
 	}
+	// Opening a link's page costs a query too, and is counted alike.
+	if resp, _ := get(t, c, base+"/sign-in/"+strings.Repeat("y", 43)); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("opening a link past the limit: %d, want 429", resp.StatusCode)
+	}
+	other := xcloaktest.Client(t, "127.0.24.2")
+	for i := range 3 {
+		if resp, _ := get(t, other, base+"/sign-in/"+strings.Repeat(fmt.Sprint(i), 43)); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("opening unknown link %d: %d, want 400", i, resp.StatusCode)
+		}
+	}
+	if resp, _ := get(t, other, base+"/sign-in/"+strings.Repeat("z", 43)); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the fourth link opened from one network: %d, want 429", resp.StatusCode)
+	}
 }
 
 // TestVerificationInAttackMode: with the default mode, sign-ins are as
