@@ -40,4 +40,8 @@ type AttackWatch interface {
 	// SwitchAttack turns attack mode on or off in an administrator's
 	// name; it reports whether that changed anything.
 	SwitchAttack(ctx context.Context, on bool, by string) (changed bool, err error)
+	// Active reports whether attack mode is on as this replica knows it,
+	// without asking Redis: what the dashboard says while Redis cannot be
+	// read.
+	Active() bool
 }

@@ -117,6 +117,12 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 			d.CountersUnavailable = true
 		}
 	}
+	if r.attack != nil && d.CountersUnavailable {
+		// Without Redis, attack mode as this replica holds it (new
+		// browsers are held by it or not): on or off, since and trigger
+		// unknown.
+		d.Attack = Attack{Active: r.attack.Active()}
+	}
 	if d.Lockouts, err = r.accounts.ActiveLockouts(ctx, LockoutsListed); err != nil {
 		return Dashboard{}, err
 	}

@@ -74,8 +74,16 @@ func StatsOf(d Dashboard) Stats {
 		PerMinute:         make([]StatsMinute, 0, len(d.Series)),
 	}
 	if a := d.Attack; a.Active {
-		since, trigger := a.Since.UTC(), a.Trigger
-		out.Attack = StatsAttack{Active: true, Since: &since, Trigger: &trigger}
+		// Since and trigger are unknown (null) while Redis cannot be read.
+		out.Attack = StatsAttack{Active: true}
+		if !a.Since.IsZero() {
+			since := a.Since.UTC()
+			out.Attack.Since = &since
+		}
+		if a.Trigger != "" {
+			trigger := a.Trigger
+			out.Attack.Trigger = &trigger
+		}
 	}
 	for _, t := range d.TopSources {
 		out.TopSources = append(out.TopSources, StatsSource{t.Name, t.Count})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -224,5 +225,29 @@ func TestAttackModeSignsOutNewBrowsers(t *testing.T) {
 	}
 	if len(events) != 1 || events[0].Account != "ann@example.com" {
 		t.Errorf("events %+v, want one new_device_signed_out for ann", events)
+	}
+}
+
+// TestAttackModeShownWithoutRedis: while Redis cannot be read, the stats
+// and the dashboard say attack mode is on as this replica holds it (new
+// browsers are held by it), with since and trigger unknown, not "off".
+func TestAttackModeShownWithoutRedis(t *testing.T) {
+	srv := testenv.PrivateRedis(t)
+	env := xcloaktest.New(t, xcloaktest.Options{Redis: fastRedis(t, srv.URL()), Prefix: "xcloak:"})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.47.1")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "admin:"+adminEmail); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	got := attackJSON(t, admin, base)
+	if got["active"] != true || got["since"] != nil || got["trigger"] != nil {
+		t.Errorf("attack without Redis: %v; want active, since and trigger null", got)
+	}
+	_, page := get(t, admin, base+"/admin")
+	if !strings.Contains(page, `id="attack-banner"`) || !strings.Contains(page, "as this replica last knew it") {
+		t.Error("the dashboard without Redis does not show attack mode on")
 	}
 }
