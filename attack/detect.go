@@ -62,6 +62,10 @@ const (
 	// TripUnknownAccounts: attempts for accounts that do not exist reached
 	// their threshold.
 	TripUnknownAccounts Trigger = "unknown_accounts"
+	// TripLongFailures and TripLongUnknownAccounts: the same signals over
+	// Config.LongWindow.
+	TripLongFailures        Trigger = "long_failures"
+	TripLongUnknownAccounts Trigger = "long_unknown_accounts"
 )
 
 // Thresholds are the counts in one window that trip attack mode.
@@ -69,27 +73,77 @@ type Thresholds struct {
 	Failures, UnknownAccounts int64
 }
 
-// Thresholds returns the thresholds given baseline, the mean counts of one
-// window in ordinary traffic: each the larger of its floor and Factor
-// times the baseline.
+// Thresholds returns the thresholds of Window given baseline, the mean
+// counts of one Window in ordinary traffic: each the larger of its floor
+// and Factor times the baseline, the latter capped at MaxFactor times the
+// floor.
 func (c Config) Thresholds(baseline Counts) Thresholds {
+	return c.raise(Thresholds{c.Failures, c.UnknownAccounts}, baseline)
+}
+
+// LongThresholds returns the thresholds of LongWindow given baseline, the
+// mean counts of one LongWindow in ordinary traffic, as Thresholds does
+// with the long window's floors.
+func (c Config) LongThresholds(baseline Counts) Thresholds {
+	return c.raise(Thresholds{c.LongFailures, c.LongUnknownAccounts}, baseline)
+}
+
+func (c Config) raise(floors Thresholds, baseline Counts) Thresholds {
 	raise := func(floor, base int64) int64 {
-		return max(floor, int64(math.Ceil(c.Factor*float64(base))))
+		// MaxFactor is at least 1, so the cap is never under the floor.
+		ceiling := int64(math.Min(c.MaxFactor*float64(floor), math.MaxInt64/2))
+		return max(floor, min(ceiling, int64(math.Ceil(c.Factor*float64(base)))))
 	}
-	return Thresholds{Failures: raise(c.Failures, baseline.failed()), UnknownAccounts: raise(c.UnknownAccounts, baseline.Unknown)}
+	return Thresholds{Failures: raise(floors.Failures, baseline.failed()), UnknownAccounts: raise(floors.UnknownAccounts, baseline.Unknown)}
 }
 
 // Trip reports which signal, if any, trips attack mode for the counts of a
-// window, given the baseline of one window.
+// Window, given the baseline of one Window.
 func (c Config) Trip(window, baseline Counts) (Trigger, bool) {
-	t := c.Thresholds(baseline)
-	if failed := window.failed(); failed >= t.Failures && float64(failed) >= requiredShare(baseline)*float64(window.decided()) {
-		return TripFailures, true
+	return trip(c.Thresholds(baseline), window, baseline, TripFailures, TripUnknownAccounts, false)
+}
+
+// TripLong reports which signal, if any, trips attack mode for the counts
+// of a LongWindow, given the baseline of one LongWindow. It never trips
+// when LongWindow is 0. Both its signals need the failure share besides
+// their counts: over minutes, a big deployment's honest unknown accounts
+// add up past a floor that a stuffing run's pace reaches, before its
+// baseline has grown, and only their share tells them apart.
+func (c Config) TripLong(long, baseline Counts) (Trigger, bool) {
+	if c.LongWindow == 0 {
+		return "", false
 	}
-	if window.Unknown >= t.UnknownAccounts {
-		return TripUnknownAccounts, true
+	return trip(c.LongThresholds(baseline), long, baseline, TripLongFailures, TripLongUnknownAccounts, true)
+}
+
+// trip checks window against t; unknownShare has the unknown-accounts
+// signal also need the failure share.
+func trip(t Thresholds, window, baseline Counts, failures, unknown Trigger, unknownShare bool) (Trigger, bool) {
+	failed := window.failed()
+	share := float64(failed) >= requiredShare(baseline)*float64(window.decided())
+	if failed >= t.Failures && share {
+		return failures, true
+	}
+	if window.Unknown >= t.UnknownAccounts && (share || !unknownShare) {
+		return unknown, true
 	}
 	return "", false
+}
+
+// Signals are the counts of both windows and their baselines, what
+// TripAny looks at.
+type Signals struct {
+	Window, Baseline         Counts
+	LongWindow, LongBaseline Counts
+}
+
+// TripAny reports which signal of s, if any, trips attack mode: the short
+// window's first.
+func (c Config) TripAny(s Signals) (Trigger, bool) {
+	if trig, ok := c.Trip(s.Window, s.Baseline); ok {
+		return trig, true
+	}
+	return c.TripLong(s.LongWindow, s.LongBaseline)
 }
 
 // requiredShare is the share of decided attempts that must fail, besides
@@ -110,6 +164,15 @@ func requiredShare(baseline Counts) float64 {
 	return min(FailureShare, max(MinFailureShare, ShareFactor*float64(baseline.failed())/float64(decided)))
 }
 
+// signals returns the Signals of window and long given sum, the counts of
+// the BaselineSpan, scaled to each window.
+func (c Config) signals(window, long, sum Counts) Signals {
+	return Signals{
+		Window: window, Baseline: perWindow(sum, baselineMinutes, c.Window),
+		LongWindow: long, LongBaseline: perWindow(sum, baselineMinutes, c.LongWindow),
+	}
+}
+
 // Detector counts one stream of attempts in process, second by second for
 // the window and minute by minute for the baseline, and says whether they
 // trip attack mode. It does no I/O and keeps a fixed amount of memory; time
@@ -118,10 +181,14 @@ func requiredShare(baseline Counts) float64 {
 type Detector struct {
 	cfg     Config
 	seconds []second
+	// recent counts every attempt by minute, for the long window.
+	recent []minute
+	// minutes counts ordinary attempts by minute, for the baseline.
 	minutes []minute
-	// baseline is the cached baseline of one window, for baselineAt.
-	baseline   Counts
-	baselineAt int64
+	// baselineSum is the cached sum of the baseline's minutes, for
+	// baselineAt.
+	baselineSum Counts
+	baselineAt  int64
 }
 
 type second struct {
@@ -142,6 +209,7 @@ func NewDetector(cfg Config) *Detector {
 	return &Detector{
 		cfg:        cfg,
 		seconds:    make([]second, int(cfg.Window/time.Second)),
+		recent:     make([]minute, max(1, int(cfg.LongWindow/time.Minute))),
 		minutes:    make([]minute, baselineMinutes+1),
 		baselineAt: -1,
 	}
@@ -157,12 +225,17 @@ func (d *Detector) Add(at time.Time, o auth.Outcome, ordinary bool) {
 		*s = second{unix: sec}
 	}
 	s.c.Add(o)
-	if !ordinary {
-		return
+	addMinute(d.recent, sec/60, o)
+	if ordinary {
+		addMinute(d.minutes, sec/60, o)
 	}
-	m := &d.minutes[mod(sec/60, len(d.minutes))]
-	if m.unix != sec/60 {
-		*m = minute{unix: sec / 60}
+}
+
+// addMinute counts o in minute min of ring.
+func addMinute(ring []minute, min int64, o auth.Outcome) {
+	m := &ring[mod(min, len(ring))]
+	if m.unix != min {
+		*m = minute{unix: min}
 	}
 	m.c.Add(o)
 }
@@ -179,12 +252,29 @@ func (d *Detector) Window(now time.Time) Counts {
 	return c
 }
 
-// Baseline returns the mean counts of one window over the BaselineSpan of
-// whole minutes before now's.
-func (d *Detector) Baseline(now time.Time) Counts {
+// LongWindow returns the counts of the long window ending at now: now's
+// minute and the LongWindow/time.Minute - 1 before it; none when
+// Config.LongWindow is 0.
+func (d *Detector) LongWindow(now time.Time) Counts {
+	var c Counts
+	if d.cfg.LongWindow == 0 {
+		return c
+	}
+	cur := now.Unix() / 60
+	for _, m := range d.recent {
+		if m.unix > cur-int64(len(d.recent)) && m.unix <= cur {
+			c = c.plus(m.c)
+		}
+	}
+	return c
+}
+
+// baselineSumAt returns the sum of the BaselineSpan of whole minutes
+// before now's.
+func (d *Detector) baselineSumAt(now time.Time) Counts {
 	cur := now.Unix() / 60
 	if d.baselineAt == cur {
-		return d.baseline
+		return d.baselineSum
 	}
 	var sum Counts
 	for _, m := range d.minutes {
@@ -192,13 +282,32 @@ func (d *Detector) Baseline(now time.Time) Counts {
 			sum = sum.plus(m.c)
 		}
 	}
-	d.baseline, d.baselineAt = perWindow(sum, baselineMinutes, d.cfg.Window), cur
-	return d.baseline
+	d.baselineSum, d.baselineAt = sum, cur
+	return sum
 }
 
-// Trip reports whether the window ending at now trips attack mode.
+// Baseline returns the mean counts of one window over the BaselineSpan of
+// whole minutes before now's.
+func (d *Detector) Baseline(now time.Time) Counts {
+	return perWindow(d.baselineSumAt(now), baselineMinutes, d.cfg.Window)
+}
+
+// LongBaseline returns the mean counts of one long window over the same
+// span as Baseline.
+func (d *Detector) LongBaseline(now time.Time) Counts {
+	return perWindow(d.baselineSumAt(now), baselineMinutes, d.cfg.LongWindow)
+}
+
+// Signals returns the counts of both windows ending at now and their
+// baselines.
+func (d *Detector) Signals(now time.Time) Signals {
+	return d.cfg.signals(d.Window(now), d.LongWindow(now), d.baselineSumAt(now))
+}
+
+// Trip reports whether the window or the long window ending at now trips
+// attack mode.
 func (d *Detector) Trip(now time.Time) (Trigger, bool) {
-	return d.cfg.Trip(d.Window(now), d.Baseline(now))
+	return d.cfg.TripAny(d.Signals(now))
 }
 
 // perWindow scales the sum of minutes minutes to the mean of one window,
