@@ -185,10 +185,15 @@ type Detector struct {
 	recent []minute
 	// minutes counts ordinary attempts by minute, for the baseline.
 	minutes []minute
-	// baselineSum is the cached sum of the baseline's minutes, for
-	// baselineAt.
-	baselineSum Counts
-	baselineAt  int64
+	// cachedAt is the minute the figures below are of: they change only
+	// from one minute to the next.
+	cachedAt int64
+	// baselineSum is the sum of the baseline's minutes, baseline and
+	// longBaseline its mean per window and per long window.
+	baselineSum, baseline, longBaseline Counts
+	// longBefore is the sum of the long window's minutes before
+	// cachedAt's.
+	longBefore Counts
 }
 
 type second struct {
@@ -207,11 +212,11 @@ const baselineMinutes = int64(BaselineSpan / time.Minute)
 // NewDetector returns a Detector for cfg, which must be valid.
 func NewDetector(cfg Config) *Detector {
 	return &Detector{
-		cfg:        cfg,
-		seconds:    make([]second, int(cfg.Window/time.Second)),
-		recent:     make([]minute, max(1, int(cfg.LongWindow/time.Minute))),
-		minutes:    make([]minute, baselineMinutes+1),
-		baselineAt: -1,
+		cfg:      cfg,
+		seconds:  make([]second, int(cfg.Window/time.Second)),
+		recent:   make([]minute, max(1, int(cfg.LongWindow/time.Minute))),
+		minutes:  make([]minute, baselineMinutes+1),
+		cachedAt: -1,
 	}
 }
 
@@ -220,20 +225,31 @@ func NewDetector(cfg Config) *Detector {
 // not, so a long attack cannot raise the thresholds that keep it on.
 func (d *Detector) Add(at time.Time, o auth.Outcome, ordinary bool) {
 	sec := at.Unix()
-	s := &d.seconds[mod(sec, len(d.seconds))]
-	if s.unix != sec {
-		*s = second{unix: sec}
+	// An attempt later than the window, whose slot holds a newer second,
+	// counts only in the minutes.
+	if s := &d.seconds[mod(sec, len(d.seconds))]; s.unix <= sec {
+		if s.unix != sec {
+			*s = second{unix: sec}
+		}
+		s.c.Add(o)
 	}
-	s.c.Add(o)
 	addMinute(d.recent, sec/60, o)
+	if m := sec / 60; m < d.cachedAt && m > d.cachedAt-int64(len(d.recent)) {
+		// Late, from a minute the long window's cache holds.
+		d.longBefore.Add(o)
+	}
 	if ordinary {
 		addMinute(d.minutes, sec/60, o)
 	}
 }
 
-// addMinute counts o in minute min of ring.
+// addMinute counts o in minute min of ring, unless its slot holds a newer
+// minute.
 func addMinute(ring []minute, min int64, o auth.Outcome) {
 	m := &ring[mod(min, len(ring))]
+	if m.unix > min {
+		return
+	}
 	if m.unix != min {
 		*m = minute{unix: min}
 	}
@@ -256,52 +272,65 @@ func (d *Detector) Window(now time.Time) Counts {
 // minute and the LongWindow/time.Minute - 1 before it; none when
 // Config.LongWindow is 0.
 func (d *Detector) LongWindow(now time.Time) Counts {
-	var c Counts
 	if d.cfg.LongWindow == 0 {
-		return c
+		return Counts{}
 	}
-	cur := now.Unix() / 60
-	for _, m := range d.recent {
-		if m.unix > cur-int64(len(d.recent)) && m.unix <= cur {
-			c = c.plus(m.c)
-		}
+	d.cache(now)
+	c := d.longBefore
+	if m := d.recent[mod(d.cachedAt, len(d.recent))]; m.unix == d.cachedAt {
+		c = c.plus(m.c)
 	}
 	return c
 }
 
-// baselineSumAt returns the sum of the BaselineSpan of whole minutes
-// before now's.
-func (d *Detector) baselineSumAt(now time.Time) Counts {
+// cache computes, once a minute, what changes only from one minute to the
+// next.
+func (d *Detector) cache(now time.Time) {
 	cur := now.Unix() / 60
-	if d.baselineAt == cur {
-		return d.baselineSum
+	if d.cachedAt == cur {
+		return
 	}
-	var sum Counts
+	var sum, before Counts
 	for _, m := range d.minutes {
 		if m.unix >= cur-baselineMinutes && m.unix < cur {
 			sum = sum.plus(m.c)
 		}
 	}
-	d.baselineSum, d.baselineAt = sum, cur
-	return sum
+	for _, m := range d.recent {
+		if m.unix > cur-int64(len(d.recent)) && m.unix < cur {
+			before = before.plus(m.c)
+		}
+	}
+	d.cachedAt, d.baselineSum, d.longBefore = cur, sum, before
+	d.baseline = perWindow(sum, baselineMinutes, d.cfg.Window)
+	d.longBaseline = perWindow(sum, baselineMinutes, d.cfg.LongWindow)
+}
+
+// baselineSumAt returns the sum of the BaselineSpan of whole minutes
+// before now's.
+func (d *Detector) baselineSumAt(now time.Time) Counts {
+	d.cache(now)
+	return d.baselineSum
 }
 
 // Baseline returns the mean counts of one window over the BaselineSpan of
 // whole minutes before now's.
 func (d *Detector) Baseline(now time.Time) Counts {
-	return perWindow(d.baselineSumAt(now), baselineMinutes, d.cfg.Window)
+	d.cache(now)
+	return d.baseline
 }
 
 // LongBaseline returns the mean counts of one long window over the same
 // span as Baseline.
 func (d *Detector) LongBaseline(now time.Time) Counts {
-	return perWindow(d.baselineSumAt(now), baselineMinutes, d.cfg.LongWindow)
+	d.cache(now)
+	return d.longBaseline
 }
 
 // Signals returns the counts of both windows ending at now and their
 // baselines.
 func (d *Detector) Signals(now time.Time) Signals {
-	return d.cfg.signals(d.Window(now), d.LongWindow(now), d.baselineSumAt(now))
+	return Signals{Window: d.Window(now), Baseline: d.Baseline(now), LongWindow: d.LongWindow(now), LongBaseline: d.LongBaseline(now)}
 }
 
 // Trip reports whether the window or the long window ending at now trips

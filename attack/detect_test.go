@@ -328,3 +328,26 @@ func TestRatchetStopsAtCeiling(t *testing.T) {
 	t.Logf("tripped (%s) in step %d of the ratchet (%.2f failures/s); the first past the ceiling is %d (%.2f/s)",
 		trig, k, first*math.Pow(grow, float64(k)), want, rate)
 }
+
+// TestLongWindowCounts: the long window holds the current minute and the
+// nine before it, attempts that arrive late for a past minute included,
+// and nothing older.
+func TestLongWindowCounts(t *testing.T) {
+	d := attack.NewDetector(attack.DefaultConfig())
+	start := day0.Add(time.Hour)
+	for i := range 12 { // one failure a minute for 12 minutes
+		d.Add(start.Add(time.Duration(i)*time.Minute), auth.OutcomeFailed, true)
+	}
+	now := start.Add(11*time.Minute + 30*time.Second)
+	if got := d.LongWindow(now).Failures; got != 10 {
+		t.Fatalf("%d failures in the long window, want 10 (minutes 2 to 11)", got)
+	}
+	d.Add(start.Add(5*time.Minute+59*time.Second), auth.OutcomeUnknownAccount, true) // late
+	d.Add(start.Add(time.Minute), auth.OutcomeUnknownAccount, true)                  // late and out of the window
+	if got := d.LongWindow(now); got.Failures != 10 || got.Unknown != 1 {
+		t.Errorf("after two late attempts: %+v, want 10 failures and 1 unknown account", got)
+	}
+	if got := d.LongWindow(now.Add(time.Minute)); got.Failures != 9 || got.Unknown != 1 {
+		t.Errorf("a minute on: %+v, want 9 failures and 1 unknown account", got)
+	}
+}
