@@ -344,6 +344,15 @@ func TestReplicasShareTheLongWindow(t *testing.T) {
 	cfg := attack.DefaultConfig()
 	ws, clk, log, _, _ := replicas(t, 2, cfg)
 	a, b := ws[0], ws[1]
+	var mu sync.Mutex
+	var starts []time.Time
+	for _, w := range ws {
+		w.OnStart(func(_ context.Context, since time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			starts = append(starts, since)
+		})
+	}
 	// Each replica, every 10 s: 4 wrong passwords and 2 unknown accounts;
 	// together 12 failures (floor 30). In 10 minutes each has 360
 	// failures (floor 600); together 720.
@@ -384,5 +393,12 @@ func TestReplicasShareTheLongWindow(t *testing.T) {
 		}
 	}
 	log.mu.Unlock()
+	// The run went on for a long window under the short one's floors: the
+	// browsers new to their accounts in all of it are signed out.
+	mu.Lock()
+	if want := clk.Now().Add(-cfg.LongWindow); len(starts) != 1 || !starts[0].Equal(want) {
+		t.Errorf("OnStart called with %v, want once with %s", starts, want)
+	}
+	mu.Unlock()
 	t.Logf("on after %d failures a replica, %d together", perReplica, 2*perReplica)
 }
