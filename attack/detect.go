@@ -62,6 +62,10 @@ const (
 	// TripUnknownAccounts: attempts for accounts that do not exist reached
 	// their threshold.
 	TripUnknownAccounts Trigger = "unknown_accounts"
+	// TripLongFailures and TripLongUnknownAccounts: the same signals over
+	// Config.LongWindow.
+	TripLongFailures        Trigger = "long_failures"
+	TripLongUnknownAccounts Trigger = "long_unknown_accounts"
 )
 
 // Thresholds are the counts in one window that trip attack mode.
@@ -69,27 +73,77 @@ type Thresholds struct {
 	Failures, UnknownAccounts int64
 }
 
-// Thresholds returns the thresholds given baseline, the mean counts of one
-// window in ordinary traffic: each the larger of its floor and Factor
-// times the baseline.
+// Thresholds returns the thresholds of Window given baseline, the mean
+// counts of one Window in ordinary traffic: each the larger of its floor
+// and Factor times the baseline, the latter capped at MaxFactor times the
+// floor.
 func (c Config) Thresholds(baseline Counts) Thresholds {
+	return c.raise(Thresholds{c.Failures, c.UnknownAccounts}, baseline)
+}
+
+// LongThresholds returns the thresholds of LongWindow given baseline, the
+// mean counts of one LongWindow in ordinary traffic, as Thresholds does
+// with the long window's floors.
+func (c Config) LongThresholds(baseline Counts) Thresholds {
+	return c.raise(Thresholds{c.LongFailures, c.LongUnknownAccounts}, baseline)
+}
+
+func (c Config) raise(floors Thresholds, baseline Counts) Thresholds {
 	raise := func(floor, base int64) int64 {
-		return max(floor, int64(math.Ceil(c.Factor*float64(base))))
+		// MaxFactor is at least 1, so the cap is never under the floor.
+		ceiling := int64(math.Min(c.MaxFactor*float64(floor), math.MaxInt64/2))
+		return max(floor, min(ceiling, int64(math.Ceil(c.Factor*float64(base)))))
 	}
-	return Thresholds{Failures: raise(c.Failures, baseline.failed()), UnknownAccounts: raise(c.UnknownAccounts, baseline.Unknown)}
+	return Thresholds{Failures: raise(floors.Failures, baseline.failed()), UnknownAccounts: raise(floors.UnknownAccounts, baseline.Unknown)}
 }
 
 // Trip reports which signal, if any, trips attack mode for the counts of a
-// window, given the baseline of one window.
+// Window, given the baseline of one Window.
 func (c Config) Trip(window, baseline Counts) (Trigger, bool) {
-	t := c.Thresholds(baseline)
-	if failed := window.failed(); failed >= t.Failures && float64(failed) >= requiredShare(baseline)*float64(window.decided()) {
-		return TripFailures, true
+	return trip(c.Thresholds(baseline), window, baseline, TripFailures, TripUnknownAccounts, false)
+}
+
+// TripLong reports which signal, if any, trips attack mode for the counts
+// of a LongWindow, given the baseline of one LongWindow. It never trips
+// when LongWindow is 0. Both its signals need the failure share besides
+// their counts: over minutes, a big deployment's honest unknown accounts
+// add up past a floor that a stuffing run's pace reaches, before its
+// baseline has grown, and only their share tells them apart.
+func (c Config) TripLong(long, baseline Counts) (Trigger, bool) {
+	if c.LongWindow == 0 {
+		return "", false
 	}
-	if window.Unknown >= t.UnknownAccounts {
-		return TripUnknownAccounts, true
+	return trip(c.LongThresholds(baseline), long, baseline, TripLongFailures, TripLongUnknownAccounts, true)
+}
+
+// trip checks window against t; unknownShare has the unknown-accounts
+// signal also need the failure share.
+func trip(t Thresholds, window, baseline Counts, failures, unknown Trigger, unknownShare bool) (Trigger, bool) {
+	failed := window.failed()
+	share := float64(failed) >= requiredShare(baseline)*float64(window.decided())
+	if failed >= t.Failures && share {
+		return failures, true
+	}
+	if window.Unknown >= t.UnknownAccounts && (share || !unknownShare) {
+		return unknown, true
 	}
 	return "", false
+}
+
+// Signals are the counts of both windows and their baselines, what
+// TripAny looks at.
+type Signals struct {
+	Window, Baseline         Counts
+	LongWindow, LongBaseline Counts
+}
+
+// TripAny reports which signal of s, if any, trips attack mode: the short
+// window's first.
+func (c Config) TripAny(s Signals) (Trigger, bool) {
+	if trig, ok := c.Trip(s.Window, s.Baseline); ok {
+		return trig, true
+	}
+	return c.TripLong(s.LongWindow, s.LongBaseline)
 }
 
 // requiredShare is the share of decided attempts that must fail, besides
@@ -110,6 +164,15 @@ func requiredShare(baseline Counts) float64 {
 	return min(FailureShare, max(MinFailureShare, ShareFactor*float64(baseline.failed())/float64(decided)))
 }
 
+// signals returns the Signals of window and long given sum, the counts of
+// the BaselineSpan, scaled to each window.
+func (c Config) signals(window, long, sum Counts) Signals {
+	return Signals{
+		Window: window, Baseline: perWindow(sum, baselineMinutes, c.Window),
+		LongWindow: long, LongBaseline: perWindow(sum, baselineMinutes, c.LongWindow),
+	}
+}
+
 // Detector counts one stream of attempts in process, second by second for
 // the window and minute by minute for the baseline, and says whether they
 // trip attack mode. It does no I/O and keeps a fixed amount of memory; time
@@ -118,10 +181,19 @@ func requiredShare(baseline Counts) float64 {
 type Detector struct {
 	cfg     Config
 	seconds []second
+	// recent counts every attempt by minute, for the long window.
+	recent []minute
+	// minutes counts ordinary attempts by minute, for the baseline.
 	minutes []minute
-	// baseline is the cached baseline of one window, for baselineAt.
-	baseline   Counts
-	baselineAt int64
+	// cachedAt is the minute the figures below are of: they change only
+	// from one minute to the next.
+	cachedAt int64
+	// baselineSum is the sum of the baseline's minutes, baseline and
+	// longBaseline its mean per window and per long window.
+	baselineSum, baseline, longBaseline Counts
+	// longBefore is the sum of the long window's minutes before
+	// cachedAt's.
+	longBefore Counts
 }
 
 type second struct {
@@ -140,10 +212,11 @@ const baselineMinutes = int64(BaselineSpan / time.Minute)
 // NewDetector returns a Detector for cfg, which must be valid.
 func NewDetector(cfg Config) *Detector {
 	return &Detector{
-		cfg:        cfg,
-		seconds:    make([]second, int(cfg.Window/time.Second)),
-		minutes:    make([]minute, baselineMinutes+1),
-		baselineAt: -1,
+		cfg:      cfg,
+		seconds:  make([]second, int(cfg.Window/time.Second)),
+		recent:   make([]minute, max(1, int(cfg.LongWindow/time.Minute))),
+		minutes:  make([]minute, baselineMinutes+1),
+		cachedAt: -1,
 	}
 }
 
@@ -152,17 +225,33 @@ func NewDetector(cfg Config) *Detector {
 // not, so a long attack cannot raise the thresholds that keep it on.
 func (d *Detector) Add(at time.Time, o auth.Outcome, ordinary bool) {
 	sec := at.Unix()
-	s := &d.seconds[mod(sec, len(d.seconds))]
-	if s.unix != sec {
-		*s = second{unix: sec}
+	// An attempt later than the window, whose slot holds a newer second,
+	// counts only in the minutes.
+	if s := &d.seconds[mod(sec, len(d.seconds))]; s.unix <= sec {
+		if s.unix != sec {
+			*s = second{unix: sec}
+		}
+		s.c.Add(o)
 	}
-	s.c.Add(o)
-	if !ordinary {
+	addMinute(d.recent, sec/60, o)
+	if m := sec / 60; m < d.cachedAt && m > d.cachedAt-int64(len(d.recent)) {
+		// Late, from a minute the long window's cache holds.
+		d.longBefore.Add(o)
+	}
+	if ordinary {
+		addMinute(d.minutes, sec/60, o)
+	}
+}
+
+// addMinute counts o in minute min of ring, unless its slot holds a newer
+// minute.
+func addMinute(ring []minute, min int64, o auth.Outcome) {
+	m := &ring[mod(min, len(ring))]
+	if m.unix > min {
 		return
 	}
-	m := &d.minutes[mod(sec/60, len(d.minutes))]
-	if m.unix != sec/60 {
-		*m = minute{unix: sec / 60}
+	if m.unix != min {
+		*m = minute{unix: min}
 	}
 	m.c.Add(o)
 }
@@ -179,26 +268,75 @@ func (d *Detector) Window(now time.Time) Counts {
 	return c
 }
 
-// Baseline returns the mean counts of one window over the BaselineSpan of
-// whole minutes before now's.
-func (d *Detector) Baseline(now time.Time) Counts {
-	cur := now.Unix() / 60
-	if d.baselineAt == cur {
-		return d.baseline
+// LongWindow returns the counts of the long window ending at now: now's
+// minute and the LongWindow/time.Minute - 1 before it; none when
+// Config.LongWindow is 0.
+func (d *Detector) LongWindow(now time.Time) Counts {
+	if d.cfg.LongWindow == 0 {
+		return Counts{}
 	}
-	var sum Counts
+	d.cache(now)
+	c := d.longBefore
+	if m := d.recent[mod(d.cachedAt, len(d.recent))]; m.unix == d.cachedAt {
+		c = c.plus(m.c)
+	}
+	return c
+}
+
+// cache computes, once a minute, what changes only from one minute to the
+// next.
+func (d *Detector) cache(now time.Time) {
+	cur := now.Unix() / 60
+	if d.cachedAt == cur {
+		return
+	}
+	var sum, before Counts
 	for _, m := range d.minutes {
 		if m.unix >= cur-baselineMinutes && m.unix < cur {
 			sum = sum.plus(m.c)
 		}
 	}
-	d.baseline, d.baselineAt = perWindow(sum, baselineMinutes, d.cfg.Window), cur
+	for _, m := range d.recent {
+		if m.unix > cur-int64(len(d.recent)) && m.unix < cur {
+			before = before.plus(m.c)
+		}
+	}
+	d.cachedAt, d.baselineSum, d.longBefore = cur, sum, before
+	d.baseline = perWindow(sum, baselineMinutes, d.cfg.Window)
+	d.longBaseline = perWindow(sum, baselineMinutes, d.cfg.LongWindow)
+}
+
+// baselineSumAt returns the sum of the BaselineSpan of whole minutes
+// before now's.
+func (d *Detector) baselineSumAt(now time.Time) Counts {
+	d.cache(now)
+	return d.baselineSum
+}
+
+// Baseline returns the mean counts of one window over the BaselineSpan of
+// whole minutes before now's.
+func (d *Detector) Baseline(now time.Time) Counts {
+	d.cache(now)
 	return d.baseline
 }
 
-// Trip reports whether the window ending at now trips attack mode.
+// LongBaseline returns the mean counts of one long window over the same
+// span as Baseline.
+func (d *Detector) LongBaseline(now time.Time) Counts {
+	d.cache(now)
+	return d.longBaseline
+}
+
+// Signals returns the counts of both windows ending at now and their
+// baselines.
+func (d *Detector) Signals(now time.Time) Signals {
+	return Signals{Window: d.Window(now), Baseline: d.Baseline(now), LongWindow: d.LongWindow(now), LongBaseline: d.LongBaseline(now)}
+}
+
+// Trip reports whether the window or the long window ending at now trips
+// attack mode.
 func (d *Detector) Trip(now time.Time) (Trigger, bool) {
-	return d.cfg.Trip(d.Window(now), d.Baseline(now))
+	return d.cfg.TripAny(d.Signals(now))
 }
 
 // perWindow scales the sum of minutes minutes to the mean of one window,

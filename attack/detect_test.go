@@ -65,15 +65,16 @@ func diurnal(t time.Duration) float64 {
 var day0 = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 
 // TestBusyDayNeverTrips feeds two full days of busy ordinary traffic
-// through the detector with the default settings, checking after every
-// attempt as the watch does; attack mode must never be entered. The first
-// day starts with no baseline, as a fresh deployment does.
+// through the detector with the default settings, checking both windows
+// after every attempt as the watch does; attack mode must never be
+// entered. The first day starts with no baseline, as a fresh deployment
+// does.
 func TestBusyDayNeverTrips(t *testing.T) {
 	cfg := attack.DefaultConfig()
 	d := attack.NewDetector(cfg)
 	tr := &traffic{rng: rand.New(rand.NewPCG(12, 1)), rate: diurnal, outcome: ordinary}
 	var n int
-	var peak attack.Counts
+	var peak, longPeak attack.Counts
 	for {
 		at, o := tr.arrival(40)
 		if at > 48*time.Hour {
@@ -89,9 +90,14 @@ func TestBusyDayNeverTrips(t *testing.T) {
 		if w := d.Window(now); w.Failures+w.Unknown > peak.Failures+peak.Unknown {
 			peak = w
 		}
+		if w := d.LongWindow(now); w.Failures+w.Unknown > longPeak.Failures+longPeak.Unknown {
+			longPeak = w
+		}
 	}
 	t.Logf("%d attempts in 48 h (%.1f/s); the busiest window had %d wrong passwords and %d unknown accounts of %d attempts",
 		n, float64(n)/(48*3600), peak.Failures, peak.Unknown, peak.Attempts)
+	t.Logf("the busiest long window had %d wrong passwords and %d unknown accounts of %d attempts",
+		longPeak.Failures, longPeak.Unknown, longPeak.Attempts)
 }
 
 // TestStuffingTripsWithinFewAttempts runs the attack of issue 12 (70
@@ -228,5 +234,120 @@ func honestAt(d *attack.Detector, start time.Time, rate float64) func(until time
 			next = next.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
 			d.Add(next, ordinary(rng), true)
 		}
+	}
+}
+
+// TestPacedListTripsOnLongWindow: the stuffing list of issue 12 (1,520
+// attempts, a third for unknown accounts) sent at 2.5 a second, under the
+// short window's floors, on a site with a trickle of honest sign-ins,
+// trips attack mode through the long window before the list is spent.
+// Without the long window it never does.
+func TestPacedListTripsOnLongWindow(t *testing.T) {
+	const list, rate = 1520, 2.5
+	run := func(cfg attack.Config) (int, attack.Trigger, bool) {
+		d := attack.NewDetector(cfg)
+		start := day0.Add(3 * time.Hour)
+		honest := honestAt(d, day0, 0.2)
+		honest(start) // three hours of baseline
+		rng := rand.New(rand.NewPCG(12, 5))
+		step := time.Duration(float64(time.Second) / rate)
+		for i := range list {
+			now := start.Add(time.Duration(i) * step)
+			honest(now)
+			d.Add(now, stuffing(rng), true)
+			if trig, ok := d.Trip(now); ok {
+				return i + 1, trig, true
+			}
+		}
+		return list, "", false
+	}
+	short := attack.DefaultConfig()
+	short.LongWindow = 0
+	if n, trig, ok := run(short); ok {
+		t.Fatalf("the short window alone tripped (%s) after %d attempts; the paced list is not under its floors", trig, n)
+	}
+	n, trig, ok := run(attack.DefaultConfig())
+	if !ok {
+		t.Fatalf("the paced list of %d attempts at %.1f/s never tripped attack mode", list, rate)
+	}
+	if trig != attack.TripLongFailures && trig != attack.TripLongUnknownAccounts {
+		t.Errorf("tripped by %s, want a long-window signal", trig)
+	}
+	t.Logf("attack mode on after %d of %d attempts (%.0fs into the run), by %s", n, list, float64(n)/rate, trig)
+}
+
+// TestRatchetStopsAtCeiling: an attacker who raises the failures of
+// existing accounts 3.5 times every 2 hours, a step under Factor, keeps
+// every baseline-raised threshold just above the next step. Without a
+// ceiling that never trips; with MaxFactor it trips in the first step
+// whose pace passes the ceiling of a window.
+func TestRatchetStopsAtCeiling(t *testing.T) {
+	const (
+		first = 0.25 // failures a second in the first step
+		grow  = 3.5
+		step  = 2 * time.Hour
+	)
+	run := func(cfg attack.Config, steps int) (int, attack.Trigger, bool) {
+		d := attack.NewDetector(cfg)
+		honest := honestAt(d, day0, 5)
+		rate := first
+		for k := range steps {
+			start := day0.Add(time.Duration(k) * step)
+			every := time.Duration(float64(time.Second) / rate)
+			for now := start; now.Before(start.Add(step)); now = now.Add(every) {
+				honest(now)
+				d.Add(now, auth.OutcomeFailed, true)
+				if trig, ok := d.Trip(now); ok {
+					return k, trig, true
+				}
+			}
+			rate *= grow
+		}
+		return steps, "", false
+	}
+	uncapped := attack.DefaultConfig()
+	uncapped.MaxFactor = 1_000_000
+	if k, trig, ok := run(uncapped, 6); ok {
+		t.Fatalf("without a ceiling the ratchet tripped (%s) in step %d; it is not a ratchet", trig, k)
+	}
+	cfg := attack.DefaultConfig()
+	// The first step whose pace alone reaches a window's ceiling.
+	want, rate := 0, first
+	for rate*cfg.LongWindow.Seconds() < cfg.MaxFactor*float64(cfg.LongFailures) &&
+		rate*cfg.Window.Seconds() < cfg.MaxFactor*float64(cfg.Failures) {
+		want++
+		rate *= grow
+	}
+	k, trig, ok := run(cfg, want+1)
+	if !ok {
+		t.Fatalf("the ratchet never tripped through step %d (%.1f failures/s), past the ceiling", want, rate)
+	}
+	if k > want {
+		t.Errorf("tripped in step %d, want at most %d", k, want)
+	}
+	t.Logf("tripped (%s) in step %d of the ratchet (%.2f failures/s); the first past the ceiling is %d (%.2f/s)",
+		trig, k, first*math.Pow(grow, float64(k)), want, rate)
+}
+
+// TestLongWindowCounts: the long window holds the current minute and the
+// nine before it, attempts that arrive late for a past minute included,
+// and nothing older.
+func TestLongWindowCounts(t *testing.T) {
+	d := attack.NewDetector(attack.DefaultConfig())
+	start := day0.Add(time.Hour)
+	for i := range 12 { // one failure a minute for 12 minutes
+		d.Add(start.Add(time.Duration(i)*time.Minute), auth.OutcomeFailed, true)
+	}
+	now := start.Add(11*time.Minute + 30*time.Second)
+	if got := d.LongWindow(now).Failures; got != 10 {
+		t.Fatalf("%d failures in the long window, want 10 (minutes 2 to 11)", got)
+	}
+	d.Add(start.Add(5*time.Minute+59*time.Second), auth.OutcomeUnknownAccount, true) // late
+	d.Add(start.Add(time.Minute), auth.OutcomeUnknownAccount, true)                  // late and out of the window
+	if got := d.LongWindow(now); got.Failures != 10 || got.Unknown != 1 {
+		t.Errorf("after two late attempts: %+v, want 10 failures and 1 unknown account", got)
+	}
+	if got := d.LongWindow(now.Add(time.Minute)); got.Failures != 9 || got.Unknown != 1 {
+		t.Errorf("a minute on: %+v, want 9 failures and 1 unknown account", got)
 	}
 }

@@ -6,9 +6,12 @@
 // in process, per second, and trips at once when this replica's own window
 // passes a threshold; about once a second it adds what it counted to short
 // buckets in Redis, which every replica shares, and trips when the sum of
-// all replicas does. Thresholds are each the larger of a floor and a factor
-// times the recent baseline of the same signal (Config.Trip), so a busy
-// deployment's ordinary failures do not trip it.
+// all replicas does. The same signals are summed over a long window, by
+// minute, so that a run paced under the short window's floors still trips
+// (Config.TripLong). Thresholds are each the larger of a floor and a factor
+// times the recent baseline of the same signal, capped at a multiple of
+// the floor (Config.Trip), so a busy deployment's ordinary failures do not
+// trip it and failures raised slowly cannot lift them without bound.
 //
 // Attack mode itself lives in Redis (active, since, trigger, by whom), is
 // entered and left by one script so that exactly one replica records each

@@ -17,7 +17,8 @@ import (
 // kind, so that they share one hash tag (one Redis Cluster slot):
 //
 //	:s:<unix second>  hash of Counts, for the window (secondRetention)
-//	:m:<unix minute>  hash of Counts, for the panel (minuteRetention)
+//	:m:<unix minute>  hash of Counts, for the long window and the panel
+//	                  (countRetention)
 //	:b:<unix minute>  hash of Counts outside attack mode, for the baseline
 //	                  (baselineRetention)
 //	:a:<unix minute>  HyperLogLog of the accounts tried
@@ -38,9 +39,11 @@ func (w *Watch) key(suffix string, n int64) string {
 
 func (w *Watch) stateKey() string { return w.keys.Key(watchID, ":state") }
 
-// flush writes b and reads the window ending at now and, when
-// readBaseline, the baseline, all in one pipeline.
-func (w *Watch) flush(ctx context.Context, b batch, now time.Time, readBaseline bool) (window, baseline Counts, err error) {
+// flush writes b and reads the window and the long window ending at now
+// and, when readBaseline, the sum of the baseline's minutes, all in one
+// pipeline. The long window is the current minute's counts and those of
+// the minutes before it, as the Detector counts it.
+func (w *Watch) flush(ctx context.Context, b batch, now time.Time, readBaseline bool) (window, long, baseSum Counts, err error) {
 	pipe := w.rdb.Pipeline()
 	for sec, c := range b.seconds {
 		k := w.key("s", sec)
@@ -50,7 +53,7 @@ func (w *Watch) flush(ctx context.Context, b batch, now time.Time, readBaseline 
 	for min, m := range b.minutes {
 		k := w.key("m", min)
 		incrCounts(ctx, pipe, k, m.all)
-		pipe.Expire(ctx, k, minuteRetention)
+		pipe.Expire(ctx, k, countRetention)
 		if m.ordinary.Attempts > 0 {
 			k := w.key("b", min)
 			incrCounts(ctx, pipe, k, m.ordinary)
@@ -82,6 +85,13 @@ func (w *Watch) flush(ctx context.Context, b batch, now time.Time, readBaseline 
 	for s := now.Unix() - secs + 1; s <= now.Unix(); s++ {
 		windowCmds = append(windowCmds, pipe.HGetAll(ctx, w.key("s", s)))
 	}
+	var longCmds []*redis.MapStringStringCmd
+	if n := int64(w.cfg.LongWindow / time.Minute); n > 0 {
+		cur := now.Unix() / 60
+		for m := cur - n + 1; m <= cur; m++ {
+			longCmds = append(longCmds, pipe.HGetAll(ctx, w.key("m", m)))
+		}
+	}
 	var baseCmds []*redis.MapStringStringCmd
 	if readBaseline {
 		cur := now.Unix() / 60
@@ -90,19 +100,18 @@ func (w *Watch) flush(ctx context.Context, b batch, now time.Time, readBaseline 
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return Counts{}, Counts{}, fmt.Errorf("attack counts: %w", err)
+		return Counts{}, Counts{}, Counts{}, fmt.Errorf("attack counts: %w", err)
 	}
 	if window, err = sumCounts(windowCmds); err != nil {
-		return Counts{}, Counts{}, err
+		return Counts{}, Counts{}, Counts{}, err
 	}
-	if readBaseline {
-		sum, err := sumCounts(baseCmds)
-		if err != nil {
-			return Counts{}, Counts{}, err
-		}
-		baseline = perWindow(sum, baselineMinutes, w.cfg.Window)
+	if long, err = sumCounts(longCmds); err != nil {
+		return Counts{}, Counts{}, Counts{}, err
 	}
-	return window, baseline, nil
+	if baseSum, err = sumCounts(baseCmds); err != nil {
+		return Counts{}, Counts{}, Counts{}, err
+	}
+	return window, long, baseSum, nil
 }
 
 // The fields of a counts hash.

@@ -62,9 +62,10 @@ type Watch struct {
 	hit Trigger
 	// state is attack mode as Redis last said.
 	state state
-	// baseline of one window, from Redis, and the minute it was read in.
-	baseline   Counts
-	baselineAt int64
+	// baselineSum is the counts of the BaselineSpan, from Redis, and
+	// baselineAt the minute it was read in.
+	baselineSum Counts
+	baselineAt  int64
 	// failing reports that the last Tick could not reach Redis, so that
 	// an outage is logged once, not every second.
 	failing atomic.Bool
@@ -99,9 +100,12 @@ type minuteBatch struct {
 const (
 	// secondRetention keeps a second's counts while a window may read them.
 	secondRetention = MaxWindow + time.Minute
-	// minuteRetention keeps a minute's panel figures (counts, distinct
-	// accounts and networks, ranking) past dashboard.AttackPeriod.
+	// minuteRetention keeps a minute's panel figures (distinct accounts
+	// and networks, ranking) past dashboard.AttackPeriod.
 	minuteRetention = 10 * time.Minute
+	// countRetention keeps a minute's counts for the panel and while the
+	// long window may read them.
+	countRetention = MaxLongWindow + time.Minute
 	// baselineRetention keeps a minute's ordinary counts for the baseline.
 	baselineRetention = BaselineSpan + 10*time.Minute
 	// stateRetention keeps attack mode's state; every Tick renews it.
@@ -191,7 +195,8 @@ func (w *Watch) Observe(a auth.SignInAttempt) {
 	// The shared baseline is all replicas' traffic, at least this one's:
 	// a replica started a moment ago, with no history of its own, is held
 	// to the deployment's thresholds, not to the bare floors.
-	if trig, ok := w.cfg.Trip(w.local.Window(a.At), atLeast(w.local.Baseline(a.At), w.baseline)); ok {
+	sig := w.cfg.signals(w.local.Window(a.At), w.local.LongWindow(a.At), atLeast(w.local.baselineSumAt(a.At), w.baselineSum))
+	if trig, ok := w.cfg.TripAny(sig); ok {
 		w.hit = trig
 		w.state.lastLocalTrip = a.At
 		w.active.Store(true)
@@ -287,18 +292,19 @@ func (w *Watch) Tick(ctx context.Context) error {
 	readBaseline := w.baselineAt != now.Unix()/60
 	w.mu.Unlock()
 
-	window, baseline, err := w.flush(ctx, b, now, readBaseline)
+	window, long, sum, err := w.flush(ctx, b, now, readBaseline)
 	if err != nil {
 		return w.failed(now, err)
 	}
 	w.mu.Lock()
 	if readBaseline {
-		w.baseline, w.baselineAt = baseline, now.Unix()/60
+		w.baselineSum, w.baselineAt = sum, now.Unix()/60
 	}
-	baseline = w.baseline
+	sum = w.baselineSum
 	w.mu.Unlock()
+	sig := w.cfg.signals(window, long, sum)
 	signal := hit
-	if trig, ok := w.cfg.Trip(window, baseline); ok && hit == "" {
+	if trig, ok := w.cfg.TripAny(sig); ok && hit == "" {
 		signal = trig
 	}
 	op := "tick"
@@ -312,7 +318,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 	if w.failing.Swap(false) {
 		w.log.Info("attack watch: Redis answers again")
 	}
-	w.apply(ctx, res, now, eventFigures(signal, window, w.cfg))
+	w.apply(ctx, res, now, signal, eventFigures(signal, sig, w.cfg))
 	return nil
 }
 
@@ -333,7 +339,7 @@ func (w *Watch) failed(now time.Time, err error) error {
 
 // apply takes the state Redis returned as this replica's and, when it
 // changed, records the change.
-func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, figures map[string]string) {
+func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, signal Trigger, figures map[string]string) {
 	w.mu.Lock()
 	s := res.state
 	s.lastLocalTrip = w.state.lastLocalTrip
@@ -358,7 +364,7 @@ func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, figur
 			// An administrator's "on" answers what the administrator saw,
 			// not sign-ins the detector was about to catch.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			w.onStart(ctx, s.since.Add(-w.cfg.Lookback()))
+			w.onStart(ctx, s.since.Add(-w.cfg.lookback(signal)))
 			cancel()
 		}
 	case "ended":
@@ -379,11 +385,16 @@ func (w *Watch) record(ctx context.Context, e auth.Event) {
 	}
 }
 
-// eventFigures are the detail of an automatic attack_started event.
-func eventFigures(signal Trigger, window Counts, cfg Config) map[string]string {
+// eventFigures are the detail of an automatic attack_started event: the
+// counts of the window whose signal tripped.
+func eventFigures(signal Trigger, sig Signals, cfg Config) map[string]string {
+	window, span := sig.Window, cfg.Window
+	if signal == TripLongFailures || signal == TripLongUnknownAccounts {
+		window, span = sig.LongWindow, cfg.LongWindow
+	}
 	return map[string]string{
 		"signal":           string(signal),
-		"window":           cfg.Window.String(),
+		"window":           span.String(),
 		"attempts":         strconv.FormatInt(window.Attempts, 10),
 		"failures":         strconv.FormatInt(window.Failures, 10),
 		"unknown_accounts": strconv.FormatInt(window.Unknown, 10),
@@ -392,6 +403,7 @@ func eventFigures(signal Trigger, window Counts, cfg Config) map[string]string {
 
 // OnStart has f called, by the one replica that records it, each time
 // the detector switches attack mode on, with the time Config.Lookback
+// (the long window, when its signal tripped)
 // before it. Set it before Run.
 func (w *Watch) OnStart(f func(ctx context.Context, since time.Time)) { w.onStart = f }
 
@@ -414,7 +426,7 @@ func (w *Watch) SwitchAttack(ctx context.Context, on bool, by string) (bool, err
 		w.hit = "" // this replica's trip is overruled
 	}
 	w.mu.Unlock()
-	w.apply(ctx, res, now, nil)
+	w.apply(ctx, res, now, "", nil)
 	if res.change == "" {
 		// Nothing started or ended, but the switch still changed what
 		// attack mode does: it is recorded like every administrator's act.

@@ -336,3 +336,69 @@ func TestNewReplicaHeldToSharedBaseline(t *testing.T) {
 		t.Fatal("not on at the shared threshold")
 	}
 }
+
+// TestReplicasShareTheLongWindow: a run paced under the short window's
+// floors and split over two replicas, each also under the long window's
+// floors, trips attack mode from the minute counts they share in Redis.
+func TestReplicasShareTheLongWindow(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, log, _, _ := replicas(t, 2, cfg)
+	a, b := ws[0], ws[1]
+	var mu sync.Mutex
+	var starts []time.Time
+	for _, w := range ws {
+		w.OnStart(func(_ context.Context, since time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			starts = append(starts, since)
+		})
+	}
+	// Each replica, every 10 s: 4 wrong passwords and 2 unknown accounts;
+	// together 12 failures (floor 30). In 10 minutes each has 360
+	// failures (floor 600); together 720.
+	perReplica := int64(0)
+	for i := 0; ; i++ {
+		if i >= int(cfg.LongWindow/(10*time.Second)) {
+			t.Fatalf("not on after a long window of the shared run (%d failures a replica)", perReplica)
+		}
+		for j, w := range ws {
+			tag := fmt.Sprintf("r%d-%d-", j, i)
+			feed(w, clk, 4, auth.OutcomeFailed, tag+"f")
+			feed(w, clk, 2, auth.OutcomeUnknownAccount, tag+"u")
+		}
+		perReplica += 6
+		if a.Active() || b.Active() {
+			t.Fatalf("a replica tripped on its own after %d failures", perReplica)
+		}
+		tick(t, a, b)
+		if a.Active() || b.Active() {
+			break
+		}
+		clk.Add(10 * time.Second)
+	}
+	if 2*perReplica < cfg.LongFailures || perReplica >= cfg.LongFailures {
+		t.Errorf("tripped at %d failures a replica, %d together; want each under and both at least %d", perReplica, 2*perReplica, cfg.LongFailures)
+	}
+	tick(t, a, b)
+	if !a.Active() || !b.Active() {
+		t.Errorf("replicas on: %v, %v; want both", a.Active(), b.Active())
+	}
+	if got := log.kinds()[auth.EventAttackStarted]; got != 1 {
+		t.Errorf("%d attack_started events, want 1", got)
+	}
+	log.mu.Lock()
+	for _, e := range log.events {
+		if e.Kind == auth.EventAttackStarted && e.Detail["signal"] != string(attack.TripLongFailures) {
+			t.Errorf("attack_started by %q, want %s: %v", e.Detail["signal"], attack.TripLongFailures, e.Detail)
+		}
+	}
+	log.mu.Unlock()
+	// The run went on for a long window under the short one's floors: the
+	// browsers new to their accounts in all of it are signed out.
+	mu.Lock()
+	if want := clk.Now().Add(-cfg.LongWindow); len(starts) != 1 || !starts[0].Equal(want) {
+		t.Errorf("OnStart called with %v, want once with %s", starts, want)
+	}
+	mu.Unlock()
+	t.Logf("on after %d failures a replica, %d together", perReplica, 2*perReplica)
+}

@@ -20,21 +20,27 @@ func TestAttackSettings(t *testing.T) {
 	}
 	got, err := load(map[string]string{
 		"XCLOAK_ATTACK_WINDOW": "20s", "XCLOAK_ATTACK_FAILURES": "60", "XCLOAK_ATTACK_UNKNOWN_ACCOUNTS": "40",
-		"XCLOAK_ATTACK_FACTOR": "2.5",
+		"XCLOAK_ATTACK_FACTOR": "2.5", "XCLOAK_ATTACK_LONG_WINDOW": "20m", "XCLOAK_ATTACK_LONG_FAILURES": "900",
+		"XCLOAK_ATTACK_LONG_UNKNOWN_ACCOUNTS": "500", "XCLOAK_ATTACK_MAX_FACTOR": "50",
 	}, "--attack-quiet", "1h")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := attack.Config{Window: 20 * time.Second, Failures: 60, UnknownAccounts: 40, Factor: 2.5, Quiet: time.Hour}
+	want := attack.Config{Window: 20 * time.Second, Failures: 60, UnknownAccounts: 40, Factor: 2.5, Quiet: time.Hour,
+		LongWindow: 20 * time.Minute, LongFailures: 900, LongUnknownAccounts: 500, MaxFactor: 50}
 	if got.Attack != want {
 		t.Fatalf("attack config %+v, want %+v", got.Attack, want)
 	}
 	for env, value := range map[string]string{
-		"XCLOAK_ATTACK_WINDOW":           "1500ms",
-		"XCLOAK_ATTACK_FAILURES":         "0",
-		"XCLOAK_ATTACK_UNKNOWN_ACCOUNTS": "many",
-		"XCLOAK_ATTACK_FACTOR":           "0.5",
-		"XCLOAK_ATTACK_QUIET":            "48h",
+		"XCLOAK_ATTACK_WINDOW":                "1500ms",
+		"XCLOAK_ATTACK_FAILURES":              "0",
+		"XCLOAK_ATTACK_UNKNOWN_ACCOUNTS":      "many",
+		"XCLOAK_ATTACK_FACTOR":                "0.5",
+		"XCLOAK_ATTACK_QUIET":                 "48h",
+		"XCLOAK_ATTACK_LONG_WINDOW":           "90s",
+		"XCLOAK_ATTACK_LONG_FAILURES":         "-1",
+		"XCLOAK_ATTACK_LONG_UNKNOWN_ACCOUNTS": "few",
+		"XCLOAK_ATTACK_MAX_FACTOR":            "0.9",
 	} {
 		if _, err := load(map[string]string{env: value}); err == nil || !strings.Contains(err.Error(), env) {
 			t.Errorf("%s=%s: err %v; want an error naming it", env, value, err)
@@ -42,6 +48,16 @@ func TestAttackSettings(t *testing.T) {
 	}
 	if _, err := load(map[string]string{"XCLOAK_ATTACK_WINDOW": "6m"}); err == nil {
 		t.Error("a window past 5m is accepted")
+	}
+	if _, err := load(map[string]string{"XCLOAK_ATTACK_LONG_WINDOW": "31m"}); err == nil {
+		t.Error("a long window past 30m is accepted")
+	}
+	if _, err := load(map[string]string{"XCLOAK_ATTACK_WINDOW": "2m", "XCLOAK_ATTACK_LONG_WINDOW": "2m"}); err == nil {
+		t.Error("a long window no longer than the window is accepted")
+	}
+	got, err = load(map[string]string{"XCLOAK_ATTACK_LONG_WINDOW": "0"})
+	if err != nil || got.Attack.LongWindow != 0 {
+		t.Errorf("XCLOAK_ATTACK_LONG_WINDOW=0: long window %s, err %v; want it off", got.Attack.LongWindow, err)
 	}
 }
 

@@ -208,6 +208,7 @@ func (e *Env) Backdate(t testing.TB, email string, d time.Duration) {
 func ManualAttack() attack.Config {
 	c := attack.DefaultConfig()
 	c.Failures, c.UnknownAccounts = 1<<40, 1<<40
+	c.LongFailures, c.LongUnknownAccounts = 1<<40, 1<<40
 	return c
 }
 
