@@ -185,32 +185,57 @@ func TestLockoutNotice(t *testing.T) {
 	}
 }
 
-// TestNotificationsSwitchedOff: each setting off, its mail is not sent.
+// TestNotificationsSwitchedOff: with one setting off, its notice is not
+// sent and the other two are; with all off, nothing is.
 func TestNotificationsSwitchedOff(t *testing.T) {
-	f := newFixture(t, func(c *auth.Config) {
-		c.Lockout.Threshold = 3
-		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
-		c.NotifyNewDevice, c.NotifyLockout, c.NotifyPasswordChange = false, false, false
-	})
-	f.addUser(t, "ann@example.com", "password123", false)
-	f.addUser(t, "bob@example.com", "password123", false)
-	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7"), UserAgent: firefoxUA})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: res.Session.Token, Current: "password123",
-		New: "a new one, nowhere leaked", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range f.cfg.Lockout.Threshold {
-		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "bob@example.com", Password: fmt.Sprint("wrong ", i), Client: client("192.0.2.66")}); !errors.Is(err, auth.ErrInvalidCredentials) {
-			t.Fatal(err)
-		}
-	}
-	waitEvent(t, f, auth.EventLockout)
-	f.waitResets(t)
-	if got := f.mail.Messages(); len(got) != 0 {
-		t.Fatalf("%d mails with every notification off, want none; first: %s", len(got), got[0].Subject)
+	subjects := map[string]string{"new device": "New sign-in", "lockout": "are locked", "password change": "was changed"}
+	for _, off := range []string{"new device", "lockout", "password change", "all"} {
+		t.Run(off, func(t *testing.T) {
+			f := newFixture(t, func(c *auth.Config) {
+				c.Lockout.Threshold = 3
+				c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+				c.NotifyNewDevice = off != "new device" && off != "all"
+				c.NotifyLockout = off != "lockout" && off != "all"
+				c.NotifyPasswordChange = off != "password change" && off != "all"
+			})
+			f.addUser(t, "ann@example.com", "password123", false)
+			f.addUser(t, "bob@example.com", "password123", false)
+			res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7"), UserAgent: firefoxUA})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: res.Session.Token, Current: "password123",
+				New: "a new one, nowhere leaked", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range f.cfg.Lockout.Threshold {
+				if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "bob@example.com", Password: fmt.Sprint("wrong ", i), Client: client("192.0.2.66")}); !errors.Is(err, auth.ErrInvalidCredentials) {
+					t.Fatal(err)
+				}
+			}
+			waitEvent(t, f, auth.EventLockout)
+			f.waitResets(t)
+			got := map[string]int{}
+			for _, m := range f.mail.Messages() {
+				for kind, subject := range subjects {
+					if strings.Contains(m.Subject, subject) {
+						got[kind]++
+					}
+				}
+			}
+			for kind := range subjects {
+				want := 1
+				if off == kind || off == "all" {
+					want = 0
+				}
+				if got[kind] != want {
+					t.Errorf("%d %s notices with %s off, want %d", got[kind], kind, off, want)
+				}
+			}
+			if n := len(f.mail.Messages()); n != got["new device"]+got["lockout"]+got["password change"] {
+				t.Errorf("%d mails, %v of them notices", n, got)
+			}
+		})
 	}
 }
 
