@@ -25,3 +25,6 @@ func HeldMail(ctx context.Context, s *Service, user User, breached bool) (Messag
 	return s.signInMail(ctx, user, linkJob{email: user.Email, at: s.now(),
 		signIn: &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}})
 }
+
+// DescribeBrowser is describeBrowser, for its table test.
+var DescribeBrowser = describeBrowser

@@ -32,6 +32,7 @@ func (s *Service) recordLockout(ctx context.Context, email string, userID int64,
 	}
 	s.record(Event{Kind: EventLockout, Account: email, UserID: userID, Source: source,
 		Detail: map[string]string{"level": fmt.Sprint(f.Level), "until": now.Add(f.LockedFor).UTC().Format(time.RFC3339)}})
+	s.notifyLockout(email, userID, source, now.Add(f.LockedFor))
 }
 
 // clearLockoutRecord marks the account's current lockout as ended and

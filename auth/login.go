@@ -38,6 +38,9 @@ type LoginRequest struct {
 	// OldSession is the session token the browser had, if any; a
 	// successful sign-in ends it (the session is rotated).
 	OldSession string
+	// UserAgent is the browser's User-Agent header, if any; a new
+	// device's notice names the browser it describes (notify.go).
+	UserAgent string
 }
 
 // LoginResult is what a successful sign-in gives the browser.
@@ -302,6 +305,9 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 		e.Detail = map[string]string{"password": "breached"}
 	}
 	s.record(e)
+	if device == "" {
+		s.notifyNewDevice(user, source, req.UserAgent)
+	}
 	return LoginResult{Session: sess, Device: cookie}, nil
 }
 

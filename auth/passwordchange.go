@@ -117,7 +117,7 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 		return s.dbDown("changing password", err)
 	}
 	s.record(Event{Kind: EventPasswordChanged, Account: email, UserID: user.ID, Source: source})
-	s.queueLink(linkJob{email: email, source: source, at: s.now(), changed: true})
+	s.notifyPasswordChanged(email, source)
 	return nil
 }
 

@@ -46,6 +46,10 @@ type linkJob struct {
 	// signIn, when set, makes it the mail of a sign-in held for new-device
 	// verification (verification.go).
 	signIn *heldSignIn
+	// newDevice and lockout, when set, make it the notice of a sign-in
+	// from a new device or of the account's lockout (notify.go).
+	newDevice *newDeviceNotice
+	lockout   *lockoutNotice
 }
 
 // RequestReset accepts a password-reset request: after the per-network and
@@ -111,6 +115,10 @@ func (s *Service) recordDrop(job linkJob, reason string) {
 		detail["link"] = "sign_in"
 	case job.unlock:
 		detail["link"] = "unlock"
+	case job.newDevice != nil:
+		detail["link"] = "new_device"
+	case job.lockout != nil:
+		detail["link"] = "lockout"
 	}
 	if job.changed {
 		detail["link"] = "password_changed"
@@ -234,6 +242,10 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		msg, err = s.unlockLink(ctx, user, job.at)
 	case job.changed:
 		msg, err = s.passwordChangedMail(ctx, user, job.at)
+	case job.newDevice != nil:
+		msg, err = s.newDeviceMail(ctx, user, job)
+	case job.lockout != nil:
+		msg, err = s.lockoutMail(ctx, user, job)
 	default:
 		msg, err = s.resetLink(ctx, user, job.at)
 	}

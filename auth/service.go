@@ -66,6 +66,11 @@ type Config struct {
 	NewDeviceVerification VerificationMode
 	// VerificationTTL is how long such a link works.
 	VerificationTTL time.Duration
+
+	// NotifyNewDevice, NotifyLockout and NotifyPasswordChange say whether
+	// the owner is mailed of a sign-in from a new device, of a lockout of
+	// the account and of a change of its password (notify.go).
+	NotifyNewDevice, NotifyLockout, NotifyPasswordChange bool
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -88,6 +93,10 @@ func DefaultConfig() Config {
 
 		NewDeviceVerification: VerifyInAttack,
 		VerificationTTL:       DefaultVerificationTTL,
+
+		NotifyNewDevice:      true,
+		NotifyLockout:        true,
+		NotifyPasswordChange: true,
 	}
 }
 

@@ -165,8 +165,11 @@ func TestVerificationModes(t *testing.T) {
 				if !errors.Is(wrong, auth.ErrInvalidCredentials) || !errors.Is(unknown, auth.ErrInvalidCredentials) {
 					t.Errorf("wrong: %v, unknown: %v; want ErrInvalidCredentials", wrong, unknown)
 				}
-				if sent := f.Mail.Sent(); len(sent) != 0 {
-					t.Errorf("mail sent: %+v, want none", sent)
+				// The owner hears of the new browser (notify.go), and of
+				// nothing else.
+				f.idle(t)
+				if sent := f.Mail.Sent(); len(sent) != 1 || !strings.HasPrefix(sent[0].Subject, "New sign-in") || signInLink.MatchString(sent[0].Body) {
+					t.Errorf("mail sent: %+v, want the new-device notice only", sent)
 				}
 			}
 			if got := f.watch.outcomes(); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -220,8 +223,11 @@ func TestHeldGuessesCount(t *testing.T) {
 		t.Fatalf("right password after %d held guesses: %v, want ErrLimited", f.Config.Lockout.Threshold, err)
 	}
 	f.idle(t)
-	if sent := f.Mail.Sent(); len(sent) != 0 {
-		t.Fatalf("wrong guesses mailed the owner: %+v", sent)
+	// The lock mails its owner its notice with an unlock link (notify.go);
+	// no wrong guess mails a sign-in link.
+	sent := f.Mail.Sent()
+	if len(sent) != 1 || !strings.Contains(sent[0].Subject, "locked") || signInLink.MatchString(sent[0].Body) {
+		t.Fatalf("wrong guesses mailed the owner: %+v, want the lockout notice only", sent)
 	}
 }
 

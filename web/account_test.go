@@ -151,7 +151,8 @@ func TestRestrictedSessionOverHTTP(t *testing.T) {
 // forgotten, the changing one stays signed in as a known device, and the
 // owner is mailed.
 func TestPasswordChangeOverHTTP(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{})
+	// The two new browsers' notices would come first (notify_test.go).
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.NotifyNewDevice = false }})
 	base := env.Start(t)
 	env.AddUser(t, "ann@example.com", "old password", false)
 	mine, other := xcloaktest.Client(t, "127.0.12.20"), xcloaktest.Client(t, "127.0.12.21")

@@ -294,7 +294,9 @@ func TestSignInLinkConfirmationsLimited(t *testing.T) {
 // a new browser signs in with its password again. The dashboard lists the
 // held right password.
 func TestVerificationInAttackMode(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{})
+	// The returning browser's first sign-in would mail a notice first
+	// (notify_test.go).
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.NotifyNewDevice = false }})
 	switchAttack := func(on bool) {
 		t.Helper()
 		if _, err := env.Attack.SwitchAttack(t.Context(), on, "test"); err != nil {

@@ -151,6 +151,20 @@ func newSettings(d auth.Config) []setting {
 			},
 		}
 	}
+	// notify is the switch of one of the owner's notices (auth/notify.go).
+	notify := func(env, flag, usage string, def bool, field func(*auth.Config) *bool) setting {
+		return setting{
+			env: env, flag: flag, def: strconv.FormatBool(def), isBool: true, usage: usage, scope: forServe,
+			set: func(c *config, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("%q is not true or false", v)
+				}
+				*field(&c.Auth) = b
+				return nil
+			},
+		}
+	}
 	all := []setting{
 		{
 			env: "XCLOAK_ADDR", flag: "addr", def: "127.0.0.1:8080", scope: forServe,
@@ -416,6 +430,12 @@ func newSettings(d auth.Config) []setting {
 		},
 		duration("XCLOAK_VERIFICATION_TTL", "verification-ttl", "how long a link that finishes a sign-in held for new-device verification works",
 			d.VerificationTTL, func(a *auth.Config) *time.Duration { return &a.VerificationTTL }),
+		notify("XCLOAK_NOTIFY_NEW_DEVICE", "notify-new-device", "mail the owner when a browser that is no known device signs in to the account",
+			d.NotifyNewDevice, func(a *auth.Config) *bool { return &a.NotifyNewDevice }),
+		notify("XCLOAK_NOTIFY_LOCKOUT", "notify-lockout", "mail the owner an unlock link when failed sign-ins lock the account",
+			d.NotifyLockout, func(a *auth.Config) *bool { return &a.NotifyLockout }),
+		notify("XCLOAK_NOTIFY_PASSWORD_CHANGE", "notify-password-change", "mail the owner, with a reset link, when the account's password is changed",
+			d.NotifyPasswordChange, func(a *auth.Config) *bool { return &a.NotifyPasswordChange }),
 		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
 			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
 	}...)
