@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached/breachedtest"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -239,7 +241,7 @@ func TestSessionLastSeenBounded(t *testing.T) {
 	}
 }
 
-// TestSessionsRoutesRefuseRestrictedAndSignedOut: without a session the
+// TestSessionsRoutesRefuseSignedOut: without a session the
 // API answers 401 and the forms send to /login; the routes exist for
 // signed-in owners only.
 func TestSessionsRoutesRefuseSignedOut(t *testing.T) {
@@ -256,5 +258,64 @@ func TestSessionsRoutesRefuseSignedOut(t *testing.T) {
 		if resp, _ := b.send(t, http.MethodPost, base+path, formType, ""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
 			t.Errorf("POST %s signed out: %d to %q, want 303 to /login", path, resp.StatusCode, resp.Header.Get("Location"))
 		}
+	}
+}
+
+// TestSessionsRoutesRefuseRestricted: a session that must change its
+// password (a known browser signed in with a breached password) cannot
+// list or end sessions: the API answers 403, the forms send it to the
+// change page, and nothing is ended.
+func TestSessionsRoutesRefuseRestricted(t *testing.T) {
+	corpus := breachedtest.New(t)
+	env := withCorpus(t, corpus, nil)
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "password123", false)
+	other := newBrowser(t, "127.0.16.2", chromeAndroid)
+	other.signIn(t, base, "ann@example.com", "password123")
+	otherID := other.sessions(t, base).Sessions[0].ID
+	b := newBrowser(t, "127.0.16.3", firefoxLinux)
+	b.signIn(t, base, "ann@example.com", "password123")
+	corpus.Add(t, "password123")
+	b.signIn(t, base, "ann@example.com", "password123")
+
+	for _, req := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/account/sessions"},
+		{http.MethodDelete, "/api/v1/account/sessions/" + otherID},
+	} {
+		if resp, body := b.send(t, req.method, base+req.path, "", ""); resp.StatusCode != http.StatusForbidden || errorCode(t, body) != "password_change_required" {
+			t.Errorf("%s %s restricted: %d %s, want 403 password_change_required", req.method, req.path, resp.StatusCode, body)
+		}
+	}
+	for _, path := range []string{"/account/sessions/end-others", "/account/sessions/" + otherID + "/end"} {
+		if resp, _ := b.send(t, http.MethodPost, base+path, formType, ""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/password" {
+			t.Errorf("POST %s restricted: %d to %q, want 303 to /account/password", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	if resp, _ := other.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("the other browser after the restricted session's tries: %d, want still signed in", resp.StatusCode)
+	}
+}
+
+// TestSessionsRoutesLimited: the list and the ends count per network
+// against account_ip, past which they answer 429 with Retry-After.
+func TestSessionsRoutesLimited(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleAccountIP, 3) }})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	b := newBrowser(t, "127.0.16.4", firefoxLinux)
+	b.signIn(t, base, "ann@example.com", "ann password")
+	b.sessions(t, base)
+	if resp, _ := b.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("account page: %d", resp.StatusCode)
+	}
+	if resp, body := b.send(t, http.MethodDelete, base+"/api/v1/account/sessions/"+strings.Repeat("0", 32), "", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("third request: %d %s, want 404", resp.StatusCode, body)
+	}
+	resp, body := b.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", "")
+	if resp.StatusCode != http.StatusTooManyRequests || errorCode(t, body) != "too_many_attempts" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("fourth request: %d %s, want 429 too_many_attempts with Retry-After", resp.StatusCode, body)
+	}
+	if resp, _ := b.send(t, http.MethodPost, base+"/account/sessions/end-others", formType, ""); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("end-others past the limit: %d, want 429", resp.StatusCode)
 	}
 }
