@@ -45,3 +45,16 @@ func TestDescribeBrowserEchoesNothing(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkDescribeBrowser(b *testing.B) {
+	for _, bc := range []struct{ name, ua string }{
+		{"chrome", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"},
+		{"oversize", strings.Repeat("x", 1<<16)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				auth.DescribeBrowser(bc.ua)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/breached/breachedtest"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -210,6 +211,28 @@ func TestEndOtherSessionsKeepsThisOne(t *testing.T) {
 	}
 	if resp, _ := a1.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("the browser whose session was ended from the form: %d, want 303", resp.StatusCode)
+	}
+
+	// Both are owner's session_ended events, listed on the dashboard.
+	env.Flush(t)
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventSessionEnded}, Limit: 10})
+	if err != nil || len(events) != 2 {
+		t.Fatalf("session_ended events: %+v (%v), want two", events, err)
+	}
+	for _, e := range events {
+		if e.Account != "ann@example.com" || e.Detail["by"] != "owner" || e.Source != "127.0.14.2" {
+			t.Errorf("event %+v: want ann's, by=owner, from 127.0.14.2", e)
+		}
+	}
+	if events[0].Detail["scope"] != "one" || events[1].Detail["scope"] != "others" || events[1].Detail["count"] != "2" {
+		t.Errorf("events' details %v, %v: want one, then others with count 2", events[0].Detail, events[1].Detail)
+	}
+	env.AddUser(t, "root@example.com", "root password", true)
+	admin := newBrowser(t, "127.0.14.9", firefoxLinux)
+	admin.signIn(t, base, "root@example.com", "root password")
+	if _, body := admin.send(t, http.MethodGet, base+"/admin", "", ""); !strings.Contains(body, "Session ended by its owner") ||
+		!strings.Contains(body, "Signed out everywhere else by its owner") || !strings.Contains(body, "2 sessions ended") {
+		t.Errorf("dashboard: want both session_ended events listed:\n%s", body)
 	}
 }
 
