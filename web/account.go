@@ -18,8 +18,11 @@ func (s *Server) handleAccount() http.Handler {
 		if err != nil {
 			return err
 		}
+		// Past its limit the page still shows, without the lists: the
+		// landing page after a sign-in is no new route to refuse.
 		list, err := s.auth.ListSessions(r.Context(), sess, s.client(r))
-		if err != nil {
+		var limited *auth.LimitedError
+		if err != nil && !errors.As(err, &limited) {
 			return err
 		}
 		sessions, devices := sessionRows(list)
@@ -32,6 +35,7 @@ func (s *Server) handleAccount() http.Handler {
 			Notice:      accountNotice(r),
 			Sessions:    sessions,
 			Devices:     devices,
+			ListsHidden: limited != nil,
 		}))
 		return nil
 	})

@@ -320,7 +320,8 @@ func TestSessionsRoutesRefuseRestricted(t *testing.T) {
 }
 
 // TestSessionsRoutesLimited: the list and the ends count per network
-// against account_ip, past which they answer 429 with Retry-After.
+// against account_ip, past which they answer 429 with Retry-After; the
+// account page still shows, without the lists.
 func TestSessionsRoutesLimited(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleAccountIP, 3) }})
 	base := env.Start(t)
@@ -340,5 +341,9 @@ func TestSessionsRoutesLimited(t *testing.T) {
 	}
 	if resp, _ := b.send(t, http.MethodPost, base+"/account/sessions/end-others", formType, ""); resp.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("end-others past the limit: %d, want 429", resp.StatusCode)
+	}
+	if resp, body := b.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, "not shown") || strings.Contains(body, "(this session)") {
+		t.Errorf("account page past the limit: %d, want 200 without the lists:\n%s", resp.StatusCode, body)
 	}
 }
