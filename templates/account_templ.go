@@ -244,7 +244,7 @@ func AccountPage(p AccountProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if row.Current {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "Sign out")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "End this session")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
