@@ -161,7 +161,7 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		case "others":
 			row.What = "Signed out everywhere else by its owner"
 			if n := e.Detail["count"]; n != "" {
-				row.Detail = plural(n, "session") + " ended"
+				row.Detail = endedCount(n)
 			}
 		}
 	case auth.EventDeviceForgotten:
@@ -220,10 +220,10 @@ func (s *Server) renderLive(ctx context.Context, p dashboard.Period) (live.Frame
 	return f, nil
 }
 
-// plural is n, a count in decimal, with unit, made plural unless n is 1.
-func plural(n, unit string) string {
+// endedCount says how many sessions an end-others ended, n in decimal.
+func endedCount(n string) string {
 	if n == "1" {
-		return n + " " + unit
+		return "1 session ended"
 	}
-	return n + " " + unit + "s"
+	return n + " sessions ended"
 }
