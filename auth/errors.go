@@ -33,6 +33,9 @@ var (
 	ErrUserExists = errors.New("auth: user exists")
 	// ErrNoUser: no account with that email.
 	ErrNoUser = errors.New("auth: no such user")
+	// ErrNotListed: no session or known device of the caller's account has
+	// that public id; another account's and an unknown one are alike.
+	ErrNotListed = errors.New("auth: no such session or device of the account")
 	// ErrVerificationRequired: a sign-in from a browser that is not a
 	// known device was held for new-device verification. It is the answer
 	// to the right password, a wrong one and an unknown account alike;

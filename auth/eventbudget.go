@@ -66,6 +66,9 @@ var individualEvents = map[string]bool{
 	EventVerificationRequired: true, EventVerificationConfirmed: true,
 	// One per account that had a new browser when attack mode started.
 	EventNewDeviceSignedOut: true,
+	// An owner's acts on the account's sessions and devices, signed in and
+	// bounded by RuleAccountIP.
+	EventSessionEnded: true, EventDeviceForgotten: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

@@ -17,6 +17,9 @@ type Client struct {
 	// request in one shared "unknown" bucket; it is never a reason to
 	// skip a limit.
 	Addr netip.Addr
+	// UserAgent is the client's User-Agent header, described
+	// (DescribeBrowser) for the account's list of sessions; never stored.
+	UserAgent string
 }
 
 // sourceBits4 and sourceBits6 are the prefix lengths of a client's network as events and
@@ -293,7 +296,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	mustChange := device != "" && s.passwordBreached(ctx, req.Password)
 	// Only while passwordHash is still the account's: a password replaced
 	// while this one was verified ends every session, this one included.
-	sess, err := s.createSessionWith(ctx, user, passwordHash, mustChange)
+	sess, err := s.createSessionWith(ctx, user, passwordHash, mustChange, req.Client)
 	if errors.Is(err, ErrPasswordChanged) {
 		return LoginResult{}, ErrInvalidCredentials
 	}

@@ -45,6 +45,10 @@ const (
 // new-device verification, confirmed per client network.
 const RuleVerifyConfirmIP = "verify_confirm_ip"
 
+// RuleAccountIP limits what a signed-in owner does with the account's
+// sessions and devices (listing, ending, forgetting), per client network.
+const RuleAccountIP = "account_ip"
+
 // rules is the one table of XCloak's rate limits. Everything else about a
 // rule is read from it: the flows' decisions, the limits' defaults and
 // validation, the settings (XCLOAK_LIMIT_<NAME>, --limit-<name>) and their
@@ -173,6 +177,12 @@ var rules = []RuleSpec{
 		Name: RuleVerifyConfirmIP, Label: "Sign-in link confirmations per address", Flow: FlowVerifyConfirm, Key: KeyNetwork(32, 64),
 		SharesLimit: RuleResetConfirmIP,
 	},
+	{
+		Name: RuleAccountIP, Label: "Session list requests per address", Flow: FlowAccount, Key: KeyNetwork(32, 64),
+		Default: ratelimit.Limit{Count: 100, Window: 10 * time.Minute},
+		Usage:   "signed-in requests listing or ending sessions and devices, per client network",
+		Doc:     "Signed-in requests that list the account's sessions and devices (the account page included) or end or forget one, per client network.",
+	},
 }
 
 // lockoutLabel names RuleLockout on the dashboard; a lockout is no rate
@@ -230,10 +240,13 @@ const (
 	// FlowLinkMail is a reset or unlock mail about to be sent to an
 	// account that exists.
 	FlowLinkMail Flow = "link mail"
+	// FlowAccount is a signed-in owner's listing or ending of the
+	// account's sessions and devices.
+	FlowAccount Flow = "account sessions"
 )
 
 // flows lists every Flow, for the table's check.
-var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm}
+var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm, FlowAccount}
 
 // Subject is what a request offers its rules to count per; a flow fills in
 // what it knows.

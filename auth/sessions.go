@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -23,6 +25,30 @@ type Session struct {
 	// (and signing out) until it is changed: it was made by a known
 	// device with a password found in a breach corpus (breached.go).
 	MustChangePassword bool
+	// PublicID names the session in the account's list of sessions; it
+	// is random and says nothing of the token.
+	PublicID string
+	// Network is the network the session signed in from (Client.Source),
+	// Browser a description of its User-Agent (DescribeBrowser).
+	Network, Browser string
+	// LastSeenAt is when the session was last used, to the minute
+	// (sessionTouchGap).
+	LastSeenAt time.Time
+}
+
+// SessionInfo is one session as the account's owner sees it listed.
+type SessionInfo struct {
+	PublicID                         string
+	CreatedAt, LastSeenAt, ExpiresAt time.Time
+	Network, Browser                 string
+	// Current marks the session the list was asked for with.
+	Current bool
+}
+
+// DeviceInfo is one known device as the account's owner sees it listed.
+type DeviceInfo struct {
+	PublicID              string
+	CreatedAt, LastSeenAt time.Time
 }
 
 // newToken returns 256 random bits in unpadded base64url (43 characters)
@@ -53,17 +79,19 @@ func wellFormedToken(token string) bool {
 // The session is made only while passwordHash, the hash the sign-in
 // verified, is still the account's (ErrPasswordChanged otherwise), so no
 // session made with a replaced password outlives the replacement.
-func (s *Service) createSession(ctx context.Context, u User, passwordHash string) (Session, error) {
-	return s.createSessionWith(ctx, u, passwordHash, false)
+func (s *Service) createSession(ctx context.Context, u User, passwordHash string, c Client) (Session, error) {
+	return s.createSessionWith(ctx, u, passwordHash, false, c)
 }
 
 // createSessionWith is createSession for a session that, with
-// mustChangePassword, can only change the password.
-func (s *Service) createSessionWith(ctx context.Context, u User, passwordHash string, mustChangePassword bool) (Session, error) {
+// mustChangePassword, can only change the password. c's network and
+// browser are noted for the account's list of sessions.
+func (s *Service) createSessionWith(ctx context.Context, u User, passwordHash string, mustChangePassword bool, c Client) (Session, error) {
 	token, hash := newToken()
 	now := s.now()
 	sess := Session{Token: token, UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL),
-		MustChangePassword: mustChangePassword}
+		MustChangePassword: mustChangePassword, PublicID: NewPublicID(), Network: c.Source(), Browser: DescribeBrowser(c.UserAgent),
+		LastSeenAt: now}
 	err := s.store.CreateSession(ctx, hash, sess, passwordHash)
 	if errors.Is(err, ErrPasswordChanged) {
 		return Session{}, err
@@ -79,14 +107,47 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	if !wellFormedToken(token) {
 		return Session{}, ErrNoSession
 	}
-	sess, err := s.store.SessionByHash(ctx, hashToken(token), s.now())
+	now := s.now()
+	sess, err := s.store.SessionByHash(ctx, hashToken(token), now)
 	if errors.Is(err, ErrNoSession) {
 		return Session{}, err
 	}
 	if err != nil {
 		return Session{}, s.dbDown("reading session", err)
 	}
+	if now.Sub(sess.LastSeenAt) >= sessionTouchGap {
+		// Compared in memory first, so that a session in use costs one
+		// write a minute, not one a request; the store's condition keeps
+		// that bound across replicas. A failed touch loses a last-seen
+		// time, not the request.
+		if err := s.store.TouchSession(ctx, hashToken(token), now, sessionTouchGap); err != nil {
+			s.log.WarnContext(ctx, "session last use not noted", "err", err)
+		} else {
+			sess.LastSeenAt = now
+		}
+	}
 	return sess, nil
+}
+
+// sessionTouchGap is how stale a session's last-seen time may get: it is
+// written at most once per gap, whatever the number of requests.
+const sessionTouchGap = time.Minute
+
+// NewPublicID returns 128 random bits in hex: the name of a session or a
+// device in the account's lists, which says nothing of its token.
+func NewPublicID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// wellFormedPublicID rejects garbage before it costs a query.
+func wellFormedPublicID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil
 }
 
 // Logout ends the session a token names; an unknown token is not an error.
@@ -97,5 +158,136 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 	if err := s.store.DeleteSession(ctx, hashToken(token)); err != nil {
 		return s.dbDown("ending session", err)
 	}
+	return nil
+}
+
+// Events of the account's owner managing its sessions and devices; their
+// Detail has by=owner.
+const (
+	// EventSessionEnded: the owner ended one session (Detail "scope" is
+	// "one", "current" when it was the one they used) or every other one
+	// ("others", with "count").
+	EventSessionEnded = "session_ended"
+	// EventDeviceForgotten: the owner forgot one known device.
+	EventDeviceForgotten = "device_forgotten"
+)
+
+// maxListed bounds the sessions and the devices an account's list shows.
+const maxListed = 100
+
+// AccountSessions is what the account's owner sees of where it is signed
+// in.
+type AccountSessions struct {
+	// Sessions are the live sessions, the most recently used first, the
+	// caller's marked Current.
+	Sessions []SessionInfo
+	// Devices are the known devices, the most recently used first.
+	Devices []DeviceInfo
+}
+
+// checkAccountLimit passes a signed-in request about the account's
+// sessions and devices through RuleAccountIP.
+func (s *Service) checkAccountLimit(ctx context.Context, c Client) error {
+	d, err := s.decide(ctx, s.rules(FlowAccount, Subject{Client: c})...)
+	if err != nil {
+		return unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		return &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	return nil
+}
+
+// ListSessions lists the sessions and known devices of sess's account
+// (sess as Session returned it), marking sess's own.
+//
+// Errors: *LimitedError, ErrUnavailable.
+func (s *Service) ListSessions(ctx context.Context, sess Session, c Client) (AccountSessions, error) {
+	if err := s.checkAccountLimit(ctx, c); err != nil {
+		return AccountSessions{}, err
+	}
+	list, err := s.store.AccountSessions(ctx, sess.UserID, s.now(), maxListed)
+	if err != nil {
+		return AccountSessions{}, s.dbDown("listing sessions", err)
+	}
+	for i := range list {
+		list[i].Current = list[i].PublicID == sess.PublicID
+	}
+	devices, err := s.store.AccountDevices(ctx, sess.UserID, maxListed)
+	if err != nil {
+		return AccountSessions{}, s.dbDown("listing devices", err)
+	}
+	return AccountSessions{Sessions: list, Devices: devices}, nil
+}
+
+// EndSession ends the session named id of sess's account, the caller's
+// own included (current reports that it was). An id that is malformed,
+// unknown or another account's is ErrNotListed, all alike.
+//
+// Errors: *LimitedError, ErrNotListed, ErrUnavailable.
+func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Client) (current bool, err error) {
+	if err := s.checkAccountLimit(ctx, c); err != nil {
+		return false, err
+	}
+	if !wellFormedPublicID(id) {
+		return false, ErrNotListed
+	}
+	err = s.store.EndSession(ctx, sess.UserID, id)
+	if errors.Is(err, ErrNotListed) {
+		return false, err
+	}
+	if err != nil {
+		return false, s.dbDown("ending session", err)
+	}
+	current = id == sess.PublicID
+	scope := "one"
+	if current {
+		scope = "current"
+	}
+	s.record(Event{Kind: EventSessionEnded, Account: sess.Email, UserID: sess.UserID, Source: c.Source(),
+		Detail: map[string]string{"by": "owner", "scope": scope}})
+	return current, nil
+}
+
+// EndOtherSessions ends every session of sess's account but the one of
+// token ("sign out everywhere else") and returns how many it ended. Known
+// devices stay known: it is changing the password that forgets them.
+//
+// Errors: *LimitedError, ErrUnavailable.
+func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token string, c Client) (int64, error) {
+	if err := s.checkAccountLimit(ctx, c); err != nil {
+		return 0, err
+	}
+	n, err := s.store.EndOtherSessions(ctx, sess.UserID, hashToken(token))
+	if err != nil {
+		return 0, s.dbDown("ending other sessions", err)
+	}
+	s.record(Event{Kind: EventSessionEnded, Account: sess.Email, UserID: sess.UserID, Source: c.Source(),
+		Detail: map[string]string{"by": "owner", "scope": "others", "count": strconv.FormatInt(n, 10)}})
+	return n, nil
+}
+
+// ForgetDevice forgets the known device named id of sess's account: its
+// next sign-in is a new device's. An id that is malformed, unknown or
+// another account's is ErrNotListed, all alike.
+//
+// Errors: *LimitedError, ErrNotListed, ErrUnavailable.
+func (s *Service) ForgetDevice(ctx context.Context, sess Session, id string, c Client) error {
+	if err := s.checkAccountLimit(ctx, c); err != nil {
+		return err
+	}
+	if !wellFormedPublicID(id) {
+		return ErrNotListed
+	}
+	err := s.store.ForgetDevice(ctx, sess.UserID, id)
+	if errors.Is(err, ErrNotListed) {
+		return err
+	}
+	if err != nil {
+		return s.dbDown("forgetting device", err)
+	}
+	s.deviceCache.purge()
+	s.record(Event{Kind: EventDeviceForgotten, Account: sess.Email, UserID: sess.UserID, Source: c.Source(),
+		Detail: map[string]string{"by": "owner"}})
 	return nil
 }

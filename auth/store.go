@@ -81,6 +81,27 @@ type SessionStore interface {
 	// forgets its known devices and open unlock links, at once, and
 	// returns its id; ErrNoUser if there is no such account.
 	SignOutEverywhere(ctx context.Context, email string) (userID int64, err error)
+
+	// TouchSession sets the last use of the session stored under tokenHash
+	// to at, unless it was set after at minus minGap: however many
+	// replicas and requests touch it, a session is written at most once
+	// per minGap.
+	TouchSession(ctx context.Context, tokenHash []byte, at time.Time, minGap time.Duration) error
+	// AccountSessions lists the account's sessions that expire after now,
+	// the most recently used first, at most limit.
+	AccountSessions(ctx context.Context, userID int64, now time.Time, limit int) ([]SessionInfo, error)
+	// AccountDevices lists the account's known devices, the most recently
+	// used first, at most limit.
+	AccountDevices(ctx context.Context, userID int64, limit int) ([]DeviceInfo, error)
+	// EndSession ends the session of account userID whose public id is
+	// publicID; ErrNotListed if the account has none such.
+	EndSession(ctx context.Context, userID int64, publicID string) error
+	// EndOtherSessions ends every session of account userID but the one
+	// stored under keepHash, and returns how many it ended.
+	EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (int64, error)
+	// ForgetDevice forgets the known device of account userID whose public
+	// id is publicID; ErrNotListed if the account has none such.
+	ForgetDevice(ctx context.Context, userID int64, publicID string) error
 }
 
 // DeviceStore keeps the known devices of each account by the hash of

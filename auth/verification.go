@@ -277,7 +277,7 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 	if err := s.Logout(ctx, oldSession); err != nil {
 		return LoginResult{}, err
 	}
-	sess, err := s.createSession(ctx, user, user.PasswordHash)
+	sess, err := s.createSession(ctx, user, user.PasswordHash, c)
 	if errors.Is(err, ErrPasswordChanged) {
 		// Replaced after the token was spent: the new password's
 		// transaction forgot the device too.

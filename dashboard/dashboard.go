@@ -138,7 +138,8 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 var EventKinds = []string{auth.EventLockout, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
 	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere,
 	auth.EventPasswordChanged, auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
-	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventNewDeviceSignedOut}
+	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventNewDeviceSignedOut,
+	auth.EventSessionEnded, auth.EventDeviceForgotten}
 
 // ErrNoAttackWatch: attack mode cannot be switched, the Reader having no
 // AttackWatch.

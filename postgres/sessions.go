@@ -10,15 +10,17 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-// CreateSession implements auth.SessionStore. The account's row is
+// CreateSession implements auth.SessionStore; a session without a
+// public id gets a random one. The account's row is
 // share-locked for it: a password replacement that commits first leaves
 // no row to match, and one that commits after sees the session and ends
 // it.
 func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {
 	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password)
-		SELECT $1, id, $3, $4, $3, $6 FROM users WHERE id = $2 AND password_hash = $5 FOR SHARE`,
-		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash, sess.MustChangePassword)
+		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password, public_id, network, browser)
+		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9 FROM users WHERE id = $2 AND password_hash = $5 FOR SHARE`,
+		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash, sess.MustChangePassword,
+		sess.PublicID, sess.Network, sess.Browser)
 	if err != nil {
 		return err
 	}
@@ -32,10 +34,12 @@ func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.S
 func (s *Store) SessionByHash(ctx context.Context, tokenHash []byte, now time.Time) (auth.Session, error) {
 	var sess auth.Session
 	err := s.pool.QueryRow(ctx, `
-		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at, s.must_change_password
+		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at, s.must_change_password,
+			s.public_id, s.network, s.browser, s.last_seen_at
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.id_hash = $1 AND s.expires_at > $2`, tokenHash, now).
-		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt, &sess.MustChangePassword)
+		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt, &sess.MustChangePassword,
+			&sess.PublicID, &sess.Network, &sess.Browser, &sess.LastSeenAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.Session{}, auth.ErrNoSession
 	}
@@ -45,6 +49,67 @@ func (s *Store) SessionByHash(ctx context.Context, tokenHash []byte, now time.Ti
 // DeleteSession implements auth.SessionStore.
 func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
 	_, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id_hash = $1`, tokenHash)
+	return err
+}
+
+// TouchSession implements auth.SessionStore.
+func (s *Store) TouchSession(ctx context.Context, tokenHash []byte, at time.Time, minGap time.Duration) error {
+	_, err := s.pool.Exec(ctx, `UPDATE sessions SET last_seen_at = $2 WHERE id_hash = $1 AND last_seen_at <= $3`,
+		tokenHash, at, at.Add(-minGap))
+	return err
+}
+
+// AccountSessions implements auth.SessionStore.
+func (s *Store) AccountSessions(ctx context.Context, userID int64, now time.Time, limit int) ([]auth.SessionInfo, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT public_id, created_at, last_seen_at, expires_at, network, browser FROM sessions
+		WHERE user_id = $1 AND expires_at > $2 ORDER BY last_seen_at DESC, created_at DESC, public_id LIMIT $3`, userID, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (auth.SessionInfo, error) {
+		var v auth.SessionInfo
+		err := row.Scan(&v.PublicID, &v.CreatedAt, &v.LastSeenAt, &v.ExpiresAt, &v.Network, &v.Browser)
+		return v, err
+	})
+}
+
+// AccountDevices implements auth.SessionStore.
+func (s *Store) AccountDevices(ctx context.Context, userID int64, limit int) ([]auth.DeviceInfo, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT public_id, created_at, last_seen_at FROM devices
+		WHERE user_id = $1 ORDER BY last_seen_at DESC, created_at DESC, public_id LIMIT $2`, userID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (auth.DeviceInfo, error) {
+		var v auth.DeviceInfo
+		err := row.Scan(&v.PublicID, &v.CreatedAt, &v.LastSeenAt)
+		return v, err
+	})
+}
+
+// EndSession implements auth.SessionStore.
+func (s *Store) EndSession(ctx context.Context, userID int64, publicID string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND public_id = $2`, userID, publicID)
+	if err == nil && tag.RowsAffected() == 0 {
+		return auth.ErrNotListed
+	}
+	return err
+}
+
+// EndOtherSessions implements auth.SessionStore.
+func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
+	return tag.RowsAffected(), err
+}
+
+// ForgetDevice implements auth.SessionStore.
+func (s *Store) ForgetDevice(ctx context.Context, userID int64, publicID string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM devices WHERE user_id = $1 AND public_id = $2`, userID, publicID)
+	if err == nil && tag.RowsAffected() == 0 {
+		return auth.ErrNotListed
+	}
 	return err
 }
 

@@ -9,25 +9,23 @@ import (
 )
 
 func (s *Server) handleAccount() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.session(r)
-		if !ok {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
-			return
-		}
-		if sess.MustChangePassword {
-			http.Redirect(w, r, passwordPage, http.StatusSeeOther)
-			return
-		}
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
 		user, err := s.auth.UserByEmail(r.Context(), sess.Email)
 		if errors.Is(err, auth.ErrNoUser) {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
-			return
+			return nil
 		}
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return err
 		}
+		// Past its limit the page still shows, without the lists: the
+		// landing page after a sign-in is no new route to refuse.
+		list, err := s.auth.ListSessions(r.Context(), sess, s.client(r))
+		var limited *auth.LimitedError
+		if err != nil && !errors.As(err, &limited) {
+			return err
+		}
+		sessions, devices := sessionRows(list)
 		s.render(w, r, http.StatusOK, templates.AccountPage(templates.AccountProps{
 			Nav:         templates.Nav{SignedIn: true, Email: sess.Email, IsAdmin: sess.IsAdmin},
 			Email:       sess.Email,
@@ -35,7 +33,11 @@ func (s *Server) handleAccount() http.Handler {
 			MemberSince: user.CreatedAt,
 			SignedInAt:  sess.CreatedAt,
 			Notice:      accountNotice(r),
+			Sessions:    sessions,
+			Devices:     devices,
+			ListsHidden: limited != nil,
 		}))
+		return nil
 	})
 }
 
@@ -134,8 +136,16 @@ func (s *Server) handlePasswordAPI() http.Handler {
 
 // accountNotice is the account page's notice for the step that led to it.
 func accountNotice(r *http.Request) string {
-	if r.URL.Query().Get("password") == "changed" {
+	q := r.URL.Query()
+	switch {
+	case q.Get("password") == "changed":
 		return templates.PasswordChangedText
+	case q.Get("session") == "ended":
+		return templates.SessionEndedText
+	case q.Get("sessions") == "ended":
+		return templates.OthersEndedText
+	case q.Get("device") == "forgotten":
+		return templates.DeviceForgottenText
 	}
 	return ""
 }

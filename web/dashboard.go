@@ -153,6 +153,19 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 	case auth.EventPasswordChanged:
 		row.What = "Password changed by its owner"
 		row.Detail = "Every other session ended"
+	case auth.EventSessionEnded:
+		row.What = "Session ended by its owner"
+		switch e.Detail["scope"] {
+		case "current":
+			row.What = "Signed out from the session list"
+		case "others":
+			row.What = "Signed out everywhere else by its owner"
+			if n := e.Detail["count"]; n != "" {
+				row.Detail = endedCount(n)
+			}
+		}
+	case auth.EventDeviceForgotten:
+		row.What = "Known device forgotten by its owner"
 	case auth.EventNewDevice:
 		row.What = "Sign-in from a new device"
 	case auth.EventUnlockConfirmed:
@@ -205,4 +218,12 @@ func (s *Server) renderLive(ctx context.Context, p dashboard.Period) (live.Frame
 		*part.dst = b.String()
 	}
 	return f, nil
+}
+
+// endedCount says how many sessions an end-others ended, n in decimal.
+func endedCount(n string) string {
+	if n == "1" {
+		return "1 session ended"
+	}
+	return n + " sessions ended"
 }

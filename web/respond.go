@@ -74,6 +74,8 @@ func problemFor(err error) problem {
 		return problem{http.StatusBadRequest, "same_password", "Choose a new password that differs from the current one.", 0}
 	case errors.Is(err, auth.ErrBreachedPassword):
 		return problem{http.StatusBadRequest, "breached_password", "This password has appeared in a data breach; choose another one.", 0}
+	case errors.Is(err, auth.ErrNotListed):
+		return problem{http.StatusNotFound, "not_found", "That session or device is not listed for your account any more.", 0}
 	case errors.Is(err, errPasswordChangeRequired):
 		return problem{http.StatusForbidden, "password_change_required", "Change your password to continue.", 0}
 	case errors.Is(err, auth.ErrNoSession):

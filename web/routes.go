@@ -23,6 +23,12 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /account/password", s.handlePasswordForm())
 	mux.Handle("POST /api/v1/account/password", s.handlePasswordAPI())
 
+	mux.Handle("GET /api/v1/account/sessions", s.handleSessionsAPI())
+	mux.Handle("DELETE /api/v1/account/sessions/{id}", s.handleEndSessionAPI())
+	mux.Handle("POST /account/sessions/end-others", s.handleEndOtherSessionsForm())
+	mux.Handle("POST /account/sessions/{id}/end", s.handleEndSessionForm())
+	mux.Handle("POST /account/devices/{id}/forget", s.handleForgetDeviceForm())
+
 	mux.Handle("GET /password-reset", s.handleResetRequestPage())
 	mux.Handle("POST /password-reset", s.handleResetRequestForm())
 	mux.Handle("POST /api/v1/password-reset", s.handleResetRequestAPI())

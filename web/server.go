@@ -65,5 +65,5 @@ func NewServer(cfg Config, svc *auth.Service, board *dashboard.Reader, ready Rea
 
 // client is the request's sender as the limits see it.
 func (s *Server) client(r *http.Request) auth.Client {
-	return auth.Client{Addr: s.clientIP.ClientIP(r)}
+	return auth.Client{Addr: s.clientIP.ClientIP(r), UserAgent: r.UserAgent()}
 }

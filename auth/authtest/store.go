@@ -31,11 +31,15 @@ type session struct {
 	userID             int64
 	createdAt, expires time.Time
 	mustChangePassword bool
+	publicID           string
+	network, browser   string
+	lastSeen           time.Time
 }
 
 type device struct {
 	userID            int64
 	created, lastSeen time.Time
+	publicID          string
 }
 
 type token struct {
@@ -178,8 +182,13 @@ func (s *Store) CreateSession(_ context.Context, tokenHash []byte, sess auth.Ses
 	if u == nil || u.PasswordHash != passwordHash {
 		return auth.ErrPasswordChanged
 	}
+	id := sess.PublicID
+	if id == "" {
+		id = auth.NewPublicID() // as Postgres's default
+	}
 	s.sessions[string(tokenHash)] = session{userID: sess.UserID, createdAt: sess.CreatedAt, expires: sess.ExpiresAt,
-		mustChangePassword: sess.MustChangePassword}
+		mustChangePassword: sess.MustChangePassword, publicID: id, network: sess.Network, browser: sess.Browser,
+		lastSeen: sess.CreatedAt}
 	return nil
 }
 
@@ -193,7 +202,92 @@ func (s *Store) SessionByHash(_ context.Context, tokenHash []byte, now time.Time
 		return auth.Session{}, auth.ErrNoSession
 	}
 	return auth.Session{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: v.createdAt, ExpiresAt: v.expires,
-		MustChangePassword: v.mustChangePassword}, nil
+		MustChangePassword: v.mustChangePassword, PublicID: v.publicID, Network: v.network, Browser: v.browser,
+		LastSeenAt: v.lastSeen}, nil
+}
+
+// TouchSession implements auth.SessionStore.
+func (s *Store) TouchSession(_ context.Context, tokenHash []byte, at time.Time, minGap time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.sessions[string(tokenHash)]; ok && !v.lastSeen.After(at.Add(-minGap)) {
+		v.lastSeen = at
+		s.sessions[string(tokenHash)] = v
+	}
+	return nil
+}
+
+// AccountSessions implements auth.SessionStore.
+func (s *Store) AccountSessions(_ context.Context, userID int64, now time.Time, limit int) ([]auth.SessionInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []auth.SessionInfo
+	for _, v := range s.sessions {
+		if v.userID == userID && v.expires.After(now) {
+			out = append(out, auth.SessionInfo{PublicID: v.publicID, CreatedAt: v.createdAt, LastSeenAt: v.lastSeen,
+				ExpiresAt: v.expires, Network: v.network, Browser: v.browser})
+		}
+	}
+	slices.SortFunc(out, func(a, b auth.SessionInfo) int {
+		return cmp.Or(b.LastSeenAt.Compare(a.LastSeenAt), b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(a.PublicID, b.PublicID))
+	})
+	return out[:min(limit, len(out))], nil
+}
+
+// AccountDevices implements auth.SessionStore.
+func (s *Store) AccountDevices(_ context.Context, userID int64, limit int) ([]auth.DeviceInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []auth.DeviceInfo
+	for _, d := range s.devices {
+		if d.userID == userID {
+			out = append(out, auth.DeviceInfo{PublicID: d.publicID, CreatedAt: d.created, LastSeenAt: d.lastSeen})
+		}
+	}
+	slices.SortFunc(out, func(a, b auth.DeviceInfo) int {
+		return cmp.Or(b.LastSeenAt.Compare(a.LastSeenAt), b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(a.PublicID, b.PublicID))
+	})
+	return out[:min(limit, len(out))], nil
+}
+
+// EndSession implements auth.SessionStore.
+func (s *Store) EndSession(_ context.Context, userID int64, publicID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range s.sessions {
+		if v.userID == userID && v.publicID == publicID {
+			delete(s.sessions, k)
+			return nil
+		}
+	}
+	return auth.ErrNotListed
+}
+
+// EndOtherSessions implements auth.SessionStore.
+func (s *Store) EndOtherSessions(_ context.Context, userID int64, keepHash []byte) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for k, v := range s.sessions {
+		if v.userID == userID && k != string(keepHash) {
+			delete(s.sessions, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ForgetDevice implements auth.SessionStore.
+func (s *Store) ForgetDevice(_ context.Context, userID int64, publicID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, d := range s.devices {
+		if d.userID == userID && d.publicID == publicID {
+			delete(s.devices, k)
+			return nil
+		}
+	}
+	return auth.ErrNotListed
 }
 
 // DeleteSession implements auth.SessionStore.
@@ -240,7 +334,11 @@ func (s *Store) AddDevice(_ context.Context, userID int64, passwordHash string, 
 // addDevice adds a device and forgets the account's least recently used
 // beyond max.
 func (s *Store) addDevice(userID int64, nonceHash []byte, at time.Time, max int) {
-	s.devices[string(nonceHash)] = device{userID: userID, created: at, lastSeen: at}
+	id := auth.NewPublicID()
+	if d, ok := s.devices[string(nonceHash)]; ok && d.userID == userID {
+		id = d.publicID
+	}
+	s.devices[string(nonceHash)] = device{userID: userID, created: at, lastSeen: at, publicID: id}
 	var mine []string
 	for k, d := range s.devices {
 		if d.userID == userID {

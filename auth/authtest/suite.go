@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,7 @@ import (
 // Stores use their own clock only where the interfaces take no time
 // (CreateUser, RehashPassword), so the cases work with any clock.
 func TestStore(t *testing.T, newStore func(t *testing.T) auth.Store) {
-	for _, tc := range storeCases {
+	for _, tc := range slices.Concat(storeCases, sessionListCases) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.run(t, newStore(t))
 		})

@@ -68,6 +68,9 @@ type Options struct {
 
 	// Breached looks passwords up in a breach corpus; nil: no checking.
 	Breached auth.BreachedChecker
+
+	// Now is the service's clock; nil: time.Now.
+	Now func() time.Time
 }
 
 // secret is the service secret tests use.
@@ -115,7 +118,7 @@ func New(t testing.TB, o Options) *Env {
 		o.Attack(&atk)
 	}
 	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
-		Breached: o.Breached, Attack: atk})
+		Breached: o.Breached, Attack: atk, Now: o.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

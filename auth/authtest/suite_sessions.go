@@ -1,0 +1,145 @@
+package authtest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// sessionWith stores a session of u under the hash of token, with the
+// details the account's list shows.
+func sessionWith(t *testing.T, s auth.Store, u auth.User, token, network, browser string, at time.Time) auth.Session {
+	t.Helper()
+	sess := auth.Session{UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(time.Hour), PublicID: auth.NewPublicID(),
+		Network: network, Browser: browser}
+	mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash))
+	return sess
+}
+
+// sessionListCases are the cases of the account's own list of sessions
+// and devices.
+var sessionListCases = []struct {
+	name string
+	run  func(t *testing.T, s auth.Store)
+}{
+	{"a session keeps its public id, network and browser", func(t *testing.T, s auth.Store) {
+		ann := mustUser(t, s, "ann@example.com")
+		want := sessionWith(t, s, ann, "ann 1", "192.0.2.1", "Firefox on Linux", base)
+		got, err := s.SessionByHash(t.Context(), hash("ann 1"), base)
+		mustNil(t, err)
+		if got.PublicID != want.PublicID || got.Network != "192.0.2.1" || got.Browser != "Firefox on Linux" || !got.LastSeenAt.Equal(base) {
+			t.Errorf("SessionByHash = %+v; want public id %s, its network and browser, last seen at creation %v", got, want.PublicID, base)
+		}
+	}},
+	{"an account lists its own live sessions, most recently used first", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		old := sessionWith(t, s, ann, "ann 1", "192.0.2.1", "Firefox on Linux", base.Add(-2*time.Hour)) // expired
+		first := sessionWith(t, s, ann, "ann 2", "192.0.2.2", "Chrome on Android", base)
+		second := sessionWith(t, s, ann, "ann 3", "2001:db8::/64", "Safari on iPhone", base.Add(time.Second))
+		sessionWith(t, s, bob, "bob 1", "192.0.2.9", "Edge on Windows", base)
+		mustNil(t, s.TouchSession(t.Context(), hash("ann 2"), base.Add(2*time.Minute), time.Minute))
+
+		got, err := s.AccountSessions(t.Context(), ann.ID, base.Add(time.Minute), 10)
+		mustNil(t, err)
+		if len(got) != 2 || got[0].PublicID != first.PublicID || got[1].PublicID != second.PublicID {
+			t.Fatalf("AccountSessions = %+v; want ann's two live ones, the touched %s first, not the expired %s nor bob's",
+				got, first.PublicID, old.PublicID)
+		}
+		if g := got[0]; !g.LastSeenAt.Equal(base.Add(2*time.Minute)) || !g.CreatedAt.Equal(base) || g.Network != "192.0.2.2" || g.Browser != "Chrome on Android" {
+			t.Errorf("listed session %+v; want created %v, last seen %v, its network and browser", g, base, base.Add(2*time.Minute))
+		}
+		if got, _ := s.AccountSessions(t.Context(), ann.ID, base.Add(time.Minute), 1); len(got) != 1 {
+			t.Errorf("AccountSessions with limit 1 listed %d", len(got))
+		}
+	}},
+	{"a session's last use is written at most once per gap", func(t *testing.T, s auth.Store) {
+		ann := mustUser(t, s, "ann@example.com")
+		sessionWith(t, s, ann, "ann 1", "192.0.2.1", "curl", base)
+		lastSeen := func() time.Time {
+			got, err := s.SessionByHash(t.Context(), hash("ann 1"), base)
+			mustNil(t, err)
+			return got.LastSeenAt
+		}
+		for _, step := range []struct {
+			at, want time.Duration
+		}{
+			{30 * time.Second, 0},           // within the gap of creation: not written
+			{time.Minute, time.Minute},      // a whole gap later: written
+			{90 * time.Second, time.Minute}, // within the gap of that write
+			{130 * time.Second, 130 * time.Second},
+		} {
+			mustNil(t, s.TouchSession(t.Context(), hash("ann 1"), base.Add(step.at), time.Minute))
+			if got := lastSeen(); !got.Equal(base.Add(step.want)) {
+				t.Errorf("touched at +%v: last seen %v, want +%v", step.at, got.Sub(base), step.want)
+			}
+		}
+	}},
+	{"an account ends only its own sessions by public id", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		a := sessionWith(t, s, ann, "ann 1", "192.0.2.1", "curl", base)
+		b := sessionWith(t, s, bob, "bob 1", "192.0.2.2", "curl", base)
+		if err := s.EndSession(t.Context(), ann.ID, b.PublicID); !errors.Is(err, auth.ErrNotListed) {
+			t.Errorf("ann ending bob's session: %v, want ErrNotListed", err)
+		}
+		if err := s.EndSession(t.Context(), ann.ID, auth.NewPublicID()); !errors.Is(err, auth.ErrNotListed) {
+			t.Errorf("ending an unknown session: %v, want ErrNotListed", err)
+		}
+		if _, err := s.SessionByHash(t.Context(), hash("bob 1"), base); err != nil {
+			t.Errorf("bob's session after ann tried to end it: %v", err)
+		}
+		mustNil(t, s.EndSession(t.Context(), ann.ID, a.PublicID))
+		if _, err := s.SessionByHash(t.Context(), hash("ann 1"), base); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("ann's ended session: %v, want ErrNoSession", err)
+		}
+		if err := s.EndSession(t.Context(), ann.ID, a.PublicID); !errors.Is(err, auth.ErrNotListed) {
+			t.Errorf("ending it again: %v, want ErrNotListed", err)
+		}
+	}},
+	{"ending the other sessions keeps this one and other accounts'", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		for _, tok := range []string{"ann 1", "ann 2", "ann 3"} {
+			sessionWith(t, s, ann, tok, "192.0.2.1", "curl", base)
+		}
+		sessionWith(t, s, bob, "bob 1", "192.0.2.2", "curl", base)
+		n, err := s.EndOtherSessions(t.Context(), ann.ID, hash("ann 2"))
+		mustNil(t, err)
+		if n != 2 {
+			t.Errorf("EndOtherSessions ended %d, want 2", n)
+		}
+		for tok, live := range map[string]bool{"ann 1": false, "ann 2": true, "ann 3": false, "bob 1": true} {
+			if _, err := s.SessionByHash(t.Context(), hash(tok), base); (err == nil) != live {
+				t.Errorf("%s after ending ann's others: %v, want live %v", tok, err, live)
+			}
+		}
+	}},
+	{"an account lists and forgets only its own devices", func(t *testing.T, s auth.Store) {
+		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("ann d1"), base, 10))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("ann d2"), base.Add(time.Second), 10))
+		mustNil(t, s.AddDevice(t.Context(), bob.ID, bob.PasswordHash, hash("bob d1"), base, 10))
+		mustNil(t, s.TouchDevice(t.Context(), hash("ann d1"), base.Add(time.Minute)))
+		got, err := s.AccountDevices(t.Context(), ann.ID, 10)
+		mustNil(t, err)
+		if len(got) != 2 || !got[0].LastSeenAt.Equal(base.Add(time.Minute)) || !got[0].CreatedAt.Equal(base) ||
+			got[0].PublicID == "" || got[0].PublicID == got[1].PublicID {
+			t.Fatalf("AccountDevices = %+v; want ann's two, the one touched first, with distinct public ids", got)
+		}
+		bobs, err := s.AccountDevices(t.Context(), bob.ID, 10)
+		mustNil(t, err)
+		if len(bobs) != 1 {
+			t.Fatalf("bob's devices: %+v", bobs)
+		}
+		if err := s.ForgetDevice(t.Context(), ann.ID, bobs[0].PublicID); !errors.Is(err, auth.ErrNotListed) {
+			t.Errorf("ann forgetting bob's device: %v, want ErrNotListed", err)
+		}
+		mustNil(t, s.ForgetDevice(t.Context(), ann.ID, got[0].PublicID))
+		if known, _ := s.KnownDevice(t.Context(), "ann@example.com", hash("ann d1"), base.Add(-time.Hour)); known {
+			t.Error("ann's forgotten device is still known")
+		}
+		if known, _ := s.KnownDevice(t.Context(), "bob@example.com", hash("bob d1"), base.Add(-time.Hour)); !known {
+			t.Error("bob's device was forgotten")
+		}
+	}},
+}

@@ -1,0 +1,349 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached/breachedtest"
+	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+const (
+	firefoxLinux  = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+	chromeAndroid = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Mobile Safari/537.36"
+)
+
+// sessionsBody is the body of GET /api/v1/account/sessions.
+type sessionsBody struct {
+	Sessions []struct {
+		ID         string    `json:"id"`
+		CreatedAt  time.Time `json:"created_at"`
+		LastSeenAt time.Time `json:"last_seen_at"`
+		Network    string    `json:"network"`
+		Browser    string    `json:"browser"`
+		Current    bool      `json:"current"`
+	} `json:"sessions"`
+	Devices []struct {
+		ID          string    `json:"id"`
+		FirstSeenAt time.Time `json:"first_seen_at"`
+		LastSeenAt  time.Time `json:"last_seen_at"`
+	} `json:"devices"`
+}
+
+// browser is a cookie jar that sends a User-Agent.
+type browser struct {
+	c  *http.Client
+	ua string
+}
+
+func newBrowser(t *testing.T, source, ua string) browser {
+	return browser{xcloaktest.Client(t, source), ua}
+}
+
+func (b browser) send(t *testing.T, method, url, contentType, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("User-Agent", b.ua)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	return do(t, b.c, req)
+}
+
+func (b browser) signIn(t *testing.T, base, email, password string) {
+	t.Helper()
+	if resp, body := b.send(t, http.MethodPost, base+"/api/v1/login", jsonType, loginJSON(email, password)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in as %s: %d %s", email, resp.StatusCode, body)
+	}
+}
+
+func (b browser) sessions(t *testing.T, base string) sessionsBody {
+	t.Helper()
+	resp, body := b.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/v1/account/sessions: %d %s", resp.StatusCode, body)
+	}
+	var out sessionsBody
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatalf("sessions body %q: %v", body, err)
+	}
+	return out
+}
+
+// TestSessionsListedAndEnded: an account's two browsers are both listed
+// with their network and browser, the asking one marked; ending the other
+// signs it out; another account's session, an unknown id and a malformed
+// one are the same 404 and end nothing.
+func TestSessionsListedAndEnded(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	env.AddUser(t, "bob@example.com", "bob password", false)
+	laptop, phone := newBrowser(t, "127.0.13.1", firefoxLinux), newBrowser(t, "127.0.13.2", chromeAndroid)
+	bob := newBrowser(t, "127.0.13.3", firefoxLinux)
+	laptop.signIn(t, base, "ann@example.com", "ann password")
+	phone.signIn(t, base, "ann@example.com", "ann password")
+	bob.signIn(t, base, "bob@example.com", "bob password")
+
+	list := laptop.sessions(t, base)
+	if len(list.Sessions) != 2 || len(list.Devices) != 2 {
+		t.Fatalf("ann's list: %+v; want her two sessions and two devices", list)
+	}
+	var mine, other string
+	for _, s := range list.Sessions {
+		switch {
+		case s.Current && s.Network == "127.0.13.1" && s.Browser == "Firefox on Linux":
+			mine = s.ID
+		case !s.Current && s.Network == "127.0.13.2" && s.Browser == "Chrome on Android":
+			other = s.ID
+		}
+		if len(s.ID) != 32 || s.CreatedAt.IsZero() || s.LastSeenAt.IsZero() {
+			t.Errorf("listed session %+v: want a 32-character id and its times", s)
+		}
+	}
+	if mine == "" || other == "" {
+		t.Fatalf("ann's sessions %+v: want the laptop's marked current and the phone's not, each with its network and browser", list.Sessions)
+	}
+	if resp, body := laptop.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, "(this session)") || !strings.Contains(body, "Chrome on Android") || !strings.Contains(body, "/account/sessions/"+other+"/end") {
+		t.Errorf("account page: %d, want both sessions listed, this one marked:\n%s", resp.StatusCode, body)
+	}
+
+	bobsID := bob.sessions(t, base).Sessions[0].ID
+	for _, id := range []string{bobsID, strings.Repeat("0", 32), "not-an-id", strings.Repeat("z", 5000)} {
+		resp, body := laptop.send(t, http.MethodDelete, base+"/api/v1/account/sessions/"+id, "", "")
+		if resp.StatusCode != http.StatusNotFound || errorCode(t, body) != "not_found" {
+			t.Errorf("DELETE session %.40s: %d %s, want 404 not_found", id, resp.StatusCode, body)
+		}
+	}
+	if got := bob.sessions(t, base); len(got.Sessions) != 1 {
+		t.Errorf("bob's sessions after ann tried to end his: %+v", got)
+	}
+
+	if resp, body := laptop.send(t, http.MethodDelete, base+"/api/v1/account/sessions/"+other, "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ending the phone's session: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := phone.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the phone after its session was ended: %d %s, want 401", resp.StatusCode, body)
+	}
+	if resp, _ := phone.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+		t.Errorf("the phone's account page: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if got := laptop.sessions(t, base); len(got.Sessions) != 1 || got.Sessions[0].ID != mine {
+		t.Errorf("ann's sessions after ending the phone's: %+v, want the laptop's alone", got.Sessions)
+	}
+
+	// Ending this session works too, and clears its cookie.
+	resp, body := laptop.send(t, http.MethodDelete, base+"/api/v1/account/sessions/"+mine, "", "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"current":true`) || !clearsSessionCookie(resp) {
+		t.Errorf("ending this session: %d %s, cookies %v; want 200, current, the cookie cleared", resp.StatusCode, body, resp.Header.Values("Set-Cookie"))
+	}
+	if resp, _ := laptop.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the laptop after ending its own session: %d, want 401", resp.StatusCode)
+	}
+}
+
+func clearsSessionCookie(resp *http.Response) bool {
+	for _, c := range resp.Cookies() {
+		if strings.HasSuffix(c.Name, "xcloak_session") && c.MaxAge < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEndOtherSessionsKeepsThisOne: "sign out everywhere else" from the
+// account page ends every other session of the account and no other
+// account's, and the browser that asked stays signed in.
+func TestEndOtherSessionsKeepsThisOne(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	env.AddUser(t, "bob@example.com", "bob password", false)
+	a1, a2, a3 := newBrowser(t, "127.0.14.1", firefoxLinux), newBrowser(t, "127.0.14.2", chromeAndroid), newBrowser(t, "127.0.14.3", "")
+	bob := newBrowser(t, "127.0.14.4", firefoxLinux)
+	for _, b := range []browser{a1, a2, a3} {
+		b.signIn(t, base, "ann@example.com", "ann password")
+	}
+	bob.signIn(t, base, "bob@example.com", "bob password")
+
+	resp, _ := a2.send(t, http.MethodPost, base+"/account/sessions/end-others", formType, "")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account?sessions=ended" {
+		t.Fatalf("end-others: %d to %q, want 303 to /account?sessions=ended", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for name, b := range map[string]browser{"first": a1, "third": a3} {
+		if resp, _ := b.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("ann's %s browser after end-others: %d, want 303 to /login", name, resp.StatusCode)
+		}
+	}
+	if got := a2.sessions(t, base); len(got.Sessions) != 1 || !got.Sessions[0].Current {
+		t.Errorf("ann's sessions after end-others: %+v, want this one alone", got.Sessions)
+	}
+	if got := bob.sessions(t, base); len(got.Sessions) != 1 {
+		t.Errorf("bob's sessions after ann's end-others: %+v", got.Sessions)
+	}
+
+	// The form's end of one session, from a page, and a cross-site form.
+	a1.signIn(t, base, "ann@example.com", "ann password")
+	var other string
+	for _, s := range a2.sessions(t, base).Sessions {
+		if !s.Current {
+			other = s.ID
+		}
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/account/sessions/"+other+"/end", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if resp, _ := do(t, a2.c, req); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site end form: %d, want 403", resp.StatusCode)
+	}
+	resp, _ = a2.send(t, http.MethodPost, base+"/account/sessions/"+other+"/end", formType, "")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account?session=ended" {
+		t.Errorf("end form: %d to %q, want 303 to /account?session=ended", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := a1.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the browser whose session was ended from the form: %d, want 303", resp.StatusCode)
+	}
+
+	// Both are owner's session_ended events, listed on the dashboard.
+	env.Flush(t)
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventSessionEnded}, Limit: 10})
+	if err != nil || len(events) != 2 {
+		t.Fatalf("session_ended events: %+v (%v), want two", events, err)
+	}
+	for _, e := range events {
+		if e.Account != "ann@example.com" || e.Detail["by"] != "owner" || e.Source != "127.0.14.2" {
+			t.Errorf("event %+v: want ann's, by=owner, from 127.0.14.2", e)
+		}
+	}
+	if events[0].Detail["scope"] != "one" || events[1].Detail["scope"] != "others" || events[1].Detail["count"] != "2" {
+		t.Errorf("events' details %v, %v: want one, then others with count 2", events[0].Detail, events[1].Detail)
+	}
+	env.AddUser(t, "root@example.com", "root password", true)
+	admin := newBrowser(t, "127.0.14.9", firefoxLinux)
+	admin.signIn(t, base, "root@example.com", "root password")
+	if _, body := admin.send(t, http.MethodGet, base+"/admin", "", ""); !strings.Contains(body, "Session ended by its owner") ||
+		!strings.Contains(body, "Signed out everywhere else by its owner") || !strings.Contains(body, "2 sessions ended") {
+		t.Errorf("dashboard: want both session_ended events listed:\n%s", body)
+	}
+}
+
+// TestSessionLastSeenBounded: a session's last-seen time follows its use,
+// but is written at most once a minute however many requests it serves.
+func TestSessionLastSeenBounded(t *testing.T) {
+	start := time.Now().Truncate(time.Second)
+	var offset atomic.Int64
+	now := func() time.Time { return start.Add(time.Duration(offset.Load())) }
+	env := xcloaktest.New(t, xcloaktest.Options{Now: now})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	b := newBrowser(t, "127.0.15.1", firefoxLinux)
+	b.signIn(t, base, "ann@example.com", "ann password")
+
+	for _, step := range []struct{ at, want time.Duration }{
+		{0, 0},
+		{30 * time.Second, 0},                // within a minute of sign-in: not written
+		{61 * time.Second, 61 * time.Second}, // a minute on: written
+		{90 * time.Second, 61 * time.Second}, // within a minute of that: not written
+		{119 * time.Second, 61 * time.Second},
+		{125 * time.Second, 125 * time.Second},
+	} {
+		offset.Store(int64(step.at))
+		got := b.sessions(t, base).Sessions[0].LastSeenAt
+		if !got.Equal(start.Add(step.want)) {
+			t.Errorf("used at +%v: last seen +%v, want +%v", step.at, got.Sub(start), step.want)
+		}
+	}
+}
+
+// TestSessionsRoutesRefuseSignedOut: without a session the
+// API answers 401 and the forms send to /login; the routes exist for
+// signed-in owners only.
+func TestSessionsRoutesRefuseSignedOut(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	b := newBrowser(t, "127.0.16.1", firefoxLinux)
+	if resp, body := b.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET sessions signed out: %d %s, want 401", resp.StatusCode, body)
+	}
+	if resp, body := b.send(t, http.MethodDelete, base+"/api/v1/account/sessions/"+strings.Repeat("a", 32), "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("DELETE session signed out: %d %s, want 401", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/account/sessions/end-others", "/account/sessions/" + strings.Repeat("a", 32) + "/end"} {
+		if resp, _ := b.send(t, http.MethodPost, base+path, formType, ""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+			t.Errorf("POST %s signed out: %d to %q, want 303 to /login", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+}
+
+// TestSessionsRoutesRefuseRestricted: a session that must change its
+// password (a known browser signed in with a breached password) cannot
+// list or end sessions: the API answers 403, the forms send it to the
+// change page, and nothing is ended.
+func TestSessionsRoutesRefuseRestricted(t *testing.T) {
+	corpus := breachedtest.New(t)
+	env := withCorpus(t, corpus, nil)
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "password123", false)
+	other := newBrowser(t, "127.0.16.2", chromeAndroid)
+	other.signIn(t, base, "ann@example.com", "password123")
+	otherID := other.sessions(t, base).Sessions[0].ID
+	b := newBrowser(t, "127.0.16.3", firefoxLinux)
+	b.signIn(t, base, "ann@example.com", "password123")
+	corpus.Add(t, "password123")
+	b.signIn(t, base, "ann@example.com", "password123")
+
+	for _, req := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/account/sessions"},
+		{http.MethodDelete, "/api/v1/account/sessions/" + otherID},
+	} {
+		if resp, body := b.send(t, req.method, base+req.path, "", ""); resp.StatusCode != http.StatusForbidden || errorCode(t, body) != "password_change_required" {
+			t.Errorf("%s %s restricted: %d %s, want 403 password_change_required", req.method, req.path, resp.StatusCode, body)
+		}
+	}
+	for _, path := range []string{"/account/sessions/end-others", "/account/sessions/" + otherID + "/end"} {
+		if resp, _ := b.send(t, http.MethodPost, base+path, formType, ""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/password" {
+			t.Errorf("POST %s restricted: %d to %q, want 303 to /account/password", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	if resp, _ := other.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("the other browser after the restricted session's tries: %d, want still signed in", resp.StatusCode)
+	}
+}
+
+// TestSessionsRoutesLimited: the list and the ends count per network
+// against account_ip, past which they answer 429 with Retry-After; the
+// account page still shows, without the lists.
+func TestSessionsRoutesLimited(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleAccountIP, 3) }})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	b := newBrowser(t, "127.0.16.4", firefoxLinux)
+	b.signIn(t, base, "ann@example.com", "ann password")
+	b.sessions(t, base)
+	if resp, _ := b.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("account page: %d", resp.StatusCode)
+	}
+	if resp, body := b.send(t, http.MethodDelete, base+"/api/v1/account/sessions/"+strings.Repeat("0", 32), "", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("third request: %d %s, want 404", resp.StatusCode, body)
+	}
+	resp, body := b.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", "")
+	if resp.StatusCode != http.StatusTooManyRequests || errorCode(t, body) != "too_many_attempts" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("fourth request: %d %s, want 429 too_many_attempts with Retry-After", resp.StatusCode, body)
+	}
+	if resp, _ := b.send(t, http.MethodPost, base+"/account/sessions/end-others", formType, ""); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("end-others past the limit: %d, want 429", resp.StatusCode)
+	}
+	if resp, body := b.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, "not shown") || strings.Contains(body, "(this session)") {
+		t.Errorf("account page past the limit: %d, want 200 without the lists:\n%s", resp.StatusCode, body)
+	}
+}
