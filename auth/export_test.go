@@ -26,5 +26,5 @@ func HeldMail(ctx context.Context, s *Service, user User, breached bool) (Messag
 		signIn: &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}})
 }
 
-// DescribeBrowser is describeBrowser, for its table test.
-var DescribeBrowser = describeBrowser
+// NoticeBrowser is noticeBrowser, for its table test.
+var NoticeBrowser = noticeBrowser

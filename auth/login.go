@@ -41,9 +41,6 @@ type LoginRequest struct {
 	// OldSession is the session token the browser had, if any; a
 	// successful sign-in ends it (the session is rotated).
 	OldSession string
-	// UserAgent is the browser's User-Agent header, if any; a new
-	// device's notice names the browser it describes (notify.go).
-	UserAgent string
 }
 
 // LoginResult is what a successful sign-in gives the browser.
@@ -309,7 +306,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	}
 	s.record(e)
 	if device == "" {
-		s.notifyNewDevice(user, source, req.UserAgent)
+		s.notifyNewDevice(user, source, req.Client.UserAgent)
 	}
 	return LoginResult{Session: sess, Device: cookie}, nil
 }

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -32,7 +31,7 @@ import (
 // network and time are the job's.
 type newDeviceNotice struct {
 	// browser describes the User-Agent ("Firefox on Linux"), "" if it
-	// names nothing describeBrowser knows.
+	// names nothing DescribeBrowser knows.
 	browser string
 }
 
@@ -47,7 +46,7 @@ func (s *Service) notifyNewDevice(user User, source, userAgent string) {
 		return
 	}
 	s.queueLink(linkJob{email: user.Email, source: source, at: s.now(),
-		newDevice: &newDeviceNotice{browser: describeBrowser(userAgent)}})
+		newDevice: &newDeviceNotice{browser: noticeBrowser(userAgent)}})
 }
 
 // notifyLockout queues the mail of an account's lockout, until until, to
@@ -114,37 +113,11 @@ func (s *Service) lockoutMail(ctx context.Context, user User, job linkJob) (Mess
 	}, nil
 }
 
-// describeBrowser names the browser and system a User-Agent header says,
-// from a fixed list ("Firefox on Linux"), or "" if it names none. The
-// header is the client's to choose: nothing of it but these names goes
-// into a mail.
-func describeBrowser(ua string) string {
-	browser := firstMatch(ua, []namedToken{
-		{"Edg/", "Edge"}, {"OPR/", "Opera"}, {"Firefox/", "Firefox"}, {"Chrome/", "Chrome"},
-		{"CriOS/", "Chrome"}, {"FxiOS/", "Firefox"}, {"Safari/", "Safari"},
-	})
-	system := firstMatch(ua, []namedToken{
-		{"Windows", "Windows"}, {"Android", "Android"}, {"iPhone", "iOS"}, {"iPad", "iPadOS"},
-		{"CrOS", "ChromeOS"}, {"Mac OS X", "macOS"}, {"Linux", "Linux"},
-	})
-	switch {
-	case browser != "" && system != "":
-		return browser + " on " + system
-	case browser != "":
-		return browser
-	default:
-		return system
-	}
-}
-
-// namedToken is a substring of a User-Agent and the name it stands for.
-type namedToken struct{ token, name string }
-
-func firstMatch(ua string, tokens []namedToken) string {
-	for _, t := range tokens {
-		if strings.Contains(ua, t.token) {
-			return t.name
-		}
+// noticeBrowser is the browser a notice names: DescribeBrowser's, or
+// nothing for a header it cannot read.
+func noticeBrowser(ua string) string {
+	if b := DescribeBrowser(ua); b != UnknownBrowser {
+		return b
 	}
 	return ""
 }

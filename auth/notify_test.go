@@ -54,7 +54,7 @@ func TestNewDeviceNotice(t *testing.T) {
 	}
 
 	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123",
-		Client: client("192.0.2.7"), UserAgent: firefoxUA})
+		Client: firefox("192.0.2.7")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestNewDeviceNotice(t *testing.T) {
 
 	// The same browser again, now a known device: no second mail.
 	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123",
-		Client: client("192.0.2.7"), DeviceCookie: res.Device.Value, UserAgent: firefoxUA}); err != nil {
+		Client: firefox("192.0.2.7"), DeviceCookie: res.Device.Value}); err != nil {
 		t.Fatal(err)
 	}
 	if got := mailsTo(t, f, "ann@example.com"); len(got) != 1 {
@@ -200,7 +200,7 @@ func TestNotificationsSwitchedOff(t *testing.T) {
 			})
 			f.addUser(t, "ann@example.com", "password123", false)
 			f.addUser(t, "bob@example.com", "password123", false)
-			res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7"), UserAgent: firefoxUA})
+			res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: firefox("192.0.2.7")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,19 +239,26 @@ func TestNotificationsSwitchedOff(t *testing.T) {
 	}
 }
 
-func TestDescribeBrowser(t *testing.T) {
+func TestNoticeBrowser(t *testing.T) {
 	for _, c := range []struct{ ua, want string }{
 		{firefoxUA, "Firefox on Linux"},
 		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0", "Edge on Windows"},
 		{"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15", "Safari on macOS"},
 		{"Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36", "Chrome on Android"},
-		{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0 Mobile/15E148 Safari/604.1", "Chrome on iOS"},
-		{"curl/8.5.0", ""},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0 Mobile/15E148 Safari/604.1", "Chrome on iPhone"},
+		{"curl/8.5.0", "curl"},
 		{"", ""},
 		{"Click http://evil.example/ to keep your account", ""},
 	} {
-		if got := auth.DescribeBrowser(c.ua); got != c.want {
-			t.Errorf("DescribeBrowser(%q) = %q, want %q", c.ua, got, c.want)
+		if got := auth.NoticeBrowser(c.ua); got != c.want {
+			t.Errorf("NoticeBrowser(%q) = %q, want %q", c.ua, got, c.want)
 		}
 	}
+}
+
+// firefox is a client at ip whose browser says it is Firefox on Linux.
+func firefox(ip string) auth.Client {
+	c := client(ip)
+	c.UserAgent = firefoxUA
+	return c
 }

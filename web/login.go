@@ -10,7 +10,7 @@ import (
 
 // login runs a sign-in for either front end.
 func (s *Server) login(w http.ResponseWriter, r *http.Request, email, password string) error {
-	req := auth.LoginRequest{Email: email, Password: password, Client: s.client(r), UserAgent: r.UserAgent()}
+	req := auth.LoginRequest{Email: email, Password: password, Client: s.client(r)}
 	// Scripts and bots rarely send cookies; only then is the device
 	// cookie's name (an HMAC) worth computing.
 	if r.Header.Get("Cookie") != "" {
