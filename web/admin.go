@@ -33,28 +33,13 @@ type adminHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session
 // change its password is sent to do so (the API answers 403); a signed-in
 // user who is not an administrator gets 403.
 func (s *Server) requireAdmin(h adminHandler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, err := s.auth.Session(r.Context(), s.readCookie(r, sessionCookie))
-		switch {
-		case errors.Is(err, auth.ErrNoSession) && !isAPI(r):
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
-		case errors.Is(err, auth.ErrNoSession):
-			s.fail(w, r, errSignedOut)
-		case err != nil:
-			s.failAs(w, r, &templates.Nav{}, err) // the session could not be read
-		case sess.MustChangePassword && !isAPI(r):
-			http.Redirect(w, r, passwordPage, http.StatusSeeOther)
-		case sess.MustChangePassword:
-			s.fail(w, r, errPasswordChangeRequired)
-		case !sess.IsAdmin:
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
+		if !sess.IsAdmin {
 			nav := navFor(sess)
 			s.failAs(w, r, &nav, errNotAdmin)
-		default:
-			if err := h(w, r, sess); err != nil {
-				nav := navFor(sess)
-				s.failAs(w, r, &nav, err)
-			}
+			return nil
 		}
+		return h(w, r, sess)
 	})
 }
 
