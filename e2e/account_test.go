@@ -167,6 +167,33 @@ func TestEndSessionFromList(t *testing.T) {
 	wantURL(t, page, base+"/account")
 }
 
+// TestSignOutEverywhereElse: "Sign out everywhere else" ends the
+// laptop's session and keeps this one, which is then alone on the list,
+// with the button gone.
+func TestSignOutEverywhereElse(t *testing.T) {
+	const (
+		email    = "hal@example.com"
+		password = "hal's only password"
+	)
+	env, base := startXCloak(t, xcloaktest.Options{Web: trustLoopbackProxy})
+	env.AddUser(t, email, password, false)
+
+	other := newPageOf(t, "laptop", desktop, laptop)
+	signIn(t, other, base, email, password)
+	page := newPage(t, "browser", desktop)
+	signIn(t, page, base, email, password)
+	wantCount(t, page, sessionRows(page), 2)
+
+	press(t, page, "Sign out everywhere else")
+	wantURL(t, page, base+"/account?sessions=ended")
+	wantText(t, page, "main [role=status]", templates.OthersEndedText)
+	wantCount(t, page, sessionRows(page), 1)
+	wantText(t, page, "main #sessions tbody tr .current", "(this session)")
+	wantNone(t, page, `main form[action="/account/sessions/end-others"]`)
+
+	wantSignedOut(t, other, base)
+}
+
 // TestNewDeviceNotice: once the owner's usual browser is signed in, a
 // sign-in from the laptop sends the owner a notice that names the
 // laptop's network and browser, with a reset link for "not you".
