@@ -46,11 +46,36 @@ func startXCloak(t *testing.T, o xcloaktest.Options) (*xcloaktest.Env, string) {
 // label.html, and the log names them.
 func newPage(t *testing.T, label string, size *playwright.Size) playwright.Page {
 	t.Helper()
-	ctx, err := browser(t).NewContext(playwright.BrowserNewContextOptions{
+	return newPageOf(t, label, size, visitor{})
+}
+
+// visitor is who a page's browser claims to be: the network a trusted
+// proxy says it comes from and its User-Agent. The zero visitor is the
+// test's Chromium, straight from 127.0.0.1.
+type visitor struct {
+	// network, when set, goes in X-Forwarded-For on every request; only an
+	// XCloak that trusts 127.0.0.1 as a proxy (trustLoopbackProxy)
+	// believes it.
+	network string
+	// userAgent, when set, replaces Chromium's User-Agent.
+	userAgent string
+}
+
+// newPageOf is newPage for a page whose browser is v.
+func newPageOf(t *testing.T, label string, size *playwright.Size, v visitor) playwright.Page {
+	t.Helper()
+	opts := playwright.BrowserNewContextOptions{
 		Viewport:   size,
 		Locale:     playwright.String("en-GB"),
 		TimezoneId: playwright.String("UTC"),
-	})
+	}
+	if v.network != "" {
+		opts.ExtraHttpHeaders = map[string]string{"X-Forwarded-For": v.network}
+	}
+	if v.userAgent != "" {
+		opts.UserAgent = playwright.String(v.userAgent)
+	}
+	ctx, err := browser(t).NewContext(opts)
 	if err != nil {
 		t.Fatalf("new browser context: %v", err)
 	}
