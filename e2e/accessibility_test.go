@@ -235,7 +235,7 @@ func TestPagesAccessibleAndResponsive(t *testing.T) {
 	if err := env.Service.RequestUnlock(t.Context(), member, auth.Client{}); err != nil {
 		t.Fatal(err)
 	}
-	unlock := unlockLink.FindStringSubmatch(env.Mail.WaitFor(t, member).Body)
+	unlock := unlockLink.FindStringSubmatch(waitForNotice(t, env, member, "Sign in to XCloak from a new browser").Body)
 	if unlock == nil {
 		t.Fatal("no unlock link in the mail")
 	}

@@ -14,10 +14,11 @@ import (
 // open base+"/password-reset/"+token themselves.
 var resetLink = regexp.MustCompile(`https://login\.example\.test/password-reset/([A-Za-z0-9_-]+)`)
 
-// resetToken waits for the next reset mail to email and returns its token.
+// resetToken waits for the next reset mail to email, passing over the
+// notices (a new device's carries a reset link too), and returns its token.
 func resetToken(t *testing.T, env *xcloaktest.Env, email string) string {
 	t.Helper()
-	m := env.Mail.WaitFor(t, email)
+	m := waitForNotice(t, env, email, "Reset your XCloak password")
 	found := resetLink.FindStringSubmatch(m.Body)
 	if found == nil {
 		t.Fatalf("reset mail %q has no link matching %s:\n%s", m.Subject, resetLink, m.Body)
