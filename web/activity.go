@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/templates"
 )
 
 // errBadActivityPage: an activity list's limit or cursor is malformed.
@@ -90,4 +91,65 @@ func (s *Server) handleActivityAPI() http.Handler {
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	})
+}
+
+func (s *Server) handleActivityPage() http.Handler {
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
+		cursor, limit, err := activityPage(r.URL.Query())
+		if err != nil {
+			return err
+		}
+		list, err := s.auth.Activity(r.Context(), sess, s.client(r), cursor, limit)
+		if err != nil {
+			return err
+		}
+		props := templates.ActivityProps{Nav: navFor(sess)}
+		for _, a := range list {
+			props.Rows = append(props.Rows, templates.ActivityRow{At: a.At, Text: activityText(a), Network: a.Network})
+		}
+		if len(list) == limit {
+			props.NextURL = "/account/activity?" + url.Values{
+				"cursor": {activityCursor(list[len(list)-1])}, "limit": {strconv.Itoa(limit)}}.Encode()
+		}
+		s.render(w, r, http.StatusOK, templates.ActivityPage(props))
+		return nil
+	})
+}
+
+// activityText says what an entry of the activity page stands for.
+func activityText(a auth.Activity) string {
+	switch a.Kind {
+	case auth.EventLoginSucceeded:
+		return "Signed in"
+	case auth.EventNewDevice:
+		return "Signed in from a new device"
+	case auth.EventLoginFailed:
+		if a.Count == 1 {
+			return "Failed sign-in attempt"
+		}
+		return "Failed sign-in attempts (" + strconv.Itoa(a.Count) + ")"
+	case auth.EventLockout:
+		return "Account locked after failed attempts"
+	case auth.EventUnlock, auth.EventUnlockConfirmed:
+		return "Account unlocked"
+	case auth.EventResetRequested:
+		return "Password reset requested"
+	case auth.EventResetCompleted:
+		return "Password reset"
+	case auth.EventPasswordChanged:
+		return "Password changed"
+	case auth.EventSessionEnded:
+		return "Session ended"
+	case auth.EventDeviceForgotten:
+		return "Device forgotten"
+	case auth.EventSignedOutEverywhere:
+		return "Signed out everywhere"
+	case auth.EventVerificationRequired:
+		return "Sign-in held for email confirmation"
+	case auth.EventVerificationConfirmed:
+		return "Sign-in confirmed by email"
+	case auth.EventNewDeviceSignedOut:
+		return "New device signed out"
+	}
+	return a.Kind
 }

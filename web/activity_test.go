@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
@@ -127,5 +129,48 @@ func TestActivityLimited(t *testing.T) {
 	resp, body := b.send(t, http.MethodGet, base+"/api/v1/account/activity", "", "")
 	if resp.StatusCode != http.StatusTooManyRequests || errorCode(t, body) != "too_many_attempts" || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third request: %d %s, want 429 too_many_attempts with Retry-After", resp.StatusCode, body)
+	}
+}
+
+// TestActivityPage: the account page links to the activity page, which
+// shows the failed attempt and the new-device sign-in in words, and pages
+// by its Older activity link; a bad cursor is a 400 page.
+func TestActivityPage(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	attacker := newBrowser(t, "127.0.17.6", chromeAndroid)
+	if resp, _ := attacker.send(t, http.MethodPost, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "wrong guess")); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong password: %d, want 401", resp.StatusCode)
+	}
+	ann := newBrowser(t, "127.0.17.7", firefoxLinux)
+	ann.signIn(t, base, "ann@example.com", "ann password")
+	env.Flush(t)
+	if _, body := ann.send(t, http.MethodGet, base+"/account", "", ""); !strings.Contains(body, `href="/account/activity"`) {
+		t.Errorf("the account page does not link to the activity page:\n%s", body)
+	}
+	resp, body := ann.send(t, http.MethodGet, base+"/account/activity", "", "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("activity page: %d", resp.StatusCode)
+	}
+	for _, want := range []string{"Failed sign-in attempt", "127.0.17.6", "Signed in from a new device", "127.0.17.7"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("activity page lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "Older activity") {
+		t.Errorf("a whole list in one page links to an older page")
+	}
+	resp, body = ann.send(t, http.MethodGet, base+"/account/activity?limit=1", "", "")
+	i := strings.Index(body, `/account/activity?cursor=`)
+	if resp.StatusCode != http.StatusOK || i < 0 || strings.Contains(body, "127.0.17.6") {
+		t.Fatalf("first page of 1: %d, want the newest entry and a link to older ones:\n%s", resp.StatusCode, body)
+	}
+	next := html.UnescapeString(body[i : strings.Index(body[i:], `"`)+i])
+	if _, body := ann.send(t, http.MethodGet, base+strings.Replace(next, "limit=1", "limit=50", 1), "", ""); !strings.Contains(body, "127.0.17.6") || strings.Contains(body, "Signed in<") {
+		t.Errorf("older page %s lacks the failure or repeats the sign-in:\n%s", next, body)
+	}
+	if resp, _ := ann.send(t, http.MethodGet, base+"/account/activity?cursor=nope", "", ""); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("bad cursor: %d, want 400", resp.StatusCode)
 	}
 }
