@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/postgres"
 )
 
 // TestAccountActivity: an account's list holds its own events since it was
@@ -104,5 +106,42 @@ func TestAccountActivity(t *testing.T) {
 	}
 	if len(list) != 2 {
 		t.Errorf("bob's list: %+v, want his sign-in and his failure", list)
+	}
+}
+
+// BenchmarkAccountActivity reads the first page of one account's activity
+// (2,000 events of its own, half of them failures) in a log of 200,000
+// events of 1,000 other accounts over the same half hour.
+func BenchmarkAccountActivity(b *testing.B) {
+	_, pool := testenv.Schema(b)
+	s := postgres.New(pool)
+	ctx := b.Context()
+	ann, err := s.CreateUser(ctx, "ann@example.com", "hash", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO security_events (at, kind, account_key, user_id, ip)
+		SELECT $1::timestamptz + g * interval '10 milliseconds', CASE WHEN g % 2 = 0 THEN 'login_failed' ELSE 'login_succeeded' END,
+			'other', 1000 + g % 1000, '198.51.100.' || (g % 200)
+		FROM generate_series(1, 200000) g`, ann.CreatedAt); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO security_events (at, kind, account_key, user_id, ip)
+		SELECT $2::timestamptz + g * interval '1 second', CASE WHEN g % 2 = 0 THEN 'login_failed' ELSE 'login_succeeded' END,
+			'ann@example.com', $1, '198.51.100.' || (g % 20)
+		FROM generate_series(1, 2000) g`, ann.ID, ann.CreatedAt); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE security_events`); err != nil {
+		b.Fatal(err)
+	}
+	kinds := auth.ActivityKinds()
+	for b.Loop() {
+		list, err := s.AccountActivity(ctx, ann.ID, kinds, auth.ActivityCursor{}, 50)
+		if err != nil || len(list) != 50 {
+			b.Fatal(len(list), err)
+		}
 	}
 }
