@@ -11,9 +11,10 @@ var errNoActivityLog = errors.New("no activity log")
 
 // The kinds of event an account's owner sees in its activity list: what
 // happened to the account, never the deployment's own (attack mode, spraying)
-// or other accounts'.
+// or other accounts'. A sign-in from a new device is one entry, its
+// EventLoginSucceeded with NewDevice set, not two.
 var activityKinds = []string{
-	EventLoginSucceeded, EventNewDevice, EventLoginFailed,
+	EventLoginSucceeded, EventLoginFailed,
 	EventLockout, EventUnlock, EventUnlockConfirmed,
 	EventResetRequested, EventResetCompleted, EventPasswordChanged,
 	EventSessionEnded, EventDeviceForgotten, EventSignedOutEverywhere,
@@ -41,6 +42,9 @@ type Activity struct {
 	// (EventLoginFailed) from one network within one hour (UTC) are one
 	// entry; every other entry is 1.
 	Count int
+	// NewDevice marks a sign-in (EventLoginSucceeded) from a browser that
+	// was not a known device: its event's Detail has device=new.
+	NewDevice bool
 }
 
 // ActivityCursor is where a page of an activity list starts: after the

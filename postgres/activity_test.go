@@ -12,7 +12,7 @@ import (
 // TestAccountActivity: an account's list holds its own events since it was
 // created and nothing else: not another account's, not rows on its address
 // without its id, not its id's rows from before it existed, not kinds it
-// was not asked for. Its failed sign-ins are one entry per network and
+// was not asked for (new_device, whose sign-in says it). Its failed sign-ins are one entry per network and
 // hour that adds up summary rows' counts; pages follow one another without
 // gaps or repeats.
 func TestAccountActivity(t *testing.T) {
@@ -38,7 +38,7 @@ func TestAccountActivity(t *testing.T) {
 		// Another account's.
 		ev(h.Add(2*time.Minute), auth.EventLoginSucceeded, bob, "198.51.100.7", nil),
 		ev(h.Add(2*time.Minute), auth.EventLoginFailed, bob, "198.51.100.1", nil),
-		// A kind not asked for.
+		// Kinds not asked for.
 		ev(h.Add(3*time.Minute), auth.EventResetMailDropped, ann, "198.51.100.1", nil),
 		// Ann's: three failures from one network in the first hour (one a
 		// summary of 4), one from another, one in the next hour.
@@ -47,7 +47,8 @@ func TestAccountActivity(t *testing.T) {
 		ev(h.Add(20*time.Minute), auth.EventLoginFailed, ann, "198.51.100.1", nil),
 		ev(h.Add(25*time.Minute), auth.EventLoginFailed, ann, "198.51.100.2", nil),
 		ev(h.Add(30*time.Minute), auth.EventNewDevice, ann, "198.51.100.3", nil),
-		ev(h.Add(30*time.Minute), auth.EventLoginSucceeded, ann, "198.51.100.3", nil),
+		ev(h.Add(30*time.Minute), auth.EventLoginSucceeded, ann, "198.51.100.3", map[string]string{"device": "new"}),
+		ev(h.Add(35*time.Minute), auth.EventLoginSucceeded, ann, "198.51.100.3", nil),
 		ev(h.Add(40*time.Minute), auth.EventLockout, ann, "198.51.100.1", nil),
 		ev(h.Add(70*time.Minute), auth.EventLoginFailed, ann, "198.51.100.1", nil),
 		ev(h.Add(80*time.Minute), auth.EventPasswordChanged, ann, "198.51.100.3", nil),
@@ -56,19 +57,20 @@ func TestAccountActivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	type entry struct {
-		at      time.Time
-		kind    string
-		network string
-		count   int
+		at        time.Time
+		kind      string
+		network   string
+		count     int
+		newDevice bool
 	}
 	want := []entry{
-		{h.Add(80 * time.Minute), auth.EventPasswordChanged, "198.51.100.3", 1},
-		{h.Add(70 * time.Minute), auth.EventLoginFailed, "198.51.100.1", 1},
-		{h.Add(40 * time.Minute), auth.EventLockout, "198.51.100.1", 1},
-		{h.Add(30 * time.Minute), auth.EventLoginSucceeded, "198.51.100.3", 1},
-		{h.Add(30 * time.Minute), auth.EventNewDevice, "198.51.100.3", 1},
-		{h.Add(25 * time.Minute), auth.EventLoginFailed, "198.51.100.2", 1},
-		{h.Add(20 * time.Minute), auth.EventLoginFailed, "198.51.100.1", 6},
+		{h.Add(80 * time.Minute), auth.EventPasswordChanged, "198.51.100.3", 1, false},
+		{h.Add(70 * time.Minute), auth.EventLoginFailed, "198.51.100.1", 1, false},
+		{h.Add(40 * time.Minute), auth.EventLockout, "198.51.100.1", 1, false},
+		{h.Add(35 * time.Minute), auth.EventLoginSucceeded, "198.51.100.3", 1, false},
+		{h.Add(30 * time.Minute), auth.EventLoginSucceeded, "198.51.100.3", 1, true},
+		{h.Add(25 * time.Minute), auth.EventLoginFailed, "198.51.100.2", 1, false},
+		{h.Add(20 * time.Minute), auth.EventLoginFailed, "198.51.100.1", 6, false},
 	}
 	kinds := auth.ActivityKinds()
 	for _, size := range []int{1, 2, 3, 50} {
@@ -83,7 +85,7 @@ func TestAccountActivity(t *testing.T) {
 				t.Fatalf("page of %d: %d entries", size, len(list))
 			}
 			for _, a := range list {
-				got = append(got, entry{a.At.UTC(), a.Kind, a.Network, a.Count})
+				got = append(got, entry{a.At.UTC(), a.Kind, a.Network, a.Count, a.NewDevice})
 			}
 			if len(list) < size {
 				break
@@ -95,7 +97,7 @@ func TestAccountActivity(t *testing.T) {
 			t.Fatalf("pages of %d: got %d entries %v, want %d %v", size, len(got), got, len(want), want)
 		}
 		for i := range want {
-			if !got[i].at.Equal(want[i].at) || got[i].kind != want[i].kind || got[i].network != want[i].network || got[i].count != want[i].count {
+			if !got[i].at.Equal(want[i].at) || got[i].kind != want[i].kind || got[i].network != want[i].network || got[i].count != want[i].count || got[i].newDevice != want[i].newDevice {
 				t.Errorf("pages of %d, entry %d: got %+v, want %+v", size, i, got[i], want[i])
 			}
 		}

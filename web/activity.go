@@ -66,6 +66,8 @@ type activityJSON struct {
 	Kind    string    `json:"kind"`
 	Network string    `json:"network"`
 	Count   int       `json:"count"`
+	// NewDevice marks a sign-in from a browser that was not a known device.
+	NewDevice bool `json:"new_device"`
 }
 
 func (s *Server) handleActivityAPI() http.Handler {
@@ -83,7 +85,7 @@ func (s *Server) handleActivityAPI() http.Handler {
 			NextCursor string         `json:"next_cursor,omitempty"`
 		}{Events: []activityJSON{}}
 		for _, a := range list {
-			out.Events = append(out.Events, activityJSON{At: a.At.UTC(), Kind: a.Kind, Network: a.Network, Count: a.Count})
+			out.Events = append(out.Events, activityJSON{At: a.At.UTC(), Kind: a.Kind, Network: a.Network, Count: a.Count, NewDevice: a.NewDevice})
 		}
 		if len(list) == limit {
 			out.NextCursor = activityCursor(list[len(list)-1])
@@ -120,9 +122,10 @@ func (s *Server) handleActivityPage() http.Handler {
 func activityText(a auth.Activity) string {
 	switch a.Kind {
 	case auth.EventLoginSucceeded:
+		if a.NewDevice {
+			return "Signed in from a new device"
+		}
 		return "Signed in"
-	case auth.EventNewDevice:
-		return "Signed in from a new device"
 	case auth.EventLoginFailed:
 		if a.Count == 1 {
 			return "Failed sign-in attempt"

@@ -15,9 +15,10 @@ import (
 // activityBody is the body of GET /api/v1/account/activity.
 type activityBody struct {
 	Events []struct {
-		Kind    string `json:"kind"`
-		Network string `json:"network"`
-		Count   int    `json:"count"`
+		Kind      string `json:"kind"`
+		Network   string `json:"network"`
+		Count     int    `json:"count"`
+		NewDevice bool   `json:"new_device"`
 	} `json:"events"`
 	NextCursor string `json:"next_cursor"`
 }
@@ -36,7 +37,8 @@ func (b browser) activity(t *testing.T, base, query string) activityBody {
 }
 
 // TestActivityListsOwnEvents: the owner's list shows the failed attempts
-// on the account, counted per network, and its sign-in from a new device;
+// on the account, counted per network, and its sign-ins, the first marked
+// as a new device's and the second, from the same browser, not;
 // it shows nothing of another account's attempts and sign-ins, nor of
 // attempts on the address made before the account existed; it pages by
 // next_cursor.
@@ -63,23 +65,25 @@ func TestActivityListsOwnEvents(t *testing.T) {
 	bob.signIn(t, base, "bob@example.com", "bob password")
 	ann := newBrowser(t, "127.0.17.3", firefoxLinux)
 	ann.signIn(t, base, "ann@example.com", "ann password")
+	ann.signIn(t, base, "ann@example.com", "ann password")
 	env.Flush(t)
 
 	got := ann.activity(t, base, "")
 	type entry struct {
 		kind, network string
 		count         int
+		newDevice     bool
 	}
 	want := []entry{
-		{auth.EventLoginSucceeded, "127.0.17.3", 1},
-		{auth.EventNewDevice, "127.0.17.3", 1},
-		{auth.EventLoginFailed, "127.0.17.1", 2},
+		{auth.EventLoginSucceeded, "127.0.17.3", 1, false},
+		{auth.EventLoginSucceeded, "127.0.17.3", 1, true},
+		{auth.EventLoginFailed, "127.0.17.1", 2, false},
 	}
 	if len(got.Events) != len(want) {
 		t.Fatalf("ann's activity: %+v, want %v", got.Events, want)
 	}
 	for i, w := range want {
-		if e := got.Events[i]; (entry{e.Kind, e.Network, e.Count}) != w {
+		if e := got.Events[i]; (entry{e.Kind, e.Network, e.Count, e.NewDevice}) != w {
 			t.Errorf("ann's entry %d: %+v, want %+v", i, e, w)
 		}
 	}
@@ -167,7 +171,7 @@ func TestActivityPage(t *testing.T) {
 		t.Fatalf("first page of 1: %d, want the newest entry and a link to older ones:\n%s", resp.StatusCode, body)
 	}
 	next := html.UnescapeString(body[i : strings.Index(body[i:], `"`)+i])
-	if _, body := ann.send(t, http.MethodGet, base+strings.Replace(next, "limit=1", "limit=50", 1), "", ""); !strings.Contains(body, "127.0.17.6") || strings.Contains(body, "Signed in<") {
+	if _, body := ann.send(t, http.MethodGet, base+strings.Replace(next, "limit=1", "limit=50", 1), "", ""); !strings.Contains(body, "127.0.17.6") || strings.Contains(body, "Signed in from") {
 		t.Errorf("older page %s lacks the failure or repeats the sign-in:\n%s", next, body)
 	}
 	if resp, _ := ann.send(t, http.MethodGet, base+"/account/activity?cursor=nope", "", ""); resp.StatusCode != http.StatusBadRequest {
