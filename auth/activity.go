@@ -12,11 +12,13 @@ var errNoActivityLog = errors.New("no activity log")
 // The kinds of event an account's owner sees in its activity list: what
 // happened to the account, never the deployment's own (attack mode, spraying)
 // or other accounts'. A sign-in from a new device is one entry, its
-// EventLoginSucceeded with NewDevice set, not two.
+// EventLoginSucceeded with NewDevice set, not two. Requests for reset
+// and unlock links are left out: they are recorded without an account id,
+// so that a request tells nothing of whether the account exists.
 var activityKinds = []string{
 	EventLoginSucceeded, EventLoginFailed,
 	EventLockout, EventUnlock, EventUnlockConfirmed,
-	EventResetRequested, EventResetCompleted, EventPasswordChanged,
+	EventResetCompleted, EventPasswordChanged,
 	EventSessionEnded, EventDeviceForgotten, EventSignedOutEverywhere,
 	EventVerificationRequired, EventVerificationConfirmed, EventNewDeviceSignedOut,
 }

@@ -133,10 +133,10 @@ func activityText(a auth.Activity) string {
 		return "Failed sign-in attempts (" + strconv.Itoa(a.Count) + ")"
 	case auth.EventLockout:
 		return "Account locked after failed attempts"
-	case auth.EventUnlock, auth.EventUnlockConfirmed:
+	case auth.EventUnlock:
 		return "Account unlocked"
-	case auth.EventResetRequested:
-		return "Password reset requested"
+	case auth.EventUnlockConfirmed:
+		return "Unlock link used: that browser became a known device"
 	case auth.EventResetCompleted:
 		return "Password reset"
 	case auth.EventPasswordChanged:
