@@ -304,6 +304,13 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if mustChange {
 		e.Detail = map[string]string{"password": "breached"}
 	}
+	if device == "" {
+		// The owner's activity list says which sign-ins were new devices'.
+		if e.Detail == nil {
+			e.Detail = map[string]string{}
+		}
+		e.Detail["device"] = "new"
+	}
 	s.record(e)
 	if device == "" {
 		s.notifyNewDevice(user, source, req.Client.UserAgent)

@@ -127,6 +127,10 @@ type Deps struct {
 	// Breached looks passwords up in a breach corpus (breached.go); nil:
 	// no checking.
 	Breached BreachedChecker
+
+	// Activity lists an account's own events for its owner (activity.go);
+	// nil: Service.Activity is ErrUnavailable.
+	Activity ActivityLog
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -140,8 +144,10 @@ type Service struct {
 	devices devices
 	now     func() time.Time
 	events  *recorder
-	resets  chan linkJob
-	metrics *metrics
+	// activity lists an account's own events (Deps.Activity).
+	activity ActivityLog
+	resets   chan linkJob
+	metrics  *metrics
 	// resetsPending counts reset requests queued, waiting for their
 	// domain or being handled.
 	resetsPending atomic.Int64
@@ -220,6 +226,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		events:  newRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
+	s.activity = d.Activity
 	s.attack = d.Attack
 	if s.attack == nil {
 		s.attack = noAttackWatch{}

@@ -60,6 +60,8 @@ func problemFor(err error) problem {
 		return problem{http.StatusBadRequest, "invalid_request", "Choose to switch attack mode on or off.", 0}
 	case errors.Is(err, errBadCursor):
 		return problem{http.StatusBadRequest, "invalid_request", "That page of events does not exist.", 0}
+	case errors.Is(err, errBadActivityPage):
+		return problem{http.StatusBadRequest, "invalid_request", "Ask for 1 to 50 entries, from a cursor a previous page gave.", 0}
 	case errors.Is(err, auth.ErrVerificationRequired):
 		// Handlers that sign in answer it with a page or body of their own
 		// (held in verify.go); this is its status anywhere else.

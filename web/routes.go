@@ -29,6 +29,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /account/sessions/{id}/end", s.handleEndSessionForm())
 	mux.Handle("POST /account/devices/{id}/forget", s.handleForgetDeviceForm())
 
+	mux.Handle("GET /account/activity", s.handleActivityPage())
+	mux.Handle("GET /api/v1/account/activity", s.handleActivityAPI())
+
 	mux.Handle("GET /password-reset", s.handleResetRequestPage())
 	mux.Handle("POST /password-reset", s.handleResetRequestForm())
 	mux.Handle("POST /api/v1/password-reset", s.handleResetRequestAPI())

@@ -304,6 +304,7 @@ func TestSessionsRoutesRefuseRestricted(t *testing.T) {
 	for _, req := range []struct{ method, path string }{
 		{http.MethodGet, "/api/v1/account/sessions"},
 		{http.MethodDelete, "/api/v1/account/sessions/" + otherID},
+		{http.MethodGet, "/api/v1/account/activity"},
 	} {
 		if resp, body := b.send(t, req.method, base+req.path, "", ""); resp.StatusCode != http.StatusForbidden || errorCode(t, body) != "password_change_required" {
 			t.Errorf("%s %s restricted: %d %s, want 403 password_change_required", req.method, req.path, resp.StatusCode, body)

@@ -105,6 +105,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Counter:  counts,
 		Breached: d.Breached,
 		Attack:   watch,
+		Activity: store,
 	})
 	if err != nil {
 		return nil, err
