@@ -226,3 +226,34 @@ func TestNewDeviceNotice(t *testing.T) {
 		t.Errorf("new-device notice has no reset link:\n%s", m.Body)
 	}
 }
+
+// TestActivityList: a wrong password typed on the laptop, then its
+// sign-in, show in the owner's recent activity as a failed attempt from
+// the laptop's network and a sign-in from a new device.
+func TestActivityList(t *testing.T) {
+	const (
+		email    = "gus@example.com"
+		password = "gus's only password"
+	)
+	env, base := startXCloak(t, xcloaktest.Options{Web: trustLoopbackProxy})
+	env.AddUser(t, email, password, false)
+
+	other := newPageOf(t, "laptop", desktop, laptop)
+	submitLogin(t, other, base, email, "not gus's password")
+	wantText(t, other, "main [role=alert]", wrongPasswordText)
+	signIn(t, other, base, email, password)
+	env.Flush(t)
+
+	follow(t, other, "See recent security activity")
+	wantURL(t, other, base+"/account/activity")
+	wantText(t, other, "main h1", "Recent security activity")
+	rows := other.Locator("main #activity tbody tr")
+	for _, want := range []string{"Failed sign-in attempt", "Signed in from a new device"} {
+		row := rows.Filter(playwright.LocatorFilterOptions{HasText: want})
+		wantCount(t, other, row, 1)
+		if err := expect.Locator(row).ToContainText(laptop.network); err != nil {
+			t.Errorf("the %q row does not name the laptop's network: %v", want, err)
+		}
+	}
+	keepScreenshot(t, other, "account-activity")
+}
