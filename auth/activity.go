@@ -47,6 +47,9 @@ type Activity struct {
 	// NewDevice marks a sign-in (EventLoginSucceeded) from a browser that
 	// was not a known device: its event's Detail has device=new.
 	NewDevice bool
+	// Browser describes the browser of a sign-in (DescribeBrowser), ""
+	// for other entries and for sign-ins recorded before it was kept.
+	Browser string
 }
 
 // ActivityCursor is where a page of an activity list starts: after the

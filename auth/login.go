@@ -300,9 +300,12 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if err != nil {
 		return LoginResult{}, err
 	}
-	e := Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source}
+	// The owner's activity list names the browser (fixed words, never
+	// the header itself: DescribeBrowser).
+	e := Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source,
+		Detail: map[string]string{"browser": DescribeBrowser(req.Client.UserAgent)}}
 	if mustChange {
-		e.Detail = map[string]string{"password": "breached"}
+		e.Detail["password"] = "breached"
 	}
 	if device == "" {
 		// The owner's activity list says which sign-ins were new devices'.

@@ -255,5 +255,9 @@ func TestActivityList(t *testing.T) {
 			t.Errorf("the %q row does not name the laptop's network: %v", want, err)
 		}
 	}
+	newDevice := rows.Filter(playwright.LocatorFilterOptions{HasText: "Signed in from a new device"})
+	if err := expect.Locator(newDevice).ToContainText(laptopBrowser); err != nil {
+		t.Errorf("the sign-in row does not name the laptop's browser: %v", err)
+	}
 	keepScreenshot(t, other, "account-activity")
 }

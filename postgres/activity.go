@@ -27,15 +27,16 @@ func (s *Store) AccountActivity(ctx context.Context, userID int64, kinds []strin
 			FROM security_events e JOIN users u ON u.id = e.user_id
 			WHERE e.user_id = $1 AND e.at >= u.created_at AND e.kind = ANY($2::text[])
 		), entries AS (
-			SELECT id, at, kind, ip, 1 AS n, coalesce(detail->>'device' = 'new', false) AS new_device
+			SELECT id, at, kind, ip, 1 AS n, coalesce(detail->>'device' = 'new', false) AS new_device,
+				coalesce(detail->>'browser', '') AS browser
 			FROM mine WHERE kind <> $3
 			UNION ALL
 			SELECT max(id), max(at), $3, ip,
-				sum(CASE WHEN detail->>'count' ~ '^[0-9]{1,6}$' THEN (detail->>'count')::int ELSE 1 END), false
+				sum(CASE WHEN detail->>'count' ~ '^[0-9]{1,6}$' THEN (detail->>'count')::int ELSE 1 END), false, ''
 			FROM mine WHERE kind = $3
 			GROUP BY ip, date_trunc('hour', at AT TIME ZONE 'UTC')
 		)
-		SELECT id, at, kind, ip, n, new_device FROM entries
+		SELECT id, at, kind, ip, n, new_device, browser FROM entries
 		WHERE $4::timestamptz IS NULL OR (at, id) < ($4, $5)
 		ORDER BY at DESC, id DESC LIMIT $6`,
 		userID, kinds, auth.EventLoginFailed, at, before.ID, limit)
@@ -45,7 +46,7 @@ func (s *Store) AccountActivity(ctx context.Context, userID int64, kinds []strin
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (auth.Activity, error) {
 		var a auth.Activity
 		var n int64
-		err := row.Scan(&a.ID, &a.At, &a.Kind, &a.Network, &n, &a.NewDevice)
+		err := row.Scan(&a.ID, &a.At, &a.Kind, &a.Network, &n, &a.NewDevice, &a.Browser)
 		a.Count = int(n)
 		return a, err
 	})

@@ -68,6 +68,9 @@ type activityJSON struct {
 	Count   int       `json:"count"`
 	// NewDevice marks a sign-in from a browser that was not a known device.
 	NewDevice bool `json:"new_device"`
+	// Browser describes a sign-in's browser ("Firefox on Linux"), "" for
+	// other entries.
+	Browser string `json:"browser,omitempty"`
 }
 
 func (s *Server) handleActivityAPI() http.Handler {
@@ -85,7 +88,7 @@ func (s *Server) handleActivityAPI() http.Handler {
 			NextCursor string         `json:"next_cursor,omitempty"`
 		}{Events: []activityJSON{}}
 		for _, a := range list {
-			out.Events = append(out.Events, activityJSON{At: a.At.UTC(), Kind: a.Kind, Network: a.Network, Count: a.Count, NewDevice: a.NewDevice})
+			out.Events = append(out.Events, activityJSON{At: a.At.UTC(), Kind: a.Kind, Network: a.Network, Count: a.Count, NewDevice: a.NewDevice, Browser: a.Browser})
 		}
 		if len(list) == limit {
 			out.NextCursor = activityCursor(list[len(list)-1])
@@ -122,10 +125,14 @@ func (s *Server) handleActivityPage() http.Handler {
 func activityText(a auth.Activity) string {
 	switch a.Kind {
 	case auth.EventLoginSucceeded:
+		text := "Signed in"
 		if a.NewDevice {
-			return "Signed in from a new device"
+			text = "Signed in from a new device"
 		}
-		return "Signed in"
+		if a.Browser != "" {
+			text += " (" + a.Browser + ")"
+		}
+		return text
 	case auth.EventLoginFailed:
 		if a.Count == 1 {
 			return "Failed sign-in attempt"
