@@ -73,13 +73,20 @@ type activityJSON struct {
 	Browser string `json:"browser,omitempty"`
 }
 
+// activity reads the page of sess's activity the request's query asks
+// for, and the page's size.
+func (s *Server) activity(r *http.Request, sess auth.Session) ([]auth.Activity, int, error) {
+	cursor, limit, err := activityPage(r.URL.Query())
+	if err != nil {
+		return nil, 0, err
+	}
+	list, err := s.auth.Activity(r.Context(), sess, s.client(r), cursor, limit)
+	return list, limit, err
+}
+
 func (s *Server) handleActivityAPI() http.Handler {
 	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
-		cursor, limit, err := activityPage(r.URL.Query())
-		if err != nil {
-			return err
-		}
-		list, err := s.auth.Activity(r.Context(), sess, s.client(r), cursor, limit)
+		list, limit, err := s.activity(r, sess)
 		if err != nil {
 			return err
 		}
@@ -100,11 +107,7 @@ func (s *Server) handleActivityAPI() http.Handler {
 
 func (s *Server) handleActivityPage() http.Handler {
 	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
-		cursor, limit, err := activityPage(r.URL.Query())
-		if err != nil {
-			return err
-		}
-		list, err := s.auth.Activity(r.Context(), sess, s.client(r), cursor, limit)
+		list, limit, err := s.activity(r, sess)
 		if err != nil {
 			return err
 		}
