@@ -100,14 +100,10 @@ func httpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	c.target = u
 	if c.sources > 0 || c.legitEmail != "" {
 		// Bound sources are loopback addresses, which reach only this machine.
-		addrs, err := resolveHost(ctx, u.Hostname(), true)
-		if err != nil {
+		if a, found, err := nonLoopback(ctx, u.Hostname()); err != nil {
 			return err
-		}
-		for _, a := range addrs {
-			if !a.IsLoopback() {
-				return badFlag(stderr, "--sources and the legitimate user bind loopback addresses, which cannot reach %s; give --sources 0 and no --legit-email", a)
-			}
+		} else if found {
+			return badFlag(stderr, "--sources and the legitimate user bind loopback addresses, which cannot reach %s; give --sources 0 and no --legit-email", a)
 		}
 	}
 

@@ -123,14 +123,10 @@ func distributedCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		return err
 	}
 	// Every request comes from a bound loopback address.
-	addrs, err := resolveHost(ctx, u.Hostname(), true)
-	if err != nil {
+	if a, found, err := nonLoopback(ctx, u.Hostname()); err != nil {
 		return err
-	}
-	for _, a := range addrs {
-		if !a.IsLoopback() {
-			return badFlag(stderr, "the run binds loopback source addresses, which cannot reach %s", a)
-		}
+	} else if found {
+		return badFlag(stderr, "the run binds loopback source addresses, which cannot reach %s", a)
 	}
 	c.target = u
 	if c.tag == "" {

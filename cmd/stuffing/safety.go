@@ -31,6 +31,21 @@ const (
 // loopback (127.0.0.0/8 or ::1) unless allow. An IP literal is not looked
 // up. Every address must pass: a name that resolves to loopback and to
 // something else is refused.
+// nonLoopback returns the first address of host that is not on loopback,
+// if any: a run that binds loopback source addresses cannot reach it.
+func nonLoopback(ctx context.Context, host string) (netip.Addr, bool, error) {
+	addrs, err := resolveHost(ctx, host, true)
+	if err != nil {
+		return netip.Addr{}, false, err
+	}
+	for _, a := range addrs {
+		if !a.IsLoopback() {
+			return a, true, nil
+		}
+	}
+	return netip.Addr{}, false, nil
+}
+
 func resolveHost(ctx context.Context, host string, allow bool) ([]netip.Addr, error) {
 	if host == "" {
 		return nil, errors.New("no host given")
