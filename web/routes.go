@@ -4,62 +4,80 @@ import (
 	"net/http"
 )
 
-// routes lists every route the service answers.
+// route is one pattern the service answers and its handler.
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// routes returns the service's handler: every route of routeTable behind
+// the middleware every request passes.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
+	for _, r := range s.routeTable() {
+		mux.Handle(r.pattern, r.handler)
+	}
+	return s.logRequests(s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(mux)))))
+}
 
-	mux.Handle("GET /healthz", handleHealthz())
-	mux.Handle("GET /readyz", s.handleReadyz())
-	mux.Handle("GET /static/", handleStatic())
+// routeTable lists every route the service answers; the OpenAPI document's
+// test reads the patterns from here too.
+func (s *Server) routeTable() []route {
+	var table []route
+	handle := func(pattern string, h http.Handler) { table = append(table, route{pattern, h}) }
 
-	mux.Handle("GET /{$}", s.handleHome())
-	mux.Handle("GET /login", s.handleLoginPage())
-	mux.Handle("POST /login", s.handleLoginForm())
-	mux.Handle("POST /api/v1/login", s.handleLoginAPI())
-	mux.Handle("POST /logout", s.handleLogout())
-	mux.Handle("GET /account", s.handleAccount())
+	handle("GET /healthz", handleHealthz())
+	handle("GET /readyz", s.handleReadyz())
+	handle("GET /static/", handleStatic())
 
-	mux.Handle("GET /account/password", s.handlePasswordPage())
-	mux.Handle("POST /account/password", s.handlePasswordForm())
-	mux.Handle("POST /api/v1/account/password", s.handlePasswordAPI())
+	handle("GET /{$}", s.handleHome())
+	handle("GET /login", s.handleLoginPage())
+	handle("POST /login", s.handleLoginForm())
+	handle("POST /api/v1/login", s.handleLoginAPI())
+	handle("POST /logout", s.handleLogout())
+	handle("GET /account", s.handleAccount())
 
-	mux.Handle("GET /api/v1/account/sessions", s.handleSessionsAPI())
-	mux.Handle("DELETE /api/v1/account/sessions/{id}", s.handleEndSessionAPI())
-	mux.Handle("POST /account/sessions/end-others", s.handleEndOtherSessionsForm())
-	mux.Handle("POST /account/sessions/{id}/end", s.handleEndSessionForm())
-	mux.Handle("POST /account/devices/{id}/forget", s.handleForgetDeviceForm())
+	handle("GET /account/password", s.handlePasswordPage())
+	handle("POST /account/password", s.handlePasswordForm())
+	handle("POST /api/v1/account/password", s.handlePasswordAPI())
 
-	mux.Handle("GET /account/activity", s.handleActivityPage())
-	mux.Handle("GET /api/v1/account/activity", s.handleActivityAPI())
+	handle("GET /api/v1/account/sessions", s.handleSessionsAPI())
+	handle("DELETE /api/v1/account/sessions/{id}", s.handleEndSessionAPI())
+	handle("POST /account/sessions/end-others", s.handleEndOtherSessionsForm())
+	handle("POST /account/sessions/{id}/end", s.handleEndSessionForm())
+	handle("POST /account/devices/{id}/forget", s.handleForgetDeviceForm())
 
-	mux.Handle("GET /password-reset", s.handleResetRequestPage())
-	mux.Handle("POST /password-reset", s.handleResetRequestForm())
-	mux.Handle("POST /api/v1/password-reset", s.handleResetRequestAPI())
-	mux.Handle("GET /password-reset/{token}", s.handleResetConfirmPage())
-	mux.Handle("POST /password-reset/{token}", s.handleResetConfirmForm())
-	mux.Handle("POST /api/v1/password-reset/confirm", s.handleResetConfirmAPI())
+	handle("GET /account/activity", s.handleActivityPage())
+	handle("GET /api/v1/account/activity", s.handleActivityAPI())
 
-	mux.Handle("GET /unlock", s.handleUnlockRequestPage())
-	mux.Handle("POST /unlock", s.handleUnlockRequestForm())
-	mux.Handle("POST /api/v1/unlock", s.handleUnlockRequestAPI())
-	mux.Handle("GET /unlock/{token}", s.handleUnlockConfirmPage())
-	mux.Handle("POST /unlock/{token}", s.handleUnlockConfirmForm())
-	mux.Handle("POST /api/v1/unlock/confirm", s.handleUnlockConfirmAPI())
+	handle("GET /password-reset", s.handleResetRequestPage())
+	handle("POST /password-reset", s.handleResetRequestForm())
+	handle("POST /api/v1/password-reset", s.handleResetRequestAPI())
+	handle("GET /password-reset/{token}", s.handleResetConfirmPage())
+	handle("POST /password-reset/{token}", s.handleResetConfirmForm())
+	handle("POST /api/v1/password-reset/confirm", s.handleResetConfirmAPI())
 
-	mux.Handle("GET /sign-in/{token}", s.handleSignInConfirmPage())
-	mux.Handle("POST /sign-in/{token}", s.handleSignInConfirmForm())
-	mux.Handle("POST /api/v1/sign-in/confirm", s.handleSignInConfirmAPI())
+	handle("GET /unlock", s.handleUnlockRequestPage())
+	handle("POST /unlock", s.handleUnlockRequestForm())
+	handle("POST /api/v1/unlock", s.handleUnlockRequestAPI())
+	handle("GET /unlock/{token}", s.handleUnlockConfirmPage())
+	handle("POST /unlock/{token}", s.handleUnlockConfirmForm())
+	handle("POST /api/v1/unlock/confirm", s.handleUnlockConfirmAPI())
 
-	mux.Handle("GET /admin", s.handleDashboard())
-	mux.Handle("GET /admin/stream", s.handleDashboardStream())
-	mux.Handle("POST /admin/lockouts/unlock", s.handleUnlock())
-	mux.Handle("POST /admin/users/sign-out", s.handleSignOutEverywhere())
-	mux.Handle("POST /admin/attack", s.handleAttackSwitch())
-	mux.Handle("GET /api/v1/admin/stats", s.handleAdminStats())
+	handle("GET /sign-in/{token}", s.handleSignInConfirmPage())
+	handle("POST /sign-in/{token}", s.handleSignInConfirmForm())
+	handle("POST /api/v1/sign-in/confirm", s.handleSignInConfirmAPI())
+
+	handle("GET /admin", s.handleDashboard())
+	handle("GET /admin/stream", s.handleDashboardStream())
+	handle("POST /admin/lockouts/unlock", s.handleUnlock())
+	handle("POST /admin/users/sign-out", s.handleSignOutEverywhere())
+	handle("POST /admin/attack", s.handleAttackSwitch())
+	handle("GET /api/v1/admin/stats", s.handleAdminStats())
 
 	if s.cfg.Metrics != nil {
-		mux.Handle("GET /metrics", s.cfg.Metrics)
+		handle("GET /metrics", s.cfg.Metrics)
 	}
 
-	return s.logRequests(s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(mux)))))
+	return table
 }

@@ -1,0 +1,12 @@
+package web
+
+// RoutePatterns lists the patterns the service answers under cfg, in the
+// order routeTable gives them.
+func RoutePatterns(cfg Config) []string {
+	s := &Server{cfg: cfg}
+	var out []string
+	for _, r := range s.routeTable() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
