@@ -344,3 +344,47 @@ func TestAttemptEventsNameTheApplication(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardApplications: the dashboard and the stats JSON list each
+// application's attempts, denials and reported outcomes.
+func TestDashboardApplications(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 3) }})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	shop := newApp(t, base, env.AddAPIKey(t, "shop"))
+	blog := newApp(t, base, env.AddAPIKey(t, "blog.example"))
+	var ids []string
+	for range 5 { // 3 allowed, 2 denied
+		if _, d, _ := shop.ask("login", "hank", "192.0.2.50", ""); d.AttemptID != "" {
+			ids = append(ids, d.AttemptID)
+		}
+	}
+	shop.outcome(ids[0], "failure")
+	shop.outcome(ids[1], "failure")
+	shop.outcome(ids[2], "success")
+	blog.ask("reset", "hank", "192.0.2.51", "")
+	env.Flush(t)
+
+	admin := xcloaktest.Client(t, "127.0.9.7")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	_, body := getStats(t, admin, base, "1h")
+	var got struct {
+		Applications []struct {
+			Name                                  string
+			Attempts, Denied, Failures, Successes int64
+		} `json:"applications"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := "[{shop 5 2 2 1} {blog.example 1 0 0 0}]"
+	if fmt.Sprint(got.Applications) != want {
+		t.Fatalf("applications %v, want %s", got.Applications, want)
+	}
+	_, page := get(t, admin, base+"/admin?period=1h")
+	for _, s := range []string{`data-app="shop"`, `data-app="blog.example"`, "Applications"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("the dashboard page has no %s", s)
+		}
+	}
+}
