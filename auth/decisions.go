@@ -141,6 +141,18 @@ func FoldAccount(account string) string {
 // no application's and XCloak's own accounts meet.
 func appAccount(app, folded string) string { return "app " + app + " " + folded }
 
+// isAppAccount reports whether id is an application's account identity as
+// appAccount makes it, with a valid name and a folded account.
+func isAppAccount(id string) bool {
+	rest, ok := strings.CutPrefix(id, "app ")
+	if !ok {
+		return false
+	}
+	name, account, ok := strings.Cut(rest, " ")
+	return ok && CheckAPIKeyName(name) == nil && account != "" && FoldAccount(account) == account &&
+		len(account) <= MaxAccountBytes && printable(account)
+}
+
 // appDevice is the identity of an application's known device in the
 // limits: "app " and its hash, longer than any nonce of XCloak's own.
 func appDevice(hash string) string { return "app " + hash }

@@ -388,3 +388,32 @@ func TestDashboardApplications(t *testing.T) {
 		}
 	}
 }
+
+// TestUnlockApplicationAccount: the dashboard's Unlock ends an
+// application account's lockout, as it lists it.
+func TestUnlockApplicationAccount(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	shop := newApp(t, base, env.AddAPIKey(t, "shop"))
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := shop.ask("login", "Ivy Smith", fmt.Sprintf("203.0.113.%d", i), "")
+		shop.outcome(d.AttemptID, "failure")
+	}
+	if status, d, _ := shop.ask("login", "ivy smith", "192.0.2.60", ""); status != 429 || d.Reason != "locked" {
+		t.Fatalf("after the failures: %d %+v, want locked", status, d)
+	}
+	admin := xcloaktest.Client(t, "127.0.9.8")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	_, page := get(t, admin, base+"/admin")
+	if !strings.Contains(page, "app shop ivy smith") {
+		t.Fatalf("the dashboard does not list the lockout of app shop ivy smith")
+	}
+	resp, _ := post(t, admin, base+"/admin/lockouts/unlock", formType, "email=app+shop+ivy+smith&period=5m")
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=unlocked") {
+		t.Fatalf("unlock: %d %s, want 303 to notice=unlocked", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if status, d, _ := shop.ask("login", "ivy smith", "192.0.2.60", ""); status != 200 {
+		t.Fatalf("after the unlock: %d %+v, want allowed", status, d)
+	}
+}
