@@ -34,6 +34,7 @@ func (s *Server) routeTable() []route {
 	handle("GET /login", s.handleLoginPage())
 	handle("POST /login", s.handleLoginForm())
 	handle("POST /api/v1/login", s.handleLoginAPI())
+	handle("GET /logout", s.handleLogoutPage())
 	handle("POST /logout", s.handleLogout())
 	handle("GET /account", s.handleAccount())
 

@@ -48,6 +48,8 @@ type Server struct {
 	ready    ReadyCheck
 	log      *slog.Logger
 	clientIP *ClientIPResolver
+	// redirects decides where rd may send a browser (redirect.go).
+	redirects redirectRule
 
 	// dashboard reads the security team's figures and events.
 	dashboard *dashboard.Reader
@@ -68,6 +70,7 @@ func NewServer(cfg Config, svc *auth.Service, board *dashboard.Reader, ready Rea
 
 		dashboard: board,
 	}
+	s.redirects = s.redirectRule()
 	return s.routes()
 }
 
