@@ -38,6 +38,9 @@ func (s *Server) routeTable() []route {
 	handle("POST /logout", s.handleLogout())
 	handle("GET /account", s.handleAccount())
 
+	handle("GET /api/v1/authz/forward-auth", s.handleForwardAuth())
+	handle("GET /api/v1/authz/auth-request", s.handleAuthRequest())
+
 	handle("GET /account/password", s.handlePasswordPage())
 	handle("POST /account/password", s.handlePasswordForm())
 	handle("POST /api/v1/account/password", s.handlePasswordAPI())
