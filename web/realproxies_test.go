@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,75 +18,30 @@ import (
 // are limited as the one client nginx saw. Skipped where nginx is not
 // installed.
 func TestNginxSnippetFromDeploy(t *testing.T) {
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		t.Skip("nginx is not installed")
-	}
 	env := xcloaktest.New(t, xcloaktest.Options{
 		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
 	})
 	base := env.Start(t)
 
 	snippet := strings.ReplaceAll(deploySnippet(t, "nginx", "http://xcloak:8080"), "http://xcloak:8080", base)
-
-	dir := t.TempDir()
-	port := testenv.StartProxy(t, func(port int) (*exec.Cmd, func() string) {
-		conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
-error_log %[1]s/error.log;
-events {}
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    server {
-        listen 127.0.0.1:%[2]d;
-%[3]s
-    }
-}
-`, dir, port, snippet)
-		if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off; master_process off;")
-		return cmd, func() string {
-			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			return string(errLog)
-		}
+	port := testenv.Nginx(t, func(port int) string {
+		return fmt.Sprintf("    server {\n        listen 127.0.0.1:%d;\n%s    }\n", port, snippet)
 	})
-	front := fmt.Sprintf("http://127.0.0.1:%d", port)
-	checkLimitedAsOne(t, env, front, "127.0.0.5")
+	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
 }
 
 // TestCaddySnippetFromDeploy does for the Caddyfile of docs/DEPLOY.md
 // what TestNginxSnippetFromDeploy does for nginx, over plain http.
 // Skipped where Caddy is not installed.
 func TestCaddySnippetFromDeploy(t *testing.T) {
-	caddy, err := exec.LookPath("caddy")
-	if err != nil {
-		t.Skip("caddy is not installed")
-	}
 	env := xcloaktest.New(t, xcloaktest.Options{
 		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
 	})
 	base := env.Start(t)
-	dir := t.TempDir()
-	port := testenv.StartProxy(t, func(port int) (*exec.Cmd, func() string) {
+	port := testenv.Caddy(t, func(port int) string {
 		snippet := deploySnippet(t, "caddyfile", "xcloak:8080")
 		snippet = strings.ReplaceAll(snippet, "login.example.com", fmt.Sprintf("http://127.0.0.1:%d", port))
-		snippet = strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
-		// No admin endpoint, and Caddy's own files under the test's directory.
-		conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n" + snippet
-		if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(caddy, "run", "--config", filepath.Join(dir, "Caddyfile"), "--adapter", "caddyfile")
-		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-		out := &testenv.LockedWriter{}
-		cmd.Stdout, cmd.Stderr = out, out
-		return cmd, out.String
+		return strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
 	})
 	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,9 @@ func StartProxy(t testing.TB, start func(port int) (*exec.Cmd, func() string)) i
 	for attempt := 1; ; attempt++ {
 		port := proxyPort(t)
 		cmd, logs := start(port)
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = dieWithParent()
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -55,6 +60,71 @@ func StartProxy(t testing.TB, start func(port int) (*exec.Cmd, func() string)) i
 			break
 		}
 	}
+}
+
+// Nginx runs Debian's nginx in the foreground on a free loopback port and
+// returns the port. servers returns, for that port, what goes inside the
+// configuration's http block (its server blocks); Nginx adds the rest,
+// with the pid file, the logs and the temporary files in the test's
+// directory. The test is skipped where nginx is not installed
+// (scripts/proxies.sh installs it).
+func Nginx(t testing.TB, servers func(port int) string) int {
+	t.Helper()
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx is not installed: run scripts/proxies.sh")
+	}
+	dir := t.TempDir()
+	conf, errLog := filepath.Join(dir, "nginx.conf"), filepath.Join(dir, "error.log")
+	return StartProxy(t, func(port int) (*exec.Cmd, func() string) {
+		text := fmt.Sprintf(`pid %[1]s/nginx.pid;
+error_log %[2]s;
+events {}
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+%[3]s
+}
+`, dir, errLog, servers(port))
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(nginx, "-p", dir, "-e", errLog, "-c", conf, "-g", "daemon off; master_process off;")
+		return cmd, func() string {
+			b, _ := os.ReadFile(errLog)
+			return string(b)
+		}
+	})
+}
+
+// Caddy runs Debian's Caddy in the foreground on a free loopback port and
+// returns the port. sites returns, for that port, the Caddyfile's site
+// blocks; Caddy adds the global options that keep it to itself: no admin
+// endpoint, and its files in the test's directory. The test is skipped
+// where Caddy is not installed (scripts/proxies.sh installs it).
+func Caddy(t testing.TB, sites func(port int) string) int {
+	t.Helper()
+	caddy, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Skip("caddy is not installed: run scripts/proxies.sh")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "Caddyfile")
+	return StartProxy(t, func(port int) (*exec.Cmd, func() string) {
+		text := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n" + sites(port)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(caddy, "run", "--config", conf, "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+		out := &LockedWriter{}
+		cmd.Stdout, cmd.Stderr = out, out
+		return cmd, out.String
+	})
 }
 
 // LockedWriter collects a process's output for the test to read while the
