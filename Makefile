@@ -25,8 +25,8 @@ e2e: services e2e-setup proxies
 e2e-setup:
 	e2e/setup.sh
 
-# nginx and Caddy, which tests run in front of XCloak (installed when
-# missing, as root).
+# nginx and Caddy, which tests run in front of XCloak, and HAProxy, which
+# checks its documented configuration (installed when missing, as root).
 proxies:
 	scripts/proxies.sh
 

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -370,4 +372,31 @@ func mustReplace(t *testing.T, s, old, new string) string {
 func dropLines(s, substr string) string {
 	lines := strings.Split(s, "\n")
 	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return strings.Contains(l, substr) }), "\n")
+}
+
+// TestHAProxyConfigChecks has HAProxy check the haproxy block of
+// docs/INTEGRATION.md, which no test runs end to end: the auth-request Lua
+// script it loads is not packaged, so a stand-in registers its action,
+// and the listener drops TLS. Skipped where HAProxy is not installed.
+func TestHAProxyConfigChecks(t *testing.T) {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy is not installed: run scripts/proxies.sh")
+	}
+	dir := t.TempDir()
+	stub := filepath.Join(dir, "auth-request.lua")
+	if err := os.WriteFile(stub, []byte(`core.register_action("auth-request", { "http-req" }, function(txn, backend, path) end, 2)`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := integrationConfig(t, "haproxy")
+	conf = mustReplace(t, conf, "/usr/share/haproxy/auth-request.lua", stub)
+	conf = mustReplace(t, conf, "bind :443 ssl crt /etc/haproxy/certs/", "bind 127.0.0.1:8443") // -c binds nothing
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(haproxy, "-c", "-f", path).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "[WARNING]") {
+		t.Errorf("haproxy -c: %v\n%s", err, out)
+	}
 }
