@@ -90,7 +90,9 @@ func forwardAuthJourney(t *testing.T, tries int, front func(t *testing.T, xcloak
 	site := startProxiedSite(t, front)
 	site.env.AddUser(t, email, password, false)
 	page := newPage(t, "browser", desktop)
-	asked := site.app + "/some/page?x=1"
+	// A query with & and + and an escape, which rd must carry exactly.
+	const askedPath = "/some/page?x=1&y=a+b%2Fc"
+	asked := site.app + askedPath
 
 	t.Run("sign in and come back", func(t *testing.T) {
 		open(t, page, asked)
@@ -105,7 +107,7 @@ func forwardAuthJourney(t *testing.T, tries int, front func(t *testing.T, xcloak
 		press(t, page, "Sign in")
 		wantURL(t, page, asked)
 		wantText(t, page, "#identity", "Remote-Email="+email+" Remote-User="+email)
-		wantText(t, page, "#page", "/some/page?x=1")
+		wantText(t, page, "#page", askedPath)
 	})
 	session := sessionCookie(t, page)
 	if session == "" {
