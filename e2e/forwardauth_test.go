@@ -81,10 +81,9 @@ func TestForwardAuthCaddy(t *testing.T) {
 // XCloak does not list, or lists for administrators only, is refused
 // through the proxy, while an administrator passes there with the admins
 // group; signing out through /logout?rd= sends the browser to sign in
-// again; and foreign rd values on /login and /logout land on
-// XCloak's own pages. front gets the addresses of XCloak and of the
-// application and returns the proxy's port; tries is how many of
-// foreignReturns to try.
+// again; and foreign rd values on /login and /logout land on XCloak's own
+// pages. front gets the addresses of XCloak and of the application and
+// returns the proxy's port; tries is how many of foreignReturns to try.
 func forwardAuthJourney(t *testing.T, tries int, front func(t *testing.T, xcloak, app string) int) {
 	const email, password = "ada@example.com", "correct horse battery"
 	site := startProxiedSite(t, front)
@@ -241,6 +240,9 @@ func startProxiedSite(t *testing.T, front func(t *testing.T, xcloak, app string)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closed by the server below, or here if the test ends before it
+	// starts.
+	t.Cleanup(func() { _ = ln.Close() })
 	s.port = front(t, ln.Addr().String(), app.Listener.Addr().String())
 	s.auth = fmt.Sprintf("http://%s:%d", authHost, s.port)
 	s.app = fmt.Sprintf("http://%s:%d", appHost, s.port)
