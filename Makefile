@@ -16,16 +16,17 @@ run: services
 test: services e2e-setup proxies
 	$(GO) test -race -count=1 ./...
 
-# Only the browser tests: installs Chromium and the Playwright driver when
-# missing (e2e/setup.sh), then runs the journeys in e2e/.
-e2e: services e2e-setup
+# Only the browser tests: installs Chromium and the Playwright driver
+# (e2e/setup.sh), and nginx and Caddy for the forward-auth journeys, when
+# missing, then runs the journeys in e2e/.
+e2e: services e2e-setup proxies
 	$(GO) test -count=1 ./e2e/
 
 e2e-setup:
 	e2e/setup.sh
 
-# nginx and Caddy, which tests run in front of XCloak (installed when
-# missing, as root).
+# nginx and Caddy, which tests run in front of XCloak, and HAProxy, which
+# checks its documented configuration (installed when missing, as root).
 proxies:
 	scripts/proxies.sh
 

@@ -185,11 +185,12 @@ func signIn(t *testing.T, page playwright.Page, base, email, password string) {
 	wantText(t, page, "main h1", "Your account")
 }
 
-// wantURL waits for the page to be at url.
-func wantURL(t *testing.T, page playwright.Page, url string) {
+// wantURL waits for the page to be at url: a string, matched whole, or a
+// *regexp.Regexp.
+func wantURL(t *testing.T, page playwright.Page, url any) {
 	t.Helper()
 	if err := expect.Page(page).ToHaveURL(url); err != nil {
-		t.Fatalf("page at %s, want %s: %v", page.URL(), url, err)
+		t.Fatalf("page at %s, want %v: %v", page.URL(), url, err)
 	}
 }
 

@@ -21,11 +21,14 @@ var chromiumPaths = []string{"/usr/lib/chromium/chromium", "/usr/bin/chromium"}
 
 // chromiumArgs keep a headless Chromium quiet and independent of the
 // machine: no sandbox (the tests may run as root), no GPU, no background
-// traffic to anyone.
+// traffic to anyone. Every *.xcloak.test name is 127.0.0.1, so that the
+// forward-auth journeys can give XCloak and the applications behind a
+// proxy names of their own, and a cookie domain over them, without DNS.
 var chromiumArgs = []string{
 	"--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 	"--disable-background-networking", "--disable-component-update",
 	"--disable-sync", "--no-first-run",
+	"--host-resolver-rules=MAP *.xcloak.test 127.0.0.1",
 }
 
 // driver is the one Playwright instance and browser of this test binary,

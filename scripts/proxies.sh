@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the reverse proxies that tests run in front of XCloak: nginx and
-# Caddy from Debian, so that the configurations docs/DEPLOY.md shows are
-# checked against the real servers. Only the binaries are used; the tests
-# start their own instances on free loopback ports.
+# Caddy from Debian, so that the configurations docs/DEPLOY.md and
+# docs/INTEGRATION.md show are checked against the real servers, and
+# HAProxy, which checks its configuration in docs/INTEGRATION.md. Only the
+# binaries are used; the tests start their own instances on free loopback
+# ports.
 #
 #   scripts/proxies.sh
 #
 # Without root it only says what is missing (the tests that need a proxy
-# then skip); running it again does nothing once both are there.
+# then skip); running it again does nothing once all are there.
 set -euo pipefail
 
 say() { printf 'scripts/proxies.sh: %s\n' "$*"; }
@@ -16,6 +18,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 packages=()
 have nginx || packages+=(nginx-light)
 have caddy || packages+=(caddy)
+have haproxy || packages+=(haproxy)
 ((${#packages[@]} == 0)) && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -24,8 +27,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 say "installing ${packages[*]} from Debian"
 export DEBIAN_FRONTEND=noninteractive
-# The packages would start their services on ports 80 and 2019: only the
-# binaries are wanted. A policy that forbids starting services is put in
+# The packages would start their services (on ports 80 and 2019): only
+# the binaries are wanted. A policy that forbids starting services is put in
 # place for the install, unless the machine has one of its own.
 if [[ ! -e /usr/sbin/policy-rc.d ]]; then
 	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d

@@ -18,14 +18,16 @@ func limitBody(next http.Handler) http.Handler {
 }
 
 // contentSecurityPolicy allows the page's own stylesheet and images and
-// nothing else: no scripts inline or foreign, no framing, forms only to us.
+// nothing else: no scripts inline or foreign, no framing, forms only to us
+// (and, added last, to the protected hosts: formActionSources).
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; " +
-	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 // securityHeaders sets the headers every response carries. Pages that show
 // a reset token in their URL tighten Referrer-Policy themselves.
 func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	hsts := s.cfg.PublicURL != nil && s.cfg.PublicURL.Scheme == "https"
+	csp := contentSecurityPolicy + formActionSources(s.cfg.ProtectedHosts, s.cfg.InsecureCookies)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -34,7 +36,7 @@ func (s *Server) securityHeaders(next http.Handler) http.Handler {
 			// What a browser renders as a document; JSON answers are never
 			// rendered, framed or given permissions, and a flood of API
 			// rejections should not pay for these headers.
-			h.Set("Content-Security-Policy", contentSecurityPolicy)
+			h.Set("Content-Security-Policy", csp)
 			h.Set("X-Frame-Options", "DENY")
 			h.Set("Cross-Origin-Opener-Policy", "same-origin")
 			h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")

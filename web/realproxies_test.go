@@ -2,18 +2,13 @@ package web_test
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -23,75 +18,30 @@ import (
 // are limited as the one client nginx saw. Skipped where nginx is not
 // installed.
 func TestNginxSnippetFromDeploy(t *testing.T) {
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		t.Skip("nginx is not installed")
-	}
 	env := xcloaktest.New(t, xcloaktest.Options{
 		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
 	})
 	base := env.Start(t)
 
 	snippet := strings.ReplaceAll(deploySnippet(t, "nginx", "http://xcloak:8080"), "http://xcloak:8080", base)
-
-	dir := t.TempDir()
-	port := startProxy(t, func(port int) (*exec.Cmd, func() string) {
-		conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
-error_log %[1]s/error.log;
-events {}
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    server {
-        listen 127.0.0.1:%[2]d;
-%[3]s
-    }
-}
-`, dir, port, snippet)
-		if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off; master_process off;")
-		return cmd, func() string {
-			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			return string(errLog)
-		}
+	port := testenv.Nginx(t, func(port int) string {
+		return fmt.Sprintf("    server {\n        listen 127.0.0.1:%d;\n%s    }\n", port, snippet)
 	})
-	front := fmt.Sprintf("http://127.0.0.1:%d", port)
-	checkLimitedAsOne(t, env, front, "127.0.0.5")
+	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
 }
 
 // TestCaddySnippetFromDeploy does for the Caddyfile of docs/DEPLOY.md
 // what TestNginxSnippetFromDeploy does for nginx, over plain http.
 // Skipped where Caddy is not installed.
 func TestCaddySnippetFromDeploy(t *testing.T) {
-	caddy, err := exec.LookPath("caddy")
-	if err != nil {
-		t.Skip("caddy is not installed")
-	}
 	env := xcloaktest.New(t, xcloaktest.Options{
 		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
 	})
 	base := env.Start(t)
-	dir := t.TempDir()
-	port := startProxy(t, func(port int) (*exec.Cmd, func() string) {
+	port := testenv.Caddy(t, func(port int) string {
 		snippet := deploySnippet(t, "caddyfile", "xcloak:8080")
 		snippet = strings.ReplaceAll(snippet, "login.example.com", fmt.Sprintf("http://127.0.0.1:%d", port))
-		snippet = strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
-		// No admin endpoint, and Caddy's own files under the test's directory.
-		conf := "{\n\tadmin off\n\tstorage file_system " + dir + "\n}\n" + snippet
-		if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(caddy, "run", "--config", filepath.Join(dir, "Caddyfile"), "--adapter", "caddyfile")
-		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-		out := &lockedWriter{}
-		cmd.Stdout, cmd.Stderr = out, out
-		return cmd, out.String
+		return strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
 	})
 	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
 }
@@ -110,71 +60,6 @@ func deploySnippet(t *testing.T, lang, want string) string {
 		t.Fatalf("docs/DEPLOY.md has no %s block with %s", lang, want)
 	}
 	return snippet
-}
-
-// startProxy starts a proxy on a free loopback port and returns the port
-// once it listens. start makes the command for a port and returns what the
-// proxy logged so far. Ports are drawn below Linux's ephemeral range,
-// which the tests' own connections use; a port taken meanwhile by another
-// process is tried again with another. The deadline only keeps a broken
-// proxy from hanging the test.
-func startProxy(t *testing.T, start func(port int) (*exec.Cmd, func() string)) int {
-	t.Helper()
-	for attempt := 1; ; attempt++ {
-		port := freePort(t)
-		cmd, logs := start(port)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() {
-			_ = cmd.Wait()
-			close(exited)
-		}()
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			<-exited
-		})
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-			if err == nil {
-				conn.Close()
-				return port
-			}
-			select {
-			case <-exited:
-				if attempt < 5 && strings.Contains(strings.ToLower(logs()), "address already in use") {
-					break
-				}
-				t.Fatalf("the proxy ended: %s", logs())
-			default:
-				if time.Now().After(deadline) {
-					t.Fatalf("the proxy does not listen: %v\n%s", err, logs())
-				}
-				continue
-			}
-			break
-		}
-	}
-}
-
-// lockedWriter collects a process's output for the test to read while the
-// process still writes it.
-type lockedWriter struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 // checkLimitedAsOne sends 70 sign-ins from client through the proxy at
@@ -214,18 +99,4 @@ func checkLimitedAsOne(t *testing.T, env *xcloaktest.Env, front, client string) 
 	if rows.Err() != nil || len(sources) != 1 || sources[0] != client {
 		t.Errorf("sign-in events name %v (%v), want only %s", sources, rows.Err(), client)
 	}
-}
-
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		port := 23000 + rand.IntN(9000)
-		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			ln.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port in 23000-31999")
-	return 0
 }
