@@ -71,6 +71,16 @@ const (
 
 var contenderNames = []string{contenderHello, contenderRejections, contenderForwardAuth, contenderAuthRequest, contenderDecision}
 
+// expectedAnswers is the answer every request of each contender should
+// get, as the wrk scripts count it.
+var expectedAnswers = map[string]string{
+	contenderHello:       "200",
+	contenderRejections:  "429",
+	contenderForwardAuth: "200",
+	contenderAuthRequest: "200",
+	contenderDecision:    "200 allow",
+}
+
 // decisionBlock is how many attempts one wrk thread of decision.lua may
 // send in a run: the next run starts threads*decisionBlock further on.
 const decisionBlock = 1 << 22
@@ -287,7 +297,7 @@ rounds:
 		rep.Rounds = append(rep.Rounds, round)
 	}
 	rep.LoadAfter = loadAverage()
-	rep.Contenders = summarize(rep.Rounds, c.contenders, contenderHello)
+	rep.Contenders = summarize(rep.Rounds, c.contenders, contenderHello, expectedAnswers)
 	return rep, nil
 }
 

@@ -39,15 +39,20 @@ type contenderSummary struct {
 	Statuses     map[string]int64 `json:"statuses"`
 	NotOK        int64            `json:"non_2xx_3xx"`
 	SocketErrors int64            `json:"socket_errors"`
+	// Expected is the answer every request should get, a key of
+	// Statuses; Unexpected counts the others, which the rates include.
+	Expected   string `json:"expected"`
+	Unexpected int64  `json:"unexpected"`
 }
 
 // summarize turns the rounds into one summary per contender, in the order
-// of names, with ratios against baseline. A round missing a contender (an
-// interrupted run) counts for none of its ratios.
-func summarize(rounds []compareRound, names []string, baseline string) []contenderSummary {
+// of names, with ratios against baseline and the answers that were not
+// the one expected of each. A round missing a contender (an interrupted
+// run) counts for none of its ratios.
+func summarize(rounds []compareRound, names []string, baseline string, expected map[string]string) []contenderSummary {
 	out := make([]contenderSummary, 0, len(names))
 	for _, name := range names {
-		s := contenderSummary{Name: name, Statuses: map[string]int64{}}
+		s := contenderSummary{Name: name, Statuses: map[string]int64{}, Expected: expected[name]}
 		for _, r := range rounds {
 			res, ok := r.Results[name]
 			if !ok {
@@ -62,6 +67,11 @@ func summarize(rounds []compareRound, names []string, baseline string) []contend
 			s.SocketErrors += res.SocketErrors
 			if base, ok := r.Results[baseline]; ok && base.RPS > 0 {
 				s.Ratios = append(s.Ratios, res.RPS/base.RPS)
+			}
+		}
+		for k, n := range s.Statuses {
+			if k != s.Expected {
+				s.Unexpected += n
 			}
 		}
 		s.MedianRPS = median(s.RPS)
@@ -130,6 +140,9 @@ func (r *compareReport) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  p99         %s   median %s\n", joinDurations(c.P99), millis(c.MedianP99))
 		fmt.Fprintf(w, "  answers     %s\n", statusLine(c))
+		if c.Unexpected > 0 {
+			fmt.Fprintf(w, "  warning     %s answers were not %s, and count in the rates\n", thousands(float64(c.Unexpected)), c.Expected)
+		}
 	}
 }
 

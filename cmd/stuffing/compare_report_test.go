@@ -50,7 +50,7 @@ func TestSummarizeRatiosAreRoundByRound(t *testing.T) {
 		// Interrupted before fa ran.
 		{Order: []string{"hello"}, Results: map[string]wrkResult{"hello": res(90, 11, ok(900))}},
 	}
-	got := summarize(rounds, []string{"hello", "fa"}, "hello")
+	got := summarize(rounds, []string{"hello", "fa"}, "hello", map[string]string{"hello": "200", "fa": "200"})
 	if len(got) != 2 || got[0].Name != "hello" || got[1].Name != "fa" {
 		t.Fatalf("summaries %+v, want hello then fa", got)
 	}
@@ -74,6 +74,9 @@ func TestSummarizeRatiosAreRoundByRound(t *testing.T) {
 	if want := map[string]int64{"200": 1170, "302": 10}; !maps.Equal(fa.Statuses, want) {
 		t.Errorf("fa's answers %v, want %v", fa.Statuses, want)
 	}
+	if hello.Unexpected != 0 || fa.Unexpected != 10 {
+		t.Errorf("unexpected answers: hello %d, fa %d; want 0 and the 10 302s", hello.Unexpected, fa.Unexpected)
+	}
 }
 
 func TestReportPrint(t *testing.T) {
@@ -87,7 +90,7 @@ func TestReportPrint(t *testing.T) {
 				Statuses: map[string]int64{"200": 112264}},
 			{Name: "forward-auth", RPS: []float64{30000}, MedianRPS: 30000, Ratios: []float64{0.5611}, MedianRatio: 0.5611,
 				P99: []time.Duration{4 * time.Millisecond}, MedianP99: 4 * time.Millisecond,
-				Statuses: map[string]int64{"200": 90000, "302": 3}, SocketErrors: 2},
+				Statuses: map[string]int64{"200": 90000, "302": 3}, SocketErrors: 2, Expected: "200", Unexpected: 3},
 		},
 	}
 	var b bytes.Buffer
@@ -100,10 +103,14 @@ func TestReportPrint(t *testing.T) {
 		"vs hello    0.56   median 0.56x",
 		"p99         63.76 ms   median 63.76 ms",
 		"answers     200: 90,000, 302: 3, socket errors: 2",
+		"warning     3 answers were not 200, and count in the rates",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+	if strings.Count(b.String(), "warning") != 1 {
+		t.Errorf("a warning for a contender whose every answer was expected:\n%s", b.String())
 	}
 	if strings.Count(b.String(), "vs hello") != 1 {
 		t.Errorf("the baseline is compared with itself:\n%s", b.String())

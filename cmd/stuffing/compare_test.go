@@ -183,6 +183,9 @@ func TestCompareRunsEveryContenderEveryRound(t *testing.T) {
 		if c.Name == "hello" {
 			wantRatio = 1
 		}
+		if c.Name == "decision" && (c.Expected != "200 allow" || c.Unexpected != 3*(10+60)) {
+			t.Errorf("decision expected %q, %d others; want \"200 allow\" and the 210 challenges and 429s", c.Expected, c.Unexpected)
+		}
 		if len(c.RPS) != 3 || c.MedianRatio < wantRatio-0.001 || c.MedianRatio > wantRatio+0.001 {
 			t.Errorf("%s: %v requests/s, median ratio %v; want 3 rounds at %.3f", c.Name, c.RPS, c.MedianRatio, wantRatio)
 		}
