@@ -225,8 +225,8 @@ type comparison struct {
 }
 
 // compare prepares every contender, checks each with one request, then
-// runs the rounds. A signal ends it after the run under way, with a report
-// of the rounds that completed.
+// runs the rounds. A signal stops the wrk under way; the report is then of
+// the runs that had completed.
 func compare(ctx context.Context, c compareConfig, progress io.Writer) (*compareReport, error) {
 	cmp := &comparison{
 		c:      c,
