@@ -10,6 +10,8 @@
 //	                   new-device users: takeovers and attack mode
 //	stuffing memory    Redis memory per tracked attacker address
 //	stuffing hello     a bare Go handler: the HTTP ceiling of this machine
+//	stuffing compare   wrk against XCloak's answers and a bare Go handler,
+//	                   interleaved round by round: medians and ratios
 //	stuffing plot      an SVG of "limiter --json" results
 //
 // It is safe by design: it refuses targets and Redis servers that are not on

@@ -27,6 +27,8 @@ Commands:
             XCloak: takeovers, attack mode, returning and new-device users
   memory    Redis memory per tracked attacker address at the default limit
   hello     serves a bare Go handler, the HTTP ceiling to compare with
+  compare   wrk against XCloak's rejections, forward-auth and decision API and
+            a bare Go handler, round by round: answers/s, p99, median ratios
   plot      draws "limiter --json" results as an SVG
 
 Run "stuffing <command> --help" for the flags of a command.
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = memoryCommand(ctx, rest, stdout, stderr)
 	case "hello":
 		err = helloCommand(ctx, rest, stdout, stderr)
+	case "compare":
+		err = compareCommand(ctx, rest, stdout, stderr)
 	case "plot":
 		err = plotCommand(ctx, rest, stdout, stderr)
 	default:

@@ -1,0 +1,563 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	mathrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xcloak/xcloak/internal/cli"
+)
+
+const compareDescription = `Measures a running XCloak's answers per second against a bare Go handler
+with wrk, interleaved: each round runs every contender once for --duration,
+in an order shuffled with --seed, and the report gives per contender the
+requests per second of each round, the median, the 99th percentile of
+latency, the answers by status, and the median of the per-round ratios to
+the bare handler. On a machine shared with other work a quiet or a noisy
+moment then touches every contender alike.
+
+Contenders (--contenders):
+  hello         a bare Go handler this command serves itself: 200 "hello"
+  rejections    XCloak's JSON sign-in for one account past its limit (429s),
+                wrk/login.lua; the account is driven past its limit first
+  forward-auth  GET /api/v1/authz/forward-auth of a protected host with a
+                signed-in browser's cookies (200s), wrk/forward-auth.lua
+  auth-request  the same through nginx's GET /api/v1/authz/auth-request
+  decision      POST /api/v1/attempts, each for a new account and client
+                address, so every answer is an allow (200), wrk/decision.lua
+
+forward-auth and auth-request need a session: --cookie, or --email and
+--password of an account this command signs in as (XCloak must list --host
+in XCLOAK_PROTECTED_HOSTS, and 127.0.0.1 in XCLOAK_TRUSTED_PROXIES). decision
+needs --api-key, made with "xcloak apikey add". Each contender is checked
+with one request before the rounds start. Needs wrk (apt-get install -y wrk).
+`
+
+// wrkScripts are the wrk scripts, written to a temporary directory for
+// each comparison: status.lua is loaded by the others from beside them.
+//
+//go:embed wrk/*.lua
+var wrkScripts embed.FS
+
+// Contender names.
+const (
+	contenderHello       = "hello"
+	contenderRejections  = "rejections"
+	contenderForwardAuth = "forward-auth"
+	contenderAuthRequest = "auth-request"
+	contenderDecision    = "decision"
+)
+
+var contenderNames = []string{contenderHello, contenderRejections, contenderForwardAuth, contenderAuthRequest, contenderDecision}
+
+// expectedAnswers is the answer every request of each contender should
+// get, as the wrk scripts count it.
+var expectedAnswers = map[string]string{
+	contenderHello:       "200",
+	contenderRejections:  "429",
+	contenderForwardAuth: "200",
+	contenderAuthRequest: "200",
+	contenderDecision:    "200 allow",
+}
+
+// decisionBlock is how many attempts one wrk thread of decision.lua may
+// send in a run: the next run starts threads*decisionBlock further on.
+const decisionBlock = 1 << 22
+
+// compareConfig is one comparison, as the flags gave it.
+type compareConfig struct {
+	target         *url.URL
+	contenders     []string
+	rounds         int
+	duration       time.Duration
+	threads        int
+	connections    int
+	seed           uint64
+	wrk            string
+	cookie         string
+	email          string
+	password       string
+	host           string
+	apiKey         string
+	victim         string
+	requestTimeout time.Duration
+	allow          bool
+}
+
+func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("stuffing", "compare", "--target URL [flags]", compareDescription)
+	var c compareConfig
+	target := fs.String("target", "", "base `URL` of the running XCloak, such as http://127.0.0.1:18080 (required)")
+	contenders := stringList{contenderHello, contenderRejections, contenderForwardAuth, contenderDecision}
+	fs.Var(&contenders, "contenders", "comma-separated `names` to run, hello among them")
+	fs.IntVar(&c.rounds, "rounds", 5, "rounds, each running every contender once (`n`)")
+	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long each contender runs in each round, whole seconds (1s to 1m)")
+	fs.IntVar(&c.threads, "threads", 2, "wrk threads (-t)")
+	fs.IntVar(&c.connections, "connections", 64, "wrk connections (-c), shared by the threads")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed of the rounds' order; 0 picks one, which the report prints")
+	fs.StringVar(&c.wrk, "wrk", "wrk", "wrk `program` to run")
+	fs.StringVar(&c.cookie, "cookie", "", "Cookie `header` of a signed-in browser, for forward-auth and auth-request")
+	fs.StringVar(&c.email, "email", "", "`email` of an account to sign in as, instead of --cookie")
+	fs.StringVar(&c.password, "password", "", "`password` of that account")
+	fs.StringVar(&c.host, "host", "app.example.com", "protected `host` forward-auth asks about; one of XCLOAK_PROTECTED_HOSTS")
+	fs.StringVar(&c.apiKey, "api-key", "", "API `key` for decision, from xcloak apikey add")
+	fs.StringVar(&c.victim, "rejections-email", "compare-victim@example.com", "account `email` rejections signs in to; need not exist")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Second, "bound on each request of the checks before the rounds")
+	jsonOut := fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
+	fs.BoolVar(&c.allow, "allow-non-loopback", false, "allow a target that is not on this machine's loopback")
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	c.contenders = contenders
+	if err := c.check(*target); err != nil {
+		return badFlag(stderr, "%v", err)
+	}
+	wrkPath, err := exec.LookPath(c.wrk)
+	if err != nil {
+		return fmt.Errorf("wrk not found (%v): install it with apt-get install -y wrk, or give its path with --wrk", err)
+	}
+	c.wrk = wrkPath
+	u, err := checkTarget(ctx, *target, c.allow)
+	if err != nil {
+		return err
+	}
+	c.target = u
+	if c.seed == 0 {
+		c.seed = randomUint64()%1_000_000_000 + 1
+	}
+
+	progress := stdout
+	if *jsonOut {
+		progress = stderr
+	}
+	rep, err := compare(ctx, c, progress)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintln(stdout)
+	rep.print(stdout)
+	return nil
+}
+
+// check validates the flags that need no network.
+func (c *compareConfig) check(target string) error {
+	switch {
+	case target == "":
+		return errors.New("--target is required")
+	case c.rounds < 1 || c.rounds > maxTrials:
+		return fmt.Errorf("--rounds %d out of range 1..%d", c.rounds, maxTrials)
+	case c.duration%time.Second != 0:
+		return fmt.Errorf("--duration %s: wrk takes whole seconds", c.duration)
+	case c.threads < 1 || c.threads > 64:
+		return fmt.Errorf("--threads %d out of range 1..64", c.threads)
+	case c.connections < c.threads || c.connections > maxConcurrency:
+		return fmt.Errorf("--connections %d out of range %d..%d (at least one per thread)", c.connections, c.threads, maxConcurrency)
+	case (c.email == "") != (c.password == ""):
+		return errors.New("--email and --password go together")
+	case c.cookie != "" && c.email != "":
+		return errors.New("--cookie or --email, not both")
+	case strings.ContainsAny(c.cookie+c.apiKey+c.host+c.victim, "\r\n"):
+		return errors.New("--cookie, --api-key, --host and --rejections-email are single lines")
+	case c.host == "" || strings.ContainsAny(c.host, "/ "):
+		return fmt.Errorf("--host %q: want a host name", c.host)
+	}
+	if err := inBounds("duration", c.duration, time.Second, time.Minute); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, name := range c.contenders {
+		if !slices.Contains(contenderNames, name) {
+			return fmt.Errorf("--contenders: unknown %q (known: %s)", name, strings.Join(contenderNames, ", "))
+		}
+		if seen[name] {
+			return fmt.Errorf("--contenders: %q twice", name)
+		}
+		seen[name] = true
+	}
+	switch {
+	case !seen[contenderHello]:
+		return errors.New("--contenders: hello is the baseline every ratio is to; include it")
+	case (seen[contenderForwardAuth] || seen[contenderAuthRequest]) && c.cookie == "" && c.email == "":
+		return errors.New("forward-auth and auth-request need a session: give --cookie, or --email and --password (or leave them out of --contenders)")
+	case seen[contenderDecision] && c.apiKey == "":
+		return errors.New("decision needs --api-key, from xcloak apikey add (or leave it out of --contenders)")
+	}
+	return nil
+}
+
+// comparison is a comparison under way: where each contender is and what
+// its wrk runs need.
+type comparison struct {
+	c         compareConfig
+	scripts   string // directory holding the wrk scripts
+	helloURL  string
+	wrkTarget string // the target with its host replaced by the address checked
+	cookie    string
+	tag       string // keeps decision's accounts apart from other runs'
+	nextBase  uint64 // decision.lua's STUFFING_BASE for its next run
+	client    *http.Client
+}
+
+// compare prepares every contender, checks each with one request, then
+// runs the rounds. A signal stops the wrk under way; the report is then of
+// the runs that had completed.
+func compare(ctx context.Context, c compareConfig, progress io.Writer) (*compareReport, error) {
+	cmp := &comparison{
+		c:      c,
+		tag:    fmt.Sprintf("compare-%08x", uint32(randomUint64())),
+		client: sourceClient(netip.Addr{}, nil, 4, c.allow, c.requestTimeout),
+	}
+	cmp.nextBase = randomUint64() % (1 << 40)
+
+	dir, err := os.MkdirTemp("", "stuffing-compare-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := writeScripts(dir); err != nil {
+		return nil, err
+	}
+	cmp.scripts = dir
+
+	addr, err := wrkAddress(ctx, c.target, c.allow)
+	if err != nil {
+		return nil, err
+	}
+	cmp.wrkTarget = addr
+
+	helloURL, stopHello, err := serveHello()
+	if err != nil {
+		return nil, err
+	}
+	defer stopHello()
+	cmp.helloURL = helloURL
+
+	for _, name := range c.contenders {
+		fmt.Fprintf(progress, "checking %s... ", name)
+		note, err := cmp.prepare(ctx, name)
+		if err != nil {
+			fmt.Fprintln(progress, "failed")
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintln(progress, note)
+	}
+
+	rep := &compareReport{
+		Target: c.target.String(), Seed: c.seed, Threads: c.threads, Connections: c.connections,
+		Duration: c.duration.String(), Baseline: contenderHello, CPUs: runtime.NumCPU(), LoadBefore: loadAverage(),
+	}
+	rng := mathrand.New(mathrand.NewPCG(c.seed, c.seed))
+rounds:
+	for i := range c.rounds {
+		order := slices.Clone(c.contenders)
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		round := compareRound{Results: map[string]wrkResult{}}
+		for _, name := range order {
+			res, err := cmp.run(ctx, name)
+			if ctx.Err() != nil {
+				rep.Interrupted = true
+				if len(round.Results) > 0 {
+					rep.Rounds = append(rep.Rounds, round)
+				}
+				break rounds
+			}
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", i+1, name, err)
+			}
+			round.Order = append(round.Order, name)
+			round.Results[name] = res
+			fmt.Fprintf(progress, "round %d/%d  %-13s %9s/s  p99 %s\n", i+1, c.rounds, name, thousands(res.RPS), millis(res.P99))
+		}
+		rep.Rounds = append(rep.Rounds, round)
+	}
+	rep.LoadAfter = loadAverage()
+	rep.Contenders = summarize(rep.Rounds, c.contenders, contenderHello, expectedAnswers)
+	return rep, nil
+}
+
+// prepare readies one contender and checks that it answers as measured,
+// so that a wrong key or an expired cookie stops the comparison before it
+// measures errors. It returns what the check saw.
+func (cmp *comparison) prepare(ctx context.Context, name string) (string, error) {
+	switch name {
+	case contenderHello:
+		resp, err := cmp.do(ctx, http.MethodGet, cmp.helloURL, nil, nil)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d", resp.StatusCode), nil
+	case contenderRejections:
+		return cmp.exhaustVictim(ctx)
+	case contenderForwardAuth, contenderAuthRequest:
+		if cmp.cookie == "" {
+			if err := cmp.signIn(ctx); err != nil {
+				return "", err
+			}
+		}
+		resp, err := cmp.do(ctx, http.MethodGet, cmp.c.target.JoinPath(authzPath(name)).String(), nil, cmp.authzHeaders(name))
+		if err != nil {
+			return "", err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("answered %d %s to a signed-in browser, want 200: check the session (--cookie, --email), that XCLOAK_PROTECTED_HOSTS has %s and that XCLOAK_TRUSTED_PROXIES has 127.0.0.1",
+				resp.StatusCode, resp.header("Location"), cmp.c.host)
+		}
+		return fmt.Sprintf("200, Remote-User %q", resp.header("Remote-User")), nil
+	case contenderDecision:
+		body := decisionAttempt(cmp.tag, cmp.nextBase)
+		cmp.nextBase = (cmp.nextBase + decisionBlock) % (1 << 40)
+		resp, err := cmp.do(ctx, http.MethodPost, cmp.c.target.JoinPath(attemptsPath).String(), []byte(body),
+			http.Header{"Authorization": {"Bearer " + cmp.c.apiKey}, "Content-Type": {"application/json"}})
+		if err != nil {
+			return "", err
+		}
+		var v struct {
+			Decision string `json:"decision"`
+		}
+		_ = json.Unmarshal(resp.body, &v)
+		if resp.StatusCode != http.StatusOK || v.Decision == "" {
+			return "", fmt.Errorf("answered %d %s to %s, want 200 with a decision", resp.StatusCode, bytes.TrimSpace(resp.body), body)
+		}
+		return fmt.Sprintf("200, decision %q", v.Decision), nil
+	}
+	return "", fmt.Errorf("unknown contender %q", name)
+}
+
+// Paths of the routes measured.
+const (
+	attemptsPath    = "/api/v1/attempts"
+	forwardAuthPath = "/api/v1/authz/forward-auth"
+	authRequestPath = "/api/v1/authz/auth-request"
+)
+
+func authzPath(name string) string {
+	if name == contenderAuthRequest {
+		return authRequestPath
+	}
+	return forwardAuthPath
+}
+
+// authzHeaders are what a reverse proxy sends with its question, as
+// forward-auth.lua sends them.
+func (cmp *comparison) authzHeaders(name string) http.Header {
+	h := http.Header{"Cookie": {cmp.cookie}}
+	if name == contenderAuthRequest {
+		h.Set("X-Original-URL", "https://"+cmp.c.host+"/")
+		return h
+	}
+	h.Set("X-Forwarded-Method", "GET")
+	h.Set("X-Forwarded-Proto", "https")
+	h.Set("X-Forwarded-Host", cmp.c.host)
+	h.Set("X-Forwarded-Uri", "/")
+	return h
+}
+
+// decisionAttempt is the body decision.lua sends as attempt k of tag.
+func decisionAttempt(tag string, k uint64) string {
+	return fmt.Sprintf(`{"kind":"login","account":"%s-%d@example.com","client_ip":"fd%02x:%04x:%04x::1"}`,
+		tag, k, k>>32&0xff, k>>16&0xffff, k&0xffff)
+}
+
+// signIn signs in as --email and keeps every cookie the answer sets, as a
+// browser would send them back.
+func (cmp *comparison) signIn(ctx context.Context) error {
+	if cmp.c.cookie != "" {
+		cmp.cookie = cmp.c.cookie
+		return nil
+	}
+	body, _ := json.Marshal(map[string]string{"email": cmp.c.email, "password": cmp.c.password})
+	resp, err := cmp.do(ctx, http.MethodPost, cmp.c.target.JoinPath(loginPath).String(), body,
+		http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return err
+	}
+	switch {
+	case resp.StatusCode == http.StatusAccepted:
+		return fmt.Errorf("signing in as %s was held for new-device verification; sign in with a browser and give its cookies with --cookie", cmp.c.email)
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("signing in as %s answered %d %s", cmp.c.email, resp.StatusCode, bytes.TrimSpace(resp.body))
+	}
+	var pairs []string
+	for _, ck := range resp.cookies {
+		if ck.Value != "" && ck.MaxAge >= 0 {
+			pairs = append(pairs, ck.Name+"="+ck.Value)
+		}
+	}
+	if len(pairs) == 0 {
+		return fmt.Errorf("signing in as %s set no cookie", cmp.c.email)
+	}
+	cmp.cookie = strings.Join(pairs, "; ")
+	return nil
+}
+
+// exhaustVictim signs in to --rejections-email with a wrong password until
+// XCloak answers 429, so that every request of the rounds is a rejection.
+func (cmp *comparison) exhaustVictim(ctx context.Context) (string, error) {
+	body, _ := json.Marshal(map[string]string{"email": cmp.c.victim, "password": "not-the-password"})
+	statuses := map[int]int{}
+	for range 100 {
+		resp, err := cmp.do(ctx, http.MethodPost, cmp.c.target.JoinPath(loginPath).String(), body,
+			http.Header{"Content-Type": {"application/json"}})
+		if err != nil {
+			return "", err
+		}
+		statuses[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests {
+			return fmt.Sprintf("429 after %d attempts", statuses[http.StatusUnauthorized]+1), nil
+		}
+		if resp.StatusCode != http.StatusUnauthorized {
+			return "", fmt.Errorf("sign-in to %s answered %d %s, want 401s then 429", cmp.c.victim, resp.StatusCode, bytes.TrimSpace(resp.body))
+		}
+	}
+	return "", fmt.Errorf("100 wrong passwords for %s, and still no 429", cmp.c.victim)
+}
+
+// run runs one contender once with wrk.
+func (cmp *comparison) run(ctx context.Context, name string) (wrkResult, error) {
+	script, target := "status.lua", cmp.wrkTarget
+	env := os.Environ()
+	switch name {
+	case contenderHello:
+		target = cmp.helloURL
+	case contenderRejections:
+		script = "login.lua"
+		env = append(env, "STUFFING_EMAIL="+cmp.c.victim)
+	case contenderForwardAuth, contenderAuthRequest:
+		script = "forward-auth.lua"
+		env = append(env, "STUFFING_COOKIE="+cmp.cookie, "STUFFING_HOST="+cmp.c.host, "STUFFING_AUTHZ="+name)
+	case contenderDecision:
+		script = "decision.lua"
+		env = append(env, "STUFFING_API_KEY="+cmp.c.apiKey, "STUFFING_TAG="+cmp.tag,
+			"STUFFING_BASE="+strconv.FormatUint(cmp.nextBase, 10))
+		cmp.nextBase = (cmp.nextBase + uint64(cmp.c.threads)*decisionBlock) % (1 << 40)
+	}
+	cmd := exec.CommandContext(ctx, cmp.c.wrk,
+		"-t"+strconv.Itoa(cmp.c.threads), "-c"+strconv.Itoa(cmp.c.connections),
+		"-d"+strconv.Itoa(int(cmp.c.duration/time.Second))+"s", "--latency",
+		"-s", filepath.Join(cmp.scripts, script), target)
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, bytes.TrimSpace(errOut.Bytes()))
+	}
+	res, err := parseWrk(out.String())
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("%w; wrk printed:\n%s", err, out.String())
+	}
+	return res, nil
+}
+
+// answer is a response read whole, for the checks.
+type answer struct {
+	StatusCode int
+	headers    http.Header
+	cookies    []*http.Cookie
+	body       []byte
+}
+
+func (a answer) header(name string) string { return a.headers.Get(name) }
+
+func (cmp *comparison) do(ctx context.Context, method, url string, body []byte, h http.Header) (answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, cmp.c.requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
+	maps.Copy(req.Header, h)
+	resp, err := cmp.client.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{StatusCode: resp.StatusCode, headers: resp.Header, cookies: resp.Cookies(), body: b}, nil
+}
+
+// wrkAddress is the target with its host replaced by the address the
+// loopback check passed, so that wrk, which resolves names itself, goes
+// where the check looked.
+func wrkAddress(ctx context.Context, target *url.URL, allow bool) (string, error) {
+	addrs, err := resolveHost(ctx, target.Hostname(), allow)
+	if err != nil {
+		return "", err
+	}
+	port := target.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[target.Scheme]
+	}
+	u := *target
+	u.Host = net.JoinHostPort(addrs[0].String(), port)
+	u.Path = ""
+	return u.String(), nil
+}
+
+// serveHello serves helloHandler on a free loopback port.
+func serveHello() (url string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: helloHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// writeScripts copies the embedded wrk scripts into dir.
+func writeScripts(dir string) error {
+	return fs.WalkDir(wrkScripts, "wrk", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := wrkScripts.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, d.Name()), b, 0o600)
+	})
+}
+
+// loadAverage is the first three fields of /proc/loadavg, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+func randomUint64() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
