@@ -49,10 +49,13 @@ type sessionCache struct {
 // lookups of the same token share; done is closed when sess and err are
 // set.
 type sessionRead struct {
-	gen  uint64
-	done chan struct{}
-	sess Session
-	err  error
+	gen uint64
+	// started is when the read began: its answer is trusted no longer
+	// than an entry of the cache, so no lookup joins it after that.
+	started time.Time
+	done    chan struct{}
+	sess    Session
+	err     error
 }
 
 type cachedSession struct {
@@ -79,18 +82,19 @@ func (c *sessionCache) generation() uint64 {
 	return c.gen
 }
 
-// join returns the read of key in flight in the current generation, or
-// starts one (leader true): the leader reads, then calls finish.
-func (c *sessionCache) join(key [sha256.Size]byte) (read *sessionRead, leader bool) {
+// join returns the read of key in flight in the current generation that
+// began less than sessionCacheTTL before now, or starts one (leader
+// true): the leader reads, then calls finish.
+func (c *sessionCache) join(key [sha256.Size]byte, now time.Time) (read *sessionRead, leader bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.reads[key]; ok && r.gen == c.gen {
+	if r, ok := c.reads[key]; ok && r.gen == c.gen && now.Before(r.started.Add(sessionCacheTTL)) {
 		return r, false
 	}
 	if c.reads == nil {
 		c.reads = make(map[[sha256.Size]byte]*sessionRead)
 	}
-	r := &sessionRead{gen: c.gen, done: make(chan struct{})}
+	r := &sessionRead{gen: c.gen, started: now, done: make(chan struct{})}
 	c.reads[key] = r
 	return r, true
 }
@@ -168,12 +172,15 @@ func (s *Service) ProxySession(ctx context.Context, token string) (Session, erro
 	if sess, ok := s.sessionCache.get(key, now); ok {
 		return sess, nil
 	}
-	read, leader := s.sessionCache.join(key)
+	read, leader := s.sessionCache.join(key, now)
 	if !leader {
 		select {
 		case <-read.done:
 		case <-ctx.Done():
 			return Session{}, unavailable("reading session", ctx.Err())
+		}
+		if read.err == nil && !now.Before(read.sess.ExpiresAt) {
+			return Session{}, ErrNoSession
 		}
 		if read.err == nil || errors.Is(read.err, ErrNoSession) {
 			return read.sess, read.err

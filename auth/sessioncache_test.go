@@ -52,15 +52,15 @@ func TestSessionCacheSharesReads(t *testing.T) {
 	var c sessionCache
 	now := time.Now()
 	key := sha256.Sum256([]byte("token"))
-	first, leader := c.join(key)
+	first, leader := c.join(key, now)
 	if !leader {
 		t.Fatal("the first lookup did not lead")
 	}
-	if second, leader := c.join(key); leader || second != first {
+	if second, leader := c.join(key, now); leader || second != first {
 		t.Error("a concurrent lookup started a read of its own")
 	}
 	c.purge()
-	after, leader := c.join(key)
+	after, leader := c.join(key, now)
 	if !leader || after == first {
 		t.Error("a lookup after a purge joined a read from before it")
 	}
@@ -75,7 +75,7 @@ func TestSessionCacheSharesReads(t *testing.T) {
 	if _, ok := c.get(key, now); !ok {
 		t.Error("the read after the purge was not stored")
 	}
-	if _, leader := c.join(key); !leader {
+	if _, leader := c.join(key, now); !leader {
 		t.Error("a finished read was joined")
 	}
 }
