@@ -79,3 +79,39 @@ func TestSessionCacheSharesReads(t *testing.T) {
 		t.Error("a finished read was joined")
 	}
 }
+
+// TestSessionCacheForgetIsPerSession: a sign-out, which anyone can send
+// with a made-up but well-formed cookie and no session, forgets that
+// token alone: the reads of other sessions in flight are still shared and
+// stored, so a flood of such sign-outs cannot keep every replica's cache
+// empty and send each proxy question to the database.
+func TestSessionCacheForgetIsPerSession(t *testing.T) {
+	var c sessionCache
+	now := time.Now()
+	ann, made := sha256.Sum256([]byte("ann's token")), sha256.Sum256([]byte("made-up token"))
+	read, leader := c.join(ann, now)
+	if !leader {
+		t.Fatal("the first lookup did not lead")
+	}
+	c.forget(made)
+	if again, leader := c.join(ann, now); leader || again != read {
+		t.Error("after another token's sign-out, a lookup did not share the read in flight")
+	}
+	read.sess = Session{Email: "ann@example.com", ExpiresAt: now.Add(time.Hour)}
+	c.finish(ann, read, now.Add(sessionCacheTTL), now)
+	if _, ok := c.get(ann, now); !ok {
+		t.Error("after another token's sign-out, the read in flight was not stored")
+	}
+
+	// The token signed out itself is neither shared nor stored.
+	read, _ = c.join(ann, now)
+	c.forget(ann)
+	if again, leader := c.join(ann, now); !leader || again == read {
+		t.Error("a lookup after the session's sign-out joined a read from before it")
+	}
+	read.sess = Session{Email: "ann@example.com", ExpiresAt: now.Add(time.Hour)}
+	c.finish(ann, read, now.Add(sessionCacheTTL), now)
+	if _, ok := c.get(ann, now); ok {
+		t.Error("a read from before the session's sign-out was stored")
+	}
+}
