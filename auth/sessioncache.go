@@ -53,9 +53,12 @@ type sessionRead struct {
 	// started is when the read began: its answer is trusted no longer
 	// than an entry of the cache, so no lookup joins it after that.
 	started time.Time
-	done    chan struct{}
-	sess    Session
-	err     error
+	// forgotten: the session was signed out on this replica while the
+	// read ran, so its answer is not stored.
+	forgotten bool
+	done      chan struct{}
+	sess      Session
+	err       error
 }
 
 type cachedSession struct {
@@ -75,7 +78,7 @@ func (c *sessionCache) get(key [sha256.Size]byte, now time.Time) (Session, bool)
 	return e.sess, true
 }
 
-// generation is the count of purges and forgets so far, read before a lookup.
+// generation is the count of purges so far, read before a lookup.
 func (c *sessionCache) generation() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -103,10 +106,10 @@ func (c *sessionCache) join(key [sha256.Size]byte, now time.Time) (read *session
 // unless the cache was purged meanwhile, and hands the answer to the
 // lookups that joined it.
 func (c *sessionCache) finish(key [sha256.Size]byte, r *sessionRead, until, now time.Time) {
-	if r.err == nil {
-		c.put(key, r.sess, until, r.gen, now)
-	}
 	c.mu.Lock()
+	if r.err == nil && !r.forgotten {
+		c.putLocked(key, r.sess, until, r.gen, now)
+	}
 	if c.reads[key] == r {
 		delete(c.reads, key)
 	}
@@ -118,6 +121,11 @@ func (c *sessionCache) finish(key [sha256.Size]byte, r *sessionRead, until, now 
 func (c *sessionCache) put(key [sha256.Size]byte, sess Session, until time.Time, gen uint64, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(key, sess, until, gen, now)
+}
+
+// putLocked is put with c.mu held.
+func (c *sessionCache) putLocked(key [sha256.Size]byte, sess Session, until time.Time, gen uint64, now time.Time) {
 	if c.gen != gen {
 		return
 	}
@@ -139,11 +147,16 @@ func (c *sessionCache) put(key [sha256.Size]byte, sess Session, until time.Time,
 	c.m[key] = cachedSession{sess: sess, until: until}
 }
 
-// forget forgets one session: after it ended on this replica.
+// forget forgets one session: after it ended on this replica. A read of
+// it in flight is neither stored nor joined; the reads of other sessions
+// go on, since anyone can sign out with a made-up cookie.
 func (c *sessionCache) forget(key [sha256.Size]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
+	if r, ok := c.reads[key]; ok {
+		r.forgotten = true
+		delete(c.reads, key)
+	}
 	delete(c.m, key)
 }
 
