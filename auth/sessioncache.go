@@ -49,10 +49,16 @@ type sessionCache struct {
 // lookups of the same token share; done is closed when sess and err are
 // set.
 type sessionRead struct {
-	gen  uint64
-	done chan struct{}
-	sess Session
-	err  error
+	gen uint64
+	// started is when the read began: its answer is trusted no longer
+	// than an entry of the cache, so no lookup joins it after that.
+	started time.Time
+	// forgotten: the session was signed out on this replica while the
+	// read ran, so its answer is not stored.
+	forgotten bool
+	done      chan struct{}
+	sess      Session
+	err       error
 }
 
 type cachedSession struct {
@@ -72,25 +78,26 @@ func (c *sessionCache) get(key [sha256.Size]byte, now time.Time) (Session, bool)
 	return e.sess, true
 }
 
-// generation is the count of purges and forgets so far, read before a lookup.
+// generation is the count of purges so far, read before a lookup.
 func (c *sessionCache) generation() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.gen
 }
 
-// join returns the read of key in flight in the current generation, or
-// starts one (leader true): the leader reads, then calls finish.
-func (c *sessionCache) join(key [sha256.Size]byte) (read *sessionRead, leader bool) {
+// join returns the read of key in flight in the current generation that
+// began less than sessionCacheTTL before now, or starts one (leader
+// true): the leader reads, then calls finish.
+func (c *sessionCache) join(key [sha256.Size]byte, now time.Time) (read *sessionRead, leader bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.reads[key]; ok && r.gen == c.gen {
+	if r, ok := c.reads[key]; ok && r.gen == c.gen && now.Before(r.started.Add(sessionCacheTTL)) {
 		return r, false
 	}
 	if c.reads == nil {
 		c.reads = make(map[[sha256.Size]byte]*sessionRead)
 	}
-	r := &sessionRead{gen: c.gen, done: make(chan struct{})}
+	r := &sessionRead{gen: c.gen, started: now, done: make(chan struct{})}
 	c.reads[key] = r
 	return r, true
 }
@@ -99,10 +106,10 @@ func (c *sessionCache) join(key [sha256.Size]byte) (read *sessionRead, leader bo
 // unless the cache was purged meanwhile, and hands the answer to the
 // lookups that joined it.
 func (c *sessionCache) finish(key [sha256.Size]byte, r *sessionRead, until, now time.Time) {
-	if r.err == nil {
-		c.put(key, r.sess, until, r.gen, now)
-	}
 	c.mu.Lock()
+	if r.err == nil && !r.forgotten {
+		c.putLocked(key, r.sess, until, r.gen, now)
+	}
 	if c.reads[key] == r {
 		delete(c.reads, key)
 	}
@@ -114,6 +121,11 @@ func (c *sessionCache) finish(key [sha256.Size]byte, r *sessionRead, until, now 
 func (c *sessionCache) put(key [sha256.Size]byte, sess Session, until time.Time, gen uint64, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(key, sess, until, gen, now)
+}
+
+// putLocked is put with c.mu held.
+func (c *sessionCache) putLocked(key [sha256.Size]byte, sess Session, until time.Time, gen uint64, now time.Time) {
 	if c.gen != gen {
 		return
 	}
@@ -135,11 +147,16 @@ func (c *sessionCache) put(key [sha256.Size]byte, sess Session, until time.Time,
 	c.m[key] = cachedSession{sess: sess, until: until}
 }
 
-// forget forgets one session: after it ended on this replica.
+// forget forgets one session: after it ended on this replica. A read of
+// it in flight is neither stored nor joined; the reads of other sessions
+// go on, since anyone can sign out with a made-up cookie.
 func (c *sessionCache) forget(key [sha256.Size]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
+	if r, ok := c.reads[key]; ok {
+		r.forgotten = true
+		delete(c.reads, key)
+	}
 	delete(c.m, key)
 }
 
@@ -168,12 +185,15 @@ func (s *Service) ProxySession(ctx context.Context, token string) (Session, erro
 	if sess, ok := s.sessionCache.get(key, now); ok {
 		return sess, nil
 	}
-	read, leader := s.sessionCache.join(key)
+	read, leader := s.sessionCache.join(key, now)
 	if !leader {
 		select {
 		case <-read.done:
 		case <-ctx.Done():
 			return Session{}, unavailable("reading session", ctx.Err())
+		}
+		if read.err == nil && !now.Before(read.sess.ExpiresAt) {
+			return Session{}, ErrNoSession
 		}
 		if read.err == nil || errors.Is(read.err, ErrNoSession) {
 			return read.sess, read.err

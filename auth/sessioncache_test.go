@@ -7,8 +7,9 @@ import (
 )
 
 // TestSessionCacheBounds: an answer is trusted until its bound and the
-// session's expiry, never after; a read that began before a purge or a
-// forget is not stored; the cache never holds more than its maximum.
+// session's expiry, never after; a read that began before a purge is not
+// stored, and a forgotten session is not remembered; the cache never
+// holds more than its maximum.
 func TestSessionCacheBounds(t *testing.T) {
 	var c sessionCache
 	now := time.Now()
@@ -28,13 +29,16 @@ func TestSessionCacheBounds(t *testing.T) {
 		t.Error("answered a session past its expiry")
 	}
 
-	for name, revoke := range map[string]func(){"purge": c.purge, "forget": func() { c.forget(key) }} {
-		gen := c.generation()
-		revoke()
-		c.put(key, sess, now.Add(sessionCacheTTL), gen, now)
-		if _, ok := c.get(key, now); ok {
-			t.Errorf("a read from before a %s was stored after it", name)
-		}
+	gen := c.generation()
+	c.purge()
+	c.put(key, sess, now.Add(sessionCacheTTL), gen, now)
+	if _, ok := c.get(key, now); ok {
+		t.Error("a read from before a purge was stored after it")
+	}
+	c.put(key, sess, now.Add(sessionCacheTTL), c.generation(), now)
+	c.forget(key)
+	if _, ok := c.get(key, now); ok {
+		t.Error("a forgotten session is still remembered")
 	}
 
 	for i := range sessionCacheMax + 10 {
@@ -52,15 +56,15 @@ func TestSessionCacheSharesReads(t *testing.T) {
 	var c sessionCache
 	now := time.Now()
 	key := sha256.Sum256([]byte("token"))
-	first, leader := c.join(key)
+	first, leader := c.join(key, now)
 	if !leader {
 		t.Fatal("the first lookup did not lead")
 	}
-	if second, leader := c.join(key); leader || second != first {
+	if second, leader := c.join(key, now); leader || second != first {
 		t.Error("a concurrent lookup started a read of its own")
 	}
 	c.purge()
-	after, leader := c.join(key)
+	after, leader := c.join(key, now)
 	if !leader || after == first {
 		t.Error("a lookup after a purge joined a read from before it")
 	}
@@ -75,7 +79,43 @@ func TestSessionCacheSharesReads(t *testing.T) {
 	if _, ok := c.get(key, now); !ok {
 		t.Error("the read after the purge was not stored")
 	}
-	if _, leader := c.join(key); !leader {
+	if _, leader := c.join(key, now); !leader {
 		t.Error("a finished read was joined")
+	}
+}
+
+// TestSessionCacheForgetIsPerSession: a sign-out, which anyone can send
+// with a made-up but well-formed cookie and no session, forgets that
+// token alone: the reads of other sessions in flight are still shared and
+// stored, so a flood of such sign-outs cannot keep every replica's cache
+// empty and send each proxy question to the database.
+func TestSessionCacheForgetIsPerSession(t *testing.T) {
+	var c sessionCache
+	now := time.Now()
+	ann, made := sha256.Sum256([]byte("ann's token")), sha256.Sum256([]byte("made-up token"))
+	read, leader := c.join(ann, now)
+	if !leader {
+		t.Fatal("the first lookup did not lead")
+	}
+	c.forget(made)
+	if again, leader := c.join(ann, now); leader || again != read {
+		t.Error("after another token's sign-out, a lookup did not share the read in flight")
+	}
+	read.sess = Session{Email: "ann@example.com", ExpiresAt: now.Add(time.Hour)}
+	c.finish(ann, read, now.Add(sessionCacheTTL), now)
+	if _, ok := c.get(ann, now); !ok {
+		t.Error("after another token's sign-out, the read in flight was not stored")
+	}
+
+	// The token signed out itself is neither shared nor stored.
+	read, _ = c.join(ann, now)
+	c.forget(ann)
+	if again, leader := c.join(ann, now); !leader || again == read {
+		t.Error("a lookup after the session's sign-out joined a read from before it")
+	}
+	read.sess = Session{Email: "ann@example.com", ExpiresAt: now.Add(time.Hour)}
+	c.finish(ann, read, now.Add(sessionCacheTTL), now)
+	if _, ok := c.get(ann, now); ok {
+		t.Error("a read from before the session's sign-out was stored")
 	}
 }

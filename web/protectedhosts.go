@@ -87,6 +87,8 @@ func parseHostPattern(entry string) (HostPattern, error) {
 		return p, errors.New(`"*" may only start a pattern, as in *.example.com`)
 	case !validHostname(host):
 		return p, errors.New("not a DNS name: letters, digits and hyphens in dot-separated labels (an internationalised name in its xn-- form)")
+	case endsInNumber(host):
+		return p, errors.New("an address, not a DNS name: browsers read a name whose last label is a number as an IPv4 address")
 	}
 	p.Host = host
 	return p, nil
@@ -108,6 +110,21 @@ func validHostname(h string) bool {
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// endsInNumber reports whether browsers read h, a valid host name, as an
+// IPv4 address: the URL standard does so when its last label is decimal
+// digits or 0x and hexadecimal digits (10.0.0.5, 0x7f.1, 2130706433).
+func endsInNumber(h string) bool {
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	digits, hex := strings.CutPrefix(last, "0x")
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if !(c >= '0' && c <= '9' || hex && c >= 'a' && c <= 'f') {
+			return false
 		}
 	}
 	return true
@@ -170,6 +187,8 @@ func ParseCookieDomain(s string) (string, error) {
 		return "", fmt.Errorf("%q is not a DNS name", s)
 	case !strings.Contains(d, "."):
 		return "", fmt.Errorf("%q is a single label: give the parent domain the protected hosts share, such as example.com", s)
+	case endsInNumber(d):
+		return "", fmt.Errorf("%q is an address, not a DNS name: browsers read a name whose last label is a number as an IPv4 address", s)
 	}
 	return d, nil
 }

@@ -107,3 +107,26 @@ func TestCookieDomain(t *testing.T) {
 		t.Errorf("no domain: %v", err)
 	}
 }
+
+// TestHostSettingsRefuseAddresses: a protected pattern or a cookie domain
+// whose last label is a number is an IPv4 address to a browser (the URL
+// standard reads 10.0.0.5, 0x7f.1 and 2130706433 as addresses), not the
+// DNS name the settings take: refused at start, so that a pattern never
+// covers an address (*.0.0.5 would cover 10.0.0.5) and rd never names one.
+func TestHostSettingsRefuseAddresses(t *testing.T) {
+	for _, bad := range []string{"10.0.0.5", "*.0.0.5", "0x7f.1", "app.0x1F", "2130706433", "app.example.123", "*.example.0X7F=admin"} {
+		if got, err := web.ParseProtectedHosts(bad); err == nil {
+			t.Errorf("ParseProtectedHosts(%q) = %v, want an error", bad, got)
+		}
+	}
+	for _, bad := range []string{"0.0.5", "example.0x10"} {
+		if d, err := web.ParseCookieDomain(bad); err == nil {
+			t.Errorf("ParseCookieDomain(%q) = %q, want an error", bad, d)
+		}
+	}
+	for _, good := range []string{"1password.example.com", "app.example.com", "app.0x.example", "app.example.0xg"} {
+		if _, err := web.ParseProtectedHosts(good); err != nil {
+			t.Errorf("ParseProtectedHosts(%q): %v", good, err)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package web_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// nginxAuthServer is a protected server block as docs/INTEGRATION.md gives
+// it for nginx: %[1]s is the host, %[2]s the application, %[3]s XCloak.
+const nginxAuthServer = `
+    server {
+        listen 127.0.0.1:%[4]d;
+        server_name %[1]s;
+        location / {
+            auth_request /.xcloak/auth;
+            auth_request_set $xcloak_user $upstream_http_remote_user;
+            auth_request_set $xcloak_sign_in $upstream_http_location;
+            error_page 401 =302 $xcloak_sign_in;
+            proxy_pass %[2]s;
+            proxy_set_header Remote-User $xcloak_user;
+        }
+        location = /.xcloak/auth {
+            internal;
+            proxy_pass %[3]s/api/v1/authz/auth-request;
+            proxy_method GET;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_set_header X-Original-URL $scheme://$http_host$request_uri;
+        }
+    }
+`
+
+// TestNginxAuthRequestAdminHostByAbsoluteURI: nginx picks the server block
+// from the host of an absolute request target (GET http://admin.../ with
+// Host: app...), while $http_host is the Host header. With the documented
+// X-Original-URL, XCloak is asked about the host the client wrote in Host,
+// not the one nginx serves: a signed-in account that is no administrator
+// must still not reach the =admin host's application.
+func TestNginxAuthRequestAdminHostByAbsoluteURI(t *testing.T) {
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx is not installed")
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{Web: func(c *webConfig) {
+		c.TrustedProxies = mustPrefixes(t, "127.0.0.1")
+		c.ProtectedHosts = mustHosts(t, "app.example.test, admin.example.test=admin")
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+
+	app := func(name string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s for %s", name, r.Header.Get("Remote-User"))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	plain, admin := app("plain application"), app("administrators' application")
+
+	dir := t.TempDir()
+	port := startProxy(t, func(port int) (*exec.Cmd, func() string) {
+		conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+events {}
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    server {
+        listen 127.0.0.1:%[2]d;
+        server_name login.example.test;
+        location / { proxy_pass %[3]s; }
+    }
+%[4]s%[5]s}
+`, dir, port, base,
+			fmt.Sprintf(nginxAuthServer, "app.example.test", plain, base, port),
+			fmt.Sprintf(nginxAuthServer, "admin.example.test", admin, base, port))
+		if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off; master_process off;")
+		return cmd, func() string {
+			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			return string(errLog)
+		}
+	})
+
+	send := func(target, host string) (int, string) {
+		t.Helper()
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nCookie: xcloak_session=%s\r\nConnection: close\r\n\r\n", target, host, ann)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	if status, body := send("/", "app.example.test"); status != http.StatusOK || !strings.Contains(body, "plain application for ann@example.com") {
+		t.Fatalf("ann on the plain application: %d %q", status, body)
+	}
+	if status, body := send("/", "admin.example.test"); status != http.StatusForbidden {
+		t.Fatalf("ann on the administrators' host: %d %q, want 403", status, body)
+	}
+	if status, body := send("http://admin.example.test/", "app.example.test"); status == http.StatusOK || strings.Contains(body, "administrators'") {
+		t.Errorf("ann, no administrator, asking for http://admin.example.test/ with Host: app.example.test: %d %q; want refused", status, body)
+	}
+}
