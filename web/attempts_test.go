@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -455,5 +456,61 @@ func TestAttemptFailuresFeedAttackDetection(t *testing.T) {
 	}
 	if status, d, _ := a.ask("login", "kim", "192.0.2.80", "new-phone"); status != 200 || d.Decision != "challenge" {
 		t.Fatalf("a new device in attack mode: %d %+v, want challenge", status, d)
+	}
+}
+
+// TestAttemptLimitedDeviceQueriesNothing: an attempt its network's limit
+// refuses costs no Postgres query, whatever device id it names. The device
+// id is the application's client's (a cookie, as the security model
+// advises), so a client over its limit that sends a fresh id each time
+// must not reach the database: the table of devices is locked here, and a
+// query for it would wait on that lock instead of answering 429.
+func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	if status, d, _ := a.ask("login", "mallory", "192.0.2.90", "cookie-0"); status != 200 {
+		t.Fatalf("first attempt: %d %+v, want 200", status, d)
+	}
+	tx, err := env.DB.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE app_devices IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.base+"/api/v1/attempts",
+			strings.NewReader(`{"kind":"login","account":"mallory","client_ip":"192.0.2.90","device":"cookie-1"}`))
+		req.Header.Set("Content-Type", jsonType)
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		resp, err := a.c.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	for {
+		select {
+		case status := <-done:
+			if status != 429 {
+				t.Fatalf("an attempt over its network's limit: %d, want 429", status)
+			}
+			return
+		default:
+		}
+		var waiting int
+		if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%app_devices%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			tx.Rollback(t.Context())
+			t.Fatalf("an attempt over its network's limit queried Postgres for its device (answered %d once the table was free)", <-done)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
