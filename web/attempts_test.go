@@ -514,3 +514,38 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestAttemptResetOutcomeEndsLockout: a reset the application reports as
+// completed ends the account's lockout, as a reset completed on XCloak's
+// own page does, so that an owner whom guesses locked out and who has just
+// reset the password is let in from a new device.
+func TestAttemptResetOutcomeEndsLockout(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := a.ask("login", "nora", fmt.Sprintf("203.0.113.%d", i), "")
+		if status, _ := a.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	if status, d, _ := a.ask("login", "nora", "198.51.100.30", "new-laptop"); status != 429 || d.Reason != "locked" {
+		t.Fatalf("after the failures: %d %+v, want 429 locked", status, d)
+	}
+	status, d, _ := a.ask("reset", "nora", "198.51.100.30", "")
+	if status != 200 {
+		t.Fatalf("reset request: %d %+v, want 200", status, d)
+	}
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("reset completed: %d, want 204", status)
+	}
+	if status, d, _ := a.ask("login", "nora", "198.51.100.30", "new-laptop"); status != 200 {
+		t.Fatalf("after a completed reset: %d %+v, want the lockout ended", status, d)
+	}
+	var listed int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM lockouts WHERE account_key = 'app shop nora' AND cleared_at IS NULL`).Scan(&listed); err != nil {
+		t.Fatal(err)
+	}
+	if listed != 0 {
+		t.Fatalf("the lockout log still lists %d lockouts of app shop nora in force", listed)
+	}
+}
