@@ -549,3 +549,27 @@ func TestAttemptResetOutcomeEndsLockout(t *testing.T) {
 		t.Fatalf("the lockout log still lists %d lockouts of app shop nora in force", listed)
 	}
 }
+
+// TestAttemptResetForgetsKnownDevices: a reset the application reports
+// completed forgets the account's known devices, as a password changed on
+// XCloak's own page does, so that a device that signed in with a stolen
+// password is no longer waved past the lockout and the challenges once the
+// owner has reset it.
+func TestAttemptResetForgetsKnownDevices(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box")
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("the thief's sign-in: %d", status)
+	}
+	_, d, _ = a.ask("reset", "olga", "198.51.100.31", "")
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("the owner's reset: %d", status)
+	}
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if status, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box"); status != 200 || d.Decision != "challenge" {
+		t.Fatalf("the thief's device after the owner's reset, in attack mode: %d %+v, want challenge", status, d)
+	}
+}
