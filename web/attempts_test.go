@@ -573,3 +573,24 @@ func TestAttemptResetForgetsKnownDevices(t *testing.T) {
 		t.Fatalf("the thief's device after the owner's reset, in attack mode: %d %+v, want challenge", status, d)
 	}
 }
+
+// TestAttemptsInvisibleCharactersCountAlike: an account with invisible
+// characters added (a zero-width space, a word joiner, a soft hyphen, a
+// byte order mark) looks like the account and counts as it, so that they
+// are no fresh quota for guesses at it: an application whose lookup
+// ignores them (as collations commonly do) would otherwise let each
+// variant guess at the same user under a limit of its own.
+func TestAttemptsInvisibleCharactersCountAlike(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 2) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i, account := range []string{"pat", "pa\u200bt"} {
+		if status, d, _ := a.ask("login", account, fmt.Sprintf("192.0.2.%d", 100+i), ""); status != 200 {
+			t.Fatalf("attempt %d: %d %+v, want 200", i, status, d)
+		}
+	}
+	for _, account := range []string{"p\u2060at", "pat\u00ad", "\ufeffpat", "pat\u200b"} {
+		if status, d, _ := a.ask("login", account, "192.0.2.110", ""); status != 429 {
+			t.Errorf("%+q after pat's limit: %d %+v, want 429, counted as pat", account, status, d)
+		}
+	}
+}
