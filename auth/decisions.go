@@ -130,9 +130,17 @@ type AttemptDecision struct {
 }
 
 // FoldAccount folds an application's account identifier so that its forms
-// that look alike count alike: NFKC, lower case, trimmed.
+// that look alike count alike: without invisible format characters (a
+// zero-width space, a soft hyphen, a byte order mark, which many lookups
+// ignore), NFKC, lower case, trimmed.
 func FoldAccount(account string) string {
-	return strings.TrimSpace(strings.ToLower(norm.NFKC.String(account)))
+	visible := strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, account)
+	return strings.TrimSpace(strings.ToLower(norm.NFKC.String(visible)))
 }
 
 // appAccount is the identity an application's account has in the limits,
