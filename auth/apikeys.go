@@ -209,7 +209,9 @@ func (s *Service) failedAPIKey(ctx context.Context, client Client) error {
 	if err != nil {
 		return unavailable("counting API key failure", err)
 	}
-	if f.LockedNow {
+	// Locked by this failure, or by another since the decision above: a
+	// failure while locked is not counted, and is refused all the same.
+	if f.LockedNow || f.LockedFor > 0 {
 		return &LimitedError{RetryAfter: f.LockedFor}
 	}
 	return ErrInvalidAPIKey

@@ -130,9 +130,17 @@ type AttemptDecision struct {
 }
 
 // FoldAccount folds an application's account identifier so that its forms
-// that look alike count alike: NFKC, lower case, trimmed.
+// that look alike count alike: without invisible format characters (a
+// zero-width space, a soft hyphen, a byte order mark, which many lookups
+// ignore), NFKC, lower case, trimmed.
 func FoldAccount(account string) string {
-	return strings.TrimSpace(strings.ToLower(norm.NFKC.String(account)))
+	visible := strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, account)
+	return strings.TrimSpace(strings.ToLower(norm.NFKC.String(visible)))
 }
 
 // appAccount is the identity an application's account has in the limits,
@@ -279,8 +287,9 @@ func denied(d ratelimit.Decision) *DeniedError {
 // failure counts towards the lockout of its known device, or else of the
 // account, and a success clears the device's failures and makes the device
 // known, exactly as XCloak's own sign-in does; both are recorded and
-// observed by attack detection. A reset's outcome is recorded and feeds
-// nothing else: XCloak's own resets have no failures to count.
+// observed by attack detection. A reset's outcome is recorded, and a
+// completed one ends the account's lockout, as XCloak's own does; it
+// feeds nothing else: XCloak's own resets have no failures to count.
 //
 // Errors: *FieldError for a result that is neither; ErrUnknownAttempt;
 // ErrUnavailable.
@@ -318,6 +327,9 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 			kind = EventResetFailed
 		}
 		s.record(Event{Kind: kind, Account: account, Source: source, Detail: detail})
+		if result == ResultSuccess {
+			s.appResetCompleted(ctx, account, source)
+		}
 		return nil
 	}
 	if result == ResultFailure {
@@ -327,6 +339,18 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 		return err
 	}
 	return s.appSucceeded(ctx, app, account, client, a)
+}
+
+// appResetCompleted ends the lockout of an account whose reset the
+// application reports completed, as a reset on XCloak's own page does.
+func (s *Service) appResetCompleted(ctx context.Context, account, source string) {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	if wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, account); err != nil {
+		s.log.WarnContext(ctx, "clearing lockout after reset", "err", err)
+	} else if wasLocked {
+		s.clearLockoutRecord(ctx, account, 0, "reset", source)
+	}
 }
 
 // countAppFailure counts a failed sign-in towards the lockout of the known

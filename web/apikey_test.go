@@ -122,3 +122,36 @@ func TestAPIKeyFailuresLimited(t *testing.T) {
 		t.Fatalf("another network's bad key: %d, want 401", resp.StatusCode)
 	}
 }
+
+// TestAPIKeyFailuresLimitedAtOnce: failed key checks sent all at once from
+// one network are held by its limit as those sent one by one are: no more
+// of them are answered 401 than its count, the rest 429.
+func TestAPIKeyFailuresLimitedAtOnce(t *testing.T) {
+	const limit, sent = 3, 60
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleAPIKeyIP, limit) }})
+	base := env.Start(t)
+	key := env.AddAPIKey(t, "shop")
+	sprayer := newApp(t, base, auth.APIKeyPrefix+strings.Repeat("C", len(key)-len(auth.APIKeyPrefix)))
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		start  = make(chan struct{})
+		byCode = map[int]int{}
+	)
+	for range sent {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			status, _, _ := sprayer.raw(base+"/api/v1/attempts", attemptJSON)
+			mu.Lock()
+			defer mu.Unlock()
+			byCode[status]++
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if byCode[401] > limit || byCode[401]+byCode[429] != sent {
+		t.Fatalf("%d failed checks at once: %v, want at most %d answered 401 and the rest 429", sent, byCode, limit)
+	}
+}

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -455,5 +456,141 @@ func TestAttemptFailuresFeedAttackDetection(t *testing.T) {
 	}
 	if status, d, _ := a.ask("login", "kim", "192.0.2.80", "new-phone"); status != 200 || d.Decision != "challenge" {
 		t.Fatalf("a new device in attack mode: %d %+v, want challenge", status, d)
+	}
+}
+
+// TestAttemptLimitedDeviceQueriesNothing: an attempt its network's limit
+// refuses costs no Postgres query, whatever device id it names. The device
+// id is the application's client's (a cookie, as the security model
+// advises), so a client over its limit that sends a fresh id each time
+// must not reach the database: the table of devices is locked here, and a
+// query for it would wait on that lock instead of answering 429.
+func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	if status, d, _ := a.ask("login", "mallory", "192.0.2.90", "cookie-0"); status != 200 {
+		t.Fatalf("first attempt: %d %+v, want 200", status, d)
+	}
+	tx, err := env.DB.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE app_devices IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.base+"/api/v1/attempts",
+			strings.NewReader(`{"kind":"login","account":"mallory","client_ip":"192.0.2.90","device":"cookie-1"}`))
+		req.Header.Set("Content-Type", jsonType)
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		resp, err := a.c.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	for {
+		select {
+		case status := <-done:
+			if status != 429 {
+				t.Fatalf("an attempt over its network's limit: %d, want 429", status)
+			}
+			return
+		default:
+		}
+		var waiting int
+		if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%app_devices%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			tx.Rollback(t.Context())
+			t.Fatalf("an attempt over its network's limit queried Postgres for its device (answered %d once the table was free)", <-done)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAttemptResetOutcomeEndsLockout: a reset the application reports as
+// completed ends the account's lockout, as a reset completed on XCloak's
+// own page does, so that an owner whom guesses locked out and who has just
+// reset the password is let in from a new device.
+func TestAttemptResetOutcomeEndsLockout(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := a.ask("login", "nora", fmt.Sprintf("203.0.113.%d", i), "")
+		if status, _ := a.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	if status, d, _ := a.ask("login", "nora", "198.51.100.30", "new-laptop"); status != 429 || d.Reason != "locked" {
+		t.Fatalf("after the failures: %d %+v, want 429 locked", status, d)
+	}
+	status, d, _ := a.ask("reset", "nora", "198.51.100.30", "")
+	if status != 200 {
+		t.Fatalf("reset request: %d %+v, want 200", status, d)
+	}
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("reset completed: %d, want 204", status)
+	}
+	if status, d, _ := a.ask("login", "nora", "198.51.100.30", "new-laptop"); status != 200 {
+		t.Fatalf("after a completed reset: %d %+v, want the lockout ended", status, d)
+	}
+	var listed int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM lockouts WHERE account_key = 'app shop nora' AND cleared_at IS NULL`).Scan(&listed); err != nil {
+		t.Fatal(err)
+	}
+	if listed != 0 {
+		t.Fatalf("the lockout log still lists %d lockouts of app shop nora in force", listed)
+	}
+}
+
+// TestAttemptResetForgetsKnownDevices: a reset the application reports
+// completed forgets the account's known devices, as a password changed on
+// XCloak's own page does, so that a device that signed in with a stolen
+// password is no longer waved past the lockout and the challenges once the
+// owner has reset it.
+func TestAttemptResetForgetsKnownDevices(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box")
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("the thief's sign-in: %d", status)
+	}
+	_, d, _ = a.ask("reset", "olga", "198.51.100.31", "")
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("the owner's reset: %d", status)
+	}
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if status, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box"); status != 200 || d.Decision != "challenge" {
+		t.Fatalf("the thief's device after the owner's reset, in attack mode: %d %+v, want challenge", status, d)
+	}
+}
+
+// TestAttemptsInvisibleCharactersCountAlike: an account with invisible
+// characters added (a zero-width space, a word joiner, a soft hyphen, a
+// byte order mark) looks like the account and counts as it, so that they
+// are no fresh quota for guesses at it: an application whose lookup
+// ignores them (as collations commonly do) would otherwise let each
+// variant guess at the same user under a limit of its own.
+func TestAttemptsInvisibleCharactersCountAlike(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 2) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i, account := range []string{"pat", "pa\u200bt"} {
+		if status, d, _ := a.ask("login", account, fmt.Sprintf("192.0.2.%d", 100+i), ""); status != 200 {
+			t.Fatalf("attempt %d: %d %+v, want 200", i, status, d)
+		}
+	}
+	for _, account := range []string{"p\u2060at", "pat\u00ad", "\ufeffpat", "pat\u200b"} {
+		if status, d, _ := a.ask("login", account, "192.0.2.110", ""); status != 429 {
+			t.Errorf("%+q after pat's limit: %d %+v, want 429, counted as pat", account, status, d)
+		}
 	}
 }

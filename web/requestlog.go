@@ -39,7 +39,8 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // logs bodies, query strings, cookies or headers, so no password, token or
 // session cookie reaches the log; reset, unlock and sign-in link pages, whose
 // path holds a token, are logged as /password-reset/{token}, /unlock/{token}
-// and /sign-in/{token}. Rejections (429) are logged at
+// and /sign-in/{token}, and outcomes as
+// /api/v1/attempts/{attempt_id}/outcome. Rejections (429) are logged at
 // debug level only, and so are forward-auth's answers but its refusals
 // (403) and errors: a proxy asks about every request of every protected
 // application, which logs it itself.
@@ -75,8 +76,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// loggablePath is the request path with any reset or unlock token
-// replaced.
+// loggablePath is the request path with any reset or unlock token, or
+// attempt id, replaced.
 func loggablePath(path string) string {
 	if strings.HasPrefix(path, "/password-reset/") {
 		return "/password-reset/{token}"
@@ -86,6 +87,11 @@ func loggablePath(path string) string {
 	}
 	if strings.HasPrefix(path, "/sign-in/") {
 		return "/sign-in/{token}"
+	}
+	// An attempt id names the application's account and its client's
+	// address.
+	if strings.HasPrefix(path, "/api/v1/attempts/") {
+		return "/api/v1/attempts/{attempt_id}/outcome"
 	}
 	return path
 }
