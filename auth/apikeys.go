@@ -43,6 +43,13 @@ var apiKeyLen = len(APIKeyPrefix) + base64.RawURLEncoding.EncodedLen(apiKeyRando
 // apiKeyRefresh bounds how long a replica trusts its list of keys.
 const apiKeyRefresh = time.Second
 
+// apiKeyOutage bounds how long a replica keeps deciding by its last list
+// of keys while it cannot read a new one. No key can be revoked while
+// Postgres is down, so the list goes stale only for a replica cut off from
+// a Postgres that others still reach; a blip must not refuse every
+// application's sign-ins at once.
+const apiKeyOutage = time.Minute
+
 // apiKeyTouchEvery bounds how often a key's last use is written.
 const apiKeyTouchEvery = time.Minute
 
@@ -235,6 +242,9 @@ func (s *Service) activeAPIKey(ctx context.Context, hash []byte) (APIKey, bool, 
 type apiKeyCache struct {
 	mu       sync.Mutex
 	loadedAt time.Time // zero: load before use
+	// failedAt is when the last reload failed (zero since one succeeded):
+	// reloads are tried at most once per apiKeyRefresh while they fail.
+	failedAt time.Time
 	byHash   map[[sha256.Size]byte]APIKey
 	// touched is when this replica last wrote each key's last use, by id.
 	touched map[int64]time.Time
@@ -251,15 +261,27 @@ func (c *apiKeyCache) expire() {
 // lookup returns the key in force with hash. Lookups wait for a reload
 // rather than answer from a list older than apiKeyRefresh: that bound is
 // what makes revocation take effect within it. One lookup per replica
-// reloads; the others wait for it.
+// reloads; the others wait for it. While reloads fail, the last list
+// answers for up to apiKeyOutage, and a reload is tried once per
+// apiKeyRefresh.
 func (c *apiKeyCache) lookup(ctx context.Context, s *Service, hash [sha256.Size]byte) (APIKey, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := s.now()
-	if c.loadedAt.IsZero() || now.Sub(c.loadedAt) >= apiKeyRefresh || now.Before(c.loadedAt) {
-		if err := c.reload(ctx, s, now); err != nil {
-			return APIKey{}, false, err
+	if older(now, c.loadedAt, apiKeyRefresh) && older(now, c.failedAt, apiKeyRefresh) {
+		err := c.reload(ctx, s, now)
+		if err == nil {
+			c.failedAt = time.Time{}
+		} else {
+			c.failedAt = now
+			if older(now, c.loadedAt, apiKeyOutage) {
+				return APIKey{}, false, err
+			}
+			s.log.WarnContext(ctx, "API keys not reloaded; deciding by the last list", "age", now.Sub(c.loadedAt), "err", err)
 		}
+	}
+	if older(now, c.loadedAt, apiKeyOutage) {
+		return APIKey{}, false, unavailable("checking API key", errAPIKeysStale)
 	}
 	k, ok := c.byHash[hash]
 	if ok && now.Sub(c.touched[k.ID]) >= apiKeyTouchEvery {
@@ -273,6 +295,16 @@ func (c *apiKeyCache) lookup(ctx context.Context, s *Service, hash [sha256.Size]
 	}
 	return k, ok, nil
 }
+
+// older reports whether t is unset, at least d before now, or after now
+// (a clock set back).
+func older(now, t time.Time, d time.Duration) bool {
+	return t.IsZero() || now.Sub(t) >= d || now.Before(t)
+}
+
+// errAPIKeysStale: the replica's list of keys is too old to decide by,
+// and reloading it fails.
+var errAPIKeysStale = errors.New("the list of API keys could not be reloaded")
 
 // touchAPIKey writes that key id was used at.
 func (s *Service) touchAPIKey(id int64, at time.Time) {

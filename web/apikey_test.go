@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,7 +10,9 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/migrations"
 )
 
 // keyClock is a settable clock for a replica.
@@ -153,5 +156,57 @@ func TestAPIKeyFailuresLimitedAtOnce(t *testing.T) {
 	wg.Wait()
 	if byCode[401] > limit || byCode[401]+byCode[429] != sent {
 		t.Fatalf("%d failed checks at once: %v, want at most %d answered 401 and the rest 429", sent, byCode, limit)
+	}
+}
+
+// TestAPIKeysOutlastAPostgresBlip: a replica whose list of keys cannot be
+// reloaded because Postgres is down keeps deciding by the list it has, for
+// up to a minute, rather than refuse every application's sign-ins at once;
+// no key can be revoked meanwhile, since revoking writes to Postgres. Past
+// the minute it answers 503, and it takes up the keys again once Postgres
+// is back.
+func TestAPIKeysOutlastAPostgresBlip(t *testing.T) {
+	pg := testenv.PrivatePostgres(t)
+	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
+		t.Fatal(err)
+	}
+	clk := &keyClock{t: time.Now()}
+	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL(), Now: clk.Now})
+	base := env.Start(t)
+	key := env.AddAPIKey(t, "shop")
+	c := xcloaktest.Client(t, "127.0.9.6")
+	ask := func() (int, string) {
+		resp, body := post(t, c, base+"/api/v1/attempts", jsonType, attemptJSON, "Authorization", "Bearer "+key)
+		return resp.StatusCode, body
+	}
+	if status, body := ask(); status != 200 {
+		t.Fatalf("before the outage: %d %s", status, body)
+	}
+
+	pg.Stop()
+	clk.Add(2 * time.Second)
+	if status, body := ask(); status != 200 {
+		t.Fatalf("Postgres down, the list 2s old: %d %s; want 200 from the list", status, body)
+	}
+	if resp, body := post(t, c, base+"/api/v1/attempts", jsonType, attemptJSON, "Authorization", "Bearer xck_"+strings.Repeat("A", 43)); resp.StatusCode != 401 {
+		t.Fatalf("an unknown key with Postgres down: %d %s; want 401", resp.StatusCode, body)
+	}
+	clk.Add(time.Minute)
+	if status, body := ask(); status != 503 {
+		t.Fatalf("Postgres down, the list a minute old: %d %s; want 503", status, body)
+	}
+
+	pg.Start()
+	began := time.Now()
+	for {
+		status, body := ask()
+		if status == 200 {
+			break
+		}
+		if status != 503 || time.Since(began) > 20*time.Second {
+			t.Fatalf("after Postgres came back: %d %s after %v", status, body, time.Since(began))
+		}
+		clk.Add(time.Second)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
