@@ -41,7 +41,13 @@ func (s *Service) sweep(ctx context.Context) map[SweepKind]int64 {
 		{SweepSignInTokens, now.Add(-24 * time.Hour)},
 		{SweepDevices, now.Add(-s.cfg.DeviceTTL)},
 		{SweepSecurityEvents, now.Add(-s.cfg.EventRetention)},
+		// The applications' devices, when the store keeps them: by the same
+		// lifetime as XCloak's own.
+		{SweepAppDevices, now.Add(-s.cfg.DeviceTTL)},
 	} {
+		if job.kind == SweepAppDevices && s.apps == nil {
+			continue
+		}
 		if ctx.Err() != nil {
 			break
 		}

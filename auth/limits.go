@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"time"
 
 	"github.com/xcloak/xcloak/ratelimit"
 )
@@ -35,7 +36,8 @@ var _ Limiter = (*ratelimit.Failover)(nil)
 // LockoutPolicies are the lockouts a Limiter keeps for cfg: one for each
 // lockable rule of the table, by one policy, so that a known device's
 // failures hold that browser and never the account's other browsers;
-// RuleLoginPassword's lock is the spraying verdict, by its own.
+// RuleLoginPassword's lock is the spraying verdict, by its own, and
+// RuleAPIKeyIP's is its limit (apiKeyPolicy).
 func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 	out := map[string]ratelimit.LockoutPolicy{}
 	for _, r := range rules {
@@ -44,5 +46,17 @@ func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 		}
 	}
 	out[RuleLoginPassword] = sprayPolicy(cfg.SprayAccounts, cfg.SprayWindow)
+	out[RuleAPIKeyIP] = apiKeyPolicy(cfg.Limits.Of(RuleAPIKeyIP))
 	return out
+}
+
+// apiKeyPolicy turns RuleAPIKeyIP's limit into the lock that enforces it
+// on failures only: lim.Count failed checks, each within lim.Window of the
+// last, lock the network for lim.Window, never longer.
+func apiKeyPolicy(lim ratelimit.Limit) ratelimit.LockoutPolicy {
+	if lim.Count < 1 || lim.Window <= 0 {
+		// An invalid limit, which Limits.Validate refuses.
+		return ratelimit.LockoutPolicy{Threshold: 1, Duration: time.Millisecond, MaxDuration: time.Millisecond}
+	}
+	return ratelimit.LockoutPolicy{Threshold: lim.Count, Duration: lim.Window, MaxDuration: lim.Window, Memory: lim.Window}
 }

@@ -49,6 +49,10 @@ const RuleVerifyConfirmIP = "verify_confirm_ip"
 // sessions and devices (listing, ending, forgetting), per client network.
 const RuleAccountIP = "account_ip"
 
+// RuleAPIKeyIP limits the failed API key checks of the decision API per
+// client network (apikeys.go).
+const RuleAPIKeyIP = "apikey_ip"
+
 // rules is the one table of XCloak's rate limits. Everything else about a
 // rule is read from it: the flows' decisions, the limits' defaults and
 // validation, the settings (XCLOAK_LIMIT_<NAME>, --limit-<name>) and their
@@ -183,6 +187,16 @@ var rules = []RuleSpec{
 		Usage:   "signed-in requests listing or ending sessions and devices, per client network",
 		Doc:     "Signed-in requests that list the account's sessions and devices (the account page included) or end or forget one, per client network.",
 	},
+	{
+		// Counted on failures only, as a lock (apikeys.go): a valid key is
+		// never refused by it.
+		Name: RuleAPIKeyIP, Label: "Failed API key checks per address", Flow: FlowAPIKey, Key: KeyNetwork(32, 64),
+		Default: ratelimit.Limit{Count: 20, Window: 10 * time.Minute}, Lockable: true,
+		Usage: "failed API key checks (missing, malformed, unknown or revoked keys) per client network",
+		Doc: "Failed API key checks of the decision API (a missing, malformed, unknown or revoked key) per client network, " +
+			"the connecting client, never the body's client_ip. Past it, the network's failed checks are answered 429 " +
+			"until the window has passed since the last; a valid key still passes.",
+	},
 }
 
 // lockoutLabel names RuleLockout on the dashboard; a lockout is no rate
@@ -243,10 +257,12 @@ const (
 	// FlowAccount is a signed-in owner's listing or ending of the
 	// account's sessions and devices.
 	FlowAccount Flow = "account sessions"
+	// FlowAPIKey is a check of the API key of a decision API request.
+	FlowAPIKey Flow = "API key check"
 )
 
 // flows lists every Flow, for the table's check.
-var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm, FlowAccount}
+var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey}
 
 // Subject is what a request offers its rules to count per; a flow fills in
 // what it knows.

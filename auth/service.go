@@ -131,6 +131,11 @@ type Deps struct {
 	// Activity lists an account's own events for its owner (activity.go);
 	// nil: Service.Activity is ErrUnavailable.
 	Activity ActivityLog
+
+	// Apps keeps the decision API's keys and the known devices of the
+	// applications' accounts (apikeys.go, decisions.go); nil: the
+	// decision API is ErrUnavailable.
+	Apps AppStore
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -165,6 +170,13 @@ type Service struct {
 
 	// breached looks passwords up in a breach corpus (breached.go).
 	breached breachedCheck
+
+	// apps keeps the decision API's keys and devices (Deps.Apps);
+	// apiKeys is this replica's list of the keys in force.
+	apps    AppStore
+	apiKeys apiKeyCache
+	// decisionKeys sign attempt ids and key the applications' devices.
+	decisionKeys decisionKeys
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -227,6 +239,8 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		resets:  make(chan linkJob, resetQueue),
 	}
 	s.activity = d.Activity
+	s.apps = d.Apps
+	s.decisionKeys = newDecisionKeys(cfg.Secret)
 	s.attack = d.Attack
 	if s.attack == nil {
 		s.attack = noAttackWatch{}

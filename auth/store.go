@@ -215,5 +215,6 @@ const (
 	SweepUnlockTokens   SweepKind = "unlock_tokens"         // by use, else expiry
 	SweepSignInTokens   SweepKind = "sign_in_tokens"        // by use, else expiry
 	SweepDevices        SweepKind = "devices"               // by last sign-in
+	SweepAppDevices     SweepKind = "app_devices"           // by last sign-in
 	SweepSecurityEvents SweepKind = "security_events"       // by time
 )

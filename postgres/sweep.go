@@ -21,6 +21,7 @@ var sweepWhere = map[auth.SweepKind]struct{ table, where string }{
 	auth.SweepUnlockTokens:   {"unlock_tokens", "coalesce(used_at, expires_at) < $1"},
 	auth.SweepSignInTokens:   {"sign_in_tokens", "coalesce(used_at, expires_at) < $1"},
 	auth.SweepDevices:        {"devices", "last_seen_at < $1"},
+	auth.SweepAppDevices:     {"app_devices", "last_seen_at < $1"},
 	auth.SweepSecurityEvents: {"security_events", "at < $1"},
 }
 

@@ -44,7 +44,23 @@ type problem struct {
 // answer tells whether an account exists or is locked.
 func problemFor(err error) problem {
 	var limited *auth.LimitedError
+	var denied *auth.DeniedError
+	var field *auth.FieldError
 	switch {
+	case errors.As(err, &denied):
+		// The decision API's refusal; its handler answers it with a
+		// decision (attempts.go).
+		code := "rate_limited"
+		if denied.Locked {
+			code = "locked"
+		}
+		return problem{http.StatusTooManyRequests, code, "", denied.RetryAfterSeconds()}
+	case errors.As(err, &field):
+		return problem{http.StatusBadRequest, "invalid_request", field.Field + " " + field.Message, 0}
+	case errors.Is(err, auth.ErrInvalidAPIKey):
+		return problem{http.StatusUnauthorized, "invalid_api_key", "Send a valid API key: Authorization: Bearer xck_...", 0}
+	case errors.Is(err, auth.ErrUnknownAttempt):
+		return problem{http.StatusNotFound, "unknown_attempt", "No attempt with that id awaits an outcome.", 0}
 	case errors.As(err, &limited):
 		return problem{http.StatusTooManyRequests, "too_many_attempts", "", limited.RetryAfterSeconds()}
 	case errors.Is(err, errTooManyStreams):
@@ -119,6 +135,12 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
 	body := map[string]any{"error": p.code}
+	// The decision API names the field at fault, and says what is wrong
+	// with it.
+	if field := (*auth.FieldError)(nil); errors.As(err, &field) {
+		body["field"] = field.Field
+		body["message"] = p.message
+	}
 	if p.retryAfter > 0 {
 		body["retry_after_seconds"] = p.retryAfter
 	}

@@ -75,6 +75,9 @@ func (s *Server) routeTable() []route {
 	handle("POST /admin/attack", s.handleAttackSwitch())
 	handle("GET /api/v1/admin/stats", s.handleAdminStats())
 
+	handle("POST /api/v1/attempts", s.handleAttempts())
+	handle("POST /api/v1/attempts/{attempt_id}/outcome", s.handleAttemptOutcome())
+
 	if s.cfg.Metrics != nil {
 		handle("GET /metrics", s.cfg.Metrics)
 	}

@@ -18,6 +18,7 @@ Commands:
   serve     run the HTTP service (creates and migrates the database first)
   migrate   create the database if missing and apply schema migrations
   user      add accounts and end lockouts from the command line
+  apikey    add, list and revoke the decision API's keys
 
 Run "xcloak <command> --help" for the flags of a command.
 `
@@ -43,13 +44,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = migrate(ctx, rest, getenv, stdout, stderr)
 	case "user":
 		err = user(ctx, rest, getenv, stdin, stdout, stderr)
+	case "apikey":
+		err = apikey(ctx, rest, getenv, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "xcloak: unknown command %q\n\n%s", command, usage)
 		return cli.UsageError{Err: fmt.Errorf("unknown command %q", command)}
 	}
 	if err != nil && !errors.As(err, new(cli.UsageError)) {
 		name := command
-		if command == "user" && len(rest) > 0 {
+		if (command == "user" || command == "apikey") && len(rest) > 0 {
 			name += " " + rest[0]
 		}
 		fmt.Fprintf(stderr, "xcloak %s: %v\n", name, err)

@@ -106,6 +106,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Breached: d.Breached,
 		Attack:   watch,
 		Activity: store,
+		Apps:     store,
 	})
 	if err != nil {
 		return nil, err

@@ -162,6 +162,24 @@ func (e *Env) AddUser(t testing.TB, email, password string, admin bool) auth.Use
 	return u
 }
 
+// AddAPIKey makes a key of the decision API named name and returns it.
+func (e *Env) AddAPIKey(t testing.TB, name string) string {
+	t.Helper()
+	key, _, err := e.Service.AddAPIKey(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// Replica builds a second XCloak on e's database, Redis and key prefix, as
+// another replica of one deployment: o's own stores are ignored.
+func (e *Env) Replica(t testing.TB, o Options) *Env {
+	t.Helper()
+	o.DatabaseURL, o.Redis, o.Prefix = e.DatabaseURL, e.Redis, e.Prefix
+	return New(t, o)
+}
+
 // Flush writes queued security events now.
 func (e *Env) Flush(t testing.TB) {
 	t.Helper()

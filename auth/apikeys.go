@@ -1,0 +1,309 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// API keys let applications that keep their own users ask the decision API
+// (decisions.go). A key is "xck_" and 256 random bits in unpadded base64url
+// (43 characters): the prefix makes a leaked key recognisable to secret
+// scanners and to people. Only its SHA-256 is stored; a key that cannot be
+// guessed needs no slow hash.
+//
+// Checking a key costs no round trip: every replica keeps the hashes of the
+// keys in force in memory and reloads them from Postgres when they are older
+// than apiKeyRefresh, so a key revoked anywhere is refused everywhere within
+// a second, and at once on the replica that revoked it. Failed checks (a
+// missing, malformed, unknown or revoked key) count per client network under
+// RuleAPIKeyIP; past its limit the network's failed checks are answered 429
+// until the window passes. A valid key still passes from such a network:
+// it costs nothing to recognise, and refusing it would let anyone who shares
+// the application's address (or a process of the application still holding
+// a revoked key) lock the application out.
+
+// APIKeyPrefix starts every API key.
+const APIKeyPrefix = "xck_"
+
+// apiKeyRandomBytes is the entropy of a key.
+const apiKeyRandomBytes = 32
+
+// apiKeyLen is the length of a well-formed key.
+var apiKeyLen = len(APIKeyPrefix) + base64.RawURLEncoding.EncodedLen(apiKeyRandomBytes)
+
+// apiKeyRefresh bounds how long a replica trusts its list of keys.
+const apiKeyRefresh = time.Second
+
+// apiKeyTouchEvery bounds how often a key's last use is written.
+const apiKeyTouchEvery = time.Minute
+
+// MaxAPIKeyName is the longest name of an API key.
+const MaxAPIKeyName = 64
+
+// Errors of the API keys.
+var (
+	// ErrInvalidAPIKey: a missing, malformed, unknown or revoked key. The
+	// four are alike by design.
+	ErrInvalidAPIKey = errors.New("auth: invalid API key")
+	// ErrAPIKeyExists: a key in force has that name already.
+	ErrAPIKeyExists = errors.New("auth: an API key in force has that name")
+	// ErrNoAPIKey: no key in force has that name.
+	ErrNoAPIKey = errors.New("auth: no API key in force has that name")
+	// ErrInvalidAPIKeyName: a name that is not 1 to 64 characters of
+	// [A-Za-z0-9._-].
+	ErrInvalidAPIKeyName = errors.New("auth: an API key name is 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'")
+)
+
+// APIKey is one application's key, as listed; never the key itself.
+type APIKey struct {
+	ID int64
+	// Name names the application in events, on the dashboard and in the
+	// namespace of its accounts.
+	Name       string
+	CreatedAt  time.Time
+	RevokedAt  time.Time // zero while in force
+	LastUsedAt time.Time // zero if never used (written at most once a minute)
+	// Hash is the key's SHA-256; set only for the keys in force as
+	// ActiveAPIKeys returns them.
+	Hash []byte
+}
+
+// Revoked reports whether the key was revoked.
+func (k APIKey) Revoked() bool { return !k.RevokedAt.IsZero() }
+
+// AppStore keeps the API keys and the devices of the applications'
+// accounts. Package postgres implements it.
+type AppStore interface {
+	// AddAPIKey stores a key in force, by the SHA-256 of the key, named
+	// name; ErrAPIKeyExists if a key in force has that name.
+	AddAPIKey(ctx context.Context, name string, hash []byte, at time.Time) (APIKey, error)
+	// APIKeys lists every key, revoked ones included, oldest first.
+	APIKeys(ctx context.Context) ([]APIKey, error)
+	// RevokeAPIKey revokes the key in force named name; ErrNoAPIKey if
+	// there is none.
+	RevokeAPIKey(ctx context.Context, name string, at time.Time) error
+	// ActiveAPIKeys lists the keys in force with their hashes.
+	ActiveAPIKeys(ctx context.Context) ([]APIKey, error)
+	// TouchAPIKeys sets the last use of the keys ids to at.
+	TouchAPIKeys(ctx context.Context, ids []int64, at time.Time) error
+
+	// KnownAppDevice reports whether hash is a known device (the HMAC of
+	// an application, an account and a device id) last seen after
+	// seenAfter.
+	KnownAppDevice(ctx context.Context, hash []byte, seenAfter time.Time) (bool, error)
+	// AddAppDevice makes hash a known device of app, seen at; it reports
+	// whether it was not known before.
+	AddAppDevice(ctx context.Context, app string, hash []byte, at time.Time) (added bool, err error)
+}
+
+// errNoAppStore: the service was made without Deps.Apps.
+var errNoAppStore = errors.New("no store of API keys")
+
+// CheckAPIKeyName reports whether name can name an API key.
+func CheckAPIKeyName(name string) error {
+	if name == "" || len(name) > MaxAPIKeyName {
+		return ErrInvalidAPIKeyName
+	}
+	for _, c := range []byte(name) {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '.' && c != '_' && c != '-' {
+			return ErrInvalidAPIKeyName
+		}
+	}
+	return nil
+}
+
+// AddAPIKey makes a new key named name and returns it: the only time it is
+// seen, since only its hash is kept. Errors: ErrInvalidAPIKeyName,
+// ErrAPIKeyExists, ErrUnavailable.
+func (s *Service) AddAPIKey(ctx context.Context, name string) (key string, info APIKey, err error) {
+	if err := CheckAPIKeyName(name); err != nil {
+		return "", APIKey{}, err
+	}
+	if s.apps == nil {
+		return "", APIKey{}, unavailable("adding API key", errNoAppStore)
+	}
+	var b [apiKeyRandomBytes]byte
+	rand.Read(b[:])
+	key = APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	info, err = s.apps.AddAPIKey(ctx, name, apiKeyHash(key), s.now())
+	if errors.Is(err, ErrAPIKeyExists) {
+		return "", APIKey{}, err
+	}
+	if err != nil {
+		return "", APIKey{}, s.dbDown("adding API key", err)
+	}
+	s.apiKeys.expire()
+	return key, info, nil
+}
+
+// ListAPIKeys lists every key, revoked ones included, oldest first.
+func (s *Service) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
+	if s.apps == nil {
+		return nil, unavailable("listing API keys", errNoAppStore)
+	}
+	keys, err := s.apps.APIKeys(ctx)
+	if err != nil {
+		return nil, s.dbDown("listing API keys", err)
+	}
+	return keys, nil
+}
+
+// RevokeAPIKey revokes the key in force named name: refused at once by this
+// replica, within apiKeyRefresh by the others. Errors: ErrNoAPIKey,
+// ErrUnavailable.
+func (s *Service) RevokeAPIKey(ctx context.Context, name string) error {
+	if s.apps == nil {
+		return unavailable("revoking API key", errNoAppStore)
+	}
+	err := s.apps.RevokeAPIKey(ctx, name, s.now())
+	if errors.Is(err, ErrNoAPIKey) {
+		return err
+	}
+	if err != nil {
+		return s.dbDown("revoking API key", err)
+	}
+	s.apiKeys.expire()
+	return nil
+}
+
+// CheckAPIKey returns the key in force that key is, for a request from
+// client. Errors: ErrInvalidAPIKey; *LimitedError once the client's network
+// has failed RuleAPIKeyIP's count of checks; ErrUnavailable.
+func (s *Service) CheckAPIKey(ctx context.Context, client Client, key string) (APIKey, error) {
+	if len(key) == apiKeyLen && strings.HasPrefix(key, APIKeyPrefix) {
+		k, ok, err := s.activeAPIKey(ctx, apiKeyHash(key))
+		if err != nil {
+			return APIKey{}, err
+		}
+		if ok {
+			return k, nil
+		}
+	}
+	return APIKey{}, s.failedAPIKey(ctx, client)
+}
+
+// failedAPIKey counts a failed key check towards the lock of the client's
+// network, and says whether it is locked. A locked network's failures are
+// refused by a decision that the limits remember in process, so a flood of
+// keys from it costs no round trip per key.
+func (s *Service) failedAPIKey(ctx context.Context, client Client) error {
+	network, _ := KeyNetwork(32, 64).ID(Subject{Client: client})
+	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleAPIKeyIP, ID: network,
+		Limit: ratelimit.Limit{Count: ratelimit.MaxCount, Window: time.Second}, Lockable: true})
+	if err != nil {
+		return unavailable("checking API key failures", err)
+	}
+	if !d.Allowed {
+		return &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	f, err := s.limits.Fail(ctx, RuleAPIKeyIP, network, "")
+	if err != nil {
+		return unavailable("counting API key failure", err)
+	}
+	if f.LockedNow {
+		return &LimitedError{RetryAfter: f.LockedFor}
+	}
+	return ErrInvalidAPIKey
+}
+
+func apiKeyHash(key string) []byte {
+	sum := sha256.Sum256([]byte(key))
+	return sum[:]
+}
+
+// activeAPIKey looks hash up among the keys in force, reloading them when
+// the replica's list is older than apiKeyRefresh.
+func (s *Service) activeAPIKey(ctx context.Context, hash []byte) (APIKey, bool, error) {
+	if s.apps == nil {
+		return APIKey{}, false, unavailable("checking API key", errNoAppStore)
+	}
+	return s.apiKeys.lookup(ctx, s, [sha256.Size]byte(hash))
+}
+
+// apiKeyCache is a replica's list of the keys in force.
+type apiKeyCache struct {
+	mu       sync.Mutex
+	loadedAt time.Time // zero: load before use
+	byHash   map[[sha256.Size]byte]APIKey
+	// used are the keys used since their last use was written, by id;
+	// touched is when each was last written.
+	used    map[int64]bool
+	touched map[int64]time.Time
+}
+
+// expire makes the next lookup reload the keys: after a change on this
+// replica.
+func (c *apiKeyCache) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loadedAt = time.Time{}
+}
+
+// lookup returns the key in force with hash. Lookups wait for a reload
+// rather than answer from a list older than apiKeyRefresh: that bound is
+// what makes revocation take effect within it. One lookup per replica
+// reloads; the others wait for it.
+func (c *apiKeyCache) lookup(ctx context.Context, s *Service, hash [sha256.Size]byte) (APIKey, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := s.now()
+	if c.loadedAt.IsZero() || now.Sub(c.loadedAt) >= apiKeyRefresh || now.Before(c.loadedAt) {
+		if err := c.reload(ctx, s, now); err != nil {
+			return APIKey{}, false, err
+		}
+	}
+	k, ok := c.byHash[hash]
+	if ok {
+		if c.used == nil {
+			c.used = map[int64]bool{}
+		}
+		c.used[k.ID] = true
+	}
+	return k, ok, nil
+}
+
+// reload reads the keys in force, and first writes the last use of the
+// keys used since it was last written more than apiKeyTouchEvery ago.
+func (c *apiKeyCache) reload(ctx context.Context, s *Service, now time.Time) error {
+	var touch []int64
+	for id := range c.used {
+		if now.Sub(c.touched[id]) >= apiKeyTouchEvery {
+			touch = append(touch, id)
+		}
+	}
+	if len(touch) > 0 {
+		if err := s.apps.TouchAPIKeys(ctx, touch, now); err != nil {
+			s.log.WarnContext(ctx, "noting API key use", "err", err)
+		} else {
+			if c.touched == nil {
+				c.touched = map[int64]time.Time{}
+			}
+			for _, id := range touch {
+				c.touched[id] = now
+				delete(c.used, id)
+			}
+		}
+	}
+	keys, err := s.apps.ActiveAPIKeys(ctx)
+	if err != nil {
+		return s.dbDown("reading API keys", err)
+	}
+	byHash := make(map[[sha256.Size]byte]APIKey, len(keys))
+	for _, k := range keys {
+		if len(k.Hash) != sha256.Size {
+			return s.dbDown("reading API keys", fmt.Errorf("key %q has a hash of %d bytes", k.Name, len(k.Hash)))
+		}
+		byHash[[sha256.Size]byte(k.Hash)] = k
+	}
+	c.byHash, c.loadedAt = byHash, now
+	return nil
+}

@@ -1,0 +1,392 @@
+package auth
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// The decision API: an application that keeps its own users and passwords
+// asks, before it checks a password, whether the attempt may go ahead
+// (Decide), and tells the result afterwards (AttemptOutcome). XCloak never
+// sees the password. The attempt meets the rules of XCloak's own sign-in
+// (or reset request), in one Redis round trip as Login does: the network
+// rules are shared with XCloak's own pages, so one attacker meets one ladder
+// everywhere; the account's rules and lockout are the application's own,
+// for its accounts are namespaced by the application's name (appAccount),
+// so that its "alice" is neither another application's nor XCloak's.
+//
+// Every decision and outcome records the events XCloak's own sign-in
+// records, with Detail "app" naming the application, and feeds attack
+// detection alike.
+
+// The kinds of attempt an application asks about.
+const (
+	AttemptLogin = "login"
+	AttemptReset = "reset"
+)
+
+// The results an application reports.
+const (
+	ResultSuccess = "success"
+	ResultFailure = "failure"
+)
+
+// Bounds of what an application sends.
+const (
+	// MaxAccountBytes bounds an application's account identifier.
+	MaxAccountBytes = 320
+	// MaxDeviceBytes bounds an application's device id.
+	MaxDeviceBytes = 512
+)
+
+// EventResetFailed: an application reported that a reset it asked about
+// failed. XCloak's own resets have no such event.
+const EventResetFailed = "reset_failed"
+
+// ruleAttemptUsed marks an attempt id's nonce as given its outcome: a limit
+// of one per nonce for the id's life, in the limits every replica shares.
+// It is no rule of the table: it limits nothing anyone could set.
+const ruleAttemptUsed = "attempt_used"
+
+// ErrUnknownAttempt: an attempt id that is unknown, forged, expired,
+// another key's or used already; alike by design.
+var ErrUnknownAttempt = errors.New("auth: unknown attempt")
+
+// FieldError is ErrInvalidRequest naming the field at fault.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return "auth: invalid " + e.Field + ": " + e.Message }
+
+// Is makes errors.Is(err, ErrInvalidRequest) true.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// DeniedError is a decision's refusal: ErrLimited, saying whether a lockout
+// (of the account or the known device) or a rate limit refused. The
+// application is told which, unlike a browser: it knows its accounts.
+type DeniedError struct {
+	Locked     bool
+	RetryAfter time.Duration
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("auth: attempt denied (locked %t); retry after %s", e.Locked, e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrLimited) true.
+func (e *DeniedError) Is(target error) bool { return target == ErrLimited }
+
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up.
+func (e *DeniedError) RetryAfterSeconds() int {
+	return (&LimitedError{RetryAfter: e.RetryAfter}).RetryAfterSeconds()
+}
+
+// AttemptRequest is an application's question.
+type AttemptRequest struct {
+	// Kind is AttemptLogin or AttemptReset.
+	Kind string
+	// Account is the application's identifier of the account, as typed:
+	// 1 to MaxAccountBytes bytes without control characters. It is folded
+	// (FoldAccount) before it is counted.
+	Account string
+	// ClientIP is the address of the application's client.
+	ClientIP string
+	// Device is the application's opaque id of the client's device; ""
+	// if none.
+	Device string
+}
+
+// AttemptDecision is a decision that lets an attempt go ahead.
+type AttemptDecision struct {
+	// Challenge: the device is no known device of the account while
+	// XCloak would hold a new browser of its own (new-device
+	// verification): the application should verify the user another way
+	// before it grants a session, whatever the password.
+	Challenge bool
+	// AttemptID names the attempt in its outcome.
+	AttemptID string
+}
+
+// FoldAccount folds an application's account identifier so that its forms
+// that look alike count alike: NFKC, lower case, trimmed.
+func FoldAccount(account string) string {
+	return strings.TrimSpace(strings.ToLower(norm.NFKC.String(account)))
+}
+
+// appAccount is the identity an application's account has in the limits,
+// events and the lockout log: "app NAME ACCOUNT". XCloak's own accounts
+// never hold a space, and a name never does, so no two applications' and
+// no application's and XCloak's own accounts meet.
+func appAccount(app, folded string) string { return "app " + app + " " + folded }
+
+// appDevice is the identity of an application's known device in the
+// limits: "app " and its hash, longer than any nonce of XCloak's own.
+func appDevice(hash string) string { return "app " + hash }
+
+// checkAttempt validates req and returns the folded account and the
+// client's address.
+func checkAttempt(req AttemptRequest) (string, netip.Addr, error) {
+	if req.Kind != AttemptLogin && req.Kind != AttemptReset {
+		return "", netip.Addr{}, &FieldError{"kind", `must be "login" or "reset"`}
+	}
+	account := FoldAccount(req.Account)
+	switch {
+	case account == "":
+		return "", netip.Addr{}, &FieldError{"account", "is required"}
+	case len(req.Account) > MaxAccountBytes || len(account) > MaxAccountBytes:
+		return "", netip.Addr{}, &FieldError{"account", fmt.Sprintf("must be at most %d bytes", MaxAccountBytes)}
+	case !printable(req.Account):
+		return "", netip.Addr{}, &FieldError{"account", "must be UTF-8 without control characters"}
+	}
+	if req.ClientIP == "" {
+		return "", netip.Addr{}, &FieldError{"client_ip", "is required"}
+	}
+	addr, err := netip.ParseAddr(req.ClientIP)
+	if err != nil || addr.Zone() != "" {
+		return "", netip.Addr{}, &FieldError{"client_ip", "must be an IPv4 or IPv6 address, such as 192.0.2.1 or 2001:db8::1"}
+	}
+	if len(req.Device) > MaxDeviceBytes || !printable(req.Device) {
+		return "", netip.Addr{}, &FieldError{"device", fmt.Sprintf("must be at most %d bytes of UTF-8 without control characters", MaxDeviceBytes)}
+	}
+	return account, addr.Unmap(), nil
+}
+
+// printable reports whether s is valid UTF-8 without control characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// Decide decides an application's attempt. Errors: *FieldError
+// (ErrInvalidRequest), *DeniedError (ErrLimited), ErrUnavailable.
+func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (AttemptDecision, error) {
+	account, addr, err := checkAttempt(req)
+	if err != nil {
+		return AttemptDecision{}, err
+	}
+	client := Client{Addr: addr}
+	a := attempt{KeyID: app.ID, Kind: req.Kind, Account: account, Client: addr.String(), IssuedAt: s.now().Unix()}
+	if req.Kind == AttemptReset {
+		return s.decideReset(ctx, app, client, a)
+	}
+	d, outcome, err := s.decideLogin(ctx, app, client, req.Device, a)
+	if outcome != 0 {
+		s.attack.Observe(SignInAttempt{At: s.now(), Account: appAccount(app.Name, account), Client: client, Outcome: outcome})
+	}
+	return d, err
+}
+
+// decideLogin runs FlowSignIn's rules for an application's sign-in: a known
+// device is limited and locked on its own, as XCloak's own known browsers
+// are. It returns the outcome to observe now: none for an attempt let go
+// ahead, which its outcome reports.
+func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, device string, a attempt) (AttemptDecision, Outcome, error) {
+	id := appAccount(app.Name, a.Account)
+	source := client.Source()
+	detail := map[string]string{"app": app.Name}
+	sub := Subject{Client: client, Account: id}
+	if device != "" {
+		hash := s.decisionKeys.deviceHash(app.Name, a.Account, device)
+		a.Device = base64.RawURLEncoding.EncodeToString(hash)
+		// Without Postgres the device is held by the account's rules, as
+		// Login holds a browser.
+		if known, err := s.knownAppDevice(ctx, hash); err != nil {
+			s.log.WarnContext(ctx, "application device not checked", "err", err)
+		} else if known {
+			a.Known = true
+			sub.Device = appDevice(a.Device)
+		}
+	}
+	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
+	if err != nil {
+		s.record(Event{Kind: EventLoginUnavailable, Source: source, Detail: detail})
+		return AttemptDecision{}, OutcomeUnavailable, unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
+		return AttemptDecision{}, OutcomeRejected, denied(d)
+	}
+	a.Challenge = !a.Known && s.verificationApplies()
+	return AttemptDecision{Challenge: a.Challenge, AttemptID: s.decisionKeys.issue(a)}, 0, nil
+}
+
+// decideReset runs FlowResetRequest's rules for an application's reset
+// request.
+func (s *Service) decideReset(ctx context.Context, app APIKey, client Client, a attempt) (AttemptDecision, error) {
+	id := appAccount(app.Name, a.Account)
+	source := client.Source()
+	detail := map[string]string{"app": app.Name}
+	d, err := s.decide(ctx, s.rules(FlowResetRequest, Subject{Client: client, Account: id})...)
+	if err != nil {
+		return AttemptDecision{}, unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventResetRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
+		return AttemptDecision{}, denied(d)
+	}
+	s.record(Event{Kind: EventResetRequested, Account: id, Source: source, Detail: detail})
+	return AttemptDecision{AttemptID: s.decisionKeys.issue(a)}, nil
+}
+
+// denied is the refusal of decision d: locked when a lockout of the
+// account or the known device refused it.
+func denied(d ratelimit.Decision) *DeniedError {
+	return &DeniedError{Locked: rejectingRule(d) == RuleLockout, RetryAfter: d.RetryAfter}
+}
+
+// AttemptOutcome takes an application's report of how the attempt id
+// names ended: result is ResultSuccess or ResultFailure. A sign-in's
+// failure counts towards the lockout of its known device, or else of the
+// account, and a success clears the device's failures and makes the device
+// known, exactly as XCloak's own sign-in does; both are recorded and
+// observed by attack detection. A reset's outcome is recorded and feeds
+// nothing else: XCloak's own resets have no failures to count.
+//
+// Errors: *FieldError for a result that is neither; ErrUnknownAttempt;
+// ErrUnavailable.
+func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result string) error {
+	if result != ResultSuccess && result != ResultFailure {
+		return &FieldError{"result", `must be "success" or "failure"`}
+	}
+	a, ok := s.decisionKeys.open(id, s.now())
+	if !ok || a.KeyID != app.ID {
+		return ErrUnknownAttempt
+	}
+	addr, err := netip.ParseAddr(a.Client)
+	if err != nil {
+		return ErrUnknownAttempt
+	}
+	// Used once: the first outcome marks the nonce for the id's life.
+	d, err := s.limits.AllowAll(ctx, ratelimit.Rule{Name: ruleAttemptUsed, ID: a.Nonce,
+		Limit: ratelimit.Limit{Count: 1, Window: AttemptTTL}})
+	if err != nil {
+		return unavailable("marking attempt used", err)
+	}
+	if !d.Allowed {
+		return ErrUnknownAttempt
+	}
+	client := Client{Addr: addr}
+	account := appAccount(app.Name, a.Account)
+	source := client.Source()
+	detail := map[string]string{"app": app.Name}
+	if a.Kind == AttemptReset {
+		kind := EventResetCompleted
+		if result == ResultFailure {
+			kind = EventResetFailed
+		}
+		s.record(Event{Kind: kind, Account: account, Source: source, Detail: detail})
+		return nil
+	}
+	if result == ResultFailure {
+		s.record(Event{Kind: EventLoginFailed, Account: account, Source: source, Detail: detail})
+		err := s.countAppFailure(ctx, app, account, source, a)
+		s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeFailed})
+		return err
+	}
+	return s.appSucceeded(ctx, app, account, client, a)
+}
+
+// countAppFailure counts a failed sign-in towards the lockout of the known
+// device it came from, or else of the account, as countFailure does. No
+// password was seen, so every failure counts: none is a retyped one.
+func (s *Service) countAppFailure(ctx context.Context, app APIKey, account, source string, a attempt) error {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	if a.Known {
+		f, err := s.limits.Fail(ctx, RuleLoginDevice, appDevice(a.Device), "")
+		if err != nil {
+			return unavailable("counting failure", err)
+		}
+		if f.LockedNow {
+			s.record(Event{Kind: EventLockout, Account: account, Source: source, Detail: map[string]string{
+				"app": app.Name, "device": "known", "level": fmt.Sprint(f.Level),
+				"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}})
+		}
+		return nil
+	}
+	f, err := s.limits.Fail(ctx, RuleLoginAccount, account, "")
+	if err != nil {
+		return unavailable("counting failure", err)
+	}
+	if f.LockedNow {
+		s.recordLockout(ctx, account, 0, source, f)
+	}
+	return nil
+}
+
+// appSucceeded takes a successful sign-in: the known device's failures are
+// forgotten, the device becomes (or stays) known, and the sign-in is
+// recorded, as a new device's when it was not known.
+func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, client Client, a attempt) error {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	source := client.Source()
+	if a.Known {
+		if _, err := s.limits.Clear(ctx, RuleLoginDevice, appDevice(a.Device)); err != nil {
+			s.log.WarnContext(ctx, "clearing device failures after sign-in", "err", err)
+		}
+	}
+	isNew := !a.Known
+	if a.Device != "" {
+		hash, err := base64.RawURLEncoding.DecodeString(a.Device)
+		if err != nil {
+			return ErrUnknownAttempt
+		}
+		added, err := s.apps.AddAppDevice(ctx, app.Name, hash, s.now())
+		if err != nil {
+			s.metrics.dbErrors.Inc()
+			s.log.ErrorContext(ctx, "adding application device", "err", err)
+		} else {
+			isNew = added || isNew
+			s.deviceCache.purge()
+		}
+	}
+	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: map[string]string{"app": app.Name}}
+	if isNew {
+		e.Detail["device"] = "new"
+	}
+	if a.Challenge {
+		e.Detail["challenged"] = "true"
+	}
+	s.record(e)
+	if isNew {
+		s.record(Event{Kind: EventNewDevice, Account: account, Source: source, Detail: map[string]string{"app": app.Name}})
+	}
+	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeSucceeded})
+	return nil
+}
+
+// knownAppDevice reports whether hash is a known device of an
+// application's account seen within Config.DeviceTTL, answered for a
+// moment from the same cache as XCloak's own devices.
+func (s *Service) knownAppDevice(ctx context.Context, hash []byte) (bool, error) {
+	if s.apps == nil {
+		return false, unavailable("reading device", errNoAppStore)
+	}
+	key := "app\x00" + string(hash)
+	now := s.now()
+	if known, ok := s.deviceCache.get(key, now); ok {
+		return known, nil
+	}
+	known, err := s.apps.KnownAppDevice(ctx, hash, now.Add(-s.cfg.DeviceTTL))
+	if err != nil {
+		return false, s.dbDown("reading device", err)
+	}
+	s.deviceCache.put(key, known, now)
+	return known, nil
+}

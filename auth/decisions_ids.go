@@ -1,0 +1,112 @@
+package auth
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Attempt ids. A decision hands the application an attempt id, which its
+// outcome names later. The id is self-contained and signed, so a decision
+// writes nothing for it and costs no round trip beyond its limits:
+//
+//	base64url(payload) "." base64url(HMAC-SHA256(payload))
+//
+// under a key derived from the service secret for this use alone. The
+// payload is JSON: the API key's id, the kind, the folded account, the
+// client's address, the device's hash and whether it was known, whether the
+// decision was a challenge, when it was issued, and a random nonce. It is
+// signed, not encrypted: the application sent all of it, and may read it.
+//
+// An id works for AttemptTTL after it was issued, for the key that asked
+// only, and once: the outcome marks its nonce used in the limits, shared
+// by every replica, for the id's whole life (Service.AttemptOutcome).
+
+// AttemptTTL is how long an attempt id can be given an outcome.
+const AttemptTTL = 10 * time.Minute
+
+// maxAttemptIDBytes bounds an id that is read; a real one is far shorter.
+const maxAttemptIDBytes = 2048
+
+// decisionKeys are the keys of the decision API, derived from the secret.
+type decisionKeys struct {
+	attemptID []byte // signs attempt ids
+	device    []byte // keys the applications' device hashes
+}
+
+func newDecisionKeys(secret []byte) decisionKeys {
+	return decisionKeys{attemptID: deriveKey(secret, "attempt-id"), device: deriveKey(secret, "app-device")}
+}
+
+// attempt is what an attempt id carries.
+type attempt struct {
+	KeyID     int64  `json:"k"`
+	Kind      string `json:"t"`
+	Account   string `json:"a"`            // folded, without the application's namespace
+	Client    string `json:"ip"`           // the client's address
+	Device    string `json:"d,omitempty"`  // the device's hash, "" without a device
+	Known     bool   `json:"kn,omitempty"` // the device was a known one
+	Challenge bool   `json:"c,omitempty"`
+	IssuedAt  int64  `json:"at"` // Unix seconds
+	Nonce     string `json:"n"`
+}
+
+// issue returns the signed id of a.
+func (k decisionKeys) issue(a attempt) string {
+	var nonce [16]byte
+	rand.Read(nonce[:])
+	a.Nonce = base64.RawURLEncoding.EncodeToString(nonce[:])
+	payload, _ := json.Marshal(a) // strings and numbers only: cannot fail
+	body := base64.RawURLEncoding.EncodeToString(payload)
+	return body + "." + base64.RawURLEncoding.EncodeToString(k.sign(body))
+}
+
+func (k decisionKeys) sign(body string) []byte {
+	m := hmac.New(sha256.New, k.attemptID)
+	m.Write([]byte(body))
+	return m.Sum(nil)
+}
+
+// open returns the attempt id names if this service signed it and it has
+// not expired at now; ok is false for anything else, alike.
+func (k decisionKeys) open(id string, now time.Time) (a attempt, ok bool) {
+	if len(id) > maxAttemptIDBytes {
+		return attempt{}, false
+	}
+	body, sig, found := strings.Cut(id, ".")
+	if !found {
+		return attempt{}, false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, k.sign(body)) {
+		return attempt{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || json.Unmarshal(payload, &a) != nil || a.Nonce == "" {
+		return attempt{}, false
+	}
+	issued := time.Unix(a.IssuedAt, 0)
+	// A second of slack for replicas whose clocks differ a little.
+	if now.Sub(issued) >= AttemptTTL || issued.After(now.Add(time.Second)) {
+		return attempt{}, false
+	}
+	return a, true
+}
+
+// deviceHash keys a device id an application reports for one of its
+// accounts: an HMAC of the application's name, the folded account and the
+// id, each length-prefixed, so that no two triples hash alike and a copy of
+// the database names none of them.
+func (k decisionKeys) deviceHash(app, account, device string) []byte {
+	m := hmac.New(sha256.New, k.device)
+	for _, p := range []string{app, account, device} {
+		m.Write(binary.BigEndian.AppendUint64(nil, uint64(len(p))))
+		m.Write([]byte(p))
+	}
+	return m.Sum(nil)
+}

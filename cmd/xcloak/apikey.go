@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/cli"
+)
+
+const apikeyUsage = `usage: xcloak apikey <command> [flags]
+
+Manages the keys applications call the decision API with
+(POST /api/v1/attempts), directly in Postgres; the server need not run.
+A running server sees a new or revoked key within a second.
+
+Commands:
+  add      make a key for an application and print it, once
+  list     list the keys: name, created, revoked, last used
+  revoke   revoke the key in force of an application
+
+Run "xcloak apikey <command> --help" for the flags of a command.
+`
+
+// apikey runs the API key commands.
+func apikey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "xcloak apikey: no command given\n\n%s", apikeyUsage)
+		return cli.UsageError{Err: errors.New("no apikey command given")}
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, apikeyUsage)
+		return nil
+	case "add":
+		return apikeyAdd(ctx, args[1:], getenv, stdout, stderr)
+	case "list":
+		return apikeyList(ctx, args[1:], getenv, stdout, stderr)
+	case "revoke":
+		return apikeyRevoke(ctx, args[1:], getenv, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "xcloak apikey: unknown command %q\n\n%s", args[0], apikeyUsage)
+		return cli.UsageError{Err: fmt.Errorf("unknown apikey command %q", args[0])}
+	}
+}
+
+func apikeyAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return apikeyCommand(ctx, "apikey add", "--name NAME [flags]",
+		"Makes a key for the application NAME (1 to 64 characters of A-Z, a-z,\n"+
+			"0-9, '.', '_' and '-') and prints it. Only its SHA-256 is kept: it is\n"+
+			"never shown again. A name is the application's identity in events, on\n"+
+			"the dashboard and in the namespace of its accounts; once its key is\n"+
+			"revoked, a new key may take the name and the application's history.\n",
+		true, args, getenv, stdout, stderr, func(b *backend, name string) error {
+			key, _, err := b.svc.AddAPIKey(ctx, name)
+			if errors.Is(err, auth.ErrAPIKeyExists) {
+				return fmt.Errorf("a key named %s is in force already; revoke it first", name)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, key)
+			fmt.Fprintf(stdout, "This key for %s will not be shown again: store it now.\n", name)
+			return nil
+		})
+}
+
+func apikeyRevoke(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return apikeyCommand(ctx, "apikey revoke", "--name NAME [flags]",
+		"Revokes the key in force of the application NAME. Every replica refuses\n"+
+			"it within a second. It stays listed, as revoked.\n",
+		true, args, getenv, stdout, stderr, func(b *backend, name string) error {
+			err := b.svc.RevokeAPIKey(ctx, name)
+			if errors.Is(err, auth.ErrNoAPIKey) {
+				return fmt.Errorf("no key named %s is in force", name)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "revoked the key of %s\n", name)
+			return nil
+		})
+}
+
+func apikeyList(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return apikeyCommand(ctx, "apikey list", "[flags]",
+		"Lists every key, revoked ones included, oldest first: its name, when it\n"+
+			"was made and revoked, and when it was last used (noted at most once a\n"+
+			"minute). Never the key, which is not kept, nor its hash.\n",
+		false, args, getenv, stdout, stderr, func(b *backend, _ string) error {
+			keys, err := b.svc.ListAPIKeys(ctx)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tCREATED\tREVOKED\tLAST USED")
+			for _, k := range keys {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.Name, when(k.CreatedAt), when(k.RevokedAt), when(k.LastUsedAt))
+			}
+			return w.Flush()
+		})
+}
+
+// when shows a time in the lists of the commands: UTC to the second, "-"
+// for none.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// apikeyCommand runs an apikey command: it reads the settings and, when
+// needsName, a valid --name, opens the service, calls act, and closes the
+// service.
+func apikeyCommand(ctx context.Context, name, args0, doc string, needsName bool, args []string, getenv func(string) string,
+	stdout, stderr io.Writer, act func(b *backend, name string) error) error {
+	fs := cli.NewFlagSet("xcloak", name, args0, doc)
+	var keyName *string
+	if needsName {
+		keyName = fs.String("name", "", "`name` of the application (required)")
+	}
+	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n := ""
+	if needsName {
+		n = *keyName
+		if n == "" {
+			fmt.Fprintf(stderr, "%s: --name is required\n", fs.Name())
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return cli.UsageError{Err: errors.New("--name is required")}
+		}
+		if err := auth.CheckAPIKeyName(n); err != nil {
+			return fmt.Errorf("--name %q: a name is 1 to %d characters of A-Z, a-z, 0-9, '.', '_' and '-'", n, auth.MaxAPIKeyName)
+		}
+	}
+	b, err := openUserBackend(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return act(b, n)
+}

@@ -1,0 +1,76 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// AddAPIKey implements auth.AppStore.
+func (s *Store) AddAPIKey(ctx context.Context, name string, hash []byte, at time.Time) (auth.APIKey, error) {
+	k := auth.APIKey{Name: name, CreatedAt: at}
+	err := s.pool.QueryRow(ctx, `INSERT INTO api_keys (name, hash, created_at) VALUES ($1, $2, $3) RETURNING id`,
+		name, hash, at).Scan(&k.ID)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "api_keys_live_name_idx" {
+		return auth.APIKey{}, auth.ErrAPIKeyExists
+	}
+	return k, err
+}
+
+// APIKeys implements auth.AppStore.
+func (s *Store) APIKeys(ctx context.Context) ([]auth.APIKey, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, name, created_at, revoked_at, last_used_at FROM api_keys ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.APIKey, error) {
+		var k auth.APIKey
+		var revoked, used *time.Time
+		err := r.Scan(&k.ID, &k.Name, &k.CreatedAt, &revoked, &used)
+		if revoked != nil {
+			k.RevokedAt = *revoked
+		}
+		if used != nil {
+			k.LastUsedAt = *used
+		}
+		return k, err
+	})
+}
+
+// RevokeAPIKey implements auth.AppStore.
+func (s *Store) RevokeAPIKey(ctx context.Context, name string, at time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL`, name, at)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return auth.ErrNoAPIKey
+	}
+	return nil
+}
+
+// ActiveAPIKeys implements auth.AppStore.
+func (s *Store) ActiveAPIKeys(ctx context.Context) ([]auth.APIKey, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, name, hash, created_at FROM api_keys WHERE revoked_at IS NULL`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.APIKey, error) {
+		var k auth.APIKey
+		err := r.Scan(&k.ID, &k.Name, &k.Hash, &k.CreatedAt)
+		return k, err
+	})
+}
+
+// TouchAPIKeys implements auth.AppStore.
+func (s *Store) TouchAPIKeys(ctx context.Context, ids []int64, at time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = ANY($1)
+		AND (last_used_at IS NULL OR last_used_at < $2)`, ids, at)
+	return err
+}

@@ -1,0 +1,128 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// The decision API (auth/decisions.go): an application with its own users
+// asks whether an attempt may go ahead, and reports how it ended.
+
+// attemptBody is the question of POST /api/v1/attempts.
+type attemptBody struct {
+	Kind     string `json:"kind"`
+	Account  string `json:"account"`
+	ClientIP string `json:"client_ip"`
+	Device   string `json:"device"`
+}
+
+// outcomeBody is the report of POST /api/v1/attempts/{attempt_id}/outcome.
+type outcomeBody struct {
+	Result string `json:"result"`
+}
+
+// decisionBody is a decision's answer.
+type decisionBody struct {
+	Decision          string `json:"decision"`
+	AttemptID         string `json:"attempt_id,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+	RetryAfterSeconds int    `json:"retry_after_seconds,omitempty"`
+}
+
+func (s *Server) handleAttempts() http.Handler {
+	return s.withAPIKey(func(w http.ResponseWriter, r *http.Request, key auth.APIKey) {
+		var in attemptBody
+		if err := decodeFields(r, &in); err != nil {
+			s.failJSON(w, r, err)
+			return
+		}
+		d, err := s.auth.Decide(r.Context(), key, auth.AttemptRequest{Kind: in.Kind, Account: in.Account, ClientIP: in.ClientIP, Device: in.Device})
+		if errors.Is(err, auth.ErrLimited) {
+			p := problemFor(err)
+			setRetryAfter(w, p)
+			writeJSON(w, p.status, decisionBody{Decision: "deny", Reason: p.code, RetryAfterSeconds: p.retryAfter})
+			return
+		}
+		if err != nil {
+			s.failJSON(w, r, err)
+			return
+		}
+		decision := "allow"
+		if d.Challenge {
+			decision = "challenge"
+		}
+		writeJSON(w, http.StatusOK, decisionBody{Decision: decision, AttemptID: d.AttemptID})
+	})
+}
+
+func (s *Server) handleAttemptOutcome() http.Handler {
+	return s.withAPIKey(func(w http.ResponseWriter, r *http.Request, key auth.APIKey) {
+		var in outcomeBody
+		if err := decodeFields(r, &in); err != nil {
+			s.failJSON(w, r, err)
+			return
+		}
+		if err := s.auth.AttemptOutcome(r.Context(), key, r.PathValue("attempt_id"), in.Result); err != nil {
+			s.failJSON(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// maxEchoedField bounds an unknown field's name an answer repeats.
+const maxEchoedField = 64
+
+// decodeFields reads exactly one JSON object of string fields into dst, a
+// pointer to a struct of strings, as decodeJSON does, and says what is
+// wrong in an *auth.FieldError: the field at fault, or "body" for the body
+// as a whole.
+func decodeFields(r *http.Request, dst any) error {
+	bodyErr := func(msg string) error { return &auth.FieldError{Field: "body", Message: msg} }
+	if !hasContentType(r, "application/json") {
+		return bodyErr("must be JSON, sent as Content-Type: application/json")
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return bodyErr("must be at most 64 KiB")
+		}
+		return bodyErr("could not be read")
+	}
+	switch {
+	case !utf8.Valid(body):
+		return bodyErr("must be UTF-8")
+	case hasDuplicateKeys(body):
+		return bodyErr("must not name a field twice")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
+			return &auth.FieldError{Field: typeErr.Field, Message: "must be a string"}
+		case strings.HasPrefix(err.Error(), `json: unknown field "`):
+			name := strings.TrimSuffix(strings.TrimPrefix(err.Error(), `json: unknown field "`), `"`)
+			if len(name) > maxEchoedField || !utf8.ValidString(name) {
+				name = name[:0] + "(unknown)"
+			}
+			return &auth.FieldError{Field: name, Message: "is not a field of this request"}
+		case errors.As(err, &typeErr):
+			return bodyErr("must be a JSON object")
+		default:
+			return bodyErr("must be one JSON object")
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bodyErr("must hold nothing after its JSON object")
+	}
+	return nil
+}

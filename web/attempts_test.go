@@ -1,0 +1,346 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// decision is an answer of POST /api/v1/attempts.
+type decision struct {
+	Decision          string `json:"decision"`
+	AttemptID         string `json:"attempt_id"`
+	Reason            string `json:"reason"`
+	RetryAfterSeconds int    `json:"retry_after_seconds"`
+	Error             string `json:"error"`
+	Field             string `json:"field"`
+	Message           string `json:"message"`
+}
+
+// app is one application calling the decision API of a server.
+type app struct {
+	t    *testing.T
+	base string
+	key  string
+	c    *http.Client
+}
+
+func newApp(t *testing.T, base, key string) *app {
+	c := xcloaktest.Client(t, "127.0.9.1")
+	c.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+	return &app{t: t, base: base, key: key, c: c}
+}
+
+// ask posts an attempt and returns the status, the decoded answer and the
+// response.
+func (a *app) ask(kind, account, clientIP, device string) (int, decision, *http.Response) {
+	a.t.Helper()
+	body, _ := json.Marshal(map[string]string{"kind": kind, "account": account, "client_ip": clientIP, "device": device})
+	if device == "" {
+		body, _ = json.Marshal(map[string]string{"kind": kind, "account": account, "client_ip": clientIP})
+	}
+	return a.raw(a.base+"/api/v1/attempts", string(body))
+}
+
+// outcome reports an attempt's result and returns the status and answer.
+func (a *app) outcome(id, result string) (int, decision) {
+	a.t.Helper()
+	status, d, _ := a.raw(a.base+"/api/v1/attempts/"+id+"/outcome", `{"result":"`+result+`"}`)
+	return status, d
+}
+
+func (a *app) raw(url, body string) (int, decision, *http.Response) {
+	a.t.Helper()
+	resp, text := post(a.t, a.c, url, jsonType, body, "Authorization", "Bearer "+a.key)
+	var d decision
+	if text != "" {
+		if err := json.Unmarshal([]byte(text), &d); err != nil {
+			a.t.Fatalf("answer %q: %v", text, err)
+		}
+	}
+	return resp.StatusCode, d, resp
+}
+
+// TestAttemptsExactOverHTTP: 500 concurrent attempts for one account from
+// 50 client addresses allow exactly the account's limit, on one replica
+// and split over two.
+func TestAttemptsExactOverHTTP(t *testing.T) {
+	for _, replicas := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d replicas", replicas), func(t *testing.T) {
+			env := xcloaktest.New(t, xcloaktest.Options{})
+			key := env.AddAPIKey(t, "shop")
+			apps := []*app{newApp(t, env.Start(t), key)}
+			if replicas == 2 {
+				apps = append(apps, newApp(t, env.Replica(t, xcloaktest.Options{}).Start(t), key))
+			}
+			const attempts, addresses = 500, 50
+			var (
+				wg      sync.WaitGroup
+				start   = make(chan struct{})
+				mu      sync.Mutex
+				byCode  = map[int]int{}
+				allowed = map[string]bool{}
+			)
+			for i := range attempts {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					a := apps[i%len(apps)]
+					body := fmt.Sprintf(`{"kind":"login","account":"Alice@Example.com","client_ip":"10.1.2.%d"}`, i%addresses)
+					resp, text := post(t, a.c, a.base+"/api/v1/attempts", jsonType, body, "Authorization", "Bearer "+key)
+					var d decision
+					_ = json.Unmarshal([]byte(text), &d)
+					mu.Lock()
+					defer mu.Unlock()
+					byCode[resp.StatusCode]++
+					if resp.StatusCode == 200 {
+						allowed[d.AttemptID] = true
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			limit := env.Auth.Limits[auth.RuleLoginAccount].Count
+			if byCode[200] != limit || byCode[429] != attempts-limit || len(allowed) != limit {
+				t.Fatalf("answers %v, %d distinct attempt ids; want exactly %d allowed and the rest 429", byCode, len(allowed), limit)
+			}
+		})
+	}
+}
+
+// TestAttemptDecisions: the answers' shapes, the deny's Retry-After, and
+// accounts folded so that case tricks get no fresh quota.
+func TestAttemptDecisions(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 2) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i, account := range []string{"bob", " BOB "} {
+		status, d, _ := a.ask("login", account, "192.0.2.1", "")
+		if status != 200 || d.Decision != "allow" || d.AttemptID == "" {
+			t.Fatalf("attempt %d: %d %+v, want 200 allow with an attempt id", i, status, d)
+		}
+	}
+	status, d, resp := a.ask("login", "ｂｏｂ", "192.0.2.2", "") // fullwidth: NFKC folds it to bob
+	if status != 429 || d.Decision != "deny" || d.Reason != "rate_limited" || d.RetryAfterSeconds < 1 ||
+		resp.Header.Get("Retry-After") != fmt.Sprint(d.RetryAfterSeconds) {
+		t.Fatalf("third attempt: %d %+v Retry-After %q; want 429 deny rate_limited with a matching Retry-After",
+			status, d, resp.Header.Get("Retry-After"))
+	}
+	if status, d, _ := a.ask("reset", "bob", "192.0.2.1", ""); status != 200 || d.Decision != "allow" {
+		t.Fatalf("reset: %d %+v, want 200 allow", status, d)
+	}
+}
+
+// TestAttemptLockoutThroughOutcomes: failures reported through outcomes
+// lock the account; its known device still passes, and a success from it
+// is not refused.
+func TestAttemptLockoutThroughOutcomes(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+
+	// The owner signs in from the laptop: it becomes a known device.
+	status, d, _ := a.ask("login", "carol", "198.51.100.7", "laptop-1")
+	if status != 200 || d.Decision != "allow" {
+		t.Fatalf("owner's first attempt: %d %+v", status, d)
+	}
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("owner's success: %d, want 204", status)
+	}
+
+	for i := range env.Auth.Lockout.Threshold {
+		status, d, _ := a.ask("login", "carol", fmt.Sprintf("203.0.113.%d", i), "")
+		if status != 200 {
+			t.Fatalf("guess %d: %d %+v", i, status, d)
+		}
+		if status, _ := a.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Fatalf("guess %d's failure: %d", i, status)
+		}
+	}
+	status, d, _ = a.ask("login", "carol", "203.0.113.200", "")
+	if status != 429 || d.Reason != "locked" {
+		t.Fatalf("after %d failures: %d %+v, want 429 locked", env.Auth.Lockout.Threshold, status, d)
+	}
+	status, d, _ = a.ask("login", "carol", "203.0.113.201", "attackers-box")
+	if status != 429 || d.Reason != "locked" {
+		t.Fatalf("an unknown device during the lockout: %d %+v, want 429 locked", status, d)
+	}
+	status, d, _ = a.ask("login", "carol", "198.51.100.7", "laptop-1")
+	if status != 200 || d.Decision != "allow" {
+		t.Fatalf("the owner's known device during the lockout: %d %+v, want 200 allow", status, d)
+	}
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("owner's success during the lockout: %d", status)
+	}
+}
+
+// TestAttemptChallenge: in attack mode a device that is not known is
+// challenged; a known one is not.
+func TestAttemptChallenge(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d, _ := a.ask("login", "dave", "198.51.100.8", "phone")
+	if d.Decision != "allow" {
+		t.Fatalf("before attack mode: %+v, want allow", d)
+	}
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("success: %d", status)
+	}
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, device := range []string{"", "tablet"} {
+		if status, d, _ := a.ask("login", "dave", "198.51.100.9", device); status != 200 || d.Decision != "challenge" || d.AttemptID == "" {
+			t.Fatalf("device %q in attack mode: %d %+v, want 200 challenge", device, status, d)
+		}
+	}
+	if status, d, _ := a.ask("login", "dave", "198.51.100.8", "phone"); status != 200 || d.Decision != "allow" {
+		t.Fatalf("known device in attack mode: %d %+v, want allow", status, d)
+	}
+}
+
+// TestAttemptOutcomeUnknown: an attempt id is single use, signed and the
+// asking key's own; everything else is 404 unknown_attempt.
+func TestAttemptOutcomeUnknown(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	shop := newApp(t, base, env.AddAPIKey(t, "shop"))
+	blog := newApp(t, base, env.AddAPIKey(t, "blog"))
+	_, d, _ := shop.ask("login", "erin", "192.0.2.10", "")
+	_, other, _ := shop.ask("login", "erin", "192.0.2.10", "")
+	body, sig, _ := strings.Cut(d.AttemptID, ".")
+	tampered := []byte(body)
+	tampered[len(tampered)/2] ^= 1
+	for name, try := range map[string]func() (int, decision){
+		"another key's": func() (int, decision) { return blog.outcome(d.AttemptID, "success") },
+		"forged":        func() (int, decision) { return shop.outcome(body+".AAAA", "success") },
+		"tampered":      func() (int, decision) { return shop.outcome(string(tampered)+"."+sig, "success") },
+		"made up":       func() (int, decision) { return shop.outcome("nothing", "failure") },
+		"another's sig": func() (int, decision) {
+			return shop.outcome(body+"."+strings.SplitN(other.AttemptID, ".", 2)[1], "success")
+		},
+		"bad base64": func() (int, decision) { return shop.outcome("!!.**", "success") },
+	} {
+		if status, got := try(); status != 404 || got.Error != "unknown_attempt" {
+			t.Errorf("%s id: %d %+v, want 404 unknown_attempt", name, status, got)
+		}
+	}
+	if status, _ := shop.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("first outcome: %d, want 204", status)
+	}
+	if status, got := shop.outcome(d.AttemptID, "failure"); status != 404 || got.Error != "unknown_attempt" {
+		t.Fatalf("reused id: %d %+v, want 404 unknown_attempt", status, got)
+	}
+	if status, got := shop.outcome(other.AttemptID, "maybe"); status != 400 || got.Field != "result" {
+		t.Fatalf("bad result: %d %+v, want 400 naming result", status, got)
+	}
+	if status, _ := shop.outcome(other.AttemptID, "failure"); status != 204 {
+		t.Fatalf("a bad result must not use the id up: %d, want 204", status)
+	}
+}
+
+// TestAttemptBadRequests: every malformed body is 400 naming its field.
+func TestAttemptBadRequests(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for _, tc := range []struct{ body, field string }{
+		{`{"kind":"login","account":"x","client_ip":"300.1.1.1"}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":"fe80::1%eth0"}`, "client_ip"},
+		{`{"kind":"login","account":"x"}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":1}`, "client_ip"},
+		{`{"kind":"signup","account":"x","client_ip":"192.0.2.1"}`, "kind"},
+		{`{"account":"x","client_ip":"192.0.2.1"}`, "kind"},
+		{`{"kind":"login","account":"  ","client_ip":"192.0.2.1"}`, "account"},
+		{`{"kind":"login","account":"a\u0007b","client_ip":"192.0.2.1"}`, "account"},
+		{`{"kind":"login","account":"` + strings.Repeat("a", 321) + `","client_ip":"192.0.2.1"}`, "account"},
+		{`{"kind":"login","account":["x"],"client_ip":"192.0.2.1"}`, "account"},
+		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","device":"` + strings.Repeat("d", 513) + `"}`, "device"},
+		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","password":"p"}`, "password"},
+		{`{"kind":"login","account":"x","client_ip":"192.0.2.1"} {}`, "body"},
+		{`{"kind":"login","account":"x","Account":"y","client_ip":"192.0.2.1"}`, "body"},
+		{`[1]`, "body"},
+		{`not json`, "body"},
+		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","pad":"` + strings.Repeat("p", 70<<10) + `"}`, "body"},
+	} {
+		status, d, _ := a.raw(a.base+"/api/v1/attempts", tc.body)
+		if status != 400 || d.Error != "invalid_request" || d.Field != tc.field || d.Message == "" {
+			t.Errorf("%.80s: %d %+v, want 400 invalid_request naming %s", tc.body, status, d, tc.field)
+		}
+	}
+}
+
+// TestAttemptsNamespacedByApplication: an application's lockout of
+// "alice@example.com" holds neither another application's alice nor
+// XCloak's own account of that address, and its answers for an address
+// XCloak has an account of are the answers for any other.
+func TestAttemptsNamespacedByApplication(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	base := env.Start(t)
+	env.AddUser(t, "alice@example.com", "alice's password", false)
+	shop := newApp(t, base, env.AddAPIKey(t, "shop"))
+	blog := newApp(t, base, env.AddAPIKey(t, "blog"))
+
+	answers := map[string]string{}
+	for _, account := range []string{"alice@example.com", "nobody@example.com"} {
+		status, d, resp := shop.ask("login", account, "192.0.2.20", "")
+		d.AttemptID = ""
+		answers[account] = fmt.Sprintf("%d %+v %d", status, d, len(resp.Header))
+	}
+	if answers["alice@example.com"] != answers["nobody@example.com"] {
+		t.Fatalf("XCloak's own account answered apart: %v", answers)
+	}
+
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := shop.ask("login", "alice@example.com", fmt.Sprintf("203.0.113.%d", i), "")
+		if status, _ := shop.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	if status, d, _ := shop.ask("login", "alice@example.com", "192.0.2.21", ""); status != 429 || d.Reason != "locked" {
+		t.Fatalf("shop's alice: %d %+v, want locked", status, d)
+	}
+	if status, d, _ := blog.ask("login", "alice@example.com", "192.0.2.21", ""); status != 200 {
+		t.Fatalf("blog's alice: %d %+v, want allowed", status, d)
+	}
+	browser := xcloaktest.Client(t, "127.0.9.2")
+	if resp, body := post(t, browser, base+"/api/v1/login", jsonType, loginJSON("alice@example.com", "alice's password")); resp.StatusCode != 200 {
+		t.Fatalf("XCloak's own alice signing in: %d %s, want 200", resp.StatusCode, body)
+	}
+}
+
+// TestAttemptEventsNameTheApplication: decisions and outcomes record the
+// events XCloak's own sign-in records, with the application's name.
+func TestAttemptEventsNameTheApplication(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 2) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d1, _ := a.ask("login", "frank", "192.0.2.30", "pc")
+	_, d2, _ := a.ask("login", "frank", "192.0.2.30", "pc")
+	a.ask("login", "frank", "192.0.2.30", "pc")
+	a.outcome(d1.AttemptID, "failure")
+	a.outcome(d2.AttemptID, "success")
+	env.Flush(t)
+	rows, err := env.DB.Query(t.Context(), `SELECT kind, coalesce(account_key, ''), coalesce(detail->>'app', '') FROM security_events`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]bool{}
+	for rows.Next() {
+		var kind, account, appName string
+		if err := rows.Scan(&kind, &account, &appName); err != nil {
+			t.Fatal(err)
+		}
+		got[kind+" "+account+" "+appName] = true
+	}
+	for _, want := range []string{"login_rejected app shop frank shop", "login_failed app shop frank shop",
+		"login_succeeded app shop frank shop", "new_device app shop frank shop"} {
+		if !got[want] {
+			t.Errorf("no event %q among %v", want, got)
+		}
+	}
+}
