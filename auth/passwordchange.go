@@ -106,6 +106,7 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 	}
 	err = s.store.ChangePassword(ctx, user.ID, user.PasswordHash, hash, hashToken(req.Session), keep)
 	s.deviceCache.purge()
+	s.sessionCache.purge()
 	switch {
 	case errors.Is(err, ErrPasswordChanged):
 		// Replaced meanwhile, by a reset say, which also ended this

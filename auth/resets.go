@@ -343,6 +343,7 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 
 	userID, email, err := s.store.ResetPassword(ctx, hashToken(token), s.now(), hash)
 	s.deviceCache.purge()
+	s.sessionCache.purge()
 	if errors.Is(err, ErrInvalidToken) {
 		return err
 	}

@@ -160,6 +160,9 @@ type Service struct {
 
 	// deviceCache remembers for a moment which cookies are known devices.
 	deviceCache deviceCache
+	// sessionCache remembers sessions for a moment for the reverse
+	// proxies' questions (sessioncache.go).
+	sessionCache sessionCache
 
 	// attempts fingerprints failed sign-ins for the lockouts.
 	attempts attempts

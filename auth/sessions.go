@@ -155,7 +155,9 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 	if !wellFormedToken(token) {
 		return nil
 	}
-	if err := s.store.DeleteSession(ctx, hashToken(token)); err != nil {
+	err := s.store.DeleteSession(ctx, hashToken(token))
+	s.sessionCache.forget(sha256.Sum256([]byte(token)))
+	if err != nil {
 		return s.dbDown("ending session", err)
 	}
 	return nil
@@ -233,6 +235,7 @@ func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Cli
 		return false, ErrNotListed
 	}
 	err = s.store.EndSession(ctx, sess.UserID, id)
+	s.sessionCache.purge()
 	if errors.Is(err, ErrNotListed) {
 		return false, err
 	}
@@ -259,6 +262,7 @@ func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token stri
 		return 0, err
 	}
 	n, err := s.store.EndOtherSessions(ctx, sess.UserID, hashToken(token))
+	s.sessionCache.purge()
 	if err != nil {
 		return 0, s.dbDown("ending other sessions", err)
 	}

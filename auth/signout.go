@@ -21,6 +21,7 @@ func (s *Service) SignOutEverywhere(ctx context.Context, email, by string) error
 		return err
 	}
 	userID, err := s.store.SignOutEverywhere(ctx, email)
+	s.sessionCache.purge()
 	if errors.Is(err, ErrNoUser) {
 		return err
 	}

@@ -107,5 +107,6 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) error
 		return s.dbDown("setting password", err)
 	}
 	s.deviceCache.purge()
+	s.sessionCache.purge()
 	return err
 }

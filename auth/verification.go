@@ -324,6 +324,7 @@ func (s *Service) SignOutNewDevices(ctx context.Context, since time.Time, also [
 		ids[i] = u.ID
 	}
 	users, err := s.store.ForgetNewDevices(ctx, since, ids)
+	s.sessionCache.purge()
 	if err != nil {
 		return nil, s.dbDown("forgetting new devices", err)
 	}

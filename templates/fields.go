@@ -16,6 +16,9 @@ const (
 	FieldCurrentPassword = "current_password"
 	// FieldNewPassword carries the new password on the password-change form.
 	FieldNewPassword = "new_password"
+	// FieldReturn carries, on the sign-in and sign-out forms, the page of
+	// a protected application to return to afterwards (the rd parameter).
+	FieldReturn = "rd"
 )
 
 // The forms declare auth's bounds to the browser (maxlength from

@@ -13,18 +13,36 @@ const sessionCookie = "xcloak_session"
 
 // cookieName adds the __Host- prefix when cookies are Secure: the browser
 // then refuses the cookie unless it is Secure, host-only and for path /,
-// so a sibling subdomain cannot plant or shadow it.
+// so a sibling subdomain cannot plant or shadow it. The session cookie
+// under a cookie domain (Config.CookieDomain) cannot be host-only, since
+// every protected subdomain must receive it: it gets __Secure- instead,
+// which still makes the browser refuse it over plain http.
 func (s *Server) cookieName(base string) string {
-	if s.cfg.InsecureCookies {
+	switch {
+	case s.cfg.InsecureCookies:
 		return base
+	case base == sessionCookie && s.cfg.CookieDomain != "":
+		return "__Secure-" + base
+	default:
+		return "__Host-" + base
 	}
-	return "__Host-" + base
+}
+
+// cookieDomain is the Domain attribute of a cookie: the cookie domain for
+// the session cookie, none (host-only) for the device cookies, which only
+// XCloak reads.
+func (s *Server) cookieDomain(base string) string {
+	if base == sessionCookie {
+		return s.cfg.CookieDomain
+	}
+	return ""
 }
 
 func (s *Server) setCookie(w http.ResponseWriter, name, value string, expires time.Time) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     s.cookieName(name),
 		Value:    value,
+		Domain:   s.cookieDomain(name),
 		Path:     "/",
 		Expires:  expires,
 		MaxAge:   max(1, int(time.Until(expires).Seconds())),
@@ -38,6 +56,7 @@ func (s *Server) clearCookie(w http.ResponseWriter, name string) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     s.cookieName(name),
 		Value:    "",
+		Domain:   s.cookieDomain(name),
 		Path:     "/",
 		MaxAge:   -1,
 		HttpOnly: true,

@@ -9,7 +9,7 @@ import (
 )
 
 // login runs a sign-in for either front end.
-func (s *Server) login(w http.ResponseWriter, r *http.Request, email, password string) error {
+func (s *Server) login(w http.ResponseWriter, r *http.Request, email, password string) (auth.LoginResult, error) {
 	req := auth.LoginRequest{Email: email, Password: password, Client: s.client(r)}
 	// Scripts and bots rarely send cookies; only then is the device
 	// cookie's name (an HMAC) worth computing.
@@ -19,15 +19,39 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, email, password s
 	}
 	res, err := s.auth.Login(r.Context(), req)
 	if err != nil {
-		return err
+		return auth.LoginResult{}, err
 	}
 	s.signIn(w, res)
-	return nil
+	return res, nil
 }
 
+// allowedReturn is the rd of a request when safeRedirect allows it, else
+// "".
+func (s *Server) allowedReturn(rd string) string {
+	u, _ := safeRedirect(rd, s.redirects)
+	return u
+}
+
+// handleLoginPage shows the sign-in form. A browser sent here by
+// forward-auth with rd that is signed in already (it signed in on another
+// tab, say) goes on at once: to rd when allowed, else to the account page,
+// or to change its password first when it must.
 func (s *Server) handleLoginPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		props := templates.LoginProps{Nav: s.nav(r)}
+		rd := r.URL.Query().Get(templates.FieldReturn)
+		sess, signedIn := s.session(r)
+		switch {
+		case signedIn && rd != "" && sess.MustChangePassword:
+			http.Redirect(w, r, passwordPage, http.StatusSeeOther)
+			return
+		case signedIn && rd != "":
+			http.Redirect(w, r, s.redirects.target(rd), http.StatusSeeOther)
+			return
+		}
+		props := templates.LoginProps{Return: s.allowedReturn(rd)}
+		if signedIn {
+			props.Nav = navFor(sess)
+		}
 		if r.URL.Query().Get("reset") == "done" {
 			props.Notice = "Your password was changed. Sign in with the new one."
 		}
@@ -40,17 +64,24 @@ func (s *Server) handleLoginPage() http.Handler {
 
 func (s *Server) handleLoginForm() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		form, err := decodeForm(r, templates.FieldEmail, templates.FieldPassword)
+		form, err := decodeForm(r, templates.FieldEmail, templates.FieldPassword, templates.FieldReturn)
+		var res auth.LoginResult
 		if err == nil {
-			err = s.login(w, r, form[templates.FieldEmail], form[templates.FieldPassword])
+			res, err = s.login(w, r, form[templates.FieldEmail], form[templates.FieldPassword])
 		} else {
 			// Limited and counted like any malformed sign-in.
 			err = s.auth.MalformedLogin(r.Context(), s.client(r))
 		}
 		if err == nil {
-			http.Redirect(w, r, "/account", http.StatusSeeOther)
+			to := s.redirects.target(form[templates.FieldReturn])
+			if res.Session.MustChangePassword {
+				to = passwordPage
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
+		// A held sign-in drops rd: it ends from the mailed link, maybe in
+		// another browser.
 		if errors.Is(err, auth.ErrVerificationRequired) {
 			s.held(w, r)
 			return
@@ -60,7 +91,8 @@ func (s *Server) handleLoginForm() http.Handler {
 		setRetryAfter(w, p)
 		// The header stays signed-out here: a rejected attempt must not
 		// cost a database query.
-		props := templates.LoginProps{Email: form[templates.FieldEmail], RetryAfterSeconds: p.retryAfter}
+		props := templates.LoginProps{Email: form[templates.FieldEmail], RetryAfterSeconds: p.retryAfter,
+			Return: s.allowedReturn(form[templates.FieldReturn])}
 		if p.retryAfter == 0 {
 			props.Error = p.message
 		}
@@ -78,7 +110,7 @@ func (s *Server) handleLoginAPI() http.Handler {
 		var in loginBody
 		err := decodeJSON(r, &in, &in.Email, &in.Password)
 		if err == nil {
-			err = s.login(w, r, in.Email, in.Password)
+			_, err = s.login(w, r, in.Email, in.Password)
 		} else {
 			// Limited and counted like any malformed sign-in.
 			err = s.auth.MalformedLogin(r.Context(), s.client(r))
@@ -95,14 +127,47 @@ func (s *Server) handleLoginAPI() http.Handler {
 	})
 }
 
+// afterSignOut is where a browser goes after signing out, rd given or
+// not: to rd when allowed, else the account page (which sends a signed-out
+// browser on to sign in); without rd, the sign-in page.
+func (s *Server) afterSignOut(rd string) string {
+	if rd == "" {
+		return "/login"
+	}
+	return s.redirects.target(rd)
+}
+
+// handleLogout signs out: rd may come in the query or the form.
 func (s *Server) handleLogout() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rd := r.URL.Query().Get(templates.FieldReturn)
+		if hasContentType(r, "application/x-www-form-urlencoded") {
+			if form, err := decodeForm(r, templates.FieldReturn); err == nil && form[templates.FieldReturn] != "" {
+				rd = form[templates.FieldReturn]
+			}
+		}
 		if err := s.auth.Logout(r.Context(), s.readCookie(r, sessionCookie)); err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		s.clearCookie(w, sessionCookie)
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		http.Redirect(w, r, s.afterSignOut(rd), http.StatusSeeOther)
+	})
+}
+
+// handleLogoutPage is GET /logout, where a protected application's "sign
+// out" link leads: a page whose button signs out (a POST, keeping rd). A
+// GET signs no one out, so that no other site can do it with a link or an
+// image; a browser that is not signed in goes on at once.
+func (s *Server) handleLogoutPage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rd := r.URL.Query().Get(templates.FieldReturn)
+		sess, ok := s.session(r)
+		if !ok {
+			http.Redirect(w, r, s.afterSignOut(rd), http.StatusSeeOther)
+			return
+		}
+		s.render(w, r, http.StatusOK, templates.LogoutPage(templates.LogoutProps{Nav: navFor(sess), Return: s.allowedReturn(rd)}))
 	})
 }
 

@@ -68,6 +68,10 @@ func problemFor(err error) problem {
 			"Too many live dashboards are open in this browser. Close one, then reload this page.", int(streamRetry / time.Second)}
 	case errors.Is(err, errSignedOut):
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
+	case errors.Is(err, errUnknownOrigin):
+		return problem{http.StatusForbidden, "unknown_origin", "The request to authorise did not come from a trusted proxy.", 0}
+	case errors.Is(err, errHostNotProtected):
+		return problem{http.StatusForbidden, "host_not_protected", "This host is not protected by XCloak.", 0}
 	case errors.Is(err, errNotAdmin):
 		return problem{http.StatusForbidden, "forbidden", "This page is for administrators only.", 0}
 	case errors.Is(err, dashboard.ErrInvalidPeriod):

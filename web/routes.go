@@ -34,8 +34,12 @@ func (s *Server) routeTable() []route {
 	handle("GET /login", s.handleLoginPage())
 	handle("POST /login", s.handleLoginForm())
 	handle("POST /api/v1/login", s.handleLoginAPI())
+	handle("GET /logout", s.handleLogoutPage())
 	handle("POST /logout", s.handleLogout())
 	handle("GET /account", s.handleAccount())
+
+	handle("GET /api/v1/authz/forward-auth", s.handleForwardAuth())
+	handle("GET /api/v1/authz/auth-request", s.handleAuthRequest())
 
 	handle("GET /account/password", s.handlePasswordPage())
 	handle("POST /account/password", s.handlePasswordForm())

@@ -25,6 +25,14 @@ type Config struct {
 	// PublicURL is where users reach XCloak. With https, responses carry
 	// Strict-Transport-Security.
 	PublicURL *url.URL
+	// ProtectedHosts are the hosts reverse proxies ask about
+	// (forward-auth) and that a sign-in may return to (rd).
+	ProtectedHosts ProtectedHosts
+	// CookieDomain, when set, is the parent domain the session cookie is
+	// issued for, so that every protected subdomain receives it; the
+	// cookie is then __Secure- instead of __Host-. Device cookies stay
+	// host-only. Check it with CheckCookieDomain.
+	CookieDomain string
 	// Metrics, when set, is served at GET /metrics (Prometheus). Leave it
 	// nil when metrics have their own listener.
 	Metrics http.Handler
@@ -40,6 +48,8 @@ type Server struct {
 	ready    ReadyCheck
 	log      *slog.Logger
 	clientIP *ClientIPResolver
+	// redirects decides where rd may send a browser (redirect.go).
+	redirects redirectRule
 
 	// dashboard reads the security team's figures and events.
 	dashboard *dashboard.Reader
@@ -60,6 +70,7 @@ func NewServer(cfg Config, svc *auth.Service, board *dashboard.Reader, ready Rea
 
 		dashboard: board,
 	}
+	s.redirects = s.redirectRule()
 	return s.routes()
 }
 

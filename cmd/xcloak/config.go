@@ -48,6 +48,11 @@ type config struct {
 	ForwardedHeader web.ForwardedHeader
 	// InsecureCookies drops the Secure attribute, for plain http.
 	InsecureCookies bool
+	// ProtectedHosts are the hosts forward-auth guards and rd may name.
+	ProtectedHosts web.ProtectedHosts
+	// CookieDomain is the parent domain the session cookie is issued for;
+	// "" keeps it host-only.
+	CookieDomain string
 	// KeyPrefix namespaces every Redis key.
 	KeyPrefix string
 	// HashConcurrency bounds the password hashes computed at once; 0 means
@@ -266,6 +271,27 @@ func newSettings(d auth.Config) []setting {
 				}
 				c.InsecureCookies = b
 				return nil
+			},
+		},
+		{
+			env: "XCLOAK_PROTECTED_HOSTS", flag: "protected-hosts", show: "none", scope: forServe,
+			usage: "comma-separated host `patterns` reverse proxies may ask about (forward-auth) and sign-ins may return to: " +
+				"app.example.com or *.example.com (any subdomain, not example.com itself), each optionally =admin (administrators only); " +
+				"any other host is refused",
+			set: func(c *config, v string) error {
+				h, err := web.ParseProtectedHosts(v)
+				c.ProtectedHosts = h
+				return err
+			},
+		},
+		{
+			env: "XCLOAK_COOKIE_DOMAIN", flag: "cookie-domain", show: "none", scope: forServe,
+			usage: "parent `domain` the session cookie is issued for (as __Secure-), so that every protected subdomain shares it; " +
+				"it must contain XCloak's host and every protected host. Unset: the cookie is host-only (__Host-)",
+			set: func(c *config, v string) error {
+				d, err := web.ParseCookieDomain(v)
+				c.CookieDomain = d
+				return err
 			},
 		},
 		{

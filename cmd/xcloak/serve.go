@@ -78,6 +78,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if cfg.Auth.PublicURL == nil {
 		cfg.Auth.PublicURL = publicURLFor(ln.Addr())
 	}
+	if err := web.CheckCookieDomain(cfg.CookieDomain, cfg.Auth.PublicURL.Host, cfg.ProtectedHosts); err != nil {
+		return err
+	}
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -101,6 +104,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ForwardedHeader: cfg.ForwardedHeader,
 		InsecureCookies: cfg.InsecureCookies,
 		PublicURL:       cfg.Auth.PublicURL,
+		ProtectedHosts:  cfg.ProtectedHosts,
+		CookieDomain:    cfg.CookieDomain,
 	}
 	metricsURL := ""
 	switch cfg.MetricsAddr {

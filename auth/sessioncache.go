@@ -1,0 +1,133 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"time"
+)
+
+// Sessions for reverse proxies. Forward-auth asks about the session of
+// every request of every protected application, so ProxySession answers
+// from a cache in each replica: token hash to session, each answer trusted
+// for at most sessionCacheTTL from the moment its read began. A session
+// ended anywhere (sign-out, a session ended from the account page, "sign
+// out everywhere" and the administrators' sign-out, a password reset or
+// change, attack mode's sign-out of new devices) therefore stops passing
+// on every replica within that bound; on the replica that ended it, the
+// cache is emptied at once. A changed role or a lifted MustChangePassword
+// shows within the same bound.
+//
+// Only answers that found a session are kept: a flood of random
+// well-formed tokens costs one indexed query each, as on the account page,
+// and cannot push real sessions out by filling the cache.
+
+const (
+	// sessionCacheTTL bounds how long a replica trusts a remembered
+	// session.
+	sessionCacheTTL = time.Second
+	// sessionCacheMax bounds the sessions remembered.
+	sessionCacheMax = 100_000
+)
+
+// sessionCache remembers recent answers of ProxySession.
+type sessionCache struct {
+	mu sync.RWMutex
+	m  map[[sha256.Size]byte]cachedSession
+	// gen counts purges, so that a read that began before one does not
+	// store what it read after it.
+	gen uint64
+}
+
+type cachedSession struct {
+	sess  Session
+	until time.Time
+}
+
+// get returns the session remembered for key while it is trusted and
+// unexpired at now.
+func (c *sessionCache) get(key [sha256.Size]byte, now time.Time) (Session, bool) {
+	c.mu.RLock()
+	e, ok := c.m[key]
+	c.mu.RUnlock()
+	if !ok || !now.Before(e.until) || !now.Before(e.sess.ExpiresAt) {
+		return Session{}, false
+	}
+	return e.sess, true
+}
+
+// generation is the count of purges and forgets so far, read before a lookup.
+func (c *sessionCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
+// put remembers sess until until, unless the cache was purged since gen.
+func (c *sessionCache) put(key [sha256.Size]byte, sess Session, until time.Time, gen uint64, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if c.m == nil {
+		c.m = make(map[[sha256.Size]byte]cachedSession)
+	}
+	if len(c.m) >= sessionCacheMax {
+		for k, e := range c.m {
+			if !now.Before(e.until) {
+				delete(c.m, k)
+			}
+		}
+		if len(c.m) >= sessionCacheMax {
+			// More live sessions than the bound within one TTL: start
+			// over rather than scan for a victim on every put.
+			clear(c.m)
+		}
+	}
+	c.m[key] = cachedSession{sess: sess, until: until}
+}
+
+// forget forgets one session: after it ended on this replica.
+func (c *sessionCache) forget(key [sha256.Size]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	delete(c.m, key)
+}
+
+// purge forgets every session: after a revocation on this replica. Call
+// it once the store has the revocation, so that no read from before it
+// is stored after it.
+func (c *sessionCache) purge() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.m)
+}
+
+// ProxySession is Session for the reverse proxies' questions
+// (forward-auth): the same answer, but possibly remembered from up to a
+// second before (see sessionCache). XCloak's own pages use Session, which
+// reads the store every time.
+//
+// Errors: ErrNoSession, ErrUnavailable.
+func (s *Service) ProxySession(ctx context.Context, token string) (Session, error) {
+	if !wellFormedToken(token) {
+		return Session{}, ErrNoSession
+	}
+	key := sha256.Sum256([]byte(token))
+	now := s.now()
+	if sess, ok := s.sessionCache.get(key, now); ok {
+		return sess, nil
+	}
+	gen := s.sessionCache.generation()
+	sess, err := s.Session(ctx, token)
+	if err != nil {
+		return Session{}, err
+	}
+	// Trusted from when the read began, so that a revocation committed
+	// while it ran is seen within the bound too.
+	s.sessionCache.put(key, sess, now.Add(sessionCacheTTL), gen, now)
+	return sess, nil
+}

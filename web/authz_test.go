@@ -1,0 +1,256 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// The test's proxy is 127.0.0.2; 127.0.0.3 is a client that is not one.
+const (
+	proxyAddr    = "127.0.0.2"
+	notProxyAddr = "127.0.0.3"
+)
+
+// authzEnv is an XCloak whose trusted proxy is proxyAddr, guarding
+// app.example.test and, for administrators, admin.example.test.
+func authzEnv(t *testing.T) (*xcloaktest.Env, string) {
+	t.Helper()
+	env := xcloaktest.New(t, xcloaktest.Options{Web: func(c *webConfig) {
+		c.TrustedProxies = mustPrefixes(t, proxyAddr)
+		c.ProtectedHosts = mustHosts(t, "app.example.test, *.apps.example.test, admin.example.test=admin")
+	}})
+	return env, env.Start(t)
+}
+
+// sessionToken signs in and returns the session cookie's value.
+func sessionToken(t *testing.T, base, email, password string) string {
+	t.Helper()
+	resp, body := post(t, xcloaktest.Client(t, "127.0.0.9"), base+"/api/v1/login", jsonType, loginJSON(email, password))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in of %s: %d %s", email, resp.StatusCode, body)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == "xcloak_session" {
+			return c.Value
+		}
+	}
+	t.Fatal("no session cookie")
+	return ""
+}
+
+// forwardAuth asks the forward-auth endpoint from source about a request
+// for proto://host+uri, with the session token (if any).
+func forwardAuth(t *testing.T, base, source, token string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/v1/authz/forward-auth", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Cookie", "xcloak_session="+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	resp, _ := do(t, xcloaktest.Client(t, source), req)
+	return resp
+}
+
+func forwarded(proto, host, uri string) []string {
+	return []string{"X-Forwarded-Method", "GET", "X-Forwarded-Proto", proto, "X-Forwarded-Host", host, "X-Forwarded-Uri", uri}
+}
+
+func authRequest(t *testing.T, base, source, token, original string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/v1/authz/auth-request", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Cookie", "xcloak_session="+token)
+	}
+	if original != "" {
+		req.Header.Set("X-Original-URL", original)
+	}
+	resp, _ := do(t, xcloaktest.Client(t, source), req)
+	return resp
+}
+
+func wantIdentity(t *testing.T, what string, resp *http.Response, user, groups string) {
+	t.Helper()
+	h := resp.Header
+	if resp.StatusCode != http.StatusOK || h.Get("Remote-User") != user || h.Get("Remote-Email") != user || h.Get("Remote-Groups") != groups {
+		t.Errorf("%s: %d Remote-User=%q Remote-Email=%q Remote-Groups=%q; want 200 %s, groups %q",
+			what, resp.StatusCode, h.Get("Remote-User"), h.Get("Remote-Email"), h.Get("Remote-Groups"), user, groups)
+	}
+	if _, ok := h["Remote-Groups"]; !ok {
+		t.Errorf("%s: no Remote-Groups header", what)
+	}
+	if h.Get("Cache-Control") != "no-store" {
+		t.Errorf("%s: Cache-Control %q, want no-store", what, h.Get("Cache-Control"))
+	}
+}
+
+func TestForwardAuth(t *testing.T) {
+	env, base := authzEnv(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	env.AddUser(t, "root@example.com", "battery staple", true)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+	root := sessionToken(t, base, "root@example.com", "battery staple")
+
+	app := forwarded("https", "app.example.test", "/docs?page=2")
+	wantIdentity(t, "ann on app", forwardAuth(t, base, proxyAddr, ann, app...), "ann@example.com", "")
+	wantIdentity(t, "root on app", forwardAuth(t, base, proxyAddr, root, app...), "root@example.com", "admins")
+	wantIdentity(t, "ann on a wildcard's host, with a port", forwardAuth(t, base, proxyAddr, ann,
+		forwarded("https", "Wiki.Apps.Example.Test:8443", "/")...), "ann@example.com", "")
+	wantIdentity(t, "root on the admins' host", forwardAuth(t, base, proxyAddr, root,
+		forwarded("https", "admin.example.test", "/")...), "root@example.com", "admins")
+
+	// No session, or one that is no session: to the sign-in page, with rd.
+	wantLogin := "https://login.example.test/login?rd=" + url.QueryEscape("https://app.example.test/docs?page=2")
+	for name, token := range map[string]string{
+		"none": "", "garbage": "x", "well-formed but unknown": strings.Repeat("A", 43),
+	} {
+		resp := forwardAuth(t, base, proxyAddr, token, app...)
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != wantLogin || resp.Header.Get("Remote-User") != "" {
+			t.Errorf("session %s: %d Location %q, want 302 to %s", name, resp.StatusCode, resp.Header.Get("Location"), wantLogin)
+		}
+	}
+	// A URI that is no plain path still sends to the host's root.
+	resp := forwardAuth(t, base, proxyAddr, "", forwarded("https", "app.example.test", "/a b\\é")...)
+	if want := "https://login.example.test/login?rd=" + url.QueryEscape("https://app.example.test/"); resp.Header.Get("Location") != want {
+		t.Errorf("odd URI: Location %q, want %q", resp.Header.Get("Location"), want)
+	}
+
+	// Refusals: 403, never the identity.
+	for _, c := range []struct {
+		name, source, token string
+		header              []string
+	}{
+		{"a client that is no trusted proxy", notProxyAddr, ann, app},
+		{"no forwarded headers", proxyAddr, ann, nil},
+		{"no host", proxyAddr, ann, []string{"X-Forwarded-Proto", "https", "X-Forwarded-Uri", "/"}},
+		{"no scheme", proxyAddr, ann, []string{"X-Forwarded-Host", "app.example.test", "X-Forwarded-Uri", "/"}},
+		{"a scheme not http", proxyAddr, ann, forwarded("javascript", "app.example.test", "/")},
+		{"an unprotected host", proxyAddr, ann, forwarded("https", "evil.example.test", "/")},
+		{"a wildcard's bare suffix", proxyAddr, ann, forwarded("https", "apps.example.test", "/")},
+		{"a lookalike host", proxyAddr, ann, forwarded("https", "app.example.test.evil.example", "/")},
+		{"a host with userinfo", proxyAddr, ann, forwarded("https", "evil@app.example.test", "/")},
+		{"two hosts", proxyAddr, ann, append(forwarded("https", "app.example.test", "/"), "X-Forwarded-Host", "evil.example")},
+		{"a host list", proxyAddr, ann, forwarded("https", "app.example.test, evil.example", "/")},
+		{"the admins' host for a non-admin", proxyAddr, ann, forwarded("https", "admin.example.test", "/")},
+		{"an unprotected host without a session", proxyAddr, "", forwarded("https", "evil.example.test", "/")},
+		{"no trusted proxy, without a session", notProxyAddr, "", app},
+	} {
+		resp := forwardAuth(t, base, c.source, c.token, c.header...)
+		if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Remote-User") != "" {
+			t.Errorf("%s: %d Remote-User %q, want 403", c.name, resp.StatusCode, resp.Header.Get("Remote-User"))
+		}
+	}
+}
+
+func TestAuthRequest(t *testing.T) {
+	env, base := authzEnv(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+
+	wantIdentity(t, "ann on app", authRequest(t, base, proxyAddr, ann, "https://app.example.test/docs?page=2"), "ann@example.com", "")
+	if resp := authRequest(t, base, proxyAddr, "", "https://app.example.test/"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no session: %d, want 401", resp.StatusCode)
+	}
+	for name, c := range map[string]struct{ source, original string }{
+		"no trusted proxy":    {notProxyAddr, "https://app.example.test/"},
+		"no URL":              {proxyAddr, ""},
+		"a relative URL":      {proxyAddr, "/docs"},
+		"an unprotected host": {proxyAddr, "https://evil.example.test/"},
+		"userinfo":            {proxyAddr, "https://app.example.test@evil.example.test/"},
+		"userinfo before":     {proxyAddr, "https://evil@app.example.test/"},
+		"admins only":         {proxyAddr, "https://admin.example.test/"},
+		"another scheme":      {proxyAddr, "ftp://app.example.test/"},
+	} {
+		if resp := authRequest(t, base, c.source, ann, c.original); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Remote-User") != "" {
+			t.Errorf("%s: %d, want 403", name, resp.StatusCode)
+		}
+	}
+}
+
+// TestForwardAuthPasswordChangeRequired: a session that may only change
+// its password passes no proxy; the sign-in page sends it to change it.
+func TestForwardAuthPasswordChangeRequired(t *testing.T) {
+	env, base := authzEnv(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+	if _, err := env.DB.Exec(t.Context(), `UPDATE sessions SET must_change_password = true`); err != nil {
+		t.Fatal(err)
+	}
+	resp := forwardAuth(t, base, proxyAddr, ann, forwarded("https", "app.example.test", "/")...)
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(resp.Header.Get("Location"), "https://login.example.test/login?rd=") {
+		t.Errorf("forward-auth: %d %s, want 302 to sign in", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp := authRequest(t, base, proxyAddr, ann, "https://app.example.test/"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("auth-request: %d, want 401", resp.StatusCode)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/login?rd="+url.QueryEscape("https://app.example.test/"), nil)
+	req.Header.Set("Cookie", "xcloak_session="+ann)
+	resp, _ = do(t, xcloaktest.Client(t, "127.0.0.9"), req)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/password" {
+		t.Errorf("/login?rd=: %d %s, want 303 to /account/password", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestCookieDomain: with a cookie domain, the session cookie is issued for
+// it as __Secure- (a __Host- cookie cannot name a domain) and
+// forward-auth reads it; device cookies stay host-only __Host- ones.
+func TestCookieDomainSession(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Web: func(c *webConfig) {
+		c.InsecureCookies = false
+		c.TrustedProxies = mustPrefixes(t, proxyAddr)
+		c.ProtectedHosts = mustHosts(t, "*.example.test")
+		c.CookieDomain = "example.test"
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	resp, _ := post(t, xcloaktest.Client(t, "127.0.0.9"), base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "correct horse"))
+	var token string
+	for _, c := range resp.Cookies() {
+		switch {
+		case c.Name == "__Secure-xcloak_session":
+			token = c.Value
+			if c.Domain != "example.test" || !c.Secure || !c.HttpOnly || c.Path != "/" || c.SameSite != http.SameSiteLaxMode {
+				t.Errorf("session cookie: domain=%q secure=%v httponly=%v path=%q samesite=%v", c.Domain, c.Secure, c.HttpOnly, c.Path, c.SameSite)
+			}
+		case strings.HasPrefix(c.Name, "__Host-xcloak_"):
+			if c.Domain != "" || !c.Secure {
+				t.Errorf("device cookie %s: domain=%q secure=%v, want host-only and Secure", c.Name, c.Domain, c.Secure)
+			}
+		default:
+			t.Errorf("unexpected cookie %s", c.Name)
+		}
+	}
+	if token == "" {
+		t.Fatalf("no __Secure- session cookie in %v", resp.Cookies())
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/v1/authz/forward-auth", nil)
+	req.Header.Set("Cookie", "__Secure-xcloak_session="+token)
+	for _, h := range [][2]string{{"X-Forwarded-Proto", "https"}, {"X-Forwarded-Host", "wiki.example.test"}, {"X-Forwarded-Uri", "/"}} {
+		req.Header.Set(h[0], h[1])
+	}
+	got, _ := do(t, xcloaktest.Client(t, proxyAddr), req)
+	wantIdentity(t, "forward-auth with the domain's cookie", got, "ann@example.com", "")
+
+	// Signing out clears the cookie for the same domain.
+	req, _ = http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/logout", nil)
+	req.Header.Set("Cookie", "__Secure-xcloak_session="+token)
+	out, _ := do(t, xcloaktest.Client(t, "127.0.0.9"), req)
+	cleared := false
+	for _, c := range out.Cookies() {
+		cleared = cleared || c.Name == "__Secure-xcloak_session" && c.Domain == "example.test" && c.MaxAge < 0
+	}
+	if !cleared {
+		t.Errorf("sign-out's cookies %v: the domain's session cookie not cleared", out.Cookies())
+	}
+}

@@ -1,0 +1,201 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// HostPattern is one entry of XCLOAK_PROTECTED_HOSTS: a host the reverse
+// proxies may ask about (forward-auth, authz.go) and that a sign-in may
+// return to (rd, redirect.go).
+type HostPattern struct {
+	// Host is the exact host, or for a wildcard the suffix after "*.",
+	// in lower case.
+	Host string
+	// Wildcard matches every subdomain of Host, at any depth, but not
+	// Host itself.
+	Wildcard bool
+	// AdminOnly lets only administrators through.
+	AdminOnly bool
+}
+
+// String is the pattern as it is written in the setting.
+func (p HostPattern) String() string {
+	s := p.Host
+	if p.Wildcard {
+		s = "*." + s
+	}
+	if p.AdminOnly {
+		s += "=admin"
+	}
+	return s
+}
+
+// ProtectedHosts are the hosts XCloak guards for reverse proxies. The zero
+// value protects none: every forward-auth question is refused.
+type ProtectedHosts []HostPattern
+
+// ParseProtectedHosts reads XCLOAK_PROTECTED_HOSTS: comma-separated
+// patterns, each an exact host (app.example.com) or "*." and a domain of
+// at least two labels (*.internal.example.com), optionally followed by
+// "=admin". Case does not matter; spaces around entries and empty entries
+// are ignored. Hosts are DNS names in ASCII (an internationalised name in
+// its xn-- form), without a port, scheme, path or trailing dot; "*" alone
+// and a wildcard over a single label ("*.com") are refused.
+func ParseProtectedHosts(s string) (ProtectedHosts, error) {
+	var out ProtectedHosts
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		p, err := parseHostPattern(entry)
+		if err != nil {
+			return nil, fmt.Errorf("protected host %q: %w", entry, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func parseHostPattern(entry string) (HostPattern, error) {
+	var p HostPattern
+	host, role, hasRole := strings.Cut(entry, "=")
+	if hasRole {
+		if !strings.EqualFold(role, "admin") {
+			return p, fmt.Errorf("%q is not a role: the only one is =admin", role)
+		}
+		p.AdminOnly = true
+	}
+	host = strings.ToLower(host)
+	if suffix, ok := strings.CutPrefix(host, "*."); ok {
+		p.Wildcard, host = true, suffix
+		if !strings.Contains(host, ".") {
+			return p, errors.New("a wildcard must cover a domain of at least two labels, such as *.example.com")
+		}
+	}
+	switch {
+	case strings.Contains(host, "://"):
+		return p, errors.New("give the host alone, without a scheme")
+	case strings.ContainsAny(host, "/?#"):
+		return p, errors.New("give the host alone, without a path")
+	case strings.Contains(host, ":"):
+		return p, errors.New("give the host without a port: ports are not compared")
+	case strings.Contains(host, "*"):
+		return p, errors.New(`"*" may only start a pattern, as in *.example.com`)
+	case !validHostname(host):
+		return p, errors.New("not a DNS name: letters, digits and hyphens in dot-separated labels (an internationalised name in its xn-- form)")
+	}
+	p.Host = host
+	return p, nil
+}
+
+// validHostname reports whether h, in lower case, is a DNS name of ASCII
+// letters, digits and hyphens, each label 1 to 63 bytes not starting or
+// ending with a hyphen, 253 bytes at most, with no trailing dot.
+func validHostname(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Match returns the pattern that host (as in a URL: any case, with or
+// without a port) falls under. When several do, one with AdminOnly wins:
+// listing a host twice never opens it wider. A host that is not a valid
+// DNS name matches nothing.
+func (ph ProtectedHosts) Match(host string) (HostPattern, bool) {
+	host = hostOnly(host)
+	if host == "" {
+		return HostPattern{}, false
+	}
+	var found HostPattern
+	ok := false
+	for _, p := range ph {
+		if p.matches(host) && (!ok || p.AdminOnly) {
+			found, ok = p, true
+		}
+	}
+	return found, ok
+}
+
+func (p HostPattern) matches(host string) bool {
+	if !p.Wildcard {
+		return host == p.Host
+	}
+	return len(host) > len(p.Host)+1 && strings.HasSuffix(host, p.Host) && host[len(host)-len(p.Host)-1] == '.'
+}
+
+// hostOnly returns a URL's host without its port, in lower case, or "" if
+// it is no valid DNS name.
+func hostOnly(host string) string {
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if !validPortNumber(port) {
+			return ""
+		}
+		host = h
+	}
+	host = strings.ToLower(host)
+	if !validHostname(host) {
+		return ""
+	}
+	return host
+}
+
+// validPortNumber reports whether p is a decimal port from 0 to 65535.
+func validPortNumber(p string) bool {
+	return p != "" && !strings.HasPrefix(p, "_") && validPort(p)
+}
+
+// ParseCookieDomain reads XCLOAK_COOKIE_DOMAIN: a DNS name of at least two
+// labels (example.com, not com), a leading dot allowed and dropped, in
+// lower case.
+func ParseCookieDomain(s string) (string, error) {
+	d := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(s), "."))
+	switch {
+	case !validHostname(d):
+		return "", fmt.Errorf("%q is not a DNS name", s)
+	case !strings.Contains(d, "."):
+		return "", fmt.Errorf("%q is a single label: give the parent domain the protected hosts share, such as example.com", s)
+	}
+	return d, nil
+}
+
+// CheckCookieDomain refuses a cookie domain that browsers would not accept
+// from XCloak or that would not reach every protected host: XCloak's own
+// host (from publicURL's host) must be the domain or within it, and so
+// must every protected pattern, since a host the session cookie never
+// reaches could never pass. An empty domain is always accepted.
+func CheckCookieDomain(domain, publicHost string, hosts ProtectedHosts) error {
+	if domain == "" {
+		return nil
+	}
+	if h := hostOnly(publicHost); h == "" || !withinDomain(h, domain) {
+		return fmt.Errorf("XCLOAK_COOKIE_DOMAIN %s does not contain XCloak's own host %s (XCLOAK_PUBLIC_URL): browsers would refuse the cookie",
+			domain, publicHost)
+	}
+	for _, p := range hosts {
+		if !withinDomain(p.Host, domain) {
+			return fmt.Errorf("XCLOAK_PROTECTED_HOSTS %s is outside XCLOAK_COOKIE_DOMAIN %s: the session cookie would never reach it", p, domain)
+		}
+	}
+	return nil
+}
+
+// withinDomain reports whether host is domain or one of its subdomains.
+func withinDomain(host, domain string) bool {
+	return host == domain || strings.HasSuffix(host, "."+domain)
+}

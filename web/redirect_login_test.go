@@ -1,0 +1,159 @@
+package web_test
+
+import (
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/templates"
+	"github.com/xcloak/xcloak/web"
+)
+
+func mustHosts(t *testing.T, s string) web.ProtectedHosts {
+	t.Helper()
+	h, err := web.ParseProtectedHosts(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// rdEnv is an XCloak guarding app.example.test.
+func rdEnv(t *testing.T, configure func(*auth.Config)) (*xcloaktest.Env, string) {
+	t.Helper()
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: configure, Web: func(c *webConfig) {
+		c.ProtectedHosts = mustHosts(t, "app.example.test")
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	return env, base
+}
+
+const (
+	appPage  = "https://app.example.test/docs?page=2"
+	evilPage = "https://evil.example.test/"
+)
+
+func signInForm(email, password, rd string) string {
+	return url.Values{templates.FieldEmail: {email}, templates.FieldPassword: {password}, templates.FieldReturn: {rd}}.Encode()
+}
+
+func location(resp *http.Response) string { return resp.Header.Get("Location") }
+
+// TestLoginReturnsToRd: the sign-in page keeps an allowed rd in its form and
+// returns there after signing in; a refused one is dropped and the browser
+// goes to /account.
+func TestLoginReturnsToRd(t *testing.T) {
+	env, base := rdEnv(t, nil)
+	c := xcloaktest.Client(t, "127.0.0.2")
+
+	_, page := get(t, c, base+"/login?rd="+url.QueryEscape(appPage))
+	if want := `name="rd" value="` + html.EscapeString(appPage) + `"`; !strings.Contains(page, want) {
+		t.Errorf("sign-in page for an allowed rd lacks %s", want)
+	}
+	if _, page := get(t, c, base+"/login?rd="+url.QueryEscape(evilPage)); strings.Contains(page, `name="rd"`) || strings.Contains(page, "evil") {
+		t.Error("sign-in page keeps a refused rd")
+	}
+
+	// A failed attempt keeps rd for the next.
+	resp, page := post(t, c, base+"/login", formType, signInForm("ann@example.com", "wrong", appPage))
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(page, `name="rd"`) {
+		t.Errorf("failed sign-in: %d, rd kept %v", resp.StatusCode, strings.Contains(page, `name="rd"`))
+	}
+
+	resp, _ = post(t, c, base+"/login", formType, signInForm("ann@example.com", "correct horse", appPage))
+	if resp.StatusCode != http.StatusSeeOther || location(resp) != appPage {
+		t.Fatalf("sign-in with rd: %d to %q, want 303 to %s", resp.StatusCode, location(resp), appPage)
+	}
+	// Signed in: /login?rd= goes on at once.
+	if resp, _ := get(t, c, base+"/login?rd="+url.QueryEscape(appPage)); resp.StatusCode != http.StatusSeeOther || location(resp) != appPage {
+		t.Errorf("signed in, /login?rd=allowed: %d to %q", resp.StatusCode, location(resp))
+	}
+	if resp, _ := get(t, c, base+"/login?rd="+url.QueryEscape(evilPage)); resp.StatusCode != http.StatusSeeOther || location(resp) != "/account" {
+		t.Errorf("signed in, /login?rd=refused: %d to %q", resp.StatusCode, location(resp))
+	}
+
+	other := xcloaktest.Client(t, "127.0.0.3")
+	for _, rd := range []string{evilPage, "//evil.example.test", "javascript:alert(1)", "https://app.example.test@evil.example.test/"} {
+		resp, _ := post(t, other, base+"/login", formType, signInForm("ann@example.com", "correct horse", rd))
+		if resp.StatusCode != http.StatusSeeOther || location(resp) != "/account" {
+			t.Errorf("sign-in with rd %q: %d to %q, want /account", rd, resp.StatusCode, location(resp))
+		}
+	}
+	_ = env
+}
+
+// TestLogoutPageAndRd: GET /logout signs no one out; its form's POST does,
+// and returns to an allowed rd.
+func TestLogoutPageAndRd(t *testing.T) {
+	_, base := rdEnv(t, nil)
+	c := xcloaktest.Client(t, "127.0.0.2")
+	if resp, _ := post(t, c, base+"/login", formType, signInForm("ann@example.com", "correct horse", "")); location(resp) != "/account" {
+		t.Fatalf("sign-in without rd: to %q, want /account", location(resp))
+	}
+
+	resp, page := get(t, c, base+"/logout?rd="+url.QueryEscape(appPage))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/logout"`) || !strings.Contains(page, html.EscapeString(appPage)) {
+		t.Fatalf("GET /logout: %d, want the sign-out page keeping rd", resp.StatusCode)
+	}
+	if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after GET /logout, /account: %d; a GET signed out", resp.StatusCode)
+	}
+
+	resp, _ = post(t, c, base+"/logout", formType, url.Values{templates.FieldReturn: {appPage}}.Encode())
+	if resp.StatusCode != http.StatusSeeOther || location(resp) != appPage {
+		t.Fatalf("POST /logout with rd: %d to %q", resp.StatusCode, location(resp))
+	}
+	if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("after sign-out, /account: %d", resp.StatusCode)
+	}
+	// Signed out already: GET /logout goes on.
+	if resp, _ := get(t, c, base+"/logout?rd="+url.QueryEscape(appPage)); resp.StatusCode != http.StatusSeeOther || location(resp) != appPage {
+		t.Errorf("signed out, GET /logout?rd=: %d to %q", resp.StatusCode, location(resp))
+	}
+	if resp, _ := get(t, c, base+"/logout?rd="+url.QueryEscape(evilPage)); location(resp) != "/account" {
+		t.Errorf("signed out, GET /logout?rd=refused: to %q", location(resp))
+	}
+	if resp, _ := post(t, c, base+"/logout?rd="+url.QueryEscape(evilPage), formType, ""); location(resp) != "/account" {
+		t.Errorf("POST /logout?rd=refused: to %q, want /account", location(resp))
+	}
+	if resp, _ := post(t, c, base+"/logout?rd="+url.QueryEscape(appPage), formType, ""); location(resp) != appPage {
+		t.Errorf("POST /logout?rd= in the query: to %q", location(resp))
+	}
+}
+
+// TestRdChangesNoRule: the sign-in reached with rd is the same flow: a
+// locked account stays locked and a new browser held for verification
+// stays held, rd or not.
+func TestRdChangesNoRule(t *testing.T) {
+	t.Run("lockout", func(t *testing.T) {
+		env, base := rdEnv(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) })
+		attacker := xcloaktest.Client(t, "127.0.0.4")
+		for i := range env.Auth.Lockout.Threshold {
+			if resp, _ := post(t, attacker, base+"/login", formType, signInForm("ann@example.com", fmt.Sprint("guess", i), appPage)); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("guess %d: %d", i, resp.StatusCode)
+			}
+		}
+		fresh := xcloaktest.Client(t, "127.0.0.5")
+		resp, _ := post(t, fresh, base+"/login", formType, signInForm("ann@example.com", "correct horse", appPage))
+		if resp.StatusCode != http.StatusTooManyRequests || location(resp) != "" || len(resp.Cookies()) != 0 {
+			t.Errorf("right password with rd during the lockout: %d to %q, cookies %v; want 429", resp.StatusCode, location(resp), resp.Cookies())
+		}
+	})
+	t.Run("held new device", func(t *testing.T) {
+		_, base := rdEnv(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways })
+		c := xcloaktest.Client(t, "127.0.0.6")
+		resp, _ := post(t, c, base+"/login", formType, signInForm("ann@example.com", "correct horse", appPage))
+		if resp.StatusCode != http.StatusAccepted || location(resp) != "" || len(resp.Cookies()) != 0 {
+			t.Errorf("new browser with rd: %d to %q, cookies %v; want 202 held", resp.StatusCode, location(resp), resp.Cookies())
+		}
+		if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("held browser's /account: %d, want a redirect to sign in", resp.StatusCode)
+		}
+	})
+}
