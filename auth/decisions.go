@@ -50,9 +50,18 @@ const (
 	MaxDeviceBytes = 512
 )
 
-// EventResetFailed: an application reported that a reset it asked about
-// failed. XCloak's own resets have no such event.
-const EventResetFailed = "reset_failed"
+// Events of the decision API alone; the others are XCloak's own, with
+// Detail "app".
+const (
+	// EventResetFailed: an application reported that a reset it asked
+	// about failed. XCloak's own resets have no such event.
+	EventResetFailed = "reset_failed"
+	// EventAttemptAllowed: an application's sign-in was let go ahead
+	// (Detail "challenge" when it was challenged); its outcome is recorded
+	// when reported. It counts the application's attempts on the
+	// dashboard, not the deployment's sign-ins, which its outcome counts.
+	EventAttemptAllowed = "attempt_allowed"
+)
 
 // ruleAttemptUsed marks an attempt id's nonce as given its outcome: a limit
 // of one per nonce for the id's life, in the limits every replica shares.
@@ -131,6 +140,18 @@ func FoldAccount(account string) string {
 // never hold a space, and a name never does, so no two applications' and
 // no application's and XCloak's own accounts meet.
 func appAccount(app, folded string) string { return "app " + app + " " + folded }
+
+// isAppAccount reports whether id is an application's account identity as
+// appAccount makes it, with a valid name and a folded account.
+func isAppAccount(id string) bool {
+	rest, ok := strings.CutPrefix(id, "app ")
+	if !ok {
+		return false
+	}
+	name, account, ok := strings.Cut(rest, " ")
+	return ok && CheckAPIKeyName(name) == nil && account != "" && FoldAccount(account) == account &&
+		len(account) <= MaxAccountBytes && printable(account)
+}
 
 // appDevice is the identity of an application's known device in the
 // limits: "app " and its hash, longer than any nonce of XCloak's own.
@@ -222,6 +243,10 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 		return AttemptDecision{}, OutcomeRejected, denied(d)
 	}
 	a.Challenge = !a.Known && s.verificationApplies()
+	if a.Challenge {
+		detail["challenge"] = "true"
+	}
+	s.record(Event{Kind: EventAttemptAllowed, Account: id, Source: source, Detail: detail})
 	return AttemptDecision{Challenge: a.Challenge, AttemptID: s.decisionKeys.issue(a)}, 0, nil
 }
 

@@ -51,17 +51,23 @@ func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID i
 // locked. A lockout that Redis no longer holds (Redis restarted) but
 // Postgres still lists is ended too, so the dashboard never keeps a row
 // that Unlock cannot remove.
+//
+// An application's account ("app NAME ACCOUNT", as the dashboard lists
+// its lockouts: decisions.go) is unlocked alike.
 func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
-	email, err := NormaliseEmail(email)
-	if err != nil {
-		return false, err
+	app := isAppAccount(email)
+	if !app {
+		var err error
+		if email, err = NormaliseEmail(email); err != nil {
+			return false, err
+		}
 	}
 	wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, email)
 	if err != nil {
 		return false, unavailable("clearing lockout", err)
 	}
 	var userID int64
-	if u, err := s.UserByEmail(ctx, email); err == nil {
+	if u, err := s.UserByEmail(ctx, email); err == nil && !app {
 		userID = u.ID
 	}
 	listed, err := s.store.LockoutListed(ctx, email, s.now())

@@ -1,8 +1,10 @@
 package counters
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +32,35 @@ const (
 	// counterRejectedPrefix + rule name: requests rejected by that rule
 	// (see RejectionRules).
 	counterRejectedPrefix = "rejected:"
+	// counterAppPrefix + application name + ":" + one of the appCounter
+	// names: the decision API's figures of one application (an API key's
+	// name, which holds no ':'). Only holders of a key add names, so the
+	// fields stay few.
+	counterAppPrefix = "app:"
 )
+
+// The figures of one application, after counterAppPrefix and its name.
+const (
+	appAttempts  = "attempts"  // decisions asked for, denied ones included
+	appDenied    = "denied"    // decisions denied by a limit or a lockout
+	appFailures  = "failures"  // sign-ins reported failed
+	appSuccesses = "successes" // sign-ins reported succeeded
+)
+
+// appCounters are the figures an application's event adds to.
+func appCounters(kind string) []string {
+	switch kind {
+	case auth.EventAttemptAllowed, auth.EventResetRequested:
+		return []string{appAttempts}
+	case auth.EventLoginRejected, auth.EventResetRejected:
+		return []string{appAttempts, appDenied}
+	case auth.EventLoginFailed:
+		return []string{appFailures}
+	case auth.EventLoginSucceeded:
+		return []string{appSuccesses}
+	}
+	return nil
+}
 
 // Stats are the counters in Redis behind the dashboard, written by the
 // Recorder and read by every replica alike.
@@ -259,6 +289,7 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p dashbo
 		for _, r := range auth.RejectionRules() {
 			sum.RejectedByRule[r] = 0
 		}
+		sum.Applications = applications(totals)
 		for k, n := range totals {
 			if rule, ok := strings.CutPrefix(k, counterRejectedPrefix); ok {
 				sum.RejectedByRule[rule] = n
@@ -388,6 +419,11 @@ func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 		case auth.EventResetMailDropped:
 			b.counters[counterMailsDropped]++
 		}
+		if app := e.Detail["app"]; app != "" {
+			for _, c := range appCounters(e.Kind) {
+				b.counters[counterAppPrefix+app+":"+c]++
+			}
+		}
 		if rejected {
 			b.counters[counterRejectedPrefix+e.Rule]++
 			if e.Source != "" {
@@ -433,4 +469,50 @@ func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 	}
 	_, err := pipe.Exec(ctx)
 	return err
+}
+
+// applications gathers the applications' figures from a period's totals,
+// the busiest first, at most dashboard.ApplicationsListed.
+func applications(totals map[string]int64) []dashboard.Application {
+	byName := map[string]*dashboard.Application{}
+	for k, n := range totals {
+		rest, ok := strings.CutPrefix(k, counterAppPrefix)
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(rest, ':')
+		if i <= 0 {
+			continue
+		}
+		name := rest[:i]
+		a := byName[name]
+		if a == nil {
+			a = &dashboard.Application{Name: name}
+			byName[name] = a
+		}
+		switch rest[i+1:] {
+		case appAttempts:
+			a.Attempts += n
+		case appDenied:
+			a.Denied += n
+		case appFailures:
+			a.Failures += n
+		case appSuccesses:
+			a.Successes += n
+		}
+	}
+	out := make([]dashboard.Application, 0, len(byName))
+	for _, a := range byName {
+		out = append(out, *a)
+	}
+	slices.SortFunc(out, func(a, b dashboard.Application) int {
+		if a.Attempts != b.Attempts {
+			return cmp.Compare(b.Attempts, a.Attempts)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	if len(out) > dashboard.ApplicationsListed {
+		out = out[:dashboard.ApplicationsListed]
+	}
+	return out
 }

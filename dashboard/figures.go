@@ -91,6 +91,25 @@ type Summary struct {
 	// ActiveLockouts is how many lockouts are in force now. Stats cannot
 	// know it (lockouts live in Postgres); Reader.Dashboard fills it in.
 	ActiveLockouts int
+	// Applications are the decision API's callers that asked in the
+	// period, the busiest first, at most ApplicationsListed.
+	Applications []Application
+}
+
+// ApplicationsListed bounds the applications a summary lists.
+const ApplicationsListed = 50
+
+// Application is what one application (an API key's name) asked of the
+// decision API in a period, and what it reported.
+type Application struct {
+	Name string
+	// Attempts counts its decisions, denied ones included.
+	Attempts int64
+	// Denied counts the decisions a limit or a lockout denied.
+	Denied int64
+	// Failures and Successes count the sign-in outcomes it reported.
+	Failures  int64
+	Successes int64
 }
 
 // Minute is one minute of the dashboard's chart.

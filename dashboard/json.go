@@ -30,6 +30,18 @@ type Stats struct {
 	TopAccounts       []StatsAccount `json:"top_accounts"`
 	PerMinute         []StatsMinute  `json:"per_minute"`
 	Attack            StatsAttack    `json:"attack"`
+	// Applications are the decision API's callers of the period, the
+	// busiest first (at most ApplicationsListed).
+	Applications []StatsApplication `json:"applications"`
+}
+
+// StatsApplication is one application's decisions and reported outcomes.
+type StatsApplication struct {
+	Name      string `json:"name"`
+	Attempts  int64  `json:"attempts"`
+	Denied    int64  `json:"denied"`
+	Failures  int64  `json:"failures"`
+	Successes int64  `json:"successes"`
 }
 
 // StatsAttack is attack mode: whether it is on, since when (null while
@@ -72,6 +84,10 @@ func StatsOf(d Dashboard) Stats {
 		TopSources:        make([]StatsSource, 0, len(d.TopSources)),
 		TopAccounts:       make([]StatsAccount, 0, len(d.TopAccounts)),
 		PerMinute:         make([]StatsMinute, 0, len(d.Series)),
+		Applications:      make([]StatsApplication, 0, len(sum.Applications)),
+	}
+	for _, a := range sum.Applications {
+		out.Applications = append(out.Applications, StatsApplication(a))
 	}
 	if a := d.Attack; a.Active {
 		// Since and trigger are unknown (null) while Redis cannot be read.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
@@ -342,5 +343,97 @@ func TestAttemptEventsNameTheApplication(t *testing.T) {
 		if !got[want] {
 			t.Errorf("no event %q among %v", want, got)
 		}
+	}
+}
+
+// TestDashboardApplications: the dashboard and the stats JSON list each
+// application's attempts, denials and reported outcomes.
+func TestDashboardApplications(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 3) }})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	shop := newApp(t, base, env.AddAPIKey(t, "shop"))
+	blog := newApp(t, base, env.AddAPIKey(t, "blog.example"))
+	var ids []string
+	for range 5 { // 3 allowed, 2 denied
+		if _, d, _ := shop.ask("login", "hank", "192.0.2.50", ""); d.AttemptID != "" {
+			ids = append(ids, d.AttemptID)
+		}
+	}
+	shop.outcome(ids[0], "failure")
+	shop.outcome(ids[1], "failure")
+	shop.outcome(ids[2], "success")
+	blog.ask("reset", "hank", "192.0.2.51", "")
+	env.Flush(t)
+
+	admin := xcloaktest.Client(t, "127.0.9.7")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	_, body := getStats(t, admin, base, "1h")
+	var got struct {
+		Applications []struct {
+			Name                                  string
+			Attempts, Denied, Failures, Successes int64
+		} `json:"applications"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := "[{shop 5 2 2 1} {blog.example 1 0 0 0}]"
+	if fmt.Sprint(got.Applications) != want {
+		t.Fatalf("applications %v, want %s", got.Applications, want)
+	}
+	_, page := get(t, admin, base+"/admin?period=1h")
+	for _, s := range []string{`data-app="shop"`, `data-app="blog.example"`, "Applications"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("the dashboard page has no %s", s)
+		}
+	}
+}
+
+// TestUnlockApplicationAccount: the dashboard's Unlock ends an
+// application account's lockout, as it lists it.
+func TestUnlockApplicationAccount(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	shop := newApp(t, base, env.AddAPIKey(t, "shop"))
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := shop.ask("login", "Ivy Smith", fmt.Sprintf("203.0.113.%d", i), "")
+		shop.outcome(d.AttemptID, "failure")
+	}
+	if status, d, _ := shop.ask("login", "ivy smith", "192.0.2.60", ""); status != 429 || d.Reason != "locked" {
+		t.Fatalf("after the failures: %d %+v, want locked", status, d)
+	}
+	admin := xcloaktest.Client(t, "127.0.9.8")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	_, page := get(t, admin, base+"/admin")
+	if !strings.Contains(page, "app shop ivy smith") {
+		t.Fatalf("the dashboard does not list the lockout of app shop ivy smith")
+	}
+	resp, _ := post(t, admin, base+"/admin/lockouts/unlock", formType, "email=app+shop+ivy+smith&period=5m")
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=unlocked") {
+		t.Fatalf("unlock: %d %s, want 303 to notice=unlocked", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if status, d, _ := shop.ask("login", "ivy smith", "192.0.2.60", ""); status != 200 {
+		t.Fatalf("after the unlock: %d %+v, want allowed", status, d)
+	}
+}
+
+// TestAttemptIDExpires: an attempt id works for auth.AttemptTTL and not a
+// moment longer; a reset's outcome is taken.
+func TestAttemptIDExpires(t *testing.T) {
+	// On a whole second, as ids tell their issue in whole seconds.
+	clk := &clock{t: time.Now().Truncate(time.Second)}
+	env := xcloaktest.New(t, xcloaktest.Options{Now: clk.Now})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, late, _ := a.ask("login", "jo", "192.0.2.70", "")
+	_, reset, _ := a.ask("reset", "jo", "192.0.2.70", "")
+	clk.Add(auth.AttemptTTL - time.Second)
+	if status, _ := a.outcome(reset.AttemptID, "success"); status != 204 {
+		t.Fatalf("a reset's outcome just before expiry: %d, want 204", status)
+	}
+	clk.Add(time.Second)
+	if status, d := a.outcome(late.AttemptID, "failure"); status != 404 || d.Error != "unknown_attempt" {
+		t.Fatalf("an outcome at expiry: %d %+v, want 404 unknown_attempt", status, d)
 	}
 }

@@ -62,6 +62,9 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 		TopAccounts:         ranked(d.TopAccounts),
 		Attack:              attackProps(d.Attack, d.AsOf),
 	}
+	for _, a := range sum.Applications {
+		v.live.Applications = append(v.live.Applications, templates.ApplicationRow(a))
+	}
 	for _, rule := range rulesOf(sum) {
 		label := auth.RuleLabel(rule)
 		if label == "" {

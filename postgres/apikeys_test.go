@@ -1,0 +1,89 @@
+package postgres_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+func hashOf(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}
+
+// TestAPIKeys: one key in force per name; a revoked one stays listed and
+// frees its name; only keys in force are read with their hashes.
+func TestAPIKeys(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	first, err := s.AddAPIKey(ctx, "shop", hashOf("k1"), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddAPIKey(ctx, "shop", hashOf("k2"), at); !errors.Is(err, auth.ErrAPIKeyExists) {
+		t.Fatalf("second key in force for shop: %v, want ErrAPIKeyExists", err)
+	}
+	if err := s.RevokeAPIKey(ctx, "blog", at); !errors.Is(err, auth.ErrNoAPIKey) {
+		t.Fatalf("revoking an unknown name: %v, want ErrNoAPIKey", err)
+	}
+	if err := s.RevokeAPIKey(ctx, "shop", at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeAPIKey(ctx, "shop", at.Add(time.Hour)); !errors.Is(err, auth.ErrNoAPIKey) {
+		t.Fatalf("revoking twice: %v, want ErrNoAPIKey", err)
+	}
+	second, err := s.AddAPIKey(ctx, "shop", hashOf("k2"), at.Add(2*time.Hour))
+	if err != nil {
+		t.Fatalf("a new key for a revoked key's name: %v", err)
+	}
+	if err := s.TouchAPIKeys(ctx, []int64{second.ID}, at.Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.APIKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].ID != first.ID || !all[0].RevokedAt.Equal(at.Add(time.Hour)) || all[0].Hash != nil ||
+		all[1].Revoked() || !all[1].LastUsedAt.Equal(at.Add(3*time.Hour)) {
+		t.Fatalf("listed %+v; want the revoked key, then the new one used at +3h, no hashes", all)
+	}
+	live, err := s.ActiveAPIKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live) != 1 || live[0].ID != second.ID || !bytes.Equal(live[0].Hash, hashOf("k2")) {
+		t.Fatalf("in force %+v; want only the new key, with its hash", live)
+	}
+}
+
+// TestAppDevices: a device is added once, touched after, and known while
+// seen within the lifetime asked.
+func TestAppDevices(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := hashOf("device")
+	if known, err := s.KnownAppDevice(ctx, h, at.Add(-time.Hour)); err != nil || known {
+		t.Fatalf("before: %v %v, want unknown", known, err)
+	}
+	for i, want := range []bool{true, false} {
+		added, err := s.AddAppDevice(ctx, "shop", h, at.Add(time.Duration(i)*time.Hour))
+		if err != nil || added != want {
+			t.Fatalf("add %d: %v %v, want added %v", i, added, err, want)
+		}
+	}
+	if known, _ := s.KnownAppDevice(ctx, h, at.Add(30*time.Minute)); !known {
+		t.Fatal("a device seen at +1h is not known after +30m")
+	}
+	if known, _ := s.KnownAppDevice(ctx, h, at.Add(2*time.Hour)); known {
+		t.Fatal("a device last seen at +1h is known after +2h")
+	}
+	if n, err := s.Sweep(ctx, auth.SweepAppDevices, at.Add(2*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v, want 1 removed", n, err)
+	}
+}
