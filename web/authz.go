@@ -32,6 +32,9 @@ var (
 	errHostNotProtected = errors.New("web: host not protected")
 )
 
+// authzPrefix starts the paths of forward-auth's endpoints.
+const authzPrefix = "/api/v1/authz/"
+
 // The headers of a 200 answer.
 const (
 	headerRemoteUser   = "Remote-User"

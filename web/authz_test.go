@@ -1,12 +1,17 @@
 package web_test
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/web"
 )
 
 // The test's proxy is 127.0.0.2; 127.0.0.3 is a client that is not one.
@@ -253,4 +258,52 @@ func TestCookieDomainSession(t *testing.T) {
 	if !cleared {
 		t.Errorf("sign-out's cookies %v: the domain's session cookie not cleared", out.Cookies())
 	}
+}
+
+// TestForwardAuthAccessLog: a proxy asks about every request of every
+// protected application, so forward-auth's answers stay out of the access
+// log at info; its refusals do not.
+func TestForwardAuthAccessLog(t *testing.T) {
+	env, base := authzEnv(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+	var buf syncBuffer
+	h := web.NewServer(env.Web, env.Service, env.Dashboard, nil, slog.New(slog.NewJSONHandler(&buf, nil)))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	app := forwarded("https", "app.example.test", "/")
+	if resp := forwardAuth(t, srv.URL, proxyAddr, ann, app...); resp.StatusCode != http.StatusOK {
+		t.Fatalf("forward-auth: %d", resp.StatusCode)
+	}
+	if resp := forwardAuth(t, srv.URL, proxyAddr, "", app...); resp.StatusCode != http.StatusFound {
+		t.Fatalf("forward-auth without a session: %d", resp.StatusCode)
+	}
+	if got := buf.String(); got != "" {
+		t.Errorf("answers logged at info:\n%s", got)
+	}
+	if resp := forwardAuth(t, srv.URL, proxyAddr, ann, forwarded("https", "evil.example.test", "/")...); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("unprotected host: %d", resp.StatusCode)
+	}
+	if got := buf.String(); !strings.Contains(got, `"status":403`) {
+		t.Errorf("a refusal is not logged: %q", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a handler may write from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -40,7 +40,9 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // session cookie reaches the log; reset, unlock and sign-in link pages, whose
 // path holds a token, are logged as /password-reset/{token}, /unlock/{token}
 // and /sign-in/{token}. Rejections (429) are logged at
-// debug level only.
+// debug level only, and so are forward-auth's answers but its refusals
+// (403) and errors: a proxy asks about every request of every protected
+// application, which logs it itself.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := requestid.New()
@@ -57,6 +59,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			// A flood would otherwise write a line per rejected request;
 			// every rejection is already a security event and a metric.
 			level = slog.LevelDebug
+		case rec.status != http.StatusForbidden && strings.HasPrefix(r.URL.Path, authzPrefix):
+			level = slog.LevelDebug
+		}
+		if !s.log.Enabled(r.Context(), level) {
+			return
 		}
 		s.log.LogAttrs(r.Context(), level, "request",
 			slog.String("method", r.Method),

@@ -81,6 +81,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := web.CheckCookieDomain(cfg.CookieDomain, cfg.Auth.PublicURL.Host, cfg.ProtectedHosts); err != nil {
 		return err
 	}
+	if len(cfg.ProtectedHosts) > 0 && cfg.CookieDomain == "" {
+		// A host-only cookie reaches the protected hosts only when the
+		// proxy serves them on XCloak's own host.
+		logger.Warn("XCLOAK_PROTECTED_HOSTS is set without XCLOAK_COOKIE_DOMAIN: the session cookie is host-only, " +
+			"so forward-auth sees it only for requests to XCloak's own host")
+	}
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
