@@ -12,19 +12,19 @@ import (
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
-// clock is a settable clock for a replica.
-type clock struct {
+// keyClock is a settable clock for a replica.
+type keyClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time {
+func (c *keyClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) Add(d time.Duration) {
+func (c *keyClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
@@ -69,7 +69,7 @@ func TestAPIKeyRefused(t *testing.T) {
 func TestAPIKeyRevokedWithinASecond(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	first := env.Start(t)
-	clk := &clock{t: time.Now()}
+	clk := &keyClock{t: time.Now()}
 	second := env.Replica(t, xcloaktest.Options{Now: clk.Now}).Start(t)
 	key := env.AddAPIKey(t, "shop")
 	c := xcloaktest.Client(t, "127.0.9.4")

@@ -423,7 +423,7 @@ func TestUnlockApplicationAccount(t *testing.T) {
 // moment longer; a reset's outcome is taken.
 func TestAttemptIDExpires(t *testing.T) {
 	// On a whole second, as ids tell their issue in whole seconds.
-	clk := &clock{t: time.Now().Truncate(time.Second)}
+	clk := &keyClock{t: time.Now().Truncate(time.Second)}
 	env := xcloaktest.New(t, xcloaktest.Options{Now: clk.Now})
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
 	_, late, _ := a.ask("login", "jo", "192.0.2.70", "")
