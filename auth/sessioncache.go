@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"sync"
 	"time"
 )
@@ -20,7 +21,10 @@ import (
 //
 // Only answers that found a session are kept: a flood of random
 // well-formed tokens costs one indexed query each, as on the account page,
-// and cannot push real sessions out by filling the cache.
+// and cannot push real sessions out by filling the cache. Concurrent
+// misses for one token share one read, so a busy browser's many requests
+// cost one query a second per replica, not one per request in flight when
+// its entry lapses.
 
 const (
 	// sessionCacheTTL bounds how long a replica trusts a remembered
@@ -37,6 +41,18 @@ type sessionCache struct {
 	// gen counts purges, so that a read that began before one does not
 	// store what it read after it.
 	gen uint64
+	// reads are the reads in flight, by token hash, for lookups to share.
+	reads map[[sha256.Size]byte]*sessionRead
+}
+
+// sessionRead is one read of a session from the store that concurrent
+// lookups of the same token share; done is closed when sess and err are
+// set.
+type sessionRead struct {
+	gen  uint64
+	done chan struct{}
+	sess Session
+	err  error
 }
 
 type cachedSession struct {
@@ -61,6 +77,37 @@ func (c *sessionCache) generation() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.gen
+}
+
+// join returns the read of key in flight in the current generation, or
+// starts one (leader true): the leader reads, then calls finish.
+func (c *sessionCache) join(key [sha256.Size]byte) (read *sessionRead, leader bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.reads[key]; ok && r.gen == c.gen {
+		return r, false
+	}
+	if c.reads == nil {
+		c.reads = make(map[[sha256.Size]byte]*sessionRead)
+	}
+	r := &sessionRead{gen: c.gen, done: make(chan struct{})}
+	c.reads[key] = r
+	return r, true
+}
+
+// finish ends the leader's read, storing a session found until until
+// unless the cache was purged meanwhile, and hands the answer to the
+// lookups that joined it.
+func (c *sessionCache) finish(key [sha256.Size]byte, r *sessionRead, until, now time.Time) {
+	if r.err == nil {
+		c.put(key, r.sess, until, r.gen, now)
+	}
+	c.mu.Lock()
+	if c.reads[key] == r {
+		delete(c.reads, key)
+	}
+	c.mu.Unlock()
+	close(r.done)
 }
 
 // put remembers sess until until, unless the cache was purged since gen.
@@ -121,13 +168,23 @@ func (s *Service) ProxySession(ctx context.Context, token string) (Session, erro
 	if sess, ok := s.sessionCache.get(key, now); ok {
 		return sess, nil
 	}
-	gen := s.sessionCache.generation()
-	sess, err := s.Session(ctx, token)
-	if err != nil {
-		return Session{}, err
+	read, leader := s.sessionCache.join(key)
+	if !leader {
+		select {
+		case <-read.done:
+		case <-ctx.Done():
+			return Session{}, unavailable("reading session", ctx.Err())
+		}
+		if read.err == nil || errors.Is(read.err, ErrNoSession) {
+			return read.sess, read.err
+		}
+		// The leader's read failed, maybe only because its client hung
+		// up: read for this request.
+		return s.Session(ctx, token)
 	}
+	read.sess, read.err = s.Session(ctx, token)
 	// Trusted from when the read began, so that a revocation committed
 	// while it ran is seen within the bound too.
-	s.sessionCache.put(key, sess, now.Add(sessionCacheTTL), gen, now)
-	return sess, nil
+	s.sessionCache.finish(key, read, now.Add(sessionCacheTTL), now)
+	return read.sess, read.err
 }

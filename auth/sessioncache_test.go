@@ -45,3 +45,37 @@ func TestSessionCacheBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCacheSharesReads: lookups that miss together wait for one
+// read; one that starts after a purge does not join a read from before it.
+func TestSessionCacheSharesReads(t *testing.T) {
+	var c sessionCache
+	now := time.Now()
+	key := sha256.Sum256([]byte("token"))
+	first, leader := c.join(key)
+	if !leader {
+		t.Fatal("the first lookup did not lead")
+	}
+	if second, leader := c.join(key); leader || second != first {
+		t.Error("a concurrent lookup started a read of its own")
+	}
+	c.purge()
+	after, leader := c.join(key)
+	if !leader || after == first {
+		t.Error("a lookup after a purge joined a read from before it")
+	}
+	first.sess = Session{Email: "ann@example.com", ExpiresAt: now.Add(time.Hour)}
+	c.finish(key, first, now.Add(sessionCacheTTL), now)
+	<-first.done
+	if _, ok := c.get(key, now); ok {
+		t.Error("a read from before a purge was stored")
+	}
+	after.sess = first.sess
+	c.finish(key, after, now.Add(sessionCacheTTL), now)
+	if _, ok := c.get(key, now); !ok {
+		t.Error("the read after the purge was not stored")
+	}
+	if _, leader := c.join(key); !leader {
+		t.Error("a finished read was joined")
+	}
+}

@@ -54,23 +54,36 @@ type originalRequest func(r *http.Request) (original, host string, ok bool)
 // -Method, which decides nothing). Without a session the browser is sent
 // to sign in, with rd naming the page to come back to.
 func (s *Server) handleForwardAuth() http.Handler {
-	login := "/login?rd="
-	if s.cfg.PublicURL != nil {
-		login = strings.TrimSuffix(s.cfg.PublicURL.String(), "/") + login
-	}
+	login := s.signInURL()
 	return s.authz(forwardedRequest, func(w http.ResponseWriter, r *http.Request, original string) {
-		w.Header().Set("Location", login+url.QueryEscape(original))
+		w.Header().Set("Location", login(original))
 		w.WriteHeader(http.StatusFound)
 	})
 }
 
 // handleAuthRequest answers nginx's auth_request: the request is in
 // X-Original-URL. Without a session the answer is 401, which nginx's
-// error_page turns into a visit to the sign-in page.
+// error_page turns into a visit to the sign-in page. The 401 carries that
+// page's address, rd encoded, in Location, since nginx has no way of its
+// own to encode it: auth_request_set $login $upstream_http_location, then
+// error_page 401 =302 $login.
 func (s *Server) handleAuthRequest() http.Handler {
-	return s.authz(originalURLRequest, func(w http.ResponseWriter, r *http.Request, _ string) {
+	login := s.signInURL()
+	return s.authz(originalURLRequest, func(w http.ResponseWriter, r *http.Request, original string) {
+		w.Header().Set("Location", login(original))
 		s.fail(w, r, errSignedOut)
 	})
+}
+
+// signInURL returns the function that gives the address of the sign-in
+// page that returns to original: XCLOAK_PUBLIC_URL/login?rd=original,
+// encoded.
+func (s *Server) signInURL() func(original string) string {
+	login := "/login?rd="
+	if s.cfg.PublicURL != nil {
+		login = strings.TrimSuffix(s.cfg.PublicURL.String(), "/") + login
+	}
+	return func(original string) string { return login + url.QueryEscape(original) }
 }
 
 // authz is forward-auth for either kind of proxy: read names the request

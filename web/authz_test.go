@@ -164,8 +164,10 @@ func TestAuthRequest(t *testing.T) {
 	ann := sessionToken(t, base, "ann@example.com", "correct horse")
 
 	wantIdentity(t, "ann on app", authRequest(t, base, proxyAddr, ann, "https://app.example.test/docs?page=2"), "ann@example.com", "")
-	if resp := authRequest(t, base, proxyAddr, "", "https://app.example.test/"); resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("no session: %d, want 401", resp.StatusCode)
+	resp := authRequest(t, base, proxyAddr, "", "https://app.example.test/docs?page=2&x=1")
+	wantLogin := "https://login.example.test/login?rd=" + url.QueryEscape("https://app.example.test/docs?page=2&x=1")
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Location") != wantLogin {
+		t.Errorf("no session: %d Location %q, want 401 with %s", resp.StatusCode, resp.Header.Get("Location"), wantLogin)
 	}
 	for name, c := range map[string]struct{ source, original string }{
 		"no trusted proxy":    {notProxyAddr, "https://app.example.test/"},

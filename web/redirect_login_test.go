@@ -14,7 +14,7 @@ import (
 	"github.com/xcloak/xcloak/web"
 )
 
-func mustHosts(t *testing.T, s string) web.ProtectedHosts {
+func mustHosts(t testing.TB, s string) web.ProtectedHosts {
 	t.Helper()
 	h, err := web.ParseProtectedHosts(s)
 	if err != nil {
