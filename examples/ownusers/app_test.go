@@ -239,3 +239,30 @@ func TestRunWantsAKey(t *testing.T) {
 		t.Fatalf("run without a key = %v, want an error naming XCLOAK_API_KEY", err)
 	}
 }
+
+// TestKnownBrowserIsNotLockedOut: a browser that signed in before keeps
+// signing in while another one's guesses have the account refused.
+func TestKnownBrowserIsNotLockedOut(t *testing.T) {
+	env, base, _ := ownUsers(t)
+	owner := xcloaktest.Client(t, "127.0.0.1")
+	if resp, page := signIn(t, owner, base, "ann@example.com", "ann's password"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("owner's first sign-in: %d %s", resp.StatusCode, page)
+	}
+	// The attacker guesses until XCloak refuses: the account's limit,
+	// which the owner's first sign-in counted in, comes before the lock.
+	attacker := xcloaktest.Client(t, "127.0.0.2")
+	denied := false
+	for i := 0; i <= env.Auth.Lockout.Threshold && !denied; i++ {
+		resp, page := signIn(t, attacker, base, "ann@example.com", "guess "+strconv.Itoa(i))
+		denied = resp.StatusCode == http.StatusTooManyRequests
+		if !denied && resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d %s, want 401 or 429", i+1, resp.StatusCode, page)
+		}
+	}
+	if resp, _ := signIn(t, attacker, base, "ann@example.com", "ann's password"); !denied || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the attacker with the right password after the guesses: %d, want 429", resp.StatusCode)
+	}
+	if resp, page := signIn(t, owner, base, "ann@example.com", "ann's password"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the owner's known browser during the lockout: %d %s, want 303", resp.StatusCode, page)
+	}
+}
