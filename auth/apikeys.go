@@ -234,9 +234,7 @@ type apiKeyCache struct {
 	mu       sync.Mutex
 	loadedAt time.Time // zero: load before use
 	byHash   map[[sha256.Size]byte]APIKey
-	// used are the keys used since their last use was written, by id;
-	// touched is when each was last written.
-	used    map[int64]bool
+	// touched is when this replica last wrote each key's last use, by id.
 	touched map[int64]time.Time
 }
 
@@ -262,37 +260,29 @@ func (c *apiKeyCache) lookup(ctx context.Context, s *Service, hash [sha256.Size]
 		}
 	}
 	k, ok := c.byHash[hash]
-	if ok {
-		if c.used == nil {
-			c.used = map[int64]bool{}
+	if ok && now.Sub(c.touched[k.ID]) >= apiKeyTouchEvery {
+		if c.touched == nil {
+			c.touched = map[int64]time.Time{}
 		}
-		c.used[k.ID] = true
+		c.touched[k.ID] = now
+		// Off the request's path: a key's last use is for the list of
+		// keys, never worth a request's time or its failure.
+		go s.touchAPIKey(k.ID, now)
 	}
 	return k, ok, nil
 }
 
-// reload reads the keys in force, and first writes the last use of the
-// keys used since it was last written more than apiKeyTouchEvery ago.
+// touchAPIKey writes that key id was used at.
+func (s *Service) touchAPIKey(id int64, at time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.apps.TouchAPIKeys(ctx, []int64{id}, at); err != nil {
+		s.log.Warn("noting API key use", "err", err)
+	}
+}
+
+// reload reads the keys in force.
 func (c *apiKeyCache) reload(ctx context.Context, s *Service, now time.Time) error {
-	var touch []int64
-	for id := range c.used {
-		if now.Sub(c.touched[id]) >= apiKeyTouchEvery {
-			touch = append(touch, id)
-		}
-	}
-	if len(touch) > 0 {
-		if err := s.apps.TouchAPIKeys(ctx, touch, now); err != nil {
-			s.log.WarnContext(ctx, "noting API key use", "err", err)
-		} else {
-			if c.touched == nil {
-				c.touched = map[int64]time.Time{}
-			}
-			for _, id := range touch {
-				c.touched[id] = now
-				delete(c.used, id)
-			}
-		}
-	}
 	keys, err := s.apps.ActiveAPIKeys(ctx)
 	if err != nil {
 		return s.dbDown("reading API keys", err)

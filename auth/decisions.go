@@ -296,7 +296,10 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 	if err != nil {
 		return ErrUnknownAttempt
 	}
-	// Used once: the first outcome marks the nonce for the id's life.
+	// Used once: the first outcome marks the nonce for the id's life. An
+	// outcome that then fails to be counted (Redis lost meanwhile, 503)
+	// has spent its id all the same: reporting it again cannot count it
+	// twice.
 	d, err := s.limits.AllowAll(ctx, ratelimit.Rule{Name: ruleAttemptUsed, ID: a.Nonce,
 		Limit: ratelimit.Limit{Count: 1, Window: AttemptTTL}})
 	if err != nil {
@@ -366,8 +369,10 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			s.log.WarnContext(ctx, "clearing device failures after sign-in", "err", err)
 		}
 	}
-	isNew := !a.Known
-	if a.Device != "" {
+	// Only a device the application named can be new: a sign-in without
+	// one is no device's.
+	isNew := a.Device != "" && !a.Known
+	if a.Device != "" && s.apps != nil {
 		hash, err := base64.RawURLEncoding.DecodeString(a.Device)
 		if err != nil {
 			return ErrUnknownAttempt
@@ -378,7 +383,8 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			s.log.ErrorContext(ctx, "adding application device", "err", err)
 		} else {
 			isNew = added || isNew
-			s.deviceCache.purge()
+			// This replica knows at once; the others within deviceCacheTTL.
+			s.deviceCache.put(appDeviceCacheKey(hash), true, s.now())
 		}
 	}
 	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: map[string]string{"app": app.Name}}
@@ -396,6 +402,10 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 	return nil
 }
 
+// appDeviceCacheKey is an application device's key in the device cache,
+// apart from XCloak's own, whose keys hold an email (with an '@').
+func appDeviceCacheKey(hash []byte) string { return "app\x00" + string(hash) }
+
 // knownAppDevice reports whether hash is a known device of an
 // application's account seen within Config.DeviceTTL, answered for a
 // moment from the same cache as XCloak's own devices.
@@ -403,7 +413,7 @@ func (s *Service) knownAppDevice(ctx context.Context, hash []byte) (bool, error)
 	if s.apps == nil {
 		return false, unavailable("reading device", errNoAppStore)
 	}
-	key := "app\x00" + string(hash)
+	key := appDeviceCacheKey(hash)
 	now := s.now()
 	if known, ok := s.deviceCache.get(key, now); ok {
 		return known, nil

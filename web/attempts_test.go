@@ -437,3 +437,23 @@ func TestAttemptIDExpires(t *testing.T) {
 		t.Fatalf("an outcome at expiry: %d %+v, want 404 unknown_attempt", status, d)
 	}
 }
+
+// TestAttemptFailuresFeedAttackDetection: failures an application reports
+// switch attack mode on as XCloak's own failures do, and its next new
+// device is challenged.
+func TestAttemptFailuresFeedAttackDetection(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Attack: xcloaktest.DetectAttacks})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i := 0; !env.Attack.Active(); i++ {
+		if i == 60 {
+			t.Fatal("60 failures reported did not switch attack mode on")
+		}
+		_, d, _ := a.ask("login", fmt.Sprint("victim", i), fmt.Sprintf("203.0.113.%d", i), "")
+		if status, _ := a.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	if status, d, _ := a.ask("login", "kim", "192.0.2.80", "new-phone"); status != 200 || d.Decision != "challenge" {
+		t.Fatalf("a new device in attack mode: %d %+v, want challenge", status, d)
+	}
+}
