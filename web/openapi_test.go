@@ -236,9 +236,15 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	check("reset request", browser, "POST", "/api/v1/password-reset", `{"email":"nobody@example.test"}`, 202)
 	check("reset confirm, bad token", browser, "POST", "/api/v1/password-reset/confirm", `{"token":"nothing","password":"a-new-password-1"}`, 400)
 	check("sign-in confirm, bad token", browser, "POST", "/api/v1/sign-in/confirm", `{"token":"nothing"}`, 400)
+	check("unlock request", browser, "POST", "/api/v1/unlock", `{"email":"ann@example.test"}`, 202)
+	check("unlock confirm, bad token", browser, "POST", "/api/v1/unlock/confirm", `{"token":"nothing"}`, 400)
+	check("password change, wrong current password", browser, "POST", "/api/v1/account/password", `{"current_password":"not-it-at-all","new_password":"a-new-password-1"}`, 401)
+	check("end a session that is not listed", browser, "DELETE", "/api/v1/account/sessions/nothing", "", 404)
 
 	check("auth-request, signed in", browser, "GET", "/api/v1/authz/auth-request", "", 200, "X-Original-URL", "https://app.example.test/page")
 	stranger := xcloaktest.Client(t, "127.0.0.2")
+	check("stats, no session", stranger, "GET", "/api/v1/admin/stats", "", 401)
+	check("sessions, no session", stranger, "GET", "/api/v1/account/sessions", "", 401)
 	check("auth-request, no session", stranger, "GET", "/api/v1/authz/auth-request", "", 401, "X-Original-URL", "https://app.example.test/page")
 	check("forward-auth, no session", stranger, "GET", "/api/v1/authz/forward-auth", "", 302,
 		"X-Forwarded-Method", "GET", "X-Forwarded-Proto", "https", "X-Forwarded-Host", "app.example.test", "X-Forwarded-Uri", "/page")
