@@ -29,6 +29,7 @@ func (s *Server) routeTable() []route {
 	handle("GET /healthz", handleHealthz())
 	handle("GET /readyz", s.handleReadyz())
 	handle("GET /static/", handleStatic())
+	handle("GET /api/openapi.json", handleOpenAPI())
 
 	handle("GET /{$}", s.handleHome())
 	handle("GET /login", s.handleLoginPage())

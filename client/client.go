@@ -1,0 +1,129 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout bounds one call, connection and answer included, when
+// neither [WithTimeout] nor the caller's context says otherwise. A sign-in
+// waits for it, so it is short; XCloak answers a decision in milliseconds.
+const DefaultTimeout = 5 * time.Second
+
+// maxAnswerBytes bounds what is read of an answer. XCloak's answers are
+// under a hundred bytes; anything this long is not XCloak.
+const maxAnswerBytes = 64 << 10
+
+// Client calls one XCloak's decision API with one API key.
+type Client struct {
+	base *url.URL
+	// auth gives the Authorization header's value. A closure, because fmt
+	// prints a func as an address: no printing of a Client, or of a struct
+	// holding one, by reflection can show the key.
+	auth    func() string
+	http    *http.Client
+	timeout time.Duration
+}
+
+// An Option adjusts a Client made by [New].
+type Option func(*Client)
+
+// WithHTTPClient makes the Client send its requests through hc (a
+// transport with its own TLS settings or proxy, say). hc's redirect policy
+// is then the caller's: the default one follows none.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) { c.http = hc }
+}
+
+// WithTimeout bounds every call to d instead of [DefaultTimeout]; d <= 0
+// leaves calls bounded by their context alone.
+func WithTimeout(d time.Duration) Option {
+	return func(c *Client) { c.timeout = d }
+}
+
+// New returns a Client of the XCloak at baseURL (its public URL, such as
+// "https://login.example.com", a path prefix included if XCloak is served
+// under one) that authenticates with apiKey, as printed by
+// `xcloak apikey add`.
+func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("xcloak client: base URL %q: want an absolute http or https URL without user, query or fragment", baseURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	if apiKey == "" || strings.ContainsAny(apiKey, " \t\r\n") {
+		return nil, errors.New("xcloak client: the API key is empty or holds white space")
+	}
+	c := &Client{
+		base:    u,
+		auth:    func() string { return "Bearer " + apiKey },
+		timeout: DefaultTimeout,
+		http: &http.Client{
+			// A redirect is never XCloak's answer to these calls; following
+			// one would turn a POST into a GET somewhere else.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.http == nil {
+		return nil, errors.New("xcloak client: WithHTTPClient(nil)")
+	}
+	return c, nil
+}
+
+// String describes the Client, without its key.
+func (c *Client) String() string { return "xcloak client for " + c.base.String() }
+
+// answer is a read answer: its status, headers and (bounded) body.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// post sends body as JSON to path (below the base URL, escaped) and reads
+// the answer. It never retries: see [Client.Attempt].
+func (c *Client) post(ctx context.Context, path string, body any) (answer, error) {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return answer{}, fmt.Errorf("xcloak client: encoding the request: %w", err)
+	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.String()+path, bytes.NewReader(payload))
+	if err != nil {
+		return answer{}, fmt.Errorf("xcloak client: %w", err)
+	}
+	req.Header.Set("Authorization", c.auth())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// *url.Error names the method and URL, never the headers.
+		return answer{}, fmt.Errorf("xcloak client: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return answer{}, fmt.Errorf("xcloak client: reading the answer to %s: %w", path, err)
+	}
+	if len(b) > maxAnswerBytes {
+		return answer{}, &StatusError{StatusCode: resp.StatusCode, Detail: fmt.Sprintf("answer longer than %d bytes", maxAnswerBytes)}
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}

@@ -1,0 +1,133 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Errors of the decision API.
+var (
+	// ErrInvalidAPIKey: XCloak refused the key (401): it is missing,
+	// unknown or revoked. Retrying with the same key cannot help.
+	ErrInvalidAPIKey = errors.New("xcloak client: invalid API key")
+	// ErrUnknownAttempt: the attempt id given to [Client.Outcome] is not
+	// one XCloak can take an outcome for (404): unknown, expired, issued to
+	// another key, or already used.
+	ErrUnknownAttempt = errors.New("xcloak client: unknown attempt")
+)
+
+// RequestError is XCloak's refusal of a malformed request (400), or the
+// client's own refusal of one it would not send: Field names the JSON field
+// at fault ("client_ip", "account") when one is, and Message says what is
+// wrong with it.
+type RequestError struct {
+	Field   string
+	Message string
+}
+
+func (e *RequestError) Error() string {
+	if e.Field == "" {
+		return "xcloak client: bad request: " + e.Message
+	}
+	return "xcloak client: bad request: " + e.Field + ": " + e.Message
+}
+
+// StatusError is an answer that is not one the API documents for the call:
+// a server error (5xx, such as 503 while XCloak's stores are unreachable),
+// an unexpected status (a 404 from a base URL that is not XCloak's, a
+// redirect), or a body that is not the JSON the call answers with.
+type StatusError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Code is the body's "error" field, when the body had one.
+	Code string
+	// RetryAfter is the answer's Retry-After, zero when it had none.
+	RetryAfter time.Duration
+	// Detail says what was wrong with the body, when that was the trouble.
+	Detail string
+}
+
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("xcloak client: unexpected answer %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Code != "" {
+		s += " (" + e.Code + ")"
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// errorBody is every JSON answer's shape; each call reads the fields it
+// expects.
+type errorBody struct {
+	Error   string `json:"error"`
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// isJSON reports whether the answer says its body is JSON.
+func (a answer) isJSON() bool {
+	mt, _, err := mime.ParseMediaType(a.header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// decode reads the answer's JSON body into v, or says why it cannot.
+func (a answer) decode(v any) error {
+	if !a.isJSON() {
+		return a.statusError("the body is not JSON (Content-Type " + strconv.Quote(a.header.Get("Content-Type")) + ")")
+	}
+	if err := json.Unmarshal(a.body, v); err != nil {
+		return a.statusError("the body is not the JSON expected: " + err.Error())
+	}
+	return nil
+}
+
+// statusError is the answer as a *StatusError, with the body's error code
+// when it has one.
+func (a answer) statusError(detail string) *StatusError {
+	e := &StatusError{StatusCode: a.status, RetryAfter: a.retryAfter(), Detail: detail}
+	var body errorBody
+	if a.isJSON() && json.Unmarshal(a.body, &body) == nil {
+		e.Code = body.Error
+	}
+	return e
+}
+
+// retryAfter reads the Retry-After header's seconds (XCloak never sends
+// a date).
+func (a answer) retryAfter() time.Duration {
+	n, err := strconv.Atoi(a.header.Get("Retry-After"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// refusal maps the answers both calls share to their errors: 400, 401,
+// and anything else as a *StatusError. A 404 is ErrUnknownAttempt only
+// when XCloak says so; from anything else it means the base URL is wrong.
+func (a answer) refusal() error {
+	var body errorBody
+	if a.isJSON() {
+		_ = json.Unmarshal(a.body, &body)
+	}
+	switch {
+	case a.status == http.StatusBadRequest && a.isJSON():
+		msg := body.Message
+		if msg == "" {
+			msg = body.Error
+		}
+		return &RequestError{Field: body.Field, Message: msg}
+	case a.status == http.StatusUnauthorized:
+		return ErrInvalidAPIKey
+	case a.status == http.StatusNotFound && body.Error == "unknown_attempt":
+		return ErrUnknownAttempt
+	}
+	return a.statusError("")
+}
