@@ -326,10 +326,10 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 		if result == ResultFailure {
 			kind = EventResetFailed
 		}
-		s.record(Event{Kind: kind, Account: account, Source: source, Detail: detail})
 		if result == ResultSuccess {
-			s.appResetCompleted(ctx, account, source)
+			detail["devices_forgotten"] = fmt.Sprint(s.appResetCompleted(ctx, app, a.Account, source))
 		}
+		s.record(Event{Kind: kind, Account: account, Source: source, Detail: detail})
 		return nil
 	}
 	if result == ResultFailure {
@@ -341,16 +341,31 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 	return s.appSucceeded(ctx, app, account, client, a)
 }
 
-// appResetCompleted ends the lockout of an account whose reset the
-// application reports completed, as a reset on XCloak's own page does.
-func (s *Service) appResetCompleted(ctx context.Context, account, source string) {
+// appResetCompleted takes a reset the application reports completed, as a
+// reset on XCloak's own page is taken: it forgets the account's known
+// devices (a device that signed in with the old password is known no
+// more, on this replica at once and on the others within deviceCacheTTL)
+// and ends the account's lockout. It returns how many devices it forgot.
+func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, source string) int {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
+	account := appAccount(app.Name, folded)
+	var forgotten int
+	if s.apps != nil {
+		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.Name, folded))
+		if err != nil {
+			s.metrics.dbErrors.Inc()
+			s.log.ErrorContext(ctx, "forgetting application devices after reset", "err", err)
+		}
+		forgotten = n
+		s.deviceCache.purge()
+	}
 	if wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, account); err != nil {
 		s.log.WarnContext(ctx, "clearing lockout after reset", "err", err)
 	} else if wasLocked {
 		s.clearLockoutRecord(ctx, account, 0, "reset", source)
 	}
+	return forgotten
 }
 
 // countAppFailure counts a failed sign-in towards the lockout of the known
@@ -401,13 +416,18 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 		if err != nil {
 			return ErrUnknownAttempt
 		}
-		added, err := s.apps.AddAppDevice(ctx, app.Name, hash, s.now())
+		added, err := s.apps.AddAppDevice(ctx, app.Name, s.decisionKeys.accountHash(app.Name, a.Account), hash,
+			s.now(), s.cfg.MaxDevices)
 		if err != nil {
 			s.metrics.dbErrors.Inc()
 			s.log.ErrorContext(ctx, "adding application device", "err", err)
 		} else {
 			isNew = added || isNew
-			// This replica knows at once; the others within deviceCacheTTL.
+			// This replica knows at once, and forgets at once a device
+			// the new one pushed out; the others within deviceCacheTTL.
+			if added {
+				s.deviceCache.purge()
+			}
 			s.deviceCache.put(appDeviceCacheKey(hash), true, s.now())
 		}
 	}
