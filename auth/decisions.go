@@ -358,7 +358,7 @@ func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, sou
 			s.log.ErrorContext(ctx, "forgetting application devices after reset", "err", err)
 		}
 		forgotten = n
-		s.deviceCache.purge()
+		s.appDeviceCache.purge()
 	}
 	if wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, account); err != nil {
 		s.log.WarnContext(ctx, "clearing lockout after reset", "err", err)
@@ -426,9 +426,9 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			// This replica knows at once, and forgets at once a device
 			// the new one pushed out; the others within deviceCacheTTL.
 			if added {
-				s.deviceCache.purge()
+				s.appDeviceCache.purge()
 			}
-			s.deviceCache.put(appDeviceCacheKey(hash), true, s.now())
+			s.appDeviceCache.put(appDeviceCacheKey(hash), true, s.now())
 		}
 	}
 	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: map[string]string{"app": app.Name}}
@@ -446,26 +446,25 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 	return nil
 }
 
-// appDeviceCacheKey is an application device's key in the device cache,
-// apart from XCloak's own, whose keys hold an email (with an '@').
-func appDeviceCacheKey(hash []byte) string { return "app\x00" + string(hash) }
+// appDeviceCacheKey is an application device's key in appDeviceCache.
+func appDeviceCacheKey(hash []byte) string { return string(hash) }
 
 // knownAppDevice reports whether hash is a known device of an
 // application's account seen within Config.DeviceTTL, answered for a
-// moment from the same cache as XCloak's own devices.
+// moment from appDeviceCache.
 func (s *Service) knownAppDevice(ctx context.Context, hash []byte) (bool, error) {
 	if s.apps == nil {
 		return false, unavailable("reading device", errNoAppStore)
 	}
 	key := appDeviceCacheKey(hash)
 	now := s.now()
-	if known, ok := s.deviceCache.get(key, now); ok {
+	if known, ok := s.appDeviceCache.get(key, now); ok {
 		return known, nil
 	}
 	known, err := s.apps.KnownAppDevice(ctx, hash, now.Add(-s.cfg.DeviceTTL))
 	if err != nil {
 		return false, s.dbDown("reading device", err)
 	}
-	s.deviceCache.put(key, known, now)
+	s.appDeviceCache.put(key, known, now)
 	return known, nil
 }
