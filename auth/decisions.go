@@ -224,12 +224,28 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 // device is limited and locked on its own, as XCloak's own known browsers
 // are. It returns the outcome to observe now: none for an attempt let go
 // ahead, which its outcome reports.
+//
+// The device id is chosen by the application's client (a cookie, say), so
+// a client can send a fresh one with every attempt, each a lookup in
+// Postgres. Before the lookup, the rules that apply whatever the device
+// (the network's) are asked of the limits' memory of rejections
+// (ratelimit.Store.Remembered): a client its network's rules are known to
+// refuse is refused at once, without the lookup. So a flood over its
+// limit costs at most one lookup per memory's lifetime
+// (XCLOAK_REJECTION_MEMORY) on each replica: the one that taught it.
 func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, device string, a attempt) (AttemptDecision, Outcome, error) {
 	id := appAccount(app.Name, a.Account)
 	source := client.Source()
 	detail := map[string]string{"app": app.Name}
+	refused := func(d ratelimit.Decision) (AttemptDecision, Outcome, error) {
+		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
+		return AttemptDecision{}, OutcomeRejected, denied(d)
+	}
 	sub := Subject{Client: client, Account: id}
 	if device != "" {
+		if d, ok := s.limits.Remembered(s.rules(FlowSignIn, Subject{Client: client})...); ok {
+			return refused(d)
+		}
 		hash := s.decisionKeys.deviceHash(app.Name, a.Account, device)
 		a.Device = base64.RawURLEncoding.EncodeToString(hash)
 		// Without Postgres the device is held by the account's rules, as
@@ -247,8 +263,7 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 		return AttemptDecision{}, OutcomeUnavailable, unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
-		return AttemptDecision{}, OutcomeRejected, denied(d)
+		return refused(d)
 	}
 	a.Challenge = !a.Known && s.verificationApplies()
 	if a.Challenge {
