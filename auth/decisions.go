@@ -303,8 +303,9 @@ func denied(d ratelimit.Decision) *DeniedError {
 // account, and a success clears the device's failures and makes the device
 // known, exactly as XCloak's own sign-in does; both are recorded and
 // observed by attack detection. A reset's outcome is recorded, and a
-// completed one ends the account's lockout, as XCloak's own does; it
-// feeds nothing else: XCloak's own resets have no failures to count.
+// completed one forgets the account's known devices and ends its lockout,
+// as XCloak's own does; it feeds nothing else: XCloak's own resets have no
+// failures to count.
 //
 // Errors: *FieldError for a result that is neither; ErrUnknownAttempt;
 // ErrUnavailable.
