@@ -591,6 +591,29 @@ func TestAttemptResetForgetsKnownDevices(t *testing.T) {
 	}
 }
 
+// TestAttemptDevicesCapped: an application's account keeps at most
+// XCLOAK_MAX_DEVICES known devices, as XCloak's own do, forgetting the
+// least recently used, so that an account's devices cannot grow without
+// bound and the oldest is challenged again.
+func TestAttemptDevicesCapped(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.MaxDevices = 2 }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for _, device := range []string{"phone", "laptop", "tablet"} {
+		_, d, _ := a.ask("login", "quinn", "203.0.113.70", device)
+		if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+			t.Fatalf("sign-in from %s: %d", device, status)
+		}
+	}
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for device, want := range map[string]string{"phone": "challenge", "laptop": "allow", "tablet": "allow"} {
+		if status, d, _ := a.ask("login", "quinn", "203.0.113.70", device); status != 200 || d.Decision != want {
+			t.Errorf("%s, in attack mode, with 2 devices kept: %d %+v, want %s", device, status, d, want)
+		}
+	}
+}
+
 // TestAttemptsInvisibleCharactersCountAlike: an account with invisible
 // characters added (a zero-width space, a word joiner, a soft hyphen, a
 // byte order mark) looks like the account and counts as it, so that they
