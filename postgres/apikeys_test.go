@@ -108,21 +108,27 @@ func TestAppDevicesOfAnAccount(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if n, err := s.ForgetAppDevices(ctx, olga); err != nil || n != max {
+		t.Fatalf("after 20 devices added at once: %d %v forgotten, want %d, the most an account keeps", n, err, max)
+	}
 	if _, err := s.AddAppDevice(ctx, "shop", pat, hashOf("pat-0"), at, max); err != nil {
 		t.Fatal(err)
 	}
-	// The least recently used go first: touching one keeps it.
-	if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf("olga-latest"), at.Add(time.Hour), max); err != nil {
-		t.Fatal(err)
+	// The least recently used goes first.
+	for i := range max + 1 {
+		if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), at.Add(time.Duration(i)*time.Hour), max); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if known, _ := s.KnownAppDevice(ctx, hashOf("olga-latest"), at); !known {
-		t.Fatal("the device olga used last was forgotten")
+	for i := range max + 1 {
+		if known, _ := s.KnownAppDevice(ctx, hashOf(fmt.Sprint("olga-", i)), at.Add(-time.Hour)); known != (i > 0) {
+			t.Fatalf("olga's device %d of %d added, an hour apart: known %v, want only the last %d", i, max+1, known, max)
+		}
 	}
-	n, err := s.ForgetAppDevices(ctx, olga)
-	if err != nil || n != max {
-		t.Fatalf("forgetting olga's devices: %d %v, want %d, the most an account keeps", n, err, max)
+	if n, err := s.ForgetAppDevices(ctx, olga); err != nil || n != max {
+		t.Fatalf("forgetting olga's devices: %d %v, want %d", n, err, max)
 	}
-	if known, _ := s.KnownAppDevice(ctx, hashOf("olga-latest"), at); known {
+	if known, _ := s.KnownAppDevice(ctx, hashOf("olga-3"), at.Add(-time.Hour)); known {
 		t.Fatal("olga's device is known after her devices were forgotten")
 	}
 	if known, _ := s.KnownAppDevice(ctx, hashOf("pat-0"), at.Add(-time.Hour)); !known {
