@@ -583,6 +583,12 @@ func TestAttemptResetForgetsKnownDevices(t *testing.T) {
 	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
 		t.Fatalf("the owner's reset: %d", status)
 	}
+	env.Flush(t)
+	var forgotten string
+	if err := env.DB.QueryRow(t.Context(), `SELECT coalesce(detail->>'devices_forgotten', '') FROM security_events
+		WHERE kind = 'reset_completed' AND account_key = 'app shop olga'`).Scan(&forgotten); err != nil || forgotten != "1" {
+		t.Fatalf("the reset's event: devices_forgotten %q %v, want 1", forgotten, err)
+	}
 	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
 		t.Fatal(err)
 	}
