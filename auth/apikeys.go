@@ -107,9 +107,14 @@ type AppStore interface {
 	// an application, an account and a device id) last seen after
 	// seenAfter.
 	KnownAppDevice(ctx context.Context, hash []byte, seenAfter time.Time) (bool, error)
-	// AddAppDevice makes hash a known device of app, seen at; it reports
-	// whether it was not known before.
-	AddAppDevice(ctx context.Context, app string, hash []byte, at time.Time) (added bool, err error)
+	// AddAppDevice makes hash a known device of app's account account (the
+	// HMAC of the application and the account), seen at, and forgets that
+	// account's least recently used devices beyond max; it reports whether
+	// hash was not known before.
+	AddAppDevice(ctx context.Context, app string, account, hash []byte, at time.Time, max int) (added bool, err error)
+	// ForgetAppDevices forgets every device of account (the HMAC of an
+	// application and an account) and reports how many there were.
+	ForgetAppDevices(ctx context.Context, account []byte) (int, error)
 }
 
 // errNoAppStore: the service was made without Deps.Apps.

@@ -224,12 +224,28 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 // device is limited and locked on its own, as XCloak's own known browsers
 // are. It returns the outcome to observe now: none for an attempt let go
 // ahead, which its outcome reports.
+//
+// The device id is chosen by the application's client (a cookie, say), so
+// a client can send a fresh one with every attempt, each a lookup in
+// Postgres. Before the lookup, the rules that apply whatever the device
+// (the network's) are asked of the limits' memory of rejections
+// (ratelimit.Store.Remembered): a client its network's rules are known to
+// refuse is refused at once, without the lookup. So a flood over its
+// limit costs at most one lookup per memory's lifetime
+// (XCLOAK_REJECTION_MEMORY) on each replica: the one that taught it.
 func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, device string, a attempt) (AttemptDecision, Outcome, error) {
 	id := appAccount(app.Name, a.Account)
 	source := client.Source()
 	detail := map[string]string{"app": app.Name}
+	refused := func(d ratelimit.Decision) (AttemptDecision, Outcome, error) {
+		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
+		return AttemptDecision{}, OutcomeRejected, denied(d)
+	}
 	sub := Subject{Client: client, Account: id}
 	if device != "" {
+		if d, ok := s.limits.Remembered(s.rules(FlowSignIn, Subject{Client: client})...); ok {
+			return refused(d)
+		}
 		hash := s.decisionKeys.deviceHash(app.Name, a.Account, device)
 		a.Device = base64.RawURLEncoding.EncodeToString(hash)
 		// Without Postgres the device is held by the account's rules, as
@@ -247,8 +263,7 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 		return AttemptDecision{}, OutcomeUnavailable, unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
-		return AttemptDecision{}, OutcomeRejected, denied(d)
+		return refused(d)
 	}
 	a.Challenge = !a.Known && s.verificationApplies()
 	if a.Challenge {
@@ -288,8 +303,9 @@ func denied(d ratelimit.Decision) *DeniedError {
 // account, and a success clears the device's failures and makes the device
 // known, exactly as XCloak's own sign-in does; both are recorded and
 // observed by attack detection. A reset's outcome is recorded, and a
-// completed one ends the account's lockout, as XCloak's own does; it
-// feeds nothing else: XCloak's own resets have no failures to count.
+// completed one forgets the account's known devices and ends its lockout,
+// as XCloak's own does; it feeds nothing else: XCloak's own resets have no
+// failures to count.
 //
 // Errors: *FieldError for a result that is neither; ErrUnknownAttempt;
 // ErrUnavailable.
@@ -326,10 +342,10 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 		if result == ResultFailure {
 			kind = EventResetFailed
 		}
-		s.record(Event{Kind: kind, Account: account, Source: source, Detail: detail})
 		if result == ResultSuccess {
-			s.appResetCompleted(ctx, account, source)
+			detail["devices_forgotten"] = fmt.Sprint(s.appResetCompleted(ctx, app, a.Account, source))
 		}
+		s.record(Event{Kind: kind, Account: account, Source: source, Detail: detail})
 		return nil
 	}
 	if result == ResultFailure {
@@ -341,16 +357,31 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 	return s.appSucceeded(ctx, app, account, client, a)
 }
 
-// appResetCompleted ends the lockout of an account whose reset the
-// application reports completed, as a reset on XCloak's own page does.
-func (s *Service) appResetCompleted(ctx context.Context, account, source string) {
+// appResetCompleted takes a reset the application reports completed, as a
+// reset on XCloak's own page is taken: it forgets the account's known
+// devices (a device that signed in with the old password is known no
+// more, on this replica at once and on the others within deviceCacheTTL)
+// and ends the account's lockout. It returns how many devices it forgot.
+func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, source string) int {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
+	account := appAccount(app.Name, folded)
+	var forgotten int
+	if s.apps != nil {
+		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.Name, folded))
+		if err != nil {
+			s.metrics.dbErrors.Inc()
+			s.log.ErrorContext(ctx, "forgetting application devices after reset", "err", err)
+		}
+		forgotten = n
+		s.appDeviceCache.purge()
+	}
 	if wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, account); err != nil {
 		s.log.WarnContext(ctx, "clearing lockout after reset", "err", err)
 	} else if wasLocked {
 		s.clearLockoutRecord(ctx, account, 0, "reset", source)
 	}
+	return forgotten
 }
 
 // countAppFailure counts a failed sign-in towards the lockout of the known
@@ -401,14 +432,19 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 		if err != nil {
 			return ErrUnknownAttempt
 		}
-		added, err := s.apps.AddAppDevice(ctx, app.Name, hash, s.now())
+		added, err := s.apps.AddAppDevice(ctx, app.Name, s.decisionKeys.accountHash(app.Name, a.Account), hash,
+			s.now(), s.cfg.MaxDevices)
 		if err != nil {
 			s.metrics.dbErrors.Inc()
 			s.log.ErrorContext(ctx, "adding application device", "err", err)
 		} else {
 			isNew = added || isNew
-			// This replica knows at once; the others within deviceCacheTTL.
-			s.deviceCache.put(appDeviceCacheKey(hash), true, s.now())
+			// This replica knows at once, and forgets at once a device
+			// the new one pushed out; the others within deviceCacheTTL.
+			if added {
+				s.appDeviceCache.purge()
+			}
+			s.appDeviceCache.put(appDeviceCacheKey(hash), true, s.now())
 		}
 	}
 	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: map[string]string{"app": app.Name}}
@@ -426,26 +462,25 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 	return nil
 }
 
-// appDeviceCacheKey is an application device's key in the device cache,
-// apart from XCloak's own, whose keys hold an email (with an '@').
-func appDeviceCacheKey(hash []byte) string { return "app\x00" + string(hash) }
+// appDeviceCacheKey is an application device's key in appDeviceCache.
+func appDeviceCacheKey(hash []byte) string { return string(hash) }
 
 // knownAppDevice reports whether hash is a known device of an
 // application's account seen within Config.DeviceTTL, answered for a
-// moment from the same cache as XCloak's own devices.
+// moment from appDeviceCache.
 func (s *Service) knownAppDevice(ctx context.Context, hash []byte) (bool, error) {
 	if s.apps == nil {
 		return false, unavailable("reading device", errNoAppStore)
 	}
 	key := appDeviceCacheKey(hash)
 	now := s.now()
-	if known, ok := s.deviceCache.get(key, now); ok {
+	if known, ok := s.appDeviceCache.get(key, now); ok {
 		return known, nil
 	}
 	known, err := s.apps.KnownAppDevice(ctx, hash, now.Add(-s.cfg.DeviceTTL))
 	if err != nil {
 		return false, s.dbDown("reading device", err)
 	}
-	s.deviceCache.put(key, known, now)
+	s.appDeviceCache.put(key, known, now)
 	return known, nil
 }

@@ -37,10 +37,12 @@ const maxAttemptIDBytes = 2048
 type decisionKeys struct {
 	attemptID []byte // signs attempt ids
 	device    []byte // keys the applications' device hashes
+	account   []byte // keys the applications' account hashes
 }
 
 func newDecisionKeys(secret []byte) decisionKeys {
-	return decisionKeys{attemptID: deriveKey(secret, "attempt-id"), device: deriveKey(secret, "app-device")}
+	return decisionKeys{attemptID: deriveKey(secret, "attempt-id"), device: deriveKey(secret, "app-device"),
+		account: deriveKey(secret, "app-account")}
 }
 
 // attempt is what an attempt id carries.
@@ -103,8 +105,22 @@ func (k decisionKeys) open(id string, now time.Time) (a attempt, ok bool) {
 // id, each length-prefixed, so that no two triples hash alike and a copy of
 // the database names none of them.
 func (k decisionKeys) deviceHash(app, account, device string) []byte {
-	m := hmac.New(sha256.New, k.device)
-	for _, p := range []string{app, account, device} {
+	return lengthPrefixedMAC(k.device, app, account, device)
+}
+
+// accountHash keys an application's account, by which its known devices
+// are found: an HMAC of the application's name and the folded account,
+// each length-prefixed, under a key of its own, so that it matches no
+// device hash and a copy of the database names no account.
+func (k decisionKeys) accountHash(app, account string) []byte {
+	return lengthPrefixedMAC(k.account, app, account)
+}
+
+// lengthPrefixedMAC is the HMAC-SHA256 under key of parts, each prefixed
+// with its length, so that no two lists of parts hash alike.
+func lengthPrefixedMAC(key []byte, parts ...string) []byte {
+	m := hmac.New(sha256.New, key)
+	for _, p := range parts {
 		m.Write(binary.BigEndian.AppendUint64(nil, uint64(len(p))))
 		m.Write([]byte(p))
 	}

@@ -178,6 +178,11 @@ type Service struct {
 	// apiKeys is this replica's list of the keys in force.
 	apps    AppStore
 	apiKeys apiKeyCache
+	// appDeviceCache remembers for a moment which of the applications'
+	// device ids are known devices: apart from deviceCache, so that the
+	// ids an application's clients choose never crowd out the answers
+	// for XCloak's own browsers.
+	appDeviceCache deviceCache
 	// decisionKeys sign attempt ids and key the applications' devices.
 	decisionKeys decisionKeys
 }

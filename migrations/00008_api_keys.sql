@@ -24,16 +24,22 @@ CREATE UNIQUE INDEX api_keys_live_name_idx ON api_keys (name) WHERE revoked_at I
 -- app_devices are the devices an application's accounts signed in from,
 -- as the application reported them (an opaque id, with a "success"
 -- outcome). A row holds only an HMAC of the application, the account and
--- the device id under a key derived from the service secret, so a copy of
--- this table names neither accounts nor devices.
+-- the device id under a key derived from the service secret, and
+-- account_hash, an HMAC of the application and the account under a key of
+-- its own, by which an account's devices are found (to forget them after a
+-- reset, to keep only the most recently used), so a copy of this table
+-- names neither accounts nor devices.
 CREATE TABLE app_devices (
     hash          bytea       PRIMARY KEY,
     app           text        NOT NULL,
+    account_hash  bytea       NOT NULL,
     first_seen_at timestamptz NOT NULL,
     last_seen_at  timestamptz NOT NULL,
-    CONSTRAINT app_devices_hash_sha256 CHECK (octet_length(hash) = 32)
+    CONSTRAINT app_devices_hash_sha256 CHECK (octet_length(hash) = 32),
+    CONSTRAINT app_devices_account_hash_sha256 CHECK (octet_length(account_hash) = 32)
 );
 CREATE INDEX app_devices_last_seen_idx ON app_devices (last_seen_at);
+CREATE INDEX app_devices_account_idx ON app_devices (account_hash, last_seen_at);
 
 -- +goose Down
 DROP TABLE app_devices;

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,7 +74,7 @@ func TestAppDevices(t *testing.T) {
 		t.Fatalf("before: %v %v, want unknown", known, err)
 	}
 	for i, want := range []bool{true, false} {
-		added, err := s.AddAppDevice(ctx, "shop", h, at.Add(time.Duration(i)*time.Hour))
+		added, err := s.AddAppDevice(ctx, "shop", hashOf("olga"), h, at.Add(time.Duration(i)*time.Hour), 10)
 		if err != nil || added != want {
 			t.Fatalf("add %d: %v %v, want added %v", i, added, err, want)
 		}
@@ -85,5 +87,51 @@ func TestAppDevices(t *testing.T) {
 	}
 	if n, err := s.Sweep(ctx, auth.SweepAppDevices, at.Add(2*time.Hour)); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v, want 1 removed", n, err)
+	}
+}
+
+// TestAppDevicesOfAnAccount: an account keeps its max most recently used
+// devices, even when they are added at once, and forgetting its devices
+// forgets them all and no other account's.
+func TestAppDevicesOfAnAccount(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	olga, pat := hashOf("olga"), hashOf("pat")
+	const max = 3
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), at, max); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n, err := s.ForgetAppDevices(ctx, olga); err != nil || n != max {
+		t.Fatalf("after 20 devices added at once: %d %v forgotten, want %d, the most an account keeps", n, err, max)
+	}
+	if _, err := s.AddAppDevice(ctx, "shop", pat, hashOf("pat-0"), at, max); err != nil {
+		t.Fatal(err)
+	}
+	// The least recently used goes first.
+	for i := range max + 1 {
+		if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), at.Add(time.Duration(i)*time.Hour), max); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range max + 1 {
+		if known, _ := s.KnownAppDevice(ctx, hashOf(fmt.Sprint("olga-", i)), at.Add(-time.Hour)); known != (i > 0) {
+			t.Fatalf("olga's device %d of %d added, an hour apart: known %v, want only the last %d", i, max+1, known, max)
+		}
+	}
+	if n, err := s.ForgetAppDevices(ctx, olga); err != nil || n != max {
+		t.Fatalf("forgetting olga's devices: %d %v, want %d", n, err, max)
+	}
+	if known, _ := s.KnownAppDevice(ctx, hashOf("olga-3"), at.Add(-time.Hour)); known {
+		t.Fatal("olga's device is known after her devices were forgotten")
+	}
+	if known, _ := s.KnownAppDevice(ctx, hashOf("pat-0"), at.Add(-time.Hour)); !known {
+		t.Fatal("forgetting olga's devices forgot pat's")
 	}
 }

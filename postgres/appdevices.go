@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // KnownAppDevice implements auth.AppStore with one lookup by primary key.
@@ -13,14 +16,45 @@ func (s *Store) KnownAppDevice(ctx context.Context, hash []byte, seenAfter time.
 	return known, err
 }
 
-// AddAppDevice implements auth.AppStore in one statement: a device seen
-// again is only touched. xmax is zero for the row an INSERT wrote and not
-// for one an ON CONFLICT updated.
-func (s *Store) AddAppDevice(ctx context.Context, app string, hash []byte, at time.Time) (bool, error) {
+// AddAppDevice implements auth.AppStore: a device seen again is only
+// touched; then the account's devices beyond max, least recently used
+// first, are forgotten. xmax is zero for the row an INSERT wrote and not
+// for one an ON CONFLICT updated. A transaction-scoped advisory lock on
+// the account serialises the devices added to one account, so the bound
+// holds under concurrent sign-ins (its key is the account hash's first 64
+// bits: two accounts that share it only wait for each other).
+func (s *Store) AddAppDevice(ctx context.Context, app string, account, hash []byte, at time.Time, max int) (bool, error) {
 	var added bool
-	err := s.pool.QueryRow(ctx, `
-		INSERT INTO app_devices (hash, app, first_seen_at, last_seen_at) VALUES ($1, $2, $3, $3)
-		ON CONFLICT (hash) DO UPDATE SET last_seen_at = greatest(app_devices.last_seen_at, EXCLUDED.last_seen_at)
-		RETURNING xmax = 0`, hash, app, at).Scan(&added)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey(account)); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `
+			INSERT INTO app_devices (hash, app, account_hash, first_seen_at, last_seen_at) VALUES ($1, $2, $3, $4, $4)
+			ON CONFLICT (hash) DO UPDATE SET last_seen_at = greatest(app_devices.last_seen_at, EXCLUDED.last_seen_at)
+			RETURNING xmax = 0`, hash, app, account, at).Scan(&added)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			DELETE FROM app_devices WHERE account_hash = $1 AND hash NOT IN (
+				SELECT hash FROM app_devices WHERE account_hash = $1
+				ORDER BY last_seen_at DESC, first_seen_at DESC LIMIT $2)`, account, max)
+		return err
+	})
 	return added, err
+}
+
+// ForgetAppDevices implements auth.AppStore in one indexed statement.
+func (s *Store) ForgetAppDevices(ctx context.Context, account []byte) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM app_devices WHERE account_hash = $1`, account)
+	return int(tag.RowsAffected()), err
+}
+
+// advisoryKey is the advisory lock's key of an account hash: its first
+// 64 bits (the hash is 32 bytes; shorter input keys on what there is).
+func advisoryKey(account []byte) int64 {
+	var b [8]byte
+	copy(b[:], account)
+	return int64(binary.BigEndian.Uint64(b[:]))
 }

@@ -52,7 +52,8 @@
 // Redis' answer that a rule is full or locked: such a rule stays full until
 // its oldest needed entry leaves the window, so repeating the answer never
 // admits anything Redis would refuse, and a flood against one identity then
-// costs no round trip at all.
+// costs no round trip at all. Store.Remembered asks that memory alone,
+// before work that a rejection would waste (a lookup in a database, say).
 //
 // [Failover] applies a [FailurePolicy] while Redis is unreachable ([IsOutage]
 // says when it is: never because a request was cancelled, and a slow answer,

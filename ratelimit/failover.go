@@ -186,6 +186,15 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 	}
 }
 
+// Remembered answers from the shared store's memory while Redis is
+// treated as up, when AllowAll would consult it; while degraded, false.
+func (f *Failover) Remembered(rules ...Rule) (Decision, bool) {
+	if f.degraded.Load() {
+		return Decision{}, false
+	}
+	return f.shared.Remembered(rules...)
+}
+
 // ErrRedisSlow is returned for a call Redis did not answer within the
 // Failover's bound (IsSlow) while a probe checks whether Redis is there.
 var ErrRedisSlow = errors.New("ratelimit: redis did not answer in time")

@@ -179,6 +179,22 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 	return d, nil
 }
 
+// Remembered reports whether l remembers (RememberRejections) that one of
+// rules rejects now, and if so the rejection AllowAll would answer from
+// that memory, without asking Redis. It never admits and records nothing:
+// false means only that l remembers no rejection of rules (or rules are
+// invalid), not that AllowAll would admit them.
+func (l *Limiter) Remembered(rules ...Rule) (Decision, bool) {
+	if l.rejections == nil || validRules(rules) != nil {
+		return Decision{}, false
+	}
+	keys := make([][]string, len(rules))
+	for i, r := range rules {
+		keys[i] = l.keys(r)
+	}
+	return l.remembered(rules, keys)
+}
+
 // remembered answers a request from the remembered rejections when one of
 // its rules is among them. The other rules are not consulted: their results
 // say Allowed, with no counts, and the decision says FromMemory.

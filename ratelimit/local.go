@@ -109,6 +109,10 @@ func (l *Local) shard(id string) int {
 	return int(maphash.String(l.seed, id) % uint64(len(l.shards)))
 }
 
+// Remembered answers false: a Local decides in process, with no memory of
+// another store's answers to consult.
+func (l *Local) Remembered(...Rule) (Decision, bool) { return Decision{}, false }
+
 // AllowAll checks a request against every rule and records it in all of
 // them only if all admit it.
 func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {

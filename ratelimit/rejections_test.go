@@ -129,3 +129,70 @@ func TestUnlockForgetsRememberedLock(t *testing.T) {
 		t.Fatalf("after the memory's lifetime, other process: %+v, %v; want admitted", d, err)
 	}
 }
+
+// TestRememberedAsksNothing: Remembered answers a rejection only from the
+// memory, without Redis (here: gone) and without recording anything; it
+// answers false for rules it remembers no rejection of, for a store
+// without a memory, and for a Failover that has lost Redis, whose local
+// store then decides.
+func TestRememberedAsksNothing(t *testing.T) {
+	srv := testenv.PrivateRedis(t)
+	rdb := fastClient(t, srv.URL())
+	shared, err := ratelimit.NewRedisStore(rdb, "xcloak:", policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared.RememberRejections(time.Hour, 100)
+	f := ratelimit.NewFailover(shared, newLocal(t), rdb, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	full := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.0/24", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}}
+	free := ratelimit.Rule{Name: "login_account", ID: "ann", Limit: ratelimit.Limit{Count: 2, Window: time.Hour}}
+	if _, ok := f.Remembered(full); ok {
+		t.Fatal("a rule never rejected is remembered as rejecting")
+	}
+	if d, err := f.AllowAll(t.Context(), full); err != nil || !d.Allowed {
+		t.Fatalf("first request: %+v, %v", d, err)
+	}
+	if _, ok := f.Remembered(full); ok {
+		t.Fatal("a rule Redis admitted is remembered as rejecting")
+	}
+	first, err := f.AllowAll(t.Context(), full, free)
+	if err != nil || first.Allowed || first.FromMemory {
+		t.Fatalf("second request: %+v, %v; want Redis' rejection", first, err)
+	}
+	for range 3 {
+		d, ok := f.Remembered(free, full)
+		if !ok || d.Allowed || !d.FromMemory || d.RetryAfter <= 0 || d.RetryAfter > first.RetryAfter {
+			t.Fatalf("remembered: %+v %v; want the rejection from memory, retry-after within (0, %v]", d, ok, first.RetryAfter)
+		}
+		if rej := d.Rejected(); len(rej) != 1 || rej[0].Name != "login_ip" {
+			t.Fatalf("remembered rejected by %+v, want login_ip", rej)
+		}
+	}
+	if _, ok := f.Remembered(free); ok {
+		t.Fatal("a rule whose rejection is not remembered answered from memory")
+	}
+	// Nothing was recorded for free: both of its requests are left.
+	for i := range 2 {
+		if d, err := f.AllowAll(t.Context(), free); err != nil || !d.Allowed {
+			t.Fatalf("free's request %d after the questions: %+v, %v; want admitted", i, d, err)
+		}
+	}
+	if _, ok := newLimiter(t, rdb, "xcloak:").Remembered(full); ok {
+		t.Fatal("a limiter without a memory answered from one")
+	}
+	if _, ok := newLocal(t).Remembered(full); ok {
+		t.Fatal("a Local answered from a memory")
+	}
+
+	srv.Stop()
+	if _, ok := shared.Remembered(full); !ok {
+		t.Fatal("with Redis gone, the memory did not answer")
+	}
+	if err := f.Check(t.Context()); err == nil || !f.Degraded() {
+		t.Fatalf("Check with Redis gone: %v, degraded %v", err, f.Degraded())
+	}
+	if _, ok := f.Remembered(full); ok {
+		t.Fatal("a degraded Failover answered from Redis' memory, not its local store's")
+	}
+}

@@ -50,6 +50,14 @@ type Store interface {
 	Hold(ctx context.Context, locks ...HeldLock) error
 	// Reset forgets every request recorded for id under the rule name.
 	Reset(ctx context.Context, name, id string) error
+	// Remembered answers, from what the store remembers in process alone
+	// (Limiter.RememberRejections), whether one of rules is known to
+	// reject now: a rejection with Decision.FromMemory, and true. It
+	// never admits, records nothing and makes no round trip, so a caller
+	// can ask it before work that a rejection would make useless. A store
+	// without such a memory, or that remembers none of rules, answers
+	// false; false says nothing about what AllowAll would answer.
+	Remembered(rules ...Rule) (Decision, bool)
 }
 
 var (
@@ -186,6 +194,12 @@ func (s *RedisStore) Hold(ctx context.Context, locks ...HeldLock) error {
 		}
 	}
 	return unknown
+}
+
+// Remembered answers from the rejections this process remembers (see
+// Limiter.Remembered).
+func (s *RedisStore) Remembered(rules ...Rule) (Decision, bool) {
+	return s.limiter.Remembered(rules...)
 }
 
 // Reset forgets every request recorded for id under the rule name.

@@ -152,6 +152,7 @@ var storeCases = []struct {
 	{"unlock keeps the level", nil, caseUnlock},
 	{"hold only lengthens and raises", nil, caseHold},
 	{"reset forgets a rule's log", nil, caseReset},
+	{"remembered never admits nor records", nil, caseRemembered},
 	{"a repeated attempt counts once", nil, caseRepeatedAttempt},
 	{"a repeated attempt counts once under concurrency", nil, caseRepeatedAttemptConcurrent},
 	{"attempts are forgotten by Clear", nil, caseAttemptsCleared},
@@ -597,6 +598,29 @@ func caseReset(t *testing.T, s storeUnderTest) {
 	}
 	if d := decide(t, s, other); d.Allowed {
 		t.Fatalf("another identity after Reset: %+v; want still full", d)
+	}
+}
+
+// caseRemembered: whatever a store remembers, Remembered answers only a
+// rejection, and asking it records nothing.
+func caseRemembered(t *testing.T, s storeUnderTest) {
+	full := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.0/24", Limit: ratelimit.PerHour(1)}
+	free := ratelimit.Rule{Name: "login_account", ID: "ivy@example.com", Limit: ratelimit.PerHour(1), Lockable: true}
+	decide(t, s, full)
+	if d := decide(t, s, full); d.Allowed {
+		t.Fatalf("a full rule: %+v; want rejected", d)
+	}
+	if d, ok := s.Remembered(full, free); ok && (d.Allowed || !d.FromMemory || d.RetryAfter <= 0 || len(d.Results) != 2) {
+		t.Fatalf("remembered: %+v; want a rejection from memory, with a result for each rule", d)
+	}
+	if d, ok := s.Remembered(free); ok {
+		t.Fatalf("a rule that never rejected: %+v; want nothing remembered", d)
+	}
+	if _, ok := s.Remembered(ratelimit.Rule{Name: "bad name"}); ok {
+		t.Fatal("an invalid rule answered from memory")
+	}
+	if d := decide(t, s, free); !d.Allowed || d.Results[0].Count != 1 {
+		t.Fatalf("after the questions: %+v; want admitted as the first", d)
 	}
 }
 

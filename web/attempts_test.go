@@ -460,16 +460,28 @@ func TestAttemptFailuresFeedAttackDetection(t *testing.T) {
 }
 
 // TestAttemptLimitedDeviceQueriesNothing: an attempt its network's limit
-// refuses costs no Postgres query, whatever device id it names. The device
-// id is the application's client's (a cookie, as the security model
-// advises), so a client over its limit that sends a fresh id each time
-// must not reach the database: the table of devices is locked here, and a
-// query for it would wait on that lock instead of answering 429.
+// is known to refuse costs no Postgres query, whatever device id it names.
+// The device id is the application's client's (a cookie, as the security
+// model advises), so a client over its limit that sends a fresh id each
+// time must not reach the database: the table of devices is locked here,
+// and a query for it would wait on that lock instead of answering 429.
+//
+// "Known" is the replica's memory of rejections (XCLOAK_REJECTION_MEMORY,
+// set long here so that it outlasts the test): the first rejection comes
+// from Redis, and the memory learns it. So one plain over-limit attempt,
+// without a device, is sent first; every attempt with a fresh device id
+// after it must be refused without a lookup.
 func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) }})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleLoginIP, 1)
+		c.RejectionMemory = time.Hour
+	}})
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
 	if status, d, _ := a.ask("login", "mallory", "192.0.2.90", "cookie-0"); status != 200 {
 		t.Fatalf("first attempt: %d %+v, want 200", status, d)
+	}
+	if status, d, _ := a.ask("login", "mallory", "192.0.2.90", ""); status != 429 {
+		t.Fatalf("an attempt over its network's limit, without a device: %d %+v, want 429", status, d)
 	}
 	tx, err := env.DB.Begin(t.Context())
 	if err != nil {
@@ -481,23 +493,28 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 	}
 	done := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.base+"/api/v1/attempts",
-			strings.NewReader(`{"kind":"login","account":"mallory","client_ip":"192.0.2.90","device":"cookie-1"}`))
-		req.Header.Set("Content-Type", jsonType)
-		req.Header.Set("Authorization", "Bearer "+a.key)
-		resp, err := a.c.Do(req)
-		if err != nil {
-			done <- 0
-			return
+		for i := 1; i <= 5; i++ {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.base+"/api/v1/attempts",
+				strings.NewReader(fmt.Sprintf(`{"kind":"login","account":"mallory","client_ip":"192.0.2.90","device":"cookie-%d"}`, i)))
+			req.Header.Set("Content-Type", jsonType)
+			req.Header.Set("Authorization", "Bearer "+a.key)
+			resp, err := a.c.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 429 || i == 5 {
+				done <- resp.StatusCode
+				return
+			}
 		}
-		resp.Body.Close()
-		done <- resp.StatusCode
 	}()
 	for {
 		select {
 		case status := <-done:
 			if status != 429 {
-				t.Fatalf("an attempt over its network's limit: %d, want 429", status)
+				t.Fatalf("an attempt over its network's limit with a fresh device id: %d, want 429", status)
 			}
 			return
 		default:
@@ -566,11 +583,40 @@ func TestAttemptResetForgetsKnownDevices(t *testing.T) {
 	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
 		t.Fatalf("the owner's reset: %d", status)
 	}
+	env.Flush(t)
+	var forgotten string
+	if err := env.DB.QueryRow(t.Context(), `SELECT coalesce(detail->>'devices_forgotten', '') FROM security_events
+		WHERE kind = 'reset_completed' AND account_key = 'app shop olga'`).Scan(&forgotten); err != nil || forgotten != "1" {
+		t.Fatalf("the reset's event: devices_forgotten %q %v, want 1", forgotten, err)
+	}
 	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if status, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box"); status != 200 || d.Decision != "challenge" {
 		t.Fatalf("the thief's device after the owner's reset, in attack mode: %d %+v, want challenge", status, d)
+	}
+}
+
+// TestAttemptDevicesCapped: an application's account keeps at most
+// XCLOAK_MAX_DEVICES known devices, as XCloak's own do, forgetting the
+// least recently used, so that an account's devices cannot grow without
+// bound and the oldest is challenged again.
+func TestAttemptDevicesCapped(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.MaxDevices = 2 }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for _, device := range []string{"phone", "laptop", "tablet"} {
+		_, d, _ := a.ask("login", "quinn", "203.0.113.70", device)
+		if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+			t.Fatalf("sign-in from %s: %d", device, status)
+		}
+	}
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for device, want := range map[string]string{"phone": "challenge", "laptop": "allow", "tablet": "allow"} {
+		if status, d, _ := a.ask("login", "quinn", "203.0.113.70", device); status != 200 || d.Decision != want {
+			t.Errorf("%s, in attack mode, with 2 devices kept: %d %+v, want %s", device, status, d, want)
+		}
 	}
 }
 
