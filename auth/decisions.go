@@ -152,13 +152,23 @@ func appAccount(app, folded string) string { return "app " + app + " " + folded 
 // isAppAccount reports whether id is an application's account identity as
 // appAccount makes it, with a valid name and a folded account.
 func isAppAccount(id string) bool {
+	_, ok := appOf(id)
+	return ok
+}
+
+// appOf returns the application's name in id when id is an application's
+// account identity as appAccount makes it.
+func appOf(id string) (name string, ok bool) {
 	rest, ok := strings.CutPrefix(id, "app ")
 	if !ok {
-		return false
+		return "", false
 	}
 	name, account, ok := strings.Cut(rest, " ")
-	return ok && CheckAPIKeyName(name) == nil && account != "" && FoldAccount(account) == account &&
-		len(account) <= MaxAccountBytes && printable(account)
+	if !ok || CheckAPIKeyName(name) != nil || account == "" || FoldAccount(account) != account ||
+		len(account) > MaxAccountBytes || !printable(account) {
+		return "", false
+	}
+	return name, true
 }
 
 // appDevice is the identity of an application's known device in the

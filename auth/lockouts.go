@@ -30,8 +30,12 @@ func (s *Service) recordLockout(ctx context.Context, email string, userID int64,
 		s.metrics.dbErrors.Inc()
 		s.log.ErrorContext(ctx, "recording lockout", "err", err)
 	}
-	s.record(Event{Kind: EventLockout, Account: email, UserID: userID, Source: source,
-		Detail: map[string]string{"level": fmt.Sprint(f.Level), "until": now.Add(f.LockedFor).UTC().Format(time.RFC3339)}})
+	detail := map[string]string{"level": fmt.Sprint(f.Level), "until": now.Add(f.LockedFor).UTC().Format(time.RFC3339)}
+	if app, ok := appOf(email); ok {
+		// As the application's other events say whose they are.
+		detail["app"] = app
+	}
+	s.record(Event{Kind: EventLockout, Account: email, UserID: userID, Source: source, Detail: detail})
 	s.notifyLockout(email, userID, source, now.Add(f.LockedFor))
 }
 

@@ -347,6 +347,29 @@ func TestAttemptEventsNameTheApplication(t *testing.T) {
 	}
 }
 
+// TestAttemptLockoutEventNamesTheApplication: the lockout that an
+// application's reported failures cause is recorded with the application's
+// name, as its other events are, and so are the devices' own.
+func TestAttemptLockoutEventNamesTheApplication(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := a.ask("login", "gina", fmt.Sprintf("203.0.113.%d", 100+i), "")
+		if status, _ := a.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	env.Flush(t)
+	var app string
+	if err := env.DB.QueryRow(t.Context(), `SELECT coalesce(detail->>'app', '') FROM security_events
+		WHERE kind = 'lockout' AND account_key = 'app shop gina'`).Scan(&app); err != nil {
+		t.Fatalf("the lockout's event: %v", err)
+	}
+	if app != "shop" {
+		t.Fatalf("the lockout's event names application %q, want shop", app)
+	}
+}
+
 // TestDashboardApplications: the dashboard and the stats JSON list each
 // application's attempts, denials and reported outcomes.
 func TestDashboardApplications(t *testing.T) {
