@@ -43,7 +43,12 @@ func healthcheck(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	// Straight to the server: no proxy from the environment, no redirect.
+	client := &http.Client{
+		Transport:     &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
