@@ -6,14 +6,15 @@ GO ?= go
 BENCH ?= .
 PKG ?= ./...
 
-.PHONY: run test e2e e2e-setup proxies bench build generate fmt vet services services-stop
+.PHONY: run test e2e e2e-setup proxies promtool bench build generate fmt vet services services-stop
 
 run: services
 	$(GO) run ./cmd/xcloak serve --dev
 
-# Every Go test, the browser tests in e2e/ and the tests behind real nginx
-# and Caddy included; their setup runs first.
-test: services e2e-setup proxies
+# Every Go test, the browser tests in e2e/, the tests behind real nginx
+# and Caddy and the check of the alert rules included; their setup runs
+# first.
+test: services e2e-setup proxies promtool
 	$(GO) test -race -count=1 ./...
 
 # Only the browser tests: installs Chromium and the Playwright driver
@@ -29,6 +30,11 @@ e2e-setup:
 # checks its documented configuration (installed when missing, as root).
 proxies:
 	scripts/proxies.sh
+
+# promtool, which checks deploy/prometheus/alerts.yml and runs its unit
+# tests (installed when missing, as root).
+promtool:
+	scripts/promtool.sh
 
 bench: services
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem $(PKG)

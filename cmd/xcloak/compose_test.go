@@ -155,6 +155,69 @@ func TestComposeServices(t *testing.T) {
 			t.Errorf("Dockerfile EXPOSE = %v, want %s", d.final.expose, port)
 		}
 	})
+
+	t.Run("postgres is checked over TCP, not the socket the init-time server answers on", func(t *testing.T) {
+		hc := mustService(t, p, "postgres").HealthCheck
+		if hc == nil || len(hc.Test) < 2 || hc.Test[0] != "CMD" || hc.Test[1] != "pg_isready" {
+			t.Fatalf("postgres healthcheck = %+v, want [CMD pg_isready ...]", hc)
+		}
+		host := ""
+		for i, arg := range hc.Test {
+			if v, ok := strings.CutPrefix(arg, "--host="); ok {
+				host = v
+			} else if (arg == "-h" || arg == "--host") && i+1 < len(hc.Test) {
+				host = hc.Test[i+1]
+			}
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			t.Errorf("pg_isready host = %q, want a loopback address: without one it asks the Unix socket", host)
+		}
+	})
+
+	t.Run("redis keeps an append-only file in a volume", func(t *testing.T) {
+		r := mustService(t, p, "redis")
+		cmd := strings.Join(r.Command, " ")
+		if !strings.Contains(cmd, "--appendonly yes") {
+			t.Errorf("redis command = %q, want --appendonly yes", r.Command)
+		}
+		mounted := slices.ContainsFunc(r.Volumes, func(v types.ServiceVolumeConfig) bool {
+			_, declared := p.Volumes[v.Source]
+			return v.Type == types.VolumeTypeVolume && declared && v.Target == "/data"
+		})
+		if !mounted {
+			t.Errorf("redis volumes = %+v, want a named volume at /data, where the append-only file is written", r.Volumes)
+		}
+	})
+
+	t.Run("xcloak's health check is xcloak healthcheck at the address it serves", func(t *testing.T) {
+		hc := xcloak.HealthCheck
+		if hc == nil || hc.Disable {
+			t.Fatalf("xcloak healthcheck = %+v, want one", hc)
+		}
+		d := mustReadDockerfile(t)
+		entry, err := execForm(d.final.entrypoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"CMD", entry[0], "healthcheck"}; !slices.Equal(hc.Test, want) {
+			t.Errorf("xcloak healthcheck test = %q, want %q", hc.Test, want)
+		}
+		if hc.Timeout == nil || time.Duration(*hc.Timeout) <= healthcheckTimeout {
+			t.Errorf("xcloak healthcheck timeout = %v, want more than the %s the command allows itself", hc.Timeout, healthcheckTimeout)
+		}
+		addr := d.final.env["XCLOAK_ADDR"]
+		if v := serviceEnv(xcloak)["XCLOAK_ADDR"]; v != "" {
+			addr = v
+		}
+		url, err := readyzURL(addr)
+		if err != nil {
+			t.Fatalf("xcloak healthcheck cannot check XCLOAK_ADDR %q: %v", addr, err)
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		if len(xcloak.Ports) == 0 || fmt.Sprint(xcloak.Ports[0].Target) != port {
+			t.Errorf("xcloak healthcheck asks %s, not the port the service publishes (%+v)", url, xcloak.Ports)
+		}
+	})
 }
 
 func TestComposeXCloakEnvironment(t *testing.T) {

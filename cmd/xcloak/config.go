@@ -86,9 +86,10 @@ type scope uint8
 
 // The commands that take settings.
 const (
-	forServe   scope = 1 << iota // xcloak serve
-	forUser                      // xcloak user add and unlock
-	forMigrate                   // xcloak migrate
+	forServe       scope = 1 << iota // xcloak serve
+	forUser                          // xcloak user add and unlock
+	forMigrate                       // xcloak migrate
+	forHealthcheck                   // xcloak healthcheck
 )
 
 // setting is one configuration value: an environment variable, a flag that
@@ -172,7 +173,7 @@ func newSettings(d auth.Config) []setting {
 	}
 	all := []setting{
 		{
-			env: "XCLOAK_ADDR", flag: "addr", def: "127.0.0.1:8080", scope: forServe,
+			env: "XCLOAK_ADDR", flag: "addr", def: "127.0.0.1:8080", scope: forServe | forHealthcheck,
 			usage: "`host:port` to listen on; port 0 picks a free port",
 			set:   func(c *config, v string) error { c.Addr = v; return checkAddr(v) },
 		},

@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/xcloak/xcloak/internal/cli"
@@ -88,8 +86,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"so forward-auth sees it only for requests to XCloak's own host")
 	}
 
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registry := newRegistry()
 	metrics := promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 
 	b, err := openBackend(ctx, cfg, logger, registry, true)
