@@ -19,6 +19,7 @@ Commands:
   migrate   create the database if missing and apply schema migrations
   user      add accounts and end lockouts from the command line
   apikey    add, list and revoke the decision API's keys
+  version   print the version and build of this binary
 
 Run "xcloak <command> --help" for the flags of a command.
 `
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = user(ctx, rest, getenv, stdin, stdout, stderr)
 	case "apikey":
 		err = apikey(ctx, rest, getenv, stdout, stderr)
+	case "version":
+		err = printVersion(ctx, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "xcloak: unknown command %q\n\n%s", command, usage)
 		return cli.UsageError{Err: fmt.Errorf("unknown command %q", command)}
