@@ -43,7 +43,9 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // /api/v1/attempts/{attempt_id}/outcome. Rejections (429) are logged at
 // debug level only, and so are forward-auth's answers but its refusals
 // (403) and errors: a proxy asks about every request of every protected
-// application, which logs it itself.
+// application, which logs it itself. The health probes' answers are at
+// debug too, but for a failed one (5xx): an orchestrator asks every few
+// seconds.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := requestid.New()
@@ -61,6 +63,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			// every rejection is already a security event and a metric.
 			level = slog.LevelDebug
 		case rec.status != http.StatusForbidden && strings.HasPrefix(r.URL.Path, authzPrefix):
+			level = slog.LevelDebug
+		case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
 			level = slog.LevelDebug
 		}
 		if !s.log.Enabled(r.Context(), level) {
