@@ -90,6 +90,42 @@ func TestLogsCarryRequestIDsAndNoSecrets(t *testing.T) {
 	}
 }
 
+// TestLogLevel: XCLOAK_LOG_LEVEL drops the lines below it, and debug
+// shows the access log's quiet lines (the health probes').
+func TestLogLevel(t *testing.T) {
+	for _, tt := range []struct {
+		level      string
+		want, none []string
+	}{
+		{"debug", []string{`"level":"DEBUG","msg":"request","method":"GET","path":"/healthz"`, `"level":"INFO","msg":"listening"`}, nil},
+		{"", []string{`"level":"INFO","msg":"listening"`}, []string{`"level":"DEBUG"`}},
+		{"warn", nil, []string{`"level":"DEBUG"`, `"level":"INFO"`}},
+	} {
+		t.Run(tt.level, func(t *testing.T) {
+			vars := storeSettings(t)
+			vars["XCLOAK_LOG_LEVEL"] = tt.level
+			s := startServe(t, vars)
+			if status, _ := fetch(t, s.base+"/healthz"); status != http.StatusOK {
+				t.Fatalf("/healthz: %d", status)
+			}
+			if err := s.stop(); err != nil {
+				t.Fatal(err)
+			}
+			logs := s.stderr.String()
+			for _, want := range tt.want {
+				if !strings.Contains(logs, want) {
+					t.Errorf("no %s in the log:\n%s", want, logs)
+				}
+			}
+			for _, none := range tt.none {
+				if strings.Contains(logs, none) {
+					t.Errorf("%s in the log:\n%s", none, logs)
+				}
+			}
+		})
+	}
+}
+
 // TestMetricsOffTheMainAddressByDefault: unless told otherwise, serve
 // puts the metrics on 127.0.0.1:9090, not on the public address. The test
 // holds that port (or finds it held by someone else), so serve must fail

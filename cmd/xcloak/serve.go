@@ -43,7 +43,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	// Every line a request's context writes carries its request ID.
-	logger := slog.New(requestid.Handler(slog.NewJSONHandler(stderr, nil)))
+	logger := slog.New(requestid.Handler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
 
 	if *dev {
 		cfg.InsecureCookies = true
