@@ -35,7 +35,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // logRequests gives every request an ID, returned as X-Request-ID and put
 // on every log line written with the request's context, and logs one line
-// when the request ends: method, path, status, duration, client. It never
+// when the request ends: method, path, status, duration_seconds, client. It never
 // logs bodies, query strings, cookies or headers, so no password, token or
 // session cookie reaches the log; reset, unlock and sign-in link pages, whose
 // path holds a token, are logged as /password-reset/{token}, /unlock/{token}
@@ -74,7 +74,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			slog.String("method", r.Method),
 			slog.String("path", loggablePath(r.URL.Path)),
 			slog.Int("status", rec.status),
-			slog.Duration("duration", time.Since(start)),
+			slog.Float64("duration_seconds", time.Since(start).Seconds()),
 			slog.String("client", s.client(r).Source()),
 		)
 	})

@@ -165,7 +165,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// The HTTP server stops first, so that the requests in flight finish
 	// and record their events; then the service writes every queued event
 	// and sends the queued mails before the stores close.
-	logger.Info("shutting down", "timeout", shutdownTimeout.String())
+	logger.Info("shutting down", "timeout_seconds", shutdownTimeout.Seconds())
 	err = stopHTTP(ctx, srv, served)
 	b.Close()
 	logger.Info("stopped")
