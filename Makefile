@@ -6,14 +6,14 @@ GO ?= go
 BENCH ?= .
 PKG ?= ./...
 
-.PHONY: run test e2e e2e-setup proxies bench build generate fmt vet services services-stop
+.PHONY: run test lint e2e e2e-setup proxies bench build generate fmt vet services services-stop
 
 run: services
 	$(GO) run ./cmd/xcloak serve --dev
 
 # Every Go test, the browser tests in e2e/ and the tests behind real nginx
-# and Caddy included; their setup runs first.
-test: services e2e-setup proxies
+# and Caddy included; their setup runs first, and lint before them.
+test: lint services e2e-setup proxies
 	$(GO) test -race -count=1 ./...
 
 # Only the browser tests: installs Chromium and the Playwright driver
@@ -45,6 +45,11 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+
+# go vet and staticcheck, whose version go.mod pins; any finding fails the
+# target, and so make test and CI.
+lint: vet
+	$(GO) tool staticcheck ./...
 
 services:
 	scripts/services.sh
