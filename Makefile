@@ -33,8 +33,12 @@ proxies:
 bench: services
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem $(PKG)
 
+# VERSION names the release xcloak version prints; empty, it says the
+# module's version or devel.
+VERSION ?=
+
 build:
-	$(GO) build -o bin/xcloak ./cmd/xcloak
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/xcloak ./cmd/xcloak
 
 generate:
 	$(GO) tool templ generate
