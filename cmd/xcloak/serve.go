@@ -89,9 +89,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"so forward-auth sees it only for requests to XCloak's own host")
 	}
 
+	build := readBuildInfo(version, debug.ReadBuildInfo)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		buildInfoGauge(readBuildInfo(version, debug.ReadBuildInfo)))
+		buildInfoGauge(build))
 	metrics := promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 
 	b, err := openBackend(ctx, cfg, logger, registry, true)
@@ -148,7 +149,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	logger.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.Auth.PublicURL.String())
+	logger.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.Auth.PublicURL.String(),
+		"version", build.Version, "revision", build.Revision)
 	fmt.Fprintf(stdout, "XCloak listening on http://%s\n", browsableAddr(ln.Addr()))
 	if metricsURL != "" {
 		fmt.Fprintf(stdout, "Metrics at %s\n", metricsURL)

@@ -67,6 +67,8 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestBuildInfoMetric: /metrics and the log's "listening" line say which
+// build answers.
 func TestBuildInfoMetric(t *testing.T) {
 	vars := storeSettings(t)
 	vars["XCLOAK_METRICS_ADDR"] = "main"
@@ -76,5 +78,11 @@ func TestBuildInfoMetric(t *testing.T) {
 	want := `xcloak_build_info{goversion="` + runtime.Version() + `",revision="` + b.Revision + `",version="` + b.Version + `"} 1`
 	if !strings.Contains(body, want) {
 		t.Errorf("/metrics has no %s", want)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"version":"` + b.Version + `","revision":"` + b.Revision + `"`; !strings.Contains(s.stderr.String(), want) {
+		t.Errorf("the log has no %s:\n%s", want, s.stderr.String())
 	}
 }
