@@ -35,11 +35,11 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // logRequests gives every request an ID, returned as X-Request-ID and put
 // on every log line written with the request's context, and logs one line
-// when the request ends: method, path, status, duration_seconds, client. It never
-// logs bodies, query strings, cookies or headers, so no password, token or
-// session cookie reaches the log; reset, unlock and sign-in link pages, whose
-// path holds a token, are logged as /password-reset/{token}, /unlock/{token}
-// and /sign-in/{token}, and outcomes as
+// when the request ends: method, path, status, duration_seconds, client.
+// It never logs bodies, query strings, cookies or headers, so no password,
+// token or session cookie reaches the log; reset, unlock and sign-in link
+// pages, whose path holds a token, are logged as /password-reset/{token},
+// /unlock/{token} and /sign-in/{token}, and outcomes as
 // /api/v1/attempts/{attempt_id}/outcome. Rejections (429) are logged at
 // debug level only, and so are forward-auth's answers but its refusals
 // (403) and errors: a proxy asks about every request of every protected
