@@ -6,15 +6,15 @@ GO ?= go
 BENCH ?= .
 PKG ?= ./...
 
-.PHONY: run test e2e e2e-setup proxies promtool bench build generate fmt vet services services-stop
+.PHONY: run test lint e2e e2e-setup proxies promtool bench build generate fmt vet services services-stop
 
 run: services
 	$(GO) run ./cmd/xcloak serve --dev
 
 # Every Go test, the browser tests in e2e/, the tests behind real nginx
 # and Caddy and the check of the alert rules included; their setup runs
-# first.
-test: services e2e-setup proxies promtool
+# first, and lint before them.
+test: lint services e2e-setup proxies promtool
 	$(GO) test -race -count=1 ./...
 
 # Only the browser tests: installs Chromium and the Playwright driver
@@ -39,8 +39,12 @@ promtool:
 bench: services
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem $(PKG)
 
+# VERSION names the release xcloak version prints; empty, it says the
+# module's version or devel.
+VERSION ?=
+
 build:
-	$(GO) build -o bin/xcloak ./cmd/xcloak
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/xcloak ./cmd/xcloak
 
 generate:
 	$(GO) tool templ generate
@@ -51,6 +55,11 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+
+# go vet and staticcheck, whose version go.mod pins; any finding fails the
+# target, and so make test and CI.
+lint: vet
+	$(GO) tool staticcheck ./...
 
 services:
 	scripts/services.sh

@@ -369,7 +369,7 @@ func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, signa
 		}
 	case "ended":
 		detail := map[string]string{"trigger": s.trigger, "by": s.by, "since": s.since.Format(time.RFC3339)}
-		w.log.Warn("attack mode off", "by", s.by, "since", s.since, "lasted", now.Sub(s.since).Round(time.Second).String())
+		w.log.Warn("attack mode off", "by", s.by, "since", s.since, "lasted_seconds", now.Sub(s.since).Round(time.Second).Seconds())
 		w.record(ctx, auth.Event{At: now, Kind: auth.EventAttackEnded, Detail: detail})
 	}
 }

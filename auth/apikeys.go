@@ -282,7 +282,7 @@ func (c *apiKeyCache) lookup(ctx context.Context, s *Service, hash [sha256.Size]
 			if older(now, c.loadedAt, apiKeyOutage) {
 				return APIKey{}, false, err
 			}
-			s.log.WarnContext(ctx, "API keys not reloaded; deciding by the last list", "age", now.Sub(c.loadedAt), "err", err)
+			s.log.WarnContext(ctx, "API keys not reloaded; deciding by the last list", "age_seconds", now.Sub(c.loadedAt).Seconds(), "err", err)
 		}
 	}
 	if older(now, c.loadedAt, apiKeyOutage) {

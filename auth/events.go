@@ -258,10 +258,3 @@ func coalesceRejections(batch []Event) []Event {
 	}
 	return out
 }
-
-func nullableID(id int64) *int64 {
-	if id == 0 {
-		return nil
-	}
-	return &id
-}

@@ -108,7 +108,7 @@ func StatsOf(d Dashboard) Stats {
 		out.TopAccounts = append(out.TopAccounts, StatsAccount{t.Name, t.Count})
 	}
 	for _, m := range d.Series {
-		out.PerMinute = append(out.PerMinute, StatsMinute{m.Start, m.Attempts, m.Rejected})
+		out.PerMinute = append(out.PerMinute, StatsMinute(m))
 	}
 	return out
 }

@@ -126,13 +126,19 @@ func masterOf(t *testing.T, rdb *redis.ClusterClient, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots, err := rdb.ClusterSlots(t.Context()).Result()
+	shards, err := rdb.ClusterShards(t.Context()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range slots {
-		if int64(s.Start) <= slot && slot <= int64(s.End) {
-			return s.Nodes[0].Addr
+	for _, s := range shards {
+		for _, r := range s.Slots {
+			if r.Start <= slot && slot <= r.End {
+				for _, n := range s.Nodes {
+					if n.Role == "master" {
+						return n.ID
+					}
+				}
+			}
 		}
 	}
 	t.Fatalf("no master for slot %d", slot)

@@ -177,7 +177,7 @@ func configFromURL(u *url.URL) (Config, error) {
 		return cfg, errors.New("want smtp://host:port or smtps://host:port, with the two slashes")
 	}
 	if u.Path != "" && u.Path != "/" {
-		return cfg, errors.New("unexpected path after the host; the URL ends with host:port?from=...")
+		return cfg, errors.New("unexpected path after the host; the URL ends with host:port?from=address")
 	}
 	if u.Fragment != "" || u.RawFragment != "" {
 		return cfg, errors.New("unexpected #fragment")

@@ -35,15 +35,17 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // logRequests gives every request an ID, returned as X-Request-ID and put
 // on every log line written with the request's context, and logs one line
-// when the request ends: method, path, status, duration, client. It never
-// logs bodies, query strings, cookies or headers, so no password, token or
-// session cookie reaches the log; reset, unlock and sign-in link pages, whose
-// path holds a token, are logged as /password-reset/{token}, /unlock/{token}
-// and /sign-in/{token}, and outcomes as
+// when the request ends: method, path, status, duration_seconds, client.
+// It never logs bodies, query strings, cookies or headers, so no password,
+// token or session cookie reaches the log; reset, unlock and sign-in link
+// pages, whose path holds a token, are logged as /password-reset/{token},
+// /unlock/{token} and /sign-in/{token}, and outcomes as
 // /api/v1/attempts/{attempt_id}/outcome. Rejections (429) are logged at
 // debug level only, and so are forward-auth's answers but its refusals
 // (403) and errors: a proxy asks about every request of every protected
-// application, which logs it itself.
+// application, which logs it itself. The health probes' answers are at
+// debug too, but for a failed one (5xx): an orchestrator asks every few
+// seconds.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := requestid.New()
@@ -62,6 +64,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			level = slog.LevelDebug
 		case rec.status != http.StatusForbidden && strings.HasPrefix(r.URL.Path, authzPrefix):
 			level = slog.LevelDebug
+		case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
+			level = slog.LevelDebug
 		}
 		if !s.log.Enabled(r.Context(), level) {
 			return
@@ -70,7 +74,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			slog.String("method", r.Method),
 			slog.String("path", loggablePath(r.URL.Path)),
 			slog.Int("status", rec.status),
-			slog.Duration("duration", time.Since(start)),
+			slog.Float64("duration_seconds", time.Since(start).Seconds()),
 			slog.String("client", s.client(r).Source()),
 		)
 	})

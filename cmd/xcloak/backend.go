@@ -127,7 +127,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		return nil, fmt.Errorf("XCLOAK_BREACHED_PASSWORDS: %w", err)
 	}
 	if checker != nil {
-		logger.Info("breached passwords checked", "timeout", cfg.BreachedTimeout.String())
+		logger.Info("breached passwords checked", "timeout_seconds", cfg.BreachedTimeout.Seconds())
 	}
 	xc, err := app.New(cfg.Auth, app.Deps{
 		Postgres:   pool,

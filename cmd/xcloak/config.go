@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
@@ -67,6 +68,8 @@ type config struct {
 	BreachedPasswords string
 	// BreachedTimeout bounds one lookup in it.
 	BreachedTimeout time.Duration
+	// LogLevel is the least severe level serve's log writes.
+	LogLevel slog.Level
 	// Auth is the service's behaviour. Its Secret is nil and its PublicURL
 	// nil when they were not given: serve fills them in, knowing --dev and
 	// the address it listens on.
@@ -307,6 +310,15 @@ func newSettings(d auth.Config) []setting {
 					return nil
 				}
 				return checkAddr(v)
+			},
+		},
+		{
+			env: "XCLOAK_LOG_LEVEL", flag: "log-level", def: "info", scope: forServe,
+			usage: "least severe `level` logged: debug (also probes, rejections and forward-auth's answers), info, warn or error",
+			set: func(c *config, v string) error {
+				l, err := parseLogLevel(v)
+				c.LogLevel = l
+				return err
 			},
 		},
 		{
@@ -616,6 +628,21 @@ func checkSecret(v string) error {
 		}
 	}
 	return nil
+}
+
+// parseLogLevel reads one of the four levels by name, in any case.
+func parseLogLevel(v string) (slog.Level, error) {
+	switch strings.ToLower(v) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("%q is not debug, info, warn or error", v)
 }
 
 // limitEnv and limitFlag name the setting of a rule's limit.

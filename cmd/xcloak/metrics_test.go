@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -87,6 +88,81 @@ func TestLogsCarryRequestIDsAndNoSecrets(t *testing.T) {
 		if strings.Contains(logs, secret) {
 			t.Errorf("logs contain %q", secret)
 		}
+	}
+}
+
+// TestLogLevel: XCLOAK_LOG_LEVEL drops the lines below it, and debug
+// shows the access log's quiet lines (the health probes').
+func TestLogLevel(t *testing.T) {
+	for _, tt := range []struct {
+		level      string
+		want, none []string
+	}{
+		{"debug", []string{`"level":"DEBUG","msg":"request","method":"GET","path":"/healthz"`, `"level":"INFO","msg":"listening"`}, nil},
+		{"", []string{`"level":"INFO","msg":"listening"`}, []string{`"level":"DEBUG"`}},
+		{"warn", nil, []string{`"level":"DEBUG"`, `"level":"INFO"`}},
+	} {
+		t.Run(tt.level, func(t *testing.T) {
+			vars := storeSettings(t)
+			vars["XCLOAK_LOG_LEVEL"] = tt.level
+			s := startServe(t, vars)
+			if status, _ := fetch(t, s.base+"/healthz"); status != http.StatusOK {
+				t.Fatalf("/healthz: %d", status)
+			}
+			if err := s.stop(); err != nil {
+				t.Fatal(err)
+			}
+			logs := s.stderr.String()
+			for _, want := range tt.want {
+				if !strings.Contains(logs, want) {
+					t.Errorf("no %s in the log:\n%s", want, logs)
+				}
+			}
+			for _, none := range tt.none {
+				if strings.Contains(logs, none) {
+					t.Errorf("%s in the log:\n%s", none, logs)
+				}
+			}
+		})
+	}
+}
+
+// TestLogDurationsInSeconds: every duration in the log is a number of
+// seconds under a name ending in _seconds, never nanoseconds (what
+// slog's JSON writes for a time.Duration) or a Go duration string.
+func TestLogDurationsInSeconds(t *testing.T) {
+	vars := storeSettings(t)
+	vars["XCLOAK_LOG_LEVEL"] = "debug"
+	s := startServe(t, vars)
+	if status, _ := fetch(t, s.base+"/healthz"); status != http.StatusOK {
+		t.Fatalf("/healthz: %d", status)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for line := range strings.Lines(s.stderr.String()) {
+		var attrs map[string]any
+		if err := json.Unmarshal([]byte(line), &attrs); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		for k, v := range attrs {
+			switch {
+			case k == "duration" || k == "timeout" || k == "age" || k == "lasted":
+				t.Errorf("%q: %s=%v, a duration without its unit", attrs["msg"], k, v)
+			case strings.HasSuffix(k, "_seconds"):
+				if _, ok := v.(float64); !ok {
+					t.Errorf("%q: %s=%v is no number", attrs["msg"], k, v)
+				}
+				got[attrs["msg"].(string)+" "+k] = v
+			}
+		}
+	}
+	if d, ok := got["request duration_seconds"].(float64); !ok || d <= 0 || d > 60 {
+		t.Errorf("the request line's duration_seconds = %v, want a number of seconds", got["request duration_seconds"])
+	}
+	if got["shutting down timeout_seconds"] != shutdownTimeout.Seconds() {
+		t.Errorf("shutting down: timeout_seconds = %v, want %v", got["shutting down timeout_seconds"], shutdownTimeout.Seconds())
 	}
 }
 

@@ -15,11 +15,12 @@ XCloak protects sign-in and password reset: every attempt passes per-IP and
 per-account limits in Redis, and repeated failures lock accounts out.
 
 Commands:
-  serve     run the HTTP service (creates and migrates the database first)
-  migrate   create the database if missing and apply schema migrations
-  user      add accounts and end lockouts from the command line
-  apikey    add, list and revoke the decision API's keys
+  serve        run the HTTP service (creates and migrates the database first)
+  migrate      create the database if missing and apply schema migrations
+  user         add accounts and end lockouts from the command line
+  apikey       add, list and revoke the decision API's keys
   healthcheck  exit 0 when the server at XCLOAK_ADDR is ready (GET /readyz)
+  version      print the version and build of this binary
 
 Run "xcloak <command> --help" for the flags of a command.
 `
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = apikey(ctx, rest, getenv, stdout, stderr)
 	case "healthcheck":
 		err = healthcheck(ctx, rest, getenv, stdout, stderr)
+	case "version":
+		err = printVersion(ctx, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "xcloak: unknown command %q\n\n%s", command, usage)
 		return cli.UsageError{Err: fmt.Errorf("unknown command %q", command)}

@@ -438,6 +438,11 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: `XCLOAK_MAIL_LOG: "yes please" is not true or false`,
 		},
 		{
+			name:    "log level that is not one of the four",
+			env:     map[string]string{"XCLOAK_LOG_LEVEL": "verbose"},
+			wantErr: `XCLOAK_LOG_LEVEL: "verbose" is not debug, info, warn or error`,
+		},
+		{
 			name:    "trusted proxy that is no address",
 			env:     map[string]string{"XCLOAK_TRUSTED_PROXIES": "10.0.0.0/8, 300.1.1.1/8"},
 			wantErr: `XCLOAK_TRUSTED_PROXIES: trusted proxy "300.1.1.1/8"`,

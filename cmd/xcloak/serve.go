@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -40,7 +41,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	// Every line a request's context writes carries its request ID.
-	logger := slog.New(requestid.Handler(slog.NewJSONHandler(stderr, nil)))
+	logger := slog.New(requestid.Handler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
 
 	if *dev {
 		cfg.InsecureCookies = true
@@ -86,6 +87,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"so forward-auth sees it only for requests to XCloak's own host")
 	}
 
+	build := readBuildInfo(version, debug.ReadBuildInfo)
 	registry := newRegistry()
 	metrics := promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 
@@ -143,7 +145,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	logger.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.Auth.PublicURL.String())
+	logger.Info("listening", "addr", ln.Addr().String(), "public_url", cfg.Auth.PublicURL.String(),
+		"version", build.Version, "revision", build.Revision)
 	fmt.Fprintf(stdout, "XCloak listening on http://%s\n", browsableAddr(ln.Addr()))
 	if metricsURL != "" {
 		fmt.Fprintf(stdout, "Metrics at %s\n", metricsURL)
@@ -160,7 +163,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// The HTTP server stops first, so that the requests in flight finish
 	// and record their events; then the service writes every queued event
 	// and sends the queued mails before the stores close.
-	logger.Info("shutting down", "timeout", shutdownTimeout.String())
+	logger.Info("shutting down", "timeout_seconds", shutdownTimeout.Seconds())
 	err = stopHTTP(ctx, srv, served)
 	b.Close()
 	logger.Info("stopped")

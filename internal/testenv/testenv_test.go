@@ -103,15 +103,21 @@ func TestClusterAddrsReused(t *testing.T) {
 
 func TestRedisClusterTopology(t *testing.T) {
 	client, _ := testenv.RedisCluster(t)
-	slots, err := client.ClusterSlots(context.Background()).Result()
+	shards, err := client.ClusterShards(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	masters := map[string]bool{}
-	covered := 0
-	for _, s := range slots {
-		masters[s.Nodes[0].ID] = true
-		covered += s.End - s.Start + 1
+	var covered int64
+	for _, s := range shards {
+		for _, n := range s.Nodes {
+			if n.Role == "master" {
+				masters[n.ID] = true
+			}
+		}
+		for _, r := range s.Slots {
+			covered += r.End - r.Start + 1
+		}
 	}
 	if len(masters) != 3 {
 		t.Errorf("masters = %d, want 3", len(masters))
