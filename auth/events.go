@@ -46,7 +46,10 @@ type Event struct {
 	UserID  int64  // 0 if no account
 	Source  string // the client's network (address or IPv6 /64)
 	Rule    string // the rule that rejected, for rejections
-	Detail  map[string]string
+	// Detail is what else the dashboard shows of the event. It goes to
+	// the audit stream too, so it never holds a secret: no password,
+	// token, hash, cookie or attempt ID.
+	Detail map[string]string
 }
 
 // EventStore keeps security events for the log the dashboard lists
@@ -80,6 +83,7 @@ type recorder struct {
 	store   EventStore
 	stats   EventCounter
 	log     *slog.Logger
+	audit   auditStream // a line for every row written to store
 	now     func() time.Time
 	queue   chan Event
 	dropped atomic.Int64
@@ -176,9 +180,14 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 			}
 		}
 		if len(r.pendingDB) > 0 {
-			if err := r.store.InsertEvents(ctx, coalesceRejections(r.pendingDB)); err != nil {
+			rows := coalesceRejections(r.pendingDB)
+			if err := r.store.InsertEvents(ctx, rows); err != nil {
 				errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
 			} else {
+				// Only rows written, so that line and row agree one for
+				// one: a batch written again after a failure is logged
+				// once, with the counts it was written with.
+				r.audit.write(rows)
 				r.pendingDB = r.pendingDB[:0]
 			}
 		}

@@ -71,6 +71,10 @@ type Config struct {
 	// the owner is mailed of a sign-in from a new device, of a lockout of
 	// the account and of a change of its password (notify.go).
 	NotifyNewDevice, NotifyLockout, NotifyPasswordChange bool
+
+	// AuditLog writes every security-event row, as it is written, to the
+	// service's logger as one line of the audit stream (audit.go).
+	AuditLog bool
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -97,6 +101,8 @@ func DefaultConfig() Config {
 		NotifyNewDevice:      true,
 		NotifyLockout:        true,
 		NotifyPasswordChange: true,
+
+		AuditLog: true,
 	}
 }
 
@@ -245,6 +251,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		now:     now,
 		events:  newRecorder(d.Events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
+	}
+	if cfg.AuditLog {
+		s.events.audit = auditStream{log: log.With("log", AuditLog)}
 	}
 	s.activity = d.Activity
 	s.apps = d.Apps
