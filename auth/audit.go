@@ -16,8 +16,9 @@ const (
 	AuditLog     = "audit"
 )
 
-// auditStream writes every security-event row, as it is written to the
-// EventStore, as one log line with stable field names, so that a SIEM can
+// AuditedEvents returns an EventStore that writes to store and then, once
+// a batch is written, writes each of its rows to log as one line of the
+// audit stream, with stable field names, so that a SIEM can
 // follow the security log without reading Postgres. The line is written
 // for the row, not for the event: a coalesced rejection or a folded
 // summary is one line whose count is the row's, so the stream is bounded
@@ -38,15 +39,40 @@ const (
 //	detail   the event's other detail, only when it has some
 //
 // Detail never holds a secret (see Event.Detail), so neither does the line.
+//
+// NewService wraps its Deps.Events so when Config.AuditLog is set; the
+// other writers of security events (the attack watch) wrap theirs. A nil
+// log returns store itself.
+func AuditedEvents(store EventStore, log *slog.Logger) EventStore {
+	if log == nil {
+		return store
+	}
+	return auditedStore{EventStore: store, stream: auditStream{log: log.With("log", AuditLog)}}
+}
+
+type auditedStore struct {
+	EventStore
+	stream auditStream
+}
+
+// InsertEvents writes batch, then its lines: only rows written are
+// logged, so that line and row agree one for one, and a batch written
+// again after a failure is logged once.
+func (s auditedStore) InsertEvents(ctx context.Context, batch []Event) error {
+	if err := s.EventStore.InsertEvents(ctx, batch); err != nil {
+		return err
+	}
+	s.stream.write(batch)
+	return nil
+}
+
+// auditStream writes rows as lines of the audit stream.
 type auditStream struct {
-	log *slog.Logger // nil: no stream
+	log *slog.Logger
 }
 
 // write writes one line per row of rows.
 func (a auditStream) write(rows []Event) {
-	if a.log == nil {
-		return
-	}
 	ctx := context.Background()
 	h := a.log.Handler()
 	if !h.Enabled(ctx, slog.LevelInfo) {

@@ -41,8 +41,7 @@ func (nopCounter) CountEvents(context.Context, []Event) error { return nil }
 func auditRecorder(store EventStore, now time.Time) (*recorder, *bytes.Buffer) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	r := newRecorder(store, nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
-	r.audit = auditStream{log: log.With("log", AuditLog)}
+	r := newRecorder(AuditedEvents(store, log), nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
 	return r, &buf
 }
 

@@ -83,7 +83,6 @@ type recorder struct {
 	store   EventStore
 	stats   EventCounter
 	log     *slog.Logger
-	audit   auditStream // a line for every row written to store
 	now     func() time.Time
 	queue   chan Event
 	dropped atomic.Int64
@@ -180,14 +179,9 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 			}
 		}
 		if len(r.pendingDB) > 0 {
-			rows := coalesceRejections(r.pendingDB)
-			if err := r.store.InsertEvents(ctx, rows); err != nil {
+			if err := r.store.InsertEvents(ctx, coalesceRejections(r.pendingDB)); err != nil {
 				errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
 			} else {
-				// Only rows written, so that line and row agree one for
-				// one: a batch written again after a failure is logged
-				// once, with the counts it was written with.
-				r.audit.write(rows)
 				r.pendingDB = r.pendingDB[:0]
 			}
 		}

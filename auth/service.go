@@ -236,6 +236,10 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	events := d.Events
+	if cfg.AuditLog {
+		events = AuditedEvents(events, log)
+	}
 	now := d.Now
 	if now == nil {
 		now = time.Now
@@ -249,11 +253,8 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  newRecorder(d.Events, d.Counter, log, now),
+		events:  newRecorder(events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
-	}
-	if cfg.AuditLog {
-		s.events.audit = auditStream{log: log.With("log", AuditLog)}
 	}
 	s.activity = d.Activity
 	s.apps = d.Apps
