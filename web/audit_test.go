@@ -93,6 +93,34 @@ func TestAuditStreamMatchesRows(t *testing.T) {
 	}
 	env.Flush(t)
 
+	raw, lines, counts := auditMatchesRows(t, env, &log)
+	lineCounts := map[string]int{}
+	for _, line := range lines {
+		lineCounts[line["event"].(string)] += int(line["count"].(float64))
+	}
+	for kind, want := range map[string]int{
+		auth.EventLoginFailed: env.Auth.Lockout.Threshold, auth.EventLockout: 1, auth.EventLoginRejected: flood,
+		auth.EventResetRequested: 1, auth.EventResetCompleted: 1,
+	} {
+		if counts[kind] != want || lineCounts[kind] != want {
+			t.Errorf("%s: rows count %d, lines %d; want %d", kind, counts[kind], lineCounts[kind], want)
+		}
+	}
+
+	for _, secret := range []string{token, newPassword, "ann's old password", "owner password", "guess0", "more0", "$argon2"} {
+		for _, l := range raw {
+			if strings.Contains(l, secret) {
+				t.Errorf("audit line carries %q:\n%s", secret, l)
+			}
+		}
+	}
+}
+
+// auditMatchesRows checks that the audit lines of log are env's rows of
+// security_events one for one, in order, with the same fields, and returns
+// the lines, raw and decoded, and the events the rows count by kind.
+func auditMatchesRows(t *testing.T, env *xcloaktest.Env, log *lockedBuffer) ([]string, []map[string]any, map[string]int) {
+	t.Helper()
 	type row struct {
 		at      time.Time
 		kind    string
@@ -144,24 +172,22 @@ func TestAuditStreamMatchesRows(t *testing.T) {
 			}
 		}
 	}
-	lineCounts := map[string]int{}
-	for _, line := range lines {
-		lineCounts[line["event"].(string)] += int(line["count"].(float64))
-	}
-	for kind, want := range map[string]int{
-		auth.EventLoginFailed: env.Auth.Lockout.Threshold, auth.EventLockout: 1, auth.EventLoginRejected: flood,
-		auth.EventResetRequested: 1, auth.EventResetCompleted: 1,
-	} {
-		if counts[kind] != want || lineCounts[kind] != want {
-			t.Errorf("%s: rows count %d, lines %d; want %d", kind, counts[kind], lineCounts[kind], want)
-		}
-	}
+	return raw, lines, counts
+}
 
-	for _, secret := range []string{token, newPassword, "ann's old password", "owner password", "guess0", "more0", "$argon2"} {
-		for _, l := range raw {
-			if strings.Contains(l, secret) {
-				t.Errorf("audit line carries %q:\n%s", secret, l)
-			}
+// TestAuditStreamHasAttackMode: attack mode's events, which the attack
+// watch writes, are audit lines too.
+func TestAuditStreamHasAttackMode(t *testing.T) {
+	var log lockedBuffer
+	env := xcloaktest.New(t, xcloaktest.Options{Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	for _, on := range []bool{true, false} {
+		if _, err := env.Attack.SwitchAttack(t.Context(), on, "admin:root@example.com"); err != nil {
+			t.Fatal(err)
 		}
+	}
+	env.Flush(t)
+	_, _, counts := auditMatchesRows(t, env, &log)
+	if counts[auth.EventAttackStarted] != 1 || counts[auth.EventAttackEnded] != 1 {
+		t.Errorf("events by kind: %v; want an attack started and ended", counts)
 	}
 }
