@@ -18,8 +18,8 @@ const (
 
 // AuditedEvents returns an EventStore that writes to store and then, once
 // a batch is written, writes each of its rows to log as one line of the
-// audit stream, with stable field names, so that a SIEM can
-// follow the security log without reading Postgres. The line is written
+// audit stream, with stable field names, so that a SIEM can follow the
+// security log without reading Postgres. The line is written
 // for the row, not for the event: a coalesced rejection or a folded
 // summary is one line whose count is the row's, so the stream is bounded
 // under a flood exactly as the table is.
@@ -79,7 +79,8 @@ func (a auditStream) write(rows []Event) {
 		return
 	}
 	for _, e := range rows {
-		// A Record of its own, so that the line's time is the event's.
+		// A Record of its own, so that the line's time is the event's, to
+		// the microsecond Postgres keeps, so that it is the row's too.
 		rec := slog.NewRecord(e.At.UTC().Truncate(time.Microsecond), slog.LevelInfo, AuditMessage, 0)
 		rec.AddAttrs(auditAttrs(e)...)
 		// A handler's error is the log's own trouble (a full disk, a
