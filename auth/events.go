@@ -46,7 +46,10 @@ type Event struct {
 	UserID  int64  // 0 if no account
 	Source  string // the client's network (address or IPv6 /64)
 	Rule    string // the rule that rejected, for rejections
-	Detail  map[string]string
+	// Detail is what else the dashboard shows of the event. It goes to
+	// the audit stream too, so it never holds a secret: no password,
+	// token, hash, cookie or attempt ID.
+	Detail map[string]string
 }
 
 // EventStore keeps security events for the log the dashboard lists

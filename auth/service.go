@@ -71,6 +71,10 @@ type Config struct {
 	// the owner is mailed of a sign-in from a new device, of a lockout of
 	// the account and of a change of its password (notify.go).
 	NotifyNewDevice, NotifyLockout, NotifyPasswordChange bool
+
+	// AuditLog writes every security-event row, as it is written, to the
+	// service's logger as one line of the audit stream (audit.go).
+	AuditLog bool
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -97,6 +101,8 @@ func DefaultConfig() Config {
 		NotifyNewDevice:      true,
 		NotifyLockout:        true,
 		NotifyPasswordChange: true,
+
+		AuditLog: true,
 	}
 }
 
@@ -230,6 +236,10 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	events := d.Events
+	if cfg.AuditLog {
+		events = AuditedEvents(events, log)
+	}
 	now := d.Now
 	if now == nil {
 		now = time.Now
@@ -243,7 +253,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log:     log,
 		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
 		now:     now,
-		events:  newRecorder(d.Events, d.Counter, log, now),
+		events:  newRecorder(events, d.Counter, log, now),
 		resets:  make(chan linkJob, resetQueue),
 	}
 	s.activity = d.Activity

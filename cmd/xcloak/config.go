@@ -477,7 +477,30 @@ func newSettings(d auth.Config) []setting {
 			d.NotifyPasswordChange, func(a *auth.Config) *bool { return &a.NotifyPasswordChange }),
 		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
 			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
+		{
+			env: "XCLOAK_AUDIT_LOG", flag: "audit-log", def: onOff(d.AuditLog), scope: forServe,
+			usage: "`on` or off: write every security event also to the log, as one JSON line with stable fields for a SIEM",
+			set: func(c *config, v string) error {
+				switch v {
+				case "on":
+					c.Auth.AuditLog = true
+				case "off":
+					c.Auth.AuditLog = false
+				default:
+					return fmt.Errorf("%q is not on or off", v)
+				}
+				return nil
+			},
+		},
 	}...)
+}
+
+// onOff is how a setting that is on or off states b.
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // settingValue is a setting's flag: it remembers whether the flag was given

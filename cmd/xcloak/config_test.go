@@ -103,6 +103,11 @@ func TestLoadConfig(t *testing.T) {
 			want: defaults,
 		},
 		{
+			name: "audit log off",
+			env:  map[string]string{"XCLOAK_AUDIT_LOG": "off"},
+			want: with(func(c *config) { c.Auth.AuditLog = false }),
+		},
+		{
 			name: "public URL",
 			env:  map[string]string{"XCLOAK_PUBLIC_URL": "https://login.example.com/xcloak/"},
 			want: with(func(c *config) {
@@ -412,6 +417,18 @@ func TestURLErrorsHideThePassword(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "Secret") || strings.Contains(err.Error(), "Sup3r") {
 			t.Errorf("%s: the error quotes the password: %v", raw, err)
+		}
+	}
+}
+
+// TestAuditLogIsOnOrOff: XCLOAK_AUDIT_LOG takes on or off and nothing else,
+// so that a typo does not silently stop the stream a SIEM follows.
+func TestAuditLogIsOnOrOff(t *testing.T) {
+	for _, v := range []string{"true", "no", "On"} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		_, err := loadConfig(fs, nil, env(map[string]string{"XCLOAK_AUDIT_LOG": v}), new(bytes.Buffer), new(bytes.Buffer), forServe)
+		if err == nil || !strings.Contains(err.Error(), "XCLOAK_AUDIT_LOG") {
+			t.Errorf("XCLOAK_AUDIT_LOG=%s: err = %v, want one naming the setting", v, err)
 		}
 	}
 }

@@ -87,8 +87,14 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 	if acfg == (attack.Config{}) {
 		acfg = attack.DefaultConfig()
 	}
+	// Attack mode's events are written by the watch, not the service's
+	// recorder, so they join the audit stream here.
+	var attackEvents auth.EventStore = store
+	if cfg.AuditLog {
+		attackEvents = auth.AuditedEvents(store, d.Logger)
+	}
 	watch, err := attack.New(acfg, attack.Deps{
-		Redis: d.Redis, Prefix: d.KeyPrefix, Events: store, Logger: d.Logger, Metrics: d.Metrics, Now: d.Now,
+		Redis: d.Redis, Prefix: d.KeyPrefix, Events: attackEvents, Logger: d.Logger, Metrics: d.Metrics, Now: d.Now,
 	})
 	if err != nil {
 		return nil, err

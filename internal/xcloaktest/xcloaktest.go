@@ -6,6 +6,7 @@ package xcloaktest
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -71,6 +72,10 @@ type Options struct {
 
 	// Now is the service's clock; nil: time.Now.
 	Now func() time.Time
+
+	// Logger is the service's logger, the audit stream's included; nil:
+	// nothing is logged.
+	Logger *slog.Logger
 }
 
 // secret is the service secret tests use.
@@ -118,7 +123,7 @@ func New(t testing.TB, o Options) *Env {
 		o.Attack(&atk)
 	}
 	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
-		Breached: o.Breached, Attack: atk, Now: o.Now})
+		Breached: o.Breached, Attack: atk, Now: o.Now, Logger: o.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

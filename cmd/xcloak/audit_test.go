@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestServeAuditStream: serve writes a failed sign-in to stderr as one JSON
+// line of the audit stream, unless XCLOAK_AUDIT_LOG is off.
+func TestServeAuditStream(t *testing.T) {
+	t.Parallel()
+	for _, audit := range []string{"on", "off"} {
+		t.Run(audit, func(t *testing.T) {
+			vars := storeSettings(t)
+			vars["XCLOAK_AUDIT_LOG"] = audit
+			addUser(t, vars, "ann@example.com", "correct horse battery\n")
+			srv := startServe(t, vars)
+			if resp := signIn(t, srv.base, "ann@example.com", "wrong password"); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("wrong password: status = %d, want %d", resp.StatusCode, http.StatusUnauthorized)
+			}
+			// Shutdown writes the queued event, and so its line.
+			if err := srv.stop(); err != nil {
+				t.Fatalf("run returned %v\nstderr:\n%s", err, srv.stderr.String())
+			}
+			var failed []map[string]any
+			for l := range strings.Lines(srv.stderr.String()) {
+				var line map[string]any
+				if err := json.Unmarshal([]byte(l), &line); err != nil {
+					t.Fatalf("stderr line is not JSON: %v\n%s", err, l)
+				}
+				if line["log"] == "audit" && line["event"] == "login_failed" {
+					failed = append(failed, line)
+				}
+			}
+			want := 1
+			if audit == "off" {
+				want = 0
+			}
+			if len(failed) != want {
+				t.Fatalf("%d audit lines of the failed sign-in, want %d\nstderr:\n%s", len(failed), want, srv.stderr.String())
+			}
+			if want == 1 && (failed[0]["account"] != "ann@example.com" || failed[0]["source"] != "127.0.0.1" || failed[0]["count"] != 1.0) {
+				t.Errorf("audit line = %v", failed[0])
+			}
+		})
+	}
+}
