@@ -9,10 +9,11 @@ import (
 )
 
 // AuditMessage is the message of every line of the audit stream, and
-// AuditLog the value of its "log" attribute: either tells a SIEM which
-// lines of XCloak's log are security events.
+// AuditLog the value of its AuditLogKey ("log") attribute: either tells a
+// SIEM which lines of XCloak's log are security events.
 const (
 	AuditMessage = "security event"
+	AuditLogKey  = "log"
 	AuditLog     = "audit"
 )
 
@@ -47,7 +48,7 @@ func AuditedEvents(store EventStore, log *slog.Logger) EventStore {
 	if log == nil {
 		return store
 	}
-	return auditedStore{EventStore: store, stream: auditStream{log: log.With("log", AuditLog)}}
+	return auditedStore{EventStore: store, stream: auditStream{log: log.With(AuditLogKey, AuditLog)}}
 }
 
 type auditedStore struct {

@@ -8,13 +8,17 @@ import (
 )
 
 // TestServeAuditStream: serve writes a failed sign-in to stderr as one JSON
-// line of the audit stream, unless XCLOAK_AUDIT_LOG is off.
+// line of the audit stream, unless XCLOAK_AUDIT_LOG is off, whatever
+// XCLOAK_LOG_LEVEL is: the stream is a record, not a diagnostic.
 func TestServeAuditStream(t *testing.T) {
 	t.Parallel()
-	for _, audit := range []string{"on", "off"} {
+	for _, audit := range []string{"on", "off", "on at warn"} {
 		t.Run(audit, func(t *testing.T) {
 			vars := storeSettings(t)
-			vars["XCLOAK_AUDIT_LOG"] = audit
+			vars["XCLOAK_AUDIT_LOG"], _, _ = strings.Cut(audit, " ")
+			if strings.HasSuffix(audit, "warn") {
+				vars["XCLOAK_LOG_LEVEL"] = "warn"
+			}
 			addUser(t, vars, "ann@example.com", "correct horse battery\n")
 			srv := startServe(t, vars)
 			if resp := signIn(t, srv.base, "ann@example.com", "wrong password"); resp.StatusCode != http.StatusUnauthorized {

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/xcloak/xcloak/internal/cli"
-	"github.com/xcloak/xcloak/internal/requestid"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -40,8 +39,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	// Every line a request's context writes carries its request ID.
-	logger := slog.New(requestid.Handler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
+	logger := newLogger(stderr, cfg.LogLevel)
 
 	if *dev {
 		cfg.InsecureCookies = true
