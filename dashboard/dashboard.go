@@ -58,6 +58,9 @@ type Counters interface {
 type Store interface {
 	// Events lists a page of stored events; f is valid and names its kinds.
 	Events(ctx context.Context, f EventFilter) ([]StoredEvent, error)
+	// SearchEvents calls fn with each event q selects, newest first; q is
+	// valid.
+	SearchEvents(ctx context.Context, q EventSearch, fn func(StoredEvent) error) error
 	// CountActiveLockouts counts the accounts locked at now.
 	CountActiveLockouts(ctx context.Context, now time.Time) (int, error)
 }

@@ -29,7 +29,7 @@ func (s *Store) CountActiveLockouts(ctx context.Context, now time.Time) (int, er
 // kinds.
 func (s *Store) Events(ctx context.Context, f dashboard.EventFilter) ([]dashboard.StoredEvent, error) {
 	kinds := f.Kinds
-	// One index range per kind (security_events_kind_at_idx), merged: the
+	// One index range per kind (security_events_kind_at_id_idx), merged: the
 	// kinds listed are a trickle beside the sign-in events, so scanning
 	// all events by time would read mostly rows that are thrown away.
 	const columns = `e.id, e.at, e.kind, coalesce(e.account_key, ''), coalesce(e.user_id, 0), coalesce(e.ip, ''), e.detail`
@@ -62,20 +62,25 @@ func (s *Store) Events(ctx context.Context, f dashboard.EventFilter) ([]dashboar
 		if err := row.Scan(&e.ID, &e.At, &e.Kind, &e.Account, &e.UserID, &e.Source, &detail); err != nil {
 			return e, err
 		}
-		// Details are written as strings; anything else is shown as text
-		// rather than failing the listing.
-		e.Detail = make(map[string]string, len(detail))
-		for k, v := range detail {
-			if s, ok := v.(string); ok {
-				e.Detail[k] = s
-			} else {
-				e.Detail[k] = fmt.Sprint(v)
-			}
-		}
+		e.Detail = storedDetail(detail)
 		return e, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: listing events: %w", auth.ErrUnavailable, err)
 	}
 	return out, nil
+}
+
+// storedDetail reads an event's detail. Details are written as strings;
+// anything else is shown as text rather than failing the listing.
+func storedDetail(detail map[string]any) map[string]string {
+	out := make(map[string]string, len(detail))
+	for k, v := range detail {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		} else {
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
 }

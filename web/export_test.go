@@ -10,3 +10,6 @@ func RoutePatterns(cfg Config) []string {
 	}
 	return out
 }
+
+// CSVCell exposes csvCell.
+var CSVCell = csvCell

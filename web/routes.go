@@ -79,6 +79,9 @@ func (s *Server) routeTable() []route {
 	handle("POST /admin/users/sign-out", s.handleSignOutEverywhere())
 	handle("POST /admin/attack", s.handleAttackSwitch())
 	handle("GET /api/v1/admin/stats", s.handleAdminStats())
+	handle("GET /admin/events", s.handleEventSearch())
+	handle("GET /admin/events.csv", s.handleEventExport())
+	handle("GET /api/v1/admin/events", s.handleEventSearchAPI())
 
 	handle("POST /api/v1/attempts", s.handleAttempts())
 	handle("POST /api/v1/attempts/{attempt_id}/outcome", s.handleAttemptOutcome())

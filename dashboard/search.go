@@ -1,0 +1,135 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// Bounds of the event search.
+const (
+	// SearchPage is the length of a page of the search.
+	SearchPage = 50
+	// MaxSearchExport bounds the rows of one export, which is streamed
+	// and so costs little memory, but holds a Postgres connection.
+	MaxSearchExport = 100_000
+)
+
+// SearchKinds are the event kinds the search knows: every kind the
+// service writes.
+var SearchKinds = []string{
+	auth.EventLoginSucceeded, auth.EventLoginFailed, auth.EventLoginRejected, auth.EventLoginInvalid,
+	auth.EventLoginUnavailable, auth.EventNewDevice, auth.EventLockout, auth.EventUnlock,
+	auth.EventResetRequested, auth.EventResetRejected, auth.EventResetCompleted, auth.EventResetFailed,
+	auth.EventResetMailDropped, auth.EventPasswordSprayed, auth.EventPasswordChanged,
+	auth.EventSessionEnded, auth.EventDeviceForgotten, auth.EventSignedOutEverywhere,
+	auth.EventUnlockRequested, auth.EventUnlockRejected, auth.EventUnlockConfirmed,
+	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventVerificationRejected,
+	auth.EventNewDeviceSignedOut, auth.EventAttemptAllowed,
+	auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
+}
+
+// EventCursor is where a page of the search ends: the time and ID of its
+// last event. The zero cursor starts with the newest.
+type EventCursor struct {
+	At time.Time
+	ID int64
+}
+
+// EventSearch selects security events; its filters combine. Build one
+// with ParseEventSearch, which normalises them as the events are stored.
+type EventSearch struct {
+	// Account is the stored account: a folded email, or an application's
+	// "app NAME ACCOUNT"; "" for any.
+	Account string
+	// Network is the stored network: an address, or an IPv6 /64; "" for
+	// any.
+	Network string
+	// Kind is one of SearchKinds, "" for any.
+	Kind string
+	// Before continues after the last event of a previous page.
+	Before EventCursor
+	// Limit is how many events to read, 1 to MaxSearchExport.
+	Limit int
+}
+
+// ParseEventSearch builds the search for what an administrator typed:
+// account is folded as auth.NormaliseEmail when it is an email and taken
+// as stored otherwise (an application's accounts); network is an address
+// or a CIDR prefix (an IPv6 address is searched as its /64, the network
+// its events record); kind must be a known kind. Bad input is an
+// *auth.FieldError.
+func ParseEventSearch(account, network, kind string) (EventSearch, error) {
+	var q EventSearch
+	if account = strings.TrimSpace(account); account != "" {
+		if len(account) > 512 {
+			return q, &auth.FieldError{Field: "account", Message: "is too long"}
+		}
+		if !strings.HasPrefix(account, "app ") {
+			if e, err := auth.NormaliseEmail(account); err == nil {
+				account = e
+			}
+		}
+		q.Account = account
+	}
+	if network = strings.TrimSpace(network); network != "" {
+		n, err := parseNetwork(network)
+		if err != nil {
+			return q, &auth.FieldError{Field: "network", Message: "must be an IP address or a CIDR prefix such as 2001:db8::/64"}
+		}
+		q.Network = n
+	}
+	if kind = strings.TrimSpace(kind); kind != "" {
+		if !slices.Contains(SearchKinds, kind) {
+			return q, &auth.FieldError{Field: "kind", Message: "is not a known event kind"}
+		}
+		q.Kind = kind
+	}
+	return q, nil
+}
+
+// parseNetwork turns an address or a prefix into the text security events
+// store for it: an IPv4 address as itself, an IPv6 address as its /64, a
+// prefix with its host bits cleared (a /32 or /128 as its address).
+func parseNetwork(s string) (string, error) {
+	if len(s) > 64 {
+		return "", fmt.Errorf("dashboard: network too long")
+	}
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return "", err
+		}
+		p = p.Masked()
+		if p.IsSingleIP() {
+			return p.Addr().Unmap().String(), nil
+		}
+		return p.String(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return "", err
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String(), nil
+	}
+	return netip.PrefixFrom(a, 64).Masked().String(), nil
+}
+
+// SearchEvents calls fn with each event q selects, newest first (by time,
+// then ID), at most q.Limit of them; it stops at fn's first error.
+func (r *Reader) SearchEvents(ctx context.Context, q EventSearch, fn func(StoredEvent) error) error {
+	if q.Limit < 1 || q.Limit > MaxSearchExport || q.Before.ID < 0 {
+		return fmt.Errorf("%w: search of %d events", auth.ErrInvalidRequest, q.Limit)
+	}
+	if q.Kind != "" && !slices.Contains(SearchKinds, q.Kind) {
+		return &auth.FieldError{Field: "kind", Message: "is not a known event kind"}
+	}
+	return r.store.SearchEvents(ctx, q, fn)
+}

@@ -1,0 +1,4 @@
+package postgres
+
+// SearchQuery exposes searchQuery, whose plans the tests read.
+var SearchQuery = searchQuery

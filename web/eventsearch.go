@@ -1,0 +1,205 @@
+package web
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/templates"
+)
+
+// eventSearchQuery reads ?account=&network=&kind=&before= of the event
+// search, its page, its export and its API. A parameter given twice is
+// refused, not guessed at. before is a previous page's cursor.
+func eventSearchQuery(v url.Values) (dashboard.EventSearch, error) {
+	one := func(name string) (string, error) {
+		if len(v[name]) > 1 {
+			return "", &auth.FieldError{Field: name, Message: "is given more than once"}
+		}
+		return v.Get(name), nil
+	}
+	var fields [3]string
+	for i, name := range []string{templates.FieldSearchAccount, templates.FieldSearchNetwork, templates.FieldSearchKind} {
+		s, err := one(name)
+		if err != nil {
+			return dashboard.EventSearch{}, err
+		}
+		fields[i] = s
+	}
+	q, err := dashboard.ParseEventSearch(fields[0], fields[1], fields[2])
+	if err != nil {
+		return q, err
+	}
+	if before, ok := v["before"]; ok {
+		c, err := parseActivityCursor(before[0])
+		if len(before) != 1 || err != nil {
+			return q, errBadCursor
+		}
+		q.Before = dashboard.EventCursor{At: c.At, ID: c.ID}
+	}
+	return q, nil
+}
+
+// searchCursor is the before= that continues after e.
+func searchCursor(e dashboard.StoredEvent) string {
+	return activityCursor(auth.Activity{At: e.At, ID: e.ID})
+}
+
+// searchURL is path with q's filters and before.
+func searchURL(path string, q dashboard.EventSearch, before string) string {
+	v := url.Values{}
+	for name, s := range map[string]string{templates.FieldSearchAccount: q.Account, templates.FieldSearchNetwork: q.Network,
+		templates.FieldSearchKind: q.Kind, "before": before} {
+		if s != "" {
+			v.Set(name, s)
+		}
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
+
+// searchPage reads the page of events r asks for, and the cursor of the
+// next page ("" on the last).
+func (s *Server) searchPage(r *http.Request) (dashboard.EventSearch, []dashboard.StoredEvent, string, error) {
+	q, err := eventSearchQuery(r.URL.Query())
+	if err != nil {
+		return q, nil, "", err
+	}
+	q.Limit = dashboard.SearchPage
+	var list []dashboard.StoredEvent
+	if err := s.dashboard.SearchEvents(r.Context(), q, func(e dashboard.StoredEvent) error {
+		list = append(list, e)
+		return nil
+	}); err != nil {
+		return q, nil, "", err
+	}
+	next := ""
+	if len(list) == q.Limit {
+		next = searchCursor(list[len(list)-1])
+	}
+	return q, list, next, nil
+}
+
+// handleEventSearch serves GET /admin/events.
+func (s *Server) handleEventSearch() http.Handler {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
+		q, list, next, err := s.searchPage(r)
+		if err != nil {
+			return err
+		}
+		in := r.URL.Query()
+		props := templates.EventSearchProps{
+			Nav:     navFor(sess),
+			Account: in.Get(templates.FieldSearchAccount),
+			Network: in.Get(templates.FieldSearchNetwork),
+			Kind:    q.Kind,
+			Kinds:   dashboard.SearchKinds,
+			Now:     time.Now(),
+			CSVHref: searchURL("/admin/events.csv", q, ""),
+		}
+		for _, e := range list {
+			props.Rows = append(props.Rows, eventRow(e))
+		}
+		if next != "" {
+			props.OlderHref = searchURL("/admin/events", q, next)
+		}
+		if q.Before.ID != 0 {
+			props.NewestHref = searchURL("/admin/events", q, "")
+		}
+		s.render(w, r, http.StatusOK, templates.EventSearchPage(props))
+		return nil
+	})
+}
+
+// searchEventJSON is one event of GET /api/v1/admin/events.
+type searchEventJSON struct {
+	ID      int64             `json:"id"`
+	At      time.Time         `json:"at"`
+	Kind    string            `json:"kind"`
+	Account string            `json:"account"`
+	Network string            `json:"network"`
+	Detail  map[string]string `json:"detail"`
+}
+
+// handleEventSearchAPI serves GET /api/v1/admin/events.
+func (s *Server) handleEventSearchAPI() http.Handler {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, _ auth.Session) error {
+		_, list, next, err := s.searchPage(r)
+		if err != nil {
+			return err
+		}
+		out := struct {
+			Events     []searchEventJSON `json:"events"`
+			NextCursor string            `json:"next_cursor,omitempty"`
+		}{Events: []searchEventJSON{}, NextCursor: next}
+		for _, e := range list {
+			out.Events = append(out.Events, searchEventJSON{ID: e.ID, At: e.At.UTC(), Kind: e.Kind, Account: e.Account, Network: e.Source, Detail: e.Detail})
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	})
+}
+
+// handleEventExport serves GET /admin/events.csv: the events the filters
+// select, newest first, at most dashboard.MaxSearchExport, streamed as
+// they are read.
+func (s *Server) handleEventExport() http.Handler {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, _ auth.Session) error {
+		q, err := eventSearchQuery(r.URL.Query())
+		if err != nil {
+			return err
+		}
+		q.Limit = dashboard.MaxSearchExport
+		h := w.Header()
+		h.Set("Content-Type", "text/csv; charset=utf-8")
+		h.Set("Content-Disposition", `attachment; filename="xcloak-events.csv"`)
+		h.Set("Cache-Control", "no-store")
+		out := csv.NewWriter(w)
+		started := false
+		start := func() {
+			if !started {
+				started = true
+				_ = out.Write([]string{"id", "time", "kind", "account", "network", "detail"})
+			}
+		}
+		err = s.dashboard.SearchEvents(r.Context(), q, func(e dashboard.StoredEvent) error {
+			start()
+			detail, _ := json.Marshal(e.Detail)
+			return out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano),
+				csvCell(e.Kind), csvCell(e.Account), csvCell(e.Source), csvCell(string(detail))})
+		})
+		if err != nil && !started {
+			// Nothing written yet: the error is answered as on every route.
+			h.Del("Content-Disposition")
+			h.Del("Content-Type")
+			return err
+		}
+		if err != nil {
+			// Too late for a status: the file ends short, and says so in
+			// the log.
+			s.log.Error("exporting events", "err", err)
+			return nil
+		}
+		start()
+		out.Flush()
+		return nil
+	})
+}
+
+// csvCell keeps a spreadsheet from taking a cell for a formula: a cell
+// that begins with =, +, -, @, a tab or a carriage return gets a leading
+// quote, as OWASP's advice on CSV injection has it.
+func csvCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
