@@ -15,24 +15,6 @@ import (
 	"github.com/xcloak/xcloak/migrations"
 )
 
-// keyClock is a settable clock for a replica.
-type keyClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *keyClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *keyClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 const attemptJSON = `{"kind":"login","account":"gina","client_ip":"192.0.2.40"}`
 
 // TestAPIKeyRefused: a missing, malformed, unknown or revoked key is 401
@@ -72,7 +54,7 @@ func TestAPIKeyRefused(t *testing.T) {
 func TestAPIKeyRevokedWithinASecond(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	first := env.Start(t)
-	clk := &keyClock{t: time.Now()}
+	clk := &clock{t: time.Now()}
 	second := env.Replica(t, xcloaktest.Options{Now: clk.Now}).Start(t)
 	key := env.AddAPIKey(t, "shop")
 	c := xcloaktest.Client(t, "127.0.9.4")
@@ -92,7 +74,7 @@ func TestAPIKeyRevokedWithinASecond(t *testing.T) {
 	if got := ask(second); got != 200 {
 		t.Fatalf("the other replica within its second: %d, want 200 from its list", got)
 	}
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if got := ask(second); got != 401 {
 		t.Fatalf("the other replica a second later: %d, want 401", got)
 	}
@@ -170,7 +152,7 @@ func TestAPIKeysOutlastAPostgresBlip(t *testing.T) {
 	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
 		t.Fatal(err)
 	}
-	clk := &keyClock{t: time.Now()}
+	clk := &clock{t: time.Now()}
 	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL(), Now: clk.Now})
 	base := env.Start(t)
 	key := env.AddAPIKey(t, "shop")
@@ -184,14 +166,14 @@ func TestAPIKeysOutlastAPostgresBlip(t *testing.T) {
 	}
 
 	pg.Stop()
-	clk.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	if status, body := ask(); status != 200 {
 		t.Fatalf("Postgres down, the list 2s old: %d %s; want 200 from the list", status, body)
 	}
 	if resp, body := post(t, c, base+"/api/v1/attempts", jsonType, attemptJSON, "Authorization", "Bearer xck_"+strings.Repeat("A", 43)); resp.StatusCode != 401 {
 		t.Fatalf("an unknown key with Postgres down: %d %s; want 401", resp.StatusCode, body)
 	}
-	clk.Add(time.Minute)
+	clk.Advance(time.Minute)
 	if status, body := ask(); status != 503 {
 		t.Fatalf("Postgres down, the list a minute old: %d %s; want 503", status, body)
 	}
@@ -206,7 +188,7 @@ func TestAPIKeysOutlastAPostgresBlip(t *testing.T) {
 		if status != 503 || time.Since(began) > 20*time.Second {
 			t.Fatalf("after Postgres came back: %d %s after %v", status, body, time.Since(began))
 		}
-		clk.Add(time.Second)
+		clk.Advance(time.Second)
 		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -447,16 +447,16 @@ func TestUnlockApplicationAccount(t *testing.T) {
 // moment longer; a reset's outcome is taken.
 func TestAttemptIDExpires(t *testing.T) {
 	// On a whole second, as ids tell their issue in whole seconds.
-	clk := &keyClock{t: time.Now().Truncate(time.Second)}
+	clk := &clock{t: time.Now().Truncate(time.Second)}
 	env := xcloaktest.New(t, xcloaktest.Options{Now: clk.Now})
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
 	_, late, _ := a.ask("login", "jo", "192.0.2.70", "")
 	_, reset, _ := a.ask("reset", "jo", "192.0.2.70", "")
-	clk.Add(auth.AttemptTTL - time.Second)
+	clk.Advance(auth.AttemptTTL - time.Second)
 	if status, _ := a.outcome(reset.AttemptID, "success"); status != 204 {
 		t.Fatalf("a reset's outcome just before expiry: %d, want 204", status)
 	}
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if status, d := a.outcome(late.AttemptID, "failure"); status != 404 || d.Error != "unknown_attempt" {
 		t.Fatalf("an outcome at expiry: %d %+v, want 404 unknown_attempt", status, d)
 	}
