@@ -156,9 +156,7 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(stdout, rep)
 	}
 	fmt.Fprintln(stdout)
 	rep.print(stdout)

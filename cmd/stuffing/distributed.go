@@ -144,9 +144,7 @@ func distributedCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		return err
 	}
 	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(stdout, rep)
 	}
 	rep.print(stdout)
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -186,9 +185,7 @@ func limiterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 
 	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
+		if err := writeJSON(stdout, rows); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
@@ -104,9 +103,7 @@ func memoryCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		rows = append(rows, row)
 	}
 	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return writeJSON(stdout, rows)
 	}
 	fmt.Fprintf(stdout, "Redis memory per attacker address on %s, login_ip limit %s\n\n", where, limit)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -132,6 +133,14 @@ func (l *stringList) Set(v string) error {
 
 // isTerminal reports whether w is a character device, so that a progress
 // bar redrawn with \r is seen rather than written to a log.
+// writeJSON prints a run's report as indented JSON: what --json asks of
+// every command.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
