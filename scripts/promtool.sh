@@ -17,18 +17,4 @@ if [[ $(id -u) -ne 0 ]]; then
 	say "missing: promtool; the test of the alert rules will skip (install with: sudo apt-get install -y --no-install-recommends prometheus)"
 	exit 0
 fi
-say "installing promtool (Debian package prometheus)"
-export DEBIAN_FRONTEND=noninteractive
-# The package would start a Prometheus on port 9090, the port XCloak's
-# metrics use by default: a policy that forbids starting services is put in
-# place for the install, unless the machine has one of its own.
-if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-	chmod +x /usr/sbin/policy-rc.d
-	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-fi
-if ! apt-get install -y --no-install-recommends prometheus; then
-	# A fresh machine has no package lists yet.
-	apt-get update
-	apt-get install -y --no-install-recommends prometheus
-fi
+exec "$(dirname -- "${BASH_SOURCE[0]}")/install-binaries.sh" prometheus

@@ -25,18 +25,4 @@ if [[ $(id -u) -ne 0 ]]; then
 	say "missing: ${packages[*]}; the tests that run them will skip (install with: sudo apt-get install -y ${packages[*]})"
 	exit 0
 fi
-say "installing ${packages[*]} from Debian"
-export DEBIAN_FRONTEND=noninteractive
-# The packages would start their services (on ports 80 and 2019): only
-# the binaries are wanted. A policy that forbids starting services is put in
-# place for the install, unless the machine has one of its own.
-if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-	chmod +x /usr/sbin/policy-rc.d
-	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-fi
-if ! apt-get install -y --no-install-recommends "${packages[@]}"; then
-	# A fresh machine has no package lists yet.
-	apt-get update
-	apt-get install -y --no-install-recommends "${packages[@]}"
-fi
+exec "$(dirname -- "${BASH_SOURCE[0]}")/install-binaries.sh" "${packages[@]}"
