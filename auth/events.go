@@ -35,6 +35,17 @@ const (
 	EventPasswordSprayed = "password_sprayed"
 )
 
+// Account administration (names the dashboard, the command
+// line, the audit stream and webhooks share). Detail "by" is who did it:
+// an administrator's email, or "cli" for the command line.
+const (
+	EventUserDisabled = "user_disabled"
+	EventUserEnabled  = "user_enabled"
+	EventUserDeleted  = "user_deleted"
+	EventUserPromoted = "user_promoted"
+	EventUserDemoted  = "user_demoted"
+)
+
 // RuleLockout is the Rule of a rejection caused by a lockout.
 const RuleLockout = "lockout"
 
