@@ -152,7 +152,13 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 	groups := l.groups(keys)
 	cmds := l.eval(ctx, rules, keys, groups)
 	d := Decision{Allowed: true, Results: make([]Result, len(rules))}
-	at := make([]int64, len(rules)) // each admission's time in its log, for takeBack
+	// Each admission's time in its log, for takeBack.
+	var buf [4]int64
+	at := buf[:]
+	if len(rules) > len(buf) {
+		at = make([]int64, len(rules))
+	}
+	at = at[:len(rules)]
 	var firstErr error
 	for g, group := range groups {
 		err := parseGroup(rules, group, cmds[g], d.Results, at)
@@ -270,7 +276,10 @@ func validRules(rules []Rule) error {
 // that spreads keys by hash slot), those whose keys share a slot. Each
 // group holds the indexes of its rules, in order.
 func (l *Limiter) groups(keys [][]string) [][]int {
-	if l.single || len(keys) == 1 {
+	if len(keys) == 1 {
+		return oneGroup
+	}
+	if l.single {
 		all := make([]int, len(keys))
 		for i := range all {
 			all[i] = i
@@ -291,6 +300,9 @@ func (l *Limiter) groups(keys [][]string) [][]int {
 	}
 	return out
 }
+
+// oneGroup is the groups of a request with one rule; never written to.
+var oneGroup = [][]int{{0}}
 
 // eval runs the script once per group, in one round trip. A group whose
 // node answered NOSCRIPT did not run, so it alone is sent again with EVAL.

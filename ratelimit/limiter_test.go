@@ -589,3 +589,91 @@ func TestInvalidInput(t *testing.T) {
 		t.Errorf("invalid requests wrote keys %q", keys)
 	}
 }
+
+// TestPackedLogRewrites plants logs that Redis only reaches after years
+// or a change of settings, and checks that the next admission rewrites
+// them without losing or moving an entry: a base the new entry has
+// outgrown, and entries wider than the window needs.
+func TestPackedLogRewrites(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	k, _ := ratelimit.NewKeys(prefix, "login_ip")
+	for _, c := range []struct {
+		name  string
+		width int
+		// base returns the planted log's base, given Redis' time now.
+		base func(now int64) int64
+	}{
+		// Every later entry is 2^32 µs or more past the base: no longer
+		// fits in the 4 bytes of a ten-minute window's entries.
+		{"outgrown base", 4, func(now int64) int64 { return now - 1<<32 }},
+		{"wider entries", 6, func(now int64) int64 { return now - 5*int64(time.Second/time.Microsecond) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rule := ratelimit.Rule{Name: "login_ip", ID: c.name, Limit: ratelimit.Limit{Count: 4, Window: 10 * time.Minute}}
+			now := redisTime(t, rdb)
+			second := int64(time.Second / time.Microsecond)
+			dead := now - 11*60*second // left the window a minute ago
+			planted := []int64{dead, now - 2*second, now - second}
+			base := min(c.base(now), dead)
+			if err := rdb.Set(t.Context(), k.Log(rule.ID), ratelimit.EncodeLog(c.width, base, planted...), time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := l.Allow(t.Context(), rule)
+			if err != nil || !r.Allowed || r.Count != 3 {
+				t.Fatalf("admission beside 2 live planted entries: %+v, %v; want admitted as the third", r, err)
+			}
+			raw := rdb.Get(t.Context(), k.Log(rule.ID)).Val()
+			got := logEntries(t, rdb, k.Log(rule.ID))
+			if raw[0] != 4 || len(got) != 3 || got[0] != planted[1] || got[1] != planted[2] || got[2] < now {
+				t.Fatalf("log after the admission: width %d, entries %v; want width 4 and %v then one at %d or later", raw[0], got, planted[1:], now)
+			}
+			if r, err := l.Allow(t.Context(), rule); err != nil || !r.Allowed || r.Count != 4 {
+				t.Fatalf("the next admission: %+v, %v; want admitted as the fourth", r, err)
+			}
+			if r, err := l.Allow(t.Context(), rule); err != nil || r.Allowed || r.RetryAfter > 10*time.Minute-time.Second {
+				t.Fatalf("past the limit: %+v, %v; want a rejection until the oldest planted entry leaves", r, err)
+			}
+		})
+	}
+}
+
+// TestPackedLogMalformed: a value under a log's key that is no packed log
+// (written by hand, or by something else under the prefix) is an error,
+// never a guess at what it holds.
+func TestPackedLogMalformed(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	k, _ := ratelimit.NewKeys(prefix, "login_ip")
+	for _, v := range []string{"", "x", "\x04short", "\x07" + strings.Repeat("a", 15), "\x04" + strings.Repeat("a", 10)} {
+		rule := ratelimit.Rule{Name: "login_ip", ID: v, Limit: ratelimit.PerMinute(5)}
+		if err := rdb.Set(t.Context(), k.Log(rule.ID), v, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := l.Allow(t.Context(), rule); err == nil {
+			t.Errorf("log %q: %+v; want an error", v, r)
+		}
+	}
+}
+
+// TestAllowAllSameRuleTwice: a rule named twice in one request counts it
+// twice, as the in-process store does; both see the log as it was.
+func TestAllowAllSameRuleTwice(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	rule := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.PerMinute(3)}
+	d, err := l.AllowAll(t.Context(), rule, rule)
+	if err != nil || !d.Allowed || d.Results[0].Count != 1 || d.Results[1].Count != 1 {
+		t.Fatalf("first request naming the rule twice: %+v, %v", d, err)
+	}
+	k, _ := ratelimit.NewKeys(prefix, "login_ip")
+	if n := len(logEntries(t, rdb, k.Log(rule.ID))); n != 2 {
+		t.Fatalf("log holds %d entries, want 2", n)
+	}
+	if d, err := l.AllowAll(t.Context(), rule, rule); err != nil || !d.Allowed {
+		t.Fatalf("second request: %+v, %v; want admitted on the 2 of 3 it saw", d, err)
+	}
+	if d, err := l.AllowAll(t.Context(), rule); err != nil || d.Allowed || d.Results[0].Count != 4 {
+		t.Fatalf("third request: %+v, %v; want rejected at 4", d, err)
+	}
+}

@@ -77,7 +77,12 @@ end
 
 -- The index of the oldest entry later than horizon (log.n if none).
 local function live(log, horizon)
-  local lo, hi = 0, log.n
+  -- Most often none has left: a flood at a full log, or a log written
+  -- within its window.
+  if log.n == 0 or at(log, 0) > horizon then
+    return 0
+  end
+  local lo, hi = 1, log.n
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
     if at(log, mid) > horizon then
