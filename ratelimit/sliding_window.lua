@@ -48,14 +48,18 @@ local function width(window)
   return 6
 end
 
-local logs = {} -- by key, each read once
+-- Every key in one call: the logs, and the locks, whose time left is asked
+-- only of those that exist.
+local values = redis.call('MGET', unpack(KEYS))
+local logs = {} -- by key, each parsed once
 
-local function open(key)
+local function open(k)
+  local key = KEYS[k]
   local log = logs[key]
   if log then
     return log
   end
-  local raw = redis.call('GET', key)
+  local raw = values[k]
   log = {key = key, n = 0, added = 0, window = 0}
   if raw then
     local w = struct.unpack('<B', raw)
@@ -100,7 +104,7 @@ local admit = true
 local k = 1
 for i = 1, n do
   local limit, window = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
-  local log = open(KEYS[k])
+  local log = open(k)
   if not log then
     return redis.error_reply('ERR ratelimit: ' .. KEYS[k] .. ' is not a packed log')
   end
@@ -108,12 +112,14 @@ for i = 1, n do
   local first = live(log, now - window)
   local r = {log = log, first = first, window = window, count = log.n - first, retry = 0, locked = 0}
   if ARGV[3 * i + 1] == '1' then
-    local left = redis.call('PTTL', KEYS[k])
-    k = k + 1
-    if left > 0 then
-      -- PTTL is whole milliseconds; one more keeps the answer from being early.
-      r.retry, r.locked = (left + 1) * 1000, 1
+    if values[k] then
+      local left = redis.call('PTTL', KEYS[k])
+      if left > 0 then
+        -- PTTL is whole milliseconds; one more keeps the answer from being early.
+        r.retry, r.locked = (left + 1) * 1000, 1
+      end
     end
+    k = k + 1
   end
   if r.locked == 0 and r.count >= limit then
     -- For one slot to free, the count-limit+1 oldest live entries must
