@@ -36,18 +36,6 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
--- The width of the entries of a log with this window: twice the window
--- fits, so that a log rebased on its oldest live entry takes at least a
--- window to outgrow its base again.
-local function width(window)
-  if window * 2 <= 4294967296 then
-    return 4
-  elseif window * 2 <= 1099511627776 then
-    return 5
-  end
-  return 6
-end
-
 -- Every key in one call: the logs, and the locks, whose time left is asked
 -- only of those that exist.
 local values = redis.call('MGET', unpack(KEYS))
@@ -60,9 +48,10 @@ local function open(k)
     return log
   end
   local raw = values[k]
-  log = {key = key, n = 0, added = 0, window = 0}
+  -- Every field in the constructor: one allocation, no rehash.
+  log = {key = key, n = 0, added = 0, window = 0, raw = false, w = 0, fmt = false, base = 0, keep = false, at = false}
   if raw then
-    local w = struct.unpack('<B', raw)
+    local w = string.byte(raw, 1)
     if (w ~= 4 and w ~= 5 and w ~= 6) or #raw < 8 or (#raw - 8) % w ~= 0 then
       return nil
     end
@@ -152,7 +141,15 @@ if admit then
       if log.n > 0 then
         log.at = math.max(now, at(log, log.n - 1))
       end
-      local w = width(log.window)
+      -- The width of the entries: the fewest bytes in which twice the
+      -- window fits, so that a log rebased on its oldest live entry takes
+      -- at least a window to outgrow its base again.
+      local w = 6
+      if log.window * 2 <= 4294967296 then
+        w = 4
+      elseif log.window * 2 <= 1099511627776 then
+        w = 5
+      end
       local value
       if log.keep < log.n and w == log.w and log.at - log.base < 2 ^ (8 * w) then
         -- The common case: cut the entries that left, append the new.
@@ -180,7 +177,7 @@ if admit then
 end
 
 local out = {}
-for _, r in ipairs(rules) do
+for i, r in ipairs(rules) do
   local count, at = r.count, 0
   if admit then
     count, at = count + 1, r.log.at
@@ -189,10 +186,9 @@ for _, r in ipairs(rules) do
   if r.retry == 0 then
     allowed = 1
   end
-  out[#out + 1] = allowed
-  out[#out + 1] = count
-  out[#out + 1] = r.retry
-  out[#out + 1] = r.locked
-  out[#out + 1] = at
+  if n == 1 then
+    return {allowed, count, r.retry, r.locked, at}
+  end
+  out[5 * i - 4], out[5 * i - 3], out[5 * i - 2], out[5 * i - 1], out[5 * i] = allowed, count, r.retry, r.locked, at
 end
 return out
