@@ -356,13 +356,19 @@ func runAll(ctx context.Context, rdb redis.UniversalClient, script *redis.Script
 	return cmds
 }
 
+// takeBackTimeout bounds a take-back: long enough to wait out a loaded
+// cluster's queue for connections (an entry left behind over-counts until
+// it leaves the window), short enough that a node gone dead does not hold
+// the answer long after the decision.
+const takeBackTimeout = 2 * time.Second
+
 // takeBack removes the entries a request made in the groups that admitted
 // it after another group rejected it (or failed), on a cluster. It runs
 // even if the caller's context is done, since an entry left behind would
 // only over-count; and if it fails, that is all that happens until the
 // entry leaves the window.
 func (l *Limiter) takeBack(ctx context.Context, results []Result, keys [][]string, at []int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeBackTimeout)
 	defer cancel()
 	var admitted []int
 	for i := range results {
