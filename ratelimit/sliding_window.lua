@@ -151,17 +151,17 @@ if admit then
         w = 5
       end
       local value
-      if log.keep < log.n and w == log.w and log.at - log.base < 2 ^ (8 * w) then
+      if log.keep == log.n then
+        -- Nothing live: a log of the new entries alone, based on them.
+        value = struct.pack('<BI7', w, log.at) .. string.rep(string.rep('\0', w), log.added)
+      elseif w == log.w and log.at - log.base < 2 ^ (8 * w) then
         -- The common case: cut the entries that left, append the new.
         value = string.sub(log.raw, 1, 8) .. string.sub(log.raw, 9 + log.keep * w)
           .. string.rep(struct.pack(log.fmt, log.at - log.base), log.added)
       else
-        -- Empty, outgrown or of another window: write it anew, based on
-        -- its oldest live entry.
-        local base = log.at
-        if log.keep < log.n then
-          base = at(log, log.keep)
-        end
+        -- Outgrown, or of another window: write it anew, based on its
+        -- oldest live entry.
+        local base = at(log, log.keep)
         local fmt = '<I' .. w
         local parts = {struct.pack('<BI7', w, base)}
         for j = log.keep, log.n - 1 do
