@@ -825,8 +825,8 @@ func caseExpiry(t *testing.T, s storeUnderTest) {
 	memory := p.Memory
 	// Seconds, not milliseconds: every key must still be there when the
 	// keys are listed, however loaded the machine running the test is.
-	short := ratelimit.Limit{Count: 5, Window: time.Second}
-	long := ratelimit.Limit{Count: 5, Window: 2 * time.Second}
+	short := ratelimit.Limit{Count: 5, Window: 2 * time.Second}
+	long := ratelimit.Limit{Count: 5, Window: 3 * time.Second}
 	// Every kind of record: logs, failures and attempts, a lock and its
 	// level, a held lock.
 	decide(t, s, ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: short},
