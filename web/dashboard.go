@@ -58,6 +58,7 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 		Lockouts:            sum.Lockouts,
 		ResetRequests:       sum.ResetRequests,
 		MailsDropped:        sum.MailsDropped,
+		WebhooksDropped:     sum.WebhooksDropped,
 		TopSources:          ranked(d.TopSources),
 		TopAccounts:         ranked(d.TopAccounts),
 		Attack:              attackProps(d.Attack, d.AsOf),
