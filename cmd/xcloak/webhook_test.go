@@ -2,11 +2,19 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/webhook"
 )
 
 const webhookSecret = "9c1e5a7f3b0d2e8c4a6f1b9d7e3c5a0f-hooks"
@@ -74,5 +82,71 @@ func TestWebhookSettings(t *testing.T) {
 				t.Errorf("err %q quotes a secret", err)
 			}
 		})
+	}
+}
+
+// TestServeSendsSignedWebhooks: through serve, a real lockout is POSTed,
+// signed, to the receiver; and the same event, by "xcloak user unlock",
+// as account.unlocked by cli, sent before the command returns.
+func TestServeSendsSignedWebhooks(t *testing.T) {
+	t.Parallel()
+	got := make(chan webhook.Event, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		if err := webhook.Verify([]byte(webhookSecret), r.Header.Get(webhook.SignatureHeader), body, time.Now()); err != nil {
+			t.Errorf("a webhook's signature: %v", err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var ev webhook.Event
+		if err := json.Unmarshal(body, &ev); err != nil {
+			t.Errorf("body %s: %v", body, err)
+		}
+		got <- ev
+	}))
+	t.Cleanup(receiver.Close)
+
+	vars := storeSettings(t)
+	vars["XCLOAK_WEBHOOK_URL"] = receiver.URL + "/xcloak"
+	vars["XCLOAK_WEBHOOK_SECRET"] = webhookSecret
+	vars["XCLOAK_LOCKOUT_THRESHOLD"] = "3"
+	const email, password = "ann@example.com", "correct horse battery"
+	addUser(t, vars, email, password+"\n")
+	srv := startServe(t, vars)
+	for i := range 3 {
+		signIn(t, srv.base, email, fmt.Sprint("wrong password ", i))
+	}
+	var ev webhook.Event
+	select {
+	case ev = <-got:
+	case <-time.After(time.Minute): // a bound on a hang, not on speed
+		t.Fatal("no webhook for the lockout")
+	}
+	if ev.Type != webhook.TypeLockoutStarted || ev.Data["account"] != email || ev.Data["level"] != "1" || ev.Data["until"] == "" ||
+		ev.Data["source"] != "127.0.0.1" || ev.ID == "" {
+		t.Errorf("first webhook %+v, want ann's lockout.started", ev)
+	}
+
+	if _, stderr, err := xcloak(t, vars, "", "user", "unlock", "--email", email); err != nil {
+		t.Fatalf("user unlock: %v\n%s", err, stderr)
+	}
+	select {
+	case ev = <-got:
+	default:
+		t.Fatal("user unlock returned before its webhook was delivered")
+	}
+	if ev.Type != webhook.TypeAccountUnlocked || ev.Data["account"] != email || ev.Data["by"] != "cli" {
+		t.Errorf("second webhook %+v, want account.unlocked by cli", ev)
+	}
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-got:
+		t.Errorf("a webhook more: %+v", ev)
+	default:
 	}
 }
