@@ -135,6 +135,9 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 			parts = append(parts, "until "+until.UTC().Format("2 Jan 15:04 UTC"))
 		}
 		row.Detail = strings.Join(parts, ", ")
+	case auth.EventLockoutEnded:
+		row.What = "Lockout ended"
+		row.Detail = "Its time ran out"
 	case auth.EventUnlock:
 		row.What = "Lockout lifted"
 		by := e.Detail["by"]

@@ -28,7 +28,9 @@ type Event struct {
 // name never changes meaning.
 const (
 	// TypeLockoutStarted: failed sign-ins locked an account; data
-	// "until" says until when, "level" how many lockouts in a row.
+	// "until" says until when, "level" how many lockouts in a row. With
+	// data "device" "known", only the owner's known browser is locked,
+	// and no lockout.ended follows.
 	TypeLockoutStarted = "lockout.started"
 	// TypeLockoutEnded: a lockout's time ran out; data "until" is when.
 	// A lockout someone ends early is an account.unlocked instead, so
