@@ -11,7 +11,7 @@ type metrics struct {
 }
 
 // newMetrics registers the metrics on reg (nil: none).
-func newMetrics(reg prometheus.Registerer, _ *Sender) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "xcloak_webhook_deliveries_total",
@@ -52,6 +52,6 @@ func newMetrics(reg prometheus.Registerer, _ *Sender) (*metrics, error) {
 // serve exports them, at zero, when no URL is set, so that a board or an
 // alert reads the same series either way.
 func RegisterMetrics(reg prometheus.Registerer) error {
-	_, err := newMetrics(reg, nil)
+	_, err := newMetrics(reg)
 	return err
 }

@@ -92,8 +92,9 @@ type Sender struct {
 	targets []*target
 
 	// pendingDrops are drops not yet added to Dropped; droppedTotal
-	// every drop, for the log.
-	pendingDrops, droppedTotal atomic.Int64
+	// every drop, for the log; shutdownDrops those of the flush at
+	// shutdown, logged once when it ends.
+	pendingDrops, droppedTotal, shutdownDrops atomic.Int64
 }
 
 // target is one receiver: its own queue and workers, so that a dead one
@@ -170,7 +171,7 @@ func New(cfg Config, d Deps) (*Sender, error) {
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	s.client = &c
 	var err error
-	if s.metrics, err = newMetrics(d.Metrics, s); err != nil {
+	if s.metrics, err = newMetrics(d.Metrics); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -238,8 +239,12 @@ func (s *Sender) Send(ev Event) {
 func (s *Sender) drop(t *target, d delivery, reason string) {
 	s.metrics.dropped.WithLabelValues(reason).Inc()
 	s.pendingDrops.Add(1)
+	if reason == DropShutdown {
+		s.shutdownDrops.Add(1) // Run logs them once
+		return
+	}
 	// One line in a thousand under a flood of drops.
-	if n := s.droppedTotal.Add(1); n%1000 == 1 || reason == DropShutdown {
+	if n := s.droppedTotal.Add(1); n%1000 == 1 {
 		s.log.Warn("webhook delivery dropped", "url", t.label, "type", d.typ, "id", d.id, "reason", reason, "dropped_total", n)
 	}
 }
@@ -280,12 +285,14 @@ func (s *Sender) Run(ctx context.Context) {
 	select {
 	case <-flushed:
 	case <-time.After(s.cfg.Flush):
-		s.log.Warn("webhook: flush at shutdown ran out of time; dropping what is left", "flush_seconds", s.cfg.Flush.Seconds())
 		cancel()
 		<-flushed
 	}
 	cancel()
 	<-counted
+	if n := s.shutdownDrops.Load(); n > 0 {
+		s.log.Warn("webhook deliveries dropped at shutdown", "dropped", n, "flush_seconds", s.cfg.Flush.Seconds())
+	}
 	final, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer done()
 	s.countDrops(final)
