@@ -47,3 +47,27 @@ func TestHangingReceiverNeverHoldsUpSignIns(t *testing.T) {
 		t.Errorf("queued %v, dropped %v; want 3 queued, 1 under way, %d dropped", queued, dropped, accounts-4)
 	}
 }
+
+// TestAttackModeIsSent: attack mode's start and end, which the attack
+// watch writes apart from the service's events, are sent too, once each,
+// with who switched them.
+func TestAttackModeIsSent(t *testing.T) {
+	r := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{}, r.url())
+	env := xcloaktest.New(t, xcloaktest.Options{Hook: s.Sender})
+	for _, on := range []bool{true, false} {
+		if _, err := env.Attack.SwitchAttack(t.Context(), on, "admin:boss@example.com"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.wait(2)
+	byType := map[string]webhook.Event{} // two workers: in either order
+	for _, g := range r.requests() {
+		byType[g.event.Type] = g.event
+	}
+	started, ended := byType[webhook.TypeAttackStarted], byType[webhook.TypeAttackEnded]
+	if len(byType) != 2 || started.Data["by"] != "admin:boss@example.com" || started.Data["trigger"] != "admin" ||
+		ended.Data["since"] == "" {
+		t.Errorf("webhooks %+v, want attack.started and attack.ended by boss", byType)
+	}
+}
