@@ -113,6 +113,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Attack:   watch,
 		Activity: store,
 		Apps:     store,
+		Factors:  store,
 	})
 	if err != nil {
 		return nil, err
