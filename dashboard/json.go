@@ -22,7 +22,11 @@ type Stats struct {
 	RejectedByRule      map[string]int64 `json:"rejected_by_rule"`
 	Lockouts            int64            `json:"lockouts"`
 	ActiveLockouts      int              `json:"active_lockouts"`
-	ResetRequests       int64            `json:"reset_requests"`
+	// Accounts counts the accounts, AccountsWithFactor those with a
+	// confirmed second factor, now.
+	Accounts           int64 `json:"accounts"`
+	AccountsWithFactor int64 `json:"accounts_with_factor"`
+	ResetRequests      int64 `json:"reset_requests"`
 	// ResetMailsDropped counts reset mails of accepted requests that were
 	// not sent (queue full, domain over its limit, mail server failed).
 	ResetMailsDropped int64          `json:"reset_mails_dropped"`
@@ -80,6 +84,7 @@ func StatsOf(d Dashboard) Stats {
 		Unavailable: sum.Unavailable, Degraded: d.Degraded, FailurePolicy: d.FailurePolicy, CountersUnavailable: d.CountersUnavailable,
 		Rejected: sum.Rejected, RejectedByRule: sum.RejectedByRule,
 		Lockouts: sum.Lockouts, ActiveLockouts: sum.ActiveLockouts, ResetRequests: sum.ResetRequests,
+		Accounts: sum.Accounts, AccountsWithFactor: sum.AccountsWithFactor,
 		ResetMailsDropped: sum.MailsDropped,
 		TopSources:        make([]StatsSource, 0, len(d.TopSources)),
 		TopAccounts:       make([]StatsAccount, 0, len(d.TopAccounts)),

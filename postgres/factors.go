@@ -207,3 +207,10 @@ func (s *Store) MFARemembered(ctx context.Context, nonceHash []byte, now time.Ti
 		nonceHash, now).Scan(&ok)
 	return ok, err
 }
+
+// CountFactorAccounts implements dashboard.Store.
+func (s *Store) CountFactorAccounts(ctx context.Context) (accounts, withFactor int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM users),
+		(SELECT count(DISTINCT user_id) FROM second_factors WHERE confirmed_at IS NOT NULL)`).Scan(&accounts, &withFactor)
+	return accounts, withFactor, err
+}
