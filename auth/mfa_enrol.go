@@ -287,3 +287,32 @@ func (s *Service) factorMail(ctx context.Context, user User, job linkJob) (Messa
 			what, user.Email, job.at.UTC().Format(time.RFC1123), s.cfg.ResetTTL, link),
 	}, nil
 }
+
+// PendingTOTP returns the enrolment of the account's unconfirmed TOTP
+// factor id again, for the page to show once more after a wrong code.
+// Errors: ErrNoFactor, ErrUnavailable.
+func (s *Service) PendingTOTP(ctx context.Context, sess Session, id int64) (TOTPEnrolment, error) {
+	fs, err := s.factorStore()
+	if err != nil {
+		return TOTPEnrolment{}, err
+	}
+	factors, err := fs.Factors(ctx, sess.UserID)
+	if err != nil {
+		return TOTPEnrolment{}, s.dbDown("reading second factors", err)
+	}
+	for _, f := range factors {
+		if f.ID != id || f.Kind != FactorTOTP || !f.ConfirmedAt.IsZero() {
+			continue
+		}
+		secret, err := openSecret(s.cfg.MFA.Key, sess.UserID, f.Secret)
+		if err != nil {
+			return TOTPEnrolment{}, fmt.Errorf("%w: reading TOTP factor: %w", ErrUnavailable, err)
+		}
+		url, err := totpURL(s.cfg.MFA.Issuer, sess.Email, secret)
+		if err != nil {
+			return TOTPEnrolment{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return TOTPEnrolment{ID: id, URL: url, Secret: b32.EncodeToString(secret)}, nil
+	}
+	return TOTPEnrolment{}, ErrNoFactor
+}

@@ -39,12 +39,18 @@ var totpOpts = totp.ValidateOpts{Period: uint(totpPeriod / time.Second), Digits:
 func newTOTPKey(issuer, email string) (secret []byte, url string, err error) {
 	secret = make([]byte, totpSecretLen)
 	rand.Read(secret)
+	url, err = totpURL(issuer, email, secret)
+	return secret, url, err
+}
+
+// totpURL is the otpauth:// URL of secret for the account email.
+func totpURL(issuer, email string, secret []byte) (string, error) {
 	key, err := totp.Generate(totp.GenerateOpts{Issuer: issuer, AccountName: email, Secret: secret,
 		Period: totpOpts.Period, Digits: totpDigits, Algorithm: otp.AlgorithmSHA1})
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
-	return secret, key.URL(), nil
+	return key.URL(), nil
 }
 
 // totpStep is the time step at t.

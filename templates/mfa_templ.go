@@ -206,9 +206,9 @@ func MFAStepPage(p MFAStepProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var10 string
-				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(linkLife(p.RememberFor))
+				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(rememberText(p.RememberFor))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/mfa.templ`, Line: 73, Col: 79}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/mfa.templ`, Line: 73, Col: 83}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 				if templ_7745c5c3_Err != nil {
@@ -705,6 +705,24 @@ func RecoveryCodesPage(p RecoveryCodesProps) templ.Component {
 		}
 		return nil
 	})
+}
+
+// factorShare says what share of the accounts have a second factor: "40%
+// of 5 accounts".
+func factorShare(with, accounts int64) string {
+	if accounts <= 0 {
+		return "No accounts yet"
+	}
+	return strconv.FormatInt((with*100+accounts/2)/accounts, 10) + "% of " + plural(int(accounts), "account")
+}
+
+// rememberText says how long "remember this browser" lasts: "30 days",
+// or as linkLife says it when it is no whole number of days.
+func rememberText(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return plural(int(d/(24*time.Hour)), "day")
+	}
+	return linkLife(d)
 }
 
 var _ = templruntime.GeneratedTemplate
