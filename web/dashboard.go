@@ -55,6 +55,8 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 		FailurePolicy:       d.FailurePolicy,
 		CountersUnavailable: d.CountersUnavailable,
 		ActiveLockouts:      sum.ActiveLockouts,
+		Accounts:            sum.Accounts,
+		AccountsWithFactor:  sum.AccountsWithFactor,
 		Lockouts:            sum.Lockouts,
 		ResetRequests:       sum.ResetRequests,
 		MailsDropped:        sum.MailsDropped,
