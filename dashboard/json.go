@@ -22,11 +22,7 @@ type Stats struct {
 	RejectedByRule      map[string]int64 `json:"rejected_by_rule"`
 	Lockouts            int64            `json:"lockouts"`
 	ActiveLockouts      int              `json:"active_lockouts"`
-	// Accounts counts the accounts, AccountsWithFactor those with a
-	// confirmed second factor, now.
-	Accounts           int64 `json:"accounts"`
-	AccountsWithFactor int64 `json:"accounts_with_factor"`
-	ResetRequests      int64 `json:"reset_requests"`
+	ResetRequests       int64            `json:"reset_requests"`
 	// ResetMailsDropped counts reset mails of accepted requests that were
 	// not sent (queue full, domain over its limit, mail server failed).
 	ResetMailsDropped int64          `json:"reset_mails_dropped"`
@@ -37,6 +33,11 @@ type Stats struct {
 	// Applications are the decision API's callers of the period, the
 	// busiest first (at most ApplicationsListed).
 	Applications []StatsApplication `json:"applications"`
+	// Accounts counts the accounts, AccountsWithFactor those with a
+	// confirmed second factor, now. Last, so that the fields before keep
+	// their order.
+	Accounts           int64 `json:"accounts"`
+	AccountsWithFactor int64 `json:"accounts_with_factor"`
 }
 
 // StatsApplication is one application's decisions and reported outcomes.
