@@ -24,6 +24,8 @@ type mfaUser struct {
 	secret          string // base32
 	recovery        []string
 	clk             *clock
+	// browser enrolled the factor: a known device of the account.
+	browser *http.Client
 }
 
 var (
@@ -86,6 +88,7 @@ func enrolTOTP(t *testing.T, env *xcloaktest.Env, base string, clk *clock, email
 		t.Fatalf("confirming enrolment: %d, %d recovery codes; want 200, %d", resp.StatusCode, len(u.recovery), auth.RecoveryCodes)
 	}
 	clk.Advance(30 * time.Second)
+	u.browser = c
 	return u
 }
 
@@ -260,11 +263,16 @@ func TestMFARecoveryCodeOnce(t *testing.T) {
 }
 
 // TestMFAFormAndRememberedBrowser: the sign-in form leads to the second
-// step's page; with "remember this browser", the next sign-in from it
+// step's page, on a known device too; with "remember this browser", the next sign-in from it
 // needs the password alone, and another browser still the code.
 func TestMFAFormAndRememberedBrowser(t *testing.T) {
 	env, base, clk := mfaEnv(t, xcloaktest.Options{})
 	u := enrolTOTP(t, env, base, clk, "abel@example.test", false)
+	// A known device not remembered still gets the second step.
+	post(t, u.browser, base+"/logout", formType, "")
+	if resp, page := postSignIn(t, u.browser, base, u.email, u.password); resp.StatusCode != 200 || !mfaTokenRe.MatchString(page) {
+		t.Fatalf("known device: %d; want the second step", resp.StatusCode)
+	}
 	c := xcloaktest.Client(t, "127.0.30.10")
 	resp, page := postSignIn(t, c, base, u.email, u.password)
 	m := mfaTokenRe.FindStringSubmatch(page)
