@@ -148,7 +148,8 @@ var EventKinds = []string{auth.EventLockout, auth.EventUnlock, auth.EventResetRe
 	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere,
 	auth.EventPasswordChanged, auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
 	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventNewDeviceSignedOut,
-	auth.EventSessionEnded, auth.EventDeviceForgotten}
+	auth.EventSessionEnded, auth.EventDeviceForgotten,
+	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventMFALockout}
 
 // ErrNoAttackWatch: attack mode cannot be switched, the Reader having no
 // AttackWatch.
