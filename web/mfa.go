@@ -77,6 +77,9 @@ func (s *Server) handleMFAForm() http.Handler {
 			RetryAfterSeconds: p.retryAfter}
 		if p.retryAfter == 0 {
 			props.Error = p.message
+			if p.status == http.StatusBadRequest {
+				props.Error = "Enter the six-digit code from your app, or a recovery code."
+			}
 		}
 		s.mfaStepPage(w, r, p.status, props)
 	})
