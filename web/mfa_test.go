@@ -370,3 +370,46 @@ func TestTOTPSecretSealed(t *testing.T) {
 		t.Errorf("sealed factor's code: %d %s", status, body)
 	}
 }
+
+// TestMFACodeOnceAtOnce: one TOTP code sent at once to ten second steps of
+// the account, from ten browsers, signs in exactly one; one step sent the
+// right code ten times at once signs in once too.
+func TestMFACodeOnceAtOnce(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleMFAAccount, 100)
+		c.Limits.SetCount(auth.RuleLoginAccount, 100)
+	}})
+	u := enrolTOTP(t, env, base, clk, "dee@example.test", false)
+	count := func(send func(i int) int) map[int]int {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		got := map[int]int{}
+		for i := range 10 {
+			wg.Go(func() {
+				status := send(i)
+				mu.Lock()
+				got[status]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return got
+	}
+	clients, tokens := make([]*http.Client, 10), make([]string, 10)
+	for i := range clients {
+		clients[i] = xcloaktest.Client(t, "127.0.30.16")
+		tokens[i] = mfaLoginJSON(t, clients[i], base, u)
+	}
+	code := u.code(t)
+	if got := count(func(i int) int { s, _ := mfaJSON(t, clients[i], base, tokens[i], code); return s }); got[200] != 1 || got[401] != 9 {
+		t.Errorf("one code on ten steps: %v; want one 200 and nine 401", got)
+	}
+	clk.Advance(30 * time.Second)
+	c := xcloaktest.Client(t, "127.0.30.17")
+	token := mfaLoginJSON(t, c, base, u)
+	code = u.code(t)
+	got := count(func(int) int { s, _ := mfaJSON(t, c, base, token, code); return s })
+	if got[200] != 1 {
+		t.Errorf("one step, the right code ten times: %v; want exactly one 200", got)
+	}
+}
