@@ -47,7 +47,24 @@ func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 	}
 	out[RuleLoginPassword] = sprayPolicy(cfg.SprayAccounts, cfg.SprayWindow)
 	out[RuleAPIKeyIP] = apiKeyPolicy(cfg.Limits.Of(RuleAPIKeyIP))
+	out[RuleMFANetwork] = mfaPolicy(cfg.Limits.Of(RuleMFANetwork))
+	out[RuleMFAAccount] = mfaPolicy(cfg.Limits.Of(RuleMFAAccount))
 	return out
+}
+
+// mfaMaxLock caps the second step's locks.
+const mfaMaxLock = 24 * time.Hour
+
+// mfaPolicy turns a second-step rule's limit into its lock: lim.Count
+// codes tried lock for lim.Window, doubling on each repeat up to a day,
+// and failures are remembered as long, so that the codes an attacker who
+// holds the password can try fall off to a few dozen a day.
+func mfaPolicy(lim ratelimit.Limit) ratelimit.LockoutPolicy {
+	if lim.Count < 1 || lim.Window <= 0 {
+		// An invalid limit, which Limits.Validate refuses.
+		return ratelimit.LockoutPolicy{Threshold: 1, Duration: time.Millisecond, MaxDuration: time.Millisecond}
+	}
+	return ratelimit.LockoutPolicy{Threshold: lim.Count, Duration: lim.Window, MaxDuration: max(lim.Window, mfaMaxLock), Memory: max(lim.Window, mfaMaxLock)}
 }
 
 // apiKeyPolicy turns RuleAPIKeyIP's limit into the lock that enforces it

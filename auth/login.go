@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"time"
 
@@ -49,6 +50,10 @@ type LoginResult struct {
 	// Device is the browser's device cookie for this account, new or
 	// renewed.
 	Device DeviceCookie
+	// MFA is the second step to finish, with ErrMFARequired, when the
+	// account has a second factor (mfa_signin.go); then there is no
+	// session yet.
+	MFA MFAStep
 }
 
 // Login decides a sign-in. In order: the request is validated; every limit
@@ -64,9 +69,14 @@ type LoginResult struct {
 // ErrVerificationRequired, and only the right one queues a mail with a
 // link (verification.go).
 //
+// The right password of an account with a second factor gets no session
+// but a second step (LoginResult.MFA, with ErrMFARequired), unless the
+// browser is a known device its owner asked to remember; while new-device
+// verification applies, the factor stands in for the mailed link.
+//
 // Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
-// ErrInvalidCredentials, ErrVerificationRequired, ErrUnavailable,
-// ErrHasherBusy.
+// ErrInvalidCredentials, ErrVerificationRequired, ErrMFARequired,
+// ErrUnavailable, ErrHasherBusy.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, error) {
 	res, outcome, err := s.login(ctx, req)
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrHasherBusy) {
@@ -148,11 +158,37 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	// Attack mode may have come on while the password was hashed: the
 	// browser is held then too, rather than given a session that attack
 	// mode's start would have to catch (SignOutNewDevices).
-	if held || (device == "" && s.verificationApplies()) {
-		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
-	}
-	if device == "" && s.passwordBreached(ctx, req.Password) {
+	verifying := held || (device == "" && s.verificationApplies())
+	if !verifying && device == "" && s.passwordBreached(ctx, req.Password) {
 		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, true, false)
+	}
+	// An account with a second factor gets its second step instead of a
+	// session, and instead of the mailed link while verification applies
+	// (mfa_signin.go): the factor proves what the link would.
+	if has, err := s.hasFactors(ctx, user.ID); err != nil {
+		return LoginResult{}, OutcomeUnavailable, err
+	} else if has {
+		passwordHash, err := s.rehashed(ctx, user, req.Password, rehash)
+		if err != nil {
+			return LoginResult{}, OutcomeUnavailable, err
+		}
+		mustChange := (device != "" || verifying) && s.passwordBreached(ctx, req.Password)
+		res, stepped, err := s.secondStepOrNone(ctx, user, passwordHash, device, source, mustChange)
+		if stepped {
+			if errors.Is(err, ErrMFARequired) {
+				return res, OutcomeHeld, err
+			}
+			return res, OutcomeUnavailable, err
+		}
+		// A remembered browser: a known device, never held.
+		res, err = s.signedIn(ctx, req, user, passwordHash, source, device, mustChange, nil)
+		if err != nil {
+			return res, OutcomeUnavailable, err
+		}
+		return res, OutcomeSucceeded, nil
+	}
+	if verifying {
+		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
 	}
 	res, err := s.succeeded(ctx, req, user, source, device, rehash)
 	if err != nil {
@@ -247,24 +283,47 @@ func (s *Service) afterDecision(ctx context.Context) (context.Context, context.C
 }
 
 func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source, device string, rehash bool) (LoginResult, error) {
-	if device != "" {
-		after, cancel := s.afterDecision(ctx)
-		defer cancel()
-		if _, err := s.limits.Clear(after, RuleLoginDevice, device); err != nil {
-			s.log.Warn("clearing device failures after sign-in", "err", err)
-		}
+	passwordHash, err := s.rehashed(ctx, user, req.Password, rehash)
+	if err != nil {
+		return LoginResult{}, err
 	}
+	// A breached password signs a known device in to change it and to
+	// nothing else (breached.go); other browsers never get this far with
+	// one.
+	mustChange := device != "" && s.passwordBreached(ctx, req.Password)
+	return s.signedIn(ctx, req, user, passwordHash, source, device, mustChange, nil)
+}
+
+// rehashed stores a new hash of the right password when rehash says the
+// stored one is outdated, and returns the account's hash after it.
+// ErrInvalidCredentials if the password was replaced meanwhile.
+func (s *Service) rehashed(ctx context.Context, user User, password string, rehash bool) (string, error) {
 	passwordHash := user.PasswordHash
 	if rehash {
-		if hash, err := s.hasher.Hash(ctx, req.Password); err == nil {
+		if hash, err := s.hasher.Hash(ctx, password); err == nil {
 			switch err := s.rehashPassword(ctx, user.ID, passwordHash, hash); {
 			case errors.Is(err, ErrPasswordChanged):
-				return LoginResult{}, ErrInvalidCredentials
+				return "", ErrInvalidCredentials
 			case err != nil:
 				s.log.Warn("storing rehashed password", "user_id", user.ID, "err", err)
 			default:
 				passwordHash = hash
 			}
+		}
+	}
+	return passwordHash, nil
+}
+
+// signedIn makes the session of a sign-in decided, with the account's
+// password hash passwordHash, from the known device device ("" for
+// another browser, which becomes one), and records it with detail added
+// to the event's.
+func (s *Service) signedIn(ctx context.Context, req LoginRequest, user User, passwordHash, source, device string, mustChange bool, detail map[string]string) (LoginResult, error) {
+	if device != "" {
+		after, cancel := s.afterDecision(ctx)
+		defer cancel()
+		if _, err := s.limits.Clear(after, RuleLoginDevice, device); err != nil {
+			s.log.Warn("clearing device failures after sign-in", "err", err)
 		}
 	}
 	now := s.now()
@@ -287,10 +346,6 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	if err := s.Logout(ctx, req.OldSession); err != nil {
 		return LoginResult{}, err
 	}
-	// A breached password signs a known device in to change it and to
-	// nothing else (breached.go); other browsers never get this far with
-	// one.
-	mustChange := device != "" && s.passwordBreached(ctx, req.Password)
 	// Only while passwordHash is still the account's: a password replaced
 	// while this one was verified ends every session, this one included.
 	sess, err := s.createSessionWith(ctx, user, passwordHash, mustChange, req.Client)
@@ -304,6 +359,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	// the header itself: DescribeBrowser).
 	e := Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source,
 		Detail: map[string]string{"browser": DescribeBrowser(req.Client.UserAgent)}}
+	maps.Copy(e.Detail, detail)
 	if mustChange {
 		e.Detail["password"] = "breached"
 	}

@@ -50,6 +50,9 @@ type linkJob struct {
 	// from a new device or of the account's lockout (notify.go).
 	newDevice *newDeviceNotice
 	lockout   *lockoutNotice
+	// factor, when set, makes it the notice of a second factor added or
+	// removed (mfa_enrol.go).
+	factor *factorNotice
 }
 
 // RequestReset accepts a password-reset request: after the per-network and
@@ -119,6 +122,8 @@ func (s *Service) recordDrop(job linkJob, reason string) {
 		detail["link"] = "new_device"
 	case job.lockout != nil:
 		detail["link"] = "lockout"
+	case job.factor != nil:
+		detail["link"] = "factor"
 	}
 	if job.changed {
 		detail["link"] = "password_changed"
@@ -246,6 +251,8 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		msg, err = s.newDeviceMail(ctx, user, job)
 	case job.lockout != nil:
 		msg, err = s.lockoutMail(ctx, user, job)
+	case job.factor != nil:
+		msg, err = s.factorMail(ctx, user, job)
 	default:
 		msg, err = s.resetLink(ctx, user, job.at)
 	}

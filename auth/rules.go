@@ -53,6 +53,14 @@ const RuleAccountIP = "account_ip"
 // client network (apikeys.go).
 const RuleAPIKeyIP = "apikey_ip"
 
+// Rule names of the second step of a sign-in (mfa_signin.go): codes
+// tried, counted before they are checked, per client network and per
+// account, each with a lock of its own, apart from the password's.
+const (
+	RuleMFANetwork = "mfa_ip"
+	RuleMFAAccount = "mfa_account"
+)
+
 // rules is the one table of XCloak's rate limits. Everything else about a
 // rule is read from it: the flows' decisions, the limits' defaults and
 // validation, the settings (XCLOAK_LIMIT_<NAME>, --limit-<name>) and their
@@ -197,6 +205,24 @@ var rules = []RuleSpec{
 			"the connecting client, never the body's client_ip. Past it, the network's failed checks are answered 429 " +
 			"until the window has passed since the last; a valid key still passes.",
 	},
+	{
+		// The second step's rules: every code tried counts (mfa_signin.go),
+		// and the count-th locks, so the next is refused; the lock lasts
+		// the window, doubling on each repeat up to a day (mfaPolicy).
+		Name: RuleMFANetwork, Label: "Second-step codes per address", Flow: FlowSecondStep, Key: KeyNetwork(32, 64),
+		Default: ratelimit.Limit{Count: 20, Window: 15 * time.Minute}, Lockable: true,
+		Usage: "second-step codes tried per client network before it is locked out of the second step",
+		Doc: "Second-step codes (TOTP or recovery) tried per client network, whatever the account; the count-th " +
+			"locks the network out of the second step for the window, doubling on each repeat up to a day. Apart from the password's limits.",
+	},
+	{
+		Name: RuleMFAAccount, Label: "Second-step codes per account", Flow: FlowSecondStep, Key: KeyAccount,
+		Default: ratelimit.Limit{Count: 5, Window: 15 * time.Minute}, Lockable: true,
+		Usage: "wrong second-step codes in a row per account before its second step is locked",
+		Doc: "Second-step codes tried per account in a row; the count-th, if wrong, locks the account's second step " +
+			"(the next code is answered 429) for the window, doubling on each repeat up to a day. A right code clears it. " +
+			"Apart from the password's lockout, which it never counts towards.",
+	},
 }
 
 // lockoutLabel names RuleLockout on the dashboard; a lockout is no rate
@@ -259,10 +285,12 @@ const (
 	FlowAccount Flow = "account sessions"
 	// FlowAPIKey is a check of the API key of a decision API request.
 	FlowAPIKey Flow = "API key check"
+	// FlowSecondStep is a code tried at a sign-in's second step.
+	FlowSecondStep Flow = "second step"
 )
 
 // flows lists every Flow, for the table's check.
-var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey}
+var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey, FlowSecondStep}
 
 // Subject is what a request offers its rules to count per; a flow fills in
 // what it knows.

@@ -75,6 +75,9 @@ type Config struct {
 	// AuditLog writes every security-event row, as it is written, to the
 	// service's logger as one line of the audit stream (audit.go).
 	AuditLog bool
+
+	// MFA shapes second factors (mfa.go).
+	MFA MFAConfig
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -103,6 +106,8 @@ func DefaultConfig() Config {
 		NotifyPasswordChange: true,
 
 		AuditLog: true,
+
+		MFA: DefaultMFAConfig(),
 	}
 }
 
@@ -146,6 +151,9 @@ type Deps struct {
 	// Hook hears every security-event row once written (hooks.go); the
 	// service runs it. nil: none.
 	Hook EventHook
+	// Factors keeps second factors and second steps (mfa.go); nil: no
+	// account has a factor, and enrolling one is ErrUnavailable.
+	Factors FactorStore
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -198,6 +206,8 @@ type Service struct {
 
 	// hook hears the rows written (Deps.Hook); nil: none.
 	hook EventHook
+	// factors keeps second factors (Deps.Factors).
+	factors FactorStore
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -228,6 +238,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	if err := checkVerification(&cfg); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	if err := checkMFA(&cfg.MFA); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	if cfg.MaxDevices < 1 {
@@ -267,6 +280,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	s.activity = d.Activity
 	s.hook = d.Hook
 	s.apps = d.Apps
+	s.factors = d.Factors
 	s.decisionKeys = newDecisionKeys(cfg.Secret)
 	s.attack = d.Attack
 	if s.attack == nil {

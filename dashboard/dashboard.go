@@ -63,6 +63,9 @@ type Store interface {
 	SearchEvents(ctx context.Context, q EventSearch, fn func(StoredEvent) error) error
 	// CountActiveLockouts counts the accounts locked at now.
 	CountActiveLockouts(ctx context.Context, now time.Time) (int, error)
+	// CountFactorAccounts counts the accounts, and those with a confirmed
+	// second factor.
+	CountFactorAccounts(ctx context.Context) (accounts, withFactor int64, err error)
 }
 
 // Accounts is what the dashboard asks of the service that guards them
@@ -132,6 +135,9 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 	if d.Summary.ActiveLockouts, err = r.store.CountActiveLockouts(ctx, now); err != nil {
 		return Dashboard{}, err
 	}
+	if d.Summary.Accounts, d.Summary.AccountsWithFactor, err = r.store.CountFactorAccounts(ctx); err != nil {
+		return Dashboard{}, err
+	}
 	return d, nil
 }
 
@@ -142,7 +148,8 @@ var EventKinds = []string{auth.EventLockout, auth.EventLockoutEnded, auth.EventU
 	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere,
 	auth.EventPasswordChanged, auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
 	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventNewDeviceSignedOut,
-	auth.EventSessionEnded, auth.EventDeviceForgotten}
+	auth.EventSessionEnded, auth.EventDeviceForgotten,
+	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventMFALockout}
 
 // ErrNoAttackWatch: attack mode cannot be switched, the Reader having no
 // AttackWatch.

@@ -94,6 +94,10 @@ type Summary struct {
 	// ActiveLockouts is how many lockouts are in force now. Stats cannot
 	// know it (lockouts live in Postgres); Reader.Dashboard fills it in.
 	ActiveLockouts int
+	// Accounts counts the accounts now, AccountsWithFactor those with a
+	// confirmed second factor; Reader.Dashboard fills them in, as
+	// ActiveLockouts.
+	Accounts, AccountsWithFactor int64
 	// Applications are the decision API's callers that asked in the
 	// period, the busiest first, at most ApplicationsListed.
 	Applications []Application

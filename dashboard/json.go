@@ -35,6 +35,11 @@ type Stats struct {
 	// Applications are the decision API's callers of the period, the
 	// busiest first (at most ApplicationsListed).
 	Applications []StatsApplication `json:"applications"`
+	// Accounts counts the accounts, AccountsWithFactor those with a
+	// confirmed second factor, now. Last, so that the fields before keep
+	// their order.
+	Accounts           int64 `json:"accounts"`
+	AccountsWithFactor int64 `json:"accounts_with_factor"`
 }
 
 // StatsApplication is one application's decisions and reported outcomes.
@@ -82,6 +87,7 @@ func StatsOf(d Dashboard) Stats {
 		Unavailable: sum.Unavailable, Degraded: d.Degraded, FailurePolicy: d.FailurePolicy, CountersUnavailable: d.CountersUnavailable,
 		Rejected: sum.Rejected, RejectedByRule: sum.RejectedByRule,
 		Lockouts: sum.Lockouts, ActiveLockouts: sum.ActiveLockouts, ResetRequests: sum.ResetRequests,
+		Accounts: sum.Accounts, AccountsWithFactor: sum.AccountsWithFactor,
 		ResetMailsDropped: sum.MailsDropped,
 		WebhooksDropped:   sum.WebhooksDropped,
 		TopSources:        make([]StatsSource, 0, len(d.TopSources)),

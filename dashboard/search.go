@@ -32,6 +32,8 @@ var SearchKinds = []string{
 	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventVerificationRejected,
 	auth.EventNewDeviceSignedOut, auth.EventAttemptAllowed,
 	auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
+	auth.EventMFARequired, auth.EventMFAFailed, auth.EventMFARejected, auth.EventMFALockout,
+	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodeUsed,
 }
 
 // EventCursor is where a page of the search ends: the time and ID of its

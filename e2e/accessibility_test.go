@@ -252,6 +252,10 @@ func TestPagesAccessibleAndResponsive(t *testing.T) {
 		// with a second browser's session on its list.
 		{name: "account", path: "/account", as: member, status: http.StatusOK},
 		{name: "account-password", path: "/account/password", as: member, status: http.StatusOK, shot: true},
+		// TestTOTPJourney keeps the screenshots of enrolment and the second
+		// step.
+		{name: "account-mfa", path: "/account/mfa", as: member, status: http.StatusOK},
+		{name: "account-mfa-totp", path: "/account/mfa/totp", as: member, status: http.StatusOK},
 		{name: "reset-request", path: "/password-reset", status: http.StatusOK, shot: true},
 		{name: "reset-confirm", path: "/password-reset/" + token, status: http.StatusOK, shot: true},
 		{name: "reset-invalid", path: "/password-reset/no-such-token", status: http.StatusBadRequest},

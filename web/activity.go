@@ -163,6 +163,16 @@ func activityText(a auth.Activity) string {
 		return "Sign-in confirmed by email"
 	case auth.EventNewDeviceSignedOut:
 		return "New device signed out"
+	case auth.EventFactorAdded:
+		return "Second factor added"
+	case auth.EventFactorRemoved:
+		return "Second factor removed"
+	case auth.EventRecoveryCodeUsed:
+		return "Recovery code used to sign in"
+	case auth.EventMFAFailed:
+		return "Wrong second-factor code"
+	case auth.EventMFALockout:
+		return "Second step locked after wrong codes"
 	}
 	return a.Kind
 }

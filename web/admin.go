@@ -39,6 +39,17 @@ func (s *Server) requireAdmin(h adminHandler) http.Handler {
 			s.failAs(w, r, &nav, errNotAdmin)
 			return nil
 		}
+		// XCLOAK_ADMIN_MFA=required: an administrator without a factor
+		// enrols one first (the API answers 403).
+		switch need, err := s.auth.AdminNeedsFactor(r.Context(), sess); {
+		case err != nil:
+			return err
+		case need && !isAPI(r):
+			http.Redirect(w, r, "/account/mfa", http.StatusSeeOther)
+			return nil
+		case need:
+			return auth.ErrFactorRequired
+		}
 		return h(w, r, sess)
 	})
 }
@@ -120,6 +131,8 @@ func (s *Server) handleDashboard() http.Handler {
 			props.Notice = "The account was signed out everywhere; its known devices are forgotten."
 		case "no-account":
 			props.Notice = "No account has that address."
+		case "factors-removed", "no-factors":
+			props.Notice = mfaNotices[r.URL.Query().Get("notice")]
 		default:
 			props.Notice = attackNotices[r.URL.Query().Get("notice")]
 		}

@@ -55,6 +55,8 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 		FailurePolicy:       d.FailurePolicy,
 		CountersUnavailable: d.CountersUnavailable,
 		ActiveLockouts:      sum.ActiveLockouts,
+		Accounts:            sum.Accounts,
+		AccountsWithFactor:  sum.AccountsWithFactor,
 		Lockouts:            sum.Lockouts,
 		ResetRequests:       sum.ResetRequests,
 		MailsDropped:        sum.MailsDropped,
@@ -192,6 +194,19 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 	case auth.EventVerificationConfirmed:
 		row.What = "Sign-in link used"
 		row.Detail = "The browser that used it is signed in and a known device"
+	case auth.EventFactorAdded:
+		row.What = "Second factor added by its owner"
+	case auth.EventFactorRemoved:
+		row.What = "Second factor removed by its owner"
+		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
+			row.What = "Second factors removed"
+			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		}
+	case auth.EventMFALockout:
+		row.What = "Second step locked after wrong codes"
+		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {
+			row.Detail = "Until " + until.UTC().Format("2 Jan 15:04 UTC")
+		}
 	case auth.EventSignedOutEverywhere:
 		row.What = "Signed out everywhere"
 		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {

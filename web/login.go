@@ -19,7 +19,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, email, password s
 	}
 	res, err := s.auth.Login(r.Context(), req)
 	if err != nil {
-		return auth.LoginResult{}, err
+		// With ErrMFARequired, res holds the second step.
+		return res, err
 	}
 	s.signIn(w, res)
 	return res, nil
@@ -80,6 +81,11 @@ func (s *Server) handleLoginForm() http.Handler {
 			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
+		if errors.Is(err, auth.ErrMFARequired) {
+			s.startSecondStep(w, res.MFA)
+			s.mfaStepPage(w, r, http.StatusOK, templates.MFAStepProps{Token: res.MFA.Token, Return: s.allowedReturn(form[templates.FieldReturn])})
+			return
+		}
 		// A held sign-in drops rd: it ends from the mailed link, maybe in
 		// another browser.
 		if errors.Is(err, auth.ErrVerificationRequired) {
@@ -108,15 +114,23 @@ type loginBody struct {
 func (s *Server) handleLoginAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in loginBody
+		var res auth.LoginResult
 		err := decodeJSON(r, &in, &in.Email, &in.Password)
 		if err == nil {
-			_, err = s.login(w, r, in.Email, in.Password)
+			res, err = s.login(w, r, in.Email, in.Password)
 		} else {
 			// Limited and counted like any malformed sign-in.
 			err = s.auth.MalformedLogin(r.Context(), s.client(r))
 		}
 		if errors.Is(err, auth.ErrVerificationRequired) {
 			s.held(w, r)
+			return
+		}
+		if errors.Is(err, auth.ErrMFARequired) {
+			// The token goes in the body, the binding in a cookie: a
+			// client must send both to POST /api/v1/login/mfa.
+			s.startSecondStep(w, res.MFA)
+			writeJSON(w, http.StatusOK, map[string]string{"status": "mfa_required", "mfa_token": res.MFA.Token})
 			return
 		}
 		if err != nil {

@@ -86,6 +86,12 @@ func problemFor(err error) problem {
 		// Handlers that sign in answer it with a page or body of their own
 		// (held in verify.go); this is its status anywhere else.
 		return problem{http.StatusAccepted, "verification_required", "", 0}
+	case errors.Is(err, auth.ErrInvalidCode):
+		return problem{http.StatusUnauthorized, "invalid_code", templates.MFAWrongCodeText, 0}
+	case errors.Is(err, auth.ErrNoFactor):
+		return problem{http.StatusNotFound, "not_found", "That factor is not listed for your account any more.", 0}
+	case errors.Is(err, auth.ErrFactorRequired):
+		return problem{http.StatusForbidden, "mfa_enrolment_required", "Set up a second factor to continue.", 0}
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return problem{http.StatusUnauthorized, "invalid_credentials", "Email or password is incorrect.", 0}
 	case errors.Is(err, auth.ErrInvalidToken):

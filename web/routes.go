@@ -35,6 +35,8 @@ func (s *Server) routeTable() []route {
 	handle("GET /login", s.handleLoginPage())
 	handle("POST /login", s.handleLoginForm())
 	handle("POST /api/v1/login", s.handleLoginAPI())
+	handle("POST /login/mfa", s.handleMFAForm())
+	handle("POST /api/v1/login/mfa", s.handleMFAAPI())
 	handle("GET /logout", s.handleLogoutPage())
 	handle("POST /logout", s.handleLogout())
 	handle("GET /account", s.handleAccount())
@@ -51,6 +53,11 @@ func (s *Server) routeTable() []route {
 	handle("POST /account/sessions/end-others", s.handleEndOtherSessionsForm())
 	handle("POST /account/sessions/{id}/end", s.handleEndSessionForm())
 	handle("POST /account/devices/{id}/forget", s.handleForgetDeviceForm())
+
+	handle("GET /account/mfa", s.handleFactorsPage())
+	handle("GET /account/mfa/totp", s.handleTOTPEnrolPage())
+	handle("POST /account/mfa/totp", s.handleTOTPEnrolForm())
+	handle("POST /account/mfa/{id}/remove", s.handleRemoveFactorForm())
 
 	handle("GET /account/activity", s.handleActivityPage())
 	handle("GET /api/v1/account/activity", s.handleActivityAPI())
@@ -77,6 +84,7 @@ func (s *Server) routeTable() []route {
 	handle("GET /admin/stream", s.handleDashboardStream())
 	handle("POST /admin/lockouts/unlock", s.handleUnlock())
 	handle("POST /admin/users/sign-out", s.handleSignOutEverywhere())
+	handle("POST /admin/users/mfa/remove", s.handleAdminRemoveFactors())
 	handle("POST /admin/attack", s.handleAttackSwitch())
 	handle("GET /api/v1/admin/stats", s.handleAdminStats())
 	handle("GET /admin/events", s.handleEventSearch())

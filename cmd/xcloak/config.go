@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -78,6 +79,9 @@ type config struct {
 	Attack attack.Config
 	// Webhook is where security events of interest are POSTed (webhook.go).
 	Webhook webhookConfig
+	// AdminMFAGiven: XCLOAK_ADMIN_MFA was set, so --dev keeps it rather
+	// than making it optional.
+	AdminMFAGiven bool
 }
 
 // The values of XCLOAK_METRICS_ADDR that name no address.
@@ -494,6 +498,32 @@ func newSettings(d auth.Config) []setting {
 				return nil
 			},
 		},
+		{
+			env: "XCLOAK_MFA_KEY", flag: "mfa-key", show: "none", scope: forServe, fromFile: true,
+			usage: "64 hex digits (32 bytes, e.g. openssl rand -hex 32): seal TOTP secrets at rest with AES-256-GCM; " +
+				"without it they are stored as they are. Keep it: without it sealed factors cannot be checked",
+			set: func(c *config, v string) error {
+				key, err := hex.DecodeString(v)
+				if err != nil || len(key) != 32 {
+					return errors.New("not 64 hex digits")
+				}
+				c.Auth.MFA.Key = key
+				return nil
+			},
+		},
+		{
+			env: "XCLOAK_ADMIN_MFA", flag: "admin-mfa", show: "required (optional with --dev)", scope: forServe,
+			usage: "`required`: an administrator without a second factor is sent to enrol one before reaching /admin; or optional",
+			set: func(c *config, v string) error {
+				m, err := auth.ParseAdminMFA(v)
+				c.Auth.MFA.Admins, c.AdminMFAGiven = m, true
+				return err
+			},
+		},
+		duration("XCLOAK_MFA_TTL", "mfa-ttl", "how long the second step of a sign-in may be finished after the password",
+			d.MFA.ChallengeTTL, func(a *auth.Config) *time.Duration { return &a.MFA.ChallengeTTL }),
+		duration("XCLOAK_MFA_REMEMBER", "mfa-remember", `how long "remember this browser" skips the second step on a known device`,
+			d.MFA.RememberFor, func(a *auth.Config) *time.Duration { return &a.MFA.RememberFor }),
 	}...)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/cli"
 	"github.com/xcloak/xcloak/web"
 )
@@ -43,6 +44,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	if *dev {
 		cfg.InsecureCookies = true
+		if !cfg.AdminMFAGiven {
+			cfg.Auth.MFA.Admins = auth.AdminMFAOptional
+		}
 		if cfg.Auth.Secret == nil {
 			if cfg.Auth.Secret, err = loadDevSecret(devSecretPath); err != nil {
 				return err

@@ -117,6 +117,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Activity: store,
 		Apps:     store,
 		Hook:     d.Hook,
+		Factors:  store,
 	})
 	if err != nil {
 		return nil, err

@@ -118,6 +118,9 @@ func New(t testing.TB, o Options) *Env {
 	acfg := auth.DefaultConfig()
 	acfg.Secret = secret
 	acfg.PublicURL, _ = url.Parse("https://login.example.test/")
+	// Administrators of a test server need no second factor unless the
+	// test says so, as with --dev.
+	acfg.MFA.Admins = auth.AdminMFAOptional
 	if o.Auth != nil {
 		o.Auth(&acfg)
 	}

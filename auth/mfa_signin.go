@@ -1,0 +1,272 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The second step. A sign-in whose password was right, for an account
+// with a confirmed factor, gets no session but an MFAStep: a token
+// (mfa_token) and a binding, the value of a cookie the browser gets with
+// it. Both are 256 random bits, stored as their SHA-256
+// (FactorStore.AddMFAChallenge); the step lasts MFAConfig.ChallengeTTL
+// and works only with both, so a token copied to another browser is
+// useless. A right code deletes the step (DELETE ... RETURNING) before the
+// session is made, so one step signs in once, however many right codes
+// race; a wrong code leaves it for the next try, within the limits.
+//
+// The limits (RuleMFANetwork, then RuleMFAAccount) count every code
+// tried, before it is checked, as a failure towards their locks
+// (ratelimit.Store.Fail), and a right one clears the account's: so an
+// attempt is checked only if its count was below the threshold, which
+// Fail decides atomically, and the count of codes checked per lock is
+// exact however many arrive at once. At the threshold the next try is
+// refused with "too many attempts" (a LimitedError) for the lock's time.
+// Neither is the password's counter: see mfa.go.
+
+// MFAStep is a second step issued to a browser.
+type MFAStep struct {
+	// Token is the mfa_token the browser sends back with its code.
+	Token string
+	// Binding is the value of the cookie that binds the step to the
+	// browser; the web layer sets it with the answer.
+	Binding   string
+	ExpiresAt time.Time
+}
+
+// SecondStepRequest finishes a sign-in's second step.
+type SecondStepRequest struct {
+	// Token is the mfa_token, Binding the value of the binding cookie.
+	Token, Binding string
+	// Code is a TOTP code or a recovery code.
+	Code string
+	// Remember: skip the second step on this browser for
+	// MFAConfig.RememberFor.
+	Remember bool
+	Client   Client
+	// Cookie reads one of the browser's cookies by name ("" if absent):
+	// the device cookie's name depends on the account, which only the
+	// step knows.
+	Cookie func(name string) string
+	// OldSession is the session token the browser had, if any.
+	OldSession string
+}
+
+// maxCodeBytes bounds a code before any work: a recovery code with its
+// dashes and some spaces is 19.
+const maxCodeBytes = 64
+
+// secondStepOrNone issues a second step for user instead of a session when
+// the account has a factor and the browser is not one it remembers; ok
+// is false when no step is needed. passwordHash is the account's hash
+// after any rehash.
+func (s *Service) secondStepOrNone(ctx context.Context, user User, passwordHash, device, source string, mustChange bool) (res LoginResult, ok bool, err error) {
+	has, err := s.hasFactors(ctx, user.ID)
+	if err != nil || !has {
+		return LoginResult{}, err != nil, err
+	}
+	if device != "" && s.cfg.MFA.RememberFor > 0 {
+		remembered, err := s.factors.MFARemembered(ctx, nonceHash(device), s.now())
+		if err != nil {
+			return LoginResult{}, true, s.dbDown("reading remembered browser", err)
+		}
+		if remembered {
+			return LoginResult{}, false, nil
+		}
+	}
+	token, tokenHash := newToken()
+	binding, bindingHash := newToken()
+	now := s.now()
+	ch := MFAChallenge{TokenHash: tokenHash, BindingHash: bindingHash, UserID: user.ID, PasswordHash: passwordHash,
+		MustChange: mustChange, CreatedAt: now, ExpiresAt: now.Add(s.cfg.MFA.ChallengeTTL)}
+	if err := s.factors.AddMFAChallenge(ctx, ch); err != nil {
+		return LoginResult{}, true, s.dbDown("storing second step", err)
+	}
+	s.record(Event{Kind: EventMFARequired, Account: user.Email, UserID: user.ID, Source: source})
+	return LoginResult{MFA: MFAStep{Token: token, Binding: binding, ExpiresAt: ch.ExpiresAt}}, true, ErrMFARequired
+}
+
+// SecondStep finishes a sign-in with a code: a TOTP code of a confirmed
+// factor, not of a step used already, or an unused recovery code. It is
+// limited per network and per account (see above); a right code signs in
+// as the first step would have, the browser made a known device if it
+// was not one, and, with Remember, remembered. The step must be live and
+// the binding the browser's, and the account's password still the one
+// the first step verified.
+//
+// Errors: ErrInvalidRequest (no code, or too long), ErrInvalidToken (no
+// such live step for this browser), *LimitedError (ErrLimited),
+// ErrInvalidCode, ErrUnavailable.
+func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginResult, error) {
+	fs, err := s.factorStore()
+	if err != nil {
+		return LoginResult{}, err
+	}
+	code := strings.TrimSpace(req.Code)
+	if code == "" || len(code) > maxCodeBytes {
+		return LoginResult{}, ErrInvalidRequest
+	}
+	if !wellFormedToken(req.Token) || !wellFormedToken(req.Binding) {
+		return LoginResult{}, ErrInvalidToken
+	}
+	source := req.Client.Source()
+	ch, err := fs.MFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return LoginResult{}, err
+	}
+	if err != nil {
+		return LoginResult{}, s.dbDown("reading second step", err)
+	}
+	user, err := s.UserByEmail(ctx, ch.Email)
+	if errors.Is(err, ErrNoUser) || (err == nil && user.ID != ch.UserID) {
+		return LoginResult{}, ErrInvalidToken
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if err := s.admitCode(ctx, req.Client, user); err != nil {
+		return LoginResult{}, err
+	}
+	kind, err := s.checkCode(ctx, fs, user, code, source)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	after, cancel := s.afterDecision(ctx)
+	defer cancel()
+	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
+		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
+	}
+	// The step is spent only now, by a right code: one of two right codes
+	// racing finds it gone.
+	ch, err = fs.ConsumeMFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return LoginResult{}, err
+	}
+	if err != nil {
+		return LoginResult{}, s.dbDown("spending second step", err)
+	}
+	if ch.PasswordHash != user.PasswordHash {
+		return LoginResult{}, ErrInvalidToken
+	}
+	device := ""
+	cookie := ""
+	if req.Cookie != nil {
+		cookie = req.Cookie(s.devices.CookieName(user.Email))
+	}
+	if nonce, ok := s.devices.Check(user.Email, cookie); ok {
+		if known, err := s.knownDevice(ctx, user.Email, nonce); err == nil && known {
+			device = nonce
+		}
+	}
+	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
+	res, err := s.signedIn(ctx, lreq, user, ch.PasswordHash, source, device, ch.MustChange, map[string]string{"factor": kind})
+	if errors.Is(err, ErrInvalidCredentials) {
+		// The password was replaced meanwhile.
+		return LoginResult{}, ErrInvalidToken
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if req.Remember && s.cfg.MFA.RememberFor > 0 {
+		if nonce, ok := s.devices.Check(user.Email, res.Device.Value); ok {
+			if err := fs.RememberMFA(ctx, user.ID, nonceHash(nonce), s.now().Add(s.cfg.MFA.RememberFor)); err != nil {
+				s.metrics.dbErrors.Inc()
+				s.log.WarnContext(ctx, "remembering browser for the second step", "err", err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// admitCode counts a code about to be checked towards the locks of the
+// client's network, then of the account, and refuses it if one of them was
+// locked already. The count comes first, so that concurrent codes are
+// checked at most the threshold's number of times per lock.
+func (s *Service) admitCode(ctx context.Context, c Client, user User) error {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	source := c.Source()
+	for _, r := range s.rules(FlowSecondStep, Subject{Client: c, Account: user.Email}) {
+		f, err := s.limits.Fail(ctx, r.Name, r.ID, "")
+		if err != nil {
+			return unavailable("counting second-step attempt", err)
+		}
+		if f.Failures == 0 {
+			// Locked already: this code is not checked.
+			s.record(Event{Kind: EventMFARejected, Account: user.Email, UserID: user.ID, Source: source, Rule: r.Name})
+			return &LimitedError{RetryAfter: max(f.LockedFor, time.Second)}
+		}
+		if f.LockedNow {
+			s.record(Event{Kind: EventMFALockout, Account: user.Email, UserID: user.ID, Source: source, Rule: r.Name,
+				Detail: map[string]string{"level": strconv.Itoa(f.Level), "until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}})
+		}
+	}
+	return nil
+}
+
+// EventMFALockout: the second step of an account, or from a network, was
+// locked by a code counted at its threshold; Rule says which.
+const EventMFALockout = "mfa_lockout"
+
+// checkCode checks code against the account's confirmed TOTP factors, or
+// as a recovery code, and spends it. It returns "totp" or "recovery";
+// ErrInvalidCode, recorded, when it is neither or was used already.
+func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, code, source string) (string, error) {
+	now := s.now()
+	failed := func(detail map[string]string) error {
+		s.record(Event{Kind: EventMFAFailed, Account: user.Email, UserID: user.ID, Source: source, Detail: detail})
+		return ErrInvalidCode
+	}
+	if digits := strings.ReplaceAll(code, " ", ""); isTOTPCode(digits) {
+		factors, err := fs.Factors(ctx, user.ID)
+		if err != nil {
+			return "", s.dbDown("reading second factors", err)
+		}
+		reused := false
+		for _, f := range factors {
+			if f.Kind != FactorTOTP || f.ConfirmedAt.IsZero() {
+				continue
+			}
+			secret, err := openSecret(s.cfg.MFA.Key, user.ID, f.Secret)
+			if err != nil {
+				return "", fmt.Errorf("%w: reading TOTP factor %d: %w", ErrUnavailable, f.ID, err)
+			}
+			step, ok := matchTOTP(secret, digits, now)
+			if !ok {
+				continue
+			}
+			used, err := fs.UseTOTPStep(ctx, f.ID, step, now)
+			if err != nil {
+				return "", s.dbDown("recording TOTP step", err)
+			}
+			if used {
+				return "totp", nil
+			}
+			reused = true
+		}
+		if reused {
+			return "", failed(map[string]string{"reused": "true"})
+		}
+		return "", failed(nil)
+	}
+	if rc, ok := normaliseRecoveryCode(code); ok {
+		used, err := fs.UseRecoveryCode(ctx, user.ID, recoveryHash(rc), now)
+		if err != nil {
+			return "", s.dbDown("spending recovery code", err)
+		}
+		if used {
+			left, err := fs.RecoveryCodesLeft(ctx, user.ID)
+			if err != nil {
+				s.log.WarnContext(ctx, "counting recovery codes", "err", err)
+			}
+			s.record(Event{Kind: EventRecoveryCodeUsed, Account: user.Email, UserID: user.ID, Source: source,
+				Detail: map[string]string{"left": strconv.Itoa(left)}})
+			return "recovery", nil
+		}
+	}
+	return "", failed(nil)
+}

@@ -1,0 +1,216 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+var _ auth.FactorStore = (*Store)(nil)
+
+// HasFactors implements auth.FactorStore.
+func (s *Store) HasFactors(ctx context.Context, userID int64) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
+		userID).Scan(&ok)
+	return ok, err
+}
+
+// Factors implements auth.FactorStore.
+func (s *Store) Factors(ctx context.Context, userID int64) ([]auth.Factor, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, user_id, kind, name, secret, created_at, confirmed_at, last_used_at, last_step
+		FROM second_factors WHERE user_id = $1 ORDER BY created_at, id`, userID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.Factor, error) {
+		var f auth.Factor
+		var confirmed, used *time.Time
+		var step *int64
+		err := r.Scan(&f.ID, &f.UserID, &f.Kind, &f.Name, &f.Secret, &f.CreatedAt, &confirmed, &used, &step)
+		if confirmed != nil {
+			f.ConfirmedAt = *confirmed
+		}
+		if used != nil {
+			f.LastUsedAt = *used
+		}
+		if step != nil {
+			f.LastStep = *step
+		}
+		return f, err
+	})
+}
+
+// AddFactor implements auth.FactorStore.
+func (s *Store) AddFactor(ctx context.Context, f auth.Factor) (int64, error) {
+	var id int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM second_factors WHERE user_id = $1 AND kind = $2 AND confirmed_at IS NULL`,
+			f.UserID, f.Kind); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `INSERT INTO second_factors (user_id, kind, name, secret, created_at)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id`, f.UserID, f.Kind, f.Name, f.Secret, f.CreatedAt).Scan(&id)
+	})
+	return id, err
+}
+
+// ConfirmFactor implements auth.FactorStore.
+func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE second_factors SET confirmed_at = $3, last_step = $4, last_used_at = $3
+			WHERE id = $1 AND user_id = $2 AND confirmed_at IS NULL`, id, userID, at, step)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return auth.ErrNoFactor
+		}
+		if recovery == nil {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM recovery_codes WHERE user_id = $1`, userID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO recovery_codes (user_id, hash, created_at) SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h`,
+			userID, recovery, at)
+		return err
+	})
+}
+
+// UseTOTPStep implements auth.FactorStore: one conditional UPDATE, so of
+// two requests with a code of one step, one finds the step used.
+func (s *Store) UseTOTPStep(ctx context.Context, id, step int64, at time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE second_factors SET last_step = $2, last_used_at = $3
+		WHERE id = $1 AND confirmed_at IS NOT NULL AND (last_step IS NULL OR last_step < $2)`, id, step, at)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// UseRecoveryCode implements auth.FactorStore: one conditional UPDATE.
+func (s *Store) UseRecoveryCode(ctx context.Context, userID int64, hash []byte, at time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE recovery_codes SET used_at = $3 WHERE user_id = $1 AND hash = $2 AND used_at IS NULL`,
+		userID, hash, at)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// RecoveryCodesLeft implements auth.FactorStore.
+func (s *Store) RecoveryCodesLeft(ctx context.Context, userID int64) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL`, userID).Scan(&n)
+	return n, err
+}
+
+// RemoveFactors implements auth.FactorStore.
+func (s *Store) RemoveFactors(ctx context.Context, userID, id int64) (int64, error) {
+	var removed int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The account's row first, so that two removals, or a removal and
+		// a confirmation, of one account take turns.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+			return err
+		}
+		var tag interface{ RowsAffected() int64 }
+		var err error
+		if id == 0 {
+			tag, err = tx.Exec(ctx, `DELETE FROM second_factors WHERE user_id = $1`, userID)
+		} else {
+			tag, err = tx.Exec(ctx, `DELETE FROM second_factors WHERE user_id = $1 AND id = $2 AND confirmed_at IS NOT NULL`, userID, id)
+			if err == nil && tag.RowsAffected() == 0 {
+				return auth.ErrNoFactor
+			}
+		}
+		if err != nil {
+			return err
+		}
+		removed = tag.RowsAffected()
+		var left bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
+			userID).Scan(&left); err != nil {
+			return err
+		}
+		if left {
+			return nil
+		}
+		for _, q := range []string{
+			`DELETE FROM recovery_codes WHERE user_id = $1`,
+			`DELETE FROM mfa_challenges WHERE user_id = $1`,
+			`UPDATE devices SET mfa_remembered_until = NULL WHERE user_id = $1 AND mfa_remembered_until IS NOT NULL`,
+		} {
+			if _, err := tx.Exec(ctx, q, userID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return removed, err
+}
+
+// AddMFAChallenge implements auth.FactorStore.
+func (s *Store) AddMFAChallenge(ctx context.Context, c auth.MFAChallenge) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM mfa_challenges WHERE user_id = $1 AND expires_at <= $2`, c.UserID, c.CreatedAt); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO mfa_challenges (token_hash, user_id, binding_hash, password_hash, must_change, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			c.TokenHash, c.UserID, c.BindingHash, c.PasswordHash, c.MustChange, c.CreatedAt, c.ExpiresAt)
+		return err
+	})
+}
+
+const challengeColumns = `c.token_hash, c.binding_hash, c.user_id, u.email, c.password_hash, c.must_change, c.created_at, c.expires_at`
+
+func scanChallenge(row pgx.Row) (auth.MFAChallenge, error) {
+	var c auth.MFAChallenge
+	err := row.Scan(&c.TokenHash, &c.BindingHash, &c.UserID, &c.Email, &c.PasswordHash, &c.MustChange, &c.CreatedAt, &c.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return auth.MFAChallenge{}, auth.ErrInvalidToken
+	}
+	return c, err
+}
+
+// MFAChallenge implements auth.FactorStore.
+func (s *Store) MFAChallenge(ctx context.Context, tokenHash, bindingHash []byte, now time.Time) (auth.MFAChallenge, error) {
+	return scanChallenge(s.pool.QueryRow(ctx, `SELECT `+challengeColumns+` FROM mfa_challenges c JOIN users u ON u.id = c.user_id
+		WHERE c.token_hash = $1 AND c.binding_hash = $2 AND c.expires_at > $3`, tokenHash, bindingHash, now))
+}
+
+// ConsumeMFAChallenge implements auth.FactorStore: DELETE ... RETURNING,
+// so of two requests one gets the row.
+func (s *Store) ConsumeMFAChallenge(ctx context.Context, tokenHash, bindingHash []byte, now time.Time) (auth.MFAChallenge, error) {
+	return scanChallenge(s.pool.QueryRow(ctx, `DELETE FROM mfa_challenges c USING users u
+		WHERE u.id = c.user_id AND c.token_hash = $1 AND c.binding_hash = $2 AND c.expires_at > $3
+		RETURNING `+challengeColumns, tokenHash, bindingHash, now))
+}
+
+// RememberMFA implements auth.FactorStore.
+func (s *Store) RememberMFA(ctx context.Context, userID int64, nonceHash []byte, until time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE devices SET mfa_remembered_until = $3 WHERE nonce_hash = $2 AND user_id = $1`,
+		userID, nonceHash, until)
+	return err
+}
+
+// MFARemembered implements auth.FactorStore.
+func (s *Store) MFARemembered(ctx context.Context, nonceHash []byte, now time.Time) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM devices WHERE nonce_hash = $1 AND mfa_remembered_until > $2)`,
+		nonceHash, now).Scan(&ok)
+	return ok, err
+}
+
+// CountFactorAccounts implements dashboard.Store.
+func (s *Store) CountFactorAccounts(ctx context.Context) (accounts, withFactor int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM users),
+		(SELECT count(DISTINCT user_id) FROM second_factors WHERE confirmed_at IS NOT NULL)`).Scan(&accounts, &withFactor)
+	return accounts, withFactor, err
+}

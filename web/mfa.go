@@ -1,0 +1,304 @@
+package web
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"image/png"
+	"net/http"
+	"strconv"
+
+	"github.com/a-h/templ"
+	"github.com/pquerna/otp"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/templates"
+)
+
+// mfaCookie is the base name of the cookie that binds a second step to
+// the browser that got it (auth.MFAStep.Binding). It lives as long as the
+// step, and only XCloak reads it.
+const mfaCookie = "xcloak_mfa"
+
+// startSecondStep sets the binding cookie of a second step; the caller
+// then answers with the step's token.
+func (s *Server) startSecondStep(w http.ResponseWriter, step auth.MFAStep) {
+	s.setCookie(w, mfaCookie, step.Binding, step.ExpiresAt)
+}
+
+// secondStep finishes a sign-in's second step for either front end, from
+// the request's binding and device cookies.
+func (s *Server) secondStep(w http.ResponseWriter, r *http.Request, token, code string, remember bool) (auth.LoginResult, error) {
+	res, err := s.auth.SecondStep(r.Context(), auth.SecondStepRequest{
+		Token: token, Binding: s.readCookie(r, mfaCookie), Code: code, Remember: remember,
+		Client: s.client(r), Cookie: func(name string) string { return s.readCookie(r, name) },
+		OldSession: s.readCookie(r, sessionCookie),
+	})
+	if err != nil {
+		return res, err
+	}
+	s.signIn(w, res)
+	s.clearCookie(w, mfaCookie)
+	return res, nil
+}
+
+// mfaStepPage answers a right password of an account with a factor: the
+// page that asks for the code.
+func (s *Server) mfaStepPage(w http.ResponseWriter, r *http.Request, status int, props templates.MFAStepProps) {
+	props.RememberFor = s.auth.RememberFor()
+	s.render(w, r, status, templates.MFAStepPage(props))
+}
+
+// handleMFAForm is POST /login/mfa, the second step's form.
+func (s *Server) handleMFAForm() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		form, err := decodeForm(r, templates.FieldMFAToken, templates.FieldCode, templates.FieldRemember, templates.FieldReturn)
+		var res auth.LoginResult
+		if err == nil {
+			res, err = s.secondStep(w, r, form[templates.FieldMFAToken], form[templates.FieldCode], form[templates.FieldRemember] == "on")
+		}
+		if err == nil {
+			to := s.redirects.target(form[templates.FieldReturn])
+			if res.Session.MustChangePassword {
+				to = passwordPage
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
+			return
+		}
+		p := problemFor(err)
+		s.logProblem(r, p, err)
+		setRetryAfter(w, p)
+		if errors.Is(err, auth.ErrInvalidToken) {
+			s.clearCookie(w, mfaCookie)
+			s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Status: p.status, Title: "Sign in again", Message: templates.MFAInvalidText}))
+			return
+		}
+		props := templates.MFAStepProps{Token: form[templates.FieldMFAToken], Return: s.allowedReturn(form[templates.FieldReturn]),
+			RetryAfterSeconds: p.retryAfter}
+		if p.retryAfter == 0 {
+			props.Error = p.message
+			if p.status == http.StatusBadRequest {
+				props.Error = "Enter the six-digit code from your app, or a recovery code."
+			}
+		}
+		s.mfaStepPage(w, r, p.status, props)
+	})
+}
+
+type mfaBody struct {
+	MFAToken string `json:"mfa_token"`
+	Code     string `json:"code"`
+}
+
+// handleMFAAPI is POST /api/v1/login/mfa: {"mfa_token","code"}, with the
+// binding cookie the mfa_required answer set.
+func (s *Server) handleMFAAPI() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in mfaBody
+		err := decodeJSON(r, &in, &in.MFAToken, &in.Code)
+		if err == nil {
+			_, err = s.secondStep(w, r, in.MFAToken, in.Code, false)
+		}
+		if err != nil {
+			s.failJSON(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+// factorChange is the proof for adding or removing a factor, from the
+// request's cookies and the password typed.
+func (s *Server) factorChange(r *http.Request, sess auth.Session, token, password string) auth.FactorChange {
+	return auth.FactorChange{Session: token, Password: password, Client: s.client(r),
+		DeviceCookie: s.readCookie(r, s.auth.DeviceCookieName(sess.Email))}
+}
+
+// factorsPage renders the list of the account's factors.
+func (s *Server) factorsPage(w http.ResponseWriter, r *http.Request, sess auth.Session, status int, props templates.FactorsProps) error {
+	factors, left, err := s.auth.AccountFactors(r.Context(), sess)
+	if err != nil {
+		return err
+	}
+	required, err := s.auth.AdminNeedsFactor(r.Context(), sess)
+	if err != nil {
+		return err
+	}
+	props.Nav, props.RecoveryLeft, props.Required = navFor(sess), left, required
+	for _, f := range factors {
+		props.Factors = append(props.Factors, templates.FactorRow{ID: f.ID, Name: f.Name, Kind: string(f.Kind), Added: f.ConfirmedAt, LastUsed: f.LastUsed})
+	}
+	s.render(w, r, status, templates.FactorsPage(props))
+	return nil
+}
+
+// handleFactorsPage is GET /account/mfa.
+func (s *Server) handleFactorsPage() http.Handler {
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
+		var props templates.FactorsProps
+		switch r.URL.Query().Get("factor") {
+		case "added":
+			props.Notice = "Your authenticator app is set up."
+		case "removed":
+			props.Notice = "The factor was removed."
+		}
+		return s.factorsPage(w, r, sess, http.StatusOK, props)
+	})
+}
+
+// qrDataURL renders an otpauth:// URL as a QR code in a PNG data: URL,
+// which the CSP's img-src allows: the key never leaves the page.
+func qrDataURL(url string) (templ.SafeURL, error) {
+	key, err := otp.NewKeyFromURL(url)
+	if err != nil {
+		return "", err
+	}
+	img, err := key.Image(200, 200)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return "", err
+	}
+	return templ.SafeURL("data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())), nil
+}
+
+// totpEnrolPage renders the enrolment of e.
+func (s *Server) totpEnrolPage(w http.ResponseWriter, r *http.Request, sess auth.Session, status int, e auth.TOTPEnrolment, props templates.TOTPEnrolProps) error {
+	qr, err := qrDataURL(e.URL)
+	if err != nil {
+		return err
+	}
+	props.Nav, props.FactorID, props.QR, props.Secret = navFor(sess), e.ID, qr, e.Secret
+	s.render(w, r, status, templates.TOTPEnrolPage(props))
+	return nil
+}
+
+// handleTOTPEnrolPage is GET /account/mfa/totp: a new key, unconfirmed.
+func (s *Server) handleTOTPEnrolPage() http.Handler {
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
+		e, err := s.auth.BeginTOTP(r.Context(), sess)
+		if err != nil {
+			return err
+		}
+		return s.totpEnrolPage(w, r, sess, http.StatusOK, e, templates.TOTPEnrolProps{})
+	})
+}
+
+// handleTOTPEnrolForm is POST /account/mfa/totp: the first code and the
+// password confirm the key; the first factor's recovery codes are shown,
+// once.
+func (s *Server) handleTOTPEnrolForm() http.Handler {
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, token string) error {
+		form, err := decodeForm(r, templates.FieldFactor, templates.FieldCode, templates.FieldPassword)
+		if err != nil {
+			return err
+		}
+		id, err := strconv.ParseInt(form[templates.FieldFactor], 10, 64)
+		if err != nil {
+			return errBadRequest
+		}
+		codes, err := s.auth.ConfirmTOTP(r.Context(), s.factorChange(r, sess, token, form[templates.FieldPassword]), id, form[templates.FieldCode])
+		switch {
+		case err == nil && codes == nil:
+			http.Redirect(w, r, "/account/mfa?factor=added", http.StatusSeeOther)
+			return nil
+		case err == nil:
+			s.render(w, r, http.StatusOK, templates.RecoveryCodesPage(templates.RecoveryCodesProps{Nav: navFor(sess), Codes: codes}))
+			return nil
+		case errors.Is(err, auth.ErrNoFactor):
+			http.Redirect(w, r, "/account/mfa/totp", http.StatusSeeOther)
+			return nil
+		case errors.Is(err, auth.ErrNoSession):
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return nil
+		}
+		p := problemFor(err)
+		s.logProblem(r, p, err)
+		if p.status >= 500 {
+			return err
+		}
+		setRetryAfter(w, p)
+		e, perr := s.auth.PendingTOTP(r.Context(), sess, id)
+		if perr != nil {
+			return perr
+		}
+		props := templates.TOTPEnrolProps{RetryAfterSeconds: p.retryAfter}
+		if p.retryAfter == 0 {
+			props.Error = factorProblemText(err, p)
+		}
+		return s.totpEnrolPage(w, r, sess, p.status, e, props)
+	})
+}
+
+// factorProblemText is what the factors' pages say of err.
+func factorProblemText(err error, p problem) string {
+	if errors.Is(err, auth.ErrInvalidCredentials) {
+		return "Your password is incorrect."
+	}
+	return p.message
+}
+
+// handleRemoveFactorForm is POST /account/mfa/{id}/remove, with the
+// password.
+func (s *Server) handleRemoveFactorForm() http.Handler {
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, token string) error {
+		form, err := decodeForm(r, templates.FieldPassword)
+		if err != nil {
+			return err
+		}
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil {
+			return auth.ErrNoFactor
+		}
+		err = s.auth.RemoveFactor(r.Context(), s.factorChange(r, sess, token, form[templates.FieldPassword]), id)
+		switch {
+		case err == nil:
+			http.Redirect(w, r, "/account/mfa?factor=removed", http.StatusSeeOther)
+			return nil
+		case errors.Is(err, auth.ErrNoSession):
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return nil
+		}
+		p := problemFor(err)
+		s.logProblem(r, p, err)
+		if p.status >= 500 {
+			return err
+		}
+		setRetryAfter(w, p)
+		props := templates.FactorsProps{RetryAfterSeconds: p.retryAfter}
+		if p.retryAfter == 0 {
+			props.Error = factorProblemText(err, p)
+		}
+		return s.factorsPage(w, r, sess, p.status, props)
+	})
+}
+
+// handleAdminRemoveFactors is POST /admin/users/mfa/remove: an
+// administrator removes every factor of an account whose owner lost them.
+func (s *Server) handleAdminRemoveFactors() http.Handler {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
+		email, period, err := accountForm(r)
+		if err != nil {
+			return err
+		}
+		notice := "factors-removed"
+		switch n, err := s.auth.RemoveFactors(r.Context(), "admin:"+sess.Email, email); {
+		case errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrInvalidRequest):
+			notice = "no-account"
+		case err != nil:
+			return err
+		case n == 0:
+			notice = "no-factors"
+		}
+		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
+		return nil
+	})
+}
+
+// mfaNotices are the dashboard's notices of handleAdminRemoveFactors.
+var mfaNotices = map[string]string{
+	"factors-removed": "The account's second factors and recovery codes were removed; its owner was mailed.",
+	"no-factors":      "That account has no second factor.",
+}

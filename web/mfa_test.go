@@ -1,0 +1,415 @@
+package web_test
+
+import (
+	"encoding/base32"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pquerna/otp/totp"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// mfaUser is an account with an authenticator app enrolled, and the
+// clock its server runs on.
+type mfaUser struct {
+	email, password string
+	secret          string // base32
+	recovery        []string
+	clk             *clock
+	// browser enrolled the factor: a known device of the account.
+	browser *http.Client
+}
+
+var (
+	secretRe   = regexp.MustCompile(`id="totp-secret" class="breakable">([A-Z2-7]+)<`)
+	factorRe   = regexp.MustCompile(`name="factor" value="(\d+)"`)
+	recoveryRe = regexp.MustCompile(`<li><code>([a-z2-7-]+)</code></li>`)
+	mfaTokenRe = regexp.MustCompile(`name="mfa_token" value="([A-Za-z0-9_-]+)"`)
+)
+
+// mfaEnv starts a server on a settable clock.
+func mfaEnv(t *testing.T, o xcloaktest.Options) (*xcloaktest.Env, string, *clock) {
+	t.Helper()
+	// A step boundary away from the test's moves: codes are computed for
+	// the clock, never the wall's.
+	clk := &clock{t: time.Unix(time.Now().Unix()/30*30+1, 0)}
+	o.Now = clk.Now
+	env := xcloaktest.New(t, o)
+	return env, env.Start(t), clk
+}
+
+// code is the TOTP code of secret at the clock's time.
+func (u mfaUser) code(t *testing.T) string {
+	t.Helper()
+	c, err := totp.GenerateCode(u.secret, u.clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// postSignIn signs c in with the HTML form and returns the response.
+func postSignIn(t *testing.T, c *http.Client, base, email, password string) (*http.Response, string) {
+	t.Helper()
+	return post(t, c, base+"/login", formType, url.Values{"email": {email}, "password": {password}}.Encode())
+}
+
+// enrolTOTP makes an account and enrols an authenticator app through the
+// account pages, from a browser of its own; the next code is for the
+// clock's next step.
+func enrolTOTP(t *testing.T, env *xcloaktest.Env, base string, clk *clock, email string, admin bool) mfaUser {
+	t.Helper()
+	u := mfaUser{email: email, password: "correct horse battery", clk: clk}
+	env.AddUser(t, email, u.password, admin)
+	c := xcloaktest.Client(t, "127.0.30.1")
+	if resp, body := postSignIn(t, c, base, email, u.password); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in before enrolment: %d %s", resp.StatusCode, body)
+	}
+	resp, page := get(t, c, base+"/account/mfa/totp")
+	m, f := secretRe.FindStringSubmatch(page), factorRe.FindStringSubmatch(page)
+	if resp.StatusCode != 200 || m == nil || f == nil || !strings.Contains(page, `src="data:image/png;base64,`) {
+		t.Fatalf("enrolment page: %d, secret %v, factor %v, QR shown %t", resp.StatusCode, m, f, strings.Contains(page, "data:image/png"))
+	}
+	u.secret = m[1]
+	form := url.Values{"factor": {f[1]}, "code": {u.code(t)}, "password": {u.password}}
+	resp, page = post(t, c, base+"/account/mfa/totp", formType, form.Encode())
+	for _, m := range recoveryRe.FindAllStringSubmatch(page, -1) {
+		u.recovery = append(u.recovery, m[1])
+	}
+	if resp.StatusCode != 200 || len(u.recovery) != auth.RecoveryCodes {
+		t.Fatalf("confirming enrolment: %d, %d recovery codes; want 200, %d", resp.StatusCode, len(u.recovery), auth.RecoveryCodes)
+	}
+	clk.Advance(30 * time.Second)
+	u.browser = c
+	return u
+}
+
+// mfaLoginJSON signs in with the password through the API and returns the
+// second step's token, failing unless the answer is exactly mfa_required.
+func mfaLoginJSON(t *testing.T, c *http.Client, base string, u mfaUser) string {
+	t.Helper()
+	resp, body := post(t, c, base+"/api/v1/login", jsonType, `{"email":"`+u.email+`","password":"`+u.password+`"}`)
+	var got map[string]string
+	if err := json.Unmarshal([]byte(body), &got); err != nil || resp.StatusCode != 200 || got["status"] != "mfa_required" || len(got) != 2 {
+		t.Fatalf("password of an account with a factor: %d %s; want 200 mfa_required", resp.StatusCode, body)
+	}
+	for _, ck := range resp.Cookies() {
+		if strings.Contains(ck.Name, "xcloak_session") && ck.MaxAge >= 0 {
+			t.Fatalf("a session cookie came with mfa_required: %s", ck.Name)
+		}
+	}
+	return got["mfa_token"]
+}
+
+func mfaJSON(t *testing.T, c *http.Client, base, token, code string) (int, string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"mfa_token": token, "code": code})
+	resp, body := post(t, c, base+"/api/v1/login/mfa", jsonType, string(b))
+	return resp.StatusCode, strings.TrimSpace(body)
+}
+
+// TestMFASignInJSON: the right password of an account with a factor gets
+// mfa_required and no session; the right code signs in; the token works
+// once, and the code too.
+func TestMFASignInJSON(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "tara@example.test", false)
+	c := xcloaktest.Client(t, "127.0.30.2")
+	token := mfaLoginJSON(t, c, base, u)
+	if resp, _ := get(t, c, base+"/api/v1/account/sessions"); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("sessions after the password alone: %d; want 401", resp.StatusCode)
+	}
+	code := u.code(t)
+	if status, body := mfaJSON(t, c, base, token, code); status != 200 || body != `{"status":"ok"}` {
+		t.Fatalf("right code: %d %s; want 200 ok", status, body)
+	}
+	if resp, body := get(t, c, base+"/api/v1/account/sessions"); resp.StatusCode != 200 {
+		t.Fatalf("sessions after the second step: %d %s", resp.StatusCode, body)
+	}
+	if status, body := mfaJSON(t, c, base, token, code); status != 400 || body != `{"error":"invalid_token"}` {
+		t.Errorf("the same token again: %d %s; want 400 invalid_token", status, body)
+	}
+	// A new step, the same code: its time step was used.
+	other := xcloaktest.Client(t, "127.0.30.3")
+	token = mfaLoginJSON(t, other, base, u)
+	if status, body := mfaJSON(t, other, base, token, code); status != 401 || body != `{"error":"invalid_code"}` {
+		t.Errorf("a used code on a new step: %d %s; want 401 invalid_code", status, body)
+	}
+	clk.Advance(30 * time.Second)
+	if status, body := mfaJSON(t, other, base, token, u.code(t)); status != 200 {
+		t.Errorf("the next code: %d %s; want 200", status, body)
+	}
+}
+
+// TestMFATokenBelongsToItsBrowser: a token sent by another browser, or
+// after it expired, signs nothing in.
+func TestMFATokenBelongsToItsBrowser(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "uma@example.test", false)
+	a, b := xcloaktest.Client(t, "127.0.30.4"), xcloaktest.Client(t, "127.0.30.4")
+	token := mfaLoginJSON(t, a, base, u)
+	if status, body := mfaJSON(t, b, base, token, u.code(t)); status != 400 || body != `{"error":"invalid_token"}` {
+		t.Errorf("another browser's token: %d %s; want 400 invalid_token", status, body)
+	}
+	clk.Advance(auth.DefaultMFAChallengeTTL + time.Second)
+	if status, body := mfaJSON(t, a, base, token, u.code(t)); status != 400 || body != `{"error":"invalid_token"}` {
+		t.Errorf("an expired token: %d %s; want 400 invalid_token", status, body)
+	}
+}
+
+// TestMFAWrongPasswordTellsNothing: a wrong password gets the same answer
+// whether or not the account has a factor.
+func TestMFAWrongPasswordTellsNothing(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	enrolTOTP(t, env, base, clk, "vera@example.test", false)
+	env.AddUser(t, "walt@example.test", "correct horse battery", false)
+	var answers []string
+	for _, email := range []string{"vera@example.test", "walt@example.test", "nobody@example.test"} {
+		c := xcloaktest.Client(t, "127.0.30.5")
+		resp, body := post(t, c, base+"/api/v1/login", jsonType, `{"email":"`+email+`","password":"wrong password here"}`)
+		answers = append(answers, resp.Status+" "+body+" "+strings.Join(resp.Header.Values("Set-Cookie"), ";"))
+	}
+	if answers[0] != answers[1] || answers[1] != answers[2] {
+		t.Errorf("wrong passwords answered apart:\n%s", strings.Join(answers, "\n"))
+	}
+}
+
+// TestMFASixthWrongCode: five wrong codes in a row are each refused as
+// wrong; the sixth, and then even the right one, gets 429 too many
+// attempts. The password's own lockout counted none of them.
+func TestMFASixthWrongCode(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "xena@example.test", false)
+	c := xcloaktest.Client(t, "127.0.30.6")
+	token := mfaLoginJSON(t, c, base, u)
+	wrong := "000000"
+	if wrong == u.code(t) {
+		wrong = "111111"
+	}
+	for i := 1; i <= 5; i++ {
+		if status, body := mfaJSON(t, c, base, token, wrong); status != 401 || body != `{"error":"invalid_code"}` {
+			t.Fatalf("wrong code %d: %d %s; want 401 invalid_code", i, status, body)
+		}
+	}
+	status, body := mfaJSON(t, c, base, token, wrong)
+	if status != 429 || !strings.HasPrefix(body, `{"error":"too_many_attempts"`) {
+		t.Fatalf("sixth wrong code: %d %s; want 429 too_many_attempts", status, body)
+	}
+	if status, _ := mfaJSON(t, c, base, token, u.code(t)); status != 429 {
+		t.Errorf("the right code while locked: %d; want 429", status)
+	}
+	// The password still gets its second step: the codes' lock is not the
+	// password's.
+	mfaLoginJSON(t, xcloaktest.Client(t, "127.0.30.7"), base, u)
+}
+
+// TestMFAConcurrentCodesExact: of many wrong codes at once on one
+// account, exactly the limit's count are checked; the others are refused
+// unchecked. Per network, likewise.
+func TestMFAConcurrentCodesExact(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configure  func(*auth.Config)
+		wantWrong  int
+		concurrent int
+	}{
+		{"account", nil, 5, 30},
+		{"network", func(c *auth.Config) { c.Limits.SetCount(auth.RuleMFAAccount, 1000) }, 20, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: tc.configure})
+			u := enrolTOTP(t, env, base, clk, "yuri@example.test", false)
+			c := xcloaktest.Client(t, "127.0.30.8")
+			token := mfaLoginJSON(t, c, base, u)
+			var mu sync.Mutex
+			counts := map[int]int{}
+			var wg sync.WaitGroup
+			for range tc.concurrent {
+				wg.Go(func() {
+					status, _ := mfaJSON(t, c, base, token, "999999")
+					mu.Lock()
+					counts[status]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			if counts[401] != tc.wantWrong || counts[429] != tc.concurrent-tc.wantWrong {
+				t.Errorf("answers %v; want %d 401 and %d 429", counts, tc.wantWrong, tc.concurrent-tc.wantWrong)
+			}
+		})
+	}
+}
+
+// TestMFARecoveryCodeOnce: a recovery code finishes a second step once.
+func TestMFARecoveryCodeOnce(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "zoe@example.test", false)
+	c := xcloaktest.Client(t, "127.0.30.9")
+	if status, body := mfaJSON(t, c, base, mfaLoginJSON(t, c, base, u), strings.ToUpper(u.recovery[3])); status != 200 {
+		t.Fatalf("a recovery code, typed in capitals: %d %s; want 200", status, body)
+	}
+	d := xcloaktest.Client(t, "127.0.30.9")
+	if status, body := mfaJSON(t, d, base, mfaLoginJSON(t, d, base, u), u.recovery[3]); status != 401 {
+		t.Errorf("the recovery code again: %d %s; want 401", status, body)
+	}
+}
+
+// TestMFAFormAndRememberedBrowser: the sign-in form leads to the second
+// step's page, on a known device too; with "remember this browser", the next sign-in from it
+// needs the password alone, and another browser still the code.
+func TestMFAFormAndRememberedBrowser(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "abel@example.test", false)
+	// A known device not remembered still gets the second step.
+	post(t, u.browser, base+"/logout", formType, "")
+	if resp, page := postSignIn(t, u.browser, base, u.email, u.password); resp.StatusCode != 200 || !mfaTokenRe.MatchString(page) {
+		t.Fatalf("known device: %d; want the second step", resp.StatusCode)
+	}
+	c := xcloaktest.Client(t, "127.0.30.10")
+	resp, page := postSignIn(t, c, base, u.email, u.password)
+	m := mfaTokenRe.FindStringSubmatch(page)
+	if resp.StatusCode != 200 || m == nil || !strings.Contains(page, `name="remember"`) {
+		t.Fatalf("sign-in form: %d, token %v; want 200 and the second step's page", resp.StatusCode, m)
+	}
+	resp, body := post(t, c, base+"/login/mfa", formType, url.Values{"mfa_token": {m[1]}, "code": {u.code(t)}, "remember": {"on"}}.Encode())
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account" {
+		t.Fatalf("second step: %d %s %s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	post(t, c, base+"/logout", formType, "")
+	if resp, _ := postSignIn(t, c, base, u.email, u.password); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("remembered browser: %d; want 303, signed in with the password", resp.StatusCode)
+	}
+	if resp, page := postSignIn(t, xcloaktest.Client(t, "127.0.30.10"), base, u.email, u.password); resp.StatusCode != 200 || !mfaTokenRe.MatchString(page) {
+		t.Errorf("another browser: %d; want the second step", resp.StatusCode)
+	}
+}
+
+// TestAdminMFARequired: with XCLOAK_ADMIN_MFA=required an administrator
+// without a factor is sent to enrol one, and once enrolled reaches the
+// dashboard.
+func TestAdminMFARequired(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.MFA.Admins = auth.AdminMFARequired }})
+	env.AddUser(t, "root@example.test", "correct horse battery", true)
+	c := xcloaktest.Client(t, "127.0.30.11")
+	postSignIn(t, c, base, "root@example.test", "correct horse battery")
+	if resp, _ := get(t, c, base+"/admin"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/mfa" {
+		t.Fatalf("admin without a factor: %d %s; want 303 /account/mfa", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, body := get(t, c, base+"/api/v1/admin/stats"); resp.StatusCode != 403 || !strings.Contains(body, "mfa_enrolment_required") {
+		t.Errorf("admin API without a factor: %d %s; want 403 mfa_enrolment_required", resp.StatusCode, body)
+	}
+	if _, page := get(t, c, base+"/account/mfa"); !strings.Contains(page, `id="mfa-required"`) {
+		t.Errorf("the factors page does not say a factor is required")
+	}
+	u := enrolTOTP(t, env, base, clk, "admin2@example.test", true)
+	d := xcloaktest.Client(t, "127.0.30.12")
+	_, page := postSignIn(t, d, base, u.email, u.password)
+	m := mfaTokenRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no second step for the administrator")
+	}
+	post(t, d, base+"/login/mfa", formType, url.Values{"mfa_token": {m[1]}, "code": {u.code(t)}}.Encode())
+	if resp, _ := get(t, d, base+"/admin"); resp.StatusCode != 200 {
+		t.Errorf("admin with a factor: %d; want 200", resp.StatusCode)
+	}
+}
+
+// TestAdminRemovesFactors: an administrator removes an account's factors;
+// its password alone signs in again, the event names the administrator,
+// and the owner is mailed.
+func TestAdminRemovesFactors(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "bea@example.test", false)
+	env.AddUser(t, "boss@example.test", "correct horse battery", true)
+	a := xcloaktest.Client(t, "127.0.30.13")
+	postSignIn(t, a, base, "boss@example.test", "correct horse battery")
+	resp, _ := post(t, a, base+"/admin/users/mfa/remove", formType, url.Values{"email": {u.email}}.Encode())
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=factors-removed") {
+		t.Fatalf("removing factors: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := postSignIn(t, xcloaktest.Client(t, "127.0.30.14"), base, u.email, u.password); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-in after removal: %d; want 303 with the password alone", resp.StatusCode)
+	}
+	for {
+		m := env.Mail.WaitFor(t, u.email)
+		if strings.Contains(m.Subject, "second factors were removed") {
+			break
+		}
+	}
+	env.Flush(t)
+	var by string
+	if err := env.DB.QueryRow(t.Context(), `SELECT detail->>'by' FROM security_events WHERE kind = $1 AND user_id = (SELECT id FROM users WHERE email = $2)`,
+		auth.EventFactorRemoved, u.email).Scan(&by); err != nil || by != "admin:boss@example.test" {
+		t.Errorf("factor_removed event by %q (%v); want admin:boss@example.test", by, err)
+	}
+}
+
+// TestTOTPSecretSealed: with a key, no TOTP secret is stored readable.
+func TestTOTPSecretSealed(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.MFA.Key = key }})
+	u := enrolTOTP(t, env, base, clk, "cy@example.test", false)
+	var stored []byte
+	if err := env.DB.QueryRow(t.Context(), `SELECT secret FROM second_factors`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(u.secret)
+	if stored[0] != 1 || strings.Contains(string(stored), string(raw)) {
+		t.Errorf("stored secret is not sealed: % x", stored[:8])
+	}
+	c := xcloaktest.Client(t, "127.0.30.15")
+	if status, body := mfaJSON(t, c, base, mfaLoginJSON(t, c, base, u), u.code(t)); status != 200 {
+		t.Errorf("sealed factor's code: %d %s", status, body)
+	}
+}
+
+// TestMFACodeOnceAtOnce: one TOTP code sent at once to ten second steps of
+// the account, from ten browsers, signs in exactly one; one step sent the
+// right code ten times at once signs in once too.
+func TestMFACodeOnceAtOnce(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleMFAAccount, 100)
+		c.Limits.SetCount(auth.RuleLoginAccount, 100)
+	}})
+	u := enrolTOTP(t, env, base, clk, "dee@example.test", false)
+	count := func(send func(i int) int) map[int]int {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		got := map[int]int{}
+		for i := range 10 {
+			wg.Go(func() {
+				status := send(i)
+				mu.Lock()
+				got[status]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return got
+	}
+	clients, tokens := make([]*http.Client, 10), make([]string, 10)
+	for i := range clients {
+		clients[i] = xcloaktest.Client(t, "127.0.30.16")
+		tokens[i] = mfaLoginJSON(t, clients[i], base, u)
+	}
+	code := u.code(t)
+	if got := count(func(i int) int { s, _ := mfaJSON(t, clients[i], base, tokens[i], code); return s }); got[200] != 1 || got[401] != 9 {
+		t.Errorf("one code on ten steps: %v; want one 200 and nine 401", got)
+	}
+	clk.Advance(30 * time.Second)
+	c := xcloaktest.Client(t, "127.0.30.17")
+	token := mfaLoginJSON(t, c, base, u)
+	code = u.code(t)
+	got := count(func(int) int { s, _ := mfaJSON(t, c, base, token, code); return s })
+	if got[200] != 1 {
+		t.Errorf("one step, the right code ten times: %v; want exactly one 200", got)
+	}
+}
