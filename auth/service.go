@@ -142,6 +142,10 @@ type Deps struct {
 	// applications' accounts (apikeys.go, decisions.go); nil: the
 	// decision API is ErrUnavailable.
 	Apps AppStore
+
+	// Users keeps what account administration reads and changes
+	// (useradmin.go); nil: those actions are ErrUnavailable.
+	Users UserAdminStore
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -184,6 +188,8 @@ type Service struct {
 	// apiKeys is this replica's list of the keys in force.
 	apps    AppStore
 	apiKeys apiKeyCache
+	// users keeps what account administration needs (Deps.Users).
+	users UserAdminStore
 	// appDeviceCache remembers for a moment which of the applications'
 	// device ids are known devices: apart from deviceCache, so that the
 	// ids an application's clients choose never crowd out the answers
@@ -258,6 +264,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	s.activity = d.Activity
 	s.apps = d.Apps
+	s.users = d.Users
 	s.decisionKeys = newDecisionKeys(cfg.Secret)
 	s.attack = d.Attack
 	if s.attack == nil {

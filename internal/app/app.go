@@ -113,6 +113,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Attack:   watch,
 		Activity: store,
 		Apps:     store,
+		Users:    store,
 	})
 	if err != nil {
 		return nil, err
