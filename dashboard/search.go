@@ -32,6 +32,7 @@ var SearchKinds = []string{
 	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventVerificationRejected,
 	auth.EventNewDeviceSignedOut, auth.EventAttemptAllowed,
 	auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
+	auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted, auth.EventUserDemoted,
 }
 
 // EventCursor is where a page of the search ends: the time and ID of its

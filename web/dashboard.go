@@ -188,6 +188,8 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 	case auth.EventVerificationConfirmed:
 		row.What = "Sign-in link used"
 		row.Detail = "The browser that used it is signed in and a known device"
+	case auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted, auth.EventUserDemoted:
+		adminEventRow(&row, e)
 	case auth.EventSignedOutEverywhere:
 		row.What = "Signed out everywhere"
 		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
