@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"regexp"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestUserManagement(t *testing.T) {
 	env, base := startXCloak(t, xcloaktest.Options{})
 	env.AddUser(t, admin, password, true)
 	env.AddUser(t, owner, password, false)
-	env.AddUser(t, "oscar@example.com", password, false)
+	oscar := env.AddUser(t, "oscar@example.com", password, false)
 
 	page := newPage(t, "admin", desktop)
 	signIn(t, page, base, admin, password)
@@ -82,4 +83,12 @@ func TestUserManagement(t *testing.T) {
 	press(t, page, "Demote to member")
 	wantText(t, page, "main [role=status]", regexp.MustCompile("would leave no enabled administrator"))
 	wantText(t, page, "#user-state dd:nth-of-type(1)", "Administrator")
+
+	// Both pages fit a phone's width.
+	small := newPage(t, "admin-phone", phone)
+	signIn(t, small, base, admin, password)
+	for _, path := range []string{"/admin/users", fmt.Sprintf("/admin/users/%d", oscar.ID)} {
+		open(t, small, base+path)
+		report(t, overflowProblems(t, small))
+	}
 }
