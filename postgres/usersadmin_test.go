@@ -80,7 +80,7 @@ func TestSearchUsers(t *testing.T) {
 		all = append(all, emailsOf(page)...)
 		after = page[len(page)-1].Email
 	}
-	if len(all) != 8 || !slices.IsSorted(all) || slices.Compact(slices.Clone(all))[7] != all[7] {
+	if len(all) != 8 || !slices.IsSorted(all) || len(slices.Compact(slices.Clone(all))) != 8 {
 		t.Errorf("pages of two: %q", all)
 	}
 }
@@ -404,5 +404,26 @@ func BenchmarkSearchUsers(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrefixEnd: the bound above a prefix is the least string past every
+// string that starts with it, valid UTF-8 at every edge.
+func TestPrefixEnd(t *testing.T) {
+	for _, c := range []struct {
+		prefix, want string
+		ok           bool
+	}{
+		{"", "", false},
+		{"ann", "ano", true},
+		{"an\u007f", "an\u0080", true},
+		{"z\ud7ff", "z\ue000", true},
+		{"z\U0010ffff", "{", true},
+		{"\U0010ffff\U0010ffff", "", false},
+	} {
+		got, ok := postgres.PrefixEnd(c.prefix)
+		if got != c.want || ok != c.ok {
+			t.Errorf("PrefixEnd(%q) = %q, %v; want %q, %v", c.prefix, got, ok, c.want, c.ok)
+		}
 	}
 }
