@@ -228,7 +228,9 @@ func (s *Server) handleUserAction(act userAction) http.Handler {
 		if err != nil {
 			return err
 		}
-		if _, err := decodeForm(r); err != nil {
+		// The one field any action reads (lock's length), checked as
+		// every form field is: once at most, bounded, valid UTF-8.
+		if _, err := decodeForm(r, templates.FieldLockFor); err != nil {
 			return err
 		}
 		notice, err := act(r.Context(), s, r, id, byAdmin(sess))

@@ -213,8 +213,10 @@ func TestUserActions(t *testing.T) {
 	act(page+"/demote", "", "demoted")
 	act(page+"/lock", "for=24h0m0s", "locked")
 	act(page+"/unlock", "", "unlocked")
-	if resp, _ := post(t, admin, page+"/lock", formType, "for=1000h"); resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("lock for a length not offered: %d, want 400", resp.StatusCode)
+	for _, form := range []string{"for=1000h", "for=1h0m0s&for=24h0m0s", ""} {
+		if resp, _ := post(t, admin, page+"/lock", formType, form); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("lock with %q: %d, want 400", form, resp.StatusCode)
+		}
 	}
 	act(page+"/reset-link", "", "reset-sent")
 	env.Mail.WaitFor(t, memberEmail)
