@@ -7,8 +7,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# VERSION is the release `xcloak version` and xcloak_build_info report
+# (docker build --build-arg VERSION=v1.2.0); empty, they say devel.
+ARG VERSION=
 RUN --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/xcloak ./cmd/xcloak
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/xcloak ./cmd/xcloak
 
 # Final stage: no shell and no package manager; CA certificates for
 # rediss://, TLS to Postgres and SMTP; user 65532.

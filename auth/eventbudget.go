@@ -57,6 +57,7 @@ func foldedSummaries() int {
 // administrator's acts).
 var individualEvents = map[string]bool{
 	EventLoginSucceeded: true, EventNewDevice: true, EventLockout: true, EventUnlock: true,
+	EventLockoutEnded:   true,
 	EventResetRequested: true, EventResetCompleted: true, EventResetMailDropped: true,
 	EventUnlockRequested: true, EventUnlockConfirmed: true, EventSignedOutEverywhere: true,
 	EventPasswordSprayed: true,

@@ -28,3 +28,6 @@ func HeldMail(ctx context.Context, s *Service, user User, breached bool) (Messag
 
 // NoticeBrowser is noticeBrowser, for its table test.
 var NoticeBrowser = noticeBrowser
+
+// EndLockouts runs one round of the lockouts' ends for tests.
+var EndLockouts = (*Service).endLockouts

@@ -8,6 +8,15 @@ import (
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
+// EventLockoutEnded: a lockout's time ran out (lockout_end.go); an
+// early end is EventUnlock or EventUnlockConfirmed instead. Detail
+// "until" is when it ended, "level" as EventLockout's.
+const EventLockoutEnded = "lockout_ended"
+
+// LockoutExpired is who ended a lockout whose time ran out, as the
+// lockout log records it.
+const LockoutExpired = "expired"
+
 // Lockout is one recorded account lockout.
 type Lockout struct {
 	ID          int64

@@ -146,6 +146,10 @@ type Deps struct {
 	// Users keeps what account administration reads and changes
 	// (useradmin.go); nil: those actions are ErrUnavailable.
 	Users UserAdminStore
+
+	// Hook hears every security-event row once written (hooks.go); the
+	// service runs it. nil: none.
+	Hook EventHook
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -197,6 +201,9 @@ type Service struct {
 	appDeviceCache deviceCache
 	// decisionKeys sign attempt ids and key the applications' devices.
 	decisionKeys decisionKeys
+
+	// hook hears the rows written (Deps.Hook); nil: none.
+	hook EventHook
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -243,6 +250,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	events := d.Events
+	events = HookedEvents(events, d.Hook)
 	if cfg.AuditLog {
 		events = AuditedEvents(events, log)
 	}
@@ -263,6 +271,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		resets:  make(chan linkJob, resetQueue),
 	}
 	s.activity = d.Activity
+	s.hook = d.Hook
 	s.apps = d.Apps
 	s.users = d.Users
 	s.decisionKeys = newDecisionKeys(cfg.Secret)
@@ -288,9 +297,10 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 }
 
 // Run does the service's background work, writing security events,
-// sending reset and unlock mail, removing expired rows and running the
-// attack watch's work (when it has any), until ctx is done; then it
-// finishes what is queued and returns.
+// sending reset and unlock mail, removing expired rows, recording the
+// lockouts whose time ran out and running the attack watch's work (when
+// it has any), until ctx is done; then it finishes what is queued and,
+// last, ends the hook (Deps.Hook), which then flushes what it holds.
 func (s *Service) Run(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
@@ -302,6 +312,21 @@ func (s *Service) Run(ctx context.Context) {
 		defer close(janitor)
 		s.runJanitor(ctx)
 	}()
+	ending := make(chan struct{})
+	go func() {
+		defer close(ending)
+		s.runLockoutEnds(ctx)
+	}()
+	// The hook runs past ctx, until the rest has written its last events.
+	hookCtx, stopHook := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHook()
+	hooked := make(chan struct{})
+	go func() {
+		defer close(hooked)
+		if s.hook != nil {
+			s.hook.Run(hookCtx)
+		}
+	}()
 	watching := make(chan struct{})
 	go func() {
 		defer close(watching)
@@ -312,7 +337,10 @@ func (s *Service) Run(ctx context.Context) {
 	s.runResets(ctx)
 	<-done
 	<-janitor
+	<-ending
 	<-watching
+	stopHook()
+	<-hooked
 	s.limits.Close()
 }
 

@@ -194,6 +194,11 @@ type LockoutLog interface {
 	// ActiveLockouts lists the latest lockout of each account in force at
 	// now, newest first, at most limit.
 	ActiveLockouts(ctx context.Context, now time.Time, limit int) ([]Lockout, error)
+	// EndLockouts marks the lockouts whose time ran out by now, and that
+	// nobody ended, as ended at their LockedUntil by LockoutExpired, and
+	// returns them, at most limit. A lockout is returned once, by one
+	// call, however many replicas call at the same time.
+	EndLockouts(ctx context.Context, now time.Time, limit int) ([]Lockout, error)
 }
 
 // Sweeper removes what no one can use any more.

@@ -29,6 +29,9 @@ const (
 	counterResets      = "resets"   // reset requests accepted
 	// counterMailsDropped: reset mails of accepted requests not sent.
 	counterMailsDropped = "mails_dropped"
+	// counterWebhooksDropped: webhook deliveries dropped unsent
+	// (CountWebhooksDropped).
+	counterWebhooksDropped = "webhooks_dropped"
 	// counterRejectedPrefix + rule name: requests rejected by that rule
 	// (see RejectionRules).
 	counterRejectedPrefix = "rejected:"
@@ -273,18 +276,19 @@ func (s *Stats) queueSummary(ctx context.Context, pipe redis.Pipeliner, p dashbo
 			}
 		}
 		sum := dashboard.Summary{
-			Period:         p,
-			From:           time.Unix(first*60, 0).UTC(),
-			To:             time.Unix((last+1)*60, 0).UTC(),
-			Attempts:       totals[counterAttempts],
-			Successes:      totals[counterSuccesses],
-			Failures:       totals[counterFailures],
-			Invalid:        totals[counterInvalid],
-			Unavailable:    totals[counterUnavailable],
-			Lockouts:       totals[counterLockouts],
-			ResetRequests:  totals[counterResets],
-			MailsDropped:   totals[counterMailsDropped],
-			RejectedByRule: map[string]int64{},
+			Period:          p,
+			From:            time.Unix(first*60, 0).UTC(),
+			To:              time.Unix((last+1)*60, 0).UTC(),
+			Attempts:        totals[counterAttempts],
+			Successes:       totals[counterSuccesses],
+			Failures:        totals[counterFailures],
+			Invalid:         totals[counterInvalid],
+			Unavailable:     totals[counterUnavailable],
+			Lockouts:        totals[counterLockouts],
+			ResetRequests:   totals[counterResets],
+			MailsDropped:    totals[counterMailsDropped],
+			WebhooksDropped: totals[counterWebhooksDropped],
+			RejectedByRule:  map[string]int64{},
 		}
 		for _, r := range auth.RejectionRules() {
 			sum.RejectedByRule[r] = 0
@@ -466,6 +470,20 @@ func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 	}
 	if pipe.Len() == 0 {
 		return nil
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// CountWebhooksDropped adds n webhook deliveries dropped at at to the
+// counters of its minute and hour (webhook.DropCounter): each replica
+// adds its own, so every dashboard shows the deployment's.
+func (s *Stats) CountWebhooksDropped(ctx context.Context, at time.Time, n int64) error {
+	m := unixMinute(at)
+	pipe := s.rdb.TxPipeline()
+	for _, k := range []string{s.minuteKey("m", m), s.hourKey("m", m/60)} {
+		pipe.HIncrBy(ctx, k, counterWebhooksDropped, n)
+		pipe.Expire(ctx, k, statsRetention)
 	}
 	_, err := pipe.Exec(ctx)
 	return err

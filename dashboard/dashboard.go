@@ -138,7 +138,7 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 // EventKinds are the events the dashboard lists: what a security
 // team acts on, not the flood of individual sign-ins that the counters
 // already sum up.
-var EventKinds = []string{auth.EventLockout, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
+var EventKinds = []string{auth.EventLockout, auth.EventLockoutEnded, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
 	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere,
 	auth.EventPasswordChanged, auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
 	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventNewDeviceSignedOut,

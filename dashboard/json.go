@@ -25,11 +25,13 @@ type Stats struct {
 	ResetRequests       int64            `json:"reset_requests"`
 	// ResetMailsDropped counts reset mails of accepted requests that were
 	// not sent (queue full, domain over its limit, mail server failed).
-	ResetMailsDropped int64          `json:"reset_mails_dropped"`
-	TopSources        []StatsSource  `json:"top_sources"`
-	TopAccounts       []StatsAccount `json:"top_accounts"`
-	PerMinute         []StatsMinute  `json:"per_minute"`
-	Attack            StatsAttack    `json:"attack"`
+	ResetMailsDropped int64 `json:"reset_mails_dropped"`
+	// WebhooksDropped counts webhook deliveries dropped unsent.
+	WebhooksDropped int64          `json:"webhooks_dropped"`
+	TopSources      []StatsSource  `json:"top_sources"`
+	TopAccounts     []StatsAccount `json:"top_accounts"`
+	PerMinute       []StatsMinute  `json:"per_minute"`
+	Attack          StatsAttack    `json:"attack"`
 	// Applications are the decision API's callers of the period, the
 	// busiest first (at most ApplicationsListed).
 	Applications []StatsApplication `json:"applications"`
@@ -81,6 +83,7 @@ func StatsOf(d Dashboard) Stats {
 		Rejected: sum.Rejected, RejectedByRule: sum.RejectedByRule,
 		Lockouts: sum.Lockouts, ActiveLockouts: sum.ActiveLockouts, ResetRequests: sum.ResetRequests,
 		ResetMailsDropped: sum.MailsDropped,
+		WebhooksDropped:   sum.WebhooksDropped,
 		TopSources:        make([]StatsSource, 0, len(d.TopSources)),
 		TopAccounts:       make([]StatsAccount, 0, len(d.TopAccounts)),
 		PerMinute:         make([]StatsMinute, 0, len(d.Series)),

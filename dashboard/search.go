@@ -24,7 +24,7 @@ const (
 // service writes.
 var SearchKinds = []string{
 	auth.EventLoginSucceeded, auth.EventLoginFailed, auth.EventLoginRejected, auth.EventLoginInvalid,
-	auth.EventLoginUnavailable, auth.EventNewDevice, auth.EventLockout, auth.EventUnlock,
+	auth.EventLoginUnavailable, auth.EventNewDevice, auth.EventLockout, auth.EventLockoutEnded, auth.EventUnlock,
 	auth.EventResetRequested, auth.EventResetRejected, auth.EventResetCompleted, auth.EventResetFailed,
 	auth.EventResetMailDropped, auth.EventPasswordSprayed, auth.EventPasswordChanged,
 	auth.EventSessionEnded, auth.EventDeviceForgotten, auth.EventSignedOutEverywhere,

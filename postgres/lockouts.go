@@ -32,6 +32,25 @@ func (s *Store) ClearLockout(ctx context.Context, account string, at time.Time, 
 	return err
 }
 
+// EndLockouts implements auth.LockoutLog. The rows it ends get cleared_at
+// = locked_until and cleared_by = 'expired' (so, since it runs, an
+// expired lockout is no longer left uncleared). Each row is ended by one
+// statement only: a second replica's statement either skips the rows the
+// first holds locked or sees them cleared.
+func (s *Store) EndLockouts(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE lockouts SET cleared_at = locked_until, cleared_by = $3
+		WHERE cleared_at IS NULL AND id IN (
+			SELECT id FROM lockouts WHERE cleared_at IS NULL AND locked_until <= $1
+			ORDER BY locked_until LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until`,
+		now, limit, auth.LockoutExpired)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanLockout)
+}
+
 // LockoutListed implements auth.LockoutLog.
 func (s *Store) LockoutListed(ctx context.Context, account string, now time.Time) (bool, error) {
 	var listed bool
@@ -52,9 +71,11 @@ func (s *Store) ActiveLockouts(ctx context.Context, now time.Time, limit int) ([
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (auth.Lockout, error) {
-		var l auth.Lockout
-		err := row.Scan(&l.ID, &l.Account, &l.UserID, &l.Level, &l.Failures, &l.LockedAt, &l.LockedUntil)
-		return l, err
-	})
+	return pgx.CollectRows(rows, scanLockout)
+}
+
+func scanLockout(row pgx.CollectableRow) (auth.Lockout, error) {
+	var l auth.Lockout
+	err := row.Scan(&l.ID, &l.Account, &l.UserID, &l.Level, &l.Failures, &l.LockedAt, &l.LockedUntil)
+	return l, err
 }

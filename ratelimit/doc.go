@@ -1,26 +1,40 @@
 // Package ratelimit holds XCloak's request limits in Redis, exactly, under any
 // concurrency and across any number of XCloak replicas.
 //
-// Each [Rule] is a sliding-window log: a sorted set of the times at which
-// requests were admitted in the last [Limit.Window]. One Lua script
-// (sliding_window.lua) reads Redis' clock, counts the window and, only when
-// there is room, records the request, all in one atomic step; a rejected
-// request writes nothing. Every key a script touches arrives in KEYS and
-// carries one hash tag, so the same code runs on a single Redis and on a Redis
-// Cluster; every key expires one window after its newest entry.
+// Each [Rule] is a sliding-window log: the times at which requests were
+// admitted in the last [Limit.Window], in microseconds of Redis' clock,
+// packed in one string per rule and identity (4 to 6 bytes an entry after an
+// 8-byte header, see sliding_window.lua), so that exactly Limit.Count
+// requests are admitted in any window and a rejection can say exactly when
+// the next admission will be. One Lua script (sliding_window.lua) reads
+// Redis' clock, counts each window and, only when there is room, records the
+// request, all in one atomic step; a rejected request writes nothing. Every
+// key a script touches arrives in KEYS and carries one hash tag, so the same
+// code runs on a single Redis and on a Redis Cluster; every key expires one
+// window after its newest entry.
 //
 // A request is usually checked against several rules at once (per client
 // network and per account). [Limiter.AllowAll] does that in one round trip and
 // admits the request only when every rule admits it. A request rejected by any
-// rule consumes quota in none: the entries it made in the rules that admitted
-// it are taken back. An attacker who is blocked by one rule therefore cannot
-// keep draining another (a blocked address cannot use up a victim's account
-// quota), and a request that never reaches password checking counts nowhere.
-// Because rules live in different hash slots, taking back is a second round
-// trip, made only for requests that were admitted by some rules and rejected
-// by others. Until it lands the reserved entry can make a concurrent request
-// see one slot fewer; that errs towards rejecting and never admits a request
-// past any limit.
+// rule consumes quota in none. On one Redis (every deployment but a cluster)
+// all of a request's rules are decided by one execution of the script, which
+// records the request in all of them or in none: nothing is ever taken back,
+// and no request sees another's entry that is about to go. An attacker who
+// is blocked by one rule therefore cannot keep draining another (a blocked
+// address cannot use up a victim's account quota), and a request that never
+// reaches password checking counts nowhere.
+//
+// On a Redis Cluster one script can only touch one slot, and rules of
+// different names have different hash tags. The rules whose keys share a
+// slot are decided by one script; the groups are sent in one pipeline, and
+// when some group rejected, the entries the others made are taken back
+// (take_back.lua), a second round trip. Until it lands the reserved entry
+// can make a concurrent request see one slot fewer; that errs towards
+// rejecting and never admits a request past any limit.
+//
+// The sorted sets of the logs before the packed format were kept under keys
+// without a suffix; the packed logs' keys end in ":log2" ([Keys.Log]), so
+// that a replica of either version never reads the other's log as its own.
 //
 // [Lockouts] count consecutive failures per identity in Lua and lock it,
 // longer at each repeat; a [Rule] marked Lockable rejects while its identity

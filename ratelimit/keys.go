@@ -43,6 +43,15 @@ func (k Keys) Key(id string, suffix string) string {
 	return k.prefix + "{" + k.kind + ":" + Digest(id) + "}" + suffix
 }
 
+// logSuffix ends the key of a rule's log: the packed string of
+// sliding_window.lua. The sorted sets of XCloak before it had keys without
+// a suffix; new names keep the two formats from ever reading each other's
+// keys while both run (see docs/DEPLOY.md on upgrades).
+const logSuffix = ":log2"
+
+// Log returns the key of the log of identifier id under the rule k names.
+func (k Keys) Log(id string) string { return k.Key(id, logSuffix) }
+
 // Digest returns the 22-character form of id used inside keys.
 func Digest(id string) string {
 	sum := sha256.Sum256([]byte(id))
@@ -60,4 +69,28 @@ func checkName(s string) error {
 		}
 	}
 	return nil
+}
+
+// slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of its
+// hash tag, the text between the first '{' and the next '}' when that is
+// not empty, else of the whole key, modulo 16384. Rules whose keys share a
+// slot can be decided by one script on a cluster.
+func slot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
@@ -83,6 +84,27 @@ func TestNewKeysRejectsBadNames(t *testing.T) {
 	} {
 		if _, err := ratelimit.NewKeys(tc.prefix, tc.kind); err == nil {
 			t.Errorf("NewKeys(%q, %q): no error", tc.prefix, tc.kind)
+		}
+	}
+}
+
+// TestSlot checks the slot function against the Redis Cluster
+// specification's CRC16 check value and against a live cluster's own
+// answers (CLUSTER KEYSLOT), hash tags and odd braces included.
+func TestSlot(t *testing.T) {
+	if got := ratelimit.Slot("123456789"); got != 0x31C3 {
+		t.Errorf("Slot(123456789) = %d, want the CRC16 check value %d", got, 0x31C3)
+	}
+	rdb, prefix := testenv.RedisCluster(t)
+	k, _ := ratelimit.NewKeys(prefix, "login_ip")
+	for _, key := range []string{"foo", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{", "}{",
+		k.Key("", ""), k.Key("ann@example.com", ":lock"), k.Key("192.0.2.0/24", "")} {
+		want, err := rdb.ClusterKeySlot(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ratelimit.Slot(key); int64(got) != want {
+			t.Errorf("Slot(%q) = %d, the cluster says %d", key, got, want)
 		}
 	}
 }

@@ -2,10 +2,10 @@ package ratelimit
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -94,6 +94,9 @@ func ceilSeconds(d time.Duration) int {
 type Limiter struct {
 	rdb    redis.UniversalClient
 	prefix string
+	// single is set for a client of one Redis, where one script may touch
+	// any key: a request's rules are then decided in one script.
+	single bool
 	// rejections, when set, answers for rules Redis recently said were
 	// full (see RememberRejections).
 	rejections *rejections
@@ -118,7 +121,8 @@ func NewLimiter(rdb redis.UniversalClient, prefix string) (*Limiter, error) {
 	if _, err := NewKeys(prefix, "rule"); err != nil {
 		return nil, err
 	}
-	return &Limiter{rdb: rdb, prefix: prefix}, nil
+	_, single := rdb.(*redis.Client)
+	return &Limiter{rdb: rdb, prefix: prefix, single: single}, nil
 }
 
 // Allow checks one rule and records the request if it is admitted.
@@ -145,33 +149,35 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 	if d, ok := l.remembered(rules, keys); ok {
 		return d, nil
 	}
-	member := newMember()
-
-	cmds := l.eval(ctx, rules, keys, member)
+	groups := l.groups(keys)
+	cmds := l.eval(ctx, rules, keys, groups)
 	d := Decision{Allowed: true, Results: make([]Result, len(rules))}
+	// Each admission's time in its log, for takeBack.
+	var buf [4]int64
+	at := buf[:]
+	if len(rules) > len(buf) {
+		at = make([]int64, len(rules))
+	}
+	at = at[:len(rules)]
 	var firstErr error
-	for i, cmd := range cmds {
-		res, err := parseResult(rules[i], cmd)
-		if err != nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("ratelimit: rule %s: %w", rules[i].Name, err)
-			}
-			res = Result{Name: rules[i].Name, Limit: rules[i].Limit}
+	for g, group := range groups {
+		err := parseGroup(rules, group, cmds[g], d.Results, at)
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("ratelimit: rules %s: %w", names(rules, group), err)
 		}
-		d.Results[i] = res
+	}
+	now := time.Now()
+	for i, res := range d.Results {
 		if !res.Allowed {
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
-			if l.rejections != nil && err == nil {
-				l.rejections.remember(keys[i][0], res.RetryAfter, res.Locked, time.Now())
+			if l.rejections != nil && firstErr == nil {
+				l.rejections.remember(keys[i][0], res.RetryAfter, res.Locked, now)
 			}
 		}
 	}
-	if d.Allowed && firstErr == nil {
-		return d, nil
-	}
-	if len(rules) > 1 {
-		l.takeBack(ctx, d.Results, keys, member)
+	if !d.Allowed && len(groups) > 1 {
+		l.takeBack(ctx, d.Results, keys, at)
 	}
 	if firstErr != nil {
 		return Decision{}, firstErr
@@ -226,7 +232,7 @@ func (l *Limiter) remembered(rules []Rule, keys [][]string) (Decision, bool) {
 // decision asks Redis: after an unlock, for instance.
 func (l *Limiter) Forget(name, id string) {
 	if l.rejections != nil {
-		l.rejections.forget(Keys{prefix: l.prefix, kind: name}.Key(id, ""))
+		l.rejections.forget(Keys{prefix: l.prefix, kind: name}.Log(id))
 	}
 }
 
@@ -235,7 +241,7 @@ func (l *Limiter) Reset(ctx context.Context, name, id string) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("ratelimit: rule name %q: %w", name, err)
 	}
-	return l.rdb.Del(ctx, l.keys(Rule{Name: name, ID: id})[0]).Err()
+	return l.rdb.Del(ctx, Keys{prefix: l.prefix, kind: name}.Log(id)).Err()
 }
 
 // keys returns the keys valid rule r's script touches: its log and, for a
@@ -243,9 +249,9 @@ func (l *Limiter) Reset(ctx context.Context, name, id string) error {
 func (l *Limiter) keys(r Rule) []string {
 	k := Keys{prefix: l.prefix, kind: r.Name}
 	if r.Lockable {
-		return []string{k.Key(r.ID, ""), lockKey(k, r.ID)}
+		return []string{k.Log(r.ID), lockKey(k, r.ID)}
 	}
-	return []string{k.Key(r.ID, "")}
+	return []string{k.Log(r.ID)}
 }
 
 // validRules reports whether rules can be decided: at least one, each
@@ -265,19 +271,72 @@ func validRules(rules []Rule) error {
 	return nil
 }
 
-// eval runs the script once per rule, in one round trip. A rule whose node
-// answered NOSCRIPT did not run, so it alone is sent again with EVAL.
-func (l *Limiter) eval(ctx context.Context, rules []Rule, keys [][]string, member string) []*redis.Cmd {
-	args := func(r Rule) []any {
-		return []any{r.Limit.Count, r.Limit.Window.Microseconds(), member}
+// groups splits a request's rules into those one script can decide
+// together: all of them on one Redis; on a Redis Cluster (or any client
+// that spreads keys by hash slot), those whose keys share a slot. Each
+// group holds the indexes of its rules, in order.
+func (l *Limiter) groups(keys [][]string) [][]int {
+	if len(keys) == 1 {
+		return oneGroup
 	}
-	if len(rules) == 1 {
-		return []*redis.Cmd{slidingWindow.Run(ctx, l.rdb, keys[0], args(rules[0])...)}
+	if l.single {
+		all := make([]int, len(keys))
+		for i := range all {
+			all[i] = i
+		}
+		return [][]int{all}
 	}
-	cmds := make([]*redis.Cmd, len(rules))
-	pipe := l.rdb.Pipeline()
-	for i, r := range rules {
-		cmds[i] = slidingWindow.EvalSha(ctx, pipe, keys[i], args(r)...)
+	var out [][]int
+	slots := make([]int, 0, len(keys))
+	for i, k := range keys {
+		s := slot(k[0])
+		j := slices.Index(slots, s)
+		if j < 0 {
+			slots = append(slots, s)
+			out = append(out, nil)
+			j = len(out) - 1
+		}
+		out[j] = append(out[j], i)
+	}
+	return out
+}
+
+// oneGroup is the groups of a request with one rule; never written to.
+var oneGroup = [][]int{{0}}
+
+// eval runs the script once per group, in one round trip. A group whose
+// node answered NOSCRIPT did not run, so it alone is sent again with EVAL.
+func (l *Limiter) eval(ctx context.Context, rules []Rule, keys [][]string, groups [][]int) []*redis.Cmd {
+	args := func(group []int) ([]string, []any) {
+		var ks []string
+		a := make([]any, 1, 1+3*len(group))
+		a[0] = len(group)
+		for _, i := range group {
+			r := rules[i]
+			ks = append(ks, keys[i]...)
+			lockable := 0
+			if r.Lockable {
+				lockable = 1
+			}
+			a = append(a, r.Limit.Count, r.Limit.Window.Microseconds(), lockable)
+		}
+		return ks, a
+	}
+	if len(groups) == 1 {
+		ks, a := args(groups[0])
+		return []*redis.Cmd{slidingWindow.Run(ctx, l.rdb, ks, a...)}
+	}
+	return runAll(ctx, l.rdb, slidingWindow, len(groups), func(g int) ([]string, []any) { return args(groups[g]) })
+}
+
+// runAll runs script n times in one pipeline, with the keys and arguments
+// of each run, by EVALSHA; runs that met NOSCRIPT are sent again by EVAL.
+func runAll(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, n int, of func(i int) ([]string, []any)) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, n)
+	pipe := rdb.Pipeline()
+	for i := range n {
+		ks, a := of(i)
+		cmds[i] = script.EvalSha(ctx, pipe, ks, a...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var again []int
@@ -287,60 +346,81 @@ func (l *Limiter) eval(ctx context.Context, rules []Rule, keys [][]string, membe
 		}
 	}
 	if len(again) > 0 {
-		pipe := l.rdb.Pipeline()
+		pipe := rdb.Pipeline()
 		for _, i := range again {
-			cmds[i] = slidingWindow.Eval(ctx, pipe, keys[i], args(rules[i])...)
+			ks, a := of(i)
+			cmds[i] = script.Eval(ctx, pipe, ks, a...)
 		}
 		_, _ = pipe.Exec(ctx)
 	}
 	return cmds
 }
 
-// takeBack removes the entries a request made in the rules that admitted it
-// after another rule rejected it (or failed). It runs even if the caller's
-// context is done, since an entry left behind would only over-count; and if
-// it fails, that is all that happens until the entry leaves the window.
-func (l *Limiter) takeBack(ctx context.Context, results []Result, keys [][]string, member string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+// takeBackTimeout bounds a take-back: long enough to wait out a loaded
+// cluster's queue for connections (an entry left behind over-counts until
+// it leaves the window), short enough that a node gone dead does not hold
+// the answer long after the decision.
+const takeBackTimeout = 2 * time.Second
+
+// takeBack removes the entries a request made in the groups that admitted
+// it after another group rejected it (or failed), on a cluster. It runs
+// even if the caller's context is done, since an entry left behind would
+// only over-count; and if it fails, that is all that happens until the
+// entry leaves the window.
+func (l *Limiter) takeBack(ctx context.Context, results []Result, keys [][]string, at []int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeBackTimeout)
 	defer cancel()
-	pipe := l.rdb.Pipeline()
+	var admitted []int
 	for i := range results {
-		if results[i].Allowed {
-			pipe.ZRem(ctx, keys[i][0], member)
+		if at[i] != 0 {
+			admitted = append(admitted, i)
 			results[i].Count--
 			results[i].Remaining++
 		}
 	}
-	if pipe.Len() > 0 {
-		_, _ = pipe.Exec(ctx)
+	if len(admitted) > 0 {
+		runAll(ctx, l.rdb, takeBack, len(admitted), func(j int) ([]string, []any) {
+			i := admitted[j]
+			return keys[i][:1], []any{at[i]}
+		})
 	}
 }
 
-func parseResult(r Rule, cmd *redis.Cmd) (Result, error) {
+// parseGroup reads the script's answer for the rules of group into
+// results, and the time each admission was recorded at into at.
+func parseGroup(rules []Rule, group []int, cmd *redis.Cmd, results []Result, at []int64) error {
+	for _, i := range group {
+		results[i] = Result{Name: rules[i].Name, Limit: rules[i].Limit}
+	}
 	vals, err := cmd.Int64Slice()
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	if len(vals) != 4 {
-		return Result{}, fmt.Errorf("unexpected reply %v", vals)
+	if len(vals) != 5*len(group) {
+		return fmt.Errorf("unexpected reply %v", vals)
 	}
-	res := Result{
-		Name:       r.Name,
-		Limit:      r.Limit,
-		Allowed:    vals[0] == 1,
-		Locked:     vals[3] == 1,
-		Count:      int(vals[1]),
-		RetryAfter: time.Duration(vals[2]) * time.Microsecond,
+	for j, i := range group {
+		v := vals[5*j : 5*j+5]
+		r := rules[i]
+		res := Result{
+			Name:       r.Name,
+			Limit:      r.Limit,
+			Allowed:    v[0] == 1,
+			Count:      int(v[1]),
+			RetryAfter: time.Duration(v[2]) * time.Microsecond,
+			Locked:     v[3] == 1,
+		}
+		res.Remaining = max(r.Limit.Count-res.Count, 0)
+		results[i], at[i] = res, v[4]
 	}
-	res.Remaining = max(r.Limit.Count-res.Count, 0)
-	return res, nil
+	return nil
 }
 
-// newMember names one admission. 64 random bits make a clash between two
-// admissions in one window vanishingly unlikely, and the script refuses
-// rather than miscounts if one happens.
-func newMember() string {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
-	return string(b[:])
+// names lists the names of the rules of group, for an error.
+func names(rules []Rule, group []int) string {
+	s := make([]string, len(group))
+	for j, i := range group {
+		s[j] = rules[i].Name
+	}
+	return strings.Join(s, ", ")
 }

@@ -9,7 +9,15 @@ import (
 //go:embed sliding_window.lua
 var slidingWindowLua string
 
-// slidingWindow decides one rule: count the window and, if there is room,
-// record the request. Script runs it with EVALSHA and falls back to EVAL when
-// Redis lost its script cache (a restart or failover).
+//go:embed take_back.lua
+var takeBackLua string
+
+// slidingWindow decides a request against the rules whose keys it is
+// given, all or none: count each window and, if every rule has room,
+// record the request in all of them. Script runs it with EVALSHA and falls
+// back to EVAL when Redis lost its script cache (a restart or failover).
 var slidingWindow = redis.NewScript(slidingWindowLua)
+
+// takeBack removes one admission from a log, for a decision split over
+// the slots of a cluster that some slot rejected.
+var takeBack = redis.NewScript(takeBackLua)

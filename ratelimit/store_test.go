@@ -144,6 +144,7 @@ var storeCases = []struct {
 }{
 	{"exact admissions under concurrency", nil, caseExactUnderConcurrency},
 	{"rejected request keeps no quota", nil, caseRejectedKeepsNoQuota},
+	{"all or none under concurrency", nil, caseAllOrNoneUnderConcurrency},
 	{"window slides", nil, caseWindowSlides},
 	{"retry-after never early and never zero", nil, caseRetryAfter},
 	{"lockout at the threshold exactly once", nil, caseLockoutOnce},
@@ -303,6 +304,69 @@ func caseRejectedKeepsNoQuota(t *testing.T, s storeUnderTest) {
 	if more != 5 {
 		t.Fatalf("the address admitted %d after 101 rejected requests, want its whole limit 5", more)
 	}
+}
+
+// caseAllOrNoneUnderConcurrency: a request that one rule rejects takes no
+// slot from another rule, not even for a moment. Requests for a full
+// account and a shared address race requests for the address alone; the
+// address must admit exactly its limit of the latter, and hold exactly
+// those. A store that records in some rules and takes back after (two
+// steps) lets the doomed requests fill the address for an instant and
+// turns some of the others away. The two rules' keys share a cluster slot,
+// which is what lets a cluster decide them in one step too.
+func caseAllOrNoneUnderConcurrency(t *testing.T, s storeUnderTest) {
+	const limit, doomed, alone = 20, 300, 100
+	for trial := range trials {
+		full := ratelimit.Rule{Name: "login_account", ID: fmt.Sprintf("full%d@example.com", trial), Limit: ratelimit.PerMinute(1), Lockable: true}
+		shared := ratelimit.Rule{Name: "login_ip", ID: sameSlot(t, full, "login_ip"), Limit: ratelimit.PerMinute(limit)}
+		if d := decide(t, s, full); !d.Allowed {
+			t.Fatalf("first request of the account: %+v", d)
+		}
+		got := burst(t, doomed+alone, func(i int) (bool, error) {
+			rules := []ratelimit.Rule{shared}
+			if i%4 != 0 {
+				rules = append(rules, full)
+			}
+			d, err := s.AllowAll(t.Context(), rules...)
+			if err == nil && d.Allowed && len(rules) > 1 {
+				return false, fmt.Errorf("admitted past a full rule: %+v", d)
+			}
+			return d.Allowed, err
+		})
+		if got != limit {
+			t.Fatalf("trial %d: %d requests for the address alone, racing %d rejected ones that also named it: admitted %d, want exactly its limit %d",
+				trial, alone, doomed, got, limit)
+		}
+		d := decide(t, s, shared)
+		if d.Allowed || d.Results[0].Count != limit {
+			t.Fatalf("trial %d: the address after the race: %+v; want full, holding exactly the %d admitted", trial, d, limit)
+		}
+		d = decide(t, s, shared, full)
+		if d.Results[1].Count != 1 {
+			t.Fatalf("trial %d: the account after the race: %+v; want its one admission", trial, d)
+		}
+	}
+}
+
+// sameSlot returns an identity for a rule named name whose keys share the
+// Redis Cluster slot of r's.
+func sameSlot(t *testing.T, r ratelimit.Rule, name string) string {
+	t.Helper()
+	of := func(name, id string) int {
+		k, err := ratelimit.NewKeys("", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ratelimit.Slot(k.Log(id))
+	}
+	want := of(r.Name, r.ID)
+	for i := range 1 << 22 {
+		if id := fmt.Sprintf("192.0.2.%d", i); of(name, id) == want {
+			return id
+		}
+	}
+	t.Fatal("no identity found in the slot")
+	return ""
 }
 
 // The windows of the cases that wait are short enough to keep the suite
@@ -761,8 +825,8 @@ func caseExpiry(t *testing.T, s storeUnderTest) {
 	memory := p.Memory
 	// Seconds, not milliseconds: every key must still be there when the
 	// keys are listed, however loaded the machine running the test is.
-	short := ratelimit.Limit{Count: 5, Window: time.Second}
-	long := ratelimit.Limit{Count: 5, Window: 2 * time.Second}
+	short := ratelimit.Limit{Count: 5, Window: 2 * time.Second}
+	long := ratelimit.Limit{Count: 5, Window: 3 * time.Second}
 	// Every kind of record: logs, failures and attempts, a lock and its
 	// level, a held lock.
 	decide(t, s, ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: short},

@@ -775,7 +775,7 @@ func TestStatsJSONShape(t *testing.T) {
 	_, body := getStats(t, admin, base, "1h")
 	want := []string{"period", "from", "to", "attempts", "successes", "failures", "invalid", "unavailable",
 		"degraded", "failure_policy", "counters_unavailable", "rejected", "rejected_by_rule", "lockouts",
-		"active_lockouts", "reset_requests", "reset_mails_dropped", "top_sources", "top_accounts", "per_minute", "attack", "applications"}
+		"active_lockouts", "reset_requests", "reset_mails_dropped", "webhooks_dropped", "top_sources", "top_accounts", "per_minute", "attack", "applications"}
 	if got := jsonKeys(t, []byte(body)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("keys %v\nwant %v", got, want)
 	}
@@ -788,7 +788,7 @@ func TestStatsJSONShape(t *testing.T) {
 		"failures": "float64", "invalid": "float64", "unavailable": "float64", "degraded": "bool",
 		"failure_policy": "string", "counters_unavailable": "bool", "rejected": "float64",
 		"rejected_by_rule": "map[string]interface {}", "lockouts": "float64", "active_lockouts": "float64",
-		"reset_requests": "float64", "reset_mails_dropped": "float64", "top_sources": "[]interface {}",
+		"reset_requests": "float64", "reset_mails_dropped": "float64", "webhooks_dropped": "float64", "top_sources": "[]interface {}",
 		"top_accounts": "[]interface {}", "per_minute": "[]interface {}", "attack": "map[string]interface {}",
 		"applications": "[]interface {}",
 	}

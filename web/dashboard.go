@@ -58,6 +58,7 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 		Lockouts:            sum.Lockouts,
 		ResetRequests:       sum.ResetRequests,
 		MailsDropped:        sum.MailsDropped,
+		WebhooksDropped:     sum.WebhooksDropped,
 		TopSources:          ranked(d.TopSources),
 		TopAccounts:         ranked(d.TopAccounts),
 		Attack:              attackProps(d.Attack, d.AsOf),
@@ -134,6 +135,9 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 			parts = append(parts, "until "+until.UTC().Format("2 Jan 15:04 UTC"))
 		}
 		row.Detail = strings.Join(parts, ", ")
+	case auth.EventLockoutEnded:
+		row.What = "Lockout ended"
+		row.Detail = "Its time ran out"
 	case auth.EventUnlock:
 		row.What = "Lockout lifted"
 		by := e.Detail["by"]

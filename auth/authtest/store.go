@@ -529,6 +529,25 @@ func (s *Store) ClearLockout(_ context.Context, account string, at time.Time, by
 	return nil
 }
 
+// EndLockouts implements auth.LockoutLog.
+func (s *Store) EndLockouts(_ context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ended []int // the first to end first, as Postgres takes them
+	for i, l := range s.lockouts {
+		if !l.cleared && !l.LockedUntil.After(now) {
+			ended = append(ended, i)
+		}
+	}
+	slices.SortFunc(ended, func(a, b int) int { return s.lockouts[a].LockedUntil.Compare(s.lockouts[b].LockedUntil) })
+	var out []auth.Lockout
+	for _, i := range ended[:min(limit, len(ended))] {
+		s.lockouts[i].cleared, s.lockouts[i].by = true, auth.LockoutExpired
+		out = append(out, s.lockouts[i].Lockout)
+	}
+	return out, nil
+}
+
 // LockoutListed implements auth.LockoutLog.
 func (s *Store) LockoutListed(_ context.Context, account string, now time.Time) (bool, error) {
 	s.mu.Lock()

@@ -489,6 +489,39 @@ var storeCases = []struct {
 			t.Errorf("ActiveLockouts after clearing ann = %+v", got)
 		}
 	}},
+	{"a lockout whose time ran out is ended once, and one cleared early never", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		for _, l := range []auth.Lockout{
+			{Account: "ann@example.com", UserID: u.ID, Level: 1, Failures: 10, LockedAt: base.Add(-time.Hour), LockedUntil: base},
+			{Account: "bob@example.com", Level: 1, Failures: 10, LockedAt: base.Add(-time.Hour), LockedUntil: base.Add(-time.Minute)},
+			{Account: "cleared@example.com", Level: 1, Failures: 10, LockedAt: base.Add(-time.Hour), LockedUntil: base.Add(time.Minute)},
+			{Account: "later@example.com", Level: 1, Failures: 10, LockedAt: base, LockedUntil: base.Add(time.Second)},
+		} {
+			mustNil(t, s.RecordLockout(t.Context(), l))
+		}
+		mustNil(t, s.ClearLockout(t.Context(), "cleared@example.com", base, "cli"))
+		first, err := s.EndLockouts(t.Context(), base.Add(time.Minute), 1)
+		if err != nil || len(first) != 1 || first[0].Account != "bob@example.com" {
+			t.Fatalf("EndLockouts with limit 1 = %+v, %v; want bob's, the first to end", first, err)
+		}
+		rest, err := s.EndLockouts(t.Context(), base.Add(time.Minute), 10)
+		if err != nil || len(rest) != 2 {
+			t.Fatalf("EndLockouts = %+v, %v; want ann's and later's", rest, err)
+		}
+		got := map[string]auth.Lockout{}
+		for _, l := range rest {
+			got[l.Account] = l
+		}
+		if a := got["ann@example.com"]; a.UserID != u.ID || a.Level != 1 || !a.LockedUntil.Equal(base) {
+			t.Errorf("ann's ended lockout = %+v", a)
+		}
+		if _, ok := got["later@example.com"]; !ok {
+			t.Errorf("EndLockouts = %+v, missing later's", rest)
+		}
+		if again, err := s.EndLockouts(t.Context(), base.Add(time.Hour), 10); err != nil || len(again) != 0 {
+			t.Errorf("EndLockouts a second time = %+v, %v; want none", again, err)
+		}
+	}},
 	{"sweeping removes only what is older than the cutoff", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		old, cutoff := base.Add(-2*time.Hour), base.Add(-time.Hour)

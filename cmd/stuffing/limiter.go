@@ -321,7 +321,7 @@ func (b *bursts) clean(ctx context.Context, naiveKey, seedKey, seqKey string, ru
 		return err
 	}
 	_, err = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range []string{naiveKey, seedKey, seqKey, keys.Key(rule.ID, "")} {
+		for _, k := range []string{naiveKey, seedKey, seqKey, keys.Log(rule.ID)} {
 			p.Unlink(ctx, k)
 		}
 		return nil

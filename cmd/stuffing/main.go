@@ -8,6 +8,8 @@
 //	stuffing distributed  a leaked credential list from a botnet that uses
 //	                   each address once or twice, beside returning and
 //	                   new-device users: takeovers and attack mode
+//	stuffing limiter-compare  XCloak's limiter beside redis_rate and a
+//	                   trivial script, interleaved round by round: ratios
 //	stuffing memory    Redis memory per tracked attacker address
 //	stuffing hello     a bare Go handler: the HTTP ceiling of this machine
 //	stuffing compare   wrk against XCloak's answers and a bare Go handler,

@@ -184,7 +184,7 @@ func (m memoryRun) limiterRow(ctx context.Context, attempts int) (memoryRow, err
 	var sum int64
 	n := min(m.samples, m.ips)
 	for i := range n {
-		u, err := m.rdb.MemoryUsage(ctx, keys.Key(attackerIP(i*m.ips/n), ""), 0).Result()
+		u, err := m.rdb.MemoryUsage(ctx, keys.Log(attackerIP(i*m.ips/n)), 0).Result()
 		if err != nil {
 			return memoryRow{}, fmt.Errorf("MEMORY USAGE: %w", err)
 		}

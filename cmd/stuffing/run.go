@@ -26,6 +26,9 @@ Commands:
   distributed
             a botnet's leaked list, each address used twice, against a running
             XCloak: takeovers, attack mode, returning and new-device users
+  limiter-compare
+            XCloak's limiter, redis_rate and a trivial script, round by round:
+            decisions/s and median ratios
   memory    Redis memory per tracked attacker address at the default limit
   hello     serves a bare Go handler, the HTTP ceiling to compare with
   compare   wrk against XCloak's rejections, forward-auth and decision API and
@@ -56,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = httpCommand(ctx, rest, stdout, stderr)
 	case "distributed":
 		err = distributedCommand(ctx, rest, stdout, stderr)
+	case "limiter-compare":
+		err = limiterCompareCommand(ctx, rest, stdout, stderr)
 	case "memory":
 		err = memoryCommand(ctx, rest, stdout, stderr)
 	case "hello":

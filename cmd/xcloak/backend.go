@@ -129,6 +129,10 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	if checker != nil {
 		logger.Info("breached passwords checked", "timeout_seconds", cfg.BreachedTimeout.Seconds())
 	}
+	hook, err := newWebhooks(cfg, logger, metrics, rdb)
+	if err != nil {
+		return nil, err
+	}
 	xc, err := app.New(cfg.Auth, app.Deps{
 		Postgres:   pool,
 		Redis:      rdb,
@@ -140,6 +144,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		Metrics:    metrics,
 		Breached:   checker,
 		Attack:     cfg.Attack,
+		Hook:       hook,
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -353,6 +354,7 @@ type stage struct {
 	cmd        string
 	runs       []string
 	copies     []string // the arguments of each COPY
+	args       []string // the names each ARG declares
 }
 
 type dockerfile struct {
@@ -419,6 +421,9 @@ func readDockerfile(path string) (dockerfile, error) {
 			cur.runs = append(cur.runs, args)
 		case "COPY":
 			cur.copies = append(cur.copies, args)
+		case "ARG":
+			name, _, _ := strings.Cut(args, "=")
+			cur.args = append(cur.args, name)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -591,14 +596,17 @@ func TestDockerfileFinalStage(t *testing.T) {
 }
 
 // TestDockerfileBuildIsStatic runs the build stage's go build, word for
-// word, and checks that the binary needs no dynamic loader: the final image
-// has none.
+// word, and checks that the binary needs no dynamic loader (the final image
+// has none), is stripped, and reports the VERSION build argument as its
+// version.
 func TestDockerfileBuildIsStatic(t *testing.T) {
 	d := mustReadDockerfile(t)
 	var gb goBuild
 	var err error
+	var build *stage
 	for _, s := range d.stages[:len(d.stages)-1] {
 		if gb, err = findGoBuild(s); err == nil {
+			build = s
 			break
 		}
 	}
@@ -608,15 +616,22 @@ func TestDockerfileBuildIsStatic(t *testing.T) {
 	if !slices.Contains(gb.env, "CGO_ENABLED=0") {
 		t.Errorf("go build environment = %q, want CGO_ENABLED=0", gb.env)
 	}
-	for _, want := range []string{"-trimpath", "-ldflags=-s -w"} {
+	const ldflags = "-ldflags=-s -w -X main.version=${VERSION}"
+	for _, want := range []string{"-trimpath", ldflags} {
 		if !slices.Contains(gb.args, want) {
 			t.Errorf("go build arguments = %q, want %q", gb.args, want)
 		}
+	}
+	if !slices.Contains(build.args, "VERSION") {
+		t.Errorf("the build stage declares ARG %q, want VERSION", build.args)
 	}
 
 	out := filepath.Join(t.TempDir(), "xcloak")
 	args := slices.Clone(gb.args)
 	args[slices.Index(args, "-o")+1] = out
+	// What docker build --build-arg VERSION=... makes of it.
+	const release = "v0.0.0-dockerfile-test"
+	args[slices.Index(args, ldflags)] = strings.ReplaceAll(ldflags, "${VERSION}", release)
 	cmd := exec.Command("go", append([]string{"build"}, args...)...)
 	cmd.Dir = repoRoot
 	// The image is Linux whatever the machine building it.
@@ -640,5 +655,15 @@ func TestDockerfileBuildIsStatic(t *testing.T) {
 	}
 	if f.Section(".symtab") != nil {
 		t.Errorf("binary has a symbol table; -ldflags=-s should strip it")
+	}
+	if runtime.GOOS != "linux" {
+		return // the binary is Linux's
+	}
+	version, err := exec.Command(out, "version").Output()
+	if err != nil {
+		t.Fatalf("xcloak version: %v", err)
+	}
+	if first, _, _ := strings.Cut(string(version), "\n"); first != "version:   "+release {
+		t.Errorf("xcloak version printed %q first, want the build argument's %q", first, release)
 	}
 }

@@ -76,6 +76,8 @@ type config struct {
 	Auth auth.Config
 	// Attack is when attack mode is entered and left.
 	Attack attack.Config
+	// Webhook is where security events of interest are POSTed (webhook.go).
+	Webhook webhookConfig
 }
 
 // The values of XCLOAK_METRICS_ADDR that name no address.
@@ -129,7 +131,7 @@ func (s setting) shownDefault() string {
 // settings is every setting, in the order --help and README list them. The
 // defaults of the service's behaviour come from auth.DefaultConfig, so they
 // are stated in one place.
-var settings = append(newSettings(auth.DefaultConfig()), attackSettings(attack.DefaultConfig())...)
+var settings = append(append(newSettings(auth.DefaultConfig()), attackSettings(attack.DefaultConfig())...), webhookSettings()...)
 
 func newSettings(d auth.Config) []setting {
 	// limit is the setting of a rule's limit: XCLOAK_LIMIT_<NAME> and
@@ -580,6 +582,9 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 	}
 	if err := cfg.Attack.Validate(); err != nil {
 		return config{}, fmt.Errorf("XCLOAK_ATTACK_*: %w", err)
+	}
+	if err := cfg.Webhook.check(); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
 }

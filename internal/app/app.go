@@ -46,6 +46,9 @@ type Deps struct {
 	// Attack is when attack mode is entered and left; the zero Config
 	// means attack.DefaultConfig.
 	Attack attack.Config
+	// Hook hears every security-event row once written, the attack
+	// watch's too (package webhook); the service runs it. nil: none.
+	Hook auth.EventHook
 }
 
 // App is XCloak assembled: the service and what the dashboard reads. Its
@@ -89,9 +92,9 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 	}
 	// Attack mode's events are written by the watch, not the service's
 	// recorder, so they join the audit stream here.
-	var attackEvents auth.EventStore = store
+	attackEvents := auth.HookedEvents(store, d.Hook)
 	if cfg.AuditLog {
-		attackEvents = auth.AuditedEvents(store, d.Logger)
+		attackEvents = auth.AuditedEvents(attackEvents, d.Logger)
 	}
 	watch, err := attack.New(acfg, attack.Deps{
 		Redis: d.Redis, Prefix: d.KeyPrefix, Events: attackEvents, Logger: d.Logger, Metrics: d.Metrics, Now: d.Now,
@@ -114,6 +117,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Activity: store,
 		Apps:     store,
 		Users:    store,
+		Hook:     d.Hook,
 	})
 	if err != nil {
 		return nil, err

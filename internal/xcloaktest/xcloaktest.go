@@ -76,6 +76,9 @@ type Options struct {
 	// Logger is the service's logger, the audit stream's included; nil:
 	// nothing is logged.
 	Logger *slog.Logger
+
+	// Hook hears every security-event row once written; nil: none.
+	Hook auth.EventHook
 }
 
 // secret is the service secret tests use.
@@ -123,7 +126,7 @@ func New(t testing.TB, o Options) *Env {
 		o.Attack(&atk)
 	}
 	xc, err := app.New(acfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
-		Breached: o.Breached, Attack: atk, Now: o.Now, Logger: o.Logger})
+		Breached: o.Breached, Attack: atk, Now: o.Now, Logger: o.Logger, Hook: o.Hook})
 	if err != nil {
 		t.Fatal(err)
 	}

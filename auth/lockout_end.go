@@ -1,0 +1,54 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// lockoutEndInterval is how often the lockouts whose time ran out are
+// looked for: a lockout_ended event comes at most this late.
+const lockoutEndInterval = 15 * time.Second
+
+// lockoutEndBatch bounds the lockouts one call ends.
+const lockoutEndBatch = 1000
+
+// runLockoutEnds records, every lockoutEndInterval until ctx is done, the
+// lockouts whose time ran out. Every replica runs it; the lockout log
+// hands each lockout to one of them (LockoutLog.EndLockouts), so each
+// ending is recorded once.
+func (s *Service) runLockoutEnds(ctx context.Context) {
+	t := time.NewTicker(lockoutEndInterval)
+	defer t.Stop()
+	for {
+		if _, err := s.endLockouts(ctx); err != nil && ctx.Err() == nil {
+			s.metrics.dbErrors.Inc()
+			s.log.WarnContext(ctx, "recording lockouts that ended", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// endLockouts records an EventLockoutEnded for each lockout whose time ran
+// out, and returns how many.
+func (s *Service) endLockouts(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		ended, err := s.store.EndLockouts(ctx, s.now(), lockoutEndBatch)
+		for _, l := range ended {
+			detail := map[string]string{"level": fmt.Sprint(l.Level), "until": l.LockedUntil.UTC().Format(time.RFC3339)}
+			if app, ok := appOf(l.Account); ok {
+				detail["app"] = app
+			}
+			s.record(Event{At: l.LockedUntil, Kind: EventLockoutEnded, Account: l.Account, UserID: l.UserID, Detail: detail})
+		}
+		total += len(ended)
+		if err != nil || len(ended) < lockoutEndBatch {
+			return total, err
+		}
+	}
+}

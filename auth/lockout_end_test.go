@@ -1,0 +1,120 @@
+package auth_test
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// heard is an EventHook that keeps the rows it hears.
+type heard struct {
+	mu   sync.Mutex
+	rows []auth.Event
+}
+
+func (h *heard) EventsWritten(rows []auth.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rows = append(h.rows, rows...)
+}
+
+func (h *heard) Run(ctx context.Context) { <-ctx.Done() }
+
+func (h *heard) of(kind string) []auth.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []auth.Event
+	for _, e := range h.rows {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestLockoutEndedOnceAcrossReplicas: two replicas on the same stores,
+// both looking for lockouts that ran out at the same moment, record the
+// end of each once between them, and their hooks hear it once; a lockout
+// ended early by an administrator is never "ended" again.
+func TestLockoutEndedOnceAcrossReplicas(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	lockout := func(c *auth.Config) { c.Lockout.Threshold = 2 }
+	h1, h2 := &heard{}, &heard{}
+	a := xcloaktest.New(t, xcloaktest.Options{Now: clock, Hook: h1, Auth: lockout})
+	b := a.Replica(t, xcloaktest.Options{Now: clock, Hook: h2, Auth: lockout})
+	const accounts = 20
+	emails := make([]string, accounts)
+	for i := range emails {
+		emails[i] = "user" + string(rune('a'+i)) + "@example.com"
+		a.AddUser(t, emails[i], "correct horse battery staple", false)
+		// A network each, under the limits per network.
+		client := auth.Client{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
+		// Two different wrong passwords (a retyped one counts once), never
+		// the same on two accounts (that is spraying).
+		for _, wrong := range []string{emails[i] + " one", emails[i] + " two"} {
+			if _, err := a.Service.Login(t.Context(), auth.LoginRequest{Email: emails[i], Password: wrong, Client: client}); err == nil {
+				t.Fatal("a wrong password signed in")
+			}
+		}
+	}
+	if _, err := a.Service.Unlock(t.Context(), emails[0], "admin:boss@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	a.Flush(t)
+	if n := len(h1.of(auth.EventLockout)); n != accounts {
+		t.Fatalf("%d lockouts heard, want %d", n, accounts)
+	}
+
+	mu.Lock()
+	now = now.Add(time.Hour) // every lockout has run out
+	mu.Unlock()
+	var wg sync.WaitGroup
+	ended := make([]int, 2)
+	for i, svc := range []*auth.Service{a.Service, b.Service} {
+		wg.Go(func() {
+			n, err := auth.EndLockouts(svc, t.Context())
+			if err != nil {
+				t.Error(err)
+			}
+			ended[i] = n
+		})
+	}
+	wg.Wait()
+	a.Flush(t)
+	b.Flush(t)
+	if ended[0]+ended[1] != accounts-1 {
+		t.Errorf("the replicas ended %v lockouts, want %d between them", ended, accounts-1)
+	}
+	seen := map[string]int{}
+	for _, e := range append(h1.of(auth.EventLockoutEnded), h2.of(auth.EventLockoutEnded)...) {
+		seen[e.Account]++
+		if e.Detail["until"] == "" || e.Detail["level"] != "1" {
+			t.Errorf("lockout_ended %+v lacks its until or level", e)
+		}
+	}
+	if seen[emails[0]] != 0 {
+		t.Errorf("the lockout an administrator ended was ended again")
+	}
+	for _, email := range emails[1:] {
+		if seen[email] != 1 {
+			t.Errorf("%s: lockout_ended heard %d times, want 1", email, seen[email])
+		}
+	}
+	var rows int
+	if err := a.DB.QueryRow(t.Context(), `SELECT count(*) FROM security_events WHERE kind = $1`, auth.EventLockoutEnded).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != accounts-1 {
+		t.Errorf("%d lockout_ended rows, want %d", rows, accounts-1)
+	}
+	if n, err := auth.EndLockouts(b.Service, t.Context()); err != nil || n != 0 {
+		t.Errorf("a second round ended %d, %v; want none", n, err)
+	}
+}

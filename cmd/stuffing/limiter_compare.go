@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	mathrand "math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/cli"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+const limiterCompareDescription = `Measures decisions per second of XCloak's limiter beside redis_rate and a
+trivial script, interleaved: in each cell (callers x identities) every round
+runs each contender once for --duration, in an order shuffled with --seed,
+and the report gives the median of the per-round ratios. On a machine shared
+with other work a quiet or a noisy moment then touches every contender alike.
+
+Contenders:
+  allow       XCloak's Limiter.Allow, one rule
+  signin      XCloak's Limiter.AllowAll with the rules an IPv4 sign-in with a
+              password passes (login_ip, login_network, login_account and
+              login_password, the last two lockable), each at --limit
+  redis_rate  github.com/go-redis/redis_rate/v10 (GCRA), Allow at --limit
+  evalsha     a script that only returns 1, with one key: the ceiling
+
+Every limit is --limit per minute. With 1 identity every decision after the
+limit's is a rejection; with 100,000 nearly every one is an admission. The
+keys live under a run prefix in the Redis of --redis (database 15 by
+default, which tests do not use) and are deleted at the end.
+`
+
+// defaultCompareRedisURL keeps a comparison's keys out of the database the
+// tests scan.
+const defaultCompareRedisURL = "redis://127.0.0.1:6379/15"
+
+// Limiter contender names.
+const (
+	lcAllow     = "allow"
+	lcSignIn    = "signin"
+	lcRedisRate = "redis_rate"
+	lcEvalSHA   = "evalsha"
+)
+
+var lcContenders = []string{lcAllow, lcSignIn, lcRedisRate, lcEvalSHA}
+
+// lcRatios are the ratios the report gives, numerator over denominator.
+var lcRatios = [][2]string{
+	{lcAllow, lcRedisRate},
+	{lcAllow, lcEvalSHA},
+	{lcSignIn, lcEvalSHA},
+	{lcSignIn, lcAllow},
+}
+
+// redisRatePrefix is what redis_rate puts before every key it is given.
+const redisRatePrefix = "rate:"
+
+// trivialLimiterScript is the cheapest script with one key.
+var trivialLimiterScript = redis.NewScript("return 1")
+
+// limiterCell is one cell of the comparison: how many callers at once
+// over how many identities, and what each round measured.
+type limiterCell struct {
+	Clients int `json:"clients"`
+	Keys    int `json:"keys"`
+	// Orders is the order of the contenders in each round.
+	Orders [][]string `json:"orders"`
+	// Rates is decisions per second of each contender, one per round.
+	Rates map[string][]float64 `json:"decisions_per_second"`
+	// MedianRates is the median of each contender's Rates.
+	MedianRates map[string]float64 `json:"median_decisions_per_second"`
+	// Ratios holds, under "a/b", a's rate over b's in each round, and
+	// MedianRatios their medians: the comparison's figures.
+	Ratios       map[string][]float64 `json:"ratios"`
+	MedianRatios map[string]float64   `json:"median_ratios"`
+}
+
+// limiterCompareReport is what "stuffing limiter-compare" prints.
+type limiterCompareReport struct {
+	Redis      string        `json:"redis"`
+	Seed       uint64        `json:"seed"`
+	Rounds     int           `json:"rounds"`
+	Duration   string        `json:"duration_per_run"`
+	Limit      string        `json:"limit"`
+	CPUs       int           `json:"cpus"`
+	LoadBefore string        `json:"load_average_before"`
+	LoadAfter  string        `json:"load_average_after"`
+	Cells      []limiterCell `json:"cells"`
+}
+
+func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("stuffing", "limiter-compare", "[flags]", limiterCompareDescription)
+	redisURL := fs.String("redis", defaultCompareRedisURL, "`URL` of the Redis to measure")
+	rounds := fs.Int("rounds", 5, "rounds per cell, each running every contender once (`n`)")
+	duration := fs.Duration("duration", 2*time.Second, "how long each contender runs in each round (10ms to 1m)")
+	clients := intList{1, 64}
+	fs.Var(&clients, "clients", "comma-separated `counts` of callers at once, one cell each")
+	keys := intList{1, 100_000}
+	fs.Var(&keys, "keys", "comma-separated `counts` of identities the calls cycle over, one cell each")
+	limit := fs.Int("limit", 10, "requests per minute each rule admits (`n`)")
+	seed := fs.Uint64("seed", 0, "seed of the rounds' order; 0 picks one, which the report prints")
+	jsonOut := fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
+	base := fs.String("key-prefix", "stuffing:compare:", "start of the run's key `prefix`; random hex and ':' are added")
+	allow := fs.Bool("allow-non-loopback", false, "allow a Redis that is not on this machine's loopback")
+	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	switch {
+	case *rounds < 1 || *rounds > maxTrials:
+		return badFlag(stderr, "--rounds %d out of range 1..%d", *rounds, maxTrials)
+	case *limit < 1 || *limit > ratelimit.MaxCount:
+		return badFlag(stderr, "--limit %d out of range 1..%d", *limit, ratelimit.MaxCount)
+	}
+	for _, c := range clients {
+		if c > maxWorkers {
+			return badFlag(stderr, "--clients %d above %d", c, maxWorkers)
+		}
+	}
+	for _, k := range keys {
+		if k > 1_000_000 {
+			return badFlag(stderr, "--keys %d above 1000000", k)
+		}
+	}
+	if err := inBounds("duration", *duration, 10*time.Millisecond, time.Minute); err != nil {
+		return badFlag(stderr, "%v", err)
+	}
+	prefix, err := newRunPrefix(*base)
+	if err != nil {
+		return badFlag(stderr, "%v", err)
+	}
+	if *seed == 0 {
+		*seed = randomUint64()%1_000_000_000 + 1
+	}
+	rdb, where, err := redisTarget{url: *redisURL, pool: 2 * slices.Max(clients), allow: *allow}.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	progress := stdout
+	if *jsonOut {
+		progress = stderr
+	}
+	lc, err := newLimiterComparison(rdb, prefix, *limit)
+	if err != nil {
+		return err
+	}
+	rep := limiterCompareReport{Redis: where, Seed: *seed, Rounds: *rounds, Duration: duration.String(),
+		Limit: ratelimit.PerMinute(*limit).String(), CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
+	rng := mathrand.New(mathrand.NewPCG(*seed, 0))
+	var runErr error
+	for _, k := range keys {
+		for _, c := range clients {
+			cell, err := lc.cell(ctx, rng, c, k, *rounds, *duration, progress)
+			if err != nil {
+				runErr = err
+				break
+			}
+			rep.Cells = append(rep.Cells, cell)
+		}
+		if runErr != nil {
+			break
+		}
+	}
+	rep.LoadAfter = loadAverage()
+	// Clean up even after a failure or an interrupt, on a fresh context.
+	cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	_, cleanErr := deletePrefixed(cleanCtx, rdb, prefix)
+	if _, err := deletePrefixed(cleanCtx, rdb, redisRatePrefix+prefix); cleanErr == nil {
+		cleanErr = err
+	}
+	if err := errors.Join(runErr, cleanErr); err != nil {
+		return err
+	}
+	if *jsonOut {
+		return writeJSON(stdout, rep)
+	}
+	fmt.Fprintln(stdout)
+	rep.print(stdout, prefix)
+	return nil
+}
+
+// limiterComparison holds the contenders of one run.
+type limiterComparison struct {
+	decide map[string]func(ctx context.Context, id string) error
+}
+
+func newLimiterComparison(rdb redis.UniversalClient, prefix string, limit int) (*limiterComparison, error) {
+	l, err := ratelimit.NewLimiter(rdb, prefix)
+	if err != nil {
+		return nil, err
+	}
+	gcra := redis_rate.NewLimiter(rdb)
+	lim := ratelimit.PerMinute(limit)
+	return &limiterComparison{decide: map[string]func(context.Context, string) error{
+		lcAllow: func(ctx context.Context, id string) error {
+			_, err := l.Allow(ctx, ratelimit.Rule{Name: "compare_allow", ID: id, Limit: lim})
+			return err
+		},
+		// The rules of an IPv4 sign-in with a password (auth/rules.go,
+		// FlowSignIn): the address, its /24, the account and the
+		// password, the last two lockable. Their own names, so that each
+		// keeps its own keys, as in a sign-in.
+		lcSignIn: func(ctx context.Context, id string) error {
+			_, err := l.AllowAll(ctx,
+				ratelimit.Rule{Name: auth.RuleLoginIP, ID: id, Limit: lim},
+				ratelimit.Rule{Name: auth.RuleLoginNetwork, ID: id, Limit: lim},
+				ratelimit.Rule{Name: auth.RuleLoginAccount, ID: id, Limit: lim, Lockable: true},
+				ratelimit.Rule{Name: auth.RuleLoginPassword, ID: id, Limit: lim, Lockable: true})
+			return err
+		},
+		lcRedisRate: func(ctx context.Context, id string) error {
+			_, err := gcra.Allow(ctx, prefix+"gcra:"+id, redis_rate.PerMinute(limit))
+			return err
+		},
+		lcEvalSHA: func(ctx context.Context, id string) error {
+			return trivialLimiterScript.Run(ctx, rdb, []string{prefix + "trivial:" + id}).Err()
+		},
+	}}, nil
+}
+
+// cell measures every contender in rounds with clients callers over keys
+// identities. Each contender walks its own identities in order, across
+// rounds, so that all of them see the same mix of admissions and
+// rejections.
+func (lc *limiterComparison) cell(ctx context.Context, rng *mathrand.Rand, clients, keys, rounds int, d time.Duration, progress io.Writer) (limiterCell, error) {
+	c := limiterCell{Clients: clients, Keys: keys, Rates: map[string][]float64{}, MedianRates: map[string]float64{},
+		Ratios: map[string][]float64{}, MedianRatios: map[string]float64{}}
+	ids := make([]string, keys)
+	for i := range ids {
+		ids[i] = "id" + strconv.Itoa(i)
+	}
+	next := map[string]*atomic.Int64{}
+	for _, name := range lcContenders {
+		next[name] = new(atomic.Int64)
+		// A first short run opens the connections and loads the scripts.
+		if _, err := lc.measure(ctx, name, clients, min(d, 200*time.Millisecond), ids, new(atomic.Int64)); err != nil {
+			return c, err
+		}
+	}
+	fmt.Fprintf(progress, "%s, %s:", plural(clients, "client"), plural(keys, "key"))
+	for range rounds {
+		order := append([]string(nil), lcContenders...)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		c.Orders = append(c.Orders, order)
+		rates := map[string]float64{}
+		for _, name := range order {
+			r, err := lc.measure(ctx, name, clients, d, ids, next[name])
+			if err != nil {
+				return c, err
+			}
+			rates[name] = r
+			c.Rates[name] = append(c.Rates[name], r)
+		}
+		for _, p := range lcRatios {
+			k := p[0] + "/" + p[1]
+			c.Ratios[k] = append(c.Ratios[k], rates[p[0]]/rates[p[1]])
+		}
+		fmt.Fprintf(progress, " %.2fx", rates[lcAllow]/rates[lcRedisRate])
+	}
+	fmt.Fprintln(progress, " (allow/redis_rate per round)")
+	for name, rs := range c.Rates {
+		c.MedianRates[name] = median(rs)
+	}
+	for k, rs := range c.Ratios {
+		c.MedianRatios[k] = median(rs)
+	}
+	return c, nil
+}
+
+// measure runs contender name with clients callers for d and returns its
+// decisions per second. next is where the contender's walk over ids is.
+func (lc *limiterComparison) measure(ctx context.Context, name string, clients int, d time.Duration, ids []string, next *atomic.Int64) (float64, error) {
+	decide := lc.decide[name]
+	var (
+		wg    sync.WaitGroup
+		calls atomic.Int64
+		once  sync.Once
+		first error
+	)
+	start := time.Now()
+	end := start.Add(d)
+	for range clients {
+		wg.Go(func() {
+			n := 0
+			for time.Now().Before(end) && ctx.Err() == nil {
+				i := int(next.Add(1)-1) % len(ids)
+				if err := decide(ctx, ids[i]); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+				n++
+			}
+			calls.Add(int64(n))
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if first != nil {
+		return 0, fmt.Errorf("%s: %w", name, first)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return float64(calls.Load()) / elapsed.Seconds(), nil
+}
+
+func (r *limiterCompareReport) print(w io.Writer, prefix string) {
+	fmt.Fprintf(w, "Redis        %s, limit %s\n", r.Redis, r.Limit)
+	fmt.Fprintf(w, "rounds       %d of %s per contender, order shuffled with --seed %d\n", r.Rounds, r.Duration, r.Seed)
+	fmt.Fprintf(w, "load average %s before, %s after (%d CPUs)\n\n", r.LoadBefore, r.LoadAfter, r.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "median of per-round ratios\t"
+	for _, c := range r.Cells {
+		head += fmt.Sprintf("%s, %s\t", plural(c.Clients, "client"), plural(c.Keys, "key"))
+	}
+	fmt.Fprintln(tw, head)
+	for _, p := range lcRatios {
+		line := p[0] + " vs " + p[1] + "\t"
+		for _, c := range r.Cells {
+			line += fmt.Sprintf("%.2fx\t", c.MedianRatios[p[0]+"/"+p[1]])
+		}
+		fmt.Fprintln(tw, line)
+	}
+	fmt.Fprintln(tw, "median decisions/s\t")
+	for _, name := range lcContenders {
+		line := name + "\t"
+		for _, c := range r.Cells {
+			line += thousands(c.MedianRates[name]) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	for _, c := range r.Cells {
+		fmt.Fprintf(w, "%s, %s: allow/redis_rate per round %s\n", plural(c.Clients, "client"), plural(c.Keys, "key"),
+			joinFloats(c.Ratios[lcAllow+"/"+lcRedisRate], twoDecimals))
+	}
+	fmt.Fprintf(w, "keys under %s deleted\n", prefix)
+}
+
+// plural writes n and noun, with an s unless n is 1: "64 clients".
+func plural(n int, noun string) string {
+	s := thousands(float64(n)) + " " + noun
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+)
+
+func TestLimiterCompare(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	stdout, stderr, err := runStuffing(t, "limiter-compare", "--json", "--redis", testenv.RedisURL(), "--key-prefix", prefix,
+		"--rounds", "3", "--duration", "20ms", "--clients", "1,3", "--keys", "1,50", "--seed", "42")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep limiterCompareReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	if rep.Seed != 42 || rep.Rounds != 3 || len(rep.Cells) != 4 {
+		t.Fatalf("report %+v: want seed 42, 3 rounds, 4 cells", rep)
+	}
+	for _, c := range rep.Cells {
+		if len(c.Orders) != 3 {
+			t.Errorf("cell %d clients, %d keys: %d rounds' orders, want 3", c.Clients, c.Keys, len(c.Orders))
+		}
+		for _, order := range c.Orders {
+			if len(order) != len(lcContenders) {
+				t.Errorf("cell %d/%d: round order %v, want every contender once", c.Clients, c.Keys, order)
+			}
+		}
+		for _, name := range lcContenders {
+			if len(c.Rates[name]) != 3 || c.MedianRates[name] <= 0 {
+				t.Errorf("cell %d/%d: %s rates %v, median %v; want 3 positive", c.Clients, c.Keys, name, c.Rates[name], c.MedianRates[name])
+			}
+		}
+		for _, p := range lcRatios {
+			k := p[0] + "/" + p[1]
+			if len(c.Ratios[k]) != 3 || c.MedianRatios[k] <= 0 {
+				t.Errorf("cell %d/%d: ratios %s %v; want 3, median positive", c.Clients, c.Keys, k, c.Ratios[k])
+			}
+		}
+	}
+	// Every key is gone, redis_rate's (under its own "rate:") included.
+	assertNoKeys(t, rdb, prefix)
+	assertNoKeys(t, rdb, "rate:"+prefix)
+}
+
+func TestLimiterCompareFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--rounds", "0"},
+		{"--limit", "0"},
+		{"--duration", "1ms"},
+		{"--clients", "5000"},
+		{"--keys", "2000000"},
+		{"--key-prefix", "a{b}"},
+		{"--redis", "redis://192.0.2.1:6379/15"},
+	} {
+		_, stderr, err := runStuffing(t, append([]string{"limiter-compare"}, args...)...)
+		if err == nil || !strings.Contains(stderr, "stuffing") {
+			t.Errorf("limiter-compare %v: %v, %q; want a clear error", args, err, stderr)
+		}
+	}
+}

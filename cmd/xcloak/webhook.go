@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/counters"
+	"github.com/xcloak/xcloak/webhook"
+)
+
+// webhookConfig is where security events of interest are POSTed.
+type webhookConfig struct {
+	// URLs are the receivers; none: no webhooks.
+	URLs []*url.URL
+	// Secret keys the signatures; set exactly when URLs are.
+	Secret []byte
+}
+
+// webhookSettings are XCLOAK_WEBHOOK_URL and XCLOAK_WEBHOOK_SECRET. The
+// user commands take them too, so that an unlock or a disabling from the
+// command line is sent like one from the dashboard.
+func webhookSettings() []setting {
+	return []setting{
+		{
+			env: "XCLOAK_WEBHOOK_URL", flag: "webhook-url", show: "none", scope: forServe | forUser, fromFile: true,
+			usage: "comma-separated `URLs` to POST security events of interest to, signed with XCLOAK_WEBHOOK_SECRET",
+			set: func(c *config, v string) error {
+				urls, err := parseWebhookURLs(v)
+				c.Webhook.URLs = urls
+				return err
+			},
+		},
+		{
+			env: "XCLOAK_WEBHOOK_SECRET", flag: "webhook-secret", show: "none", scope: forServe | forUser, fromFile: true,
+			usage: "random `key` of at least 32 bytes that signs the webhooks; required with XCLOAK_WEBHOOK_URL. " +
+				"A flag is visible in ps: prefer XCLOAK_WEBHOOK_SECRET_FILE",
+			set: func(c *config, v string) error {
+				if err := checkSecret(v); err != nil {
+					return err
+				}
+				c.Webhook.Secret = []byte(v)
+				return nil
+			},
+		},
+	}
+}
+
+// parseWebhookURLs reads a comma-separated list of absolute http(s) URLs
+// with a host and no user name or password, each listed once. Its errors
+// quote no URL (one may carry a token in its path or query) but its place.
+func parseWebhookURLs(v string) ([]*url.URL, error) {
+	var out []*url.URL
+	seen := map[string]bool{}
+	for i, raw := range strings.Split(v, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			return nil, fmt.Errorf("URL %d of the list is empty", i+1)
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("URL %d of the list is not a URL", i+1)
+		}
+		if err := webhook.CheckURL(u); err != nil {
+			return nil, fmt.Errorf("URL %d of the list: %w", i+1, err)
+		}
+		if seen[u.String()] {
+			return nil, fmt.Errorf("URL %d of the list is listed before", i+1)
+		}
+		seen[u.String()] = true
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// check refuses URLs without a secret, and a secret without URLs (a
+// setting that does nothing is a mistake worth saying at start).
+func (w webhookConfig) check() error {
+	switch {
+	case len(w.URLs) > 0 && w.Secret == nil:
+		return errors.New("XCLOAK_WEBHOOK_URL is set without XCLOAK_WEBHOOK_SECRET (or _FILE): " +
+			"webhooks are always signed; make a secret with openssl rand -hex 32 and give it to the receivers")
+	case len(w.URLs) == 0 && w.Secret != nil:
+		return errors.New("XCLOAK_WEBHOOK_SECRET is set without XCLOAK_WEBHOOK_URL: set the receivers' URLs, or unset the secret")
+	}
+	return nil
+}
+
+// newWebhooks returns the Sender of cfg's webhooks, counting its drops in
+// the dashboard's counters in rdb, or nil when no URL is set; the service
+// runs it. Its metrics are registered on metrics either way. A URL in
+// plain http is allowed, and logged at start: the signature keeps a
+// receiver from taking a forged or replayed event, but the events' accounts
+// and addresses cross the network as they are.
+func newWebhooks(cfg config, logger *slog.Logger, metrics prometheus.Registerer, rdb redis.UniversalClient) (auth.EventHook, error) {
+	if len(cfg.Webhook.URLs) == 0 {
+		if metrics == nil {
+			return nil, nil
+		}
+		return nil, webhook.RegisterMetrics(metrics)
+	}
+	stats, err := counters.New(rdb, cfg.KeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	wc := webhook.DefaultConfig()
+	wc.URLs, wc.Secret = cfg.Webhook.URLs, cfg.Webhook.Secret
+	s, err := webhook.New(wc, webhook.Deps{Logger: logger, Metrics: metrics, Dropped: stats})
+	if err != nil {
+		return nil, err
+	}
+	hosts := make([]string, len(wc.URLs))
+	for i, u := range wc.URLs {
+		hosts[i] = u.Scheme + "://" + u.Host
+		if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+			logger.Warn("webhook URL in plain http: events, with accounts and addresses, cross the network unencrypted",
+				"url", hosts[i])
+		}
+	}
+	logger.Info("webhooks ready", "receivers", hosts)
+	return s, nil
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/webhook"
+)
+
+const webhookSecret = "9c1e5a7f3b0d2e8c4a6f1b9d7e3c5a0f-hooks"
+
+func loadWebhookConfig(vars map[string]string) (config, error) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	return loadConfig(fs, nil, env(vars), new(bytes.Buffer), new(bytes.Buffer), forServe)
+}
+
+func TestWebhookSettings(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte(webhookSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadWebhookConfig(map[string]string{
+		"XCLOAK_WEBHOOK_URL":         "https://hooks.example.com/xcloak?token=abc, http://alerts.internal:8080/in",
+		"XCLOAK_WEBHOOK_SECRET_FILE": secretFile,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Webhook.URLs) != 2 || cfg.Webhook.URLs[0].String() != "https://hooks.example.com/xcloak?token=abc" ||
+		cfg.Webhook.URLs[1].String() != "http://alerts.internal:8080/in" || string(cfg.Webhook.Secret) != webhookSecret {
+		t.Errorf("webhook config %+v", cfg.Webhook)
+	}
+	if cfg, err := loadWebhookConfig(nil); err != nil || len(cfg.Webhook.URLs) != 0 || cfg.Webhook.Secret != nil {
+		t.Errorf("unset: %+v, %v; want no webhooks", cfg.Webhook, err)
+	}
+
+	for _, tt := range []struct {
+		name    string
+		vars    map[string]string
+		wantErr string
+	}{
+		{"no scheme", map[string]string{"XCLOAK_WEBHOOK_URL": "hooks.example.com/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 1 of the list: webhook: a URL must start with https:// or http://"},
+		{"no host", map[string]string{"XCLOAK_WEBHOOK_URL": "https:///x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 1 of the list: webhook: a URL must name a host"},
+		{"user info", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://u:hunter2@b.example/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 2 of the list: webhook: a URL must not carry a user name or password"},
+		{"empty item", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,,", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 2 of the list is empty"},
+		{"twice", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://a.example/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 2 of the list is listed before"},
+		{"ftp", map[string]string{"XCLOAK_WEBHOOK_URL": "ftp://a.example/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 1 of the list: webhook: a URL must start with"},
+		{"URL without secret", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x"},
+			"XCLOAK_WEBHOOK_URL is set without XCLOAK_WEBHOOK_SECRET"},
+		{"secret without URL", map[string]string{"XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_SECRET is set without XCLOAK_WEBHOOK_URL"},
+		{"secret and file", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret,
+			"XCLOAK_WEBHOOK_SECRET_FILE": secretFile}, "XCLOAK_WEBHOOK_SECRET and XCLOAK_WEBHOOK_SECRET_FILE are both set"},
+		{"short secret", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x", "XCLOAK_WEBHOOK_SECRET": "4f9a1c0e7b2d"},
+			"XCLOAK_WEBHOOK_SECRET: 12 bytes long, want at least 32"},
+		{"weak secret", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x", "XCLOAK_WEBHOOK_SECRET": strings.Repeat("ab", 20)},
+			"XCLOAK_WEBHOOK_SECRET: has only 2 different bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadWebhookConfig(tt.vars)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), webhookSecret) {
+				t.Errorf("err %q quotes a secret", err)
+			}
+		})
+	}
+}
+
+// TestServeSendsSignedWebhooks: through serve, a real lockout is POSTed,
+// signed, to the receiver; and the same event, by "xcloak user unlock",
+// as account.unlocked by cli, sent before the command returns.
+func TestServeSendsSignedWebhooks(t *testing.T) {
+	t.Parallel()
+	got := make(chan webhook.Event, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		if err := webhook.Verify([]byte(webhookSecret), r.Header.Get(webhook.SignatureHeader), body, time.Now()); err != nil {
+			t.Errorf("a webhook's signature: %v", err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var ev webhook.Event
+		if err := json.Unmarshal(body, &ev); err != nil {
+			t.Errorf("body %s: %v", body, err)
+		}
+		got <- ev
+	}))
+	t.Cleanup(receiver.Close)
+
+	vars := storeSettings(t)
+	vars["XCLOAK_WEBHOOK_URL"] = receiver.URL + "/xcloak"
+	vars["XCLOAK_WEBHOOK_SECRET"] = webhookSecret
+	vars["XCLOAK_LOCKOUT_THRESHOLD"] = "3"
+	const email, password = "ann@example.com", "correct horse battery"
+	addUser(t, vars, email, password+"\n")
+	srv := startServe(t, vars)
+	for i := range 3 {
+		signIn(t, srv.base, email, fmt.Sprint("wrong password ", i))
+	}
+	var ev webhook.Event
+	select {
+	case ev = <-got:
+	case <-time.After(time.Minute): // a bound on a hang, not on speed
+		t.Fatal("no webhook for the lockout")
+	}
+	if ev.Type != webhook.TypeLockoutStarted || ev.Data["account"] != email || ev.Data["level"] != "1" || ev.Data["until"] == "" ||
+		ev.Data["source"] != "127.0.0.1" || ev.ID == "" {
+		t.Errorf("first webhook %+v, want ann's lockout.started", ev)
+	}
+
+	if _, stderr, err := xcloak(t, vars, "", "user", "unlock", "--email", email); err != nil {
+		t.Fatalf("user unlock: %v\n%s", err, stderr)
+	}
+	select {
+	case ev = <-got:
+	default:
+		t.Fatal("user unlock returned before its webhook was delivered")
+	}
+	if ev.Type != webhook.TypeAccountUnlocked || ev.Data["account"] != email || ev.Data["by"] != "cli" {
+		t.Errorf("second webhook %+v, want account.unlocked by cli", ev)
+	}
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-got:
+		t.Errorf("a webhook more: %+v", ev)
+	default:
+	}
+}

@@ -1,0 +1,93 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// deliver tries d until t takes it, refuses it, or the attempts run out;
+// if ctx ends first, d is dropped.
+func (s *Sender) deliver(ctx context.Context, t *target, d delivery) {
+	for n := 1; ; n++ {
+		if ctx.Err() != nil {
+			s.drop(t, d, DropShutdown)
+			return
+		}
+		start := time.Now()
+		status, retryAfter, err := s.attempt(ctx, t, d)
+		s.metrics.attemptSeconds.Observe(time.Since(start).Seconds())
+		switch {
+		case err == nil && status/100 == 2:
+			s.metrics.deliveries.WithLabelValues("succeeded").Inc()
+			return
+		case ctx.Err() != nil:
+			s.drop(t, d, DropShutdown)
+			return
+		case err == nil && status != http.StatusTooManyRequests && status/100 != 5:
+			// The receiver refused it (4xx, or a redirect not followed):
+			// sending it again gets the same answer.
+			s.metrics.deliveries.WithLabelValues("failed").Inc()
+			s.log.Warn("webhook delivery refused", "url", t.label, "type", d.typ, "id", d.id, "status", status)
+			return
+		case n >= s.cfg.Attempts:
+			s.metrics.deliveries.WithLabelValues("failed").Inc()
+			s.log.Warn("webhook delivery failed; giving up", "url", t.label, "type", d.typ, "id", d.id,
+				"attempts", n, "status", status, "err", errText(err))
+			return
+		}
+		wait := s.backoff(n)
+		if retryAfter > 0 {
+			wait = min(retryAfter, s.cfg.MaxBackoff)
+		}
+		if s.sleep(ctx, wait) != nil {
+			s.drop(t, d, DropShutdown)
+			return
+		}
+	}
+}
+
+// attempt POSTs d to t once, signed now, and returns the answer's status
+// and its Retry-After (0 if none or not in seconds), or the error that
+// kept it from coming.
+func (s *Sender) attempt(ctx context.Context, t *target, d delivery) (int, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(d.body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "XCloak-Webhook/1")
+	req.Header.Set(SignatureHeader, Sign(s.cfg.Secret, s.now(), d.body))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	// Read a little of the answer, so that the connection can be reused;
+	// the rest is not worth waiting for.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	var retryAfter time.Duration
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		retryAfter = time.Duration(secs) * time.Second
+	}
+	return resp.StatusCode, retryAfter, nil
+}
+
+// errText is err for a log line, "" for none; a URL it quotes is the one
+// already logged.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer within the attempt's time: %v", err)
+	}
+	return err.Error()
+}

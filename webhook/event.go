@@ -1,0 +1,119 @@
+package webhook
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// Event is the JSON body of one delivery.
+type Event struct {
+	// ID is unique per event and the same in every attempt to deliver
+	// it, so that a receiver can drop a retry it already took.
+	ID string `json:"id"`
+	// Type is one of the Type constants.
+	Type string `json:"type"`
+	// Time is when the event happened, RFC 3339 in UTC.
+	Time string `json:"time"`
+	// Data is what else is known of it: "account", "user_id", "source",
+	// "rule" when set, and the event's own detail ("until", "by",
+	// "level", ...). Never a secret: it is what the audit stream writes.
+	Data map[string]string `json:"data"`
+}
+
+// The types of the events sent. They are a contract with receivers: a
+// name never changes meaning.
+const (
+	// TypeLockoutStarted: failed sign-ins locked an account; data
+	// "until" says until when, "level" how many lockouts in a row. With
+	// data "device" "known", only the owner's known browser is locked,
+	// and no lockout.ended follows.
+	TypeLockoutStarted = "lockout.started"
+	// TypeLockoutEnded: a lockout's time ran out; data "until" is when.
+	// A lockout someone ends early is an account.unlocked instead, so
+	// every lockout.started is followed by exactly one of the two (unless
+	// the lockout was not recorded, Postgres being down).
+	TypeLockoutEnded = "lockout.ended"
+	// TypeAccountUnlocked: a lockout was ended early; data "by" is who:
+	// "admin:<email>", "cli", "reset" (a password reset), or "owner" (the
+	// unlock link mailed to the account).
+	TypeAccountUnlocked = "account.unlocked"
+	// TypeAttackStarted and TypeAttackEnded: attack mode was switched on
+	// or off; data "trigger" is "automatic" or "admin", "by" the
+	// administrator, "since" (on ended) when it started.
+	TypeAttackStarted = "attack.started"
+	TypeAttackEnded   = "attack.ended"
+	// TypeSignInHeld: the right password from a browser that is no known
+	// device, held until the owner follows the link mailed to them.
+	TypeSignInHeld = "signin.held"
+	// TypeUserDisabled and TypeUserDeleted: an administrator (data "by")
+	// disabled or deleted an account.
+	TypeUserDisabled = "user.disabled"
+	TypeUserDeleted  = "user.deleted"
+)
+
+// types maps the kinds of security events sent to their types.
+var types = map[string]string{
+	auth.EventLockout:              TypeLockoutStarted,
+	auth.EventLockoutEnded:         TypeLockoutEnded,
+	auth.EventUnlock:               TypeAccountUnlocked,
+	auth.EventUnlockConfirmed:      TypeAccountUnlocked,
+	auth.EventAttackStarted:        TypeAttackStarted,
+	auth.EventAttackEnded:          TypeAttackEnded,
+	auth.EventVerificationRequired: TypeSignInHeld,
+	auth.EventUserDisabled:         TypeUserDisabled,
+	auth.EventUserDeleted:          TypeUserDeleted,
+}
+
+// Types lists every type sent, for documentation and tests.
+func Types() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range types {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// FromAuth returns the Event for security event e, with a new ID, and
+// whether e is of interest at all.
+func FromAuth(e auth.Event) (Event, bool) {
+	typ, ok := types[e.Kind]
+	if !ok {
+		return Event{}, false
+	}
+	data := make(map[string]string, len(e.Detail)+4)
+	for k, v := range e.Detail {
+		data[k] = v
+	}
+	if e.Account != "" {
+		data["account"] = e.Account
+	}
+	if e.UserID != 0 {
+		data["user_id"] = strconv.FormatInt(e.UserID, 10)
+	}
+	if e.Source != "" {
+		data["source"] = e.Source
+	}
+	if e.Rule != "" {
+		data["rule"] = e.Rule
+	}
+	if e.Kind == auth.EventUnlockConfirmed {
+		data["by"] = "owner"
+	}
+	return Event{ID: newID(), Type: typ, Time: e.At.UTC().Format(time.RFC3339Nano), Data: data}, true
+}
+
+// newID is 128 random bits in hex: unique without coordination between
+// replicas.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,356 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// Config is how a Sender delivers; DefaultConfig gives the documented
+// values, URLs and Secret must still be set.
+type Config struct {
+	// URLs are the receivers; each gets every event.
+	URLs []*url.URL
+	// Secret keys the signatures.
+	Secret []byte
+	// Queue bounds the deliveries waiting per URL; past it they are
+	// dropped.
+	Queue int
+	// Workers is how many deliveries to one URL are under way at once.
+	Workers int
+	// Attempts bounds the tries of one delivery.
+	Attempts int
+	// Timeout bounds one attempt, from connecting to the end of the answer.
+	Timeout time.Duration
+	// MinBackoff is the wait before the first retry; each retry doubles
+	// it, up to MaxBackoff, and a full jitter draws the wait from zero to
+	// that. A Retry-After is honoured up to MaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// Flush bounds the time given at shutdown to the deliveries still
+	// queued or under way; the rest are dropped.
+	Flush time.Duration
+}
+
+// DefaultConfig returns the defaults: 1000 deliveries queued and 2
+// workers per URL, 6 attempts of at most 5 seconds each, waits from 1
+// second doubling up to 1 minute, and 10 seconds to flush at shutdown.
+func DefaultConfig() Config {
+	return Config{Queue: 1000, Workers: 2, Attempts: 6, Timeout: 5 * time.Second,
+		MinBackoff: time.Second, MaxBackoff: time.Minute, Flush: 10 * time.Second}
+}
+
+// Deps are a Sender's collaborators; every one may be nil.
+type Deps struct {
+	// Client makes the requests; nil: a client of its own. Its redirects
+	// are never followed, whatever its CheckRedirect.
+	Client *http.Client
+	Logger *slog.Logger
+	// Metrics is where the Sender registers its metrics; nil: nowhere.
+	Metrics prometheus.Registerer
+	// Now is the clock of the signatures; nil: time.Now.
+	Now func() time.Time
+	// Sleep waits d or until ctx is done, before a retry; nil: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Dropped counts dropped deliveries where every replica's dashboard
+	// reads them (package counters); nil: only in the metrics.
+	Dropped DropCounter
+}
+
+// DropCounter counts dropped deliveries in a store the dashboards of
+// every replica read.
+type DropCounter interface {
+	CountWebhooksDropped(ctx context.Context, at time.Time, n int64) error
+}
+
+// Drop reasons, the values of xcloak_webhook_dropped_total's reason.
+const (
+	DropQueueFull = "queue_full" // the URL's queue was full
+	DropShutdown  = "shutdown"   // still queued or under way when the flush at shutdown ran out
+)
+
+// Sender delivers the events of interest to every URL. Build it with New,
+// hand it to auth.Deps.Hook (the service runs it), or call Run yourself.
+type Sender struct {
+	cfg     Config
+	client  *http.Client
+	log     *slog.Logger
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+	dropped DropCounter
+	metrics *metrics
+	targets []*target
+
+	// pendingDrops are drops not yet added to Dropped; droppedTotal
+	// every drop, for the log; shutdownDrops those of the flush at
+	// shutdown, logged once when it ends.
+	pendingDrops, droppedTotal, shutdownDrops atomic.Int64
+}
+
+// target is one receiver: its own queue and workers, so that a dead one
+// never holds up the others.
+type target struct {
+	url   string
+	label string // the URL without its path and query, for logs
+	queue chan delivery
+}
+
+// delivery is one event on its way to one URL.
+type delivery struct {
+	id   string
+	typ  string
+	body []byte
+}
+
+// New checks cfg and returns a Sender. Zero fields of cfg take their
+// defaults.
+func New(cfg Config, d Deps) (*Sender, error) {
+	def := DefaultConfig()
+	if cfg.Queue <= 0 {
+		cfg.Queue = def.Queue
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = def.Workers
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = def.Attempts
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = def.Timeout
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = def.MinBackoff
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(def.MaxBackoff, cfg.MinBackoff)
+	}
+	if cfg.Flush <= 0 {
+		cfg.Flush = def.Flush
+	}
+	if len(cfg.URLs) == 0 {
+		return nil, errors.New("webhook: no URL")
+	}
+	if err := CheckSecret(cfg.Secret); err != nil {
+		return nil, err
+	}
+	s := &Sender{cfg: cfg, log: d.Logger, now: d.Now, sleep: d.Sleep, dropped: d.Dropped}
+	for _, u := range cfg.URLs {
+		if err := CheckURL(u); err != nil {
+			return nil, err
+		}
+		s.targets = append(s.targets, &target{url: u.String(), label: u.Scheme + "://" + u.Host,
+			queue: make(chan delivery, cfg.Queue)})
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.sleep == nil {
+		s.sleep = sleep
+	}
+	client := http.DefaultClient
+	if d.Client != nil {
+		client = d.Client
+	}
+	// A copy, so that the caller's client keeps its own redirect policy:
+	// a receiver that redirects answers the delivery, which is then not
+	// taken (a 3xx), rather than sending it, signed, somewhere else.
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	s.client = &c
+	var err error
+	if s.metrics, err = newMetrics(d.Metrics); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// MinSecretBytes is the shortest secret accepted: as many as the HMAC's
+// output, so that the key is not the weak part.
+const MinSecretBytes = 32
+
+// CheckSecret refuses a secret shorter than MinSecretBytes.
+func CheckSecret(secret []byte) error {
+	if len(secret) < MinSecretBytes {
+		return errors.New("webhook: the secret must be at least 32 bytes (make one with openssl rand -hex 32)")
+	}
+	return nil
+}
+
+// CheckURL refuses a URL that is not absolute http(s) with a host, or that
+// carries a user name or password (credentials belong in no URL that is
+// logged and shown; the signature authenticates the sender).
+func CheckURL(u *url.URL) error {
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("webhook: a URL must start with https:// or http://")
+	case u.Host == "" || u.Hostname() == "":
+		return errors.New("webhook: a URL must name a host")
+	case u.User != nil:
+		return errors.New("webhook: a URL must not carry a user name or password")
+	case u.Fragment != "":
+		return errors.New("webhook: a URL must not have a #fragment")
+	}
+	return nil
+}
+
+// EventsWritten queues, for every URL, each row of rows that is an event
+// of interest (auth.EventHook). It never blocks.
+func (s *Sender) EventsWritten(rows []auth.Event) {
+	for _, e := range rows {
+		if ev, ok := FromAuth(e); ok {
+			s.Send(ev)
+		}
+	}
+}
+
+// Send queues ev for every URL, dropping and counting it for a URL whose
+// queue is full. It never blocks.
+func (s *Sender) Send(ev Event) {
+	body, err := json.Marshal(ev)
+	if err != nil { // a map of strings always marshals
+		s.log.Error("webhook: encoding event", "err", err)
+		return
+	}
+	d := delivery{id: ev.ID, typ: ev.Type, body: body}
+	for _, t := range s.targets {
+		select {
+		case t.queue <- d:
+			s.metrics.queued.Inc()
+		default:
+			s.drop(t, d, DropQueueFull)
+		}
+	}
+}
+
+// drop counts a delivery dropped.
+func (s *Sender) drop(t *target, d delivery, reason string) {
+	s.metrics.dropped.WithLabelValues(reason).Inc()
+	s.pendingDrops.Add(1)
+	if reason == DropShutdown {
+		s.shutdownDrops.Add(1) // Run logs them once
+		return
+	}
+	// One line in a thousand under a flood of drops.
+	if n := s.droppedTotal.Add(1); n%1000 == 1 {
+		s.log.Warn("webhook delivery dropped", "url", t.label, "type", d.typ, "id", d.id, "reason", reason, "dropped_total", n)
+	}
+}
+
+// dropCountInterval is how often drops are added to the shared counter:
+// a flood of drops is a few writes, not one each.
+const dropCountInterval = 5 * time.Second
+
+// Run delivers until ctx is done; then it gives the deliveries still
+// queued or under way cfg.Flush to finish, drops the rest and returns.
+func (s *Sender) Run(ctx context.Context) {
+	// The deliveries' own context outlives ctx by the flush.
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, t := range s.targets {
+		for range s.cfg.Workers {
+			wg.Go(func() { s.work(ctx, work, t) })
+		}
+	}
+	counted := make(chan struct{})
+	go func() {
+		defer close(counted)
+		tick := time.NewTicker(dropCountInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				s.countDrops(work)
+			case <-work.Done():
+				return
+			}
+		}
+	}()
+	<-ctx.Done()
+	flushed := make(chan struct{})
+	go func() { wg.Wait(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-time.After(s.cfg.Flush):
+		cancel()
+		<-flushed
+	}
+	cancel()
+	<-counted
+	if n := s.shutdownDrops.Load(); n > 0 {
+		s.log.Warn("webhook deliveries dropped at shutdown", "dropped", n, "flush_seconds", s.cfg.Flush.Seconds())
+	}
+	final, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer done()
+	s.countDrops(final)
+}
+
+// work delivers t's queue until ctx is done, then what is still queued
+// until work is done; a delivery cut short by work counts as dropped.
+func (s *Sender) work(ctx, work context.Context, t *target) {
+	for {
+		select {
+		case d := <-t.queue:
+			s.metrics.queued.Dec()
+			s.deliver(work, t, d)
+		case <-ctx.Done():
+			for {
+				select {
+				case d := <-t.queue:
+					s.metrics.queued.Dec()
+					s.deliver(work, t, d)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// countDrops adds the drops counted since the last call to the shared
+// counter; on failure they wait for the next.
+func (s *Sender) countDrops(ctx context.Context) {
+	n := s.pendingDrops.Swap(0)
+	if n == 0 || s.dropped == nil {
+		return
+	}
+	if err := s.dropped.CountWebhooksDropped(ctx, s.now(), n); err != nil {
+		s.pendingDrops.Add(n)
+		s.log.Warn("webhook: counting dropped deliveries", "err", err)
+	}
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// backoff is the wait before retry n (1 for the first): a full jitter over
+// MinBackoff doubled n-1 times, at most MaxBackoff.
+func (s *Sender) backoff(n int) time.Duration {
+	ceil := s.cfg.MinBackoff << min(n-1, 30)
+	if ceil <= 0 || ceil > s.cfg.MaxBackoff {
+		ceil = s.cfg.MaxBackoff
+	}
+	return time.Duration(rand.Int64N(int64(ceil)) + 1)
+}

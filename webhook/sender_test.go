@@ -1,0 +1,494 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/webhook"
+)
+
+var secret = []byte("test-webhook-secret-0123456789abcdef")
+
+// request is one request a receiver got.
+type request struct {
+	body      []byte
+	signature string
+	event     webhook.Event
+}
+
+// receiver is a real HTTP server that records what it gets and answers
+// with answer (nil: 204), given how many requests came before.
+type receiver struct {
+	t      *testing.T
+	srv    *httptest.Server
+	answer func(w http.ResponseWriter, req *http.Request, n int)
+
+	mu   sync.Mutex
+	got  []request
+	came chan struct{} // one value per request, when recorded
+}
+
+func newReceiver(t *testing.T, answer func(w http.ResponseWriter, req *http.Request, n int)) *receiver {
+	r := &receiver{t: t, answer: answer, came: make(chan struct{}, 1000)}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		got := request{body: body, signature: req.Header.Get(webhook.SignatureHeader)}
+		if err := json.Unmarshal(body, &got.event); err != nil {
+			t.Errorf("body %s: %v", body, err)
+		}
+		r.mu.Lock()
+		n := len(r.got)
+		r.got = append(r.got, got)
+		r.mu.Unlock()
+		r.came <- struct{}{}
+		if r.answer == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		r.answer(w, req, n)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) url() *url.URL {
+	u, err := url.Parse(r.srv.URL + "/hooks/xcloak")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return u
+}
+
+func (r *receiver) requests() []request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]request(nil), r.got...)
+}
+
+// wait waits for n more requests.
+func (r *receiver) wait(n int) {
+	r.t.Helper()
+	for range n {
+		select {
+		case <-r.came:
+		case <-r.t.Context().Done():
+			r.t.Fatal("test ended waiting for a request")
+		}
+	}
+}
+
+// hanging is a receiver that answers nothing until the client hangs up
+// or the test ends: dead without refusing connections.
+func hanging(t *testing.T) *receiver {
+	release := make(chan struct{})
+	r := newReceiver(t, func(w http.ResponseWriter, req *http.Request, n int) {
+		select {
+		case <-release:
+		case <-req.Context().Done():
+		}
+	})
+	// Registered after the server's Close, so run before it.
+	t.Cleanup(func() { close(release) })
+	return r
+}
+
+// waits records the backoff a Sender asked for, without waiting.
+type waits struct {
+	mu  sync.Mutex
+	got []time.Duration
+}
+
+func (w *waits) sleep(ctx context.Context, d time.Duration) error {
+	w.mu.Lock()
+	w.got = append(w.got, d)
+	w.mu.Unlock()
+	return ctx.Err()
+}
+
+func (w *waits) all() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.got...)
+}
+
+// drops is a DropCounter in memory.
+type drops struct{ n atomic.Int64 }
+
+func (d *drops) CountWebhooksDropped(_ context.Context, _ time.Time, n int64) error {
+	d.n.Add(n)
+	return nil
+}
+
+// sender is a Sender of cfg to urls, with its metrics in reg; run starts
+// it until the test ends.
+type sender struct {
+	*webhook.Sender
+	reg   *prometheus.Registry
+	waits *waits
+	drops *drops
+}
+
+func newSender(t *testing.T, cfg webhook.Config, urls ...*url.URL) *sender {
+	t.Helper()
+	cfg.URLs, cfg.Secret = urls, secret
+	s := &sender{reg: prometheus.NewRegistry(), waits: &waits{}, drops: &drops{}}
+	var err error
+	s.Sender, err = webhook.New(cfg, webhook.Deps{Metrics: s.reg, Sleep: s.waits.sleep, Dropped: s.drops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run runs s until stop is called or the test ends; stop returns once Run
+// has.
+func (s *sender) run(t *testing.T) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return stop
+}
+
+// metric is the value of the counter or gauge name with the label value
+// label ("" for none).
+func (s *sender) metric(t *testing.T, name, label string) float64 {
+	t.Helper()
+	families, err := s.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label != "" && (len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != label) {
+				continue
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s{%s}", name, label)
+	return 0
+}
+
+func lockout(account string) auth.Event {
+	return auth.Event{At: time.Date(2026, 11, 30, 21, 0, 0, 123_000_000, time.UTC), Kind: auth.EventLockout,
+		Account: account, UserID: 7, Source: "192.0.2.1", Detail: map[string]string{"level": "1", "until": "2026-11-30T21:15:00Z"}}
+}
+
+func TestDeliveryIsSignedAndCarriesTheEvent(t *testing.T) {
+	r := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{}, r.url())
+	stop := s.run(t)
+	s.EventsWritten([]auth.Event{
+		lockout("ann@example.com"),
+		{Kind: auth.EventLoginFailed, Account: "ann@example.com"}, // not of interest
+	})
+	r.wait(1)
+	stop()
+	got := r.requests()[0]
+	if err := webhook.Verify(secret, got.signature, got.body, time.Now()); err != nil {
+		t.Errorf("Verify(%q) = %v", got.signature, err)
+	}
+	want := webhook.Event{ID: got.event.ID, Type: "lockout.started", Time: "2026-11-30T21:00:00.123Z", Data: map[string]string{
+		"account": "ann@example.com", "user_id": "7", "source": "192.0.2.1", "level": "1", "until": "2026-11-30T21:15:00Z"}}
+	if len(got.event.ID) != 32 {
+		t.Errorf("id %q, want 32 hex digits", got.event.ID)
+	}
+	gotJSON, _ := json.Marshal(got.event)
+	wantJSON, _ := json.Marshal(want)
+	if string(gotJSON) != string(wantJSON) {
+		t.Errorf("event\n got %s\nwant %s", gotJSON, wantJSON)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(got.body, &fields); err != nil || len(fields) != 4 {
+		t.Errorf("body %s: want exactly id, type, time, data", got.body)
+	}
+	if n := s.metric(t, "xcloak_webhook_deliveries_total", "succeeded"); n != 1 {
+		t.Errorf("succeeded = %v, want 1", n)
+	}
+}
+
+func TestEventsOfInterest(t *testing.T) {
+	for kind, want := range map[string]string{
+		auth.EventLockout:              "lockout.started",
+		auth.EventLockoutEnded:         "lockout.ended",
+		auth.EventUnlock:               "account.unlocked",
+		auth.EventUnlockConfirmed:      "account.unlocked",
+		auth.EventAttackStarted:        "attack.started",
+		auth.EventAttackEnded:          "attack.ended",
+		auth.EventVerificationRequired: "signin.held",
+		auth.EventUserDisabled:         "user.disabled",
+		auth.EventUserDeleted:          "user.deleted",
+		auth.EventLoginFailed:          "",
+		auth.EventLoginSucceeded:       "",
+		auth.EventResetRequested:       "",
+		auth.EventAttackSwitched:       "",
+		auth.EventUserEnabled:          "",
+	} {
+		ev, ok := webhook.FromAuth(auth.Event{Kind: kind, At: time.Now()})
+		if ev.Type != want || ok != (want != "") {
+			t.Errorf("FromAuth(%s) = %q, %v; want %q", kind, ev.Type, ok, want)
+		}
+	}
+	a, _ := webhook.FromAuth(lockout("a@example.com"))
+	b, _ := webhook.FromAuth(lockout("a@example.com"))
+	if a.ID == b.ID {
+		t.Error("two events have the same id")
+	}
+	if ev, _ := webhook.FromAuth(auth.Event{Kind: auth.EventUnlockConfirmed}); ev.Data["by"] != "owner" {
+		t.Errorf("an owner's unlock: data %v, want by owner", ev.Data)
+	}
+}
+
+func TestRetriesWithBackoffThenDeliversOnceWithTheSameID(t *testing.T) {
+	r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+		if n < 2 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	s := newSender(t, webhook.Config{MinBackoff: time.Second, MaxBackoff: time.Minute}, r.url())
+	stop := s.run(t)
+	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	r.wait(3)
+	stop()
+	got := r.requests()
+	if len(got) != 3 {
+		t.Fatalf("%d requests, want 3 (two 500s, then the 200)", len(got))
+	}
+	for _, g := range got[1:] {
+		if g.event.ID != got[0].event.ID || string(g.body) != string(got[0].body) {
+			t.Errorf("a retry's body %s differs from the first %s", g.body, got[0].body)
+		}
+	}
+	w := s.waits.all()
+	if len(w) != 2 || w[0] <= 0 || w[0] > time.Second || w[1] <= 0 || w[1] > 2*time.Second {
+		t.Errorf("waits %v, want one in (0, 1s] then one in (0, 2s]", w)
+	}
+	if n := s.metric(t, "xcloak_webhook_deliveries_total", "succeeded"); n != 1 {
+		t.Errorf("succeeded = %v, want 1", n)
+	}
+	if n := s.metric(t, "xcloak_webhook_deliveries_total", "failed"); n != 0 {
+		t.Errorf("failed = %v, want 0", n)
+	}
+}
+
+func TestBackoffGrowsToItsCeiling(t *testing.T) {
+	r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, n int) { w.WriteHeader(http.StatusBadGateway) })
+	s := newSender(t, webhook.Config{Attempts: 8, MinBackoff: time.Second, MaxBackoff: 4 * time.Second}, r.url())
+	stop := s.run(t)
+	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	r.wait(8)
+	stop()
+	if n := len(r.requests()); n != 8 {
+		t.Errorf("%d requests, want the 8 attempts", n)
+	}
+	for i, w := range s.waits.all() {
+		ceil := min(time.Second<<i, 4*time.Second)
+		if w <= 0 || w > ceil {
+			t.Errorf("wait %d = %v, want in (0, %v]", i+1, w, ceil)
+		}
+	}
+	if n := len(s.waits.all()); n != 7 {
+		t.Errorf("%d waits, want 7", n)
+	}
+	if n := s.metric(t, "xcloak_webhook_deliveries_total", "failed"); n != 1 {
+		t.Errorf("failed = %v, want 1", n)
+	}
+}
+
+func TestRetryAfterIsHonouredWithinBounds(t *testing.T) {
+	for _, tc := range []struct {
+		retryAfter string
+		want       time.Duration
+	}{
+		{"7", 7 * time.Second},
+		{"3600", 30 * time.Second}, // MaxBackoff
+	} {
+		t.Run(tc.retryAfter, func(t *testing.T) {
+			r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+				if n == 0 {
+					w.Header().Set("Retry-After", tc.retryAfter)
+					w.WriteHeader(http.StatusTooManyRequests)
+					return
+				}
+				w.WriteHeader(http.StatusAccepted)
+			})
+			s := newSender(t, webhook.Config{MaxBackoff: 30 * time.Second}, r.url())
+			stop := s.run(t)
+			s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+			r.wait(2)
+			stop()
+			if w := s.waits.all(); len(w) != 1 || w[0] != tc.want {
+				t.Errorf("waits %v, want [%v]", w, tc.want)
+			}
+		})
+	}
+}
+
+func TestNoRetryOnOtherAnswers(t *testing.T) {
+	for _, status := range []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusFound} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			elsewhere := newReceiver(t, nil)
+			r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+				w.Header().Set("Location", elsewhere.srv.URL)
+				w.WriteHeader(status)
+			})
+			s := newSender(t, webhook.Config{}, r.url())
+			stop := s.run(t)
+			s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+			r.wait(1)
+			stop()
+			if n := len(r.requests()); n != 1 {
+				t.Errorf("%d requests, want 1", n)
+			}
+			if n := len(elsewhere.requests()); n != 0 {
+				t.Errorf("a redirect was followed: %d requests elsewhere", n)
+			}
+			if n := s.metric(t, "xcloak_webhook_deliveries_total", "failed"); n != 1 {
+				t.Errorf("failed = %v, want 1", n)
+			}
+		})
+	}
+}
+
+// TestRetriesOnNetworkErrors: a receiver that is not there is tried
+// Attempts times.
+func TestRetriesOnNetworkErrors(t *testing.T) {
+	r := newReceiver(t, nil)
+	u := r.url()
+	r.srv.Close() // nothing listens there any more
+	s := newSender(t, webhook.Config{Attempts: 3}, u)
+	stop := s.run(t)
+	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	for s.metric(t, "xcloak_webhook_deliveries_total", "failed") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	if n := len(s.waits.all()); n != 2 {
+		t.Errorf("%d waits, want 2 (3 attempts)", n)
+	}
+}
+
+// TestFullQueueDropsWithoutBlocking: with the receiver hanging, sending
+// never blocks; the URL's queue holds Queue deliveries and the rest are
+// dropped and counted, in the metrics and in the shared counter.
+func TestFullQueueDropsWithoutBlocking(t *testing.T) {
+	r := hanging(t)
+	s := newSender(t, webhook.Config{Queue: 3, Workers: 1, Flush: time.Millisecond}, r.url())
+	// Not running yet: nothing leaves the queue.
+	for range 10 {
+		s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	}
+	if n := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropQueueFull); n != 7 {
+		t.Errorf("dropped queue_full = %v, want 7", n)
+	}
+	if n := s.metric(t, "xcloak_webhook_queued", ""); n != 3 {
+		t.Errorf("queued = %v, want 3", n)
+	}
+	stop := s.run(t)
+	r.wait(1) // the worker is stuck on the first
+	stop()    // the flush runs out: the one under way and the two queued are dropped
+	if n := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropShutdown); n != 3 {
+		t.Errorf("dropped shutdown = %v, want 3", n)
+	}
+	if n := s.drops.n.Load(); n != 10 {
+		t.Errorf("shared counter = %d, want 10", n)
+	}
+	if n := len(r.requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// TestShutdownFlushesWhatIsQueued: a live receiver gets what was queued
+// when shutdown began.
+func TestShutdownFlushesWhatIsQueued(t *testing.T) {
+	r := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{Queue: 50, Workers: 1}, r.url())
+	for range 20 {
+		s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // shutdown began before the first delivery
+	s.Run(ctx)
+	if n := len(r.requests()); n != 20 {
+		t.Errorf("%d delivered, want 20", n)
+	}
+	if n := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropShutdown); n != 0 {
+		t.Errorf("dropped = %v, want 0", n)
+	}
+}
+
+// TestDeadReceiverDoesNotStarveALiveOne: with one of two URLs hanging,
+// the other gets every event, one after another, while the dead one's
+// queue fills and drops.
+func TestDeadReceiverDoesNotStarveALiveOne(t *testing.T) {
+	dead := hanging(t)
+	live := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{Queue: 5, Workers: 2, Flush: time.Millisecond}, dead.url(), live.url())
+	stop := s.run(t)
+	const events = 50
+	for i := range events {
+		s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+		live.wait(1)
+		if i == events-1 {
+			break
+		}
+	}
+	got := live.requests()
+	if len(got) != events {
+		t.Errorf("the live receiver got %d, want %d", len(got), events)
+	}
+	// The dead one holds 2 under way and 5 queued; the rest are dropped.
+	if n := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropQueueFull); n < events-7 {
+		t.Errorf("dropped queue_full = %v, want at least %d", n, events-7)
+	}
+	stop()
+}
+
+func TestNewRefuses(t *testing.T) {
+	u := func(s string) *url.URL {
+		v, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  webhook.Config
+	}{
+		{"no URL", webhook.Config{Secret: secret}},
+		{"short secret", webhook.Config{URLs: []*url.URL{u("https://h.example/x")}, Secret: []byte("short")}},
+		{"no scheme", webhook.Config{URLs: []*url.URL{u("h.example/x")}, Secret: secret}},
+		{"ftp", webhook.Config{URLs: []*url.URL{u("ftp://h.example/x")}, Secret: secret}},
+		{"no host", webhook.Config{URLs: []*url.URL{u("https:///x")}, Secret: secret}},
+		{"user info", webhook.Config{URLs: []*url.URL{u("https://u:p@h.example/x")}, Secret: secret}},
+	} {
+		if _, err := webhook.New(tc.cfg, webhook.Deps{}); err == nil {
+			t.Errorf("%s: New accepted it", tc.name)
+		}
+	}
+}

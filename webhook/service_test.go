@@ -1,0 +1,73 @@
+package webhook_test
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/webhook"
+)
+
+// TestHangingReceiverNeverHoldsUpSignIns: the service's sender POSTs to a
+// receiver that never answers. Every sign-in is still decided (a lockout
+// each), the queue fills, and every lockout's delivery is accounted for:
+// under way at the receiver, queued, or dropped and counted.
+func TestHangingReceiverNeverHoldsUpSignIns(t *testing.T) {
+	r := hanging(t)
+	s := newSender(t, webhook.Config{Queue: 3, Workers: 1, Flush: time.Millisecond}, r.url())
+	env := xcloaktest.New(t, xcloaktest.Options{Hook: s.Sender, Auth: func(c *auth.Config) { c.Lockout.Threshold = 2 }})
+	const accounts = 12
+	for i := range accounts {
+		email := fmt.Sprintf("user%d@example.com", i)
+		env.AddUser(t, email, "correct horse battery staple", false)
+		client := auth.Client{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
+		for _, wrong := range []string{email + " one", email + " two", email + " three"} {
+			_, err := env.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: wrong, Client: client})
+			if err == nil {
+				t.Fatal("a wrong password signed in")
+			}
+		}
+		// Locked: refused at once, whatever the receiver does.
+		_, err := env.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: "correct horse battery staple", Client: client})
+		if !errors.Is(err, auth.ErrLimited) {
+			t.Fatalf("%s after its lockout: %v, want limited", email, err)
+		}
+		env.Flush(t) // the lockout's row is written, its delivery queued
+		if i == 0 {
+			r.wait(1) // the worker is stuck with the first
+		}
+	}
+	dropped := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropQueueFull)
+	queued := s.metric(t, "xcloak_webhook_queued", "")
+	if queued != 3 || dropped != accounts-4 {
+		t.Errorf("queued %v, dropped %v; want 3 queued, 1 under way, %d dropped", queued, dropped, accounts-4)
+	}
+}
+
+// TestAttackModeIsSent: attack mode's start and end, which the attack
+// watch writes apart from the service's events, are sent too, once each,
+// with who switched them.
+func TestAttackModeIsSent(t *testing.T) {
+	r := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{}, r.url())
+	env := xcloaktest.New(t, xcloaktest.Options{Hook: s.Sender})
+	for _, on := range []bool{true, false} {
+		if _, err := env.Attack.SwitchAttack(t.Context(), on, "admin:boss@example.com"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.wait(2)
+	byType := map[string]webhook.Event{} // two workers: in either order
+	for _, g := range r.requests() {
+		byType[g.event.Type] = g.event
+	}
+	started, ended := byType[webhook.TypeAttackStarted], byType[webhook.TypeAttackEnded]
+	if len(byType) != 2 || started.Data["by"] != "admin:boss@example.com" || started.Data["trigger"] != "admin" ||
+		ended.Data["since"] == "" {
+		t.Errorf("webhooks %+v, want attack.started and attack.ended by boss", byType)
+	}
+}
