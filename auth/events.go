@@ -37,7 +37,9 @@ const (
 
 // Account administration (names the dashboard, the command
 // line, the audit stream and webhooks share). Detail "by" is who did it:
-// an administrator's email, or "cli" for the command line.
+// an administrator's email after "admin:" ("admin:ann@example.com", as
+// the dashboard's unlock and sign-out write it), or "cli" for the command
+// line.
 const (
 	EventUserDisabled = "user_disabled"
 	EventUserEnabled  = "user_enabled"

@@ -149,7 +149,11 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	if err != nil {
 		return LoginResult{}, OutcomeUnavailable, err
 	}
-	if !ok {
+	// A disabled account's right password takes the wrong password's
+	// path from here: the hash was verified alike, and the failure is
+	// counted, recorded and answered alike, so that nothing (status,
+	// body, time, a lockout that comes or not) tells that it is disabled.
+	if !ok || user.Disabled() {
 		return LoginResult{}, OutcomeFailed, s.failedOrHeld(ctx, held, email, user.ID, source, device, req.Password)
 	}
 	// The right password. Held, it is not rehashed, and is counted as a

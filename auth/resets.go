@@ -205,7 +205,9 @@ func (s *Service) handleReset(jobContext func() (context.Context, context.Cancel
 // to be sent).
 func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	user, err := s.UserByEmail(ctx, job.email)
-	if errors.Is(err, ErrNoUser) {
+	if errors.Is(err, ErrNoUser) || (err == nil && user.Disabled()) {
+		// A disabled account is mailed nothing, as if it did not
+		// exist: the request was answered alike already.
 		return ""
 	}
 	if err != nil {

@@ -148,6 +148,10 @@ type Deps struct {
 	// decision API is ErrUnavailable.
 	Apps AppStore
 
+	// Users keeps what account administration reads and changes
+	// (useradmin.go); nil: those actions are ErrUnavailable.
+	Users UserAdminStore
+
 	// Hook hears every security-event row once written (hooks.go); the
 	// service runs it. nil: none.
 	Hook EventHook
@@ -196,6 +200,8 @@ type Service struct {
 	// apiKeys is this replica's list of the keys in force.
 	apps    AppStore
 	apiKeys apiKeyCache
+	// users keeps what account administration needs (Deps.Users).
+	users UserAdminStore
 	// appDeviceCache remembers for a moment which of the applications'
 	// device ids are known devices: apart from deviceCache, so that the
 	// ids an application's clients choose never crowd out the answers
@@ -281,6 +287,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	s.hook = d.Hook
 	s.apps = d.Apps
 	s.factors = d.Factors
+	s.users = d.Users
 	s.decisionKeys = newDecisionKeys(cfg.Secret)
 	s.attack = d.Attack
 	if s.attack == nil {

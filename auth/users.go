@@ -15,7 +15,13 @@ type User struct {
 	IsAdmin      bool
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// DisabledAt is when an administrator disabled the account; zero while
+	// it is enabled (useradmin.go).
+	DisabledAt time.Time
 }
+
+// Disabled reports whether an administrator disabled the account.
+func (u User) Disabled() bool { return !u.DisabledAt.IsZero() }
 
 // Password rules: NIST SP 800-63B asks for at least 8 characters and no
 // composition rules; the upper bound keeps hashing cheap to refuse.

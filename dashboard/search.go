@@ -34,6 +34,7 @@ var SearchKinds = []string{
 	auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
 	auth.EventMFARequired, auth.EventMFAFailed, auth.EventMFARejected, auth.EventMFALockout,
 	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodeUsed,
+	auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted, auth.EventUserDemoted,
 }
 
 // EventCursor is where a page of the search ends: the time and ID of its

@@ -11,14 +11,15 @@ import (
 )
 
 // CreateSession implements auth.SessionStore; a session without a
-// public id gets a random one. The account's row is
+// public id gets a random one, and a disabled account none (as if its
+// password had changed: DisableUser locks the row as a replacement does). The account's row is
 // share-locked for it: a password replacement that commits first leaves
 // no row to match, and one that commits after sees the session and ends
 // it.
 func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password, public_id, network, browser)
-		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9 FROM users WHERE id = $2 AND password_hash = $5 FOR SHARE`,
+		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9 FROM users WHERE id = $2 AND password_hash = $5 AND disabled_at IS NULL FOR SHARE`,
 		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash, sess.MustChangePassword,
 		sess.PublicID, sess.Network, sess.Browser)
 	if err != nil {
@@ -37,7 +38,7 @@ func (s *Store) SessionByHash(ctx context.Context, tokenHash []byte, now time.Ti
 		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at, s.must_change_password,
 			s.public_id, s.network, s.browser, s.last_seen_at
 		FROM sessions s JOIN users u ON u.id = s.user_id
-		WHERE s.id_hash = $1 AND s.expires_at > $2`, tokenHash, now).
+		WHERE s.id_hash = $1 AND s.expires_at > $2 AND u.disabled_at IS NULL`, tokenHash, now).
 		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt, &sess.MustChangePassword,
 			&sess.PublicID, &sess.Network, &sess.Browser, &sess.LastSeenAt)
 	if errors.Is(err, pgx.ErrNoRows) {

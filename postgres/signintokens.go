@@ -25,7 +25,7 @@ func (s *Store) SignInTokenLive(ctx context.Context, tokenHash []byte, now time.
 	err := s.pool.QueryRow(ctx, `
 		SELECT u.email FROM sign_in_tokens t JOIN users u ON u.id = t.user_id
 		WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2
-		  AND u.password_hash = t.password_hash`,
+		  AND u.password_hash = t.password_hash AND u.disabled_at IS NULL`,
 		tokenHash, now).Scan(&email)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
@@ -42,8 +42,8 @@ func (s *Store) UseSignInToken(ctx context.Context, tokenHash []byte, now time.T
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		u, err = scanUser(tx.QueryRow(ctx, `
-			SELECT u.id, u.email, u.password_hash, u.is_admin, u.created_at, u.updated_at FROM users u JOIN sign_in_tokens t ON t.user_id = u.id
-			WHERE t.token_hash = $1 FOR NO KEY UPDATE OF u`, tokenHash))
+			SELECT u.id, u.email, u.password_hash, u.is_admin, u.created_at, u.updated_at, u.disabled_at FROM users u JOIN sign_in_tokens t ON t.user_id = u.id
+			WHERE t.token_hash = $1 AND u.disabled_at IS NULL FOR NO KEY UPDATE OF u`, tokenHash))
 		if errors.Is(err, auth.ErrNoUser) {
 			return auth.ErrInvalidToken
 		}

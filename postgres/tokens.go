@@ -22,7 +22,7 @@ func (s *Store) AddResetToken(ctx context.Context, tokenHash []byte, userID int6
 func (s *Store) ResetTokenUser(ctx context.Context, tokenHash []byte, now time.Time) (userID int64, email string, err error) {
 	err = s.pool.QueryRow(ctx, `
 		SELECT u.id, u.email FROM password_reset_tokens t JOIN users u ON u.id = t.user_id
-		WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2`, tokenHash, now).
+		WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2 AND u.disabled_at IS NULL`, tokenHash, now).
 		Scan(&userID, &email)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, "", auth.ErrInvalidToken
@@ -48,7 +48,13 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 		if err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1`, userID).Scan(&email); err != nil {
+		// A disabled account's links are spent as it is disabled; one
+		// that raced that spends nothing here.
+		err = tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1 AND disabled_at IS NULL FOR NO KEY UPDATE`, userID).Scan(&email)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.ErrInvalidToken
+		}
+		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, now); err != nil {
@@ -86,6 +92,7 @@ func (s *Store) UseUnlockToken(ctx context.Context, tokenHash []byte, now time.T
 		err := tx.QueryRow(ctx, `
 			UPDATE unlock_tokens t SET used_at = $2 FROM users u
 			WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2 AND u.id = t.user_id
+			  AND u.disabled_at IS NULL
 			RETURNING u.id, u.email`, tokenHash, now).Scan(&userID, &email)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return auth.ErrInvalidToken

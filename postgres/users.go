@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -10,13 +11,17 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-const userColumns = "id, email, password_hash, is_admin, created_at, updated_at"
+const userColumns = "id, email, password_hash, is_admin, created_at, updated_at, disabled_at"
 
 func scanUser(row pgx.Row) (auth.User, error) {
 	var u auth.User
-	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.IsAdmin, &u.CreatedAt, &u.UpdatedAt)
+	var disabledAt *time.Time
+	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.IsAdmin, &u.CreatedAt, &u.UpdatedAt, &disabledAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.User{}, auth.ErrNoUser
+	}
+	if disabledAt != nil {
+		u.DisabledAt = *disabledAt
 	}
 	return u, err
 }

@@ -102,6 +102,14 @@ func problemFor(err error) problem {
 		return problem{http.StatusBadRequest, "same_password", "Choose a new password that differs from the current one.", 0}
 	case errors.Is(err, auth.ErrBreachedPassword):
 		return problem{http.StatusBadRequest, "breached_password", "This password has appeared in a data breach; choose another one.", 0}
+	case errors.Is(err, auth.ErrNoUser):
+		// Only administrators' pages name accounts by id; nothing a
+		// visitor sends reaches here with it.
+		return problem{http.StatusNotFound, "not_found", "No account has that id.", 0}
+	case errors.Is(err, auth.ErrLastAdmin):
+		return problem{http.StatusConflict, "last_admin", "That would leave no enabled administrator.", 0}
+	case errors.Is(err, auth.ErrUserDisabled):
+		return problem{http.StatusConflict, "user_disabled", "The account is disabled.", 0}
 	case errors.Is(err, auth.ErrNotListed):
 		return problem{http.StatusNotFound, "not_found", "That session or device is not listed for your account any more.", 0}
 	case errors.Is(err, errPasswordChangeRequired):

@@ -966,7 +966,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"xcloak", "serve", "--frobnicate"}, "flag provided but not defined"},
 		{"stray argument", []string{"xcloak", "migrate", "now"}, `unexpected argument "now"`},
 		{"no user command", []string{"xcloak", "user"}, "no command given"},
-		{"unknown user command", []string{"xcloak", "user", "delete"}, `unknown command "delete"`},
+		{"unknown user command", []string{"xcloak", "user", "rename"}, `unknown command "rename"`},
 		{"user add without email", []string{"xcloak", "user", "add"}, "--email is required"},
 		{"user unlock with a stray argument", []string{"xcloak", "user", "unlock", "--email", "a@b", "now"}, `unexpected argument "now"`},
 	}

@@ -23,8 +23,15 @@ The database is created and migrated first, as serve does.
 
 Commands:
   add      create an account; the password is read from stdin
+  list     list accounts by email, a page at a time (--search, --json)
+  disable  stop an account signing in; its sign-ins fail as a wrong password
+  enable   let a disabled account sign in again
+  delete   delete an account (--yes); its security events stay
+  promote  make an account an administrator
+  demote   make an administrator a member (never the last one)
   unlock   end an account's lockout and forget its failed sign-ins
-  sign-out end every session of an account and forget its known devices
+  signout  end every session of an account and forget its known devices
+           ("sign-out" is the same command)
 
 Run "xcloak user <command> --help" for the flags of a command.
 `
@@ -43,8 +50,20 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdin 
 		return userAdd(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "unlock":
 		return userUnlock(ctx, args[1:], getenv, stdout, stderr)
-	case "sign-out":
-		return userSignOut(ctx, args[1:], getenv, stdout, stderr)
+	case "signout", "sign-out":
+		return userSignOut(ctx, args[0], args[1:], getenv, stdout, stderr)
+	case "list":
+		return userList(ctx, args[1:], getenv, stdout, stderr)
+	case "disable":
+		return userAdminCommand(ctx, userDisableAction, args[1:], getenv, stdout, stderr)
+	case "enable":
+		return userAdminCommand(ctx, userEnableAction, args[1:], getenv, stdout, stderr)
+	case "promote":
+		return userAdminCommand(ctx, userPromoteAction, args[1:], getenv, stdout, stderr)
+	case "demote":
+		return userAdminCommand(ctx, userDemoteAction, args[1:], getenv, stdout, stderr)
+	case "delete":
+		return userDelete(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "xcloak user: unknown command %q\n\n%s", args[0], userUsage)
 		return cli.UsageError{Err: fmt.Errorf("unknown user command %q", args[0])}
@@ -120,8 +139,10 @@ func userUnlock(ctx context.Context, args []string, getenv func(string) string, 
 		})
 }
 
-func userSignOut(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return accountCommand(ctx, "user sign-out",
+// userSignOut is "user signout", the name the other commands' style asks
+// for, and "user sign-out", the name it had first.
+func userSignOut(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return accountCommand(ctx, "user "+name,
 		"Signs an account out everywhere: ends every session and forgets every\n"+
 			"known device, so that each browser is held by the account's limit and\n"+
 			"lockout like a stranger's until it signs in again. Recorded as a\n"+

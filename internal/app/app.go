@@ -116,6 +116,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Attack:   watch,
 		Activity: store,
 		Apps:     store,
+		Users:    store,
 		Hook:     d.Hook,
 		Factors:  store,
 	})

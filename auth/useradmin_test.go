@@ -1,0 +1,195 @@
+package auth_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// TestDisabledSignInTakesTheWrongPasswordPath: a disabled account's
+// right password is refused as a wrong one is, with the same error and
+// the same event, and counts towards the lockout as a wrong one does:
+// the lockout comes after the same number of tries either way.
+func TestDisabledSignInTakesTheWrongPasswordPath(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	f.addUser(t, "bob@example.com", "the right password", false)
+	if _, err := f.svc.DisableUser(ctx, ann.ID, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	// The same number of distinct tries on each: ann with her right
+	// password (retyped it would count once, as a retyped wrong one does,
+	// so each try here adds a character), bob with wrong ones.
+	locked := map[string]int{}
+	for _, email := range []string{"ann@example.com", "bob@example.com"} {
+		for i := range 20 {
+			password := "the right password" + string(rune('a'+i))
+			if email == "ann@example.com" && i == 0 {
+				password = "the right password"
+			}
+			_, err := f.svc.Login(ctx, auth.LoginRequest{Email: email, Password: password, Client: client("192.0.2.1")})
+			if errors.Is(err, auth.ErrLimited) {
+				locked[email] = i
+				break
+			}
+			if !errors.Is(err, auth.ErrInvalidCredentials) {
+				t.Fatalf("%s try %d: %v, want ErrInvalidCredentials", email, i, err)
+			}
+		}
+	}
+	if locked["ann@example.com"] == 0 || locked["ann@example.com"] != locked["bob@example.com"] {
+		t.Errorf("locked after %v tries, want the same non-zero number for both", locked)
+	}
+	if err := f.svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{auth.EventLoginSucceeded, auth.EventNewDevice} {
+		if n := countRows(t, f, "SELECT count(*) FROM security_events WHERE account_key = 'ann@example.com' AND kind = '"+kind+"'"); n != 0 {
+			t.Errorf("%d %s events of the disabled account", n, kind)
+		}
+	}
+	if a, b := countRows(t, f, `SELECT count(*) FROM security_events WHERE account_key = 'ann@example.com' AND kind = 'login_failed'`),
+		countRows(t, f, `SELECT count(*) FROM security_events WHERE account_key = 'bob@example.com' AND kind = 'login_failed'`); a != b || a == 0 {
+		t.Errorf("login_failed events: %d of the disabled account, %d of the wrong passwords", a, b)
+	}
+}
+
+// TestDisabledAccountGetsNoMail: reset and unlock requests for a disabled
+// account are accepted as for any address and mail nothing; an
+// administrator's reset link is refused for it, and sent once it is
+// enabled.
+func TestDisabledAccountGetsNoMail(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	if _, err := f.svc.DisableUser(ctx, ann.ID, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.RequestReset(ctx, "ann@example.com", client("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.RequestUnlock(ctx, "ann@example.com", client("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.SendResetLink(ctx, ann.ID, "cli"); !errors.Is(err, auth.ErrUserDisabled) {
+		t.Errorf("SendResetLink of a disabled account: %v, want ErrUserDisabled", err)
+	}
+	f.waitResets(t)
+	if m := f.mail.Messages(); len(m) != 0 {
+		t.Fatalf("%d mails to a disabled account", len(m))
+	}
+	if _, err := f.svc.EnableUser(ctx, ann.ID, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.SendResetLink(ctx, ann.ID, "admin:root@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if body := f.mailBody(t, "ann@example.com"); !strings.Contains(body, "/password-reset/") {
+		t.Errorf("reset mail without a link: %q", body)
+	}
+}
+
+// TestDisableEndsProxySessions: a session the reverse proxies' cache
+// holds stops passing as its account is disabled, and a sign-in after it
+// is enabled again works with the same password.
+func TestDisableEndsProxySessions(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "the right password", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.ProxySession(ctx, res.Session.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.DisableUser(ctx, ann.ID, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.ProxySession(ctx, res.Session.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("ProxySession after disabling: %v, want ErrNoSession", err)
+	}
+	if _, err := f.svc.EnableUser(ctx, ann.ID, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "the right password", Client: client("192.0.2.2")}); err != nil {
+		t.Errorf("sign-in after enabling: %v", err)
+	}
+}
+
+// TestAdminActionsAreEvents: every action of account administration is
+// one security event of its kind, naming the account and who did it.
+func TestAdminActionsAreEvents(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	f.addUser(t, "root@example.com", "the right password", true)
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	by := "admin:root@example.com"
+	steps := []struct {
+		kind string
+		do   func() error
+	}{
+		{auth.EventUserDisabled, func() error { _, err := f.svc.DisableUser(ctx, ann.ID, by); return err }},
+		{auth.EventUserEnabled, func() error { _, err := f.svc.EnableUser(ctx, ann.ID, by); return err }},
+		{auth.EventUserPromoted, func() error { _, err := f.svc.PromoteUser(ctx, ann.ID, by); return err }},
+		{auth.EventUserDemoted, func() error { _, err := f.svc.DemoteUser(ctx, ann.ID, by); return err }},
+		{auth.EventLockout, func() error { _, err := f.svc.LockUser(ctx, ann.ID, time.Hour, by); return err }},
+		{auth.EventUnlock, func() error { _, err := f.svc.Unlock(ctx, ann.Email, by); return err }},
+		{auth.EventResetRequested, func() error { _, err := f.svc.SendResetLink(ctx, ann.ID, by); return err }},
+		{auth.EventSignedOutEverywhere, func() error { return f.svc.SignOutEverywhere(ctx, ann.Email, by) }},
+		{auth.EventUserDeleted, func() error { _, err := f.svc.DeleteUser(ctx, ann.ID, by); return err }},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.kind, err)
+		}
+	}
+	if err := f.svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		if n := countRows(t, f, "SELECT count(*) FROM security_events WHERE account_key = 'ann@example.com' AND detail->>'by' = '"+by+"' AND kind = '"+s.kind+"'"); n != 1 {
+			t.Errorf("%s: %d events by the administrator, want 1", s.kind, n)
+		}
+	}
+	if _, err := f.svc.UserByID(ctx, ann.ID); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("after deleting: %v", err)
+	}
+}
+
+// TestLockUser: an administrator's lock refuses the account's sign-ins
+// from new browsers as a lockout does, until it is unlocked.
+func TestLockUser(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	if _, err := f.svc.LockUser(ctx, ann.ID, time.Hour, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	login := func() error {
+		_, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "the right password", Client: client("192.0.2.1")})
+		return err
+	}
+	if err := login(); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("sign-in while locked: %v, want ErrLimited", err)
+	}
+	d, err := f.svc.UserDetail(ctx, ann.ID)
+	if err != nil || !d.Locked {
+		t.Errorf("UserDetail while locked: %+v %v", d, err)
+	}
+	if _, err := f.svc.Unlock(ctx, ann.Email, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if err := login(); err != nil {
+		t.Errorf("sign-in after unlocking: %v", err)
+	}
+	for _, d := range []time.Duration{0, time.Second, auth.MaxAdminLock + time.Hour} {
+		if _, err := f.svc.LockUser(ctx, ann.ID, d, "cli"); !errors.Is(err, auth.ErrInvalidRequest) {
+			t.Errorf("lock for %s: %v, want ErrInvalidRequest", d, err)
+		}
+	}
+}

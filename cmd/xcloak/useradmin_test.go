@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestUserAdminCommands: list, disable, enable, promote, demote, signout
+// and delete act on the account --email names, as the dashboard does,
+// each a security event by "cli"; the last administrator is kept, and
+// delete wants --yes. A disabled account's sign-in to a running server
+// answers as a wrong password does.
+func TestUserAdminCommands(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	const password = "correct horse battery"
+	for _, e := range []string{"ann@example.com", "bob@example.com", "carl@example.com"} {
+		addUser(t, vars, e, password+"\n")
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, err := xcloak(t, vars, "", append([]string{"user"}, args...)...)
+		if err != nil {
+			t.Fatalf("user %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr)
+		}
+		return stdout
+	}
+	fails := func(want string, args ...string) {
+		t.Helper()
+		_, stderr, err := xcloak(t, vars, "", append([]string{"user"}, args...)...)
+		if err == nil || !strings.Contains(err.Error()+stderr, want) {
+			t.Errorf("user %s: %v %q, want an error with %q", strings.Join(args, " "), err, stderr, want)
+		}
+	}
+
+	if got := run("promote", "--email", "ANN@example.com"); got != "promoted ann@example.com to administrator\n" {
+		t.Errorf("promote printed %q", got)
+	}
+	fails("last enabled administrator", "demote", "--email", "ann@example.com")
+	fails("last enabled administrator", "disable", "--email", "ann@example.com")
+	fails("last enabled administrator", "delete", "--email", "ann@example.com", "--yes")
+	fails("no account has email nobody@example.com", "disable", "--email", "nobody@example.com")
+	fails("--yes", "delete", "--email", "bob@example.com")
+
+	if got := run("disable", "--email", "bob@example.com"); got != "disabled bob@example.com\n" {
+		t.Errorf("disable printed %q", got)
+	}
+	want := "EMAIL             ROLE    STATE     CREATED\n" +
+		"ann@example.com   admin   enabled   %s\n" +
+		"bob@example.com   member  disabled  %s\n" +
+		"carl@example.com  member  enabled   %s\n"
+	got := run("list")
+	day := ""
+	if f := strings.Fields(got); len(f) > 7 {
+		day = f[7]
+	}
+	if want := fmt.Sprintf(want, day, day, day); got != want {
+		t.Errorf("list printed\n%s\nwant\n%s", got, want)
+	}
+	if got := run("list", "--search", "B", "--limit", "1"); !strings.Contains(got, "bob@example.com") || strings.Contains(got, "more:") {
+		t.Errorf("list --search B printed %q", got)
+	}
+	if got := run("list", "--limit", "1"); !strings.HasSuffix(got, "more: --after ann@example.com\n") {
+		t.Errorf("list --limit 1 printed %q", got)
+	}
+	var page struct {
+		Users []struct {
+			Email    string `json:"email"`
+			Disabled bool   `json:"disabled"`
+		} `json:"users"`
+		NextCursor string `json:"next_cursor"`
+	}
+	if err := json.Unmarshal([]byte(run("list", "--json", "--all", "--limit", "1")), &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Users) != 3 || !page.Users[1].Disabled || page.NextCursor != "" {
+		t.Errorf("list --json --all: %+v", page)
+	}
+
+	// A running server answers the disabled account's right password as
+	// a wrong one.
+	srv := startServe(t, vars)
+	right := signIn(t, srv.base, "bob@example.com", password)
+	wrong := signIn(t, srv.base, "carl@example.com", "a wrong password")
+	if right.StatusCode != http.StatusUnauthorized || right.StatusCode != wrong.StatusCode {
+		t.Errorf("disabled account's right password: %d; a wrong password: %d", right.StatusCode, wrong.StatusCode)
+	}
+
+	if got := run("enable", "--email", "bob@example.com"); got != "enabled bob@example.com\n" {
+		t.Errorf("enable printed %q", got)
+	}
+	if resp := signIn(t, srv.base, "bob@example.com", password); resp.StatusCode != http.StatusOK {
+		t.Errorf("sign-in after enable: %d", resp.StatusCode)
+	}
+	if got := run("signout", "--email", "bob@example.com"); got != "signed out bob@example.com everywhere\n" {
+		t.Errorf("signout printed %q", got)
+	}
+	if got := run("delete", "--email", "bob@example.com", "--yes"); got != "deleted bob@example.com\n" {
+		t.Errorf("delete printed %q", got)
+	}
+	if got := run("list"); strings.Contains(got, "bob@") {
+		t.Errorf("list after delete: %q", got)
+	}
+
+	conn := connect(t, vars["XCLOAK_DATABASE_URL"])
+	rows, err := conn.Query(t.Context(), `SELECT kind FROM security_events WHERE account_key = 'bob@example.com' AND detail->>'by' = 'cli' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, k)
+	}
+	if got, want := strings.Join(kinds, " "), "user_disabled user_enabled signed_out_everywhere user_deleted"; got != want {
+		t.Errorf("bob's events by cli: %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,429 @@
+package postgres_test
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/postgres"
+)
+
+func emailsOf(users []auth.User) []string {
+	out := make([]string, len(users))
+	for i, u := range users {
+		out[i] = u.Email
+	}
+	return out
+}
+
+func addUser(t testing.TB, s *postgres.Store, email string, admin bool) auth.User {
+	t.Helper()
+	u, err := s.CreateUser(t.Context(), email, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$aGFzaA", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestSearchUsers: a prefix finds exactly the emails that start with it,
+// in byte order, pages by cursor follow one another without gaps or
+// repeats, and characters that are patterns to LIKE are plain here.
+func TestSearchUsers(t *testing.T) {
+	s := newStore(t)
+	for _, e := range []string{"ann@example.com", "anna@example.com", "an_x@example.com", "an%y@example.com",
+		"bob@example.com", "zoë@example.com", "zz@example.com", "é@example.com"} {
+		addUser(t, s, e, false)
+	}
+	for _, c := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"", []string{"an%y@example.com", "an_x@example.com", "ann@example.com", "anna@example.com", "bob@example.com",
+			"zoë@example.com", "zz@example.com", "é@example.com"}},
+		{"an", []string{"an%y@example.com", "an_x@example.com", "ann@example.com", "anna@example.com"}},
+		{"an_", []string{"an_x@example.com"}},
+		{"an%", []string{"an%y@example.com"}},
+		{"ann@", []string{"ann@example.com"}},
+		{"zo", []string{"zoë@example.com"}},
+		{"é", []string{"é@example.com"}},
+		{"nobody", []string{}},
+	} {
+		got, err := s.SearchUsers(t.Context(), c.prefix, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := emailsOf(got); !slices.Equal(g, c.want) {
+			t.Errorf("prefix %q: got %q, want %q", c.prefix, g, c.want)
+		}
+	}
+	// Pages of two, by the last email of each.
+	var all []string
+	after := ""
+	for range 10 {
+		page, err := s.SearchUsers(t.Context(), "", after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, emailsOf(page)...)
+		after = page[len(page)-1].Email
+	}
+	if len(all) != 8 || !slices.IsSorted(all) || len(slices.Compact(slices.Clone(all))) != 8 {
+		t.Errorf("pages of two: %q", all)
+	}
+}
+
+// TestLastAdminUnderConcurrency: two administrators demoting (or
+// disabling, or deleting) each other at the same moment leave one of
+// them: exactly one change wins, the other is ErrLastAdmin. Run many
+// times so that the two transactions really overlap.
+func TestLastAdminUnderConcurrency(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	actions := map[string]func(id int64) (auth.User, error){
+		"demote":  func(id int64) (auth.User, error) { return s.SetUserAdmin(ctx, id, false) },
+		"disable": func(id int64) (auth.User, error) { return s.DisableUser(ctx, id, time.Now()) },
+		"delete":  func(id int64) (auth.User, error) { return s.DeleteUser(ctx, id) },
+	}
+	for name, act := range actions {
+		for i := range 30 {
+			a := addUser(t, s, fmt.Sprintf("a-%s-%d@example.com", name, i), true)
+			b := addUser(t, s, fmt.Sprintf("b-%s-%d@example.com", name, i), true)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			errs := make([]error, 2)
+			for j, id := range []int64{a.ID, b.ID} {
+				wg.Go(func() {
+					<-start
+					_, errs[j] = act(id)
+				})
+			}
+			close(start)
+			wg.Wait()
+			lost := 0
+			for _, err := range errs {
+				switch {
+				case errors.Is(err, auth.ErrLastAdmin):
+					lost++
+				case err != nil:
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
+			if lost != 1 {
+				t.Fatalf("%s round %d: %d of 2 refused, want exactly 1 (errors %v)", name, i, lost, errs)
+			}
+			var admins int
+			if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM users WHERE is_admin AND disabled_at IS NULL`).Scan(&admins); err != nil {
+				t.Fatal(err)
+			}
+			if admins != 1 {
+				t.Fatalf("%s round %d: %d enabled administrators left, want 1", name, i, admins)
+			}
+			// Back to none, for the next round's pair.
+			if _, err := s.Pool().Exec(ctx, `DELETE FROM users`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestLastAdminRules: the last enabled administrator can be neither
+// demoted, disabled nor deleted; a disabled administrator does not count
+// as another one, and can itself be demoted; members are never refused.
+func TestLastAdminRules(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	root := addUser(t, s, "root@example.com", true)
+	member := addUser(t, s, "member@example.com", false)
+	if _, err := s.SetUserAdmin(ctx, root.ID, false); !errors.Is(err, auth.ErrLastAdmin) {
+		t.Errorf("demoting the only admin: %v, want ErrLastAdmin", err)
+	}
+	if _, err := s.DisableUser(ctx, root.ID, time.Now()); !errors.Is(err, auth.ErrLastAdmin) {
+		t.Errorf("disabling the only admin: %v, want ErrLastAdmin", err)
+	}
+	if _, err := s.DeleteUser(ctx, root.ID); !errors.Is(err, auth.ErrLastAdmin) {
+		t.Errorf("deleting the only admin: %v, want ErrLastAdmin", err)
+	}
+	other := addUser(t, s, "other@example.com", true)
+	if _, err := s.DisableUser(ctx, other.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetUserAdmin(ctx, root.ID, false); !errors.Is(err, auth.ErrLastAdmin) {
+		t.Errorf("demoting the only enabled admin beside a disabled one: %v, want ErrLastAdmin", err)
+	}
+	if u, err := s.SetUserAdmin(ctx, other.ID, false); err != nil || u.IsAdmin {
+		t.Errorf("demoting a disabled admin: %+v %v", u, err)
+	}
+	if _, err := s.DisableUser(ctx, member.ID, time.Now()); err != nil {
+		t.Errorf("disabling a member: %v", err)
+	}
+	if _, err := s.SetUserAdmin(ctx, 99999, true); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("promoting no one: %v, want ErrNoUser", err)
+	}
+	if _, err := s.DeleteUser(ctx, 99999); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("deleting no one: %v, want ErrNoUser", err)
+	}
+}
+
+// TestDisableUser: disabling ends the account's sessions, forgets its
+// devices, spends its links, and from then on no session is made or
+// found for it and no link of it works; enabling lets it sign in again.
+func TestDisableUser(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	now := time.Now()
+	u := addUser(t, s, "ann@example.com", false)
+	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+	sess := auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := s.CreateSession(ctx, hash("s1"), sess, u.PasswordHash); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddDevice(ctx, u.ID, "", hash("d1"), now, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddResetToken(ctx, hash("r1"), u.ID, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddUnlockToken(ctx, hash("u1"), u.ID, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddSignInToken(ctx, hash("i1"), u.ID, u.PasswordHash, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.DisableUser(ctx, u.ID, now)
+	if err != nil || !d.Disabled() {
+		t.Fatalf("DisableUser: %+v %v", d, err)
+	}
+	if _, err := s.SessionByHash(ctx, hash("s1"), now); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("session after disabling: %v", err)
+	}
+	if known, _ := s.KnownDevice(ctx, u.Email, hash("d1"), now.Add(-time.Hour)); known {
+		t.Error("device still known after disabling")
+	}
+	if _, _, err := s.ResetTokenUser(ctx, hash("r1"), now); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("reset link after disabling: %v", err)
+	}
+	if live, _ := s.UnlockTokenLive(ctx, hash("u1"), now); live {
+		t.Error("unlock link live after disabling")
+	}
+	if email, _ := s.SignInTokenLive(ctx, hash("i1"), now); email != "" {
+		t.Error("sign-in link live after disabling")
+	}
+	// Links made after (a request that raced the disabling) work no more.
+	if err := s.AddResetToken(ctx, hash("r2"), u.ID, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ResetPassword(ctx, hash("r2"), now, "$argon2id$new"); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("reset of a disabled account: %v", err)
+	}
+	if err := s.AddUnlockToken(ctx, hash("u2"), u.ID, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.UseUnlockToken(ctx, hash("u2"), now, hash("d2"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("unlock of a disabled account: %v", err)
+	}
+	if err := s.AddSignInToken(ctx, hash("i2"), u.ID, u.PasswordHash, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UseSignInToken(ctx, hash("i2"), now, hash("d3"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("sign-in link of a disabled account: %v", err)
+	}
+	if err := s.CreateSession(ctx, hash("s2"), sess, u.PasswordHash); !errors.Is(err, auth.ErrPasswordChanged) {
+		t.Errorf("session for a disabled account: %v", err)
+	}
+	if got, err := s.UserByEmail(ctx, u.Email); err != nil || !got.Disabled() {
+		t.Errorf("UserByEmail of a disabled account: %+v %v", got, err)
+	}
+	e, err := s.EnableUser(ctx, u.ID)
+	if err != nil || e.Disabled() {
+		t.Fatalf("EnableUser: %+v %v", e, err)
+	}
+	if err := s.CreateSession(ctx, hash("s3"), sess, u.PasswordHash); err != nil {
+		t.Errorf("session after enabling: %v", err)
+	}
+}
+
+// TestDeleteUserKeepsEvents: an account with a row in every table that
+// refers to accounts is deleted without a foreign key refusing it; its
+// security events and lockout records stay.
+func TestDeleteUserKeepsEvents(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	now := time.Now()
+	u := addUser(t, s, "ann@example.com", false)
+	addUser(t, s, "root@example.com", true)
+	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.CreateSession(ctx, hash("s"), auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash))
+	must(s.AddDevice(ctx, u.ID, "", hash("d"), now, 10))
+	must(s.AddResetToken(ctx, hash("r"), u.ID, now, now.Add(time.Hour)))
+	must(s.AddUnlockToken(ctx, hash("u"), u.ID, now, now.Add(time.Hour)))
+	must(s.AddSignInToken(ctx, hash("i"), u.ID, u.PasswordHash, now, now.Add(time.Hour)))
+	must(s.RecordLockout(ctx, auth.Lockout{Account: u.Email, UserID: u.ID, Level: 1, LockedAt: now, LockedUntil: now.Add(time.Hour)}))
+	must(s.InsertEvents(ctx, []auth.Event{{At: now, Kind: auth.EventLoginSucceeded, Account: u.Email, UserID: u.ID}}))
+
+	// Every table with a foreign key to users is covered above: a new one
+	// fails this test until it is.
+	rows, err := s.Pool().Query(ctx, `SELECT conrelid::regclass::text FROM pg_constraint
+		WHERE contype = 'f' AND confrelid = 'users'::regclass ORDER BY 1`)
+	must(err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	must(err)
+	if want := []string{"devices", "lockouts", "password_reset_tokens", "sessions", "sign_in_tokens", "unlock_tokens"}; !slices.Equal(tables, want) {
+		t.Errorf("tables referring to users: %v, want %v", tables, want)
+	}
+
+	if _, err := s.DeleteUser(ctx, u.ID); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	var events, lockouts int
+	must(s.Pool().QueryRow(ctx, `SELECT count(*) FROM security_events WHERE account_key = $1`, u.Email).Scan(&events))
+	must(s.Pool().QueryRow(ctx, `SELECT count(*) FROM lockouts WHERE account_key = $1`, u.Email).Scan(&lockouts))
+	if events != 1 || lockouts != 1 {
+		t.Errorf("after deleting: %d events and %d lockouts of the account, want 1 and 1", events, lockouts)
+	}
+	if _, err := s.UserByID(ctx, u.ID); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("UserByID after deleting: %v", err)
+	}
+}
+
+// seedUsers adds n accounts in one statement (user0000042@example.com
+// and so on, a thousand of them administrators), then ANALYZE, as
+// autovacuum would.
+func seedUsers(t testing.TB, s *postgres.Store, n int) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := s.Pool().Exec(ctx, `
+		INSERT INTO users (email, password_hash, is_admin)
+		SELECT 'user' || lpad(g::text, 7, '0') || '@example.com', '$argon2id$v=19$m=1,t=1,p=1$c2FsdA$aGFzaA', g % 100 = 0
+		FROM generate_series(1, $1::int) g`, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE users`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userPlan lists the nodes of the plan of a page of SearchUsers, as
+// planNodes does for events.
+func userPlan(t testing.TB, s *postgres.Store, prefix, after string) []string {
+	t.Helper()
+	sql, args := postgres.SearchUsersQuery(prefix, after, 51)
+	var raw []byte
+	if err := s.Pool().QueryRow(t.Context(), "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var plan []struct{ Plan node }
+	if err := json.Unmarshal(raw, &plan); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(n node)
+	walk = func(n node) {
+		s := n.NodeType
+		if n.IndexName != "" {
+			s += " on " + n.IndexName
+		}
+		out = append(out, s)
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plan[0].Plan)
+	return out
+}
+
+// TestSearchUsersPlans: among 100,000 accounts, every page of the list and
+// of a prefix search, first or later, reads users_email_c_idx in order and
+// never the whole table.
+func TestSearchUsersPlans(t *testing.T) {
+	s := newStore(t)
+	seedUsers(t, s, 100_000)
+	for _, c := range []struct{ prefix, after string }{
+		{"", ""},
+		{"", "user0050000@example.com"},
+		{"user00123", ""},
+		{"user00123", "user0012345@example.com"},
+		{"nobody", ""},
+	} {
+		nodes := userPlan(t, s, c.prefix, c.after)
+		if !slices.Contains(nodes, "Index Scan on users_email_c_idx") {
+			t.Errorf("%+v: plan %v does not scan users_email_c_idx", c, nodes)
+		}
+		for _, n := range nodes {
+			if strings.Contains(n, "Seq Scan") || n == "Sort" {
+				t.Errorf("%+v: plan %v has %s", c, nodes, n)
+			}
+		}
+		start := time.Now()
+		got, err := s.SearchUsers(t.Context(), c.prefix, c.after, 51)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%+v: %d accounts in %v, plan %v", c, len(got), time.Since(start), nodes)
+	}
+}
+
+// BenchmarkSearchUsers reads a page of the list and of a prefix search,
+// first and later, among 100,000 accounts.
+func BenchmarkSearchUsers(b *testing.B) {
+	_, pool := testenv.Schema(b)
+	s := postgres.New(pool)
+	start := time.Now()
+	seedUsers(b, s, 100_000)
+	b.Logf("seeded 100,000 accounts in %v", time.Since(start))
+	for _, c := range []struct{ name, prefix, after string }{
+		{"list", "", ""},
+		{"list-later", "", "user0050000@example.com"},
+		{"prefix", "user00123", ""},
+		{"prefix-later", "user00123", "user0012345@example.com"},
+		{"prefix-none", "nobody", ""},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.Logf("plan %v", userPlan(b, s, c.prefix, c.after))
+			for b.Loop() {
+				if _, err := s.SearchUsers(b.Context(), c.prefix, c.after, 51); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestPrefixEnd: the bound above a prefix is the least string past every
+// string that starts with it, valid UTF-8 at every edge.
+func TestPrefixEnd(t *testing.T) {
+	for _, c := range []struct {
+		prefix, want string
+		ok           bool
+	}{
+		{"", "", false},
+		{"ann", "ano", true},
+		{"an\u007f", "an\u0080", true},
+		{"z\ud7ff", "z\ue000", true},
+		{"z\U0010ffff", "{", true},
+		{"\U0010ffff\U0010ffff", "", false},
+	} {
+		got, ok := postgres.PrefixEnd(c.prefix)
+		if got != c.want || ok != c.ok {
+			t.Errorf("PrefixEnd(%q) = %q, %v; want %q, %v", c.prefix, got, ok, c.want, c.ok)
+		}
+	}
+}
