@@ -4,7 +4,8 @@
 -- window, packed in a string:
 --
 --   byte 1      w, the width of each entry in bytes: 4, 5 or 6, the
---               fewest in which twice the window fits
+--               fewest in which twice the window fits (wider only while
+--               the log holds entries ahead of a clock that stepped back)
 --   bytes 2-8   base, microseconds since the epoch, unsigned little-endian
 --   then        one entry per admission, oldest first: its time less base,
 --               unsigned little-endian in w bytes
@@ -160,8 +161,18 @@ if admit then
           .. string.rep(struct.pack(log.fmt, log.at - log.base), log.added)
       else
         -- Outgrown, or of another window: write it anew, based on its
-        -- oldest live entry.
+        -- oldest live entry. Entries span less than the width allows
+        -- unless the clock stepped back by more than a window, leaving
+        -- entries ahead of it: then wider entries, so that none wraps.
         local base = at(log, log.keep)
+        local span = log.at - base
+        while span >= 2 ^ (8 * w) and w < 6 do
+          w = w + 1
+        end
+        if span >= 2 ^ 48 then
+          -- Entries years ahead of the clock: not kept.
+          base, log.keep = log.at, log.n
+        end
         local fmt = '<I' .. w
         local parts = {struct.pack('<BI7', w, base)}
         for j = log.keep, log.n - 1 do
@@ -170,8 +181,11 @@ if admit then
         parts[#parts + 1] = string.rep(struct.pack(fmt, log.at - base), log.added)
         value = table.concat(parts)
       end
-      -- The newest entry leaves the window in exactly one window; so does the key.
-      redis.call('SET', log.key, value, 'PX', math.ceil((log.at + log.window - now) / 1000))
+      -- The key goes once its newest entry has left the window, not a
+      -- microsecond before: an absolute time, rounded up to Redis'
+      -- milliseconds (a relative one would count from a millisecond that
+      -- may have begun before TIME was read).
+      redis.call('SET', log.key, value, 'PXAT', math.ceil((log.at + log.window) / 1000))
     end
   end
 end
