@@ -736,3 +736,65 @@ func TestPackedLogAfterClockStepsBack(t *testing.T) {
 		t.Fatalf("log after the admission: %v; want %v then %d (never before the newest)", got, planted, planted[1])
 	}
 }
+
+// TestLongLogAppended: a long log (a generous limit) is appended to while
+// most of it is live, and cut once its dead front is half of it. Either
+// way the count is exact, the entries stay in order, the log holds at most
+// twice its live entries, and its key lasts until the newest leaves.
+func TestLongLogAppended(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	k, _ := ratelimit.NewKeys(prefix, "login_password")
+	limit := ratelimit.Limit{Count: 1000, Window: 10 * time.Minute}
+	second := int64(time.Second / time.Microsecond)
+	for _, c := range []struct {
+		name       string
+		dead, live int
+	}{
+		{"mostly live", 10, 300},
+		{"half dead", 200, 200},
+		{"mostly dead", 300, 100},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rule := ratelimit.Rule{Name: "login_password", ID: c.name, Limit: limit}
+			now := redisTime(t, rdb)
+			var planted []int64
+			for i := range c.dead {
+				planted = append(planted, now-11*60*second+int64(i))
+			}
+			for i := range c.live {
+				planted = append(planted, now-int64(c.live-i)*1000)
+			}
+			key := k.Log(rule.ID)
+			if err := rdb.Set(t.Context(), key, ratelimit.EncodeLog(4, planted[0], planted...), time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for n := range 3 {
+				r, err := l.Allow(t.Context(), rule)
+				if err != nil || !r.Allowed || r.Count != c.live+n+1 {
+					t.Fatalf("admission %d beside %d live entries: %+v, %v; want admitted as %d", n+1, c.live, r, err, c.live+n+1)
+				}
+			}
+			got := logEntries(t, rdb, key)
+			live := 0
+			for i, e := range got {
+				if i > 0 && e < got[i-1] {
+					t.Fatalf("entry %d (%d) before entry %d (%d)", i, e, i-1, got[i-1])
+				}
+				if e > now-limit.Window.Microseconds() {
+					live++
+				}
+			}
+			if live != c.live+3 || len(got) > 2*live {
+				t.Fatalf("log of %d entries, %d live; want %d live and at most twice that", len(got), live, c.live+3)
+			}
+			ms, err := rdb.PExpireTime(t.Context(), key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if newest := got[len(got)-1]; int64(ms/time.Millisecond)*1000 < newest+limit.Window.Microseconds() {
+				t.Fatalf("key expires at %d ms, before its newest entry leaves at %d µs", ms/time.Millisecond, newest+limit.Window.Microseconds())
+			}
+		})
+	}
+}

@@ -12,7 +12,8 @@
 --
 -- Times only grow, so the live entries are the log's tail, found by binary
 -- search, and the entries that left the window are cut off its front when
--- the log is next written. A rejection writes nothing.
+-- the log is next written (a log over 1 KB: once they are half of it, and
+-- until then it is appended to). A rejection writes nothing.
 --
 -- KEYS     for each rule in turn: its log, then, for a lockable rule, its
 --          identity's lock (see lockout.lua), which rejects while it
@@ -98,8 +99,17 @@ local function write(key, raw, w0, fmt0, base, m, keep, added, window, at)
   elseif window * 2 <= 1099511627776 then
     w = 5
   end
+  local expiry = math.ceil((at + window) / 1000)
   local value
-  if keep == m then
+  if keep < m - keep and #raw > 1024 and w == w0 and at - base < 2 ^ (8 * w) then
+    -- A long log (a generous limit, such as login_password's), most of it
+    -- live: appended to, in time that does not grow with it, rather than
+    -- copied whole. Its dead front is cut once it is half the log, so it
+    -- holds at most twice what the window needs.
+    redis.call('APPEND', key, string.rep(put(fmt0, at - base), added))
+    redis.call('PEXPIREAT', key, expiry)
+    return
+  elseif keep == m then
     -- Nothing live: a log of the new entries alone, based on them.
     value = put('<BI7', w, at) .. string.rep(string.rep('\0', w), added)
   elseif w == w0 and at - base < 2 ^ (8 * w) then
@@ -130,7 +140,7 @@ local function write(key, raw, w0, fmt0, base, m, keep, added, window, at)
   -- microsecond before: an absolute time, rounded up to Redis'
   -- milliseconds (a relative one would count from a millisecond that may
   -- have begun before TIME was read).
-  redis.call('SET', key, value, 'PXAT', math.ceil((at + window) / 1000))
+  redis.call('SET', key, value, 'PXAT', expiry)
 end
 
 -- The time left, in microseconds, of the lock under KEYS[k], if it exists
