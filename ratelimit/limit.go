@@ -17,8 +17,9 @@ type Limit struct {
 	Window time.Duration
 }
 
-// Bounds on a Limit. The count bound keeps one full log within 600 KB per
-// identity (6 bytes an entry at most); the window bound keeps every key's
+// Bounds on a Limit. The count bound keeps one full log within 1.2 MB per
+// identity (6 bytes an entry at most, and a long log keeps entries that
+// left the window until they are half of it); the window bound keeps every key's
 // lifetime bounded, and a log's entries within 6 bytes.
 const (
 	MinWindow = time.Millisecond

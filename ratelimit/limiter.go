@@ -137,7 +137,9 @@ func (l *Limiter) Allow(ctx context.Context, rule Rule) (Result, error) {
 // AllowAll checks a request against every rule in one round trip and admits
 // it only if all of them do. A rejected request consumes quota in no rule
 // (see the package documentation). On error the request must be treated as
-// not decided; nothing it recorded is kept.
+// not decided. What it recorded is taken back, except when Redis ran the
+// script but its answer was lost (a timeout, a dropped connection): the
+// request then counts in its rules as if admitted, which is only stricter.
 func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error) {
 	if err := validRules(rules); err != nil {
 		return Decision{}, err

@@ -677,3 +677,124 @@ func TestAllowAllSameRuleTwice(t *testing.T) {
 		t.Fatalf("third request: %+v, %v; want rejected at 4", d, err)
 	}
 }
+
+// TestLogOutlivesItsNewestEntry: a log's key expires no earlier than its
+// newest entry leaves the window. A key gone even a millisecond early takes
+// with it the entries still live in that millisecond, and a burst then
+// admitted passes the limit. Checked on Redis' own record of the expiry
+// (PEXPIRETIME), not by waiting.
+func TestLogOutlivesItsNewestEntry(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	k, _ := ratelimit.NewKeys(prefix, "login_ip")
+	for i, window := range []time.Duration{time.Millisecond, 1500 * time.Microsecond, time.Minute, ratelimit.MaxWindow} {
+		rule := ratelimit.Rule{Name: "login_ip", ID: fmt.Sprint("expiry", i), Limit: ratelimit.Limit{Count: 100, Window: window}}
+		for range trials {
+			if r, err := l.Allow(t.Context(), rule); err != nil || !r.Allowed {
+				t.Fatalf("window %s: %+v, %v", window, r, err)
+			}
+			key := k.Log(rule.ID)
+			ms, err := rdb.PExpireTime(t.Context(), key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries := logEntries(t, rdb, key)
+			if len(entries) == 0 {
+				continue // a window of a millisecond may already have passed
+			}
+			newest := entries[len(entries)-1]
+			if leaves := newest + window.Microseconds(); int64(ms/time.Millisecond)*1000 < leaves {
+				t.Fatalf("window %s: key expires at %d µs, before its newest entry leaves at %d µs", window, int64(ms/time.Millisecond)*1000, leaves)
+			}
+		}
+	}
+}
+
+// TestPackedLogAfterClockStepsBack: should Redis' clock step back (a
+// failover to a host whose clock is behind), a log holds entries later
+// than now, further apart than the window's entries are wide. Rewriting
+// it must keep every entry and its order, never wrap an entry's offset
+// around its width.
+func TestPackedLogAfterClockStepsBack(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	k, _ := ratelimit.NewKeys(prefix, "login_ip")
+	rule := ratelimit.Rule{Name: "login_ip", ID: "stepped back", Limit: ratelimit.Limit{Count: 4, Window: 10 * time.Minute}}
+	now := redisTime(t, rdb)
+	hour := int64(time.Hour / time.Microsecond)
+	// Written 1 and 3 hours ahead of the clock now, in 6-byte entries.
+	planted := []int64{now + hour, now + 3*hour}
+	if err := rdb.Set(t.Context(), k.Log(rule.ID), ratelimit.EncodeLog(6, planted[0], planted...), 4*time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Allow(t.Context(), rule)
+	if err != nil || !r.Allowed || r.Count != 3 {
+		t.Fatalf("admission beside 2 entries ahead of the clock: %+v, %v; want admitted as the third", r, err)
+	}
+	got := logEntries(t, rdb, k.Log(rule.ID))
+	if len(got) != 3 || got[0] != planted[0] || got[1] != planted[1] || got[2] != planted[1] {
+		t.Fatalf("log after the admission: %v; want %v then %d (never before the newest)", got, planted, planted[1])
+	}
+}
+
+// TestLongLogAppended: a long log (a generous limit) is appended to while
+// most of it is live, and cut once its dead front is half of it. Either
+// way the count is exact, the entries stay in order, the log holds at most
+// twice its live entries, and its key lasts until the newest leaves.
+func TestLongLogAppended(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	k, _ := ratelimit.NewKeys(prefix, "login_password")
+	limit := ratelimit.Limit{Count: 1000, Window: 10 * time.Minute}
+	second := int64(time.Second / time.Microsecond)
+	for _, c := range []struct {
+		name       string
+		dead, live int
+	}{
+		{"mostly live", 10, 300},
+		{"half dead", 200, 200},
+		{"mostly dead", 300, 100},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rule := ratelimit.Rule{Name: "login_password", ID: c.name, Limit: limit}
+			now := redisTime(t, rdb)
+			var planted []int64
+			for i := range c.dead {
+				planted = append(planted, now-11*60*second+int64(i))
+			}
+			for i := range c.live {
+				planted = append(planted, now-int64(c.live-i)*1000)
+			}
+			key := k.Log(rule.ID)
+			if err := rdb.Set(t.Context(), key, ratelimit.EncodeLog(4, planted[0], planted...), time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for n := range 3 {
+				r, err := l.Allow(t.Context(), rule)
+				if err != nil || !r.Allowed || r.Count != c.live+n+1 {
+					t.Fatalf("admission %d beside %d live entries: %+v, %v; want admitted as %d", n+1, c.live, r, err, c.live+n+1)
+				}
+			}
+			got := logEntries(t, rdb, key)
+			live := 0
+			for i, e := range got {
+				if i > 0 && e < got[i-1] {
+					t.Fatalf("entry %d (%d) before entry %d (%d)", i, e, i-1, got[i-1])
+				}
+				if e > now-limit.Window.Microseconds() {
+					live++
+				}
+			}
+			if live != c.live+3 || len(got) > 2*live {
+				t.Fatalf("log of %d entries, %d live; want %d live and at most twice that", len(got), live, c.live+3)
+			}
+			ms, err := rdb.PExpireTime(t.Context(), key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if newest := got[len(got)-1]; int64(ms/time.Millisecond)*1000 < newest+limit.Window.Microseconds() {
+				t.Fatalf("key expires at %d ms, before its newest entry leaves at %d µs", ms/time.Millisecond, newest+limit.Window.Microseconds())
+			}
+		})
+	}
+}

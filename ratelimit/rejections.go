@@ -24,6 +24,12 @@ type rejections struct {
 
 	mu    sync.Mutex
 	until map[string]rejection // by rule key
+	// nextSweep is, once a sweep left the memory full, when its earliest
+	// memory ends: no sweep before then could free a place, and a flood
+	// over more identities than max would otherwise scan every memory,
+	// under mu, for each rejection.
+	nextSweep time.Time
+	sweeps    int // sweeps made, for tests
 }
 
 type rejection struct {
@@ -68,13 +74,21 @@ func (r *rejections) remember(key string, retryAfter time.Duration, locked bool,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.until) >= r.max {
+		if now.Before(r.nextSweep) {
+			return // full of live memories: ask Redis
+		}
+		r.sweeps++
+		var earliest time.Time
 		for k, m := range r.until {
 			if !now.Before(m.forget) {
 				delete(r.until, k)
+			} else if earliest.IsZero() || m.forget.Before(earliest) {
+				earliest = m.forget
 			}
 		}
 		if len(r.until) >= r.max {
-			return // full of live memories: ask Redis
+			r.nextSweep = earliest
+			return
 		}
 	}
 	r.until[key] = rejection{forget: now.Add(d), retryAt: now.Add(retryAfter), locked: locked}

@@ -4,14 +4,16 @@
 -- window, packed in a string:
 --
 --   byte 1      w, the width of each entry in bytes: 4, 5 or 6, the
---               fewest in which twice the window fits
+--               fewest in which twice the window fits (wider only while
+--               the log holds entries ahead of a clock that stepped back)
 --   bytes 2-8   base, microseconds since the epoch, unsigned little-endian
 --   then        one entry per admission, oldest first: its time less base,
 --               unsigned little-endian in w bytes
 --
 -- Times only grow, so the live entries are the log's tail, found by binary
 -- search, and the entries that left the window are cut off its front when
--- the log is next written. A rejection writes nothing.
+-- the log is next written (a log over 1 KB: once they are half of it, and
+-- until then it is appended to). A rejection writes nothing.
 --
 -- KEYS     for each rule in turn: its log, then, for a lockable rule, its
 --          identity's lock (see lockout.lua), which rejects while it
@@ -39,46 +41,43 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 -- Every key in one call: the logs, and the locks, whose time left is asked
 -- only of those that exist.
 local values = redis.call('MGET', unpack(KEYS))
-local logs = {} -- by key, each parsed once
+local get, put = struct.unpack, struct.pack
 
-local function open(k)
-  local key = KEYS[k]
-  local log = logs[key]
-  if log then
-    return log
+-- Each call of this script is a decision: what runs in every call is kept
+-- to plain locals, without a table per log or a string built per entry.
+
+-- The format of an entry w bytes wide.
+local function format(w)
+  if w == 4 then
+    return '<I4'
+  elseif w == 5 then
+    return '<I5'
   end
-  local raw = values[k]
-  -- Every field in the constructor: one allocation, no rehash.
-  log = {key = key, n = 0, added = 0, window = 0, raw = false, w = 0, fmt = false, base = 0, keep = false, at = false}
-  if raw then
-    local w = string.byte(raw, 1)
-    if (w ~= 4 and w ~= 5 and w ~= 6) or #raw < 8 or (#raw - 8) % w ~= 0 then
-      return nil
-    end
-    log.raw, log.w, log.fmt = raw, w, '<I' .. w
-    log.base = struct.unpack('<I7', raw, 2)
-    log.n = (#raw - 8) / w
-  end
-  logs[key] = log
-  return log
+  return '<I6'
 end
 
--- The time of entry i (0 for the oldest).
-local function at(log, i)
-  return log.base + struct.unpack(log.fmt, log.raw, 9 + i * log.w)
+-- The width, format, base and number of entries of a packed log, or
+-- nothing if raw is none.
+local function header(raw)
+  local w = string.byte(raw, 1)
+  if (w ~= 4 and w ~= 5 and w ~= 6) or #raw < 8 or (#raw - 8) % w ~= 0 then
+    return nil
+  end
+  return w, format(w), get('<I7', raw, 2), (#raw - 8) / w
 end
 
--- The index of the oldest entry later than horizon (log.n if none).
-local function live(log, horizon)
+-- The index of the oldest of a log's m entries later than horizon (m if
+-- none).
+local function live(raw, w, fmt, base, m, horizon)
   -- Most often none has left: a flood at a full log, or a log written
   -- within its window.
-  if log.n == 0 or at(log, 0) > horizon then
+  if m == 0 or base + get(fmt, raw, 9) > horizon then
     return 0
   end
-  local lo, hi = 1, log.n
+  local lo, hi = 1, m
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if at(log, mid) > horizon then
+    if base + get(fmt, raw, 9 + mid * w) > horizon then
       hi = mid
     else
       lo = mid + 1
@@ -87,35 +86,158 @@ local function live(log, horizon)
   return lo
 end
 
+-- Writes the log of key: of its m entries (raw, w bytes each from base)
+-- those from keep on, then added entries at time at; it lasts window past
+-- at.
+local function write(key, raw, w0, fmt0, base, m, keep, added, window, at)
+  -- The width of the entries: the fewest bytes in which twice the window
+  -- fits, so that a log rebased on its oldest live entry takes at least a
+  -- window to outgrow its base again.
+  local w = 6
+  if window * 2 <= 4294967296 then
+    w = 4
+  elseif window * 2 <= 1099511627776 then
+    w = 5
+  end
+  local expiry = math.ceil((at + window) / 1000)
+  local value
+  if keep < m - keep and #raw > 1024 and w == w0 and at - base < 2 ^ (8 * w) then
+    -- A long log (a generous limit, such as login_password's), most of it
+    -- live: appended to, in time that does not grow with it, rather than
+    -- copied whole. Its dead front is cut once it is half the log, so it
+    -- holds at most twice what the window needs.
+    redis.call('APPEND', key, string.rep(put(fmt0, at - base), added))
+    redis.call('PEXPIREAT', key, expiry)
+    return
+  elseif keep == m then
+    -- Nothing live: a log of the new entries alone, based on them.
+    value = put('<BI7', w, at) .. string.rep(string.rep('\0', w), added)
+  elseif w == w0 and at - base < 2 ^ (8 * w) then
+    -- The common case: cut the entries that left, append the new.
+    value = string.sub(raw, 1, 8) .. string.sub(raw, 9 + keep * w) .. string.rep(put(fmt0, at - base), added)
+  else
+    -- Outgrown, or of another window: write it anew, based on its oldest
+    -- live entry. Entries span less than the width allows unless the
+    -- clock stepped back by more than a window, leaving entries ahead of
+    -- it: then wider entries, so that none wraps.
+    local b = base + get(fmt0, raw, 9 + keep * w0)
+    while at - b >= 2 ^ (8 * w) and w < 6 do
+      w = w + 1
+    end
+    if at - b >= 2 ^ 48 then
+      -- Entries years ahead of the clock: not kept.
+      b, keep = at, m
+    end
+    local fmt = format(w)
+    local parts = {put('<BI7', w, b)}
+    for j = keep, m - 1 do
+      parts[#parts + 1] = put(fmt, base + get(fmt0, raw, 9 + j * w0) - b)
+    end
+    parts[#parts + 1] = string.rep(put(fmt, at - b), added)
+    value = table.concat(parts)
+  end
+  -- The key goes once its newest entry has left the window, not a
+  -- microsecond before: an absolute time, rounded up to Redis'
+  -- milliseconds (a relative one would count from a millisecond that may
+  -- have begun before TIME was read).
+  redis.call('SET', key, value, 'PXAT', expiry)
+end
+
+-- The time left, in microseconds, of the lock under KEYS[k], if it exists
+-- (values[k]); 0 if none.
+local function locked(k)
+  if values[k] then
+    local left = redis.call('PTTL', KEYS[k])
+    if left > 0 then
+      -- PTTL is whole milliseconds; one more keeps the answer from being early.
+      return (left + 1) * 1000
+    end
+  end
+  return 0
+end
+
+local function malformed(k)
+  return redis.error_reply('ERR ratelimit: ' .. KEYS[k] .. ' is not a packed log')
+end
+
 local n = tonumber(ARGV[1])
+
+if n == 1 then
+  -- One rule (Allow, and every group of one on a cluster): no tables.
+  local limit, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+  local raw = values[1]
+  local w, fmt, base, m, first = 0, '', 0, 0, 0
+  if raw then
+    w, fmt, base, m = header(raw)
+    if not w then
+      return malformed(1)
+    end
+    first = live(raw, w, fmt, base, m, now - window)
+  end
+  local count, retry, lock = m - first, 0, 0
+  if ARGV[4] == '1' then
+    retry = locked(2)
+    if retry > 0 then
+      lock = 1
+    end
+  end
+  if lock == 0 and count >= limit then
+    -- For one slot to free, the count-limit+1 oldest live entries must
+    -- leave; the youngest of them is live entry count-limit. An entry
+    -- leaves once now >= its time + window: never early and, since the
+    -- entry is live, never zero.
+    retry = base + get(fmt, raw, 9 + (first + count - limit) * w) + window - now
+  end
+  if retry > 0 then
+    return {0, count, retry, lock, 0}
+  end
+  -- Never before an entry already there, should Redis' clock step back:
+  -- the log stays in order, and an entry that counts late only makes the
+  -- limit stricter.
+  local at = now
+  if m > 0 then
+    at = math.max(now, base + get(fmt, raw, 9 + (m - 1) * w))
+  end
+  write(KEYS[1], raw, w, fmt, base, m, first, 1, window, at)
+  return {1, count + 1, 0, 0, at}
+end
+
+-- Several rules. A log named by several of them (a rule given twice) is
+-- read once and written once, keeping what the longest window needs.
+local logs = {} -- by key
 local rules = {}
 local admit = true
 local k = 1
 for i = 1, n do
   local limit, window = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
-  local log = open(k)
+  local key = KEYS[k]
+  local log = logs[key]
   if not log then
-    return redis.error_reply('ERR ratelimit: ' .. KEYS[k] .. ' is not a packed log')
+    log = {key = key, raw = values[k], w = 0, fmt = '', base = 0, m = 0, added = 0, keep = false, window = 0, at = false}
+    if log.raw then
+      log.w, log.fmt, log.base, log.m = header(log.raw)
+      if not log.w then
+        return malformed(k)
+      end
+    end
+    logs[key] = log
   end
   k = k + 1
-  local first = live(log, now - window)
-  local r = {log = log, first = first, window = window, count = log.n - first, retry = 0, locked = 0}
+  local first = 0
+  if log.raw then
+    first = live(log.raw, log.w, log.fmt, log.base, log.m, now - window)
+  end
+  local r = {log = log, first = first, window = window, count = log.m - first, retry = 0, locked = 0}
   if ARGV[3 * i + 1] == '1' then
-    if values[k] then
-      local left = redis.call('PTTL', KEYS[k])
-      if left > 0 then
-        -- PTTL is whole milliseconds; one more keeps the answer from being early.
-        r.retry, r.locked = (left + 1) * 1000, 1
-      end
+    r.retry = locked(k)
+    if r.retry > 0 then
+      r.locked = 1
     end
     k = k + 1
   end
   if r.locked == 0 and r.count >= limit then
-    -- For one slot to free, the count-limit+1 oldest live entries must
-    -- leave; the youngest of them is live entry count-limit. An entry
-    -- leaves once now >= its time + window: never early and, since the
-    -- entry is live, never zero.
-    r.retry = at(log, first + r.count - limit) + window - now
+    -- As for one rule, above.
+    r.retry = log.base + get(log.fmt, log.raw, 9 + (first + r.count - limit) * log.w) + window - now
   end
   if r.retry > 0 then
     admit = false
@@ -123,8 +245,8 @@ for i = 1, n do
   rules[i] = r
 end
 
+local out = {}
 if admit then
-  -- A log named by several rules keeps what the longest window needs.
   for _, r in ipairs(rules) do
     local log = r.log
     log.added = log.added + 1
@@ -134,61 +256,24 @@ if admit then
   for _, r in ipairs(rules) do
     local log = r.log
     if not log.at then
-      -- Never before an entry already there, should Redis' clock step
-      -- back: the log stays in order, and an entry that counts late only
-      -- makes the limit stricter.
+      -- Never before an entry already there (see above).
       log.at = now
-      if log.n > 0 then
-        log.at = math.max(now, at(log, log.n - 1))
+      if log.m > 0 then
+        log.at = math.max(now, log.base + get(log.fmt, log.raw, 9 + (log.m - 1) * log.w))
       end
-      -- The width of the entries: the fewest bytes in which twice the
-      -- window fits, so that a log rebased on its oldest live entry takes
-      -- at least a window to outgrow its base again.
-      local w = 6
-      if log.window * 2 <= 4294967296 then
-        w = 4
-      elseif log.window * 2 <= 1099511627776 then
-        w = 5
-      end
-      local value
-      if log.keep == log.n then
-        -- Nothing live: a log of the new entries alone, based on them.
-        value = struct.pack('<BI7', w, log.at) .. string.rep(string.rep('\0', w), log.added)
-      elseif w == log.w and log.at - log.base < 2 ^ (8 * w) then
-        -- The common case: cut the entries that left, append the new.
-        value = string.sub(log.raw, 1, 8) .. string.sub(log.raw, 9 + log.keep * w)
-          .. string.rep(struct.pack(log.fmt, log.at - log.base), log.added)
-      else
-        -- Outgrown, or of another window: write it anew, based on its
-        -- oldest live entry.
-        local base = at(log, log.keep)
-        local fmt = '<I' .. w
-        local parts = {struct.pack('<BI7', w, base)}
-        for j = log.keep, log.n - 1 do
-          parts[#parts + 1] = struct.pack(fmt, at(log, j) - base)
-        end
-        parts[#parts + 1] = string.rep(struct.pack(fmt, log.at - base), log.added)
-        value = table.concat(parts)
-      end
-      -- The newest entry leaves the window in exactly one window; so does the key.
-      redis.call('SET', log.key, value, 'PX', math.ceil((log.at + log.window - now) / 1000))
+      write(log.key, log.raw, log.w, log.fmt, log.base, log.m, log.keep, log.added, log.window, log.at)
     end
   end
-end
-
-local out = {}
-for i, r in ipairs(rules) do
-  local count, at = r.count, 0
-  if admit then
-    count, at = count + 1, r.log.at
+  for i, r in ipairs(rules) do
+    out[5 * i - 4], out[5 * i - 3], out[5 * i - 2], out[5 * i - 1], out[5 * i] = 1, r.count + 1, 0, 0, r.log.at
   end
-  local allowed = 0
-  if r.retry == 0 then
-    allowed = 1
+else
+  for i, r in ipairs(rules) do
+    local allowed = 0
+    if r.retry == 0 then
+      allowed = 1
+    end
+    out[5 * i - 4], out[5 * i - 3], out[5 * i - 2], out[5 * i - 1], out[5 * i] = allowed, r.count, r.retry, r.locked, 0
   end
-  if n == 1 then
-    return {allowed, count, r.retry, r.locked, at}
-  end
-  out[5 * i - 4], out[5 * i - 3], out[5 * i - 2], out[5 * i - 1], out[5 * i] = allowed, count, r.retry, r.locked, at
 end
 return out

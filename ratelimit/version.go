@@ -10,8 +10,9 @@ import (
 )
 
 // MinRedisVersion is the oldest Redis the scripts run on: lockout.lua
-// finds a retyped password with LPOS, which Redis 6.0.6 added.
-const MinRedisVersion = "6.0.6"
+// finds a retyped password with LPOS (Redis 6.0.6), and sliding_window.lua
+// sets a log's expiry as an absolute time with SET's PXAT (Redis 6.2).
+const MinRedisVersion = "6.2.0"
 
 // CheckVersion asks the Redis behind rdb for its version and returns an
 // error naming it if it is older than MinRedisVersion. On a cluster it

@@ -1,0 +1,35 @@
+package ratelimit
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestRejectionsFullSweepsRarely: once the memory is full of rejections
+// that all last, remembering one more must not scan it again on every
+// call. A flood over more identities than the bound would otherwise cost
+// a scan of every memory, under the lock every decision takes, per
+// rejection.
+func TestRejectionsFullSweepsRarely(t *testing.T) {
+	const max = 1000
+	r := newRejections(time.Minute, max)
+	now := time.Unix(1_700_000_000, 0)
+	for i := range max {
+		r.remember(fmt.Sprint("k", i), time.Minute, false, now.Add(time.Duration(i)*time.Millisecond))
+	}
+	for i := range 10 * max {
+		r.remember(fmt.Sprint("new", i), time.Minute, false, now.Add(2*time.Second))
+	}
+	if r.sweeps > 1 {
+		t.Fatalf("%d sweeps of a memory whose rejections all last; want at most 1", r.sweeps)
+	}
+	if _, ok := r.until["new0"]; ok {
+		t.Fatal("a rejection remembered past the bound")
+	}
+	// Once the oldest memory ends, a sweep makes room again.
+	r.remember("later", time.Minute, false, now.Add(time.Minute+time.Millisecond))
+	if left, _ := r.lookup("later", now.Add(time.Minute+time.Millisecond)); left <= 0 {
+		t.Fatal("no room made once the oldest memory ended")
+	}
+}
