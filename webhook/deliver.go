@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -80,11 +81,16 @@ func (s *Sender) attempt(ctx context.Context, t *target, d delivery) (int, time.
 	return resp.StatusCode, retryAfter, nil
 }
 
-// errText is err for a log line, "" for none; a URL it quotes is the one
-// already logged.
+// errText is err for a log line, "" for none. The client's errors
+// (*url.Error) quote the whole URL, whose path or query may be the
+// receiver's own token: only their cause is kept, the line names the
+// URL by its scheme and host already.
 func errText(err error) string {
 	if err == nil {
 		return ""
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("no answer within the attempt's time: %v", err)
