@@ -38,8 +38,9 @@ const (
 	// the lockout was not recorded, Postgres being down).
 	TypeLockoutEnded = "lockout.ended"
 	// TypeAccountUnlocked: a lockout was ended early; data "by" is who:
-	// "admin:<email>", "cli", "reset" (a password reset), or "owner" (the
-	// unlock link mailed to the account).
+	// "admin:<email>", "cli" or "reset" (a password reset). The unlock
+	// link mailed to the owner is none: it lets their browser in as a
+	// known device and leaves the account locked.
 	TypeAccountUnlocked = "account.unlocked"
 	// TypeAttackStarted and TypeAttackEnded: attack mode was switched on
 	// or off; data "trigger" is "automatic" or "admin", "by" the
@@ -60,7 +61,6 @@ var types = map[string]string{
 	auth.EventLockout:              TypeLockoutStarted,
 	auth.EventLockoutEnded:         TypeLockoutEnded,
 	auth.EventUnlock:               TypeAccountUnlocked,
-	auth.EventUnlockConfirmed:      TypeAccountUnlocked,
 	auth.EventAttackStarted:        TypeAttackStarted,
 	auth.EventAttackEnded:          TypeAttackEnded,
 	auth.EventVerificationRequired: TypeSignInHeld,
@@ -103,9 +103,6 @@ func FromAuth(e auth.Event) (Event, bool) {
 	}
 	if e.Rule != "" {
 		data["rule"] = e.Rule
-	}
-	if e.Kind == auth.EventUnlockConfirmed {
-		data["by"] = "owner"
 	}
 	return Event{ID: newID(), Type: typ, Time: e.At.UTC().Format(time.RFC3339Nano), Data: data}, true
 }
