@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -74,11 +75,25 @@ func (s *Sender) attempt(ctx context.Context, t *target, d delivery) (int, time.
 	// Read a little of the answer, so that the connection can be reused;
 	// the rest is not worth waiting for.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	var retryAfter time.Duration
-	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-		retryAfter = time.Duration(secs) * time.Second
+	return resp.StatusCode, retryAfter(resp.Header.Get("Retry-After")), nil
+}
+
+// retryAfter reads a Retry-After in seconds: 0 if none, not positive or
+// not in seconds (a date); the longest Duration for more seconds than one
+// holds, rather than a product that wraps around to a short wait (the
+// caller caps it at MaxBackoff).
+func retryAfter(v string) time.Duration {
+	secs, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && secs > 0 {
+		return math.MaxInt64
 	}
-	return resp.StatusCode, retryAfter, nil
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	if secs > math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(secs) * time.Second
 }
 
 // errText is err for a log line, "" for none. The client's errors

@@ -327,6 +327,11 @@ func TestRetryAfterIsHonouredWithinBounds(t *testing.T) {
 	}{
 		{"7", 7 * time.Second},
 		{"3600", 30 * time.Second}, // MaxBackoff
+		// Past what a Duration holds: still "a long time", never a
+		// wrapped-around short wait.
+		{"9999999999", 30 * time.Second},
+		{"18446744074", 30 * time.Second},
+		{"99999999999999999999", 30 * time.Second},
 	} {
 		t.Run(tc.retryAfter, func(t *testing.T) {
 			r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, n int) {
