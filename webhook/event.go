@@ -35,7 +35,8 @@ const (
 	// TypeLockoutEnded: a lockout's time ran out; data "until" is when.
 	// A lockout someone ends early is an account.unlocked instead, so
 	// every lockout.started is followed by exactly one of the two (unless
-	// the lockout was not recorded, Postgres being down).
+	// the lockout was not recorded, Postgres being down, or its end was
+	// found more than an hour late: auth's lockoutEndHorizon).
 	TypeLockoutEnded = "lockout.ended"
 	// TypeAccountUnlocked: a lockout was ended early; data "by" is who:
 	// "admin:<email>", "cli" or "reset" (a password reset). The unlock
