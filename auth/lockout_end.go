@@ -7,11 +7,19 @@ import (
 )
 
 // lockoutEndInterval is how often the lockouts whose time ran out are
-// looked for: a lockout_ended event comes at most this late.
+// looked for: a lockout_ended event comes at most this late, after
+// lockoutEndGrace.
 const lockoutEndInterval = 15 * time.Second
 
 // lockoutEndBatch bounds the lockouts one call ends.
 const lockoutEndBatch = 1000
+
+// lockoutEndGrace is how long after a lockout's time ran out the sweep
+// leaves it to an unlock that read the clock before that and reaches
+// Postgres after (a busy pool, a pause, a replica's clock a little
+// behind): the unlock ends it early, as account.unlocked, rather than
+// both it and the sweep telling of its end.
+const lockoutEndGrace = 5 * time.Second
 
 // lockoutEndHorizon is how long after a lockout's time ran out its
 // lockout_ended is still recorded. Older ones are closed without an
@@ -49,7 +57,7 @@ func (s *Service) endLockouts(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		now := s.now()
-		ended, err := s.store.EndLockouts(ctx, now, lockoutEndBatch)
+		ended, err := s.store.EndLockouts(ctx, now.Add(-lockoutEndGrace), lockoutEndBatch)
 		for _, l := range ended {
 			if now.Sub(l.LockedUntil) > lockoutEndHorizon {
 				continue
