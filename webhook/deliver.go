@@ -34,11 +34,11 @@ func (s *Sender) deliver(ctx context.Context, t *target, d delivery) {
 		case err == nil && status != http.StatusTooManyRequests && status/100 != 5:
 			// The receiver refused it (4xx, or a redirect not followed):
 			// sending it again gets the same answer.
-			s.metrics.deliveries.WithLabelValues("failed").Inc()
+			s.failed()
 			s.log.Warn("webhook delivery refused", "url", t.label, "type", d.typ, "id", d.id, "status", status)
 			return
 		case n >= s.cfg.Attempts:
-			s.metrics.deliveries.WithLabelValues("failed").Inc()
+			s.failed()
 			s.log.Warn("webhook delivery failed; giving up", "url", t.label, "type", d.typ, "id", d.id,
 				"attempts", n, "status", status, "err", errText(err))
 			return
@@ -52,6 +52,15 @@ func (s *Sender) deliver(ctx context.Context, t *target, d delivery) {
 			return
 		}
 	}
+}
+
+// failed counts a delivery given up: in the metrics as failed, and in
+// the shared counter with the drops, since the dashboard's "Webhooks not
+// sent" is every delivery that did not arrive; a dead receiver that keeps
+// up with its queue drops nothing, and would otherwise show none.
+func (s *Sender) failed() {
+	s.metrics.deliveries.WithLabelValues("failed").Inc()
+	s.pendingDrops.Add(1)
 }
 
 // attempt POSTs d to t once, signed now, and returns the answer's status

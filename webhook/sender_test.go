@@ -498,3 +498,29 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestGivenUpCountsAsNotSent: the dashboard's "Webhooks not sent" reads
+// the shared counter; a receiver that is dead (every retry fails) or
+// refuses every delivery, yet keeps up with the queue, must show there
+// too, not only in the metrics.
+func TestGivenUpCountsAsNotSent(t *testing.T) {
+	refusing := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	dead := newReceiver(t, nil)
+	deadURL := dead.url()
+	dead.srv.Close()
+	s := newSender(t, webhook.Config{Attempts: 2}, refusing.url(), deadURL)
+	stop := s.run(t)
+	s.EventsWritten([]auth.Event{lockout("ann@example.com"), lockout("bob@example.com")})
+	for s.metric(t, "xcloak_webhook_deliveries_total", "failed") < 4 {
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	if n := s.drops.n.Load(); n != 4 {
+		t.Errorf("shared counter = %d, want 4 (2 refused, 2 given up)", n)
+	}
+	if n := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropQueueFull) + s.metric(t, "xcloak_webhook_dropped_total", webhook.DropShutdown); n != 0 {
+		t.Errorf("dropped_total = %v, want 0: they were tried", n)
+	}
+}
