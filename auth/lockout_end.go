@@ -7,11 +7,28 @@ import (
 )
 
 // lockoutEndInterval is how often the lockouts whose time ran out are
-// looked for: a lockout_ended event comes at most this late.
+// looked for: a lockout_ended event comes at most this late, after
+// lockoutEndGrace.
 const lockoutEndInterval = 15 * time.Second
 
 // lockoutEndBatch bounds the lockouts one call ends.
 const lockoutEndBatch = 1000
+
+// lockoutEndGrace is how long after a lockout's time ran out the sweep
+// leaves it to an unlock that read the clock before that and reaches
+// Postgres after (a busy pool, a pause, a replica's clock a little
+// behind): the unlock ends it early, as account.unlocked, rather than
+// both it and the sweep telling of its end.
+const lockoutEndGrace = 5 * time.Second
+
+// lockoutEndHorizon is how long after a lockout's time ran out its
+// lockout_ended is still recorded. Older ones are closed without an
+// event: history found by the first sweep after the upgrade that brought
+// it, or after every replica (or Postgres) was down this long. Recorded,
+// such a backlog would fill the event queue in one go, dropping the
+// events of sign-ins made meanwhile, and tell receivers of ends of
+// lockouts whose start they never heard.
+const lockoutEndHorizon = time.Hour
 
 // runLockoutEnds records, every lockoutEndInterval until ctx is done, the
 // lockouts whose time ran out. Every replica runs it; the lockout log
@@ -33,13 +50,18 @@ func (s *Service) runLockoutEnds(ctx context.Context) {
 	}
 }
 
-// endLockouts records an EventLockoutEnded for each lockout whose time ran
-// out, and returns how many.
+// endLockouts closes each lockout whose time ran out, records an
+// EventLockoutEnded for those that ran out within lockoutEndHorizon, and
+// returns how many it closed.
 func (s *Service) endLockouts(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		ended, err := s.store.EndLockouts(ctx, s.now(), lockoutEndBatch)
+		now := s.now()
+		ended, err := s.store.EndLockouts(ctx, now.Add(-lockoutEndGrace), lockoutEndBatch)
 		for _, l := range ended {
+			if now.Sub(l.LockedUntil) > lockoutEndHorizon {
+				continue
+			}
 			detail := map[string]string{"level": fmt.Sprint(l.Level), "until": l.LockedUntil.UTC().Format(time.RFC3339)}
 			if app, ok := appOf(l.Account); ok {
 				detail["app"] = app

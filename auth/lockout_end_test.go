@@ -118,3 +118,96 @@ func TestLockoutEndedOnceAcrossReplicas(t *testing.T) {
 		t.Errorf("a second round ended %d, %v; want none", n, err)
 	}
 }
+
+// TestOldLockoutEndsAreClosedWithoutEvents: the first sweep after the
+// upgrade that brought it (or after every replica was down for long)
+// finds every lockout whose time ran out long ago. It closes them, but
+// records lockout_ended only for those that ended within the horizon: a
+// backlog of history would flood the event queue, displacing the events
+// of sign-ins made meanwhile, and send receivers ends of lockouts they
+// were never told had started.
+func TestOldLockoutEndsAreClosedWithoutEvents(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	h := &heard{}
+	a := xcloaktest.New(t, xcloaktest.Options{Now: clock, Hook: h, Auth: func(c *auth.Config) { c.Lockout.Threshold = 2 }})
+	lock := func(email string, net byte) {
+		a.AddUser(t, email, "correct horse battery staple", false)
+		client := auth.Client{Addr: netip.AddrFrom4([4]byte{192, 0, 2, net})}
+		for _, wrong := range []string{email + " one", email + " two"} {
+			if _, err := a.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: wrong, Client: client}); err == nil {
+				t.Fatal("a wrong password signed in")
+			}
+		}
+	}
+	lock("old@example.com", 1)
+	advance(3 * time.Hour)
+	lock("recent@example.com", 2)
+	advance(30 * time.Minute) // both ran out: one 3h15m ago, one 15m ago
+	n, err := auth.EndLockouts(a.Service, t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Flush(t)
+	if n != 2 {
+		t.Errorf("%d lockouts ended, want 2 (the old one closed too)", n)
+	}
+	ended := h.of(auth.EventLockoutEnded)
+	if len(ended) != 1 || ended[0].Account != "recent@example.com" {
+		t.Errorf("lockout_ended heard for %v, want only recent@example.com", ended)
+	}
+	if n, err := auth.EndLockouts(a.Service, t.Context()); err != nil || n != 0 {
+		t.Errorf("a second round ended %d, %v; want none", n, err)
+	}
+}
+
+// TestUnlockAtTheEndWinsOverTheSweep: an administrator's unlock that reads
+// the clock just before the lockout's time runs out, and reaches Postgres
+// just after (a busy pool, a pause), still ends the lockout early; the
+// sweep, looking a moment later, does not claim it first, so receivers
+// hear account.unlocked and not also lockout.ended.
+func TestUnlockAtTheEndWinsOverTheSweep(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
+	h := &heard{}
+	a := xcloaktest.New(t, xcloaktest.Options{Now: clock, Hook: h, Auth: func(c *auth.Config) { c.Lockout.Threshold = 2 }})
+	const email = "ann@example.com"
+	a.AddUser(t, email, "correct horse battery staple", false)
+	client := auth.Client{Addr: netip.AddrFrom4([4]byte{192, 0, 2, 1})}
+	for _, wrong := range []string{"wrong one", "wrong two"} {
+		if _, err := a.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: wrong, Client: client}); err == nil {
+			t.Fatal("a wrong password signed in")
+		}
+	}
+	a.Flush(t)
+	lockouts, err := a.Service.ActiveLockouts(t.Context(), 10)
+	if err != nil || len(lockouts) != 1 {
+		t.Fatalf("ActiveLockouts = %v, %v; want ann's", lockouts, err)
+	}
+	until := lockouts[0].LockedUntil
+	// The sweep of a replica whose clock passed the end a second ago.
+	set(until.Add(time.Second))
+	if _, err := auth.EndLockouts(a.Service, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The unlock, whose clock read a millisecond before the end.
+	set(until.Add(-time.Millisecond))
+	if _, err := a.Service.Unlock(t.Context(), email, "admin:boss@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	set(until.Add(time.Hour))
+	if _, err := auth.EndLockouts(a.Service, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	a.Flush(t)
+	if n := len(h.of(auth.EventUnlock)); n != 1 {
+		t.Errorf("%d unlocks heard, want 1", n)
+	}
+	if ended := h.of(auth.EventLockoutEnded); len(ended) != 0 {
+		t.Errorf("lockout_ended heard after an unlock ended the lockout first: %v", ended)
+	}
+}

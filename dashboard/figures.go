@@ -88,8 +88,9 @@ type Summary struct {
 	// MailsDropped counts reset mails of accepted requests that were not
 	// sent (queue full, domain over its limit, mail server failed).
 	MailsDropped int64
-	// WebhooksDropped counts webhook deliveries dropped unsent (a
-	// receiver's queue full, or shutdown).
+	// WebhooksDropped counts webhook deliveries not sent: dropped (a
+	// receiver's queue full, or shutdown) or given up (refused, or every
+	// attempt failed).
 	WebhooksDropped int64
 	// ActiveLockouts is how many lockouts are in force now. Stats cannot
 	// know it (lockouts live in Postgres); Reader.Dashboard fills it in.

@@ -26,7 +26,8 @@ type Stats struct {
 	// ResetMailsDropped counts reset mails of accepted requests that were
 	// not sent (queue full, domain over its limit, mail server failed).
 	ResetMailsDropped int64 `json:"reset_mails_dropped"`
-	// WebhooksDropped counts webhook deliveries dropped unsent.
+	// WebhooksDropped counts webhook deliveries not sent: dropped or
+	// given up.
 	WebhooksDropped int64          `json:"webhooks_dropped"`
 	TopSources      []StatsSource  `json:"top_sources"`
 	TopAccounts     []StatsAccount `json:"top_accounts"`

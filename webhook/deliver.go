@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -32,11 +34,11 @@ func (s *Sender) deliver(ctx context.Context, t *target, d delivery) {
 		case err == nil && status != http.StatusTooManyRequests && status/100 != 5:
 			// The receiver refused it (4xx, or a redirect not followed):
 			// sending it again gets the same answer.
-			s.metrics.deliveries.WithLabelValues("failed").Inc()
+			s.failed()
 			s.log.Warn("webhook delivery refused", "url", t.label, "type", d.typ, "id", d.id, "status", status)
 			return
 		case n >= s.cfg.Attempts:
-			s.metrics.deliveries.WithLabelValues("failed").Inc()
+			s.failed()
 			s.log.Warn("webhook delivery failed; giving up", "url", t.label, "type", d.typ, "id", d.id,
 				"attempts", n, "status", status, "err", errText(err))
 			return
@@ -50,6 +52,15 @@ func (s *Sender) deliver(ctx context.Context, t *target, d delivery) {
 			return
 		}
 	}
+}
+
+// failed counts a delivery given up: in the metrics as failed, and in
+// the shared counter with the drops, since the dashboard's "Webhooks not
+// sent" is every delivery that did not arrive; a dead receiver that keeps
+// up with its queue drops nothing, and would otherwise show none.
+func (s *Sender) failed() {
+	s.metrics.deliveries.WithLabelValues("failed").Inc()
+	s.pendingDrops.Add(1)
 }
 
 // attempt POSTs d to t once, signed now, and returns the answer's status
@@ -73,18 +84,37 @@ func (s *Sender) attempt(ctx context.Context, t *target, d delivery) (int, time.
 	// Read a little of the answer, so that the connection can be reused;
 	// the rest is not worth waiting for.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	var retryAfter time.Duration
-	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-		retryAfter = time.Duration(secs) * time.Second
-	}
-	return resp.StatusCode, retryAfter, nil
+	return resp.StatusCode, retryAfter(resp.Header.Get("Retry-After")), nil
 }
 
-// errText is err for a log line, "" for none; a URL it quotes is the one
-// already logged.
+// retryAfter reads a Retry-After in seconds: 0 if none, not positive or
+// not in seconds (a date); the longest Duration for more seconds than one
+// holds, rather than a product that wraps around to a short wait (the
+// caller caps it at MaxBackoff).
+func retryAfter(v string) time.Duration {
+	secs, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && secs > 0 {
+		return math.MaxInt64
+	}
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	if secs > math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(secs) * time.Second
+}
+
+// errText is err for a log line, "" for none. The client's errors
+// (*url.Error) quote the whole URL, whose path or query may be the
+// receiver's own token: only their cause is kept, the line names the
+// URL by its scheme and host already.
 func errText(err error) string {
 	if err == nil {
 		return ""
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("no answer within the attempt's time: %v", err)

@@ -35,11 +35,13 @@ const (
 	// TypeLockoutEnded: a lockout's time ran out; data "until" is when.
 	// A lockout someone ends early is an account.unlocked instead, so
 	// every lockout.started is followed by exactly one of the two (unless
-	// the lockout was not recorded, Postgres being down).
+	// the lockout was not recorded, Postgres being down, or its end was
+	// found more than an hour late: auth's lockoutEndHorizon).
 	TypeLockoutEnded = "lockout.ended"
 	// TypeAccountUnlocked: a lockout was ended early; data "by" is who:
-	// "admin:<email>", "cli", "reset" (a password reset), or "owner" (the
-	// unlock link mailed to the account).
+	// "admin:<email>", "cli" or "reset" (a password reset). The unlock
+	// link mailed to the owner is none: it lets their browser in as a
+	// known device and leaves the account locked.
 	TypeAccountUnlocked = "account.unlocked"
 	// TypeAttackStarted and TypeAttackEnded: attack mode was switched on
 	// or off; data "trigger" is "automatic" or "admin", "by" the
@@ -60,7 +62,6 @@ var types = map[string]string{
 	auth.EventLockout:              TypeLockoutStarted,
 	auth.EventLockoutEnded:         TypeLockoutEnded,
 	auth.EventUnlock:               TypeAccountUnlocked,
-	auth.EventUnlockConfirmed:      TypeAccountUnlocked,
 	auth.EventAttackStarted:        TypeAttackStarted,
 	auth.EventAttackEnded:          TypeAttackEnded,
 	auth.EventVerificationRequired: TypeSignInHeld,
@@ -103,9 +104,6 @@ func FromAuth(e auth.Event) (Event, bool) {
 	}
 	if e.Rule != "" {
 		data["rule"] = e.Rule
-	}
-	if e.Kind == auth.EventUnlockConfirmed {
-		data["by"] = "owner"
 	}
 	return Event{ID: newID(), Type: typ, Time: e.At.UTC().Format(time.RFC3339Nano), Data: data}, true
 }

@@ -62,13 +62,15 @@ type Deps struct {
 	Now func() time.Time
 	// Sleep waits d or until ctx is done, before a retry; nil: a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Dropped counts dropped deliveries where every replica's dashboard
-	// reads them (package counters); nil: only in the metrics.
+	// Dropped counts the deliveries not sent, dropped or given up, where
+	// every replica's dashboard reads them (package counters); nil: only
+	// in the metrics.
 	Dropped DropCounter
 }
 
-// DropCounter counts dropped deliveries in a store the dashboards of
-// every replica read.
+// DropCounter counts the deliveries not sent (dropped, or given up after
+// their attempts or a refusal) in a store the dashboards of every replica
+// read.
 type DropCounter interface {
 	CountWebhooksDropped(ctx context.Context, at time.Time, n int64) error
 }
@@ -91,9 +93,9 @@ type Sender struct {
 	metrics *metrics
 	targets []*target
 
-	// pendingDrops are drops not yet added to Dropped; droppedTotal
-	// every drop, for the log; shutdownDrops those of the flush at
-	// shutdown, logged once when it ends.
+	// pendingDrops are drops and deliveries given up not yet added to
+	// Dropped; droppedTotal every drop, for the log; shutdownDrops those
+	// of the flush at shutdown, logged once when it ends.
 	pendingDrops, droppedTotal, shutdownDrops atomic.Int64
 }
 

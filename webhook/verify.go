@@ -15,8 +15,13 @@ import (
 
 // Verify checks the X-XCloak-Signature header of a webhook request whose
 // body is body: its time t must be within 5 minutes of now, and one of its
-// v1 values the HMAC-SHA256 of "<t>.<body>" keyed with secret.
+// v1 values the HMAC-SHA256 of "<t>.<body>" keyed with secret. A secret
+// shorter than XCloak accepts (32 bytes) is refused: one that failed to
+// load would take what anyone signs with the empty key.
 func Verify(secret []byte, header string, body []byte, now time.Time) error {
+	if len(secret) < 32 {
+		return errors.New("webhook: the secret is missing or shorter than 32 bytes")
+	}
 	var ts string
 	var sigs [][]byte
 	for _, part := range strings.Split(header, ",") {

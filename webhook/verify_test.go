@@ -35,6 +35,12 @@ func TestVerify(t *testing.T) {
 		{"no t", strings.SplitN(good, ",", 2)[1], string(body), at, false},
 		{"empty", "", string(body), at, false},
 		{"v1 not hex", "t=1800000000,v1=zz", string(body), at, false},
+		{"t not a number", strings.Replace(good, "t=1800000000", "t=18e8", 1), string(body), at, false},
+		{"t huge", strings.Replace(good, "t=1800000000", "t=9223372036854775807", 1), string(body), at, false},
+		{"t negative", strings.Replace(good, "t=1800000000", "t=-1800000000", 1), string(body), at, false},
+		{"t beyond int64", strings.Replace(good, "t=1800000000", "t=99999999999999999999", 1), string(body), at, false},
+		{"a second t", good + ",t=1800000001", string(body), at, false},
+		{"header injected", good + "\r\nX-Other: 1", string(body), at, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := webhook.Verify(secret, tc.header, []byte(tc.body), tc.now)
@@ -42,6 +48,20 @@ func TestVerify(t *testing.T) {
 				t.Errorf("Verify(%q) = %v, want ok %v", tc.header, err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestVerifyRefusesAMissingSecret: a receiver whose secret did not load
+// (an unset variable, an empty file) must not take what anyone can sign
+// with the empty key.
+func TestVerifyRefusesAMissingSecret(t *testing.T) {
+	body := []byte(`{"id":"x"}`)
+	at := time.Unix(1_800_000_000, 0)
+	for _, secret := range [][]byte{nil, {}, []byte("short")} {
+		header := webhook.Sign(secret, at, body)
+		if err := webhook.Verify(secret, header, body, at); err == nil {
+			t.Errorf("Verify with the secret %q took a header signed with it", secret)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -54,8 +55,10 @@ func webhookSettings() []setting {
 }
 
 // parseWebhookURLs reads a comma-separated list of absolute http(s) URLs
-// with a host and no user name or password, each listed once. Its errors
-// quote no URL (one may carry a token in its path or query) but its place.
+// with a host and no user name or password, each listed once (the same
+// receiver twice, by a host in other capitals or its default port, would
+// get every event twice). Its errors quote no URL (one may carry a token
+// in its path or query) but its place.
 func parseWebhookURLs(v string) ([]*url.URL, error) {
 	var out []*url.URL
 	seen := map[string]bool{}
@@ -64,6 +67,11 @@ func parseWebhookURLs(v string) ([]*url.URL, error) {
 		if raw == "" {
 			return nil, fmt.Errorf("URL %d of the list is empty", i+1)
 		}
+		// url.Parse takes a space in a path: two URLs separated by one
+		// would be a single URL to a path that is not there.
+		if strings.ContainsFunc(raw, unicode.IsSpace) {
+			return nil, fmt.Errorf("URL %d of the list has a space in it: separate URLs with commas", i+1)
+		}
 		u, err := url.Parse(raw)
 		if err != nil {
 			return nil, fmt.Errorf("URL %d of the list is not a URL", i+1)
@@ -71,13 +79,30 @@ func parseWebhookURLs(v string) ([]*url.URL, error) {
 		if err := webhook.CheckURL(u); err != nil {
 			return nil, fmt.Errorf("URL %d of the list: %w", i+1, err)
 		}
-		if seen[u.String()] {
+		key := sameReceiver(u)
+		if seen[key] {
 			return nil, fmt.Errorf("URL %d of the list is listed before", i+1)
 		}
-		seen[u.String()] = true
+		seen[key] = true
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// sameReceiver is u as two URLs of one receiver both write it: the host
+// in lower case, without the scheme's default port.
+func sameReceiver(u *url.URL) string {
+	c := *u
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" || (u.Scheme == "https" && port == "443") || (u.Scheme == "http" && port == "80") {
+		c.Host = host
+		if strings.Contains(host, ":") {
+			c.Host = "[" + host + "]"
+		}
+	} else {
+		c.Host = net.JoinHostPort(host, port)
+	}
+	return c.String()
 }
 
 // check refuses URLs without a secret, and a secret without URLs (a

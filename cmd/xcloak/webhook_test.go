@@ -60,6 +60,14 @@ func TestWebhookSettings(t *testing.T) {
 			"XCLOAK_WEBHOOK_URL: URL 2 of the list is empty"},
 		{"twice", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://a.example/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
 			"XCLOAK_WEBHOOK_URL: URL 2 of the list is listed before"},
+		{"twice, the host in capitals", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://A.Example/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 2 of the list is listed before"},
+		{"twice, with the default port", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://a.example:443/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 2 of the list is listed before"},
+		// Separated by a space, two URLs would be one, to a path that
+		// does not exist.
+		{"separated by spaces", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x https://b.example/y", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
+			"XCLOAK_WEBHOOK_URL: URL 1 of the list has a space in it: separate URLs with commas"},
 		{"ftp", map[string]string{"XCLOAK_WEBHOOK_URL": "ftp://a.example/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret},
 			"XCLOAK_WEBHOOK_URL: URL 1 of the list: webhook: a URL must start with"},
 		{"URL without secret", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x"},
