@@ -622,10 +622,23 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 // readSettingFile returns the content of the file at path, without one
 // trailing newline (LF or CRLF), as files written by editors and
 // "echo > file" end in one. Its errors never quote the content.
+// maxSettingFile bounds what a _FILE setting's file may hold.
+const maxSettingFile = 64 << 10
+
 func readSettingFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("cannot read the file: %w", err)
+	}
+	defer f.Close()
+	// Bounded: a path mistyped as a log file or a device such as
+	// /dev/zero must stop start-up with a message, not fill the memory.
+	b, err := io.ReadAll(io.LimitReader(f, maxSettingFile+1))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the file: %w", err)
+	}
+	if len(b) > maxSettingFile {
+		return "", fmt.Errorf("larger than 64 KiB, which no setting is: %s", path)
 	}
 	v := strings.TrimSuffix(string(b), "\n")
 	v = strings.TrimSuffix(v, "\r")

@@ -388,6 +388,10 @@ func TestSettingsFromFiles(t *testing.T) {
 			"XCLOAK_SECRET_FILE: has only 7 different bytes"},
 		{"bad URL in a file", map[string]string{"XCLOAK_SMTP_URL_FILE": write("badsmtp", "smtp://u:hunter2@mail.example.com:587\n")},
 			"XCLOAK_SMTP_URL_FILE: smtpmail: invalid SMTP URL"},
+		{"file too big", map[string]string{"XCLOAK_SECRET_FILE": write("big", strings.Repeat("hunter2", 10000))},
+			"XCLOAK_SECRET_FILE: larger than 64 KiB"},
+		{"device file", map[string]string{"XCLOAK_SECRET_FILE": "/dev/zero"},
+			"XCLOAK_SECRET_FILE: larger than 64 KiB"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := load(tt.vars)
