@@ -205,10 +205,13 @@ func (e *Env) Flush(t testing.TB) {
 func Client(t testing.TB, source string) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 5 * time.Second}
+	// Generous timeouts: tests fire bursts of hundreds of requests at
+	// once under -race, on machines busy with other work; a stuck server
+	// still fails the test, by the test's own deadline at the latest.
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: time.Minute}
 	return &http.Client{
 		Jar:     jar,
-		Timeout: 30 * time.Second,
+		Timeout: 2 * time.Minute,
 		Transport: &http.Transport{
 			DialContext:         dialer.DialContext,
 			MaxIdleConnsPerHost: 4,
