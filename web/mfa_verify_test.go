@@ -72,6 +72,7 @@ func TestMFAHeldTellsNothing(t *testing.T) {
 func TestMFASignInLinkAsksForTheCode(t *testing.T) {
 	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.NotifyNewDevice = false }})
 	u := enrolTOTP(t, env, base, clk, "jude@example.test", false)
+	env.Mail.WaitFor(t, u.email) // the factor's notice
 	attackOn(t, env)
 	for _, api := range []bool{false, true} {
 		token := heldToken(t, env, base, "127.0.31.30", u.email, u.password)
