@@ -88,16 +88,20 @@ func (s *Server) handleMFAForm() http.Handler {
 type mfaBody struct {
 	MFAToken string `json:"mfa_token"`
 	Code     string `json:"code"`
+	// Remember is the form's "remember this browser" box; false when
+	// absent.
+	Remember bool `json:"remember"`
 }
 
-// handleMFAAPI is POST /api/v1/login/mfa: {"mfa_token","code"}, with the
-// binding cookie the mfa_required answer set.
+// handleMFAAPI is POST /api/v1/login/mfa: {"mfa_token","code"} and an
+// optional "remember", with the binding cookie the mfa_required answer
+// set.
 func (s *Server) handleMFAAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in mfaBody
 		err := decodeJSON(r, &in, &in.MFAToken, &in.Code)
 		if err == nil {
-			_, err = s.secondStep(w, r, in.MFAToken, in.Code, false)
+			_, err = s.secondStep(w, r, in.MFAToken, in.Code, in.Remember)
 		}
 		if err != nil {
 			s.failJSON(w, r, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,28 @@ func TestMFASignInLinkAsksForTheCode(t *testing.T) {
 		clk.Advance(30 * time.Second)
 		if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusOK {
 			t.Fatalf("api=%v: after the code, the account: %d", api, resp.StatusCode)
+		}
+	}
+}
+
+// TestMFARememberJSON: "remember": true on the API's second step
+// remembers the browser as the form's box does: its next sign-in needs
+// the password alone; without it, the next one asks for the code again.
+func TestMFARememberJSON(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "lena@example.test", false)
+	for _, remember := range []bool{false, true} {
+		c := xcloaktest.Client(t, "127.0.31.40")
+		token := mfaLoginJSON(t, c, base, u)
+		b, _ := json.Marshal(map[string]any{"mfa_token": token, "code": u.code(t), "remember": remember})
+		if resp, body := post(t, c, base+"/api/v1/login/mfa", jsonType, string(b)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("remember=%v: second step %d %s", remember, resp.StatusCode, body)
+		}
+		clk.Advance(30 * time.Second)
+		post(t, c, base+"/logout", formType, "")
+		resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON(u.email, u.password))
+		if got := resp.StatusCode == http.StatusOK && strings.Contains(body, `"status":"ok"`); got != remember {
+			t.Errorf("remember=%v: the next sign-in answers %d %s", remember, resp.StatusCode, body)
 		}
 	}
 }
