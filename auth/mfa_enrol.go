@@ -201,46 +201,15 @@ func (s *Service) AccountFactors(ctx context.Context, sess Session) (factors []F
 	return factors, recoveryLeft, nil
 }
 
-// reauthenticate checks the session and the password typed again, as
-// ChangePassword checks the current password, and returns the account.
+// reauthenticate checks the session and the password typed again
+// (checkPasswordAgain), and returns the account.
 func (s *Service) reauthenticate(ctx context.Context, ch FactorChange) (User, error) {
 	sess, err := s.Session(ctx, ch.Session)
 	if err != nil {
 		return User{}, err
 	}
-	if ch.Password == "" || len(ch.Password) > MaxPasswordBytes {
-		return User{}, ErrInvalidRequest
-	}
-	email, source := sess.Email, ch.Client.Source()
-	device := s.deviceOf(ctx, email, ch.DeviceCookie)
-	sub := Subject{Client: ch.Client, Account: email, Device: device, Password: s.sprayKeys.of(ch.Password)}
-	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
-	if err != nil {
-		return User{}, unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-		return User{}, &LimitedError{RetryAfter: d.RetryAfter}
-	}
-	user, err := s.UserByEmail(ctx, email)
-	if errors.Is(err, ErrNoUser) {
-		return User{}, ErrNoSession
-	}
-	if err != nil {
-		return User{}, err
-	}
-	verify := s.hasher.Verify
-	if device != "" {
-		verify = s.hasher.VerifyTrusted
-	}
-	ok, _, err := verify(ctx, user.PasswordHash, ch.Password)
-	if err != nil {
-		return User{}, err
-	}
-	if !ok {
-		return User{}, s.failed(ctx, email, user.ID, source, device, ch.Password)
-	}
-	return user, nil
+	user, _, err := s.checkPasswordAgain(ctx, sess, ch.Password, ch.Client, ch.DeviceCookie)
+	return user, err
 }
 
 // factorNotice is the mail job of a factor added or removed.
