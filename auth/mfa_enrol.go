@@ -179,11 +179,18 @@ func (s *Service) RemoveFactors(ctx context.Context, by, email string) (int64, e
 // AccountFactors lists the confirmed factors of the account of sess and
 // counts its unused recovery codes. Errors: ErrUnavailable.
 func (s *Service) AccountFactors(ctx context.Context, sess Session) (factors []FactorInfo, recoveryLeft int, err error) {
+	return s.UserFactors(ctx, sess.UserID)
+}
+
+// UserFactors lists the confirmed factors of the account userID and
+// counts its unused recovery codes, for its owner or an administrator.
+// Errors: ErrUnavailable.
+func (s *Service) UserFactors(ctx context.Context, userID int64) (factors []FactorInfo, recoveryLeft int, err error) {
 	fs, err := s.factorStore()
 	if err != nil {
 		return nil, 0, err
 	}
-	all, err := fs.Factors(ctx, sess.UserID)
+	all, err := fs.Factors(ctx, userID)
 	if err != nil {
 		return nil, 0, s.dbDown("reading second factors", err)
 	}
@@ -194,7 +201,7 @@ func (s *Service) AccountFactors(ctx context.Context, sess Session) (factors []F
 		}
 	}
 	if len(factors) > 0 {
-		if recoveryLeft, err = fs.RecoveryCodesLeft(ctx, sess.UserID); err != nil {
+		if recoveryLeft, err = fs.RecoveryCodesLeft(ctx, userID); err != nil {
 			return nil, 0, s.dbDown("counting recovery codes", err)
 		}
 	}

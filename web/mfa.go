@@ -129,11 +129,19 @@ func (s *Server) factorsPage(w http.ResponseWriter, r *http.Request, sess auth.S
 		return err
 	}
 	props.Nav, props.RecoveryLeft, props.Required = navFor(sess), left, required
-	for _, f := range factors {
-		props.Factors = append(props.Factors, templates.FactorRow{ID: f.ID, Name: f.Name, Kind: string(f.Kind), Added: f.ConfirmedAt, LastUsed: f.LastUsed})
-	}
+	props.Factors = factorRows(factors)
 	s.render(w, r, status, templates.FactorsPage(props))
 	return nil
+}
+
+// factorRows are factors as the owner's and the administrator's pages
+// list them.
+func factorRows(factors []auth.FactorInfo) []templates.FactorRow {
+	rows := make([]templates.FactorRow, 0, len(factors))
+	for _, f := range factors {
+		rows = append(rows, templates.FactorRow{ID: f.ID, Name: f.Name, Kind: string(f.Kind), Added: f.ConfirmedAt, LastUsed: f.LastUsed})
+	}
+	return rows
 }
 
 // handleFactorsPage is GET /account/mfa.

@@ -135,3 +135,34 @@ func TestMFARememberJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminUserPageFactors: the account's page on the dashboard lists its
+// factors and recovery codes left, and its "Remove second factors" button
+// removes them: the password alone signs in again.
+func TestAdminUserPageFactors(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "mona@example.test", false)
+	env.AddUser(t, "boss@example.test", "correct horse battery", true)
+	a := xcloaktest.Client(t, "127.0.31.50")
+	postSignIn(t, a, base, "boss@example.test", "correct horse battery")
+	var id int64
+	if err := env.DB.QueryRow(t.Context(), `SELECT id FROM users WHERE email = $1`, u.email).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	page := fmt.Sprintf("%s/admin/users/%d", base, id)
+	_, body := get(t, a, page)
+	if !strings.Contains(body, `id="user-factors"`) || !strings.Contains(body, "Authenticator app") ||
+		!strings.Contains(body, "10 recovery codes left") || !strings.Contains(body, fmt.Sprintf(`action="/admin/users/%d/mfa/remove"`, id)) {
+		t.Fatalf("the account's page does not list its factor and the button:\n%s", body)
+	}
+	resp, _ := post(t, a, fmt.Sprintf("%s/admin/users/%d/mfa/remove", base, id), formType, "")
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=factors-removed") {
+		t.Fatalf("removing factors: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if _, body := get(t, a, page); !strings.Contains(body, "None") || strings.Contains(body, "/mfa/remove") {
+		t.Error("the page still lists a factor or the button after removal")
+	}
+	if resp, _ := postSignIn(t, xcloaktest.Client(t, "127.0.31.51"), base, u.email, u.password); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-in after removal: %d; want 303 with the password alone", resp.StatusCode)
+	}
+}
