@@ -10,8 +10,8 @@ const janitorInterval = time.Hour
 
 // runJanitor removes, every janitorInterval and once at start, what no one
 // can use any more: expired sessions, reset, unlock and sign-in tokens spent or
-// expired for a day, devices unseen for Config.DeviceTTL, and security
-// events older than Config.EventRetention.
+// expired for a day, devices unseen for Config.DeviceTTL, second steps
+// expired, and security events older than Config.EventRetention.
 // Every replica runs it; the deletes are idempotent.
 func (s *Service) runJanitor(ctx context.Context) {
 	t := time.NewTicker(janitorInterval)
@@ -44,8 +44,11 @@ func (s *Service) sweep(ctx context.Context) map[SweepKind]int64 {
 		// The applications' devices, when the store keeps them: by the same
 		// lifetime as XCloak's own.
 		{SweepAppDevices, now.Add(-s.cfg.DeviceTTL)},
+		// Second steps no code can finish any more, when the store keeps
+		// them.
+		{SweepMFAChallenges, now},
 	} {
-		if job.kind == SweepAppDevices && s.apps == nil {
+		if (job.kind == SweepAppDevices && s.apps == nil) || (job.kind == SweepMFAChallenges && s.factors == nil) {
 			continue
 		}
 		if ctx.Err() != nil {

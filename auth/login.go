@@ -71,8 +71,10 @@ type LoginResult struct {
 //
 // The right password of an account with a second factor gets no session
 // but a second step (LoginResult.MFA, with ErrMFARequired), unless the
-// browser is a known device its owner asked to remember; while new-device
-// verification applies, the factor stands in for the mailed link.
+// browser is a known device its owner asked to remember. While new-device
+// verification holds the browser, it is held like any other (nothing
+// tells that the account has a factor), and the mailed link leads to the
+// second step.
 //
 // Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
 // ErrInvalidCredentials, ErrVerificationRequired, ErrMFARequired,
@@ -166,9 +168,16 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	if !verifying && device == "" && s.passwordBreached(ctx, req.Password) {
 		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, true, false)
 	}
+	// Held before the account's factors are read: an account with a
+	// factor is held as every other, with the same answer after the same
+	// work, so that a stuffing run learns neither that the password was
+	// right nor that the account has a factor. Its mailed link leads to
+	// the second step (ConfirmSignIn): the factor is still asked for.
+	if verifying {
+		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
+	}
 	// An account with a second factor gets its second step instead of a
-	// session, and instead of the mailed link while verification applies
-	// (mfa_signin.go): the factor proves what the link would.
+	// session (mfa_signin.go).
 	if has, err := s.hasFactors(ctx, user.ID); err != nil {
 		return LoginResult{}, OutcomeUnavailable, err
 	} else if has {
@@ -176,7 +185,8 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		if err != nil {
 			return LoginResult{}, OutcomeUnavailable, err
 		}
-		mustChange := (device != "" || verifying) && s.passwordBreached(ctx, req.Password)
+		// Other browsers never get this far with a breached password.
+		mustChange := device != "" && s.passwordBreached(ctx, req.Password)
 		res, stepped, err := s.secondStepOrNone(ctx, user, passwordHash, device, source, mustChange)
 		if stepped {
 			if errors.Is(err, ErrMFARequired) {
@@ -190,9 +200,6 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 			return res, OutcomeUnavailable, err
 		}
 		return res, OutcomeSucceeded, nil
-	}
-	if verifying {
-		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
 	}
 	res, err := s.succeeded(ctx, req, user, source, device, rehash)
 	if err != nil {

@@ -179,11 +179,18 @@ func (s *Service) RemoveFactors(ctx context.Context, by, email string) (int64, e
 // AccountFactors lists the confirmed factors of the account of sess and
 // counts its unused recovery codes. Errors: ErrUnavailable.
 func (s *Service) AccountFactors(ctx context.Context, sess Session) (factors []FactorInfo, recoveryLeft int, err error) {
+	return s.UserFactors(ctx, sess.UserID)
+}
+
+// UserFactors lists the confirmed factors of the account userID and
+// counts its unused recovery codes, for its owner or an administrator.
+// Errors: ErrUnavailable.
+func (s *Service) UserFactors(ctx context.Context, userID int64) (factors []FactorInfo, recoveryLeft int, err error) {
 	fs, err := s.factorStore()
 	if err != nil {
 		return nil, 0, err
 	}
-	all, err := fs.Factors(ctx, sess.UserID)
+	all, err := fs.Factors(ctx, userID)
 	if err != nil {
 		return nil, 0, s.dbDown("reading second factors", err)
 	}
@@ -194,53 +201,22 @@ func (s *Service) AccountFactors(ctx context.Context, sess Session) (factors []F
 		}
 	}
 	if len(factors) > 0 {
-		if recoveryLeft, err = fs.RecoveryCodesLeft(ctx, sess.UserID); err != nil {
+		if recoveryLeft, err = fs.RecoveryCodesLeft(ctx, userID); err != nil {
 			return nil, 0, s.dbDown("counting recovery codes", err)
 		}
 	}
 	return factors, recoveryLeft, nil
 }
 
-// reauthenticate checks the session and the password typed again, as
-// ChangePassword checks the current password, and returns the account.
+// reauthenticate checks the session and the password typed again
+// (checkPasswordAgain), and returns the account.
 func (s *Service) reauthenticate(ctx context.Context, ch FactorChange) (User, error) {
 	sess, err := s.Session(ctx, ch.Session)
 	if err != nil {
 		return User{}, err
 	}
-	if ch.Password == "" || len(ch.Password) > MaxPasswordBytes {
-		return User{}, ErrInvalidRequest
-	}
-	email, source := sess.Email, ch.Client.Source()
-	device := s.deviceOf(ctx, email, ch.DeviceCookie)
-	sub := Subject{Client: ch.Client, Account: email, Device: device, Password: s.sprayKeys.of(ch.Password)}
-	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
-	if err != nil {
-		return User{}, unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-		return User{}, &LimitedError{RetryAfter: d.RetryAfter}
-	}
-	user, err := s.UserByEmail(ctx, email)
-	if errors.Is(err, ErrNoUser) {
-		return User{}, ErrNoSession
-	}
-	if err != nil {
-		return User{}, err
-	}
-	verify := s.hasher.Verify
-	if device != "" {
-		verify = s.hasher.VerifyTrusted
-	}
-	ok, _, err := verify(ctx, user.PasswordHash, ch.Password)
-	if err != nil {
-		return User{}, err
-	}
-	if !ok {
-		return User{}, s.failed(ctx, email, user.ID, source, device, ch.Password)
-	}
-	return user, nil
+	user, _, err := s.checkPasswordAgain(ctx, sess, ch.Password, ch.Client, ch.DeviceCookie)
+	return user, err
 }
 
 // factorNotice is the mail job of a factor added or removed.

@@ -47,41 +47,13 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 	if err != nil {
 		return err
 	}
-	if req.Current == "" || len(req.Current) > MaxPasswordBytes {
-		return ErrInvalidRequest
-	}
 	if err := checkNewPassword(req.New); err != nil {
 		return err
 	}
 	email, source := sess.Email, req.Client.Source()
-	device := s.deviceOf(ctx, email, req.DeviceCookie)
-
-	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Current)}
-	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
-	if err != nil {
-		return unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-		return &LimitedError{RetryAfter: d.RetryAfter}
-	}
-	user, err := s.UserByEmail(ctx, email)
-	if errors.Is(err, ErrNoUser) {
-		return ErrNoSession
-	}
+	user, device, err := s.checkPasswordAgain(ctx, sess, req.Current, req.Client, req.DeviceCookie)
 	if err != nil {
 		return err
-	}
-	verify := s.hasher.Verify
-	if device != "" {
-		verify = s.hasher.VerifyTrusted
-	}
-	ok, _, err := verify(ctx, user.PasswordHash, req.Current)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return s.failed(ctx, email, user.ID, source, device, req.Current)
 	}
 
 	if err := s.checkNotBreached(ctx, req.New); err != nil {
@@ -120,6 +92,49 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 	s.record(Event{Kind: EventPasswordChanged, Account: email, UserID: user.ID, Source: source})
 	s.notifyPasswordChanged(email, source)
 	return nil
+}
+
+// checkPasswordAgain checks the password of sess's account, typed again
+// to change the password or a factor, as a sign-in from the same browser
+// would: the sign-in's limits first, then the hash, a wrong one counted
+// as a sign-in's. It returns the account and the nonce of the browser's
+// device cookie if it is a known device, else "".
+// Errors: ErrInvalidRequest, *LimitedError, ErrNoSession,
+// ErrInvalidCredentials, ErrUnavailable, ErrHasherBusy.
+func (s *Service) checkPasswordAgain(ctx context.Context, sess Session, password string, c Client, deviceCookie string) (User, string, error) {
+	if password == "" || len(password) > MaxPasswordBytes {
+		return User{}, "", ErrInvalidRequest
+	}
+	email, source := sess.Email, c.Source()
+	device := s.deviceOf(ctx, email, deviceCookie)
+	sub := Subject{Client: c, Account: email, Device: device, Password: s.sprayKeys.of(password)}
+	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
+	if err != nil {
+		return User{}, "", unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
+		return User{}, "", &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	user, err := s.UserByEmail(ctx, email)
+	if errors.Is(err, ErrNoUser) {
+		return User{}, "", ErrNoSession
+	}
+	if err != nil {
+		return User{}, "", err
+	}
+	verify := s.hasher.Verify
+	if device != "" {
+		verify = s.hasher.VerifyTrusted
+	}
+	ok, _, err := verify(ctx, user.PasswordHash, password)
+	if err != nil {
+		return User{}, "", err
+	}
+	if !ok {
+		return User{}, "", s.failed(ctx, email, user.ID, source, device, password)
+	}
+	return user, device, nil
 }
 
 // deviceOf returns the nonce of the browser's device cookie if it is a

@@ -222,4 +222,5 @@ const (
 	SweepDevices        SweepKind = "devices"               // by last sign-in
 	SweepAppDevices     SweepKind = "app_devices"           // by last sign-in
 	SweepSecurityEvents SweepKind = "security_events"       // by time
+	SweepMFAChallenges  SweepKind = "mfa_challenges"        // by expiry
 )

@@ -245,7 +245,9 @@ func (s *Service) CheckSignInToken(ctx context.Context, token string, c Client) 
 // this browser's. oldSession, the session the browser had, if any, is
 // ended. The token works once, even when confirmations race, and only
 // while the account's password is the one the held sign-in verified.
-// Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
+// An account with a second factor gets no session but its second step
+// (LoginResult.MFA, with ErrMFARequired), the device cookie with it.
+// Errors: *LimitedError, ErrInvalidToken, ErrMFARequired, ErrUnavailable.
 func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, oldSession string) (LoginResult, error) {
 	source := c.Source()
 	d, err := s.decide(ctx, s.rules(FlowVerifyConfirm, Subject{Client: c})...)
@@ -274,6 +276,13 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 	cookie := s.devices.cookie(user.Email, nonce, now)
 	s.record(Event{Kind: EventVerificationConfirmed, Account: user.Email, UserID: user.ID, Source: source})
 	s.record(Event{Kind: EventNewDevice, Account: user.Email, UserID: user.ID, Source: source})
+	// The link proves the mailbox, not the factor: an account with one
+	// gets its second step in this browser, which keeps the device
+	// cookie the link earned, and no session before the code.
+	if res, stepped, err := s.secondStepOrNone(ctx, user, user.PasswordHash, "", source, false); stepped {
+		res.Device = cookie
+		return res, err
+	}
 	if err := s.Logout(ctx, oldSession); err != nil {
 		return LoginResult{}, err
 	}

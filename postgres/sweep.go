@@ -23,6 +23,7 @@ var sweepWhere = map[auth.SweepKind]struct{ table, where string }{
 	auth.SweepDevices:        {"devices", "last_seen_at < $1"},
 	auth.SweepAppDevices:     {"app_devices", "last_seen_at < $1"},
 	auth.SweepSecurityEvents: {"security_events", "at < $1"},
+	auth.SweepMFAChallenges:  {"mfa_challenges", "expires_at < $1"},
 }
 
 // Sweep implements auth.Sweeper.

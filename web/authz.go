@@ -106,6 +106,16 @@ func (s *Server) authz(read originalRequest, signedOut func(w http.ResponseWrite
 			return
 		}
 		sess, err := s.auth.ProxySession(r.Context(), s.readCookie(r, sessionCookie))
+		if err == nil && sess.IsAdmin {
+			// Under XCLOAK_ADMIN_MFA=required an administrator without a
+			// factor is no administrator here, as /admin sends them to
+			// enrol: 403 on =admin hosts, no "admins" group elsewhere. Read
+			// afresh, not from the session cache, so that a factor removed
+			// takes effect at once; only administrators' requests pay it.
+			var needs bool
+			needs, err = s.auth.AdminNeedsFactor(r.Context(), sess)
+			sess.IsAdmin = !needs
+		}
 		switch {
 		case errors.Is(err, auth.ErrNoSession), err == nil && sess.MustChangePassword:
 			signedOut(w, r, original)

@@ -88,16 +88,20 @@ func (s *Server) handleMFAForm() http.Handler {
 type mfaBody struct {
 	MFAToken string `json:"mfa_token"`
 	Code     string `json:"code"`
+	// Remember is the form's "remember this browser" box; false when
+	// absent.
+	Remember bool `json:"remember"`
 }
 
-// handleMFAAPI is POST /api/v1/login/mfa: {"mfa_token","code"}, with the
-// binding cookie the mfa_required answer set.
+// handleMFAAPI is POST /api/v1/login/mfa: {"mfa_token","code"} and an
+// optional "remember", with the binding cookie the mfa_required answer
+// set.
 func (s *Server) handleMFAAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in mfaBody
 		err := decodeJSON(r, &in, &in.MFAToken, &in.Code)
 		if err == nil {
-			_, err = s.secondStep(w, r, in.MFAToken, in.Code, false)
+			_, err = s.secondStep(w, r, in.MFAToken, in.Code, in.Remember)
 		}
 		if err != nil {
 			s.failJSON(w, r, err)
@@ -125,11 +129,19 @@ func (s *Server) factorsPage(w http.ResponseWriter, r *http.Request, sess auth.S
 		return err
 	}
 	props.Nav, props.RecoveryLeft, props.Required = navFor(sess), left, required
-	for _, f := range factors {
-		props.Factors = append(props.Factors, templates.FactorRow{ID: f.ID, Name: f.Name, Kind: string(f.Kind), Added: f.ConfirmedAt, LastUsed: f.LastUsed})
-	}
+	props.Factors = factorRows(factors)
 	s.render(w, r, status, templates.FactorsPage(props))
 	return nil
+}
+
+// factorRows are factors as the owner's and the administrator's pages
+// list them.
+func factorRows(factors []auth.FactorInfo) []templates.FactorRow {
+	rows := make([]templates.FactorRow, 0, len(factors))
+	for _, f := range factors {
+		rows = append(rows, templates.FactorRow{ID: f.ID, Name: f.Name, Kind: string(f.Kind), Added: f.ConfirmedAt, LastUsed: f.LastUsed})
+	}
+	return rows
 }
 
 // handleFactorsPage is GET /account/mfa.

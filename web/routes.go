@@ -103,6 +103,7 @@ func (s *Server) routeTable() []route {
 	handle("POST /admin/users/{id}/unlock", s.handleUserAction(unlockUser))
 	handle("POST /admin/users/{id}/reset-link", s.handleUserAction(sendResetLink))
 	handle("POST /admin/users/{id}/sign-out", s.handleUserAction(signOutUser))
+	handle("POST /admin/users/{id}/mfa/remove", s.handleUserAction(removeUserFactors))
 
 	handle("POST /api/v1/attempts", s.handleAttempts())
 	handle("POST /api/v1/attempts/{attempt_id}/outcome", s.handleAttemptOutcome())

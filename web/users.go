@@ -26,18 +26,20 @@ var lockChoices = []templates.LockChoice{
 
 // userNotices are the words of each ?notice= of the account pages.
 var userNotices = map[string]string{
-	"disabled":       "The account is disabled: its sessions ended and its sign-ins fail as a wrong password does.",
-	"enabled":        "The account is enabled: it signs in with its password.",
-	"promoted":       "The account is an administrator.",
-	"demoted":        "The account is no administrator any more.",
-	"locked":         "New browsers are locked out of the account; its known devices still sign in.",
-	"unlocked":       "The lockout was lifted.",
-	"not-locked":     "The account was not locked out; its lockout may have ended already.",
-	"reset-sent":     "A password reset link is on its way to the account's address.",
-	"signed-out":     "The account was signed out everywhere; its known devices are forgotten.",
-	"deleted":        "The account was deleted. Its security events stay.",
-	"last-admin":     "That would leave no enabled administrator: promote another account first.",
-	"disabled-no-op": "The account is disabled: enable it before sending it a reset link.",
+	"disabled":        "The account is disabled: its sessions ended and its sign-ins fail as a wrong password does.",
+	"enabled":         "The account is enabled: it signs in with its password.",
+	"promoted":        "The account is an administrator.",
+	"demoted":         "The account is no administrator any more.",
+	"locked":          "New browsers are locked out of the account; its known devices still sign in.",
+	"unlocked":        "The lockout was lifted.",
+	"not-locked":      "The account was not locked out; its lockout may have ended already.",
+	"reset-sent":      "A password reset link is on its way to the account's address.",
+	"signed-out":      "The account was signed out everywhere; its known devices are forgotten.",
+	"deleted":         "The account was deleted. Its security events stay.",
+	"last-admin":      "That would leave no enabled administrator: promote another account first.",
+	"disabled-no-op":  "The account is disabled: enable it before sending it a reset link.",
+	"factors-removed": mfaNotices["factors-removed"],
+	"no-factors":      mfaNotices["no-factors"],
 }
 
 // byAdmin names an administrator in the events of their actions, as the
@@ -177,6 +179,11 @@ func (s *Server) handleUser() http.Handler {
 		if d.Locked {
 			props.LockedUntil = d.Lockout.LockedUntil
 		}
+		factors, left, err := s.auth.UserFactors(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		props.Factors, props.RecoveryLeft = factorRows(factors), left
 		for _, dev := range d.Devices {
 			props.Devices = append(props.Devices, templates.DeviceRow{ID: dev.PublicID, FirstSeen: dev.CreatedAt, LastSeen: dev.LastSeenAt})
 		}
@@ -253,6 +260,19 @@ func (s *Server) handleUserAction(act userAction) http.Handler {
 
 // The actions of the account page.
 var (
+	// removeUserFactors removes every factor of an account whose owner
+	// lost them; audited, and the owner mailed.
+	removeUserFactors userAction = func(ctx context.Context, s *Server, _ *http.Request, id int64, by string) (string, error) {
+		d, err := s.auth.UserDetail(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		n, err := s.auth.RemoveFactors(ctx, by, d.User.Email)
+		if err == nil && n == 0 {
+			return "no-factors", nil
+		}
+		return "factors-removed", err
+	}
 	disableUser userAction = func(ctx context.Context, s *Server, _ *http.Request, id int64, by string) (string, error) {
 		_, err := s.auth.DisableUser(ctx, id, by)
 		return "disabled", err

@@ -52,11 +52,17 @@ func (s *Server) handleSignInConfirmForm() http.Handler {
 		noReferrer(w)
 		token := r.PathValue("token")
 		_, err := decodeForm(r)
+		var res auth.LoginResult
 		if err == nil {
-			err = s.confirmSignIn(w, r, token)
+			res, err = s.confirmSignIn(w, r, token)
 		}
 		if err == nil {
 			http.Redirect(w, r, "/account", http.StatusSeeOther)
+			return
+		}
+		if errors.Is(err, auth.ErrMFARequired) {
+			s.startSecondStep(w, res.MFA)
+			s.mfaStepPage(w, r, http.StatusOK, templates.MFAStepProps{Token: res.MFA.Token})
 			return
 		}
 		p := problemFor(err)
@@ -78,8 +84,14 @@ func (s *Server) handleSignInConfirmAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in signInConfirmBody
 		err := decodeJSON(r, &in, &in.Token)
+		var res auth.LoginResult
 		if err == nil {
-			err = s.confirmSignIn(w, r, in.Token)
+			res, err = s.confirmSignIn(w, r, in.Token)
+		}
+		if errors.Is(err, auth.ErrMFARequired) {
+			s.startSecondStep(w, res.MFA)
+			writeJSON(w, http.StatusOK, map[string]string{"status": "mfa_required", "mfa_token": res.MFA.Token})
+			return
 		}
 		if err != nil {
 			s.failJSON(w, r, err)
@@ -90,12 +102,17 @@ func (s *Server) handleSignInConfirmAPI() http.Handler {
 }
 
 // confirmSignIn spends a sign-in link for the browser that sent r and
-// sets its cookies, for either front end.
-func (s *Server) confirmSignIn(w http.ResponseWriter, r *http.Request, token string) error {
+// sets its cookies, for either front end. With ErrMFARequired, the device
+// cookie is set and res holds the second step.
+func (s *Server) confirmSignIn(w http.ResponseWriter, r *http.Request, token string) (auth.LoginResult, error) {
 	res, err := s.auth.ConfirmSignIn(r.Context(), token, s.client(r), s.readCookie(r, sessionCookie))
+	if errors.Is(err, auth.ErrMFARequired) {
+		s.setCookie(w, res.Device.Name, res.Device.Value, res.Device.Expires)
+		return res, err
+	}
 	if err != nil {
-		return err
+		return res, err
 	}
 	s.signIn(w, res)
-	return nil
+	return res, nil
 }

@@ -1,0 +1,168 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// attackOn switches attack mode on for env.
+func attackOn(t *testing.T, env *xcloaktest.Env) {
+	t.Helper()
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMFAHeldTellsNothing: in attack mode, a new browser's right password
+// of an account with a factor is answered as a wrong one, an unknown
+// account and the right password of an account without one are: the same
+// status, headers, cookies and body, from the page and from the API, so a
+// stuffing run learns neither which passwords are right nor which
+// accounts have a factor. None of the four gets a session or a second
+// step.
+func TestMFAHeldTellsNothing(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.NotifyNewDevice = false }})
+	u := enrolTOTP(t, env, base, clk, "hana@example.test", false)
+	env.AddUser(t, "ivan@example.test", u.password, false)
+	attackOn(t, env)
+	cases := []struct{ name, email, password string }{
+		{"right password, factor", u.email, u.password},
+		{"wrong password, factor", u.email, "not the password at all"},
+		{"unknown account", "nobody@example.test", u.password},
+		{"right password, no factor", "ivan@example.test", u.password},
+	}
+	for i, api := range []bool{false, true} {
+		var answers []answer
+		for j, tc := range cases {
+			c := xcloaktest.Client(t, fmt.Sprintf("127.0.31.%d", 10*i+j+1))
+			var resp *http.Response
+			var body string
+			if api {
+				resp, body = post(t, c, base+"/api/v1/login", jsonType, loginJSON(tc.email, tc.password))
+			} else {
+				resp, body = postSignIn(t, c, base, tc.email, tc.password)
+			}
+			answers = append(answers, answerOf(resp, body))
+			if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+				t.Errorf("api=%v, %s: the asking browser reaches its account (%d)", api, tc.name, resp.StatusCode)
+			}
+		}
+		if answers[0].status != http.StatusAccepted {
+			t.Fatalf("api=%v: status %d, want 202:\n%s", api, answers[0].status, answers[0].body)
+		}
+		for j, a := range answers[1:] {
+			if a != answers[0] {
+				t.Errorf("api=%v: the answer to the %s differs from the %s's:\n%+v\n%+v", api, cases[j+1].name, cases[0].name, a, answers[0])
+			}
+		}
+	}
+}
+
+// TestMFASignInLinkAsksForTheCode: the mailed link of a held right
+// password does not stand in for the factor: pressing its button leads
+// the browser that opened it to the second step, with no session until
+// the right code; from the API likewise, mfa_required with a token.
+func TestMFASignInLinkAsksForTheCode(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.NotifyNewDevice = false }})
+	u := enrolTOTP(t, env, base, clk, "jude@example.test", false)
+	env.Mail.WaitFor(t, u.email) // the factor's notice
+	attackOn(t, env)
+	for _, api := range []bool{false, true} {
+		token := heldToken(t, env, base, "127.0.31.30", u.email, u.password)
+		c := xcloaktest.Client(t, "127.0.31.31")
+		var mfaToken string
+		if api {
+			resp, body := post(t, c, base+"/api/v1/sign-in/confirm", jsonType, `{"token":"`+token+`"}`)
+			var got map[string]string
+			if err := json.Unmarshal([]byte(body), &got); err != nil || resp.StatusCode != http.StatusOK || got["status"] != "mfa_required" || got["mfa_token"] == "" {
+				t.Fatalf("API link: %d %s; want 200 mfa_required", resp.StatusCode, body)
+			}
+			mfaToken = got["mfa_token"]
+		} else {
+			resp, page := post(t, c, base+"/sign-in/"+token, formType, "")
+			m := mfaTokenRe.FindStringSubmatch(page)
+			if resp.StatusCode != http.StatusOK || m == nil {
+				t.Fatalf("link's button: %d, token %v; want 200 and the second step's page", resp.StatusCode, m)
+			}
+			mfaToken = m[1]
+		}
+		if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("api=%v: the link signed in without the code (%d)", api, resp.StatusCode)
+		}
+		if api {
+			if status, body := mfaJSON(t, c, base, mfaToken, u.code(t)); status != 200 {
+				t.Fatalf("the code after the link: %d %s", status, body)
+			}
+		} else {
+			resp, body := post(t, c, base+"/login/mfa", formType, url.Values{"mfa_token": {mfaToken}, "code": {u.code(t)}}.Encode())
+			if resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("the code after the link: %d %s", resp.StatusCode, body)
+			}
+		}
+		clk.Advance(30 * time.Second)
+		if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("api=%v: after the code, the account: %d", api, resp.StatusCode)
+		}
+	}
+}
+
+// TestMFARememberJSON: "remember": true on the API's second step
+// remembers the browser as the form's box does: its next sign-in needs
+// the password alone; without it, the next one asks for the code again.
+func TestMFARememberJSON(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "lena@example.test", false)
+	for _, remember := range []bool{false, true} {
+		c := xcloaktest.Client(t, "127.0.31.40")
+		token := mfaLoginJSON(t, c, base, u)
+		b, _ := json.Marshal(map[string]any{"mfa_token": token, "code": u.code(t), "remember": remember})
+		if resp, body := post(t, c, base+"/api/v1/login/mfa", jsonType, string(b)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("remember=%v: second step %d %s", remember, resp.StatusCode, body)
+		}
+		clk.Advance(30 * time.Second)
+		post(t, c, base+"/logout", formType, "")
+		resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON(u.email, u.password))
+		if got := resp.StatusCode == http.StatusOK && strings.Contains(body, `"status":"ok"`); got != remember {
+			t.Errorf("remember=%v: the next sign-in answers %d %s", remember, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestAdminUserPageFactors: the account's page on the dashboard lists its
+// factors and recovery codes left, and its "Remove second factors" button
+// removes them: the password alone signs in again.
+func TestAdminUserPageFactors(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "mona@example.test", false)
+	env.AddUser(t, "boss@example.test", "correct horse battery", true)
+	a := xcloaktest.Client(t, "127.0.31.50")
+	postSignIn(t, a, base, "boss@example.test", "correct horse battery")
+	var id int64
+	if err := env.DB.QueryRow(t.Context(), `SELECT id FROM users WHERE email = $1`, u.email).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	page := fmt.Sprintf("%s/admin/users/%d", base, id)
+	_, body := get(t, a, page)
+	if !strings.Contains(body, `id="user-factors"`) || !strings.Contains(body, "Authenticator app") ||
+		!strings.Contains(body, "10 recovery codes left") || !strings.Contains(body, fmt.Sprintf(`action="/admin/users/%d/mfa/remove"`, id)) {
+		t.Fatalf("the account's page does not list its factor and the button:\n%s", body)
+	}
+	resp, _ := post(t, a, fmt.Sprintf("%s/admin/users/%d/mfa/remove", base, id), formType, "")
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=factors-removed") {
+		t.Fatalf("removing factors: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if _, body := get(t, a, page); !strings.Contains(body, "None") || strings.Contains(body, "/mfa/remove") {
+		t.Error("the page still lists a factor or the button after removal")
+	}
+	if resp, _ := postSignIn(t, xcloaktest.Client(t, "127.0.31.51"), base, u.email, u.password); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-in after removal: %d; want 303 with the password alone", resp.StatusCode)
+	}
+}
