@@ -189,7 +189,7 @@ func (k Passkey) credential() webauthn.Credential {
 	}
 	return webauthn.Credential{
 		ID: k.CredentialID, PublicKey: k.PublicKey, AttestationType: k.AttestationType, Transport: transports,
-		Flags: webauthn.NewCredentialFlags(flagsOf(k)),
+		Flags:         webauthn.NewCredentialFlags(flagsOf(k)),
 		Authenticator: webauthn.Authenticator{AAGUID: k.AAGUID, SignCount: k.SignCount},
 	}
 }
