@@ -64,7 +64,7 @@ func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byt
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `INSERT INTO second_factors (user_id, kind, name, secret, created_at, confirmed_at,
 			credential_id, sign_count, transports, aaguid, attestation_type, user_verified, backup_eligible, backup_state)
-			VALUES ($1, 'webauthn', $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			VALUES ($1, 'webauthn', $2, $3, $4, $4, $5, $6, COALESCE($7::text[], '{}'), $8, $9, $10, $11, $12) RETURNING id`,
 			p.UserID, p.Name, p.PublicKey, at, p.CredentialID, int64(p.SignCount), p.Transports, p.AAGUID,
 			p.AttestationType, p.UserVerified, p.BackupEligible, p.BackupState).Scan(&id)
 		var pgErr *pgconn.PgError
