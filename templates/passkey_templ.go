@@ -137,7 +137,7 @@ func PasskeyEnrolPage(p PasskeyEnrolProps) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "\"></div><p class=\"problem\" id=\"passkey-problem\" hidden></p><button type=\"submit\" class=\"button\" id=\"add-passkey\">Add a passkey</button></form><p class=\"aside\"><a href=\"/account/mfa\">Back to your second factors</a></p></div><script src=\"/static/passkey.js\" defer></script>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "\"></div><p id=\"passkey-problem\" hidden></p><button type=\"submit\" class=\"button\" id=\"add-passkey\">Add a passkey</button></form><p class=\"aside\"><a href=\"/account/mfa\">Back to your second factors</a></p></div><script src=\"/static/passkey.js\" defer></script>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -197,7 +197,7 @@ func passkeyStep(token, ret string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "\"><p class=\"problem\" id=\"passkey-problem\" hidden></p><button type=\"button\" class=\"button button-secondary\" id=\"use-passkey\">Use a passkey</button></div><script src=\"/static/passkey.js\" defer></script>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "\"><p id=\"passkey-problem\" hidden></p><button type=\"button\" class=\"button button-secondary\" id=\"use-passkey\">Use a passkey</button></div><script src=\"/static/passkey.js\" defer></script>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -237,7 +237,7 @@ func passkeySignIn(ret string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "\"><p class=\"problem\" id=\"passkey-problem\" hidden></p><button type=\"button\" class=\"button button-secondary\" id=\"sign-in-passkey\">Sign in with a passkey</button></div><script src=\"/static/passkey.js\" defer></script>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "\"><p id=\"passkey-problem\" hidden></p><button type=\"button\" class=\"button button-secondary\" id=\"sign-in-passkey\">Sign in with a passkey</button></div><script src=\"/static/passkey.js\" defer></script>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -65,9 +65,10 @@
   function say(text) {
     var p = document.getElementById("passkey-problem");
     if (!p) return;
-    // An alert only once it says something: an empty one is noise to
-    // screen readers.
+    // An alert, styled as the pages' problems, only once it says
+    // something: an empty one is noise to screen readers.
     if (text) p.setAttribute("role", "alert"); else p.removeAttribute("role");
+    p.className = text ? "problem" : "";
     p.textContent = text;
     p.hidden = !text;
   }
