@@ -243,7 +243,7 @@ func (s *Service) factorMail(ctx context.Context, user User, job linkJob) (Messa
 		return Message{}, err
 	}
 	n := job.factor
-	what := "A second factor (an authenticator app) was added to"
+	what := "A second factor (" + factorKindText(n.kind) + ") was added to"
 	subject := "A second factor was added to your XCloak account"
 	switch {
 	case !n.added && n.by != "":

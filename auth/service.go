@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-webauthn/webauthn/webauthn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xcloak/xcloak/ratelimit"
@@ -78,6 +79,8 @@ type Config struct {
 
 	// MFA shapes second factors (mfa.go).
 	MFA MFAConfig
+	// WebAuthn names the passkeys' relying party (passkey.go).
+	WebAuthn WebAuthnConfig
 }
 
 // DefaultConfig returns the defaults; Secret and PublicURL must still be
@@ -158,6 +161,9 @@ type Deps struct {
 	// Factors keeps second factors and second steps (mfa.go); nil: no
 	// account has a factor, and enrolling one is ErrUnavailable.
 	Factors FactorStore
+	// Passkeys keeps passkeys and their ceremonies (passkey.go); nil, or
+	// no Factors: passkeys are ErrUnavailable.
+	Passkeys PasskeyStore
 }
 
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
@@ -214,6 +220,10 @@ type Service struct {
 	hook EventHook
 	// factors keeps second factors (Deps.Factors).
 	factors FactorStore
+	// passkeys keeps passkeys (Deps.Passkeys); webauthn is the relying
+	// party that checks their ceremonies.
+	passkeys PasskeyStore
+	webauthn *webauthn.WebAuthn
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -287,6 +297,13 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	s.hook = d.Hook
 	s.apps = d.Apps
 	s.factors = d.Factors
+	if d.Passkeys != nil {
+		var err error
+		if s.webauthn, err = newWebAuthn(cfg.PublicURL, cfg.WebAuthn); err != nil {
+			return nil, err
+		}
+		s.passkeys = d.Passkeys
+	}
 	s.users = d.Users
 	s.decisionKeys = newDecisionKeys(cfg.Secret)
 	s.attack = d.Attack

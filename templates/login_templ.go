@@ -202,7 +202,15 @@ func LoginPage(p LoginProps) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "\" type=\"password\" autocomplete=\"current-password\" required></div><button type=\"submit\" class=\"button\">Sign in</button></form><p class=\"aside\"><a href=\"/password-reset\">Forgot your password?</a></p><p class=\"aside\"><a href=\"/unlock\">Locked out? Email me a link</a></p></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "\" type=\"password\" autocomplete=\"current-password\" required></div><button type=\"submit\" class=\"button\">Sign in</button></form>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = passkeySignIn(p.Return).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "<p class=\"aside\"><a href=\"/password-reset\">Forgot your password?</a></p><p class=\"aside\"><a href=\"/unlock\">Locked out? Email me a link</a></p></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -151,6 +151,8 @@ func (s *Server) handleFactorsPage() http.Handler {
 		switch r.URL.Query().Get("factor") {
 		case "added":
 			props.Notice = "Your authenticator app is set up."
+		case "passkey":
+			props.Notice = templates.PasskeyAddedText
 		case "removed":
 			props.Notice = "The factor was removed."
 		}

@@ -119,6 +119,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Users:    store,
 		Hook:     d.Hook,
 		Factors:  store,
+		Passkeys: store,
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,190 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/go-webauthn/webauthn/webauthn"
+)
+
+// Registering a passkey: BeginPasskey gives the browser the options of
+// navigator.credentials.create and keeps the challenge; FinishPasskey
+// checks the password typed again (as a TOTP factor's confirmation does,
+// mfa_enrol.go), then the authenticator's response, and stores the
+// credential confirmed. Removing one is RemoveFactor's, as for any factor.
+
+// PasskeyCeremony is a WebAuthn ceremony begun for a browser.
+type PasskeyCeremony struct {
+	// Options are what the browser's navigator.credentials call takes,
+	// ready to encode as JSON ({"publicKey": ...}).
+	Options any
+	// Binding is the value of the cookie that binds the ceremony to the
+	// browser; the web layer sets it with the options.
+	Binding   string
+	ExpiresAt time.Time
+}
+
+// defaultPasskeyName names a passkey its owner did not name.
+const defaultPasskeyName = "Passkey"
+
+// BeginPasskey begins the registration of a passkey for the account of
+// sess: a discoverable credential, user verification preferred, none of
+// the account's passkeys again. Errors: ErrUnavailable.
+func (s *Service) BeginPasskey(ctx context.Context, sess Session) (PasskeyCeremony, error) {
+	ps, err := s.passkeyStore()
+	if err != nil {
+		return PasskeyCeremony{}, err
+	}
+	user, err := s.passkeyUser(ctx, ps, sess.UserID, sess.Email)
+	if err != nil {
+		return PasskeyCeremony{}, err
+	}
+	exclude := webauthn.Credentials(user.WebAuthnCredentials()).CredentialDescriptors()
+	creation, data, err := s.webauthn.BeginRegistration(user, webauthn.WithExclusions(exclude))
+	if err != nil {
+		return PasskeyCeremony{}, fmt.Errorf("%w: beginning passkey registration: %w", ErrUnavailable, err)
+	}
+	return s.startCeremony(ctx, ps, Ceremony{Purpose: ceremonyRegister, UserID: sess.UserID}, data, creation)
+}
+
+// FinishPasskey registers the passkey the browser created for the
+// ceremony bound to it, named name, with the password typed again. With
+// the account's first factor come RecoveryCodes recovery codes, returned
+// to be shown once (nil for a further factor). Errors: ErrNoSession,
+// ErrInvalidRequest, *LimitedError, ErrInvalidCredentials, ErrInvalidToken
+// (no live ceremony of this browser's), ErrInvalidPasskey,
+// ErrPasskeyExists, ErrUnavailable, ErrHasherBusy.
+func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, name string, response []byte) (recovery []string, err error) {
+	ps, err := s.passkeyStore()
+	if err != nil {
+		return nil, err
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = defaultPasskeyName
+	}
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 64 || len(response) == 0 || len(response) > MaxPasskeyResponseBytes {
+		return nil, ErrInvalidRequest
+	}
+	user, err := s.reauthenticate(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	c, data, err := s.takeCeremony(ctx, ps, binding, ceremonyRegister)
+	if err != nil {
+		return nil, err
+	}
+	if c.UserID != user.ID {
+		return nil, ErrInvalidToken
+	}
+	parsed, err := protocol.ParseCredentialCreationResponseBytes(response)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPasskey, err)
+	}
+	pu, err := s.passkeyUser(ctx, ps, user.ID, user.Email)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := s.webauthn.CreateCredential(pu, data, parsed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPasskey, err)
+	}
+	had, err := s.hasFactors(ctx, user.ID)
+	if err != nil {
+		return nil, err
+	}
+	var hashes [][]byte
+	if !had {
+		recovery, hashes = newRecoveryCodes(RecoveryCodes)
+	}
+	transports := make([]string, 0, len(cred.Transport))
+	for _, t := range cred.Transport {
+		transports = append(transports, string(t))
+	}
+	now := s.now()
+	p := Passkey{UserID: user.ID, Name: name, Handle: pu.handle, CredentialID: cred.ID, PublicKey: cred.PublicKey,
+		SignCount: cred.Authenticator.SignCount, Transports: transports, AAGUID: cred.Authenticator.AAGUID,
+		AttestationType: cred.AttestationType, UserVerified: cred.Flags.UserVerified,
+		BackupEligible: cred.Flags.BackupEligible, BackupState: cred.Flags.BackupState, CreatedAt: now}
+	if _, err := ps.AddPasskey(ctx, p, hashes, now); errors.Is(err, ErrPasskeyExists) {
+		return nil, err
+	} else if err != nil {
+		return nil, s.dbDown("storing passkey", err)
+	}
+	source := ch.Client.Source()
+	s.record(Event{Kind: EventFactorAdded, Account: user.Email, UserID: user.ID, Source: source,
+		Detail: map[string]string{"kind": string(FactorWebAuthn)}})
+	s.notifyFactor(user.Email, source, &factorNotice{added: true, kind: FactorWebAuthn})
+	return recovery, nil
+}
+
+// passkeyUser returns the account as the library sees it, with its
+// passkeys and its user handle, drawn now if it has none.
+func (s *Service) passkeyUser(ctx context.Context, ps PasskeyStore, userID int64, email string) (passkeyUser, error) {
+	keys, err := ps.Passkeys(ctx, userID)
+	if err != nil {
+		return passkeyUser{}, s.dbDown("reading passkeys", err)
+	}
+	if len(keys) > 0 {
+		return passkeyUser{handle: keys[0].Handle, email: email, keys: keys}, nil
+	}
+	fresh := make([]byte, 32)
+	rand.Read(fresh)
+	handle, err := ps.WebAuthnHandle(ctx, userID, fresh)
+	if err != nil {
+		return passkeyUser{}, s.dbDown("reading passkey handle", err)
+	}
+	return passkeyUser{handle: handle, email: email}, nil
+}
+
+// startCeremony keeps the challenge data of ceremony c under a new
+// binding, for passkeyCeremonyTTL, and returns the options for the
+// browser with it.
+func (s *Service) startCeremony(ctx context.Context, ps PasskeyStore, c Ceremony, data *webauthn.SessionData, options any) (PasskeyCeremony, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return PasskeyCeremony{}, fmt.Errorf("%w: encoding WebAuthn session: %w", ErrUnavailable, err)
+	}
+	binding, bindingHash := newToken()
+	now := s.now()
+	c.BindingHash, c.Session, c.ExpiresAt = bindingHash, raw, now.Add(passkeyCeremonyTTL)
+	if err := ps.AddCeremony(ctx, c, now); err != nil {
+		return PasskeyCeremony{}, s.dbDown("storing WebAuthn ceremony", err)
+	}
+	return PasskeyCeremony{Options: options, Binding: binding, ExpiresAt: c.ExpiresAt}, nil
+}
+
+// takeCeremony spends the live ceremony of purpose bound to binding and
+// returns it with its challenge data; ErrInvalidToken if there is none.
+func (s *Service) takeCeremony(ctx context.Context, ps PasskeyStore, binding, purpose string) (Ceremony, webauthn.SessionData, error) {
+	var data webauthn.SessionData
+	if !wellFormedToken(binding) {
+		return Ceremony{}, data, ErrInvalidToken
+	}
+	c, err := ps.TakeCeremony(ctx, hashToken(binding), purpose, s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return Ceremony{}, data, err
+	}
+	if err != nil {
+		return Ceremony{}, data, s.dbDown("reading WebAuthn ceremony", err)
+	}
+	if err := json.Unmarshal(c.Session, &data); err != nil {
+		return Ceremony{}, data, fmt.Errorf("%w: decoding WebAuthn session: %w", ErrUnavailable, err)
+	}
+	return c, data, nil
+}
+
+// factorKindText names a kind of factor in mails.
+func factorKindText(k FactorKind) string {
+	if k == FactorWebAuthn {
+		return "a passkey"
+	}
+	return "an authenticator app"
+}

@@ -1,0 +1,360 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/go-webauthn/webauthn/webauthn"
+)
+
+// Signing in with a passkey, in two ways.
+//
+// As the second step (BeginSecondStepPasskey, SecondStepPasskey): after
+// the right password, an account with a passkey may answer its second
+// step with one instead of a code. The assertion is counted by the second
+// step's limits (RuleMFANetwork, RuleMFAAccount) before it is verified, as
+// a code is, and a right one finishes the step as a right code does.
+//
+// Alone (BeginPasskeySignIn, PasskeySignIn): a discoverable credential
+// names its account, so no email or password is typed. The assertion is
+// counted by the same two rules, before its signature is verified: by the
+// network's first, and by the account's once its credential names one; an
+// unknown credential counts by the network's only and is answered as a
+// wrong signature is, so nothing tells the two apart beyond what WebAuthn
+// itself does (the browser offers only credentials it holds). A passkey
+// proves possession of the device and is bound to XCloak's origin, so it
+// cannot be phished: it signs in a browser that is not a known device
+// without the mailed link, in attack mode too (verification.go holds
+// passwords, not passkeys).
+//
+// Either way an assertion whose signature counter goes back is refused
+// and recorded (EventPasskeyCloned), and one ceremony is answered once.
+
+// BeginSecondStepPasskey begins a passkey assertion for the live second
+// step token of the browser binding (the second step's cookie), allowing
+// the account's passkeys. Errors: ErrInvalidToken, ErrNoFactor (the
+// account has no passkey), ErrUnavailable.
+func (s *Service) BeginSecondStepPasskey(ctx context.Context, token, binding string) (PasskeyCeremony, error) {
+	ps, err := s.passkeyStore()
+	if err != nil {
+		return PasskeyCeremony{}, err
+	}
+	if !wellFormedToken(token) || !wellFormedToken(binding) {
+		return PasskeyCeremony{}, ErrInvalidToken
+	}
+	ch, err := s.factors.MFAChallenge(ctx, hashToken(token), hashToken(binding), s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return PasskeyCeremony{}, err
+	}
+	if err != nil {
+		return PasskeyCeremony{}, s.dbDown("reading second step", err)
+	}
+	keys, err := ps.Passkeys(ctx, ch.UserID)
+	if err != nil {
+		return PasskeyCeremony{}, s.dbDown("reading passkeys", err)
+	}
+	if len(keys) == 0 {
+		return PasskeyCeremony{}, ErrNoFactor
+	}
+	assertion, data, err := s.webauthn.BeginLogin(passkeyUser{handle: keys[0].Handle, email: ch.Email, keys: keys})
+	if err != nil {
+		return PasskeyCeremony{}, fmt.Errorf("%w: beginning passkey assertion: %w", ErrUnavailable, err)
+	}
+	return s.startCeremony(ctx, ps, Ceremony{Purpose: ceremonySecondStep, UserID: ch.UserID, MFATokenHash: hashToken(token)}, data, assertion)
+}
+
+// PasskeyStepRequest finishes a second step with a passkey.
+type PasskeyStepRequest struct {
+	// Token is the mfa_token, Binding the second step's cookie.
+	Token, Binding string
+	// Ceremony is the value of the passkey ceremony's cookie.
+	Ceremony string
+	// Response is the browser's PublicKeyCredential, as JSON.
+	Response []byte
+	// Remember, Client, Cookie and OldSession are as SecondStepRequest's.
+	Remember   bool
+	Client     Client
+	Cookie     func(name string) string
+	OldSession string
+}
+
+// SecondStepPasskey finishes a second step with a passkey assertion, as
+// SecondStep does with a code. Errors: ErrInvalidRequest, ErrInvalidToken,
+// *LimitedError, ErrInvalidPasskey, ErrUnavailable.
+func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest) (LoginResult, error) {
+	ps, err := s.passkeyStore()
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if len(req.Response) == 0 || len(req.Response) > MaxPasskeyResponseBytes {
+		return LoginResult{}, ErrInvalidRequest
+	}
+	if !wellFormedToken(req.Token) || !wellFormedToken(req.Binding) {
+		return LoginResult{}, ErrInvalidToken
+	}
+	ch, err := s.factors.MFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return LoginResult{}, err
+	}
+	if err != nil {
+		return LoginResult{}, s.dbDown("reading second step", err)
+	}
+	user, err := s.UserByEmail(ctx, ch.Email)
+	if errors.Is(err, ErrNoUser) || (err == nil && user.ID != ch.UserID) {
+		return LoginResult{}, ErrInvalidToken
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if err := s.admitCode(ctx, req.Client, user); err != nil {
+		return LoginResult{}, err
+	}
+	source := req.Client.Source()
+	c, data, err := s.takeCeremony(ctx, ps, req.Ceremony, ceremonySecondStep)
+	if errors.Is(err, ErrInvalidToken) || (err == nil && (c.UserID != user.ID || !bytes.Equal(c.MFATokenHash, hashToken(req.Token)))) {
+		return LoginResult{}, s.passkeyFailed(user, source, "no ceremony")
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	parsed, err := protocol.ParseCredentialRequestResponseBytes(req.Response)
+	if err != nil {
+		return LoginResult{}, s.passkeyFailed(user, source, "malformed")
+	}
+	pu, err := s.passkeyUser(ctx, ps, user.ID, user.Email)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	cred, err := s.webauthn.ValidateLogin(pu, data, parsed)
+	if err != nil {
+		return LoginResult{}, s.passkeyFailed(user, source, "not verified")
+	}
+	if err := s.usePasskey(ctx, ps, user, source, pu.keys, cred); err != nil {
+		return LoginResult{}, err
+	}
+	return s.finishSecondStep(ctx, user, SecondStepRequest{Token: req.Token, Binding: req.Binding, Remember: req.Remember,
+		Client: req.Client, Cookie: req.Cookie, OldSession: req.OldSession}, "webauthn")
+}
+
+// finishSecondStep signs in the account of a second step answered right,
+// as SecondStep does after a right code: the account's second-step
+// failures cleared, the step spent (one of two right answers racing finds
+// it gone), the session made if the password is still the one the first
+// step verified, and the browser remembered if asked.
+func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondStepRequest, kind string) (LoginResult, error) {
+	fs := s.factors
+	after, cancel := s.afterDecision(ctx)
+	defer cancel()
+	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
+		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
+	}
+	ch, err := fs.ConsumeMFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return LoginResult{}, err
+	}
+	if err != nil {
+		return LoginResult{}, s.dbDown("spending second step", err)
+	}
+	if ch.PasswordHash != user.PasswordHash {
+		return LoginResult{}, ErrInvalidToken
+	}
+	device, cookie := s.knownDeviceOf(ctx, user.Email, req.Cookie)
+	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
+	res, err := s.signedIn(ctx, lreq, user, ch.PasswordHash, req.Client.Source(), device, ch.MustChange, map[string]string{"factor": kind})
+	if errors.Is(err, ErrInvalidCredentials) {
+		return LoginResult{}, ErrInvalidToken
+	}
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if req.Remember && s.cfg.MFA.RememberFor > 0 {
+		if nonce, ok := s.devices.Check(user.Email, res.Device.Value); ok {
+			if err := fs.RememberMFA(ctx, user.ID, nonceHash(nonce), s.now().Add(s.cfg.MFA.RememberFor)); err != nil {
+				s.metrics.dbErrors.Inc()
+				s.log.WarnContext(ctx, "remembering browser for the second step", "err", err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// knownDeviceOf returns the nonce of the account's known device the
+// browser's cookie names ("" for none) and the cookie's value.
+func (s *Service) knownDeviceOf(ctx context.Context, email string, read func(string) string) (device, cookie string) {
+	if read == nil {
+		return "", ""
+	}
+	cookie = read(s.devices.CookieName(email))
+	if nonce, ok := s.devices.Check(email, cookie); ok {
+		if known, err := s.knownDevice(ctx, email, nonce); err == nil && known {
+			return nonce, cookie
+		}
+	}
+	return "", cookie
+}
+
+// BeginPasskeySignIn begins a passwordless sign-in: an assertion of any
+// discoverable credential, user verification preferred. Errors:
+// ErrUnavailable.
+func (s *Service) BeginPasskeySignIn(ctx context.Context) (PasskeyCeremony, error) {
+	ps, err := s.passkeyStore()
+	if err != nil {
+		return PasskeyCeremony{}, err
+	}
+	assertion, data, err := s.webauthn.BeginDiscoverableLogin()
+	if err != nil {
+		return PasskeyCeremony{}, fmt.Errorf("%w: beginning passkey sign-in: %w", ErrUnavailable, err)
+	}
+	return s.startCeremony(ctx, ps, Ceremony{Purpose: ceremonyPasskey}, data, assertion)
+}
+
+// PasskeySignInRequest is a passwordless sign-in.
+type PasskeySignInRequest struct {
+	// Ceremony is the value of the passkey ceremony's cookie.
+	Ceremony string
+	// Response is the browser's PublicKeyCredential, as JSON.
+	Response   []byte
+	Client     Client
+	Cookie     func(name string) string
+	OldSession string
+}
+
+// PasskeySignIn signs in with a discoverable credential alone. Errors:
+// ErrInvalidRequest, ErrInvalidToken (no live ceremony of this browser's),
+// *LimitedError, ErrInvalidPasskey (malformed, unknown, not verified, a
+// counter gone back, or a disabled account), ErrUnavailable.
+func (s *Service) PasskeySignIn(ctx context.Context, req PasskeySignInRequest) (LoginResult, error) {
+	res, account, outcome, err := s.passkeySignIn(ctx, req)
+	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: req.Client, Outcome: outcome})
+	return res, err
+}
+
+func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (LoginResult, string, Outcome, error) {
+	ps, err := s.passkeyStore()
+	if err != nil {
+		return LoginResult{}, "", OutcomeUnavailable, err
+	}
+	if len(req.Response) == 0 || len(req.Response) > MaxPasskeyResponseBytes {
+		return LoginResult{}, "", OutcomeInvalid, ErrInvalidRequest
+	}
+	source := req.Client.Source()
+	_, data, err := s.takeCeremony(ctx, ps, req.Ceremony, ceremonyPasskey)
+	if err != nil {
+		return LoginResult{}, "", OutcomeInvalid, err
+	}
+	parsed, perr := protocol.ParseCredentialRequestResponseBytes(req.Response)
+	var key Passkey
+	if perr == nil {
+		key, err = ps.PasskeyByCredential(ctx, parsed.RawID)
+	}
+	if perr != nil || errors.Is(err, ErrNoFactor) {
+		// Counted by the network's rule alone: there is no account.
+		if err := s.admitNetwork(ctx, req.Client); err != nil {
+			return LoginResult{}, "", OutcomeRejected, err
+		}
+		s.record(Event{Kind: EventMFAFailed, Source: source, Detail: map[string]string{"kind": string(FactorWebAuthn), "passwordless": "true"}})
+		return LoginResult{}, "", OutcomeFailed, ErrInvalidPasskey
+	}
+	if err != nil {
+		return LoginResult{}, "", OutcomeUnavailable, s.dbDown("reading passkey", err)
+	}
+	user, err := s.UserByEmail(ctx, key.Email)
+	if errors.Is(err, ErrNoUser) {
+		return LoginResult{}, "", OutcomeFailed, ErrInvalidPasskey
+	}
+	if err != nil {
+		return LoginResult{}, "", OutcomeUnavailable, err
+	}
+	if err := s.admitCode(ctx, req.Client, user); err != nil {
+		return LoginResult{}, user.Email, OutcomeRejected, err
+	}
+	keys, err := ps.Passkeys(ctx, user.ID)
+	if err != nil {
+		return LoginResult{}, user.Email, OutcomeUnavailable, s.dbDown("reading passkeys", err)
+	}
+	pu := passkeyUser{handle: key.Handle, email: user.Email, keys: keys}
+	_, cred, err := s.webauthn.ValidatePasskeyLogin(func(rawID, userHandle []byte) (webauthn.User, error) {
+		if !bytes.Equal(userHandle, pu.handle) {
+			return nil, errors.New("user handle is not the credential's account's")
+		}
+		return pu, nil
+	}, data, parsed)
+	// A disabled account's passkey is answered as a wrong one, after the
+	// same work.
+	if err != nil || user.Disabled() {
+		return LoginResult{}, user.Email, OutcomeFailed, s.passkeyFailed(user, source, "not verified")
+	}
+	if err := s.usePasskey(ctx, ps, user, source, keys, cred); err != nil {
+		return LoginResult{}, user.Email, OutcomeFailed, err
+	}
+	after, cancel := s.afterDecision(ctx)
+	defer cancel()
+	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
+		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
+	}
+	device, cookie := s.knownDeviceOf(ctx, user.Email, req.Cookie)
+	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
+	res, err := s.signedIn(ctx, lreq, user, user.PasswordHash, source, device, false, map[string]string{"factor": "passkey"})
+	if errors.Is(err, ErrInvalidCredentials) {
+		// The password was replaced meanwhile, ending every session:
+		// start again.
+		return LoginResult{}, user.Email, OutcomeUnavailable, ErrInvalidToken
+	}
+	if err != nil {
+		return LoginResult{}, user.Email, OutcomeUnavailable, err
+	}
+	return res, user.Email, OutcomeSucceeded, nil
+}
+
+// admitNetwork counts an attempt towards the second step's lock of the
+// client's network alone, and refuses it if the network was locked.
+func (s *Service) admitNetwork(ctx context.Context, c Client) error {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	for _, r := range s.rules(FlowSecondStep, Subject{Client: c}) {
+		if r.Name != RuleMFANetwork {
+			continue
+		}
+		f, err := s.limits.Fail(ctx, r.Name, r.ID, "")
+		if err != nil {
+			return unavailable("counting passkey attempt", err)
+		}
+		if f.Failures == 0 {
+			s.record(Event{Kind: EventMFARejected, Source: c.Source(), Rule: r.Name})
+			return &LimitedError{RetryAfter: max(f.LockedFor, time.Second)}
+		}
+	}
+	return nil
+}
+
+// passkeyFailed records an assertion refused and returns ErrInvalidPasskey.
+func (s *Service) passkeyFailed(user User, source, why string) error {
+	s.record(Event{Kind: EventMFAFailed, Account: user.Email, UserID: user.ID, Source: source,
+		Detail: map[string]string{"kind": string(FactorWebAuthn), "reason": why}})
+	return ErrInvalidPasskey
+}
+
+// usePasskey records the counter of the verified assertion cred of one of
+// keys; one whose counter went back is refused and recorded.
+func (s *Service) usePasskey(ctx context.Context, ps PasskeyStore, user User, source string, keys []Passkey, cred *webauthn.Credential) error {
+	for _, k := range keys {
+		if !bytes.Equal(k.CredentialID, cred.ID) {
+			continue
+		}
+		ok, err := ps.UsePasskey(ctx, k.ID, cred.Authenticator.SignCount, cred.Flags.BackupState, s.now())
+		if err != nil {
+			return s.dbDown("recording passkey counter", err)
+		}
+		if !ok {
+			s.record(Event{Kind: EventPasskeyCloned, Account: user.Email, UserID: user.ID, Source: source,
+				Detail: map[string]string{"factor": fmt.Sprint(k.ID)}})
+			return ErrInvalidPasskey
+		}
+		return nil
+	}
+	return s.passkeyFailed(user, source, "unknown credential")
+}

@@ -1,0 +1,129 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+var _ auth.PasskeyStore = (*Store)(nil)
+
+// WebAuthnHandle implements auth.PasskeyStore: the handle is set once,
+// so two first registrations racing read the same.
+func (s *Store) WebAuthnHandle(ctx context.Context, userID int64, fresh []byte) ([]byte, error) {
+	var handle []byte
+	err := s.pool.QueryRow(ctx, `UPDATE users SET webauthn_handle = COALESCE(webauthn_handle, $2) WHERE id = $1
+		RETURNING webauthn_handle`, userID, fresh).Scan(&handle)
+	return handle, err
+}
+
+const passkeyColumns = `f.id, f.user_id, f.name, u.webauthn_handle, u.email, f.credential_id, f.secret, f.sign_count, f.transports,
+	f.aaguid, f.attestation_type, f.user_verified, f.backup_eligible, f.backup_state, f.created_at, f.last_used_at`
+
+func scanPasskey(row pgx.Row) (auth.Passkey, error) {
+	var p auth.Passkey
+	var count int64
+	var used *time.Time
+	err := row.Scan(&p.ID, &p.UserID, &p.Name, &p.Handle, &p.Email, &p.CredentialID, &p.PublicKey, &count, &p.Transports,
+		&p.AAGUID, &p.AttestationType, &p.UserVerified, &p.BackupEligible, &p.BackupState, &p.CreatedAt, &used)
+	p.SignCount = uint32(count)
+	if used != nil {
+		p.LastUsedAt = *used
+	}
+	return p, err
+}
+
+// Passkeys implements auth.PasskeyStore.
+func (s *Store) Passkeys(ctx context.Context, userID int64) ([]auth.Passkey, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+passkeyColumns+` FROM second_factors f JOIN users u ON u.id = f.user_id
+		WHERE f.user_id = $1 AND f.kind = 'webauthn' AND f.confirmed_at IS NOT NULL ORDER BY f.created_at, f.id`, userID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.Passkey, error) { return scanPasskey(r) })
+}
+
+// PasskeyByCredential implements auth.PasskeyStore.
+func (s *Store) PasskeyByCredential(ctx context.Context, id []byte) (auth.Passkey, error) {
+	p, err := scanPasskey(s.pool.QueryRow(ctx, `SELECT `+passkeyColumns+` FROM second_factors f JOIN users u ON u.id = f.user_id
+		WHERE f.credential_id = $1 AND f.kind = 'webauthn' AND f.confirmed_at IS NOT NULL`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return auth.Passkey{}, auth.ErrNoFactor
+	}
+	return p, err
+}
+
+// AddPasskey implements auth.PasskeyStore.
+func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byte, at time.Time) (int64, error) {
+	var id int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO second_factors (user_id, kind, name, secret, created_at, confirmed_at,
+			credential_id, sign_count, transports, aaguid, attestation_type, user_verified, backup_eligible, backup_state)
+			VALUES ($1, 'webauthn', $2, $3, $4, $4, $5, $6, COALESCE($7::text[], '{}'), $8, $9, $10, $11, $12) RETURNING id`,
+			p.UserID, p.Name, p.PublicKey, at, p.CredentialID, int64(p.SignCount), p.Transports, p.AAGUID,
+			p.AttestationType, p.UserVerified, p.BackupEligible, p.BackupState).Scan(&id)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "second_factors_credential_id_idx" {
+			return auth.ErrPasskeyExists
+		}
+		if err != nil || recovery == nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM recovery_codes WHERE user_id = $1`, p.UserID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO recovery_codes (user_id, hash, created_at) SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h`,
+			p.UserID, recovery, at)
+		return err
+	})
+	return id, err
+}
+
+// UsePasskey implements auth.PasskeyStore: one conditional UPDATE, so of
+// two assertions with one counter, one finds it used.
+func (s *Store) UsePasskey(ctx context.Context, id int64, count uint32, backup bool, at time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE second_factors SET sign_count = $2, backup_state = $3, last_used_at = $4
+		WHERE id = $1 AND kind = 'webauthn' AND (sign_count < $2 OR ($2 = 0 AND sign_count = 0))`, id, int64(count), backup, at)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// AddCeremony implements auth.PasskeyStore.
+func (s *Store) AddCeremony(ctx context.Context, c auth.Ceremony, now time.Time) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM webauthn_ceremonies WHERE expires_at <= $1`, now); err != nil {
+			return err
+		}
+		var userID *int64
+		if c.UserID != 0 {
+			userID = &c.UserID
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO webauthn_ceremonies (binding_hash, purpose, user_id, mfa_token_hash, session, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, c.BindingHash, c.Purpose, userID, c.MFATokenHash, c.Session, c.ExpiresAt)
+		return err
+	})
+}
+
+// TakeCeremony implements auth.PasskeyStore: DELETE ... RETURNING, so of
+// two responses one gets the challenge.
+func (s *Store) TakeCeremony(ctx context.Context, bindingHash []byte, purpose string, now time.Time) (auth.Ceremony, error) {
+	c := auth.Ceremony{BindingHash: bindingHash, Purpose: purpose}
+	var userID *int64
+	err := s.pool.QueryRow(ctx, `DELETE FROM webauthn_ceremonies WHERE binding_hash = $1 AND purpose = $2 AND expires_at > $3
+		RETURNING user_id, mfa_token_hash, session, expires_at`, bindingHash, purpose, now).
+		Scan(&userID, &c.MFATokenHash, &c.Session, &c.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return auth.Ceremony{}, auth.ErrInvalidToken
+	}
+	if userID != nil {
+		c.UserID = *userID
+	}
+	return c, err
+}

@@ -1,0 +1,174 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// enrolPasskey makes an account and registers k for it through the
+// account pages, from a browser of its own.
+func enrolPasskey(t *testing.T, env *xcloaktest.Env, base, email string, k *softKey) {
+	t.Helper()
+	env.AddUser(t, email, "correct horse battery", false)
+	c := xcloaktest.Client(t, "127.0.31.1")
+	if resp, body := postSignIn(t, c, base, email, "correct horse battery"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in before enrolment: %d %s", resp.StatusCode, body)
+	}
+	resp, options := post(t, c, base+"/account/mfa/passkey/options", "", "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("registration options: %d %s", resp.StatusCode, options)
+	}
+	form := url.Values{"name": {"Laptop"}, "password": {"correct horse battery"}, "credential": {k.create(t, options)}}
+	resp, page := post(t, c, base+"/account/mfa/passkey", formType, form.Encode())
+	if resp.StatusCode != http.StatusOK || len(recoveryRe.FindAllString(page, -1)) != auth.RecoveryCodes {
+		t.Fatalf("registration: %d, want 200 and %d recovery codes: %s", resp.StatusCode, auth.RecoveryCodes, page)
+	}
+}
+
+// passkeyOptions begins a passwordless sign-in for c.
+func passkeyOptions(t *testing.T, c *http.Client, base string) string {
+	t.Helper()
+	resp, body := post(t, c, base+"/api/v1/login/passkey/options", jsonType, "{}")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("passkey options: %d %s", resp.StatusCode, body)
+	}
+	return body
+}
+
+func passkeySignIn(t *testing.T, c *http.Client, base, credential string) (*http.Response, string) {
+	t.Helper()
+	return post(t, c, base+"/api/v1/login/passkey", jsonType, `{"credential":`+credential+`}`)
+}
+
+// TestPasskeySignInAlone: a registered passkey signs a new browser in with
+// no password; its ceremony is answered once, from the browser that began
+// it; a counter gone back, another key's signature and an unknown
+// credential are all refused with one answer.
+func TestPasskeySignInAlone(t *testing.T) {
+	env, base, _ := mfaEnv(t, xcloaktest.Options{})
+	k := newSoftKey(t)
+	enrolPasskey(t, env, base, "pia@example.com", k)
+
+	c := xcloaktest.Client(t, "127.0.31.2")
+	assertion := k.get(t, passkeyOptions(t, c, base), 1, nil)
+	resp, body := passkeySignIn(t, c, base, assertion)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"status":"ok"`) {
+		t.Fatalf("passkey sign-in: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := get(t, c, base+"/account"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "pia@example.com") {
+		t.Fatalf("account after passkey sign-in: %d", resp.StatusCode)
+	}
+
+	// The same answer again: the ceremony is spent.
+	replay := xcloaktest.Client(t, "127.0.31.3")
+	opts := passkeyOptions(t, replay, base)
+	if resp, body := passkeySignIn(t, replay, base, assertion); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an assertion of another challenge: %d %s, want 401", resp.StatusCode, body)
+	}
+	// The options of one browser answered from another: no ceremony there.
+	thief := xcloaktest.Client(t, "127.0.31.4")
+	if resp, body := passkeySignIn(t, thief, base, k.get(t, opts, 1, nil)); resp.StatusCode != http.StatusBadRequest || errorCode(t, body) != "invalid_token" {
+		t.Errorf("a ceremony answered from another browser: %d %s, want 400 invalid_token", resp.StatusCode, body)
+	}
+
+	var answers []string
+	for _, tc := range []struct {
+		name string
+		make func(opts string) string
+	}{
+		{"counter gone back", func(opts string) string { return k.get(t, opts, -1, nil) }},
+		{"another key's signature", func(opts string) string { return k.get(t, opts, 5, newSoftKey(t)) }},
+		{"unknown credential", func(opts string) string { return newSoftKey(t).get(t, opts, 1, nil) }},
+	} {
+		c := xcloaktest.Client(t, "127.0.31.5")
+		resp, body := passkeySignIn(t, c, base, tc.make(passkeyOptions(t, c, base)))
+		if resp.StatusCode != http.StatusUnauthorized || errorCode(t, body) != "invalid_passkey" {
+			t.Errorf("%s: %d %s, want 401 invalid_passkey", tc.name, resp.StatusCode, body)
+		}
+		answers = append(answers, body)
+	}
+	for _, a := range answers[1:] {
+		if a != answers[0] {
+			t.Errorf("refusals differ: %q and %q", answers[0], a)
+		}
+	}
+	env.Flush(t)
+	var regressed int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM security_events WHERE kind = $1`, auth.EventPasskeyCloned).Scan(&regressed); err != nil || regressed != 1 {
+		t.Errorf("%d counter regressions recorded (%v), want 1", regressed, err)
+	}
+	// The counter moved on is still accepted.
+	c = xcloaktest.Client(t, "127.0.31.6")
+	if resp, body := passkeySignIn(t, c, base, k.get(t, passkeyOptions(t, c, base), 10, nil)); resp.StatusCode != http.StatusOK {
+		t.Errorf("after the refusals: %d %s, want 200", resp.StatusCode, body)
+	}
+}
+
+// TestPasskeySignInLimited: passwordless assertions are counted by the
+// second step's rules before they are verified: past mfa_account's count
+// of wrong ones in a row, even the right passkey is refused 429, from any
+// network.
+func TestPasskeySignInLimited(t *testing.T) {
+	env, base, _ := mfaEnv(t, xcloaktest.Options{})
+	k := newSoftKey(t)
+	enrolPasskey(t, env, base, "quin@example.com", k)
+	limit := auth.DefaultLimits()[auth.RuleMFAAccount].Count
+	c := xcloaktest.Client(t, "127.0.32.1")
+	for i := 1; i <= limit; i++ {
+		resp, body := passkeySignIn(t, c, base, k.get(t, passkeyOptions(t, c, base), 1, newSoftKey(t)))
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong assertion %d: %d %s, want 401", i, resp.StatusCode, body)
+		}
+	}
+	other := xcloaktest.Client(t, "127.0.33.1")
+	resp, body := passkeySignIn(t, other, base, k.get(t, passkeyOptions(t, other, base), 1, nil))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("the right passkey after %d wrong: %d %s, want 429 with Retry-After", limit, resp.StatusCode, body)
+	}
+}
+
+// TestPasskeySecondStep: after the right password, the JSON API's second
+// step is answered with the account's passkey; before it, the options
+// route says nothing of the account.
+func TestPasskeySecondStep(t *testing.T) {
+	env, base, _ := mfaEnv(t, xcloaktest.Options{})
+	k := newSoftKey(t)
+	enrolPasskey(t, env, base, "rui@example.com", k)
+
+	c := xcloaktest.Client(t, "127.0.34.1")
+	resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("rui@example.com", "correct horse battery"))
+	var step struct {
+		Status   string `json:"status"`
+		MFAToken string `json:"mfa_token"`
+	}
+	if err := json.Unmarshal([]byte(body), &step); err != nil || resp.StatusCode != http.StatusOK || step.Status != "mfa_required" {
+		t.Fatalf("password: %d %s, want mfa_required", resp.StatusCode, body)
+	}
+	tokenJSON := `{"mfa_token":"` + step.MFAToken + `"}`
+	// Another browser with the token alone gets nothing.
+	if resp, body := post(t, xcloaktest.Client(t, "127.0.34.2"), base+"/api/v1/login/mfa/webauthn/options", jsonType, tokenJSON); resp.StatusCode != http.StatusBadRequest || errorCode(t, body) != "invalid_token" {
+		t.Errorf("options without the step's cookie: %d %s, want 400 invalid_token", resp.StatusCode, body)
+	}
+	resp, opts := post(t, c, base+"/api/v1/login/mfa/webauthn/options", jsonType, tokenJSON)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(opts, b64.EncodeToString(k.id)) {
+		t.Fatalf("second-step options: %d %s, want the passkey allowed", resp.StatusCode, opts)
+	}
+	finish := `{"mfa_token":"` + step.MFAToken + `","credential":` + k.get(t, opts, 1, nil) + `}`
+	resp, body = post(t, c, base+"/api/v1/login/mfa/webauthn", jsonType, finish)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"status":"ok"`) {
+		t.Fatalf("second step with the passkey: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusOK {
+		t.Errorf("account after the second step: %d", resp.StatusCode)
+	}
+	// The step is spent.
+	if resp, body := post(t, c, base+"/api/v1/login/mfa/webauthn", jsonType, finish); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("the step again: %d %s, want 400", resp.StatusCode, body)
+	}
+}
