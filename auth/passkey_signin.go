@@ -198,12 +198,21 @@ func (s *Service) knownDeviceOf(ctx context.Context, email string, read func(str
 }
 
 // BeginPasskeySignIn begins a passwordless sign-in: an assertion of any
-// discoverable credential, user verification preferred. Errors:
+// discoverable credential, user verification preferred, limited per
+// client network (RulePasskeyOptionsIP). Errors: *LimitedError,
 // ErrUnavailable.
-func (s *Service) BeginPasskeySignIn(ctx context.Context) (PasskeyCeremony, error) {
+func (s *Service) BeginPasskeySignIn(ctx context.Context, client Client) (PasskeyCeremony, error) {
 	ps, err := s.passkeyStore()
 	if err != nil {
 		return PasskeyCeremony{}, err
+	}
+	d, err := s.decide(ctx, s.rules(FlowPasskeyBegin, Subject{Client: client})...)
+	if err != nil {
+		return PasskeyCeremony{}, unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventLoginRejected, Source: client.Source(), Rule: rejectingRule(d)})
+		return PasskeyCeremony{}, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	assertion, data, err := s.webauthn.BeginDiscoverableLogin()
 	if err != nil {

@@ -61,6 +61,11 @@ const (
 	RuleMFAAccount = "mfa_account"
 )
 
+// RulePasskeyOptionsIP limits the passwordless passkey sign-ins begun per
+// client network: each stores a ceremony (passkey_signin.go), so it is
+// counted before anything is stored.
+const RulePasskeyOptionsIP = "passkey_options_ip"
+
 // rules is the one table of XCloak's rate limits. Everything else about a
 // rule is read from it: the flows' decisions, the limits' defaults and
 // validation, the settings (XCLOAK_LIMIT_<NAME>, --limit-<name>) and their
@@ -216,6 +221,13 @@ var rules = []RuleSpec{
 			"locks the network out of the second step for the window, doubling on each repeat up to a day. Apart from the password's limits.",
 	},
 	{
+		Name: RulePasskeyOptionsIP, Label: "Passkey sign-ins begun per address", Flow: FlowPasskeyBegin, Key: KeyNetwork(32, 64),
+		Default: ratelimit.Limit{Count: 60, Window: 10 * time.Minute},
+		Usage:   "sign-ins with a passkey alone begun per client network",
+		Doc: "Sign-ins with a passkey alone begun (POST /api/v1/login/passkey/options) per client network; each stores " +
+			"a challenge, so it is counted before anything is stored.",
+	},
+	{
 		Name: RuleMFAAccount, Label: "Second-step codes per account", Flow: FlowSecondStep, Key: KeyAccount,
 		Default: ratelimit.Limit{Count: 5, Window: 15 * time.Minute}, Lockable: true,
 		Usage: "wrong second-step codes in a row per account before its second step is locked",
@@ -287,10 +299,12 @@ const (
 	FlowAPIKey Flow = "API key check"
 	// FlowSecondStep is a code tried at a sign-in's second step.
 	FlowSecondStep Flow = "second step"
+	// FlowPasskeyBegin is the start of a sign-in with a passkey alone.
+	FlowPasskeyBegin Flow = "passkey sign-in start"
 )
 
 // flows lists every Flow, for the table's check.
-var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey, FlowSecondStep}
+var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey, FlowSecondStep, FlowPasskeyBegin}
 
 // Subject is what a request offers its rules to count per; a flow fills in
 // what it knows.

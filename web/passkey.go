@@ -148,7 +148,7 @@ func (s *Server) handleMFAPasskey() http.Handler {
 // options of navigator.credentials.get for any discoverable credential.
 func (s *Server) handlePasskeySignInOptions() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.auth.BeginPasskeySignIn(r.Context())
+		c, err := s.auth.BeginPasskeySignIn(r.Context(), s.client(r))
 		s.startCeremony(w, r, c, err)
 	})
 }

@@ -172,3 +172,21 @@ func TestPasskeySecondStep(t *testing.T) {
 		t.Errorf("the step again: %d %s, want 400", resp.StatusCode, body)
 	}
 }
+
+// TestPasskeyOptionsLimited: beginning a sign-in with a passkey stores a
+// ceremony, so it is limited per client network before anything is
+// stored: past the limit, 429 with Retry-After, and no more ceremonies.
+func TestPasskeyOptionsLimited(t *testing.T) {
+	_, base, _ := mfaEnv(t, xcloaktest.Options{})
+	limit := auth.DefaultLimits()[auth.RulePasskeyOptionsIP].Count
+	c := xcloaktest.Client(t, "127.0.34.1")
+	for range limit {
+		passkeyOptions(t, c, base)
+	}
+	resp, body := post(t, c, base+"/api/v1/login/passkey/options", jsonType, "{}")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("options past the limit of %d: %d %s, want 429 with Retry-After", limit, resp.StatusCode, body)
+	}
+	// Another network is not held by this one's count.
+	passkeyOptions(t, xcloaktest.Client(t, "127.0.35.1"), base)
+}
