@@ -263,6 +263,11 @@ func TestDisableUser(t *testing.T) {
 	if _, err := s.ConsumeMFAChallenge(ctx, hash("m2"), hash("b"), now); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("second step of a disabled account spent: %v", err)
 	}
+	// A sign-in whose password was verified before the disabling adds no
+	// known device after it, as it makes no session.
+	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, hash("d4"), now, 10); !errors.Is(err, auth.ErrPasswordChanged) {
+		t.Errorf("device added to a disabled account: %v", err)
+	}
 	if err := s.CreateSession(ctx, hash("s2"), sess, u.PasswordHash); !errors.Is(err, auth.ErrPasswordChanged) {
 		t.Errorf("session for a disabled account: %v", err)
 	}
