@@ -461,3 +461,24 @@ func TestPrefixEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestSignOutEverywhereEndsSecondSteps: signing an account out everywhere
+// (the account page's action, xcloak user signout) also ends its pending
+// second steps, each of which would otherwise become a session after it.
+func TestSignOutEverywhereEndsSecondSteps(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	now := time.Now()
+	u := addUser(t, s, "ann@example.com", false)
+	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+	if err := s.AddMFAChallenge(ctx, auth.MFAChallenge{TokenHash: hash("m"), BindingHash: hash("b"), UserID: u.ID,
+		PasswordHash: u.PasswordHash, CreatedAt: now, ExpiresAt: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SignOutEverywhere(ctx, u.Email); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MFAChallenge(ctx, hash("m"), hash("b"), now); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("second step after signing out everywhere: %v", err)
+	}
+}
