@@ -70,6 +70,11 @@ var individualEvents = map[string]bool{
 	// An owner's acts on the account's sessions and devices, signed in and
 	// bounded by RuleAccountIP.
 	EventSessionEnded: true, EventDeviceForgotten: true,
+	// An administrator's acts on accounts: the audit trail of who did what
+	// (Detail "by"), and user.disabled and user.deleted webhooks that must
+	// name the account.
+	EventUserDisabled: true, EventUserEnabled: true, EventUserDeleted: true,
+	EventUserPromoted: true, EventUserDemoted: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

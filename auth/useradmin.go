@@ -100,6 +100,11 @@ type UserDetail struct {
 // the prefix of normalised emails it searches: trimmed and lower-cased as
 // NormaliseEmail does. Bad input is a *FieldError.
 func ParseUserQuery(q string) (string, error) {
+	// Checked before lower-casing too: ToLower turns bytes that are not
+	// UTF-8 into U+FFFD, which would search for what nobody typed.
+	if !utf8.ValidString(q) {
+		return "", &FieldError{Field: "q", Message: "is not valid UTF-8"}
+	}
 	q = strings.ToLower(strings.TrimSpace(q))
 	if err := checkEmailPart(q); err != nil {
 		return "", &FieldError{Field: "q", Message: err.Error()}

@@ -193,3 +193,42 @@ func TestLockUser(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminActionsAreNeverFolded: an administrator's actions are each a
+// row naming the account and who did it, however many in one minute (a
+// script disabling a batch of accounts): the event budget folds what
+// clients can cause at will, never the acts of administrators, whose
+// rows are the audit trail and whose user.disabled and user.deleted
+// webhooks name the account.
+func TestAdminActionsAreNeverFolded(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	f.addUser(t, "root@example.com", "the right password", true)
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	by := "admin:root@example.com"
+	rounds := auth.EventRowsPerNetwork
+	for range rounds {
+		for _, do := range []func() (auth.User, error){
+			func() (auth.User, error) { return f.svc.DisableUser(ctx, ann.ID, by) },
+			func() (auth.User, error) { return f.svc.EnableUser(ctx, ann.ID, by) },
+			func() (auth.User, error) { return f.svc.PromoteUser(ctx, ann.ID, by) },
+			func() (auth.User, error) { return f.svc.DemoteUser(ctx, ann.ID, by) },
+		} {
+			if _, err := do(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := f.svc.DeleteUser(ctx, ann.ID, by); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for kind, want := range map[string]int{auth.EventUserDisabled: rounds, auth.EventUserEnabled: rounds,
+		auth.EventUserPromoted: rounds, auth.EventUserDemoted: rounds, auth.EventUserDeleted: 1} {
+		if n := countRows(t, f, "SELECT count(*) FROM security_events WHERE account_key = 'ann@example.com' AND detail->>'by' = '"+by+"' AND kind = '"+kind+"'"); n != want {
+			t.Errorf("%s: %d rows by the administrator, want %d", kind, n, want)
+		}
+	}
+}

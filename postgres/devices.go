@@ -20,11 +20,13 @@ func (s *Store) KnownDevice(ctx context.Context, email string, nonceHash []byte,
 	return known, err
 }
 
-// AddDevice implements auth.DeviceStore.
+// AddDevice implements auth.DeviceStore. A disabled account gets no
+// device, as it gets no session (CreateSession): a sign-in that verified
+// its password as it was being disabled leaves no known device behind.
 func (s *Store) AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var current string
-		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID).Scan(&current)
+		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 AND disabled_at IS NULL FOR NO KEY UPDATE`, userID).Scan(&current)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && passwordHash != "" && current != passwordHash) {
 			return auth.ErrPasswordChanged
 		}

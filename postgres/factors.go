@@ -179,17 +179,18 @@ func scanChallenge(row pgx.Row) (auth.MFAChallenge, error) {
 	return c, err
 }
 
-// MFAChallenge implements auth.FactorStore.
+// MFAChallenge implements auth.FactorStore. A disabled account has no
+// second step: one begun as it was being disabled is no step.
 func (s *Store) MFAChallenge(ctx context.Context, tokenHash, bindingHash []byte, now time.Time) (auth.MFAChallenge, error) {
 	return scanChallenge(s.pool.QueryRow(ctx, `SELECT `+challengeColumns+` FROM mfa_challenges c JOIN users u ON u.id = c.user_id
-		WHERE c.token_hash = $1 AND c.binding_hash = $2 AND c.expires_at > $3`, tokenHash, bindingHash, now))
+		WHERE c.token_hash = $1 AND c.binding_hash = $2 AND c.expires_at > $3 AND u.disabled_at IS NULL`, tokenHash, bindingHash, now))
 }
 
 // ConsumeMFAChallenge implements auth.FactorStore: DELETE ... RETURNING,
 // so of two requests one gets the row.
 func (s *Store) ConsumeMFAChallenge(ctx context.Context, tokenHash, bindingHash []byte, now time.Time) (auth.MFAChallenge, error) {
 	return scanChallenge(s.pool.QueryRow(ctx, `DELETE FROM mfa_challenges c USING users u
-		WHERE u.id = c.user_id AND c.token_hash = $1 AND c.binding_hash = $2 AND c.expires_at > $3
+		WHERE u.id = c.user_id AND c.token_hash = $1 AND c.binding_hash = $2 AND c.expires_at > $3 AND u.disabled_at IS NULL
 		RETURNING `+challengeColumns, tokenHash, bindingHash, now))
 }
 

@@ -124,8 +124,11 @@ func (s *Store) SignOutEverywhere(ctx context.Context, email string) (userID int
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
-			return err
+		// Its sessions, and its pending second steps, each a session to be.
+		for _, q := range []string{`DELETE FROM sessions WHERE user_id = $1`, `DELETE FROM mfa_challenges WHERE user_id = $1`} {
+			if _, err := tx.Exec(ctx, q, userID); err != nil {
+				return err
+			}
 		}
 		return forgetDevices(ctx, tx, userID)
 	})

@@ -114,8 +114,15 @@ func (s *Store) DisableUser(ctx context.Context, id int64, at time.Time) (auth.U
 		if err != nil {
 			return auth.User{}, err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, id); err != nil {
-			return auth.User{}, err
+		// Its sessions, and its pending second steps, each of which would
+		// otherwise check a code (and spend a recovery code) for it.
+		for _, q := range []string{
+			`DELETE FROM sessions WHERE user_id = $1`,
+			`DELETE FROM mfa_challenges WHERE user_id = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, id); err != nil {
+				return auth.User{}, err
+			}
 		}
 		for _, q := range []string{
 			`UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`,

@@ -202,6 +202,13 @@ func TestDisableUser(t *testing.T) {
 	if err := s.AddSignInToken(ctx, hash("i1"), u.ID, u.PasswordHash, now, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	challenge := func(token string) auth.MFAChallenge {
+		return auth.MFAChallenge{TokenHash: hash(token), BindingHash: hash("b"), UserID: u.ID,
+			PasswordHash: u.PasswordHash, CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
+	}
+	if err := s.AddMFAChallenge(ctx, challenge("m1")); err != nil {
+		t.Fatal(err)
+	}
 	d, err := s.DisableUser(ctx, u.ID, now)
 	if err != nil || !d.Disabled() {
 		t.Fatalf("DisableUser: %+v %v", d, err)
@@ -239,6 +246,27 @@ func TestDisableUser(t *testing.T) {
 	}
 	if _, err := s.UseSignInToken(ctx, hash("i2"), now, hash("d3"), 10); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("sign-in link of a disabled account: %v", err)
+	}
+	// A second step pending as the account was disabled is gone, and one
+	// begun by a sign-in that raced the disabling is no step either: a
+	// code typed into it is never checked (nor a recovery code spent).
+	var left int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM mfa_challenges WHERE user_id = $1`, u.ID).Scan(&left); err != nil || left != 0 {
+		t.Errorf("second steps left after disabling: %d %v", left, err)
+	}
+	if err := s.AddMFAChallenge(ctx, challenge("m2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MFAChallenge(ctx, hash("m2"), hash("b"), now); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("second step of a disabled account: %v", err)
+	}
+	if _, err := s.ConsumeMFAChallenge(ctx, hash("m2"), hash("b"), now); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("second step of a disabled account spent: %v", err)
+	}
+	// A sign-in whose password was verified before the disabling adds no
+	// known device after it, as it makes no session.
+	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, hash("d4"), now, 10); !errors.Is(err, auth.ErrPasswordChanged) {
+		t.Errorf("device added to a disabled account: %v", err)
 	}
 	if err := s.CreateSession(ctx, hash("s2"), sess, u.PasswordHash); !errors.Is(err, auth.ErrPasswordChanged) {
 		t.Errorf("session for a disabled account: %v", err)
@@ -436,5 +464,26 @@ func TestPrefixEnd(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("PrefixEnd(%q) = %q, %v; want %q, %v", c.prefix, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestSignOutEverywhereEndsSecondSteps: signing an account out everywhere
+// (the account page's action, xcloak user signout) also ends its pending
+// second steps, each of which would otherwise become a session after it.
+func TestSignOutEverywhereEndsSecondSteps(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	now := time.Now()
+	u := addUser(t, s, "ann@example.com", false)
+	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+	if err := s.AddMFAChallenge(ctx, auth.MFAChallenge{TokenHash: hash("m"), BindingHash: hash("b"), UserID: u.ID,
+		PasswordHash: u.PasswordHash, CreatedAt: now, ExpiresAt: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SignOutEverywhere(ctx, u.Email); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MFAChallenge(ctx, hash("m"), hash("b"), now); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("second step after signing out everywhere: %v", err)
 	}
 }

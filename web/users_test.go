@@ -254,3 +254,64 @@ func TestUserActions(t *testing.T) {
 		t.Errorf("%d events by the administrator kept after deleting, want 9", n)
 	}
 }
+
+// TestUsersSearchHostileInput: characters that are patterns to LIKE are
+// plain characters of the prefix (a search of "%" or "_" finds only
+// emails that start with it), and bad or forged input is a 400 on the
+// page and the API, never a 500: NUL, control characters, bytes that
+// are not UTF-8, an over-long search, a cursor of garbage. A forged but
+// well-formed cursor is only a position: it pages on from there.
+func TestUsersSearchHostileInput(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	for _, e := range []string{"%pct@example.com", "_under@example.com", `back\slash@example.com`, "plain@example.com"} {
+		env.AddUser(t, e, anyPassword, false)
+	}
+	admin := xcloaktest.Client(t, "127.0.33.1")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	emails := func(query string) []string {
+		t.Helper()
+		resp, body := get(t, admin, base+"/api/v1/admin/users?"+query)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", query, resp.StatusCode, body)
+		}
+		var p struct {
+			Users []struct {
+				Email string `json:"email"`
+			} `json:"users"`
+		}
+		if err := json.Unmarshal([]byte(body), &p); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, u := range p.Users {
+			out = append(out, u.Email)
+		}
+		return out
+	}
+	for q, want := range map[string]string{"%": "%pct@example.com", "_": "_under@example.com", `back\`: `back\slash@example.com`} {
+		if got := emails(url.Values{"q": {q}}.Encode()); len(got) != 1 || got[0] != want {
+			t.Errorf("search %q: %q, want only %s", q, got, want)
+		}
+	}
+	if got := emails(url.Values{"after": {"\U0010ffff"}}.Encode()); len(got) != 0 {
+		t.Errorf("after the last possible email: %q", got)
+	}
+	if got := emails(url.Values{"after": {"p"}}.Encode()); len(got) != 2 || got[0] != "plain@example.com" || got[1] != adminEmail {
+		t.Errorf("after a forged cursor p: %q", got)
+	}
+	for _, bad := range []string{"q=%00", "q=a%0Ab", "q=%ff", "q=" + strings.Repeat("a", 5000),
+		"after=%ff%fe", "after=%00", "after=a%09b"} {
+		for _, path := range []string{"/api/v1/admin/users?", "/admin/users?"} {
+			if resp, _ := get(t, admin, base+path+bad); resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s%.40s: %d, want 400", path, bad, resp.StatusCode)
+			}
+		}
+	}
+	for _, id := range []string{"abc", "-1", "0", "99999999999999999999", "1e3", "%00"} {
+		if resp, _ := get(t, admin, base+"/admin/users/"+id); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("page of account %q: %d, want 404", id, resp.StatusCode)
+		}
+	}
+}

@@ -71,3 +71,41 @@ func TestAttackModeIsSent(t *testing.T) {
 		t.Errorf("webhooks %+v, want attack.started and attack.ended by boss", byType)
 	}
 }
+
+// TestUserDisabledAndDeletedAreSent: an administrator's disabling and
+// deleting of an account, done through the service, reach the receiver
+// once each, naming the account and who did it; enabling it does not.
+func TestUserDisabledAndDeletedAreSent(t *testing.T) {
+	r := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{}, r.url())
+	env := xcloaktest.New(t, xcloaktest.Options{Hook: s.Sender})
+	ann := env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
+	const by = "admin:boss@example.com"
+	for _, act := range []func() (auth.User, error){
+		func() (auth.User, error) { return env.Service.DisableUser(t.Context(), ann.ID, by) },
+		func() (auth.User, error) { return env.Service.EnableUser(t.Context(), ann.ID, by) },
+		func() (auth.User, error) { return env.Service.DeleteUser(t.Context(), ann.ID, by) },
+	} {
+		if _, err := act(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.Flush(t)
+	r.wait(2)
+	byType := map[string]webhook.Event{}
+	for _, g := range r.requests() {
+		if _, dup := byType[g.event.Type]; dup {
+			t.Errorf("%s sent twice", g.event.Type)
+		}
+		byType[g.event.Type] = g.event
+	}
+	for _, typ := range []string{webhook.TypeUserDisabled, webhook.TypeUserDeleted} {
+		e, ok := byType[typ]
+		if !ok || e.Data["account"] != ann.Email || e.Data["by"] != by || e.Data["user_id"] != fmt.Sprint(ann.ID) {
+			t.Errorf("%s: %+v, want it naming %s by %s", typ, e, ann.Email, by)
+		}
+	}
+	if len(byType) != 2 {
+		t.Errorf("webhooks %v, want user.disabled and user.deleted only", byType)
+	}
+}
