@@ -75,6 +75,9 @@ var individualEvents = map[string]bool{
 	// name the account.
 	EventUserDisabled: true, EventUserEnabled: true, EventUserDeleted: true,
 	EventUserPromoted: true, EventUserDemoted: true,
+	// Second factors added or removed: the password typed again, or an
+	// administrator's act, and each mailed to the owner.
+	EventFactorAdded: true, EventFactorRemoved: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

@@ -171,3 +171,23 @@ func TestCoalesceAddsSummaryCounts(t *testing.T) {
 		t.Fatalf("coalesced %+v, want one row counting 502, last at the summary's last", out)
 	}
 }
+
+// TestFactorChangesAreNeverFolded: adding or removing a second factor is
+// an owner's act (the password typed again) or an administrator's, and
+// mailed to the owner: however many in one minute, each keeps its row,
+// with its account and who did it.
+func TestFactorChangesAreNeverFolded(t *testing.T) {
+	var b eventBudget
+	minute := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	var batch []Event
+	for i := range 2 * EventRowsPerNetwork {
+		at := minute.Add(time.Duration(i) * time.Millisecond)
+		batch = append(batch,
+			Event{At: at, Kind: EventFactorAdded, Account: "ann@example.com", Source: "192.0.2.1"},
+			Event{At: at, Kind: EventFactorRemoved, Account: "ann@example.com", Detail: map[string]string{"by": "admin:root@example.com"}},
+		)
+	}
+	if rows := b.admit(batch); len(rows) != len(batch) {
+		t.Fatalf("%d of %d factor changes kept as rows, want all", len(rows), len(batch))
+	}
+}
