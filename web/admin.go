@@ -131,8 +131,6 @@ func (s *Server) handleDashboard() http.Handler {
 			props.Notice = "The account was signed out everywhere; its known devices are forgotten."
 		case "no-account":
 			props.Notice = "No account has that address."
-		case "factors-removed", "no-factors":
-			props.Notice = mfaNotices[r.URL.Query().Get("notice")]
 		default:
 			props.Notice = attackNotices[r.URL.Query().Get("notice")]
 		}

@@ -288,31 +288,3 @@ func (s *Server) handleRemoveFactorForm() http.Handler {
 		return s.factorsPage(w, r, sess, p.status, props)
 	})
 }
-
-// handleAdminRemoveFactors is POST /admin/users/mfa/remove: an
-// administrator removes every factor of an account whose owner lost them.
-func (s *Server) handleAdminRemoveFactors() http.Handler {
-	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
-		email, period, err := accountForm(r)
-		if err != nil {
-			return err
-		}
-		notice := "factors-removed"
-		switch n, err := s.auth.RemoveFactors(r.Context(), "admin:"+sess.Email, email); {
-		case errors.Is(err, auth.ErrNoUser), errors.Is(err, auth.ErrInvalidRequest):
-			notice = "no-account"
-		case err != nil:
-			return err
-		case n == 0:
-			notice = "no-factors"
-		}
-		http.Redirect(w, r, dashboardURL(period, "notice", notice), http.StatusSeeOther)
-		return nil
-	})
-}
-
-// mfaNotices are the dashboard's notices of handleAdminRemoveFactors.
-var mfaNotices = map[string]string{
-	"factors-removed": "The account's second factors and recovery codes were removed; its owner was mailed.",
-	"no-factors":      "That account has no second factor.",
-}

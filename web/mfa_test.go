@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/base32"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -331,7 +332,11 @@ func TestAdminRemovesFactors(t *testing.T) {
 	env.AddUser(t, "boss@example.test", "correct horse battery", true)
 	a := xcloaktest.Client(t, "127.0.30.13")
 	postSignIn(t, a, base, "boss@example.test", "correct horse battery")
-	resp, _ := post(t, a, base+"/admin/users/mfa/remove", formType, url.Values{"email": {u.email}}.Encode())
+	var id int64
+	if err := env.DB.QueryRow(t.Context(), `SELECT id FROM users WHERE email = $1`, u.email).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := post(t, a, fmt.Sprintf("%s/admin/users/%d/mfa/remove", base, id), formType, "")
 	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=factors-removed") {
 		t.Fatalf("removing factors: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}

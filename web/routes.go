@@ -91,7 +91,6 @@ func (s *Server) routeTable() []route {
 	handle("GET /admin/stream", s.handleDashboardStream())
 	handle("POST /admin/lockouts/unlock", s.handleUnlock())
 	handle("POST /admin/users/sign-out", s.handleSignOutEverywhere())
-	handle("POST /admin/users/mfa/remove", s.handleAdminRemoveFactors())
 	handle("POST /admin/attack", s.handleAttackSwitch())
 	handle("GET /api/v1/admin/stats", s.handleAdminStats())
 	handle("GET /admin/events", s.handleEventSearch())

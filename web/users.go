@@ -38,8 +38,8 @@ var userNotices = map[string]string{
 	"deleted":         "The account was deleted. Its security events stay.",
 	"last-admin":      "That would leave no enabled administrator: promote another account first.",
 	"disabled-no-op":  "The account is disabled: enable it before sending it a reset link.",
-	"factors-removed": mfaNotices["factors-removed"],
-	"no-factors":      mfaNotices["no-factors"],
+	"factors-removed": "The account's second factors and recovery codes were removed; its owner was mailed.",
+	"no-factors":      "That account has no second factor.",
 }
 
 // byAdmin names an administrator in the events of their actions, as the
