@@ -27,8 +27,8 @@ func TestFormsDeclareAuthBounds(t *testing.T) {
 		{"reset confirm", ResetConfirmPage(ResetConfirmProps{Token: "abc"}), map[string]int{"new-password": 2}},
 		{"password change", PasswordChangePage(PasswordChangeProps{}), map[string]int{"new-password": 2}},
 		{"unlock request", UnlockRequestPage(UnlockRequestProps{}), map[string]int{"email": 1}},
-		// The sign-out-everywhere form and the removal of second factors.
-		{"dashboard", DashboardPage(busyDashboard()), map[string]int{"email": 2}},
+		// The sign-out-everywhere form.
+		{"dashboard", DashboardPage(busyDashboard()), map[string]int{"email": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
