@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -129,11 +130,18 @@ const passkeyCeremonyTTL = 5 * time.Minute
 // real ones are well under 4 KiB.
 const MaxPasskeyResponseBytes = 16 << 10
 
+// errPasskeysOnAddress: the public URL names an IP address, for which
+// browsers offer no WebAuthn; the service runs without passkeys.
+var errPasskeysOnAddress = errors.New("auth: passkeys need a domain name, and the public URL has an IP address")
+
 // newWebAuthn builds the relying party from the public URL and cfg.
 func newWebAuthn(public *url.URL, cfg WebAuthnConfig) (*webauthn.WebAuthn, error) {
 	rpID := cfg.RPID
 	if rpID == "" {
 		rpID = public.Hostname()
+		if _, err := netip.ParseAddr(rpID); err == nil {
+			return nil, errPasskeysOnAddress
+		}
 	}
 	origins := cfg.Origins
 	if len(origins) == 0 {

@@ -299,10 +299,16 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	s.factors = d.Factors
 	if d.Passkeys != nil {
 		var err error
-		if s.webauthn, err = newWebAuthn(cfg.PublicURL, cfg.WebAuthn); err != nil {
+		switch s.webauthn, err = newWebAuthn(cfg.PublicURL, cfg.WebAuthn); {
+		case errors.Is(err, errPasskeysOnAddress):
+			// Browsers refuse WebAuthn for an IP address: XCloak still
+			// runs at one (a first try, a test), without passkeys.
+			log.Warn("passkeys are off: the public URL's host is an IP address, and WebAuthn needs a domain name", "public_url", cfg.PublicURL.String())
+		case err != nil:
 			return nil, err
+		default:
+			s.passkeys = d.Passkeys
 		}
-		s.passkeys = d.Passkeys
 	}
 	s.users = d.Users
 	s.decisionKeys = newDecisionKeys(cfg.Secret)
