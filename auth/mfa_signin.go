@@ -135,51 +135,9 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	if err != nil {
 		return LoginResult{}, err
 	}
-	after, cancel := s.afterDecision(ctx)
-	defer cancel()
-	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
-		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
-	}
 	// The step is spent only now, by a right code: one of two right codes
 	// racing finds it gone.
-	ch, err = fs.ConsumeMFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
-	if errors.Is(err, ErrInvalidToken) {
-		return LoginResult{}, err
-	}
-	if err != nil {
-		return LoginResult{}, s.dbDown("spending second step", err)
-	}
-	if ch.PasswordHash != user.PasswordHash {
-		return LoginResult{}, ErrInvalidToken
-	}
-	device := ""
-	cookie := ""
-	if req.Cookie != nil {
-		cookie = req.Cookie(s.devices.CookieName(user.Email))
-	}
-	if nonce, ok := s.devices.Check(user.Email, cookie); ok {
-		if known, err := s.knownDevice(ctx, user.Email, nonce); err == nil && known {
-			device = nonce
-		}
-	}
-	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
-	res, err := s.signedIn(ctx, lreq, user, ch.PasswordHash, source, device, ch.MustChange, map[string]string{"factor": kind})
-	if errors.Is(err, ErrInvalidCredentials) {
-		// The password was replaced meanwhile.
-		return LoginResult{}, ErrInvalidToken
-	}
-	if err != nil {
-		return LoginResult{}, err
-	}
-	if req.Remember && s.cfg.MFA.RememberFor > 0 {
-		if nonce, ok := s.devices.Check(user.Email, res.Device.Value); ok {
-			if err := fs.RememberMFA(ctx, user.ID, nonceHash(nonce), s.now().Add(s.cfg.MFA.RememberFor)); err != nil {
-				s.metrics.dbErrors.Inc()
-				s.log.WarnContext(ctx, "remembering browser for the second step", "err", err)
-			}
-		}
-	}
-	return res, nil
+	return s.finishSecondStep(ctx, user, req, kind)
 }
 
 // admitCode counts a code about to be checked towards the locks of the

@@ -141,10 +141,11 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 }
 
 // finishSecondStep signs in the account of a second step answered right,
-// as SecondStep does after a right code: the account's second-step
-// failures cleared, the step spent (one of two right answers racing finds
-// it gone), the session made if the password is still the one the first
-// step verified, and the browser remembered if asked.
+// whatever answered it (a code in SecondStep, a passkey here): the
+// account's second-step failures cleared, the step spent (one of two right
+// answers racing finds it gone), the session made if the password is
+// still the one the first step verified, and the browser remembered if
+// asked.
 func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondStepRequest, kind string) (LoginResult, error) {
 	fs := s.factors
 	after, cancel := s.afterDecision(ctx)
