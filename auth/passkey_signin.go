@@ -140,64 +140,6 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 		Client: req.Client, Cookie: req.Cookie, OldSession: req.OldSession}, "webauthn")
 }
 
-// finishSecondStep signs in the account of a second step answered right,
-// whatever answered it (a code in SecondStep, a passkey here): the
-// account's second-step failures cleared, the step spent (one of two right
-// answers racing finds it gone), the session made if the password is
-// still the one the first step verified, and the browser remembered if
-// asked.
-func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondStepRequest, kind string) (LoginResult, error) {
-	fs := s.factors
-	after, cancel := s.afterDecision(ctx)
-	defer cancel()
-	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
-		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
-	}
-	ch, err := fs.ConsumeMFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
-	if errors.Is(err, ErrInvalidToken) {
-		return LoginResult{}, err
-	}
-	if err != nil {
-		return LoginResult{}, s.dbDown("spending second step", err)
-	}
-	if ch.PasswordHash != user.PasswordHash {
-		return LoginResult{}, ErrInvalidToken
-	}
-	device, cookie := s.knownDeviceOf(ctx, user.Email, req.Cookie)
-	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
-	res, err := s.signedIn(ctx, lreq, user, ch.PasswordHash, req.Client.Source(), device, ch.MustChange, map[string]string{"factor": kind})
-	if errors.Is(err, ErrInvalidCredentials) {
-		return LoginResult{}, ErrInvalidToken
-	}
-	if err != nil {
-		return LoginResult{}, err
-	}
-	if req.Remember && s.cfg.MFA.RememberFor > 0 {
-		if nonce, ok := s.devices.Check(user.Email, res.Device.Value); ok {
-			if err := fs.RememberMFA(ctx, user.ID, nonceHash(nonce), s.now().Add(s.cfg.MFA.RememberFor)); err != nil {
-				s.metrics.dbErrors.Inc()
-				s.log.WarnContext(ctx, "remembering browser for the second step", "err", err)
-			}
-		}
-	}
-	return res, nil
-}
-
-// knownDeviceOf returns the nonce of the account's known device the
-// browser's cookie names ("" for none) and the cookie's value.
-func (s *Service) knownDeviceOf(ctx context.Context, email string, read func(string) string) (device, cookie string) {
-	if read == nil {
-		return "", ""
-	}
-	cookie = read(s.devices.CookieName(email))
-	if nonce, ok := s.devices.Check(email, cookie); ok {
-		if known, err := s.knownDevice(ctx, email, nonce); err == nil && known {
-			return nonce, cookie
-		}
-	}
-	return "", cookie
-}
-
 // BeginPasskeySignIn begins a passwordless sign-in: an assertion of any
 // discoverable credential, user verification preferred, limited per
 // client network (RulePasskeyOptionsIP). Errors: *LimitedError,
