@@ -202,9 +202,9 @@ if n == 1 then
   return {1, count + 1, at}
 end
 
--- Several rules. First the verdict of each, into the reply; no table but
--- the reply's.
-local out = {1}
+-- Several rules. First the verdict of each, into the reply; the only
+-- other table holds where each rule's log is in KEYS.
+local out, logs = {1}, {}
 local k = 1
 for i = 1, n do
   local limit, window = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
@@ -219,6 +219,7 @@ for i = 1, n do
     first = live(raw, w, fmt, base, m, now - window)
     count = m - first
   end
+  logs[i] = k
   k = k + 1
   local value = 0
   if limit < 0 then
@@ -242,23 +243,17 @@ end
 -- Admitted: each log is written once, by the first of the rules naming it
 -- (a rule given twice), with as many entries as rules name it, keeping
 -- what the longest of their windows needs.
-k = 1
 for i = 1, n do
-  local key, raw = KEYS[k], values[k]
+  local key, raw = KEYS[logs[i]], values[logs[i]]
   local added, window, seen = 1, tonumber(ARGV[2 * i]), false
-  local kj = 1
   for j = 1, n do
-    if j ~= i and KEYS[kj] == key then
+    if j ~= i and KEYS[logs[j]] == key then
       if j < i then
         seen = true
         break
       end
       added = added + 1
       window = math.max(window, tonumber(ARGV[2 * j]))
-    end
-    kj = kj + 1
-    if tonumber(ARGV[2 * j - 1]) < 0 then
-      kj = kj + 1
     end
   end
   local w, fmt, base, m = 0, '', 0, 0
@@ -279,9 +274,5 @@ for i = 1, n do
   end
   out[2 * i] = out[2 * i] + 1
   out[2 * i + 1] = at
-  k = k + 1
-  if tonumber(ARGV[2 * i - 1]) < 0 then
-    k = k + 1
-  end
 end
 return out
