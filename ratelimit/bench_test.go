@@ -194,3 +194,56 @@ func BenchmarkKeyMemory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCall measures one caller's decisions one after another, without
+// the bookkeeping of BenchmarkDecision, for profiles and allocations per
+// call: XCloak's Allow, the AllowAll of an IPv4 sign-in with a password
+// (four rules, the last two lockable: six keys) and redis_rate's Allow, on
+// one identity (every call after the tenth a rejection) and on 100,000.
+//
+//	go test -run '^$' -bench Call -benchmem ./ratelimit/
+func BenchmarkCall(b *testing.B) {
+	rdb, prefix := benchClient(b)
+	limiter := newLimiter(b, rdb, prefix)
+	gcra := redis_rate.NewLimiter(rdb)
+	limit := ratelimit.PerMinute(10)
+	deciders := []struct {
+		name   string
+		decide func(ctx context.Context, id string) error
+	}{
+		{"allow", func(ctx context.Context, id string) error {
+			_, err := limiter.Allow(ctx, ratelimit.Rule{Name: "bench", ID: id, Limit: limit})
+			return err
+		}},
+		{"signin", func(ctx context.Context, id string) error {
+			_, err := limiter.AllowAll(ctx,
+				ratelimit.Rule{Name: "bench_ip", ID: id, Limit: limit},
+				ratelimit.Rule{Name: "bench_network", ID: id, Limit: limit},
+				ratelimit.Rule{Name: "bench_account", ID: id, Limit: limit, Lockable: true},
+				ratelimit.Rule{Name: "bench_password", ID: id, Limit: limit, Lockable: true})
+			return err
+		}},
+		{"redis_rate", func(ctx context.Context, id string) error {
+			_, err := gcra.Allow(ctx, prefix+"gcra:"+id, redis_rate.PerMinute(limit.Count))
+			return err
+		}},
+	}
+	for _, d := range deciders {
+		for _, keys := range []int{1, 100_000} {
+			ids := make([]string, keys)
+			for i := range ids {
+				ids[i] = strconv.Itoa(i)
+			}
+			b.Run(fmt.Sprintf("%s/keys=%d", d.name, keys), func(b *testing.B) {
+				ctx := context.Background()
+				i := 0
+				for b.Loop() {
+					if err := d.decide(ctx, ids[i%keys]); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		}
+	}
+}

@@ -40,7 +40,29 @@ func NewKeys(prefix, kind string) (Keys, error) {
 // ":level", that names one of several records of the same identity.
 // Suffixes are chosen by code, never by users.
 func (k Keys) Key(id string, suffix string) string {
-	return k.prefix + "{" + k.kind + ":" + Digest(id) + "}" + suffix
+	var d [digestLen]byte
+	digest(&d, id)
+	var b strings.Builder
+	b.Grow(k.keyLen(suffix))
+	k.write(&b, &d, suffix)
+	return b.String()
+}
+
+// keyLen is the length of k's keys with suffix.
+func (k Keys) keyLen(suffix string) int {
+	return len(k.prefix) + len(k.kind) + digestLen + 3 + len(suffix)
+}
+
+// write writes to b the key of the identifier whose digest is d, with
+// suffix.
+func (k Keys) write(b *strings.Builder, d *[digestLen]byte, suffix string) {
+	b.WriteString(k.prefix)
+	b.WriteByte('{')
+	b.WriteString(k.kind)
+	b.WriteByte(':')
+	b.Write(d[:])
+	b.WriteByte('}')
+	b.WriteString(suffix)
 }
 
 // logSuffix ends the key of a rule's log: the packed string of
@@ -49,13 +71,26 @@ func (k Keys) Key(id string, suffix string) string {
 // keys while both run (see docs/DEPLOY.md on upgrades).
 const logSuffix = ":log2"
 
+// lockSuffix ends the key of an identity's lock (lockout.lua).
+const lockSuffix = ":lock"
+
 // Log returns the key of the log of identifier id under the rule k names.
 func (k Keys) Log(id string) string { return k.Key(id, logSuffix) }
 
 // Digest returns the 22-character form of id used inside keys.
 func Digest(id string) string {
+	var d [digestLen]byte
+	digest(&d, id)
+	return string(d[:])
+}
+
+// digestLen is the length of a Digest: 128 bits in unpadded base64.
+const digestLen = 22
+
+// digest writes id's Digest into d.
+func digest(d *[digestLen]byte, id string) {
 	sum := sha256.Sum256([]byte(id))
-	return base64.RawURLEncoding.EncodeToString(sum[:16])
+	base64.RawURLEncoding.Encode(d[:], sum[:16])
 }
 
 // checkName accepts 1 to 32 characters from [a-z0-9_].

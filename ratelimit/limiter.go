@@ -127,11 +127,11 @@ func NewLimiter(rdb redis.UniversalClient, prefix string) (*Limiter, error) {
 
 // Allow checks one rule and records the request if it is admitted.
 func (l *Limiter) Allow(ctx context.Context, rule Rule) (Result, error) {
-	d, err := l.AllowAll(ctx, rule)
-	if err != nil {
+	var results [1]Result
+	if _, err := l.decide(ctx, []Rule{rule}, results[:]); err != nil {
 		return Result{}, err
 	}
-	return d.Results[0], nil
+	return results[0], nil
 }
 
 // AllowAll checks a request against every rule in one round trip and admits
@@ -141,50 +141,76 @@ func (l *Limiter) Allow(ctx context.Context, rule Rule) (Result, error) {
 // script but its answer was lost (a timeout, a dropped connection): the
 // request then counts in its rules as if admitted, which is only stricter.
 func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error) {
+	return l.decide(ctx, rules, make([]Result, len(rules)))
+}
+
+// decide is AllowAll, with each rule's result written into results (as
+// long as rules) unless the decision is answered from memory.
+func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (Decision, error) {
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
-	keys := make([][]string, len(rules))
-	for i, r := range rules {
-		keys[i] = l.keys(r)
-	}
-	if d, ok := l.remembered(rules, keys); ok {
-		return d, nil
-	}
-	groups := l.groups(keys)
-	cmds := l.eval(ctx, rules, keys, groups)
-	d := Decision{Allowed: true, Results: make([]Result, len(rules))}
-	// Each admission's time in its log, for takeBack.
-	var buf [4]int64
-	at := buf[:]
-	if len(rules) > len(buf) {
-		at = make([]int64, len(rules))
-	}
-	at = at[:len(rules)]
-	var firstErr error
-	for g, group := range groups {
-		err := parseGroup(rules, group, cmds[g], d.Results, at)
-		if err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("ratelimit: rules %s: %w", names(rules, group), err)
+	keys := l.keys(rules)
+	if l.rejections != nil {
+		if d, ok := l.remembered(rules, keys); ok {
+			return d, nil
 		}
 	}
-	now := time.Now()
-	for i, res := range d.Results {
+	d := Decision{Allowed: true, Results: results}
+	var err error
+	if groups := l.groups(rules, keys); groups == nil {
+		err = parseReply(rules, l.run(ctx, rules, keys), results, nil)
+		if err != nil {
+			err = fmt.Errorf("ratelimit: rules %s: %w", names(rules, nil), err)
+		}
+	} else {
+		err = l.decideGroups(ctx, rules, keys, groups, results)
+	}
+	for i, res := range results {
 		if !res.Allowed {
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
-			if l.rejections != nil && firstErr == nil {
-				l.rejections.remember(keys[i][0], res.RetryAfter, res.Locked, now)
+			if l.rejections != nil && err == nil {
+				// Its own copy: keys share one allocation.
+				l.rejections.remember(strings.Clone(logKey(rules, keys, i)), res.RetryAfter, res.Locked, time.Now())
 			}
 		}
 	}
-	if !d.Allowed && len(groups) > 1 {
-		l.takeBack(ctx, d.Results, keys, at)
-	}
-	if firstErr != nil {
-		return Decision{}, firstErr
+	if err != nil {
+		return Decision{}, err
 	}
 	return d, nil
+}
+
+// decideGroups decides rules split into groups, on a cluster: the scripts
+// of all groups in one pipeline and, if some group rejected (or failed),
+// the entries the others made taken back.
+func (l *Limiter) decideGroups(ctx context.Context, rules []Rule, keys []string, groups []group, results []Result) error {
+	cmds := runAll(ctx, l.rdb, slidingWindow, len(groups), func(g int) ([]string, []any) {
+		return groups[g].keys, groups[g].args
+	})
+	// Each admission's time in its log, for takeBack.
+	at := make([]int64, len(rules))
+	var firstErr error
+	allowed := true
+	for g, gr := range groups {
+		sub := make([]Result, len(gr.rules))
+		subAt := make([]int64, len(gr.rules))
+		err := parseReply(gr.ruleList(rules), cmds[g], sub, subAt)
+		for j, i := range gr.rules {
+			results[i], at[i] = sub[j], subAt[j]
+			if !results[i].Allowed || err != nil {
+				allowed = false
+			}
+		}
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("ratelimit: rules %s: %w", names(rules, gr.rules), err)
+		}
+	}
+	if !allowed {
+		l.takeBack(ctx, results, rules, keys, at)
+	}
+	return firstErr
 }
 
 // Remembered reports whether l remembers (RememberRejections) that one of
@@ -196,24 +222,26 @@ func (l *Limiter) Remembered(rules ...Rule) (Decision, bool) {
 	if l.rejections == nil || validRules(rules) != nil {
 		return Decision{}, false
 	}
-	keys := make([][]string, len(rules))
-	for i, r := range rules {
-		keys[i] = l.keys(r)
-	}
-	return l.remembered(rules, keys)
+	return l.remembered(rules, l.keys(rules))
 }
 
 // remembered answers a request from the remembered rejections when one of
 // its rules is among them. The other rules are not consulted: their results
 // say Allowed, with no counts, and the decision says FromMemory.
-func (l *Limiter) remembered(rules []Rule, keys [][]string) (Decision, bool) {
+func (l *Limiter) remembered(rules []Rule, keys []string) (Decision, bool) {
 	if l.rejections == nil {
 		return Decision{}, false
 	}
 	now := time.Now()
 	var d Decision
+	k := 0
 	for i, r := range rules {
-		left, locked := l.rejections.lookup(keys[i][0], now)
+		log := keys[k]
+		k++
+		if r.Lockable {
+			k++
+		}
+		left, locked := l.rejections.lookup(log, now)
 		if left <= 0 {
 			continue
 		}
@@ -246,14 +274,48 @@ func (l *Limiter) Reset(ctx context.Context, name, id string) error {
 	return l.rdb.Del(ctx, Keys{prefix: l.prefix, kind: name}.Log(id)).Err()
 }
 
-// keys returns the keys valid rule r's script touches: its log and, for a
-// Lockable rule, its identity's lock.
-func (l *Limiter) keys(r Rule) []string {
-	k := Keys{prefix: l.prefix, kind: r.Name}
-	if r.Lockable {
-		return []string{k.Log(r.ID), lockKey(k, r.ID)}
+// keys returns the keys the script touches for valid rules, rule by rule:
+// each one's log and, for a Lockable rule, then its identity's lock. Their
+// text shares one allocation.
+func (l *Limiter) keys(rules []Rule) []string {
+	n, size := len(rules), 0
+	for _, r := range rules {
+		k := Keys{prefix: l.prefix, kind: r.Name}
+		size += k.keyLen(logSuffix)
+		if r.Lockable {
+			n++
+			size += k.keyLen(lockSuffix)
+		}
 	}
-	return []string{k.Log(r.ID)}
+	keys := make([]string, 0, n)
+	var b strings.Builder
+	b.Grow(size)
+	for _, r := range rules {
+		k := Keys{prefix: l.prefix, kind: r.Name}
+		var d [digestLen]byte
+		digest(&d, r.ID)
+		// Grown once: each key is a slice of what the builder holds.
+		start := b.Len()
+		k.write(&b, &d, logSuffix)
+		keys = append(keys, b.String()[start:])
+		if r.Lockable {
+			start = b.Len()
+			k.write(&b, &d, lockSuffix)
+			keys = append(keys, b.String()[start:])
+		}
+	}
+	return keys
+}
+
+// logKey returns the key of rule i's log among keys (Limiter.keys).
+func logKey(rules []Rule, keys []string, i int) string {
+	k := i
+	for _, r := range rules[:i] {
+		if r.Lockable {
+			k++
+		}
+	}
+	return keys[k]
 }
 
 // validRules reports whether rules can be decided: at least one, each
@@ -273,62 +335,100 @@ func validRules(rules []Rule) error {
 	return nil
 }
 
-// groups splits a request's rules into those one script can decide
-// together: all of them on one Redis; on a Redis Cluster (or any client
-// that spreads keys by hash slot), those whose keys share a slot. Each
-// group holds the indexes of its rules, in order.
-func (l *Limiter) groups(keys [][]string) [][]int {
-	if len(keys) == 1 {
-		return oneGroup
-	}
-	if l.single {
-		all := make([]int, len(keys))
-		for i := range all {
-			all[i] = i
-		}
-		return [][]int{all}
-	}
-	var out [][]int
-	slots := make([]int, 0, len(keys))
-	for i, k := range keys {
-		s := slot(k[0])
-		j := slices.Index(slots, s)
-		if j < 0 {
-			slots = append(slots, s)
-			out = append(out, nil)
-			j = len(out) - 1
-		}
-		out[j] = append(out[j], i)
+// group is rules one script decides on a cluster: those whose keys share
+// a slot.
+type group struct {
+	// rules holds the indexes of the group's rules, in order.
+	rules []int
+	// keys and args are the script's.
+	keys []string
+	args []any
+}
+
+// ruleList returns the rules of g.
+func (g group) ruleList(rules []Rule) []Rule {
+	out := make([]Rule, len(g.rules))
+	for j, i := range g.rules {
+		out[j] = rules[i]
 	}
 	return out
 }
 
-// oneGroup is the groups of a request with one rule; never written to.
-var oneGroup = [][]int{{0}}
-
-// eval runs the script once per group, in one round trip. A group whose
-// node answered NOSCRIPT did not run, so it alone is sent again with EVAL.
-func (l *Limiter) eval(ctx context.Context, rules []Rule, keys [][]string, groups [][]int) []*redis.Cmd {
-	args := func(group []int) ([]string, []any) {
-		var ks []string
-		a := make([]any, 1, 1+3*len(group))
-		a[0] = len(group)
-		for _, i := range group {
-			r := rules[i]
-			ks = append(ks, keys[i]...)
-			lockable := 0
-			if r.Lockable {
-				lockable = 1
-			}
-			a = append(a, r.Limit.Count, r.Limit.Window.Microseconds(), lockable)
+// groups splits a request's rules into those one script can decide
+// together, on a Redis Cluster (or any client that spreads keys by hash
+// slot): those whose keys share a slot. It returns nil when one script
+// decides them all: on one Redis, for one rule, or when all share a slot.
+func (l *Limiter) groups(rules []Rule, keys []string) []group {
+	if l.single || len(rules) == 1 {
+		return nil
+	}
+	var out []group
+	var slots []int
+	k := 0
+	for i, r := range rules {
+		n := 1
+		if r.Lockable {
+			n = 2
 		}
-		return ks, a
+		s := slot(keys[k])
+		j := slices.Index(slots, s)
+		if j < 0 {
+			slots = append(slots, s)
+			out = append(out, group{})
+			j = len(out) - 1
+		}
+		g := &out[j]
+		g.rules = append(g.rules, i)
+		g.keys = append(g.keys, keys[k:k+n]...)
+		limit, window := scriptLimit(r)
+		g.args = append(g.args, limit, window)
+		k += n
 	}
-	if len(groups) == 1 {
-		ks, a := args(groups[0])
-		return []*redis.Cmd{slidingWindow.Run(ctx, l.rdb, ks, a...)}
+	if len(out) == 1 {
+		return nil
 	}
-	return runAll(ctx, l.rdb, slidingWindow, len(groups), func(g int) ([]string, []any) { return args(groups[g]) })
+	return out
+}
+
+// scriptLimit returns rule r's arguments to the script: its limit,
+// negated if it is lockable, and its window in microseconds.
+func scriptLimit(r Rule) (limit, window int64) {
+	limit = int64(r.Limit.Count)
+	if r.Lockable {
+		limit = -limit
+	}
+	return limit, r.Limit.Window.Microseconds()
+}
+
+// slidingWindowSHA is the script's digest, for EVALSHA.
+var slidingWindowSHA = slidingWindow.Hash()
+
+// run decides rules whose keys one script may touch together, with one
+// EVALSHA, or EVAL if Redis answered that it lost its script cache (a
+// restart or failover). Its arguments point into keys and into one slice
+// of numbers, so that building the command boxes nothing.
+func (l *Limiter) run(ctx context.Context, rules []Rule, keys []string) *redis.Cmd {
+	nums := make([]int64, 2*len(rules))
+	args := make([]any, 3+len(keys)+len(nums))
+	args[0], args[1], args[2] = "evalsha", &slidingWindowSHA, len(keys)
+	for i := range keys {
+		args[3+i] = &keys[i]
+	}
+	for i, r := range rules {
+		nums[2*i], nums[2*i+1] = scriptLimit(r)
+	}
+	for i := range nums {
+		args[3+len(keys)+i] = &nums[i]
+	}
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	if err := l.rdb.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		args[0], args[1] = "eval", &slidingWindowLua
+		cmd = redis.NewCmd(ctx, args...)
+		cmd.SetFirstKeyPos(3)
+		_ = l.rdb.Process(ctx, cmd)
+	}
+	return cmd
 }
 
 // runAll runs script n times in one pipeline, with the keys and arguments
@@ -369,7 +469,7 @@ const takeBackTimeout = 2 * time.Second
 // even if the caller's context is done, since an entry left behind would
 // only over-count; and if it fails, that is all that happens until the
 // entry leaves the window.
-func (l *Limiter) takeBack(ctx context.Context, results []Result, keys [][]string, at []int64) {
+func (l *Limiter) takeBack(ctx context.Context, results []Result, rules []Rule, keys []string, at []int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeBackTimeout)
 	defer cancel()
 	var admitted []int
@@ -383,46 +483,63 @@ func (l *Limiter) takeBack(ctx context.Context, results []Result, keys [][]strin
 	if len(admitted) > 0 {
 		runAll(ctx, l.rdb, takeBack, len(admitted), func(j int) ([]string, []any) {
 			i := admitted[j]
-			return keys[i][:1], []any{at[i]}
+			return []string{logKey(rules, keys, i)}, []any{at[i]}
 		})
 	}
 }
 
-// parseGroup reads the script's answer for the rules of group into
-// results, and the time each admission was recorded at into at.
-func parseGroup(rules []Rule, group []int, cmd *redis.Cmd, results []Result, at []int64) error {
-	for _, i := range group {
-		results[i] = Result{Name: rules[i].Name, Limit: rules[i].Limit}
+// parseReply reads the script's answer for rules into results and, when
+// the request was admitted and at is not nil, the time each admission was
+// recorded at into at. Each result names its rule even on error.
+func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) error {
+	for i, r := range rules {
+		results[i] = Result{Name: r.Name, Limit: r.Limit}
 	}
-	vals, err := cmd.Int64Slice()
+	reply, err := cmd.Slice()
 	if err != nil {
 		return err
 	}
-	if len(vals) != 5*len(group) {
-		return fmt.Errorf("unexpected reply %v", vals)
+	if len(reply) != 1+2*len(rules) {
+		return fmt.Errorf("unexpected reply %v", reply)
 	}
-	for j, i := range group {
-		v := vals[5*j : 5*j+5]
-		r := rules[i]
-		res := Result{
-			Name:       r.Name,
-			Limit:      r.Limit,
-			Allowed:    v[0] == 1,
-			Count:      int(v[1]),
-			RetryAfter: time.Duration(v[2]) * time.Microsecond,
-			Locked:     v[3] == 1,
+	admitted, ok := reply[0].(int64)
+	if !ok {
+		return fmt.Errorf("unexpected reply %v", reply)
+	}
+	for i, r := range rules {
+		count, ok1 := reply[1+2*i].(int64)
+		value, ok2 := reply[2+2*i].(int64)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("unexpected reply %v", reply)
 		}
+		res := &results[i]
+		res.Count = int(count)
 		res.Remaining = max(r.Limit.Count-res.Count, 0)
-		results[i], at[i] = res, v[4]
+		switch {
+		case admitted == 1:
+			res.Allowed = true
+			if at != nil {
+				at[i] = value
+			}
+		case value == 0:
+			res.Allowed = true
+		case value < 0:
+			res.Locked, res.RetryAfter = true, time.Duration(-value)*time.Microsecond
+		default:
+			res.RetryAfter = time.Duration(value) * time.Microsecond
+		}
 	}
 	return nil
 }
 
-// names lists the names of the rules of group, for an error.
+// names lists the names of rules, of those of group if it is not nil, for
+// an error.
 func names(rules []Rule, group []int) string {
-	s := make([]string, len(group))
-	for j, i := range group {
-		s[j] = rules[i].Name
+	var s []string
+	for i, r := range rules {
+		if group == nil || slices.Contains(group, i) {
+			s = append(s, r.Name)
+		}
 	}
 	return strings.Join(s, ", ")
 }

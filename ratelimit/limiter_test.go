@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/internal/testenv"
@@ -799,5 +800,69 @@ func TestLongLogAppended(t *testing.T) {
 				t.Fatalf("key expires at %d ms, before its newest entry leaves at %d µs", ms/time.Millisecond, newest+limit.Window.Microseconds())
 			}
 		})
+	}
+}
+
+// TestDecisionAllocations checks that what the limiter itself does per
+// decision (keys, arguments, reading the reply) allocates less than
+// redis_rate's whole Allow, on the same client: one rule, and the four
+// rules of an IPv4 sign-in with a password, admitted and rejected. The
+// client's own allocations are in both, so the comparison does not depend
+// on go-redis' version.
+func TestDecisionAllocations(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	gcra := redis_rate.NewLimiter(rdb)
+	ctx := context.Background()
+	limit := ratelimit.PerMinute(10)
+	n := 0
+	fresh := func() string { n++; return strconv.Itoa(n) }
+	allocs := func(name string, f func(id string) error, id func() string) float64 {
+		t.Helper()
+		// Once first, so that the connection is open and the script loaded.
+		if err := f(id()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var err error
+		got := testing.AllocsPerRun(200, func() {
+			if e := f(id()); e != nil {
+				err = e
+			}
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return got
+	}
+	same := func() string { return "same" }
+	want := allocs("redis_rate", func(id string) error {
+		_, err := gcra.Allow(ctx, prefix+"gcra:"+id, redis_rate.PerMinute(limit.Count))
+		return err
+	}, fresh)
+	allow := func(id string) error {
+		_, err := l.Allow(ctx, ratelimit.Rule{Name: "one", ID: id, Limit: limit})
+		return err
+	}
+	signIn := func(id string) error {
+		_, err := l.AllowAll(ctx,
+			ratelimit.Rule{Name: "ip", ID: id, Limit: limit},
+			ratelimit.Rule{Name: "network", ID: id, Limit: limit},
+			ratelimit.Rule{Name: "account", ID: id, Limit: limit, Lockable: true},
+			ratelimit.Rule{Name: "password", ID: id, Limit: limit, Lockable: true})
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		f    func(id string) error
+		id   func() string
+	}{
+		{"allow/admitted", allow, fresh},
+		{"allow/rejected", allow, same},
+		{"signin/admitted", signIn, fresh},
+		{"signin/rejected", signIn, same},
+	} {
+		if got := allocs(c.name, c.f, c.id); got >= want {
+			t.Errorf("%s: %v allocations per decision, want fewer than redis_rate's %v", c.name, got, want)
+		}
 	}
 }

@@ -250,4 +250,4 @@ func (l *Lockouts) Status(ctx context.Context, id string) (LockStatus, error) {
 }
 
 // lockKey is where a Lockable rule looks for its identity's lock.
-func lockKey(k Keys, id string) string { return k.Key(id, ":lock") }
+func lockKey(k Keys, id string) string { return k.Key(id, lockSuffix) }

@@ -14,8 +14,8 @@ var takeBackLua string
 
 // slidingWindow decides a request against the rules whose keys it is
 // given, all or none: count each window and, if every rule has room,
-// record the request in all of them. Script runs it with EVALSHA and falls
-// back to EVAL when Redis lost its script cache (a restart or failover).
+// record the request in all of them. It is run with EVALSHA, and with EVAL
+// when Redis lost its script cache (a restart or failover).
 var slidingWindow = redis.NewScript(slidingWindowLua)
 
 // takeBack removes one admission from a log, for a decision split over

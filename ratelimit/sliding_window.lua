@@ -19,21 +19,22 @@
 --          identity's lock (see lockout.lua), which rejects while it
 --          exists, whatever the log says. On a cluster every key shares
 --          one slot.
--- ARGV[1]  n, the number of rules
--- ARGV[3i-1], ARGV[3i], ARGV[3i+1]  for rule i (1..n): its limit (requests
---          admitted per window, >= 1), its window in microseconds (>= 1000)
---          and 1 if it is lockable, else 0
+-- ARGV     two per rule (i = 1..n, n = #ARGV / 2):
+--   ARGV[2i-1]  its limit, requests admitted per window (>= 1), negated
+--               when the rule is lockable (its log's key is then followed
+--               by its lock's)
+--   ARGV[2i]    its window in microseconds (>= 1000)
 --
--- Returns five integers per rule, in order:
---   allowed      1 if the rule admits the request, else 0
---   count        requests in its window, this one included only when the
---                whole request was admitted
---   retry_after  when the rule rejects, microseconds until it would admit
---                one more (the entry that must leave has left, or the lock
---                has ended); never early, never 0; else 0
---   locked       1 if it rejects because the identity is locked, else 0
---   at           when the request was admitted, the time recorded in the
---                rule's log (to take it back, see take_back.lua); else 0
+-- Returns 1 + 2n integers: first 1 if the request was admitted, in every
+-- rule, else 0; then for each rule, in order:
+--   count   requests in its window, this one included only when the whole
+--           request was admitted
+--   value   when the request was admitted: the time recorded in the
+--           rule's log (to take it back, see take_back.lua). Else 0 if
+--           the rule admits it, or the microseconds until the rule would
+--           admit one more (the entry that must leave has left; never
+--           early, never 0), negated when it rejects because the identity
+--           is locked (the time the lock has left)
 -- The request is admitted, in every rule, only if every rule admits it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -160,11 +161,12 @@ local function malformed(k)
   return redis.error_reply('ERR ratelimit: ' .. KEYS[k] .. ' is not a packed log')
 end
 
-local n = tonumber(ARGV[1])
+local n = #ARGV / 2
 
 if n == 1 then
-  -- One rule (Allow, and every group of one on a cluster): no tables.
-  local limit, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+  -- One rule (Allow, and every group of one on a cluster): the log is
+  -- read once for both the verdict and the write.
+  local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
   local raw = values[1]
   local w, fmt, base, m, first = 0, '', 0, 0, 0
   if raw then
@@ -174,22 +176,20 @@ if n == 1 then
     end
     first = live(raw, w, fmt, base, m, now - window)
   end
-  local count, retry, lock = m - first, 0, 0
-  if ARGV[4] == '1' then
-    retry = locked(2)
-    if retry > 0 then
-      lock = 1
-    end
+  local count, value = m - first, 0
+  if limit < 0 then
+    limit = -limit
+    value = -locked(2)
   end
-  if lock == 0 and count >= limit then
+  if value == 0 and count >= limit then
     -- For one slot to free, the count-limit+1 oldest live entries must
     -- leave; the youngest of them is live entry count-limit. An entry
     -- leaves once now >= its time + window: never early and, since the
     -- entry is live, never zero.
-    retry = base + get(fmt, raw, 9 + (first + count - limit) * w) + window - now
+    value = base + get(fmt, raw, 9 + (first + count - limit) * w) + window - now
   end
-  if retry > 0 then
-    return {0, count, retry, lock, 0}
+  if value ~= 0 then
+    return {0, count, value}
   end
   -- Never before an entry already there, should Redis' clock step back:
   -- the log stays in order, and an entry that counts late only makes the
@@ -199,81 +199,80 @@ if n == 1 then
     at = math.max(now, base + get(fmt, raw, 9 + (m - 1) * w))
   end
   write(KEYS[1], raw, w, fmt, base, m, first, 1, window, at)
-  return {1, count + 1, 0, 0, at}
+  return {1, count + 1, at}
 end
 
--- Several rules. A log named by several of them (a rule given twice) is
--- read once and written once, keeping what the longest window needs.
-local logs = {} -- by key
-local rules = {}
-local admit = true
+-- Several rules. First the verdict of each, into the reply; the only
+-- other table holds where each rule's log is in KEYS.
+local out, logs = {1}, {}
 local k = 1
 for i = 1, n do
-  local limit, window = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
-  local key = KEYS[k]
-  local log = logs[key]
-  if not log then
-    log = {key = key, raw = values[k], w = 0, fmt = '', base = 0, m = 0, added = 0, keep = false, window = 0, at = false}
-    if log.raw then
-      log.w, log.fmt, log.base, log.m = header(log.raw)
-      if not log.w then
-        return malformed(k)
-      end
+  local limit, window = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
+  local raw = values[k]
+  local w, fmt, base, first, count = 0, '', 0, 0, 0
+  if raw then
+    local m
+    w, fmt, base, m = header(raw)
+    if not w then
+      return malformed(k)
     end
-    logs[key] = log
+    first = live(raw, w, fmt, base, m, now - window)
+    count = m - first
   end
+  logs[i] = k
   k = k + 1
-  local first = 0
-  if log.raw then
-    first = live(log.raw, log.w, log.fmt, log.base, log.m, now - window)
-  end
-  local r = {log = log, first = first, window = window, count = log.m - first, retry = 0, locked = 0}
-  if ARGV[3 * i + 1] == '1' then
-    r.retry = locked(k)
-    if r.retry > 0 then
-      r.locked = 1
-    end
+  local value = 0
+  if limit < 0 then
+    limit = -limit
+    value = -locked(k)
     k = k + 1
   end
-  if r.locked == 0 and r.count >= limit then
+  if value == 0 and count >= limit then
     -- As for one rule, above.
-    r.retry = log.base + get(log.fmt, log.raw, 9 + (first + r.count - limit) * log.w) + window - now
+    value = base + get(fmt, raw, 9 + (first + count - limit) * w) + window - now
   end
-  if r.retry > 0 then
-    admit = false
+  if value ~= 0 then
+    out[1] = 0
   end
-  rules[i] = r
+  out[2 * i], out[2 * i + 1] = count, value
+end
+if out[1] == 0 then
+  return out
 end
 
-local out = {}
-if admit then
-  for _, r in ipairs(rules) do
-    local log = r.log
-    log.added = log.added + 1
-    log.keep = math.min(log.keep or r.first, r.first)
-    log.window = math.max(log.window, r.window)
-  end
-  for _, r in ipairs(rules) do
-    local log = r.log
-    if not log.at then
-      -- Never before an entry already there (see above).
-      log.at = now
-      if log.m > 0 then
-        log.at = math.max(now, log.base + get(log.fmt, log.raw, 9 + (log.m - 1) * log.w))
+-- Admitted: each log is written once, by the first of the rules naming it
+-- (a rule given twice), with as many entries as rules name it, keeping
+-- what the longest of their windows needs.
+for i = 1, n do
+  local key, raw = KEYS[logs[i]], values[logs[i]]
+  local added, window, seen = 1, tonumber(ARGV[2 * i]), false
+  for j = 1, n do
+    if j ~= i and KEYS[logs[j]] == key then
+      if j < i then
+        seen = true
+        break
       end
-      write(log.key, log.raw, log.w, log.fmt, log.base, log.m, log.keep, log.added, log.window, log.at)
+      added = added + 1
+      window = math.max(window, tonumber(ARGV[2 * j]))
     end
   end
-  for i, r in ipairs(rules) do
-    out[5 * i - 4], out[5 * i - 3], out[5 * i - 2], out[5 * i - 1], out[5 * i] = 1, r.count + 1, 0, 0, r.log.at
+  local w, fmt, base, m = 0, '', 0, 0
+  if raw then
+    w, fmt, base, m = header(raw)
   end
-else
-  for i, r in ipairs(rules) do
-    local allowed = 0
-    if r.retry == 0 then
-      allowed = 1
+  -- Never before an entry already there (see above).
+  local at = now
+  if m > 0 then
+    at = math.max(now, base + get(fmt, raw, 9 + (m - 1) * w))
+  end
+  if not seen then
+    local first = 0
+    if raw then
+      first = live(raw, w, fmt, base, m, now - window)
     end
-    out[5 * i - 4], out[5 * i - 3], out[5 * i - 2], out[5 * i - 1], out[5 * i] = allowed, r.count, r.retry, r.locked, 0
+    write(key, raw, w, fmt, base, m, first, added, window, at)
   end
+  out[2 * i] = out[2 * i] + 1
+  out[2 * i + 1] = at
 end
 return out
