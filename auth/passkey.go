@@ -218,10 +218,17 @@ func flagsOf(k Passkey) protocol.AuthenticatorFlags {
 	return f
 }
 
+// PasskeysOn reports whether passkeys can be registered and used: the
+// service has a store of them and a relying party (not at a public URL
+// with an IP address). Pages offer passkeys only then.
+func (s *Service) PasskeysOn() bool {
+	return s.passkeys != nil && s.webauthn != nil && s.factors != nil
+}
+
 // passkeyStore returns the store of passkeys and the relying party,
 // ErrUnavailable without them.
 func (s *Service) passkeyStore() (PasskeyStore, error) {
-	if s.passkeys == nil || s.webauthn == nil || s.factors == nil {
+	if !s.PasskeysOn() {
 		return nil, fmt.Errorf("%w: no store of passkeys", ErrUnavailable)
 	}
 	return s.passkeys, nil

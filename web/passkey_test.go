@@ -190,3 +190,52 @@ func TestPasskeyOptionsLimited(t *testing.T) {
 	// Another network is not held by this one's count.
 	passkeyOptions(t, xcloaktest.Client(t, "127.0.35.1"), base)
 }
+
+// TestPasskeysOffered: the sign-in page offers "Sign in with a passkey",
+// and the second factors' page "Add a passkey", only where passkeys are
+// on; at a public URL with an IP address, where browsers offer no
+// WebAuthn, neither shows, and the registration page sends back to the
+// list.
+func TestPasskeysOffered(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		public string
+		on     bool
+	}{
+		{"domain name", "", true},
+		{"IP address", "http://127.0.0.1:8080/", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := xcloaktest.Options{}
+			if tc.public != "" {
+				o.Auth = func(c *auth.Config) { c.PublicURL, _ = url.Parse(tc.public) }
+			}
+			env, base, _ := mfaEnv(t, o)
+			email := strings.ReplaceAll(tc.name, " ", "") + "@offered.example.com"
+			env.AddUser(t, email, "correct horse battery", false)
+			c := xcloaktest.Client(t, "127.0.36.1")
+			_, page := get(t, c, base+"/login")
+			if got := strings.Contains(page, `id="passkey-sign-in"`); got != tc.on {
+				t.Errorf("sign-in page offers a passkey: %v, want %v", got, tc.on)
+			}
+			_, page = postSignIn(t, c, base, email, "wrong password")
+			if got := strings.Contains(page, `id="passkey-sign-in"`); got != tc.on {
+				t.Errorf("sign-in page after a wrong password offers a passkey: %v, want %v", got, tc.on)
+			}
+			if resp, body := postSignIn(t, c, base, email, "correct horse battery"); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
+			}
+			_, page = get(t, c, base+"/account/mfa")
+			if got := strings.Contains(page, `id="add-passkey-link"`); got != tc.on {
+				t.Errorf("factors page offers a passkey: %v, want %v", got, tc.on)
+			}
+			resp, _ := get(t, c, base+"/account/mfa/passkey")
+			if tc.on && resp.StatusCode != http.StatusOK {
+				t.Errorf("registration page: %d, want 200", resp.StatusCode)
+			}
+			if !tc.on && (resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/mfa") {
+				t.Errorf("registration page with passkeys off: %d to %q, want 303 to /account/mfa", resp.StatusCode, resp.Header.Get("Location"))
+			}
+		})
+	}
+}
