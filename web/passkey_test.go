@@ -239,3 +239,63 @@ func TestPasskeysOffered(t *testing.T) {
 		})
 	}
 }
+
+// rpIDOf reads rp.id from registration options.
+func rpIDOf(t *testing.T, options string) string {
+	t.Helper()
+	var o struct {
+		PublicKey struct {
+			RP struct {
+				ID string `json:"id"`
+			} `json:"rp"`
+		} `json:"publicKey"`
+	}
+	if err := json.Unmarshal([]byte(options), &o); err != nil {
+		t.Fatalf("options %s: %v", options, err)
+	}
+	return o.PublicKey.RP.ID
+}
+
+// TestPasskeyRelyingParty: the RP ID and origins configured are the ones
+// ceremonies use: the options name the RP ID, a passkey made for it from
+// another listed origin registers and signs in, and one answered from an
+// origin not listed is refused.
+func TestPasskeyRelyingParty(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		env, base, _ := mfaEnv(t, xcloaktest.Options{})
+		env.AddUser(t, "rpd@example.com", "correct horse battery", false)
+		c := xcloaktest.Client(t, "127.0.37.1")
+		postSignIn(t, c, base, "rpd@example.com", "correct horse battery")
+		_, options := post(t, c, base+"/account/mfa/passkey/options", "", "")
+		if got := rpIDOf(t, options); got != softRPID {
+			t.Errorf("rp.id = %q, want the public URL's host %q", got, softRPID)
+		}
+	})
+	t.Run("configured", func(t *testing.T) {
+		env, base, _ := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+			c.WebAuthn = auth.WebAuthnConfig{RPID: "example.test", Origins: []string{softOrigin, "https://app.example.test"}}
+		}})
+		env.AddUser(t, "rpc@example.com", "correct horse battery", false)
+		c := xcloaktest.Client(t, "127.0.37.2")
+		postSignIn(t, c, base, "rpc@example.com", "correct horse battery")
+		_, options := post(t, c, base+"/account/mfa/passkey/options", "", "")
+		if got := rpIDOf(t, options); got != "example.test" {
+			t.Fatalf("rp.id = %q, want example.test", got)
+		}
+		k := newSoftKey(t)
+		k.rpID, k.origin = "example.test", "https://app.example.test"
+		form := url.Values{"name": {"App"}, "password": {"correct horse battery"}, "credential": {k.create(t, options)}}
+		if resp, page := post(t, c, base+"/account/mfa/passkey", formType, form.Encode()); resp.StatusCode != http.StatusOK {
+			t.Fatalf("registration from a listed origin: %d %s", resp.StatusCode, page)
+		}
+		k.origin = "https://evil.example.test"
+		other := xcloaktest.Client(t, "127.0.37.3")
+		if resp, body := passkeySignIn(t, other, base, k.get(t, passkeyOptions(t, other, base), 1, nil)); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("an assertion from an origin not listed: %d %s, want 401", resp.StatusCode, body)
+		}
+		k.origin = softOrigin
+		if resp, body := passkeySignIn(t, other, base, k.get(t, passkeyOptions(t, other, base), 1, nil)); resp.StatusCode != http.StatusOK {
+			t.Errorf("an assertion from the public URL's origin: %d %s, want 200", resp.StatusCode, body)
+		}
+	})
+}

@@ -14,14 +14,16 @@ import (
 // softKey is a passkey kept in the test: a P-256 key and its counter,
 // answering WebAuthn ceremonies as an authenticator with "none"
 // attestation would, for the relying party of the test servers
-// (https://login.example.test/). It lets HTTP tests make assertions a
-// browser would refuse to: a counter gone back, a signature of another
-// key.
+// (https://login.example.test/) unless rpID and origin say otherwise. It
+// lets HTTP tests make assertions a browser would refuse to: a counter
+// gone back, a signature of another key.
 type softKey struct {
 	id     []byte
 	priv   *ecdsa.PrivateKey
 	count  uint32
 	handle []byte
+	// rpID is the relying party the key answers for, origin the page's.
+	rpID, origin string
 }
 
 const (
@@ -39,7 +41,7 @@ func newSoftKey(t *testing.T) *softKey {
 	}
 	id := make([]byte, 16)
 	rand.Read(id)
-	return &softKey{id: id, priv: priv}
+	return &softKey{id: id, priv: priv, rpID: softRPID, origin: softOrigin}
 }
 
 // publicKeyOptions reads the challenge and user handle of options JSON.
@@ -65,8 +67,8 @@ func publicKeyOptions(t *testing.T, body string) (challenge string, userID []byt
 	return o.PublicKey.Challenge, userID
 }
 
-func clientData(kind, challenge string) []byte {
-	b, _ := json.Marshal(map[string]any{"type": kind, "challenge": challenge, "origin": softOrigin, "crossOrigin": false})
+func (k *softKey) clientData(kind, challenge string) []byte {
+	b, _ := json.Marshal(map[string]any{"type": kind, "challenge": challenge, "origin": k.origin, "crossOrigin": false})
 	return b
 }
 
@@ -95,7 +97,7 @@ func (k *softKey) coseKey() []byte {
 // authData is the authenticator data: user present and verified, with
 // the attested credential when attested.
 func (k *softKey) authData(attested bool) []byte {
-	h := sha256.Sum256([]byte(softRPID))
+	h := sha256.Sum256([]byte(k.rpID))
 	flags := byte(0x01 | 0x04)
 	if attested {
 		flags |= 0x40
@@ -122,7 +124,7 @@ func (k *softKey) create(t *testing.T, options string) string {
 	b, _ := json.Marshal(map[string]any{
 		"id": b64.EncodeToString(k.id), "rawId": b64.EncodeToString(k.id), "type": "public-key",
 		"response": map[string]any{
-			"clientDataJSON":    b64.EncodeToString(clientData("webauthn.create", challenge)),
+			"clientDataJSON":    b64.EncodeToString(k.clientData("webauthn.create", challenge)),
 			"attestationObject": b64.EncodeToString(att), "transports": []string{"internal"},
 		},
 	})
@@ -136,7 +138,7 @@ func (k *softKey) get(t *testing.T, options string, step int, signer *softKey) s
 	challenge, _ := publicKeyOptions(t, options)
 	k.count = uint32(int(k.count) + step)
 	ad := k.authData(false)
-	cd := clientData("webauthn.get", challenge)
+	cd := k.clientData("webauthn.get", challenge)
 	cdHash := sha256.Sum256(cd)
 	digest := sha256.Sum256(append(append([]byte{}, ad...), cdHash[:]...))
 	if signer == nil {
