@@ -240,6 +240,11 @@ func TestPasskeysOffered(t *testing.T) {
 			if !tc.on && (resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/mfa") {
 				t.Errorf("registration page with passkeys off: %d to %q, want 303 to /account/mfa", resp.StatusCode, resp.Header.Get("Location"))
 			}
+			if !tc.on {
+				if resp, body := post(t, c, base+"/api/v1/login/passkey/options", jsonType, "{}"); resp.StatusCode != http.StatusServiceUnavailable {
+					t.Errorf("passkey sign-in options with passkeys off: %d %s, want 503", resp.StatusCode, body)
+				}
+			}
 		})
 	}
 }
