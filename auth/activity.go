@@ -21,7 +21,7 @@ var activityKinds = []string{
 	EventResetCompleted, EventPasswordChanged,
 	EventSessionEnded, EventDeviceForgotten, EventSignedOutEverywhere,
 	EventVerificationRequired, EventVerificationConfirmed, EventNewDeviceSignedOut,
-	EventFactorAdded, EventFactorRemoved, EventRecoveryCodeUsed, EventMFAFailed, EventMFALockout,
+	EventFactorAdded, EventFactorRemoved, EventRecoveryCodesRegenerated, EventRecoveryCodeUsed, EventMFAFailed, EventMFALockout,
 }
 
 // ActivityKinds returns the kinds of event an activity list holds.

@@ -75,9 +75,10 @@ var individualEvents = map[string]bool{
 	// name the account.
 	EventUserDisabled: true, EventUserEnabled: true, EventUserDeleted: true,
 	EventUserPromoted: true, EventUserDemoted: true,
-	// Second factors added or removed: the password typed again, or an
-	// administrator's act, and each mailed to the owner.
-	EventFactorAdded: true, EventFactorRemoved: true,
+	// Second factors added or removed and recovery codes regenerated: the
+	// password typed again, or an administrator's act, and each mailed to
+	// the owner.
+	EventFactorAdded: true, EventFactorRemoved: true, EventRecoveryCodesRegenerated: true,
 }
 
 // budgetNetwork is the network whose budget an event from source counts

@@ -99,6 +99,10 @@ type FactorStore interface {
 	UseRecoveryCode(ctx context.Context, userID int64, hash []byte, at time.Time) (bool, error)
 	// RecoveryCodesLeft counts the account's unused recovery codes.
 	RecoveryCodesLeft(ctx context.Context, userID int64) (int, error)
+	// ReplaceRecoveryCodes replaces every recovery code of the account,
+	// used or not, with those hashes, at once; ErrNoFactor if the account
+	// has no confirmed factor. Of replacements at once, one set stays.
+	ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery [][]byte, at time.Time) error
 	// RemoveFactors removes the account's factor id, or every factor when
 	// id is 0, and returns how many confirmed ones it removed. Once none
 	// is left, the account's recovery codes, second steps and remembered
@@ -157,6 +161,9 @@ const (
 	// EventRecoveryCodeUsed: a recovery code finished a second step;
 	// Detail "left" is how many are left.
 	EventRecoveryCodeUsed = "recovery_code_used"
+	// EventRecoveryCodesRegenerated: the owner replaced the account's
+	// recovery codes with new ones, the password typed again.
+	EventRecoveryCodesRegenerated = "recovery_codes_regenerated"
 )
 
 // AdminMFA says whether administrators must have a second factor.

@@ -146,6 +146,33 @@ func (s *Service) RemoveFactor(ctx context.Context, ch FactorChange, id int64) e
 	return nil
 }
 
+// RegenerateRecoveryCodes replaces every recovery code of the account,
+// used or not, with RecoveryCodes new ones, returned to be shown once,
+// with the password typed again: for an owner who used or mislaid the
+// old ones. The old ones stop working at once. Errors: ErrNoSession,
+// ErrInvalidRequest, *LimitedError, ErrInvalidCredentials, ErrNoFactor (the
+// account has no factor, so no codes), ErrUnavailable, ErrHasherBusy.
+func (s *Service) RegenerateRecoveryCodes(ctx context.Context, ch FactorChange) ([]string, error) {
+	fs, err := s.factorStore()
+	if err != nil {
+		return nil, err
+	}
+	user, err := s.reauthenticate(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	codes, hashes := newRecoveryCodes(RecoveryCodes)
+	if err := fs.ReplaceRecoveryCodes(ctx, user.ID, hashes, s.now()); errors.Is(err, ErrNoFactor) {
+		return nil, err
+	} else if err != nil {
+		return nil, s.dbDown("replacing recovery codes", err)
+	}
+	source := ch.Client.Source()
+	s.record(Event{Kind: EventRecoveryCodesRegenerated, Account: user.Email, UserID: user.ID, Source: source})
+	s.notifyFactor(user.Email, source, &factorNotice{recovery: true})
+	return codes, nil
+}
+
 // RemoveFactors removes every factor of the account with email, its
 // recovery codes and remembered browsers, for the administrator by: the
 // owner who lost them signs in with the password alone again. It returns
@@ -226,11 +253,15 @@ type factorNotice struct {
 	// by is the administrator who removed the account's factors, "" for
 	// the owner.
 	by string
+	// recovery: the owner regenerated the account's recovery codes.
+	recovery bool
 }
 
 // notifyFactor queues the mail that tells the owner of email that a
-// factor was added or removed. It is always sent: a factor added by
-// someone else locks the owner out, one removed weakens the account.
+// factor was added or removed, or recovery codes regenerated. It is always
+// sent: a factor added by someone else locks the owner out, one removed
+// weakens the account, and new codes in other hands let them past the
+// second step.
 func (s *Service) notifyFactor(email, source string, n *factorNotice) {
 	s.queueLink(linkJob{email: email, source: source, at: s.now(), factor: n})
 }
@@ -246,6 +277,9 @@ func (s *Service) factorMail(ctx context.Context, user User, job linkJob) (Messa
 	what := "A second factor (" + factorKindText(n.kind) + ") was added to"
 	subject := "A second factor was added to your XCloak account"
 	switch {
+	case n.recovery:
+		what = "New recovery codes were made, and the old ones stopped working, for"
+		subject = "New recovery codes for your XCloak account"
 	case !n.added && n.by != "":
 		what = "An administrator removed every second factor and recovery code of"
 		subject = "Your XCloak second factors were removed"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"time"
 
@@ -23,16 +22,16 @@ import (
 // it, for passkeyCeremonyTTL; the response that answers it deletes it first,
 // so a challenge is answered once. The relying party is XCloak's public
 // URL: its host is the RP ID and its origin the one origin accepted, unless
-// WebAuthnConfig says otherwise.
+// WebAuthnConfig says otherwise (passkey_config.go).
 
 // WebAuthnConfig names the WebAuthn relying party. The zero value takes
 // both from Config.PublicURL.
 type WebAuthnConfig struct {
 	// RPID is the relying party's ID, a registrable domain suffix of the
-	// origins' hosts; "" means PublicURL's host.
+	// origins' hosts (XCLOAK_WEBAUTHN_RP_ID); "" means PublicURL's host.
 	RPID string
-	// Origins are the origins a ceremony may come from; none means
-	// PublicURL's.
+	// Origins are the origins a ceremony may come from, PublicURL's among
+	// them (XCLOAK_WEBAUTHN_ORIGINS); none means PublicURL's alone.
 	Origins []string
 }
 
@@ -130,27 +129,25 @@ const passkeyCeremonyTTL = 5 * time.Minute
 // real ones are well under 4 KiB.
 const MaxPasskeyResponseBytes = 16 << 10
 
-// errPasskeysOnAddress: the public URL names an IP address, for which
-// browsers offer no WebAuthn; the service runs without passkeys.
-var errPasskeysOnAddress = errors.New("auth: passkeys need a domain name, and the public URL has an IP address")
+// errPasskeysOff: the public URL is where browsers offer no WebAuthn (an
+// IP address, or http away from localhost), and no relying party was set;
+// the service runs without passkeys.
+var errPasskeysOff = errors.New("auth: passkeys need https and a domain name (or localhost), and the public URL has neither")
 
-// newWebAuthn builds the relying party from the public URL and cfg.
+// newWebAuthn builds the relying party from the public URL and cfg
+// (WebAuthnConfig.Resolve).
 func newWebAuthn(public *url.URL, cfg WebAuthnConfig) (*webauthn.WebAuthn, error) {
-	rpID := cfg.RPID
-	if rpID == "" {
-		rpID = public.Hostname()
-		if _, err := netip.ParseAddr(rpID); err == nil {
-			return nil, errPasskeysOnAddress
-		}
+	rp, err := cfg.Resolve(public)
+	if err != nil {
+		return nil, fmt.Errorf("auth: passkeys: %w", err)
 	}
-	origins := cfg.Origins
-	if len(origins) == 0 {
-		origins = []string{(&url.URL{Scheme: public.Scheme, Host: public.Host}).String()}
+	if rp.RPID == "" {
+		return nil, errPasskeysOff
 	}
 	w, err := webauthn.New(&webauthn.Config{
-		RPID:          rpID,
+		RPID:          rp.RPID,
 		RPDisplayName: "XCloak",
-		RPOrigins:     origins,
+		RPOrigins:     rp.Origins,
 		AuthenticatorSelection: protocol.AuthenticatorSelection{
 			ResidentKey:        protocol.ResidentKeyRequirementRequired,
 			RequireResidentKey: protocol.ResidentKeyRequired(),
@@ -218,10 +215,17 @@ func flagsOf(k Passkey) protocol.AuthenticatorFlags {
 	return f
 }
 
+// PasskeysOn reports whether passkeys can be registered and used: the
+// service has a store of them and a relying party (not at a public URL
+// with an IP address). Pages offer passkeys only then.
+func (s *Service) PasskeysOn() bool {
+	return s.passkeys != nil && s.webauthn != nil && s.factors != nil
+}
+
 // passkeyStore returns the store of passkeys and the relying party,
 // ErrUnavailable without them.
 func (s *Service) passkeyStore() (PasskeyStore, error) {
-	if s.passkeys == nil || s.webauthn == nil || s.factors == nil {
+	if !s.PasskeysOn() {
 		return nil, fmt.Errorf("%w: no store of passkeys", ErrUnavailable)
 	}
 	return s.passkeys, nil

@@ -300,10 +300,11 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if d.Passkeys != nil {
 		var err error
 		switch s.webauthn, err = newWebAuthn(cfg.PublicURL, cfg.WebAuthn); {
-		case errors.Is(err, errPasskeysOnAddress):
-			// Browsers refuse WebAuthn for an IP address: XCloak still
-			// runs at one (a first try, a test), without passkeys.
-			log.Warn("passkeys are off: the public URL's host is an IP address, and WebAuthn needs a domain name", "public_url", cfg.PublicURL.String())
+		case errors.Is(err, errPasskeysOff):
+			// Browsers refuse WebAuthn for an IP address, and over http
+			// away from localhost: XCloak still runs there (a first try,
+			// a test), without passkeys.
+			log.Warn("passkeys are off: browsers offer WebAuthn over https to a domain name, or to localhost, and the public URL is neither", "public_url", cfg.PublicURL.String())
 		case err != nil:
 			return nil, err
 		default:

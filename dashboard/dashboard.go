@@ -149,7 +149,7 @@ var EventKinds = []string{auth.EventLockout, auth.EventLockoutEnded, auth.EventU
 	auth.EventPasswordChanged, auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
 	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventNewDeviceSignedOut,
 	auth.EventSessionEnded, auth.EventDeviceForgotten,
-	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventMFALockout}
+	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodesRegenerated, auth.EventMFALockout}
 
 // ErrNoAttackWatch: attack mode cannot be switched, the Reader having no
 // AttackWatch.

@@ -33,7 +33,7 @@ var SearchKinds = []string{
 	auth.EventNewDeviceSignedOut, auth.EventAttemptAllowed,
 	auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
 	auth.EventMFARequired, auth.EventMFAFailed, auth.EventMFARejected, auth.EventMFALockout,
-	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodeUsed,
+	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodesRegenerated, auth.EventRecoveryCodeUsed,
 	auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted, auth.EventUserDemoted,
 }
 

@@ -110,6 +110,31 @@ func (s *Store) RecoveryCodesLeft(ctx context.Context, userID int64) (int, error
 	return n, err
 }
 
+// ReplaceRecoveryCodes implements auth.FactorStore. The account's row is
+// locked first, so that replacements, and removals of its factors, take
+// turns: each deletes the set the one before it wrote.
+func (s *Store) ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery [][]byte, at time.Time) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+			return err
+		}
+		var has bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
+			userID).Scan(&has); err != nil {
+			return err
+		}
+		if !has {
+			return auth.ErrNoFactor
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM recovery_codes WHERE user_id = $1`, userID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO recovery_codes (user_id, hash, created_at) SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h`,
+			userID, recovery, at)
+		return err
+	})
+}
+
 // RemoveFactors implements auth.FactorStore.
 func (s *Store) RemoveFactors(ctx context.Context, userID, id int64) (int64, error) {
 	var removed int64

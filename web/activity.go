@@ -167,6 +167,8 @@ func activityText(a auth.Activity) string {
 		return "Second factor added"
 	case auth.EventFactorRemoved:
 		return "Second factor removed"
+	case auth.EventRecoveryCodesRegenerated:
+		return "New recovery codes made"
 	case auth.EventRecoveryCodeUsed:
 		return "Recovery code used to sign in"
 	case auth.EventMFAFailed:

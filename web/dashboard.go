@@ -202,6 +202,9 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 			row.What = "Second factors removed"
 			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
 		}
+	case auth.EventRecoveryCodesRegenerated:
+		row.What = "New recovery codes made by their owner"
+		row.Detail = "The old ones no longer work"
 	case auth.EventMFALockout:
 		row.What = "Second step locked after wrong codes"
 		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {

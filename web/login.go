@@ -59,7 +59,7 @@ func (s *Server) handleLoginPage() http.Handler {
 		if r.URL.Query().Get("unlock") == "done" {
 			props.Notice = "This browser can now sign in to your account with your password."
 		}
-		s.render(w, r, http.StatusOK, templates.LoginPage(props))
+		s.loginPage(w, r, http.StatusOK, props)
 	})
 }
 
@@ -102,7 +102,7 @@ func (s *Server) handleLoginForm() http.Handler {
 		if p.retryAfter == 0 {
 			props.Error = p.message
 		}
-		s.render(w, r, p.status, templates.LoginPage(props))
+		s.loginPage(w, r, p.status, props)
 	})
 }
 

@@ -129,6 +129,7 @@ func (s *Server) factorsPage(w http.ResponseWriter, r *http.Request, sess auth.S
 		return err
 	}
 	props.Nav, props.RecoveryLeft, props.Required = navFor(sess), left, required
+	props.Passkeys = s.auth.PasskeysOn()
 	props.Factors = factorRows(factors)
 	s.render(w, r, status, templates.FactorsPage(props))
 	return nil

@@ -25,9 +25,21 @@ func (s *Server) startCeremony(w http.ResponseWriter, r *http.Request, c auth.Pa
 	writeJSON(w, http.StatusOK, c.Options)
 }
 
-// handlePasskeyEnrolPage is GET /account/mfa/passkey.
+// loginPage renders the sign-in page, which offers a sign-in with a
+// passkey when passkeys are on.
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, status int, props templates.LoginProps) {
+	props.Passkeys = s.auth.PasskeysOn()
+	s.render(w, r, status, templates.LoginPage(props))
+}
+
+// handlePasskeyEnrolPage is GET /account/mfa/passkey; with passkeys off,
+// it sends back to the list of factors, which offers none.
 func (s *Server) handlePasskeyEnrolPage() http.Handler {
 	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
+		if !s.auth.PasskeysOn() {
+			http.Redirect(w, r, "/account/mfa", http.StatusSeeOther)
+			return nil
+		}
 		s.render(w, r, http.StatusOK, templates.PasskeyEnrolPage(templates.PasskeyEnrolProps{Nav: navFor(sess)}))
 		return nil
 	})

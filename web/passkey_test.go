@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -8,12 +9,15 @@ import (
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
+var b64 = base64.RawURLEncoding
+
 // enrolPasskey makes an account and registers k for it through the
 // account pages, from a browser of its own.
-func enrolPasskey(t *testing.T, env *xcloaktest.Env, base, email string, k *softKey) {
+func enrolPasskey(t *testing.T, env *xcloaktest.Env, base, email string, k *authtest.SoftKey) {
 	t.Helper()
 	env.AddUser(t, email, "correct horse battery", false)
 	c := xcloaktest.Client(t, "127.0.31.1")
@@ -24,7 +28,7 @@ func enrolPasskey(t *testing.T, env *xcloaktest.Env, base, email string, k *soft
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("registration options: %d %s", resp.StatusCode, options)
 	}
-	form := url.Values{"name": {"Laptop"}, "password": {"correct horse battery"}, "credential": {k.create(t, options)}}
+	form := url.Values{"name": {"Laptop"}, "password": {"correct horse battery"}, "credential": {k.Create(t, options)}}
 	resp, page := post(t, c, base+"/account/mfa/passkey", formType, form.Encode())
 	if resp.StatusCode != http.StatusOK || len(recoveryRe.FindAllString(page, -1)) != auth.RecoveryCodes {
 		t.Fatalf("registration: %d, want 200 and %d recovery codes: %s", resp.StatusCode, auth.RecoveryCodes, page)
@@ -52,11 +56,11 @@ func passkeySignIn(t *testing.T, c *http.Client, base, credential string) (*http
 // credential are all refused with one answer.
 func TestPasskeySignInAlone(t *testing.T) {
 	env, base, _ := mfaEnv(t, xcloaktest.Options{})
-	k := newSoftKey(t)
+	k := authtest.NewSoftKey(t)
 	enrolPasskey(t, env, base, "pia@example.com", k)
 
 	c := xcloaktest.Client(t, "127.0.31.2")
-	assertion := k.get(t, passkeyOptions(t, c, base), 1, nil)
+	assertion := k.Get(t, passkeyOptions(t, c, base), 1, nil)
 	resp, body := passkeySignIn(t, c, base, assertion)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"status":"ok"`) {
 		t.Fatalf("passkey sign-in: %d %s", resp.StatusCode, body)
@@ -73,7 +77,7 @@ func TestPasskeySignInAlone(t *testing.T) {
 	}
 	// The options of one browser answered from another: no ceremony there.
 	thief := xcloaktest.Client(t, "127.0.31.4")
-	if resp, body := passkeySignIn(t, thief, base, k.get(t, opts, 1, nil)); resp.StatusCode != http.StatusBadRequest || errorCode(t, body) != "invalid_token" {
+	if resp, body := passkeySignIn(t, thief, base, k.Get(t, opts, 1, nil)); resp.StatusCode != http.StatusBadRequest || errorCode(t, body) != "invalid_token" {
 		t.Errorf("a ceremony answered from another browser: %d %s, want 400 invalid_token", resp.StatusCode, body)
 	}
 
@@ -82,9 +86,9 @@ func TestPasskeySignInAlone(t *testing.T) {
 		name string
 		make func(opts string) string
 	}{
-		{"counter gone back", func(opts string) string { return k.get(t, opts, -1, nil) }},
-		{"another key's signature", func(opts string) string { return k.get(t, opts, 5, newSoftKey(t)) }},
-		{"unknown credential", func(opts string) string { return newSoftKey(t).get(t, opts, 1, nil) }},
+		{"counter gone back", func(opts string) string { return k.Get(t, opts, -1, nil) }},
+		{"another key's signature", func(opts string) string { return k.Get(t, opts, 5, authtest.NewSoftKey(t)) }},
+		{"unknown credential", func(opts string) string { return authtest.NewSoftKey(t).Get(t, opts, 1, nil) }},
 	} {
 		c := xcloaktest.Client(t, "127.0.31.5")
 		resp, body := passkeySignIn(t, c, base, tc.make(passkeyOptions(t, c, base)))
@@ -105,7 +109,7 @@ func TestPasskeySignInAlone(t *testing.T) {
 	}
 	// The counter moved on is still accepted.
 	c = xcloaktest.Client(t, "127.0.31.6")
-	if resp, body := passkeySignIn(t, c, base, k.get(t, passkeyOptions(t, c, base), 10, nil)); resp.StatusCode != http.StatusOK {
+	if resp, body := passkeySignIn(t, c, base, k.Get(t, passkeyOptions(t, c, base), 10, nil)); resp.StatusCode != http.StatusOK {
 		t.Errorf("after the refusals: %d %s, want 200", resp.StatusCode, body)
 	}
 }
@@ -116,18 +120,18 @@ func TestPasskeySignInAlone(t *testing.T) {
 // network.
 func TestPasskeySignInLimited(t *testing.T) {
 	env, base, _ := mfaEnv(t, xcloaktest.Options{})
-	k := newSoftKey(t)
+	k := authtest.NewSoftKey(t)
 	enrolPasskey(t, env, base, "quin@example.com", k)
 	limit := auth.DefaultLimits()[auth.RuleMFAAccount].Count
 	c := xcloaktest.Client(t, "127.0.32.1")
 	for i := 1; i <= limit; i++ {
-		resp, body := passkeySignIn(t, c, base, k.get(t, passkeyOptions(t, c, base), 1, newSoftKey(t)))
+		resp, body := passkeySignIn(t, c, base, k.Get(t, passkeyOptions(t, c, base), 1, authtest.NewSoftKey(t)))
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong assertion %d: %d %s, want 401", i, resp.StatusCode, body)
 		}
 	}
 	other := xcloaktest.Client(t, "127.0.33.1")
-	resp, body := passkeySignIn(t, other, base, k.get(t, passkeyOptions(t, other, base), 1, nil))
+	resp, body := passkeySignIn(t, other, base, k.Get(t, passkeyOptions(t, other, base), 1, nil))
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("the right passkey after %d wrong: %d %s, want 429 with Retry-After", limit, resp.StatusCode, body)
 	}
@@ -138,7 +142,7 @@ func TestPasskeySignInLimited(t *testing.T) {
 // route says nothing of the account.
 func TestPasskeySecondStep(t *testing.T) {
 	env, base, _ := mfaEnv(t, xcloaktest.Options{})
-	k := newSoftKey(t)
+	k := authtest.NewSoftKey(t)
 	enrolPasskey(t, env, base, "rui@example.com", k)
 
 	c := xcloaktest.Client(t, "127.0.34.1")
@@ -156,10 +160,10 @@ func TestPasskeySecondStep(t *testing.T) {
 		t.Errorf("options without the step's cookie: %d %s, want 400 invalid_token", resp.StatusCode, body)
 	}
 	resp, opts := post(t, c, base+"/api/v1/login/mfa/webauthn/options", jsonType, tokenJSON)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(opts, b64.EncodeToString(k.id)) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(opts, b64.EncodeToString(k.ID)) {
 		t.Fatalf("second-step options: %d %s, want the passkey allowed", resp.StatusCode, opts)
 	}
-	finish := `{"mfa_token":"` + step.MFAToken + `","credential":` + k.get(t, opts, 1, nil) + `}`
+	finish := `{"mfa_token":"` + step.MFAToken + `","credential":` + k.Get(t, opts, 1, nil) + `}`
 	resp, body = post(t, c, base+"/api/v1/login/mfa/webauthn", jsonType, finish)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"status":"ok"`) {
 		t.Fatalf("second step with the passkey: %d %s", resp.StatusCode, body)
@@ -189,4 +193,118 @@ func TestPasskeyOptionsLimited(t *testing.T) {
 	}
 	// Another network is not held by this one's count.
 	passkeyOptions(t, xcloaktest.Client(t, "127.0.35.1"), base)
+}
+
+// TestPasskeysOffered: the sign-in page offers "Sign in with a passkey",
+// and the second factors' page "Add a passkey", only where passkeys are
+// on; at a public URL with an IP address, where browsers offer no
+// WebAuthn, neither shows, and the registration page sends back to the
+// list.
+func TestPasskeysOffered(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		public string
+		on     bool
+	}{
+		{"domain name", "", true},
+		{"IP address", "http://127.0.0.1:8080/", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := xcloaktest.Options{}
+			if tc.public != "" {
+				o.Auth = func(c *auth.Config) { c.PublicURL, _ = url.Parse(tc.public) }
+			}
+			env, base, _ := mfaEnv(t, o)
+			email := strings.ReplaceAll(tc.name, " ", "") + "@offered.example.com"
+			env.AddUser(t, email, "correct horse battery", false)
+			c := xcloaktest.Client(t, "127.0.36.1")
+			_, page := get(t, c, base+"/login")
+			if got := strings.Contains(page, `id="passkey-sign-in"`); got != tc.on {
+				t.Errorf("sign-in page offers a passkey: %v, want %v", got, tc.on)
+			}
+			_, page = postSignIn(t, c, base, email, "wrong password")
+			if got := strings.Contains(page, `id="passkey-sign-in"`); got != tc.on {
+				t.Errorf("sign-in page after a wrong password offers a passkey: %v, want %v", got, tc.on)
+			}
+			if resp, body := postSignIn(t, c, base, email, "correct horse battery"); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
+			}
+			_, page = get(t, c, base+"/account/mfa")
+			if got := strings.Contains(page, `id="add-passkey-link"`); got != tc.on {
+				t.Errorf("factors page offers a passkey: %v, want %v", got, tc.on)
+			}
+			resp, _ := get(t, c, base+"/account/mfa/passkey")
+			if tc.on && resp.StatusCode != http.StatusOK {
+				t.Errorf("registration page: %d, want 200", resp.StatusCode)
+			}
+			if !tc.on && (resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/mfa") {
+				t.Errorf("registration page with passkeys off: %d to %q, want 303 to /account/mfa", resp.StatusCode, resp.Header.Get("Location"))
+			}
+			if !tc.on {
+				if resp, body := post(t, c, base+"/api/v1/login/passkey/options", jsonType, "{}"); resp.StatusCode != http.StatusServiceUnavailable {
+					t.Errorf("passkey sign-in options with passkeys off: %d %s, want 503", resp.StatusCode, body)
+				}
+			}
+		})
+	}
+}
+
+// rpIDOf reads rp.id from registration options.
+func rpIDOf(t *testing.T, options string) string {
+	t.Helper()
+	var o struct {
+		PublicKey struct {
+			RP struct {
+				ID string `json:"id"`
+			} `json:"rp"`
+		} `json:"publicKey"`
+	}
+	if err := json.Unmarshal([]byte(options), &o); err != nil {
+		t.Fatalf("options %s: %v", options, err)
+	}
+	return o.PublicKey.RP.ID
+}
+
+// TestPasskeyRelyingParty: the RP ID and origins configured are the ones
+// ceremonies use: the options name the RP ID, a passkey made for it from
+// another listed origin registers and signs in, and one answered from an
+// origin not listed is refused.
+func TestPasskeyRelyingParty(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		env, base, _ := mfaEnv(t, xcloaktest.Options{})
+		env.AddUser(t, "rpd@example.com", "correct horse battery", false)
+		c := xcloaktest.Client(t, "127.0.37.1")
+		postSignIn(t, c, base, "rpd@example.com", "correct horse battery")
+		_, options := post(t, c, base+"/account/mfa/passkey/options", "", "")
+		if got := rpIDOf(t, options); got != authtest.SoftRPID {
+			t.Errorf("rp.id = %q, want the public URL's host %q", got, authtest.SoftRPID)
+		}
+	})
+	t.Run("configured", func(t *testing.T) {
+		env, base, _ := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+			c.WebAuthn = auth.WebAuthnConfig{RPID: "example.test", Origins: []string{authtest.SoftOrigin, "https://app.example.test"}}
+		}})
+		env.AddUser(t, "rpc@example.com", "correct horse battery", false)
+		c := xcloaktest.Client(t, "127.0.37.2")
+		postSignIn(t, c, base, "rpc@example.com", "correct horse battery")
+		_, options := post(t, c, base+"/account/mfa/passkey/options", "", "")
+		if got := rpIDOf(t, options); got != "example.test" {
+			t.Fatalf("rp.id = %q, want example.test", got)
+		}
+		k := authtest.NewSoftKey(t)
+		k.RPID, k.Origin = "example.test", "https://app.example.test"
+		form := url.Values{"name": {"App"}, "password": {"correct horse battery"}, "credential": {k.Create(t, options)}}
+		if resp, page := post(t, c, base+"/account/mfa/passkey", formType, form.Encode()); resp.StatusCode != http.StatusOK {
+			t.Fatalf("registration from a listed origin: %d %s", resp.StatusCode, page)
+		}
+		k.Origin = "https://evil.example.test"
+		other := xcloaktest.Client(t, "127.0.37.3")
+		if resp, body := passkeySignIn(t, other, base, k.Get(t, passkeyOptions(t, other, base), 1, nil)); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("an assertion from an origin not listed: %d %s, want 401", resp.StatusCode, body)
+		}
+		k.Origin = authtest.SoftOrigin
+		if resp, body := passkeySignIn(t, other, base, k.Get(t, passkeyOptions(t, other, base), 1, nil)); resp.StatusCode != http.StatusOK {
+			t.Errorf("an assertion from the public URL's origin: %d %s, want 200", resp.StatusCode, body)
+		}
+	})
 }

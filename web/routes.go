@@ -65,6 +65,7 @@ func (s *Server) routeTable() []route {
 	handle("POST /account/mfa/passkey/options", s.handlePasskeyEnrolOptions())
 	handle("POST /account/mfa/passkey", s.handlePasskeyEnrolForm())
 	handle("POST /account/mfa/{id}/remove", s.handleRemoveFactorForm())
+	handle("POST /account/mfa/recovery", s.handleRecoveryCodesForm())
 
 	handle("GET /account/activity", s.handleActivityPage())
 	handle("GET /api/v1/account/activity", s.handleActivityAPI())

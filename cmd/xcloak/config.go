@@ -524,6 +524,26 @@ func newSettings(d auth.Config) []setting {
 			d.MFA.ChallengeTTL, func(a *auth.Config) *time.Duration { return &a.MFA.ChallengeTTL }),
 		duration("XCLOAK_MFA_REMEMBER", "mfa-remember", `how long "remember this browser" skips the second step on a known device`,
 			d.MFA.RememberFor, func(a *auth.Config) *time.Duration { return &a.MFA.RememberFor }),
+		{
+			env: "XCLOAK_WEBAUTHN_RP_ID", flag: "webauthn-rp-id", show: "the public URL's host", scope: forServe,
+			usage: "`domain` passkeys are registered for: XCLOAK_PUBLIC_URL's host or a parent domain of it and of every XCLOAK_WEBAUTHN_ORIGINS; " +
+				"passkeys registered for one never work for another",
+			set: func(c *config, v string) error {
+				id, err := auth.ParseWebAuthnRPID(v)
+				c.Auth.WebAuthn.RPID = id
+				return err
+			},
+		},
+		{
+			env: "XCLOAK_WEBAUTHN_ORIGINS", flag: "webauthn-origins", show: "the public URL's origin", scope: forServe,
+			usage: "comma-separated `origins` (https://host[:port]) passkeys are used from, XCLOAK_PUBLIC_URL's among them, " +
+				"each on XCLOAK_WEBAUTHN_RP_ID or a subdomain of it",
+			set: func(c *config, v string) error {
+				o, err := auth.ParseWebAuthnOrigins(v)
+				c.Auth.WebAuthn.Origins = o
+				return err
+			},
+		},
 	}...)
 }
 

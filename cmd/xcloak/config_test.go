@@ -108,6 +108,13 @@ func TestLoadConfig(t *testing.T) {
 			want: with(func(c *config) { c.Auth.AuditLog = false }),
 		},
 		{
+			name: "passkeys' relying party",
+			env:  map[string]string{"XCLOAK_WEBAUTHN_RP_ID": "Example.com", "XCLOAK_WEBAUTHN_ORIGINS": "https://login.example.com/, https://app.example.com:8443"},
+			want: with(func(c *config) {
+				c.Auth.WebAuthn = auth.WebAuthnConfig{RPID: "example.com", Origins: []string{"https://login.example.com", "https://app.example.com:8443"}}
+			}),
+		},
+		{
 			name: "public URL",
 			env:  map[string]string{"XCLOAK_PUBLIC_URL": "https://login.example.com/xcloak/"},
 			want: with(func(c *config) {

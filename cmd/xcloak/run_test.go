@@ -538,6 +538,28 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: "XCLOAK_LOCKOUT_MAX_DURATION: ratelimit: longest lockout 1m0s is shorter than the first, 15m0s",
 		},
 		{
+			name:    "passkeys' RP ID an IP address",
+			env:     map[string]string{"XCLOAK_WEBAUTHN_RP_ID": "192.0.2.1"},
+			wantErr: `XCLOAK_WEBAUTHN_RP_ID: "192.0.2.1" is an IP address`,
+		},
+		{
+			name:    "passkeys' origin over http",
+			args:    []string{"--webauthn-origins", "https://login.example.com, http://app.example.com"},
+			wantErr: `--webauthn-origins (XCLOAK_WEBAUTHN_ORIGINS): "http://app.example.com" is not https`,
+		},
+		{
+			name: "passkeys' origin outside the RP ID",
+			env: map[string]string{"XCLOAK_PUBLIC_URL": "https://login.example.com", "XCLOAK_WEBAUTHN_RP_ID": "example.com",
+				"XCLOAK_WEBAUTHN_ORIGINS": "https://login.example.com,https://app.example.org",
+				"XCLOAK_MAIL_LOG": "true", "XCLOAK_ADDR": "127.0.0.1:0"},
+			wantErr: "XCLOAK_WEBAUTHN_ORIGINS: https://app.example.org is neither on XCLOAK_WEBAUTHN_RP_ID example.com nor on a subdomain of it",
+		},
+		{
+			name:    "passkeys' RP ID at a public URL with an IP address",
+			env:     map[string]string{"XCLOAK_WEBAUTHN_RP_ID": "example.com", "XCLOAK_MAIL_LOG": "true", "XCLOAK_ADDR": "127.0.0.1:0"},
+			wantErr: "XCLOAK_WEBAUTHN_RP_ID, XCLOAK_WEBAUTHN_ORIGINS: XCloak's pages are at an IP address",
+		},
+		{
 			name:    "address without port",
 			env:     map[string]string{"XCLOAK_ADDR": "localhost"},
 			wantErr: "XCLOAK_ADDR:",

@@ -82,6 +82,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := web.CheckCookieDomain(cfg.CookieDomain, cfg.Auth.PublicURL.Host, cfg.ProtectedHosts); err != nil {
 		return err
 	}
+	// The relying party of passkeys against the public URL, known only
+	// now; NewService checks it again.
+	if _, err := cfg.Auth.WebAuthn.Resolve(cfg.Auth.PublicURL); err != nil {
+		return err
+	}
 	if len(cfg.ProtectedHosts) > 0 && cfg.CookieDomain == "" {
 		// A host-only cookie reaches the protected hosts only when the
 		// proxy serves them on XCloak's own host.

@@ -1,4 +1,4 @@
-package web_test
+package authtest
 
 import (
 	"crypto/ecdsa"
@@ -11,27 +11,32 @@ import (
 	"testing"
 )
 
-// softKey is a passkey kept in the test: a P-256 key and its counter,
+// SoftKey is a passkey kept in the test: a P-256 key and its counter,
 // answering WebAuthn ceremonies as an authenticator with "none"
 // attestation would, for the relying party of the test servers
-// (https://login.example.test/). It lets HTTP tests make assertions a
-// browser would refuse to: a counter gone back, a signature of another
-// key.
-type softKey struct {
-	id     []byte
+// (https://login.example.test/) unless RPID and Origin say otherwise. It
+// lets tests make assertions a browser would refuse to: a counter gone
+// back, a signature of another key.
+type SoftKey struct {
+	ID     []byte
 	priv   *ecdsa.PrivateKey
-	count  uint32
-	handle []byte
+	Count  uint32
+	Handle []byte
+	// RPID is the relying party the key answers for, Origin the page's.
+	RPID, Origin string
 }
 
+// SoftRPID and SoftOrigin are the relying party of the test servers, as
+// a SoftKey answers for by default.
 const (
-	softRPID   = "login.example.test"
-	softOrigin = "https://login.example.test"
+	SoftRPID   = "login.example.test"
+	SoftOrigin = "https://login.example.test"
 )
 
 var b64 = base64.RawURLEncoding
 
-func newSoftKey(t *testing.T) *softKey {
+// NewSoftKey draws a key and a credential id.
+func NewSoftKey(t testing.TB) *SoftKey {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -39,11 +44,11 @@ func newSoftKey(t *testing.T) *softKey {
 	}
 	id := make([]byte, 16)
 	rand.Read(id)
-	return &softKey{id: id, priv: priv}
+	return &SoftKey{ID: id, priv: priv, RPID: SoftRPID, Origin: SoftOrigin}
 }
 
-// publicKeyOptions reads the challenge and user handle of options JSON.
-func publicKeyOptions(t *testing.T, body string) (challenge string, userID []byte) {
+// PublicKeyOptions reads the challenge and user handle of options JSON.
+func PublicKeyOptions(t testing.TB, body string) (challenge string, userID []byte) {
 	t.Helper()
 	var o struct {
 		PublicKey struct {
@@ -65,8 +70,8 @@ func publicKeyOptions(t *testing.T, body string) (challenge string, userID []byt
 	return o.PublicKey.Challenge, userID
 }
 
-func clientData(kind, challenge string) []byte {
-	b, _ := json.Marshal(map[string]any{"type": kind, "challenge": challenge, "origin": softOrigin, "crossOrigin": false})
+func (k *SoftKey) clientData(kind, challenge string) []byte {
+	b, _ := json.Marshal(map[string]any{"type": kind, "challenge": challenge, "origin": k.Origin, "crossOrigin": false})
 	return b
 }
 
@@ -82,7 +87,7 @@ func cborBytes(n int) []byte {
 }
 
 // coseKey is the key as a COSE EC2 map: kty 2, alg -7 (ES256), crv 1.
-func (k *softKey) coseKey() []byte {
+func (k *SoftKey) coseKey() []byte {
 	x, y := make([]byte, 32), make([]byte, 32)
 	k.priv.X.FillBytes(x)
 	k.priv.Y.FillBytes(y)
@@ -94,49 +99,49 @@ func (k *softKey) coseKey() []byte {
 
 // authData is the authenticator data: user present and verified, with
 // the attested credential when attested.
-func (k *softKey) authData(attested bool) []byte {
-	h := sha256.Sum256([]byte(softRPID))
+func (k *SoftKey) authData(attested bool) []byte {
+	h := sha256.Sum256([]byte(k.RPID))
 	flags := byte(0x01 | 0x04)
 	if attested {
 		flags |= 0x40
 	}
 	out := append(h[:], flags)
-	out = binary.BigEndian.AppendUint32(out, k.count)
+	out = binary.BigEndian.AppendUint32(out, k.Count)
 	if attested {
 		out = append(out, make([]byte, 16)...) // AAGUID
-		out = binary.BigEndian.AppendUint16(out, uint16(len(k.id)))
-		out = append(append(out, k.id...), k.coseKey()...)
+		out = binary.BigEndian.AppendUint16(out, uint16(len(k.ID)))
+		out = append(append(out, k.ID...), k.coseKey()...)
 	}
 	return out
 }
 
-// create answers registration options: the credential's JSON.
-func (k *softKey) create(t *testing.T, options string) string {
+// Create answers registration options: the credential's JSON.
+func (k *SoftKey) Create(t testing.TB, options string) string {
 	t.Helper()
-	challenge, handle := publicKeyOptions(t, options)
-	k.handle = handle
+	challenge, handle := PublicKeyOptions(t, options)
+	k.Handle = handle
 	ad := k.authData(true)
 	att := []byte{0xa3, 0x63, 'f', 'm', 't', 0x64, 'n', 'o', 'n', 'e', 0x67, 'a', 't', 't', 'S', 't', 'm', 't', 0xa0,
 		0x68, 'a', 'u', 't', 'h', 'D', 'a', 't', 'a'}
 	att = append(append(att, cborBytes(len(ad))...), ad...)
 	b, _ := json.Marshal(map[string]any{
-		"id": b64.EncodeToString(k.id), "rawId": b64.EncodeToString(k.id), "type": "public-key",
+		"id": b64.EncodeToString(k.ID), "rawId": b64.EncodeToString(k.ID), "type": "public-key",
 		"response": map[string]any{
-			"clientDataJSON":    b64.EncodeToString(clientData("webauthn.create", challenge)),
+			"clientDataJSON":    b64.EncodeToString(k.clientData("webauthn.create", challenge)),
 			"attestationObject": b64.EncodeToString(att), "transports": []string{"internal"},
 		},
 	})
 	return string(b)
 }
 
-// get answers assertion options with the counter moved on by step (0
+// Get answers assertion options with the counter moved on by step (0
 // leaves it, a negative step takes it back), signed by signer (k if nil).
-func (k *softKey) get(t *testing.T, options string, step int, signer *softKey) string {
+func (k *SoftKey) Get(t testing.TB, options string, step int, signer *SoftKey) string {
 	t.Helper()
-	challenge, _ := publicKeyOptions(t, options)
-	k.count = uint32(int(k.count) + step)
+	challenge, _ := PublicKeyOptions(t, options)
+	k.Count = uint32(int(k.Count) + step)
 	ad := k.authData(false)
-	cd := clientData("webauthn.get", challenge)
+	cd := k.clientData("webauthn.get", challenge)
 	cdHash := sha256.Sum256(cd)
 	digest := sha256.Sum256(append(append([]byte{}, ad...), cdHash[:]...))
 	if signer == nil {
@@ -147,10 +152,10 @@ func (k *softKey) get(t *testing.T, options string, step int, signer *softKey) s
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(map[string]any{
-		"id": b64.EncodeToString(k.id), "rawId": b64.EncodeToString(k.id), "type": "public-key",
+		"id": b64.EncodeToString(k.ID), "rawId": b64.EncodeToString(k.ID), "type": "public-key",
 		"response": map[string]any{
 			"clientDataJSON": b64.EncodeToString(cd), "authenticatorData": b64.EncodeToString(ad),
-			"signature": b64.EncodeToString(sig), "userHandle": b64.EncodeToString(k.handle),
+			"signature": b64.EncodeToString(sig), "userHandle": b64.EncodeToString(k.Handle),
 		},
 	})
 	return string(b)

@@ -1,0 +1,41 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/templates"
+)
+
+// handleRecoveryCodesForm is POST /account/mfa/recovery, with the
+// password: new recovery codes in place of all the old ones, shown once.
+func (s *Server) handleRecoveryCodesForm() http.Handler {
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, token string) error {
+		form, err := decodeForm(r, templates.FieldPassword)
+		if err != nil {
+			return err
+		}
+		codes, err := s.auth.RegenerateRecoveryCodes(r.Context(), s.factorChange(r, sess, token, form[templates.FieldPassword]))
+		switch {
+		case err == nil:
+			s.render(w, r, http.StatusOK, templates.RecoveryCodesPage(templates.RecoveryCodesProps{Nav: navFor(sess), Codes: codes,
+				Notice: templates.RecoveryCodesRegeneratedText}))
+			return nil
+		case errors.Is(err, auth.ErrNoSession):
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return nil
+		}
+		p := problemFor(err)
+		s.logProblem(r, p, err)
+		if p.status >= 500 {
+			return err
+		}
+		setRetryAfter(w, p)
+		props := templates.FactorsProps{RetryAfterSeconds: p.retryAfter}
+		if p.retryAfter == 0 {
+			props.Error = factorProblemText(err, p)
+		}
+		return s.factorsPage(w, r, sess, p.status, props)
+	})
+}
