@@ -128,10 +128,12 @@ func NewLimiter(rdb redis.UniversalClient, prefix string) (*Limiter, error) {
 // Allow checks one rule and records the request if it is admitted.
 func (l *Limiter) Allow(ctx context.Context, rule Rule) (Result, error) {
 	var results [1]Result
-	if _, err := l.decide(ctx, []Rule{rule}, results[:]); err != nil {
+	// From memory, the decision's results are the memory's, not results.
+	d, err := l.decide(ctx, []Rule{rule}, results[:])
+	if err != nil {
 		return Result{}, err
 	}
-	return results[0], nil
+	return d.Results[0], nil
 }
 
 // AllowAll checks a request against every rule in one round trip and admits
