@@ -128,10 +128,12 @@ func NewLimiter(rdb redis.UniversalClient, prefix string) (*Limiter, error) {
 // Allow checks one rule and records the request if it is admitted.
 func (l *Limiter) Allow(ctx context.Context, rule Rule) (Result, error) {
 	var results [1]Result
-	if _, err := l.decide(ctx, []Rule{rule}, results[:]); err != nil {
+	// From memory, the decision's results are the memory's, not results.
+	d, err := l.decide(ctx, []Rule{rule}, results[:])
+	if err != nil {
 		return Result{}, err
 	}
-	return results[0], nil
+	return d.Results[0], nil
 }
 
 // AllowAll checks a request against every rule in one round trip and admits
@@ -503,9 +505,10 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) erro
 		return fmt.Errorf("unexpected reply %v", reply)
 	}
 	admitted, ok := reply[0].(int64)
-	if !ok {
+	if !ok || (admitted != 0 && admitted != 1) {
 		return fmt.Errorf("unexpected reply %v", reply)
 	}
+	rejected := false
 	for i, r := range rules {
 		count, ok1 := reply[1+2*i].(int64)
 		value, ok2 := reply[2+2*i].(int64)
@@ -525,9 +528,16 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) erro
 			res.Allowed = true
 		case value < 0:
 			res.Locked, res.RetryAfter = true, time.Duration(-value)*time.Microsecond
+			rejected = true
 		default:
 			res.RetryAfter = time.Duration(value) * time.Microsecond
+			rejected = true
 		}
+	}
+	if admitted == 0 && !rejected {
+		// Not admitted, yet no rule says why: every result would read
+		// Allowed for a request Redis did not record.
+		return fmt.Errorf("unexpected reply %v: rejected by no rule", reply)
 	}
 	return nil
 }

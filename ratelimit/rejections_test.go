@@ -196,3 +196,40 @@ func TestRememberedAsksNothing(t *testing.T) {
 		t.Fatal("a degraded Failover answered from Redis' memory, not its local store's")
 	}
 }
+
+// TestAllowFromMemory: Allow answered from the remembered rejections says
+// what AllowAll would: the rule's name and limit, rejected, with a
+// retry-after that is not zero (a zero would tell the client to retry at
+// once) and whether the identity is locked.
+func TestAllowFromMemory(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	l.RememberRejections(time.Minute, 100)
+	full := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}}
+	if r, err := l.Allow(t.Context(), full); err != nil || !r.Allowed {
+		t.Fatalf("first request: %+v, %v", r, err)
+	}
+	first, err := l.Allow(t.Context(), full)
+	if err != nil || first.Allowed || first.RetryAfter <= 0 {
+		t.Fatalf("second request: %+v, %v; want Redis' rejection", first, err)
+	}
+	if d, ok := l.Remembered(full); !ok || !d.FromMemory {
+		t.Fatalf("Remembered: %+v, %v; want the rejection remembered", d, ok)
+	}
+	r, err := l.Allow(t.Context(), full)
+	if err != nil || r.Allowed || r.Name != full.Name || r.Limit != full.Limit || r.RetryAfter <= 0 || r.RetryAfter > first.RetryAfter {
+		t.Fatalf("from memory: %+v, %v; want rejected by %s with retry-after within (0, %v]", r, err, full.Name, first.RetryAfter)
+	}
+
+	// A lock, remembered, says Locked.
+	locked := ratelimit.Rule{Name: "login_account", ID: "a@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	if err := rdb.Set(t.Context(), keyOf(t, prefix, locked.ID, ":lock"), 1, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		r, err := l.Allow(t.Context(), locked)
+		if err != nil || r.Allowed || !r.Locked || r.RetryAfter <= 0 {
+			t.Fatalf("locked, request %d: %+v, %v; want Locked with a retry-after", i, r, err)
+		}
+	}
+}

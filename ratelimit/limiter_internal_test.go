@@ -1,0 +1,64 @@
+package ratelimit
+
+import (
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+)
+
+// TestParseReplyShapes feeds parseReply replies a real Redis gives for
+// scripts other than sliding_window.lua: every reply the script cannot
+// give is an error, never an admission nor a panic; the script's own
+// shapes read as its contract says.
+func TestParseReplyShapes(t *testing.T) {
+	rdb, _ := testenv.Redis(t)
+	one := []Rule{{Name: "login_ip", ID: "x", Limit: PerMinute(5)}}
+	two := []Rule{one[0], {Name: "login_account", ID: "y", Limit: PerMinute(5), Lockable: true}}
+	for _, c := range []struct {
+		name   string
+		rules  []Rule
+		script string
+		// want is each rule's Allowed, Locked and RetryAfter in
+		// microseconds; nil for an error.
+		want []Result
+	}{
+		{"error reply", one, "return redis.error_reply('ERR boom')", nil},
+		{"not an array", one, "return 1", nil},
+		{"nil", one, "return nil", nil},
+		{"short", one, "return {1, 3}", nil},
+		{"long", one, "return {1, 3, 7, 9}", nil},
+		{"a nil inside", one, "return {1, 3, false}", nil},
+		{"a string inside", one, "return {1, '3', 7}", nil},
+		{"an array inside", one, "return {{1}, 3, 7}", nil},
+		{"rejected by no rule", one, "return {0, 3, 0}", nil},
+		{"rejected by no rule of two", two, "return {0, 3, 0, 2, 0}", nil},
+		{"neither admitted nor rejected", one, "return {2, 3, 7}", nil},
+		{"negative verdict", one, "return {-1, 3, 7}", nil},
+		{"admitted", one, "return {1, 3, 7}", []Result{{Allowed: true}}},
+		{"rejected", one, "return {0, 5, 7}", []Result{{RetryAfter: 7}}},
+		{"locked", one, "return {0, 2, -7}", []Result{{Locked: true, RetryAfter: 7}}},
+		{"one of two rejects", two, "return {0, 3, 0, 2, -7}", []Result{{Allowed: true}, {Locked: true, RetryAfter: 7}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := rdb.Eval(t.Context(), c.script, nil)
+			results := make([]Result, len(c.rules))
+			err := parseReply(c.rules, cmd, results, nil)
+			if c.want == nil {
+				if err == nil {
+					t.Fatalf("no error; results %+v", results)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, w := range c.want {
+				got := results[i]
+				if got.Allowed != w.Allowed || got.Locked != w.Locked || got.RetryAfter != w.RetryAfter*time.Microsecond {
+					t.Errorf("rule %d: %+v, want allowed %v, locked %v, retry-after %v", i, got, w.Allowed, w.Locked, w.RetryAfter*time.Microsecond)
+				}
+			}
+		})
+	}
+}
