@@ -274,7 +274,24 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 		return errBadRequest
 	}
 	body, err := io.ReadAll(r.Body)
-	if err != nil || !utf8.Valid(body) || hasDuplicateKeys(body) {
+	if err != nil || !utf8.Valid(body) {
+		return errBadRequest
+	}
+	// The common body (a sign-in's two strings) needs neither the search
+	// for duplicate keys nor encoding/json's reflection (flatjson.go).
+	if !decodeFlatInto(body, dst) {
+		if err := decodeStrict(body, dst); err != nil {
+			return err
+		}
+	}
+	return checkFields(fields)
+}
+
+// decodeStrict decodes the JSON text body, valid UTF-8, into dst with
+// encoding/json, refusing duplicate keys, unknown fields and trailing
+// data.
+func decodeStrict(body []byte, dst any) error {
+	if hasDuplicateKeys(body) {
 		return errBadRequest
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -285,6 +302,11 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errBadRequest
 	}
+	return nil
+}
+
+// checkFields checks each of fields with checkField.
+func checkFields(fields []*string) error {
 	for _, f := range fields {
 		if err := checkField(*f); err != nil {
 			return err
