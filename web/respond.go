@@ -156,17 +156,37 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
-	body := map[string]any{"error": p.code}
 	// The decision API names the field at fault, and says what is wrong
 	// with it.
 	if field := (*auth.FieldError)(nil); errors.As(err, &field) {
-		body["field"] = field.Field
-		body["message"] = p.message
+		body := map[string]any{"error": p.code, "field": field.Field, "message": p.message}
+		if p.retryAfter > 0 {
+			body["retry_after_seconds"] = p.retryAfter
+		}
+		writeJSON(w, p.status, body)
+		return
 	}
+	// Every other error's body is its code and a retry-after, written
+	// without encoding/json: a flood of rejections gets nothing else.
+	writeJSONBytes(w, p.status, problemJSON(p))
+}
+
+// problemJSON is {"error": code} with retry_after_seconds when p has one,
+// byte for byte as encoding/json writes it (TestProblemJSON).
+func problemJSON(p problem) []byte {
+	if !plainJSONName(p.code) {
+		b, _ := json.Marshal(map[string]any{"error": p.code})
+		return append(b, '\n')
+	}
+	b := make([]byte, 0, 64)
+	b = append(b, `{"error":"`...)
+	b = append(b, p.code...)
+	b = append(b, '"')
 	if p.retryAfter > 0 {
-		body["retry_after_seconds"] = p.retryAfter
+		b = append(b, `,"retry_after_seconds":`...)
+		b = strconv.AppendInt(b, int64(p.retryAfter), 10)
 	}
-	writeJSON(w, p.status, body)
+	return append(b, "}\n"...)
 }
 
 // fail answers a request that has no page of its own to show the error on:
@@ -202,10 +222,22 @@ func (s *Server) failAs(w http.ResponseWriter, r *http.Request, nav *templates.N
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
 
+// jsonContentType is the Content-Type of every JSON answer, one slice
+// for them all: net/http only reads it, and a handler that changes the
+// header replaces it.
+var jsonContentType = []string{"application/json"}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeJSONBytes is writeJSON for a body encoded already.
+func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // render writes a page with a status.
