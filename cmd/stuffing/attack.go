@@ -180,8 +180,12 @@ func (c *attackConfig) check(target, legitSource string) error {
 		return fmt.Errorf("--legit-users %d from --legit-source %s: the lowest address, %s, is not a host of 127.0.0.0/8", c.legitUsers, a, lowest)
 	}
 	if c.sources > 0 {
-		if first, last := sourceAddr(0), sourceAddr(c.sources-1); a.Compare(first) >= 0 && lowest.Compare(last) <= 0 {
-			return fmt.Errorf("--legit-source %s (with --legit-users) overlaps the attack's sources %s-%s", a, first, last)
+		first, last := sourceAddr(0), sourceAddr(c.sources-1)
+		switch {
+		case a.Compare(first) >= 0 && a.Compare(last) <= 0:
+			return fmt.Errorf("--legit-source %s is one of the attack's sources %s-%s", a, first, last)
+		case a.Compare(last) > 0 && lowest.Compare(last) <= 0:
+			return fmt.Errorf("--legit-users %d from --legit-source %s reach the attack's sources %s-%s", c.legitUsers, a, first, last)
 		}
 	}
 	return nil

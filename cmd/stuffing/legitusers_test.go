@@ -64,6 +64,7 @@ func TestHTTPLegitUsersBounds(t *testing.T) {
 		{"--legit-users", "65"},
 		{"--legit-source", "127.0.0.3", "--legit-users", "4"},
 		{"--legit-source", "127.0.1.3", "--legit-users", "2"},
+		{"--legit-source", "127.0.1.202", "--legit-users", "5"}, // down to 127.0.1.198, among 127.0.1.1-127.0.1.200
 	} {
 		args = append([]string{"http", "--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "pw"}, args...)
 		_, stderr, err := runStuffing(t, args...)
