@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -240,16 +241,37 @@ func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// pageBuffers hold pages while they render: a page is a few kilobytes,
+// which a new buffer would reach by growing and copying half a dozen
+// times on every request, a rejected sign-in's page included.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledPage bounds the buffers kept for reuse, so that one large page
+// (an administrator's list) is not held for every later one.
+const maxPooledPage = 64 << 10
+
+// htmlContentType is the Content-Type of every page, shared as
+// jsonContentType is.
+var htmlContentType = []string{"text/html; charset=utf-8"}
+
 // render writes a page with a status.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
-	var buf bytes.Buffer
-	if err := c.Render(r.Context(), &buf); err != nil {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledPage {
+			pageBuffers.Put(buf)
+		}
+	}()
+	if err := c.Render(r.Context(), buf); err != nil {
 		s.log.Error("rendering page", "path", loggablePath(r.URL.Path), "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header()["Content-Type"] = htmlContentType
 	w.WriteHeader(status)
+	// Write copies the page into the connection's buffer, or sends it,
+	// before it returns: the buffer may be reused after.
 	_, _ = w.Write(buf.Bytes())
 }
 
