@@ -27,26 +27,38 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 // a reset token in their URL tighten Referrer-Policy themselves.
 func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	hsts := s.cfg.PublicURL != nil && s.cfg.PublicURL.Scheme == "https"
-	csp := contentSecurityPolicy + formActionSources(s.cfg.ProtectedHosts, s.cfg.InsecureCookies)
+	csp := []string{contentSecurityPolicy + formActionSources(s.cfg.ProtectedHosts, s.cfg.InsecureCookies)}
+	// Each value is one slice that every response shares, as
+	// jsonContentType is: net/http only reads them, and a handler that
+	// sets one of these headers again replaces the slice. The keys are in
+	// canonical form, as Header.Set would write them.
+	var (
+		nosniff     = []string{"nosniff"}
+		sameOrigin  = []string{"same-origin"}
+		deny        = []string{"DENY"}
+		permissions = []string{"camera=(), microphone=(), geolocation=(), payment=()"}
+		sts         = []string{"max-age=31536000"}
+		noStore     = []string{"no-store"}
+	)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
+		h["X-Content-Type-Options"] = nosniff
+		h["Referrer-Policy"] = sameOrigin
 		if !isAPI(r) {
 			// What a browser renders as a document; JSON answers are never
 			// rendered, framed or given permissions, and a flood of API
 			// rejections should not pay for these headers.
-			h.Set("Content-Security-Policy", csp)
-			h.Set("X-Frame-Options", "DENY")
-			h.Set("Cross-Origin-Opener-Policy", "same-origin")
-			h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
+			h["Content-Security-Policy"] = csp
+			h["X-Frame-Options"] = deny
+			h["Cross-Origin-Opener-Policy"] = sameOrigin
+			h["Permissions-Policy"] = permissions
 		}
 		if hsts {
-			h.Set("Strict-Transport-Security", "max-age=31536000")
+			h["Strict-Transport-Security"] = sts
 		}
 		if !strings.HasPrefix(r.URL.Path, "/static/") {
 			// Sign-in pages and API answers are personal: never cache.
-			h.Set("Cache-Control", "no-store")
+			h["Cache-Control"] = noStore
 		}
 		next.ServeHTTP(w, r)
 	})

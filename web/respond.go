@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -156,17 +157,37 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
-	body := map[string]any{"error": p.code}
 	// The decision API names the field at fault, and says what is wrong
 	// with it.
 	if field := (*auth.FieldError)(nil); errors.As(err, &field) {
-		body["field"] = field.Field
-		body["message"] = p.message
+		body := map[string]any{"error": p.code, "field": field.Field, "message": p.message}
+		if p.retryAfter > 0 {
+			body["retry_after_seconds"] = p.retryAfter
+		}
+		writeJSON(w, p.status, body)
+		return
 	}
+	// Every other error's body is its code and a retry-after, written
+	// without encoding/json: a flood of rejections gets nothing else.
+	writeJSONBytes(w, p.status, problemJSON(p))
+}
+
+// problemJSON is {"error": code} with retry_after_seconds when p has one,
+// byte for byte as encoding/json writes it (TestProblemJSON).
+func problemJSON(p problem) []byte {
+	if !plainJSONName(p.code) {
+		b, _ := json.Marshal(map[string]any{"error": p.code})
+		return append(b, '\n')
+	}
+	b := make([]byte, 0, 64)
+	b = append(b, `{"error":"`...)
+	b = append(b, p.code...)
+	b = append(b, '"')
 	if p.retryAfter > 0 {
-		body["retry_after_seconds"] = p.retryAfter
+		b = append(b, `,"retry_after_seconds":`...)
+		b = strconv.AppendInt(b, int64(p.retryAfter), 10)
 	}
-	writeJSON(w, p.status, body)
+	return append(b, "}\n"...)
 }
 
 // fail answers a request that has no page of its own to show the error on:
@@ -202,22 +223,55 @@ func (s *Server) failAs(w http.ResponseWriter, r *http.Request, nav *templates.N
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
 
+// jsonContentType is the Content-Type of every JSON answer, one slice
+// for them all: net/http only reads it, and a handler that changes the
+// header replaces it.
+var jsonContentType = []string{"application/json"}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeJSONBytes is writeJSON for a body encoded already.
+func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// pageBuffers hold pages while they render: a page is a few kilobytes,
+// which a new buffer would reach by growing and copying half a dozen
+// times on every request, a rejected sign-in's page included.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledPage bounds the buffers kept for reuse, so that one large page
+// (an administrator's list) is not held for every later one.
+const maxPooledPage = 64 << 10
+
+// htmlContentType is the Content-Type of every page, shared as
+// jsonContentType is.
+var htmlContentType = []string{"text/html; charset=utf-8"}
+
 // render writes a page with a status.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
-	var buf bytes.Buffer
-	if err := c.Render(r.Context(), &buf); err != nil {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledPage {
+			pageBuffers.Put(buf)
+		}
+	}()
+	if err := c.Render(r.Context(), buf); err != nil {
 		s.log.Error("rendering page", "path", loggablePath(r.URL.Path), "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header()["Content-Type"] = htmlContentType
 	w.WriteHeader(status)
+	// Write copies the page into the connection's buffer, or sends it,
+	// before it returns: the buffer may be reused after.
 	_, _ = w.Write(buf.Bytes())
 }
 
@@ -274,7 +328,24 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 		return errBadRequest
 	}
 	body, err := io.ReadAll(r.Body)
-	if err != nil || !utf8.Valid(body) || hasDuplicateKeys(body) {
+	if err != nil || !utf8.Valid(body) {
+		return errBadRequest
+	}
+	// The common body (a sign-in's two strings) needs neither the search
+	// for duplicate keys nor encoding/json's reflection (flatjson.go).
+	if !decodeFlatInto(body, dst) {
+		if err := decodeStrict(body, dst); err != nil {
+			return err
+		}
+	}
+	return checkFields(fields)
+}
+
+// decodeStrict decodes the JSON text body, valid UTF-8, into dst with
+// encoding/json, refusing duplicate keys, unknown fields and trailing
+// data.
+func decodeStrict(body []byte, dst any) error {
+	if hasDuplicateKeys(body) {
 		return errBadRequest
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -285,6 +356,11 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errBadRequest
 	}
+	return nil
+}
+
+// checkFields checks each of fields with checkField.
+func checkFields(fields []*string) error {
 	for _, f := range fields {
 		if err := checkField(*f); err != nil {
 			return err

@@ -30,7 +30,12 @@ second or as fast as --workers allow, until --duration or --max-requests
 ends the run. Meanwhile a legitimate user (--legit-email) signs in every
 --legit-interval from its own address, with a cookie jar like a browser;
 it signs in once before the attack starts, as a returning user whose browser
-the server already knows, and that sign-in is not measured.
+the server already knows, and that sign-in is not measured. --legit-users
+runs several such browsers of the same account, each from its own address
+(--legit-source, then the addresses below it) and with its own cookies,
+their sign-ins spread evenly over the interval: more samples of the same
+user's latency in the same time, each browser within the per-address and
+per-device limits one browser would meet.
 
 A 401 is an attempt that reached password checking; the report compares
 each account's count with --account-limit. Exits with status 1 if an
@@ -60,6 +65,7 @@ type attackConfig struct {
 	legitEmail       string
 	legitPassword    string
 	legitSource      netip.Addr
+	legitUsers       int
 	legitInterval    time.Duration
 	requestTimeout   time.Duration
 	allow            bool
@@ -84,6 +90,7 @@ func httpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&c.legitPassword, "legit-password", "", "`password` of that account")
 	legitSource := fs.String("legit-source", "127.0.0.250", "loopback `address` the legitimate user comes from")
 	fs.DurationVar(&c.legitInterval, "legit-interval", time.Second, "time between the legitimate user's sign-ins (at least 100ms)")
+	fs.IntVar(&c.legitUsers, "legit-users", 1, "browsers of the legitimate user, each from its own address (`n`, 1 to 64)")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Second, "bound on each request")
 	jsonOut := fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
 	fs.BoolVar(&c.allow, "allow-non-loopback", false, "allow a target that is not on this machine's loopback")
@@ -151,6 +158,8 @@ func (c *attackConfig) check(target, legitSource string) error {
 		return errors.New("--account-limit and --lockout-threshold must be at least 1")
 	case (c.legitEmail == "") != (c.legitPassword == ""):
 		return errors.New("give --legit-email and --legit-password together")
+	case c.legitUsers < 1 || c.legitUsers > maxLegitUsers:
+		return fmt.Errorf("--legit-users %d out of range 1..%d", c.legitUsers, maxLegitUsers)
 	}
 	if err := inBounds("duration", c.duration, 100*time.Millisecond, maxDuration); err != nil {
 		return err
@@ -165,13 +174,34 @@ func (c *attackConfig) check(target, legitSource string) error {
 	if err != nil || !a.Is4() || !a.IsLoopback() {
 		return fmt.Errorf("--legit-source %q: want an address in 127.0.0.0/8", legitSource)
 	}
+	c.legitSource = a
+	lowest := c.legitAddr(c.legitUsers - 1)
+	if !lowest.IsLoopback() || lowest.As4()[3] == 0 {
+		return fmt.Errorf("--legit-users %d from --legit-source %s: the lowest address, %s, is not a host of 127.0.0.0/8", c.legitUsers, a, lowest)
+	}
 	if c.sources > 0 {
-		if first, last := sourceAddr(0), sourceAddr(c.sources-1); a.Compare(first) >= 0 && a.Compare(last) <= 0 {
+		first, last := sourceAddr(0), sourceAddr(c.sources-1)
+		switch {
+		case a.Compare(first) >= 0 && a.Compare(last) <= 0:
 			return fmt.Errorf("--legit-source %s is one of the attack's sources %s-%s", a, first, last)
+		case a.Compare(last) > 0 && lowest.Compare(last) <= 0:
+			return fmt.Errorf("--legit-users %d from --legit-source %s reach the attack's sources %s-%s", c.legitUsers, a, first, last)
 		}
 	}
-	c.legitSource = a
 	return nil
+}
+
+// maxLegitUsers bounds --legit-users.
+const maxLegitUsers = 64
+
+// legitAddr is the address of the legitimate user's browser i:
+// --legit-source, then the addresses below it.
+func (c *attackConfig) legitAddr(i int) netip.Addr {
+	a := c.legitSource
+	for range i {
+		a = a.Prev()
+	}
+	return a
 }
 
 // sourceAddr is the address of attack source i: 127.0.1.1 onwards, 254 per
@@ -381,19 +411,22 @@ func attack(ctx context.Context, c attackConfig, prog *progress) (*httpReport, e
 	t := &tally{reached: make([]atomic.Int32, c.accounts), found: make([]atomic.Int32, c.accounts)}
 	l := &legit{}
 
-	var legitClient *http.Client
+	var legitClients []*http.Client
 	if c.legitEmail != "" {
-		jar, _ := cookiejar.New(nil)
-		legitClient = c.newClient(c.legitSource, jar, 2)
-		defer legitClient.CloseIdleConnections()
-		// A returning user: the browser has signed in before and holds
-		// its device cookie when the attack starts.
-		o := signIn(ctx, legitClient, endpoint, c.legitEmail, c.legitPassword, c.requestTimeout)
-		if o.err != nil {
-			return nil, fmt.Errorf("the legitimate user's first sign-in, before the attack: %w", o.err)
-		}
-		if o.status != http.StatusOK {
-			return nil, fmt.Errorf("the legitimate user's first sign-in, before the attack, answered %d; check --legit-email and --legit-password", o.status)
+		for i := range c.legitUsers {
+			jar, _ := cookiejar.New(nil)
+			client := c.newClient(c.legitAddr(i), jar, 2)
+			defer client.CloseIdleConnections()
+			// A returning user: the browser has signed in before and holds
+			// its device cookie when the attack starts.
+			o := signIn(ctx, client, endpoint, c.legitEmail, c.legitPassword, c.requestTimeout)
+			if o.err != nil {
+				return nil, fmt.Errorf("the legitimate user's first sign-in from %s, before the attack: %w", c.legitAddr(i), o.err)
+			}
+			if o.status != http.StatusOK {
+				return nil, fmt.Errorf("the legitimate user's first sign-in from %s, before the attack, answered %d; check --legit-email and --legit-password", c.legitAddr(i), o.status)
+			}
+			legitClients = append(legitClients, client)
 		}
 	}
 
@@ -453,8 +486,13 @@ func attack(ctx context.Context, c attackConfig, prog *progress) (*httpReport, e
 		runDone = runCtx.Done()
 	}
 	var legitWG sync.WaitGroup
-	if legitClient != nil {
+	for i, legitClient := range legitClients {
 		legitWG.Go(func() {
+			// The browsers take turns: browser i starts i/n of the
+			// interval after the first.
+			if i > 0 && !sleepUntil(runCtx, start.Add(c.legitInterval*time.Duration(i)/time.Duration(len(legitClients)))) {
+				return
+			}
 			tick := time.NewTicker(c.legitInterval)
 			defer tick.Stop()
 			for {
@@ -546,8 +584,11 @@ type httpReport struct {
 
 // legitReport is the legitimate user's part of the report.
 type legitReport struct {
-	Email       string         `json:"email"`
-	Source      string         `json:"source"`
+	Email  string `json:"email"`
+	Source string `json:"source"`
+	// Users is how many browsers of the user signed in, each from its own
+	// address of Source.
+	Users       int            `json:"users"`
 	Attempts    int            `json:"attempts"`
 	Succeeded   int            `json:"succeeded"`
 	SuccessRate float64        `json:"success_rate"`
@@ -601,7 +642,11 @@ func newReport(c attackConfig, t *tally, l *legit, elapsed time.Duration, stoppe
 		defer l.mu.Unlock()
 		s := slices.Clone(l.samples)
 		slices.Sort(s)
-		lr := &legitReport{Email: c.legitEmail, Source: c.legitSource.String(), Attempts: l.attempts, Succeeded: l.ok, Statuses: l.statuses}
+		source := c.legitSource.String()
+		if c.legitUsers > 1 {
+			source = c.legitAddr(c.legitUsers-1).String() + "-" + source
+		}
+		lr := &legitReport{Email: c.legitEmail, Source: source, Users: c.legitUsers, Attempts: l.attempts, Succeeded: l.ok, Statuses: l.statuses}
 		for _, d := range l.samples {
 			lr.SamplesMs = append(lr.SamplesMs, ms(d))
 		}

@@ -41,6 +41,9 @@ Contenders (--contenders):
   hello         a bare Go handler this command serves itself: 200 "hello"
   rejections    XCloak's JSON sign-in for one account past its limit (429s),
                 wrk/login.lua; the account is driven past its limit first
+  rejections-form
+                the same through the HTML form, POST /login (429 pages),
+                wrk/form.lua
   forward-auth  GET /api/v1/authz/forward-auth of a protected host with a
                 signed-in browser's cookies (200s), wrk/forward-auth.lua
   auth-request  the same through nginx's GET /api/v1/authz/auth-request
@@ -52,6 +55,12 @@ forward-auth and auth-request need a session: --cookie, or --email and
 in XCLOAK_PROTECTED_HOSTS, and 127.0.0.1 in XCLOAK_TRUSTED_PROXIES). decision
 needs --api-key, made with "xcloak apikey add". Each contender is checked
 with one request before the rounds start. Needs wrk (apt-get install -y wrk).
+
+--before names a second XCloak, another build serving the same database,
+whose contenders run in the same rounds as "before/NAME": a before and
+after measured in one run, where a busy moment of the machine touches both
+alike. Each target needs its own key prefix (XCLOAK_KEY_PREFIX), so that
+one's rejections are not the other's.
 `
 
 // wrkScripts are the wrk scripts, written to a temporary directory for
@@ -64,18 +73,20 @@ var wrkScripts embed.FS
 const (
 	contenderHello       = "hello"
 	contenderRejections  = "rejections"
+	contenderRejectForm  = "rejections-form"
 	contenderForwardAuth = "forward-auth"
 	contenderAuthRequest = "auth-request"
 	contenderDecision    = "decision"
 )
 
-var contenderNames = []string{contenderHello, contenderRejections, contenderForwardAuth, contenderAuthRequest, contenderDecision}
+var contenderNames = []string{contenderHello, contenderRejections, contenderRejectForm, contenderForwardAuth, contenderAuthRequest, contenderDecision}
 
 // expectedAnswers is the answer every request of each contender should
 // get, as the wrk scripts count it.
 var expectedAnswers = map[string]string{
 	contenderHello:       "200",
 	contenderRejections:  "429",
+	contenderRejectForm:  "429",
 	contenderForwardAuth: "200",
 	contenderAuthRequest: "200",
 	contenderDecision:    "200 allow",
@@ -88,6 +99,7 @@ const decisionBlock = 1 << 22
 // compareConfig is one comparison, as the flags gave it.
 type compareConfig struct {
 	target         *url.URL
+	before         *url.URL // a second XCloak, or nil
 	contenders     []string
 	rounds         int
 	duration       time.Duration
@@ -109,6 +121,7 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := cli.NewFlagSet("stuffing", "compare", "--target URL [flags]", compareDescription)
 	var c compareConfig
 	target := fs.String("target", "", "base `URL` of the running XCloak, such as http://127.0.0.1:18080 (required)")
+	before := fs.String("before", "", "base `URL` of a second XCloak, another build, whose contenders run in the same rounds as before/NAME")
 	contenders := stringList{contenderHello, contenderRejections, contenderForwardAuth, contenderDecision}
 	fs.Var(&contenders, "contenders", "comma-separated `names` to run, hello among them")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds, each running every contender once (`n`)")
@@ -143,6 +156,16 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	c.target = u
+	if *before != "" {
+		b, err := checkTarget(ctx, *before, c.allow)
+		if err != nil {
+			return fmt.Errorf("--before: %w", err)
+		}
+		if b.String() == u.String() {
+			return badFlag(stderr, "--before %s is --target itself", b)
+		}
+		c.before = b
+	}
 	if c.seed == 0 {
 		c.seed = randomUint64()%1_000_000_000 + 1
 	}
@@ -212,14 +235,28 @@ func (c *compareConfig) check(target string) error {
 // comparison is a comparison under way: where each contender is and what
 // its wrk runs need.
 type comparison struct {
-	c         compareConfig
-	scripts   string // directory holding the wrk scripts
-	helloURL  string
-	wrkTarget string // the target with its host replaced by the address checked
+	c        compareConfig
+	scripts  string // directory holding the wrk scripts
+	helloURL string
+	tag      string // keeps decision's accounts apart from other runs'
+	nextBase uint64 // decision.lua's STUFFING_BASE for its next run
+	client   *http.Client
+	// entries are the contenders of every target, by name.
+	entries map[string]contenderEntry
+}
+
+// xcloakTarget is one XCloak that contenders run against.
+type xcloakTarget struct {
+	url       *url.URL
+	wrkTarget string // url with its host replaced by the address checked
 	cookie    string
-	tag       string // keeps decision's accounts apart from other runs'
-	nextBase  uint64 // decision.lua's STUFFING_BASE for its next run
-	client    *http.Client
+}
+
+// contenderEntry is one contender as the rounds name it: what it runs, against
+// which XCloak (nil for hello).
+type contenderEntry struct {
+	kind   string
+	target *xcloakTarget
 }
 
 // compare prepares every contender, checks each with one request, then
@@ -243,11 +280,30 @@ func compare(ctx context.Context, c compareConfig, progress io.Writer) (*compare
 	}
 	cmp.scripts = dir
 
-	addr, err := wrkAddress(ctx, c.target, c.allow)
-	if err != nil {
-		return nil, err
+	targets := map[string]*xcloakTarget{"": {url: c.target}}
+	if c.before != nil {
+		targets[beforePrefix] = &xcloakTarget{url: c.before}
 	}
-	cmp.wrkTarget = addr
+	for _, t := range targets {
+		addr, err := wrkAddress(ctx, t.url, c.allow)
+		if err != nil {
+			return nil, err
+		}
+		t.wrkTarget = addr
+	}
+	names := contenderEntries(c.contenders, c.before != nil)
+	cmp.entries = map[string]contenderEntry{}
+	for _, name := range names {
+		kind, prefix := name, ""
+		if k, ok := strings.CutPrefix(name, beforePrefix); ok {
+			kind, prefix = k, beforePrefix
+		}
+		e := contenderEntry{kind: kind}
+		if kind != contenderHello {
+			e.target = targets[prefix]
+		}
+		cmp.entries[name] = e
+	}
 
 	helloURL, stopHello, err := serveHello()
 	if err != nil {
@@ -256,7 +312,7 @@ func compare(ctx context.Context, c compareConfig, progress io.Writer) (*compare
 	defer stopHello()
 	cmp.helloURL = helloURL
 
-	for _, name := range c.contenders {
+	for _, name := range names {
 		fmt.Fprintf(progress, "checking %s... ", name)
 		note, err := cmp.prepare(ctx, name)
 		if err != nil {
@@ -266,14 +322,18 @@ func compare(ctx context.Context, c compareConfig, progress io.Writer) (*compare
 		fmt.Fprintln(progress, note)
 	}
 
+	target := c.target.String()
+	if c.before != nil {
+		target += ", before: " + c.before.String()
+	}
 	rep := &compareReport{
-		Target: c.target.String(), Seed: c.seed, Threads: c.threads, Connections: c.connections,
+		Target: target, Seed: c.seed, Threads: c.threads, Connections: c.connections,
 		Duration: c.duration.String(), Baseline: contenderHello, CPUs: runtime.NumCPU(), LoadBefore: loadAverage(),
 	}
 	rng := mathrand.New(mathrand.NewPCG(c.seed, c.seed))
 rounds:
 	for i := range c.rounds {
-		order := slices.Clone(c.contenders)
+		order := slices.Clone(names)
 		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		round := compareRound{Results: map[string]wrkResult{}}
 		for _, name := range order {
@@ -295,30 +355,53 @@ rounds:
 		rep.Rounds = append(rep.Rounds, round)
 	}
 	rep.LoadAfter = loadAverage()
-	rep.Contenders = summarize(rep.Rounds, c.contenders, contenderHello, expectedAnswers)
+	expected := map[string]string{}
+	for name, e := range cmp.entries {
+		expected[name] = expectedAnswers[e.kind]
+	}
+	rep.Contenders = summarize(rep.Rounds, names, contenderHello, expected)
 	return rep, nil
+}
+
+// beforePrefix names the contenders of --before.
+const beforePrefix = "before/"
+
+// contenderEntries are the names the rounds run: the contenders, and with
+// a second target each of them but hello again as before/NAME.
+func contenderEntries(contenders []string, before bool) []string {
+	names := slices.Clone(contenders)
+	if before {
+		for _, name := range contenders {
+			if name != contenderHello {
+				names = append(names, beforePrefix+name)
+			}
+		}
+	}
+	return names
 }
 
 // prepare readies one contender and checks that it answers as measured,
 // so that a wrong key or an expired cookie stops the comparison before it
 // measures errors. It returns what the check saw.
 func (cmp *comparison) prepare(ctx context.Context, name string) (string, error) {
-	switch name {
+	e := cmp.entries[name]
+	t := e.target
+	switch e.kind {
 	case contenderHello:
 		resp, err := cmp.do(ctx, http.MethodGet, cmp.helloURL, nil, nil)
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%d", resp.StatusCode), nil
-	case contenderRejections:
-		return cmp.exhaustVictim(ctx)
+	case contenderRejections, contenderRejectForm:
+		return cmp.exhaustVictim(ctx, t)
 	case contenderForwardAuth, contenderAuthRequest:
-		if cmp.cookie == "" {
-			if err := cmp.signIn(ctx); err != nil {
+		if t.cookie == "" {
+			if err := cmp.signIn(ctx, t); err != nil {
 				return "", err
 			}
 		}
-		resp, err := cmp.do(ctx, http.MethodGet, cmp.c.target.JoinPath(authzPath(name)).String(), nil, cmp.authzHeaders(name))
+		resp, err := cmp.do(ctx, http.MethodGet, t.url.JoinPath(authzPath(e.kind)).String(), nil, cmp.authzHeaders(t, e.kind))
 		if err != nil {
 			return "", err
 		}
@@ -330,7 +413,7 @@ func (cmp *comparison) prepare(ctx context.Context, name string) (string, error)
 	case contenderDecision:
 		body := decisionAttempt(cmp.tag, cmp.nextBase)
 		cmp.nextBase = (cmp.nextBase + decisionBlock) % (1 << 40)
-		resp, err := cmp.do(ctx, http.MethodPost, cmp.c.target.JoinPath(attemptsPath).String(), []byte(body),
+		resp, err := cmp.do(ctx, http.MethodPost, t.url.JoinPath(attemptsPath).String(), []byte(body),
 			http.Header{"Authorization": {"Bearer " + cmp.c.apiKey}, "Content-Type": {"application/json"}})
 		if err != nil {
 			return "", err
@@ -363,8 +446,8 @@ func authzPath(name string) string {
 
 // authzHeaders are what a reverse proxy sends with its question, as
 // forward-auth.lua sends them.
-func (cmp *comparison) authzHeaders(name string) http.Header {
-	h := http.Header{"Cookie": {cmp.cookie}}
+func (cmp *comparison) authzHeaders(t *xcloakTarget, name string) http.Header {
+	h := http.Header{"Cookie": {t.cookie}}
 	if name == contenderAuthRequest {
 		h.Set("X-Original-URL", "https://"+cmp.c.host+"/")
 		return h
@@ -384,13 +467,13 @@ func decisionAttempt(tag string, k uint64) string {
 
 // signIn signs in as --email and keeps every cookie the answer sets, as a
 // browser would send them back.
-func (cmp *comparison) signIn(ctx context.Context) error {
+func (cmp *comparison) signIn(ctx context.Context, t *xcloakTarget) error {
 	if cmp.c.cookie != "" {
-		cmp.cookie = cmp.c.cookie
+		t.cookie = cmp.c.cookie
 		return nil
 	}
 	body, _ := json.Marshal(map[string]string{"email": cmp.c.email, "password": cmp.c.password})
-	resp, err := cmp.do(ctx, http.MethodPost, cmp.c.target.JoinPath(loginPath).String(), body,
+	resp, err := cmp.do(ctx, http.MethodPost, t.url.JoinPath(loginPath).String(), body,
 		http.Header{"Content-Type": {"application/json"}})
 	if err != nil {
 		return err
@@ -410,17 +493,17 @@ func (cmp *comparison) signIn(ctx context.Context) error {
 	if len(pairs) == 0 {
 		return fmt.Errorf("signing in as %s set no cookie", cmp.c.email)
 	}
-	cmp.cookie = strings.Join(pairs, "; ")
+	t.cookie = strings.Join(pairs, "; ")
 	return nil
 }
 
 // exhaustVictim signs in to --rejections-email with a wrong password until
 // XCloak answers 429, so that every request of the rounds is a rejection.
-func (cmp *comparison) exhaustVictim(ctx context.Context) (string, error) {
+func (cmp *comparison) exhaustVictim(ctx context.Context, t *xcloakTarget) (string, error) {
 	body, _ := json.Marshal(map[string]string{"email": cmp.c.victim, "password": "not-the-password"})
 	statuses := map[int]int{}
 	for range 100 {
-		resp, err := cmp.do(ctx, http.MethodPost, cmp.c.target.JoinPath(loginPath).String(), body,
+		resp, err := cmp.do(ctx, http.MethodPost, t.url.JoinPath(loginPath).String(), body,
 			http.Header{"Content-Type": {"application/json"}})
 		if err != nil {
 			return "", err
@@ -438,17 +521,22 @@ func (cmp *comparison) exhaustVictim(ctx context.Context) (string, error) {
 
 // run runs one contender once with wrk.
 func (cmp *comparison) run(ctx context.Context, name string) (wrkResult, error) {
-	script, target := "status.lua", cmp.wrkTarget
+	e := cmp.entries[name]
+	script, target := "status.lua", cmp.helloURL
+	if e.target != nil {
+		target = e.target.wrkTarget
+	}
 	env := os.Environ()
-	switch name {
-	case contenderHello:
-		target = cmp.helloURL
+	switch e.kind {
 	case contenderRejections:
 		script = "login.lua"
 		env = append(env, "STUFFING_EMAIL="+cmp.c.victim)
+	case contenderRejectForm:
+		script = "form.lua"
+		env = append(env, "STUFFING_EMAIL="+cmp.c.victim)
 	case contenderForwardAuth, contenderAuthRequest:
 		script = "forward-auth.lua"
-		env = append(env, "STUFFING_COOKIE="+cmp.cookie, "STUFFING_HOST="+cmp.c.host, "STUFFING_AUTHZ="+name)
+		env = append(env, "STUFFING_COOKIE="+e.target.cookie, "STUFFING_HOST="+cmp.c.host, "STUFFING_AUTHZ="+e.kind)
 	case contenderDecision:
 		script = "decision.lua"
 		env = append(env, "STUFFING_API_KEY="+cmp.c.apiKey, "STUFFING_TAG="+cmp.tag,

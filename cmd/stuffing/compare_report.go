@@ -29,6 +29,11 @@ type contenderSummary struct {
 	// a quiet round of one with a noisy round of the other.
 	Ratios      []float64 `json:"ratios"`
 	MedianRatio float64   `json:"median_ratio"`
+	// VsBefore is RPS over before/NAME's in the same round, when --before
+	// ran it, and MedianVsBefore their median: the after-to-before figure
+	// of one run.
+	VsBefore       []float64 `json:"vs_before,omitempty"`
+	MedianVsBefore float64   `json:"median_vs_before,omitempty"`
 	// P99 is the 99th percentile of latency in each round (milliseconds
 	// in JSON); MedianP99 their median.
 	P99       []time.Duration `json:"p99_ns"`
@@ -68,6 +73,9 @@ func summarize(rounds []compareRound, names []string, baseline string, expected 
 			if base, ok := r.Results[baseline]; ok && base.RPS > 0 {
 				s.Ratios = append(s.Ratios, res.RPS/base.RPS)
 			}
+			if before, ok := r.Results[beforePrefix+name]; ok && before.RPS > 0 {
+				s.VsBefore = append(s.VsBefore, res.RPS/before.RPS)
+			}
 		}
 		for k, n := range s.Statuses {
 			if k != s.Expected {
@@ -76,6 +84,7 @@ func summarize(rounds []compareRound, names []string, baseline string, expected 
 		}
 		s.MedianRPS = median(s.RPS)
 		s.MedianRatio = median(s.Ratios)
+		s.MedianVsBefore = median(s.VsBefore)
 		s.MedianP99 = medianDuration(s.P99)
 		out = append(out, s)
 	}
@@ -137,6 +146,9 @@ func (r *compareReport) print(w io.Writer) {
 		fmt.Fprintf(w, "  requests/s  %s   median %s\n", joinFloats(c.RPS, thousands), thousands(c.MedianRPS))
 		if c.Name != r.Baseline {
 			fmt.Fprintf(w, "  vs %-8s %s   median %.2fx\n", r.Baseline, joinFloats(c.Ratios, twoDecimals), c.MedianRatio)
+		}
+		if len(c.VsBefore) > 0 {
+			fmt.Fprintf(w, "  vs before   %s   median %.2fx\n", joinFloats(c.VsBefore, twoDecimals), c.MedianVsBefore)
 		}
 		fmt.Fprintf(w, "  p99         %s   median %s\n", joinDurations(c.P99), millis(c.MedianP99))
 		fmt.Fprintf(w, "  answers     %s\n", statusLine(c))

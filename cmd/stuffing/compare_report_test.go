@@ -116,3 +116,28 @@ func TestReportPrint(t *testing.T) {
 		t.Errorf("the baseline is compared with itself:\n%s", b.String())
 	}
 }
+
+// With a before/NAME beside NAME, each round's NAME is divided by its
+// before/NAME of the same round, and the median of those is the figure.
+func TestSummarizeVsBefore(t *testing.T) {
+	r := func(rps float64) wrkResult { return wrkResult{RPS: rps, Statuses: map[string]int64{"429": 1}} }
+	rounds := []compareRound{
+		{Results: map[string]wrkResult{"hello": r(100), "rej": r(60), "before/rej": r(50)}},
+		// A loaded round: both slow alike.
+		{Results: map[string]wrkResult{"hello": r(20), "rej": r(11), "before/rej": r(10)}},
+		{Results: map[string]wrkResult{"hello": r(80), "rej": r(40), "before/rej": r(50)}},
+		// Interrupted before before/rej ran.
+		{Results: map[string]wrkResult{"hello": r(90), "rej": r(45)}},
+	}
+	got := summarize(rounds, []string{"hello", "rej", "before/rej"}, "hello", map[string]string{"rej": "429", "before/rej": "429"})
+	rej, before := got[1], got[2]
+	if want := []float64{1.2, 1.1, 0.8}; !slices.EqualFunc(rej.VsBefore, want, func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }) {
+		t.Errorf("rej vs before %v, want %v", rej.VsBefore, want)
+	}
+	if rej.MedianVsBefore < 1.1-1e-9 || rej.MedianVsBefore > 1.1+1e-9 {
+		t.Errorf("rej's median vs before %v, want 1.1", rej.MedianVsBefore)
+	}
+	if len(before.VsBefore) != 0 || got[0].VsBefore != nil {
+		t.Errorf("before/rej and hello have no before of their own; got %v and %v", before.VsBefore, got[0].VsBefore)
+	}
+}

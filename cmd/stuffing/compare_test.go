@@ -247,3 +247,52 @@ func TestDecisionAttemptMatchesTheScript(t *testing.T) {
 		t.Error("decision.lua's body differs from decisionAttempt's")
 	}
 }
+
+// With --before, every contender but hello runs against each XCloak in
+// the same rounds, the second's named before/NAME, each against its own
+// target with its own session.
+func TestCompareBeforeRunsInTheSameRounds(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "runs.log")
+	t.Setenv("FAKE_WRK_LOG", log)
+	after, _ := fakeXCloak(t)
+	before, _ := fakeXCloak(t)
+	stdout, stderr, err := runStuffing(t, "compare", "--target", after, "--before", before, "--wrk", fakeWrk(t),
+		"--contenders", "hello,rejections,rejections-form,forward-auth",
+		"--rounds", "2", "--seed", "7", "--email", "ann@example.com", "--password", "right", "--json")
+	if err != nil {
+		t.Fatalf("compare: %v\nstderr: %s", err, stderr)
+	}
+	var rep compareReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout)
+	}
+	want := []string{"before/forward-auth", "before/rejections", "before/rejections-form", "forward-auth", "hello", "rejections", "rejections-form"}
+	for i, r := range rep.Rounds {
+		if got := slices.Sorted(slices.Values(r.Order)); !slices.Equal(got, want) {
+			t.Errorf("round %d ran %v, want each of %v once", i+1, got, want)
+		}
+	}
+	for _, c := range rep.Contenders {
+		if c.Name != "hello" && c.Expected == "" {
+			t.Errorf("%s: no expected answer", c.Name)
+		}
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := map[string]int{}
+	for run := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		for _, u := range []string{after, before} {
+			if strings.Contains(run, strings.TrimPrefix(u, "http://127.0.0.1")) {
+				targets[u]++
+			}
+		}
+		if strings.Contains(run, "/form.lua") && !strings.Contains(run, "email=compare-victim@example.com") {
+			t.Errorf("rejections-form run %q: want the victim's address", run)
+		}
+	}
+	if targets[after] != 6 || targets[before] != 6 {
+		t.Errorf("wrk runs per target %v, want 6 against each (3 contenders, 2 rounds)", targets)
+	}
+}

@@ -1,0 +1,138 @@
+package web
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"unicode/utf8"
+)
+
+// flatBody is the shape of a sign-in's body.
+type flatBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// flatSeeds are bodies the fast path should take, and bodies it must
+// leave to encoding/json: escapes, other keys, a key twice (exactly or
+// folded), nulls, trailing data, an array.
+var flatSeeds = []string{
+	`{"email":"a@example.com","password":"pw"}`,
+	` { "password" : "pw" , "email" : "a@example.com" } ` + "\n",
+	`{}`,
+	`{"email":"a@example.com"}`,
+	`{"email":"","password":""}`,
+	`{"email":"ünïcode@example.com","password":"p\u00e4ss"}`,
+	`{"email":"a@example.com","password":"p\"w"}`,
+	`{"email":"a@example.com","email":"b@example.com","password":"pw"}`,
+	`{"email":"a@example.com","Email":"b@example.com","password":"pw"}`,
+	`{"EMAIL":"a@example.com","password":"pw"}`,
+	`{"email":"a@example.com","password":"pw","admin":"yes"}`,
+	`{"email":null,"password":"pw"}`,
+	`{"email":1,"password":"pw"}`,
+	`{"email":"a@example.com","password":"pw"}{}`,
+	`{"email":"a@example.com","password":"pw"} x`,
+	`{"email":"a@example.com",}`,
+	`{"email" "a@example.com"}`,
+	`[{"email":"a@example.com"}]`,
+	`{"email":"a@example.com","password":"pw"`,
+	"{\"email\":\"a\tb\",\"password\":\"pw\"}",
+	`{"paſſword":"pw","email":"a@example.com"}`,
+	``,
+	`  `,
+}
+
+// FuzzDecodeFlat checks the fast path against encoding/json: whatever
+// body the fast path accepts, the strict decoder accepts too and reads
+// to the same struct.
+func FuzzDecodeFlat(f *testing.F) {
+	for _, s := range flatSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !utf8.Valid(body) {
+			return
+		}
+		var fast flatBody
+		if !decodeFlatInto(body, &fast) {
+			if fast != (flatBody{}) {
+				t.Fatalf("%q: fast path refused the body but wrote %+v", body, fast)
+			}
+			return
+		}
+		var strict flatBody
+		if err := decodeStrict(body, &strict); err != nil {
+			t.Fatalf("%q: fast path read %+v, encoding/json refused it: %v", body, fast, err)
+		}
+		if fast != strict {
+			t.Fatalf("%q: fast path read %+v, encoding/json %+v", body, fast, strict)
+		}
+	})
+}
+
+func TestDecodeFlatTakesCommonBodies(t *testing.T) {
+	tests := []struct {
+		body string
+		want flatBody
+	}{
+		{`{"email":"a@example.com","password":"pw"}`, flatBody{"a@example.com", "pw"}},
+		{` { "password" : "pw" , "email" : "a@example.com" } ` + "\n", flatBody{"a@example.com", "pw"}},
+		{`{"email":"ünï@example.com"}`, flatBody{Email: "ünï@example.com"}},
+		{`{}`, flatBody{}},
+	}
+	for _, tt := range tests {
+		var got flatBody
+		if !decodeFlatInto([]byte(tt.body), &got) {
+			t.Errorf("%q: fast path refused it", tt.body)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%q: got %+v, want %+v", tt.body, got, tt.want)
+		}
+	}
+}
+
+func TestDecodeFlatLeavesTheRestToEncodingJSON(t *testing.T) {
+	for _, body := range []string{
+		`{"email":"a@example.com","password":"p\"w"}`,
+		`{"email":"a@example.com","email":"b@example.com"}`,
+		`{"EMAIL":"a@example.com"}`,
+		`{"email":"a@example.com","admin":"yes"}`,
+		`{"email":null}`,
+		`{"email":"a@example.com"}{}`,
+		`[]`,
+	} {
+		var got flatBody
+		if decodeFlatInto([]byte(body), &got) {
+			t.Errorf("%q: fast path took it, read %+v", body, got)
+		}
+	}
+}
+
+// A struct the fast path cannot fill in full has no plan: its every body
+// goes to encoding/json.
+func TestFlatPlanOnlyForStringFieldsWithNames(t *testing.T) {
+	type withNumber struct {
+		Name  string `json:"name"`
+		Count int    `json:"count"`
+	}
+	type withRaw struct {
+		Name string          `json:"name"`
+		Raw  json.RawMessage `json:"raw"`
+	}
+	type untagged struct {
+		Name string
+	}
+	type foldedTwice struct {
+		A string `json:"key"`
+		B string `json:"KEY"`
+	}
+	for _, v := range []any{&withNumber{}, &withRaw{}, &untagged{}, &foldedTwice{}, flatBody{}} {
+		if f := flatFieldsOf(reflect.TypeOf(v)); f != nil {
+			t.Errorf("%T: got a fast path %v, want none", v, f.names)
+		}
+	}
+	if f := flatFieldsOf(reflect.TypeOf(&flatBody{})); f == nil || !reflect.DeepEqual(f.names, []string{"email", "password"}) {
+		t.Errorf("flatBody: got %+v, want the names email, password", f)
+	}
+}
