@@ -113,6 +113,10 @@ var (
 	// answer its challenge, names no stored credential, or does not
 	// verify.
 	ErrInvalidPasskey = errors.New("auth: invalid passkey response")
+	// ErrPasskeysOff: this server runs without passkeys (its public URL
+	// is one where browsers offer no WebAuthn), by configuration, not by
+	// failure.
+	ErrPasskeysOff = errors.New("auth: passkeys are off on this server")
 )
 
 // Passkey events.
@@ -222,9 +226,12 @@ func (s *Service) PasskeysOn() bool {
 	return s.passkeys != nil && s.webauthn != nil && s.factors != nil
 }
 
-// passkeyStore returns the store of passkeys and the relying party,
-// ErrUnavailable without them.
+// passkeyStore returns the store of passkeys: ErrPasskeysOff without a
+// relying party, ErrUnavailable without a store.
 func (s *Service) passkeyStore() (PasskeyStore, error) {
+	if s.webauthn == nil {
+		return nil, ErrPasskeysOff
+	}
 	if !s.PasskeysOn() {
 		return nil, fmt.Errorf("%w: no store of passkeys", ErrUnavailable)
 	}

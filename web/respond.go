@@ -93,6 +93,8 @@ func problemFor(err error) problem {
 		return problem{http.StatusUnauthorized, "invalid_passkey", "That passkey was not accepted. Try again, or sign in another way.", 0}
 	case errors.Is(err, auth.ErrPasskeyExists):
 		return problem{http.StatusConflict, "passkey_exists", "That passkey is registered already.", 0}
+	case errors.Is(err, auth.ErrPasskeysOff):
+		return problem{http.StatusNotFound, "passkeys_off", "Passkeys are not available on this server. Sign in with your password.", 0}
 	case errors.Is(err, auth.ErrNoFactor):
 		return problem{http.StatusNotFound, "not_found", "That factor is not listed for your account any more.", 0}
 	case errors.Is(err, auth.ErrFactorRequired):
