@@ -192,11 +192,12 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, usab
 		if err != nil {
 			return "", s.dbDown("reading second factors", err)
 		}
-		reused := false
+		reused, checked := false, false
 		for _, f := range factors {
 			if f.Kind != FactorTOTP || f.ConfirmedAt.IsZero() {
 				continue
 			}
+			checked = true
 			secret, err := openSecret(s.cfg.MFA.Key, user.ID, f.Secret)
 			if err != nil {
 				return "", fmt.Errorf("%w: reading TOTP factor %d: %w", ErrUnavailable, f.ID, err)
@@ -213,6 +214,12 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, usab
 				return "totp", nil
 			}
 			reused = true
+		}
+		if !checked {
+			// An account without an authenticator app, or none, costs
+			// what one with an app does: a held step's code must not
+			// tell which accounts have one (mfa_held.go).
+			matchTOTP(noTOTPSecret[:], digits, now)
 		}
 		if reused {
 			return "", failed(map[string]string{"reused": "true"})
@@ -240,6 +247,11 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, usab
 	}
 	return "", failed(nil)
 }
+
+// noTOTPSecret is the secret checkCode checks a code against when the
+// account has no TOTP factor: a code matches it no more than any other,
+// and nothing is accepted for it.
+var noTOTPSecret [totpSecretLen]byte
 
 // finishSecondStep signs in the account of a second step answered right,
 // whatever answered it (a code in SecondStep, a passkey here): the
