@@ -74,7 +74,10 @@ type LoginResult struct {
 // browser is a known device its owner asked to remember. While new-device
 // verification holds the browser, it is held like any other (nothing
 // tells that the account has a factor), and the mailed link leads to the
-// second step.
+// second step. Every held answer, ErrVerificationRequired, carries a
+// second step of its own (LoginResult.MFA) that the factor's code may
+// finish in place of the link, only for the right password
+// (mfa_held.go).
 //
 // Errors: ErrInvalidRequest, *LimitedError (ErrLimited),
 // ErrInvalidCredentials, ErrVerificationRequired, ErrMFARequired,
@@ -139,7 +142,8 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
 			return LoginResult{}, OutcomeUnavailable, err
 		}
-		return LoginResult{}, OutcomeUnknownAccount, s.failedOrHeld(ctx, held, email, 0, source, device, req.Password)
+		res, err := s.failedOrHeld(ctx, held, User{Email: email}, source, device, req.Password)
+		return res, OutcomeUnknownAccount, err
 	case err != nil:
 		return LoginResult{}, OutcomeUnavailable, err
 	}
@@ -156,7 +160,8 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	// counted, recorded and answered alike, so that nothing (status,
 	// body, time, a lockout that comes or not) tells that it is disabled.
 	if !ok || user.Disabled() {
-		return LoginResult{}, OutcomeFailed, s.failedOrHeld(ctx, held, email, user.ID, source, device, req.Password)
+		res, err := s.failedOrHeld(ctx, held, user, source, device, req.Password)
+		return res, OutcomeFailed, err
 	}
 	// The right password. Held, it is not rehashed, and is counted as a
 	// wrong one is (verification.go). Not held, a breached one from a
@@ -166,15 +171,19 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	// mode's start would have to catch (SignOutNewDevices).
 	verifying := held || (device == "" && s.verificationApplies())
 	if !verifying && device == "" && s.passwordBreached(ctx, req.Password) {
-		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, true, false)
+		res, err := s.hold(ctx, user, source, req.Password, true, false)
+		return res, OutcomeHeld, err
 	}
 	// Held before the account's factors are read: an account with a
 	// factor is held as every other, with the same answer after the same
 	// work, so that a stuffing run learns neither that the password was
 	// right nor that the account has a factor. Its mailed link leads to
-	// the second step (ConfirmSignIn): the factor is still asked for.
+	// the second step (ConfirmSignIn): the factor is still asked for. Or
+	// the held answer's own second step takes the factor's code in place
+	// of the link (mfa_held.go).
 	if verifying {
-		return LoginResult{}, OutcomeHeld, s.hold(ctx, user, source, req.Password, false, true)
+		res, err := s.hold(ctx, user, source, req.Password, false, true)
+		return res, OutcomeHeld, err
 	}
 	// An account with a second factor gets its second step instead of a
 	// session (mfa_signin.go).

@@ -119,6 +119,11 @@ type FactorStore interface {
 	// ConsumeMFAChallenge deletes that second step and returns it;
 	// ErrInvalidToken if there is none (another request took it).
 	ConsumeMFAChallenge(ctx context.Context, tokenHash, bindingHash []byte, now time.Time) (MFAChallenge, error)
+	// SpendHeldMFA stores c as the mark that a held second step was
+	// spent (mfa_held.go), until it expires, and reports whether it was
+	// not already: a held step signs in once, however many right codes
+	// race with it.
+	SpendHeldMFA(ctx context.Context, c MFAChallenge) (bool, error)
 
 	// RememberMFA lets the known device nonceHash of the account skip the
 	// second step until until.

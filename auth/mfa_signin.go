@@ -110,6 +110,9 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	if code == "" || len(code) > maxCodeBytes {
 		return LoginResult{}, ErrInvalidRequest
 	}
+	if IsHeldToken(req.Token) {
+		return s.heldSecondStep(ctx, fs, req, code)
+	}
 	if !wellFormedToken(req.Token) || !wellFormedToken(req.Binding) {
 		return LoginResult{}, ErrInvalidToken
 	}
@@ -131,7 +134,7 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	if err := s.admitCode(ctx, req.Client, user); err != nil {
 		return LoginResult{}, err
 	}
-	kind, err := s.checkCode(ctx, fs, user, code, source)
+	kind, err := s.checkCode(ctx, fs, user, true, code, source)
 	if err != nil {
 		return LoginResult{}, err
 	}
@@ -173,7 +176,12 @@ const EventMFALockout = "mfa_lockout"
 // checkCode checks code against the account's confirmed TOTP factors, or
 // as a recovery code, and spends it. It returns "totp" or "recovery";
 // ErrInvalidCode, recorded, when it is neither or was used already.
-func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, code, source string) (string, error) {
+//
+// Not usable (a held step whose password was not right: mfa_held.go), it
+// does the same work but accepts and spends nothing: a right TOTP code
+// counts as wrong and its step stays unused, and a recovery code is
+// looked for under no account.
+func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, usable bool, code, source string) (string, error) {
 	now := s.now()
 	failed := func(detail map[string]string) error {
 		s.record(Event{Kind: EventMFAFailed, Account: user.Email, UserID: user.ID, Source: source, Detail: detail})
@@ -184,17 +192,18 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, code
 		if err != nil {
 			return "", s.dbDown("reading second factors", err)
 		}
-		reused := false
+		reused, checked := false, false
 		for _, f := range factors {
 			if f.Kind != FactorTOTP || f.ConfirmedAt.IsZero() {
 				continue
 			}
+			checked = true
 			secret, err := openSecret(s.cfg.MFA.Key, user.ID, f.Secret)
 			if err != nil {
 				return "", fmt.Errorf("%w: reading TOTP factor %d: %w", ErrUnavailable, f.ID, err)
 			}
 			step, ok := matchTOTP(secret, digits, now)
-			if !ok {
+			if !ok || !usable {
 				continue
 			}
 			used, err := fs.UseTOTPStep(ctx, f.ID, step, now)
@@ -206,13 +215,23 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, code
 			}
 			reused = true
 		}
+		if !checked {
+			// An account without an authenticator app, or none, costs
+			// what one with an app does: a held step's code must not
+			// tell which accounts have one (mfa_held.go).
+			matchTOTP(noTOTPSecret[:], digits, now)
+		}
 		if reused {
 			return "", failed(map[string]string{"reused": "true"})
 		}
 		return "", failed(nil)
 	}
 	if rc, ok := normaliseRecoveryCode(code); ok {
-		used, err := fs.UseRecoveryCode(ctx, user.ID, recoveryHash(rc), now)
+		owner := user.ID
+		if !usable {
+			owner = 0
+		}
+		used, err := fs.UseRecoveryCode(ctx, owner, recoveryHash(rc), now)
 		if err != nil {
 			return "", s.dbDown("spending recovery code", err)
 		}
@@ -229,6 +248,11 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, code
 	return "", failed(nil)
 }
 
+// noTOTPSecret is the secret checkCode checks a code against when the
+// account has no TOTP factor: a code matches it no more than any other,
+// and nothing is accepted for it.
+var noTOTPSecret [totpSecretLen]byte
+
 // finishSecondStep signs in the account of a second step answered right,
 // whatever answered it (a code in SecondStep, a passkey here): the
 // account's second-step failures cleared, the step spent (one of two right
@@ -237,11 +261,7 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, code
 // asked.
 func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondStepRequest, kind string) (LoginResult, error) {
 	fs := s.factors
-	after, cancel := s.afterDecision(ctx)
-	defer cancel()
-	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
-		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
-	}
+	s.clearSecondStepFailures(ctx, user)
 	ch, err := fs.ConsumeMFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
 	if errors.Is(err, ErrInvalidToken) {
 		return LoginResult{}, err
@@ -252,9 +272,27 @@ func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondSte
 	if ch.PasswordHash != user.PasswordHash {
 		return LoginResult{}, ErrInvalidToken
 	}
+	return s.stepSignedIn(ctx, user, req, kind, ch.PasswordHash, ch.MustChange)
+}
+
+// clearSecondStepFailures clears the account's second-step failures after
+// a right answer.
+func (s *Service) clearSecondStepFailures(ctx context.Context, user User) {
+	after, cancel := s.afterDecision(ctx)
+	defer cancel()
+	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
+		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
+	}
+}
+
+// stepSignedIn makes the session of a second step spent, while the
+// account's password hash is still passwordHash, and remembers the
+// browser if asked.
+func (s *Service) stepSignedIn(ctx context.Context, user User, req SecondStepRequest, kind, passwordHash string, mustChange bool) (LoginResult, error) {
+	fs := s.factors
 	device, cookie := s.knownDeviceOf(ctx, user.Email, req.Cookie)
 	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
-	res, err := s.signedIn(ctx, lreq, user, ch.PasswordHash, req.Client.Source(), device, ch.MustChange, map[string]string{"factor": kind})
+	res, err := s.signedIn(ctx, lreq, user, passwordHash, req.Client.Source(), device, mustChange, map[string]string{"factor": kind})
 	if errors.Is(err, ErrInvalidCredentials) {
 		return LoginResult{}, ErrInvalidToken
 	}

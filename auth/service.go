@@ -224,6 +224,8 @@ type Service struct {
 	// party that checks their ceremonies.
 	passkeys PasskeyStore
 	webauthn *webauthn.WebAuthn
+	// held seals the second steps of held sign-ins (mfa_held.go).
+	held heldKeys
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -319,6 +321,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	s.attempts = newAttempts(cfg.Secret)
 	s.sprayKeys = newSprayKeys(cfg.Secret)
+	s.held = newHeldKeys(cfg.Secret)
 	reg := d.Metrics
 	if reg == nil {
 		reg = prometheus.NewRegistry()

@@ -120,28 +120,37 @@ type heldSignIn struct {
 	// corpus itself; it lives in memory until the job runs, never in a
 	// store or a log.
 	password string
+	// step is the held answer's second step (mfa_held.go), which the job
+	// spends when it finds the password breached.
+	step *heldStep
 }
 
-// failedOrHeld counts a failed sign-in (wrong password, unknown account)
-// as failed does. Held, its answer is the right password's,
-// ErrVerificationRequired, whatever counting returned: a failure that
-// could not be counted is logged, and the answer does not tell it apart.
-func (s *Service) failedOrHeld(ctx context.Context, held bool, email string, userID int64, source, device, password string) error {
-	err := s.failed(ctx, email, userID, source, device, password)
+// failedOrHeld counts a failed sign-in (wrong password, unknown account
+// as User{Email}, disabled account) as failed does. Held, its answer is
+// the right password's, ErrVerificationRequired with a second step that
+// no code finishes (mfa_held.go), whatever counting returned: a failure
+// that could not be counted is logged, and the answer does not tell it
+// apart.
+func (s *Service) failedOrHeld(ctx context.Context, held bool, user User, source, device, password string) (LoginResult, error) {
+	err := s.failed(ctx, user.Email, user.ID, source, device, password)
 	if !held {
-		return err
+		return LoginResult{}, err
 	}
 	if !errors.Is(err, ErrInvalidCredentials) {
 		s.log.WarnContext(ctx, "held sign-in: failure not counted", "err", err)
 	}
-	return ErrVerificationRequired
+	res, _ := s.heldAnswer(user.Email, user.ID, user.PasswordHash, false)
+	return res, ErrVerificationRequired
 }
 
 // hold holds the right password of user from a browser that is not a
 // known device: it records the event, counts the attempt as a wrong
 // password's is counted, queues the mail and returns
-// ErrVerificationRequired. With lookUp, the mail's job looks the password
-// up in the breached corpus; otherwise breached says what is known.
+// ErrVerificationRequired with the held answer's second step, which the
+// factor's code may finish unless the password is breached (mfa_held.go).
+// With lookUp, the mail's job looks the password up in the breached
+// corpus, and spends the step if it is; otherwise breached says what is
+// known.
 //
 // The count is what keeps the answer from telling: were a held right
 // password not counted, an account that failed to lock after its
@@ -151,8 +160,9 @@ func (s *Service) failedOrHeld(ctx context.Context, held bool, email string, use
 // costs the same and weighs the same; a retyped right password counts
 // once, as a retyped wrong one does. The mail is queued after, so that
 // its work does not compete with the request's own.
-func (s *Service) hold(ctx context.Context, user User, source, password string, breached, lookUp bool) error {
-	job := &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached}
+func (s *Service) hold(ctx context.Context, user User, source, password string, breached, lookUp bool) (LoginResult, error) {
+	res, step := s.heldAnswer(user.Email, user.ID, user.PasswordHash, !breached)
+	job := &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached, step: step}
 	if lookUp {
 		job.password = password
 	}
@@ -166,7 +176,7 @@ func (s *Service) hold(ctx context.Context, user User, source, password string, 
 		s.log.WarnContext(ctx, "held sign-in: attempt not counted", "err", err)
 	}
 	s.queueLink(linkJob{email: user.Email, source: source, at: at, signIn: job})
-	return ErrVerificationRequired
+	return res, ErrVerificationRequired
 }
 
 // signInMail stores a new sign-in token for user, bound to the held
@@ -181,6 +191,7 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 		return Message{}, err
 	}
 	if breached {
+		s.spendBreachedHeld(ctx, user, held.step)
 		return Message{
 			To:      user.Email,
 			Subject: "Choose a new XCloak password",

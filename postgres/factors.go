@@ -219,6 +219,19 @@ func (s *Store) ConsumeMFAChallenge(ctx context.Context, tokenHash, bindingHash 
 		RETURNING `+challengeColumns, tokenHash, bindingHash, now))
 }
 
+// SpendHeldMFA implements auth.FactorStore: the mark is a row of
+// mfa_challenges under a hash no token has, and a second one conflicts
+// with it.
+func (s *Store) SpendHeldMFA(ctx context.Context, c auth.MFAChallenge) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO mfa_challenges (token_hash, user_id, binding_hash, password_hash, must_change, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (token_hash) DO NOTHING`,
+		c.TokenHash, c.UserID, c.BindingHash, c.PasswordHash, c.MustChange, c.CreatedAt, c.ExpiresAt)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // RememberMFA implements auth.FactorStore.
 func (s *Store) RememberMFA(ctx context.Context, userID int64, nonceHash []byte, until time.Time) error {
 	_, err := s.pool.Exec(ctx, `UPDATE devices SET mfa_remembered_until = $3 WHERE nonce_hash = $2 AND user_id = $1`,

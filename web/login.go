@@ -86,10 +86,10 @@ func (s *Server) handleLoginForm() http.Handler {
 			s.mfaStepPage(w, r, http.StatusOK, templates.MFAStepProps{Token: res.MFA.Token, Return: s.allowedReturn(form[templates.FieldReturn])})
 			return
 		}
-		// A held sign-in drops rd: it ends from the mailed link, maybe in
-		// another browser.
+		// A held sign-in's link drops rd: it ends maybe in another
+		// browser. Its code's form keeps it.
 		if errors.Is(err, auth.ErrVerificationRequired) {
-			s.held(w, r)
+			s.held(w, r, res.MFA, form[templates.FieldReturn])
 			return
 		}
 		p := problemFor(err)
@@ -123,7 +123,7 @@ func (s *Server) handleLoginAPI() http.Handler {
 			err = s.auth.MalformedLogin(r.Context(), s.client(r))
 		}
 		if errors.Is(err, auth.ErrVerificationRequired) {
-			s.held(w, r)
+			s.held(w, r, res.MFA, "")
 			return
 		}
 		if errors.Is(err, auth.ErrMFARequired) {

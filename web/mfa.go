@@ -81,6 +81,12 @@ func (s *Server) handleMFAForm() http.Handler {
 				props.Error = "Enter the six-digit code from your app, or a recovery code."
 			}
 		}
+		// A held sign-in's code is answered on the held page, which says
+		// nothing of the password.
+		if auth.IsHeldToken(props.Token) {
+			s.heldPage(w, r, p.status, props)
+			return
+		}
 		s.mfaStepPage(w, r, p.status, props)
 	})
 }

@@ -21,23 +21,40 @@ func attackOn(t *testing.T, env *xcloaktest.Env) {
 	}
 }
 
+// maskedAnswer is a held answer as answerOf masks it, failing if it has
+// no token, and the token.
+func maskedAnswer(t *testing.T, resp *http.Response, body string) (answer, string) {
+	t.Helper()
+	m := heldTokenRe.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no mfa_token in the held answer %d:\n%s", resp.StatusCode, body)
+	}
+	return answerOf(resp, body), m[2]
+}
+
 // TestMFAHeldTellsNothing: in attack mode, a new browser's right password
 // of an account with a factor is answered as a wrong one, an unknown
-// account and the right password of an account without one are: the same
-// status, headers, cookies and body, from the page and from the API, so a
-// stuffing run learns neither which passwords are right nor which
-// accounts have a factor. None of the four gets a session or a second
-// step.
+// account, the right password of an account without one and of a
+// disabled account are: the same status, headers and body, from the page
+// and from the API, and each carries a second step's token of the same
+// length and its binding cookie, so a stuffing run learns neither which
+// passwords are right nor which accounts have a factor. None of them gets
+// a session.
 func TestMFAHeldTellsNothing(t *testing.T) {
 	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.NotifyNewDevice = false }})
 	u := enrolTOTP(t, env, base, clk, "hana@example.test", false)
 	env.AddUser(t, "ivan@example.test", u.password, false)
+	off := env.AddUser(t, "otto@example.test", u.password, false)
+	if _, err := env.Service.DisableUser(t.Context(), off.ID, "cli"); err != nil {
+		t.Fatal(err)
+	}
 	attackOn(t, env)
 	cases := []struct{ name, email, password string }{
 		{"right password, factor", u.email, u.password},
 		{"wrong password, factor", u.email, "not the password at all"},
 		{"unknown account", "nobody@example.test", u.password},
 		{"right password, no factor", "ivan@example.test", u.password},
+		{"disabled account", "otto@example.test", u.password},
 	}
 	for i, api := range []bool{false, true} {
 		var answers []answer
@@ -50,7 +67,11 @@ func TestMFAHeldTellsNothing(t *testing.T) {
 			} else {
 				resp, body = postSignIn(t, c, base, tc.email, tc.password)
 			}
-			answers = append(answers, answerOf(resp, body))
+			a, _ := maskedAnswer(t, resp, body)
+			answers = append(answers, a)
+			if !strings.Contains(a.headers, "xcloak_mfa=VALUE") {
+				t.Errorf("api=%v, %s: no binding cookie:\n%s", api, tc.name, a.headers)
+			}
 			if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
 				t.Errorf("api=%v, %s: the asking browser reaches its account (%d)", api, tc.name, resp.StatusCode)
 			}

@@ -149,7 +149,8 @@ func TestRdChangesNoRule(t *testing.T) {
 		_, base := rdEnv(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways })
 		c := xcloaktest.Client(t, "127.0.0.6")
 		resp, _ := post(t, c, base+"/login", formType, signInForm("ann@example.com", "correct horse", appPage))
-		if resp.StatusCode != http.StatusAccepted || location(resp) != "" || len(resp.Cookies()) != 0 {
+		// No cookie but the held second step's binding.
+		if resp.StatusCode != http.StatusAccepted || location(resp) != "" || len(resp.Cookies()) != 1 || resp.Cookies()[0].Name != "xcloak_mfa" {
 			t.Errorf("new browser with rd: %d to %q, cookies %v; want 202 held", resp.StatusCode, location(resp), resp.Cookies())
 		}
 		if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {

@@ -13,14 +13,29 @@ import (
 
 // held answers a sign-in held for new-device verification: the same
 // status, body, headers and cookies whether the password was right, wrong
-// or for no account. The page shows no email and a signed-out header, so
-// nothing of the request shapes it.
-func (s *Server) held(w http.ResponseWriter, r *http.Request) {
+// or for no account, but for the values of the second step's token and
+// binding cookie, which every held answer carries (auth/mfa_held.go). The
+// page shows no email and a signed-out header, so nothing of the request
+// shapes it but rd, which the code's form keeps.
+func (s *Server) held(w http.ResponseWriter, r *http.Request, step auth.MFAStep, rd string) {
+	if step.Token != "" {
+		s.startSecondStep(w, step)
+	}
 	if isAPI(r) {
-		writeJSON(w, http.StatusAccepted, map[string]string{"status": "verification_required"})
+		body := map[string]string{"status": "verification_required"}
+		if step.Token != "" {
+			body["mfa_token"] = step.Token
+		}
+		writeJSON(w, http.StatusAccepted, body)
 		return
 	}
-	s.render(w, r, http.StatusAccepted, templates.VerificationSentPage(templates.VerificationSentProps{LinkTTL: s.auth.VerificationTTL()}))
+	s.heldPage(w, r, http.StatusAccepted, templates.MFAStepProps{Token: step.Token, Return: s.allowedReturn(rd)})
+}
+
+// heldPage renders the page of a held sign-in, its code's form with code.
+func (s *Server) heldPage(w http.ResponseWriter, r *http.Request, status int, code templates.MFAStepProps) {
+	code.RememberFor = s.auth.RememberFor()
+	s.render(w, r, status, templates.VerificationSentPage(templates.VerificationSentProps{LinkTTL: s.auth.VerificationTTL(), Code: code}))
 }
 
 // handleSignInConfirmPage shows the link's button; opening the link

@@ -29,7 +29,7 @@ func BenchmarkVerificationTiming(b *testing.B) {
 	}
 	env := xcloaktest.New(b, xcloaktest.Options{Hasher: hasher, Auth: func(c *auth.Config) {
 		c.NewDeviceVerification = auth.VerifyAlways
-		for _, r := range []string{auth.RuleLoginIP, auth.RuleLoginNetwork, auth.RuleLoginAccount, auth.RuleResetDomain} {
+		for _, r := range []string{auth.RuleLoginIP, auth.RuleLoginNetwork, auth.RuleLoginAccount, auth.RuleResetDomain, auth.RuleVerifyMailAccount} {
 			c.Limits.SetCount(r, 100_000)
 		}
 		c.Lockout.Threshold = 100_000

@@ -51,6 +51,10 @@ type answer struct {
 	body    string
 }
 
+// Held answers differ in their second step's token and binding cookie,
+// random each: the token's value is masked, its length kept, and the
+// binding cookie's value and Max-Age, which counts down on the wall's
+// clock.
 func answerOf(resp *http.Response, body string) answer {
 	var lines []string
 	for name, values := range resp.Header {
@@ -58,12 +62,26 @@ func answerOf(resp *http.Response, body string) answer {
 			continue
 		}
 		for _, v := range values {
+			if name == "Set-Cookie" && bindingCookieRe.MatchString(v) {
+				v = bindingCookieRe.ReplaceAllString(v, "${1}VALUE")
+				v = maxAgeRe.ReplaceAllString(v, "Max-Age=N")
+			}
 			lines = append(lines, name+": "+v)
 		}
 	}
 	slices.Sort(lines)
+	if m := heldTokenRe.FindStringSubmatch(body); m != nil {
+		body = strings.ReplaceAll(body, m[2], fmt.Sprintf("TOKEN(%d)", len(m[2])))
+	}
 	return answer{resp.StatusCode, strings.Join(lines, "\n"), body}
 }
+
+var (
+	// heldTokenRe finds a held answer's token in its JSON or on its page.
+	heldTokenRe     = regexp.MustCompile(`("mfa_token":"|name="mfa_token" value=")([A-Za-z0-9_-]{44,})"`)
+	bindingCookieRe = regexp.MustCompile(`^((?:__Host-)?xcloak_mfa=)[^;]+`)
+	maxAgeRe        = regexp.MustCompile(`Max-Age=\d+`)
+)
 
 // TestVerificationNoOracle: while new-device verification applies, a new
 // browser's sign-in with the right password, a wrong one and an unknown
@@ -102,15 +120,15 @@ func TestVerificationNoOracle(t *testing.T) {
 				t.Errorf("api=%v: the answer to the %s differs from the right password's:\n%+v\n%+v", api, cases[j+1].name, a, answers[0])
 			}
 		}
-		if api && strings.TrimSpace(answers[0].body) != `{"status":"verification_required"}` {
+		if api && strings.TrimSpace(answers[0].body) != `{"mfa_token":"TOKEN(223)","status":"verification_required"}` {
 			t.Errorf("API answer: %s", answers[0].body)
 		}
 		if !api && (!strings.Contains(answers[0].body, `id="verification-sent"`) ||
 			!strings.Contains(answers[0].body, "If the email and password were right")) {
 			t.Errorf("api=%v: the page does not say a link was sent:\n%s", api, answers[0].body)
 		}
-		if strings.Contains(answers[0].headers, "Set-Cookie") {
-			t.Errorf("api=%v: a held sign-in sets cookies: %s", api, answers[0].headers)
+		if strings.Count(answers[0].headers, "Set-Cookie") != 1 || !strings.Contains(answers[0].headers, "Set-Cookie: xcloak_mfa=VALUE") {
+			t.Errorf("api=%v: a held sign-in sets cookies but its second step's binding: %s", api, answers[0].headers)
 		}
 	}
 	for range 2 {
@@ -193,8 +211,8 @@ func TestSignInLinkSignsInTheBrowserThatOpensIt(t *testing.T) {
 	if resp, _ := get(t, asking, base+"/account"); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the browser that asked: /account %d, want a redirect to sign in", resp.StatusCode)
 	}
-	if u, _ := url.Parse(base); len(asking.Jar.Cookies(u)) != 0 {
-		t.Fatalf("the browser that asked has cookies: %v", asking.Jar.Cookies(u))
+	if u, _ := url.Parse(base); len(asking.Jar.Cookies(u)) != 1 || asking.Jar.Cookies(u)[0].Name != "xcloak_mfa" {
+		t.Fatalf("the browser that asked has cookies but its held second step's binding: %v", asking.Jar.Cookies(u))
 	}
 	// Signed out, the confirmed browser is a known device: its password
 	// signs it in at once.

@@ -1,0 +1,242 @@
+package auth
+
+import (
+	"context"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"time"
+)
+
+// Held second steps. While new-device verification holds a browser
+// (verification.go), an enrolled factor stands in for the mailed link:
+// the browser that typed the right password may finish with a code from
+// its authenticator app, or a recovery code, and is signed in and made a
+// known device as the link would have.
+//
+// Answering a held right password with a second step would tell a
+// stuffing run which passwords were right. So every held answer carries
+// a second step: the right password and a wrong one, an unknown account,
+// a disabled one, an account with a factor or without, a breached
+// password. Each is a sealed token (AES-256-GCM under a key derived from
+// Config.Secret, which every replica shares), of the same length for the
+// same address and made with the same work, and each sets the binding
+// cookie as a second step does. Nothing is stored per held answer: a
+// stuffing run cannot fill the database with them.
+//
+// The token holds its purpose and version, the normalised address, the
+// account's id (0 for none), whether the password was right and usable
+// (not for a wrong password, an unknown or disabled account, a breached
+// password), a short keyed fingerprint of the account's password hash at
+// that moment, the SHA-256 of the binding, its expiry and a random
+// nonce. The address is padded to heldEmailBlock bytes: the length of a
+// token says no more than the address its client typed.
+//
+// Its code (SecondStep) does the same work whatever the token says: it is
+// counted by the second step's limits, per network and per account (by
+// the token's address, an account or not), the account and its factors
+// are read, the code is checked; and only when the password was right,
+// its fingerprint still the account's, the account enabled and the code
+// right does the sign-in finish. Every other case is ErrInvalidCode, the
+// wrong code's answer. A right code spends the token's nonce
+// (FactorStore.SpendHeldMFA): a held token signs in once. The passkeys'
+// second step takes no held token (it would list the account's
+// passkeys): passkey owners sign in with "Sign in with a passkey", which
+// holds no one.
+
+const (
+	// heldVersion is the first byte of a held token's sealed contents:
+	// its purpose and the layout's version.
+	heldVersion byte = 1
+	// heldEmailBlock pads the address in a held token to a multiple of
+	// its size.
+	heldEmailBlock = 64
+	// heldPrintLen is the length of the password hash's fingerprint.
+	heldPrintLen = 8
+	heldNonceLen = 16
+	// heldFixed is the length of the contents but the address: version,
+	// usable, address length, user id, fingerprint, binding hash, expiry
+	// and nonce.
+	heldFixed = 1 + 1 + 1 + 8 + heldPrintLen + sha256.Size + 8 + heldNonceLen
+)
+
+// maxHeldTokenChars bounds a held token before any work: the longest
+// address, padded, sealed with its GCM nonce and tag, in base64url.
+var maxHeldTokenChars = base64.RawURLEncoding.EncodedLen(12 + heldFixed + paddedEmailLen(MaxEmailBytes) + 16)
+
+// heldAD is the associated data of every held token.
+var heldAD = []byte("xcloak held second step")
+
+// paddedEmailLen is the length of an address of n bytes padded in a held
+// token.
+func paddedEmailLen(n int) int {
+	return max(1, (n+heldEmailBlock-1)/heldEmailBlock) * heldEmailBlock
+}
+
+// IsHeldToken reports whether token has the form of a held second step's
+// (a normal one's is 43 characters), without opening it: the second
+// step's page takes one as the held page's.
+func IsHeldToken(token string) bool {
+	return len(token) > 43 && len(token) <= maxHeldTokenChars
+}
+
+// heldKeys seal held tokens and fingerprint password hashes.
+type heldKeys struct {
+	aead  cipher.AEAD
+	print []byte
+}
+
+func newHeldKeys(secret []byte) heldKeys {
+	return heldKeys{aead: newAEAD(deriveKey(secret, "held-second-step")), print: deriveKey(secret, "held-password-print")}
+}
+
+// passwordPrint is the fingerprint of a password hash a held token holds.
+func (k heldKeys) passwordPrint(passwordHash string) []byte {
+	m := hmac.New(sha256.New, k.print)
+	m.Write([]byte(passwordHash))
+	return m.Sum(nil)[:heldPrintLen]
+}
+
+// heldStep is the contents of a held token.
+type heldStep struct {
+	// usable: the password was right, the account enabled and the
+	// password not breached.
+	usable      bool
+	email       string
+	userID      int64
+	print       []byte
+	bindingHash []byte
+	expires     time.Time
+	nonce       []byte
+}
+
+// seal makes the token of h.
+func (k heldKeys) seal(h heldStep) string {
+	plain := make([]byte, 0, heldFixed+paddedEmailLen(len(h.email)))
+	usable := byte(0)
+	if h.usable {
+		usable = 1
+	}
+	plain = append(plain, heldVersion, usable, byte(len(h.email)))
+	plain = binary.BigEndian.AppendUint64(plain, uint64(h.userID))
+	plain = append(plain, h.print...)
+	plain = append(plain, h.bindingHash...)
+	plain = binary.BigEndian.AppendUint64(plain, uint64(h.expires.UnixMilli()))
+	plain = append(plain, h.nonce...)
+	plain = append(plain, h.email...)
+	plain = append(plain, make([]byte, paddedEmailLen(len(h.email))-len(h.email))...)
+	nonce := make([]byte, k.aead.NonceSize(), k.aead.NonceSize()+len(plain)+k.aead.Overhead())
+	rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(k.aead.Seal(nonce, nonce, plain, heldAD))
+}
+
+// open opens a held token for the browser whose binding cookie is
+// binding; ErrInvalidToken if it is not one this service sealed, for
+// that browser, unexpired at now.
+func (k heldKeys) open(token, binding string, now time.Time) (heldStep, error) {
+	if !IsHeldToken(token) || !wellFormedToken(binding) {
+		return heldStep{}, ErrInvalidToken
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	ns := k.aead.NonceSize()
+	if err != nil || len(raw) < ns+k.aead.Overhead() {
+		return heldStep{}, ErrInvalidToken
+	}
+	p, err := k.aead.Open(nil, raw[:ns], raw[ns:], heldAD)
+	if err != nil || len(p) < heldFixed || p[0] != heldVersion {
+		return heldStep{}, ErrInvalidToken
+	}
+	n := int(p[2])
+	if len(p) != heldFixed+paddedEmailLen(n) {
+		return heldStep{}, ErrInvalidToken
+	}
+	h := heldStep{usable: p[1] == 1, userID: int64(binary.BigEndian.Uint64(p[3:]))}
+	rest := p[11:]
+	h.print, rest = rest[:heldPrintLen], rest[heldPrintLen:]
+	h.bindingHash, rest = rest[:sha256.Size], rest[sha256.Size:]
+	h.expires, rest = time.UnixMilli(int64(binary.BigEndian.Uint64(rest))), rest[8:]
+	h.nonce, rest = rest[:heldNonceLen], rest[heldNonceLen:]
+	h.email = string(rest[:n])
+	if subtle.ConstantTimeCompare(h.bindingHash, hashToken(binding)) != 1 || !now.Before(h.expires) {
+		return heldStep{}, ErrInvalidToken
+	}
+	return h, nil
+}
+
+// heldAnswer is the second step every held answer carries, for the
+// address email, the account userID (0 for none) whose password hash is
+// passwordHash ("" for none), usable when its password was right and may
+// sign in. The same work in every case; none without a store of factors,
+// in every case too.
+func (s *Service) heldAnswer(email string, userID int64, passwordHash string, usable bool) (LoginResult, *heldStep) {
+	if s.factors == nil {
+		return LoginResult{}, nil
+	}
+	binding, bindingHash := newToken()
+	h := heldStep{usable: usable, email: email, userID: userID, print: s.held.passwordPrint(passwordHash),
+		bindingHash: bindingHash, expires: s.now().Add(s.cfg.MFA.ChallengeTTL), nonce: make([]byte, heldNonceLen)}
+	rand.Read(h.nonce)
+	return LoginResult{MFA: MFAStep{Token: s.held.seal(h), Binding: binding, ExpiresAt: h.expires}}, &h
+}
+
+// heldSecondStep is SecondStep for a held token: see above.
+func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req SecondStepRequest, code string) (LoginResult, error) {
+	h, err := s.held.open(req.Token, req.Binding, s.now())
+	if err != nil {
+		return LoginResult{}, err
+	}
+	user, err := s.UserByEmail(ctx, h.email)
+	switch {
+	case errors.Is(err, ErrNoUser):
+		// Counted under its address as an account's codes are.
+		user = User{Email: h.email}
+	case err != nil:
+		return LoginResult{}, err
+	}
+	if err := s.admitCode(ctx, req.Client, user); err != nil {
+		return LoginResult{}, err
+	}
+	usable := h.usable && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&
+		subtle.ConstantTimeCompare(s.held.passwordPrint(user.PasswordHash), h.print) == 1
+	kind, err := s.checkCode(ctx, fs, user, usable, code, req.Client.Source())
+	if err != nil {
+		return LoginResult{}, err
+	}
+	s.clearSecondStepFailures(ctx, user)
+	// The nonce is spent only now, by a right code: of two racing, one
+	// finds it spent.
+	switch spent, err := fs.SpendHeldMFA(ctx, h.spentMark(user, s.now())); {
+	case err != nil:
+		return LoginResult{}, s.dbDown("spending held second step", err)
+	case !spent:
+		return LoginResult{}, ErrInvalidToken
+	}
+	return s.stepSignedIn(ctx, user, req, kind, user.PasswordHash, false)
+}
+
+// spentMark is the row that marks h spent (FactorStore.SpendHeldMFA): by
+// the SHA-256 of its nonce, which no normal step's token hashes to, until
+// it expires.
+func (h heldStep) spentMark(user User, now time.Time) MFAChallenge {
+	sum := sha256.Sum256(append([]byte("xcloak held second step spent "), h.nonce...))
+	return MFAChallenge{TokenHash: sum[:], BindingHash: h.bindingHash, UserID: user.ID, Email: user.Email,
+		PasswordHash: user.PasswordHash, CreatedAt: now, ExpiresAt: h.expires}
+}
+
+// spendBreachedHeld spends the held token of a right password the mail's
+// job found breached: it signs in no browser, as a breached password
+// does not. A code typed before the job ran is not caught.
+func (s *Service) spendBreachedHeld(ctx context.Context, user User, h *heldStep) {
+	if h == nil || !h.usable || s.factors == nil {
+		return
+	}
+	if _, err := s.factors.SpendHeldMFA(ctx, h.spentMark(user, s.now())); err != nil {
+		s.metrics.dbErrors.Inc()
+		s.log.WarnContext(ctx, "held second step of a breached password not spent", "err", err)
+	}
+}
