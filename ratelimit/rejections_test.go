@@ -276,3 +276,40 @@ func TestRememberedCostsNoKeys(t *testing.T) {
 		t.Errorf("Remembered: %v allocations; want 1 (its results), no keys built", allocs)
 	}
 }
+
+// TestFailoverRememberedCostsNoTimeout: behind a Failover, a decision the
+// shared store's memory answers costs no Redis call and so no bound on
+// one either (a context with a timeout: a timer per request), just the
+// results.
+func TestFailoverRememberedCostsNoTimeout(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared.RememberRejections(time.Minute, 100)
+	local, err := ratelimit.NewLocal(nil, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ratelimit.NewFailover(shared, local, rdb, ratelimit.FailClosed, nil)
+	t.Cleanup(f.Close)
+	rule := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}}
+	for i, want := range []bool{true, false} {
+		if d, err := f.AllowAll(t.Context(), rule); err != nil || d.Allowed != want || d.FromMemory {
+			t.Fatalf("request %d: %+v, %v; want Redis' answer, allowed %v", i, d, err, want)
+		}
+	}
+	d, err := f.AllowAll(t.Context(), rule)
+	if err != nil || d.Allowed || !d.FromMemory || d.RetryAfter <= 0 {
+		t.Fatalf("from memory: %+v, %v; want a rejection with a retry-after", d, err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if d, err := f.AllowAll(t.Context(), rule); err != nil || !d.FromMemory {
+			t.Fatalf("from memory: %+v, %v", d, err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("Failover.AllowAll from memory: %v allocations; want 1 (its results)", allocs)
+	}
+}
