@@ -304,8 +304,9 @@ func TestFailoverRememberedCostsNoTimeout(t *testing.T) {
 	if err != nil || d.Allowed || !d.FromMemory || d.RetryAfter <= 0 {
 		t.Fatalf("from memory: %+v, %v; want a rejection with a retry-after", d, err)
 	}
+	rules := []ratelimit.Rule{rule} // as a request's rules come
 	allocs := testing.AllocsPerRun(100, func() {
-		if d, err := f.AllowAll(t.Context(), rule); err != nil || !d.FromMemory {
+		if d, err := f.AllowAll(t.Context(), rules...); err != nil || !d.FromMemory {
 			t.Fatalf("from memory: %+v, %v", d, err)
 		}
 	})
