@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,11 @@ type metrics struct {
 	successes    prometheus.Counter
 	failures     prometheus.Counter
 	rejected     *prometheus.CounterVec
+	// rejectedBy holds rejected's counter of each rule once it counted:
+	// a rejection, which a flood makes many of, then finds its counter
+	// without hashing its label. Filled as rules reject, so that the
+	// metrics show the rules that did, as they always have.
+	rejectedBy sync.Map // rule name -> prometheus.Counter
 	lockouts     prometheus.Counter
 	resets       prometheus.Counter
 	decision     prometheus.Histogram
@@ -97,9 +103,9 @@ func (m *metrics) observe(e Event) {
 		m.attempts.Inc()
 	case EventLoginRejected:
 		m.attempts.Inc()
-		m.rejected.WithLabelValues(e.Rule).Inc()
+		m.rejectedFor(e.Rule).Inc()
 	case EventResetRejected, EventVerificationRejected:
-		m.rejected.WithLabelValues(e.Rule).Inc()
+		m.rejectedFor(e.Rule).Inc()
 	case EventVerificationRequired:
 		m.attempts.Inc()
 		m.held.Inc()
@@ -110,6 +116,16 @@ func (m *metrics) observe(e Event) {
 	case EventResetMailDropped:
 		m.mailDropped.WithLabelValues(e.Detail["reason"]).Inc()
 	}
+}
+
+// rejectedFor returns the counter of the rejections of rule.
+func (m *metrics) rejectedFor(rule string) prometheus.Counter {
+	if c, ok := m.rejectedBy.Load(rule); ok {
+		return c.(prometheus.Counter)
+	}
+	c := m.rejected.WithLabelValues(rule)
+	m.rejectedBy.Store(rule, c)
+	return c
 }
 
 func (m *metrics) observeDecision(d time.Duration) { m.decision.Observe(d.Seconds()) }

@@ -435,10 +435,13 @@ func networkID(addr netip.Addr, v4Bits, v6Bits int) string {
 		// Only a Key that failed its check has such bits.
 		return "unknown"
 	}
+	// Written into a buffer of the longest form ("ffff:...:ffff/128"),
+	// so that the name is the one allocation.
+	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128")]byte
 	if addr.Is4() && bits == 32 {
-		return p.Addr().String()
+		return string(p.Addr().AppendTo(buf[:0]))
 	}
-	return p.String()
+	return string(p.AppendTo(buf[:0]))
 }
 
 // Rules returns the table of rules, in its order.
@@ -553,12 +556,12 @@ func (l Limits) Validate() error {
 // rulesFor returns the rules of flow that apply to the request s, with
 // their identities and limits from l, in the table's order.
 func rulesFor(l Limits, flow Flow, s Subject) []ratelimit.Rule {
-	var out []ratelimit.Rule
-	var replaced []string
-	for _, r := range rules {
-		if r.Flow != flow {
-			continue
-		}
+	table := flowRules[flow]
+	out := make([]ratelimit.Rule, 0, len(table))
+	// The rules others replace: one at most in today's table.
+	var buf [2]string
+	replaced := buf[:0]
+	for _, r := range table {
 		id, ok := r.Key.ID(s)
 		if !ok {
 			continue
@@ -566,10 +569,27 @@ func rulesFor(l Limits, flow Flow, s Subject) []ratelimit.Rule {
 		if r.Replaces != "" {
 			replaced = append(replaced, r.Replaces)
 		}
-		out = append(out, ratelimit.Rule{Name: r.Name, ID: id, Limit: l.Of(r.Name), Lockable: r.Lockable})
+		limit := r.Name
+		if r.SharesLimit != "" {
+			limit = r.SharesLimit
+		}
+		out = append(out, ratelimit.Rule{Name: r.Name, ID: id, Limit: l[limit], Lockable: r.Lockable})
+	}
+	if len(replaced) == 0 {
+		return out
 	}
 	return slices.DeleteFunc(out, func(r ratelimit.Rule) bool { return slices.Contains(replaced, r.Name) })
 }
+
+// flowRules holds the table's rules by flow, in the table's order, so that
+// a request's rules are found without walking the whole table.
+var flowRules = func() map[Flow][]RuleSpec {
+	m := make(map[Flow][]RuleSpec)
+	for _, r := range rules {
+		m[r.Flow] = append(m[r.Flow], r)
+	}
+	return m
+}()
 
 // checkRules checks a table of rules: every entry named, labelled, keyed
 // and in a flow, with a valid default, a setting's texts, or another

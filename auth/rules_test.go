@@ -329,3 +329,16 @@ func TestKeysWithoutIdentity(t *testing.T) {
 		t.Errorf("network key of a request without an address = %q, %v; want \"unknown\", true", id, ok)
 	}
 }
+
+// TestRulesForAllocations: the rules of a sign-in, built for every one
+// before its decision (rejected ones included), cost one slice and the
+// names of the client's networks, nothing for the table's walk.
+func TestRulesForAllocations(t *testing.T) {
+	l := DefaultLimits()
+	sub := Subject{Client: Client{Addr: netip.MustParseAddr("192.0.2.1")}, Account: "ann@example.com", Password: "spraykey"}
+	// The slice, "192.0.2.1" and "192.0.2.0/24".
+	const want = 3
+	if n := testing.AllocsPerRun(100, func() { rulesFor(l, FlowSignIn, sub) }); n > want {
+		t.Errorf("rulesFor(sign-in): %v allocations, want %d", n, want)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"hash"
+	"sync"
 	"time"
 
 	"github.com/xcloak/xcloak/ratelimit"
@@ -43,19 +45,39 @@ const (
 // sprayKeys derives the spraying keys of passwords.
 type sprayKeys struct {
 	key []byte
+	// macs holds *sprayMAC: keyed hashes reused from one sign-in to the
+	// next, since every sign-in, rejected ones included, computes a key.
+	macs *sync.Pool
+}
+
+// sprayMAC is one reusable keyed hash, with room for its input and sum.
+type sprayMAC struct {
+	h   hash.Hash
+	in  []byte
+	sum [sha256.Size]byte
 }
 
 func newSprayKeys(secret []byte) sprayKeys {
-	return sprayKeys{key: deriveKey(secret, "password-spraying")}
+	return sprayKeys{key: deriveKey(secret, "password-spraying"), macs: new(sync.Pool)}
 }
 
 // of returns the spraying key of password: 128 bits of HMAC-SHA256 over
 // the normalised password, so that the forms of a password that sign in
 // alike are sprayed alike, in unpadded base64url.
 func (k sprayKeys) of(password string) string {
-	m := hmac.New(sha256.New, k.key)
-	m.Write([]byte(normalisePassword(password)))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+	m, _ := k.macs.Get().(*sprayMAC)
+	if m == nil {
+		m = &sprayMAC{h: hmac.New(sha256.New, k.key)}
+	} else {
+		m.h.Reset()
+	}
+	m.in = append(m.in[:0], normalisePassword(password)...)
+	m.h.Write(m.in)
+	clear(m.in) // no password left behind in the pool
+	var key [22]byte
+	base64.RawURLEncoding.Encode(key[:], m.h.Sum(m.sum[:0])[:16])
+	k.macs.Put(m)
+	return string(key[:])
 }
 
 // sprayPolicy is RuleLoginPassword's lockout: the password is locked for

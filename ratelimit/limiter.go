@@ -128,7 +128,6 @@ func NewLimiter(rdb redis.UniversalClient, prefix string) (*Limiter, error) {
 // Allow checks one rule and records the request if it is admitted.
 func (l *Limiter) Allow(ctx context.Context, rule Rule) (Result, error) {
 	var results [1]Result
-	// From memory, the decision's results are the memory's, not results.
 	d, err := l.decide(ctx, []Rule{rule}, results[:])
 	if err != nil {
 		return Result{}, err
@@ -147,17 +146,17 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 }
 
 // decide is AllowAll, with each rule's result written into results (as
-// long as rules) unless the decision is answered from memory.
+// long as rules).
 func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (Decision, error) {
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
-	keys := l.keys(rules)
 	if l.rejections != nil {
-		if d, ok := l.remembered(rules, keys); ok {
+		if d, ok := l.remembered(rules, results); ok {
 			return d, nil
 		}
 	}
+	keys := l.keys(rules)
 	d := Decision{Allowed: true, Results: results}
 	var err error
 	if groups := l.groups(rules, keys); groups == nil {
@@ -173,8 +172,9 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
 			if l.rejections != nil && err == nil {
-				// Its own copy: keys share one allocation.
-				l.rejections.remember(strings.Clone(logKey(rules, keys, i)), res.RetryAfter, res.Locked, time.Now())
+				// Its own copy: an identity may be part of a larger string.
+				r := ruleID{name: strings.Clone(rules[i].Name), id: strings.Clone(rules[i].ID)}
+				l.rejections.remember(r, res.RetryAfter, res.Locked, time.Now())
 			}
 		}
 	}
@@ -224,31 +224,31 @@ func (l *Limiter) Remembered(rules ...Rule) (Decision, bool) {
 	if l.rejections == nil || validRules(rules) != nil {
 		return Decision{}, false
 	}
-	return l.remembered(rules, l.keys(rules))
+	return l.remembered(rules, nil)
 }
 
 // remembered answers a request from the remembered rejections when one of
-// its rules is among them. The other rules are not consulted: their results
-// say Allowed, with no counts, and the decision says FromMemory.
-func (l *Limiter) remembered(rules []Rule, keys []string) (Decision, bool) {
+// its rules is among them, by the rules' names and identities: no key is
+// built and no identity hashed. The other rules are not consulted: their
+// results say Allowed, with no counts, and the decision says FromMemory.
+// The results are written into results if it is not nil (as long as
+// rules), else into a new slice.
+func (l *Limiter) remembered(rules []Rule, results []Result) (Decision, bool) {
 	if l.rejections == nil {
 		return Decision{}, false
 	}
 	now := time.Now()
 	var d Decision
-	k := 0
 	for i, r := range rules {
-		log := keys[k]
-		k++
-		if r.Lockable {
-			k++
-		}
-		left, locked := l.rejections.lookup(log, now)
+		left, locked := l.rejections.lookup(ruleID{name: r.Name, id: r.ID}, now)
 		if left <= 0 {
 			continue
 		}
 		if d.Results == nil {
-			d.Results = make([]Result, len(rules))
+			d.Results = results
+			if d.Results == nil {
+				d.Results = make([]Result, len(rules))
+			}
 			for j, r := range rules {
 				d.Results[j] = Result{Name: r.Name, Limit: r.Limit, Allowed: true}
 			}
@@ -264,7 +264,7 @@ func (l *Limiter) remembered(rules []Rule, keys []string) (Decision, bool) {
 // decision asks Redis: after an unlock, for instance.
 func (l *Limiter) Forget(name, id string) {
 	if l.rejections != nil {
-		l.rejections.forget(Keys{prefix: l.prefix, kind: name}.Log(id))
+		l.rejections.forget(ruleID{name: name, id: id})
 	}
 }
 

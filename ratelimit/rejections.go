@@ -23,13 +23,26 @@ type rejections struct {
 	max int
 
 	mu    sync.Mutex
-	until map[string]rejection // by rule key
+	until map[ruleID]rejection
 	// nextSweep is, once a sweep left the memory full, when its earliest
 	// memory ends: no sweep before then could free a place, and a flood
 	// over more identities than max would otherwise scan every memory,
 	// under mu, for each rejection.
 	nextSweep time.Time
 	sweeps    int // sweeps made, for tests
+}
+
+// ruleID names what a memory is of: a rule's name and the identity it
+// limits, as given, not its key. Looking a request's rules up by it costs
+// no key building and no hashing of the identity, so a remembered
+// rejection costs a map lookup. A Limiter has one prefix, and rules of one
+// name share their logs, so it names one log as its key does.
+// An identity is kept as given, so an entry takes the identity's length
+// (an address, a normalised email, a spraying key: tens to a few hundred
+// bytes) where a key took about 60; the number of entries is bounded as
+// before.
+type ruleID struct {
+	name, id string
 }
 
 type rejection struct {
@@ -39,12 +52,12 @@ type rejection struct {
 }
 
 func newRejections(ttl time.Duration, max int) *rejections {
-	return &rejections{ttl: ttl, max: max, until: make(map[string]rejection)}
+	return &rejections{ttl: ttl, max: max, until: make(map[ruleID]rejection)}
 }
 
 // lookup returns the retry-after of key's remembered rejection (0 if none)
 // and whether it was a lockout.
-func (r *rejections) lookup(key string, now time.Time) (time.Duration, bool) {
+func (r *rejections) lookup(key ruleID, now time.Time) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, ok := r.until[key]
@@ -59,14 +72,14 @@ func (r *rejections) lookup(key string, now time.Time) (time.Duration, bool) {
 }
 
 // forget drops key's memory.
-func (r *rejections) forget(key string) {
+func (r *rejections) forget(key ruleID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.until, key)
 }
 
 // remember notes that key rejects for retryAfter from now, for at most ttl.
-func (r *rejections) remember(key string, retryAfter time.Duration, locked bool, now time.Time) {
+func (r *rejections) remember(key ruleID, retryAfter time.Duration, locked bool, now time.Time) {
 	d := min(retryAfter, r.ttl)
 	if d <= 0 {
 		return

@@ -16,20 +16,20 @@ func TestRejectionsFullSweepsRarely(t *testing.T) {
 	r := newRejections(time.Minute, max)
 	now := time.Unix(1_700_000_000, 0)
 	for i := range max {
-		r.remember(fmt.Sprint("k", i), time.Minute, false, now.Add(time.Duration(i)*time.Millisecond))
+		r.remember(ruleID{"k", fmt.Sprint(i)}, time.Minute, false, now.Add(time.Duration(i)*time.Millisecond))
 	}
 	for i := range 10 * max {
-		r.remember(fmt.Sprint("new", i), time.Minute, false, now.Add(2*time.Second))
+		r.remember(ruleID{"new", fmt.Sprint(i)}, time.Minute, false, now.Add(2*time.Second))
 	}
 	if r.sweeps > 1 {
 		t.Fatalf("%d sweeps of a memory whose rejections all last; want at most 1", r.sweeps)
 	}
-	if _, ok := r.until["new0"]; ok {
+	if _, ok := r.until[ruleID{"new", "0"}]; ok {
 		t.Fatal("a rejection remembered past the bound")
 	}
 	// Once the oldest memory ends, a sweep makes room again.
-	r.remember("later", time.Minute, false, now.Add(time.Minute+time.Millisecond))
-	if left, _ := r.lookup("later", now.Add(time.Minute+time.Millisecond)); left <= 0 {
+	r.remember(ruleID{"later", ""}, time.Minute, false, now.Add(time.Minute+time.Millisecond))
+	if left, _ := r.lookup(ruleID{"later", ""}, now.Add(time.Minute+time.Millisecond)); left <= 0 {
 		t.Fatal("no room made once the oldest memory ended")
 	}
 }

@@ -233,3 +233,84 @@ func TestAllowFromMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestRememberedCostsNoKeys: a decision answered from the remembered
+// rejections builds no key and hashes no identity: its one allocation is
+// the results it answers with. A flood of rejected requests is then
+// rejected for the cost of a map lookup.
+func TestRememberedCostsNoKeys(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	l.RememberRejections(time.Minute, 100)
+	rules := []ratelimit.Rule{
+		{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}},
+		{Name: "login_account", ID: "a@example.com", Limit: ratelimit.Limit{Count: 10, Window: time.Hour}, Lockable: true},
+	}
+	if d, err := l.AllowAll(t.Context(), rules...); err != nil || !d.Allowed {
+		t.Fatalf("first request: %+v, %v", d, err)
+	}
+	redis, err := l.AllowAll(t.Context(), rules...)
+	if err != nil || redis.Allowed || redis.FromMemory {
+		t.Fatalf("second request: %+v, %v; want Redis' rejection", redis, err)
+	}
+	d, err := l.AllowAll(t.Context(), rules...)
+	if err != nil || !d.FromMemory {
+		t.Fatalf("third request: %+v, %v; want it answered from memory", d, err)
+	}
+	got, want := d.Results[0], redis.Results[0]
+	if got.Name != want.Name || got.Limit != want.Limit || got.Allowed || got.Locked || got.RetryAfter <= 0 || got.RetryAfter > want.RetryAfter {
+		t.Fatalf("from memory: %+v; want Redis' rejection %+v with a retry-after within (0, %v]", got, want, want.RetryAfter)
+	}
+	if r := d.Results[1]; r.Name != "login_account" || !r.Allowed {
+		t.Fatalf("the rule not consulted: %+v; want it named and not rejecting", r)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if d, err := l.AllowAll(t.Context(), rules...); err != nil || !d.FromMemory {
+			t.Fatalf("from memory: %+v, %v", d, err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("AllowAll from memory: %v allocations; want 1 (its results), no keys built", allocs)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { l.Remembered(rules...) }); allocs > 1 {
+		t.Errorf("Remembered: %v allocations; want 1 (its results), no keys built", allocs)
+	}
+}
+
+// TestFailoverRememberedCostsNoTimeout: behind a Failover, a decision the
+// shared store's memory answers costs no Redis call and so no bound on
+// one either (a context with a timeout: a timer per request), just the
+// results.
+func TestFailoverRememberedCostsNoTimeout(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared.RememberRejections(time.Minute, 100)
+	local, err := ratelimit.NewLocal(nil, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ratelimit.NewFailover(shared, local, rdb, ratelimit.FailClosed, nil)
+	t.Cleanup(f.Close)
+	rule := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}}
+	for i, want := range []bool{true, false} {
+		if d, err := f.AllowAll(t.Context(), rule); err != nil || d.Allowed != want || d.FromMemory {
+			t.Fatalf("request %d: %+v, %v; want Redis' answer, allowed %v", i, d, err, want)
+		}
+	}
+	d, err := f.AllowAll(t.Context(), rule)
+	if err != nil || d.Allowed || !d.FromMemory || d.RetryAfter <= 0 {
+		t.Fatalf("from memory: %+v, %v; want a rejection with a retry-after", d, err)
+	}
+	rules := []ratelimit.Rule{rule} // as a request's rules come
+	allocs := testing.AllocsPerRun(100, func() {
+		if d, err := f.AllowAll(t.Context(), rules...); err != nil || !d.FromMemory {
+			t.Fatalf("from memory: %+v, %v", d, err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("Failover.AllowAll from memory: %v allocations; want 1 (its results)", allocs)
+	}
+}
