@@ -253,6 +253,27 @@ func (s *Server) handleTOTPEnrolForm() http.Handler {
 	})
 }
 
+// factorsFailed answers a change to the account's factors that failed
+// with err: the sign-in page if the session is gone, else the factors
+// page with what went wrong (5xx errors go to the caller).
+func (s *Server) factorsFailed(w http.ResponseWriter, r *http.Request, sess auth.Session, err error) error {
+	if errors.Is(err, auth.ErrNoSession) {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return nil
+	}
+	p := problemFor(err)
+	s.logProblem(r, p, err)
+	if p.status >= 500 {
+		return err
+	}
+	setRetryAfter(w, p)
+	props := templates.FactorsProps{RetryAfterSeconds: p.retryAfter}
+	if p.retryAfter == 0 {
+		props.Error = factorProblemText(err, p)
+	}
+	return s.factorsPage(w, r, sess, p.status, props)
+}
+
 // factorProblemText is what the factors' pages say of err.
 func factorProblemText(err error, p problem) string {
 	if errors.Is(err, auth.ErrInvalidCredentials) {
@@ -278,20 +299,7 @@ func (s *Server) handleRemoveFactorForm() http.Handler {
 		case err == nil:
 			http.Redirect(w, r, "/account/mfa?factor=removed", http.StatusSeeOther)
 			return nil
-		case errors.Is(err, auth.ErrNoSession):
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
-			return nil
 		}
-		p := problemFor(err)
-		s.logProblem(r, p, err)
-		if p.status >= 500 {
-			return err
-		}
-		setRetryAfter(w, p)
-		props := templates.FactorsProps{RetryAfterSeconds: p.retryAfter}
-		if p.retryAfter == 0 {
-			props.Error = factorProblemText(err, p)
-		}
-		return s.factorsPage(w, r, sess, p.status, props)
+		return s.factorsFailed(w, r, sess, err)
 	})
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/xcloak/xcloak/auth"
@@ -17,25 +16,11 @@ func (s *Server) handleRecoveryCodesForm() http.Handler {
 			return err
 		}
 		codes, err := s.auth.RegenerateRecoveryCodes(r.Context(), s.factorChange(r, sess, token, form[templates.FieldPassword]))
-		switch {
-		case err == nil:
-			s.render(w, r, http.StatusOK, templates.RecoveryCodesPage(templates.RecoveryCodesProps{Nav: navFor(sess), Codes: codes,
-				Notice: templates.RecoveryCodesRegeneratedText}))
-			return nil
-		case errors.Is(err, auth.ErrNoSession):
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
-			return nil
+		if err != nil {
+			return s.factorsFailed(w, r, sess, err)
 		}
-		p := problemFor(err)
-		s.logProblem(r, p, err)
-		if p.status >= 500 {
-			return err
-		}
-		setRetryAfter(w, p)
-		props := templates.FactorsProps{RetryAfterSeconds: p.retryAfter}
-		if p.retryAfter == 0 {
-			props.Error = factorProblemText(err, p)
-		}
-		return s.factorsPage(w, r, sess, p.status, props)
+		s.render(w, r, http.StatusOK, templates.RecoveryCodesPage(templates.RecoveryCodesProps{Nav: navFor(sess), Codes: codes,
+			Notice: templates.RecoveryCodesRegeneratedText}))
+		return nil
 	})
 }
