@@ -327,3 +327,35 @@ func TestHeldCodesLockNoOwnerOut(t *testing.T) {
 		t.Errorf("the owner's code after the password, once an attacker's codes locked held answers: %d %s; want 200", status, body)
 	}
 }
+
+// TestHeldRightCodesRaceOneSession: right codes racing on one held
+// answer (recovery codes, each right) sign in exactly once; the others are
+// answered invalid_token.
+func TestHeldRightCodesRaceOneSession(t *testing.T) {
+	env, base, u := heldEnv(t, xcloaktest.Options{}, "held8@example.test")
+	c := xcloaktest.Client(t, "127.0.43.1")
+	token := heldJSON(t, c, base, u.email, u.password)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	for _, code := range u.recovery[:5] {
+		wg.Go(func() {
+			status, body := mfaJSON(t, c, base, token, code)
+			mu.Lock()
+			counts[fmt.Sprintf("%d %s", status, body)]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if counts[`200 {"status":"ok"}`] != 1 || counts[`400 {"error":"invalid_token"}`] != 4 {
+		t.Errorf("answers %v; want one 200 and four 400 invalid_token", counts)
+	}
+	var sessions int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM sessions s JOIN users u ON u.id = s.user_id WHERE u.email = $1`, u.email).Scan(&sessions); err != nil {
+		t.Fatal(err)
+	}
+	// The enrolling browser's session and one more.
+	if sessions != 2 {
+		t.Errorf("sessions: %d; want 2 (the enrolling browser's and the held code's)", sessions)
+	}
+}
