@@ -198,7 +198,7 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	case err != nil:
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, heldAccount(h.email)); err != nil {
 		return LoginResult{}, err
 	}
 	usable := h.usable && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&
@@ -207,7 +207,7 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	if err != nil {
 		return LoginResult{}, err
 	}
-	s.clearSecondStepFailures(ctx, user)
+	s.clearSecondStepFailures(ctx, heldAccount(h.email))
 	// The nonce is spent only now, by a right code: of two racing, one
 	// finds it spent.
 	switch spent, err := fs.SpendHeldMFA(ctx, h.spentMark(user, s.now())); {
@@ -218,6 +218,17 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	}
 	return s.stepSignedIn(ctx, user, req, kind, user.PasswordHash, false)
 }
+
+// heldAccount is what RuleMFAAccount counts a held token's codes as, for
+// the address email: apart from the account's own second step. Anyone
+// gets held answers for any address, without its password; were their
+// codes counted as the account's, five of them would lock its owner out
+// of the second step the mailed link leads to, and of the one the
+// password gets once attack mode is off (keycloak#46164). Counted apart,
+// they lock the held answers' code of that address alone: the owner
+// still has the link. No address has a space, so no account's count is
+// this one.
+func heldAccount(email string) string { return "held " + email }
 
 // spentMark is the row that marks h spent (FactorStore.SpendHeldMFA): by
 // the SHA-256 of its nonce, which no normal step's token hashes to, until

@@ -131,7 +131,7 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, user.Email); err != nil {
 		return LoginResult{}, err
 	}
 	kind, err := s.checkCode(ctx, fs, user, true, code, source)
@@ -144,14 +144,15 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 }
 
 // admitCode counts a code about to be checked towards the locks of the
-// client's network, then of the account, and refuses it if one of them was
-// locked already. The count comes first, so that concurrent codes are
-// checked at most the threshold's number of times per lock.
-func (s *Service) admitCode(ctx context.Context, c Client, user User) error {
+// client's network, then of the account, counted as account (the
+// account's address, or heldAccount's of it), and refuses it if one of
+// them was locked already. The count comes first, so that concurrent
+// codes are checked at most the threshold's number of times per lock.
+func (s *Service) admitCode(ctx context.Context, c Client, user User, account string) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	source := c.Source()
-	for _, r := range s.rules(FlowSecondStep, Subject{Client: c, Account: user.Email}) {
+	for _, r := range s.rules(FlowSecondStep, Subject{Client: c, Account: account}) {
 		f, err := s.limits.Fail(ctx, r.Name, r.ID, "")
 		if err != nil {
 			return unavailable("counting second-step attempt", err)
@@ -261,7 +262,7 @@ var noTOTPSecret [totpSecretLen]byte
 // asked.
 func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondStepRequest, kind string) (LoginResult, error) {
 	fs := s.factors
-	s.clearSecondStepFailures(ctx, user)
+	s.clearSecondStepFailures(ctx, user.Email)
 	ch, err := fs.ConsumeMFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
 	if errors.Is(err, ErrInvalidToken) {
 		return LoginResult{}, err
@@ -275,12 +276,12 @@ func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondSte
 	return s.stepSignedIn(ctx, user, req, kind, ch.PasswordHash, ch.MustChange)
 }
 
-// clearSecondStepFailures clears the account's second-step failures after
-// a right answer.
-func (s *Service) clearSecondStepFailures(ctx context.Context, user User) {
+// clearSecondStepFailures clears the second-step failures counted as
+// account (admitCode) after a right answer.
+func (s *Service) clearSecondStepFailures(ctx context.Context, account string) {
 	after, cancel := s.afterDecision(ctx)
 	defer cancel()
-	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
+	if _, err := s.limits.Clear(after, RuleMFAAccount, account); err != nil {
 		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
 	}
 }

@@ -280,3 +280,82 @@ func TestHeldBreachedNoCode(t *testing.T) {
 		t.Errorf("a breached password and the right code reach the account: %d", resp.StatusCode)
 	}
 }
+
+// TestHeldCodesLockNoOwnerOut: in attack mode anyone gets a held answer
+// for any address, with no password at all; the codes tried on it lock
+// the held answers' second step of that address, and never the owner's
+// own second step: not the one the mailed link leads to, nor the one
+// the right password gets once attack mode is off (keycloak#46164).
+func TestHeldCodesLockNoOwnerOut(t *testing.T) {
+	env, base, u := heldEnv(t, xcloaktest.Options{}, "held7@example.test")
+	env.Mail.WaitFor(t, u.email) // the factor's notice
+	a := xcloaktest.Client(t, "127.0.41.1")
+	token := heldJSON(t, a, base, u.email, "no idea of the password")
+	wrong := "999999"
+	if wrong == u.code(t) {
+		wrong = "888888"
+	}
+	for i := range 6 {
+		want := 401
+		if i == 5 {
+			want = 429
+		}
+		if status, body := mfaJSON(t, a, base, token, wrong); status != want {
+			t.Fatalf("attacker's code %d: %d %s; want %d", i+1, status, body, want)
+		}
+	}
+
+	// The owner's mailed link, then the code.
+	link := heldToken(t, env, base, "127.0.41.2", u.email, u.password)
+	c := xcloaktest.Client(t, "127.0.41.3")
+	resp, body := post(t, c, base+"/api/v1/sign-in/confirm", jsonType, `{"token":"`+link+`"}`)
+	var got map[string]string
+	if err := json.Unmarshal([]byte(body), &got); err != nil || resp.StatusCode != http.StatusOK || got["status"] != "mfa_required" {
+		t.Fatalf("the owner's link: %d %s; want 200 mfa_required", resp.StatusCode, body)
+	}
+	if status, body := mfaJSON(t, c, base, got["mfa_token"], u.code(t)); status != 200 {
+		t.Fatalf("the owner's code after the link, once an attacker's codes locked held answers: %d %s; want 200", status, body)
+	}
+
+	// Attack mode off: the right password's second step.
+	if _, err := env.Attack.SwitchAttack(t.Context(), false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	u.clk.Advance(30 * time.Second)
+	d := xcloaktest.Client(t, "127.0.41.4")
+	if status, body := mfaJSON(t, d, base, mfaLoginJSON(t, d, base, u), u.code(t)); status != 200 {
+		t.Errorf("the owner's code after the password, once an attacker's codes locked held answers: %d %s; want 200", status, body)
+	}
+}
+
+// TestHeldRightCodesRaceOneSession: right codes racing on one held
+// answer (recovery codes, each right) sign in exactly once; the others are
+// answered invalid_token.
+func TestHeldRightCodesRaceOneSession(t *testing.T) {
+	env, base, u := heldEnv(t, xcloaktest.Options{}, "held8@example.test")
+	c := xcloaktest.Client(t, "127.0.43.1")
+	token := heldJSON(t, c, base, u.email, u.password)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	for _, code := range u.recovery[:5] {
+		wg.Go(func() {
+			status, body := mfaJSON(t, c, base, token, code)
+			mu.Lock()
+			counts[fmt.Sprintf("%d %s", status, body)]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if counts[`200 {"status":"ok"}`] != 1 || counts[`400 {"error":"invalid_token"}`] != 4 {
+		t.Errorf("answers %v; want one 200 and four 400 invalid_token", counts)
+	}
+	var sessions int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM sessions s JOIN users u ON u.id = s.user_id WHERE u.email = $1`, u.email).Scan(&sessions); err != nil {
+		t.Fatal(err)
+	}
+	// The enrolling browser's session and one more.
+	if sessions != 2 {
+		t.Errorf("sessions: %d; want 2 (the enrolling browser's and the held code's)", sessions)
+	}
+}
