@@ -198,12 +198,12 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	case err != nil:
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, heldAccount(h.email)); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, true); err != nil {
 		return LoginResult{}, err
 	}
 	usable := h.usable && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&
 		subtle.ConstantTimeCompare(s.held.passwordPrint(user.PasswordHash), h.print) == 1
-	kind, err := s.checkCode(ctx, fs, user, usable, code, req.Client.Source())
+	kind, err := s.checkCode(ctx, fs, user, true, usable, code, req.Client.Source())
 	if err != nil {
 		return LoginResult{}, err
 	}

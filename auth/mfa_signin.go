@@ -131,10 +131,10 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, user.Email); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, false); err != nil {
 		return LoginResult{}, err
 	}
-	kind, err := s.checkCode(ctx, fs, user, true, code, source)
+	kind, err := s.checkCode(ctx, fs, user, false, true, code, source)
 	if err != nil {
 		return LoginResult{}, err
 	}
@@ -144,13 +144,17 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 }
 
 // admitCode counts a code about to be checked towards the locks of the
-// client's network, then of the account, counted as account (the
-// account's address, or heldAccount's of it), and refuses it if one of
-// them was locked already. The count comes first, so that concurrent
-// codes are checked at most the threshold's number of times per lock.
-func (s *Service) admitCode(ctx context.Context, c Client, user User, account string) error {
+// client's network, then of the account (for a held token's code, of
+// heldAccount's of its address), and refuses it if one of them was locked
+// already. The count comes first, so that concurrent codes are checked at
+// most the threshold's number of times per lock.
+func (s *Service) admitCode(ctx context.Context, c Client, user User, held bool) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
+	account := user.Email
+	if held {
+		account = heldAccount(user.Email)
+	}
 	source := c.Source()
 	for _, r := range s.rules(FlowSecondStep, Subject{Client: c, Account: account}) {
 		f, err := s.limits.Fail(ctx, r.Name, r.ID, "")
@@ -159,15 +163,32 @@ func (s *Service) admitCode(ctx context.Context, c Client, user User, account st
 		}
 		if f.Failures == 0 {
 			// Locked already: this code is not checked.
-			s.record(Event{Kind: EventMFARejected, Account: user.Email, UserID: user.ID, Source: source, Rule: r.Name})
+			s.record(codeEvent(EventMFARejected, user, source, held, map[string]string{}, r.Name))
 			return &LimitedError{RetryAfter: max(f.LockedFor, time.Second)}
 		}
 		if f.LockedNow {
-			s.record(Event{Kind: EventMFALockout, Account: user.Email, UserID: user.ID, Source: source, Rule: r.Name,
-				Detail: map[string]string{"level": strconv.Itoa(f.Level), "until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}})
+			s.record(codeEvent(EventMFALockout, user, source, held, map[string]string{"level": strconv.Itoa(f.Level),
+				"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}, r.Name))
 		}
 	}
 	return nil
+}
+
+// codeEvent is the event of a code tried at a second step. A held
+// token's (mfa_held.go) is the address's, not the account's: anyone gets
+// one without the password, so its codes stay out of the owner's
+// activity (which lists events by account id), and Detail held=true
+// tells them apart in the security log.
+func codeEvent(kind string, user User, source string, held bool, detail map[string]string, rule string) Event {
+	e := Event{Kind: kind, Account: user.Email, UserID: user.ID, Source: source, Rule: rule}
+	if held {
+		e.UserID = 0
+		detail["held"] = "true"
+	}
+	if len(detail) > 0 {
+		e.Detail = detail
+	}
+	return e
 }
 
 // EventMFALockout: the second step of an account, or from a network, was
@@ -182,10 +203,10 @@ const EventMFALockout = "mfa_lockout"
 // does the same work but accepts and spends nothing: a right TOTP code
 // counts as wrong and its step stays unused, and a recovery code is
 // looked for under no account.
-func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, usable bool, code, source string) (string, error) {
+func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, held, usable bool, code, source string) (string, error) {
 	now := s.now()
 	failed := func(detail map[string]string) error {
-		s.record(Event{Kind: EventMFAFailed, Account: user.Email, UserID: user.ID, Source: source, Detail: detail})
+		s.record(codeEvent(EventMFAFailed, user, source, held, detail, ""))
 		return ErrInvalidCode
 	}
 	if digits := strings.ReplaceAll(code, " ", ""); isTOTPCode(digits) {
@@ -225,7 +246,7 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, usab
 		if reused {
 			return "", failed(map[string]string{"reused": "true"})
 		}
-		return "", failed(nil)
+		return "", failed(map[string]string{})
 	}
 	if rc, ok := normaliseRecoveryCode(code); ok {
 		owner := user.ID
@@ -246,7 +267,7 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, usab
 			return "recovery", nil
 		}
 	}
-	return "", failed(nil)
+	return "", failed(map[string]string{})
 }
 
 // noTOTPSecret is the secret checkCode checks a code against when the

@@ -110,7 +110,7 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, user.Email); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, false); err != nil {
 		return LoginResult{}, err
 	}
 	source := req.Client.Source()
@@ -221,7 +221,7 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	if err != nil {
 		return LoginResult{}, "", OutcomeUnavailable, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, user.Email); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, false); err != nil {
 		return LoginResult{}, user.Email, OutcomeRejected, err
 	}
 	keys, err := ps.Passkeys(ctx, user.ID)

@@ -305,6 +305,19 @@ func TestHeldCodesLockNoOwnerOut(t *testing.T) {
 		}
 	}
 
+	// The attacker's codes are the address's, not the account's: out of
+	// the owner's activity (no user id), marked held in the security log.
+	env.Flush(t)
+	var mine, held int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE user_id IS NOT NULL),
+		count(*) FILTER (WHERE user_id IS NULL AND detail->>'held' = 'true')
+		FROM security_events WHERE kind IN ('mfa_failed', 'mfa_lockout', 'mfa_rejected') AND account_key = $1`, u.email).Scan(&mine, &held); err != nil {
+		t.Fatal(err)
+	}
+	if mine != 0 || held != 7 {
+		t.Errorf("held codes' events: %d with the account's id, %d marked held; want 0 and 7 (5 wrong, the lock, the refused)", mine, held)
+	}
+
 	// The owner's mailed link, then the code.
 	link := heldToken(t, env, base, "127.0.41.2", u.email, u.password)
 	c := xcloaktest.Client(t, "127.0.41.3")
