@@ -115,15 +115,12 @@ var rules = []RuleSpec{
 	{
 		// Password spraying: one password tried on many accounts, a few
 		// tries each, which no per-account rule sees. The rule's lock is
-		// the verdict (failures of one password on distinct accounts, by
-		// the spraying settings, see spraying.go); its limit only bounds
-		// what one password may be tried at all, and is far above
-		// anything that a lock would not stop first.
+		// the whole verdict (failures of one password on distinct
+		// accounts, by the spraying settings, see spraying.go), so it has
+		// no limit and keeps no log: a sign-in's decision only reads the
+		// password's lock.
 		Name: RuleLoginPassword, Label: "Sign-ins with a sprayed password", Flow: FlowSignIn, Key: KeyPassword,
-		Default: ratelimit.Limit{Count: ratelimit.MaxCount, Window: time.Second}, Lockable: true,
-		Usage: "sign-in attempts with one password, whatever the account",
-		Doc: "Sign-in attempts with one password, whatever the account. The password is refused outright, " +
-			"before any hashing, once it has failed on XCLOAK_SPRAY_ACCOUNTS distinct accounts (see there).",
+		Lockable: true, LockOnly: true,
 	},
 	{
 		Name: RuleResetIP, Label: "Reset requests per address", Flow: FlowResetRequest, Key: KeyNetwork(32, 64),
@@ -255,7 +252,7 @@ type RuleSpec struct {
 	// Key derives the identity the rule counts per from a request.
 	Key Key
 	// Default is the rule's limit unless a setting changes it; zero when
-	// the rule shares another's limit.
+	// the rule shares another's limit or is LockOnly.
 	Default ratelimit.Limit
 	// SharesLimit names the rule whose limit, and setting, this one uses;
 	// each still counts on its own. "" for a limit of its own.
@@ -263,6 +260,9 @@ type RuleSpec struct {
 	// Lockable makes the rule refuse while its identity is locked out, and
 	// makes failures count towards that lock (ratelimit.Rule.Lockable).
 	Lockable bool
+	// LockOnly rules, Lockable ones, have no limit, setting or log: they
+	// refuse only while their identity is locked (ratelimit.Rule.LockOnly).
+	LockOnly bool
 	// Replaces names a rule of the same flow that is left out of a
 	// decision in which this one applies.
 	Replaces string
@@ -500,15 +500,19 @@ func RejectionRules() []string {
 // IsSignInRule reports whether rule refuses sign-ins (rather than resets).
 func IsSignInRule(rule string) bool { return slices.Contains(SignInRules(), rule) }
 
+// OwnLimit reports whether r has a limit of its own, and so a setting:
+// it neither shares another's nor is LockOnly.
+func (r RuleSpec) OwnLimit() bool { return r.SharesLimit == "" && !r.LockOnly }
+
 // Limits are the rate limits the service enforces, by rule name: one for
-// every rule of the table with a limit of its own.
+// every rule of the table with a limit of its own (RuleSpec.OwnLimit).
 type Limits map[string]ratelimit.Limit
 
 // DefaultLimits returns every rule's default limit.
 func DefaultLimits() Limits {
 	l := make(Limits)
 	for _, r := range rules {
-		if r.SharesLimit == "" {
+		if r.OwnLimit() {
 			l[r.Name] = r.Default
 		}
 	}
@@ -522,7 +526,8 @@ func (l Limits) SetCount(rule string, n int) {
 	l[rule] = lim
 }
 
-// Of returns the limit rule enforces: its own, or the one it shares.
+// Of returns the limit rule enforces: its own, or the one it shares; the
+// zero Limit for a LockOnly rule.
 func (l Limits) Of(rule string) ratelimit.Limit {
 	if r, ok := LookupRule(rule); ok && r.SharesLimit != "" {
 		rule = r.SharesLimit
@@ -534,7 +539,7 @@ func (l Limits) Of(rule string) ratelimit.Limit {
 // its own, and none for any other name.
 func (l Limits) Validate() error {
 	for _, r := range rules {
-		if r.SharesLimit != "" {
+		if !r.OwnLimit() {
 			continue
 		}
 		lim, ok := l[r.Name]
@@ -546,7 +551,7 @@ func (l Limits) Validate() error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(l)) {
-		if r, ok := LookupRule(name); !ok || r.SharesLimit != "" {
+		if r, ok := LookupRule(name); !ok || !r.OwnLimit() {
 			return fmt.Errorf("limit %q: no rule has a limit of that name", name)
 		}
 	}
@@ -573,7 +578,11 @@ func rulesFor(l Limits, flow Flow, s Subject) []ratelimit.Rule {
 		if r.SharesLimit != "" {
 			limit = r.SharesLimit
 		}
-		out = append(out, ratelimit.Rule{Name: r.Name, ID: id, Limit: l[limit], Lockable: r.Lockable})
+		var lim ratelimit.Limit // a LockOnly rule's: none
+		if !r.LockOnly {
+			lim = l[limit]
+		}
+		out = append(out, ratelimit.Rule{Name: r.Name, ID: id, Limit: lim, Lockable: r.Lockable})
 	}
 	if len(replaced) == 0 {
 		return out
@@ -615,7 +624,11 @@ func checkRules(table []RuleSpec) error {
 		if err := r.Key.check(); err != nil {
 			return fmt.Errorf("rule %s: %w", r.Name, err)
 		}
-		if r.SharesLimit == "" {
+		if r.LockOnly {
+			if !r.Lockable || r.SharesLimit != "" || r.Default != (ratelimit.Limit{}) || r.Usage != "" || r.Doc != "" {
+				return fmt.Errorf("rule %s: lock-only, so lockable, with no limit, default or setting", r.Name)
+			}
+		} else if r.SharesLimit == "" {
 			if err := r.Default.Validate(); err != nil {
 				return fmt.Errorf("rule %s: default: %w", r.Name, err)
 			}
@@ -628,7 +641,7 @@ func checkRules(table []RuleSpec) error {
 	}
 	for _, r := range table {
 		if r.SharesLimit != "" {
-			if shared, ok := seen[r.SharesLimit]; !ok || shared.SharesLimit != "" {
+			if shared, ok := seen[r.SharesLimit]; !ok || !shared.OwnLimit() {
 				return fmt.Errorf("rule %s: shares the limit of %q, which is no rule with a limit of its own", r.Name, r.SharesLimit)
 			}
 		}

@@ -50,6 +50,13 @@ func TestCheckRulesFindsFaults(t *testing.T) {
 			return append(tb, RuleSpec{Name: "x_ip", Label: "X", Flow: FlowSignIn, Key: KeyNetwork(24, 48), SharesLimit: RuleLoginIP,
 				Default: ratelimit.Limit{Count: 1, Window: time.Minute}})
 		}, "no default or setting"},
+		{"lock-only and not lockable", func(tb []RuleSpec) []RuleSpec {
+			return append(tb, RuleSpec{Name: "x_ip", Label: "X", Flow: FlowSignIn, Key: KeyNetwork(24, 48), LockOnly: true})
+		}, "lock-only"},
+		{"lock-only with a default", func(tb []RuleSpec) []RuleSpec {
+			return append(tb, RuleSpec{Name: "x_ip", Label: "X", Flow: FlowSignIn, Key: KeyNetwork(24, 48), LockOnly: true, Lockable: true,
+				Default: ratelimit.Limit{Count: 1, Window: time.Minute}, Usage: "x", Doc: "X."})
+		}, "lock-only"},
 		{"replaces a rule of another flow", func(tb []RuleSpec) []RuleSpec {
 			return append(tb, RuleSpec{Name: "x_ip", Label: "X", Flow: FlowSignIn, Key: KeyNetwork(24, 48), Replaces: RuleResetIP,
 				Default: ratelimit.Limit{Count: 1, Window: time.Minute}, Usage: "x", Doc: "X."})
@@ -128,7 +135,7 @@ func TestEverythingReadsTheTable(t *testing.T) {
 		if got := RuleLabel(r.Name); got == "" || got != r.Label {
 			t.Errorf("RuleLabel(%s) = %q, want %q", r.Name, got, r.Label)
 		}
-		if r.SharesLimit == "" {
+		if r.OwnLimit() {
 			own++
 			if got, ok := defaults[r.Name]; !ok || got != r.Default {
 				t.Errorf("default limit of %s = %v (present %v), want %v", r.Name, got, ok, r.Default)
@@ -136,7 +143,11 @@ func TestEverythingReadsTheTable(t *testing.T) {
 		} else if _, ok := defaults[r.Name]; ok {
 			t.Errorf("default limits have one for %s, which shares %s's", r.Name, r.SharesLimit)
 		}
-		if got := defaults.Of(r.Name); got.Validate() != nil {
+		if r.LockOnly {
+			if got := defaults.Of(r.Name); got != (ratelimit.Limit{}) {
+				t.Errorf("Limits.Of(%s) = %v, want none: the rule is lock-only", r.Name, got)
+			}
+		} else if got := defaults.Of(r.Name); got.Validate() != nil {
 			t.Errorf("Limits.Of(%s) = %v, not a valid limit", r.Name, got)
 		}
 		signIn := r.Flow == FlowSignIn
@@ -181,6 +192,7 @@ func TestLimitsValidate(t *testing.T) {
 		{"missing", func(l Limits) { delete(l, RuleResetDomain) }, "limit reset_domain: missing"},
 		{"unknown name", func(l Limits) { l["login_ipp"] = l[RuleLoginIP] }, `"login_ipp"`},
 		{"a shared limit's own", func(l Limits) { l[RuleUnlockConfirmIP] = l[RuleResetConfirmIP] }, `"unlock_confirm_ip"`},
+		{"a lock-only rule's", func(l Limits) { l[RuleLoginPassword] = ratelimit.PerMinute(1) }, `"login_password"`},
 		{"new rule by SetCount", func(l Limits) { l.SetCount("nope", 3) }, `"nope"`},
 	}
 	for _, tt := range tests {
@@ -340,5 +352,32 @@ func TestRulesForAllocations(t *testing.T) {
 	const want = 3
 	if n := testing.AllocsPerRun(100, func() { rulesFor(l, FlowSignIn, sub) }); n > want {
 		t.Errorf("rulesFor(sign-in): %v allocations, want %d", n, want)
+	}
+}
+
+// TestLoginPasswordIsLockOnly: a sign-in's password rule is decided by its
+// lock alone (the spraying verdict), so that the decision keeps no log of
+// every password tried; the sign-in's other rules keep their limits.
+func TestLoginPasswordIsLockOnly(t *testing.T) {
+	s := Subject{Client: Client{Addr: netip.MustParseAddr("192.0.2.1")}, Account: "ann@example.com", Password: "spray-key"}
+	got := rulesFor(DefaultLimits(), FlowSignIn, s)
+	seen := false
+	for _, r := range got {
+		if r.Name == RuleLoginPassword {
+			seen = true
+			if !r.LockOnly() || r.ID != s.Password {
+				t.Errorf("sign-in rule %s = %+v, want lock-only, keyed by the password", r.Name, r)
+			}
+			continue
+		}
+		if r.LockOnly() || r.Limit.Validate() != nil {
+			t.Errorf("sign-in rule %s = %+v, want a limit of its own", r.Name, r)
+		}
+	}
+	if !seen {
+		t.Fatalf("sign-in rules %+v: no %s", got, RuleLoginPassword)
+	}
+	if _, ok := DefaultLimits()[RuleLoginPassword]; ok {
+		t.Errorf("default limits have one for %s, a lock-only rule", RuleLoginPassword)
 	}
 }

@@ -38,7 +38,10 @@
 //
 // [Lockouts] count consecutive failures per identity in Lua and lock it,
 // longer at each repeat; a [Rule] marked Lockable rejects while its identity
-// is locked, in the same step as its count. How long each lock lasts is
+// is locked, in the same step as its count. A lock-only rule
+// ([Rule.LockOnly]: Lockable, with no Limit) has no count and no log: where
+// the lock is the whole verdict, the decision only reads it, and an
+// admission writes nothing for it. How long each lock lasts is
 // computed in Go alone, by [LockoutPolicy.LockFor], and handed to the script
 // as arguments, so that no two stores can escalate differently.
 //

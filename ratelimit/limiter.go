@@ -19,12 +19,22 @@ type Rule struct {
 	// ID is the identity limited: a client network, a normalised email, a
 	// device id. Any string works; it is hashed into the key.
 	ID string
-	// Limit is how many requests the rule admits per window.
+	// Limit is how many requests the rule admits per window. The zero
+	// Limit, on a Lockable rule only, makes a lock-only rule (LockOnly).
 	Limit Limit
 	// Lockable makes the rule also reject, with Result.Locked, while the
 	// identity is locked out by the [Lockouts] of the same name.
 	Lockable bool
 }
+
+// LockOnly reports whether r is a lock-only rule: Lockable with the zero
+// Limit. Such a rule has no limit and no log: it rejects only while its
+// identity is locked, with the lock's time left, and records nothing when
+// it admits (its Result's Count and Remaining are 0). Its lock works as any
+// lockable rule's (Fail, Clear, Hold). It suits a rule whose lock is the
+// whole verdict, such as a sprayed password's, where a log would only cost
+// a write per request.
+func (r Rule) LockOnly() bool { return r.Lockable && r.Limit == Limit{} }
 
 // Result is one rule's verdict on one request.
 type Result struct {
@@ -277,15 +287,18 @@ func (l *Limiter) Reset(ctx context.Context, name, id string) error {
 }
 
 // keys returns the keys the script touches for valid rules, rule by rule:
-// each one's log and, for a Lockable rule, then its identity's lock. Their
-// text shares one allocation.
+// each one's log (but a lock-only rule's, which has none) and, for a
+// Lockable rule, then its identity's lock. Their text shares one
+// allocation.
 func (l *Limiter) keys(rules []Rule) []string {
-	n, size := len(rules), 0
+	n, size := 0, 0
 	for _, r := range rules {
 		k := Keys{prefix: l.prefix, kind: r.Name}
-		size += k.keyLen(logSuffix)
+		n += keysOf(r)
+		if !r.LockOnly() {
+			size += k.keyLen(logSuffix)
+		}
 		if r.Lockable {
-			n++
 			size += k.keyLen(lockSuffix)
 		}
 	}
@@ -297,11 +310,13 @@ func (l *Limiter) keys(rules []Rule) []string {
 		var d [digestLen]byte
 		digest(&d, r.ID)
 		// Grown once: each key is a slice of what the builder holds.
-		start := b.Len()
-		k.write(&b, &d, logSuffix)
-		keys = append(keys, b.String()[start:])
+		if !r.LockOnly() {
+			start := b.Len()
+			k.write(&b, &d, logSuffix)
+			keys = append(keys, b.String()[start:])
+		}
 		if r.Lockable {
-			start = b.Len()
+			start := b.Len()
 			k.write(&b, &d, lockSuffix)
 			keys = append(keys, b.String()[start:])
 		}
@@ -309,19 +324,31 @@ func (l *Limiter) keys(rules []Rule) []string {
 	return keys
 }
 
-// logKey returns the key of rule i's log among keys (Limiter.keys).
+// keysOf is the number of keys the script touches for rule r: its log,
+// its lock, or both.
+func keysOf(r Rule) int {
+	switch {
+	case r.LockOnly():
+		return 1
+	case r.Lockable:
+		return 2
+	}
+	return 1
+}
+
+// logKey returns the key of rule i's log among keys (Limiter.keys); rule i
+// is not lock-only.
 func logKey(rules []Rule, keys []string, i int) string {
-	k := i
+	k := 0
 	for _, r := range rules[:i] {
-		if r.Lockable {
-			k++
-		}
+		k += keysOf(r)
 	}
 	return keys[k]
 }
 
 // validRules reports whether rules can be decided: at least one, each
-// with a valid name and limit. Every store checks a request's rules by it.
+// with a valid name and limit, or lock-only. Every store checks a
+// request's rules by it.
 func validRules(rules []Rule) error {
 	if len(rules) == 0 {
 		return errors.New("ratelimit: no rules")
@@ -329,6 +356,9 @@ func validRules(rules []Rule) error {
 	for _, r := range rules {
 		if err := checkName(r.Name); err != nil {
 			return fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
+		}
+		if r.LockOnly() {
+			continue
 		}
 		if err := r.Limit.Validate(); err != nil {
 			return err
@@ -368,10 +398,7 @@ func (l *Limiter) groups(rules []Rule, keys []string) []group {
 	var slots []int
 	k := 0
 	for i, r := range rules {
-		n := 1
-		if r.Lockable {
-			n = 2
-		}
+		n := keysOf(r)
 		s := slot(keys[k])
 		j := slices.Index(slots, s)
 		if j < 0 {
@@ -393,7 +420,8 @@ func (l *Limiter) groups(rules []Rule, keys []string) []group {
 }
 
 // scriptLimit returns rule r's arguments to the script: its limit,
-// negated if it is lockable, and its window in microseconds.
+// negated if it is lockable, and its window in microseconds; both 0 for a
+// lock-only rule.
 func scriptLimit(r Rule) (limit, window int64) {
 	limit = int64(r.Limit.Count)
 	if r.Lockable {

@@ -142,6 +142,18 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		sh := &l.shards[shards[i]]
 		res := Result{Name: r.Name, Limit: r.Limit}
 		key := ruleKey(r.Name, r.ID)
+		if r.LockOnly() {
+			// No log: its lock alone decides.
+			if left := lockedFor(sh, key, now); left > 0 {
+				res.Locked, res.RetryAfter = true, left
+				d.Allowed = false
+				d.RetryAfter = max(d.RetryAfter, left)
+			} else {
+				res.Allowed = true
+			}
+			d.Results[i] = res
+			continue
+		}
 		log, _ := sh.logs.get(key)
 		count := 0
 		if log != nil {
@@ -170,6 +182,9 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		return d, nil
 	}
 	for i, r := range rules {
+		if r.LockOnly() {
+			continue
+		}
 		if logs[i] == nil {
 			sh := &l.shards[shards[i]]
 			key := ruleKey(r.Name, r.ID)

@@ -17,20 +17,24 @@
 --
 -- KEYS     for each rule in turn: its log, then, for a lockable rule, its
 --          identity's lock (see lockout.lua), which rejects while it
---          exists, whatever the log says. On a cluster every key shares
---          one slot.
+--          exists, whatever the log says. A lock-only rule has no log:
+--          its lock alone. On a cluster every key shares one slot.
 -- ARGV     two per rule (i = 1..n, n = #ARGV / 2):
 --   ARGV[2i-1]  its limit, requests admitted per window (>= 1), negated
 --               when the rule is lockable (its log's key is then followed
---               by its lock's)
---   ARGV[2i]    its window in microseconds (>= 1000)
+--               by its lock's); 0 for a lock-only rule, which admits any
+--               number while its lock does not exist, and is never
+--               written
+--   ARGV[2i]    its window in microseconds (>= 1000); 0 for a lock-only
+--               rule
 --
 -- Returns 1 + 2n integers: first 1 if the request was admitted, in every
 -- rule, else 0; then for each rule, in order:
 --   count   requests in its window, this one included only when the whole
---           request was admitted
+--           request was admitted; 0 for a lock-only rule
 --   value   when the request was admitted: the time recorded in the
---           rule's log (to take it back, see take_back.lua). Else 0 if
+--           rule's log (to take it back, see take_back.lua), 0 for a
+--           lock-only rule. Else 0 if
 --           the rule admits it, or the microseconds until the rule would
 --           admit one more (the entry that must leave has left; never
 --           early, never 0), negated when it rejects because the identity
@@ -163,6 +167,15 @@ end
 
 local n = #ARGV / 2
 
+if n == 1 and ARGV[1] == '0' then
+  -- One lock-only rule: its lock alone decides, and nothing is written.
+  local left = locked(1)
+  if left ~= 0 then
+    return {0, 0, -left}
+  end
+  return {1, 0, 0}
+end
+
 if n == 1 then
   -- One rule (Allow, and every group of one on a cluster): the log is
   -- read once for both the verdict and the write.
@@ -203,33 +216,41 @@ if n == 1 then
 end
 
 -- Several rules. First the verdict of each, into the reply; the only
--- other table holds where each rule's log is in KEYS.
+-- other table holds where each rule's log is in KEYS (false for a
+-- lock-only rule, which has none).
 local out, logs = {1}, {}
 local k = 1
 for i = 1, n do
   local limit, window = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
-  local raw = values[k]
-  local w, fmt, base, first, count = 0, '', 0, 0, 0
-  if raw then
-    local m
-    w, fmt, base, m = header(raw)
-    if not w then
-      return malformed(k)
-    end
-    first = live(raw, w, fmt, base, m, now - window)
-    count = m - first
-  end
-  logs[i] = k
-  k = k + 1
-  local value = 0
-  if limit < 0 then
-    limit = -limit
+  local count, value = 0, 0
+  if limit == 0 then
+    -- Lock-only: its lock alone, and no log.
+    logs[i] = false
     value = -locked(k)
     k = k + 1
-  end
-  if value == 0 and count >= limit then
-    -- As for one rule, above.
-    value = base + get(fmt, raw, 9 + (first + count - limit) * w) + window - now
+  else
+    local raw = values[k]
+    local w, fmt, base, first = 0, '', 0, 0
+    if raw then
+      local m
+      w, fmt, base, m = header(raw)
+      if not w then
+        return malformed(k)
+      end
+      first = live(raw, w, fmt, base, m, now - window)
+      count = m - first
+    end
+    logs[i] = k
+    k = k + 1
+    if limit < 0 then
+      limit = -limit
+      value = -locked(k)
+      k = k + 1
+    end
+    if value == 0 and count >= limit then
+      -- As for one rule, above.
+      value = base + get(fmt, raw, 9 + (first + count - limit) * w) + window - now
+    end
   end
   if value ~= 0 then
     out[1] = 0
@@ -242,37 +263,39 @@ end
 
 -- Admitted: each log is written once, by the first of the rules naming it
 -- (a rule given twice), with as many entries as rules name it, keeping
--- what the longest of their windows needs.
+-- what the longest of their windows needs. Lock-only rules write nothing.
 for i = 1, n do
-  local key, raw = KEYS[logs[i]], values[logs[i]]
-  local added, window, seen = 1, tonumber(ARGV[2 * i]), false
-  for j = 1, n do
-    if j ~= i and KEYS[logs[j]] == key then
-      if j < i then
-        seen = true
-        break
+  if logs[i] then
+    local key, raw = KEYS[logs[i]], values[logs[i]]
+    local added, window, seen = 1, tonumber(ARGV[2 * i]), false
+    for j = 1, n do
+      if j ~= i and logs[j] and KEYS[logs[j]] == key then
+        if j < i then
+          seen = true
+          break
+        end
+        added = added + 1
+        window = math.max(window, tonumber(ARGV[2 * j]))
       end
-      added = added + 1
-      window = math.max(window, tonumber(ARGV[2 * j]))
     end
-  end
-  local w, fmt, base, m = 0, '', 0, 0
-  if raw then
-    w, fmt, base, m = header(raw)
-  end
-  -- Never before an entry already there (see above).
-  local at = now
-  if m > 0 then
-    at = math.max(now, base + get(fmt, raw, 9 + (m - 1) * w))
-  end
-  if not seen then
-    local first = 0
+    local w, fmt, base, m = 0, '', 0, 0
     if raw then
-      first = live(raw, w, fmt, base, m, now - window)
+      w, fmt, base, m = header(raw)
     end
-    write(key, raw, w, fmt, base, m, first, added, window, at)
+    -- Never before an entry already there (see above).
+    local at = now
+    if m > 0 then
+      at = math.max(now, base + get(fmt, raw, 9 + (m - 1) * w))
+    end
+    if not seen then
+      local first = 0
+      if raw then
+        first = live(raw, w, fmt, base, m, now - window)
+      end
+      write(key, raw, w, fmt, base, m, first, added, window, at)
+    end
+    out[2 * i] = out[2 * i] + 1
+    out[2 * i + 1] = at
   end
-  out[2 * i] = out[2 * i] + 1
-  out[2 * i + 1] = at
 end
 return out

@@ -160,6 +160,7 @@ var storeCases = []struct {
 	{"attempts are forgotten with the failures", expiring, caseAttemptsExpire},
 	{"every key expires", expiring, caseExpiry},
 	{"bad input is an error", nil, caseBadInput},
+	{"a lock-only rule keeps no log", nil, caseLockOnly},
 }
 
 // suitePolicies lock for a minute at least, far longer than a case runs.
@@ -913,6 +914,10 @@ func caseBadInput(t *testing.T, s storeUnderTest) {
 		{{Name: "login_ip", ID: "x", Limit: ratelimit.Limit{Count: 0, Window: time.Minute}}},
 		{{Name: "login_ip", ID: "x", Limit: ratelimit.Limit{Count: 1, Window: 0}}},
 		{{Name: "login_ip", ID: "x", Limit: ratelimit.PerMinute(1)}, {Name: "login_ip", ID: "x", Limit: ratelimit.Limit{Count: -1, Window: time.Minute}}},
+		// No limit is a lock-only rule, and only a lockable rule can be one.
+		{{Name: "login_ip", ID: "x"}},
+		{{Name: "login_account", ID: "x", Limit: ratelimit.Limit{Window: time.Minute}, Lockable: true}},
+		{{Name: "login_account", ID: "x", Limit: ratelimit.Limit{Count: 1}, Lockable: true}},
 	} {
 		if d, err := s.AllowAll(t.Context(), rules...); err == nil {
 			t.Errorf("AllowAll(%+v) = %+v, want an error", rules, d)
@@ -925,6 +930,68 @@ func caseBadInput(t *testing.T, s storeUnderTest) {
 	for _, id := range []string{"", "{", "}x{", "\x00", "\xff\xfe", strings.Repeat("long", 1024)} {
 		if d, err := s.AllowAll(t.Context(), ratelimit.Rule{Name: "login_ip", ID: id, Limit: ratelimit.PerMinute(1)}); err != nil || !d.Allowed {
 			t.Errorf("identity %q: %+v, %v; want admitted", id, d, err)
+		}
+	}
+}
+
+// caseLockOnly: a lock-only rule (Lockable, no Limit) admits any number of
+// requests while its identity is not locked, rejects with the lock's exact
+// time left while it is, in one all-or-none decision with limited rules,
+// and never records a request: no log, in any store.
+func caseLockOnly(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_account"]
+	lockOnly := ratelimit.Rule{Name: "login_account", ID: "password-key", Lockable: true}
+	limited := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.77", Limit: ratelimit.PerHour(3)}
+
+	// Far more than any limit would: each admitted, counting nothing.
+	for i := range 50 {
+		d := decide(t, s, lockOnly)
+		if r := d.Results[0]; !d.Allowed || !r.Allowed || r.Locked || r.Count != 0 || r.RetryAfter != 0 {
+			t.Fatalf("request %d to a lock-only rule, not locked: %+v; want admitted, counting nothing", i+1, d)
+		}
+	}
+	// Beside a limited rule, the limited one alone decides and counts.
+	for i := range 3 {
+		d := decide(t, s, limited, lockOnly)
+		if !d.Allowed || d.Results[0].Count != i+1 || d.Results[1].Count != 0 || !d.Results[1].Allowed {
+			t.Fatalf("request %d with a limited rule: %+v; want admitted, counted by the limited rule alone", i+1, d)
+		}
+	}
+	if d := decide(t, s, lockOnly, limited); d.Allowed || d.Results[1].Allowed || !d.Results[0].Allowed || d.Results[0].Locked {
+		t.Fatalf("the limited rule full: %+v; want rejected by it alone", d)
+	}
+
+	// Locked: rejected with the lock's time left, however fresh the other rules.
+	lockNow(t, s, lockOnly.Name, lockOnly.ID, p.Threshold)
+	fresh := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.78", Limit: ratelimit.PerHour(3)}
+	d := decide(t, s, fresh, lockOnly)
+	lock := d.Results[1]
+	if d.Allowed || !d.Results[0].Allowed || lock.Allowed || !lock.Locked || lock.RetryAfter <= 0 || lock.RetryAfter > p.Duration+time.Millisecond || d.RetryAfter != lock.RetryAfter {
+		t.Fatalf("a locked lock-only rule beside a fresh one: %+v; want rejected by the lock, for at most %v", d, p.Duration)
+	}
+	if d := decide(t, s, lockOnly); d.Allowed || !d.Results[0].Locked || d.Results[0].RetryAfter > lock.RetryAfter {
+		t.Fatalf("a locked lock-only rule alone: %+v; want rejected, for at most %v", d, lock.RetryAfter)
+	}
+	// All or none: the rejection left nothing in the fresh rule.
+	if d := decide(t, s, fresh); !d.Allowed || d.Results[0].Count != 1 {
+		t.Fatalf("the fresh rule after the rejection: %+v; want admitted as the first", d)
+	}
+	// Unlocked: admitted again, at once.
+	if _, err := s.Clear(t.Context(), lockOnly.Name, lockOnly.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide(t, s, fresh, lockOnly); !d.Allowed || d.Results[0].Count != 2 || d.Results[1].Count != 0 {
+		t.Fatalf("after Clear: %+v; want admitted", d)
+	}
+
+	if s.expiries == nil {
+		return
+	}
+	// No log of the lock-only rule was ever written: its only keys are
+	// the lockout's.
+	for k := range s.expiries(t) {
+		if strings.Contains(k, "{login_account:") && strings.HasSuffix(k, ":log2") {
+			t.Errorf("key %q: a lock-only rule wrote a log", k)
 		}
 	}
 }

@@ -31,8 +31,9 @@ with other work a quiet or a noisy moment then touches every contender alike.
 Contenders:
   allow       XCloak's Limiter.Allow, one rule
   signin      XCloak's Limiter.AllowAll with the rules an IPv4 sign-in with a
-              password passes (login_ip, login_network, login_account and
-              login_password, the last two lockable), each at --limit
+              password passes: login_ip, login_network and login_account
+              (lockable), each at --limit, and login_password, lock-only
+              as in auth's table (its lock alone, no limit)
   redis_rate  github.com/go-redis/redis_rate/v10 (GCRA), Allow at --limit
   evalsha     a script that only returns 1, with one key: the ceiling
 
@@ -205,6 +206,12 @@ func newLimiterComparison(rdb redis.UniversalClient, prefix string, limit int) (
 	}
 	gcra := redis_rate.NewLimiter(rdb)
 	lim := ratelimit.PerMinute(limit)
+	// login_password as auth's table has it: lock-only, or at --limit
+	// were it given a limit of its own.
+	var pwLimit ratelimit.Limit
+	if spec, _ := auth.LookupRule(auth.RuleLoginPassword); !spec.LockOnly {
+		pwLimit = lim
+	}
 	return &limiterComparison{decide: map[string]func(context.Context, string) error{
 		lcAllow: func(ctx context.Context, id string) error {
 			_, err := l.Allow(ctx, ratelimit.Rule{Name: "compare_allow", ID: id, Limit: lim})
@@ -212,14 +219,15 @@ func newLimiterComparison(rdb redis.UniversalClient, prefix string, limit int) (
 		},
 		// The rules of an IPv4 sign-in with a password (auth/rules.go,
 		// FlowSignIn): the address, its /24, the account and the
-		// password, the last two lockable. Their own names, so that each
-		// keeps its own keys, as in a sign-in.
+		// password, the last two lockable, the password's lock-only.
+		// Their own names, so that each keeps its own keys, as in a
+		// sign-in.
 		lcSignIn: func(ctx context.Context, id string) error {
 			_, err := l.AllowAll(ctx,
 				ratelimit.Rule{Name: auth.RuleLoginIP, ID: id, Limit: lim},
 				ratelimit.Rule{Name: auth.RuleLoginNetwork, ID: id, Limit: lim},
 				ratelimit.Rule{Name: auth.RuleLoginAccount, ID: id, Limit: lim, Lockable: true},
-				ratelimit.Rule{Name: auth.RuleLoginPassword, ID: id, Limit: lim, Lockable: true})
+				ratelimit.Rule{Name: auth.RuleLoginPassword, ID: id, Limit: pwLimit, Lockable: true})
 			return err
 		},
 		lcRedisRate: func(ctx context.Context, id string) error {

@@ -386,7 +386,7 @@ func newSettings(d auth.Config) []setting {
 	}
 	// The limits' settings come from auth's table of rules, in its order.
 	for _, r := range auth.Rules() {
-		if r.SharesLimit == "" {
+		if r.OwnLimit() {
 			all = append(all, limit(r, d.Limits[r.Name]))
 		}
 	}

@@ -218,9 +218,9 @@ func TestLimitSettingsFromRules(t *testing.T) {
 	for _, r := range auth.Rules() {
 		env := limitEnv(r.Name)
 		s, ok := byEnv[env]
-		if r.SharesLimit != "" {
+		if !r.OwnLimit() {
 			if ok {
-				t.Errorf("rule %s shares the limit of %s but has a setting %s", r.Name, r.SharesLimit, env)
+				t.Errorf("rule %s has no limit of its own but has a setting %s", r.Name, env)
 			}
 			continue
 		}
