@@ -11,15 +11,15 @@ import (
 // replica decided (Prometheus sums replicas); the dashboard's counters in
 // Redis are the shared, cross-replica view.
 type metrics struct {
-	attempts     prometheus.Counter
-	successes    prometheus.Counter
-	failures     prometheus.Counter
-	rejected     *prometheus.CounterVec
+	attempts  prometheus.Counter
+	successes prometheus.Counter
+	failures  prometheus.Counter
+	rejected  *prometheus.CounterVec
 	// rejectedBy holds rejected's counter of each rule once it counted:
 	// a rejection, which a flood makes many of, then finds its counter
 	// without hashing its label. Filled as rules reject, so that the
 	// metrics show the rules that did, as they always have.
-	rejectedBy sync.Map // rule name -> prometheus.Counter
+	rejectedBy   sync.Map // rule name -> prometheus.Counter
 	lockouts     prometheus.Counter
 	resets       prometheus.Counter
 	decision     prometheus.Histogram

@@ -14,7 +14,7 @@ var sprayKeyTable = []struct{ password, key string }{
 	{"password", "0LAh18htgk-mQMWEJguYJQ"},
 	{"Pässwörd", "9RPfT18jkXm-QmF-x36Fow"},
 	{"ｐａｓｓ", "X003FzYTmE0dMDdlhPY-ww"}, // NFKC: "pass"
-	{"Ⅸ", "ze2JEt1Enre6ckoyEGdg8A"},      // NFKC: "IX"
+	{"Ⅸ", "ze2JEt1Enre6ckoyEGdg8A"},    // NFKC: "IX"
 	{"\x00\xff", "JBbGJBvbSHs7SKzR90ulzA"},
 }
 

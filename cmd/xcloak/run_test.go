@@ -551,7 +551,7 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			name: "passkeys' origin outside the RP ID",
 			env: map[string]string{"XCLOAK_PUBLIC_URL": "https://login.example.com", "XCLOAK_WEBAUTHN_RP_ID": "example.com",
 				"XCLOAK_WEBAUTHN_ORIGINS": "https://login.example.com,https://app.example.org",
-				"XCLOAK_MAIL_LOG": "true", "XCLOAK_ADDR": "127.0.0.1:0"},
+				"XCLOAK_MAIL_LOG":         "true", "XCLOAK_ADDR": "127.0.0.1:0"},
 			wantErr: "XCLOAK_WEBAUTHN_ORIGINS: https://app.example.org is neither on XCLOAK_WEBAUTHN_RP_ID example.com nor on a subdomain of it",
 		},
 		{
