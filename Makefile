@@ -56,10 +56,12 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-# go vet and staticcheck, whose version go.mod pins; any finding fails the
+# go vet, staticcheck (whose version go.mod pins) and gofmt; any finding fails the
 # target, and so make test and CI.
 lint: vet
 	$(GO) tool staticcheck ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
 
 services:
 	scripts/services.sh
