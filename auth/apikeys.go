@@ -209,8 +209,8 @@ func (s *Service) CheckAPIKey(ctx context.Context, client Client, key string) (A
 // keys from it costs no round trip per key.
 func (s *Service) failedAPIKey(ctx context.Context, client Client) error {
 	network, _ := KeyNetwork(32, 64).ID(Subject{Client: client})
-	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleAPIKeyIP, ID: network,
-		Limit: ratelimit.Limit{Count: ratelimit.MaxCount, Window: time.Second}, Lockable: true})
+	// Lock-only: the lock is the whole verdict, and no log is kept.
+	d, err := s.decide(ctx, ratelimit.Rule{Name: RuleAPIKeyIP, ID: network, Lockable: true})
 	if err != nil {
 		return unavailable("checking API key failures", err)
 	}
