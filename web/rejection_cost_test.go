@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,5 +78,21 @@ func TestSignInBodyAllocations(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, read); n > 2 {
 		t.Errorf("%v allocations, want 2 (the email and the password)", n)
+	}
+}
+
+// TestRetryAfterValues: every shared Retry-After value is its number of
+// seconds, and adding to one leaves the others as they were.
+func TestRetryAfterValues(t *testing.T) {
+	for i, v := range retryAfterValues {
+		if len(v) != 1 || v[0] != strconv.Itoa(i) {
+			t.Fatalf("retryAfterValues[%d] = %q, want [%d]", i, v, i)
+		}
+	}
+	h := http.Header{}
+	h["Retry-After"] = retryAfterValues[7]
+	h.Add("Retry-After", "x")
+	if got := retryAfterValues[8][0]; got != "8" {
+		t.Errorf("after Header.Add to the value of 7, the value of 8 is %q", got)
 	}
 }

@@ -153,9 +153,14 @@ func (s *Server) logProblem(r *http.Request, p problem, err error) {
 // maxSharedRetryAfter seconds, each one slice that every answer shares
 // (net/http only reads it), so that a flood's 429s allocate none.
 var retryAfterValues = func() [][]string {
-	v := make([][]string, maxSharedRetryAfter+1)
-	for i := range v {
-		v[i] = []string{strconv.Itoa(i)}
+	// One array holds every value; each slice's capacity is its length,
+	// so that an append to one (Header.Add) copies it rather than writing
+	// into its neighbour.
+	all := make([]string, maxSharedRetryAfter+1)
+	v := make([][]string, len(all))
+	for i := range all {
+		all[i] = strconv.Itoa(i)
+		v[i] = all[i : i+1 : i+1]
 	}
 	return v
 }()
