@@ -44,6 +44,12 @@ func (c Counts) plus(d Counts) Counts {
 		c.Rejected + d.Rejected, c.Held + d.Held, c.Successes + d.Successes}
 }
 
+// minus returns c - d.
+func (c Counts) minus(d Counts) Counts {
+	return Counts{c.Attempts - d.Attempts, c.Failures - d.Failures, c.Unknown - d.Unknown,
+		c.Rejected - d.Rejected, c.Held - d.Held, c.Successes - d.Successes}
+}
+
 // failed is the password checks that failed: wrong passwords and unknown
 // accounts.
 func (c Counts) failed() int64 { return c.Failures + c.Unknown }
@@ -181,6 +187,11 @@ func (c Config) signals(window, long, sum Counts) Signals {
 type Detector struct {
 	cfg     Config
 	seconds []second
+	// newest is the latest second added and window the counts of the
+	// seconds of the window ending at it, kept as attempts come so that
+	// Window at the newest second sums nothing.
+	newest int64
+	window Counts
 	// recent counts every attempt by minute, for the long window.
 	recent []minute
 	// minutes counts ordinary attempts by minute, for the baseline.
@@ -225,6 +236,7 @@ func NewDetector(cfg Config) *Detector {
 // not, so a long attack cannot raise the thresholds that keep it on.
 func (d *Detector) Add(at time.Time, o auth.Outcome, ordinary bool) {
 	sec := at.Unix()
+	d.advance(sec)
 	// An attempt later than the window, whose slot holds a newer second,
 	// counts only in the minutes.
 	if s := &d.seconds[mod(sec, len(d.seconds))]; s.unix <= sec {
@@ -232,6 +244,9 @@ func (d *Detector) Add(at time.Time, o auth.Outcome, ordinary bool) {
 			*s = second{unix: sec}
 		}
 		s.c.Add(o)
+		if sec > d.newest-int64(len(d.seconds)) {
+			d.window.Add(o)
+		}
 	}
 	addMinute(d.recent, sec/60, o)
 	if m := sec / 60; m < d.cachedAt && m > d.cachedAt-int64(len(d.recent)) {
@@ -256,8 +271,34 @@ func addMinute(ring []minute, min int64, o auth.Outcome) {
 	m.c.Add(o)
 }
 
-// Window returns the counts of the window ending at now.
+// advance moves the running window's end to sec when sec is newer,
+// taking out the seconds that leave it. Each slot a second leaves holds
+// that second or an older one outside the window; the work is bounded by
+// the window's length and, over many attempts, one slot per second.
+func (d *Detector) advance(sec int64) {
+	if sec <= d.newest {
+		return
+	}
+	n := int64(len(d.seconds))
+	if sec-d.newest >= n {
+		d.newest, d.window = sec, Counts{}
+		return
+	}
+	for t := d.newest + 1; t <= sec; t++ {
+		if s := d.seconds[mod(t, len(d.seconds))]; s.unix == t-n {
+			d.window = d.window.minus(s.c)
+		}
+	}
+	d.newest = sec
+}
+
+// Window returns the counts of the window ending at now: the running
+// total when now is in the newest second added, else a sum of the
+// window's seconds.
 func (d *Detector) Window(now time.Time) Counts {
+	if now.Unix() == d.newest {
+		return d.window
+	}
 	var c Counts
 	first := now.Unix() - int64(len(d.seconds)) + 1
 	for _, s := range d.seconds {

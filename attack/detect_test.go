@@ -351,3 +351,47 @@ func TestLongWindowCounts(t *testing.T) {
 		t.Errorf("a minute on: %+v, want 9 failures and 1 unknown account", got)
 	}
 }
+
+// TestWindowCountsExactly adds attempts whose times mostly move forward,
+// jump ahead by more than a window, and come late by up to two windows, and
+// checks after each that the window ending at the newest second counts
+// exactly the attempts made in its seconds. A running total that forgot to
+// drop a second leaving the window, dropped one twice, or counted a late
+// attempt from before the window fails it.
+func TestWindowCountsExactly(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	width := int64(cfg.Window / time.Second)
+	outcomes := []auth.Outcome{auth.OutcomeFailed, auth.OutcomeUnknownAccount, auth.OutcomeRejected, auth.OutcomeHeld, auth.OutcomeSucceeded}
+	d := attack.NewDetector(cfg)
+	rng := rand.New(rand.NewPCG(17, 4))
+	bySecond := map[int64]attack.Counts{}
+	base := day0.Unix()
+	sec, newest := base, base
+	for i := range 20_000 {
+		switch p := rng.Float64(); {
+		case p < 0.002:
+			sec = newest + width + rng.Int64N(3*width) // a quiet spell longer than the window
+		case p < 0.05:
+			sec = newest - rng.Int64N(2*width) // late
+		case p < 0.4:
+			sec = newest + 1
+		default:
+			sec = newest
+		}
+		o := outcomes[rng.IntN(len(outcomes))]
+		d.Add(time.Unix(sec, int64(rng.IntN(1e9))), o, true)
+		c := bySecond[sec]
+		c.Add(o)
+		bySecond[sec] = c
+		newest = max(newest, sec)
+		var want attack.Counts
+		for s := newest - width + 1; s <= newest; s++ {
+			c := bySecond[s]
+			want = attack.Counts{Attempts: want.Attempts + c.Attempts, Failures: want.Failures + c.Failures, Unknown: want.Unknown + c.Unknown,
+				Rejected: want.Rejected + c.Rejected, Held: want.Held + c.Held, Successes: want.Successes + c.Successes}
+		}
+		if got := d.Window(time.Unix(newest, 999_999_999)); got != want {
+			t.Fatalf("attempt %d at second %d (newest %d): window %+v, want %+v", i, sec-base, newest-base, got, want)
+		}
+	}
+}

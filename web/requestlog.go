@@ -49,7 +49,9 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := requestid.New()
-		w.Header().Set("X-Request-ID", id)
+		// Set with its key in canonical form, as Header.Set would write
+		// it, without canonicalising it on every request.
+		w.Header()["X-Request-Id"] = []string{id}
 		r = r.WithContext(requestid.With(r.Context(), id))
 		rec := &statusRecorder{ResponseWriter: w}
 		start := time.Now()

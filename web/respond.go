@@ -44,6 +44,12 @@ type problem struct {
 // and every kind of limit or lockout each share one answer, so that no
 // answer tells whether an account exists or is locked.
 func problemFor(err error) problem {
+	// A sign-in's rejection, what a flood gets, is found without
+	// errors.As: a *auth.LimitedError matches none of the cases before its
+	// own below.
+	if limited, ok := err.(*auth.LimitedError); ok {
+		return problem{http.StatusTooManyRequests, "too_many_attempts", "", limited.RetryAfterSeconds()}
+	}
 	var limited *auth.LimitedError
 	var denied *auth.DeniedError
 	var field *auth.FieldError
@@ -143,13 +149,36 @@ func (s *Server) logProblem(r *http.Request, p problem, err error) {
 	}
 }
 
-// setRetryAfter adds the Retry-After header a 429 or 503 carries.
+// retryAfterValues are the Retry-After header's values of 0 to
+// maxSharedRetryAfter seconds, each one slice that every answer shares
+// (net/http only reads it), so that a flood's 429s allocate none.
+var retryAfterValues = func() [][]string {
+	// One array holds every value; each slice's capacity is its length,
+	// so that an append to one (Header.Add) copies it rather than writing
+	// into its neighbour.
+	all := make([]string, maxSharedRetryAfter+1)
+	v := make([][]string, len(all))
+	for i := range all {
+		all[i] = strconv.Itoa(i)
+		v[i] = all[i : i+1 : i+1]
+	}
+	return v
+}()
+
+// maxSharedRetryAfter is the longest Retry-After in retryAfterValues:
+// the default limits' windows and lockouts are within it.
+const maxSharedRetryAfter = 3600
+
+// setRetryAfter adds the Retry-After header a 429 or 503 carries. The
+// key is in canonical form, as Header.Set would write it.
 func setRetryAfter(w http.ResponseWriter, p problem) {
 	switch {
+	case p.retryAfter > maxSharedRetryAfter:
+		w.Header()["Retry-After"] = []string{strconv.Itoa(p.retryAfter)}
 	case p.retryAfter > 0:
-		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
+		w.Header()["Retry-After"] = retryAfterValues[p.retryAfter]
 	case p.status == http.StatusServiceUnavailable:
-		w.Header().Set("Retry-After", "1")
+		w.Header()["Retry-After"] = retryAfterValues[1]
 	}
 }
 
@@ -161,7 +190,7 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	setRetryAfter(w, p)
 	// The decision API names the field at fault, and says what is wrong
 	// with it.
-	if field := (*auth.FieldError)(nil); errors.As(err, &field) {
+	if field := fieldError(p, err); field != nil {
 		body := map[string]any{"error": p.code, "field": field.Field, "message": p.message}
 		if p.retryAfter > 0 {
 			body["retry_after_seconds"] = p.retryAfter
@@ -170,18 +199,47 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	// Every other error's body is its code and a retry-after, written
-	// without encoding/json: a flood of rejections gets nothing else.
-	writeJSONBytes(w, p.status, problemJSON(p))
+	// without encoding/json into a reused buffer: a flood of rejections
+	// gets nothing else.
+	buf := problemBuffers.Get().(*[]byte)
+	*buf = appendProblemJSON((*buf)[:0], p)
+	// Write copies the body into the connection's buffer, or sends it,
+	// before it returns: the buffer may be reused after.
+	writeJSONBytes(w, p.status, *buf)
+	problemBuffers.Put(buf)
 }
+
+// fieldError is err's *auth.FieldError, nil if none. A rejection
+// (too_many_attempts) is never a field's error: problemFor looks for one
+// first. It is a function of its own so that a rejection's answer does
+// not allocate the variable errors.As fills.
+func fieldError(p problem, err error) *auth.FieldError {
+	if p.code == "too_many_attempts" {
+		return nil
+	}
+	var field *auth.FieldError
+	if errors.As(err, &field) {
+		return field
+	}
+	return nil
+}
+
+// problemBuffers hold problem bodies while they are written.
+var problemBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64); return &b }}
 
 // problemJSON is {"error": code} with retry_after_seconds when p has one,
 // byte for byte as encoding/json writes it (TestProblemJSON).
 func problemJSON(p problem) []byte {
+	return appendProblemJSON(make([]byte, 0, 64), p)
+}
+
+// appendProblemJSON appends problemJSON(p) to b.
+func appendProblemJSON(b []byte, p problem) []byte {
 	if !plainJSONName(p.code) {
-		b, _ := json.Marshal(map[string]any{"error": p.code})
+		j, _ := json.Marshal(map[string]any{"error": p.code})
+		b = append(b, j...)
 		return append(b, '\n')
 	}
-	b := make([]byte, 0, 64)
 	b = append(b, `{"error":"`...)
 	b = append(b, p.code...)
 	b = append(b, '"')
@@ -292,6 +350,11 @@ func checkField(v string) error {
 }
 
 func hasContentType(r *http.Request, want string) bool {
+	// The common header, the media type alone, needs no parsing (whose
+	// parameters' map a flood would pay for on every request).
+	if v := r.Header["Content-Type"]; len(v) == 1 && v[0] == want {
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return err == nil && mt == want
 }
@@ -329,10 +392,19 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	if !hasContentType(r, "application/json") {
 		return errBadRequest
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil || !utf8.Valid(body) {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			bodyBuffers.Put(buf)
+		}
+	}()
+	// Both decoders below copy what they keep out of the body, so its
+	// buffer may be reused once they return.
+	if _, err := buf.ReadFrom(r.Body); err != nil || !utf8.Valid(buf.Bytes()) {
 		return errBadRequest
 	}
+	body := buf.Bytes()
 	// The common body (a sign-in's two strings) needs neither the search
 	// for duplicate keys nor encoding/json's reflection (flatjson.go).
 	if !decodeFlatInto(body, dst) {
@@ -342,6 +414,13 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	}
 	return checkFields(fields)
 }
+
+// bodyBuffers hold JSON bodies while they are decoded; maxPooledBody
+// bounds the ones kept, so that one large body is not held for every
+// later one.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBody = 16 << 10
 
 // decodeStrict decodes the JSON text body, valid UTF-8, into dst with
 // encoding/json, refusing duplicate keys, unknown fields and trailing
