@@ -235,19 +235,28 @@ func problemJSON(p problem) []byte {
 
 // appendProblemJSON appends problemJSON(p) to b.
 func appendProblemJSON(b []byte, p problem) []byte {
-	if !plainJSONName(p.code) {
-		j, _ := json.Marshal(map[string]any{"error": p.code})
+	b = append(b, `{"error":`...)
+	if plainProblemCode(p.code) {
+		b = append(b, '"')
+		b = append(b, p.code...)
+		b = append(b, '"')
+	} else {
+		// Escaped as encoding/json escapes it, HTML's <, > and & too.
+		j, _ := json.Marshal(p.code)
 		b = append(b, j...)
-		return append(b, '\n')
 	}
-	b = append(b, `{"error":"`...)
-	b = append(b, p.code...)
-	b = append(b, '"')
 	if p.retryAfter > 0 {
 		b = append(b, `,"retry_after_seconds":`...)
 		b = strconv.AppendInt(b, int64(p.retryAfter), 10)
 	}
 	return append(b, "}\n"...)
+}
+
+// plainProblemCode reports whether encoding/json writes code as itself
+// between quotes: no byte a JSON string escapes, nor the <, > and & it
+// escapes for HTML.
+func plainProblemCode(code string) bool {
+	return plainJSONName(code) && !strings.ContainsAny(code, "<>&")
 }
 
 // fail answers a request that has no page of its own to show the error on:
