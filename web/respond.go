@@ -405,6 +405,9 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	buf.Reset()
 	defer func() {
 		if buf.Cap() <= maxPooledBody {
+			// No password left behind in the pool: the body was all
+			// read into the buffer, which nothing has consumed.
+			clear(buf.Bytes())
 			bodyBuffers.Put(buf)
 		}
 	}()
