@@ -2,6 +2,8 @@ package web
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a-h/templ"
 
 	"github.com/xcloak/xcloak/auth"
 )
@@ -131,6 +135,40 @@ func TestBodyBufferKeepsNoPassword(t *testing.T) {
 		}
 		if !seen {
 			t.Fatalf("%s: no used buffer came back from the pool", raw)
+		}
+	}
+}
+
+// TestPageBufferKeepsNoPage: a page's buffer goes back to the pool
+// without the page in it, so that what a page shows once (new recovery
+// codes, a form's token) lingers in no memory kept for the next request,
+// whether the page rendered in full or failed half way.
+func TestPageBufferKeepsNoPage(t *testing.T) {
+	const secret = "wrk-pooled-recovery-code-1234"
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	failing := templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		_, _ = io.WriteString(w, "<p>"+secret+"</p>")
+		return errors.New("half way")
+	})
+	for _, c := range []templ.Component{templ.Raw("<p>" + secret + "</p>"), failing} {
+		seen := false
+		for range 100 {
+			w := httptest.NewRecorder()
+			s.render(w, httptest.NewRequest("GET", "/account/mfa", nil), http.StatusOK, c)
+			buf := pageBuffers.Get().(*bytes.Buffer)
+			kept := buf.Bytes()
+			kept = kept[:cap(kept)]
+			pageBuffers.Put(buf)
+			if len(kept) == 0 {
+				continue // a new buffer: the pool dropped the used one
+			}
+			seen = true
+			if bytes.Contains(kept, []byte(secret)) {
+				t.Fatal("the pooled buffer still holds the page")
+			}
+		}
+		if !seen {
+			t.Fatal("no used buffer came back from the pool")
 		}
 	}
 }
