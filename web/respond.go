@@ -329,6 +329,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	buf.Reset()
 	defer func() {
 		if buf.Cap() <= maxPooledPage {
+			// What a page shows once (new recovery codes, a form's
+			// token) is left in no buffer kept for the next request.
+			clear(buf.Bytes())
 			pageBuffers.Put(buf)
 		}
 	}()
