@@ -353,8 +353,8 @@ func TestLongWindowCounts(t *testing.T) {
 }
 
 // TestWindowCountsExactly adds attempts whose times mostly move forward,
-// jump ahead by more than a window, and come late by up to two windows, and
-// checks after each that the window ending at the newest second counts
+// skip a few seconds, jump ahead by more than a window, and come late by
+// up to two windows, and checks after each that the window ending at the newest second counts
 // exactly the attempts made in its seconds. A running total that forgot to
 // drop a second leaving the window, dropped one twice, or counted a late
 // attempt from before the window fails it.
@@ -373,6 +373,8 @@ func TestWindowCountsExactly(t *testing.T) {
 			sec = newest + width + rng.Int64N(3*width) // a quiet spell longer than the window
 		case p < 0.05:
 			sec = newest - rng.Int64N(2*width) // late
+		case p < 0.08:
+			sec = newest + 2 + rng.Int64N(width-2) // a gap within the window
 		case p < 0.4:
 			sec = newest + 1
 		default:

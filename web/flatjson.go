@@ -1,6 +1,8 @@
 package web
 
 import (
+	"encoding"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"sync"
@@ -37,8 +39,8 @@ func planFlat(t reflect.Type) *flatFields {
 	folded := map[string]bool{}
 	for i := range st.NumField() {
 		sf := st.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if !sf.IsExported() || sf.Type.Kind() != reflect.String || name == "" || name == "-" ||
+		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if !sf.IsExported() || !plainString(sf.Type) || !plainOptions(opts) || name == "" || name == "-" ||
 			!plainJSONName(name) || folded[foldKey(name)] {
 			return nil
 		}
@@ -46,6 +48,36 @@ func planFlat(t reflect.Type) *flatFields {
 		f.names = append(f.names, name)
 	}
 	return f
+}
+
+// plainString reports whether encoding/json decodes a JSON string into a
+// value of t as the string itself: t is a string type that does not
+// decode itself (json.Unmarshaler, encoding.TextUnmarshaler).
+func plainString(t reflect.Type) bool {
+	if t.Kind() != reflect.String {
+		return false
+	}
+	p := reflect.PointerTo(t)
+	return !p.Implements(jsonUnmarshaler) && !p.Implements(textUnmarshaler)
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// plainOptions reports whether a json tag's options, after its name,
+// leave decoding alone: omitempty and omitzero only change encoding; the
+// string option makes encoding/json want a JSON string inside the string.
+func plainOptions(opts string) bool {
+	for opts != "" {
+		var opt string
+		opt, opts, _ = strings.Cut(opts, ",")
+		if opt != "omitempty" && opt != "omitzero" {
+			return false
+		}
+	}
+	return true
 }
 
 // plainJSONName reports whether name is written in JSON as itself: no

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -134,5 +135,66 @@ func TestFlatPlanOnlyForStringFieldsWithNames(t *testing.T) {
 	}
 	if f := flatFieldsOf(reflect.TypeOf(&flatBody{})); f == nil || !reflect.DeepEqual(f.names, []string{"email", "password"}) {
 		t.Errorf("flatBody: got %+v, want the names email, password", f)
+	}
+}
+
+// upperText is a string that decodes itself, as encoding/json lets any
+// type do.
+type upperText string
+
+func (u *upperText) UnmarshalText(b []byte) error {
+	*u = upperText(strings.ToUpper(string(b)))
+	return nil
+}
+
+// upperJSON is upperText through json.Unmarshaler.
+type upperJSON string
+
+func (u *upperJSON) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*u = upperJSON(strings.ToUpper(s))
+	return nil
+}
+
+// A field encoding/json reads otherwise than as the string itself (the
+// ,string option, which wants a JSON string inside the string, or a type
+// that decodes itself) gives its struct no fast path: decodeJSON reads
+// each of these bodies as encoding/json does.
+func TestFlatPlanNoneForFieldsThatDecodeThemselves(t *testing.T) {
+	type quoted struct {
+		N string `json:"n,string"`
+	}
+	type text struct {
+		N upperText `json:"n"`
+	}
+	type unmarshaler struct {
+		N upperJSON `json:"n"`
+	}
+	type omitempty struct {
+		N string `json:"n,omitempty"`
+	}
+	for _, v := range []any{&quoted{}, &text{}, &unmarshaler{}} {
+		if f := flatFieldsOf(reflect.TypeOf(v)); f != nil {
+			t.Errorf("%T: got a fast path %v, want none", v, f.names)
+		}
+	}
+	if f := flatFieldsOf(reflect.TypeOf(&omitempty{})); f == nil {
+		t.Errorf("omitempty: got no fast path, want one")
+	}
+	body := []byte(`{"n":"abc"}`)
+	var q quoted
+	if decodeFlatInto(body, &q) {
+		t.Errorf("n,string: fast path read %+v, encoding/json refuses the body", q)
+	}
+	var tx text
+	if decodeFlatInto(body, &tx) && tx.N != "ABC" {
+		t.Errorf("UnmarshalText: fast path read %+v, encoding/json reads ABC", tx)
+	}
+	var u unmarshaler
+	if decodeFlatInto(body, &u) && u.N != "ABC" {
+		t.Errorf("UnmarshalJSON: fast path read %+v, encoding/json reads ABC", u)
 	}
 }

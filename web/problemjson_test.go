@@ -46,10 +46,15 @@ func TestProblemJSON(t *testing.T) {
 			t.Errorf("%v: got %s, want %s", err, got, want)
 		}
 	}
-	// A code JSON would escape takes encoding/json's path.
-	p := problem{code: "a<b\"c", retryAfter: 0}
-	if got, want := problemJSON(p), problemBodyBefore(p); !bytes.Equal(got, want) {
-		t.Errorf("escaped code: got %s, want %s", got, want)
+	// A code JSON would escape, HTML's <, > and & included, is written as
+	// encoding/json writes it, its retry-after kept.
+	for _, code := range []string{"a<b\"c", "a<b", "a>b", "a&b", "a\u2028b", "a\\b", "a\x01b", "ä"} {
+		for _, retry := range []int{0, 7} {
+			p := problem{code: code, retryAfter: retry}
+			if got, want := problemJSON(p), problemBodyBefore(p); !bytes.Equal(got, want) {
+				t.Errorf("code %q, retry %d: got %s, want %s", code, retry, got, want)
+			}
+		}
 	}
 }
 

@@ -1,13 +1,19 @@
 package web
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/a-h/templ"
 
 	"github.com/xcloak/xcloak/auth"
 )
@@ -94,5 +100,75 @@ func TestRetryAfterValues(t *testing.T) {
 	h.Add("Retry-After", "x")
 	if got := retryAfterValues[8][0]; got != "8" {
 		t.Errorf("after Header.Add to the value of 7, the value of 8 is %q", got)
+	}
+}
+
+// TestBodyBufferKeepsNoPassword: a JSON body's buffer goes back to the
+// pool without the body in it, as the spraying key's does, so that no
+// password lingers in memory kept for the next request, for either
+// decoder.
+func TestBodyBufferKeepsNoPassword(t *testing.T) {
+	const password = "wrk-pooled-secret-password"
+	for _, raw := range []string{
+		`{"email":"wrk-pool@example.com","password":"` + password + `"}`,
+		`{"email":"wrk-pool@example.com","password":"` + password + `\u0021"}`,
+	} {
+		seen := false
+		for range 100 {
+			r := httptest.NewRequest("POST", "/api/v1/login", strings.NewReader(raw))
+			r.Header.Set("Content-Type", "application/json")
+			var in loginBody
+			if err := decodeJSON(r, &in, &in.Email, &in.Password); err != nil {
+				t.Fatal(err)
+			}
+			buf := bodyBuffers.Get().(*bytes.Buffer)
+			kept := buf.Bytes()
+			kept = kept[:cap(kept)]
+			bodyBuffers.Put(buf)
+			if len(kept) == 0 {
+				continue // a new buffer: the pool dropped the used one
+			}
+			seen = true
+			if bytes.Contains(kept, []byte(password)) {
+				t.Fatalf("%s: the pooled buffer still holds the password", raw)
+			}
+		}
+		if !seen {
+			t.Fatalf("%s: no used buffer came back from the pool", raw)
+		}
+	}
+}
+
+// TestPageBufferKeepsNoPage: a page's buffer goes back to the pool
+// without the page in it, so that what a page shows once (new recovery
+// codes, a form's token) lingers in no memory kept for the next request,
+// whether the page rendered in full or failed half way.
+func TestPageBufferKeepsNoPage(t *testing.T) {
+	const secret = "wrk-pooled-recovery-code-1234"
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	failing := templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		_, _ = io.WriteString(w, "<p>"+secret+"</p>")
+		return errors.New("half way")
+	})
+	for _, c := range []templ.Component{templ.Raw("<p>" + secret + "</p>"), failing} {
+		seen := false
+		for range 100 {
+			w := httptest.NewRecorder()
+			s.render(w, httptest.NewRequest("GET", "/account/mfa", nil), http.StatusOK, c)
+			buf := pageBuffers.Get().(*bytes.Buffer)
+			kept := buf.Bytes()
+			kept = kept[:cap(kept)]
+			pageBuffers.Put(buf)
+			if len(kept) == 0 {
+				continue // a new buffer: the pool dropped the used one
+			}
+			seen = true
+			if bytes.Contains(kept, []byte(secret)) {
+				t.Fatal("the pooled buffer still holds the page")
+			}
+		}
+		if !seen {
+			t.Fatal("no used buffer came back from the pool")
+		}
 	}
 }

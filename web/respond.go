@@ -235,19 +235,28 @@ func problemJSON(p problem) []byte {
 
 // appendProblemJSON appends problemJSON(p) to b.
 func appendProblemJSON(b []byte, p problem) []byte {
-	if !plainJSONName(p.code) {
-		j, _ := json.Marshal(map[string]any{"error": p.code})
+	b = append(b, `{"error":`...)
+	if plainProblemCode(p.code) {
+		b = append(b, '"')
+		b = append(b, p.code...)
+		b = append(b, '"')
+	} else {
+		// Escaped as encoding/json escapes it, HTML's <, > and & too.
+		j, _ := json.Marshal(p.code)
 		b = append(b, j...)
-		return append(b, '\n')
 	}
-	b = append(b, `{"error":"`...)
-	b = append(b, p.code...)
-	b = append(b, '"')
 	if p.retryAfter > 0 {
 		b = append(b, `,"retry_after_seconds":`...)
 		b = strconv.AppendInt(b, int64(p.retryAfter), 10)
 	}
 	return append(b, "}\n"...)
+}
+
+// plainProblemCode reports whether encoding/json writes code as itself
+// between quotes: no byte a JSON string escapes, nor the <, > and & it
+// escapes for HTML.
+func plainProblemCode(code string) bool {
+	return plainJSONName(code) && !strings.ContainsAny(code, "<>&")
 }
 
 // fail answers a request that has no page of its own to show the error on:
@@ -320,6 +329,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	buf.Reset()
 	defer func() {
 		if buf.Cap() <= maxPooledPage {
+			// What a page shows once (new recovery codes, a form's
+			// token) is left in no buffer kept for the next request.
+			clear(buf.Bytes())
 			pageBuffers.Put(buf)
 		}
 	}()
@@ -396,6 +408,9 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	buf.Reset()
 	defer func() {
 		if buf.Cap() <= maxPooledBody {
+			// No password left behind in the pool: the body was all
+			// read into the buffer, which nothing has consumed.
+			clear(buf.Bytes())
 			bodyBuffers.Put(buf)
 		}
 	}()
