@@ -311,3 +311,29 @@ func TestPasskeyRelyingParty(t *testing.T) {
 		}
 	})
 }
+
+// TestPasskeyEnrolFormFailures: the registration form answers a name too
+// long and a wrong password with its own page and what went wrong, the
+// name kept.
+func TestPasskeyEnrolFormFailures(t *testing.T) {
+	env, base, _ := mfaEnv(t, xcloaktest.Options{})
+	env.AddUser(t, "pkform@example.com", "correct horse battery", false)
+	c := xcloaktest.Client(t, "127.0.38.1")
+	postSignIn(t, c, base, "pkform@example.com", "correct horse battery")
+	k := authtest.NewSoftKey(t)
+	for _, tc := range []struct {
+		name, password string
+		status         int
+		says           string
+	}{
+		{strings.Repeat("n", 65), "correct horse battery", http.StatusBadRequest, "Name the passkey in at most 64 characters"},
+		{"Laptop", "not the password", http.StatusUnauthorized, "Your password is incorrect."},
+	} {
+		_, options := post(t, c, base+"/account/mfa/passkey/options", "", "")
+		form := url.Values{"name": {tc.name}, "password": {tc.password}, "credential": {k.Create(t, options)}}
+		resp, page := post(t, c, base+"/account/mfa/passkey", formType, form.Encode())
+		if resp.StatusCode != tc.status || !strings.Contains(page, tc.says) {
+			t.Errorf("name %.10q…, password %q: %d, want %d saying %q: %s", tc.name, tc.password, resp.StatusCode, tc.status, tc.says, page)
+		}
+	}
+}
