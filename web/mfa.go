@@ -235,21 +235,15 @@ func (s *Server) handleTOTPEnrolForm() http.Handler {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return nil
 		}
-		p := problemFor(err)
-		s.logProblem(r, p, err)
-		if p.status >= 500 {
-			return err
+		p, text, failed := s.factorProblem(w, r, err)
+		if failed != nil {
+			return failed
 		}
-		setRetryAfter(w, p)
 		e, perr := s.auth.PendingTOTP(r.Context(), sess, id)
 		if perr != nil {
 			return perr
 		}
-		props := templates.TOTPEnrolProps{RetryAfterSeconds: p.retryAfter}
-		if p.retryAfter == 0 {
-			props.Error = factorProblemText(err, p)
-		}
-		return s.totpEnrolPage(w, r, sess, p.status, e, props)
+		return s.totpEnrolPage(w, r, sess, p.status, e, templates.TOTPEnrolProps{RetryAfterSeconds: p.retryAfter, Error: text})
 	})
 }
 
@@ -261,25 +255,31 @@ func (s *Server) factorsFailed(w http.ResponseWriter, r *http.Request, sess auth
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return nil
 	}
+	p, text, failed := s.factorProblem(w, r, err)
+	if failed != nil {
+		return failed
+	}
+	return s.factorsPage(w, r, sess, p.status, templates.FactorsProps{RetryAfterSeconds: p.retryAfter, Error: text})
+}
+
+// factorProblem logs err, a failed change to the account's factors that
+// its page answers itself, and sets its Retry-After. It returns err back
+// for a server error, which the caller's wrapper answers; else the
+// problem and what the page says of it ("" while it says when to retry).
+func (s *Server) factorProblem(w http.ResponseWriter, r *http.Request, err error) (problem, string, error) {
 	p := problemFor(err)
 	s.logProblem(r, p, err)
 	if p.status >= 500 {
-		return err
+		return p, "", err
 	}
 	setRetryAfter(w, p)
-	props := templates.FactorsProps{RetryAfterSeconds: p.retryAfter}
-	if p.retryAfter == 0 {
-		props.Error = factorProblemText(err, p)
+	switch {
+	case p.retryAfter != 0:
+		return p, "", nil
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		return p, "Your password is incorrect.", nil
 	}
-	return s.factorsPage(w, r, sess, p.status, props)
-}
-
-// factorProblemText is what the factors' pages say of err.
-func factorProblemText(err error, p problem) string {
-	if errors.Is(err, auth.ErrInvalidCredentials) {
-		return "Your password is incorrect."
-	}
-	return p.message
+	return p, p.message, nil
 }
 
 // handleRemoveFactorForm is POST /account/mfa/{id}/remove, with the

@@ -87,19 +87,14 @@ func (s *Server) handlePasskeyEnrolForm() http.Handler {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return nil
 		}
-		p := problemFor(err)
-		s.logProblem(r, p, err)
-		if p.status >= 500 {
-			return err
+		p, text, failed := s.factorProblem(w, r, err)
+		if failed != nil {
+			return failed
 		}
-		setRetryAfter(w, p)
-		props := templates.PasskeyEnrolProps{Nav: navFor(sess), Name: form[templates.FieldName], RetryAfterSeconds: p.retryAfter}
-		if p.retryAfter == 0 {
-			props.Error = factorProblemText(err, p)
-			if errors.Is(err, auth.ErrInvalidRequest) {
-				props.Error = "Name the passkey in at most 64 characters, type your password, and try again."
-			}
+		if text != "" && errors.Is(err, auth.ErrInvalidRequest) {
+			text = "Name the passkey in at most 64 characters, type your password, and try again."
 		}
+		props := templates.PasskeyEnrolProps{Nav: navFor(sess), Name: form[templates.FieldName], RetryAfterSeconds: p.retryAfter, Error: text}
 		s.render(w, r, p.status, templates.PasskeyEnrolPage(props))
 		return nil
 	})
