@@ -874,8 +874,10 @@ func TestDecisionAllocations(t *testing.T) {
 		{"signin/admitted", signIn, fresh},
 		{"signin/rejected", signIn, same},
 	} {
-		if got := allocs(c.name, c.f, c.id); got >= want {
+		got := allocs(c.name, c.f, c.id)
+		if got >= want {
 			t.Errorf("%s: %v allocations per decision, want fewer than redis_rate's %v", c.name, got, want)
 		}
+		t.Logf("%s: %v allocations per decision (redis_rate's %v)", c.name, got, want)
 	}
 }

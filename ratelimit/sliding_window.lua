@@ -28,26 +28,29 @@
 --          identity's lock (see lockout.lua), which rejects while it
 --          exists, whatever the log says. A lock-only rule has no log:
 --          its lock alone. On a cluster every key shares one slot.
--- ARGV     two per rule (i = 1..n, n = #ARGV / 2):
---   ARGV[2i-1]  its limit, requests admitted per window (>= 1), negated
---               when the rule is lockable (its log's key is then followed
---               by its lock's); 0 for a lock-only rule, which admits any
---               number while its lock does not exist, and is never
---               written
---   ARGV[2i]    its window in microseconds (>= 1000); 0 for a lock-only
---               rule
+-- ARGV[1] the rules, 12 bytes each (i = 1..n, n = #ARGV[1] / 12), packed
+--         rather than two arguments each, which cost Redis more to read:
+--   limit   signed 32-bit little-endian: requests admitted per window
+--           (>= 1), negated when the rule is lockable (its log's key is
+--           then followed by its lock's); 0 for a lock-only rule, which
+--           admits any number while its lock does not exist, and is
+--           never written
+--   window  signed 64-bit little-endian: microseconds (>= 1000); 0 for a
+--           lock-only rule
 --
--- Returns 1 + 2n integers: first 1 if the request was admitted, in every
--- rule, else 0; then for each rule, in order:
---   count   requests in its window, this one included only when the whole
---           request was admitted; 0 for a lock-only rule
---   value   when the request was admitted: the time recorded in the
---           rule's log (to take it back, see take_back.lua), 0 for a
---           lock-only rule. Else 0 if
---           the rule admits it, or the microseconds until the rule would
---           admit one more (the entry that must leave has left; never
---           early, never 0), negated when it rejects because the identity
---           is locked (the time the lock has left)
+-- Returns a string of 1 + 12n bytes, packed for the same reason: first a
+-- byte, 1 if the request was admitted, in every rule, else 0; then for
+-- each rule, in order:
+--   count   signed 32-bit little-endian: requests in its window, this one
+--           included only when the whole request was admitted; 0 for a
+--           lock-only rule
+--   value   signed 64-bit little-endian: when the request was admitted,
+--           the time recorded in the rule's log (to take it back, see
+--           take_back.lua), 0 for a lock-only rule. Else 0 if the rule
+--           admits it, or the microseconds until the rule would admit one
+--           more (the entry that must leave has left; never early, never
+--           0), negated when it rejects because the identity is locked
+--           (the time the lock has left)
 -- The request is admitted, in every rule, only if every rule admits it.
 --
 -- Each call of this script is a decision: what runs in every call is kept
@@ -195,21 +198,25 @@ local function malformed(k)
   return redis.error_reply('ERR ratelimit: ' .. KEYS[k] .. ' is not a packed log')
 end
 
-local n = #ARGV / 2
+local spec = ARGV[1]
+local n = #spec / 12
+if n < 1 or n % 1 ~= 0 then
+  return redis.error_reply('ERR ratelimit: ARGV[1] is not packed rules')
+end
 
-if n == 1 and ARGV[1] == '0' then
+if n == 1 and get('<i4', spec) == 0 then
   -- One lock-only rule: its lock alone decides, and nothing is written.
   local left = locked(1)
   if left ~= 0 then
-    return {0, 0, -left}
+    return put('<Bi4i8', 0, 0, -left)
   end
-  return {1, 0, 0}
+  return put('<Bi4i8', 1, 0, 0)
 end
 
 if n == 1 then
   -- One rule (Allow, and every group of one on a cluster): the log is
   -- read once for both the verdict and the write.
-  local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+  local limit, window = get('<i4i8', spec)
   local raw = values[1]
   local w, fmt, base, exp, m, first = 0, '', 0, 0, 0, 0
   if raw then
@@ -232,7 +239,7 @@ if n == 1 then
     value = base + get(fmt, raw, HEAD + 1 + (first + count - limit) * w) + window - now
   end
   if value ~= 0 then
-    return {0, count, value}
+    return put('<Bi4i8', 0, count, value)
   end
   -- Never before an entry already there, should Redis' clock step back:
   -- the log stays in order, and an entry that counts late only makes the
@@ -242,16 +249,16 @@ if n == 1 then
     at = math.max(now, base + get(fmt, raw, HEAD + 1 + (m - 1) * w))
   end
   write(KEYS[1], raw, w, fmt, base, exp, m, first, 1, window, at)
-  return {1, count + 1, at}
+  return put('<Bi4i8', 1, count + 1, at)
 end
 
--- Several rules. First the verdict of each, into the reply; the only
+-- Several rules. First the verdict of each, into the reply's numbers; the only
 -- other table holds where each rule's log is in KEYS (false for a
 -- lock-only rule, which has none).
 local out, logs = {1}, {}
 local k = 1
 for i = 1, n do
-  local limit, window = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
+  local limit, window = get('<i4i8', spec, 12 * i - 11)
   local count, value = 0, 0
   if limit == 0 then
     -- Lock-only: its lock alone, and no log.
@@ -288,7 +295,7 @@ for i = 1, n do
   out[2 * i], out[2 * i + 1] = count, value
 end
 if out[1] == 0 then
-  return out
+  return put('<B' .. string.rep('i4i8', n), unpack(out))
 end
 
 -- Admitted: each log is written once, by the first of the rules naming it
@@ -297,7 +304,7 @@ end
 for i = 1, n do
   if logs[i] then
     local key, raw = KEYS[logs[i]], values[logs[i]]
-    local added, window, seen = 1, tonumber(ARGV[2 * i]), false
+    local added, window, seen = 1, get('<i8', spec, 12 * i - 7), false
     for j = 1, n do
       if j ~= i and logs[j] and KEYS[logs[j]] == key then
         if j < i then
@@ -305,7 +312,7 @@ for i = 1, n do
           break
         end
         added = added + 1
-        window = math.max(window, tonumber(ARGV[2 * j]))
+        window = math.max(window, get('<i8', spec, 12 * j - 7))
       end
     end
     local w, fmt, base, exp, m = 0, '', 0, 0, 0
@@ -328,4 +335,4 @@ for i = 1, n do
     out[2 * i + 1] = at
   end
 end
-return out
+return put('<B' .. string.rep('i4i8', n), unpack(out))
