@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +61,55 @@ func TestParseReplyShapes(t *testing.T) {
 				if got.Allowed != w.Allowed || got.Locked != w.Locked || got.RetryAfter != w.RetryAfter*time.Microsecond {
 					t.Errorf("rule %d: %+v, want allowed %v, locked %v, retry-after %v", i, got, w.Allowed, w.Locked, w.RetryAfter*time.Microsecond)
 				}
+			}
+		})
+	}
+}
+
+// TestScriptRejectsMalformedInput gives sliding_window.lua rules and keys
+// that Limiter never sends: each is an error naming the input, and none
+// writes anything (a script's writes before an error stay). A window of
+// zero or less would otherwise admit without limit, one too long for the
+// log's widths or header would be stored truncated, a key missing would
+// fail only after earlier rules' logs were written, and a key too many (a
+// lock the rules do not name) would be ignored.
+func TestScriptRejectsMalformedInput(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	a, b, lock := prefix+"{a}:log3", prefix+"{a}:log3b", prefix+"{a}:lock"
+	spec := func(rules ...[2]int64) []byte {
+		var out []byte
+		for _, r := range rules {
+			out = binary.LittleEndian.AppendUint32(out, uint32(int32(r[0])))
+			out = binary.LittleEndian.AppendUint64(out, uint64(r[1]))
+		}
+		return out
+	}
+	minute := time.Minute.Microseconds()
+	for _, c := range []struct {
+		name string
+		keys []string
+		spec []byte
+	}{
+		{"a window of 0", []string{a}, spec([2]int64{5, 0})},
+		{"a negative window", []string{a}, spec([2]int64{5, -minute})},
+		{"a window under a millisecond", []string{a}, spec([2]int64{5, 999})},
+		{"a window too long for the log", []string{a}, spec([2]int64{5, 1 << 47})},
+		{"a window of 0 in the second of two rules", []string{a, b}, spec([2]int64{5, minute}, [2]int64{5, 0})},
+		{"a key missing", []string{a}, spec([2]int64{5, minute}, [2]int64{5, minute})},
+		{"a lockable rule's lock missing", []string{a}, spec([2]int64{-5, minute})},
+		{"a lock missing after another rule", []string{a, b}, spec([2]int64{5, minute}, [2]int64{-5, minute})},
+		{"a key too many", []string{a, lock}, spec([2]int64{5, minute})},
+		{"a key too many after two rules", []string{a, b, lock}, spec([2]int64{5, minute}, [2]int64{5, minute})},
+		{"a part of a rule", []string{a}, spec([2]int64{5, minute})[:11]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rdb.Del(t.Context(), a, b, lock)
+			err := slidingWindow.Run(t.Context(), rdb, c.keys, c.spec).Err()
+			if err == nil || !strings.Contains(err.Error(), "ratelimit:") {
+				t.Errorf("error %v, want the script's own", err)
+			}
+			if n := rdb.Exists(t.Context(), a, b, lock).Val(); n != 0 {
+				t.Errorf("%d keys written", n)
 			}
 		})
 	}

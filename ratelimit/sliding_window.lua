@@ -35,8 +35,10 @@
 --           then followed by its lock's); 0 for a lock-only rule, which
 --           admits any number while its lock does not exist, and is
 --           never written
---   window  signed 64-bit little-endian: microseconds (>= 1000); 0 for a
---           lock-only rule
+--   window  signed 64-bit little-endian: microseconds (>= 1000, < 2^47);
+--           0 for a lock-only rule
+-- Rules that do not fit these bounds, or that name more or fewer keys
+-- than KEYS holds, are an error, and nothing is written.
 --
 -- Returns a string of 1 + 12n bytes, packed for the same reason: first a
 -- byte, 1 if the request was admitted, in every rule, else 0; then for
@@ -198,14 +200,27 @@ local function malformed(k)
   return redis.error_reply('ERR ratelimit: ' .. KEYS[k] .. ' is not a packed log')
 end
 
+-- Input Limiter never sends: an error, before anything is written (a
+-- script's writes before an error stay). A window outside 1 ms .. 2^47 µs
+-- (twice it must fit the widest entry) would admit without limit or be
+-- stored truncated; keys not as the rules name them would skip a lock or
+-- fail after other logs were written.
+local function bad()
+  return redis.error_reply('ERR ratelimit: ARGV[1] is not packed rules for the keys given')
+end
+local MAXWINDOW = 2 ^ 47
+
 local spec = ARGV[1]
 local n = #spec / 12
 if n < 1 or n % 1 ~= 0 then
-  return redis.error_reply('ERR ratelimit: ARGV[1] is not packed rules')
+  return bad()
 end
 
 if n == 1 and get('<i4', spec) == 0 then
   -- One lock-only rule: its lock alone decides, and nothing is written.
+  if #KEYS ~= 1 then
+    return bad()
+  end
   local left = locked(1)
   if left ~= 0 then
     return put('<Bi4i8', 0, 0, -left)
@@ -217,6 +232,9 @@ if n == 1 then
   -- One rule (Allow, and every group of one on a cluster): the log is
   -- read once for both the verdict and the write.
   local limit, window = get('<i4i8', spec)
+  if window < 1000 or window >= MAXWINDOW or #KEYS ~= (limit < 0 and 2 or 1) then
+    return bad()
+  end
   local raw = values[1]
   local w, fmt, base, exp, m, first = 0, '', 0, 0, 0, 0
   if raw then
@@ -265,6 +283,8 @@ for i = 1, n do
     logs[i] = false
     value = -locked(k)
     k = k + 1
+  elseif window < 1000 or window >= MAXWINDOW then
+    return bad()
   else
     local raw = values[k]
     local w, fmt, base, first = 0, '', 0, 0
@@ -293,6 +313,9 @@ for i = 1, n do
     out[1] = 0
   end
   out[2 * i], out[2 * i + 1] = count, value
+end
+if k - 1 ~= #KEYS then
+  return bad()
 end
 if out[1] == 0 then
   return put('<B' .. string.rep('i4i8', n), unpack(out))
