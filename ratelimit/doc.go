@@ -3,15 +3,18 @@
 //
 // Each [Rule] is a sliding-window log: the times at which requests were
 // admitted in the last [Limit.Window], in microseconds of Redis' clock,
-// packed in one string per rule and identity (4 to 6 bytes an entry after an
-// 8-byte header, see sliding_window.lua), so that exactly Limit.Count
+// packed in one string per rule and identity (4 to 6 bytes an entry after a
+// 14-byte header, see sliding_window.lua), so that exactly Limit.Count
 // requests are admitted in any window and a rejection can say exactly when
 // the next admission will be. One Lua script (sliding_window.lua) reads
 // Redis' clock, counts each window and, only when there is room, records the
 // request, all in one atomic step; a rejected request writes nothing. Every
 // key a script touches arrives in KEYS and carries one hash tag, so the same
 // code runs on a single Redis and on a Redis Cluster; every key expires one
-// window after its newest entry.
+// window after its newest entry at the earliest, and at most an eighth of a
+// window later: an expiry is set that far ahead, and recorded in the log's
+// header, so that the admissions until then write the log's value alone
+// (moving a key's expiry costs Redis more than writing its value).
 //
 // A request is usually checked against several rules at once (per client
 // network and per account). [Limiter.AllowAll] does that in one round trip and
@@ -33,8 +36,9 @@
 // rejecting and never admits a request past any limit.
 //
 // The sorted sets of the logs before the packed format were kept under keys
-// without a suffix; the packed logs' keys end in ":log2" ([Keys.Log]), so
-// that a replica of either version never reads the other's log as its own.
+// without a suffix, the packed logs without their expiry in the header under
+// keys ending in ":log2"; today's end in ":log3" ([Keys.Log]), so that a
+// replica of one version never reads another's log as its own.
 //
 // [Lockouts] count consecutive failures per identity in Lua and lock it,
 // longer at each repeat; a [Rule] marked Lockable rejects while its identity

@@ -8,36 +8,54 @@ import (
 // Slot is slot, for tests that need rules whose keys share a cluster slot.
 var Slot = slot
 
+// logHeader is the length of a packed log's header: its entries' width,
+// base and expiry (sliding_window.lua).
+const logHeader = 14
+
 // DecodeLog returns the times, in microseconds of Redis' clock, that a
 // packed log (sliding_window.lua) holds, oldest first: what tests read to
 // check a log against its answers.
 func DecodeLog(raw string) ([]int64, error) {
-	if len(raw) < 8 {
+	if len(raw) < logHeader {
 		return nil, fmt.Errorf("log of %d bytes, shorter than its header", len(raw))
 	}
 	w := int(raw[0])
-	if w < 4 || w > 6 || (len(raw)-8)%w != 0 {
+	if w < 4 || w > 6 || (len(raw)-logHeader)%w != 0 {
 		return nil, fmt.Errorf("log of %d bytes with entries of %d", len(raw), w)
 	}
-	var b [8]byte
-	copy(b[:], raw[1:8])
-	base := int64(binary.LittleEndian.Uint64(b[:]))
+	base := int64(uintN(raw[1:8]))
 	var out []int64
-	for i := 8; i < len(raw); i += w {
-		b = [8]byte{}
-		copy(b[:], raw[i:i+w])
-		out = append(out, base+int64(binary.LittleEndian.Uint64(b[:])))
+	for i := logHeader; i < len(raw); i += w {
+		out = append(out, base+int64(uintN(raw[i:i+w])))
 	}
 	return out, nil
 }
 
+// LogExpiry returns the expiry, in milliseconds since the epoch, that a
+// packed log's header says its key was last given (0: not known).
+func LogExpiry(raw string) (int64, error) {
+	if len(raw) < logHeader {
+		return 0, fmt.Errorf("log of %d bytes, shorter than its header", len(raw))
+	}
+	return int64(uintN(raw[8:14])), nil
+}
+
+// uintN reads up to 8 bytes, little-endian.
+func uintN(b string) uint64 {
+	var buf [8]byte
+	copy(buf[:], b)
+	return binary.LittleEndian.Uint64(buf[:])
+}
+
 // EncodeLog packs times (oldest first) into a log with entries of width
 // bytes from base, for tests that plant a log Redis would only reach after
-// years or a change of settings.
+// years or a change of settings. Its header gives no expiry (0), so that
+// the next admission sets the key's expiry whatever the test gave it.
 func EncodeLog(width int, base int64, times ...int64) string {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(base))
 	out := append([]byte{byte(width)}, b[:7]...)
+	out = append(out, 0, 0, 0, 0, 0, 0)
 	for _, t := range times {
 		binary.LittleEndian.PutUint64(b[:], uint64(t-base))
 		out = append(out, b[:width]...)

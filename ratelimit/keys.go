@@ -67,9 +67,10 @@ func (k Keys) write(b *strings.Builder, d *[digestLen]byte, suffix string) {
 
 // logSuffix ends the key of a rule's log: the packed string of
 // sliding_window.lua. The sorted sets of XCloak before it had keys without
-// a suffix; new names keep the two formats from ever reading each other's
-// keys while both run (see docs/DEPLOY.md on upgrades).
-const logSuffix = ":log2"
+// a suffix, and the packed logs whose header held no expiry ":log2"; new
+// names keep the formats from ever reading each other's keys while both
+// run (see docs/DEPLOY.md on upgrades).
+const logSuffix = ":log3"
 
 // lockSuffix ends the key of an identity's lock (lockout.lua).
 const lockSuffix = ":lock"

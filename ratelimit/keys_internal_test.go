@@ -6,8 +6,9 @@ import (
 )
 
 // TestLimiterKeys checks that the keys a decision builds in one
-// allocation are those Keys and lockKey build one by one: a lock-only
-// rule's lock alone.
+// allocation are those Keys and lockKey build one by one (a lock-only
+// rule's lock alone), and that its packed rules are each rule's
+// appendSpec in order, not overwritten by the keys.
 func TestLimiterKeys(t *testing.T) {
 	l := &Limiter{prefix: "test:"}
 	per := PerMinute(1)
@@ -27,9 +28,16 @@ func TestLimiterKeys(t *testing.T) {
 			want = append(want, lockKey(k, r.ID))
 		}
 	}
-	got := l.keys(rules)
+	got, spec := l.input(rules)
 	if !slices.Equal(got, want) {
 		t.Fatalf("keys = %q, want %q", got, want)
+	}
+	var wantSpec []byte
+	for _, r := range rules {
+		wantSpec = appendSpec(wantSpec, r)
+	}
+	if spec != string(wantSpec) {
+		t.Fatalf("spec = %x, want %x", spec, wantSpec)
 	}
 	for i, r := range rules {
 		if r.LockOnly() {

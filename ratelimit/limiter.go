@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -166,11 +167,11 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 			return d, nil
 		}
 	}
-	keys := l.keys(rules)
+	keys, spec := l.input(rules)
 	d := Decision{Allowed: true, Results: results}
 	var err error
 	if groups := l.groups(rules, keys); groups == nil {
-		err = parseReply(rules, l.run(ctx, rules, keys), results, nil)
+		err = parseReply(rules, l.run(ctx, keys, &spec), results, nil)
 		if err != nil {
 			err = fmt.Errorf("ratelimit: rules %s: %w", names(rules, nil), err)
 		}
@@ -199,7 +200,7 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 // the entries the others made taken back.
 func (l *Limiter) decideGroups(ctx context.Context, rules []Rule, keys []string, groups []group, results []Result) error {
 	cmds := runAll(ctx, l.rdb, slidingWindow, len(groups), func(g int) ([]string, []any) {
-		return groups[g].keys, groups[g].args
+		return groups[g].keys, []any{groups[g].spec}
 	})
 	// Each admission's time in its log, for takeBack.
 	at := make([]int64, len(rules))
@@ -286,12 +287,12 @@ func (l *Limiter) Reset(ctx context.Context, name, id string) error {
 	return l.rdb.Del(ctx, Keys{prefix: l.prefix, kind: name}.Log(id)).Err()
 }
 
-// keys returns the keys the script touches for valid rules, rule by rule:
-// each one's log (but a lock-only rule's, which has none) and, for a
-// Lockable rule, then its identity's lock. Their text shares one
-// allocation.
-func (l *Limiter) keys(rules []Rule) []string {
-	n, size := 0, 0
+// input returns what the script is given for valid rules: the keys it
+// touches, rule by rule, each one's log (but a lock-only rule's, which has
+// none) and, for a Lockable rule, then its identity's lock; and the rules
+// packed (appendSpec), its ARGV[1]. Their text shares one allocation.
+func (l *Limiter) input(rules []Rule) (keys []string, spec string) {
+	n, size := 0, specLen*len(rules)
 	for _, r := range rules {
 		k := Keys{prefix: l.prefix, kind: r.Name}
 		n += keysOf(r)
@@ -302,7 +303,7 @@ func (l *Limiter) keys(rules []Rule) []string {
 			size += k.keyLen(lockSuffix)
 		}
 	}
-	keys := make([]string, 0, n)
+	keys = make([]string, 0, n)
 	var b strings.Builder
 	b.Grow(size)
 	for _, r := range rules {
@@ -321,7 +322,28 @@ func (l *Limiter) keys(rules []Rule) []string {
 			keys = append(keys, b.String()[start:])
 		}
 	}
-	return keys
+	var buf [specLen]byte
+	for _, r := range rules {
+		b.Write(appendSpec(buf[:0], r))
+	}
+	return keys, b.String()[b.Len()-specLen*len(rules):]
+}
+
+// specLen is the length of one rule in the script's ARGV[1]: its limit, a
+// signed 32-bit integer, and its window in microseconds, a signed 64-bit
+// one, both little-endian.
+const specLen = 12
+
+// appendSpec appends rule r as the script reads it (specLen bytes): its
+// limit, negated if it is lockable, and its window in microseconds; both 0
+// for a lock-only rule. Limits are at most MaxCount, so they fit.
+func appendSpec(dst []byte, r Rule) []byte {
+	limit := int32(r.Limit.Count)
+	if r.Lockable {
+		limit = -limit
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(limit))
+	return binary.LittleEndian.AppendUint64(dst, uint64(r.Limit.Window.Microseconds()))
 }
 
 // keysOf is the number of keys the script touches for rule r: its log,
@@ -372,9 +394,9 @@ func validRules(rules []Rule) error {
 type group struct {
 	// rules holds the indexes of the group's rules, in order.
 	rules []int
-	// keys and args are the script's.
+	// keys and spec are the script's (Limiter.input).
 	keys []string
-	args []any
+	spec []byte
 }
 
 // ruleList returns the rules of g.
@@ -409,8 +431,7 @@ func (l *Limiter) groups(rules []Rule, keys []string) []group {
 		g := &out[j]
 		g.rules = append(g.rules, i)
 		g.keys = append(g.keys, keys[k:k+n]...)
-		limit, window := scriptLimit(r)
-		g.args = append(g.args, limit, window)
+		g.spec = appendSpec(g.spec, r)
 		k += n
 	}
 	if len(out) == 1 {
@@ -419,37 +440,20 @@ func (l *Limiter) groups(rules []Rule, keys []string) []group {
 	return out
 }
 
-// scriptLimit returns rule r's arguments to the script: its limit,
-// negated if it is lockable, and its window in microseconds; both 0 for a
-// lock-only rule.
-func scriptLimit(r Rule) (limit, window int64) {
-	limit = int64(r.Limit.Count)
-	if r.Lockable {
-		limit = -limit
-	}
-	return limit, r.Limit.Window.Microseconds()
-}
-
 // slidingWindowSHA is the script's digest, for EVALSHA.
 var slidingWindowSHA = slidingWindow.Hash()
 
-// run decides rules whose keys one script may touch together, with one
-// EVALSHA, or EVAL if Redis answered that it lost its script cache (a
-// restart or failover). Its arguments point into keys and into one slice
-// of numbers, so that building the command boxes nothing.
-func (l *Limiter) run(ctx context.Context, rules []Rule, keys []string) *redis.Cmd {
-	nums := make([]int64, 2*len(rules))
-	args := make([]any, 3+len(keys)+len(nums))
+// run decides rules whose keys one script may touch together (keys and
+// spec from Limiter.input), with one EVALSHA, or EVAL if Redis answered
+// that it lost its script cache (a restart or failover). Its arguments
+// point into keys and spec, so that building the command boxes nothing.
+func (l *Limiter) run(ctx context.Context, keys []string, spec *string) *redis.Cmd {
+	args := make([]any, 4+len(keys))
 	args[0], args[1], args[2] = "evalsha", &slidingWindowSHA, len(keys)
 	for i := range keys {
 		args[3+i] = &keys[i]
 	}
-	for i, r := range rules {
-		nums[2*i], nums[2*i+1] = scriptLimit(r)
-	}
-	for i := range nums {
-		args[3+len(keys)+i] = &nums[i]
-	}
+	args[3+len(keys)] = spec
 	cmd := redis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
 	if err := l.rdb.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -520,34 +524,35 @@ func (l *Limiter) takeBack(ctx context.Context, results []Result, rules []Rule, 
 
 // parseReply reads the script's answer for rules into results and, when
 // the request was admitted and at is not nil, the time each admission was
-// recorded at into at. Each result names its rule even on error.
+// recorded at into at. Each result names its rule even on error. The answer
+// is a string: a byte, 1 if admitted and 0 if not, then for each rule its
+// count (32 bits) and value (64 bits), signed, little-endian (see
+// sliding_window.lua).
 func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) error {
 	for i, r := range rules {
 		results[i] = Result{Name: r.Name, Limit: r.Limit}
 	}
-	reply, err := cmd.Slice()
+	reply, err := cmd.Text()
 	if err != nil {
 		return err
 	}
-	if len(reply) != 1+2*len(rules) {
-		return fmt.Errorf("unexpected reply %v", reply)
+	if len(reply) != 1+specLen*len(rules) || reply[0] > 1 {
+		return fmt.Errorf("unexpected reply %q", reply)
 	}
-	admitted, ok := reply[0].(int64)
-	if !ok || (admitted != 0 && admitted != 1) {
-		return fmt.Errorf("unexpected reply %v", reply)
-	}
+	admitted := reply[0] == 1
 	rejected := false
 	for i, r := range rules {
-		count, ok1 := reply[1+2*i].(int64)
-		value, ok2 := reply[2+2*i].(int64)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("unexpected reply %v", reply)
+		p := reply[1+specLen*i : 1+specLen*(i+1)]
+		count := int32(le32(p[:4]))
+		value := int64(le64(p[4:]))
+		if count < 0 {
+			return fmt.Errorf("unexpected reply %q", reply)
 		}
 		res := &results[i]
 		res.Count = int(count)
 		res.Remaining = max(r.Limit.Count-res.Count, 0)
 		switch {
-		case admitted == 1:
+		case admitted:
 			res.Allowed = true
 			if at != nil {
 				at[i] = value
@@ -562,12 +567,21 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) erro
 			rejected = true
 		}
 	}
-	if admitted == 0 && !rejected {
+	if !admitted && !rejected {
 		// Not admitted, yet no rule says why: every result would read
 		// Allowed for a request Redis did not record.
-		return fmt.Errorf("unexpected reply %v: rejected by no rule", reply)
+		return fmt.Errorf("unexpected reply %q: rejected by no rule", reply)
 	}
 	return nil
+}
+
+// le32 and le64 read little-endian numbers from the script's answer.
+func le32(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+func le64(s string) uint64 {
+	return uint64(le32(s[:4])) | uint64(le32(s[4:8]))<<32
 }
 
 // names lists the names of rules, of those of group if it is not nil, for

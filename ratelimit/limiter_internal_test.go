@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,21 +26,22 @@ func TestParseReplyShapes(t *testing.T) {
 		want []Result
 	}{
 		{"error reply", one, "return redis.error_reply('ERR boom')", nil},
-		{"not an array", one, "return 1", nil},
+		{"a number", one, "return 1", nil},
 		{"nil", one, "return nil", nil},
-		{"short", one, "return {1, 3}", nil},
-		{"long", one, "return {1, 3, 7, 9}", nil},
-		{"a nil inside", one, "return {1, 3, false}", nil},
-		{"a string inside", one, "return {1, '3', 7}", nil},
-		{"an array inside", one, "return {{1}, 3, 7}", nil},
-		{"rejected by no rule", one, "return {0, 3, 0}", nil},
-		{"rejected by no rule of two", two, "return {0, 3, 0, 2, 0}", nil},
-		{"neither admitted nor rejected", one, "return {2, 3, 7}", nil},
-		{"negative verdict", one, "return {-1, 3, 7}", nil},
-		{"admitted", one, "return {1, 3, 7}", []Result{{Allowed: true}}},
-		{"rejected", one, "return {0, 5, 7}", []Result{{RetryAfter: 7}}},
-		{"locked", one, "return {0, 2, -7}", []Result{{Locked: true, RetryAfter: 7}}},
-		{"one of two rejects", two, "return {0, 3, 0, 2, -7}", []Result{{Allowed: true}, {Locked: true, RetryAfter: 7}}},
+		{"an array", one, "return {1, 3, 7}", nil},
+		{"empty", one, "return ''", nil},
+		{"short", one, "return struct.pack('<Bi4', 1, 3)", nil},
+		{"long", one, "return struct.pack('<Bi4i8i4', 1, 3, 7, 9)", nil},
+		{"one rule's answer for two", two, "return struct.pack('<Bi4i8', 1, 3, 7)", nil},
+		{"rejected by no rule", one, "return struct.pack('<Bi4i8', 0, 3, 0)", nil},
+		{"rejected by no rule of two", two, "return struct.pack('<Bi4i8i4i8', 0, 3, 0, 2, 0)", nil},
+		{"neither admitted nor rejected", one, "return struct.pack('<Bi4i8', 2, 3, 7)", nil},
+		{"a negative count", one, "return struct.pack('<Bi4i8', 0, -3, 7)", nil},
+		{"admitted", one, "return struct.pack('<Bi4i8', 1, 3, 7)", []Result{{Allowed: true}}},
+		{"rejected", one, "return struct.pack('<Bi4i8', 0, 5, 7)", []Result{{RetryAfter: 7}}},
+		{"locked", one, "return struct.pack('<Bi4i8', 0, 2, -7)", []Result{{Locked: true, RetryAfter: 7}}},
+		{"one of two rejects", two, "return struct.pack('<Bi4i8i4i8', 0, 3, 0, 2, -7)", []Result{{Allowed: true}, {Locked: true, RetryAfter: 7}}},
+		{"a long wait", one, "return struct.pack('<Bi4i8', 0, 5, 2678400000000)", []Result{{RetryAfter: 2678400000000}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := rdb.Eval(t.Context(), c.script, nil)
@@ -58,6 +61,55 @@ func TestParseReplyShapes(t *testing.T) {
 				if got.Allowed != w.Allowed || got.Locked != w.Locked || got.RetryAfter != w.RetryAfter*time.Microsecond {
 					t.Errorf("rule %d: %+v, want allowed %v, locked %v, retry-after %v", i, got, w.Allowed, w.Locked, w.RetryAfter*time.Microsecond)
 				}
+			}
+		})
+	}
+}
+
+// TestScriptRejectsMalformedInput gives sliding_window.lua rules and keys
+// that Limiter never sends: each is an error naming the input, and none
+// writes anything (a script's writes before an error stay). A window of
+// zero or less would otherwise admit without limit, one too long for the
+// log's widths or header would be stored truncated, a key missing would
+// fail only after earlier rules' logs were written, and a key too many (a
+// lock the rules do not name) would be ignored.
+func TestScriptRejectsMalformedInput(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	a, b, lock := prefix+"{a}:log3", prefix+"{a}:log3b", prefix+"{a}:lock"
+	spec := func(rules ...[2]int64) []byte {
+		var out []byte
+		for _, r := range rules {
+			out = binary.LittleEndian.AppendUint32(out, uint32(int32(r[0])))
+			out = binary.LittleEndian.AppendUint64(out, uint64(r[1]))
+		}
+		return out
+	}
+	minute := time.Minute.Microseconds()
+	for _, c := range []struct {
+		name string
+		keys []string
+		spec []byte
+	}{
+		{"a window of 0", []string{a}, spec([2]int64{5, 0})},
+		{"a negative window", []string{a}, spec([2]int64{5, -minute})},
+		{"a window under a millisecond", []string{a}, spec([2]int64{5, 999})},
+		{"a window too long for the log", []string{a}, spec([2]int64{5, 1 << 47})},
+		{"a window of 0 in the second of two rules", []string{a, b}, spec([2]int64{5, minute}, [2]int64{5, 0})},
+		{"a key missing", []string{a}, spec([2]int64{5, minute}, [2]int64{5, minute})},
+		{"a lockable rule's lock missing", []string{a}, spec([2]int64{-5, minute})},
+		{"a lock missing after another rule", []string{a, b}, spec([2]int64{5, minute}, [2]int64{-5, minute})},
+		{"a key too many", []string{a, lock}, spec([2]int64{5, minute})},
+		{"a key too many after two rules", []string{a, b, lock}, spec([2]int64{5, minute}, [2]int64{5, minute})},
+		{"a part of a rule", []string{a}, spec([2]int64{5, minute})[:11]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rdb.Del(t.Context(), a, b, lock)
+			err := slidingWindow.Run(t.Context(), rdb, c.keys, c.spec).Err()
+			if err == nil || !strings.Contains(err.Error(), "ratelimit:") {
+				t.Errorf("error %v, want the script's own", err)
+			}
+			if n := rdb.Exists(t.Context(), a, b, lock).Val(); n != 0 {
+				t.Errorf("%d keys written", n)
 			}
 		})
 	}

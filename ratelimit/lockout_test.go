@@ -80,7 +80,7 @@ func TestLockableRule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := len(logEntries(t, rdb, keyOf(t, prefix, id, ":log2")))
+	before := len(logEntries(t, rdb, keyOf(t, prefix, id, ":log3")))
 	lockBefore := rdb.PTTL(t.Context(), keyOf(t, prefix, id, ":lock")).Val()
 	d, err := limiter.AllowAll(t.Context(), ratelimit.Rule{Name: "login_ip", ID: "192.0.2.9", Limit: ratelimit.PerMinute(100)}, account)
 	if err != nil {
@@ -95,7 +95,7 @@ func TestLockableRule(t *testing.T) {
 	if d.RetryAfter < lockAfter || d.RetryAfter > lockBefore+time.Millisecond {
 		t.Fatalf("while locked: retry-after %v, want within [%v, %v]: the lock's own time left", d.RetryAfter, lockAfter, lockBefore+time.Millisecond)
 	}
-	if after := len(logEntries(t, rdb, keyOf(t, prefix, id, ":log2"))); after != before || before != 1 {
+	if after := len(logEntries(t, rdb, keyOf(t, prefix, id, ":log3"))); after != before || before != 1 {
 		t.Fatalf("a locked rejection changed the log from %d to %d entries, want the 1 admitted before the lock", before, after)
 	}
 	if d, err := limiter.AllowAll(t.Context(), device); err != nil || !d.Allowed {

@@ -990,7 +990,7 @@ func caseLockOnly(t *testing.T, s storeUnderTest) {
 	// No log of the lock-only rule was ever written: its only keys are
 	// the lockout's.
 	for k := range s.expiries(t) {
-		if strings.Contains(k, "{login_account:") && strings.HasSuffix(k, ":log2") {
+		if strings.Contains(k, "{login_account:") && strings.HasSuffix(k, ":log3") {
 			t.Errorf("key %q: a lock-only rule wrote a log", k)
 		}
 	}

@@ -13,14 +13,16 @@ local raw = redis.call('GET', KEYS[1])
 if not raw then
   return 0
 end
+-- The header (14 bytes) is kept as it is: the key keeps its expiry, which
+-- the header records.
 local w = struct.unpack('<B', raw)
 local fmt = '<I' .. w
 local offset = tonumber(ARGV[1]) - struct.unpack('<I7', raw, 2)
-for i = (#raw - 8) / w - 1, 0, -1 do
-  local e = struct.unpack(fmt, raw, 9 + i * w)
+for i = (#raw - 14) / w - 1, 0, -1 do
+  local e = struct.unpack(fmt, raw, 15 + i * w)
   if e == offset then
-    local rest = string.sub(raw, 1, 8 + i * w) .. string.sub(raw, 9 + (i + 1) * w)
-    if #rest == 8 then
+    local rest = string.sub(raw, 1, 14 + i * w) .. string.sub(raw, 15 + (i + 1) * w)
+    if #rest == 14 then
       redis.call('DEL', KEYS[1])
     else
       redis.call('SET', KEYS[1], rest, 'KEEPTTL')
