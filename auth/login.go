@@ -92,6 +92,12 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, err
 	}
 	account, _ := NormaliseEmail(req.Email)
 	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: req.Client, Outcome: outcome})
+	if outcome == OutcomeRejected {
+		// A flood of rejections gives way to the password checks in
+		// flight, so that a returning user's hash gets a core
+		// (giveway.go).
+		s.hasher.GiveWay(ctx, rejectionGiveWay)
+	}
 	return res, err
 }
 

@@ -88,6 +88,9 @@ type HasherStats struct {
 	Running int
 	// Waiting is the number of callers waiting for a slot.
 	Waiting int
+	// GivingWay is the number of rejected sign-ins waiting for the
+	// hashes in flight to finish (GiveWay).
+	GivingWay int
 }
 
 // Hasher hashes and verifies passwords with argon2id. Each hash takes
@@ -107,6 +110,8 @@ type Hasher struct {
 
 	running atomic.Int64
 	waiting atomic.Int64
+	// hashing is the hashes running, for GiveWay.
+	hashing inFlight
 
 	// inSlot, when set, runs while a slot is held, before hashing; tests use
 	// it to hold slots and watch the bound.
@@ -240,7 +245,16 @@ func (h *Hasher) VerifyUnknown(ctx context.Context, password string) error {
 
 // Stats returns the Hasher's current load.
 func (h *Hasher) Stats() HasherStats {
-	return HasherStats{Running: int(h.running.Load()), Waiting: int(h.waiting.Load())}
+	return HasherStats{Running: int(h.running.Load()), Waiting: int(h.waiting.Load()),
+		GivingWay: int(h.hashing.waiting.Load())}
+}
+
+// GiveWay waits until no password hash is running in this process, at
+// most limit and no longer than ctx lasts; with none running it returns at
+// once, after one atomic load, allocating nothing. A rejected sign-in
+// calls it before it is answered (giveway.go).
+func (h *Hasher) GiveWay(ctx context.Context, limit time.Duration) {
+	h.hashing.wait(ctx, limit)
 }
 
 // acquire takes a hashing slot, waiting at most h.maxWait, and returns the
@@ -266,10 +280,12 @@ func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err
 		}
 	}
 	h.running.Add(1)
+	h.hashing.start()
 	if h.inSlot != nil {
 		h.inSlot()
 	}
 	return func() {
+		h.hashing.end()
 		h.running.Add(-1)
 		<-held
 	}, nil

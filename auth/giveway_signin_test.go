@@ -1,0 +1,94 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
+)
+
+// TestRejectedSignInGivesWay: a sign-in the limits reject, well-formed or
+// malformed, is answered only once the password hash in flight is done,
+// at once with none in flight, and after the bound, or when its request
+// ends, with one that never finishes; always with the same 429.
+func TestRejectedSignInGivesWay(t *testing.T) {
+	hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := authtest.NewService(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) },
+		func(d *auth.Deps) { d.Hasher = hasher })
+	attacker := client("192.0.2.1")
+	signIn := func(ctx context.Context) error {
+		_, err := s.Service.Login(ctx, auth.LoginRequest{Email: "nobody@example.com", Password: "guess", Client: attacker})
+		return err
+	}
+	malformed := func(ctx context.Context) error { return s.Service.MalformedLogin(ctx, attacker) }
+	if err := signIn(t.Context()); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Fatalf("first sign-in: %v, want a wrong password", err)
+	}
+	rejected := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, auth.ErrLimited) {
+			t.Fatalf("%s: %v, want ErrLimited", what, err)
+		}
+	}
+	// No hash in flight: answered at once (a wait would hang the test).
+	rejected("no hash in flight", signIn(t.Context()))
+	rejected("malformed, no hash in flight", malformed(t.Context()))
+
+	// Another user's hash, held in flight until released.
+	release := auth.HoldHashes(hasher)
+	defer release()
+	hashed := make(chan error, 1)
+	go func() { _, err := hasher.Hash(context.Background(), "another user's password"); hashed <- err }()
+	waitUntil(t, "a hash in flight", func() bool { return hasher.Stats().Running == 1 })
+
+	for _, tc := range []struct {
+		name string
+		try  func(context.Context) error
+	}{{"sign-in", signIn}, {"malformed sign-in", malformed}} {
+		ctx, cancel := context.WithCancel(t.Context())
+		answered := make(chan error, 1)
+		go func() { answered <- tc.try(ctx) }()
+		waitUntil(t, tc.name+" giving way", func() bool {
+			select {
+			case err := <-answered:
+				t.Fatalf("%s answered (%v) with a hash in flight", tc.name, err)
+			default:
+			}
+			return hasher.Stats().GivingWay == 1
+		})
+		cancel() // the request ends: answered, with the same answer
+		rejected(tc.name+" whose request ended", <-answered)
+	}
+	// The hash never ends: the rejection is answered after the bound.
+	rejected("hash held past the bound", signIn(t.Context()))
+
+	// The hash ends: a rejection waiting for it is answered.
+	answered := make(chan error, 1)
+	go func() { answered <- signIn(t.Context()) }()
+	waitUntil(t, "a sign-in giving way", func() bool { return hasher.Stats().GivingWay == 1 })
+	release()
+	if err := <-hashed; err != nil {
+		t.Fatal(err)
+	}
+	rejected("after the hash", <-answered)
+}
+
+// waitUntil polls cond until it holds. The limit is only there so that a
+// broken build fails the test instead of hanging it; nothing is asserted
+// about time.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
