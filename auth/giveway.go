@@ -14,21 +14,27 @@ import (
 // CPU, and a client that sends as fast as it is answered (a closed loop,
 // as every stuffing tool is) fills every core whatever an answer costs:
 // answering faster only means answering more. A returning user's sign-in
-// is one argon2id hash, about 20 ms of one core alone, and under such a
-// flood it gets only the core's share the operating system gives its
-// thread. So a rejected sign-in waits, before it is answered, until no
-// password hash is running in this process. While a hash runs, the
-// flood's requests park on a channel, costing no CPU, and a closed-loop
-// flood stops sending until they are answered: the hash gets the core.
+// is one argon2id hash, about 20 ms of one core alone, and a few queries
+// around it, and under such a flood each gets only the share of a core
+// the operating system gives it. So a rejected sign-in waits, before it
+// is answered, until no password check is in flight in this process: no
+// hash running (any flow's), and no sign-in between its admission by the
+// limits and its answer, or, for a browser holding a device cookie this
+// server signed for the account, between the cookie's check and the
+// answer, so that its device's lookup and its decision are covered too.
+// While one is in flight the flood's requests park on a channel, costing
+// no CPU, and a closed-loop flood stops sending until they are answered:
+// the check gets the cores.
 //
 // The wait is bounded by rejectionGiveWay and by the request's context.
 // It holds the request's goroutine and connection meanwhile, so an
-// attacker who keeps hashes running (by sending admitted attempts) holds
-// each of its own rejections up to the bound, at no cost to anyone else;
-// a rejection waits no longer than that whatever the attacker sends.
+// attacker who keeps checks in flight (admitted attempts, or sign-ins
+// with a device cookie of an account it holds) holds rejections up to
+// the bound, its own among them; a rejection waits no longer than that
+// whatever anyone sends.
 //
 // It tells an attacker nothing about its input: the wait depends only on
-// whether some hash, anyone's, is running in this process when the
+// whether some check, anyone's, is in flight in this process when the
 // rejection is decided, never on the account, the password or the rule
 // that refused it (docs/SECURITY-MODEL.md, "Rejections give way to
 // password checks").
@@ -37,7 +43,7 @@ import (
 // malformed sign-ins, all answered by Service.Login): they are the
 // flood that competes with the returning user. A password reset's
 // rejections come from a flow that hashes nothing before it mails, and
-// an attacker floods it less for it gains nothing (the mail goes to the
+// an attacker gains nothing by flooding it (the mail goes to the
 // account's owner). Forward-auth and the decision API answer other
 // applications' servers, which wait for the answer with threads of
 // their own and their users behind them: holding those answers would
@@ -51,7 +57,7 @@ import (
 // connection) when hashes never stop.
 const rejectionGiveWay = 200 * time.Millisecond
 
-// inFlight counts work in flight (the password hashes) and lets others
+// inFlight counts work in flight (the password checks) and lets others
 // wait until there is none.
 type inFlight struct {
 	// n is the work in flight, written under mu and read alone by wait's

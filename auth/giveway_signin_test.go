@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,5 +91,59 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRejectedSignInGivesWayToSignIn: a rejection gives way to another
+// user's sign-in from its admission to its answer, not only to its hash:
+// here one whose hash is done and whose session is being written.
+func TestRejectedSignInGivesWayToSignIn(t *testing.T) {
+	hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	store := &hookedStore{Store: authtest.NewStore()}
+	s := authtest.NewService(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) },
+		withStore(store), func(d *auth.Deps) { d.Hasher = hasher })
+	if _, err := s.Service.CreateUser(t.Context(), "ann@example.com", "correct horse", false); err != nil {
+		t.Fatal(err)
+	}
+	attacker := client("192.0.2.1")
+	signIn := func() error {
+		_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "guess", Client: attacker})
+		return err
+	}
+	if err := signIn(); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Fatalf("first sign-in: %v, want a wrong password", err)
+	}
+
+	var writing atomic.Bool
+	store.beforeCreateSession = func() { writing.Store(true); <-gate }
+	signedIn := make(chan error, 1)
+	go func() {
+		_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("198.51.100.7")})
+		signedIn <- err
+	}()
+	waitUntil(t, "ann's session being written", writing.Load)
+	if n := hasher.Stats().Running; n != 0 {
+		t.Fatalf("%d hashes running while the session is written", n)
+	}
+	answered := make(chan error, 1)
+	go func() { answered <- signIn() }()
+	waitUntil(t, "the rejection giving way", func() bool {
+		select {
+		case err := <-answered:
+			t.Fatalf("answered (%v) with a sign-in in flight", err)
+		default:
+		}
+		return hasher.Stats().GivingWay == 1
+	})
+	close(gate)
+	if err := <-signedIn; err != nil {
+		t.Fatalf("ann's sign-in: %v", err)
+	}
+	if err := <-answered; !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("rejection: %v, want ErrLimited", err)
 	}
 }

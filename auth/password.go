@@ -110,8 +110,11 @@ type Hasher struct {
 
 	running atomic.Int64
 	waiting atomic.Int64
-	// hashing is the hashes running, for GiveWay.
-	hashing inFlight
+	// checks are the password checks in flight, for GiveWay: every hash
+	// while it runs, and every sign-in from the moment it is admitted (or
+	// known to come from a returning browser) until it is answered
+	// (Service.login).
+	checks inFlight
 
 	// inSlot, when set, runs while a slot is held, before hashing; tests use
 	// it to hold slots and watch the bound.
@@ -246,16 +249,22 @@ func (h *Hasher) VerifyUnknown(ctx context.Context, password string) error {
 // Stats returns the Hasher's current load.
 func (h *Hasher) Stats() HasherStats {
 	return HasherStats{Running: int(h.running.Load()), Waiting: int(h.waiting.Load()),
-		GivingWay: int(h.hashing.waiting.Load())}
+		GivingWay: int(h.checks.waiting.Load())}
 }
 
-// GiveWay waits until no password hash is running in this process, at
-// most limit and no longer than ctx lasts; with none running it returns at
-// once, after one atomic load, allocating nothing. A rejected sign-in
-// calls it before it is answered (giveway.go).
+// GiveWay waits until no password check is in flight in this process
+// (no hash running, no sign-in past its limits unanswered), at most limit
+// and no longer than ctx lasts; with none in flight it returns at once,
+// after one atomic load, allocating nothing. A rejected sign-in calls it
+// before it is answered (giveway.go).
 func (h *Hasher) GiveWay(ctx context.Context, limit time.Duration) {
-	h.hashing.wait(ctx, limit)
+	h.checks.wait(ctx, limit)
 }
+
+// checkStarted marks a password check in flight beyond its hash: a
+// sign-in's, from its admission to its answer. checkEnded ends it.
+func (h *Hasher) checkStarted() { h.checks.start() }
+func (h *Hasher) checkEnded()   { h.checks.end() }
 
 // acquire takes a hashing slot, waiting at most h.maxWait, and returns the
 // function that gives it back. A trusted caller may take the reserved slot
@@ -280,12 +289,12 @@ func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err
 		}
 	}
 	h.running.Add(1)
-	h.hashing.start()
+	h.checks.start()
 	if h.inSlot != nil {
 		h.inSlot()
 	}
 	return func() {
-		h.hashing.end()
+		h.checks.end()
 		h.running.Add(-1)
 		<-held
 	}, nil
