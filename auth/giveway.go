@@ -49,6 +49,26 @@ import (
 // their own and their users behind them: holding those answers would
 // move the cost onto the applications XCloak protects.
 
+// Hashes give way to a returning browser's sign-in too. A stuffing run is
+// admitted up to the account's limit for every account it tries, and each
+// admitted attempt costs a hash (an unknown account's as much as a known
+// one's): those hashes share the cores with the returning user's, which
+// VerifyTrusted's reserved slot lets start but not run alone. So a hash
+// that is not VerifyTrusted's waits, before it takes a slot, until no
+// known device's sign-in is in flight between its admission and its
+// answer (its hash, and the queries that write its session), at most
+// hashGiveWay. Only admitted sign-ins count: a browser with a device
+// cookie is admitted only by its device's own limit, so however many
+// requests an attacker sends with a cookie of an account it holds, it
+// delays the others' hashes only during its device's few admitted
+// sign-ins, and each by at most hashGiveWay.
+
+// hashGiveWay is the longest a hash waits for a returning browser's
+// hashes in flight: one takes about 20 ms of a core alone, and 100 ms
+// covers a few in a row on a loaded machine while adding little to a
+// sign-in that answers after a hash anyway.
+const hashGiveWay = 100 * time.Millisecond
+
 // rejectionGiveWay is the longest a rejected sign-in waits for the
 // hashes in flight. One hash takes about 20 ms of a core alone, a few
 // times that on a loaded machine with several running at once; 200 ms

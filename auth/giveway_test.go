@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -77,5 +78,75 @@ func TestGiveWayBounded(t *testing.T) {
 	<-giveWay(ctx, h, time.Hour) // a context already ended
 	if got := h.Stats().GivingWay; got != 0 {
 		t.Fatalf("%d still giving way", got)
+	}
+}
+
+// TestHashesGiveWayToTrusted: with a returning browser's hash in flight
+// (VerifyTrusted), another hash waits before it takes a slot and runs
+// once that one is done; another returning browser's does not wait.
+func TestHashesGiveWayToTrusted(t *testing.T) {
+	h := newHasher(t, fast, 4, time.Second)
+	valid, err := h.Hash(context.Background(), "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	var entered atomic.Int64
+	h.inSlot = func() {
+		if entered.Add(1) == 1 {
+			<-gate
+		}
+	}
+	verified := func(what string, verify func(context.Context, string, string) (bool, bool, error)) <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if ok, _, err := verify(context.Background(), valid, "pw"); !ok || err != nil {
+				t.Errorf("%s: %v, %v", what, ok, err)
+			}
+		}()
+		return done
+	}
+	held := verified("held trusted", h.VerifyTrusted)
+	waitFor(t, "a trusted hash in flight", func() bool { return h.Stats().Running == 1 })
+	<-verified("second trusted", h.VerifyTrusted)
+
+	done := verified("untrusted", h.Verify)
+	waitFor(t, "a hash giving way", func() bool {
+		select {
+		case <-done:
+			t.Fatal("a hash ran beside a trusted one in flight")
+		default:
+		}
+		return h.trusted.waiting.Load() == 1
+	})
+	if got := h.Stats().Running; got != 1 {
+		t.Fatalf("%d hashes running, want the trusted one alone", got)
+	}
+	close(gate)
+	<-held
+	<-done
+}
+
+// TestHashesGiveWayBounded: a returning browser's hash that never ends
+// delays the others by hashGiveWay at most, never fails them.
+func TestHashesGiveWayBounded(t *testing.T) {
+	h := newHasher(t, fast, 4, time.Second)
+	valid, err := h.Hash(context.Background(), "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	var entered atomic.Int64
+	h.inSlot = func() {
+		if entered.Add(1) == 1 {
+			<-gate
+		}
+	}
+	go h.VerifyTrusted(context.Background(), valid, "pw")
+	waitFor(t, "a trusted hash in flight", func() bool { return h.Stats().Running == 1 })
+	if ok, _, err := h.Verify(context.Background(), valid, "pw"); !ok || err != nil {
+		t.Fatalf("Verify beside a trusted hash that never ends: %v, %v", ok, err)
 	}
 }

@@ -153,6 +153,13 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		s.hasher.checkStarted()
 		defer s.hasher.checkEnded()
 	}
+	if device != "" {
+		// A known device's sign-in, admitted by its own limits: the
+		// other hashes give way to it until it is answered, its
+		// session's writes included (giveway.go).
+		s.hasher.returningStarted()
+		defer s.hasher.returningEnded()
+	}
 
 	// A browser that is not a known device is held, whatever its
 	// password, while new-device verification applies (verification.go).

@@ -115,6 +115,10 @@ type Hasher struct {
 	// known to come from a returning browser) until it is answered
 	// (Service.login).
 	checks inFlight
+	// trusted are the hashes of VerifyTrusted in flight, and the
+	// returning browsers' sign-ins around them, which the other hashes
+	// give way to (giveway.go).
+	trusted inFlight
 
 	// inSlot, when set, runs while a slot is held, before hashing; tests use
 	// it to hold slots and watch the bound.
@@ -266,10 +270,20 @@ func (h *Hasher) GiveWay(ctx context.Context, limit time.Duration) {
 func (h *Hasher) checkStarted() { h.checks.start() }
 func (h *Hasher) checkEnded()   { h.checks.end() }
 
+// returningStarted marks a returning browser's sign-in in flight, from
+// its admission to its answer: the other hashes give way to it as to
+// VerifyTrusted's own (giveway.go). returningEnded ends it.
+func (h *Hasher) returningStarted() { h.trusted.start() }
+func (h *Hasher) returningEnded()   { h.trusted.end() }
+
 // acquire takes a hashing slot, waiting at most h.maxWait, and returns the
 // function that gives it back. A trusted caller may take the reserved slot
 // too.
 func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err error) {
+	if !trusted {
+		// A returning browser's hash first (giveway.go).
+		h.trusted.wait(ctx, hashGiveWay)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -290,10 +304,16 @@ func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err
 	}
 	h.running.Add(1)
 	h.checks.start()
+	if trusted {
+		h.trusted.start()
+	}
 	if h.inSlot != nil {
 		h.inSlot()
 	}
 	return func() {
+		if trusted {
+			h.trusted.end()
+		}
 		h.checks.end()
 		h.running.Add(-1)
 		<-held
