@@ -42,3 +42,7 @@ func HoldHashes(h *Hasher) (release func()) {
 	h.inSlot = func() { <-gate }
 	return sync.OnceFunc(func() { close(gate) })
 }
+
+// GivingWayToReturning is the number of hashes of h waiting for a
+// returning browser's sign-in in flight.
+func GivingWayToReturning(h *Hasher) int { return int(h.trusted.waiting.Load()) }

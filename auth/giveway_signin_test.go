@@ -147,3 +147,53 @@ func TestRejectedSignInGivesWayToSignIn(t *testing.T) {
 		t.Fatalf("rejection: %v, want ErrLimited", err)
 	}
 }
+
+// TestHashesGiveWayToReturningSignIn: a known device's sign-in, once
+// admitted, holds the other hashes back until it is answered: here while
+// its session is written, its own hash done.
+func TestHashesGiveWayToReturningSignIn(t *testing.T) {
+	hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := hasher.Hash(t.Context(), "another password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &hookedStore{Store: authtest.NewStore()}
+	s := authtest.NewService(t, nil, withStore(store), func(d *auth.Deps) { d.Hasher = hasher })
+	if _, err := s.Service.CreateUser(t.Context(), "ann@example.com", "correct horse", false); err != nil {
+		t.Fatal(err)
+	}
+	ann := auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("198.51.100.7")}
+	first, err := s.Service.Login(t.Context(), ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann.DeviceCookie = first.Device.Value
+
+	gate := make(chan struct{})
+	var writing atomic.Bool
+	store.beforeCreateSession = func() { writing.Store(true); <-gate }
+	signedIn := make(chan error, 1)
+	go func() { _, err := s.Service.Login(t.Context(), ann); signedIn <- err }()
+	waitUntil(t, "the returning sign-in's session being written", writing.Load)
+
+	hashed := make(chan error, 1)
+	go func() { _, _, err := hasher.Verify(context.Background(), other, "another password"); hashed <- err }()
+	waitUntil(t, "a hash giving way", func() bool {
+		select {
+		case err := <-hashed:
+			t.Fatalf("hashed (%v) beside a returning sign-in in flight", err)
+		default:
+		}
+		return auth.GivingWayToReturning(hasher) == 1
+	})
+	close(gate)
+	if err := <-signedIn; err != nil {
+		t.Fatalf("returning sign-in: %v", err)
+	}
+	if err := <-hashed; err != nil {
+		t.Fatal(err)
+	}
+}
