@@ -63,18 +63,18 @@ import (
 // delays the others' hashes only during its device's few admitted
 // sign-ins, and each by at most hashGiveWay.
 
-// hashGiveWay is the longest a hash waits for a returning browser's
-// hashes in flight: one takes about 20 ms of a core alone, and 100 ms
+// hashGiveWay is the longest a hash waits for the returning browsers'
+// sign-ins in flight: one's hash takes about 20 ms of a core alone, and 100 ms
 // covers a few in a row on a loaded machine while adding little to a
 // sign-in that answers after a hash anyway.
 const hashGiveWay = 100 * time.Millisecond
 
 // rejectionGiveWay is the longest a rejected sign-in waits for the
-// hashes in flight. One hash takes about 20 ms of a core alone, a few
+// password checks in flight. One hash takes about 20 ms of a core alone, a few
 // times that on a loaded machine with several running at once; 200 ms
 // covers that, adds little to a 429 whose Retry-After is at least a
 // second, and bounds what a held rejection costs (a goroutine and a
-// connection) when hashes never stop.
+// connection) when checks never stop.
 const rejectionGiveWay = 200 * time.Millisecond
 
 // inFlight counts work in flight (the password checks) and lets others

@@ -65,7 +65,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 			Name: "xcloak_hashing_waiting", Help: "Sign-ins waiting for a hashing slot."},
 			func() float64 { return float64(s.hasher.Stats().Waiting) }),
 		givingWay: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "xcloak_rejections_giving_way", Help: "Rejected sign-ins waiting for the password hashes in flight before their answer."},
+			Name: "xcloak_rejections_giving_way", Help: "Rejected sign-ins waiting, before their answer, for the password checks in flight."},
 			func() float64 { return float64(s.hasher.Stats().GivingWay) }),
 		degraded: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "xcloak_redis_degraded", Help: "1 while Redis is unreachable and limits follow the failure policy.",

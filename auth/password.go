@@ -89,7 +89,7 @@ type HasherStats struct {
 	// Waiting is the number of callers waiting for a slot.
 	Waiting int
 	// GivingWay is the number of rejected sign-ins waiting for the
-	// hashes in flight to finish (GiveWay).
+	// password checks in flight to finish (GiveWay).
 	GivingWay int
 }
 
