@@ -121,11 +121,14 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		if nonce, ok := s.devices.Check(email, req.DeviceCookie); ok {
 			// A cookie this server signed for this account: a returning
 			// user's browser. Its check is in flight from here, so that
-			// the flood's rejections give way to its device's lookup and
-			// its limits' decision too, not only to its hash.
+			// the flood's rejections, and the other hashes, give way to
+			// its device's lookup and its limits' decision too, not only
+			// to its hash and its session's writes (giveway.go).
 			checking = true
 			s.hasher.checkStarted()
 			defer s.hasher.checkEnded()
+			s.hasher.returningStarted()
+			defer s.hasher.returningEnded()
 			// Without Postgres the browser is held by the account's rules:
 			// a request they refuse still gets 429, and one they admit
 			// cannot be decided anyway (503).
@@ -152,13 +155,6 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		// Past its limits: a password check in flight until answered.
 		s.hasher.checkStarted()
 		defer s.hasher.checkEnded()
-	}
-	if device != "" {
-		// A known device's sign-in, admitted by its own limits: the
-		// other hashes give way to it until it is answered, its
-		// session's writes included (giveway.go).
-		s.hasher.returningStarted()
-		defer s.hasher.returningEnded()
 	}
 
 	// A browser that is not a known device is held, whatever its

@@ -271,8 +271,8 @@ func (h *Hasher) checkStarted() { h.checks.start() }
 func (h *Hasher) checkEnded()   { h.checks.end() }
 
 // returningStarted marks a returning browser's sign-in in flight, from
-// its admission to its answer: the other hashes give way to it as to
-// VerifyTrusted's own (giveway.go). returningEnded ends it.
+// its device cookie's check to its answer: the other hashes give way to
+// it as to VerifyTrusted's own (giveway.go). returningEnded ends it.
 func (h *Hasher) returningStarted() { h.trusted.start() }
 func (h *Hasher) returningEnded()   { h.trusted.end() }
 
