@@ -54,14 +54,16 @@ import (
 // admitted attempt costs a hash (an unknown account's as much as a known
 // one's): those hashes share the cores with the returning user's, which
 // VerifyTrusted's reserved slot lets start but not run alone. So a hash
-// that is not VerifyTrusted's waits, before it takes a slot, until no
-// known device's sign-in is in flight between its admission and its
-// answer (its hash, and the queries that write its session), at most
-// hashGiveWay. Only admitted sign-ins count: a browser with a device
-// cookie is admitted only by its device's own limit, so however many
-// requests an attacker sends with a cookie of an account it holds, it
-// delays the others' hashes only during its device's few admitted
-// sign-ins, and each by at most hashGiveWay.
+// that is not VerifyTrusted's waits, before it takes a slot, at most
+// hashGiveWay, until no sign-in with a valid device cookie is in flight
+// between the cookie's check and its answer: its device's lookup, its
+// decision, its hash and its session's writes. A valid cookie is one
+// this server signed for the account after a sign-in with its password,
+// so an attacker who holds one (of an account of its own) and sends it
+// on every request delays the others' hashes by at most hashGiveWay
+// each, and fails none; with many returning users signing in at once,
+// a new browser's sign-in may wait as long. Neither tells anything about
+// the account the delayed sign-in names.
 
 // hashGiveWay is the longest a hash waits for the returning browsers'
 // sign-ins in flight: one's hash takes about 20 ms of a core alone, and 100 ms
