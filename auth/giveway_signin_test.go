@@ -197,3 +197,86 @@ func TestHashesGiveWayToReturningSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// deviceLookupStore holds every known-device lookup until gate closes,
+// once hold is set.
+type deviceLookupStore struct {
+	*authtest.Store
+	hold    atomic.Bool
+	looking atomic.Bool
+	gate    chan struct{}
+}
+
+func (s *deviceLookupStore) KnownDevice(ctx context.Context, email string, nonceHash []byte, seenAfter time.Time) (bool, error) {
+	if s.hold.Load() {
+		s.looking.Store(true)
+		<-s.gate
+	}
+	return s.Store.KnownDevice(ctx, email, nonceHash, seenAfter)
+}
+
+// TestGiveWayFromDeviceCookie: a sign-in with a valid device cookie is a
+// check in flight from the cookie's check, before its limits are
+// decided: while its device is looked up, rejections and the other
+// hashes give way to it.
+func TestGiveWayFromDeviceCookie(t *testing.T) {
+	hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := hasher.Hash(t.Context(), "another password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &deviceLookupStore{Store: authtest.NewStore(), gate: make(chan struct{})}
+	s := authtest.NewService(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) },
+		withStore(store), func(d *auth.Deps) { d.Hasher = hasher })
+	if _, err := s.Service.CreateUser(t.Context(), "ann@example.com", "correct horse", false); err != nil {
+		t.Fatal(err)
+	}
+	ann := auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("198.51.100.7")}
+	first, err := s.Service.Login(t.Context(), ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same browser from another address, the first one's quota spent.
+	ann.DeviceCookie, ann.Client = first.Device.Value, client("198.51.100.8")
+	attacker := client("192.0.2.1")
+	signIn := func() error {
+		_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "guess", Client: attacker})
+		return err
+	}
+	if err := signIn(); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Fatalf("attacker's first sign-in: %v, want a wrong password", err)
+	}
+
+	store.hold.Store(true)
+	signedIn := make(chan error, 1)
+	go func() { _, err := s.Service.Login(t.Context(), ann); signedIn <- err }()
+	waitUntil(t, "the returning browser's device being looked up", store.looking.Load)
+
+	answered := make(chan error, 1)
+	go func() { answered <- signIn() }()
+	hashed := make(chan error, 1)
+	go func() { _, _, err := hasher.Verify(context.Background(), other, "another password"); hashed <- err }()
+	waitUntil(t, "a rejection and a hash giving way", func() bool {
+		select {
+		case err := <-answered:
+			t.Fatalf("rejection answered (%v) while a returning browser's device was looked up", err)
+		case err := <-hashed:
+			t.Fatalf("hashed (%v) while a returning browser's device was looked up", err)
+		default:
+		}
+		return hasher.Stats().GivingWay == 1 && auth.GivingWayToReturning(hasher) == 1
+	})
+	close(store.gate)
+	if err := <-signedIn; err != nil {
+		t.Fatalf("returning sign-in: %v", err)
+	}
+	if err := <-answered; !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("rejection: %v, want ErrLimited", err)
+	}
+	if err := <-hashed; err != nil {
+		t.Fatal(err)
+	}
+}
