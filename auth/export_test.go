@@ -1,6 +1,9 @@
 package auth
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // Sweep runs one round of the janitor for tests.
 var Sweep = (*Service).sweep
@@ -31,3 +34,15 @@ var NoticeBrowser = noticeBrowser
 
 // EndLockouts runs one round of the lockouts' ends for tests.
 var EndLockouts = (*Service).endLockouts
+
+// HoldHashes makes every hash h computes from now on stay in flight, in
+// its slot, until release is called; it returns at once.
+func HoldHashes(h *Hasher) (release func()) {
+	gate := make(chan struct{})
+	h.inSlot = func() { <-gate }
+	return sync.OnceFunc(func() { close(gate) })
+}
+
+// GivingWayToReturning is the number of hashes of h waiting for a
+// returning browser's sign-in in flight.
+func GivingWayToReturning(h *Hasher) int { return int(h.trusted.waiting.Load()) }

@@ -92,6 +92,12 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, err
 	}
 	account, _ := NormaliseEmail(req.Email)
 	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: req.Client, Outcome: outcome})
+	if outcome == OutcomeRejected {
+		// A flood of rejections gives way to the password checks in
+		// flight, so that a returning user's hash gets a core
+		// (giveway.go).
+		s.hasher.GiveWay(ctx, rejectionGiveWay)
+	}
 	return res, err
 }
 
@@ -108,8 +114,21 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 
 	// device is the nonce of a known device, "" for any other browser.
 	device := ""
+	// checking is set once this sign-in is a password check in flight,
+	// which rejections give way to (giveway.go).
+	checking := false
 	if req.DeviceCookie != "" {
 		if nonce, ok := s.devices.Check(email, req.DeviceCookie); ok {
+			// A cookie this server signed for this account: a returning
+			// user's browser. Its check is in flight from here, so that
+			// the flood's rejections, and the other hashes, give way to
+			// its device's lookup and its limits' decision too, not only
+			// to its hash and its session's writes (giveway.go).
+			checking = true
+			s.hasher.checkStarted()
+			defer s.hasher.checkEnded()
+			s.hasher.returningStarted()
+			defer s.hasher.returningEnded()
 			// Without Postgres the browser is held by the account's rules:
 			// a request they refuse still gets 429, and one they admit
 			// cannot be decided anyway (503).
@@ -131,6 +150,11 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	if !d.Allowed {
 		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
 		return LoginResult{}, OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	if !checking {
+		// Past its limits: a password check in flight until answered.
+		s.hasher.checkStarted()
+		defer s.hasher.checkEnded()
 	}
 
 	// A browser that is not a known device is held, whatever its

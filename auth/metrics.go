@@ -27,6 +27,7 @@ type metrics struct {
 	dbErrors     prometheus.Counter
 	hashRunning  prometheus.GaugeFunc
 	hashWaiting  prometheus.GaugeFunc
+	givingWay    prometheus.GaugeFunc
 	degraded     prometheus.GaugeFunc
 	eventDropped prometheus.CounterFunc
 	mailDropped  *prometheus.CounterVec
@@ -63,6 +64,9 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 		hashWaiting: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "xcloak_hashing_waiting", Help: "Sign-ins waiting for a hashing slot."},
 			func() float64 { return float64(s.hasher.Stats().Waiting) }),
+		givingWay: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "xcloak_rejections_giving_way", Help: "Rejected sign-ins waiting, before their answer, for the password checks in flight."},
+			func() float64 { return float64(s.hasher.Stats().GivingWay) }),
 		degraded: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "xcloak_redis_degraded", Help: "1 while Redis is unreachable and limits follow the failure policy.",
 			ConstLabels: prometheus.Labels{"policy": string(s.limits.Policy())}},
@@ -82,7 +86,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 			Name: "xcloak_signin_held_total", Help: "Sign-ins with the right password held for new-device verification (a link was mailed)."}),
 	}
 	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.failures, m.rejected, m.lockouts, m.resets,
-		m.decision, m.redisErrors, m.dbErrors, m.hashRunning, m.hashWaiting, m.degraded, m.eventDropped, m.mailDropped, m.held} {
+		m.decision, m.redisErrors, m.dbErrors, m.hashRunning, m.hashWaiting, m.givingWay, m.degraded, m.eventDropped, m.mailDropped, m.held} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -88,6 +88,9 @@ type HasherStats struct {
 	Running int
 	// Waiting is the number of callers waiting for a slot.
 	Waiting int
+	// GivingWay is the number of rejected sign-ins waiting for the
+	// password checks in flight to finish (GiveWay).
+	GivingWay int
 }
 
 // Hasher hashes and verifies passwords with argon2id. Each hash takes
@@ -107,6 +110,15 @@ type Hasher struct {
 
 	running atomic.Int64
 	waiting atomic.Int64
+	// checks are the password checks in flight, for GiveWay: every hash
+	// while it runs, and every sign-in from the moment it is admitted (or
+	// known to come from a returning browser) until it is answered
+	// (Service.login).
+	checks inFlight
+	// trusted are the hashes of VerifyTrusted in flight, and the
+	// returning browsers' sign-ins around them, which the other hashes
+	// give way to (giveway.go).
+	trusted inFlight
 
 	// inSlot, when set, runs while a slot is held, before hashing; tests use
 	// it to hold slots and watch the bound.
@@ -240,13 +252,38 @@ func (h *Hasher) VerifyUnknown(ctx context.Context, password string) error {
 
 // Stats returns the Hasher's current load.
 func (h *Hasher) Stats() HasherStats {
-	return HasherStats{Running: int(h.running.Load()), Waiting: int(h.waiting.Load())}
+	return HasherStats{Running: int(h.running.Load()), Waiting: int(h.waiting.Load()),
+		GivingWay: int(h.checks.waiting.Load())}
 }
+
+// GiveWay waits until no password check is in flight in this process
+// (no hash running, no sign-in past its limits unanswered), at most limit
+// and no longer than ctx lasts; with none in flight it returns at once,
+// after one atomic load, allocating nothing. A rejected sign-in calls it
+// before it is answered (giveway.go).
+func (h *Hasher) GiveWay(ctx context.Context, limit time.Duration) {
+	h.checks.wait(ctx, limit)
+}
+
+// checkStarted marks a password check in flight beyond its hash: a
+// sign-in's, from its admission to its answer. checkEnded ends it.
+func (h *Hasher) checkStarted() { h.checks.start() }
+func (h *Hasher) checkEnded()   { h.checks.end() }
+
+// returningStarted marks a returning browser's sign-in in flight, from
+// its device cookie's check to its answer: the other hashes give way to
+// it as to VerifyTrusted's own (giveway.go). returningEnded ends it.
+func (h *Hasher) returningStarted() { h.trusted.start() }
+func (h *Hasher) returningEnded()   { h.trusted.end() }
 
 // acquire takes a hashing slot, waiting at most h.maxWait, and returns the
 // function that gives it back. A trusted caller may take the reserved slot
 // too.
 func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err error) {
+	if !trusted {
+		// A returning browser's hash first (giveway.go).
+		h.trusted.wait(ctx, hashGiveWay)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -266,10 +303,18 @@ func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err
 		}
 	}
 	h.running.Add(1)
+	h.checks.start()
+	if trusted {
+		h.trusted.start()
+	}
 	if h.inSlot != nil {
 		h.inSlot()
 	}
 	return func() {
+		if trusted {
+			h.trusted.end()
+		}
+		h.checks.end()
 		h.running.Add(-1)
 		<-held
 	}, nil

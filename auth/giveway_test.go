@@ -1,0 +1,152 @@
+package auth
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// giveWay calls h.GiveWay in a goroutine and returns a channel closed when
+// it returns.
+func giveWay(ctx context.Context, h *Hasher, limit time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.GiveWay(ctx, limit)
+	}()
+	return done
+}
+
+// waitGivingWay waits until n callers give way, failing if done closes
+// first: the caller returned while it should have waited.
+func waitGivingWay(t *testing.T, h *Hasher, n int, done <-chan struct{}) {
+	t.Helper()
+	waitFor(t, "a caller giving way", func() bool {
+		select {
+		case <-done:
+			t.Fatal("returned at once with a hash in flight")
+		default:
+		}
+		return h.Stats().GivingWay == n
+	})
+}
+
+// TestGiveWayWaitsForHashesInFlight: GiveWay returns only once every hash
+// running when it was called, and those started meanwhile, are done.
+func TestGiveWayWaitsForHashesInFlight(t *testing.T) {
+	h := newHasher(t, fast, 4, time.Second)
+	release := holdSlots(t, h, 2)
+	done := giveWay(context.Background(), h, time.Hour)
+	waitGivingWay(t, h, 1, done)
+	release()
+	<-done
+	if got := h.Stats(); got != (HasherStats{}) {
+		t.Fatalf("after the hashes: %+v, want nothing running or waiting", got)
+	}
+}
+
+// TestGiveWayWithoutHashes returns at once, however long it may wait,
+// and allocates nothing: it is on the path of every rejected sign-in.
+func TestGiveWayWithoutHashes(t *testing.T) {
+	h := newHasher(t, fast, 4, time.Second)
+	if _, err := h.Hash(context.Background(), "done before"); err != nil {
+		t.Fatal(err)
+	}
+	<-giveWay(context.Background(), h, time.Hour)
+	if raceDetector {
+		return
+	}
+	if n := testing.AllocsPerRun(1000, func() { h.GiveWay(context.Background(), time.Hour) }); n > 0 {
+		t.Errorf("%v allocations with no hash in flight, want 0", n)
+	}
+}
+
+// TestGiveWayBounded: with a hash that never ends, GiveWay returns after
+// its limit, or when its context ends.
+func TestGiveWayBounded(t *testing.T) {
+	h := newHasher(t, fast, 4, time.Second)
+	holdSlots(t, h, 1)
+	<-giveWay(context.Background(), h, time.Millisecond)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := giveWay(ctx, h, time.Hour)
+	waitGivingWay(t, h, 1, done)
+	cancel()
+	<-done
+
+	<-giveWay(ctx, h, time.Hour) // a context already ended
+	if got := h.Stats().GivingWay; got != 0 {
+		t.Fatalf("%d still giving way", got)
+	}
+}
+
+// TestHashesGiveWayToTrusted: with a returning browser's hash in flight
+// (VerifyTrusted), another hash waits before it takes a slot and runs
+// once that one is done; another returning browser's does not wait.
+func TestHashesGiveWayToTrusted(t *testing.T) {
+	h := newHasher(t, fast, 4, time.Second)
+	valid, err := h.Hash(context.Background(), "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	var entered atomic.Int64
+	h.inSlot = func() {
+		if entered.Add(1) == 1 {
+			<-gate
+		}
+	}
+	verified := func(what string, verify func(context.Context, string, string) (bool, bool, error)) <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if ok, _, err := verify(context.Background(), valid, "pw"); !ok || err != nil {
+				t.Errorf("%s: %v, %v", what, ok, err)
+			}
+		}()
+		return done
+	}
+	held := verified("held trusted", h.VerifyTrusted)
+	waitFor(t, "a trusted hash in flight", func() bool { return h.Stats().Running == 1 })
+	<-verified("second trusted", h.VerifyTrusted)
+
+	done := verified("untrusted", h.Verify)
+	waitFor(t, "a hash giving way", func() bool {
+		select {
+		case <-done:
+			t.Fatal("a hash ran beside a trusted one in flight")
+		default:
+		}
+		return h.trusted.waiting.Load() == 1
+	})
+	if got := h.Stats().Running; got != 1 {
+		t.Fatalf("%d hashes running, want the trusted one alone", got)
+	}
+	close(gate)
+	<-held
+	<-done
+}
+
+// TestHashesGiveWayBounded: a returning browser's hash that never ends
+// delays the others by hashGiveWay at most, never fails them.
+func TestHashesGiveWayBounded(t *testing.T) {
+	h := newHasher(t, fast, 4, time.Second)
+	valid, err := h.Hash(context.Background(), "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	var entered atomic.Int64
+	h.inSlot = func() {
+		if entered.Add(1) == 1 {
+			<-gate
+		}
+	}
+	go h.VerifyTrusted(context.Background(), valid, "pw")
+	waitFor(t, "a trusted hash in flight", func() bool { return h.Stats().Running == 1 })
+	if ok, _, err := h.Verify(context.Background(), valid, "pw"); !ok || err != nil {
+		t.Fatalf("Verify beside a trusted hash that never ends: %v, %v", ok, err)
+	}
+}
