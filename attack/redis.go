@@ -59,22 +59,28 @@ func (w *Watch) flush(ctx context.Context, b batch, now time.Time, readBaseline 
 			incrCounts(ctx, pipe, k, m.ordinary)
 			pipe.Expire(ctx, k, baselineRetention)
 		}
-		for kind, set := range map[string]map[string]struct{}{"a": m.accounts, "n": m.networks} {
-			if len(set) == 0 {
-				continue
+		if len(m.accounts) > 0 {
+			members := make([]any, 0, len(m.accounts))
+			for a := range m.accounts {
+				members = append(members, a)
 			}
-			members := make([]any, 0, len(set))
-			for s := range set {
-				members = append(members, s)
+			k := w.key("a", min)
+			pipe.PFAdd(ctx, k, members...)
+			pipe.Expire(ctx, k, minuteRetention)
+		}
+		if len(m.networks) > 0 {
+			members := make([]any, 0, len(m.networks))
+			for n := range m.networks {
+				members = append(members, networkName(n))
 			}
-			k := w.key(kind, min)
+			k := w.key("n", min)
 			pipe.PFAdd(ctx, k, members...)
 			pipe.Expire(ctx, k, minuteRetention)
 		}
 		if len(m.failing) > 0 {
 			k := w.key("t", min)
 			for n, c := range m.failing {
-				pipe.ZIncrBy(ctx, k, float64(c), n)
+				pipe.ZIncrBy(ctx, k, float64(c), networkName(n))
 			}
 			pipe.ZRemRangeByRank(ctx, k, 0, -(rankCap + 1))
 			pipe.Expire(ctx, k, minuteRetention)

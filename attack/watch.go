@@ -86,14 +86,22 @@ type batch struct {
 	seconds map[int64]*Counts
 	minutes map[int64]*minuteBatch
 	size    int // accounts and networks held
+	// sec and min are the second and minute last added to, and counts
+	// and minute their entries: a flood adds to the same ones thousands
+	// of times a second, and need not look them up each time.
+	sec, min int64
+	counts   *Counts
+	minute   *minuteBatch
 }
 
 type minuteBatch struct {
 	all, ordinary Counts
 	accounts      map[string]struct{}
-	networks      map[string]struct{}
+	// networks are kept as prefixes (networkOf), named when flushed, so
+	// that counting an attempt formats no string.
+	networks map[netip.Prefix]struct{}
 	// failing counts, by network, attempts that did not succeed.
-	failing map[string]int64
+	failing map[netip.Prefix]int64
 }
 
 // Bounds of the keys in Redis and of what a replica holds between flushes.
@@ -209,16 +217,24 @@ func (w *Watch) Observe(a auth.SignInAttempt) {
 
 func (b *batch) add(a auth.SignInAttempt, ordinary bool) {
 	sec := a.At.Unix()
-	c := b.seconds[sec]
-	if c == nil {
-		c = &Counts{}
-		b.seconds[sec] = c
+	c := b.counts
+	if c == nil || sec != b.sec {
+		c = b.seconds[sec]
+		if c == nil {
+			c = &Counts{}
+			b.seconds[sec] = c
+		}
+		b.sec, b.counts = sec, c
 	}
 	c.Add(a.Outcome)
-	m := b.minutes[sec/60]
-	if m == nil {
-		m = &minuteBatch{accounts: map[string]struct{}{}, networks: map[string]struct{}{}, failing: map[string]int64{}}
-		b.minutes[sec/60] = m
+	m := b.minute
+	if m == nil || sec/60 != b.min {
+		m = b.minutes[sec/60]
+		if m == nil {
+			m = &minuteBatch{accounts: map[string]struct{}{}, networks: map[netip.Prefix]struct{}{}, failing: map[netip.Prefix]int64{}}
+			b.minutes[sec/60] = m
+		}
+		b.min, b.minute = sec/60, m
 	}
 	m.all.Add(a.Outcome)
 	if ordinary {
@@ -227,7 +243,7 @@ func (b *batch) add(a auth.SignInAttempt, ordinary bool) {
 	if b.size >= maxPendingMembers {
 		return
 	}
-	network := Network(a.Client.Addr)
+	network := networkOf(a.Client.Addr)
 	if a.Account != "" {
 		if _, ok := m.accounts[a.Account]; !ok {
 			m.accounts[a.Account] = struct{}{}
@@ -246,8 +262,14 @@ func (b *batch) add(a auth.SignInAttempt, ordinary bool) {
 // Network is the network an address is counted in: its IPv4 /24 or IPv6
 // /48, "unknown" without an address.
 func Network(addr netip.Addr) string {
+	return networkName(networkOf(addr))
+}
+
+// networkOf is the network an address is counted in, as a prefix: the
+// zero Prefix without an address.
+func networkOf(addr netip.Addr) netip.Prefix {
 	if !addr.IsValid() {
-		return "unknown"
+		return netip.Prefix{}
 	}
 	addr = addr.Unmap().WithZone("")
 	bits := 48
@@ -255,6 +277,14 @@ func Network(addr netip.Addr) string {
 		bits = 24
 	}
 	p, _ := addr.Prefix(bits)
+	return p
+}
+
+// networkName is Network's name for a network of networkOf.
+func networkName(p netip.Prefix) string {
+	if !p.IsValid() {
+		return "unknown"
+	}
 	return p.String()
 }
 

@@ -130,6 +130,12 @@ func TestReplicasShareTheWindow(t *testing.T) {
 		st.DistinctAccounts != 24 || st.DistinctNetworks != 12 || len(st.TopNetworks) != 10 || st.TopNetworks[0].Count != 4 {
 		t.Fatalf("status %+v", st)
 	}
+	// Networks are named as the dashboard shows them: an IPv4 /24.
+	for _, n := range st.TopNetworks {
+		if p, err := netip.ParsePrefix(n.Name); err != nil || p.Bits() != 24 || p.Masked() != p {
+			t.Fatalf("top network named %q, want an IPv4 /24", n.Name)
+		}
+	}
 
 	// Quiet: no trip for cfg.Quiet. One second short, still on.
 	clk.Add(cfg.Quiet - time.Second)
@@ -401,4 +407,20 @@ func TestReplicasShareTheLongWindow(t *testing.T) {
 	}
 	mu.Unlock()
 	t.Logf("on after %d failures a replica, %d together", perReplica, 2*perReplica)
+}
+
+// TestObserveAllocatesNothing: counting a sign-in attempt, on every
+// sign-in's path, allocates nothing once its second, minute, account and
+// network are held: a flood repeats them thousands of times a second.
+func TestObserveAllocatesNothing(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	w, err := attack.New(attack.DefaultConfig(), attack.Deps{Redis: rdb, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := auth.SignInAttempt{At: time.Now(), Account: "user@example.com", Client: auth.Client{Addr: netip.MustParseAddr("192.0.2.1")}, Outcome: auth.OutcomeFailed}
+	w.Observe(a)
+	if n := testing.AllocsPerRun(100, func() { w.Observe(a) }); n != 0 {
+		t.Fatalf("Observe allocates %v times, want 0", n)
+	}
 }
