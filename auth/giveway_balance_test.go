@@ -10,15 +10,16 @@ import (
 	"github.com/xcloak/xcloak/auth/authtest"
 )
 
-// panickyStore panics reading users once armed, as a bug in a store
-// would; net/http recovers the request's panic and the server goes on.
-type panickyStore struct {
-	*authtest.Store
-	armed bool
-}
+// panickyStore panics reading users for a request whose context carries
+// panicKey, as a bug in a store would; net/http recovers the request's
+// panic and the server goes on. The background work's reads, under
+// contexts of their own, are left alone.
+type panickyStore struct{ *authtest.Store }
+
+type panicKey struct{}
 
 func (s *panickyStore) UserByEmail(ctx context.Context, email string) (auth.User, error) {
-	if s.armed {
+	if ctx.Value(panicKey{}) != nil {
 		panic("store bug")
 	}
 	return s.Store.UserByEmail(ctx, email)
@@ -75,7 +76,7 @@ func TestGiveWayMarksBalanced(t *testing.T) {
 	login("a request ended before its hash", cancelled, auth.LoginRequest{Email: "ann@example.com", Password: "x", Client: client("192.0.2.10")})
 	login("a returning browser's request ended", cancelled, returning)
 
-	store.armed = true
+	panicking := context.WithValue(t.Context(), panicKey{}, true)
 	for _, req := range []auth.LoginRequest{ann, returning} {
 		func() {
 			defer func() {
@@ -83,11 +84,10 @@ func TestGiveWayMarksBalanced(t *testing.T) {
 					t.Fatal("no panic from the store")
 				}
 			}()
-			s.Login(t.Context(), req)
+			s.Login(panicking, req)
 		}()
 		balanced("a panic after the admission")
 	}
-	store.armed = false
 
 	devices, err := store.AccountDevices(t.Context(), user.ID, 10)
 	if err != nil {
