@@ -64,6 +64,14 @@ import (
 // each, and fails none; with many returning users signing in at once,
 // a new browser's sign-in may wait as long. Neither tells anything about
 // the account the delayed sign-in names.
+//
+// A sign-in never gives way to itself. A valid cookie whose device is not
+// known (forgotten by its owner, or not looked up) ends its mark once
+// that is found, before its hash, which is another browser's; a known
+// device's rehash is trusted like its VerifyTrusted (hashTrusted).
+// Otherwise its own hashes would wait out hashGiveWay for its own mark:
+// the returning user slower than anyone, and a sign-in whose time tells
+// whether the cookie it sent is valid.
 
 // hashGiveWay is the longest a hash waits for the returning browsers'
 // sign-ins in flight: one's hash takes about 20 ms of a core alone, and 100 ms

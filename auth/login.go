@@ -127,8 +127,13 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 			checking = true
 			s.hasher.checkStarted()
 			defer s.hasher.checkEnded()
+			returning := true
 			s.hasher.returningStarted()
-			defer s.hasher.returningEnded()
+			defer func() {
+				if returning {
+					s.hasher.returningEnded()
+				}
+			}()
 			// Without Postgres the browser is held by the account's rules:
 			// a request they refuse still gets 429, and one they admit
 			// cannot be decided anyway (503).
@@ -136,6 +141,15 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 				s.log.WarnContext(ctx, "device cookie not checked", "err", err)
 			} else if known {
 				device = nonce
+			}
+			if device == "" {
+				// Not a known device (forgotten, or not looked up): its
+				// hash is another browser's, which gives way to the
+				// returning ones. Its own mark ends here, so that it never
+				// waits for itself: a sign-in slower for a cookie that
+				// is valid would tell so (giveway.go).
+				returning = false
+				s.hasher.returningEnded()
 			}
 		}
 	}
@@ -214,7 +228,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	if has, err := s.hasFactors(ctx, user.ID); err != nil {
 		return LoginResult{}, OutcomeUnavailable, err
 	} else if has {
-		passwordHash, err := s.rehashed(ctx, user, req.Password, rehash)
+		passwordHash, err := s.rehashed(ctx, user, req.Password, rehash, device)
 		if err != nil {
 			return LoginResult{}, OutcomeUnavailable, err
 		}
@@ -327,7 +341,7 @@ func (s *Service) afterDecision(ctx context.Context) (context.Context, context.C
 }
 
 func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, source, device string, rehash bool) (LoginResult, error) {
-	passwordHash, err := s.rehashed(ctx, user, req.Password, rehash)
+	passwordHash, err := s.rehashed(ctx, user, req.Password, rehash, device)
 	if err != nil {
 		return LoginResult{}, err
 	}
@@ -340,11 +354,17 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 
 // rehashed stores a new hash of the right password when rehash says the
 // stored one is outdated, and returns the account's hash after it.
-// ErrInvalidCredentials if the password was replaced meanwhile.
-func (s *Service) rehashed(ctx context.Context, user User, password string, rehash bool) (string, error) {
+// ErrInvalidCredentials if the password was replaced meanwhile. From a
+// known device (device set) the new hash is a returning browser's, which
+// gives way to no other sign-in, its own included (giveway.go).
+func (s *Service) rehashed(ctx context.Context, user User, password string, rehash bool, device string) (string, error) {
 	passwordHash := user.PasswordHash
 	if rehash {
-		if hash, err := s.hasher.Hash(ctx, password); err == nil {
+		hashNew := s.hasher.Hash
+		if device != "" {
+			hashNew = s.hasher.hashTrusted
+		}
+		if hash, err := hashNew(ctx, password); err == nil {
 			switch err := s.rehashPassword(ctx, user.ID, passwordHash, hash); {
 			case errors.Is(err, ErrPasswordChanged):
 				return "", ErrInvalidCredentials

@@ -115,9 +115,9 @@ type Hasher struct {
 	// known to come from a returning browser) until it is answered
 	// (Service.login).
 	checks inFlight
-	// trusted are the hashes of VerifyTrusted in flight, and the
-	// returning browsers' sign-ins around them, which the other hashes
-	// give way to (giveway.go).
+	// trusted are the hashes of VerifyTrusted and hashTrusted in flight,
+	// and the returning browsers' sign-ins around them, which the other
+	// hashes give way to (giveway.go).
 	trusted inFlight
 
 	// inSlot, when set, runs while a slot is held, before hashing; tests use
@@ -162,10 +162,22 @@ func NewHasher(p Params, maxConcurrent int, maxWait time.Duration) (*Hasher, err
 // It returns ErrPasswordTooLong, ErrHasherBusy, or ctx.Err() if ctx ends
 // while waiting for a slot.
 func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
+	return h.hashPassword(ctx, password, false)
+}
+
+// hashTrusted is Hash for a returning browser's sign-in (a valid device
+// cookie of a known device) rehashing its password: like VerifyTrusted it
+// may take the reserved slot, and it does not give way to the returning
+// browsers' sign-ins in flight, its own among them (giveway.go).
+func (h *Hasher) hashTrusted(ctx context.Context, password string) (string, error) {
+	return h.hashPassword(ctx, password, true)
+}
+
+func (h *Hasher) hashPassword(ctx context.Context, password string, trusted bool) (string, error) {
 	if len(password) > MaxPasswordBytes {
 		return "", ErrPasswordTooLong
 	}
-	release, err := h.acquire(ctx, false)
+	release, err := h.acquire(ctx, trusted)
 	if err != nil {
 		return "", err
 	}
@@ -271,8 +283,9 @@ func (h *Hasher) checkStarted() { h.checks.start() }
 func (h *Hasher) checkEnded()   { h.checks.end() }
 
 // returningStarted marks a returning browser's sign-in in flight, from
-// its device cookie's check to its answer: the other hashes give way to
-// it as to VerifyTrusted's own (giveway.go). returningEnded ends it.
+// its device cookie's check to its answer, or until its device is found
+// not known: the other hashes give way to it as to VerifyTrusted's own
+// (giveway.go). returningEnded ends it.
 func (h *Hasher) returningStarted() { h.trusted.start() }
 func (h *Hasher) returningEnded()   { h.trusted.end() }
 
