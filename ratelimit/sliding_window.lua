@@ -70,6 +70,16 @@ local get, put = struct.unpack, struct.pack
 -- begins: at 15 + j * w.
 local HEAD = 14
 
+-- The format of an entry w bytes wide.
+local function format(w)
+  if w == 4 then
+    return '<I4'
+  elseif w == 5 then
+    return '<I5'
+  end
+  return '<I6'
+end
+
 -- The width, format, base, expiry and number of entries of a packed log,
 -- or nothing if raw is not one.
 local function header(raw)
@@ -80,13 +90,7 @@ local function header(raw)
   if (w ~= 4 and w ~= 5 and w ~= 6) or (#raw - HEAD) % w ~= 0 then
     return nil
   end
-  local fmt = '<I6'
-  if w == 4 then
-    fmt = '<I4'
-  elseif w == 5 then
-    fmt = '<I5'
-  end
-  return w, fmt, base, exp, (#raw - HEAD) / w
+  return w, format(w), base, exp, (#raw - HEAD) / w
 end
 
 -- The index of the oldest of a log's m entries later than horizon (m if
@@ -167,12 +171,7 @@ local function write(key, raw, w0, fmt0, base, exp, m, keep, added, window, at)
       -- Entries years ahead of the clock: not kept.
       b, keep = at, m
     end
-    local fmt = '<I6'
-    if w == 4 then
-      fmt = '<I4'
-    elseif w == 5 then
-      fmt = '<I5'
-    end
+    local fmt = format(w)
     local parts = {put('<BI7I6', w, b, exp)}
     for j = keep, m - 1 do
       parts[#parts + 1] = put(fmt, base + get(fmt0, raw, HEAD + 1 + j * w0) - b)
