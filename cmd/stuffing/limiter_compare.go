@@ -37,6 +37,14 @@ Contenders:
   redis_rate  github.com/go-redis/redis_rate/v10 (GCRA), Allow at --limit
   evalsha     a script that only returns 1, with one key: the ceiling
 
+With --alternate N, one caller then also runs N turns per --keys count,
+every contender once per turn in an order shuffled each turn, and the
+report gives the median of the per-turn ratios of their latencies: with
+one caller a decision is a round trip that waits on the operating
+system's wake-ups, which shift between rounds more than the contenders
+differ, and taking turns call by call puts every contender in the same
+moment.
+
 Every limit is --limit per minute. With 1 identity every decision after the
 limit's is a rejection; with 100,000 nearly every one is an admission. The
 keys live under a run prefix in the Redis of --redis (database 15 by
@@ -99,6 +107,21 @@ type limiterCompareReport struct {
 	LoadBefore string        `json:"load_average_before"`
 	LoadAfter  string        `json:"load_average_after"`
 	Cells      []limiterCell `json:"cells"`
+	// Alternating holds, with --alternate, one caller's turns per --keys
+	// count.
+	Alternating []alternatingCell `json:"alternating,omitempty"`
+}
+
+// alternatingCell is one caller taking turns over keys identities: each
+// turn calls every contender once, in a shuffled order.
+type alternatingCell struct {
+	Keys  int `json:"keys"`
+	Turns int `json:"turns"`
+	// MedianLatency is each contender's median call, in microseconds.
+	MedianLatency map[string]float64 `json:"median_latency_us"`
+	// MedianRatios holds, under "a/b", the median over turns of b's
+	// latency over a's: a's rate over b's, as in the cells.
+	MedianRatios map[string]float64 `json:"median_ratios"`
 }
 
 func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -111,6 +134,7 @@ func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io
 	keys := intList{1, 100_000}
 	fs.Var(&keys, "keys", "comma-separated `counts` of identities the calls cycle over, one cell each")
 	limit := fs.Int("limit", 10, "requests per minute each rule admits (`n`)")
+	alternate := fs.Int("alternate", 0, "then `n` turns of one caller per --keys count, every contender once per turn (0: none)")
 	seed := fs.Uint64("seed", 0, "seed of the rounds' order; 0 picks one, which the report prints")
 	jsonOut := fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
 	base := fs.String("key-prefix", "stuffing:compare:", "start of the run's key `prefix`; random hex and ':' are added")
@@ -123,6 +147,8 @@ func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io
 		return badFlag(stderr, "--rounds %d out of range 1..%d", *rounds, maxTrials)
 	case *limit < 1 || *limit > ratelimit.MaxCount:
 		return badFlag(stderr, "--limit %d out of range 1..%d", *limit, ratelimit.MaxCount)
+	case *alternate < 0 || *alternate > 1_000_000:
+		return badFlag(stderr, "--alternate %d out of range 0..1000000", *alternate)
 	}
 	for _, c := range clients {
 		if c > maxWorkers {
@@ -174,6 +200,17 @@ func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io
 		if runErr != nil {
 			break
 		}
+	}
+	for _, k := range keys {
+		if runErr != nil || *alternate == 0 {
+			break
+		}
+		a, err := lc.alternate(ctx, rng, k, *alternate, progress)
+		if err != nil {
+			runErr = err
+			break
+		}
+		rep.Alternating = append(rep.Alternating, a)
 	}
 	rep.LoadAfter = loadAverage()
 	// Clean up even after a failure or an interrupt, on a fresh context.
@@ -289,6 +326,48 @@ func (lc *limiterComparison) cell(ctx context.Context, rng *mathrand.Rand, clien
 	return c, nil
 }
 
+// alternate has one caller take turns over keys identities: each turn
+// calls every contender once, in an order shuffled each turn, each
+// contender walking its own identities. A turn's ratio "a/b" is b's call's
+// latency over a's.
+func (lc *limiterComparison) alternate(ctx context.Context, rng *mathrand.Rand, keys, turns int, progress io.Writer) (alternatingCell, error) {
+	c := alternatingCell{Keys: keys, Turns: turns, MedianLatency: map[string]float64{}, MedianRatios: map[string]float64{}}
+	ids := make([]string, keys)
+	for i := range ids {
+		ids[i] = "alt" + strconv.Itoa(i)
+	}
+	next := map[string]int{}
+	latency := map[string][]float64{}
+	ratios := map[string][]float64{}
+	took := map[string]float64{}
+	order := append([]string(nil), lcContenders...)
+	fmt.Fprintf(progress, "1 client taking turns, %s: %d turns\n", plural(keys, "key"), turns)
+	for range turns {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, name := range order {
+			id := ids[next[name]%len(ids)]
+			next[name]++
+			start := time.Now()
+			if err := lc.decide[name](ctx, id); err != nil {
+				return c, fmt.Errorf("%s: %w", name, err)
+			}
+			took[name] = float64(time.Since(start).Nanoseconds()) / 1e3
+			latency[name] = append(latency[name], took[name])
+		}
+		for _, p := range lcRatios {
+			k := p[0] + "/" + p[1]
+			ratios[k] = append(ratios[k], took[p[1]]/took[p[0]])
+		}
+	}
+	for name, ls := range latency {
+		c.MedianLatency[name] = median(ls)
+	}
+	for k, rs := range ratios {
+		c.MedianRatios[k] = median(rs)
+	}
+	return c, nil
+}
+
 // measure runs contender name with clients callers for d and returns its
 // decisions per second. next is where the contender's walk over ids is.
 func (lc *limiterComparison) measure(ctx context.Context, name string, clients int, d time.Duration, ids []string, next *atomic.Int64) (float64, error) {
@@ -356,6 +435,31 @@ func (r *limiterCompareReport) print(w io.Writer, prefix string) {
 	for _, c := range r.Cells {
 		fmt.Fprintf(w, "%s, %s: allow/redis_rate per round %s\n", plural(c.Clients, "client"), plural(c.Keys, "key"),
 			joinFloats(c.Ratios[lcAllow+"/"+lcRedisRate], twoDecimals))
+	}
+	if len(r.Alternating) > 0 {
+		fmt.Fprintf(w, "\none caller, every contender once per turn (%d turns per cell)\n", r.Alternating[0].Turns)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head := "median of per-turn ratios\t"
+		for _, a := range r.Alternating {
+			head += plural(a.Keys, "key") + "\t"
+		}
+		fmt.Fprintln(tw, head)
+		for _, p := range lcRatios {
+			line := p[0] + " vs " + p[1] + "\t"
+			for _, a := range r.Alternating {
+				line += fmt.Sprintf("%.2fx\t", a.MedianRatios[p[0]+"/"+p[1]])
+			}
+			fmt.Fprintln(tw, line)
+		}
+		fmt.Fprintln(tw, "median latency, µs\t")
+		for _, name := range lcContenders {
+			line := name + "\t"
+			for _, a := range r.Alternating {
+				line += fmt.Sprintf("%.1f\t", a.MedianLatency[name])
+			}
+			fmt.Fprintln(tw, line)
+		}
+		_ = tw.Flush()
 	}
 	fmt.Fprintf(w, "keys under %s deleted\n", prefix)
 }

@@ -11,7 +11,7 @@ import (
 func TestLimiterCompare(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	stdout, stderr, err := runStuffing(t, "limiter-compare", "--json", "--redis", testenv.RedisURL(), "--key-prefix", prefix,
-		"--rounds", "3", "--duration", "20ms", "--clients", "1,3", "--keys", "1,50", "--seed", "42")
+		"--rounds", "3", "--duration", "20ms", "--clients", "1,3", "--keys", "1,50", "--seed", "42", "--alternate", "20")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -43,6 +43,24 @@ func TestLimiterCompare(t *testing.T) {
 			}
 		}
 	}
+	if len(rep.Alternating) != 2 {
+		t.Fatalf("%d cells of turns, want one per --keys count", len(rep.Alternating))
+	}
+	for _, a := range rep.Alternating {
+		if a.Turns != 20 {
+			t.Errorf("%d keys: %d turns, want 20", a.Keys, a.Turns)
+		}
+		for _, name := range lcContenders {
+			if a.MedianLatency[name] <= 0 {
+				t.Errorf("%d keys: %s median latency %v, want positive", a.Keys, name, a.MedianLatency[name])
+			}
+		}
+		for _, p := range lcRatios {
+			if a.MedianRatios[p[0]+"/"+p[1]] <= 0 {
+				t.Errorf("%d keys: ratio %s/%s %v, want positive", a.Keys, p[0], p[1], a.MedianRatios[p[0]+"/"+p[1]])
+			}
+		}
+	}
 	// Every key is gone, redis_rate's (under its own "rate:") included.
 	assertNoKeys(t, rdb, prefix)
 	assertNoKeys(t, rdb, "rate:"+prefix)
@@ -52,6 +70,7 @@ func TestLimiterCompareFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--rounds", "0"},
 		{"--limit", "0"},
+		{"--alternate", "-1"},
 		{"--duration", "1ms"},
 		{"--clients", "5000"},
 		{"--keys", "2000000"},
