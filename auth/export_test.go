@@ -45,7 +45,7 @@ func HoldHashes(h *Hasher) (release func()) {
 
 // GivingWayToReturning is the number of hashes of h waiting for a
 // returning browser's sign-in in flight.
-func GivingWayToReturning(h *Hasher) int { return int(h.trusted.waiting.Load()) }
+func GivingWayToReturning(h *Hasher) int { return h.Stats().HashesGivingWay }
 
 // InFlight is what h counts in flight: password checks, which rejections
 // give way to, and returning browsers' sign-ins, which other hashes give

@@ -28,6 +28,7 @@ type metrics struct {
 	hashRunning  prometheus.GaugeFunc
 	hashWaiting  prometheus.GaugeFunc
 	givingWay    prometheus.GaugeFunc
+	hashesGiving prometheus.GaugeFunc
 	degraded     prometheus.GaugeFunc
 	eventDropped prometheus.CounterFunc
 	mailDropped  *prometheus.CounterVec
@@ -67,6 +68,9 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 		givingWay: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "xcloak_rejections_giving_way", Help: "Rejected sign-ins waiting, before their answer, for the password checks in flight."},
 			func() float64 { return float64(s.hasher.Stats().GivingWay) }),
+		hashesGiving: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "xcloak_hashes_giving_way", Help: "Password hashes waiting, before they take a slot, for returning browsers' sign-ins in flight."},
+			func() float64 { return float64(s.hasher.Stats().HashesGivingWay) }),
 		degraded: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "xcloak_redis_degraded", Help: "1 while Redis is unreachable and limits follow the failure policy.",
 			ConstLabels: prometheus.Labels{"policy": string(s.limits.Policy())}},
@@ -86,7 +90,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 			Name: "xcloak_signin_held_total", Help: "Sign-ins with the right password held for new-device verification (a link was mailed)."}),
 	}
 	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.failures, m.rejected, m.lockouts, m.resets,
-		m.decision, m.redisErrors, m.dbErrors, m.hashRunning, m.hashWaiting, m.givingWay, m.degraded, m.eventDropped, m.mailDropped, m.held} {
+		m.decision, m.redisErrors, m.dbErrors, m.hashRunning, m.hashWaiting, m.givingWay, m.hashesGiving, m.degraded, m.eventDropped, m.mailDropped, m.held} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

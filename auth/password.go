@@ -91,6 +91,9 @@ type HasherStats struct {
 	// GivingWay is the number of rejected sign-ins waiting for the
 	// password checks in flight to finish (GiveWay).
 	GivingWay int
+	// HashesGivingWay is the number of hashes waiting, before they take a
+	// slot, for the returning browsers' sign-ins in flight (giveway.go).
+	HashesGivingWay int
 }
 
 // Hasher hashes and verifies passwords with argon2id. Each hash takes
@@ -265,7 +268,7 @@ func (h *Hasher) VerifyUnknown(ctx context.Context, password string) error {
 // Stats returns the Hasher's current load.
 func (h *Hasher) Stats() HasherStats {
 	return HasherStats{Running: int(h.running.Load()), Waiting: int(h.waiting.Load()),
-		GivingWay: int(h.checks.waiting.Load())}
+		GivingWay: int(h.checks.waiting.Load()), HashesGivingWay: int(h.trusted.waiting.Load())}
 }
 
 // GiveWay waits until no password check is in flight in this process

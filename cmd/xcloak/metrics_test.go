@@ -35,7 +35,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	signIn(t, s.base, "ann@example.com", "wrong password")
 	status, body := fetch(t, s.base+"/metrics")
 	for _, want := range []string{"xcloak_signin_attempts_total 2", "xcloak_signin_successes_total 1", "xcloak_signin_failures_total 1",
-		"xcloak_limiter_decision_seconds_count 2", `xcloak_redis_degraded{policy="local"} 0`, "xcloak_hashing_waiting 0", "go_goroutines"} {
+		"xcloak_limiter_decision_seconds_count 2", `xcloak_redis_degraded{policy="local"} 0`, "xcloak_hashing_waiting 0", "xcloak_hashes_giving_way 0", "go_goroutines"} {
 		if status != 200 || !strings.Contains(body, want) {
 			t.Errorf("/metrics: %d, no %q", status, want)
 		}
