@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
@@ -32,24 +31,13 @@ func (s *panickyStore) UserByEmail(ctx context.Context, email string) (auth.User
 // returns: a mark left behind would make every rejection wait 200 ms and
 // every other hash 100 ms for good.
 func TestGiveWayMarksBalanced(t *testing.T) {
-	hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hasher, _ := giveWayHasher(t)
 	store := &panickyStore{Store: authtest.NewStore()}
 	s := authtest.NewService(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 5) },
 		withStore(store), func(d *auth.Deps) { d.Hasher = hasher }).Service
-	user, err := s.CreateUser(t.Context(), "ann@example.com", "correct horse", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ann := auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("198.51.100.7")}
-	first, err := s.Login(t.Context(), ann)
-	if err != nil {
-		t.Fatal(err)
-	}
-	returning := ann
-	returning.DeviceCookie = first.Device.Value
+	user, returning := returningAnn(t, s)
+	ann := returning
+	ann.DeviceCookie = ""
 	returning.Client = client("198.51.100.8")
 
 	balanced := func(what string) {

@@ -38,22 +38,10 @@ func signInAlone(t *testing.T, s *auth.Service, hasher *auth.Hasher, req auth.Lo
 // cookie it sent is valid.
 func TestReturningSignInDoesNotWaitForItself(t *testing.T) {
 	setup := func(t *testing.T) (*auth.Service, *authtest.Store, *auth.Hasher, auth.User, auth.LoginRequest) {
-		hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hasher, _ := giveWayHasher(t)
 		store := authtest.NewStore()
 		s := authtest.NewService(t, nil, withStore(store), func(d *auth.Deps) { d.Hasher = hasher })
-		user, err := s.Service.CreateUser(t.Context(), "ann@example.com", "correct horse", false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ann := auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("198.51.100.7")}
-		first, err := s.Service.Login(t.Context(), ann)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ann.DeviceCookie = first.Device.Value
+		user, ann := returningAnn(t, s.Service)
 		return s.Service, store, hasher, user, ann
 	}
 

@@ -152,25 +152,10 @@ func TestRejectedSignInGivesWayToSignIn(t *testing.T) {
 // admitted, holds the other hashes back until it is answered: here while
 // its session is written, its own hash done.
 func TestHashesGiveWayToReturningSignIn(t *testing.T) {
-	hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := hasher.Hash(t.Context(), "another password")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hasher, other := giveWayHasher(t)
 	store := &hookedStore{Store: authtest.NewStore()}
 	s := authtest.NewService(t, nil, withStore(store), func(d *auth.Deps) { d.Hasher = hasher })
-	if _, err := s.Service.CreateUser(t.Context(), "ann@example.com", "correct horse", false); err != nil {
-		t.Fatal(err)
-	}
-	ann := auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("198.51.100.7")}
-	first, err := s.Service.Login(t.Context(), ann)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ann.DeviceCookie = first.Device.Value
+	_, ann := returningAnn(t, s.Service)
 
 	gate := make(chan struct{})
 	var writing atomic.Bool
@@ -220,27 +205,13 @@ func (s *deviceLookupStore) KnownDevice(ctx context.Context, email string, nonce
 // decided: while its device is looked up, rejections and the other
 // hashes give way to it.
 func TestGiveWayFromDeviceCookie(t *testing.T) {
-	hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := hasher.Hash(t.Context(), "another password")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hasher, other := giveWayHasher(t)
 	store := &deviceLookupStore{Store: authtest.NewStore(), gate: make(chan struct{})}
 	s := authtest.NewService(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) },
 		withStore(store), func(d *auth.Deps) { d.Hasher = hasher })
-	if _, err := s.Service.CreateUser(t.Context(), "ann@example.com", "correct horse", false); err != nil {
-		t.Fatal(err)
-	}
-	ann := auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("198.51.100.7")}
-	first, err := s.Service.Login(t.Context(), ann)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ann := returningAnn(t, s.Service)
 	// The same browser from another address, the first one's quota spent.
-	ann.DeviceCookie, ann.Client = first.Device.Value, client("198.51.100.8")
+	ann.Client = client("198.51.100.8")
 	attacker := client("192.0.2.1")
 	signIn := func() error {
 		_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: "nobody@example.com", Password: "guess", Client: attacker})
@@ -279,4 +250,38 @@ func TestGiveWayFromDeviceCookie(t *testing.T) {
 	if err := <-hashed; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// giveWayHasher returns a fast hasher with room for four hashes at once,
+// and a hash of "another password" it made, for a hash to run beside the
+// sign-ins under test.
+func giveWayHasher(t *testing.T) (*auth.Hasher, string) {
+	t.Helper()
+	hasher, err := auth.NewHasher(authtest.FastParams, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := hasher.Hash(t.Context(), "another password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hasher, other
+}
+
+// returningAnn creates ann@example.com on s and signs her in once from
+// 198.51.100.7, returning her and the request of that browser again, its
+// device cookie set: a returning browser's sign-in.
+func returningAnn(t *testing.T, s *auth.Service) (auth.User, auth.LoginRequest) {
+	t.Helper()
+	user, err := s.CreateUser(t.Context(), "ann@example.com", "correct horse", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := auth.LoginRequest{Email: "ann@example.com", Password: "correct horse", Client: client("198.51.100.7")}
+	first, err := s.Login(t.Context(), ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann.DeviceCookie = first.Device.Value
+	return user, ann
 }
