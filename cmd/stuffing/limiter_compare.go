@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -409,28 +410,12 @@ func (r *limiterCompareReport) print(w io.Writer, prefix string) {
 	fmt.Fprintf(w, "Redis        %s, limit %s\n", r.Redis, r.Limit)
 	fmt.Fprintf(w, "rounds       %d of %s per contender, order shuffled with --seed %d\n", r.Rounds, r.Duration, r.Seed)
 	fmt.Fprintf(w, "load average %s before, %s after (%d CPUs)\n\n", r.LoadBefore, r.LoadAfter, r.CPUs)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "median of per-round ratios\t"
-	for _, c := range r.Cells {
-		head += fmt.Sprintf("%s, %s\t", plural(c.Clients, "client"), plural(c.Keys, "key"))
+	cols := make([]string, len(r.Cells))
+	for i, c := range r.Cells {
+		cols[i] = plural(c.Clients, "client") + ", " + plural(c.Keys, "key")
 	}
-	fmt.Fprintln(tw, head)
-	for _, p := range lcRatios {
-		line := p[0] + " vs " + p[1] + "\t"
-		for _, c := range r.Cells {
-			line += fmt.Sprintf("%.2fx\t", c.MedianRatios[p[0]+"/"+p[1]])
-		}
-		fmt.Fprintln(tw, line)
-	}
-	fmt.Fprintln(tw, "median decisions/s\t")
-	for _, name := range lcContenders {
-		line := name + "\t"
-		for _, c := range r.Cells {
-			line += thousands(c.MedianRates[name]) + "\t"
-		}
-		fmt.Fprintln(tw, line)
-	}
-	_ = tw.Flush()
+	printTable(w, "median of per-round ratios", cols, func(i int, k string) float64 { return r.Cells[i].MedianRatios[k] },
+		"median decisions/s", func(i int, name string) string { return thousands(r.Cells[i].MedianRates[name]) })
 	fmt.Fprintln(w)
 	for _, c := range r.Cells {
 		fmt.Fprintf(w, "%s, %s: allow/redis_rate per round %s\n", plural(c.Clients, "client"), plural(c.Keys, "key"),
@@ -438,30 +423,40 @@ func (r *limiterCompareReport) print(w io.Writer, prefix string) {
 	}
 	if len(r.Alternating) > 0 {
 		fmt.Fprintf(w, "\none caller, every contender once per turn (%d turns per cell)\n", r.Alternating[0].Turns)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		head := "median of per-turn ratios\t"
-		for _, a := range r.Alternating {
-			head += plural(a.Keys, "key") + "\t"
+		cols := make([]string, len(r.Alternating))
+		for i, a := range r.Alternating {
+			cols[i] = plural(a.Keys, "key")
 		}
-		fmt.Fprintln(tw, head)
-		for _, p := range lcRatios {
-			line := p[0] + " vs " + p[1] + "\t"
-			for _, a := range r.Alternating {
-				line += fmt.Sprintf("%.2fx\t", a.MedianRatios[p[0]+"/"+p[1]])
-			}
-			fmt.Fprintln(tw, line)
-		}
-		fmt.Fprintln(tw, "median latency, µs\t")
-		for _, name := range lcContenders {
-			line := name + "\t"
-			for _, a := range r.Alternating {
-				line += fmt.Sprintf("%.1f\t", a.MedianLatency[name])
-			}
-			fmt.Fprintln(tw, line)
-		}
-		_ = tw.Flush()
+		printTable(w, "median of per-turn ratios", cols, func(i int, k string) float64 { return r.Alternating[i].MedianRatios[k] },
+			"median latency, µs", func(i int, name string) string { return fmt.Sprintf("%.1f", r.Alternating[i].MedianLatency[name]) })
 	}
 	fmt.Fprintf(w, "keys under %s deleted\n", prefix)
+}
+
+// printTable writes one of the report's tables: a column per cell
+// (cols), under ratioHead a row per ratio of lcRatios (ratio of column i
+// and "a/b"), then under valueHead a row per contender (value of column i
+// and the contender's name).
+func printTable(w io.Writer, ratioHead string, cols []string, ratio func(i int, key string) float64,
+	valueHead string, value func(i int, name string) string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, ratioHead+"\t"+strings.Join(cols, "\t")+"\t")
+	for _, p := range lcRatios {
+		line := p[0] + " vs " + p[1] + "\t"
+		for i := range cols {
+			line += fmt.Sprintf("%.2fx\t", ratio(i, p[0]+"/"+p[1]))
+		}
+		fmt.Fprintln(tw, line)
+	}
+	fmt.Fprintln(tw, valueHead+"\t")
+	for _, name := range lcContenders {
+		line := name + "\t"
+		for i := range cols {
+			line += value(i, name) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
 }
 
 // plural writes n and noun, with an s unless n is 1: "64 clients".

@@ -83,3 +83,30 @@ func TestLimiterCompareFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestLimiterCompareText: the report as text has both tables, each with
+// every ratio and every contender, and says its keys were deleted.
+func TestLimiterCompareText(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	stdout, stderr, err := runStuffing(t, "limiter-compare", "--redis", testenv.RedisURL(), "--key-prefix", prefix,
+		"--rounds", "1", "--duration", "20ms", "--clients", "1", "--keys", "1", "--seed", "42", "--alternate", "5")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	want := []string{"median of per-round ratios", "median decisions/s", "median of per-turn ratios", "median latency, µs", "deleted"}
+	for _, p := range lcRatios {
+		want = append(want, p[0]+" vs "+p[1])
+	}
+	for _, w := range want {
+		if n := strings.Count(stdout, w); n == 0 {
+			t.Errorf("report lacks %q:\n%s", w, stdout)
+		}
+	}
+	for _, p := range lcRatios {
+		if n := strings.Count(stdout, p[0]+" vs "+p[1]); n != 2 {
+			t.Errorf("%q in %d tables, want 2:\n%s", p[0]+" vs "+p[1], n, stdout)
+		}
+	}
+	assertNoKeys(t, rdb, prefix)
+	assertNoKeys(t, rdb, "rate:"+prefix)
+}
