@@ -62,6 +62,12 @@ func (s *Store) AddFactor(ctx context.Context, f auth.Factor) (int64, error) {
 // ConfirmFactor implements auth.FactorStore.
 func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The account's row before the factor's, the order every writer
+		// of an account's factors and codes takes (RemoveFactors): one
+		// that locked the factor first could deadlock with a removal.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `UPDATE second_factors SET confirmed_at = $3, last_step = $4, last_used_at = $3
 			WHERE id = $1 AND user_id = $2 AND confirmed_at IS NULL`, id, userID, at, step)
 		if err != nil {
@@ -73,12 +79,7 @@ func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recov
 		if recovery == nil {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM recovery_codes WHERE user_id = $1`, userID); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO recovery_codes (user_id, hash, created_at) SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h`,
-			userID, recovery, at)
-		return err
+		return replaceRecoveryCodes(ctx, tx, userID, recovery, at)
 	})
 }
 
@@ -126,13 +127,26 @@ func (s *Store) ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery
 		if !has {
 			return auth.ErrNoFactor
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM recovery_codes WHERE user_id = $1`, userID); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO recovery_codes (user_id, hash, created_at) SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h`,
-			userID, recovery, at)
-		return err
+		return replaceRecoveryCodes(ctx, tx, userID, recovery, at)
 	})
+}
+
+// replaceRecoveryCodes writes recovery as the account's only recovery
+// codes, in tx. The account's row is locked (again, if tx holds it
+// already), so that every writer of an account's codes (a first factor
+// confirmed or added, a replacement, a removal) takes its turn: each
+// deletes the set the one before it committed, and one set is left,
+// whole.
+func replaceRecoveryCodes(ctx context.Context, tx pgx.Tx, userID int64, recovery [][]byte, at time.Time) error {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM recovery_codes WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO recovery_codes (user_id, hash, created_at) SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h`,
+		userID, recovery, at)
+	return err
 }
 
 // RemoveFactors implements auth.FactorStore.

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/postgres"
 )
 
 // TestSweepMFAChallenges: the janitor's sweep removes second steps that
@@ -78,27 +79,119 @@ func TestReplaceRecoveryCodesAtOnce(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		rows, err := s.Pool().Query(ctx, `SELECT hash FROM recovery_codes WHERE user_id = $1`, u.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			t.Fatal(err)
-		}
-		whole := 0
-		for _, set := range sets {
-			if len(stored) == len(set) && !slices.ContainsFunc(stored, func(h []byte) bool {
-				return !slices.ContainsFunc(set, func(g []byte) bool { return bytes.Equal(g, h) })
-			}) {
-				whole++
-			}
-		}
-		if len(stored) != codes || whole != 1 {
-			t.Fatalf("round %d: %d codes stored after %d replacements at once, %d whole sets; want %d codes of one set", round, len(stored), racers, whole, codes)
-		}
+		checkOneSet(t, s, u.ID, sets, fmt.Sprintf("round %d: %d replacements at once", round, racers))
 		if left, err := s.RecoveryCodesLeft(ctx, u.ID); err != nil || left != codes {
 			t.Fatalf("round %d: %d codes left (%v), want %d", round, left, err, codes)
+		}
+	}
+}
+
+// TestFirstFactorsAtOnceKeepOneSet: an account's first factors confirmed
+// at once (an app and passkeys), each with the recovery codes a first
+// factor brings, and a replacement beside them, leave exactly one set,
+// whole, as replacements alone do.
+func TestFirstFactorsAtOnceKeepOneSet(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const passkeys, codes = 6, 10
+	for round := range 5 {
+		u, err := s.CreateUser(ctx, fmt.Sprintf("iris%d@example.com", round), "hash", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets := make([][][]byte, passkeys+2)
+		for i := range sets {
+			for j := range codes {
+				sets[i] = append(sets[i], hashOf(fmt.Sprint(round, i, j)))
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := s.ConfirmFactor(ctx, u.ID, app, 1, sets[0], at); err != nil {
+				t.Error(err)
+			}
+		})
+		for i := 1; i <= passkeys; i++ {
+			wg.Go(func() {
+				p := auth.Passkey{UserID: u.ID, Name: fmt.Sprint("key ", i), CredentialID: []byte(fmt.Sprint(round, "credential", i)), PublicKey: []byte("k")}
+				if _, err := s.AddPasskey(ctx, p, sets[i], at); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		// A replacement needs a confirmed factor: it may come first and
+		// find none, which leaves the others to race alone.
+		wg.Go(func() {
+			if err := s.ReplaceRecoveryCodes(ctx, u.ID, sets[passkeys+1], at); err != nil && !errors.Is(err, auth.ErrNoFactor) {
+				t.Error(err)
+			}
+		})
+		wg.Wait()
+		checkOneSet(t, s, u.ID, sets, fmt.Sprintf("round %d: %d first factors and a replacement at once", round, passkeys+1))
+	}
+}
+
+// checkOneSet fails unless the account's recovery codes are exactly one
+// of sets, whole.
+func checkOneSet(t *testing.T, s *postgres.Store, userID int64, sets [][][]byte, what string) {
+	t.Helper()
+	rows, err := s.Pool().Query(t.Context(), `SELECT hash FROM recovery_codes WHERE user_id = $1`, userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := 0
+	for _, set := range sets {
+		if len(stored) == len(set) && !slices.ContainsFunc(stored, func(h []byte) bool {
+			return !slices.ContainsFunc(set, func(g []byte) bool { return bytes.Equal(g, h) })
+		}) {
+			whole++
+		}
+	}
+	if whole != 1 {
+		t.Fatalf("%s: %d codes stored, %d whole sets; want the %d codes of one set", what, len(stored), whole, len(sets[0]))
+	}
+}
+
+// TestConfirmBesideRemoval: an account's first factor confirmed while its
+// factors are removed ends one way or the other, without an error from
+// the store (two writers locking the account and the factor in opposite
+// orders deadlock), and never leaves recovery codes without a factor.
+func TestConfirmBesideRemoval(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for round := range 20 {
+		u, err := s.CreateUser(ctx, fmt.Sprintf("jun%d@example.com", round), "hash", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf(fmt.Sprint(round))}, at); err != nil && !errors.Is(err, auth.ErrNoFactor) {
+				t.Errorf("round %d: confirming: %v", round, err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := s.RemoveFactors(ctx, u.ID, 0); err != nil {
+				t.Errorf("round %d: removing: %v", round, err)
+			}
+		})
+		wg.Wait()
+		if left, err := s.RecoveryCodesLeft(ctx, u.ID); err != nil || left != 0 {
+			t.Fatalf("round %d: %d recovery codes (%v) left without a factor", round, left, err)
 		}
 	}
 }

@@ -74,12 +74,7 @@ func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byt
 		if err != nil || recovery == nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM recovery_codes WHERE user_id = $1`, p.UserID); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO recovery_codes (user_id, hash, created_at) SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h`,
-			p.UserID, recovery, at)
-		return err
+		return replaceRecoveryCodes(ctx, tx, p.UserID, recovery, at)
 	})
 	return id, err
 }
