@@ -39,6 +39,11 @@ moment then touches every contender alike.
 
 Contenders (--contenders):
   hello         a bare Go handler this command serves itself: 200 "hello"
+                to GET /
+  hello-post    the same bare handler sent the rejections' request, a POST
+                of the JSON sign-in (wrk/login.lua): rejections are also
+                given as a ratio to it, XCloak's rejection over net/http's
+                answer to the same request
   rejections    XCloak's JSON sign-in for one account past its limit (429s),
                 wrk/login.lua; the account is driven past its limit first
   rejections-form
@@ -72,6 +77,7 @@ var wrkScripts embed.FS
 // Contender names.
 const (
 	contenderHello       = "hello"
+	contenderHelloPost   = "hello-post"
 	contenderRejections  = "rejections"
 	contenderRejectForm  = "rejections-form"
 	contenderForwardAuth = "forward-auth"
@@ -79,18 +85,27 @@ const (
 	contenderDecision    = "decision"
 )
 
-var contenderNames = []string{contenderHello, contenderRejections, contenderRejectForm, contenderForwardAuth, contenderAuthRequest, contenderDecision}
+var contenderNames = []string{contenderHello, contenderHelloPost, contenderRejections, contenderRejectForm, contenderForwardAuth, contenderAuthRequest, contenderDecision}
 
 // expectedAnswers is the answer every request of each contender should
 // get, as the wrk scripts count it.
 var expectedAnswers = map[string]string{
 	contenderHello:       "200",
+	contenderHelloPost:   "200",
 	contenderRejections:  "429",
 	contenderRejectForm:  "429",
 	contenderForwardAuth: "200",
 	contenderAuthRequest: "200",
 	contenderDecision:    "200 allow",
 }
+
+// sameRequest names, for a contender, the bare handler's contender sent
+// the same requests, which the report gives its ratio to as well.
+var sameRequest = map[string]string{contenderRejections: contenderHelloPost}
+
+// bare reports whether contender kind is the bare handler's, served by
+// this command rather than by a target.
+func bare(kind string) bool { return kind == contenderHello || kind == contenderHelloPost }
 
 // decisionBlock is how many attempts one wrk thread of decision.lua may
 // send in a run: the next run starts threads*decisionBlock further on.
@@ -122,7 +137,7 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	var c compareConfig
 	target := fs.String("target", "", "base `URL` of the running XCloak, such as http://127.0.0.1:18080 (required)")
 	before := fs.String("before", "", "base `URL` of a second XCloak, another build, whose contenders run in the same rounds as before/NAME")
-	contenders := stringList{contenderHello, contenderRejections, contenderForwardAuth, contenderDecision}
+	contenders := stringList{contenderHello, contenderHelloPost, contenderRejections, contenderForwardAuth, contenderDecision}
 	fs.Var(&contenders, "contenders", "comma-separated `names` to run, hello among them")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds, each running every contender once (`n`)")
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long each contender runs in each round, whole seconds (1s to 1m)")
@@ -299,7 +314,7 @@ func compare(ctx context.Context, c compareConfig, progress io.Writer) (*compare
 			kind, prefix = k, beforePrefix
 		}
 		e := contenderEntry{kind: kind}
-		if kind != contenderHello {
+		if !bare(kind) {
 			e.target = targets[prefix]
 		}
 		cmp.entries[name] = e
@@ -367,12 +382,13 @@ rounds:
 const beforePrefix = "before/"
 
 // contenderEntries are the names the rounds run: the contenders, and with
-// a second target each of them but hello again as before/NAME.
+// a second target each of them but the bare handler's again as
+// before/NAME.
 func contenderEntries(contenders []string, before bool) []string {
 	names := slices.Clone(contenders)
 	if before {
 		for _, name := range contenders {
-			if name != contenderHello {
+			if !bare(name) {
 				names = append(names, beforePrefix+name)
 			}
 		}
@@ -389,6 +405,14 @@ func (cmp *comparison) prepare(ctx context.Context, name string) (string, error)
 	switch e.kind {
 	case contenderHello:
 		resp, err := cmp.do(ctx, http.MethodGet, cmp.helloURL, nil, nil)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d", resp.StatusCode), nil
+	case contenderHelloPost:
+		body, _ := json.Marshal(map[string]string{"email": cmp.c.victim, "password": "not-the-password"})
+		resp, err := cmp.do(ctx, http.MethodPost, cmp.helloURL+loginPath, body,
+			http.Header{"Content-Type": {"application/json"}})
 		if err != nil {
 			return "", err
 		}
@@ -528,7 +552,7 @@ func (cmp *comparison) run(ctx context.Context, name string) (wrkResult, error) 
 	}
 	env := os.Environ()
 	switch e.kind {
-	case contenderRejections:
+	case contenderRejections, contenderHelloPost:
 		script = "login.lua"
 		env = append(env, "STUFFING_EMAIL="+cmp.c.victim)
 	case contenderRejectForm:

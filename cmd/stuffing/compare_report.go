@@ -34,6 +34,12 @@ type contenderSummary struct {
 	// of one run.
 	VsBefore       []float64 `json:"vs_before,omitempty"`
 	MedianVsBefore float64   `json:"median_vs_before,omitempty"`
+	// SameRequest names the bare handler's contender sent this one's
+	// requests (sameRequest), when it ran; VsSameRequest is RPS over its
+	// in the same round, and MedianVsSameRequest their median.
+	SameRequest         string    `json:"same_request,omitempty"`
+	VsSameRequest       []float64 `json:"vs_same_request,omitempty"`
+	MedianVsSameRequest float64   `json:"median_vs_same_request,omitempty"`
 	// P99 is the 99th percentile of latency in each round (milliseconds
 	// in JSON); MedianP99 their median.
 	P99       []time.Duration `json:"p99_ns"`
@@ -76,6 +82,11 @@ func summarize(rounds []compareRound, names []string, baseline string, expected 
 			if before, ok := r.Results[beforePrefix+name]; ok && before.RPS > 0 {
 				s.VsBefore = append(s.VsBefore, res.RPS/before.RPS)
 			}
+			kind, _ := strings.CutPrefix(name, beforePrefix)
+			if same, ok := r.Results[sameRequest[kind]]; ok && same.RPS > 0 {
+				s.SameRequest = sameRequest[kind]
+				s.VsSameRequest = append(s.VsSameRequest, res.RPS/same.RPS)
+			}
 		}
 		for k, n := range s.Statuses {
 			if k != s.Expected {
@@ -85,6 +96,7 @@ func summarize(rounds []compareRound, names []string, baseline string, expected 
 		s.MedianRPS = median(s.RPS)
 		s.MedianRatio = median(s.Ratios)
 		s.MedianVsBefore = median(s.VsBefore)
+		s.MedianVsSameRequest = median(s.VsSameRequest)
 		s.MedianP99 = medianDuration(s.P99)
 		out = append(out, s)
 	}
@@ -143,17 +155,20 @@ func (r *compareReport) print(w io.Writer) {
 	}
 	for _, c := range r.Contenders {
 		fmt.Fprintf(w, "\n%s\n", c.Name)
-		fmt.Fprintf(w, "  requests/s  %s   median %s\n", joinFloats(c.RPS, thousands), thousands(c.MedianRPS))
+		fmt.Fprintf(w, "  requests/s    %s   median %s\n", joinFloats(c.RPS, thousands), thousands(c.MedianRPS))
 		if c.Name != r.Baseline {
-			fmt.Fprintf(w, "  vs %-8s %s   median %.2fx\n", r.Baseline, joinFloats(c.Ratios, twoDecimals), c.MedianRatio)
+			fmt.Fprintf(w, "  vs %-10s %s   median %.2fx\n", r.Baseline, joinFloats(c.Ratios, twoDecimals), c.MedianRatio)
+		}
+		if len(c.VsSameRequest) > 0 {
+			fmt.Fprintf(w, "  vs %-10s %s   median %.2fx\n", c.SameRequest, joinFloats(c.VsSameRequest, twoDecimals), c.MedianVsSameRequest)
 		}
 		if len(c.VsBefore) > 0 {
-			fmt.Fprintf(w, "  vs before   %s   median %.2fx\n", joinFloats(c.VsBefore, twoDecimals), c.MedianVsBefore)
+			fmt.Fprintf(w, "  vs before     %s   median %.2fx\n", joinFloats(c.VsBefore, twoDecimals), c.MedianVsBefore)
 		}
-		fmt.Fprintf(w, "  p99         %s   median %s\n", joinDurations(c.P99), millis(c.MedianP99))
-		fmt.Fprintf(w, "  answers     %s\n", statusLine(c))
+		fmt.Fprintf(w, "  p99           %s   median %s\n", joinDurations(c.P99), millis(c.MedianP99))
+		fmt.Fprintf(w, "  answers       %s\n", statusLine(c))
 		if c.Unexpected > 0 {
-			fmt.Fprintf(w, "  warning     %s answers were not %s, and count in the rates\n", thousands(float64(c.Unexpected)), c.Expected)
+			fmt.Fprintf(w, "  warning       %s answers were not %s, and count in the rates\n", thousands(float64(c.Unexpected)), c.Expected)
 		}
 	}
 }

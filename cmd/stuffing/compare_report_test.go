@@ -99,11 +99,11 @@ func TestReportPrint(t *testing.T) {
 		"--seed 7",
 		"load average 0.50 0.40 0.30 before, 1.90 0.80 0.40 after (2 CPUs)",
 		"round 1      forward-auth, hello",
-		"requests/s  53,466   median 53,466",
-		"vs hello    0.56   median 0.56x",
-		"p99         63.76 ms   median 63.76 ms",
-		"answers     200: 90,000, 302: 3, socket errors: 2",
-		"warning     3 answers were not 200, and count in the rates",
+		"requests/s    53,466   median 53,466",
+		"vs hello      0.56   median 0.56x",
+		"p99           63.76 ms   median 63.76 ms",
+		"answers       200: 90,000, 302: 3, socket errors: 2",
+		"warning       3 answers were not 200, and count in the rates",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
@@ -139,5 +139,38 @@ func TestSummarizeVsBefore(t *testing.T) {
 	}
 	if len(before.VsBefore) != 0 || got[0].VsBefore != nil {
 		t.Errorf("before/rej and hello have no before of their own; got %v and %v", before.VsBefore, got[0].VsBefore)
+	}
+}
+
+// A contender with a bare handler's twin sent the same requests
+// (rejections and hello-post) is also divided, round by round, by its
+// twin; before/NAME by the same twin; the others have none.
+func TestSummarizeVsSameRequest(t *testing.T) {
+	r := func(rps float64) wrkResult { return wrkResult{RPS: rps, Statuses: map[string]int64{"200": 1}} }
+	rounds := []compareRound{
+		{Results: map[string]wrkResult{"hello": r(100), "hello-post": r(80), "rejections": r(60), "before/rejections": r(40), "forward-auth": r(50)}},
+		{Results: map[string]wrkResult{"hello": r(100), "hello-post": r(90), "rejections": r(81), "before/rejections": r(45), "forward-auth": r(50)}},
+		// Interrupted before hello-post ran.
+		{Results: map[string]wrkResult{"hello": r(100), "rejections": r(10)}},
+	}
+	names := []string{"hello", "hello-post", "rejections", "before/rejections", "forward-auth"}
+	got := summarize(rounds, names, "hello", map[string]string{})
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+	rej, before := got[2], got[3]
+	if want := []float64{0.75, 0.9}; rej.SameRequest != "hello-post" || !slices.EqualFunc(rej.VsSameRequest, want, near) || !near(rej.MedianVsSameRequest, 0.825) {
+		t.Errorf("rejections vs %q %v, median %v; want hello-post %v, median 0.825", rej.SameRequest, rej.VsSameRequest, rej.MedianVsSameRequest, want)
+	}
+	if want := []float64{0.5, 0.5}; before.SameRequest != "hello-post" || !slices.EqualFunc(before.VsSameRequest, want, near) {
+		t.Errorf("before/rejections vs %q %v, want hello-post %v", before.SameRequest, before.VsSameRequest, want)
+	}
+	for _, c := range []contenderSummary{got[0], got[1], got[4]} {
+		if c.SameRequest != "" || c.VsSameRequest != nil {
+			t.Errorf("%s compared with %q %v; it has no twin", c.Name, c.SameRequest, c.VsSameRequest)
+		}
+	}
+	var b bytes.Buffer
+	(&compareReport{Baseline: "hello", Contenders: got}).print(&b)
+	if !strings.Contains(b.String(), "vs hello-post 0.75 · 0.90   median 0.82x") {
+		t.Errorf("report lacks the ratio to hello-post:\n%s", b.String())
 	}
 }

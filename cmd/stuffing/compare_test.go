@@ -169,7 +169,7 @@ func TestCompareRunsEveryContenderEveryRound(t *testing.T) {
 	if rep.Seed != 42 || len(rep.Rounds) != 3 {
 		t.Errorf("seed %d, %d rounds; want 42 and 3", rep.Seed, len(rep.Rounds))
 	}
-	want := []string{"hello", "rejections", "forward-auth", "decision"}
+	want := []string{"hello", "hello-post", "rejections", "forward-auth", "decision"}
 	if slices.Equal(rep.Rounds[0].Order, rep.Rounds[1].Order) && slices.Equal(rep.Rounds[1].Order, rep.Rounds[2].Order) {
 		t.Errorf("every round ran in the order %v: not shuffled", rep.Rounds[0].Order)
 	}
@@ -196,9 +196,10 @@ func TestCompareRunsEveryContenderEveryRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(runs) != 12 {
-		t.Fatalf("%d wrk runs, want 12:\n%s", len(runs), b)
+	if len(runs) != 15 {
+		t.Fatalf("%d wrk runs, want 15:\n%s", len(runs), b)
 	}
+	toHello := 0
 	bases := map[string]bool{}
 	for _, run := range runs {
 		if !strings.Contains(run, "-t2 -c64 -d3s --latency -s ") {
@@ -222,9 +223,20 @@ func TestCompareRunsEveryContenderEveryRound(t *testing.T) {
 			if !strings.Contains(run, "email=compare-victim@example.com") {
 				t.Errorf("rejections run %q: want the victim's address", run)
 			}
+			if !strings.Contains(run, url) {
+				toHello++
+			}
 		}
 		if strings.Contains(run, "s3ss10n") && strings.Contains(run[:strings.Index(run, " cookie=")], "s3ss10n") {
 			t.Errorf("the session is on wrk's command line, where ps shows it: %q", run)
+		}
+	}
+	if toHello != 3 {
+		t.Errorf("%d of the login.lua runs went to the bare handler, want hello-post's 3", toHello)
+	}
+	for _, c := range rep.Contenders {
+		if c.Name == "rejections" && (c.SameRequest != "hello-post" || c.MedianVsSameRequest != 1) {
+			t.Errorf("rejections vs %q: median %v; want hello-post, 1", c.SameRequest, c.MedianVsSameRequest)
 		}
 	}
 	if got := attempts(); len(got) != 1 || !strings.Contains(got[0], `"client_ip":"fd`) {
