@@ -83,14 +83,16 @@ type LoginResult struct {
 // ErrInvalidCredentials, ErrVerificationRequired, ErrMFARequired,
 // ErrUnavailable, ErrHasherBusy.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, error) {
-	res, outcome, err := s.login(ctx, req)
+	// Normalised once, for the decision and the attack detector alike;
+	// "" when it is no address.
+	account, _ := NormaliseEmail(req.Email)
+	res, outcome, err := s.login(ctx, req, account)
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrHasherBusy) {
 		// Counted as an attempt like every other, so that the dashboard's
 		// attempts are every sign-in request received.
 		s.record(Event{Kind: EventLoginUnavailable, Source: req.Client.Source()})
 		outcome = OutcomeUnavailable
 	}
-	account, _ := NormaliseEmail(req.Email)
 	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: req.Client, Outcome: outcome})
 	if outcome == OutcomeRejected {
 		// A flood of rejections gives way to the password checks in
@@ -101,10 +103,11 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, err
 	return res, err
 }
 
-func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Outcome, error) {
+// login decides a sign-in for Login; email is req.Email normalised, ""
+// if it is not an address.
+func (s *Service) login(ctx context.Context, req LoginRequest, email string) (LoginResult, Outcome, error) {
 	source := req.Client.Source()
-	email, err := NormaliseEmail(req.Email)
-	if err != nil || req.Password == "" || len(req.Password) > MaxPasswordBytes {
+	if email == "" || req.Password == "" || len(req.Password) > MaxPasswordBytes {
 		err := s.malformedLogin(ctx, req.Client)
 		if errors.As(err, new(*LimitedError)) {
 			return LoginResult{}, OutcomeRejected, err
@@ -156,7 +159,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 	// A known device is limited and locked on its own and is not held by
 	// the account's limit or lockout (see RuleLoginDevice in the table). A
 	// sprayed password is refused here, before any hashing (spraying.go).
-	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Password)}
+	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Password), source: source}
 	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
 	if err != nil {
 		return LoginResult{}, OutcomeUnavailable, unavailable("checking limits", err)
@@ -262,13 +265,21 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 // the first rule. A sprayed password's lock is no lockout of anyone's:
 // it is named by its rule.
 func rejectingRule(d ratelimit.Decision) string {
-	rejected := d.Rejected()
-	for _, r := range rejected {
+	// The results walked in place: Decision.Rejected would copy them for
+	// each rejection of a flood.
+	first := ""
+	for _, r := range d.Results {
+		if r.Allowed {
+			continue
+		}
 		if r.Locked && r.Name != RuleLoginPassword {
 			return RuleLockout
 		}
+		if first == "" {
+			first = r.Name
+		}
 	}
-	return rejected[0].Name
+	return first
 }
 
 // failed counts a failed attempt towards the lockout of the known device
