@@ -66,9 +66,9 @@ func BenchmarkRejectedSignIn(b *testing.B) {
 // rejectedSignInAllocs is what a rejected JSON sign-in allocates through
 // the whole handler chain: the request's ID, its record and context
 // (logRequests), the request's copy with that context; the body's two
-// strings and the struct they are read into; the spraying key, the
+// strings; the spraying key, the
 // rules and the /24's name; the decision's results and the LimitedError.
-const rejectedSignInAllocs = 12
+const rejectedSignInAllocs = 11
 
 // TestRejectedSignInAllocations: a rejected JSON sign-in, the request a
 // flood of credential stuffing sends, allocates no more than
