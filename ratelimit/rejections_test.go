@@ -314,3 +314,32 @@ func TestFailoverRememberedCostsNoTimeout(t *testing.T) {
 		t.Errorf("Failover.AllowAll from memory: %v allocations; want 1 (its results)", allocs)
 	}
 }
+
+// BenchmarkRemembered is a sign-in's decision answered from the memory of
+// full rules, on every core at once: the rules of a sign-in, one of them
+// full.
+func BenchmarkRemembered(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	l := newLimiter(b, rdb, prefix)
+	l.RememberRejections(time.Minute, 100)
+	rules := []ratelimit.Rule{
+		{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+		{Name: "login_net", ID: "192.0.2.0/24", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+		{Name: "login_account", ID: "a@example.com", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}, Lockable: true},
+		{Name: "login_password", ID: "0123456789abcdef0123456789abcdef", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+	}
+	for range 2 {
+		if _, err := l.AllowAll(b.Context(), rules...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, ok := l.Remembered(rules...); !ok {
+		b.Fatal("the full rule is not remembered")
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Remembered(rules...)
+		}
+	})
+}
