@@ -86,14 +86,21 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, err
 	// Normalised once, for the decision and the attack detector alike;
 	// "" when it is no address.
 	account, _ := NormaliseEmail(req.Email)
-	res, outcome, err := s.login(ctx, req, account)
+	// One reading of the clock for a rejection's event and its count by
+	// the attack detector: a flood pays for each.
+	at := s.now()
+	res, outcome, err := s.login(ctx, req, account, at)
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrHasherBusy) {
 		// Counted as an attempt like every other, so that the dashboard's
 		// attempts are every sign-in request received.
 		s.record(Event{Kind: EventLoginUnavailable, Source: req.Client.Source()})
 		outcome = OutcomeUnavailable
 	}
-	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: req.Client, Outcome: outcome})
+	if outcome != OutcomeRejected {
+		// Counted when answered: a password check takes a while.
+		at = s.now()
+	}
+	s.attack.Observe(SignInAttempt{At: at, Account: account, Client: req.Client, Outcome: outcome})
 	if outcome == OutcomeRejected {
 		// A flood of rejections gives way to the password checks in
 		// flight, so that a returning user's hash gets a core
@@ -104,8 +111,8 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, err
 }
 
 // login decides a sign-in for Login; email is req.Email normalised, ""
-// if it is not an address.
-func (s *Service) login(ctx context.Context, req LoginRequest, email string) (LoginResult, Outcome, error) {
+// if it is not an address, and at when the sign-in came.
+func (s *Service) login(ctx context.Context, req LoginRequest, email string, at time.Time) (LoginResult, Outcome, error) {
 	source := req.Client.Source()
 	if email == "" || req.Password == "" || len(req.Password) > MaxPasswordBytes {
 		err := s.malformedLogin(ctx, req.Client)
@@ -116,13 +123,13 @@ func (s *Service) login(ctx context.Context, req LoginRequest, email string) (Lo
 	}
 
 	if req.DeviceCookie != "" {
-		return s.loginWithCookie(ctx, req, email, source)
+		return s.loginWithCookie(ctx, req, email, source, at)
 	}
 	// The decision in a small frame of its own: a rejection, what a flood
 	// is made of, never enters checkPassword's, which is large enough to
 	// grow a connection's stack again after each garbage collection
 	// shrank it.
-	if outcome, err := s.decideSignIn(ctx, req, email, source, ""); err != nil {
+	if outcome, err := s.decideSignIn(ctx, req, email, source, "", at); err != nil {
 		return LoginResult{}, outcome, err
 	}
 	// Past its limits: a password check in flight until answered.
@@ -132,7 +139,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest, email string) (Lo
 }
 
 // loginWithCookie is login for a browser that sent a device cookie.
-func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, source string) (LoginResult, Outcome, error) {
+func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, source string, at time.Time) (LoginResult, Outcome, error) {
 	// device is the nonce of a known device, "" for any other browser.
 	device := ""
 	// checking is set once this sign-in is a password check in flight,
@@ -172,7 +179,7 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 			s.hasher.returningEnded()
 		}
 	}
-	if outcome, err := s.decideSignIn(ctx, req, email, source, device); err != nil {
+	if outcome, err := s.decideSignIn(ctx, req, email, source, device, at); err != nil {
 		return LoginResult{}, outcome, err
 	}
 	if !checking {
@@ -184,9 +191,9 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 }
 
 // decideSignIn checks a sign-in's limits, from the known device device
-// ("" for any other browser), and records a rejection: nil once the
-// sign-in is admitted.
-func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, source, device string) (Outcome, error) {
+// ("" for any other browser), and records a rejection, as of at: nil once
+// the sign-in is admitted.
+func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, source, device string, at time.Time) (Outcome, error) {
 	// A known device is limited and locked on its own and is not held by
 	// the account's limit or lockout (see RuleLoginDevice in the table). A
 	// sprayed password is refused here, before any hashing (spraying.go).
@@ -196,7 +203,7 @@ func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, sou
 		return OutcomeUnavailable, unavailable("checking limits", err)
 	}
 	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
+		s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
 		return OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	return 0, nil
