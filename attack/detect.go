@@ -125,8 +125,13 @@ func (c Config) TripLong(long, baseline Counts) (Trigger, bool) {
 // trip checks window against t; unknownShare has the unknown-accounts
 // signal also need the failure share.
 func trip(t Thresholds, window, baseline Counts, failures, unknown Trigger, unknownShare bool) (Trigger, bool) {
+	return tripShare(t, requiredShare(baseline), window, failures, unknown, unknownShare)
+}
+
+// tripShare is trip with the baseline's requiredShare given.
+func tripShare(t Thresholds, required float64, window Counts, failures, unknown Trigger, unknownShare bool) (Trigger, bool) {
 	failed := window.failed()
-	share := float64(failed) >= requiredShare(baseline)*float64(window.decided())
+	share := float64(failed) >= required*float64(window.decided())
 	if failed >= t.Failures && share {
 		return failures, true
 	}
@@ -168,6 +173,42 @@ func requiredShare(baseline Counts) float64 {
 		return FailureShare
 	}
 	return min(FailureShare, max(MinFailureShare, ShareFactor*float64(baseline.failed())/float64(decided)))
+}
+
+// tripper is TripAny for the baseline of one BaselineSpan's counts, its
+// thresholds and failure shares worked out once: they change only with
+// the baseline, once a minute at most, and the attack detector would
+// otherwise work them out again for every attempt of a flood.
+type tripper struct {
+	// sum is the counts of the BaselineSpan the rest is of; set is false
+	// until there is one.
+	sum                   Counts
+	set                   bool
+	short, long           Thresholds
+	shortShare, longShare float64
+}
+
+// tripperFor returns c's tripper for the BaselineSpan's counts sum, t
+// itself when it is of sum already.
+func (c Config) tripperFor(t tripper, sum Counts) tripper {
+	if t.set && t.sum == sum {
+		return t
+	}
+	sig := c.signals(Counts{}, Counts{}, sum)
+	return tripper{sum: sum, set: true,
+		short: c.Thresholds(sig.Baseline), long: c.LongThresholds(sig.LongBaseline),
+		shortShare: requiredShare(sig.Baseline), longShare: requiredShare(sig.LongBaseline)}
+}
+
+// trip is c.TripAny(c.signals(window, long, t.sum)).
+func (c Config) trip(t tripper, window, long Counts) (Trigger, bool) {
+	if trig, ok := tripShare(t.short, t.shortShare, window, TripFailures, TripUnknownAccounts, false); ok {
+		return trig, true
+	}
+	if c.LongWindow == 0 {
+		return "", false
+	}
+	return tripShare(t.long, t.longShare, long, TripLongFailures, TripLongUnknownAccounts, true)
 }
 
 // signals returns the Signals of window and long given sum, the counts of

@@ -66,6 +66,8 @@ type Watch struct {
 	// baselineAt the minute it was read in.
 	baselineSum Counts
 	baselineAt  int64
+	// tripper is what Observe checks each attempt's windows against.
+	tripper tripper
 	// failing reports that the last Tick could not reach Redis, so that
 	// an outage is logged once, not every second.
 	failing atomic.Bool
@@ -203,8 +205,8 @@ func (w *Watch) Observe(a auth.SignInAttempt) {
 	// The shared baseline is all replicas' traffic, at least this one's:
 	// a replica started a moment ago, with no history of its own, is held
 	// to the deployment's thresholds, not to the bare floors.
-	sig := w.cfg.signals(w.local.Window(a.At), w.local.LongWindow(a.At), atLeast(w.local.baselineSumAt(a.At), w.baselineSum))
-	if trig, ok := w.cfg.TripAny(sig); ok {
+	w.tripper = w.cfg.tripperFor(w.tripper, atLeast(w.local.baselineSumAt(a.At), w.baselineSum))
+	if trig, ok := w.cfg.trip(w.tripper, w.local.Window(a.At), w.local.LongWindow(a.At)); ok {
 		w.hit = trig
 		w.state.lastLocalTrip = a.At
 		w.active.Store(true)

@@ -3,6 +3,7 @@ package auth
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -85,8 +86,14 @@ var individualEvents = map[string]bool{
 // against: the IPv4 /24 or IPv6 /48 around it. A source that is not an
 // address ("unknown") is its own network.
 func budgetNetwork(source string) string {
+	// Parsed as what it looks like, not tried as a prefix first: a failed
+	// parse allocates its error, for every event of an IPv4 client.
 	var addr netip.Addr
-	if p, err := netip.ParsePrefix(source); err == nil {
+	if strings.IndexByte(source, '/') >= 0 {
+		p, err := netip.ParsePrefix(source)
+		if err != nil {
+			return source
+		}
 		addr = p.Addr()
 	} else if a, err := netip.ParseAddr(source); err == nil {
 		addr = a
@@ -112,6 +119,18 @@ func budgetNetwork(source string) string {
 type eventBudget struct {
 	budgets   map[budgetKey]*networkBudget
 	perMinute map[int64]int // rows written one each, by minute
+	// lastSource's network is lastNetwork: a flood's events come from a
+	// few sources, mostly one after another, and each network's name
+	// would otherwise be written anew for each event.
+	lastSource, lastNetwork string
+}
+
+// network is budgetNetwork(source), remembered for the last source.
+func (b *eventBudget) network(source string) string {
+	if source != b.lastSource || b.lastNetwork == "" {
+		b.lastSource, b.lastNetwork = source, budgetNetwork(source)
+	}
+	return b.lastNetwork
 }
 
 type budgetKey struct {
@@ -146,7 +165,7 @@ func (b *eventBudget) admit(batch []Event) []Event {
 			continue
 		}
 		minute := unixMinute(e.At)
-		key := budgetKey{budgetNetwork(e.Source), minute}
+		key := budgetKey{b.network(e.Source), minute}
 		if b.perMinute[minute] >= EventRowsPerMinute {
 			key.source = otherNetworks
 		}
@@ -239,8 +258,12 @@ func (b *eventBudget) close(minute int64, all bool) []Event {
 // eventCount is how many events e stands for: its "count" if it is a
 // coalesced or folded row, else one.
 func eventCount(e Event) int {
-	if n, err := strconv.Atoi(e.Detail["count"]); err == nil && n > 0 {
-		return n
+	// Only a count present is parsed: Atoi's error for a missing one is
+	// an allocation for each event folded.
+	if c, ok := e.Detail["count"]; ok {
+		if n, err := strconv.Atoi(c); err == nil && n > 0 {
+			return n
+		}
 	}
 	return 1
 }

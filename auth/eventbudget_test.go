@@ -191,3 +191,47 @@ func TestFactorChangesAreNeverFolded(t *testing.T) {
 		t.Fatalf("%d of %d factor changes kept as rows, want all", len(rows), len(batch))
 	}
 }
+
+// TestBudgetNetwork: an address or a source's prefix counts against its
+// IPv4 /24 or IPv6 /48; anything else is its own network.
+func TestBudgetNetwork(t *testing.T) {
+	for source, want := range map[string]string{
+		"192.0.2.7":         "192.0.2.0/24",
+		"2001:db8:1:2::/64": "2001:db8:1::/48",
+		"2001:db8:1:2::9":   "2001:db8:1::/48",
+		"192.0.2.0/24":      "192.0.2.0/24",
+		"unknown":           "unknown",
+		"not/a-prefix":      "not/a-prefix",
+	} {
+		if got := budgetNetwork(source); got != want {
+			t.Errorf("budgetNetwork(%q) = %q, want %q", source, got, want)
+		}
+		var b eventBudget
+		if got := b.network(source); got != want {
+			t.Errorf("network(%q) = %q, want %q", source, got, want)
+		}
+	}
+	var b eventBudget
+	b.network("192.0.2.7")
+	if got := b.network("198.51.100.7"); got != "198.51.100.0/24" {
+		t.Errorf("after another source, network = %q", got)
+	}
+}
+
+// TestFoldingAllocations: an event folded into its network's summary, the
+// fate of every event of a flood past its network's rows, allocates
+// nothing.
+func TestFoldingAllocations(t *testing.T) {
+	if raceDetector {
+		t.Skip("allocation counts under -race are not the build's")
+	}
+	var b eventBudget
+	at := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	batch := []Event{{At: at, Kind: EventLoginRejected, Account: "victim@example.com", Source: "192.0.2.1", Rule: RuleLockout}}
+	for range EventRowsPerNetwork + 1 {
+		b.admit(batch)
+	}
+	if n := testing.AllocsPerRun(100, func() { b.admit(batch) }); n > 0 {
+		t.Errorf("%v allocations to fold an event, want 0", n)
+	}
+}

@@ -83,15 +83,24 @@ type LoginResult struct {
 // ErrInvalidCredentials, ErrVerificationRequired, ErrMFARequired,
 // ErrUnavailable, ErrHasherBusy.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, error) {
-	res, outcome, err := s.login(ctx, req)
+	// Normalised once, for the decision and the attack detector alike;
+	// "" when it is no address.
+	account, _ := NormaliseEmail(req.Email)
+	// One reading of the clock for a rejection's event and its count by
+	// the attack detector: a flood pays for each.
+	at := s.now()
+	res, outcome, err := s.login(ctx, req, account, at)
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrHasherBusy) {
 		// Counted as an attempt like every other, so that the dashboard's
 		// attempts are every sign-in request received.
 		s.record(Event{Kind: EventLoginUnavailable, Source: req.Client.Source()})
 		outcome = OutcomeUnavailable
 	}
-	account, _ := NormaliseEmail(req.Email)
-	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: req.Client, Outcome: outcome})
+	if outcome != OutcomeRejected {
+		// Counted when answered: a password check takes a while.
+		at = s.now()
+	}
+	s.attack.Observe(SignInAttempt{At: at, Account: account, Client: req.Client, Outcome: outcome})
 	if outcome == OutcomeRejected {
 		// A flood of rejections gives way to the password checks in
 		// flight, so that a returning user's hash gets a core
@@ -101,10 +110,11 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (LoginResult, err
 	return res, err
 }
 
-func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Outcome, error) {
+// login decides a sign-in for Login; email is req.Email normalised, ""
+// if it is not an address, and at when the sign-in came.
+func (s *Service) login(ctx context.Context, req LoginRequest, email string, at time.Time) (LoginResult, Outcome, error) {
 	source := req.Client.Source()
-	email, err := NormaliseEmail(req.Email)
-	if err != nil || req.Password == "" || len(req.Password) > MaxPasswordBytes {
+	if email == "" || req.Password == "" || len(req.Password) > MaxPasswordBytes {
 		err := s.malformedLogin(ctx, req.Client)
 		if errors.As(err, new(*LimitedError)) {
 			return LoginResult{}, OutcomeRejected, err
@@ -112,65 +122,96 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 		return LoginResult{}, OutcomeInvalid, err
 	}
 
+	if req.DeviceCookie != "" {
+		return s.loginWithCookie(ctx, req, email, source, at)
+	}
+	// The decision in a small frame of its own: a rejection, what a flood
+	// is made of, never enters checkPassword's, which is large enough to
+	// grow a connection's stack again after each garbage collection
+	// shrank it.
+	if outcome, err := s.decideSignIn(ctx, req, email, source, "", at); err != nil {
+		return LoginResult{}, outcome, err
+	}
+	// Past its limits: a password check in flight until answered.
+	s.hasher.checkStarted()
+	defer s.hasher.checkEnded()
+	return s.checkPassword(ctx, req, email, source, "")
+}
+
+// loginWithCookie is login for a browser that sent a device cookie.
+func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, source string, at time.Time) (LoginResult, Outcome, error) {
 	// device is the nonce of a known device, "" for any other browser.
 	device := ""
 	// checking is set once this sign-in is a password check in flight,
 	// which rejections give way to (giveway.go).
 	checking := false
-	if req.DeviceCookie != "" {
-		if nonce, ok := s.devices.Check(email, req.DeviceCookie); ok {
-			// A cookie this server signed for this account: a returning
-			// user's browser. Its check is in flight from here, so that
-			// the flood's rejections, and the other hashes, give way to
-			// its device's lookup and its limits' decision too, not only
-			// to its hash and its session's writes (giveway.go).
-			checking = true
-			s.hasher.checkStarted()
-			defer s.hasher.checkEnded()
-			returning := true
-			s.hasher.returningStarted()
-			defer func() {
-				if returning {
-					s.hasher.returningEnded()
-				}
-			}()
-			// Without Postgres the browser is held by the account's rules:
-			// a request they refuse still gets 429, and one they admit
-			// cannot be decided anyway (503).
-			if known, err := s.knownDevice(ctx, email, nonce); err != nil {
-				s.log.WarnContext(ctx, "device cookie not checked", "err", err)
-			} else if known {
-				device = nonce
-			}
-			if device == "" {
-				// Not a known device (forgotten, or not looked up): its
-				// hash is another browser's, which gives way to the
-				// returning ones. Its own mark ends here, so that it never
-				// waits for itself: a sign-in slower for a cookie that
-				// is valid would tell so (giveway.go).
-				returning = false
+	if nonce, ok := s.devices.Check(email, req.DeviceCookie); ok {
+		// A cookie this server signed for this account: a returning
+		// user's browser. Its check is in flight from here, so that
+		// the flood's rejections, and the other hashes, give way to
+		// its device's lookup and its limits' decision too, not only
+		// to its hash and its session's writes (giveway.go).
+		checking = true
+		s.hasher.checkStarted()
+		defer s.hasher.checkEnded()
+		returning := true
+		s.hasher.returningStarted()
+		defer func() {
+			if returning {
 				s.hasher.returningEnded()
 			}
+		}()
+		// Without Postgres the browser is held by the account's rules:
+		// a request they refuse still gets 429, and one they admit
+		// cannot be decided anyway (503).
+		if known, err := s.knownDevice(ctx, email, nonce); err != nil {
+			s.log.WarnContext(ctx, "device cookie not checked", "err", err)
+		} else if known {
+			device = nonce
+		}
+		if device == "" {
+			// Not a known device (forgotten, or not looked up): its
+			// hash is another browser's, which gives way to the
+			// returning ones. Its own mark ends here, so that it never
+			// waits for itself: a sign-in slower for a cookie that
+			// is valid would tell so (giveway.go).
+			returning = false
+			s.hasher.returningEnded()
 		}
 	}
-	// A known device is limited and locked on its own and is not held by
-	// the account's limit or lockout (see RuleLoginDevice in the table). A
-	// sprayed password is refused here, before any hashing (spraying.go).
-	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Password)}
-	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
-	if err != nil {
-		return LoginResult{}, OutcomeUnavailable, unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-		return LoginResult{}, OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
+	if outcome, err := s.decideSignIn(ctx, req, email, source, device, at); err != nil {
+		return LoginResult{}, outcome, err
 	}
 	if !checking {
 		// Past its limits: a password check in flight until answered.
 		s.hasher.checkStarted()
 		defer s.hasher.checkEnded()
 	}
+	return s.checkPassword(ctx, req, email, source, device)
+}
 
+// decideSignIn checks a sign-in's limits, from the known device device
+// ("" for any other browser), and records a rejection, as of at: nil once
+// the sign-in is admitted.
+func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, source, device string, at time.Time) (Outcome, error) {
+	// A known device is limited and locked on its own and is not held by
+	// the account's limit or lockout (see RuleLoginDevice in the table). A
+	// sprayed password is refused here, before any hashing (spraying.go).
+	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Password), source: source}
+	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
+	if err != nil {
+		return OutcomeUnavailable, unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
+		return OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	return 0, nil
+}
+
+// checkPassword is the rest of a sign-in admitted by its limits, from the
+// known device device ("" for any other browser).
+func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, source, device string) (LoginResult, Outcome, error) {
 	// A browser that is not a known device is held, whatever its
 	// password, while new-device verification applies (verification.go).
 	held := device == "" && s.verificationApplies()
@@ -262,13 +303,21 @@ func (s *Service) login(ctx context.Context, req LoginRequest) (LoginResult, Out
 // the first rule. A sprayed password's lock is no lockout of anyone's:
 // it is named by its rule.
 func rejectingRule(d ratelimit.Decision) string {
-	rejected := d.Rejected()
-	for _, r := range rejected {
+	// The results walked in place: Decision.Rejected would copy them for
+	// each rejection of a flood.
+	first := ""
+	for _, r := range d.Results {
+		if r.Allowed {
+			continue
+		}
 		if r.Locked && r.Name != RuleLoginPassword {
 			return RuleLockout
 		}
+		if first == "" {
+			first = r.Name
+		}
 	}
-	return rejected[0].Name
+	return first
 }
 
 // failed counts a failed attempt towards the lockout of the known device

@@ -319,6 +319,10 @@ type Subject struct {
 	// Password is the spraying key of the password a sign-in tries (an
 	// HMAC of it, never the password: see spraying.go); "" if none.
 	Password string
+	// source is Client.Source() when the caller has it already, so that
+	// the network key of the same prefixes reuses it rather than write
+	// the address again; "" to have it written.
+	source string
 }
 
 // Key is how a rule's identity is derived from a request. It is a value,
@@ -370,6 +374,9 @@ func (k Key) ID(s Subject) (id string, ok bool) {
 	case keyNetwork:
 		if k.v4 == 0 && !s.Client.Addr.Unmap().Is6() {
 			return "", false // an IPv6-only key, and no IPv6 address
+		}
+		if s.source != "" && k.v4 == sourceBits4 && k.v6 == sourceBits6 {
+			return s.source, true
 		}
 		return networkID(s.Client.Addr, k.v4, k.v6), true
 	case keyAccount:

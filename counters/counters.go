@@ -374,6 +374,25 @@ func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p dashboard.
 	}
 }
 
+// rejectedCounters are the counters of rejections by the table's rules
+// and the lockout, named once: a flood's rejections would otherwise each
+// build their counter's name.
+var rejectedCounters = func() map[string]string {
+	m := map[string]string{auth.RuleLockout: counterRejectedPrefix + auth.RuleLockout}
+	for _, r := range auth.Rules() {
+		m[r.Name] = counterRejectedPrefix + r.Name
+	}
+	return m
+}()
+
+// rejectedCounter is the counter of the rejections by rule.
+func rejectedCounter(rule string) string {
+	if c, ok := rejectedCounters[rule]; ok {
+		return c
+	}
+	return counterRejectedPrefix + rule
+}
+
 // CountEvents counts a batch of events in one transaction: if it fails, nothing
 // of the batch was counted and the Recorder can safely try again.
 func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
@@ -429,7 +448,7 @@ func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 			}
 		}
 		if rejected {
-			b.counters[counterRejectedPrefix+e.Rule]++
+			b.counters[rejectedCounter(e.Rule)]++
 			if e.Source != "" {
 				b.sources[e.Source]++
 			}

@@ -163,7 +163,7 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 	// What the shared store would answer from its memory, asked first:
 	// that asks no Redis, so needs no bound on a call (a timer), which a
 	// flood of rejections would otherwise pay for each.
-	if d, ok := f.Remembered(rules...); ok {
+	if d, ok := f.remembered(rules); ok {
 		return d, nil
 	}
 	if d, stands, err := fromRedis(ctx, f, func(ctx context.Context) (Decision, error) {
@@ -197,6 +197,19 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 func (f *Failover) Remembered(rules ...Rule) (Decision, bool) {
 	if f.degraded.Load() {
 		return Decision{}, false
+	}
+	return f.shared.Remembered(rules...)
+}
+
+// remembered is Remembered for rules already validated: a Redis store's
+// memory is asked without checking them again, a second time for every
+// rejection of a flood.
+func (f *Failover) remembered(rules []Rule) (Decision, bool) {
+	if f.degraded.Load() {
+		return Decision{}, false
+	}
+	if rs, ok := f.shared.(*RedisStore); ok {
+		return rs.limiter.remembered(rules, nil)
 	}
 	return f.shared.Remembered(rules...)
 }

@@ -250,8 +250,11 @@ func (l *Limiter) remembered(rules []Rule, results []Result) (Decision, bool) {
 	}
 	now := time.Now()
 	var d Decision
+	mem := l.rejections
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
 	for i, r := range rules {
-		left, locked := l.rejections.lookup(ruleID{name: r.Name, id: r.ID}, now)
+		left, locked := mem.lookupLocked(ruleID{name: r.Name, id: r.ID}, now)
 		if left <= 0 {
 			continue
 		}

@@ -60,6 +60,12 @@ func newRejections(ttl time.Duration, max int) *rejections {
 func (r *rejections) lookup(key ruleID, now time.Time) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.lookupLocked(key, now)
+}
+
+// lookupLocked is lookup with r.mu held, so that a request's rules are
+// looked up under one lock, not one each.
+func (r *rejections) lookupLocked(key ruleID, now time.Time) (time.Duration, bool) {
 	m, ok := r.until[key]
 	if !ok {
 		return 0, false

@@ -314,3 +314,70 @@ func TestFailoverRememberedCostsNoTimeout(t *testing.T) {
 		t.Errorf("Failover.AllowAll from memory: %v allocations; want 1 (its results)", allocs)
 	}
 }
+
+// BenchmarkRemembered is a sign-in's decision answered from the memory of
+// full rules, on every core at once: the rules of a sign-in, one of them
+// full.
+func BenchmarkRemembered(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	l := newLimiter(b, rdb, prefix)
+	l.RememberRejections(time.Minute, 100)
+	rules := []ratelimit.Rule{
+		{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+		{Name: "login_net", ID: "192.0.2.0/24", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+		{Name: "login_account", ID: "a@example.com", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}, Lockable: true},
+		{Name: "login_password", ID: "0123456789abcdef0123456789abcdef", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+	}
+	for range 2 {
+		if _, err := l.AllowAll(b.Context(), rules...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, ok := l.Remembered(rules...); !ok {
+		b.Fatal("the full rule is not remembered")
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Remembered(rules...)
+		}
+	})
+}
+
+// BenchmarkFailoverRemembered is BenchmarkRemembered's decision as a
+// service asks for it: Failover.AllowAll, answered from the shared
+// store's memory.
+func BenchmarkFailoverRemembered(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	shared.RememberRejections(time.Minute, 100)
+	local, err := ratelimit.NewLocal(nil, 100, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := ratelimit.NewFailover(shared, local, rdb, ratelimit.FailClosed, nil)
+	b.Cleanup(f.Close)
+	rules := []ratelimit.Rule{
+		{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+		{Name: "login_net", ID: "192.0.2.0/24", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+		{Name: "login_account", ID: "a@example.com", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}},
+		{Name: "login_password", ID: "0123456789abcdef0123456789abcdef", Limit: ratelimit.Limit{Count: 1000, Window: time.Hour}},
+	}
+	for range 3 {
+		if _, err := f.AllowAll(b.Context(), rules...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if d, err := f.AllowAll(b.Context(), rules...); err != nil || !d.FromMemory {
+		b.Fatalf("not answered from memory: %+v, %v", d, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.AllowAll(b.Context(), rules...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -13,3 +13,6 @@ func RoutePatterns(cfg Config) []string {
 
 // CSVCell exposes csvCell.
 var CSVCell = csvCell
+
+// RaceDetector exposes raceDetector.
+const RaceDetector = raceDetector

@@ -13,7 +13,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, email, password s
 	req := auth.LoginRequest{Email: email, Password: password, Client: s.client(r)}
 	// Scripts and bots rarely send cookies; only then is the device
 	// cookie's name (an HMAC) worth computing.
-	if r.Header.Get("Cookie") != "" {
+	if headerValue(r, "Cookie") != "" {
 		req.DeviceCookie = s.readCookie(r, s.auth.DeviceCookieName(email))
 		req.OldSession = s.readCookie(r, sessionCookie)
 	}

@@ -9,10 +9,15 @@ import (
 // sign-in with a password of auth.MaxPasswordBytes, is far below it.
 const maxBodyBytes = 64 << 10
 
-// limitBody caps request bodies.
+// limitBody caps request bodies. A body of a declared length within the
+// cap, or none, is left as it is: net/http reads no more than its
+// Content-Length (HTTP/2 refuses more), so the cap would never be reached,
+// and its reader is an allocation for every request of a flood.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		if r.Body != http.NoBody && (r.ContentLength <= 0 || r.ContentLength > maxBodyBytes) {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -172,3 +172,17 @@ func TestPageBufferKeepsNoPage(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderValue: headerValue reads what Header.Get does, for the keys
+// it is given in canonical form.
+func TestHeaderValue(t *testing.T) {
+	r := httptest.NewRequest("POST", "/api/v1/login", nil)
+	r.Header.Set("user-agent", "curl/8")
+	r.Header.Add("Cookie", "")
+	r.Header.Add("Cookie", "a=b")
+	for _, key := range []string{"User-Agent", "Cookie", "Origin"} {
+		if got, want := headerValue(r, key), r.Header.Get(key); got != want {
+			t.Errorf("headerValue(%q) = %q, Header.Get %q", key, got, want)
+		}
+	}
+}

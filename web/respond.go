@@ -400,7 +400,7 @@ func decodeForm(r *http.Request, names ...string) (map[string]string, error) {
 // pointer to a struct of strings. Unknown fields, a key given twice,
 // trailing data, invalid UTF-8 (which encoding/json would silently
 // replace) and NUL bytes are refused.
-func decodeJSON(r *http.Request, dst any, fields ...*string) error {
+func decodeJSON[T any](r *http.Request, dst *T, fields ...*string) error {
 	if !hasContentType(r, "application/json") {
 		return errBadRequest
 	}
@@ -423,9 +423,14 @@ func decodeJSON(r *http.Request, dst any, fields ...*string) error {
 	// The common body (a sign-in's two strings) needs neither the search
 	// for duplicate keys nor encoding/json's reflection (flatjson.go).
 	if !decodeFlatInto(body, dst) {
-		if err := decodeStrict(body, dst); err != nil {
+		// Decoded into a value of its own, then copied: dst handed to
+		// encoding/json would put every caller's struct on the heap, for
+		// the common body too.
+		var v T
+		if err := decodeStrict(body, &v); err != nil {
 			return err
 		}
+		*dst = v
 	}
 	return checkFields(fields)
 }

@@ -76,5 +76,14 @@ func NewServer(cfg Config, svc *auth.Service, board *dashboard.Reader, ready Rea
 
 // client is the request's sender as the limits see it.
 func (s *Server) client(r *http.Request) auth.Client {
-	return auth.Client{Addr: s.clientIP.ClientIP(r), UserAgent: r.UserAgent()}
+	return auth.Client{Addr: s.clientIP.ClientIP(r), UserAgent: headerValue(r, "User-Agent")}
+}
+
+// headerValue is r.Header.Get(key) for a key in canonical form, which
+// Header.Get would check and canonicalise again on every request.
+func headerValue(r *http.Request, key string) string {
+	if v := r.Header[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

@@ -34,3 +34,30 @@ func TestHandlerAddsTheID(t *testing.T) {
 		t.Errorf("record without an ID got one: %v", without)
 	}
 }
+
+// TestContextIsItsParent: the ID's context carries its parent's values,
+// deadline and cancellation, and contexts made from it carry the ID.
+func TestContextIsItsParent(t *testing.T) {
+	type other struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), other{}, "kept"))
+	ctx := requestid.With(parent, "0123456789abcdef")
+	child, stop := context.WithCancel(context.WithValue(ctx, other{}, "child"))
+	defer stop()
+	var buf bytes.Buffer
+	slog.New(requestid.Handler(slog.NewJSONHandler(&buf, nil))).InfoContext(child, "child")
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["request_id"] != "0123456789abcdef" {
+		t.Errorf("a context made from the ID's: %v", rec)
+	}
+	if ctx.Value(other{}) != "kept" || child.Value(other{}) != "child" {
+		t.Errorf("values: %v, %v", ctx.Value(other{}), child.Value(other{}))
+	}
+	cancel()
+	<-child.Done()
+	if ctx.Err() != context.Canceled || child.Err() != context.Canceled {
+		t.Errorf("after the parent's cancel: %v, %v", ctx.Err(), child.Err())
+	}
+}
