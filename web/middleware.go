@@ -80,7 +80,8 @@ func (s *Server) crossOrigin(next http.Handler) http.Handler {
 }
 
 // recoverPanics turns a panic in a handler into a logged 500, so that no
-// input can take the process down or leave the client without an answer.
+// input can take the process down or leave the client without an answer;
+// once the answer has begun, the panic is logged and the connection cut.
 func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -89,6 +90,13 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("panic serving request", "method", r.Method, "path", loggablePath(r.URL.Path), "panic", v)
+				if rec, ok := w.(*statusRecorder); ok && rec.status != 0 {
+					// The answer has begun: a 500 now would be appended
+					// to it, and read as part of a whole answer. The
+					// connection is cut instead, which net/http does
+					// quietly for ErrAbortHandler.
+					panic(http.ErrAbortHandler)
+				}
 				s.fail(w, r, errInternal)
 			}
 		}()
