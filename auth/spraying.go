@@ -68,14 +68,20 @@ func (k sprayKeys) of(password string) string {
 	m, _ := k.macs.Get().(*sprayMAC)
 	if m == nil {
 		m = &sprayMAC{h: hmac.New(sha256.New, k.key)}
-	} else {
+		// Its first reset, while it holds no input, saves the keyed
+		// state that every later one restores: a restore overwrites the
+		// block of input kept in the hash, which a plain reset leaves.
 		m.h.Reset()
 	}
 	m.in = append(m.in[:0], normalisePassword(password)...)
 	m.h.Write(m.in)
-	clear(m.in) // no password left behind in the pool
 	var key [22]byte
 	base64.RawURLEncoding.Encode(key[:], m.h.Sum(m.sum[:0])[:16])
+	// No password left behind in the pool: not in the copy of the input,
+	// nor in the hash, which keeps the tail of its input that fills no
+	// block (all of a password under 64 bytes) until it is reset.
+	clear(m.in)
+	m.h.Reset()
 	k.macs.Put(m)
 	return string(key[:])
 }
