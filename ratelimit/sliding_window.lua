@@ -55,9 +55,10 @@
 --           (the time the lock has left)
 -- The request is admitted, in every rule, only if every rule admits it.
 --
--- Each call of this script is a decision: what runs in every call is kept
--- to plain locals and few calls into Redis, without a table per log or a
--- string built per entry.
+-- Each call of this script is a decision, and what runs in every call is
+-- what Redis pays for each: plain locals, few calls into Redis and into
+-- struct, no table per log, no string built per entry; write, the larger
+-- of its two functions, is made only once a request is admitted.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
@@ -66,41 +67,13 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local values = redis.call('MGET', unpack(KEYS))
 local get, put = struct.unpack, struct.pack
 
--- The header's length, and where entry j (from 0) of a log w bytes wide
--- begins: at 15 + j * w.
+-- The header's length: entry j (from 0) of a log w bytes wide begins at
+-- HEAD + 1 + j * w.
 local HEAD = 14
 
--- The format of an entry w bytes wide.
-local function format(w)
-  if w == 4 then
-    return '<I4'
-  elseif w == 5 then
-    return '<I5'
-  end
-  return '<I6'
-end
-
--- The width, format, base, expiry and number of entries of a packed log,
--- or nothing if raw is not one.
-local function header(raw)
-  if #raw < HEAD then
-    return nil
-  end
-  local w, base, exp = get('<BI7I6', raw)
-  if (w ~= 4 and w ~= 5 and w ~= 6) or (#raw - HEAD) % w ~= 0 then
-    return nil
-  end
-  return w, format(w), base, exp, (#raw - HEAD) / w
-end
-
--- The index of the oldest of a log's m entries later than horizon (m if
--- none).
+-- The index of the oldest of a log's m entries later than horizon, the
+-- oldest being no later (so m > 0): the live entries are the log's tail.
 local function live(raw, w, fmt, base, m, horizon)
-  -- Most often none has left: a flood at a full log, or a log written
-  -- within its window.
-  if m == 0 or base + get(fmt, raw, HEAD + 1) > horizon then
-    return 0
-  end
   local lo, hi = 1, m
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
@@ -113,9 +86,105 @@ local function live(raw, w, fmt, base, m, horizon)
   return lo
 end
 
--- Writes the log of key: of its m entries (raw, w0 bytes each from base,
--- the key expiring at exp) those from keep on, then added entries at time
--- at; it lasts at least window past at.
+-- Input Limiter never sends is an error, before anything is written (a
+-- script's writes before an error stay). A window outside 1 ms .. 2^47 µs
+-- (twice it must fit the widest entry) would admit without limit or be
+-- stored truncated; keys not as the rules name them would skip a lock or
+-- fail after other logs were written.
+local BAD = 'ERR ratelimit: ARGV[1] is not packed rules for the keys given'
+local MAXWINDOW = 2 ^ 47
+
+local spec = ARGV[1]
+local n = #spec / 12
+if n < 1 or n % 1 ~= 0 then
+  return redis.error_reply(BAD)
+end
+
+-- The verdicts, rule by rule: out[1] is the request's, 1 or 0, and each
+-- rule's count and value (see above) go into out[2i] and out[2i+1]. The
+-- last log read stays in raw, w, fmt, base, exp, m and first, from which a
+-- single rule's admission writes without reading it again.
+local out = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+local raw, w, fmt, base, exp, m, first
+local k = 1
+for i = 1, n do
+  local limit, window = get('<i4i8', spec, 12 * i - 11)
+  local lockable = limit <= 0
+  local count, value = 0, 0
+  if limit < 0 then
+    limit = -limit
+  end
+  if limit ~= 0 then
+    if window < 1000 or window >= MAXWINDOW then
+      return redis.error_reply(BAD)
+    end
+    raw, w, fmt, base, exp, m, first = values[k], 0, '', 0, 0, 0, 0
+    if raw then
+      -- The header and, at the common width of 4 bytes, the oldest
+      -- entry in one read.
+      local size, e = #raw, 0
+      if size >= HEAD + 4 then
+        w, base, exp, e = get('<BI7I6I4', raw)
+      elseif size >= HEAD then
+        w, base, exp = get('<BI7I6', raw)
+      end
+      if w == 4 then
+        fmt = '<I4'
+      elseif w == 5 or w == 6 then
+        fmt = w == 5 and '<I5' or '<I6'
+        if size >= HEAD + w then
+          e = get(fmt, raw, HEAD + 1)
+        end
+      end
+      m = (size - HEAD) / w
+      if fmt == '' or m % 1 ~= 0 then
+        return redis.error_reply('ERR ratelimit: ' .. KEYS[k] .. ' is not a packed log')
+      end
+      -- The live entries are the log's tail: most often all of it (a
+      -- flood at a full log, or a log written within its window), else
+      -- found by binary search.
+      local horizon = now - window
+      if m > 0 and base + e <= horizon then
+        first = live(raw, w, fmt, base, m, horizon)
+      end
+      count = m - first
+    end
+    k = k + 1
+  end
+  if lockable then
+    -- Its lock, under the next key, rejects while it exists.
+    if values[k] then
+      local left = redis.call('PTTL', KEYS[k])
+      if left > 0 then
+        -- PTTL is whole milliseconds; one more keeps the answer from
+        -- being early.
+        value = -(left + 1) * 1000
+      end
+    end
+    k = k + 1
+  end
+  if value == 0 and limit > 0 and count >= limit then
+    -- For one slot to free, the count-limit+1 oldest live entries must
+    -- leave; the youngest of them is live entry count-limit. An entry
+    -- leaves once now >= its time + window: never early and, since the
+    -- entry is live, never zero.
+    value = base + get(fmt, raw, HEAD + 1 + (first + count - limit) * w) + window - now
+  end
+  if value ~= 0 then
+    out[1] = 0
+  end
+  out[2 * i], out[2 * i + 1] = count, value
+end
+if k - 1 ~= #KEYS then
+  return redis.error_reply(BAD)
+end
+if out[1] == 0 then
+  return put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))
+end
+
+-- Admitted. Writes the log of key: of its m entries (raw, w0 bytes each
+-- from base, the key expiring at exp) those from keep on, then added
+-- entries at time at; it lasts at least window past at.
 local function write(key, raw, w0, fmt0, base, exp, m, keep, added, window, at)
   -- The width of the entries: the fewest bytes in which twice the window
   -- fits, so that a log rebased on its oldest live entry takes at least a
@@ -171,7 +240,7 @@ local function write(key, raw, w0, fmt0, base, exp, m, keep, added, window, at)
       -- Entries years ahead of the clock: not kept.
       b, keep = at, m
     end
-    local fmt = format(w)
+    local fmt = w == 4 and '<I4' or (w == 5 and '<I5' or '<I6')
     local parts = {put('<BI7I6', w, b, exp)}
     for j = keep, m - 1 do
       parts[#parts + 1] = put(fmt, base + get(fmt0, raw, HEAD + 1 + j * w0) - b)
@@ -182,147 +251,43 @@ local function write(key, raw, w0, fmt0, base, exp, m, keep, added, window, at)
   redis.call('SET', key, value, 'PXAT', exp)
 end
 
--- The time left, in microseconds, of the lock under KEYS[k], if it exists
--- (values[k]); 0 if none.
-local function locked(k)
-  if values[k] then
-    local left = redis.call('PTTL', KEYS[k])
-    if left > 0 then
-      -- PTTL is whole milliseconds; one more keeps the answer from being early.
-      return (left + 1) * 1000
-    end
-  end
-  return 0
-end
-
-local function malformed(k)
-  return redis.error_reply('ERR ratelimit: ' .. KEYS[k] .. ' is not a packed log')
-end
-
--- Input Limiter never sends: an error, before anything is written (a
--- script's writes before an error stay). A window outside 1 ms .. 2^47 µs
--- (twice it must fit the widest entry) would admit without limit or be
--- stored truncated; keys not as the rules name them would skip a lock or
--- fail after other logs were written.
-local function bad()
-  return redis.error_reply('ERR ratelimit: ARGV[1] is not packed rules for the keys given')
-end
-local MAXWINDOW = 2 ^ 47
-
-local spec = ARGV[1]
-local n = #spec / 12
-if n < 1 or n % 1 ~= 0 then
-  return bad()
-end
-
-if n == 1 and get('<i4', spec) == 0 then
-  -- One lock-only rule: its lock alone decides, and nothing is written.
-  if #KEYS ~= 1 then
-    return bad()
-  end
-  local left = locked(1)
-  if left ~= 0 then
-    return put('<Bi4i8', 0, 0, -left)
-  end
-  return put('<Bi4i8', 1, 0, 0)
-end
-
 if n == 1 then
-  -- One rule (Allow, and every group of one on a cluster): the log is
-  -- read once for both the verdict and the write.
-  local limit, window = get('<i4i8', spec)
-  if window < 1000 or window >= MAXWINDOW or #KEYS ~= (limit < 0 and 2 or 1) then
-    return bad()
+  if get('<i4', spec) == 0 then
+    -- One lock-only rule, unlocked: nothing to write.
+    return put('<Bi4i8', 1, 0, 0)
   end
-  local raw = values[1]
-  local w, fmt, base, exp, m, first = 0, '', 0, 0, 0, 0
-  if raw then
-    w, fmt, base, exp, m = header(raw)
-    if not w then
-      return malformed(1)
-    end
-    first = live(raw, w, fmt, base, m, now - window)
-  end
-  local count, value = m - first, 0
-  if limit < 0 then
-    limit = -limit
-    value = -locked(2)
-  end
-  if value == 0 and count >= limit then
-    -- For one slot to free, the count-limit+1 oldest live entries must
-    -- leave; the youngest of them is live entry count-limit. An entry
-    -- leaves once now >= its time + window: never early and, since the
-    -- entry is live, never zero.
-    value = base + get(fmt, raw, HEAD + 1 + (first + count - limit) * w) + window - now
-  end
-  if value ~= 0 then
-    return put('<Bi4i8', 0, count, value)
-  end
-  -- Never before an entry already there, should Redis' clock step back:
-  -- the log stays in order, and an entry that counts late only makes the
-  -- limit stricter.
+  -- One rule (Allow, and every group of one on a cluster): its log, read
+  -- once for the verdict, is written from what was read. Never before an
+  -- entry already there, should Redis' clock step back: the log stays in
+  -- order, and an entry that counts late only makes the limit stricter.
   local at = now
   if m > 0 then
     at = math.max(now, base + get(fmt, raw, HEAD + 1 + (m - 1) * w))
   end
-  write(KEYS[1], raw, w, fmt, base, exp, m, first, 1, window, at)
-  return put('<Bi4i8', 1, count + 1, at)
+  write(KEYS[1], raw, w, fmt, base, exp, m, first, 1, get('<i8', spec, 5), at)
+  return put('<Bi4i8', 1, out[2] + 1, at)
 end
 
--- Several rules. First the verdict of each, into the reply's numbers; the only
--- other table holds where each rule's log is in KEYS (false for a
--- lock-only rule, which has none).
-local out, logs = {1}, {}
-local k = 1
+-- Several rules: where each rule's log is in KEYS (false for a lock-only
+-- rule, which has none), walked again from the rules.
+local logs = {}
+k = 1
 for i = 1, n do
-  local limit, window = get('<i4i8', spec, 12 * i - 11)
-  local count, value = 0, 0
-  if limit == 0 then
-    -- Lock-only: its lock alone, and no log.
-    logs[i] = false
-    value = -locked(k)
-    k = k + 1
-  elseif window < 1000 or window >= MAXWINDOW then
-    return bad()
-  else
-    local raw = values[k]
-    local w, fmt, base, first = 0, '', 0, 0
-    if raw then
-      local exp, m
-      w, fmt, base, exp, m = header(raw)
-      if not w then
-        return malformed(k)
-      end
-      first = live(raw, w, fmt, base, m, now - window)
-      count = m - first
-    end
+  local limit = get('<i4', spec, 12 * i - 11)
+  if limit ~= 0 then
     logs[i] = k
     k = k + 1
-    if limit < 0 then
-      limit = -limit
-      value = -locked(k)
-      k = k + 1
-    end
-    if value == 0 and count >= limit then
-      -- As for one rule, above.
-      value = base + get(fmt, raw, HEAD + 1 + (first + count - limit) * w) + window - now
-    end
+  else
+    logs[i] = false
   end
-  if value ~= 0 then
-    out[1] = 0
+  if limit <= 0 then
+    k = k + 1
   end
-  out[2 * i], out[2 * i + 1] = count, value
-end
-if k - 1 ~= #KEYS then
-  return bad()
-end
-if out[1] == 0 then
-  return put('<B' .. string.rep('i4i8', n), unpack(out))
 end
 
--- Admitted: each log is written once, by the first of the rules naming it
--- (a rule given twice), with as many entries as rules name it, keeping
--- what the longest of their windows needs. Lock-only rules write nothing.
+-- Each log is written once, by the first of the rules naming it (a rule
+-- given twice), with as many entries as rules name it, keeping what the
+-- longest of their windows needs. Lock-only rules write nothing.
 for i = 1, n do
   if logs[i] then
     local key, raw = KEYS[logs[i]], values[logs[i]]
@@ -339,7 +304,9 @@ for i = 1, n do
     end
     local w, fmt, base, exp, m = 0, '', 0, 0, 0
     if raw then
-      w, fmt, base, exp, m = header(raw)
+      w, base, exp = get('<BI7I6', raw)
+      fmt = w == 4 and '<I4' or (w == 5 and '<I5' or '<I6')
+      m = (#raw - HEAD) / w
     end
     -- Never before an entry already there (see above).
     local at = now
@@ -348,8 +315,9 @@ for i = 1, n do
     end
     if not seen then
       local first = 0
-      if raw then
-        first = live(raw, w, fmt, base, m, now - window)
+      local horizon = now - window
+      if m > 0 and base + get(fmt, raw, HEAD + 1) <= horizon then
+        first = live(raw, w, fmt, base, m, horizon)
       end
       write(key, raw, w, fmt, base, exp, m, first, added, window, at)
     end
@@ -357,4 +325,4 @@ for i = 1, n do
     out[2 * i + 1] = at
   end
 end
-return put('<B' .. string.rep('i4i8', n), unpack(out))
+return put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))
