@@ -103,9 +103,10 @@ end
 -- The verdicts, rule by rule: out[1] is the request's, 1 or 0, and each
 -- rule's count and value (see above) go into out[2i] and out[2i+1]. The
 -- last log read stays in raw, w, fmt, base, exp, m and first, from which a
--- single rule's admission writes without reading it again.
+-- single rule's admission writes without reading it again; oldest is its
+-- oldest entry.
 local out = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-local raw, w, fmt, base, exp, m, first
+local raw, w, fmt, base, exp, m, first, oldest
 local k = 1
 for i = 1, n do
   local limit, window = get('<i4i8', spec, 12 * i - 11)
@@ -118,13 +119,13 @@ for i = 1, n do
     if window < 1000 or window >= MAXWINDOW then
       return redis.error_reply(BAD)
     end
-    raw, w, fmt, base, exp, m, first = values[k], 0, '', 0, 0, 0, 0
+    raw, w, fmt, base, exp, m, first, oldest = values[k], 0, '', 0, 0, 0, 0, 0
     if raw then
       -- The header and, at the common width of 4 bytes, the oldest
       -- entry in one read.
-      local size, e = #raw, 0
+      local size = #raw
       if size >= HEAD + 4 then
-        w, base, exp, e = get('<BI7I6I4', raw)
+        w, base, exp, oldest = get('<BI7I6I4', raw)
       elseif size >= HEAD then
         w, base, exp = get('<BI7I6', raw)
       end
@@ -133,7 +134,7 @@ for i = 1, n do
       elseif w == 5 or w == 6 then
         fmt = w == 5 and '<I5' or '<I6'
         if size >= HEAD + w then
-          e = get(fmt, raw, HEAD + 1)
+          oldest = get(fmt, raw, HEAD + 1)
         end
       end
       m = (size - HEAD) / w
@@ -144,7 +145,7 @@ for i = 1, n do
       -- flood at a full log, or a log written within its window), else
       -- found by binary search.
       local horizon = now - window
-      if m > 0 and base + e <= horizon then
+      if m > 0 and base + oldest <= horizon then
         first = live(raw, w, fmt, base, m, horizon)
       end
       count = m - first
@@ -167,8 +168,13 @@ for i = 1, n do
     -- For one slot to free, the count-limit+1 oldest live entries must
     -- leave; the youngest of them is live entry count-limit. An entry
     -- leaves once now >= its time + window: never early and, since the
-    -- entry is live, never zero.
-    value = base + get(fmt, raw, HEAD + 1 + (first + count - limit) * w) + window - now
+    -- entry is live, never zero. In a log exactly full, none gone (a
+    -- flood's), that entry is the oldest, read already.
+    local j, entry = first + count - limit, oldest
+    if j ~= 0 then
+      entry = get(fmt, raw, HEAD + 1 + j * w)
+    end
+    value = base + entry + window - now
   end
   if value ~= 0 then
     out[1] = 0
