@@ -2,10 +2,12 @@ package web
 
 import (
 	"context"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
@@ -86,4 +88,21 @@ func headerValue(r *http.Request, key string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// NewHTTPServer returns the http.Server that serves h, XCloak's handler,
+// with the bounds every connection gets: how long a client may take to
+// send its request's header, its whole request, and to read the answer,
+// how long an idle connection stays open, and how large a header may be.
+// errorLog receives net/http's own complaints.
+func NewHTTPServer(h http.Handler, errorLog *log.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          errorLog,
+	}
 }

@@ -140,15 +140,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		logger.Info("metrics listening", "addr", mln.Addr().String())
 		metricsURL = "http://" + browsableAddr(mln.Addr()) + "/metrics"
 	}
-	srv := &http.Server{
-		Handler:           web.NewServer(webCfg, b.svc, b.dashboard, b.ready, logger),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := web.NewHTTPServer(web.NewServer(webCfg, b.svc, b.dashboard, b.ready, logger),
+		slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
