@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/internal/cli"
+	"github.com/xcloak/xcloak/web"
 )
 
 const compareDescription = `Measures a running XCloak's answers per second against a bare Go handler
@@ -44,6 +45,12 @@ Contenders (--contenders):
                 of the JSON sign-in (wrk/login.lua): rejections are also
                 given as a ratio to it, XCloak's rejection over net/http's
                 answer to the same request
+  hello-429     the bare handler sent the rejections' request and answering
+                it as XCloak does: the status, headers and body of the 429
+                the check read from --target, served with XCloak's own
+                connection bounds (web.NewHTTPServer): what net/http alone
+                costs for the exchange a rejection is, so that rejections'
+                ratio to it is the share of XCloak's own work
   rejections    XCloak's JSON sign-in for one account past its limit (429s),
                 wrk/login.lua; the account is driven past its limit first
   rejections-form
@@ -78,6 +85,7 @@ var wrkScripts embed.FS
 const (
 	contenderHello       = "hello"
 	contenderHelloPost   = "hello-post"
+	contenderHello429    = "hello-429"
 	contenderRejections  = "rejections"
 	contenderRejectForm  = "rejections-form"
 	contenderForwardAuth = "forward-auth"
@@ -85,13 +93,14 @@ const (
 	contenderDecision    = "decision"
 )
 
-var contenderNames = []string{contenderHello, contenderHelloPost, contenderRejections, contenderRejectForm, contenderForwardAuth, contenderAuthRequest, contenderDecision}
+var contenderNames = []string{contenderHello, contenderHelloPost, contenderHello429, contenderRejections, contenderRejectForm, contenderForwardAuth, contenderAuthRequest, contenderDecision}
 
 // expectedAnswers is the answer every request of each contender should
 // get, as the wrk scripts count it.
 var expectedAnswers = map[string]string{
 	contenderHello:       "200",
 	contenderHelloPost:   "200",
+	contenderHello429:    "429",
 	contenderRejections:  "429",
 	contenderRejectForm:  "429",
 	contenderForwardAuth: "200",
@@ -100,12 +109,18 @@ var expectedAnswers = map[string]string{
 }
 
 // sameRequest names, for a contender, the bare handler's contender sent
-// the same requests, which the report gives its ratio to as well.
-var sameRequest = map[string]string{contenderRejections: contenderHelloPost}
+// the same requests, and sameAnswer the one that also answers them as
+// the contender does; the report gives its ratio to each as well.
+var (
+	sameRequest = map[string]string{contenderRejections: contenderHelloPost}
+	sameAnswer  = map[string]string{contenderRejections: contenderHello429}
+)
 
 // bare reports whether contender kind is the bare handler's, served by
 // this command rather than by a target.
-func bare(kind string) bool { return kind == contenderHello || kind == contenderHelloPost }
+func bare(kind string) bool {
+	return kind == contenderHello || kind == contenderHelloPost || kind == contenderHello429
+}
 
 // decisionBlock is how many attempts one wrk thread of decision.lua may
 // send in a run: the next run starts threads*decisionBlock further on.
@@ -137,7 +152,7 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	var c compareConfig
 	target := fs.String("target", "", "base `URL` of the running XCloak, such as http://127.0.0.1:18080 (required)")
 	before := fs.String("before", "", "base `URL` of a second XCloak, another build, whose contenders run in the same rounds as before/NAME")
-	contenders := stringList{contenderHello, contenderHelloPost, contenderRejections, contenderForwardAuth, contenderDecision}
+	contenders := stringList{contenderHello, contenderHelloPost, contenderHello429, contenderRejections, contenderForwardAuth, contenderDecision}
 	fs.Var(&contenders, "contenders", "comma-separated `names` to run, hello among them")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds, each running every contender once (`n`)")
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long each contender runs in each round, whole seconds (1s to 1m)")
@@ -253,9 +268,13 @@ type comparison struct {
 	c        compareConfig
 	scripts  string // directory holding the wrk scripts
 	helloURL string
-	tag      string // keeps decision's accounts apart from other runs'
-	nextBase uint64 // decision.lua's STUFFING_BASE for its next run
-	client   *http.Client
+	// answerURL serves hello-429 once its check has read the answer
+	// it repeats; stopAnswer stops it.
+	answerURL  string
+	stopAnswer func()
+	tag        string // keeps decision's accounts apart from other runs'
+	nextBase   uint64 // decision.lua's STUFFING_BASE for its next run
+	client     *http.Client
 	// entries are the contenders of every target, by name.
 	entries map[string]contenderEntry
 }
@@ -326,6 +345,11 @@ func compare(ctx context.Context, c compareConfig, progress io.Writer) (*compare
 	}
 	defer stopHello()
 	cmp.helloURL = helloURL
+	defer func() {
+		if cmp.stopAnswer != nil {
+			cmp.stopAnswer()
+		}
+	}()
 
 	for _, name := range names {
 		fmt.Fprintf(progress, "checking %s... ", name)
@@ -417,8 +441,11 @@ func (cmp *comparison) prepare(ctx context.Context, name string) (string, error)
 			return "", err
 		}
 		return fmt.Sprintf("%d", resp.StatusCode), nil
+	case contenderHello429:
+		return cmp.serveRejection(ctx)
 	case contenderRejections, contenderRejectForm:
-		return cmp.exhaustVictim(ctx, t)
+		_, note, err := cmp.exhaustVictim(ctx, t)
+		return note, err
 	case contenderForwardAuth, contenderAuthRequest:
 		if t.cookie == "" {
 			if err := cmp.signIn(ctx, t); err != nil {
@@ -522,25 +549,60 @@ func (cmp *comparison) signIn(ctx context.Context, t *xcloakTarget) error {
 }
 
 // exhaustVictim signs in to --rejections-email with a wrong password until
-// XCloak answers 429, so that every request of the rounds is a rejection.
-func (cmp *comparison) exhaustVictim(ctx context.Context, t *xcloakTarget) (string, error) {
+// XCloak answers 429, so that every request of the rounds is a rejection,
+// and returns that answer.
+func (cmp *comparison) exhaustVictim(ctx context.Context, t *xcloakTarget) (answer, string, error) {
 	body, _ := json.Marshal(map[string]string{"email": cmp.c.victim, "password": "not-the-password"})
 	statuses := map[int]int{}
 	for range 100 {
 		resp, err := cmp.do(ctx, http.MethodPost, t.url.JoinPath(loginPath).String(), body,
 			http.Header{"Content-Type": {"application/json"}})
 		if err != nil {
-			return "", err
+			return answer{}, "", err
 		}
 		statuses[resp.StatusCode]++
 		if resp.StatusCode == http.StatusTooManyRequests {
-			return fmt.Sprintf("429 after %d attempts", statuses[http.StatusUnauthorized]+1), nil
+			return resp, fmt.Sprintf("429 after %d attempts", statuses[http.StatusUnauthorized]+1), nil
 		}
 		if resp.StatusCode != http.StatusUnauthorized {
-			return "", fmt.Errorf("sign-in to %s answered %d %s, want 401s then 429", cmp.c.victim, resp.StatusCode, bytes.TrimSpace(resp.body))
+			return answer{}, "", fmt.Errorf("sign-in to %s answered %d %s, want 401s then 429", cmp.c.victim, resp.StatusCode, bytes.TrimSpace(resp.body))
 		}
 	}
-	return "", fmt.Errorf("100 wrong passwords for %s, and still no 429", cmp.c.victim)
+	return answer{}, "", fmt.Errorf("100 wrong passwords for %s, and still no 429", cmp.c.victim)
+}
+
+// serveRejection readies hello-429: it reads --target's answer to a
+// rejected sign-in, serves it again from a bare handler, and checks that
+// the handler answers as XCloak did.
+func (cmp *comparison) serveRejection(ctx context.Context) (string, error) {
+	want, _, err := cmp.exhaustVictim(ctx, &xcloakTarget{url: cmp.c.target})
+	if err != nil {
+		return "", err
+	}
+	url, stop, err := serveAnswer(want)
+	if err != nil {
+		return "", err
+	}
+	cmp.answerURL, cmp.stopAnswer = url, stop
+	body, _ := json.Marshal(map[string]string{"email": cmp.c.victim, "password": "not-the-password"})
+	got, err := cmp.do(ctx, http.MethodPost, url+loginPath, body, http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for name, v := range want.headers {
+		if name != "Date" {
+			names = append(names, name)
+			if !slices.Equal(got.headers[name], v) {
+				return "", fmt.Errorf("the bare handler answered %s %q, want XCloak's %q", name, got.headers[name], v)
+			}
+		}
+	}
+	if got.StatusCode != want.StatusCode || !bytes.Equal(got.body, want.body) {
+		return "", fmt.Errorf("the bare handler answered %d %q, want XCloak's %d %q", got.StatusCode, got.body, want.StatusCode, want.body)
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("%d with %s and XCloak's body", got.StatusCode, strings.Join(names, ", ")), nil
 }
 
 // run runs one contender once with wrk.
@@ -554,6 +616,9 @@ func (cmp *comparison) run(ctx context.Context, name string) (wrkResult, error) 
 	switch e.kind {
 	case contenderRejections, contenderHelloPost:
 		script = "login.lua"
+		env = append(env, "STUFFING_EMAIL="+cmp.c.victim)
+	case contenderHello429:
+		script, target = "login.lua", cmp.answerURL
 		env = append(env, "STUFFING_EMAIL="+cmp.c.victim)
 	case contenderRejectForm:
 		script = "form.lua"
@@ -630,6 +695,18 @@ func wrkAddress(ctx context.Context, target *url.URL, allow bool) (string, error
 	u.Host = net.JoinHostPort(addrs[0].String(), port)
 	u.Path = ""
 	return u.String(), nil
+}
+
+// serveAnswer serves answerHandler(a) on a free loopback port, with the
+// connection bounds XCloak serves with.
+func serveAnswer(a answer) (url string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := web.NewHTTPServer(answerHandler(a), nil)
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // serveHello serves helloHandler on a free loopback port.

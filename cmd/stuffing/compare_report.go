@@ -40,6 +40,12 @@ type contenderSummary struct {
 	SameRequest         string    `json:"same_request,omitempty"`
 	VsSameRequest       []float64 `json:"vs_same_request,omitempty"`
 	MedianVsSameRequest float64   `json:"median_vs_same_request,omitempty"`
+	// SameAnswer, VsSameAnswer and MedianVsSameAnswer are the same for
+	// the bare handler's contender that also answers as this one does
+	// (sameAnswer): what is left of the ratio is this one's own work.
+	SameAnswer         string    `json:"same_answer,omitempty"`
+	VsSameAnswer       []float64 `json:"vs_same_answer,omitempty"`
+	MedianVsSameAnswer float64   `json:"median_vs_same_answer,omitempty"`
 	// P99 is the 99th percentile of latency in each round (milliseconds
 	// in JSON); MedianP99 their median.
 	P99       []time.Duration `json:"p99_ns"`
@@ -83,10 +89,8 @@ func summarize(rounds []compareRound, names []string, baseline string, expected 
 				s.VsBefore = append(s.VsBefore, res.RPS/before.RPS)
 			}
 			kind, _ := strings.CutPrefix(name, beforePrefix)
-			if same, ok := r.Results[sameRequest[kind]]; ok && same.RPS > 0 {
-				s.SameRequest = sameRequest[kind]
-				s.VsSameRequest = append(s.VsSameRequest, res.RPS/same.RPS)
-			}
+			twin(r, res, sameRequest[kind], &s.SameRequest, &s.VsSameRequest)
+			twin(r, res, sameAnswer[kind], &s.SameAnswer, &s.VsSameAnswer)
 		}
 		for k, n := range s.Statuses {
 			if k != s.Expected {
@@ -97,10 +101,20 @@ func summarize(rounds []compareRound, names []string, baseline string, expected 
 		s.MedianRatio = median(s.Ratios)
 		s.MedianVsBefore = median(s.VsBefore)
 		s.MedianVsSameRequest = median(s.VsSameRequest)
+		s.MedianVsSameAnswer = median(s.VsSameAnswer)
 		s.MedianP99 = medianDuration(s.P99)
 		out = append(out, s)
 	}
 	return out
+}
+
+// twin adds to ratios, when round r ran the contender named twin, res's
+// rate over twin's, and names it in name.
+func twin(r compareRound, res wrkResult, twin string, name *string, ratios *[]float64) {
+	if t, ok := r.Results[twin]; ok && t.RPS > 0 {
+		*name = twin
+		*ratios = append(*ratios, res.RPS/t.RPS)
+	}
 }
 
 // median is the middle value of xs, or the mean of the two middle ones;
@@ -161,6 +175,9 @@ func (r *compareReport) print(w io.Writer) {
 		}
 		if len(c.VsSameRequest) > 0 {
 			fmt.Fprintf(w, "  vs %-10s %s   median %.2fx\n", c.SameRequest, joinFloats(c.VsSameRequest, twoDecimals), c.MedianVsSameRequest)
+		}
+		if len(c.VsSameAnswer) > 0 {
+			fmt.Fprintf(w, "  vs %-10s %s   median %.2fx\n", c.SameAnswer, joinFloats(c.VsSameAnswer, twoDecimals), c.MedianVsSameAnswer)
 		}
 		if len(c.VsBefore) > 0 {
 			fmt.Fprintf(w, "  vs before     %s   median %.2fx\n", joinFloats(c.VsBefore, twoDecimals), c.MedianVsBefore)

@@ -144,16 +144,17 @@ func TestSummarizeVsBefore(t *testing.T) {
 
 // A contender with a bare handler's twin sent the same requests
 // (rejections and hello-post) is also divided, round by round, by its
-// twin; before/NAME by the same twin; the others have none.
+// twin, and by the twin that also answers as it does (hello-429);
+// before/NAME by the same twins; the others have none.
 func TestSummarizeVsSameRequest(t *testing.T) {
 	r := func(rps float64) wrkResult { return wrkResult{RPS: rps, Statuses: map[string]int64{"200": 1}} }
 	rounds := []compareRound{
-		{Results: map[string]wrkResult{"hello": r(100), "hello-post": r(80), "rejections": r(60), "before/rejections": r(40), "forward-auth": r(50)}},
-		{Results: map[string]wrkResult{"hello": r(100), "hello-post": r(90), "rejections": r(81), "before/rejections": r(45), "forward-auth": r(50)}},
+		{Results: map[string]wrkResult{"hello": r(100), "hello-post": r(80), "hello-429": r(75), "rejections": r(60), "before/rejections": r(40), "forward-auth": r(50)}},
+		{Results: map[string]wrkResult{"hello": r(100), "hello-post": r(90), "hello-429": r(90), "rejections": r(81), "before/rejections": r(45), "forward-auth": r(50)}},
 		// Interrupted before hello-post ran.
 		{Results: map[string]wrkResult{"hello": r(100), "rejections": r(10)}},
 	}
-	names := []string{"hello", "hello-post", "rejections", "before/rejections", "forward-auth"}
+	names := []string{"hello", "hello-post", "rejections", "before/rejections", "forward-auth", "hello-429"}
 	got := summarize(rounds, names, "hello", map[string]string{})
 	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 	rej, before := got[2], got[3]
@@ -163,14 +164,20 @@ func TestSummarizeVsSameRequest(t *testing.T) {
 	if want := []float64{0.5, 0.5}; before.SameRequest != "hello-post" || !slices.EqualFunc(before.VsSameRequest, want, near) {
 		t.Errorf("before/rejections vs %q %v, want hello-post %v", before.SameRequest, before.VsSameRequest, want)
 	}
-	for _, c := range []contenderSummary{got[0], got[1], got[4]} {
-		if c.SameRequest != "" || c.VsSameRequest != nil {
-			t.Errorf("%s compared with %q %v; it has no twin", c.Name, c.SameRequest, c.VsSameRequest)
+	if want := []float64{0.8, 0.9}; rej.SameAnswer != "hello-429" || !slices.EqualFunc(rej.VsSameAnswer, want, near) || !near(rej.MedianVsSameAnswer, 0.85) {
+		t.Errorf("rejections vs %q %v, median %v; want hello-429 %v, median 0.85", rej.SameAnswer, rej.VsSameAnswer, rej.MedianVsSameAnswer, want)
+	}
+	if want := []float64{40.0 / 75, 0.5}; before.SameAnswer != "hello-429" || !slices.EqualFunc(before.VsSameAnswer, want, near) {
+		t.Errorf("before/rejections vs %q %v, want hello-429 %v", before.SameAnswer, before.VsSameAnswer, want)
+	}
+	for _, c := range []contenderSummary{got[0], got[1], got[4], got[5]} {
+		if c.SameRequest != "" || c.VsSameRequest != nil || c.SameAnswer != "" || c.VsSameAnswer != nil {
+			t.Errorf("%s compared with %q %v and %q %v; it has no twin", c.Name, c.SameRequest, c.VsSameRequest, c.SameAnswer, c.VsSameAnswer)
 		}
 	}
 	var b bytes.Buffer
 	(&compareReport{Baseline: "hello", Contenders: got}).print(&b)
-	if !strings.Contains(b.String(), "vs hello-post 0.75 · 0.90   median 0.82x") {
-		t.Errorf("report lacks the ratio to hello-post:\n%s", b.String())
+	if !strings.Contains(b.String(), "vs hello-post 0.75 · 0.90   median 0.82x") || !strings.Contains(b.String(), "vs hello-429  0.80 · 0.90   median 0.85x") {
+		t.Errorf("report lacks the ratios to hello-post and hello-429:\n%s", b.String())
 	}
 }

@@ -122,7 +122,10 @@ func fakeXCloak(t *testing.T) (url string, attempts func() []string) {
 			victimTries++
 			w.WriteHeader(http.StatusUnauthorized)
 		default:
+			w.Header().Set("Retry-After", "600")
+			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":"too_many_attempts"}`)
 		}
 	})
 	mux.HandleFunc("GET /api/v1/authz/forward-auth", func(w http.ResponseWriter, r *http.Request) {
@@ -169,7 +172,7 @@ func TestCompareRunsEveryContenderEveryRound(t *testing.T) {
 	if rep.Seed != 42 || len(rep.Rounds) != 3 {
 		t.Errorf("seed %d, %d rounds; want 42 and 3", rep.Seed, len(rep.Rounds))
 	}
-	want := []string{"hello", "hello-post", "rejections", "forward-auth", "decision"}
+	want := []string{"hello", "hello-post", "hello-429", "rejections", "forward-auth", "decision"}
 	if slices.Equal(rep.Rounds[0].Order, rep.Rounds[1].Order) && slices.Equal(rep.Rounds[1].Order, rep.Rounds[2].Order) {
 		t.Errorf("every round ran in the order %v: not shuffled", rep.Rounds[0].Order)
 	}
@@ -196,10 +199,12 @@ func TestCompareRunsEveryContenderEveryRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(runs) != 15 {
-		t.Fatalf("%d wrk runs, want 15:\n%s", len(runs), b)
+	if len(runs) != 18 {
+		t.Fatalf("%d wrk runs, want 18:\n%s", len(runs), b)
 	}
-	toHello := 0
+	// The login.lua runs' targets: rejections' XCloak, hello-post's bare
+	// handler and hello-429's, three runs each.
+	logins := map[string]int{}
 	bases := map[string]bool{}
 	for _, run := range runs {
 		if !strings.Contains(run, "-t2 -c64 -d3s --latency -s ") {
@@ -223,21 +228,27 @@ func TestCompareRunsEveryContenderEveryRound(t *testing.T) {
 			if !strings.Contains(run, "email=compare-victim@example.com") {
 				t.Errorf("rejections run %q: want the victim's address", run)
 			}
-			if !strings.Contains(run, url) {
-				toHello++
-			}
+			logins[strings.Fields(run)[6]]++
 		}
 		if strings.Contains(run, "s3ss10n") && strings.Contains(run[:strings.Index(run, " cookie=")], "s3ss10n") {
 			t.Errorf("the session is on wrk's command line, where ps shows it: %q", run)
 		}
 	}
-	if toHello != 3 {
-		t.Errorf("%d of the login.lua runs went to the bare handler, want hello-post's 3", toHello)
+	if len(logins) != 3 || logins[url] != 3 {
+		t.Errorf("login.lua runs by target %v, want 3 to %s and 3 to each of two bare handlers", logins, url)
 	}
 	for _, c := range rep.Contenders {
-		if c.Name == "rejections" && (c.SameRequest != "hello-post" || c.MedianVsSameRequest != 1) {
-			t.Errorf("rejections vs %q: median %v; want hello-post, 1", c.SameRequest, c.MedianVsSameRequest)
+		if c.Name == "rejections" && (c.SameRequest != "hello-post" || c.MedianVsSameRequest != 1 ||
+			c.SameAnswer != "hello-429" || c.MedianVsSameAnswer != 1) {
+			t.Errorf("rejections vs %q: median %v, vs %q: median %v; want hello-post and hello-429, 1 each",
+				c.SameRequest, c.MedianVsSameRequest, c.SameAnswer, c.MedianVsSameAnswer)
 		}
+		if c.Name == "hello-429" && c.Expected != "429" {
+			t.Errorf("hello-429 expects %q, want 429", c.Expected)
+		}
+	}
+	if !strings.Contains(stderr, "checking hello-429... 429 with Content-Length, Content-Type, Retry-After and XCloak's body") {
+		t.Errorf("the check of hello-429 did not report XCloak's answer:\n%s", stderr)
 	}
 	if got := attempts(); len(got) != 1 || !strings.Contains(got[0], `"client_ip":"fd`) {
 		t.Errorf("attempts before the rounds %q, want one check", got)

@@ -60,3 +60,20 @@ func helloHandler() http.Handler {
 		_, _ = io.WriteString(w, "hello\n")
 	})
 }
+
+// answerHandler reads the body, as XCloak does, and answers with a as
+// XCloak wrote it: its status, its headers but Date, which net/http
+// writes anew, and its body.
+func answerHandler(a answer) http.Handler {
+	header := a.headers.Clone()
+	header.Del("Date")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+		h := w.Header()
+		for k, v := range header {
+			h[k] = v
+		}
+		w.WriteHeader(a.StatusCode)
+		_, _ = w.Write(a.body)
+	})
+}
