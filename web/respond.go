@@ -404,22 +404,17 @@ func decodeJSON[T any](r *http.Request, dst *T, fields ...*string) error {
 	if !hasContentType(r, "application/json") {
 		return errBadRequest
 	}
-	buf := bodyBuffers.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxPooledBody {
-			// No password left behind in the pool: the body was all
-			// read into the buffer, which nothing has consumed.
-			clear(buf.Bytes())
-			bodyBuffers.Put(buf)
-		}
-	}()
-	// Both decoders below copy what they keep out of the body, so its
-	// buffer may be reused once they return.
-	if _, err := buf.ReadFrom(r.Body); err != nil || !utf8.Valid(buf.Bytes()) {
+	buf, err := readBody(r)
+	if err != nil {
 		return errBadRequest
 	}
+	// Both decoders below copy what they keep out of the body, so its
+	// buffer may be reused once they return.
+	defer putBody(buf)
 	body := buf.Bytes()
+	if !utf8.Valid(body) {
+		return errBadRequest
+	}
 	// The common body (a sign-in's two strings) needs neither the search
 	// for duplicate keys nor encoding/json's reflection (flatjson.go).
 	if !decodeFlatInto(body, dst) {
@@ -441,6 +436,29 @@ func decodeJSON[T any](r *http.Request, dst *T, fields ...*string) error {
 var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledBody = 16 << 10
+
+// readBody reads r's body whole into a buffer of bodyBuffers, which the
+// caller gives back with putBody once nothing reads it. On error the
+// buffer is given back already.
+func readBody(r *http.Request) (*bytes.Buffer, error) {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		putBody(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// putBody gives buf back to bodyBuffers, cleared: no password is left
+// behind in the pool, since the body was all read into the buffer, which
+// nothing consumed.
+func putBody(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBody {
+		clear(buf.Bytes())
+		bodyBuffers.Put(buf)
+	}
+}
 
 // decodeStrict decodes the JSON text body, valid UTF-8, into dst with
 // encoding/json, refusing duplicate keys, unknown fields and trailing
