@@ -14,7 +14,10 @@ import (
 // connection cut, so that the client sees a broken answer rather than a
 // whole one with an error appended to it.
 func TestPanicAfterTheAnswerBegan(t *testing.T) {
-	s := &Server{log: slog.New(slog.DiscardHandler)}
+	// slog's handler writes one line at a time; srv.Close waits for the
+	// handlers before the lines are read.
+	var log strings.Builder
+	s := &Server{log: slog.New(slog.NewJSONHandler(&log, nil)), clientIP: NewClientIPResolver(nil, "")}
 	srv := httptest.NewServer(s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/late" {
 			w.WriteHeader(http.StatusOK)
@@ -36,13 +39,32 @@ func TestPanicAfterTheAnswerBegan(t *testing.T) {
 
 	// Cut before or after net/http sent what it had buffered: no answer,
 	// or one that breaks off where the handler stopped.
-	resp, err = http.Get(srv.URL + "/late")
-	if err != nil {
-		return
+	if resp, err = http.Get(srv.URL + "/late"); err == nil {
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil || !strings.HasPrefix(`{"partial":`, string(body)) {
+			t.Errorf("panic after answering: read %q, %v; want the connection cut and nothing appended", body, err)
+		}
 	}
-	body, err = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err == nil || !strings.HasPrefix(`{"partial":`, string(body)) {
-		t.Errorf("panic after answering: read %q, %v; want the connection cut and nothing appended", body, err)
+	srv.Close() // waits for the handlers, and so for their lines
+	// Both requests are in the access log: the one cut off as an error,
+	// with the status it had begun with.
+	lines := log.String()
+	for _, want := range []string{
+		`"level":"ERROR","msg":"request","method":"GET","path":"/api/v1/early","status":500,`,
+		`"level":"ERROR","msg":"request","method":"GET","path":"/late","status":200,`,
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("access log lacks %s:\n%s", want, lines)
+		}
+	}
+	// The client may send /late again on a new connection once the first
+	// was cut: each is cut, and says so.
+	for line := range strings.Lines(lines) {
+		isRequest := strings.Contains(line, `"msg":"request"`)
+		late := strings.Contains(line, `"path":"/late"`)
+		if cut := strings.HasSuffix(line, `"cut":true}`+"\n"); isRequest && cut != late {
+			t.Errorf("only the requests cut off should say so: %s", line)
+		}
 	}
 }

@@ -45,7 +45,8 @@ type loggedRequest struct {
 
 // logRequests gives every request an ID, returned as X-Request-ID and put
 // on every log line written with the request's context, and logs one line
-// when the request ends: method, path, status, duration_seconds, client.
+// when the request ends: method, path, status, duration_seconds, client,
+// and cut for one whose answer a panic cut off.
 // It never logs bodies, query strings, cookies or headers, so no password,
 // token or session cookie reaches the log; reset, unlock and sign-in link
 // pages, whose path holds a token, are logged as /password-reset/{token},
@@ -67,6 +68,17 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		r = r.WithContext(&lr.ctx)
 		rec := &lr.statusRecorder
 		start := time.Now()
+		defer func() {
+			// A handler that panicked once its answer had begun has its
+			// connection cut (recoverPanics panics again with
+			// http.ErrAbortHandler, which net/http does not log): its
+			// request is logged all the same, as an error, before the
+			// panic goes on.
+			if v := recover(); v != nil {
+				s.logRequest(r, rec.status, start, slog.LevelError, true)
+				panic(v)
+			}
+		}()
 		next.ServeHTTP(rec, r)
 		level := slog.LevelInfo
 		switch {
@@ -81,17 +93,30 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
 			level = slog.LevelDebug
 		}
-		if !s.log.Enabled(r.Context(), level) {
-			return
-		}
-		s.log.LogAttrs(r.Context(), level, "request",
-			slog.String("method", r.Method),
-			slog.String("path", loggablePath(r.URL.Path)),
-			slog.Int("status", rec.status),
-			slog.Float64("duration_seconds", time.Since(start).Seconds()),
-			slog.String("client", s.client(r).Source()),
-		)
+		s.logRequest(r, rec.status, start, level, false)
 	})
+}
+
+// logRequest writes the access-log line of r, answered with status, at
+// level, when the log takes that level; cut adds that the answer was cut
+// off.
+func (s *Server) logRequest(r *http.Request, status int, start time.Time, level slog.Level, cut bool) {
+	if !s.log.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := [...]slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("path", loggablePath(r.URL.Path)),
+		slog.Int("status", status),
+		slog.Float64("duration_seconds", time.Since(start).Seconds()),
+		slog.String("client", s.client(r).Source()),
+		slog.Bool("cut", true),
+	}
+	n := len(attrs) - 1
+	if cut {
+		n++
+	}
+	s.log.LogAttrs(r.Context(), level, "request", attrs[:n]...)
 }
 
 // loggablePath is the request path with any reset or unlock token, or
