@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,5 +85,37 @@ func TestAttackModeStartSignsOutTwice(t *testing.T) {
 	}
 	if _, err := s.Session(t.Context(), late.Session.Token); err != auth.ErrNoSession {
 		t.Errorf("bob's session after the second pass: %v, want ErrNoSession", err)
+	}
+}
+
+// TestAttackModeKeepsVerifiedDevices: a browser that confirms its held
+// sign-in by the mailed link after attack mode began is verified, not one
+// that slipped in before every replica knew; the start's two passes,
+// which forget the browsers new since then, keep it and its session.
+func TestAttackModeKeepsVerifiedDevices(t *testing.T) {
+	f := newVerifyFixture(t, auth.VerifyInAttack)
+	f.watch.active.Store(true)
+	if _, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false); err != nil {
+		t.Fatal(err)
+	}
+	since := f.clock()
+	f.advance(time.Second)
+	if _, err := f.signIn(t, "ann@example.com", "the password", "192.0.2.1", ""); !errors.Is(err, auth.ErrVerificationRequired) {
+		t.Fatalf("a new browser in attack mode: %v, want ErrVerificationRequired", err)
+	}
+	res, err := f.ConfirmSignIn(t.Context(), signInToken(t, f.Mail, "ann@example.com"), client("192.0.2.1"), "")
+	if err != nil {
+		t.Fatalf("ConfirmSignIn: %v", err)
+	}
+	for pass := range 2 {
+		if gone, err := f.SignOutNewDevices(t.Context(), since, nil); err != nil || len(gone) != 0 {
+			t.Fatalf("pass %d signed out %+v, %v; want nobody", pass+1, gone, err)
+		}
+	}
+	if _, err := f.Session(t.Context(), res.Session.Token); err != nil {
+		t.Errorf("the confirmed browser's session after the passes: %v", err)
+	}
+	if _, err := f.signIn(t, "ann@example.com", "the password", "192.0.2.1", res.Device.Value); err != nil {
+		t.Errorf("the confirmed browser signing in again: %v, want a session", err)
 	}
 }

@@ -37,9 +37,9 @@ func (s *hookedStore) RehashPassword(ctx context.Context, userID int64, old, has
 	return s.Store.RehashPassword(ctx, userID, old, hash)
 }
 
-func (s *hookedStore) AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int) error {
+func (s *hookedStore) AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int, verified bool) error {
 	run(s.beforeAddDevice)
-	return s.Store.AddDevice(ctx, userID, passwordHash, nonceHash, at, max)
+	return s.Store.AddDevice(ctx, userID, passwordHash, nonceHash, at, max, verified)
 }
 
 func (s *hookedStore) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {

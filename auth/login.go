@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"time"
 
@@ -283,7 +282,7 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 			return res, OutcomeUnavailable, err
 		}
 		// A remembered browser: a known device, never held.
-		res, err = s.signedIn(ctx, req, user, passwordHash, source, device, mustChange, nil)
+		res, err = s.signedIn(ctx, req, user, passwordHash, source, device, mustChange, "")
 		if err != nil {
 			return res, OutcomeUnavailable, err
 		}
@@ -398,7 +397,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	// nothing else (breached.go); other browsers never get this far with
 	// one.
 	mustChange := device != "" && s.passwordBreached(ctx, req.Password)
-	return s.signedIn(ctx, req, user, passwordHash, source, device, mustChange, nil)
+	return s.signedIn(ctx, req, user, passwordHash, source, device, mustChange, "")
 }
 
 // rehashed stores a new hash of the right password when rehash says the
@@ -429,9 +428,11 @@ func (s *Service) rehashed(ctx context.Context, user User, password string, reha
 
 // signedIn makes the session of a sign-in decided, with the account's
 // password hash passwordHash, from the known device device ("" for
-// another browser, which becomes one), and records it with detail added
-// to the event's.
-func (s *Service) signedIn(ctx context.Context, req LoginRequest, user User, passwordHash, source, device string, mustChange bool, detail map[string]string) (LoginResult, error) {
+// another browser, which becomes one), and records it. factor names the
+// second factor the sign-in passed, "" for none: a new browser it
+// signed in becomes a verified device, which attack mode's start keeps
+// (SignOutNewDevices).
+func (s *Service) signedIn(ctx context.Context, req LoginRequest, user User, passwordHash, source, device string, mustChange bool, factor string) (LoginResult, error) {
 	if device != "" {
 		after, cancel := s.afterDecision(ctx)
 		defer cancel()
@@ -449,7 +450,7 @@ func (s *Service) signedIn(ctx context.Context, req LoginRequest, user User, pas
 		cookie, nonce = s.devices.Issue(user.Email, now)
 		// Before the session: a password replaced while this one was
 		// being verified neither signs in nor adds a device.
-		if err := s.addDevice(ctx, user.ID, passwordHash, nonce); errors.Is(err, ErrPasswordChanged) {
+		if err := s.addDevice(ctx, user.ID, passwordHash, nonce, factor != ""); errors.Is(err, ErrPasswordChanged) {
 			return LoginResult{}, ErrInvalidCredentials
 		} else if err != nil {
 			return LoginResult{}, err
@@ -472,7 +473,9 @@ func (s *Service) signedIn(ctx context.Context, req LoginRequest, user User, pas
 	// the header itself: DescribeBrowser).
 	e := Event{Kind: EventLoginSucceeded, Account: user.Email, UserID: user.ID, Source: source,
 		Detail: map[string]string{"browser": DescribeBrowser(req.Client.UserAgent)}}
-	maps.Copy(e.Detail, detail)
+	if factor != "" {
+		e.Detail["factor"] = factor
+	}
 	if mustChange {
 		e.Detail["password"] = "breached"
 	}

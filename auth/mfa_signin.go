@@ -314,7 +314,7 @@ func (s *Service) stepSignedIn(ctx context.Context, user User, req SecondStepReq
 	fs := s.factors
 	device, cookie := s.knownDeviceOf(ctx, user.Email, req.Cookie)
 	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
-	res, err := s.signedIn(ctx, lreq, user, passwordHash, req.Client.Source(), device, mustChange, map[string]string{"factor": kind})
+	res, err := s.signedIn(ctx, lreq, user, passwordHash, req.Client.Source(), device, mustChange, kind)
 	if errors.Is(err, ErrInvalidCredentials) {
 		return LoginResult{}, ErrInvalidToken
 	}

@@ -250,7 +250,7 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	}
 	device, cookie := s.knownDeviceOf(ctx, user.Email, req.Cookie)
 	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
-	res, err := s.signedIn(ctx, lreq, user, user.PasswordHash, source, device, false, map[string]string{"factor": "passkey"})
+	res, err := s.signedIn(ctx, lreq, user, user.PasswordHash, source, device, false, "passkey")
 	if errors.Is(err, ErrInvalidCredentials) {
 		// The password was replaced meanwhile, ending every session:
 		// start again.

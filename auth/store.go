@@ -107,21 +107,22 @@ type SessionStore interface {
 // DeviceStore keeps the known devices of each account by the hash of
 // their nonce.
 type DeviceStore interface {
-	// ForgetNewDevices forgets every device first seen at or after since,
-	// and ends the sessions created at or after since of the accounts
-	// they belonged to and of the accounts also names, at once; it returns
-	// the accounts whose devices it forgot.
+	// ForgetNewDevices forgets every device first seen at or after since
+	// but the verified ones, and ends the sessions created at or after
+	// since of the accounts they belonged to and of the accounts also
+	// names, at once; it returns the accounts whose devices it forgot.
 	ForgetNewDevices(ctx context.Context, since time.Time, also []int64) ([]User, error)
 	// KnownDevice reports whether nonceHash is a device of the account
 	// with email last seen after seenAfter.
 	KnownDevice(ctx context.Context, email string, nonceHash []byte, seenAfter time.Time) (bool, error)
 	// AddDevice makes nonceHash a known device of the account, seen at,
-	// and forgets its least recently used devices beyond max. With
-	// passwordHash set, it does so only while that is still the
+	// verified when its sign-in proved more than the password (a second
+	// factor), and forgets its least recently used devices beyond max.
+	// With passwordHash set, it does so only while that is still the
 	// account's hash (ErrPasswordChanged otherwise, and when the account
 	// is gone). Devices added to one account at once are serialised, so
 	// that max holds.
-	AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int) error
+	AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int, verified bool) error
 	// TouchDevice notes that the device signed in at.
 	TouchDevice(ctx context.Context, nonceHash []byte, at time.Time) error
 }
@@ -151,8 +152,8 @@ type UnlockTokenStore interface {
 	// after now.
 	UnlockTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (bool, error)
 	// UseUnlockToken spends an unused unlock token that expires after now
-	// and makes nonceHash a known device of its account, as AddDevice
-	// does without a password to check, at once. Spending is conditional,
+	// and makes nonceHash a verified known device of its account, as
+	// AddDevice does without a password to check, at once. Spending is conditional,
 	// so a token works once even when confirmations race;
 	// ErrInvalidToken if it cannot be spent.
 	UseUnlockToken(ctx context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (userID int64, email string, err error)
@@ -171,8 +172,8 @@ type SignInTokenStore interface {
 	SignInTokenLive(ctx context.Context, tokenHash []byte, now time.Time) (email string, err error)
 	// UseSignInToken spends an unused sign-in token that expires after
 	// now and whose account's password hash is still the one it is bound
-	// to, makes nonceHash a known device of the account, as AddDevice does,
-	// and returns the account, at once. Spending is conditional, so a
+	// to, makes nonceHash a verified known device of the account, as
+	// AddDevice does, and returns the account, at once. Spending is conditional, so a
 	// token works once even when confirmations race; ErrInvalidToken if it
 	// cannot be spent.
 	UseSignInToken(ctx context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (User, error)

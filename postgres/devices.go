@@ -23,7 +23,7 @@ func (s *Store) KnownDevice(ctx context.Context, email string, nonceHash []byte,
 // AddDevice implements auth.DeviceStore. A disabled account gets no
 // device, as it gets no session (CreateSession): a sign-in that verified
 // its password as it was being disabled leaves no known device behind.
-func (s *Store) AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int) error {
+func (s *Store) AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int, verified bool) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var current string
 		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 AND disabled_at IS NULL FOR NO KEY UPDATE`, userID).Scan(&current)
@@ -33,21 +33,21 @@ func (s *Store) AddDevice(ctx context.Context, userID int64, passwordHash string
 		if err != nil {
 			return err
 		}
-		return insertDevice(ctx, tx, userID, nonceHash, at, max)
+		return insertDevice(ctx, tx, userID, nonceHash, at, max, verified)
 	})
 }
 
-// insertDevice adds a known device in the caller's transaction and
-// forgets the least recently used devices beyond max. It locks the
-// account's row first, which serialises the devices added to one account,
-// so the bound holds under concurrent sign-ins.
-func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonceHash []byte, now time.Time, max int) error {
+// insertDevice adds a known device, verified or not, in the caller's
+// transaction and forgets the least recently used devices beyond max. It
+// locks the account's row first, which serialises the devices added to
+// one account, so the bound holds under concurrent sign-ins.
+func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonceHash []byte, now time.Time, max int, verified bool) error {
 	if _, err := tx.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx,
-		`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at) VALUES ($1, $2, $3, $3)`,
-		nonceHash, userID, now); err != nil {
+		`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at, verified) VALUES ($1, $2, $3, $3, $4)`,
+		nonceHash, userID, now, verified); err != nil {
 		return err
 	}
 	_, err := tx.Exec(ctx, `
@@ -67,7 +67,7 @@ func (s *Store) ForgetNewDevices(ctx context.Context, since time.Time, also []in
 	}
 	rows, err := s.pool.Query(ctx, `
 		WITH gone AS (
-			DELETE FROM devices WHERE created_at >= $1 RETURNING user_id
+			DELETE FROM devices WHERE created_at >= $1 AND NOT verified RETURNING user_id
 		), ended AS (
 			DELETE FROM sessions WHERE created_at >= $1
 			AND (user_id IN (SELECT user_id FROM gone) OR user_id = ANY($2))

@@ -60,7 +60,7 @@ func (s *Store) UseSignInToken(ctx context.Context, tokenHash []byte, now time.T
 		if tag.RowsAffected() == 0 {
 			return auth.ErrInvalidToken
 		}
-		return insertDevice(ctx, tx, u.ID, nonceHash, now, maxDevices)
+		return insertDevice(ctx, tx, u.ID, nonceHash, now, maxDevices, true)
 	})
 	if err != nil {
 		return auth.User{}, err

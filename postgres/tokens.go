@@ -100,7 +100,7 @@ func (s *Store) UseUnlockToken(ctx context.Context, tokenHash []byte, now time.T
 		if err != nil {
 			return err
 		}
-		return insertDevice(ctx, tx, userID, nonceHash, now, maxDevices)
+		return insertDevice(ctx, tx, userID, nonceHash, now, maxDevices, true)
 	})
 	if err != nil {
 		return 0, "", err

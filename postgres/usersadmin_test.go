@@ -190,7 +190,7 @@ func TestDisableUser(t *testing.T) {
 	if err := s.CreateSession(ctx, hash("s1"), sess, u.PasswordHash); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddDevice(ctx, u.ID, "", hash("d1"), now, 10); err != nil {
+	if err := s.AddDevice(ctx, u.ID, "", hash("d1"), now, 10, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AddResetToken(ctx, hash("r1"), u.ID, now, now.Add(time.Hour)); err != nil {
@@ -265,7 +265,7 @@ func TestDisableUser(t *testing.T) {
 	}
 	// A sign-in whose password was verified before the disabling adds no
 	// known device after it, as it makes no session.
-	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, hash("d4"), now, 10); !errors.Is(err, auth.ErrPasswordChanged) {
+	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, hash("d4"), now, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
 		t.Errorf("device added to a disabled account: %v", err)
 	}
 	if err := s.CreateSession(ctx, hash("s2"), sess, u.PasswordHash); !errors.Is(err, auth.ErrPasswordChanged) {
@@ -300,7 +300,7 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 		}
 	}
 	must(s.CreateSession(ctx, hash("s"), auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash))
-	must(s.AddDevice(ctx, u.ID, "", hash("d"), now, 10))
+	must(s.AddDevice(ctx, u.ID, "", hash("d"), now, 10, false))
 	must(s.AddResetToken(ctx, hash("r"), u.ID, now, now.Add(time.Hour)))
 	must(s.AddUnlockToken(ctx, hash("u"), u.ID, now, now.Add(time.Hour)))
 	must(s.AddSignInToken(ctx, hash("i"), u.ID, u.PasswordHash, now, now.Add(time.Hour)))

@@ -150,6 +150,25 @@ func TestMFASignInJSON(t *testing.T) {
 	}
 }
 
+// TestMFADeviceOutlivesAttackStart: a new browser signed in by its
+// second factor is verified, not a password alone; attack mode's start,
+// which forgets the browsers new since it began, keeps it and its session.
+func TestMFADeviceOutlivesAttackStart(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	u := enrolTOTP(t, env, base, clk, "tara@example.test", false)
+	since := clk.Now()
+	c := xcloaktest.Client(t, "127.0.30.2")
+	if status, body := mfaJSON(t, c, base, mfaLoginJSON(t, c, base, u), u.code(t)); status != 200 {
+		t.Fatalf("right code: %d %s; want 200", status, body)
+	}
+	if gone, err := env.Service.SignOutNewDevices(t.Context(), since, nil); err != nil || len(gone) != 0 {
+		t.Fatalf("attack mode's start signed out %+v, %v; want nobody", gone, err)
+	}
+	if resp, body := get(t, c, base+"/api/v1/account/sessions"); resp.StatusCode != 200 {
+		t.Errorf("the browser's session after attack mode's start: %d %s", resp.StatusCode, body)
+	}
+}
+
 // TestMFATokenBelongsToItsBrowser: a token sent by another browser, or
 // after it expired, signs nothing in.
 func TestMFATokenBelongsToItsBrowser(t *testing.T) {

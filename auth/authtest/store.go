@@ -40,6 +40,7 @@ type device struct {
 	userID            int64
 	created, lastSeen time.Time
 	publicID          string
+	verified          bool
 }
 
 type token struct {
@@ -320,25 +321,25 @@ func (s *Store) KnownDevice(_ context.Context, email string, nonceHash []byte, s
 }
 
 // AddDevice implements auth.DeviceStore.
-func (s *Store) AddDevice(_ context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int) error {
+func (s *Store) AddDevice(_ context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int, verified bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.users[userID]
 	if u == nil || (passwordHash != "" && u.PasswordHash != passwordHash) {
 		return auth.ErrPasswordChanged
 	}
-	s.addDevice(userID, nonceHash, at, max)
+	s.addDevice(userID, nonceHash, at, max, verified)
 	return nil
 }
 
-// addDevice adds a device and forgets the account's least recently used
-// beyond max.
-func (s *Store) addDevice(userID int64, nonceHash []byte, at time.Time, max int) {
+// addDevice adds a device, verified or not, and forgets the account's
+// least recently used beyond max.
+func (s *Store) addDevice(userID int64, nonceHash []byte, at time.Time, max int, verified bool) {
 	id := auth.NewPublicID()
 	if d, ok := s.devices[string(nonceHash)]; ok && d.userID == userID {
 		id = d.publicID
 	}
-	s.devices[string(nonceHash)] = device{userID: userID, created: at, lastSeen: at, publicID: id}
+	s.devices[string(nonceHash)] = device{userID: userID, created: at, lastSeen: at, publicID: id, verified: verified}
 	var mine []string
 	for k, d := range s.devices {
 		if d.userID == userID {
@@ -360,7 +361,7 @@ func (s *Store) ForgetNewDevices(_ context.Context, since time.Time, also []int6
 	defer s.mu.Unlock()
 	hit := map[int64]bool{}
 	deleteWhere(s.devices, func(d device) bool {
-		if d.created.Before(since) {
+		if d.created.Before(since) || d.verified {
 			return false
 		}
 		hit[d.userID] = true
@@ -458,7 +459,7 @@ func (s *Store) UseUnlockToken(_ context.Context, tokenHash []byte, now time.Tim
 		return 0, "", auth.ErrInvalidToken
 	}
 	t.used, t.usedAt = true, now
-	s.addDevice(t.userID, nonceHash, now, maxDevices)
+	s.addDevice(t.userID, nonceHash, now, maxDevices, true)
 	return t.userID, s.users[t.userID].Email, nil
 }
 
@@ -504,7 +505,7 @@ func (s *Store) UseSignInToken(_ context.Context, tokenHash []byte, now time.Tim
 		return auth.User{}, auth.ErrInvalidToken
 	}
 	t.used, t.usedAt = true, now
-	s.addDevice(u.ID, nonceHash, now, maxDevices)
+	s.addDevice(u.ID, nonceHash, now, maxDevices, true)
 	return *u, nil
 }
 

@@ -146,7 +146,7 @@ var storeCases = []struct {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		for _, u := range []auth.User{ann, bob} {
 			newSession(t, s, u, "session "+u.Email)
-			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10))
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10, false))
 			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
 		}
 		mustNil(t, s.SetPassword(t.Context(), "ann@example.com", "new"))
@@ -173,12 +173,12 @@ var storeCases = []struct {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		for _, u := range []auth.User{ann, bob} {
 			newSession(t, s, u, "session "+u.Email)
-			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10))
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10, false))
 			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
 		}
 		mine := auth.Session{UserID: ann.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour), MustChangePassword: true}
 		mustNil(t, s.CreateSession(t.Context(), hash("mine"), mine, ann.PasswordHash))
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("my device"), base, 10))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("my device"), base, 10, false))
 
 		if err := s.ChangePassword(t.Context(), ann.ID, "not the hash", "new", hash("mine"), hash("my device")); !errors.Is(err, auth.ErrPasswordChanged) {
 			t.Fatalf("change from a replaced hash: %v, want ErrPasswordChanged", err)
@@ -214,7 +214,7 @@ var storeCases = []struct {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		for _, u := range []auth.User{ann, bob} {
 			newSession(t, s, u, "session "+u.Email)
-			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10))
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10, false))
 			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
 		}
 		id, err := s.SignOutEverywhere(t.Context(), "ann@example.com")
@@ -238,13 +238,13 @@ var storeCases = []struct {
 		// Ann: a laptop known from before, with its session, and a new
 		// browser signed in since. Bob: only old ones. Cy: a new session
 		// from a known device, no new device.
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("ann old"), base, 10))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("ann old"), base, 10, false))
 		session(ann, "ann old", base)
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("ann new"), since, 10))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("ann new"), since, 10, false))
 		session(ann, "ann new", since.Add(time.Second))
-		mustNil(t, s.AddDevice(t.Context(), bob.ID, "", hash("bob old"), base, 10))
+		mustNil(t, s.AddDevice(t.Context(), bob.ID, "", hash("bob old"), base, 10, false))
 		session(bob, "bob old", base)
-		mustNil(t, s.AddDevice(t.Context(), cy.ID, "", hash("cy old"), base, 10))
+		mustNil(t, s.AddDevice(t.Context(), cy.ID, "", hash("cy old"), base, 10, false))
 		session(cy, "cy new", since.Add(time.Second))
 
 		got, err := s.ForgetNewDevices(t.Context(), since, nil)
@@ -279,15 +279,41 @@ var storeCases = []struct {
 			t.Errorf("the second pass ended bob's old session: %v", err)
 		}
 	}},
+	{"forgetting new devices keeps the verified ones: by a second factor, a sign-in link or an unlock link", func(t *testing.T, s auth.Store) {
+		since := base.Add(time.Minute)
+		ann, bob, cy := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com"), mustUser(t, s, "cy@example.com")
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("ann factor"), since, 10, true))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("bob link"), bob.ID, bob.PasswordHash, base, since.Add(time.Hour)))
+		if _, err := s.UseSignInToken(t.Context(), hash("bob link"), since, hash("bob link device"), 10); err != nil {
+			t.Fatal(err)
+		}
+		mustNil(t, s.AddUnlockToken(t.Context(), hash("cy unlock"), cy.ID, base, since.Add(time.Hour)))
+		if _, _, err := s.UseUnlockToken(t.Context(), hash("cy unlock"), since, hash("cy unlock device"), 10); err != nil {
+			t.Fatal(err)
+		}
+		mustNil(t, s.AddDevice(t.Context(), cy.ID, cy.PasswordHash, hash("cy password"), since, 10, false))
+		got, err := s.ForgetNewDevices(t.Context(), since, nil)
+		if err != nil || len(got) != 1 || got[0].ID != cy.ID {
+			t.Fatalf("ForgetNewDevices = %+v, %v; want cy only, for the device her password alone added", got, err)
+		}
+		for _, c := range []struct {
+			email, nonce string
+			want         bool
+		}{{ann.Email, "ann factor", true}, {bob.Email, "bob link device", true}, {cy.Email, "cy unlock device", true}, {cy.Email, "cy password", false}} {
+			if known, _ := s.KnownDevice(t.Context(), c.email, hash(c.nonce), base); known != c.want {
+				t.Errorf("device %s known = %v, want %v", c.nonce, known, c.want)
+			}
+		}
+	}},
 	{"a device needs the verified hash, is known to its account only, and ages", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
-		if err := s.AddDevice(t.Context(), ann.ID, "replaced", hash("d1"), base, 10); !errors.Is(err, auth.ErrPasswordChanged) {
+		if err := s.AddDevice(t.Context(), ann.ID, "replaced", hash("d1"), base, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
 			t.Fatalf("device for a replaced hash: %v, want ErrPasswordChanged", err)
 		}
-		if err := s.AddDevice(t.Context(), ann.ID+bob.ID+1, "", hash("d1"), base, 10); !errors.Is(err, auth.ErrPasswordChanged) {
+		if err := s.AddDevice(t.Context(), ann.ID+bob.ID+1, "", hash("d1"), base, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
 			t.Fatalf("device of a missing account: %v, want ErrPasswordChanged", err)
 		}
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("d2"), base, 10))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("d2"), base, 10, false))
 		for _, c := range []struct {
 			email     string
 			nonce     string
@@ -311,11 +337,11 @@ var storeCases = []struct {
 	{"an account keeps its max most recently used devices", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		for i := range 4 {
-			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash(fmt.Sprint("d", i)), base.Add(time.Duration(i)*time.Minute), 3))
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash(fmt.Sprint("d", i)), base.Add(time.Duration(i)*time.Minute), 3, false))
 		}
 		// d1 signs in again: d2 is base the least recently used.
 		mustNil(t, s.TouchDevice(t.Context(), hash("d1"), base.Add(time.Hour)))
-		mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("d4"), base.Add(10*time.Minute), 3))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("d4"), base.Add(10*time.Minute), 3, false))
 		for i, want := range []bool{false, true, false, true, true} {
 			if got, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Hour)); got != want {
 				t.Errorf("device d%d known = %v, want %v", i, got, want)
@@ -327,7 +353,7 @@ var storeCases = []struct {
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
-				if err := s.AddDevice(context.Background(), u.ID, u.PasswordHash, hash(fmt.Sprint("d", i)), base, 3); err != nil {
+				if err := s.AddDevice(context.Background(), u.ID, u.PasswordHash, hash(fmt.Sprint("d", i)), base, 3, false); err != nil {
 					t.Error(err)
 				}
 			})
@@ -346,7 +372,7 @@ var storeCases = []struct {
 	{"a reset token works once, spends the account's others and replaces the password", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		newSession(t, s, ann, "session "+ann.Email)
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("device "+ann.Email), base, 10))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("device "+ann.Email), base, 10, false))
 		mustNil(t, s.AddResetToken(t.Context(), hash("t1"), ann.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddResetToken(t.Context(), hash("t2"), ann.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddResetToken(t.Context(), hash("b1"), bob.ID, base, base.Add(time.Hour)))
@@ -533,8 +559,8 @@ var storeCases = []struct {
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u new"), u.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddSignInToken(t.Context(), hash("i old"), u.ID, u.PasswordHash, old, old))
 		mustNil(t, s.AddSignInToken(t.Context(), hash("i new"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
-		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d old"), old, 10))
-		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d new"), base, 10))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d old"), old, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d new"), base, 10, false))
 		for _, kind := range []auth.SweepKind{auth.SweepSessions, auth.SweepResetTokens, auth.SweepUnlockTokens, auth.SweepSignInTokens, auth.SweepDevices} {
 			if n, err := s.Sweep(t.Context(), kind, cutoff); err != nil || n != 1 {
 				t.Errorf("Sweep(%s) = %d, %v; want 1", kind, n, err)
