@@ -8,6 +8,10 @@ import (
 // Slot is slot, for tests that need rules whose keys share a cluster slot.
 var Slot = slot
 
+// TakeBackTimeout bounds the take-back of a decision split over a
+// cluster's slots: one that waited longer was abandoned, by design.
+const TakeBackTimeout = takeBackTimeout
+
 // logHeader is the length of a packed log's header: its entries' width,
 // base and expiry (sliding_window.lua).
 const logHeader = 14
