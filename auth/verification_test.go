@@ -78,8 +78,15 @@ func (f *verifyFixture) advance(d time.Duration) {
 // idle waits until the mail workers have handled everything queued.
 func (f *verifyFixture) idle(t *testing.T) {
 	t.Helper()
+	mailIdle(t, f.Service.Service)
+}
+
+// mailIdle waits until the mail workers of s have handled everything
+// queued.
+func mailIdle(t *testing.T, s *auth.Service) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for auth.ResetsPending(f.Service.Service) > 0 {
+	for auth.ResetsPending(s) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("mail jobs still pending after 20 s")
 		}
