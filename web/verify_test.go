@@ -63,8 +63,12 @@ func answerOf(resp *http.Response, body string) answer {
 		}
 		for _, v := range values {
 			if name == "Set-Cookie" && bindingCookieRe.MatchString(v) {
+				// Its value is random, and its lifetime counts from the
+				// answer's second, as Date does: a new second between two
+				// answers tells nothing.
 				v = bindingCookieRe.ReplaceAllString(v, "${1}VALUE")
 				v = maxAgeRe.ReplaceAllString(v, "Max-Age=N")
+				v = expiresRe.ReplaceAllString(v, "Expires=T")
 			}
 			lines = append(lines, name+": "+v)
 		}
@@ -81,6 +85,7 @@ var (
 	heldTokenRe     = regexp.MustCompile(`("mfa_token":"|name="mfa_token" value=")([A-Za-z0-9_-]{44,})"`)
 	bindingCookieRe = regexp.MustCompile(`^((?:__Host-)?xcloak_mfa=)[^;]+`)
 	maxAgeRe        = regexp.MustCompile(`Max-Age=\d+`)
+	expiresRe       = regexp.MustCompile(`Expires=[^;]+`)
 )
 
 // TestVerificationNoOracle: while new-device verification applies, a new
