@@ -339,7 +339,7 @@ func compare(ctx context.Context, c compareConfig, progress io.Writer) (*compare
 		cmp.entries[name] = e
 	}
 
-	helloURL, stopHello, err := serveHello()
+	helloURL, stopHello, err := serveLoopback(&http.Server{Handler: helloHandler(), ReadHeaderTimeout: 10 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -579,7 +579,7 @@ func (cmp *comparison) serveRejection(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	url, stop, err := serveAnswer(want)
+	url, stop, err := serveLoopback(web.NewHTTPServer(answerHandler(want), nil))
 	if err != nil {
 		return "", err
 	}
@@ -697,25 +697,14 @@ func wrkAddress(ctx context.Context, target *url.URL, allow bool) (string, error
 	return u.String(), nil
 }
 
-// serveAnswer serves answerHandler(a) on a free loopback port, with the
-// connection bounds XCloak serves with.
-func serveAnswer(a answer) (url string, stop func(), err error) {
+// serveLoopback serves srv on a free loopback port: the bare handler's
+// contenders, helloHandler with a header timeout, and answerHandler with
+// the connection bounds XCloak serves with (web.NewHTTPServer).
+func serveLoopback(srv *http.Server) (url string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	srv := web.NewHTTPServer(answerHandler(a), nil)
-	go func() { _ = srv.Serve(l) }()
-	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
-}
-
-// serveHello serves helloHandler on a free loopback port.
-func serveHello() (url string, stop func(), err error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: helloHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }
