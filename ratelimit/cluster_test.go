@@ -1,6 +1,8 @@
 package ratelimit_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -145,4 +147,91 @@ func masterOf(t *testing.T, rdb *redis.ClusterClient, key string) string {
 	}
 	t.Fatalf("no master for slot %d", slot)
 	return ""
+}
+
+// TestClusterSlotMigrationIsNoOutage: while the slot of a decision's keys
+// migrates, its source answers a script whose keys are not all there yet
+// with TRYAGAIN. That is one slot for a moment, not Redis gone: the
+// decision fails as slow (ErrRedisSlow, answered 503) and the failover
+// stays with Redis, where taking it for an outage would switch a
+// replica's limits off under FailOpen until its probe found Redis again.
+func TestClusterSlotMigrationIsNoOutage(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ratelimit.NewFailover(shared, newLocal(t), rdb, ratelimit.FailOpen, nil)
+	t.Cleanup(f.Close)
+	rule := ratelimit.Rule{Name: "login_account", ID: prefix + "migrating@example.com", Limit: ratelimit.PerMinute(10), Lockable: true}
+	// An admission writes the account's log; its lock does not exist, so
+	// of the script's two keys one is on the source and one is not.
+	if d, err := f.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
+		t.Fatalf("AllowAll before the migration = %+v, %v", d, err)
+	}
+	keys, _ := ratelimit.NewKeys(prefix, rule.Name)
+	slot := int(rdb.ClusterKeySlot(t.Context(), keys.Log(rule.ID)).Val())
+	source, target := migrate(t, rdb, slot)
+
+	d, err := f.AllowAll(t.Context(), rule)
+	if !errors.Is(err, ratelimit.ErrRedisSlow) {
+		t.Fatalf("AllowAll while slot %d migrates from %s to %s = %+v, %v; want ErrRedisSlow", slot, source, target, d, err)
+	}
+	if f.Degraded() {
+		t.Fatal("a migrating slot put the failover in degraded mode: under FailOpen its limits are off")
+	}
+}
+
+// migrate marks slot as migrating from the master that holds it to
+// another, as redis-cli --cluster reshard does before it moves keys, and
+// makes it stable again when the test ends. It returns the two masters'
+// addresses.
+func migrate(t *testing.T, rdb *redis.ClusterClient, slot int) (source, target string) {
+	t.Helper()
+	shards, err := rdb.ClusterShards(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from, to *redis.Node
+	for _, s := range shards {
+		for i := range s.Nodes {
+			n := &s.Nodes[i]
+			if n.Role != "master" {
+				continue
+			}
+			holds := false
+			for _, r := range s.Slots {
+				holds = holds || (r.Start <= int64(slot) && int64(slot) <= r.End)
+			}
+			if holds {
+				from = n
+			} else if to == nil {
+				to = n
+			}
+		}
+	}
+	if from == nil || to == nil {
+		t.Fatalf("no two masters for slot %d in %+v", slot, shards)
+	}
+	node := func(n *redis.Node) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("%s:%d", n.IP, n.Port)})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	src, dst := node(from), node(to)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, c := range []*redis.Client{dst, src} {
+			if err := c.Do(ctx, "CLUSTER", "SETSLOT", slot, "STABLE").Err(); err != nil {
+				t.Errorf("making slot %d stable on %s: %v", slot, c.Options().Addr, err)
+			}
+		}
+	})
+	if err := dst.Do(t.Context(), "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Do(t.Context(), "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return src.Options().Addr, dst.Options().Addr
 }

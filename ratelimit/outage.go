@@ -13,7 +13,8 @@ import (
 
 // notServing are the starts of the error replies by which Redis says it
 // does not serve now, rather than that a command was wrong.
-var notServing = []string{"LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "TRYAGAIN ", "READONLY ",
+// A TRYAGAIN is not among them: it is a slot in migration (IsSlow).
+var notServing = []string{"LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "READONLY ",
 	"NOREPLICAS ", "BUSY ", "ERR max number of clients reached"}
 
 // IsOutage reports whether err, returned by a Redis call made under ctx,
@@ -25,11 +26,11 @@ var notServing = []string{"LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "TRYAGAIN "
 // ordinary error reply (a script bug, a wrong type): counting those as
 // outages would let anyone who can drop a connection switch the shared
 // limits off. Nor does a slow answer (IsSlow), which the Failover has a
-// probe confirm first, nor a dial this process could not make for want of
-// descriptors or ports. What counts: any other dial error, a connection reset,
-// refused or closed by Redis (EOF), and the replies by
-// which Redis says it is not serving now (LOADING, CLUSTERDOWN, MASTERDOWN,
-// TRYAGAIN, READONLY, NOREPLICAS, BUSY, max clients).
+// probe confirm first, a slot in migration among them, nor a dial this
+// process could not make for want of descriptors or ports. What counts: any
+// other dial error, a connection reset, refused or closed by Redis (EOF),
+// and the replies by which Redis says it is not serving now (LOADING,
+// CLUSTERDOWN, MASTERDOWN, READONLY, NOREPLICAS, BUSY, max clients).
 func IsOutage(ctx context.Context, err error) bool {
 	if err == nil || ctx.Err() != nil {
 		return false
@@ -81,6 +82,10 @@ func IsOutage(ctx context.Context, err error) bool {
 // outage would fall back to its in-process limits and admit what the
 // shared ones refuse, so a slow answer fails the one request and has a
 // probe ask Redis whether it is there at all.
+//
+// A TRYAGAIN counts too: a cluster node says so to a script whose keys are
+// in a slot being moved and not all moved yet, while go-redis' retries
+// last. Redis is there; that slot is not ready for a moment.
 func IsSlow(ctx context.Context, err error) bool {
 	if err == nil || ctx.Err() != nil {
 		return false
@@ -93,7 +98,7 @@ func IsSlow(ctx context.Context, err error) bool {
 		// failed dial is an outage.
 		return localShortage(err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout) || redis.HasErrorPrefix(err, "TRYAGAIN ") {
 		return true
 	}
 	var ne net.Error

@@ -57,7 +57,7 @@ func TestIsOutage(t *testing.T) {
 		{"LOADING", live, wrap(reply("LOADING Redis is loading the dataset in memory")), true},
 		{"CLUSTERDOWN", live, wrap(reply("CLUSTERDOWN The cluster is down")), true},
 		{"MASTERDOWN", live, wrap(reply("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")), true},
-		{"TRYAGAIN", live, wrap(reply("TRYAGAIN Multiple keys request during rehashing of slot")), true},
+		{"TRYAGAIN (a slot migrating)", live, wrap(reply("TRYAGAIN Multiple keys request during rehashing of slot")), false},
 		{"READONLY", live, wrap(reply("READONLY You can't write against a read only replica.")), true},
 		{"BUSY", live, wrap(reply("BUSY Redis is busy running a script.")), true},
 		{"max clients", live, wrap(reply("ERR max number of clients reached")), true},
@@ -98,6 +98,8 @@ func TestIsSlow(t *testing.T) {
 		{"no local port", live, wrap(&net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.EADDRNOTAVAIL}}), true},
 		{"EOF", live, wrap(io.EOF), false},
 		{"script bug", live, wrap(reply("ERR user_script:1: oops")), false},
+		{"TRYAGAIN (a slot migrating)", live, wrap(reply("TRYAGAIN Multiple keys request during rehashing of slot")), true},
+		{"TRYAGAIN, request gone", cancelled, wrap(reply("TRYAGAIN Multiple keys request during rehashing of slot")), false},
 	} {
 		if got := ratelimit.IsSlow(tc.ctx, tc.err); got != tc.want {
 			t.Errorf("%s: IsSlow(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
