@@ -126,6 +126,9 @@ type Hasher struct {
 	// inSlot, when set, runs while a slot is held, before hashing; tests use
 	// it to hold slots and watch the bound.
 	inSlot func()
+	// derived, when set, runs after each key the Hasher derives; tests
+	// count hashes with it.
+	derived func()
 }
 
 // NewHasher returns a Hasher that hashes with p. At most maxConcurrent hashes
@@ -202,7 +205,7 @@ func (h *Hasher) hash(password []byte) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("auth: making salt: %w", err)
 	}
-	key := argon2.IDKey(password, salt, h.params.Time, h.params.Memory, h.params.Threads, h.params.KeyLen)
+	key := h.derive(password, salt, h.params)
 	return encodeHash(h.params, salt, key), nil
 }
 
@@ -238,22 +241,37 @@ func (h *Hasher) verify(ctx context.Context, encoded, password string, trusted b
 	}
 	defer release()
 	normalised := normalisePassword(password)
-	if matches(normalised, p, salt, key) {
-		return true, p != h.params, nil
+	ok = h.matches(normalised, p, salt, key)
+	if normalised == password {
+		return ok, ok && p != h.params, nil
 	}
 	// Hashes stored before passwords were normalised hold the password as
 	// it was typed. Such a password matches as typed and is then stored
-	// again, normalised. The second hash depends only on the password
-	// typed, never on the account, so it tells an observer nothing about
-	// which accounts exist.
-	if normalised != password && matches(password, p, salt, key) {
+	// again, normalised. The second hash runs whether the first matched
+	// or not: how many run depends only on the password typed, never on
+	// whether it is right or the account exists, so the time of an answer
+	// that reads the same either way (a held sign-in) tells nothing.
+	typed := h.matches(password, p, salt, key)
+	switch {
+	case ok:
+		return true, p != h.params, nil
+	case typed:
 		return true, true, nil
 	}
 	return false, false, nil
 }
 
-func matches(password string, p Params, salt, key []byte) bool {
-	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
+// derive returns the key of password with salt under p.
+func (h *Hasher) derive(password, salt []byte, p Params) []byte {
+	key := argon2.IDKey(password, salt, p.Time, p.Memory, p.Threads, p.KeyLen)
+	if h.derived != nil {
+		h.derived()
+	}
+	return key
+}
+
+func (h *Hasher) matches(password string, p Params, salt, key []byte) bool {
+	got := h.derive([]byte(password), salt, p)
 	return subtle.ConstantTimeCompare(got, key) == 1
 }
 
