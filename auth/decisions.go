@@ -311,7 +311,8 @@ func denied(d ratelimit.Decision) *DeniedError {
 // names ended: result is ResultSuccess or ResultFailure. A sign-in's
 // failure counts towards the lockout of its known device, or else of the
 // account, and a success clears the device's failures and makes the device
-// known, exactly as XCloak's own sign-in does; both are recorded and
+// known, exactly as XCloak's own sign-in does (a challenged attempt's
+// success as XCloak's own held sign-in: appChallengeSucceeded); both are recorded and
 // observed by attack detection. A reset's outcome is recorded, and a
 // completed one forgets the account's known devices and ends its lockout,
 // as XCloak's own does; it feeds nothing else: XCloak's own resets have no
@@ -424,11 +425,15 @@ func (s *Service) countAppFailure(ctx context.Context, app APIKey, account, sour
 
 // appSucceeded takes a successful sign-in: the known device's failures are
 // forgotten, the device becomes (or stays) known, and the sign-in is
-// recorded, as a new device's when it was not known.
+// recorded, as a new device's when it was not known. A challenged one is
+// taken as appChallengeSucceeded says.
 func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, client Client, a attempt) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	source := client.Source()
+	if a.Challenge {
+		return s.appChallengeSucceeded(ctx, app, account, client, a)
+	}
 	if a.Known {
 		if _, err := s.limits.Clear(ctx, RuleLoginDevice, appDevice(a.Device)); err != nil {
 			s.log.WarnContext(ctx, "clearing device failures after sign-in", "err", err)
@@ -461,15 +466,30 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 	if isNew {
 		e.Detail["device"] = "new"
 	}
-	if a.Challenge {
-		e.Detail["challenged"] = "true"
-	}
 	s.record(e)
 	if isNew {
 		s.record(Event{Kind: EventNewDevice, Account: account, Source: source, Detail: map[string]string{"app": app.Name}})
 	}
 	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeSucceeded})
 	return nil
+}
+
+// appChallengeSucceeded takes the right password of a challenged attempt
+// as XCloak's own sign-in takes a held one. It proves the password alone,
+// which in credential stuffing is what the attacker has, and the
+// application has yet to verify the user another way, and may never: the
+// device does not become known, or the next attempt from it would be let
+// through unchallenged. It counts towards the account's lockout as a
+// failure does, so that an account which fails to lock after its
+// threshold of challenged tries cannot say that one of them was right;
+// attack detection sees a held sign-in. Its event says what it was.
+func (s *Service) appChallengeSucceeded(ctx context.Context, app APIKey, account string, client Client, a attempt) error {
+	source := client.Source()
+	s.record(Event{Kind: EventLoginSucceeded, Account: account, Source: source,
+		Detail: map[string]string{"app": app.Name, "challenged": "true"}})
+	err := s.countAppFailure(ctx, app, account, source, a)
+	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeHeld})
+	return err
 }
 
 // appDeviceCacheKey is an application device's key in appDeviceCache.

@@ -180,7 +180,9 @@ type outcomeBody struct {
 // Outcome tells XCloak what the password check of an allowed or challenged
 // attempt found: failures feed lockouts and attack detection, and a
 // success makes the attempt's device known to the account, exactly as
-// XCloak's own sign-ins do. Each attempt id takes one outcome; a second,
+// XCloak's own sign-ins do; a challenged attempt's success, like a right
+// password XCloak holds itself, makes no device known and counts towards
+// the account's lockout. Each attempt id takes one outcome; a second,
 // an expired or a foreign one is ErrUnknownAttempt.
 //
 // Like Attempt, Outcome never retries: its first call may have landed.

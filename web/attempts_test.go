@@ -206,6 +206,47 @@ func TestAttemptChallenge(t *testing.T) {
 	}
 }
 
+// TestAttemptChallengedSuccessKnowsNoDevice: the right password of a
+// challenged attempt, reported as the docs ask, proves only the password,
+// which in credential stuffing is what the attacker has. Its device stays
+// unknown, so the next attempt from it is challenged again, and it counts
+// towards the account's lockout as XCloak's own held sign-ins do: were it
+// not counted, an account that failed to lock after its threshold of
+// challenged tries would say that one of them was right.
+func TestAttemptChallengedSuccessKnowsNoDevice(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	_, d, _ := a.ask("login", "erin", "203.0.113.7", "bot-box")
+	if d.Decision != "challenge" {
+		t.Fatalf("a new device in attack mode: %+v, want challenge", d)
+	}
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("the leaked password's success: %d, want 204", status)
+	}
+	_, d, _ = a.ask("login", "erin", "203.0.113.8", "bot-box")
+	if d.Decision != "challenge" {
+		t.Fatalf("the same device again: %+v, want challenge: it never passed the application's check", d)
+	}
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("success: %d", status)
+	}
+	for i := 2; i < env.Auth.Lockout.Threshold; i++ {
+		_, d, _ := a.ask("login", "erin", fmt.Sprintf("203.0.113.%d", 10+i), "")
+		if d.Decision != "challenge" {
+			t.Fatalf("attempt %d: %+v, want challenge", i, d)
+		}
+		if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+			t.Fatalf("attempt %d's success: %d", i, status)
+		}
+	}
+	if status, d, _ := a.ask("login", "erin", "203.0.113.99", ""); status != 429 || d.Reason != "locked" {
+		t.Fatalf("after %d challenged successes: %d %+v, want 429 locked, as after as many failures", env.Auth.Lockout.Threshold, status, d)
+	}
+}
+
 // TestAttemptOutcomeUnknown: an attempt id is single use, signed and the
 // asking key's own; everything else is 404 unknown_attempt.
 func TestAttemptOutcomeUnknown(t *testing.T) {

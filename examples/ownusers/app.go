@@ -120,12 +120,14 @@ func (a *App) handleLogin(w http.ResponseWriter, r *http.Request) {
 		a.log.Warn("reporting the outcome to XCloak", "err", err)
 	}
 	switch {
-	case !ok:
-		a.page(w, http.StatusUnauthorized, page{Email: email, Error: "Email or password is incorrect."})
 	case d.Kind == client.Challenge:
 		// XCloak would verify this new browser itself: verify the user
-		// another way (a mailed link, a second factor) before a session.
+		// another way (a mailed link, a second factor) before a session,
+		// and answer a wrong password the same, or this page tells a
+		// stuffing run which of its passwords are right.
 		a.page(w, http.StatusAccepted, page{Verify: true})
+	case !ok:
+		a.page(w, http.StatusUnauthorized, page{Email: email, Error: "Email or password is incorrect."})
 	default:
 		a.startSession(w, strings.ToLower(email))
 		http.Redirect(w, r, "/", http.StatusSeeOther)

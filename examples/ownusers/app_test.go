@@ -152,6 +152,12 @@ func TestNewBrowserIsChallengedInAttackMode(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted || !strings.Contains(page, "Verify it is you") || hasCookie(resp, sessionCookie) {
 		t.Fatalf("new browser in attack mode: %d %s, want 202 verify and no session", resp.StatusCode, page)
 	}
+	// A wrong password gets the very same answer: the page must not tell
+	// a stuffing run which passwords were right.
+	guesser := xcloaktest.Client(t, "127.0.0.3")
+	if resp, wrong := signIn(t, guesser, base, "ann@example.com", "not ann's password"); resp.StatusCode != http.StatusAccepted || wrong != page {
+		t.Fatalf("a wrong password from a new browser in attack mode: %d %s, want the right one's 202 page", resp.StatusCode, wrong)
+	}
 	if resp, page := signIn(t, known, base, "ann@example.com", "ann's password"); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("known browser in attack mode: %d %s, want 303", resp.StatusCode, page)
 	}
