@@ -24,7 +24,8 @@ const (
 	// service answers 503): nothing is admitted without the shared limits.
 	FailClosed FailurePolicy = "closed"
 	// FailOpen admits every request, logging loudly: availability over
-	// protection, for those who choose it knowingly.
+	// protection, for those who choose it knowingly. A failure is counted
+	// nowhere and locks nothing.
 	FailOpen FailurePolicy = "open"
 )
 
@@ -440,7 +441,10 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 	case FailClosed:
 		return Failure{}, ErrRedisUnavailable
 	case FailOpen:
-		return Failure{}, nil
+		// Counted nowhere and locking nothing, it reads as the first
+		// failure of a run: Failures 0 would say the identity was
+		// locked already, and refuse what the policy lets through.
+		return Failure{Failures: 1}, nil
 	default:
 		if err := f.waitRestored(ctx); err != nil {
 			return Failure{}, err

@@ -174,6 +174,11 @@ func TestFailoverPolicies(t *testing.T) {
 				if err != nil || got != 10 {
 					t.Fatalf("open policy: admitted %d (%v), want all 10", got, err)
 				}
+				// A failure counts nowhere, and does not read as a
+				// lock already there (Failures 0).
+				if f, err := f.Fail(t.Context(), "login_account", "open-"+t.Name(), ""); err != nil || f.Failures == 0 || f.LockedNow {
+					t.Fatalf("open policy: Fail = %+v, %v; want a failure that locks nothing", f, err)
+				}
 			}
 
 			srv.Start() // a fresh Redis: no keys, no scripts (NOSCRIPT on first use)

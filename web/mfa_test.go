@@ -15,7 +15,9 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // mfaUser is an account with an authenticator app enrolled, and the
@@ -435,5 +437,26 @@ func TestMFACodeOnceAtOnce(t *testing.T) {
 	got := count(func(int) int { s, _ := mfaJSON(t, c, base, token, code); return s })
 	if got[200] != 1 {
 		t.Errorf("one step, the right code ten times: %v; want exactly one 200", got)
+	}
+}
+
+// TestMFAWithRedisDownUnderOpen: with Redis unreachable and the open
+// failure policy, which gives up the limits to keep sign-ins working, the
+// second step takes the right code as ever. The open policy's failure,
+// counted nowhere, once read as "locked already": every code was refused,
+// and no account with a factor could sign in for the whole outage.
+func TestMFAWithRedisDownUnderOpen(t *testing.T) {
+	srv := testenv.PrivateRedis(t)
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Redis: fastRedis(t, srv.URL()), Prefix: "xcloak:",
+		Auth: func(c *auth.Config) { c.RedisFailure = ratelimit.FailOpen }})
+	u := enrolTOTP(t, env, base, clk, "tara@example.test", false)
+	srv.Stop()
+	c := xcloaktest.Client(t, "127.0.30.2")
+	token := mfaLoginJSON(t, c, base, u)
+	if !env.Service.Degraded() {
+		t.Fatal("not in degraded mode with Redis down")
+	}
+	if status, body := mfaJSON(t, c, base, token, u.code(t)); status != 200 || body != `{"status":"ok"}` {
+		t.Fatalf("the right code with Redis down, open policy: %d %s; want 200 ok", status, body)
 	}
 }
