@@ -36,26 +36,24 @@ func (s *Store) ResetTokenUser(ctx context.Context, tokenHash []byte, now time.T
 // ResetPassword implements auth.ResetTokenStore.
 func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, hash string) (userID int64, email string, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Spending the token first, with the same conditions, makes the
-		// token single-use even when two confirmations race.
-		err := tx.QueryRow(ctx, `
+		// The account first (lockAccountOf). A disabled account's links
+		// are spent as it is disabled; one that raced that spends
+		// nothing here.
+		var err error
+		userID, email, err = lockAccountOf(ctx, tx, "password_reset_tokens", tokenHash)
+		if err != nil {
+			return err
+		}
+		// Spent with the same conditions, the token is single-use even
+		// when two confirmations race: the second finds it spent.
+		tag, err := tx.Exec(ctx, `
 			UPDATE password_reset_tokens SET used_at = $2
-			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
-			RETURNING user_id`, tokenHash, now).Scan(&userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return auth.ErrInvalidToken
-		}
+			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`, tokenHash, now)
 		if err != nil {
 			return err
 		}
-		// A disabled account's links are spent as it is disabled; one
-		// that raced that spends nothing here.
-		err = tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1 AND disabled_at IS NULL FOR NO KEY UPDATE`, userID).Scan(&email)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if tag.RowsAffected() == 0 {
 			return auth.ErrInvalidToken
-		}
-		if err != nil {
-			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, now); err != nil {
 			return err
@@ -89,16 +87,19 @@ func (s *Store) UnlockTokenLive(ctx context.Context, tokenHash []byte, now time.
 // a conditional UPDATE, so it works once even when confirmations race.
 func (s *Store) UseUnlockToken(ctx context.Context, tokenHash []byte, now time.Time, nonceHash []byte, maxDevices int) (userID int64, email string, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			UPDATE unlock_tokens t SET used_at = $2 FROM users u
-			WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > $2 AND u.id = t.user_id
-			  AND u.disabled_at IS NULL
-			RETURNING u.id, u.email`, tokenHash, now).Scan(&userID, &email)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return auth.ErrInvalidToken
-		}
+		var err error
+		userID, email, err = lockAccountOf(ctx, tx, "unlock_tokens", tokenHash)
 		if err != nil {
 			return err
+		}
+		tag, err := tx.Exec(ctx, `
+			UPDATE unlock_tokens SET used_at = $2
+			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`, tokenHash, now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return auth.ErrInvalidToken
 		}
 		return insertDevice(ctx, tx, userID, nonceHash, now, maxDevices, true)
 	})
@@ -106,4 +107,21 @@ func (s *Store) UseUnlockToken(ctx context.Context, tokenHash []byte, now time.T
 		return 0, "", err
 	}
 	return userID, email, nil
+}
+
+// lockAccountOf locks, in the caller's transaction, the row of the enabled
+// account whose link in table is tokenHash, and returns its id and email;
+// ErrInvalidToken if there is none such. Every transaction that touches an
+// account and its links takes the account's row first (a password change,
+// a reset, a disabling, a link spent): in the other order two of them
+// could each hold what the other waits for, and Postgres would abort one.
+// table is one of the code's own, never input.
+func lockAccountOf(ctx context.Context, tx pgx.Tx, table string, tokenHash []byte) (userID int64, email string, err error) {
+	err = tx.QueryRow(ctx, `
+		SELECT u.id, u.email FROM users u JOIN `+table+` t ON t.user_id = u.id
+		WHERE t.token_hash = $1 AND u.disabled_at IS NULL FOR NO KEY UPDATE OF u`, tokenHash).Scan(&userID, &email)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", auth.ErrInvalidToken
+	}
+	return userID, email, err
 }

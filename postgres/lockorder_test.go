@@ -1,0 +1,116 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// TestLinksSpentAfterTheAccount: spending an unlock or a reset link takes
+// the account's row before the link's, as every transaction that touches
+// both does (a password change, a reset, a disabling). In the other order
+// two of them could each hold what the other waits for: Postgres then
+// aborts one (SQLSTATE 40P01), which its user sees as 503. Each case holds
+// the account's row while the two queue for it in the order that
+// deadlocked, then lets go: the first finishes, and the second finds its
+// link spent.
+func TestLinksSpentAfterTheAccount(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	now := time.Now()
+	for _, c := range []struct {
+		name   string
+		first  func(u auth.User) error
+		second func(u auth.User) error
+	}{
+		{"a new password, then an unlock link", func(u auth.User) error {
+			return s.SetPassword(ctx, u.Email, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3")
+		}, func(u auth.User) error {
+			_, _, err := s.UseUnlockToken(ctx, hashOf("unlock "+u.Email), now, hashOf("device "+u.Email), 10)
+			return err
+		}},
+		{"two reset links at once", func(u auth.User) error {
+			_, _, err := s.ResetPassword(ctx, hashOf("reset one "+u.Email), now, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$b25l")
+			return err
+		}, func(u auth.User) error {
+			_, _, err := s.ResetPassword(ctx, hashOf("reset two "+u.Email), now, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$dHdv")
+			return err
+		}},
+		{"a disabling, then a reset link", func(u auth.User) error {
+			_, err := s.DisableUser(ctx, u.ID, now)
+			return err
+		}, func(u auth.User) error {
+			_, _, err := s.ResetPassword(ctx, hashOf("reset one "+u.Email), now, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$b25l")
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := addUser(t, s, c.name+"@example.com", false)
+			addUser(t, s, "admin "+c.name+"@example.com", true) // DisableUser keeps one administrator
+			for _, tok := range []string{"reset one ", "reset two "} {
+				if err := s.AddResetToken(ctx, hashOf(tok+u.Email), u.ID, now.Add(-time.Minute), now.Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.AddUnlockToken(ctx, hashOf("unlock "+u.Email), u.ID, now.Add(-time.Minute), now.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			hold, err := s.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Rollback(context.Background())
+			if _, err := hold.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR UPDATE`, u.ID); err != nil {
+				t.Fatal(err)
+			}
+			first, second := make(chan error, 1), make(chan error, 1)
+			go func() { first <- c.first(u) }()
+			waitForLockWaits(t, s.Pool(), 1)
+			go func() { second <- c.second(u) }()
+			waitForLockWaits(t, s.Pool(), 2)
+			if err := hold.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, ch := range []chan error{first, second} {
+				var pgErr *pgconn.PgError
+				switch err := <-ch; {
+				case errors.As(err, &pgErr):
+					t.Errorf("transaction %d: %v (SQLSTATE %s)", i+1, err, pgErr.Code)
+				case i == 0 && err != nil:
+					t.Errorf("the first transaction: %v", err)
+				case i == 1 && !errors.Is(err, auth.ErrInvalidToken):
+					t.Errorf("the second transaction: %v, want its link spent (ErrInvalidToken)", err)
+				}
+			}
+		})
+	}
+}
+
+// waitForLockWaits waits until n sessions of the test's database wait for
+// a lock.
+func waitForLockWaits(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions wait for a lock after 10 s, want %d", waiting, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
