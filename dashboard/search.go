@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/xcloak/xcloak/auth"
 )
@@ -72,6 +74,11 @@ func ParseEventSearch(account, network, kind string) (EventSearch, error) {
 	if account = strings.TrimSpace(account); account != "" {
 		if len(account) > 512 {
 			return q, &auth.FieldError{Field: "account", Message: "is too long"}
+		}
+		// No stored account holds them, and Postgres refuses text that
+		// is not UTF-8 or holds NUL, which would read as its failure.
+		if !utf8.ValidString(account) || strings.ContainsFunc(account, unicode.IsControl) {
+			return q, &auth.FieldError{Field: "account", Message: "must be UTF-8 without control characters"}
 		}
 		if !strings.HasPrefix(account, "app ") {
 			if e, err := auth.NormaliseEmail(account); err == nil {

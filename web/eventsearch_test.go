@@ -53,6 +53,8 @@ func TestEventSearch(t *testing.T) {
 			{"network=192.0.2.300", "network must be an IP address"},
 			{"kind=lockout&kind=unlock", "kind is given more than once"},
 			{"before=yesterday", "page of events does not exist"},
+			{"account=a%00b@example.com", "account must be UTF-8 without control characters"},
+			{"account=%ff", "account must be UTF-8 without control characters"},
 		} {
 			resp, body := get(t, admin, base+path+"?"+bad.query)
 			if strings.HasPrefix(path, "/api/") && strings.HasPrefix(bad.query, "before=") {
