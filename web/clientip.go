@@ -15,8 +15,8 @@ const (
 	// maxForwardedHops is how many chain entries, counted from the right,
 	// ClientIP considers before it gives up looking further left.
 	maxForwardedHops = 32
-	// maxForwardedBytes is the largest total size of the header lines that
-	// carry the chain; anything larger is ignored as a whole.
+	// maxForwardedBytes is how much of the chain, counted from the right,
+	// ClientIP reads before it gives up looking further left.
 	maxForwardedBytes = 4 << 10
 )
 
@@ -157,8 +157,11 @@ func (r *ClientIPResolver) isTrusted(addr netip.Addr) bool {
 // the leftmost entry when every hop is trusted. Entries may carry ports and
 // IPv6 brackets, as in "[2001:db8::1]:4711" or "192.0.2.43:47011".
 //
-// The walk considers at most 32 hops, and header lines larger than 4 KiB in
-// total are ignored, which makes the peer the client.
+// The walk considers at most 32 hops and the last 4 KiB of the chain; past
+// either it stops and the last trusted hop seen is returned. Bounding the
+// walk, not the header, keeps what the client cannot forge: a client that
+// pads the chain it sends is still found where its proxy put it, on the
+// right, rather than hidden behind the proxy itself.
 func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
 	if req == nil {
 		return netip.Addr{}
@@ -183,15 +186,7 @@ func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
 	default:
 		lines, parseHop = req.Header.Values("X-Forwarded-For"), parseNode
 	}
-	size := 0
-	for _, line := range lines {
-		size += len(line)
-	}
-	if size > maxForwardedBytes {
-		return peer
-	}
-
-	last, hops := peer, 0
+	last, hops, size := peer, 0, 0
 	for i := len(lines) - 1; i >= 0; i-- {
 		rest := lines[i]
 		for rest != "" {
@@ -201,8 +196,12 @@ func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
 			entry := rest
 			if j := strings.LastIndexByte(rest, ','); j >= 0 {
 				entry, rest = rest[j+1:], rest[:j]
+				size++ // the comma
 			} else {
 				rest = ""
+			}
+			if size += len(entry); size > maxForwardedBytes {
+				return last
 			}
 			entry = strings.Trim(entry, " \t")
 			if entry == "" {

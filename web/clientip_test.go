@@ -157,7 +157,16 @@ func TestClientIP(t *testing.T) {
 
 		// Bounds.
 		{name: "XFF over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{strings.Repeat(" ", 4096) + "203.0.113.9"}, want: "10.0.0.1"},
-		{name: "XFF over 4 KiB over many lines", trusted: trusted, remote: "10.0.0.1:1234", xff: append(repeat("10.0.0.5", 600), "203.0.113.9"), want: "10.0.0.1"},
+		{name: "XFF over 4 KiB over many lines", trusted: trusted, remote: "10.0.0.1:1234", xff: append(repeat("10.0.0.5", 600), "203.0.113.9"), want: "203.0.113.9"},
+		// A client that pads what it sends, behind a proxy that appends
+		// to it: found where the proxy put it, not hidden behind the
+		// proxy (the peer).
+		{name: "client's padding over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234",
+			xff: []string{strings.TrimSuffix(strings.Repeat("1.1.1.1,", 520), ","), "203.0.113.9"}, want: "203.0.113.9"},
+		{name: "client's padding on the proxy's line", trusted: trusted, remote: "10.0.0.1:1234",
+			xff: []string{strings.Repeat("1.1.1.1,", 520) + " 203.0.113.9"}, want: "203.0.113.9"},
+		{name: "4 KiB of trusted hops read", trusted: trusted, remote: "10.0.0.1:1234",
+			xff: []string{"203.0.113.9," + strings.Repeat(strings.Repeat(" ", 500)+"10.0.0.5,", 9)}, want: "10.0.0.5"},
 		{name: "XFF exactly 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{strings.Repeat(" ", 4096-len("203.0.113.9")) + "203.0.113.9"}, want: "203.0.113.9"},
 		{header: HeaderForwarded, name: "Forwarded over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;ext=" + strings.Repeat("a", 4096)}, want: "10.0.0.1"},
 		{name: "client as 32nd hop", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, " + hops(31)}, want: "203.0.113.9"},
