@@ -581,6 +581,52 @@ func TestDashboardStream(t *testing.T) {
 	awaitEvent(t, again, "live", attempts("4"))
 }
 
+// TestStreamEndsWithItsSession: an open dashboard stops showing live
+// figures, lockouts and events once its session no longer lets it: after
+// a sign-out, or after its administrator is demoted, within the stream's
+// recheck, where it once ran on for half a minute.
+func TestStreamEndsWithItsSession(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	other := env.AddUser(t, "second-admin@example.com", anyPassword, true)
+	for _, c := range []struct {
+		name  string
+		email string
+		end   func(c *http.Client)
+	}{
+		{"signed out", adminEmail, func(c *http.Client) {
+			if resp, _ := post(t, c, base+"/logout", formType, ""); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("sign-out: %d", resp.StatusCode)
+			}
+		}},
+		{"demoted", other.Email, func(*http.Client) {
+			if _, err := env.Service.DemoteUser(t.Context(), other.ID, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			admin := xcloaktest.Client(t, "127.0.25.2")
+			signIn(t, admin, base, c.email, anyPassword)
+			events, _ := openStream(t, admin, base+"/admin/stream")
+			awaitEvent(t, events, "live", func(string) bool { return true })
+			c.end(admin)
+			ended := time.After(10 * time.Second) // a third of the recheck it had
+			for {
+				select {
+				case _, open := <-events:
+					if !open {
+						return
+					}
+				case <-ended:
+					t.Fatal("the stream still runs 10 s after its session ended")
+				}
+			}
+		})
+	}
+}
+
 // TestStreamEndsAtShutdown: an open dashboard does not hold up a
 // graceful shutdown; its stream ends when the server starts shutting down.
 func TestStreamEndsAtShutdown(t *testing.T) {

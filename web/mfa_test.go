@@ -342,6 +342,22 @@ func TestAdminMFARequired(t *testing.T) {
 	if resp, _ := get(t, d, base+"/admin"); resp.StatusCode != 200 {
 		t.Errorf("admin with a factor: %d; want 200", resp.StatusCode)
 	}
+
+	// An open dashboard ends once its administrator has no factor left,
+	// as the next request to it would be refused.
+	events, _ := openStream(t, d, base+"/admin/stream")
+	awaitEvent(t, events, "live", func(string) bool { return true })
+	if _, err := env.DB.Exec(t.Context(), `DELETE FROM second_factors WHERE user_id = (SELECT id FROM users WHERE email = $1)`, u.email); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.After(10 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-events:
+		case <-ended:
+			t.Fatal("the dashboard's stream still runs 10 s after its administrator's factor was removed")
+		}
+	}
 }
 
 // TestAdminRemovesFactors: an administrator removes an account's factors;
