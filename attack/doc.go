@@ -21,7 +21,10 @@
 // waits, numbered, for the next flush that reaches Redis, whose script
 // applies each batch once, whether the failed flush had applied it or
 // not; and a trip of this replica's window waits until the script of
-// attack mode's state has recorded it.
+// attack mode's state has recorded it. Both scripts go out as commands
+// go-redis never sends again (internal/redisonce), which a cluster client
+// would otherwise do after a read timeout: a second "hit" would hide the
+// start from the replica that caused it.
 //
 // Memory in Redis is bounded whatever the number of attacking addresses:
 // distinct accounts and networks are HyperLogLogs, the ranking of networks

@@ -51,11 +51,12 @@ func (s script) cmd(ctx context.Context, eval bool, keys []string, args ...any) 
 	return redisonce.EvalSha(ctx, s.sha, keys, args...)
 }
 
-// stateScript enters and leaves attack mode (state.lua).
-var stateScript = redis.NewScript(stateLua)
-
-// flushScript adds the batches of a flush, each once (flush.lua).
-var flushScript = newScript(flushLua)
+var (
+	// stateScript enters and leaves attack mode (state.lua).
+	stateScript = newScript(stateLua)
+	// flushScript adds the batches of a flush, each once (flush.lua).
+	flushScript = newScript(flushLua)
+)
 
 func (w *Watch) key(suffix string, n int64) string {
 	return w.keys.Key(watchID, ":"+suffix+":"+strconv.FormatInt(n, 10))
@@ -251,8 +252,14 @@ type stateResult struct {
 }
 
 func (w *Watch) runState(ctx context.Context, op string, now time.Time, by string) (stateResult, error) {
-	v, err := stateScript.Run(ctx, w.rdb, []string{w.stateKey()}, op, now.UnixMilli(), w.cfg.Quiet.Milliseconds(), by,
-		stateRetention.Milliseconds()).StringSlice()
+	keys := []string{w.stateKey()}
+	args := []any{op, now.UnixMilli(), w.cfg.Quiet.Milliseconds(), by, stateRetention.Milliseconds()}
+	cmd := stateScript.cmd(ctx, false, keys, args...)
+	if err := w.rdb.Process(ctx, cmd); redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd = stateScript.cmd(ctx, true, keys, args...)
+		_ = w.rdb.Process(ctx, cmd)
+	}
+	v, err := cmd.StringSlice()
 	if err != nil {
 		return stateResult{}, fmt.Errorf("attack mode state: %w", err)
 	}
