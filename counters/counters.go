@@ -605,7 +605,9 @@ func (s *Stats) CountWebhooksDropped(ctx context.Context, at time.Time, n int64)
 	m := unixMinute(at)
 	pipe := s.rdb.TxPipeline()
 	for _, k := range []string{s.minuteKey("m", m), s.hourKey("m", m/60)} {
-		pipe.HIncrBy(ctx, k, counterWebhooksDropped, n)
+		// A command go-redis never sends again (internal/redisonce)
+		// holds the transaction to one send.
+		_ = pipe.Process(ctx, redisonce.NewCmd(ctx, "hincrby", k, counterWebhooksDropped, n))
 		pipe.Expire(ctx, k, statsRetention)
 	}
 	_, err := pipe.Exec(ctx)
