@@ -17,6 +17,15 @@
 // entered and left by one script so that exactly one replica records each
 // change, and is cached by every replica: Active is an atomic load.
 //
+// A flush that fails (a timeout, a failover) loses nothing: its batch
+// waits, numbered, for the next flush that reaches Redis, whose script
+// applies each batch once, whether the failed flush had applied it or
+// not; and a trip of this replica's window waits until the script of
+// attack mode's state has recorded it. Both scripts go out as commands
+// go-redis never sends again (internal/redisonce), which a cluster client
+// would otherwise do after a read timeout: a second "hit" would hide the
+// start from the replica that caused it.
+//
 // Memory in Redis is bounded whatever the number of attacking addresses:
 // distinct accounts and networks are HyperLogLogs, the ranking of networks
 // is a capped sorted set, and every key expires.

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/redisonce"
 )
 
 // The watch's keys, all of the one identity watchID under the "attack"
@@ -25,13 +26,37 @@ import (
 //	:n:<unix minute>  HyperLogLog of the networks (IPv4 /24, IPv6 /48)
 //	:t:<unix minute>  sorted set of networks by attempts that did not
 //	                  succeed, capped at rankCap
+//	:f:<replica>      the number of the newest of a replica's batches
+//	                  that Redis applied (flush.lua; baselineRetention)
 //	:state            attack mode (state.lua)
 
 //go:embed state.lua
 var stateLua string
 
-// stateScript enters and leaves attack mode (state.lua).
-var stateScript = redis.NewScript(stateLua)
+//go:embed flush.lua
+var flushLua string
+
+// script is a Lua script sent as an internal/redisonce command, which
+// go-redis never sends twice: by EVALSHA, and by EVAL where Redis
+// answered NOSCRIPT (a restart or a failover).
+type script struct{ src, sha string }
+
+func newScript(src string) script { return script{src: src, sha: redis.NewScript(src).Hash()} }
+
+// cmd is the script's command with keys and args, by EVAL if eval.
+func (s script) cmd(ctx context.Context, eval bool, keys []string, args ...any) redisonce.Cmd {
+	if eval {
+		return redisonce.Eval(ctx, s.src, keys, args...)
+	}
+	return redisonce.EvalSha(ctx, s.sha, keys, args...)
+}
+
+var (
+	// stateScript enters and leaves attack mode (state.lua).
+	stateScript = newScript(stateLua)
+	// flushScript adds the batches of a flush, each once (flush.lua).
+	flushScript = newScript(flushLua)
+)
 
 func (w *Watch) key(suffix string, n int64) string {
 	return w.keys.Key(watchID, ":"+suffix+":"+strconv.FormatInt(n, 10))
@@ -39,85 +64,153 @@ func (w *Watch) key(suffix string, n int64) string {
 
 func (w *Watch) stateKey() string { return w.keys.Key(watchID, ":state") }
 
-// flush writes b and reads the window and the long window ending at now
-// and, when readBaseline, the sum of the baseline's minutes, all in one
-// pipeline. The long window is the current minute's counts and those of
-// the minutes before it, as the Detector counts it.
-func (w *Watch) flush(ctx context.Context, b batch, now time.Time, readBaseline bool) (window, long, baseSum Counts, err error) {
-	pipe := w.rdb.Pipeline()
-	for sec, c := range b.seconds {
-		k := w.key("s", sec)
-		incrCounts(ctx, pipe, k, *c)
-		pipe.Expire(ctx, k, secondRetention)
+// numbered is a batch as a flush sent it, under its number.
+type numbered struct {
+	n int64
+	b batch
+}
+
+// flush writes the batches of sent, oldest first, and reads the window
+// and the long window ending at now and, when readBaseline, the sum of
+// the baseline's minutes, all in one pipeline. The long window is the
+// current minute's counts and those of the minutes before it, as the
+// Detector counts it. written reports that Redis has applied every batch
+// of sent, by this flush or an earlier one, even if a read failed.
+func (w *Watch) flush(ctx context.Context, sent []numbered, now time.Time, readBaseline bool) (window, long, baseSum Counts, written bool, err error) {
+	wr := w.writes(sent)
+	var write redisonce.Cmd
+	var windowCmds, longCmds, baseCmds []*redis.MapStringStringCmd
+	send := func(eval bool) error {
+		pipe := w.rdb.Pipeline()
+		if wr != nil {
+			write = flushScript.cmd(ctx, eval, wr.keys, wr.args...)
+			_ = pipe.Process(ctx, write)
+		}
+		windowCmds, longCmds, baseCmds = w.queueReads(ctx, pipe, now, readBaseline)
+		_, err := pipe.Exec(ctx)
+		return err
 	}
-	for min, m := range b.minutes {
-		k := w.key("m", min)
-		incrCounts(ctx, pipe, k, m.all)
-		pipe.Expire(ctx, k, countRetention)
-		if m.ordinary.Attempts > 0 {
-			k := w.key("b", min)
-			incrCounts(ctx, pipe, k, m.ordinary)
-			pipe.Expire(ctx, k, baselineRetention)
-		}
-		if len(m.accounts) > 0 {
-			members := make([]any, 0, len(m.accounts))
-			for a := range m.accounts {
-				members = append(members, a)
-			}
-			k := w.key("a", min)
-			pipe.PFAdd(ctx, k, members...)
-			pipe.Expire(ctx, k, minuteRetention)
-		}
-		if len(m.networks) > 0 {
-			members := make([]any, 0, len(m.networks))
-			for n := range m.networks {
-				members = append(members, networkName(n))
-			}
-			k := w.key("n", min)
-			pipe.PFAdd(ctx, k, members...)
-			pipe.Expire(ctx, k, minuteRetention)
-		}
-		if len(m.failing) > 0 {
-			k := w.key("t", min)
-			for n, c := range m.failing {
-				pipe.ZIncrBy(ctx, k, float64(c), networkName(n))
-			}
-			pipe.ZRemRangeByRank(ctx, k, 0, -(rankCap + 1))
-			pipe.Expire(ctx, k, minuteRetention)
-		}
+	err = send(false)
+	if wr != nil && redis.HasErrorPrefix(write.Err(), "NOSCRIPT") {
+		err = send(true)
 	}
-	secs := int64(w.cfg.Window / time.Second)
-	windowCmds := make([]*redis.MapStringStringCmd, 0, secs)
-	for s := now.Unix() - secs + 1; s <= now.Unix(); s++ {
-		windowCmds = append(windowCmds, pipe.HGetAll(ctx, w.key("s", s)))
-	}
-	var longCmds []*redis.MapStringStringCmd
-	if n := int64(w.cfg.LongWindow / time.Minute); n > 0 {
-		cur := now.Unix() / 60
-		for m := cur - n + 1; m <= cur; m++ {
-			longCmds = append(longCmds, pipe.HGetAll(ctx, w.key("m", m)))
-		}
-	}
-	var baseCmds []*redis.MapStringStringCmd
-	if readBaseline {
-		cur := now.Unix() / 60
-		for m := cur - baselineMinutes; m < cur; m++ {
-			baseCmds = append(baseCmds, pipe.HGetAll(ctx, w.key("b", m)))
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return Counts{}, Counts{}, Counts{}, fmt.Errorf("attack counts: %w", err)
+	written = wr == nil || write.Err() == nil
+	if err != nil {
+		return Counts{}, Counts{}, Counts{}, written, fmt.Errorf("attack counts: %w", err)
 	}
 	if window, err = sumCounts(windowCmds); err != nil {
-		return Counts{}, Counts{}, Counts{}, err
+		return Counts{}, Counts{}, Counts{}, written, err
 	}
 	if long, err = sumCounts(longCmds); err != nil {
-		return Counts{}, Counts{}, Counts{}, err
+		return Counts{}, Counts{}, Counts{}, written, err
 	}
 	if baseSum, err = sumCounts(baseCmds); err != nil {
-		return Counts{}, Counts{}, Counts{}, err
+		return Counts{}, Counts{}, Counts{}, written, err
 	}
-	return window, long, baseSum, nil
+	return window, long, baseSum, written, nil
+}
+
+// queueReads queues the reads of flush in pipe.
+func (w *Watch) queueReads(ctx context.Context, pipe redis.Pipeliner, now time.Time, readBaseline bool) (window, long, base []*redis.MapStringStringCmd) {
+	secs := int64(w.cfg.Window / time.Second)
+	window = make([]*redis.MapStringStringCmd, 0, secs)
+	for s := now.Unix() - secs + 1; s <= now.Unix(); s++ {
+		window = append(window, pipe.HGetAll(ctx, w.key("s", s)))
+	}
+	cur := now.Unix() / 60
+	if n := int64(w.cfg.LongWindow / time.Minute); n > 0 {
+		for m := cur - n + 1; m <= cur; m++ {
+			long = append(long, pipe.HGetAll(ctx, w.key("m", m)))
+		}
+	}
+	if readBaseline {
+		for m := cur - baselineMinutes; m < cur; m++ {
+			base = append(base, pipe.HGetAll(ctx, w.key("b", m)))
+		}
+	}
+	return window, long, base
+}
+
+// writes are flush.lua's keys and arguments.
+type writes struct {
+	keys  []string
+	index map[string]int // in keys, from 1 as Lua counts
+	args  []any
+}
+
+// writes returns the writes of the batches of sent; nil if there are
+// none.
+func (w *Watch) writes(sent []numbered) *writes {
+	if len(sent) == 0 {
+		return nil
+	}
+	wr := &writes{keys: []string{w.flushedKey}, index: map[string]int{},
+		args: []any{baselineRetention.Milliseconds(), sent[len(sent)-1].n}}
+	for _, s := range sent {
+		wr.args = append(wr.args, s.n, 0)
+		at := len(wr.args) - 1
+		w.write(wr, &s.b)
+		wr.args[at] = len(wr.args) - at - 1
+	}
+	return wr
+}
+
+// write adds b's writes to wr.
+func (w *Watch) write(wr *writes, b *batch) {
+	for sec, c := range b.seconds {
+		wr.counts(w.key("s", sec), *c, secondRetention)
+	}
+	for min, m := range b.minutes {
+		wr.counts(w.key("m", min), m.all, countRetention)
+		if m.ordinary.Attempts > 0 {
+			wr.counts(w.key("b", min), m.ordinary, baselineRetention)
+		}
+		if len(m.accounts) > 0 {
+			k := wr.key(w.key("a", min))
+			wr.args = append(wr.args, "p", k, len(m.accounts))
+			for a := range m.accounts {
+				wr.args = append(wr.args, a)
+			}
+			wr.args = append(wr.args, "e", k, minuteRetention.Milliseconds())
+		}
+		if len(m.networks) > 0 {
+			k := wr.key(w.key("n", min))
+			wr.args = append(wr.args, "p", k, len(m.networks))
+			for n := range m.networks {
+				wr.args = append(wr.args, networkName(n))
+			}
+			wr.args = append(wr.args, "e", k, minuteRetention.Milliseconds())
+		}
+		if len(m.failing) > 0 {
+			k := wr.key(w.key("t", min))
+			for n, c := range m.failing {
+				wr.args = append(wr.args, "z", k, networkName(n), c)
+			}
+			wr.args = append(wr.args, "c", k, rankCap, "e", k, minuteRetention.Milliseconds())
+		}
+	}
+}
+
+// key returns the index of k in wr.keys, adding it if needed.
+func (wr *writes) key(k string) int {
+	i, ok := wr.index[k]
+	if !ok {
+		wr.keys = append(wr.keys, k)
+		i = len(wr.keys)
+		wr.index[k] = i
+	}
+	return i
+}
+
+// counts adds c to the counts hash key, which expires after ttl.
+func (wr *writes) counts(key string, c Counts, ttl time.Duration) {
+	k := wr.key(key)
+	for _, f := range countFields {
+		if n := *f.of(&c); n != 0 {
+			wr.args = append(wr.args, "h", k, f.name, n)
+		}
+	}
+	wr.args = append(wr.args, "e", k, ttl.Milliseconds())
 }
 
 // The fields of a counts hash.
@@ -131,14 +224,6 @@ var countFields = []struct {
 	{"rejected", func(c *Counts) *int64 { return &c.Rejected }},
 	{"held", func(c *Counts) *int64 { return &c.Held }},
 	{"successes", func(c *Counts) *int64 { return &c.Successes }},
-}
-
-func incrCounts(ctx context.Context, pipe redis.Pipeliner, key string, c Counts) {
-	for _, f := range countFields {
-		if n := *f.of(&c); n != 0 {
-			pipe.HIncrBy(ctx, key, f.name, n)
-		}
-	}
 }
 
 func sumCounts(cmds []*redis.MapStringStringCmd) (Counts, error) {
@@ -167,8 +252,14 @@ type stateResult struct {
 }
 
 func (w *Watch) runState(ctx context.Context, op string, now time.Time, by string) (stateResult, error) {
-	v, err := stateScript.Run(ctx, w.rdb, []string{w.stateKey()}, op, now.UnixMilli(), w.cfg.Quiet.Milliseconds(), by,
-		stateRetention.Milliseconds()).StringSlice()
+	keys := []string{w.stateKey()}
+	args := []any{op, now.UnixMilli(), w.cfg.Quiet.Milliseconds(), by, stateRetention.Milliseconds()}
+	cmd := stateScript.cmd(ctx, false, keys, args...)
+	if err := w.rdb.Process(ctx, cmd); redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd = stateScript.cmd(ctx, true, keys, args...)
+		_ = w.rdb.Process(ctx, cmd)
+	}
+	v, err := cmd.StringSlice()
 	if err != nil {
 		return stateResult{}, fmt.Errorf("attack mode state: %w", err)
 	}

@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,8 +58,18 @@ type Watch struct {
 	mu      sync.Mutex
 	local   *Detector
 	pending batch
-	// hit is the signal that tripped this replica's window since the last
-	// Tick, "" if none.
+	// sent are the batches that flushes which failed sent, and the newest
+	// with them, oldest first: Redis may have applied them, or may yet,
+	// so they go again as they were, under their numbers, and flush.lua
+	// applies each once. At most maxSent wait; meanwhile pending counts
+	// on. flushes is the number of the newest batch; flushedKey, the
+	// key of the number of the newest that Redis applied. Only Tick
+	// changes them.
+	sent       []numbered
+	flushes    int64
+	flushedKey string
+	// hit is the signal that tripped this replica's window and that no
+	// Tick has recorded in Redis yet, "" if none.
 	hit Trigger
 	// state is attack mode as Redis last said.
 	state state
@@ -83,11 +94,12 @@ type state struct {
 	lastLocalTrip time.Time
 }
 
-// batch is what Observe counted since the last Tick.
+// batch is what Observe counted since the last Tick that took a batch.
 type batch struct {
 	seconds map[int64]*Counts
 	minutes map[int64]*minuteBatch
 	size    int // accounts and networks held
+	room    int // how many it may hold
 	// sec and min are the second and minute last added to, and counts
 	// and minute their entries: a flood adds to the same ones thousands
 	// of times a second, and need not look them up each time.
@@ -125,9 +137,14 @@ const (
 	// hitters stay exact.
 	rankCap = 200
 	// maxPendingMembers bounds the accounts and networks a replica holds
-	// between two flushes; past it they are not added to the distinct
-	// counts (the counts of attempts stay exact).
+	// between flushes that reach Redis, the batches that wait to be sent
+	// again included; past it they are not added to the distinct counts
+	// (the counts of attempts stay exact).
 	maxPendingMembers = 200_000
+	// maxSent bounds the batches that wait to be sent again after flushes
+	// failed (Watch.sent): past it, after as many failed ticks in a row,
+	// what comes since is sent a tick after they are through.
+	maxSent = 8
 	// topNetworks is how many networks the panel lists.
 	topNetworks = 10
 	// tickEvery is how often Run flushes and reads the shared counts.
@@ -153,6 +170,7 @@ func New(cfg Config, d Deps) (*Watch, error) {
 	w := &Watch{
 		cfg: cfg, rdb: d.Redis, keys: keys, events: d.Events, log: d.Logger, now: d.Now,
 		wake: make(chan struct{}, 1), local: NewDetector(cfg), baselineAt: -1,
+		flushedKey: keys.Key(watchID, ":f:"+rand.Text()),
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
@@ -160,7 +178,7 @@ func New(cfg Config, d Deps) (*Watch, error) {
 	if w.now == nil {
 		w.now = time.Now
 	}
-	w.pending = newBatch()
+	w.pending = newBatch(maxPendingMembers)
 	if d.Metrics != nil {
 		gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "xcloak_attack_mode", Help: "1 while attack mode is on (automatically or by an administrator), else 0."},
@@ -183,8 +201,8 @@ func atLeast(a, b Counts) Counts {
 		max(a.Rejected, b.Rejected), max(a.Held, b.Held), max(a.Successes, b.Successes)}
 }
 
-func newBatch() batch {
-	return batch{seconds: map[int64]*Counts{}, minutes: map[int64]*minuteBatch{}}
+func newBatch(room int) batch {
+	return batch{seconds: map[int64]*Counts{}, minutes: map[int64]*minuteBatch{}, room: room}
 }
 
 // Active reports whether attack mode is on. It is an atomic load.
@@ -242,7 +260,7 @@ func (b *batch) add(a auth.SignInAttempt, ordinary bool) {
 	if ordinary {
 		m.ordinary.Add(a.Outcome)
 	}
-	if b.size >= maxPendingMembers {
+	if b.size >= b.room {
 		return
 	}
 	network := networkOf(a.Client.Addr)
@@ -312,19 +330,39 @@ func (w *Watch) Run(ctx context.Context) {
 // Tick adds what this replica counted to the shared counts, reads the
 // window of all replicas, and enters or leaves attack mode. Run calls it;
 // tests call it with their own clock.
+//
+// What a flush that failed sent waits, under its number, for the next
+// that reaches Redis, which applies it once whether the failed one had
+// applied it or not (flush.lua); so does this replica's trip until
+// state.lua has recorded it. Meanwhile what it holds stays bounded: at
+// most maxSent batches wait, after which Observe counts on in the next,
+// all of them hold at most maxPendingMembers accounts and networks, and
+// each Tick forgets the seconds and minutes that no key would keep.
 func (w *Watch) Tick(ctx context.Context) error {
 	w.ticking.Lock()
 	defer w.ticking.Unlock()
 	now := w.now()
 	w.mu.Lock()
-	b := w.pending
-	w.pending = newBatch()
+	w.pending.dropStale(now)
+	for i := range w.sent {
+		w.sent[i].b.dropStale(now)
+	}
+	if len(w.sent) < maxSent && len(w.pending.seconds) > 0 {
+		w.flushes++
+		w.sent = append(w.sent, numbered{n: w.flushes, b: w.pending})
+		w.pending = newBatch(maxPendingMembers - w.sentMembers())
+	}
 	hit := w.hit
-	w.hit = ""
 	readBaseline := w.baselineAt != now.Unix()/60
 	w.mu.Unlock()
 
-	window, long, sum, err := w.flush(ctx, b, now, readBaseline)
+	window, long, sum, written, err := w.flush(ctx, w.sent, now, readBaseline)
+	if written && len(w.sent) > 0 {
+		w.mu.Lock()
+		w.sent = nil
+		w.pending.room = maxPendingMembers
+		w.mu.Unlock()
+	}
 	if err != nil {
 		return w.failed(now, err)
 	}
@@ -350,8 +388,45 @@ func (w *Watch) Tick(ctx context.Context) error {
 	if w.failing.Swap(false) {
 		w.log.Info("attack watch: Redis answers again")
 	}
+	w.mu.Lock()
+	if hit != "" && !w.state.lastLocalTrip.After(now) {
+		w.hit = "" // recorded: state.lua took now as its last trip
+	}
+	w.mu.Unlock()
 	w.apply(ctx, res, now, signal, eventFigures(signal, sig, w.cfg))
 	return nil
+}
+
+// sentMembers is how many accounts and networks the batches of w.sent
+// hold. w.mu is held.
+func (w *Watch) sentMembers() int {
+	n := 0
+	for _, s := range w.sent {
+		n += s.b.size
+	}
+	return n
+}
+
+// dropStale forgets the seconds and minutes of b that no key in Redis
+// would keep any longer at now, should a flush write them.
+func (b *batch) dropStale(now time.Time) {
+	dropped := false
+	for sec := range b.seconds {
+		if sec < now.Add(-secondRetention).Unix() {
+			delete(b.seconds, sec)
+			dropped = true
+		}
+	}
+	for min, m := range b.minutes {
+		if min < now.Add(-baselineRetention).Unix()/60 {
+			b.size -= len(m.accounts) + len(m.networks)
+			delete(b.minutes, min)
+			dropped = true
+		}
+	}
+	if dropped {
+		b.counts, b.minute = nil, nil
+	}
 }
 
 // failed keeps attack mode as this replica last knew it while Redis does
@@ -365,6 +440,7 @@ func (w *Watch) failed(now time.Time, err error) error {
 	}
 	if w.active.Load() && !w.state.active && now.Sub(w.state.lastLocalTrip) >= w.cfg.Quiet {
 		w.active.Store(false)
+		w.hit = "" // its attack ended before Redis could hear of it
 	}
 	return err
 }

@@ -76,8 +76,9 @@ type EventStore interface {
 // EventCounter counts security events in the shared counters the
 // dashboard reads (package counters keeps them in Redis).
 type EventCounter interface {
-	// CountEvents counts a batch in one step: when it fails, nothing of
-	// the batch was counted, so the batch can be counted again.
+	// CountEvents counts a batch once. When it fails, the batch may have
+	// been counted (only the answer lost): given the same batch again,
+	// and no other first, it counts what it had not.
 	CountEvents(ctx context.Context, batch []Event) error
 }
 
@@ -103,7 +104,10 @@ type recorder struct {
 	flushMu      sync.Mutex
 	budget       eventBudget
 	pendingStats []Event // not yet counted in Redis
-	pendingDB    []Event // not yet written to Postgres
+	// unsureStats is how many of pendingStats, the first, a CountEvents
+	// that failed was given: they go again alone, as they were.
+	unsureStats int
+	pendingDB   []Event // not yet written to Postgres
 }
 
 // recorderQueue bounds memory under a flood: past it, events are dropped
@@ -184,12 +188,18 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 			r.pendingDB = append(r.pendingDB, r.budget.close(unixMinute(r.now().Add(-summaryGrace)), all)...)
 		}
 		var errs []error
-		if len(r.pendingStats) > 0 {
-			if err := r.stats.CountEvents(ctx, r.pendingStats); err != nil {
-				errs = append(errs, fmt.Errorf("counting events in Redis: %w", err))
-			} else {
-				r.pendingStats = r.pendingStats[:0]
+		for len(r.pendingStats) > 0 {
+			n := len(r.pendingStats)
+			if r.unsureStats > 0 {
+				n = r.unsureStats
 			}
+			if err := r.stats.CountEvents(ctx, r.pendingStats[:n]); err != nil {
+				r.unsureStats = n
+				errs = append(errs, fmt.Errorf("counting events in Redis: %w", err))
+				break
+			}
+			r.pendingStats = append(r.pendingStats[:0], r.pendingStats[n:]...)
+			r.unsureStats = 0
 		}
 		if len(r.pendingDB) > 0 {
 			if err := r.store.InsertEvents(ctx, coalesceRejections(r.pendingDB)); err != nil {
@@ -199,8 +209,8 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 			}
 		}
 		if len(errs) > 0 {
-			r.pendingStats = r.trim(r.pendingStats)
-			r.pendingDB = r.trim(r.pendingDB)
+			r.pendingStats = r.trim(r.pendingStats, r.unsureStats)
+			r.pendingDB = r.trim(r.pendingDB, 0)
 			return errors.Join(errs...)
 		}
 		if len(batch) == 0 {
@@ -209,11 +219,12 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 	}
 }
 
-// trim bounds a backlog while a store is down, dropping the oldest events.
-func (r *recorder) trim(backlog []Event) []Event {
-	if over := len(backlog) - recorderQueue; over > 0 {
+// trim bounds a backlog while a store is down, dropping the oldest events
+// after its first keep, which go again as they were.
+func (r *recorder) trim(backlog []Event, keep int) []Event {
+	if over := min(len(backlog)-recorderQueue, len(backlog)-keep); over > 0 {
 		r.dropped.Add(int64(over))
-		backlog = append(backlog[:0], backlog[over:]...)
+		backlog = append(backlog[:keep], backlog[keep+over:]...)
 	}
 	return backlog
 }

@@ -3,16 +3,21 @@ package counters
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/redisonce"
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
@@ -86,9 +91,27 @@ func appCounters(kind string) []string {
 // All keys are built by ratelimit.Keys as the records of one identity,
 // the dashboard, so they share one hash tag: one transaction can read or
 // write any of them on a Redis Cluster too. Every key expires.
+//
+// Each Stats numbers the batches it counts and keeps the number of the
+// newest one Redis counted under a key of its own ("<tag>:batch:<random>"),
+// so that a batch given again after a failure is counted once
+// (CountEvents).
 type Stats struct {
 	rdb  redis.UniversalClient
 	keys ratelimit.Keys
+	// counted is the key of the number of the newest batch counted.
+	counted string
+	seed    maphash.Seed
+
+	// mu orders the batches. last is the number of the newest; unsure,
+	// when its n is not 0, the batch the last CountEvents failed with,
+	// which Redis may have counted, and its fingerprint.
+	mu     sync.Mutex
+	last   int64
+	unsure struct {
+		n   int64
+		sum uint64
+	}
 }
 
 // Retention and caps of the stats keys.
@@ -110,7 +133,7 @@ func New(rdb redis.UniversalClient, prefix string) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stats{rdb: rdb, keys: keys}, nil
+	return &Stats{rdb: rdb, keys: keys, counted: keys.Key(dashboardID, ":batch:"+rand.Text()), seed: maphash.MakeSeed()}, nil
 }
 
 // dashboardID is the one identity the counters' keys belong to.
@@ -393,14 +416,91 @@ func rejectedCounter(rule string) string {
 	return counterRejectedPrefix + rule
 }
 
-// CountEvents counts a batch of events in one transaction: if it fails, nothing
-// of the batch was counted and the Recorder can safely try again.
+// CountEvents counts a batch of events, once, in one transaction. If it
+// fails, Redis may have counted the batch (only its answer lost) or not:
+// given the same batch again, and no other first, as the Recorder does,
+// CountEvents counts it only if it was not. The transaction sets the
+// batch's number first, and Redis runs the rest of it past a write that
+// fails (a key of the wrong type): such a batch is counted once, but for
+// that write.
 func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
-	type bucket struct {
-		counters map[string]int64
-		sources  map[string]float64
-		accounts map[string]float64
+	buckets := tally(batch)
+	if len(buckets) == 0 {
+		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := s.fingerprint(batch)
+	n := s.unsure.n
+	if n == 0 || s.unsure.sum != sum {
+		s.last++
+		n = s.last
+	}
+	if err := s.countOnce(ctx, n, func(pipe redis.Pipeliner) { s.queueCounts(ctx, pipe, buckets) }); err != nil {
+		s.unsure.n, s.unsure.sum = n, sum
+		return err
+	}
+	s.unsure.n = 0
+	return nil
+}
+
+// countOnce runs the writes queue adds in a transaction numbered n, unless
+// Redis has counted batch n or a later one. The number is watched, so
+// that of two sends of one batch (one given up on, still on its way) only
+// the first Redis runs counts.
+func (s *Stats) countOnce(ctx context.Context, n int64, queue func(redis.Pipeliner)) error {
+	var err error
+	for range 3 { // a transaction aborted by one of its own earlier sends
+		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			counted, err := tx.Get(ctx, s.counted).Int64()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			if counted >= n {
+				return nil
+			}
+			_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+				// A command go-redis never sends again holds the whole
+				// transaction to one send.
+				_ = pipe.Process(ctx, redisonce.NewCmd(ctx, "set", s.counted, n, "px", statsRetention.Milliseconds()))
+				queue(pipe)
+				return nil
+			})
+			return err
+		}, s.counted)
+		if !errors.Is(err, redis.TxFailedErr) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("counting events: %w", err)
+	}
+	return nil
+}
+
+// fingerprint identifies a batch by what CountEvents counts of it.
+func (s *Stats) fingerprint(batch []auth.Event) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	for _, e := range batch {
+		maphash.WriteComparable(&h, e.At.UnixNano())
+		for _, v := range [...]string{e.Kind, e.Account, e.Source, e.Rule, e.Detail["app"]} {
+			h.WriteString(v)
+			h.WriteByte(0)
+		}
+	}
+	return h.Sum64()
+}
+
+// bucket is what a batch adds to one minute.
+type bucket struct {
+	counters map[string]int64
+	sources  map[string]float64
+	accounts map[string]float64
+}
+
+// tally sums a batch by minute; minutes it adds nothing to are left out.
+func tally(batch []auth.Event) map[int64]*bucket {
 	buckets := map[int64]*bucket{}
 	for _, e := range batch {
 		m := unixMinute(e.At)
@@ -457,7 +557,16 @@ func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 			}
 		}
 	}
-	pipe := s.rdb.TxPipeline()
+	for m, b := range buckets {
+		if len(b.counters) == 0 && len(b.sources) == 0 && len(b.accounts) == 0 {
+			delete(buckets, m)
+		}
+	}
+	return buckets
+}
+
+// queueCounts queues the writes of buckets in pipe.
+func (s *Stats) queueCounts(ctx context.Context, pipe redis.Pipeliner, buckets map[int64]*bucket) {
 	for m, b := range buckets {
 		if len(b.counters) > 0 {
 			for _, k := range []string{s.minuteKey("m", m), s.hourKey("m", m/60)} {
@@ -487,11 +596,6 @@ func (s *Stats) CountEvents(ctx context.Context, batch []auth.Event) error {
 			}
 		}
 	}
-	if pipe.Len() == 0 {
-		return nil
-	}
-	_, err := pipe.Exec(ctx)
-	return err
 }
 
 // CountWebhooksDropped adds n webhook deliveries dropped at at to the
@@ -501,7 +605,9 @@ func (s *Stats) CountWebhooksDropped(ctx context.Context, at time.Time, n int64)
 	m := unixMinute(at)
 	pipe := s.rdb.TxPipeline()
 	for _, k := range []string{s.minuteKey("m", m), s.hourKey("m", m/60)} {
-		pipe.HIncrBy(ctx, k, counterWebhooksDropped, n)
+		// A command go-redis never sends again (internal/redisonce)
+		// holds the transaction to one send.
+		_ = pipe.Process(ctx, redisonce.NewCmd(ctx, "hincrby", k, counterWebhooksDropped, n))
 		pipe.Expire(ctx, k, statsRetention)
 	}
 	_, err := pipe.Exec(ctx)

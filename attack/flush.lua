@@ -1,0 +1,67 @@
+-- Adds what one replica counted to the buckets every replica shares, each
+-- batch once: a batch sent again, by the Watch after a flush that failed
+-- or by a client that lost an answer, adds nothing it added before,
+-- whatever order the sends reach Redis in.
+--
+-- KEYS[1]   the replica's marker: the number of the newest batch applied
+-- KEYS[2..] the keys the writes name
+-- ARGV[1]   the marker's time to live, ms
+-- ARGV[2]   the number of the newest batch sent
+-- ARGV[3..] the batches, oldest first, numbers increasing: each its number,
+--           how many values its writes take, and its writes, each an op,
+--           the key's index in KEYS and the op's values:
+--             h key field n      HINCRBY key field n
+--             z key member n     ZINCRBY key n member
+--             p key n m1 .. mn   PFADD key m1 .. mn
+--             c key cap          ZREMRANGEBYRANK key 0 -(cap + 1)
+--             e key ms           PEXPIRE key ms
+--
+-- A batch whose number is not above the marker's was applied by an
+-- earlier send and is skipped. The marker moves first, so a write that
+-- fails half-way (a key of the wrong type) leaves the rest of its batch
+-- unwritten rather than written twice. Returns the number of batches
+-- applied.
+local marker = KEYS[1]
+local last = tonumber(redis.call('GET', marker)) or 0
+if tonumber(ARGV[2]) > last then
+  redis.call('SET', marker, ARGV[2], 'PX', ARGV[1])
+else
+  redis.call('PEXPIRE', marker, ARGV[1])
+end
+
+local applied = 0
+local i = 3
+while i <= #ARGV do
+  local stop = i + 1 + tonumber(ARGV[i + 1])
+  if tonumber(ARGV[i]) > last then
+    applied = applied + 1
+    local j = i + 2
+    while j <= stop do
+      local op, key = ARGV[j], KEYS[tonumber(ARGV[j + 1])]
+      if op == 'h' then
+        redis.call('HINCRBY', key, ARGV[j + 2], ARGV[j + 3])
+        j = j + 4
+      elseif op == 'z' then
+        redis.call('ZINCRBY', key, ARGV[j + 3], ARGV[j + 2])
+        j = j + 4
+      elseif op == 'p' then
+        -- In slices, since unpack is bounded by Lua's stack.
+        local first, final = j + 3, j + 2 + tonumber(ARGV[j + 2])
+        for k = first, final, 1000 do
+          redis.call('PFADD', key, unpack(ARGV, k, math.min(k + 999, final)))
+        end
+        j = final + 1
+      elseif op == 'c' then
+        redis.call('ZREMRANGEBYRANK', key, 0, -tonumber(ARGV[j + 2]) - 1)
+        j = j + 3
+      elseif op == 'e' then
+        redis.call('PEXPIRE', key, ARGV[j + 2])
+        j = j + 3
+      else
+        return redis.error_reply('flush.lua: unknown write ' .. tostring(op))
+      end
+    end
+  end
+  i = stop + 1
+end
+return applied

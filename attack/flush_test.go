@@ -1,0 +1,152 @@
+package attack_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/attack"
+	"github.com/xcloak/xcloak/auth"
+)
+
+// errLost stands for a timeout, a dropped connection or a failover.
+var errLost = errors.New("i/o timeout")
+
+// failNext fails, once each, the watch's next pipeline (its flush):
+// before sending it or once Redis answered it, and its next state.lua
+// call before sending it.
+type failNext struct {
+	unsent, unanswered, state atomic.Bool
+}
+
+func (*failNext) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failNext) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); (name == "evalsha" || name == "eval") && isStateKey(cmd.Args()) && f.state.Swap(false) {
+			cmd.SetErr(errLost)
+			return errLost
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (f *failNext) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return slices.ContainsFunc(c.Args(), isWatchKey) }) {
+			return next(ctx, cmds) // a connection's setup
+		}
+		if f.unsent.Swap(false) {
+			for _, c := range cmds {
+				c.SetErr(errLost)
+			}
+			return errLost
+		}
+		err := next(ctx, cmds)
+		// A script Redis did not know yet ran nothing: the answer lost
+		// is that of the one that runs.
+		if len(cmds) > 0 && redis.HasErrorPrefix(cmds[0].Err(), "NOSCRIPT") {
+			return err
+		}
+		if f.unanswered.Swap(false) {
+			for _, c := range cmds {
+				c.SetErr(errLost)
+			}
+			return errLost
+		}
+		return err
+	}
+}
+
+// isWatchKey reports whether a command's argument is one of the watch's
+// keys.
+func isWatchKey(arg any) bool {
+	s, ok := arg.(string)
+	return ok && strings.Contains(s, "{attack:")
+}
+
+// isStateKey reports whether a script's arguments name attack mode's
+// state.
+func isStateKey(args []any) bool {
+	return slices.ContainsFunc(args, func(a any) bool { return isWatchKey(a) && strings.HasSuffix(a.(string), ":state") })
+}
+
+// TestFailedTickLosesNothing: a tick whose flush or state.lua call fails,
+// as a timeout or a failover under the very flood that tripped this
+// replica would make it, loses neither the counts nor the trip. The next
+// tick that reaches Redis, after the failed ticks' seconds have left the
+// window (so that only the trip this replica remembers can switch attack
+// mode on), records attack_started once and runs the start's work, and
+// the counts of the failed ticks and of those since are in Redis once,
+// whether Redis had applied a failed flush or not.
+func TestFailedTickLosesNothing(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	unsent := func(f *failNext) { f.unsent.Store(true) }
+	unanswered := func(f *failNext) { f.unanswered.Store(true) }
+	for _, tc := range []struct {
+		name  string
+		fails []func(*failNext) // one per failed tick
+	}{
+		{"flush not sent", []func(*failNext){unsent}},
+		{"flush applied, its answer lost", []func(*failNext){unanswered}},
+		{"state not recorded", []func(*failNext){func(f *failNext) { f.state.Store(true) }}},
+		{"two flushes failed, the first applied", []func(*failNext){unanswered, unsent}},
+		{"two flushes applied, their answers lost", []func(*failNext){unanswered, unanswered}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, clk, log, rdb, _ := replicas(t, 2, cfg)
+			a, b := ws[0], ws[1]
+			f := &failNext{}
+			rdb.AddHook(f)
+			var mu sync.Mutex
+			var starts []time.Time
+			a.OnStart(func(_ context.Context, since time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				starts = append(starts, since)
+			})
+			feed(a, clk, 25, auth.OutcomeUnknownAccount, "a") // over the floor of 20
+			if !a.Active() {
+				t.Fatal("a's own window did not trip")
+			}
+			for i, fail := range tc.fails {
+				fail(f)
+				if err := a.Tick(t.Context()); err == nil {
+					t.Fatal("the tick met no failure")
+				}
+				clk.Add(time.Second)
+				feed(a, clk, 5, auth.OutcomeUnknownAccount, fmt.Sprint("b", i)) // since the failed tick
+			}
+			clk.Add(cfg.Window)
+			tick(t, a, b)
+			if got := log.kinds()[auth.EventAttackStarted]; got != 1 || !a.Active() || !b.Active() {
+				t.Fatalf("%d attack_started events, active: a %v, b %v; want one, both on", got, a.Active(), b.Active())
+			}
+			mu.Lock()
+			if want := clk.Now().Add(-cfg.Lookback()); len(starts) != 1 || !starts[0].Equal(want) {
+				t.Errorf("OnStart called with %v, want once with %s", starts, want)
+			}
+			mu.Unlock()
+			st, err := b.AttackStatus(t.Context(), clk.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 25 attempts and five a failed tick, each for an account of its
+			// own, from 25 networks, the first five of which failed once
+			// more a failed tick.
+			n := int64(25 + 5*len(tc.fails))
+			if st.Attempts != n || st.UnknownAccounts != n || st.DistinctAccounts != n || st.DistinctNetworks != 25 ||
+				len(st.TopNetworks) == 0 || st.TopNetworks[0].Count != int64(1+len(tc.fails)) {
+				t.Errorf("status %+v; want each attempt counted once", st)
+			}
+		})
+	}
+}

@@ -1,0 +1,94 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// failingCounter keeps the batches it is given and fails the first fails
+// of them, as a lost answer would: Redis may have counted them.
+type failingCounter struct {
+	mu      sync.Mutex
+	batches []string
+	fails   int
+}
+
+func (c *failingCounter) CountEvents(_ context.Context, batch []Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	accounts := make([]string, len(batch))
+	for i, e := range batch {
+		accounts[i] = e.Account
+	}
+	c.batches = append(c.batches, strings.Join(accounts, " "))
+	if c.fails > 0 {
+		c.fails--
+		return errors.New("i/o timeout")
+	}
+	return nil
+}
+
+// TestCountSentAgainAsItWas: a batch CountEvents failed with, which Redis
+// may have counted, goes again alone and as it was, however many events
+// come after it, so that the counter can tell it counted it already; the
+// events after it follow once it has gone. While the counters are down,
+// the events dropped past the backlog's bound are the oldest after it.
+func TestCountSentAgainAsItWas(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	record := func(r *recorder, accounts ...string) {
+		for _, a := range accounts {
+			r.Record(Event{At: now, Kind: EventLoginFailed, Account: a})
+		}
+	}
+	t.Run("sent again", func(t *testing.T) {
+		c := &failingCounter{fails: 2}
+		r := newRecorder(&rowStore{}, c, slog.New(slog.DiscardHandler), func() time.Time { return now })
+		record(r, "a", "b")
+		if err := r.flush(t.Context(), false); err == nil {
+			t.Fatal("the first count did not fail")
+		}
+		record(r, "c")
+		if err := r.flush(t.Context(), false); err == nil {
+			t.Fatal("the second count did not fail")
+		}
+		record(r, "d")
+		if err := r.flush(t.Context(), false); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fmt.Sprintf("%q", c.batches), `["a b" "a b" "a b" "c d"]`; got != want {
+			t.Errorf("batches counted %s, want %s", got, want)
+		}
+	})
+	t.Run("kept whole past the bound", func(t *testing.T) {
+		c := &failingCounter{fails: 1 << 30}
+		r := newRecorder(&rowStore{}, c, slog.New(slog.DiscardHandler), func() time.Time { return now })
+		record(r, "first")
+		_ = r.flush(t.Context(), false)
+		for i := range recorderQueue + 10 {
+			record(r, fmt.Sprint(i))
+			if len(r.queue) == cap(r.queue) {
+				_ = r.flush(t.Context(), false)
+			}
+		}
+		for len(r.queue) > 0 {
+			_ = r.flush(t.Context(), false)
+		}
+		c.fails = 0
+		c.batches = nil
+		if err := r.flush(t.Context(), false); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.batches) != 2 || c.batches[0] != "first" || !strings.HasPrefix(c.batches[1], "11 12 ") {
+			t.Errorf("after the outage, counted %d batches beginning %.20q; want \"first\" alone, then from event 11 on", len(c.batches), c.batches)
+		}
+		if got := r.Dropped(); got != 11 {
+			t.Errorf("%d events dropped, want the 11 oldest after the first", got)
+		}
+	})
+}
