@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/redisonce"
 )
 
 //go:embed lockout.lua
 var lockoutLua string
 
-var lockoutScript = redis.NewScript(lockoutLua)
+var lockoutScript = newScript(lockoutLua)
 
 //go:embed hold.lua
 var holdLua string
 
-var holdScript = redis.NewScript(holdLua)
+var holdScript = newScript(holdLua)
 
 // LockoutPolicy says when and for how long an identity is locked out.
 type LockoutPolicy struct {
@@ -162,7 +164,7 @@ func NewLockouts(rdb redis.UniversalClient, prefix, name string, p LockoutPolicy
 // LockoutPolicy.RememberedAttempts, is not counted again (see Store.Fail).
 func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error) {
 	args := append([]any{l.policy.Threshold, l.policy.Memory.Milliseconds(), attemptDigest(attempt), l.policy.RememberedAttempts()}, l.ladder...)
-	vals, err := lockoutScript.Run(ctx, l.rdb,
+	vals, err := lockoutScript.run(ctx, l.rdb,
 		[]string{l.keys.Key(id, ":failures"), l.keys.Key(id, ":level"), lockKey(l.keys, id), l.keys.Key(id, ":attempts")},
 		args...,
 	).Int64Slice()
@@ -186,12 +188,17 @@ func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error
 // was locked.
 func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err error) {
 	pipe := l.rdb.TxPipeline()
-	unlocked := pipe.Del(ctx, lockKey(l.keys, id))
+	// Sent once (redisonce): sent again after a late answer, the DEL of the
+	// lock would find it gone and report no unlock.
+	unlocked := redisonce.NewCmd(ctx, "del", lockKey(l.keys, id))
+	unlocked.SetFirstKeyPos(1)
+	_ = pipe.Process(ctx, unlocked)
 	pipe.Del(ctx, l.keys.Key(id, ":failures"), l.keys.Key(id, ":attempts"))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("ratelimit: clearing lockout: %w", err)
 	}
-	return unlocked.Val() == 1, nil
+	n, _ := unlocked.Int()
+	return n == 1, nil
 }
 
 // Hold puts locks recorded elsewhere into Redis (the locks made in process
@@ -206,9 +213,10 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 			continue
 		}
 		// EVAL, not EVALSHA: a Redis that came back empty has no scripts, and
-		// a pipeline cannot fall back; this runs once an outage.
-		holdScript.Eval(ctx, pipe, []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level")},
-			max(h.Level, 1), left, l.policy.Memory.Milliseconds())
+		// a pipeline cannot fall back; this runs once an outage. Sent once,
+		// as every write here (see script).
+		_ = pipe.Process(ctx, redisonce.Eval(ctx, holdScript.src, []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level")},
+			max(h.Level, 1), left, l.policy.Memory.Milliseconds()))
 	}
 	if pipe.Len() == 0 {
 		return nil
