@@ -164,10 +164,14 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
+	var asked uint64
 	if l.rejections != nil {
 		if d, ok := l.remembered(rules, results); ok {
 			return d, nil
 		}
+		// Before Redis is asked: an unlock from now on keeps the answer
+		// from being remembered.
+		asked = l.rejections.asking()
 	}
 	keys, spec := l.input(rules)
 	d := Decision{Allowed: true, Results: results}
@@ -187,7 +191,7 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 			if l.rejections != nil && err == nil {
 				// Its own copy: an identity may be part of a larger string.
 				r := ruleID{name: strings.Clone(rules[i].Name), id: strings.Clone(rules[i].ID)}
-				l.rejections.remember(r, res.RetryAfter, res.Locked, time.Now())
+				l.rejections.remember(r, res.RetryAfter, res.Locked, time.Now(), asked)
 			}
 		}
 	}
@@ -277,7 +281,9 @@ func (l *Limiter) remembered(rules []Rule, results []Result) (Decision, bool) {
 }
 
 // Forget drops what l remembers of rule name for id, so that the next
-// decision asks Redis: after an unlock, for instance.
+// decision asks Redis: after an unlock, for instance. The decisions in
+// flight meanwhile remember nothing of their answers, which Redis may
+// have given before the unlock.
 func (l *Limiter) Forget(name, id string) {
 	if l.rejections != nil {
 		l.rejections.forget(ruleID{name: name, id: id})
