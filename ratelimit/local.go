@@ -307,8 +307,9 @@ func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 
 // Hold puts locks recorded elsewhere (the lockouts in force when Redis
 // was lost) into l. A lock l holds already is only ever lengthened, and the
-// level only ever raised, so holding twice changes nothing; locks that have
-// ended are skipped.
+// level only ever raised, so holding twice changes nothing; the failures
+// counted before it are forgotten (see Store.Hold); locks that have ended
+// are skipped.
 func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 	locks, unknown := unknownLocks(locks, func(name string) bool { _, ok := l.policies[name]; return ok })
 	now := l.now()

@@ -203,7 +203,8 @@ func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err er
 
 // Hold puts locks recorded elsewhere into Redis (the locks made in process
 // while Redis was down, when it is back): each only ever lengthens a lock
-// and raises a level. Locks that have ended are skipped.
+// and raises a level, and forgets the failures counted before it (see
+// Store.Hold). Locks that have ended are skipped.
 func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 	now := time.Now()
 	pipe := l.rdb.Pipeline()
@@ -215,7 +216,7 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 		// EVAL, not EVALSHA: a Redis that came back empty has no scripts, and
 		// a pipeline cannot fall back; this runs once an outage. Sent once,
 		// as every write here (see script).
-		_ = pipe.Process(ctx, redisonce.Eval(ctx, holdScript.src, []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level")},
+		_ = pipe.Process(ctx, redisonce.Eval(ctx, holdScript.src, []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level"), l.keys.Key(h.ID, ":failures")},
 			max(h.Level, 1), left, l.policy.Memory.Milliseconds()))
 	}
 	if pipe.Len() == 0 {

@@ -44,9 +44,12 @@ type Store interface {
 	Clear(ctx context.Context, name, id string) (wasLocked bool, err error)
 	// Hold puts locks recorded elsewhere into the store: each only ever
 	// lengthens a lock and raises a level, and locks that have ended are
-	// skipped, so holding twice changes nothing. A lock of a rule the
-	// store keeps no lockouts for is skipped too, and reported in an error
-	// that wraps ErrNoLockouts; the other locks are held all the same.
+	// skipped, so holding twice changes nothing. Like a lock that Fail
+	// makes, a held one forgets the failures counted before it (not their
+	// attempts), so that one failure after it ends does not lock again. A
+	// lock of a rule the store keeps no lockouts for is skipped too, and
+	// reported in an error that wraps ErrNoLockouts; the other locks are
+	// held all the same.
 	Hold(ctx context.Context, locks ...HeldLock) error
 	// Reset forgets every request recorded for id under the rule name.
 	Reset(ctx context.Context, name, id string) error

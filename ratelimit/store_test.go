@@ -152,6 +152,7 @@ var storeCases = []struct {
 	{"escalation and its cap", escalating, caseEscalation},
 	{"unlock keeps the level", nil, caseUnlock},
 	{"hold only lengthens and raises", nil, caseHold},
+	{"a held lock starts the failures anew", nil, caseHeldLockCountsAnew},
 	{"reset forgets a rule's log", nil, caseReset},
 	{"remembered never admits nor records", nil, caseRemembered},
 	{"a repeated attempt counts once", nil, caseRepeatedAttempt},
@@ -712,6 +713,42 @@ func caseHold(t *testing.T, s storeUnderTest) {
 	if d := decide(t, s, rule("beside")); d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("a lock held beside one of a rule without lockouts: %+v; want locked", d)
 	}
+}
+
+// caseHeldLockCountsAnew: a held lock, like one that failures made,
+// starts its identity's failures anew. Those counted before it are gone
+// when it ends: one failure then is the first of a new count, not the one
+// that locks again, at a higher level, an owner who mistyped once.
+func caseHeldLockCountsAnew(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_account"]
+	const lock = 500 * time.Millisecond
+	againIfLate(t, func(attempt int) bool {
+		id := fmt.Sprintf("held-anew%d@example.com", attempt)
+		for i := 1; i < p.Threshold; i++ {
+			if f := fail(t, s, "login_account", id); f.Failures != i || f.LockedNow {
+				t.Fatalf("failure %d: %+v; want counted, not locked", i, f)
+			}
+		}
+		start := time.Now()
+		until := start.Add(lock)
+		if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: id, Until: until, Level: 1}); err != nil {
+			t.Fatal(err)
+		}
+		rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+		d := decide(t, s, rule)
+		if d.Allowed || !d.Results[0].Locked {
+			if time.Since(start) >= lock {
+				return true
+			}
+			t.Fatalf("while the held lock lasts: %+v; want locked", d)
+		}
+		// Never early: the lock has ended then.
+		time.Sleep(d.RetryAfter)
+		if f := fail(t, s, "login_account", id); f.LockedNow || f.Failures != 1 || f.Level != 1 {
+			t.Fatalf("one failure after the held lock ended: %+v; want the first of a new count, at level 1, not a lock", f)
+		}
+		return false
+	})
 }
 
 func caseReset(t *testing.T, s storeUnderTest) {
