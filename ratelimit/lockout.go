@@ -22,6 +22,11 @@ var holdLua string
 
 var holdScript = newScript(holdLua)
 
+//go:embed clear.lua
+var clearLua string
+
+var clearScript = newScript(clearLua)
+
 // LockoutPolicy says when and for how long an identity is locked out.
 type LockoutPolicy struct {
 	// Threshold is the number of consecutive failures that locks.
@@ -31,8 +36,8 @@ type LockoutPolicy struct {
 	// MaxDuration caps the doubling.
 	MaxDuration time.Duration
 	// Memory is how long failures are remembered without a new one, and
-	// how long after a lock ends the next lock still escalates. Zero
-	// means MaxDuration.
+	// how long after a lock ends (runs out, or is ended by an unlock) the
+	// next lock still escalates. Zero means MaxDuration.
 	Memory time.Duration
 }
 
@@ -184,20 +189,17 @@ func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error
 
 // Clear ends id's lock, if any, and forgets its failures and the attempts
 // they were: a successful sign-in or an administrator's unlock. The level
-// is kept, so that a lock soon after still escalates. It reports whether id
-// was locked.
+// is kept, so that a lock soon after still escalates, for the policy's
+// Memory after the unlock, as after a lock that ends by itself. It reports
+// whether id was locked.
 func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err error) {
-	pipe := l.rdb.TxPipeline()
-	// Sent once (redisonce): sent again after a late answer, the DEL of the
-	// lock would find it gone and report no unlock.
-	unlocked := redisonce.NewCmd(ctx, "del", lockKey(l.keys, id))
-	unlocked.SetFirstKeyPos(1)
-	_ = pipe.Process(ctx, unlocked)
-	pipe.Del(ctx, l.keys.Key(id, ":failures"), l.keys.Key(id, ":attempts"))
-	if _, err := pipe.Exec(ctx); err != nil {
+	n, err := clearScript.run(ctx, l.rdb,
+		[]string{lockKey(l.keys, id), l.keys.Key(id, ":level"), l.keys.Key(id, ":failures"), l.keys.Key(id, ":attempts")},
+		l.policy.Memory.Milliseconds(),
+	).Int64()
+	if err != nil {
 		return false, fmt.Errorf("ratelimit: clearing lockout: %w", err)
 	}
-	n, _ := unlocked.Int()
 	return n == 1, nil
 }
 

@@ -40,7 +40,8 @@ type Store interface {
 	// Clear ends id's lock under the rule name, if any, and forgets its
 	// failures and their attempts: a successful sign-in or an
 	// administrator's unlock. The level is kept, so that a lock soon after
-	// still escalates. It reports whether id was locked.
+	// still escalates: for the policy's Memory from the unlock, which ends
+	// the lock. It reports whether id was locked.
 	Clear(ctx context.Context, name, id string) (wasLocked bool, err error)
 	// Hold puts locks recorded elsewhere into the store: each only ever
 	// lengthens a lock and raises a level, and locks that have ended are

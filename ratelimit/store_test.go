@@ -151,6 +151,7 @@ var storeCases = []struct {
 	{"lockouts apart per rule name", nil, caseLockoutsPerRule},
 	{"escalation and its cap", escalating, caseEscalation},
 	{"unlock keeps the level", nil, caseUnlock},
+	{"an unlock's level is remembered from the unlock", expiring, caseUnlockMemory},
 	{"hold only lengthens and raises", nil, caseHold},
 	{"a held lock starts the failures anew", nil, caseHeldLockCountsAnew},
 	{"reset forgets a rule's log", nil, caseReset},
@@ -671,6 +672,41 @@ func caseUnlock(t *testing.T, s storeUnderTest) {
 	if second.Level != 2 || second.LockedFor != p.LockFor(2) {
 		t.Fatalf("lock after an unlock: %+v; want level 2 for %v", second, p.LockFor(2))
 	}
+}
+
+// caseUnlockMemory: an unlock ends the lock, and the level is remembered
+// for the policy's Memory after that end, as after a lock that runs out:
+// a lock soon after escalates, one later than Memory after the unlock
+// starts at level 1 again, however long the cleared lock had left.
+func caseUnlockMemory(t *testing.T, s storeUnderTest) {
+	p := expiring["login_account"]
+	againIfLate(t, func(attempt int) bool {
+		soon, later := fmt.Sprintf("soon%d@example.com", attempt), fmt.Sprintf("later%d@example.com", attempt)
+		for _, id := range []string{soon, later} {
+			if f := lockNow(t, s, "login_account", id, p.Threshold); f.Level != 1 {
+				t.Fatalf("first lock of %s: %+v; want level 1", id, f)
+			}
+			if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
+				t.Fatalf("Clear of %s: %v, %v; want the lock ended", id, was, err)
+			}
+		}
+		cleared := time.Now()
+		time.Sleep(p.Memory / 3)
+		f := lockNow(t, s, "login_account", soon, p.Threshold)
+		if time.Since(cleared) >= p.Memory {
+			return true
+		}
+		if f.Level != 2 {
+			t.Fatalf("a lock within the memory after an unlock: %+v; want level 2", f)
+		}
+		// Past the memory after the unlock, though not after the end the
+		// cleared lock would have had.
+		time.Sleep(time.Until(cleared.Add(p.Memory + 200*time.Millisecond)))
+		if f := lockNow(t, s, "login_account", later, p.Threshold); f.Level != 1 || f.LockedFor != p.LockFor(1) {
+			t.Fatalf("a lock past the memory after an unlock: %+v; want level 1 again, for %v", f, p.LockFor(1))
+		}
+		return false
+	})
 }
 
 func caseHold(t *testing.T, s storeUnderTest) {
