@@ -48,7 +48,9 @@ type Result struct {
 	// Allowed reports whether this rule admits the request.
 	Allowed bool
 	// Locked reports that the rule rejected because its identity is
-	// locked out; RetryAfter is then the time the lock has left.
+	// locked out; RetryAfter is then the time the lock has left, or, if
+	// the rule's log is full past the lock's end, the time until it has
+	// room.
 	Locked bool
 	// Count is the number of requests the rule holds in its window after
 	// the decision: the request itself is included only when the whole

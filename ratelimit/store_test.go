@@ -147,6 +147,7 @@ var storeCases = []struct {
 	{"all or none under concurrency", nil, caseAllOrNoneUnderConcurrency},
 	{"window slides", nil, caseWindowSlides},
 	{"retry-after never early and never zero", nil, caseRetryAfter},
+	{"a locked rule's retry-after waits for its log too", escalating, caseLockedRetryAfter},
 	{"lockout at the threshold exactly once", nil, caseLockoutOnce},
 	{"lockouts apart per rule name", nil, caseLockoutsPerRule},
 	{"escalation and its cap", escalating, caseEscalation},
@@ -519,6 +520,32 @@ func retryAfterOnce(t *testing.T, s storeUnderTest, attempt int) (late bool) {
 		t.Fatalf("after waiting the decision's retry-after: %+v; want admitted", d)
 	}
 	return false
+}
+
+// caseLockedRetryAfter: a locked rule whose log is full too admits again
+// only once both let it, and says so: its retry-after is the later of the
+// lock's end and the log's, not the lock's alone, after which the retry
+// would be rejected by the full log.
+func caseLockedRetryAfter(t *testing.T, s storeUnderTest) {
+	p := escalating["login_account"]
+	const window = time.Minute
+	rule := ratelimit.Rule{Name: "login_account", ID: "locked-and-full@example.com", Limit: ratelimit.Limit{Count: 2, Window: window}, Lockable: true}
+	start := time.Now()
+	for i := range 2 {
+		if d := decide(t, s, rule); !d.Allowed {
+			t.Fatalf("request %d: %+v; want admitted", i+1, d)
+		}
+	}
+	if f := lockNow(t, s, rule.Name, rule.ID, p.Threshold); f.LockedFor != p.LockFor(1) {
+		t.Fatalf("lock: %+v; want one of %v", f, p.LockFor(1))
+	}
+	// The first entry was made after start, so it leaves no earlier than
+	// a window after start: far later than the lock ends.
+	d := decide(t, s, rule)
+	r := d.Results[0]
+	if least := window - time.Since(start); d.Allowed || !r.Locked || r.RetryAfter < least || r.RetryAfter > window || d.RetryAfter != r.RetryAfter {
+		t.Fatalf("locked, its log full: %+v; want locked, with a retry-after in [%v, %v], when the log has room", d, least, window)
+	}
 }
 
 func caseLockoutOnce(t *testing.T, s storeUnderTest) {
