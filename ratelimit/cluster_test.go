@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,4 +235,228 @@ func migrate(t *testing.T, rdb *redis.ClusterClient, slot int) (source, target s
 		t.Fatal(err)
 	}
 	return src.Options().Addr, dst.Options().Addr
+}
+
+// TestClusterLateAnswerSentOnce: every write the store makes, on a real
+// cluster through a client as xcloak serve makes it (MaxRetries -1, which
+// the cluster client does not heed when it sends a command again after a
+// read timeout), is sent to Redis once when its answer comes too late. The
+// master of the keys is paused past the read timeout; a hook on every node
+// counts the commands that name the key. Sent twice, a decision would
+// count one request twice and a failure two, and the locking failure's
+// second run would find the lock the first made and report no LockedNow.
+func TestClusterLateAnswerSentOnce(t *testing.T) {
+	_, prefix := testenv.RedisCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.ClusterAddrs(t),
+		ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	sends := &sendCounter{counts: map[string]int{}}
+	c.OnNewNode(func(n *redis.Client) { n.AddHook(sends) })
+	store, err := ratelimit.NewRedisStore(c, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := ratelimit.NewKeys(prefix, "login_ip")
+	accounts, _ := ratelimit.NewKeys(prefix, "login_account")
+	// An address whose keys are on another master than the account's.
+	ip := ""
+	for i := 0; ip == ""; i++ {
+		if a := fmt.Sprintf("10.1.0.%d", i); masterOf(t, c, logs.Log(a)) != masterOf(t, c, accounts.Log("owner@example.com")) {
+			ip = a
+		}
+	}
+	ipRule := ratelimit.Rule{Name: "login_ip", ID: ip, Limit: ratelimit.PerMinute(100)}
+	account := ratelimit.Rule{Name: "login_account", ID: "owner@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	held := ratelimit.HeldLock{Name: "login_account", ID: "owner@example.com", Level: 1}
+	for _, tc := range []struct {
+		name string
+		key  string // the key the paused command names
+		// run sends the command; it runs once before the pause too, so
+		// that the node has the script cached.
+		run func(ctx context.Context) error
+	}{
+		{"Allow", logs.Log(ip), func(ctx context.Context) error {
+			_, err := store.AllowAll(ctx, ipRule)
+			return err
+		}},
+		{"AllowAll over two masters", accounts.Log(account.ID), func(ctx context.Context) error {
+			_, err := store.AllowAll(ctx, ipRule, account)
+			return err
+		}},
+		{"Fail", accounts.Key(account.ID, ":failures"), func(ctx context.Context) error {
+			_, err := store.Fail(ctx, "login_account", account.ID, "")
+			return err
+		}},
+		{"Clear", accounts.Key(account.ID, ":lock"), func(ctx context.Context) error {
+			_, err := store.Clear(ctx, "login_account", account.ID)
+			return err
+		}},
+		{"Hold", accounts.Key(account.ID, ":lock"), func(ctx context.Context) error {
+			held.Until = time.Now().Add(time.Minute)
+			return store.Hold(ctx, held)
+		}},
+		{"Reset", logs.Log(ip), func(ctx context.Context) error {
+			return store.Reset(ctx, "login_ip", ip)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.run(t.Context()); err != nil {
+				t.Fatalf("before the pause: %v", err)
+			}
+			sends.reset()
+			unpause := pause(t, c, tc.key, 300*time.Millisecond)
+			err := tc.run(t.Context())
+			unpause()
+			switch got := sends.of(tc.key); {
+			case got != 1:
+				t.Errorf("sent %d times, want once (the call's error: %v)", got, err)
+			case err == nil:
+				t.Fatal("answered within the read timeout while Redis was paused: the test shows nothing")
+			}
+		})
+	}
+
+	// A decision over two masters that one of them rejects takes back the
+	// other's admission: sent once too.
+	t.Run("take back", func(t *testing.T) {
+		full := ratelimit.Rule{Name: "login_account", ID: "full@example.com", Limit: ratelimit.PerMinute(1)}
+		for masterOf(t, c, accounts.Log(full.ID)) == masterOf(t, c, logs.Log(ip)) {
+			full.ID = "x" + full.ID
+		}
+		if d, err := store.AllowAll(t.Context(), ipRule, full); err != nil || !d.Allowed {
+			t.Fatalf("first request: %+v, %v", d, err)
+		}
+		sends.reset()
+		// Once the decision has reached the address's master, that master
+		// is paused: the take-back that follows is late.
+		sends.setThen(func(key string) {
+			if key == logs.Log(ip) && sends.of(key) == 1 {
+				if err := pauseNode(c, key, 300*time.Millisecond); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		defer sends.setThen(nil)
+		if d, err := store.AllowAll(t.Context(), ipRule, full); err != nil || d.Allowed {
+			t.Fatalf("request past the full account: %+v, %v; want rejected", d, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if got := sends.of(logs.Log(ip)); got != 2 {
+			t.Errorf("the address's log was sent %d commands, want 2: the decision and its take-back, once each", got)
+		}
+	})
+}
+
+// sendCounter counts, under each key, the commands naming it that the
+// node clients it hooks send; then, if set, runs after each of them.
+type sendCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+	then   func(key string)
+}
+
+func (h *sendCounter) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	clear(h.counts)
+}
+
+func (h *sendCounter) of(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[key]
+}
+
+func (h *sendCounter) count(cmds ...redis.Cmder) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var keys []string
+	for _, cmd := range cmds {
+		for _, a := range cmd.Args() {
+			var s string
+			switch a := a.(type) {
+			case string:
+				s = a
+			case *string:
+				s = *a
+			}
+			if strings.Contains(s, "{") {
+				h.counts[s]++
+				keys = append(keys, s)
+			}
+		}
+	}
+	return keys
+}
+
+func (h *sendCounter) setThen(then func(key string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.then = then
+}
+
+func (h *sendCounter) after(keys []string) {
+	h.mu.Lock()
+	then := h.then
+	h.mu.Unlock()
+	if then != nil {
+		for _, k := range keys {
+			then(k)
+		}
+	}
+}
+
+func (*sendCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sendCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		keys := h.count(cmd)
+		err := next(ctx, cmd)
+		h.after(keys)
+		return err
+	}
+}
+
+func (h *sendCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		keys := h.count(cmds...)
+		err := next(ctx, cmds)
+		h.after(keys)
+		return err
+	}
+}
+
+// pause holds the writes of every client of the master of key for d, past
+// the client's read timeout, as a slow script or a pause of the machine
+// would; the returned function, also run when the test ends, ends the
+// pause.
+func pause(t *testing.T, c *redis.ClusterClient, key string, d time.Duration) func() {
+	t.Helper()
+	if err := pauseNode(c, key, d); err != nil {
+		t.Fatal(err)
+	}
+	unpause := func() {
+		if err := pauseNode(c, key, 0); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(unpause)
+	return unpause
+}
+
+// pauseNode is pause from any goroutine, through a client of its own that
+// no hook counts; d of 0 ends the pause.
+func pauseNode(c *redis.ClusterClient, key string, d time.Duration) error {
+	ctx := context.Background()
+	node, err := c.MasterForKey(ctx, key)
+	if err != nil {
+		return err
+	}
+	admin := redis.NewClient(&redis.Options{Addr: node.Options().Addr})
+	defer admin.Close()
+	args := []any{"CLIENT", "UNPAUSE"}
+	if d > 0 {
+		args = []any{"CLIENT", "PAUSE", d.Milliseconds(), "WRITE"}
+	}
+	return admin.Do(ctx, args...).Err()
 }

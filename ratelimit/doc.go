@@ -35,6 +35,15 @@
 // can make a concurrent request see one slot fewer; that errs towards
 // rejecting and never admits a request past any limit.
 //
+// Every script and command that writes is sent to Redis at most once
+// (internal/redisonce): go-redis' cluster client would otherwise send it
+// again after a read timeout or a dropped connection, whatever its
+// MaxRetries, and Redis may have run the first, so that one request would
+// count twice in a log, one failure twice towards a lock, and the second
+// run of the failure that locks would find its own lock and report no
+// LockedNow. A late answer is an error instead, and the request counts as
+// the first run left it.
+//
 // The sorted sets of the logs before the packed format were kept under keys
 // without a suffix, the packed logs without their expiry in the header under
 // keys ending in ":log2"; today's end in ":log3" ([Keys.Log]), so that a

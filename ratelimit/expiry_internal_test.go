@@ -122,7 +122,7 @@ func mixedCalls(t *testing.T, rng *rand.Rand) {
 			check(step, "plant")
 		case op == 1 && len(admitted) > 0:
 			a := admitted[rng.IntN(len(admitted))]
-			if err := takeBack.Run(ctx, rdb, []string{a.key}, a.at).Err(); err != nil {
+			if err := takeBack.run(ctx, rdb, []string{a.key}, a.at).Err(); err != nil {
 				t.Fatalf("step %d: take back: %v", step, err)
 			}
 			check(step, "take back")
@@ -144,7 +144,7 @@ func mixedCalls(t *testing.T, rng *rand.Rand) {
 				win[k] = max(win[k], window.Microseconds())
 			}
 			before := snapshot()
-			reply, err := slidingWindow.Run(ctx, rdb, ks, spec).Text()
+			reply, err := slidingWindow.run(ctx, rdb, ks, spec).Text()
 			if err != nil {
 				t.Fatalf("step %d: %v", step, err)
 			}

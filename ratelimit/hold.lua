@@ -1,10 +1,13 @@
 -- Hold: puts a lock recorded elsewhere (a lock made in process while Redis
 -- was down) into Redis, as lockout.lua would have left it. It only ever
 -- lengthens a lock and raises a level, so holding twice changes nothing.
--- Both keys share one hash tag.
+-- Like a lock that failures make, it starts the identity's failures anew:
+-- those counted before it do not count towards the next lock. All three
+-- keys share one hash tag.
 --
 -- KEYS[1]  lock: exists while the identity is locked; holds the level
 -- KEYS[2]  level: how many times the identity was locked recently
+-- KEYS[3]  failures: consecutive failures since the last lock or success
 -- ARGV[1]  level of the lock (integer >= 1)
 -- ARGV[2]  time the lock has left, milliseconds (>= 1)
 -- ARGV[3]  memory, milliseconds: how long the level outlives the lock
@@ -18,4 +21,5 @@ end
 if (tonumber(redis.call('GET', KEYS[2])) or 0) < level then
   redis.call('SET', KEYS[2], level, 'PX', left + memory)
 end
+redis.call('DEL', KEYS[3])
 return 1

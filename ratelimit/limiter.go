@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/redisonce"
 )
 
 // Rule is one limit applied to one identity.
@@ -46,7 +48,9 @@ type Result struct {
 	// Allowed reports whether this rule admits the request.
 	Allowed bool
 	// Locked reports that the rule rejected because its identity is
-	// locked out; RetryAfter is then the time the lock has left.
+	// locked out; RetryAfter is then the time the lock has left, or, if
+	// the rule's log is full past the lock's end, the time until it has
+	// room.
 	Locked bool
 	// Count is the number of requests the rule holds in its window after
 	// the decision: the request itself is included only when the whole
@@ -162,10 +166,14 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
+	var asked uint64
 	if l.rejections != nil {
 		if d, ok := l.remembered(rules, results); ok {
 			return d, nil
 		}
+		// Before Redis is asked: an unlock from now on keeps the answer
+		// from being remembered.
+		asked = l.rejections.asking()
 	}
 	keys, spec := l.input(rules)
 	d := Decision{Allowed: true, Results: results}
@@ -185,7 +193,7 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 			if l.rejections != nil && err == nil {
 				// Its own copy: an identity may be part of a larger string.
 				r := ruleID{name: strings.Clone(rules[i].Name), id: strings.Clone(rules[i].ID)}
-				l.rejections.remember(r, res.RetryAfter, res.Locked, time.Now())
+				l.rejections.remember(r, res.RetryAfter, res.Locked, time.Now(), asked)
 			}
 		}
 	}
@@ -199,7 +207,7 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 // of all groups in one pipeline and, if some group rejected (or failed),
 // the entries the others made taken back.
 func (l *Limiter) decideGroups(ctx context.Context, rules []Rule, keys []string, groups []group, results []Result) error {
-	cmds := runAll(ctx, l.rdb, slidingWindow, len(groups), func(g int) ([]string, []any) {
+	cmds := slidingWindow.runAll(ctx, l.rdb, len(groups), func(g int) ([]string, []any) {
 		return groups[g].keys, []any{groups[g].spec}
 	})
 	// Each admission's time in its log, for takeBack.
@@ -275,7 +283,9 @@ func (l *Limiter) remembered(rules []Rule, results []Result) (Decision, bool) {
 }
 
 // Forget drops what l remembers of rule name for id, so that the next
-// decision asks Redis: after an unlock, for instance.
+// decision asks Redis: after an unlock, for instance. The decisions in
+// flight meanwhile remember nothing of their answers, which Redis may
+// have given before the unlock.
 func (l *Limiter) Forget(name, id string) {
 	if l.rejections != nil {
 		l.rejections.forget(ruleID{name: name, id: id})
@@ -287,7 +297,11 @@ func (l *Limiter) Reset(ctx context.Context, name, id string) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("ratelimit: rule name %q: %w", name, err)
 	}
-	return l.rdb.Del(ctx, Keys{prefix: l.prefix, kind: name}.Log(id)).Err()
+	// Sent once: sent again after a late answer, it could delete an
+	// admission made in between.
+	cmd := redisonce.NewCmd(ctx, "del", Keys{prefix: l.prefix, kind: name}.Log(id))
+	cmd.SetFirstKeyPos(1)
+	return l.rdb.Process(ctx, cmd)
 }
 
 // input returns what the script is given for valid rules: the keys it
@@ -443,56 +457,27 @@ func (l *Limiter) groups(rules []Rule, keys []string) []group {
 	return out
 }
 
-// slidingWindowSHA is the script's digest, for EVALSHA.
-var slidingWindowSHA = slidingWindow.Hash()
-
 // run decides rules whose keys one script may touch together (keys and
 // spec from Limiter.input), with one EVALSHA, or EVAL if Redis answered
-// that it lost its script cache (a restart or failover). Its arguments
-// point into keys and spec, so that building the command boxes nothing.
+// that it lost its script cache (a restart or failover), each a redisonce
+// command (see script). Its arguments point into keys and spec, so that
+// building the command boxes nothing.
 func (l *Limiter) run(ctx context.Context, keys []string, spec *string) *redis.Cmd {
 	args := make([]any, 4+len(keys))
-	args[0], args[1], args[2] = "evalsha", &slidingWindowSHA, len(keys)
+	args[0], args[1], args[2] = "evalsha", &slidingWindow.sha, len(keys)
 	for i := range keys {
 		args[3+i] = &keys[i]
 	}
 	args[3+len(keys)] = spec
-	cmd := redis.NewCmd(ctx, args...)
+	cmd := redisonce.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
 	if err := l.rdb.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		args[0], args[1] = "eval", &slidingWindowLua
-		cmd = redis.NewCmd(ctx, args...)
+		args[0], args[1] = "eval", &slidingWindow.src
+		cmd = redisonce.NewCmd(ctx, args...)
 		cmd.SetFirstKeyPos(3)
 		_ = l.rdb.Process(ctx, cmd)
 	}
-	return cmd
-}
-
-// runAll runs script n times in one pipeline, with the keys and arguments
-// of each run, by EVALSHA; runs that met NOSCRIPT are sent again by EVAL.
-func runAll(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, n int, of func(i int) ([]string, []any)) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, n)
-	pipe := rdb.Pipeline()
-	for i := range n {
-		ks, a := of(i)
-		cmds[i] = script.EvalSha(ctx, pipe, ks, a...)
-	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
-	var again []int
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			again = append(again, i)
-		}
-	}
-	if len(again) > 0 {
-		pipe := rdb.Pipeline()
-		for _, i := range again {
-			ks, a := of(i)
-			cmds[i] = script.Eval(ctx, pipe, ks, a...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
-	return cmds
+	return cmd.Cmd
 }
 
 // takeBackTimeout bounds a take-back: long enough to wait out a loaded
@@ -518,7 +503,7 @@ func (l *Limiter) takeBack(ctx context.Context, results []Result, rules []Rule, 
 		}
 	}
 	if len(admitted) > 0 {
-		runAll(ctx, l.rdb, takeBack, len(admitted), func(j int) ([]string, []any) {
+		takeBack.runAll(ctx, l.rdb, len(admitted), func(j int) ([]string, []any) {
 			i := admitted[j]
 			return []string{logKey(rules, keys, i)}, []any{at[i]}
 		})

@@ -104,7 +104,7 @@ func TestScriptRejectsMalformedInput(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rdb.Del(t.Context(), a, b, lock)
-			err := slidingWindow.Run(t.Context(), rdb, c.keys, c.spec).Err()
+			err := slidingWindow.run(t.Context(), rdb, c.keys, c.spec).Err()
 			if err == nil || !strings.Contains(err.Error(), "ratelimit:") {
 				t.Errorf("error %v, want the script's own", err)
 			}

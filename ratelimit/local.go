@@ -162,14 +162,15 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		}
 		logs[i] = log
 		res.Count = count
-		switch {
-		case r.Lockable && lockedFor(sh, key, now) > 0:
-			res.Locked, res.RetryAfter = true, lockedFor(sh, key, now)
-		case count >= r.Limit.Count:
-			res.RetryAfter = log.times[count-r.Limit.Count].Add(r.Limit.Window).Sub(now)
-		default:
-			res.Allowed = true
+		if r.Lockable {
+			res.RetryAfter = lockedFor(sh, key, now)
+			res.Locked = res.RetryAfter > 0
 		}
+		if count >= r.Limit.Count {
+			// Locked or not, no retry succeeds before the log has room.
+			res.RetryAfter = max(res.RetryAfter, log.times[count-r.Limit.Count].Add(r.Limit.Window).Sub(now))
+		}
+		res.Allowed = res.RetryAfter == 0
 		res.Remaining = max(r.Limit.Count-count, 0)
 		if !res.Allowed {
 			d.Allowed = false
@@ -307,8 +308,9 @@ func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 
 // Hold puts locks recorded elsewhere (the lockouts in force when Redis
 // was lost) into l. A lock l holds already is only ever lengthened, and the
-// level only ever raised, so holding twice changes nothing; locks that have
-// ended are skipped.
+// level only ever raised, so holding twice changes nothing; the failures
+// counted before it are forgotten (see Store.Hold); locks that have ended
+// are skipped.
 func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 	locks, unknown := unknownLocks(locks, func(name string) bool { _, ok := l.policies[name]; return ok })
 	now := l.now()

@@ -8,17 +8,24 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/redisonce"
 )
 
 //go:embed lockout.lua
 var lockoutLua string
 
-var lockoutScript = redis.NewScript(lockoutLua)
+var lockoutScript = newScript(lockoutLua)
 
 //go:embed hold.lua
 var holdLua string
 
-var holdScript = redis.NewScript(holdLua)
+var holdScript = newScript(holdLua)
+
+//go:embed clear.lua
+var clearLua string
+
+var clearScript = newScript(clearLua)
 
 // LockoutPolicy says when and for how long an identity is locked out.
 type LockoutPolicy struct {
@@ -29,8 +36,8 @@ type LockoutPolicy struct {
 	// MaxDuration caps the doubling.
 	MaxDuration time.Duration
 	// Memory is how long failures are remembered without a new one, and
-	// how long after a lock ends the next lock still escalates. Zero
-	// means MaxDuration.
+	// how long after a lock ends (runs out, or is ended by an unlock) the
+	// next lock still escalates. Zero means MaxDuration.
 	Memory time.Duration
 }
 
@@ -162,7 +169,7 @@ func NewLockouts(rdb redis.UniversalClient, prefix, name string, p LockoutPolicy
 // LockoutPolicy.RememberedAttempts, is not counted again (see Store.Fail).
 func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error) {
 	args := append([]any{l.policy.Threshold, l.policy.Memory.Milliseconds(), attemptDigest(attempt), l.policy.RememberedAttempts()}, l.ladder...)
-	vals, err := lockoutScript.Run(ctx, l.rdb,
+	vals, err := lockoutScript.run(ctx, l.rdb,
 		[]string{l.keys.Key(id, ":failures"), l.keys.Key(id, ":level"), lockKey(l.keys, id), l.keys.Key(id, ":attempts")},
 		args...,
 	).Int64Slice()
@@ -182,21 +189,24 @@ func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error
 
 // Clear ends id's lock, if any, and forgets its failures and the attempts
 // they were: a successful sign-in or an administrator's unlock. The level
-// is kept, so that a lock soon after still escalates. It reports whether id
-// was locked.
+// is kept, so that a lock soon after still escalates, for the policy's
+// Memory after the unlock, as after a lock that ends by itself. It reports
+// whether id was locked.
 func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err error) {
-	pipe := l.rdb.TxPipeline()
-	unlocked := pipe.Del(ctx, lockKey(l.keys, id))
-	pipe.Del(ctx, l.keys.Key(id, ":failures"), l.keys.Key(id, ":attempts"))
-	if _, err := pipe.Exec(ctx); err != nil {
+	n, err := clearScript.run(ctx, l.rdb,
+		[]string{lockKey(l.keys, id), l.keys.Key(id, ":level"), l.keys.Key(id, ":failures"), l.keys.Key(id, ":attempts")},
+		l.policy.Memory.Milliseconds(),
+	).Int64()
+	if err != nil {
 		return false, fmt.Errorf("ratelimit: clearing lockout: %w", err)
 	}
-	return unlocked.Val() == 1, nil
+	return n == 1, nil
 }
 
 // Hold puts locks recorded elsewhere into Redis (the locks made in process
 // while Redis was down, when it is back): each only ever lengthens a lock
-// and raises a level. Locks that have ended are skipped.
+// and raises a level, and forgets the failures counted before it (see
+// Store.Hold). Locks that have ended are skipped.
 func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 	now := time.Now()
 	pipe := l.rdb.Pipeline()
@@ -206,9 +216,10 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 			continue
 		}
 		// EVAL, not EVALSHA: a Redis that came back empty has no scripts, and
-		// a pipeline cannot fall back; this runs once an outage.
-		holdScript.Eval(ctx, pipe, []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level")},
-			max(h.Level, 1), left, l.policy.Memory.Milliseconds())
+		// a pipeline cannot fall back; this runs once an outage. Sent once,
+		// as every write here (see script).
+		_ = pipe.Process(ctx, redisonce.Eval(ctx, holdScript.src, []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level"), l.keys.Key(h.ID, ":failures")},
+			max(h.Level, 1), left, l.policy.Memory.Milliseconds()))
 	}
 	if pipe.Len() == 0 {
 		return nil

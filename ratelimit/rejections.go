@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,10 +18,21 @@ import (
 // taken back (a request rejected by another rule), a rule is Reset or an
 // account is unlocked on another replica, so each memory is kept at most
 // ttl (one second by default), which bounds that delay. An unlock through
-// this process forgets the account at once (Limiter.Forget).
+// this process forgets the account at once (Limiter.Forget), and the
+// answers Redis gave before it that arrive after it are not remembered
+// (forgets).
 type rejections struct {
 	ttl time.Duration
 	max int
+
+	// forgets counts the calls of forget. A decision reads it before it
+	// asks Redis and remembers the answer only if it has not moved since
+	// (remember's asked): an answer that read a lock before an unlock,
+	// and arrives after the unlock forgot it, would otherwise be
+	// remembered past the unlock. Any forget counts, whatever identity
+	// it was of: unlocks are rare, and a decision that then goes
+	// unremembered only asks Redis again next time.
+	forgets atomic.Uint64
 
 	mu    sync.Mutex
 	until map[ruleID]rejection
@@ -77,21 +89,31 @@ func (r *rejections) lookupLocked(key ruleID, now time.Time) (time.Duration, boo
 	return m.retryAt.Sub(now), m.locked
 }
 
-// forget drops key's memory.
+// forget drops key's memory, and keeps the answers of the decisions in
+// flight from being remembered (forgets).
 func (r *rejections) forget(key ruleID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.until, key)
+	r.forgets.Add(1)
 }
 
-// remember notes that key rejects for retryAfter from now, for at most ttl.
-func (r *rejections) remember(key ruleID, retryAfter time.Duration, locked bool, now time.Time) {
+// asking returns what a decision passes to remember as asked: read before
+// it asks Redis.
+func (r *rejections) asking() uint64 { return r.forgets.Load() }
+
+// remember notes that key rejects for retryAfter from now, for at most
+// ttl, unless a memory was forgotten since asked (asking) was read.
+func (r *rejections) remember(key ruleID, retryAfter time.Duration, locked bool, now time.Time, asked uint64) {
 	d := min(retryAfter, r.ttl)
 	if d <= 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.forgets.Load() != asked {
+		return // an unlock came between Redis' answer and now
+	}
 	if len(r.until) >= r.max {
 		if now.Before(r.nextSweep) {
 			return // full of live memories: ask Redis

@@ -1,9 +1,13 @@
 package ratelimit_test
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/ratelimit"
@@ -127,6 +131,93 @@ func TestUnlockForgetsRememberedLock(t *testing.T) {
 	time.Sleep(memory + 100*time.Millisecond)
 	if d, err := there.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
 		t.Fatalf("after the memory's lifetime, other process: %+v, %v; want admitted", d, err)
+	}
+}
+
+// TestUnlockWinsOverDecisionInFlight: a decision that read the lock in
+// Redis before an unlock on this process, and whose answer arrives after
+// it, is not remembered: the unlock takes effect here at once, as
+// promised, and the next decision asks Redis and is admitted. A hook on
+// the client holds the decision's answer until the unlock is done.
+func TestUnlockWinsOverDecisionInFlight(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	hold := &holdAnswer{}
+	rdb.AddHook(hold)
+	s, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RememberRejections(time.Minute, 100)
+	id := "in-flight@example.com"
+	rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+	for range policy.Threshold {
+		if _, err := s.Fail(t.Context(), "login_account", id, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	answered, release := hold.next()
+	done := make(chan ratelimit.Decision, 1)
+	go func() {
+		d, err := s.AllowAll(t.Context(), rule)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- d
+	}()
+	<-answered // Redis said locked; the decision has not seen it yet
+	if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
+		t.Fatalf("Clear: %v, %v; want the lock ended", was, err)
+	}
+	close(release)
+	if d := <-done; d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("the decision in flight: %+v; want Redis' answer from before the unlock, locked", d)
+	}
+	if d, ok := s.Remembered(rule); ok {
+		t.Fatalf("after the unlock: %+v remembered; want nothing", d)
+	}
+	if d, err := s.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
+		t.Fatalf("the next decision after the unlock, same process: %+v, %v; want admitted", d, err)
+	}
+}
+
+// holdAnswer is a hook that, once armed by next, holds back the answer
+// of the next script it sees, after Redis gave it.
+type holdAnswer struct {
+	mu                sync.Mutex
+	answered, release chan struct{}
+}
+
+// next arms h: answered is closed when Redis has answered the next
+// script, whose answer is then held until release is closed.
+func (h *holdAnswer) next() (answered <-chan struct{}, release chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answered, h.release = make(chan struct{}), make(chan struct{})
+	return h.answered, h.release
+}
+
+func (*holdAnswer) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (*holdAnswer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *holdAnswer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); name != "evalsha" && name != "eval" {
+			return err
+		}
+		h.mu.Lock()
+		answered, release := h.answered, h.release
+		h.answered = nil
+		h.mu.Unlock()
+		if answered != nil {
+			close(answered)
+			<-release
+		}
+		return err
 	}
 }
 

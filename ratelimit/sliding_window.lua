@@ -52,7 +52,8 @@
 --           admits it, or the microseconds until the rule would admit one
 --           more (the entry that must leave has left; never early, never
 --           0), negated when it rejects because the identity is locked
---           (the time the lock has left)
+--           (then the later of the time the lock has left and, if the
+--           log is full, the time until it has room)
 -- The request is admitted, in every rule, only if every rule admits it.
 --
 -- Each call of this script is a decision, and what runs in every call is
@@ -164,7 +165,7 @@ for i = 1, n do
     end
     k = k + 1
   end
-  if value == 0 and limit > 0 and count >= limit then
+  if limit > 0 and count >= limit then
     -- For one slot to free, the count-limit+1 oldest live entries must
     -- leave; the youngest of them is live entry count-limit. An entry
     -- leaves once now >= its time + window: never early and, since the
@@ -174,7 +175,13 @@ for i = 1, n do
     if j ~= 0 then
       entry = get(fmt, raw, HEAD + 1 + j * w)
     end
-    value = base + entry + window - now
+    local full = base + entry + window - now
+    if value == 0 then
+      value = full
+    elseif full > -value then
+      -- Locked, and full past the lock's end: a retry waits for both.
+      value = -full
+    end
   end
   if value ~= 0 then
     out[1] = 0

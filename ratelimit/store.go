@@ -40,13 +40,17 @@ type Store interface {
 	// Clear ends id's lock under the rule name, if any, and forgets its
 	// failures and their attempts: a successful sign-in or an
 	// administrator's unlock. The level is kept, so that a lock soon after
-	// still escalates. It reports whether id was locked.
+	// still escalates: for the policy's Memory from the unlock, which ends
+	// the lock. It reports whether id was locked.
 	Clear(ctx context.Context, name, id string) (wasLocked bool, err error)
 	// Hold puts locks recorded elsewhere into the store: each only ever
 	// lengthens a lock and raises a level, and locks that have ended are
-	// skipped, so holding twice changes nothing. A lock of a rule the
-	// store keeps no lockouts for is skipped too, and reported in an error
-	// that wraps ErrNoLockouts; the other locks are held all the same.
+	// skipped, so holding twice changes nothing. Like a lock that Fail
+	// makes, a held one forgets the failures counted before it (not their
+	// attempts), so that one failure after it ends does not lock again. A
+	// lock of a rule the store keeps no lockouts for is skipped too, and
+	// reported in an error that wraps ErrNoLockouts; the other locks are
+	// held all the same.
 	Hold(ctx context.Context, locks ...HeldLock) error
 	// Reset forgets every request recorded for id under the rule name.
 	Reset(ctx context.Context, name, id string) error

@@ -147,11 +147,14 @@ var storeCases = []struct {
 	{"all or none under concurrency", nil, caseAllOrNoneUnderConcurrency},
 	{"window slides", nil, caseWindowSlides},
 	{"retry-after never early and never zero", nil, caseRetryAfter},
+	{"a locked rule's retry-after waits for its log too", escalating, caseLockedRetryAfter},
 	{"lockout at the threshold exactly once", nil, caseLockoutOnce},
 	{"lockouts apart per rule name", nil, caseLockoutsPerRule},
 	{"escalation and its cap", escalating, caseEscalation},
 	{"unlock keeps the level", nil, caseUnlock},
+	{"an unlock's level is remembered from the unlock", expiring, caseUnlockMemory},
 	{"hold only lengthens and raises", nil, caseHold},
+	{"a held lock starts the failures anew", nil, caseHeldLockCountsAnew},
 	{"reset forgets a rule's log", nil, caseReset},
 	{"remembered never admits nor records", nil, caseRemembered},
 	{"a repeated attempt counts once", nil, caseRepeatedAttempt},
@@ -519,6 +522,32 @@ func retryAfterOnce(t *testing.T, s storeUnderTest, attempt int) (late bool) {
 	return false
 }
 
+// caseLockedRetryAfter: a locked rule whose log is full too admits again
+// only once both let it, and says so: its retry-after is the later of the
+// lock's end and the log's, not the lock's alone, after which the retry
+// would be rejected by the full log.
+func caseLockedRetryAfter(t *testing.T, s storeUnderTest) {
+	p := escalating["login_account"]
+	const window = time.Minute
+	rule := ratelimit.Rule{Name: "login_account", ID: "locked-and-full@example.com", Limit: ratelimit.Limit{Count: 2, Window: window}, Lockable: true}
+	start := time.Now()
+	for i := range 2 {
+		if d := decide(t, s, rule); !d.Allowed {
+			t.Fatalf("request %d: %+v; want admitted", i+1, d)
+		}
+	}
+	if f := lockNow(t, s, rule.Name, rule.ID, p.Threshold); f.LockedFor != p.LockFor(1) {
+		t.Fatalf("lock: %+v; want one of %v", f, p.LockFor(1))
+	}
+	// The first entry was made after start, so it leaves no earlier than
+	// a window after start: far later than the lock ends.
+	d := decide(t, s, rule)
+	r := d.Results[0]
+	if least := window - time.Since(start); d.Allowed || !r.Locked || r.RetryAfter < least || r.RetryAfter > window || d.RetryAfter != r.RetryAfter {
+		t.Fatalf("locked, its log full: %+v; want locked, with a retry-after in [%v, %v], when the log has room", d, least, window)
+	}
+}
+
 func caseLockoutOnce(t *testing.T, s storeUnderTest) {
 	for trial := range trials {
 		lockoutOnce(t, s, fmt.Sprintf("carol%d@example.com", trial))
@@ -672,6 +701,41 @@ func caseUnlock(t *testing.T, s storeUnderTest) {
 	}
 }
 
+// caseUnlockMemory: an unlock ends the lock, and the level is remembered
+// for the policy's Memory after that end, as after a lock that runs out:
+// a lock soon after escalates, one later than Memory after the unlock
+// starts at level 1 again, however long the cleared lock had left.
+func caseUnlockMemory(t *testing.T, s storeUnderTest) {
+	p := expiring["login_account"]
+	againIfLate(t, func(attempt int) bool {
+		soon, later := fmt.Sprintf("soon%d@example.com", attempt), fmt.Sprintf("later%d@example.com", attempt)
+		for _, id := range []string{soon, later} {
+			if f := lockNow(t, s, "login_account", id, p.Threshold); f.Level != 1 {
+				t.Fatalf("first lock of %s: %+v; want level 1", id, f)
+			}
+			if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
+				t.Fatalf("Clear of %s: %v, %v; want the lock ended", id, was, err)
+			}
+		}
+		cleared := time.Now()
+		time.Sleep(p.Memory / 3)
+		f := lockNow(t, s, "login_account", soon, p.Threshold)
+		if time.Since(cleared) >= p.Memory {
+			return true
+		}
+		if f.Level != 2 {
+			t.Fatalf("a lock within the memory after an unlock: %+v; want level 2", f)
+		}
+		// Past the memory after the unlock, though not after the end the
+		// cleared lock would have had.
+		time.Sleep(time.Until(cleared.Add(p.Memory + 200*time.Millisecond)))
+		if f := lockNow(t, s, "login_account", later, p.Threshold); f.Level != 1 || f.LockedFor != p.LockFor(1) {
+			t.Fatalf("a lock past the memory after an unlock: %+v; want level 1 again, for %v", f, p.LockFor(1))
+		}
+		return false
+	})
+}
+
 func caseHold(t *testing.T, s storeUnderTest) {
 	p := suitePolicies["login_account"]
 	rule := func(id string) ratelimit.Rule {
@@ -712,6 +776,42 @@ func caseHold(t *testing.T, s storeUnderTest) {
 	if d := decide(t, s, rule("beside")); d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("a lock held beside one of a rule without lockouts: %+v; want locked", d)
 	}
+}
+
+// caseHeldLockCountsAnew: a held lock, like one that failures made,
+// starts its identity's failures anew. Those counted before it are gone
+// when it ends: one failure then is the first of a new count, not the one
+// that locks again, at a higher level, an owner who mistyped once.
+func caseHeldLockCountsAnew(t *testing.T, s storeUnderTest) {
+	p := suitePolicies["login_account"]
+	const lock = 500 * time.Millisecond
+	againIfLate(t, func(attempt int) bool {
+		id := fmt.Sprintf("held-anew%d@example.com", attempt)
+		for i := 1; i < p.Threshold; i++ {
+			if f := fail(t, s, "login_account", id); f.Failures != i || f.LockedNow {
+				t.Fatalf("failure %d: %+v; want counted, not locked", i, f)
+			}
+		}
+		start := time.Now()
+		until := start.Add(lock)
+		if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: id, Until: until, Level: 1}); err != nil {
+			t.Fatal(err)
+		}
+		rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+		d := decide(t, s, rule)
+		if d.Allowed || !d.Results[0].Locked {
+			if time.Since(start) >= lock {
+				return true
+			}
+			t.Fatalf("while the held lock lasts: %+v; want locked", d)
+		}
+		// Never early: the lock has ended then.
+		time.Sleep(d.RetryAfter)
+		if f := fail(t, s, "login_account", id); f.LockedNow || f.Failures != 1 || f.Level != 1 {
+			t.Fatalf("one failure after the held lock ended: %+v; want the first of a new count, at level 1, not a lock", f)
+		}
+		return false
+	})
 }
 
 func caseReset(t *testing.T, s storeUnderTest) {
