@@ -85,10 +85,12 @@ type FactorStore interface {
 	// account's other unconfirmed factors of its kind.
 	AddFactor(ctx context.Context, f Factor) (int64, error)
 	// ConfirmFactor confirms the account's unconfirmed factor id, with
-	// step as its last TOTP step, and, when recovery is not nil, replaces
-	// the account's recovery codes with those hashes, at once; ErrNoFactor
-	// if the account has no such unconfirmed factor.
-	ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time) error
+	// step as its last TOTP step, at once with its recovery codes: when
+	// recovery is not nil, those hashes become the account's codes if it
+	// has no other confirmed factor, and codes says whether they did
+	// (another first factor confirmed meanwhile keeps the codes its page
+	// showed); ErrNoFactor if the account has no such unconfirmed factor.
+	ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time) (codes bool, err error)
 	// UseTOTPStep records step as the last one of the confirmed factor id
 	// if it is later than the last, and reports whether it was: a code
 	// works once, however many requests race with it.

@@ -103,10 +103,15 @@ func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, co
 	if !had {
 		recovery, hashes = newRecoveryCodes(RecoveryCodes)
 	}
-	if err := fs.ConfirmFactor(ctx, user.ID, id, step, hashes, now); errors.Is(err, ErrNoFactor) {
+	codes, err := fs.ConfirmFactor(ctx, user.ID, id, step, hashes, now)
+	if errors.Is(err, ErrNoFactor) {
 		return nil, err
 	} else if err != nil {
 		return nil, s.dbDown("confirming TOTP factor", err)
+	}
+	if !codes {
+		// Another first factor came first: its codes are the account's.
+		recovery = nil
 	}
 	source := ch.Client.Source()
 	s.record(Event{Kind: EventFactorAdded, Account: user.Email, UserID: user.ID, Source: source,

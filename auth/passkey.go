@@ -88,11 +88,11 @@ type PasskeyStore interface {
 	// PasskeyByCredential returns the passkey with credential id id, with
 	// its account's handle; ErrNoFactor if there is none.
 	PasskeyByCredential(ctx context.Context, id []byte) (Passkey, error)
-	// AddPasskey stores p confirmed and returns its id, and, when
-	// recovery is not nil, replaces the account's recovery codes with
-	// those hashes, at once; ErrPasskeyExists if its credential id is
+	// AddPasskey stores p confirmed and returns its id, at once with its
+	// recovery codes as ConfirmFactor does: codes says whether recovery
+	// became the account's; ErrPasskeyExists if its credential id is
 	// stored already.
-	AddPasskey(ctx context.Context, p Passkey, recovery [][]byte, at time.Time) (int64, error)
+	AddPasskey(ctx context.Context, p Passkey, recovery [][]byte, at time.Time) (id int64, codes bool, err error)
 	// UsePasskey records count as the passkey's counter if it moves on
 	// from the stored one (or both are 0), with backup as its backup
 	// state, and reports whether it did: a counter that goes back is

@@ -113,10 +113,15 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 		SignCount: cred.Authenticator.SignCount, Transports: transports, AAGUID: cred.Authenticator.AAGUID,
 		AttestationType: cred.AttestationType, UserVerified: cred.Flags.UserVerified,
 		BackupEligible: cred.Flags.BackupEligible, BackupState: cred.Flags.BackupState, CreatedAt: now}
-	if _, err := ps.AddPasskey(ctx, p, hashes, now); errors.Is(err, ErrPasskeyExists) {
+	_, codes, err := ps.AddPasskey(ctx, p, hashes, now)
+	if errors.Is(err, ErrPasskeyExists) {
 		return nil, err
 	} else if err != nil {
 		return nil, s.dbDown("storing passkey", err)
+	}
+	if !codes {
+		// Another first factor came first: its codes are the account's.
+		recovery = nil
 	}
 	source := ch.Client.Source()
 	s.record(Event{Kind: EventFactorAdded, Account: user.Email, UserID: user.ID, Source: source,

@@ -60,12 +60,13 @@ func (s *Store) AddFactor(ctx context.Context, f auth.Factor) (int64, error) {
 }
 
 // ConfirmFactor implements auth.FactorStore.
-func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time) (codes bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The account's row before the factor's, the order every writer
 		// of an account's factors and codes takes (RemoveFactors): one
 		// that locked the factor first could deadlock with a removal.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+		first, err := lockForFirstFactor(ctx, tx, userID)
+		if err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `UPDATE second_factors SET confirmed_at = $3, last_step = $4, last_used_at = $3
@@ -76,11 +77,28 @@ func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recov
 		if tag.RowsAffected() == 0 {
 			return auth.ErrNoFactor
 		}
-		if recovery == nil {
+		if recovery == nil || !first {
 			return nil
 		}
+		codes = true
 		return replaceRecoveryCodes(ctx, tx, userID, recovery, at)
 	})
+	return codes && err == nil, err
+}
+
+// lockForFirstFactor locks the account's row in tx, the first step of
+// every writer of its factors and codes, and reports whether it has no
+// confirmed factor yet. Only then does a factor's confirmation write the
+// codes its page shows: of two first factors confirmed at once, the one
+// that comes second keeps the first's, which its owner has been shown.
+func lockForFirstFactor(ctx context.Context, tx pgx.Tx, userID int64) (bool, error) {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+		return false, err
+	}
+	var has bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
+		userID).Scan(&has)
+	return !has, err
 }
 
 // UseTOTPStep implements auth.FactorStore: one conditional UPDATE, so of

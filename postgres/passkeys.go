@@ -59,10 +59,13 @@ func (s *Store) PasskeyByCredential(ctx context.Context, id []byte) (auth.Passke
 }
 
 // AddPasskey implements auth.PasskeyStore.
-func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byte, at time.Time) (int64, error) {
-	var id int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO second_factors (user_id, kind, name, secret, created_at, confirmed_at,
+func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byte, at time.Time) (id int64, codes bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		first, err := lockForFirstFactor(ctx, tx, p.UserID)
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `INSERT INTO second_factors (user_id, kind, name, secret, created_at, confirmed_at,
 			credential_id, sign_count, transports, aaguid, attestation_type, user_verified, backup_eligible, backup_state)
 			VALUES ($1, 'webauthn', $2, $3, $4, $4, $5, $6, COALESCE($7::text[], '{}'), $8, $9, $10, $11, $12) RETURNING id`,
 			p.UserID, p.Name, p.PublicKey, at, p.CredentialID, int64(p.SignCount), p.Transports, p.AAGUID,
@@ -71,12 +74,13 @@ func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byt
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "second_factors_credential_id_idx" {
 			return auth.ErrPasskeyExists
 		}
-		if err != nil || recovery == nil {
+		if err != nil || recovery == nil || !first {
 			return err
 		}
+		codes = true
 		return replaceRecoveryCodes(ctx, tx, p.UserID, recovery, at)
 	})
-	return id, err
+	return id, codes && err == nil, err
 }
 
 // UsePasskey implements auth.PasskeyStore: one conditional UPDATE, so of

@@ -308,10 +308,11 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 	must(s.InsertEvents(ctx, []auth.Event{{At: now, Kind: auth.EventLoginSucceeded, Account: u.Email, UserID: u.ID}}))
 	factor, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "Phone", Secret: []byte("k"), CreatedAt: now})
 	must(err)
-	must(s.ConfirmFactor(ctx, u.ID, factor, 1, [][]byte{hash("c")}, now))
+	_, err = s.ConfirmFactor(ctx, u.ID, factor, 1, [][]byte{hash("c")}, now)
+	must(err)
 	must(s.AddMFAChallenge(ctx, auth.MFAChallenge{TokenHash: hash("m"), BindingHash: hash("b"), UserID: u.ID,
 		PasswordHash: u.PasswordHash, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}))
-	_, err = s.AddPasskey(ctx, auth.Passkey{UserID: u.ID, Name: "Laptop", CredentialID: []byte("c"), PublicKey: []byte("k")},
+	_, _, err = s.AddPasskey(ctx, auth.Passkey{UserID: u.ID, Name: "Laptop", CredentialID: []byte("c"), PublicKey: []byte("k")},
 		[][]byte{hash("rc")}, now)
 	must(err)
 	must(s.AddCeremony(ctx, auth.Ceremony{BindingHash: hash("w"), Purpose: "register", UserID: u.ID, Session: []byte("{}"),
