@@ -75,7 +75,7 @@ func TestClusterSendsWritesOnce(t *testing.T) {
 	// pausedTick ticks w while Redis is paused: what writes, sent once.
 	pausedTick := func(what string) {
 		t.Helper()
-		pause(t, c, prefix, 300*time.Millisecond)
+		unpause := pause(t, c, prefix, 300*time.Millisecond)
 		sends.n.Store(0)
 		err := w.Tick(t.Context())
 		if got := sends.n.Load(); got != 1 {
@@ -83,7 +83,7 @@ func TestClusterSendsWritesOnce(t *testing.T) {
 		} else if err == nil {
 			t.Fatalf("%s was answered within its read timeout while Redis was paused", what)
 		}
-		unpause(t, c, prefix)
+		unpause()
 	}
 
 	feed(w, clk, 25, auth.OutcomeUnknownAccount, "a")
@@ -143,9 +143,8 @@ func (h *writeCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	}
 }
 
-// master returns the master of the slot of the watch's keys under prefix,
-// the slot of the one key there.
-func master(t *testing.T, c *redis.ClusterClient, prefix string) *redis.Client {
+// watchKey returns a key of the watch's under prefix: they share one slot.
+func watchKey(t *testing.T, c *redis.ClusterClient, prefix string) string {
 	t.Helper()
 	var key string
 	err := c.ForEachMaster(t.Context(), func(ctx context.Context, n *redis.Client) error {
@@ -158,27 +157,12 @@ func master(t *testing.T, c *redis.ClusterClient, prefix string) *redis.Client {
 	if err != nil || key == "" {
 		t.Fatalf("no key of the watch's under %s: %v", prefix, err)
 	}
-	node, err := c.MasterForKey(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return node
+	return key
 }
 
 // pause holds the writes of every client of the watch's master for d,
 // past the client's read timeout.
-func pause(t *testing.T, c *redis.ClusterClient, prefix string, d time.Duration) {
+func pause(t *testing.T, c *redis.ClusterClient, prefix string, d time.Duration) (unpause func()) {
 	t.Helper()
-	node := master(t, c, prefix)
-	if err := node.Do(t.Context(), "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = node.Do(context.Background(), "CLIENT", "UNPAUSE").Err() })
-}
-
-func unpause(t *testing.T, c *redis.ClusterClient, prefix string) {
-	t.Helper()
-	if err := master(t, c, prefix).Do(t.Context(), "CLIENT", "UNPAUSE").Err(); err != nil {
-		t.Fatal(err)
-	}
+	return testenv.PauseWrites(t, c, watchKey(t, c, prefix), d)
 }

@@ -48,19 +48,6 @@ func TestClusterCountsOnce(t *testing.T) {
 			repeat local t = redis.call('TIME') until (t[1] - t0[1]) * 1e6 + t[2] - t0[2] >= tonumber(ARGV[1])`, nil, d.Microseconds())
 		time.Sleep(50 * time.Millisecond)
 	}
-	pause := func(d time.Duration) {
-		t.Helper()
-		if err := node.Do(t.Context(), "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = node.Do(context.Background(), "CLIENT", "UNPAUSE").Err() })
-	}
-	unpause := func() {
-		t.Helper()
-		if err := node.Do(t.Context(), "CLIENT", "UNPAUSE").Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	batch := []auth.Event{{At: now, Kind: auth.EventLoginFailed, Account: "a@example.com"}}
 
 	for _, tc := range []struct {
@@ -70,7 +57,7 @@ func TestClusterCountsOnce(t *testing.T) {
 		{"CountEvents", func(ctx context.Context) error { return s.CountEvents(ctx, batch) }},
 		{"CountWebhooksDropped", func(ctx context.Context) error { return s.CountWebhooksDropped(ctx, now, 1) }},
 	} {
-		pause(300 * time.Millisecond)
+		unpause := testenv.PauseWrites(t, c, s.minuteKey("m", unixMinute(now)), 300*time.Millisecond)
 		tx.sends.Store(0)
 		err := tc.count(t.Context())
 		if got := tx.sends.Load(); got != 1 {

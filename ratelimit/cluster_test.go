@@ -304,7 +304,7 @@ func TestClusterLateAnswerSentOnce(t *testing.T) {
 				t.Fatalf("before the pause: %v", err)
 			}
 			sends.reset()
-			unpause := pause(t, c, tc.key, 300*time.Millisecond)
+			unpause := testenv.PauseWrites(t, c, tc.key, 300*time.Millisecond)
 			err := tc.run(t.Context())
 			unpause()
 			switch got := sends.of(tc.key); {
@@ -331,9 +331,7 @@ func TestClusterLateAnswerSentOnce(t *testing.T) {
 		// is paused: the take-back that follows is late.
 		sends.setThen(func(key string) {
 			if key == logs.Log(ip) && sends.of(key) == 1 {
-				if err := pauseNode(c, key, 300*time.Millisecond); err != nil {
-					t.Error(err)
-				}
+				testenv.PauseWrites(t, c, key, 300*time.Millisecond)
 			}
 		})
 		defer sends.setThen(nil)
@@ -424,39 +422,4 @@ func (h *sendCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		h.after(keys)
 		return err
 	}
-}
-
-// pause holds the writes of every client of the master of key for d, past
-// the client's read timeout, as a slow script or a pause of the machine
-// would; the returned function, also run when the test ends, ends the
-// pause.
-func pause(t *testing.T, c *redis.ClusterClient, key string, d time.Duration) func() {
-	t.Helper()
-	if err := pauseNode(c, key, d); err != nil {
-		t.Fatal(err)
-	}
-	unpause := func() {
-		if err := pauseNode(c, key, 0); err != nil {
-			t.Error(err)
-		}
-	}
-	t.Cleanup(unpause)
-	return unpause
-}
-
-// pauseNode is pause from any goroutine, through a client of its own that
-// no hook counts; d of 0 ends the pause.
-func pauseNode(c *redis.ClusterClient, key string, d time.Duration) error {
-	ctx := context.Background()
-	node, err := c.MasterForKey(ctx, key)
-	if err != nil {
-		return err
-	}
-	admin := redis.NewClient(&redis.Options{Addr: node.Options().Addr})
-	defer admin.Close()
-	args := []any{"CLIENT", "UNPAUSE"}
-	if d > 0 {
-		args = []any{"CLIENT", "PAUSE", d.Milliseconds(), "WRITE"}
-	}
-	return admin.Do(ctx, args...).Err()
 }

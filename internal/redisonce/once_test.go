@@ -48,7 +48,7 @@ func TestNotSentAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := prefix + "{" + tc.name + "}"
 			sends[key] = new(atomic.Int64)
-			pause(t, c, key, 300*time.Millisecond)
+			testenv.PauseWrites(t, c, key, 300*time.Millisecond)
 			cmd := tc.cmd(t.Context(), key)
 			err := c.Process(t.Context(), cmd)
 			if tc.once && err == nil {
@@ -81,19 +81,4 @@ func (h counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-
-// pause holds the writes of every client of the master of key for d,
-// past the client's read timeout, as a slow script or a pause of the
-// machine would.
-func pause(t *testing.T, c *redis.ClusterClient, key string, d time.Duration) {
-	t.Helper()
-	node, err := c.MasterForKey(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Do(t.Context(), "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = node.Do(context.Background(), "CLIENT", "UNPAUSE").Err() })
 }

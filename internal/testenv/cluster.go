@@ -440,3 +440,36 @@ func logTail(dir string, ports []int) string {
 	}
 	return b.String()
 }
+
+// PauseWrites holds the writes of every client of the cluster master that
+// holds key for d (CLIENT PAUSE WRITE), as a slow script or a paused
+// machine would hold them past a client's read timeout. It goes through a
+// client of its own, which no hook of c's sees, and may be called from any
+// goroutine. The pause ends after d, when the returned function is
+// called, or when the test ends; errors fail the test.
+func PauseWrites(t testing.TB, c *redis.ClusterClient, key string, d time.Duration) (unpause func()) {
+	t.Helper()
+	ctx := context.Background()
+	node, err := c.MasterForKey(ctx, key)
+	if err != nil {
+		t.Errorf("testenv: the master of %q: %v", key, err)
+		return func() {}
+	}
+	admin := redis.NewClient(&redis.Options{Addr: node.Options().Addr})
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err(); err != nil {
+		admin.Close()
+		t.Errorf("testenv: pausing %s: %v", node.Options().Addr, err)
+		return func() {}
+	}
+	var once sync.Once
+	unpause = func() {
+		once.Do(func() {
+			defer admin.Close()
+			if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+				t.Errorf("testenv: unpausing %s: %v", node.Options().Addr, err)
+			}
+		})
+	}
+	t.Cleanup(unpause)
+	return unpause
+}
