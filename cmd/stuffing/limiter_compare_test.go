@@ -102,8 +102,9 @@ func TestLimiterCompareText(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", w, stdout)
 		}
 	}
+	// Each ratio is a row of both tables: a line of its own, right-aligned.
 	for _, p := range lcRatios {
-		if n := strings.Count(stdout, p[0]+" vs "+p[1]); n != 2 {
+		if n := strings.Count(stdout, " "+p[0]+" vs "+p[1]+" "); n != 2 {
 			t.Errorf("%q in %d tables, want 2:\n%s", p[0]+" vs "+p[1], n, stdout)
 		}
 	}
