@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -207,7 +208,19 @@ func isRangeName(name string) bool {
 // dir reads ranges from a directory of files named by prefix.
 type dir struct {
 	path string
+	// slots holds a token per read in flight, maxReads at most.
+	slots chan struct{}
+	// open opens a range file (openRange; tests stand in for a disk).
+	open func(path string) (io.ReadCloser, error)
 }
+
+// maxReads bounds the range files one directory reads at once. A read of
+// a disk file cannot be interrupted, so on a mount that hangs each lookup
+// would leave one behind, with the thread it blocks, for as long as the
+// mount hangs; at most maxReads are, and later lookups wait for one of
+// them until their own bound. A healthy read takes well under a
+// millisecond, so sixteen at once is ample.
+const maxReads = 16
 
 func newDir(path string) (dir, error) {
 	fi, err := os.Stat(path)
@@ -228,7 +241,7 @@ func newDir(path string) (dir, error) {
 	}
 	// The range is read as a lookup reads it: a directory of pages, or of
 	// the empty files a failed download leaves, would answer nothing.
-	r, err := os.Open(filepath.Join(path, name))
+	r, err := openRange(filepath.Join(path, name))
 	if err != nil {
 		return dir{}, fmt.Errorf("breached: range file %s: %w", name, pathless(err))
 	}
@@ -236,7 +249,7 @@ func newDir(path string) (dir, error) {
 	if _, err := findSuffix(context.Background(), r, ""); err != nil {
 		return dir{}, fmt.Errorf("breached: range file %s in %s is not a range: %w", name, path, err)
 	}
-	return dir{path: path}, nil
+	return dir{path: path, slots: make(chan struct{}, maxReads), open: openRange}, nil
 }
 
 // firstRange returns the name of a range file in the directory f, the
@@ -269,17 +282,50 @@ func firstRange(f *os.File) (string, error) {
 	}
 }
 
+// errNotRegular: a range file's name is taken by something else, a
+// directory, a FIFO or a device.
+var errNotRegular = errors.New("not a regular file")
+
+// openRange opens the range file at path. It never waits on what is no
+// regular file (a FIFO no one writes to, a device): it opens it without
+// waiting, and refuses it.
+func openRange(path string) (io.ReadCloser, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // Breached reads the range file of the password's prefix. A prefix with
 // no file has no breached password. A slow disk does not hold the caller
-// past ctx: the read goes on alone and its answer is dropped.
+// past ctx: the read goes on in a goroutine of its own, which stops at
+// ctx's end unless a read of the disk holds it (see maxReads).
 func (d dir) Breached(ctx context.Context, password string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("breached: reading range: %w", err)
+	}
 	prefix, suffix := split(password)
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false, fmt.Errorf("breached: reading range: %w, waiting for one of the %d reads in flight", ctx.Err(), maxReads)
+	}
 	type answer struct {
 		found bool
 		err   error
 	}
 	done := make(chan answer, 1)
 	go func() {
+		defer func() { <-d.slots }()
 		found, err := d.read(ctx, prefix, suffix)
 		done <- answer{found, err}
 	}()
@@ -292,10 +338,10 @@ func (d dir) Breached(ctx context.Context, password string) (bool, error) {
 }
 
 func (d dir) read(ctx context.Context, prefix, suffix string) (bool, error) {
-	var f *os.File
+	var r io.ReadCloser
 	var err error
 	for _, name := range []string{prefix + ".txt", prefix} {
-		if f, err = os.Open(filepath.Join(d.path, name)); !errors.Is(err, fs.ErrNotExist) {
+		if r, err = d.open(filepath.Join(d.path, name)); !errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 	}
@@ -305,8 +351,8 @@ func (d dir) read(ctx context.Context, prefix, suffix string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("breached: opening range file: %w", pathless(err))
 	}
-	defer f.Close()
-	found, err := findSuffix(ctx, f, suffix)
+	defer r.Close()
+	found, err := findSuffix(ctx, r, suffix)
 	if errors.Is(err, ErrNotARange) {
 		err = fmt.Errorf("breached: range file is not a range: %w", err)
 	}
