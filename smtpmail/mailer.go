@@ -47,8 +47,9 @@ func New(rawURL string) (*Mailer, error) {
 		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
 	}
 	if cfg.Username != "" {
-		// Auto-discovery picks the strongest mechanism the server offers and
-		// refuses PLAIN and LOGIN on a connection that is not encrypted.
+		// ParseURL takes credentials only with STARTTLS required or
+		// implicit TLS, so they never leave on a connection in clear.
+		// Auto-discovery picks the strongest mechanism the server offers.
 		opts = append(opts,
 			gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
 			gomail.WithUsername(cfg.Username),

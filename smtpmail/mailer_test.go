@@ -174,7 +174,7 @@ func TestMailerFailures(t *testing.T) {
 	}{
 		{"server down", "smtp://mailer:s3cret@" + closed + "?from=xcloak@example.com", context.Background(), nil},
 		{"no STARTTLS offered", "smtp://mailer:s3cret@" + sink.Addr() + "?from=xcloak@example.com", context.Background(), nil},
-		{"context canceled", "smtp://mailer:s3cret@" + sink.Addr() + "?from=xcloak@example.com&tls=opportunistic", canceled, context.Canceled},
+		{"context canceled", "smtp://" + sink.Addr() + "?from=xcloak@example.com&tls=opportunistic", canceled, context.Canceled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
