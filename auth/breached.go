@@ -17,7 +17,8 @@ import (
 // verification by mail.
 //
 // Looking a password up (package breached) is bounded in time and may
-// fail. A failure never blocks anyone: it is logged, without the password
+// fail: the corpus unreachable or slow, or read but no range (an empty
+// one, an HTML page answered with 200). A failure never blocks anyone: it is logged, without the password
 // or anything of its hash, counted in xcloak_breached_lookup_failures_total,
 // and the password is taken as not breached, on a sign-in and when a
 // password is set alike. Refusing a new password because the corpus

@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,7 +62,8 @@ func TestBreachedNewPasswordRefused(t *testing.T) {
 }
 
 // failingAPIs are range APIs that cannot answer a lookup: one that
-// fails, and one that answers after the lookup's bound.
+// fails, one that answers after the lookup's bound, and two that answer
+// 200 with no range (a URL that names no range API, a mirror gone wrong).
 func failingAPIs(t *testing.T) map[string]auth.BreachedChecker {
 	t.Helper()
 	release := make(chan struct{})
@@ -68,6 +71,11 @@ func failingAPIs(t *testing.T) map[string]auth.BreachedChecker {
 		"server error": func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 		},
+		"a page, not a range": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<!DOCTYPE html>\n<html><body><h1>Welcome to nginx!</h1></body></html>\n")
+		},
+		"empty range": func(w http.ResponseWriter, r *http.Request) {},
 		"no answer in time": func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-release:
@@ -89,14 +97,19 @@ func failingAPIs(t *testing.T) map[string]auth.BreachedChecker {
 	return checkers
 }
 
-// TestBreachedLookupFailureNeverBlocks: a range API that fails or does
-// not answer in time lets new passwords be set and known devices sign in
-// as usual, unrestricted, and each failed lookup is counted.
+// TestBreachedLookupFailureNeverBlocks: a range API that fails, does not
+// answer in time or answers with no range lets new passwords be set and
+// known devices sign in as usual, unrestricted, and each failed lookup
+// is counted and logged, saying why.
 func TestBreachedLookupFailureNeverBlocks(t *testing.T) {
 	for name, checker := range failingAPIs(t) {
 		t.Run(name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			f := newFixture(t, nil, withBreached(checker), func(d *app.Deps) { d.Metrics = reg })
+			logs := &logBuffer{}
+			f := newFixture(t, nil, withBreached(checker), func(d *app.Deps) {
+				d.Metrics = reg
+				d.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+			})
 			f.addUser(t, "ann@example.com", "password123", false)
 			first, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.1")})
 			if err != nil {
@@ -118,6 +131,12 @@ xcloak_breached_lookup_failures_total 3
 `
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "xcloak_breached_lookup_failures_total"); err != nil {
 				t.Error(err)
+			}
+			if got := strings.Count(logs.String(), `"msg":"breached-password lookup failed; taken as not breached"`); got != 3 {
+				t.Errorf("%d warnings of a failed lookup, want 3; log:\n%s", got, logs)
+			}
+			if strings.Contains(name, "range") && !strings.Contains(logs.String(), "with no range") {
+				t.Errorf("the warnings do not say the answer was no range; log:\n%s", logs)
 			}
 		})
 	}

@@ -14,8 +14,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -37,12 +37,30 @@ const maxRangeBytes = 1 << 20
 // ErrRangeTooLarge: a range file or answer went past maxRangeBytes.
 var ErrRangeTooLarge = errors.New("breached: range larger than 1 MiB")
 
+// ErrNotARange: a range file or answer that is not a range: a line that
+// is not a 35-digit hex suffix, a colon and a count, or nothing at all. No
+// real range is empty, padded or not (each of the 16^5 prefixes is shared
+// by hundreds of breached passwords), so an empty one is a download or a
+// mirror gone wrong rather than a prefix of no breach; an HTML page
+// answered with 200 is a URL that names no range API. Either would say
+// "not breached" of every password.
+var ErrNotARange = errors.New("breached: not a range")
+
+// formError says how a range is not one; it is an ErrNotARange.
+type formError struct{ why string }
+
+func (e formError) Error() string        { return e.why }
+func (e formError) Is(target error) bool { return target == ErrNotARange }
+
 // Open returns the Checker that source names, each lookup bounded by
 // timeout (zero or less: DefaultTimeout), or nil for an empty source (no
 // checking). An http:// or https:// URL is a range API's base; anything
-// else is the path of a directory of range files, which must exist and
-// be readable. The API is reached through client (nil: a client of its
-// own, which follows no redirect).
+// else is the path of a directory of range files, which must exist, be
+// readable and hold a range file (ABCDE.txt or ABCDE) that reads as a
+// range: an empty directory, or one of other files, would find no
+// password breached. The API is reached through client (nil: a client of
+// its own, which follows no redirect); what it answers is checked at each
+// lookup, an answer that is no range being an ErrNotARange.
 func Open(source string, timeout time.Duration, client *http.Client) (Checker, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -90,41 +108,119 @@ func split(password string) (prefix, suffix string) {
 
 // findSuffix reads a range, "SUFFIX:COUNT" lines ending in LF or CRLF,
 // and reports whether suffix is on a line of count above zero. It reads
-// at most maxRangeBytes and stops when ctx is done.
+// at most maxRangeBytes and stops when ctx is done. A range that is not
+// one, a line of another form or no line at all (blank lines aside), is a
+// formError, so that a misplaced corpus is not taken for one that holds
+// no breached password: lines are checked up to the suffix's own, and a
+// range that does not hold it, all of them.
 func findSuffix(ctx context.Context, r io.Reader, suffix string) (bool, error) {
 	want := []byte(suffix)
 	lr := &io.LimitedReader{R: r, N: maxRangeBytes + 1}
 	sc := bufio.NewScanner(lr)
-	for n := 0; sc.Scan(); n++ {
+	lines := 0
+	for n := 1; sc.Scan(); n++ {
 		if n%256 == 0 && ctx.Err() != nil {
 			return false, ctx.Err()
 		}
 		// Bytes, not Text: a range is a thousand lines, and only one is
 		// worth a string.
 		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
-		s, count, ok := bytes.Cut(line, []byte(":"))
-		if !ok || len(s) != len(suffix) || !bytes.EqualFold(s, want) {
+		if len(line) == 0 {
 			continue
 		}
-		// Padding lines have count 0; a count that is no number is no
-		// breach either.
-		if c, err := strconv.ParseUint(string(bytes.TrimSpace(count)), 10, 64); err == nil && c > 0 {
+		s, count, ok := bytes.Cut(line, []byte(":"))
+		positive, isCount := parseCount(bytes.TrimSpace(count))
+		if !ok || !isHex(s, suffixLen) || !isCount {
+			return false, formError{fmt.Sprintf("line %d is not SUFFIX:COUNT (35 hex digits, a colon, a count)", n)}
+		}
+		lines++
+		// Padding lines have count 0.
+		if positive && bytes.EqualFold(s, want) {
 			return true, nil
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return false, formError{"a line is longer than 64 KiB"}
+		}
 		return false, fmt.Errorf("breached: reading range: %w", pathless(err))
 	}
 	if lr.N <= 0 {
 		return false, ErrRangeTooLarge
 	}
-	return false, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if lines == 0 {
+		return false, formError{"it is empty"}
+	}
+	return false, nil
+}
+
+// The lengths of a range's parts: the prefix a file is named by and the
+// suffix on each of its lines, in hex digits.
+const (
+	prefixLen = 5
+	suffixLen = 35
+)
+
+// hexDigit holds the hex digits, in either case: a table, as a range
+// has some 35,000 of them to check.
+var hexDigit = func() (t [256]bool) {
+	for _, c := range "0123456789ABCDEFabcdef" {
+		t[c] = true
+	}
+	return t
+}()
+
+// isHex reports whether b is n hex digits, in either case.
+func isHex(b []byte, n int) bool {
+	if len(b) != n {
+		return false
+	}
+	for _, c := range b {
+		if !hexDigit[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseCount reports whether b is a count, decimal digits, and whether it
+// is above zero.
+func parseCount(b []byte) (positive, ok bool) {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false, false
+		}
+		positive = positive || c != '0'
+	}
+	return positive, len(b) > 0
+}
+
+// isRangeName reports whether name is what a lookup opens: a prefix of 5
+// upper-case hex digits, with ".txt" or without.
+func isRangeName(name string) bool {
+	prefix := strings.TrimSuffix(name, ".txt")
+	return len(prefix) == prefixLen && strings.ToUpper(prefix) == prefix && isHex([]byte(prefix), prefixLen)
 }
 
 // dir reads ranges from a directory of files named by prefix.
 type dir struct {
 	path string
+	// slots holds a token per read in flight, maxReads at most.
+	slots chan struct{}
+	// open opens a range file (openRange; tests stand in for a disk).
+	open func(path string) (io.ReadCloser, error)
 }
+
+// maxReads bounds the range files one directory reads at once. A read of
+// a disk file cannot be interrupted, so on a mount that hangs each lookup
+// would leave one behind, with the thread it blocks, for as long as the
+// mount hangs; at most maxReads are, and later lookups wait for one of
+// them until their own bound. A healthy read takes well under a
+// millisecond, so sixteen at once is ample.
+const maxReads = 16
 
 func newDir(path string) (dir, error) {
 	fi, err := os.Stat(path)
@@ -139,23 +235,97 @@ func newDir(path string) (dir, error) {
 		return dir{}, fmt.Errorf("breached: directory of ranges: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.ReadDir(1); err != nil && !errors.Is(err, io.EOF) {
-		return dir{}, fmt.Errorf("breached: directory of ranges is not readable: %w", err)
+	name, err := firstRange(f)
+	if err != nil {
+		return dir{}, err
 	}
-	return dir{path: path}, nil
+	// The range is read as a lookup reads it: a directory of pages, or of
+	// the empty files a failed download leaves, would answer nothing.
+	r, err := openRange(filepath.Join(path, name))
+	if err != nil {
+		return dir{}, fmt.Errorf("breached: range file %s: %w", name, pathless(err))
+	}
+	defer r.Close()
+	if _, err := findSuffix(context.Background(), r, ""); err != nil {
+		return dir{}, fmt.Errorf("breached: range file %s in %s is not a range: %w", name, path, err)
+	}
+	return dir{path: path, slots: make(chan struct{}, maxReads), open: openRange}, nil
+}
+
+// firstRange returns the name of a range file in the directory f, the
+// first found, or an error saying that there is none: a directory without
+// one would say "not breached" of every password.
+func firstRange(f *os.File) (string, error) {
+	for {
+		entries, err := f.ReadDir(256)
+		for _, e := range entries {
+			if !isRangeName(e.Name()) || e.IsDir() {
+				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				fi, err := os.Stat(filepath.Join(f.Name(), e.Name()))
+				if err != nil || !fi.Mode().IsRegular() {
+					continue
+				}
+			} else if !e.Type().IsRegular() {
+				continue
+			}
+			return e.Name(), nil
+		}
+		if errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("breached: directory of ranges %s holds no range files "+
+				"(ABCDE.txt or ABCDE, 5 upper-case hex digits, as haveibeenpwned-downloader writes them)", f.Name())
+		}
+		if err != nil {
+			return "", fmt.Errorf("breached: directory of ranges is not readable: %w", err)
+		}
+	}
+}
+
+// errNotRegular: a range file's name is taken by something else, a
+// directory, a FIFO or a device.
+var errNotRegular = errors.New("not a regular file")
+
+// openRange opens the range file at path. It never waits on what is no
+// regular file (a FIFO no one writes to, a device): it opens it without
+// waiting, and refuses it.
+func openRange(path string) (io.ReadCloser, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // Breached reads the range file of the password's prefix. A prefix with
 // no file has no breached password. A slow disk does not hold the caller
-// past ctx: the read goes on alone and its answer is dropped.
+// past ctx: the read goes on in a goroutine of its own, which stops at
+// ctx's end unless a read of the disk holds it (see maxReads).
 func (d dir) Breached(ctx context.Context, password string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("breached: reading range: %w", err)
+	}
 	prefix, suffix := split(password)
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false, fmt.Errorf("breached: reading range: %w, waiting for one of the %d reads in flight", ctx.Err(), maxReads)
+	}
 	type answer struct {
 		found bool
 		err   error
 	}
 	done := make(chan answer, 1)
 	go func() {
+		defer func() { <-d.slots }()
 		found, err := d.read(ctx, prefix, suffix)
 		done <- answer{found, err}
 	}()
@@ -168,10 +338,10 @@ func (d dir) Breached(ctx context.Context, password string) (bool, error) {
 }
 
 func (d dir) read(ctx context.Context, prefix, suffix string) (bool, error) {
-	var f *os.File
+	var r io.ReadCloser
 	var err error
 	for _, name := range []string{prefix + ".txt", prefix} {
-		if f, err = os.Open(filepath.Join(d.path, name)); !errors.Is(err, fs.ErrNotExist) {
+		if r, err = d.open(filepath.Join(d.path, name)); !errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 	}
@@ -181,8 +351,12 @@ func (d dir) read(ctx context.Context, prefix, suffix string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("breached: opening range file: %w", pathless(err))
 	}
-	defer f.Close()
-	return findSuffix(ctx, f, suffix)
+	defer r.Close()
+	found, err := findSuffix(ctx, r, suffix)
+	if errors.Is(err, ErrNotARange) {
+		err = fmt.Errorf("breached: range file is not a range: %w", err)
+	}
+	return found, err
 }
 
 // pathless drops the path from a file error: the path holds the prefix.
@@ -241,5 +415,10 @@ func (a api) Breached(ctx context.Context, password string) (bool, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return false, fmt.Errorf("breached: range API answered %s", resp.Status)
 	}
-	return findSuffix(ctx, resp.Body, suffix)
+	found, err := findSuffix(ctx, resp.Body, suffix)
+	if errors.Is(err, ErrNotARange) {
+		err = fmt.Errorf("breached: range API answered %s with no range (is the URL the API's base, "+
+			"such as https://api.pwnedpasswords.com?): %w", resp.Status, err)
+	}
+	return found, err
 }

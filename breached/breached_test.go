@@ -213,6 +213,21 @@ func TestFailures(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		},
+		// A mirror that answers every path with its home page, a captive
+		// portal, a proxy's error page sent with 200.
+		"a page, not a range": func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, "<!DOCTYPE html>\n<html><head><title>Welcome</title></head>\n<body>It works!</body></html>\n")
+		},
+		// No real range is empty, padded or not.
+		"empty range": func(w http.ResponseWriter, r *http.Request) {},
+		// Lines of another length: the NTLM ranges, 27 hex digits after a
+		// 5-digit prefix.
+		"lines of another form": func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%027X:3\r\n%027X:1\r\n", 1, 2)
+		},
+		"a count that is no number": func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%035X:3\r\n%035X:many\r\n", 1, 2)
+		},
 		"range past the bound": func(w http.ResponseWriter, r *http.Request) {
 			line := fmt.Sprintf("%035X:1\r\n", 5)
 			for range (1 << 20) / len(line) {
@@ -232,6 +247,11 @@ func TestFailures(t *testing.T) {
 			got, err := checker.Breached(t.Context(), p)
 			if err == nil || got {
 				t.Fatalf("Breached = %v, %v; want false and an error", got, err)
+			}
+			if strings.HasPrefix(name, "a page") || strings.HasPrefix(name, "empty") || strings.Contains(name, "form") || strings.Contains(name, "count") {
+				if !errors.Is(err, breached.ErrNotARange) {
+					t.Errorf("error %q is no ErrNotARange", err)
+				}
 			}
 			for _, secret := range []string{p, sha1Hex(p), prefix} {
 				if strings.Contains(err.Error(), secret) {
@@ -257,6 +277,27 @@ func TestFailures(t *testing.T) {
 			t.Errorf("error %q quotes the prefix", err)
 		}
 	})
+	for name, body := range map[string]string{
+		"empty range file":       "",
+		"range file of a page":   "<html><body>Not Found</body></html>\n",
+		"range file of one line": "0123456789\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			// Broken after Open, which reads one range itself.
+			d := c.writeDir(t, ".txt", "\n")
+			checker := open(t, d)
+			if err := os.WriteFile(filepath.Join(d, prefix+".txt"), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := checker.Breached(t.Context(), p)
+			if !errors.Is(err, breached.ErrNotARange) || got {
+				t.Fatalf("Breached = %v, %v; want false, ErrNotARange", got, err)
+			}
+			if strings.Contains(err.Error(), prefix) {
+				t.Errorf("error %q quotes the prefix", err)
+			}
+		})
+	}
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
@@ -265,6 +306,48 @@ func TestFailures(t *testing.T) {
 			t.Errorf("Breached = %v, %v; want false, context.Canceled", got, err)
 		}
 	})
+}
+
+// dirOf makes a directory holding files of the given names and contents.
+func dirOf(t *testing.T, files map[string]string) string {
+	t.Helper()
+	d := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(d, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// TestOpenRefusesAnUnusableDirectory: a directory that holds no range a
+// lookup would read, or whose range is no range, would answer "not
+// breached" for every password: Open refuses it and says why.
+func TestOpenRefusesAnUnusableDirectory(t *testing.T) {
+	rangeLine := fmt.Sprintf("%035X:4\r\n", 1)
+	for _, tt := range []struct {
+		name    string
+		files   map[string]string
+		wantErr string
+	}{
+		{"empty", nil, "holds no range files"},
+		{"other files only", map[string]string{"README.md": rangeLine, "ABCDE.txt.gz": rangeLine, "ABCDEF.txt": rangeLine}, "holds no range files"},
+		// Lookups open upper-case names only.
+		{"lower-case names", map[string]string{"abcde.txt": rangeLine, "0000f": rangeLine}, "holds no range files"},
+		{"a page for a range", map[string]string{"00000.txt": "<html><body>Not Found</body></html>\n"}, "is not a range"},
+		{"an empty range", map[string]string{"00000": ""}, "is not a range"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := dirOf(t, tt.files)
+			c, err := breached.Open(d, 0, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Open = %v, %v; want an error saying %q", c, err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := breached.Open(dirOf(t, map[string]string{"README.md": "x", "00000.txt": rangeLine}), 0, nil); err != nil {
+		t.Errorf("Open of a directory with one range file: %v", err)
+	}
 }
 
 func TestOpen(t *testing.T) {
@@ -276,6 +359,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("Open(\"\") = %v, %v; want nil, nil (off)", c, err)
 	}
 	for _, bad := range []string{
+		t.TempDir(),
 		filepath.Join(t.TempDir(), "missing"),
 		file,
 		"ftp://ranges.example/",
@@ -288,7 +372,7 @@ func TestOpen(t *testing.T) {
 			t.Errorf("Open(%q) accepted", bad)
 		}
 	}
-	for _, good := range []string{t.TempDir(), "https://api.pwnedpasswords.com", "http://127.0.0.1:9/mirror/"} {
+	for _, good := range []string{newCorpus(t).writeDir(t, "", "\n"), "https://api.pwnedpasswords.com", "http://127.0.0.1:9/mirror/"} {
 		if _, err := breached.Open(good, 0, nil); err != nil {
 			t.Errorf("Open(%q): %v", good, err)
 		}

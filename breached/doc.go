@@ -24,4 +24,13 @@
 // reports failures as errors; what a failure means (a sign-in goes on, a
 // new password is accepted) is for the caller to decide. No error
 // carries the password, its hash, or the prefix.
+//
+// A corpus that cannot answer is an error, never a silent "not breached":
+// Open refuses a directory that holds no range file, or whose first range
+// file is no range, and a lookup refuses a range (a file, or an API's
+// answer with 200) that is empty or holds a line other than
+// "SUFFIX:COUNT" (ErrNotARange). A real range is never empty: every
+// prefix is shared by hundreds of breached passwords. A prefix with no
+// file in a directory is still a prefix of no breach, so that a partial
+// corpus (a test's, or passwords of one's own) can be used.
 package breached

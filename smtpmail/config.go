@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	netmail "net/mail"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -25,10 +26,12 @@ const (
 	// ImplicitTLS speaks TLS from the first byte (smtps://).
 	ImplicitTLS
 	// OpportunisticTLS uses STARTTLS when the server offers it and sends
-	// in clear otherwise (tls=opportunistic).
+	// in clear otherwise (tls=opportunistic). Whoever is on the path can
+	// strip the offer, so it is refused with a user and password.
 	OpportunisticTLS
 	// NoTLS never encrypts (tls=none); for relays on the same host or
-	// network, and tests.
+	// network, and tests. It is refused with a user and password, and
+	// Config.InClearOverNetwork tells when it crosses a network.
 	NoTLS
 )
 
@@ -88,6 +91,21 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
+// InClearOverNetwork reports whether c sends mail, the links in it
+// included, in clear (tls=none) to a host other than this machine: one
+// that is not localhost or a loopback address. A host name is not
+// resolved.
+func (c Config) InClearOverNetwork() bool {
+	if c.Security != NoTLS {
+		return false
+	}
+	if strings.EqualFold(c.Host, "localhost") {
+		return false
+	}
+	ip, err := netip.ParseAddr(c.Host)
+	return err != nil || !ip.IsLoopback()
+}
+
 // hostPort joins host and port, bracketing IPv6 literals.
 func hostPort(host string, port int) string {
 	if strings.Contains(host, ":") {
@@ -106,7 +124,9 @@ func hostPort(host string, port int) string {
 // none. The port defaults to 587 for smtp:// (25 with tls=none) and 465 for
 // smtps://. The from parameter is required. User and password are optional
 // but go together, and are refused with tls=none, which would send them in
-// clear. Special characters in them must be percent-encoded.
+// clear, and with tls=opportunistic, which would send them in clear to
+// whoever strips STARTTLS from the server's answer. Special characters in
+// them must be percent-encoded.
 //
 // Errors wrap ErrInvalidURL, say what is wrong and never contain the
 // password.
@@ -232,6 +252,13 @@ func configFromURL(u *url.URL) (Config, error) {
 			return cfg, errors.New("user given without a password")
 		case cfg.Username != "" && cfg.Security == NoTLS:
 			return cfg, errors.New("user and password with tls=none would be sent in clear; use STARTTLS or smtps://")
+		// go-mail's authentication only keeps PLAIN and LOGIN off a
+		// connection left in clear: CRAM-MD5, NTLM or SCRAM, which a
+		// server that stripped STARTTLS may offer alone, would still give
+		// it what it needs to guess the password offline.
+		case cfg.Username != "" && cfg.Security == OpportunisticTLS:
+			return cfg, errors.New("user and password with tls=opportunistic would be sent without TLS to whoever strips STARTTLS " +
+				"from the server's answer; use tls=starttls (the default) or smtps://")
 		}
 	}
 

@@ -31,8 +31,8 @@ func TestParseURL(t *testing.T) {
 			smtpmail.Config{Host: "127.0.0.1", Port: 25, From: "xcloak@example.com", Security: smtpmail.NoTLS}},
 		{"plain default port", "smtp://relay?from=xcloak@example.com&tls=none",
 			smtpmail.Config{Host: "relay", Port: 25, From: "xcloak@example.com", Security: smtpmail.NoTLS}},
-		{"opportunistic", "smtp://mailer:s3cret@relay:587?tls=opportunistic&from=xcloak@example.com",
-			smtpmail.Config{Host: "relay", Port: 587, Username: "mailer", Password: "s3cret", From: "xcloak@example.com", Security: smtpmail.OpportunisticTLS}},
+		{"opportunistic", "smtp://relay:587?tls=opportunistic&from=xcloak@example.com",
+			smtpmail.Config{Host: "relay", Port: 587, From: "xcloak@example.com", Security: smtpmail.OpportunisticTLS}},
 		{"escaped password and display name", "smtp://mailer%40example.com:p%2Fa%3Fs%23s%40@[::1]:587/?from=XCloak%20%3Cxcloak@example.com%3E",
 			smtpmail.Config{Host: "::1", Port: 587, Username: "mailer@example.com", Password: "p/a?s#s@", From: "XCloak <xcloak@example.com>", Security: smtpmail.StartTLS}},
 	}
@@ -67,6 +67,10 @@ func TestParseURL(t *testing.T) {
 		{"bad tls value", "smtp://mailer:s3cret@mail.example.com?from=xcloak@example.com&tls=yes", "tls must be starttls, opportunistic or none"},
 		{"tls with smtps", "smtps://mailer:s3cret@mail.example.com?from=xcloak@example.com&tls=none", "cannot be used with smtps"},
 		{"credentials in clear", "smtp://mailer:s3cret@mail.example.com?from=xcloak@example.com&tls=none", "would be sent in clear"},
+		// Whoever is on the path can strip STARTTLS from the server's
+		// answer, and the credentials would go without it.
+		{"credentials with opportunistic TLS", "smtp://mailer:s3cret@mail.example.com?from=xcloak@example.com&tls=opportunistic",
+			"user and password with tls=opportunistic would be sent without TLS to whoever strips STARTTLS"},
 		{"user without password", "smtp://mailer@mail.example.com?from=xcloak@example.com", "user given without a password"},
 		{"password without user", "smtp://:s3cret@mail.example.com?from=xcloak@example.com", "password given without a user"},
 		{"unknown parameter", "smtp://mailer:s3cret@mail.example.com?form=xcloak@example.com", `unknown parameter "form"`},
@@ -118,5 +122,36 @@ func TestConfigKeepsPasswordOutOfLogs(t *testing.T) {
 	}
 	if !strings.Contains(out, "mail.example.com") {
 		t.Errorf("output lacks the host:\n%s", out)
+	}
+}
+
+// TestInClearOverNetwork: tls=none to a host that is not this machine
+// sends every mail, reset links included, in clear across a network;
+// Config says so for the start-up's warning.
+func TestInClearOverNetwork(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want bool
+	}{
+		{"smtp://mail.example.com:25?from=xcloak@example.com&tls=none", true},
+		{"smtp://relay?from=xcloak@example.com&tls=none", true},
+		{"smtp://10.0.0.25?from=xcloak@example.com&tls=none", true},
+		{"smtp://[2001:db8::25]?from=xcloak@example.com&tls=none", true},
+		// A name is not resolved: only these are this machine.
+		{"smtp://127.0.0.1:25?from=xcloak@example.com&tls=none", false},
+		{"smtp://127.0.0.53:25?from=xcloak@example.com&tls=none", false},
+		{"smtp://[::1]:25?from=xcloak@example.com&tls=none", false},
+		{"smtp://localhost:25?from=xcloak@example.com&tls=none", false},
+		{"smtp://LocalHost:25?from=xcloak@example.com&tls=none", false},
+		{"smtp://mail.example.com?from=xcloak@example.com", false},
+		{"smtps://mail.example.com?from=xcloak@example.com", false},
+	} {
+		cfg, err := smtpmail.ParseURL(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.InClearOverNetwork(); got != tt.want {
+			t.Errorf("ParseURL(%q).InClearOverNetwork() = %v, want %v", tt.url, got, tt.want)
+		}
 	}
 }

@@ -7,8 +7,10 @@ import (
 	netmail "net/mail"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	gomail "github.com/wneessen/go-mail"
+	"golang.org/x/net/idna"
 
 	"github.com/xcloak/xcloak/auth"
 )
@@ -35,6 +37,9 @@ func New(rawURL string) (*Mailer, error) {
 	opts := []gomail.Option{
 		gomail.WithPort(cfg.Port),
 		gomail.WithTimeout(sendTimeout),
+		// go-mail would greet with this machine's host name, which every
+		// server on the way and every Received header would learn.
+		gomail.WithHELO(senderDomain(cfg.From)),
 	}
 	switch cfg.Security {
 	case StartTLS:
@@ -47,8 +52,9 @@ func New(rawURL string) (*Mailer, error) {
 		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
 	}
 	if cfg.Username != "" {
-		// Auto-discovery picks the strongest mechanism the server offers and
-		// refuses PLAIN and LOGIN on a connection that is not encrypted.
+		// ParseURL takes credentials only with STARTTLS required or
+		// implicit TLS, so they never leave on a connection in clear.
+		// Auto-discovery picks the strongest mechanism the server offers.
 		opts = append(opts,
 			gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
 			gomail.WithUsername(cfg.Username),
@@ -98,11 +104,28 @@ func (m *Mailer) Send(ctx context.Context, msg auth.Message) error {
 // messageID makes a Message-ID in the sender's domain rather than go-mail's
 // default, which would publish this machine's host name.
 func messageID(from string) string {
-	domain := "xcloak.invalid"
-	if a, err := netmail.ParseAddress(from); err == nil {
-		if i := strings.LastIndexByte(a.Address, '@'); i >= 0 && i+1 < len(a.Address) {
-			domain = a.Address[i+1:]
+	return rand.Text() + "@" + senderDomain(from)
+}
+
+// senderDomain is the domain of the sender address from, in ASCII (an
+// internationalised one as its A-labels), which EHLO and Message-IDs
+// name instead of this machine's host name; "xcloak.invalid" if it has
+// none to give.
+func senderDomain(from string) string {
+	const none = "xcloak.invalid"
+	a, err := netmail.ParseAddress(from)
+	if err != nil {
+		return none
+	}
+	i := strings.LastIndexByte(a.Address, '@')
+	if i < 0 || i+1 == len(a.Address) {
+		return none
+	}
+	domain := a.Address[i+1:]
+	if strings.ContainsFunc(domain, func(r rune) bool { return r >= utf8.RuneSelf }) {
+		if domain, err = idna.Lookup.ToASCII(domain); err != nil {
+			return none
 		}
 	}
-	return rand.Text() + "@" + domain
+	return domain
 }

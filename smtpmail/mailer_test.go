@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +103,38 @@ func TestMailerDelivers(t *testing.T) {
 	}
 }
 
+// TestMailerGreetsWithTheSendersDomain: EHLO names the domain of the
+// configured sender, not this machine's host name, which would tell every
+// server on the way, and every recipient in a Received header, what the
+// machine behind the login page is called.
+func TestMailerGreetsWithTheSendersDomain(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := testenv.SMTP(t)
+	for _, tt := range []struct{ from, want string }{
+		{testenv.SinkFrom, "test.invalid"},
+		{"XCloak <xcloak@Login.Example.COM>", "Login.Example.COM"},
+		{"xcloak@bücher.example", "xn--bcher-kva.example"},
+	} {
+		mailer, err := smtpmail.New("smtp://" + sink.Addr() + "?tls=none&from=" + url.QueryEscape(tt.from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mailer.Send(t.Context(), auth.Message{To: "ada@example.com", Subject: "s", Body: "b"}); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		got := sink.WaitFor(t, "ada@example.com")
+		if got.Helo != tt.want {
+			t.Errorf("from %q: EHLO %q, want %q", tt.from, got.Helo, tt.want)
+		}
+		if host != tt.want && strings.Contains(got.Helo, host) {
+			t.Errorf("from %q: EHLO %q names this machine, %q", tt.from, got.Helo, host)
+		}
+	}
+}
+
 func TestMailerConcurrentSends(t *testing.T) {
 	sink := testenv.SMTP(t)
 	mailer, err := smtpmail.New(sink.URL())
@@ -174,7 +208,7 @@ func TestMailerFailures(t *testing.T) {
 	}{
 		{"server down", "smtp://mailer:s3cret@" + closed + "?from=xcloak@example.com", context.Background(), nil},
 		{"no STARTTLS offered", "smtp://mailer:s3cret@" + sink.Addr() + "?from=xcloak@example.com", context.Background(), nil},
-		{"context canceled", "smtp://mailer:s3cret@" + sink.Addr() + "?from=xcloak@example.com&tls=opportunistic", canceled, context.Canceled},
+		{"context canceled", "smtp://" + sink.Addr() + "?from=xcloak@example.com&tls=opportunistic", canceled, context.Canceled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

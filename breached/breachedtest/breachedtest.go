@@ -29,10 +29,16 @@ type Corpus struct {
 	mu sync.Mutex
 }
 
-// New returns an empty Corpus in a directory of the test's.
+// New returns a Corpus of no password in a directory of the test's. It
+// holds one range, 00000.txt, of a suffix no password is known to have:
+// a directory without a range is refused as no corpus at all.
 func New(t testing.TB) *Corpus {
 	t.Helper()
-	return &Corpus{Dir: t.TempDir()}
+	c := &Corpus{Dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(c.Dir, "00000.txt"), fmt.Appendf(nil, "%035X:1\r\n", 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // Add puts passwords in the corpus: lookups made after it find them.

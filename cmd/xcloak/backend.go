@@ -120,6 +120,10 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 			return nil, fmt.Errorf("XCLOAK_SMTP_URL: %w", err)
 		}
 		logger.Info("mail ready", "smtp", smtp.Config())
+		if smtp.Config().InClearOverNetwork() {
+			logger.Warn("XCLOAK_SMTP_URL has tls=none to a host that is not this machine: every mail, " +
+				"reset and sign-in links included, crosses the network in clear; use STARTTLS or smtps:// unless the network is yours alone")
+		}
 		mailer = smtp
 	}
 	checker, err := breached.Open(cfg.BreachedPasswords, cfg.BreachedTimeout, nil)

@@ -381,6 +381,7 @@ func readDevSecret(t *testing.T) string {
 
 func TestServeRefusesBadSettings(t *testing.T) {
 	t.Parallel()
+	emptyCorpus := t.TempDir()
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -506,6 +507,12 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			name:    "breach corpus directory that does not exist",
 			env:     map[string]string{"XCLOAK_BREACHED_PASSWORDS": "/nonexistent/pwned-ranges"},
 			wantErr: "XCLOAK_BREACHED_PASSWORDS: breached: directory of ranges:",
+		},
+		{
+			// It would find no password breached.
+			name:    "breach corpus directory without a range file",
+			env:     map[string]string{"XCLOAK_BREACHED_PASSWORDS": emptyCorpus},
+			wantErr: "XCLOAK_BREACHED_PASSWORDS: breached: directory of ranges " + emptyCorpus + " holds no range files",
 		},
 		{
 			name:    "breach corpus URL of another scheme",

@@ -51,6 +51,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			if cfg.Auth.Secret, err = loadDevSecret(devSecretPath); err != nil {
 				return err
 			}
+			if err := cfg.Webhook.check(cfg.Auth.Secret); err != nil {
+				return err
+			}
 		}
 		logger.Warn("development mode: cookies without Secure, demo admin enabled; do not expose this server")
 	}

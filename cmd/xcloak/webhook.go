@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,10 +106,16 @@ func sameReceiver(u *url.URL) string {
 	return c.String()
 }
 
-// check refuses URLs without a secret, and a secret without URLs (a
-// setting that does nothing is a mistake worth saying at start).
-func (w webhookConfig) check() error {
+// check refuses URLs without a secret, a secret without URLs (a setting
+// that does nothing is a mistake worth saying at start), and a secret
+// that is the service's own, master (XCLOAK_SECRET; nil: not known yet):
+// every receiver holds the webhook secret, and the service's signs device
+// cookies and keys its other MACs.
+func (w webhookConfig) check(master []byte) error {
 	switch {
+	case w.Secret != nil && master != nil && subtle.ConstantTimeCompare(w.Secret, master) == 1:
+		return errors.New("XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET: every webhook receiver would hold the key that signs " +
+			"XCloak's device cookies; give the webhooks a secret of their own (openssl rand -hex 32)")
 	case len(w.URLs) > 0 && w.Secret == nil:
 		return errors.New("XCLOAK_WEBHOOK_URL is set without XCLOAK_WEBHOOK_SECRET (or _FILE): " +
 			"webhooks are always signed; make a secret with openssl rand -hex 32 and give it to the receivers")

@@ -80,6 +80,12 @@ func TestWebhookSettings(t *testing.T) {
 			"XCLOAK_WEBHOOK_SECRET: 12 bytes long, want at least 32"},
 		{"weak secret", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x", "XCLOAK_WEBHOOK_SECRET": strings.Repeat("ab", 20)},
 			"XCLOAK_WEBHOOK_SECRET: has only 2 different bytes"},
+		// Every receiver holds the webhook secret: as XCLOAK_SECRET it
+		// would let each forge the service's device cookies.
+		{"the service's secret", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x", "XCLOAK_WEBHOOK_SECRET": webhookSecret,
+			"XCLOAK_SECRET": webhookSecret}, "XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET"},
+		{"the service's secret, both from one file", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x",
+			"XCLOAK_WEBHOOK_SECRET_FILE": secretFile, "XCLOAK_SECRET_FILE": secretFile}, "XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := loadWebhookConfig(tt.vars)
@@ -90,6 +96,34 @@ func TestWebhookSettings(t *testing.T) {
 				t.Errorf("err %q quotes a secret", err)
 			}
 		})
+	}
+}
+
+// TestServeDevRefusesTheDevSecretForWebhooks: with --dev, the secret is
+// the development one, and a webhook secret equal to it is refused too,
+// before anything connects.
+func TestServeDevRefusesTheDevSecretForWebhooks(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const devSecret = "5e0b3a9c7d1f2e4a6b8c0d9e1f3a5b7c9d0e2f4a6b8c1d3e5f7a9b0c2d4e6f8a"
+	if err := os.MkdirAll(filepath.Dir(devSecretPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(devSecretPath, []byte(devSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{
+		"XCLOAK_REDIS_URL":      "redis://127.0.0.1:1",
+		"XCLOAK_DATABASE_URL":   "postgres://u:hunter2@127.0.0.1:1/none",
+		"XCLOAK_WEBHOOK_URL":    "https://hooks.example.com/xcloak",
+		"XCLOAK_WEBHOOK_SECRET": devSecret,
+	}
+	_, stderr, err := xcloak(t, vars, "", "serve", "--dev")
+	const want = "XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(stderr, want) {
+		t.Fatalf("serve --dev: %v, stderr %q; want %q", err, stderr, want)
+	}
+	if strings.Contains(stderr, devSecret) {
+		t.Errorf("stderr %q quotes the secret", stderr)
 	}
 }
 

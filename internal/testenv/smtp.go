@@ -28,6 +28,9 @@ const waitForTimeout = 10 * time.Second
 
 // Mail is one message a [MailSink] received.
 type Mail struct {
+	// Helo is the name the client greeted the sink with (SMTP EHLO or
+	// HELO).
+	Helo string
 	// From is the envelope sender (SMTP MAIL FROM).
 	From string
 	// To holds the envelope recipients (SMTP RCPT TO).
@@ -82,8 +85,8 @@ func SMTP(t testing.TB) *MailSink {
 	s := &MailSink{addr: ln.Addr().String(), arrived: make(chan struct{})}
 
 	logs := &testLogger{t: t}
-	s.server = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
-		return &sinkSession{sink: s}, nil
+	s.server = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		return &sinkSession{sink: s, conn: c}, nil
 	}))
 	s.server.Domain = "localhost"
 	s.server.ReadTimeout = waitForTimeout
@@ -199,6 +202,7 @@ func (s *MailSink) add(m Mail) {
 // sinkSession collects one SMTP transaction at a time.
 type sinkSession struct {
 	sink *MailSink
+	conn *smtp.Conn
 	from string
 	to   []string
 }
@@ -230,7 +234,7 @@ func (ss *sinkSession) Data(r io.Reader) error {
 			Message:      "testenv sink cannot parse the message: " + err.Error(),
 		}
 	}
-	m.From, m.To = ss.from, append([]string(nil), ss.to...)
+	m.Helo, m.From, m.To = ss.conn.Hostname(), ss.from, append([]string(nil), ss.to...)
 	ss.sink.add(m)
 	return nil
 }

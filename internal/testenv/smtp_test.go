@@ -74,6 +74,9 @@ func TestSMTPSinkParsesMessages(t *testing.T) {
 				t.Fatalf("SendMail: %v", err)
 			}
 			got := sink.WaitFor(t, "C@test.invalid")
+			if got.Helo != "localhost" {
+				t.Errorf("Helo = %q, want localhost, net/smtp's", got.Helo)
+			}
 			if got.From != "a@test.invalid" {
 				t.Errorf("From = %q, want a@test.invalid", got.From)
 			}
