@@ -96,7 +96,7 @@ type scope uint8
 // The commands that take settings.
 const (
 	forServe       scope = 1 << iota // xcloak serve
-	forUser                          // xcloak user add and unlock
+	forUser                          // xcloak user and apikey
 	forMigrate                       // xcloak migrate
 	forHealthcheck                   // xcloak healthcheck
 )
@@ -484,7 +484,7 @@ func newSettings(d auth.Config) []setting {
 		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
 			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
 		{
-			env: "XCLOAK_AUDIT_LOG", flag: "audit-log", def: onOff(d.AuditLog), scope: forServe,
+			env: "XCLOAK_AUDIT_LOG", flag: "audit-log", def: onOff(d.AuditLog), scope: forServe | forUser,
 			usage: "`on` or off: write every security event also to the log, as one JSON line with stable fields for a SIEM",
 			set: func(c *config, v string) error {
 				switch v {

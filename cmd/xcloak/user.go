@@ -202,15 +202,19 @@ func requireEmail(fs *flag.FlagSet, email string, stderr io.Writer) (string, err
 	return addr, nil
 }
 
-// openUserBackend builds the service for a user command. Such commands
-// sign no device cookie and send no mail, so they need neither the
-// server's secret nor its public URL: a throwaway secret and a placeholder
-// URL satisfy the service. Logs stay quiet unless something goes wrong.
+// openUserBackend builds the service for a user or apikey command, its
+// background work not started (backend.start). Such commands sign no
+// device cookie and send no mail, so they need neither the server's
+// secret nor its public URL: a throwaway secret and a placeholder URL
+// satisfy the service. Logs stay quiet unless something goes wrong, but
+// for the audit stream: the security events the command records are
+// written to stderr as serve writes them (newLogger), unless
+// XCLOAK_AUDIT_LOG is off, so that an administrator's act from the
+// command line reaches the SIEM like one from the dashboard.
 func openUserBackend(ctx context.Context, cfg config, stderr io.Writer) (*backend, error) {
 	cfg.Auth.Secret = randomBytes(32)
 	cfg.Auth.PublicURL = &url.URL{Scheme: "http", Host: "localhost"}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return openBackend(ctx, cfg, logger, nil, false)
+	return openBackend(ctx, cfg, newLogger(stderr, slog.LevelWarn), nil, false)
 }
 
 // readPassword returns the first line of r without its line ending (\n or
