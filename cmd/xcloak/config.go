@@ -187,7 +187,7 @@ func newSettings(d auth.Config) []setting {
 			set:   func(c *config, v string) error { c.Addr = v; return checkAddr(v) },
 		},
 		{
-			env: "XCLOAK_REDIS_URL", flag: "redis-url", def: "redis://127.0.0.1:6379/0", scope: forServe | forUser,
+			env: "XCLOAK_REDIS_URL", flag: "redis-url", def: "redis://127.0.0.1:6379/0", scope: forServe | forUser, fromFile: true,
 			usage: "Redis `URL` (redis:// or rediss://); several comma-separated host:port make it a Redis Cluster, ?master_name= a Sentinel set",
 			set:   func(c *config, v string) error { c.RedisURL = v; return checkRedisURL(v) },
 		},

@@ -361,6 +361,7 @@ func TestSettingsFromFiles(t *testing.T) {
 	const secret = "4f9a1c0e7b2d8f3a6c5e9b1d0a7f2c8e-from-a-file"
 	const dbURL = "postgres://app:hunter2@db/xcloak"
 	const smtpURL = "smtp://xcloak:hunter2@mail.example.com:587?from=xcloak@example.com"
+	const redisURL = "rediss://xcloak:hunter2@cache.example.com:6380/2"
 	load := func(vars map[string]string) (config, error) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		return loadConfig(fs, nil, env(vars), new(bytes.Buffer), new(bytes.Buffer), forServe)
@@ -370,12 +371,21 @@ func TestSettingsFromFiles(t *testing.T) {
 		"XCLOAK_SECRET_FILE":       write("secret", secret+"\n"),
 		"XCLOAK_DATABASE_URL_FILE": write("db", dbURL+"\r\n"),
 		"XCLOAK_SMTP_URL_FILE":     write("smtp", smtpURL),
+		"XCLOAK_REDIS_URL_FILE":    write("redis", redisURL+"\n"),
 	})
 	if err != nil {
 		t.Fatalf("load from files: %v", err)
 	}
-	if string(cfg.Auth.Secret) != secret || cfg.DatabaseURL != dbURL || cfg.SMTPURL != smtpURL {
-		t.Errorf("from files: secret %q, database %q, smtp %q; want the files' first lines", cfg.Auth.Secret, cfg.DatabaseURL, cfg.SMTPURL)
+	if string(cfg.Auth.Secret) != secret || cfg.DatabaseURL != dbURL || cfg.SMTPURL != smtpURL || cfg.RedisURL != redisURL {
+		t.Errorf("from files: secret %q, database %q, smtp %q, redis %q; want the files' first lines",
+			cfg.Auth.Secret, cfg.DatabaseURL, cfg.SMTPURL, cfg.RedisURL)
+	}
+	// The user commands take the stores' files too.
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	cfg, err = loadConfig(fs, nil, env(map[string]string{"XCLOAK_REDIS_URL_FILE": write("redis2", redisURL)}),
+		new(bytes.Buffer), new(bytes.Buffer), forUser)
+	if err != nil || cfg.RedisURL != redisURL {
+		t.Errorf("user command: redis %q, %v; want the file's", cfg.RedisURL, err)
 	}
 
 	for _, tt := range []struct {
@@ -395,6 +405,10 @@ func TestSettingsFromFiles(t *testing.T) {
 			"XCLOAK_SECRET_FILE: has only 7 different bytes"},
 		{"bad URL in a file", map[string]string{"XCLOAK_SMTP_URL_FILE": write("badsmtp", "smtp://u:hunter2@mail.example.com:587\n")},
 			"XCLOAK_SMTP_URL_FILE: smtpmail: invalid SMTP URL"},
+		{"Redis URL and file", map[string]string{"XCLOAK_REDIS_URL": redisURL, "XCLOAK_REDIS_URL_FILE": write("r2", redisURL)},
+			"XCLOAK_REDIS_URL and XCLOAK_REDIS_URL_FILE are both set"},
+		{"bad Redis URL in a file", map[string]string{"XCLOAK_REDIS_URL_FILE": write("badredis", "redis://u:hunter2/x@cache:6379\n")},
+			"XCLOAK_REDIS_URL_FILE: not a valid URL"},
 		{"file too big", map[string]string{"XCLOAK_SECRET_FILE": write("big", strings.Repeat("hunter2", 10000))},
 			"XCLOAK_SECRET_FILE: larger than 64 KiB"},
 		{"device file", map[string]string{"XCLOAK_SECRET_FILE": "/dev/zero"},
