@@ -287,8 +287,8 @@ func readmeConfigRows(t *testing.T) map[string]string {
 func TestServeHelpListsEverySetting(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	// Values in the environment must not show up as defaults.
-	getenv := env(map[string]string{"XCLOAK_SECRET": "hunter2-hunter2-hunter2-hunter2-hunter2"})
-	if err := run(t.Context(), []string{"xcloak", "serve", "--help"}, getenv, strings.NewReader(""), &stdout, &stderr); err != nil {
+	vars := environ(map[string]string{"XCLOAK_SECRET": "hunter2-hunter2-hunter2-hunter2-hunter2"})
+	if err := run(t.Context(), []string{"xcloak", "serve", "--help"}, vars, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatalf("err = %v, want nil", err)
 	}
 	help := stdout.String()
