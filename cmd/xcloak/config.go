@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -553,6 +554,51 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// testVariables are the prefixes of the XCLOAK_ variables the tests read
+// (internal/testenv, e2e): no setting, and no typo of one.
+var testVariables = []string{"XCLOAK_TEST_", "XCLOAK_E2E_"}
+
+// unknownSettings returns, sorted and once each, the names in environ (as
+// os.Environ lists it) that start with XCLOAK_ but name no setting of any
+// command, nor the _FILE of one that takes a file, nor a variable of the
+// tests: most likely typos (XCLOAK_LOCKOUT_THRESHHOLD), which would
+// otherwise leave a setting at its default unnoticed.
+func unknownSettings(environ []string) []string {
+	known := make(map[string]bool, 2*len(settings))
+	for _, s := range settings {
+		known[s.env] = true
+		if s.fromFile {
+			known[s.env+"_FILE"] = true
+		}
+	}
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "XCLOAK_") || known[name] ||
+			slices.ContainsFunc(testVariables, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		known[name] = true // warned once
+		unknown = append(unknown, name)
+	}
+	slices.Sort(unknown)
+	return unknown
+}
+
+// warnUnknownSettings writes a warning, a JSON log line on stderr as serve
+// writes its log, for each of unknownSettings(environ): by name, never by
+// value, which may be a secret.
+func warnUnknownSettings(environ []string, stderr io.Writer) {
+	names := unknownSettings(environ)
+	if len(names) == 0 {
+		return
+	}
+	log := newLogger(stderr, slog.LevelWarn)
+	for _, name := range names {
+		log.Warn("unknown XCLOAK_ variable in the environment, ignored: no setting has this name", "variable", name)
+	}
 }
 
 // settingValue is a setting's flag: it remembers whether the flag was given

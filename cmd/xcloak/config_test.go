@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
 	"net/netip"
 	"os"
@@ -455,5 +457,49 @@ func TestAuditLogIsOnOrOff(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "XCLOAK_AUDIT_LOG") {
 			t.Errorf("XCLOAK_AUDIT_LOG=%s: err = %v, want one naming the setting", v, err)
 		}
+	}
+}
+
+// TestUnknownSettingsWarned: a variable that starts with XCLOAK_ but is no
+// setting (a typo such as XCLOAK_LOCKOUT_THRESHHOLD, a _FILE of a setting
+// that takes none) is warned of once at start, by name and never by
+// value; a setting of another command, the _FILE of one that takes it,
+// and the tests' own XCLOAK_TEST_* and XCLOAK_E2E_* are not.
+func TestUnknownSettingsWarned(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	const value = "hunter2-never-printed"
+	env := append(environ(vars),
+		"XCLOAK_LOCKOUT_THRESHHOLD="+value,
+		"XCLOAK_LOCKOUT_THRESHHOLD="+value, // listed twice: warned once
+		"XCLOAK_ADDR_FILE="+value,
+		"XCLOAK_WEBHOOK_SECRET_FILE=", // a setting of serve, not of migrate
+		"XCLOAK_ATTACK_QUIET=1h",
+		"XCLOAK_TEST_REDIS_URL="+value,
+		"XCLOAK_E2E_SCREENSHOTS="+value,
+		"XCLOAK_E2E_ANYTHING="+value,
+		"xcloak_lower="+value,
+		"OTHER_XCLOAK_THING="+value,
+	)
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"xcloak", "migrate"}, env, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("migrate: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), value) {
+		t.Errorf("stderr shows a value:\n%s", stderr.String())
+	}
+	var named []string
+	for l := range strings.Lines(stderr.String()) {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("stderr line is not JSON: %v\n%s", err, l)
+		}
+		if line["level"] != "WARN" || !strings.Contains(line["msg"].(string), "unknown") {
+			t.Errorf("stderr line %s: want a warning of an unknown variable", l)
+		}
+		named = append(named, fmt.Sprint(line["variable"]))
+	}
+	if got, want := strings.Join(named, " "), "XCLOAK_ADDR_FILE XCLOAK_LOCKOUT_THRESHHOLD"; got != want {
+		t.Errorf("warned of %q, want %q\nstderr:\n%s", got, want, stderr.String())
 	}
 }

@@ -38,6 +38,10 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	}
 	command, rest := args[1], args[2:]
 
+	switch command {
+	case "serve", "migrate", "user", "apikey", "healthcheck": // the commands that take settings
+		warnUnknownSettings(environ, stderr)
+	}
 	var err error
 	switch command {
 	case "-h", "-help", "--help", "help":
