@@ -74,7 +74,8 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 	fs := cli.NewFlagSet("xcloak", "user add", "--email ADDRESS [--admin] [flags] < password-file",
 		"Creates an account. The password is the first line of stdin, without its\n"+
 			"line ending; it needs at least 8 characters, and is refused if it is in\n"+
-			"the breach corpus XCLOAK_BREACHED_PASSWORDS names. For example:\n\n"+
+			"the breach corpus XCLOAK_BREACHED_PASSWORDS names, holds a NUL byte or\n"+
+			"bytes that are not UTF-8, or still ends in \\r. For example:\n\n"+
 			"  printf '%s\\n' \"$PASSWORD\" | xcloak user add --email ann@example.com --admin\n")
 	email := fs.String("email", "", "mail `address` of the new account (required)")
 	admin := fs.Bool("admin", false, "make the account an administrator")
@@ -218,8 +219,11 @@ func openUserBackend(ctx context.Context, cfg config, stderr io.Writer) (*backen
 }
 
 // readPassword returns the first line of r without its line ending (\n or
-// \r\n). It refuses an empty line and one longer than any password the
-// service accepts.
+// \r\n). It refuses an empty line, one longer than any password the
+// service accepts, and one that still ends in \r (a line ending pasted
+// from Windows, or a file with old Mac line endings), which would become
+// part of the password and never be typed at a sign-in. The service
+// refuses NUL bytes and bytes that are not UTF-8 (auth.ErrWeakPassword).
 func readPassword(r io.Reader) (string, error) {
 	// Reading one byte past the longest password with its \r\n is enough
 	// to know a line is too long.
@@ -235,6 +239,8 @@ func readPassword(r io.Reader) (string, error) {
 		return "", errors.New("no password on stdin: give it as the first line")
 	case len(line) > auth.MaxPasswordBytes:
 		return "", fmt.Errorf("password refused: longer than %d bytes", auth.MaxPasswordBytes)
+	case strings.HasSuffix(line, "\r"):
+		return "", errors.New("password refused: it ends in a carriage return (\\r), likely from a Windows line ending; give the password without it")
 	}
 	return line, nil
 }
