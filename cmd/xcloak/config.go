@@ -924,9 +924,9 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 }
 
 func checkDatabaseURL(raw string) error {
-	cfg, err := pgx.ParseConfig(raw) // its errors mask the password
+	cfg, err := pgx.ParseConfig(raw)
 	if err != nil {
-		return err
+		return databaseURLError(raw, err)
 	}
 	if cfg.Database == "" {
 		return errors.New("it names no database")
@@ -944,6 +944,65 @@ func withoutURL(err error) error {
 	}
 	msg := strings.TrimPrefix(quotedPart.ReplaceAllString(err.Error(), ""), "net/url: ")
 	return fmt.Errorf("not a valid URL (%s); percent-encode '/', '?', '#', '@', ':' and '%%' in the user and password", msg)
+}
+
+// databaseURLError says what pgx found wrong with the database URL raw,
+// without the URL. pgx quotes it with the password masked, but only as far
+// as it can tell the password: after an '@' that is not percent-encoded,
+// the rest of the password shows, and the user name always does. So the
+// quoted URL is cut off, and so is any quoted piece of it (net/url quotes
+// the token it stumbled on); should the rest still hold a piece of the
+// user or password, only that the URL does not parse is said.
+func databaseURLError(raw string, err error) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
+		msg = ""
+		if i := strings.LastIndex(rest, "`: "); i >= 0 {
+			msg = rest[i+len("`: "):]
+		}
+	}
+	msg = strings.TrimSpace(quotedPart.ReplaceAllString(msg, ""))
+	for _, piece := range credentialPieces(raw) {
+		if strings.Contains(msg, piece) {
+			msg = ""
+		}
+	}
+	if msg == "" {
+		msg = "it does not parse"
+	}
+	if !strings.Contains(raw, "://") {
+		return fmt.Errorf("not a valid connection string (%s)", msg)
+	}
+	return fmt.Errorf("not a valid URL (%s); percent-encode '/', '?', '#', '@', ':' and '%%' in the user and password", msg)
+}
+
+// credentialPieces returns the pieces of a database URL's user and
+// password, split at ':', '@' and '/', that are long enough to tell apart
+// from an error's own words: for a URL, all between "://" and its last
+// '@'; for the keyword/value form, the values of user and password.
+func credentialPieces(raw string) []string {
+	var creds []string
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			creds = append(creds, rest[:at])
+		}
+	} else {
+		for _, field := range strings.Fields(raw) {
+			key, value, _ := strings.Cut(field, "=")
+			if key == "user" || key == "password" {
+				creds = append(creds, strings.Trim(value, "'"))
+			}
+		}
+	}
+	var pieces []string
+	for _, c := range creds {
+		for _, p := range strings.FieldsFunc(c, func(r rune) bool { return r == ':' || r == '@' || r == '/' }) {
+			if len(p) >= 3 {
+				pieces = append(pieces, p)
+			}
+		}
+	}
+	return pieces
 }
 
 // quotedPart matches a Go-quoted string and the space before it.

@@ -448,6 +448,38 @@ func TestURLErrorsHideThePassword(t *testing.T) {
 	}
 }
 
+// TestDatabaseURLErrorsHideTheUserinfo: a database URL that does not parse
+// is refused without any piece of its user name or password, even where
+// an '@' that is not percent-encoded makes pgx mask only the password's
+// first part; the keyword/value form alike.
+func TestDatabaseURLErrorsHideTheUserinfo(t *testing.T) {
+	for _, raw := range []string{
+		"postgres://Alic3Usr:T0p@S3cr3tPw@db.example.com:5432x/xcloak",
+		"postgres://Alic3Usr:T0p@S3c%zzr3tPw@db.example.com/xcloak",
+		"postgres://Alic3Usr:T0p@S3cr3t Pw@db.example.com/xcloak",
+		"postgresql://Alic3Usr:T0p@S3cr3tPw@localhost:5432/xcloak?sslmode=bogus",
+		"postgres://Alic3Usr:T0p@S3cr3t:Pw@db.example.com/xcloak",
+		"postgres://Alic3%zzUsr:S3cr3tPw@db.example.com/xcloak",
+		"postgres://Alic3Usr:S3cr3t/Pw@db.example.com/xcloak",
+		"host=db.example.com user=Alic3Usr password=T0p@S3cr3tPw port=bad dbname=xcloak",
+	} {
+		err := checkDatabaseURL(raw)
+		if err == nil {
+			t.Errorf("%s: accepted", raw)
+			continue
+		}
+		for _, piece := range []string{"Alic3", "Usr", "T0p", "S3c", "r3t", "Pw"} {
+			if strings.Contains(err.Error(), piece) {
+				t.Errorf("%s: the error quotes %q of the user or password: %v", raw, piece, err)
+			}
+		}
+	}
+	// What is wrong is still said.
+	if err := checkDatabaseURL("postgres://u:p@db.example.com:5432x/xcloak"); err == nil || !strings.Contains(err.Error(), "invalid port") {
+		t.Errorf("bad port: %v, want an error saying so", err)
+	}
+}
+
 // TestAuditLogIsOnOrOff: XCLOAK_AUDIT_LOG takes on or off and nothing else,
 // so that a typo does not silently stop the stream a SIEM follows.
 func TestAuditLogIsOnOrOff(t *testing.T) {
