@@ -258,8 +258,10 @@ func checkRedisVersion(ctx context.Context, rdb redis.UniversalClient, label str
 // a failed one is not retried: a limit decision must come within its bound
 // (XCLOAK_REDIS_TIMEOUT), and one that Redis cannot give is the failure
 // policy's to take, not worth more tries against a dead server (go-redis
-// would otherwise try each command four times, and each connection five). The URL's own dial_timeout,
-// read_timeout, write_timeout, pool_size and max_retries parameters win.
+// would otherwise try each command four times, and each connection five).
+// Every option of the URL is kept (redisOptions), and its dial_timeout,
+// read_timeout, write_timeout, pool_size, pool_timeout and max_retries win
+// over these defaults.
 // It returns a Redis Cluster client when the URL lists several addresses
 // or cluster is set, a Sentinel client when the URL names a master_name,
 // and a plain client otherwise (see redisOptions).

@@ -901,21 +901,41 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		}
 		addrs = append(addrs, opts.Addr)
 	}
+	// Everything redis.ParseURL reads from a URL is kept (a test holds it
+	// to that); newRedisClient sets only what XCloak needs on top.
 	u := &redis.UniversalOptions{
 		Addrs:         addrs,
 		MasterName:    master,
 		IsClusterMode: cluster && master == "",
-		Username:      first.Username,
-		Password:      first.Password,
-		DB:            first.DB,
-		TLSConfig:     first.TLSConfig,
-		DialTimeout:   first.DialTimeout,
-		ReadTimeout:   first.ReadTimeout,
-		WriteTimeout:  first.WriteTimeout,
-		PoolSize:      first.PoolSize,
-		MinIdleConns:  first.MinIdleConns,
-		MaxRetries:    first.MaxRetries,
-		Protocol:      first.Protocol,
+
+		Username:   first.Username,
+		Password:   first.Password,
+		DB:         first.DB,
+		TLSConfig:  first.TLSConfig,
+		Protocol:   first.Protocol,
+		ClientName: first.ClientName,
+
+		MaxRetries:      first.MaxRetries,
+		MinRetryBackoff: first.MinRetryBackoff,
+		MaxRetryBackoff: first.MaxRetryBackoff,
+		DialTimeout:     first.DialTimeout,
+		ReadTimeout:     first.ReadTimeout,
+		WriteTimeout:    first.WriteTimeout,
+
+		PoolFIFO:              first.PoolFIFO,
+		PoolSize:              first.PoolSize,
+		PoolTimeout:           first.PoolTimeout,
+		MinIdleConns:          first.MinIdleConns,
+		MaxIdleConns:          first.MaxIdleConns,
+		MaxActiveConns:        first.MaxActiveConns,
+		MaxConcurrentDials:    first.MaxConcurrentDials,
+		ConnMaxIdleTime:       first.ConnMaxIdleTime,
+		ConnMaxLifetime:       first.ConnMaxLifetime,
+		ConnMaxLifetimeJitter: first.ConnMaxLifetimeJitter,
+
+		PipelinePoolSize:        first.PipelinePoolSize,
+		PipelineReadBufferSize:  first.PipelineReadBufferSize,
+		PipelineWriteBufferSize: first.PipelineWriteBufferSize,
 	}
 	if (len(addrs) > 1 || cluster) && master == "" && u.DB != 0 {
 		return nil, errors.New("a Redis Cluster has only database 0")
