@@ -523,8 +523,20 @@ func newSettings(d auth.Config) []setting {
 		},
 		duration("XCLOAK_MFA_TTL", "mfa-ttl", "how long the second step of a sign-in may be finished after the password",
 			d.MFA.ChallengeTTL, func(a *auth.Config) *time.Duration { return &a.MFA.ChallengeTTL }),
-		duration("XCLOAK_MFA_REMEMBER", "mfa-remember", `how long "remember this browser" skips the second step on a known device`,
-			d.MFA.RememberFor, func(a *auth.Config) *time.Duration { return &a.MFA.RememberFor }),
+		{
+			// Zero is a choice here: auth then offers no "remember this
+			// browser", and a browser remembered before needs its code again.
+			env: "XCLOAK_MFA_REMEMBER", flag: "mfa-remember", def: formatDuration(d.MFA.RememberFor), scope: forServe,
+			usage: `how long "remember this browser" skips the second step on a known device, as a ` + "`duration`; 0 remembers no browser",
+			set: func(c *config, v string) error {
+				dur, err := time.ParseDuration(v)
+				if err != nil || dur < 0 {
+					return fmt.Errorf("%q is not a duration of 0s or more, such as 0s, 12h or 720h", v)
+				}
+				c.Auth.MFA.RememberFor = dur
+				return nil
+			},
+		},
 		{
 			env: "XCLOAK_WEBAUTHN_RP_ID", flag: "webauthn-rp-id", show: "the public URL's host", scope: forServe,
 			usage: "`domain` passkeys are registered for: XCLOAK_PUBLIC_URL's host or a parent domain of it and of every XCLOAK_WEBAUTHN_ORIGINS; " +

@@ -535,3 +535,26 @@ func TestUnknownSettingsWarned(t *testing.T) {
 		t.Errorf("warned of %q, want %q\nstderr:\n%s", got, want, stderr.String())
 	}
 }
+
+// TestMFARememberZero: XCLOAK_MFA_REMEMBER=0 (or 0s) remembers no browser
+// (auth offers no "remember this browser" then); a negative duration is
+// refused.
+func TestMFARememberZero(t *testing.T) {
+	load := func(v string) (config, error) {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		return loadConfig(fs, nil, env(map[string]string{"XCLOAK_MFA_REMEMBER": v}), new(bytes.Buffer), new(bytes.Buffer), forServe)
+	}
+	for _, v := range []string{"0", "0s"} {
+		if cfg, err := load(v); err != nil || cfg.Auth.MFA.RememberFor != 0 {
+			t.Errorf("XCLOAK_MFA_REMEMBER=%s: %v, %v; want 0", v, cfg.Auth.MFA.RememberFor, err)
+		}
+	}
+	if cfg, err := load("12h"); err != nil || cfg.Auth.MFA.RememberFor != 12*time.Hour {
+		t.Errorf("XCLOAK_MFA_REMEMBER=12h: %v, %v", cfg.Auth.MFA.RememberFor, err)
+	}
+	for _, v := range []string{"-1h", "soon"} {
+		if _, err := load(v); err == nil || !strings.Contains(err.Error(), "XCLOAK_MFA_REMEMBER") {
+			t.Errorf("XCLOAK_MFA_REMEMBER=%s: %v, want an error naming it", v, err)
+		}
+	}
+}
