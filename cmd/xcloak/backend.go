@@ -259,6 +259,12 @@ func checkRedisVersion(ctx context.Context, rdb redis.UniversalClient, label str
 // (XCLOAK_REDIS_TIMEOUT), and one that Redis cannot give is the failure
 // policy's to take, not worth more tries against a dead server (go-redis
 // would otherwise try each command four times, and each connection five).
+// MaxRetries does not bind go-redis' cluster client, which sends a command
+// again after a read timeout, a dropped connection or EOF, up to
+// MaxRedirects times: a command that must not run twice (the limits' and
+// lockouts' scripts, attack mode's, the counters' writes) is made with
+// internal/redisonce, whose commands that client never sends again once
+// they may have reached Redis (MOVED and ASK are still followed).
 // Every option of the URL is kept (redisOptions), and its dial_timeout,
 // read_timeout, write_timeout, pool_size, pool_timeout and max_retries win
 // over these defaults.
