@@ -25,6 +25,10 @@ func TestAccountBounds(t *testing.T) {
 		{"password one character short", "shorter@example.com", strings.Repeat("p", auth.MinPasswordRunes-1), auth.ErrWeakPassword},
 		{"longest password", "long@example.com", strings.Repeat("p", auth.MaxPasswordBytes), nil},
 		{"password one byte too long", "longer@example.com", strings.Repeat("p", auth.MaxPasswordBytes+1), auth.ErrWeakPassword},
+		// What no form or JSON field may hold (web refuses it before auth
+		// sees it) is refused from any other caller too.
+		{"password with a NUL byte", "nul@example.com", "correct\x00horse", auth.ErrWeakPassword},
+		{"password not UTF-8", "latin1@example.com", "correct horse caf\xe9", auth.ErrWeakPassword},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,7 +12,8 @@ type EventHook interface {
 	// Run does the hook's background work until ctx is done, then
 	// finishes within its own bounds and returns. Service.Run runs it and
 	// ends it last, once the service's own work has written its last
-	// events.
+	// events; Service.Drain runs it with ctx already done, to deliver
+	// what a command's rows handed it.
 	Run(ctx context.Context)
 }
 

@@ -229,7 +229,7 @@ type Service struct {
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
-// background work.
+// background work, or, for a command that acts once, Drain when done.
 func NewService(cfg Config, d Deps) (*Service, error) {
 	if len(cfg.Secret) < 32 {
 		return nil, errors.New("auth: secret must be at least 32 bytes")
@@ -383,6 +383,28 @@ func (s *Service) Run(ctx context.Context) {
 	stopHook()
 	<-hooked
 	s.limits.Close()
+}
+
+// Drain is, for a service whose Run never runs (a command that acts once
+// and exits), what Run does as it ends: it sends the link mails queued,
+// writes the security events queued, lets the hook (Deps.Hook) deliver
+// what those rows handed it, and closes the limiter. It does none of
+// Run's recurring work: no removal of expired rows, no sweep of the
+// lockouts whose time ran out, no attack watch. Those are the running
+// servers' to do, by their own settings. Call it once, when nothing uses
+// the service any more; it returns the error of writing the events.
+func (s *Service) Drain(ctx context.Context) error {
+	done, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cancel()
+	s.runResets(done) // sends what is queued, within its bound, and returns
+	final, cancelFinal := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancelFinal()
+	err := s.events.Flush(final)
+	if s.hook != nil {
+		s.hook.Run(done) // delivers what it holds, within its own bound
+	}
+	s.limits.Close()
+	return err
 }
 
 // Degraded reports whether Redis is unreachable and limits follow the

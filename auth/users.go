@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // User is an account.
@@ -27,9 +29,20 @@ func (u User) Disabled() bool { return !u.DisabledAt.IsZero() }
 // composition rules; the upper bound keeps hashing cheap to refuse.
 const MinPasswordRunes = 8
 
+// checkNewPassword applies the password rules to a new password. It also
+// refuses what no field of a form or JSON body may hold (web refuses it
+// before auth sees it): a NUL byte, or bytes that are not UTF-8, which
+// NFKC (normalisePassword) would turn into U+FFFD, so that different
+// passwords would hash alike.
 func checkNewPassword(p string) error {
 	if len(p) > MaxPasswordBytes {
 		return fmt.Errorf("%w: longer than %d bytes", ErrWeakPassword, MaxPasswordBytes)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return fmt.Errorf("%w: it holds a NUL byte", ErrWeakPassword)
+	}
+	if !utf8.ValidString(p) {
+		return fmt.Errorf("%w: it is not valid UTF-8", ErrWeakPassword)
 	}
 	n := 0
 	for range normalisePassword(p) {

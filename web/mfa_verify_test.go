@@ -157,6 +157,37 @@ func TestMFARememberJSON(t *testing.T) {
 	}
 }
 
+// TestMFARememberOff: with MFAConfig.RememberFor zero
+// (XCLOAK_MFA_REMEMBER=0) the second step offers no "remember this
+// browser", and a "remember" sent all the same remembers nothing: the
+// next sign-in asks for the code again.
+func TestMFARememberOff(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.MFA.RememberFor = 0 }})
+	u := enrolTOTP(t, env, base, clk, "nils@example.test", false)
+	c := xcloaktest.Client(t, "127.0.31.41")
+	_, page := postSignIn(t, c, base, u.email, u.password)
+	m := mfaTokenRe.FindStringSubmatch(page)
+	if m == nil || strings.Contains(page, `name="remember"`) {
+		t.Fatalf("second step's page: token %v, a remember box %v; want the token and no box", m, strings.Contains(page, `name="remember"`))
+	}
+	resp, body := post(t, c, base+"/login/mfa", formType, url.Values{"mfa_token": {m[1]}, "code": {u.code(t)}, "remember": {"on"}}.Encode())
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("second step: %d %s", resp.StatusCode, body)
+	}
+	clk.Advance(30 * time.Second)
+	post(t, c, base+"/logout", formType, "")
+	token := mfaLoginJSON(t, c, base, u)
+	b, _ := json.Marshal(map[string]any{"mfa_token": token, "code": u.code(t), "remember": true})
+	if resp, body := post(t, c, base+"/api/v1/login/mfa", jsonType, string(b)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("second step by the API: %d %s", resp.StatusCode, body)
+	}
+	clk.Advance(30 * time.Second)
+	post(t, c, base+"/logout", formType, "")
+	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON(u.email, u.password)); strings.Contains(body, `"status":"ok"`) {
+		t.Errorf("after remember with XCLOAK_MFA_REMEMBER=0, the next sign-in answers %d %s; want the second step", resp.StatusCode, body)
+	}
+}
+
 // TestAdminUserPageFactors: the account's page on the dashboard lists its
 // factors and recovery codes left, and its "Remove second factors" button
 // removes them: the password alone signs in again.

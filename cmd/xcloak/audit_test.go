@@ -51,3 +51,47 @@ func TestServeAuditStream(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsAuditStream: the security events of the user commands are
+// lines of the audit stream on stderr, as serve writes them, unless
+// XCLOAK_AUDIT_LOG is off; the commands' other log lines stay quiet.
+func TestCommandsAuditStream(t *testing.T) {
+	t.Parallel()
+	for _, audit := range []string{"on", "off"} {
+		t.Run(audit, func(t *testing.T) {
+			t.Parallel()
+			vars := storeSettings(t)
+			addUser(t, vars, "ann@example.com", "correct horse battery\n")
+			vars["XCLOAK_AUDIT_LOG"] = audit
+			var kinds []string
+			for _, cmd := range []string{"disable", "signout"} {
+				_, stderr, err := xcloak(t, vars, "", "user", cmd, "--email", "ann@example.com")
+				if err != nil {
+					t.Fatalf("user %s: %v\nstderr:\n%s", cmd, err, stderr)
+				}
+				for l := range strings.Lines(stderr) {
+					var line map[string]any
+					if err := json.Unmarshal([]byte(l), &line); err != nil {
+						t.Fatalf("user %s: stderr line is not JSON: %v\n%s", cmd, err, l)
+					}
+					if line["log"] != "audit" || line["msg"] != "security event" || line["level"] != "INFO" {
+						t.Errorf("user %s: stderr line %s is not of the audit stream", cmd, l)
+						continue
+					}
+					detail, _ := line["detail"].(map[string]any)
+					if line["account"] != "ann@example.com" || detail["by"] != "cli" {
+						t.Errorf("user %s: audit line %s", cmd, l)
+					}
+					kinds = append(kinds, line["event"].(string))
+				}
+			}
+			want := "user_disabled signed_out_everywhere"
+			if audit == "off" {
+				want = ""
+			}
+			if got := strings.Join(kinds, " "); got != want {
+				t.Errorf("audit lines of the commands: %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -32,17 +32,18 @@ const (
 	hashWait = 2 * time.Second
 )
 
-// backend is the auth service with the stores behind it, its background
-// work running. serve and the user commands build it the same way.
+// backend is the auth service with the stores behind it. serve and the
+// user and apikey commands build it the same way; only serve starts its
+// background work (start).
 type backend struct {
 	svc    *auth.Service
 	rdb    redis.UniversalClient
-	probe  redis.UniversalClient // the failover's pings, on a pool of their own
+	probe  redis.UniversalClient // the failover's pings, on a pool of their own; nil for a command
 	pool   *pgxpool.Pool
 	hasher *auth.Hasher
 	log    *slog.Logger
 
-	stop      context.CancelFunc // ends svc.Run
+	stop      context.CancelFunc // ends svc.Run; nil until start
 	stopped   chan struct{}      // closed when svc.Run has returned
 	closeOnce sync.Once
 
@@ -51,18 +52,21 @@ type backend struct {
 }
 
 // openBackend connects to Redis, creates and migrates the database,
-// opens a connection pool and starts the auth service's background work.
-// cfg.Auth must have its Secret and PublicURL set. Close releases it all.
+// opens a connection pool and builds the auth service, without starting
+// its background work: serve calls start, a command that acts once does
+// not. cfg.Auth must have its Secret and PublicURL set. Close releases it
+// all.
 //
-// With redisOptional (serve), a Redis that does not answer at start does
-// not stop it: the service starts in degraded mode, follows the failure
-// policy, and the shared limits take over once Redis answers. The user
-// commands need Redis, to end lockouts, and fail without it.
-func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics prometheus.Registerer, redisOptional bool) (_ *backend, err error) {
+// serve passes server: a Redis that does not answer at start does not
+// stop it (the service starts in degraded mode, follows the failure
+// policy, and the shared limits take over once Redis answers), and the
+// failover's probes get a pool of their own. The user and apikey commands
+// need Redis, to end lockouts, and fail without it.
+func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics prometheus.Registerer, server bool) (_ *backend, err error) {
 	var rdb redis.UniversalClient
 	var label string
 	var redisDown error
-	if redisOptional {
+	if server {
 		if rdb, label, err = newRedisClient(cfg.RedisURL, cfg.RedisCluster, 0); err == nil {
 			if redisDown = pingRedis(ctx, rdb, label); redisDown == nil {
 				err = checkRedisVersion(ctx, rdb, label)
@@ -82,17 +86,20 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	if redisDown == nil {
 		logger.Info("redis ready", "redis", label)
 	}
-	// The failover's probes ping through a client of their own: a flood
-	// that keeps every connection of rdb busy must not make Redis look gone.
-	probe, _, err := newRedisClient(cfg.RedisURL, cfg.RedisCluster, probePoolSize)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			_ = probe.Close()
+	// A server's failover probes ping through a client of their own: a
+	// flood that keeps every connection of rdb busy must not make Redis
+	// look gone.
+	var probe redis.UniversalClient
+	if server {
+		if probe, _, err = newRedisClient(cfg.RedisURL, cfg.RedisCluster, probePoolSize); err != nil {
+			return nil, err
 		}
-	}()
+		defer func() {
+			if err != nil {
+				_ = probe.Close()
+			}
+		}()
+	}
 
 	version, err := prepareDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -161,30 +168,46 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 			"redis", label, "policy", string(svc.FailurePolicy()), "err", redisDown)
 	}
 
-	// The background work outlives ctx: once ctx ends, requests still in
-	// flight record events, and Close stops it only after they are done.
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		svc.Run(runCtx)
-	}()
-	return &backend{svc: svc, dashboard: xc.Dashboard, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger, stop: stop, stopped: stopped}, nil
+	return &backend{svc: svc, dashboard: xc.Dashboard, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger}, nil
 }
 
-// Close ends the service's background work, which first writes the
-// security events and sends the reset mails still queued, then closes the
-// pool and the Redis client. Call it once nothing uses the service; calls
-// after the first do nothing.
+// start runs the service's background work, serve's: writing events,
+// sending mail, removing expired rows, recording the lockouts that ended
+// and watching for attacks. A command that acts once never starts it:
+// those are the running servers' to do, by their settings, and a command
+// that did them would act with its own (it would end attack mode after
+// the default quiet period, delete events after the default retention)
+// and claim the ends of lockouts without the webhooks the servers send.
+// The work outlives ctx: once ctx ends, requests still in flight record
+// events, and Close stops it only after they are done.
+func (b *backend) start(ctx context.Context) {
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	b.stop, b.stopped = stop, make(chan struct{})
+	go func() {
+		defer close(b.stopped)
+		b.svc.Run(runCtx)
+	}()
+}
+
+// Close writes the security events and sends the mails still queued,
+// ending the background work if start began it (auth.Service.Drain if
+// not), then closes the pool and the Redis clients. Call it once nothing
+// uses the service; calls after the first do nothing.
 func (b *backend) Close() {
 	b.closeOnce.Do(func() {
-		b.stop()
-		<-b.stopped
+		if b.stop != nil {
+			b.stop()
+			<-b.stopped
+		} else if err := b.svc.Drain(context.Background()); err != nil {
+			b.log.Error("writing security events", "err", err)
+		}
 		b.pool.Close()
 		if err := b.rdb.Close(); err != nil {
 			b.log.Warn("closing redis client", "err", err)
 		}
-		_ = b.probe.Close()
+		if b.probe != nil {
+			_ = b.probe.Close()
+		}
 	})
 }
 
@@ -239,8 +262,16 @@ func checkRedisVersion(ctx context.Context, rdb redis.UniversalClient, label str
 // a failed one is not retried: a limit decision must come within its bound
 // (XCLOAK_REDIS_TIMEOUT), and one that Redis cannot give is the failure
 // policy's to take, not worth more tries against a dead server (go-redis
-// would otherwise try each command four times, and each connection five). The URL's own dial_timeout,
-// read_timeout, write_timeout, pool_size and max_retries parameters win.
+// would otherwise try each command four times, and each connection five).
+// MaxRetries does not bind go-redis' cluster client, which sends a command
+// again after a read timeout, a dropped connection or EOF, up to
+// MaxRedirects times: a command that must not run twice (the limits' and
+// lockouts' scripts, attack mode's, the counters' writes) is made with
+// internal/redisonce, whose commands that client never sends again once
+// they may have reached Redis (MOVED and ASK are still followed).
+// Every option of the URL is kept (redisOptions), and its dial_timeout,
+// read_timeout, write_timeout, pool_size, pool_timeout and max_retries win
+// over these defaults.
 // It returns a Redis Cluster client when the URL lists several addresses
 // or cluster is set, a Sentinel client when the URL names a master_name,
 // and a plain client otherwise (see redisOptions).

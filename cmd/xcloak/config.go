@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,7 +97,7 @@ type scope uint8
 // The commands that take settings.
 const (
 	forServe       scope = 1 << iota // xcloak serve
-	forUser                          // xcloak user add and unlock
+	forUser                          // xcloak user and apikey
 	forMigrate                       // xcloak migrate
 	forHealthcheck                   // xcloak healthcheck
 )
@@ -187,7 +188,7 @@ func newSettings(d auth.Config) []setting {
 			set:   func(c *config, v string) error { c.Addr = v; return checkAddr(v) },
 		},
 		{
-			env: "XCLOAK_REDIS_URL", flag: "redis-url", def: "redis://127.0.0.1:6379/0", scope: forServe | forUser,
+			env: "XCLOAK_REDIS_URL", flag: "redis-url", def: "redis://127.0.0.1:6379/0", scope: forServe | forUser, fromFile: true,
 			usage: "Redis `URL` (redis:// or rediss://); several comma-separated host:port make it a Redis Cluster, ?master_name= a Sentinel set",
 			set:   func(c *config, v string) error { c.RedisURL = v; return checkRedisURL(v) },
 		},
@@ -484,7 +485,7 @@ func newSettings(d auth.Config) []setting {
 		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
 			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
 		{
-			env: "XCLOAK_AUDIT_LOG", flag: "audit-log", def: onOff(d.AuditLog), scope: forServe,
+			env: "XCLOAK_AUDIT_LOG", flag: "audit-log", def: onOff(d.AuditLog), scope: forServe | forUser,
 			usage: "`on` or off: write every security event also to the log, as one JSON line with stable fields for a SIEM",
 			set: func(c *config, v string) error {
 				switch v {
@@ -522,8 +523,20 @@ func newSettings(d auth.Config) []setting {
 		},
 		duration("XCLOAK_MFA_TTL", "mfa-ttl", "how long the second step of a sign-in may be finished after the password",
 			d.MFA.ChallengeTTL, func(a *auth.Config) *time.Duration { return &a.MFA.ChallengeTTL }),
-		duration("XCLOAK_MFA_REMEMBER", "mfa-remember", `how long "remember this browser" skips the second step on a known device`,
-			d.MFA.RememberFor, func(a *auth.Config) *time.Duration { return &a.MFA.RememberFor }),
+		{
+			// Zero is a choice here: auth then offers no "remember this
+			// browser", and a browser remembered before needs its code again.
+			env: "XCLOAK_MFA_REMEMBER", flag: "mfa-remember", def: formatDuration(d.MFA.RememberFor), scope: forServe,
+			usage: `how long "remember this browser" skips the second step on a known device, as a ` + "`duration`; 0 remembers no browser",
+			set: func(c *config, v string) error {
+				dur, err := time.ParseDuration(v)
+				if err != nil || dur < 0 {
+					return fmt.Errorf("%q is not a duration of 0s or more, such as 0s, 12h or 720h", v)
+				}
+				c.Auth.MFA.RememberFor = dur
+				return nil
+			},
+		},
 		{
 			env: "XCLOAK_WEBAUTHN_RP_ID", flag: "webauthn-rp-id", show: "the public URL's host", scope: forServe,
 			usage: "`domain` passkeys are registered for: XCLOAK_PUBLIC_URL's host or a parent domain of it and of every XCLOAK_WEBAUTHN_ORIGINS; " +
@@ -553,6 +566,51 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// testVariables are the prefixes of the XCLOAK_ variables the tests read
+// (internal/testenv, e2e): no setting, and no typo of one.
+var testVariables = []string{"XCLOAK_TEST_", "XCLOAK_E2E_"}
+
+// unknownSettings returns, sorted and once each, the names in environ (as
+// os.Environ lists it) that start with XCLOAK_ but name no setting of any
+// command, nor the _FILE of one that takes a file, nor a variable of the
+// tests: most likely typos (XCLOAK_LOCKOUT_THRESHHOLD), which would
+// otherwise leave a setting at its default unnoticed.
+func unknownSettings(environ []string) []string {
+	known := make(map[string]bool, 2*len(settings))
+	for _, s := range settings {
+		known[s.env] = true
+		if s.fromFile {
+			known[s.env+"_FILE"] = true
+		}
+	}
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "XCLOAK_") || known[name] ||
+			slices.ContainsFunc(testVariables, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		known[name] = true // warned once
+		unknown = append(unknown, name)
+	}
+	slices.Sort(unknown)
+	return unknown
+}
+
+// warnUnknownSettings writes a warning, a JSON log line on stderr as serve
+// writes its log, for each of unknownSettings(environ): by name, never by
+// value, which may be a secret.
+func warnUnknownSettings(environ []string, stderr io.Writer) {
+	names := unknownSettings(environ)
+	if len(names) == 0 {
+		return
+	}
+	log := newLogger(stderr, slog.LevelWarn)
+	for _, name := range names {
+		log.Warn("unknown XCLOAK_ variable in the environment, ignored: no setting has this name", "variable", name)
+	}
 }
 
 // settingValue is a setting's flag: it remembers whether the flag was given
@@ -855,21 +913,41 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		}
 		addrs = append(addrs, opts.Addr)
 	}
+	// Everything redis.ParseURL reads from a URL is kept (a test holds it
+	// to that); newRedisClient sets only what XCloak needs on top.
 	u := &redis.UniversalOptions{
 		Addrs:         addrs,
 		MasterName:    master,
 		IsClusterMode: cluster && master == "",
-		Username:      first.Username,
-		Password:      first.Password,
-		DB:            first.DB,
-		TLSConfig:     first.TLSConfig,
-		DialTimeout:   first.DialTimeout,
-		ReadTimeout:   first.ReadTimeout,
-		WriteTimeout:  first.WriteTimeout,
-		PoolSize:      first.PoolSize,
-		MinIdleConns:  first.MinIdleConns,
-		MaxRetries:    first.MaxRetries,
-		Protocol:      first.Protocol,
+
+		Username:   first.Username,
+		Password:   first.Password,
+		DB:         first.DB,
+		TLSConfig:  first.TLSConfig,
+		Protocol:   first.Protocol,
+		ClientName: first.ClientName,
+
+		MaxRetries:      first.MaxRetries,
+		MinRetryBackoff: first.MinRetryBackoff,
+		MaxRetryBackoff: first.MaxRetryBackoff,
+		DialTimeout:     first.DialTimeout,
+		ReadTimeout:     first.ReadTimeout,
+		WriteTimeout:    first.WriteTimeout,
+
+		PoolFIFO:              first.PoolFIFO,
+		PoolSize:              first.PoolSize,
+		PoolTimeout:           first.PoolTimeout,
+		MinIdleConns:          first.MinIdleConns,
+		MaxIdleConns:          first.MaxIdleConns,
+		MaxActiveConns:        first.MaxActiveConns,
+		MaxConcurrentDials:    first.MaxConcurrentDials,
+		ConnMaxIdleTime:       first.ConnMaxIdleTime,
+		ConnMaxLifetime:       first.ConnMaxLifetime,
+		ConnMaxLifetimeJitter: first.ConnMaxLifetimeJitter,
+
+		PipelinePoolSize:        first.PipelinePoolSize,
+		PipelineReadBufferSize:  first.PipelineReadBufferSize,
+		PipelineWriteBufferSize: first.PipelineWriteBufferSize,
 	}
 	if (len(addrs) > 1 || cluster) && master == "" && u.DB != 0 {
 		return nil, errors.New("a Redis Cluster has only database 0")
@@ -878,9 +956,9 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 }
 
 func checkDatabaseURL(raw string) error {
-	cfg, err := pgx.ParseConfig(raw) // its errors mask the password
+	cfg, err := pgx.ParseConfig(raw)
 	if err != nil {
-		return err
+		return databaseURLError(raw, err)
 	}
 	if cfg.Database == "" {
 		return errors.New("it names no database")
@@ -898,6 +976,65 @@ func withoutURL(err error) error {
 	}
 	msg := strings.TrimPrefix(quotedPart.ReplaceAllString(err.Error(), ""), "net/url: ")
 	return fmt.Errorf("not a valid URL (%s); percent-encode '/', '?', '#', '@', ':' and '%%' in the user and password", msg)
+}
+
+// databaseURLError says what pgx found wrong with the database URL raw,
+// without the URL. pgx quotes it with the password masked, but only as far
+// as it can tell the password: after an '@' that is not percent-encoded,
+// the rest of the password shows, and the user name always does. So the
+// quoted URL is cut off, and so is any quoted piece of it (net/url quotes
+// the token it stumbled on); should the rest still hold a piece of the
+// user or password, only that the URL does not parse is said.
+func databaseURLError(raw string, err error) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
+		msg = ""
+		if i := strings.LastIndex(rest, "`: "); i >= 0 {
+			msg = rest[i+len("`: "):]
+		}
+	}
+	msg = strings.TrimSpace(quotedPart.ReplaceAllString(msg, ""))
+	for _, piece := range credentialPieces(raw) {
+		if strings.Contains(msg, piece) {
+			msg = ""
+		}
+	}
+	if msg == "" {
+		msg = "it does not parse"
+	}
+	if !strings.Contains(raw, "://") {
+		return fmt.Errorf("not a valid connection string (%s)", msg)
+	}
+	return fmt.Errorf("not a valid URL (%s); percent-encode '/', '?', '#', '@', ':' and '%%' in the user and password", msg)
+}
+
+// credentialPieces returns the pieces of a database URL's user and
+// password, split at ':', '@' and '/', that are long enough to tell apart
+// from an error's own words: for a URL, all between "://" and its last
+// '@'; for the keyword/value form, the values of user and password.
+func credentialPieces(raw string) []string {
+	var creds []string
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			creds = append(creds, rest[:at])
+		}
+	} else {
+		for _, field := range strings.Fields(raw) {
+			key, value, _ := strings.Cut(field, "=")
+			if key == "user" || key == "password" {
+				creds = append(creds, strings.Trim(value, "'"))
+			}
+		}
+	}
+	var pieces []string
+	for _, c := range creds {
+		for _, p := range strings.FieldsFunc(c, func(r rune) bool { return r == ':' || r == '@' || r == '/' }) {
+			if len(p) >= 3 {
+				pieces = append(pieces, p)
+			}
+		}
+	}
+	return pieces
 }
 
 // quotedPart matches a Go-quoted string and the space before it.

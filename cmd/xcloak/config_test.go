@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
 	"net/netip"
 	"os"
@@ -287,8 +289,8 @@ func readmeConfigRows(t *testing.T) map[string]string {
 func TestServeHelpListsEverySetting(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	// Values in the environment must not show up as defaults.
-	getenv := env(map[string]string{"XCLOAK_SECRET": "hunter2-hunter2-hunter2-hunter2-hunter2"})
-	if err := run(t.Context(), []string{"xcloak", "serve", "--help"}, getenv, strings.NewReader(""), &stdout, &stderr); err != nil {
+	vars := environ(map[string]string{"XCLOAK_SECRET": "hunter2-hunter2-hunter2-hunter2-hunter2"})
+	if err := run(t.Context(), []string{"xcloak", "serve", "--help"}, vars, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatalf("err = %v, want nil", err)
 	}
 	help := stdout.String()
@@ -361,6 +363,7 @@ func TestSettingsFromFiles(t *testing.T) {
 	const secret = "4f9a1c0e7b2d8f3a6c5e9b1d0a7f2c8e-from-a-file"
 	const dbURL = "postgres://app:hunter2@db/xcloak"
 	const smtpURL = "smtp://xcloak:hunter2@mail.example.com:587?from=xcloak@example.com"
+	const redisURL = "rediss://xcloak:hunter2@cache.example.com:6380/2"
 	load := func(vars map[string]string) (config, error) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		return loadConfig(fs, nil, env(vars), new(bytes.Buffer), new(bytes.Buffer), forServe)
@@ -370,12 +373,21 @@ func TestSettingsFromFiles(t *testing.T) {
 		"XCLOAK_SECRET_FILE":       write("secret", secret+"\n"),
 		"XCLOAK_DATABASE_URL_FILE": write("db", dbURL+"\r\n"),
 		"XCLOAK_SMTP_URL_FILE":     write("smtp", smtpURL),
+		"XCLOAK_REDIS_URL_FILE":    write("redis", redisURL+"\n"),
 	})
 	if err != nil {
 		t.Fatalf("load from files: %v", err)
 	}
-	if string(cfg.Auth.Secret) != secret || cfg.DatabaseURL != dbURL || cfg.SMTPURL != smtpURL {
-		t.Errorf("from files: secret %q, database %q, smtp %q; want the files' first lines", cfg.Auth.Secret, cfg.DatabaseURL, cfg.SMTPURL)
+	if string(cfg.Auth.Secret) != secret || cfg.DatabaseURL != dbURL || cfg.SMTPURL != smtpURL || cfg.RedisURL != redisURL {
+		t.Errorf("from files: secret %q, database %q, smtp %q, redis %q; want the files' first lines",
+			cfg.Auth.Secret, cfg.DatabaseURL, cfg.SMTPURL, cfg.RedisURL)
+	}
+	// The user commands take the stores' files too.
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	cfg, err = loadConfig(fs, nil, env(map[string]string{"XCLOAK_REDIS_URL_FILE": write("redis2", redisURL)}),
+		new(bytes.Buffer), new(bytes.Buffer), forUser)
+	if err != nil || cfg.RedisURL != redisURL {
+		t.Errorf("user command: redis %q, %v; want the file's", cfg.RedisURL, err)
 	}
 
 	for _, tt := range []struct {
@@ -395,6 +407,10 @@ func TestSettingsFromFiles(t *testing.T) {
 			"XCLOAK_SECRET_FILE: has only 7 different bytes"},
 		{"bad URL in a file", map[string]string{"XCLOAK_SMTP_URL_FILE": write("badsmtp", "smtp://u:hunter2@mail.example.com:587\n")},
 			"XCLOAK_SMTP_URL_FILE: smtpmail: invalid SMTP URL"},
+		{"Redis URL and file", map[string]string{"XCLOAK_REDIS_URL": redisURL, "XCLOAK_REDIS_URL_FILE": write("r2", redisURL)},
+			"XCLOAK_REDIS_URL and XCLOAK_REDIS_URL_FILE are both set"},
+		{"bad Redis URL in a file", map[string]string{"XCLOAK_REDIS_URL_FILE": write("badredis", "redis://u:hunter2/x@cache:6379\n")},
+			"XCLOAK_REDIS_URL_FILE: not a valid URL"},
 		{"file too big", map[string]string{"XCLOAK_SECRET_FILE": write("big", strings.Repeat("hunter2", 10000))},
 			"XCLOAK_SECRET_FILE: larger than 64 KiB"},
 		{"device file", map[string]string{"XCLOAK_SECRET_FILE": "/dev/zero"},
@@ -432,6 +448,38 @@ func TestURLErrorsHideThePassword(t *testing.T) {
 	}
 }
 
+// TestDatabaseURLErrorsHideTheUserinfo: a database URL that does not parse
+// is refused without any piece of its user name or password, even where
+// an '@' that is not percent-encoded makes pgx mask only the password's
+// first part; the keyword/value form alike.
+func TestDatabaseURLErrorsHideTheUserinfo(t *testing.T) {
+	for _, raw := range []string{
+		"postgres://Alic3Usr:T0p@S3cr3tPw@db.example.com:5432x/xcloak",
+		"postgres://Alic3Usr:T0p@S3c%zzr3tPw@db.example.com/xcloak",
+		"postgres://Alic3Usr:T0p@S3cr3t Pw@db.example.com/xcloak",
+		"postgresql://Alic3Usr:T0p@S3cr3tPw@localhost:5432/xcloak?sslmode=bogus",
+		"postgres://Alic3Usr:T0p@S3cr3t:Pw@db.example.com/xcloak",
+		"postgres://Alic3%zzUsr:S3cr3tPw@db.example.com/xcloak",
+		"postgres://Alic3Usr:S3cr3t/Pw@db.example.com/xcloak",
+		"host=db.example.com user=Alic3Usr password=T0p@S3cr3tPw port=bad dbname=xcloak",
+	} {
+		err := checkDatabaseURL(raw)
+		if err == nil {
+			t.Errorf("%s: accepted", raw)
+			continue
+		}
+		for _, piece := range []string{"Alic3", "Usr", "T0p", "S3c", "r3t", "Pw"} {
+			if strings.Contains(err.Error(), piece) {
+				t.Errorf("%s: the error quotes %q of the user or password: %v", raw, piece, err)
+			}
+		}
+	}
+	// What is wrong is still said.
+	if err := checkDatabaseURL("postgres://u:p@db.example.com:5432x/xcloak"); err == nil || !strings.Contains(err.Error(), "invalid port") {
+		t.Errorf("bad port: %v, want an error saying so", err)
+	}
+}
+
 // TestAuditLogIsOnOrOff: XCLOAK_AUDIT_LOG takes on or off and nothing else,
 // so that a typo does not silently stop the stream a SIEM follows.
 func TestAuditLogIsOnOrOff(t *testing.T) {
@@ -440,6 +488,73 @@ func TestAuditLogIsOnOrOff(t *testing.T) {
 		_, err := loadConfig(fs, nil, env(map[string]string{"XCLOAK_AUDIT_LOG": v}), new(bytes.Buffer), new(bytes.Buffer), forServe)
 		if err == nil || !strings.Contains(err.Error(), "XCLOAK_AUDIT_LOG") {
 			t.Errorf("XCLOAK_AUDIT_LOG=%s: err = %v, want one naming the setting", v, err)
+		}
+	}
+}
+
+// TestUnknownSettingsWarned: a variable that starts with XCLOAK_ but is no
+// setting (a typo such as XCLOAK_LOCKOUT_THRESHHOLD, a _FILE of a setting
+// that takes none) is warned of once at start, by name and never by
+// value; a setting of another command, the _FILE of one that takes it,
+// and the tests' own XCLOAK_TEST_* and XCLOAK_E2E_* are not.
+func TestUnknownSettingsWarned(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	const value = "hunter2-never-printed"
+	env := append(environ(vars),
+		"XCLOAK_LOCKOUT_THRESHHOLD="+value,
+		"XCLOAK_LOCKOUT_THRESHHOLD="+value, // listed twice: warned once
+		"XCLOAK_ADDR_FILE="+value,
+		"XCLOAK_WEBHOOK_SECRET_FILE=", // a setting of serve, not of migrate
+		"XCLOAK_ATTACK_QUIET=1h",
+		"XCLOAK_TEST_REDIS_URL="+value,
+		"XCLOAK_E2E_SCREENSHOTS="+value,
+		"XCLOAK_E2E_ANYTHING="+value,
+		"xcloak_lower="+value,
+		"OTHER_XCLOAK_THING="+value,
+	)
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"xcloak", "migrate"}, env, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("migrate: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), value) {
+		t.Errorf("stderr shows a value:\n%s", stderr.String())
+	}
+	var named []string
+	for l := range strings.Lines(stderr.String()) {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("stderr line is not JSON: %v\n%s", err, l)
+		}
+		if line["level"] != "WARN" || !strings.Contains(line["msg"].(string), "unknown") {
+			t.Errorf("stderr line %s: want a warning of an unknown variable", l)
+		}
+		named = append(named, fmt.Sprint(line["variable"]))
+	}
+	if got, want := strings.Join(named, " "), "XCLOAK_ADDR_FILE XCLOAK_LOCKOUT_THRESHHOLD"; got != want {
+		t.Errorf("warned of %q, want %q\nstderr:\n%s", got, want, stderr.String())
+	}
+}
+
+// TestMFARememberZero: XCLOAK_MFA_REMEMBER=0 (or 0s) remembers no browser
+// (auth offers no "remember this browser" then); a negative duration is
+// refused.
+func TestMFARememberZero(t *testing.T) {
+	load := func(v string) (config, error) {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		return loadConfig(fs, nil, env(map[string]string{"XCLOAK_MFA_REMEMBER": v}), new(bytes.Buffer), new(bytes.Buffer), forServe)
+	}
+	for _, v := range []string{"0", "0s"} {
+		if cfg, err := load(v); err != nil || cfg.Auth.MFA.RememberFor != 0 {
+			t.Errorf("XCLOAK_MFA_REMEMBER=%s: %v, %v; want 0", v, cfg.Auth.MFA.RememberFor, err)
+		}
+	}
+	if cfg, err := load("12h"); err != nil || cfg.Auth.MFA.RememberFor != 12*time.Hour {
+		t.Errorf("XCLOAK_MFA_REMEMBER=12h: %v, %v", cfg.Auth.MFA.RememberFor, err)
+	}
+	for _, v := range []string{"-1h", "soon"} {
+		if _, err := load(v); err == nil || !strings.Contains(err.Error(), "XCLOAK_MFA_REMEMBER") {
+			t.Errorf("XCLOAK_MFA_REMEMBER=%s: %v, want an error naming it", v, err)
 		}
 	}
 }

@@ -18,7 +18,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args, os.Environ(), os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(cli.ExitCode(err))
 }

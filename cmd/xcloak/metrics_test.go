@@ -185,7 +185,7 @@ func TestMetricsOffTheMainAddressByDefault(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var stderr lockedBuffer
-	err = run(ctx, []string{"xcloak", "serve", "--addr", "127.0.0.1:0"}, env(vars), strings.NewReader(""),
+	err = run(ctx, []string{"xcloak", "serve", "--addr", "127.0.0.1:0"}, environ(vars), strings.NewReader(""),
 		writerFunc(func(p []byte) (int, error) {
 			if strings.Contains(string(p), "XCloak listening") {
 				t.Errorf("serve started with 127.0.0.1:9090 taken: %s", p)

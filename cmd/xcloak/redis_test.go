@@ -1,9 +1,12 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestRedisOptions(t *testing.T) {
@@ -46,5 +49,61 @@ func TestRedisOptions(t *testing.T) {
 	}
 	if _, err := redisOptions("redis://127.0.0.1:7000/1", true); err == nil {
 		t.Error("cluster with database 1 accepted")
+	}
+}
+
+// TestRedisOptionsKeepTheURLs: every option go-redis reads from a URL
+// (timeouts, pool, retries, TLS, client name, ...) reaches the client
+// XCloak builds, and only what XCloak must set is its own: the URL's
+// options win over its defaults.
+func TestRedisOptionsKeepTheURLs(t *testing.T) {
+	const query = "client_name=xc&protocol=2&max_retries=5&min_retry_backoff=10ms&max_retry_backoff=2s" +
+		"&dial_timeout=3s&read_timeout=4s&write_timeout=5s&pool_fifo=true&pool_size=7&pool_timeout=6s" +
+		"&min_idle_conns=1&max_idle_conns=2&max_active_conns=9&max_concurrent_dials=3" +
+		"&pipeline_pool_size=4&pipeline_read_buffer_size=65536&pipeline_write_buffer_size=32768" +
+		"&conn_max_idle_time=7s&conn_max_lifetime=8s&conn_max_lifetime_jitter=1s&skip_verify=true"
+	const raw = "rediss://u:p@cache.example.com:6380/3?" + query
+	want, err := redis.ParseURL(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := redisOptions(raw, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Field by field, by name, so that an option a newer go-redis reads
+	// from URLs fails here until it is carried too.
+	w, g := reflect.ValueOf(want).Elem(), reflect.ValueOf(got).Elem()
+	for i := range w.NumField() {
+		f := w.Type().Field(i)
+		if f.Name == "Network" || f.Name == "Addr" || !f.IsExported() || w.Field(i).IsZero() {
+			continue
+		}
+		gf := g.FieldByName(f.Name)
+		if !gf.IsValid() {
+			t.Errorf("redis.ParseURL sets %s, which redis.UniversalOptions has not", f.Name)
+			continue
+		}
+		if !reflect.DeepEqual(gf.Interface(), w.Field(i).Interface()) {
+			t.Errorf("%s = %v, want the URL's %v", f.Name, gf.Interface(), w.Field(i).Interface())
+		}
+	}
+	if strings.Join(got.Addrs, ",") != want.Addr {
+		t.Errorf("Addrs = %v, want [%s]", got.Addrs, want.Addr)
+	}
+
+	// The client keeps them, and XCloak's own settings.
+	rdb, _, err := newRedisClient(raw, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	o := rdb.(*redis.Client).Options()
+	if o.PoolTimeout != 6*time.Second || o.ConnMaxIdleTime != 7*time.Second || o.ClientName != "xc" || o.MaxRetries != 5 ||
+		o.PoolSize != 7 || o.MaxActiveConns != 9 || o.TLSConfig == nil || !o.TLSConfig.InsecureSkipVerify {
+		t.Errorf("client options lost the URL's: %+v", o)
+	}
+	if o.DialerRetries != 1 || !o.ContextTimeoutEnabled {
+		t.Errorf("client options: DialerRetries %d, ContextTimeoutEnabled %v; want XCloak's 1 and true", o.DialerRetries, o.ContextTimeoutEnabled)
 	}
 }

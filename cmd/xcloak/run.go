@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/xcloak/xcloak/internal/cli"
 )
@@ -26,15 +27,21 @@ Run "xcloak <command> --help" for the flags of a command.
 `
 
 // run is the whole program behind main, with its dependencies passed in so
-// tests can call it: args includes the program name, getenv reads the
-// environment. Errors are written to stderr as well as returned.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// tests can call it: args includes the program name, environ is the
+// environment as os.Environ lists it ("NAME=value"). Errors are written to
+// stderr as well as returned.
+func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	getenv := lookupEnv(environ)
 	if len(args) < 2 {
 		fmt.Fprintf(stderr, "xcloak: no command given\n\n%s", usage)
 		return cli.UsageError{Err: errors.New("no command given")}
 	}
 	command, rest := args[1], args[2:]
 
+	switch command {
+	case "serve", "migrate", "user", "apikey", "healthcheck": // the commands that take settings
+		warnUnknownSettings(environ, stderr)
+	}
 	var err error
 	switch command {
 	case "-h", "-help", "--help", "help":
@@ -64,4 +71,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintf(stderr, "xcloak %s: %v\n", name, err)
 	}
 	return err
+}
+
+// lookupEnv returns a getenv that reads environ, as os.Getenv reads the
+// process's: the first of a name's entries counts, and a name not set
+// reads as "".
+func lookupEnv(environ []string) func(string) string {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if _, seen := vars[name]; ok && !seen {
+			vars[name] = value
+		}
+	}
+	return func(name string) string { return vars[name] }
 }

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +33,16 @@ const testSecret = "test-secret-never-printed-0123456789abcdef"
 // env is a getenv that knows only the given variables.
 func env(vars map[string]string) func(string) string {
 	return func(name string) string { return vars[name] }
+}
+
+// environ is an environment of only the given variables, as os.Environ
+// lists it, for run.
+func environ(vars map[string]string) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		out = append(out, name+"="+vars[name])
+	}
+	return out
 }
 
 // storeSettings returns settings that give the test its own Postgres
@@ -90,7 +102,7 @@ func startServe(t *testing.T, vars map[string]string, flags ...string) *server {
 	stdoutR, stdoutW := io.Pipe()
 	args := append([]string{"xcloak", "serve", "--addr", "127.0.0.1:0"}, flags...)
 	go func() {
-		s.err = run(ctx, args, env(vars), strings.NewReader(""), stdoutW, &s.stderr)
+		s.err = run(ctx, args, environ(vars), strings.NewReader(""), stdoutW, &s.stderr)
 		stdoutW.Close()
 		close(s.done)
 	}()
@@ -139,7 +151,7 @@ func (s *server) stop() error {
 func xcloak(t *testing.T, vars map[string]string, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err = run(t.Context(), append([]string{"xcloak"}, args...), env(vars), strings.NewReader(stdin), &out, &errOut)
+	err = run(t.Context(), append([]string{"xcloak"}, args...), environ(vars), strings.NewReader(stdin), &out, &errOut)
 	return out.String(), errOut.String(), err
 }
 
@@ -654,6 +666,27 @@ func TestUserAdd(t *testing.T) {
 			wantCode: 1,
 		},
 		{
+			name:     "password with a NUL byte",
+			args:     []string{"--email", "cat@example.com"},
+			stdin:    "correct horse\x00battery\n",
+			wantErr:  "password refused: password does not meet the rules: it holds a NUL byte",
+			wantCode: 1,
+		},
+		{
+			name:     "password not UTF-8",
+			args:     []string{"--email", "cat@example.com"},
+			stdin:    "correct horse caf\xe9\n",
+			wantErr:  "password refused: password does not meet the rules: it is not valid UTF-8",
+			wantCode: 1,
+		},
+		{
+			name:     "password ending in a carriage return",
+			args:     []string{"--email", "cat@example.com"},
+			stdin:    "correct horse battery\r",
+			wantErr:  "password refused: it ends in a carriage return",
+			wantCode: 1,
+		},
+		{
 			name:     "empty password",
 			args:     []string{"--email", "cat@example.com"},
 			stdin:    "\n",
@@ -897,7 +930,9 @@ func TestReadPassword(t *testing.T) {
 		{in: "pw\n", want: "pw"},
 		{in: "pw\r\n", want: "pw"},
 		{in: "pw", want: "pw"},
-		{in: "pw\r", want: "pw\r"},
+		{in: "pw\r", wantErr: "ends in a carriage return"},
+		{in: "pw\r\r\n", wantErr: "ends in a carriage return"},
+		{in: "p\rw\n", want: "p\rw"},
 		{in: " spaced pw \nsecond line\n", want: " spaced pw "},
 		{in: strings.Repeat("x", 1024) + "\r\n", want: strings.Repeat("x", 1024)},
 		{in: "\n", wantErr: "no password"},
@@ -923,7 +958,7 @@ func TestReadPassword(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	dbURL := testenv.Postgres(t)
-	getenv := env(map[string]string{"XCLOAK_DATABASE_URL": dbURL})
+	vars := environ(map[string]string{"XCLOAK_DATABASE_URL": dbURL})
 
 	// The latest migration's version, from the files' NNNNN_ prefixes.
 	files, err := filepath.Glob("../../migrations/*.sql")
@@ -936,7 +971,7 @@ func TestMigrate(t *testing.T) {
 	// A second run finds nothing to do and reports the same version.
 	for _, attempt := range []string{"first", "second"} {
 		var stdout, stderr bytes.Buffer
-		err := run(t.Context(), []string{"xcloak", "migrate"}, getenv, strings.NewReader(""), &stdout, &stderr)
+		err := run(t.Context(), []string{"xcloak", "migrate"}, vars, strings.NewReader(""), &stdout, &stderr)
 		if err != nil {
 			t.Fatalf("%s migrate: %v\nstderr:\n%s", attempt, err, stderr.String())
 		}
@@ -963,11 +998,11 @@ func TestHelp(t *testing.T) {
 		t.Run(strings.Join(args[1:], " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			// The environment holds passwords that help must not print.
-			getenv := env(map[string]string{
+			vars := environ(map[string]string{
 				"XCLOAK_DATABASE_URL": "postgres://u:hunter2@127.0.0.1/x",
 				"XCLOAK_SECRET":       "hunter2-hunter2-hunter2-hunter2-hunter2",
 			})
-			err := run(t.Context(), args, getenv, strings.NewReader(""), &stdout, &stderr)
+			err := run(t.Context(), args, vars, strings.NewReader(""), &stdout, &stderr)
 			if err != nil {
 				t.Errorf("err = %v, want nil", err)
 			}
@@ -1002,7 +1037,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(t.Context(), tt.args, env(nil), strings.NewReader(""), &stdout, &stderr)
+			err := run(t.Context(), tt.args, nil, strings.NewReader(""), &stdout, &stderr)
 			if err == nil {
 				t.Fatal("err = nil, want a usage error")
 			}

@@ -105,6 +105,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	b.start(ctx)
 	defer b.Close() // on the way out of a failed start
 
 	var demoPassword string

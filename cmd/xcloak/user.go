@@ -74,7 +74,8 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 	fs := cli.NewFlagSet("xcloak", "user add", "--email ADDRESS [--admin] [flags] < password-file",
 		"Creates an account. The password is the first line of stdin, without its\n"+
 			"line ending; it needs at least 8 characters, and is refused if it is in\n"+
-			"the breach corpus XCLOAK_BREACHED_PASSWORDS names. For example:\n\n"+
+			"the breach corpus XCLOAK_BREACHED_PASSWORDS names, holds a NUL byte or\n"+
+			"bytes that are not UTF-8, or still ends in \\r. For example:\n\n"+
 			"  printf '%s\\n' \"$PASSWORD\" | xcloak user add --email ann@example.com --admin\n")
 	email := fs.String("email", "", "mail `address` of the new account (required)")
 	admin := fs.Bool("admin", false, "make the account an administrator")
@@ -202,20 +203,27 @@ func requireEmail(fs *flag.FlagSet, email string, stderr io.Writer) (string, err
 	return addr, nil
 }
 
-// openUserBackend builds the service for a user command. Such commands
-// sign no device cookie and send no mail, so they need neither the
-// server's secret nor its public URL: a throwaway secret and a placeholder
-// URL satisfy the service. Logs stay quiet unless something goes wrong.
+// openUserBackend builds the service for a user or apikey command, its
+// background work not started (backend.start). Such commands sign no
+// device cookie and send no mail, so they need neither the server's
+// secret nor its public URL: a throwaway secret and a placeholder URL
+// satisfy the service. Logs stay quiet unless something goes wrong, but
+// for the audit stream: the security events the command records are
+// written to stderr as serve writes them (newLogger), unless
+// XCLOAK_AUDIT_LOG is off, so that an administrator's act from the
+// command line reaches the SIEM like one from the dashboard.
 func openUserBackend(ctx context.Context, cfg config, stderr io.Writer) (*backend, error) {
 	cfg.Auth.Secret = randomBytes(32)
 	cfg.Auth.PublicURL = &url.URL{Scheme: "http", Host: "localhost"}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return openBackend(ctx, cfg, logger, nil, false)
+	return openBackend(ctx, cfg, newLogger(stderr, slog.LevelWarn), nil, false)
 }
 
 // readPassword returns the first line of r without its line ending (\n or
-// \r\n). It refuses an empty line and one longer than any password the
-// service accepts.
+// \r\n). It refuses an empty line, one longer than any password the
+// service accepts, and one that still ends in \r (a line ending pasted
+// from Windows, or a file with old Mac line endings), which would become
+// part of the password and never be typed at a sign-in. The service
+// refuses NUL bytes and bytes that are not UTF-8 (auth.ErrWeakPassword).
 func readPassword(r io.Reader) (string, error) {
 	// Reading one byte past the longest password with its \r\n is enough
 	// to know a line is too long.
@@ -231,6 +239,8 @@ func readPassword(r io.Reader) (string, error) {
 		return "", errors.New("no password on stdin: give it as the first line")
 	case len(line) > auth.MaxPasswordBytes:
 		return "", fmt.Errorf("password refused: longer than %d bytes", auth.MaxPasswordBytes)
+	case strings.HasSuffix(line, "\r"):
+		return "", errors.New("password refused: it ends in a carriage return (\\r), likely from a Windows line ending; give the password without it")
 	}
 	return line, nil
 }

@@ -44,7 +44,7 @@ func TestReadBuildInfo(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if err := run(t.Context(), []string{"xcloak", "version"}, env(nil), strings.NewReader(""), &stdout, &stderr); err != nil {
+	if err := run(t.Context(), []string{"xcloak", "version"}, nil, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	b := readBuildInfo(version, debug.ReadBuildInfo)
@@ -59,7 +59,7 @@ func TestVersion(t *testing.T) {
 	}
 
 	stdout.Reset()
-	if err := run(t.Context(), []string{"xcloak", "version", "--help"}, env(nil), strings.NewReader(""), &stdout, &stderr); err != nil {
+	if err := run(t.Context(), []string{"xcloak", "version", "--help"}, nil, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(stdout.String(), "usage: xcloak version") {
