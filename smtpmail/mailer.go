@@ -15,8 +15,12 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-// sendTimeout bounds one Send from dial to QUIT, so a stalled server cannot
-// hold a request open.
+// sendTimeout bounds each stage of one Send, so a stalled server cannot
+// hold a request open. go-mail sets it as the connection's deadline three
+// times: at the dial (for the greeting), after the greeting (for EHLO,
+// STARTTLS and AUTH) and before the message (for MAIL to QUIT); the
+// context bounds the dial alone. A server that answers each stage just in
+// time holds a Send for up to three times this.
 const sendTimeout = 10 * time.Second
 
 // Mailer sends mail through an SMTP server. It opens a connection per
