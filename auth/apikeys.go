@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,15 @@ var (
 	ErrInvalidAPIKeyName = errors.New("auth: an API key name is 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'")
 )
 
+// API key administration, recorded as security events without an account:
+// Detail "app" is the key's name, "key_id" its ID (APIKey.ID, which tells
+// the keys a name has had apart) and "by" who did it, as for the events
+// of account administration. Never the key, nor its hash.
+const (
+	EventAPIKeyCreated = "api_key_created"
+	EventAPIKeyRevoked = "api_key_revoked"
+)
+
 // APIKey is one application's key, as listed; never the key itself.
 type APIKey struct {
 	ID int64
@@ -95,9 +105,9 @@ type AppStore interface {
 	AddAPIKey(ctx context.Context, name string, hash []byte, at time.Time) (APIKey, error)
 	// APIKeys lists every key, revoked ones included, oldest first.
 	APIKeys(ctx context.Context) ([]APIKey, error)
-	// RevokeAPIKey revokes the key in force named name; ErrNoAPIKey if
-	// there is none.
-	RevokeAPIKey(ctx context.Context, name string, at time.Time) error
+	// RevokeAPIKey revokes the key in force named name and returns it,
+	// revoked, without its hash; ErrNoAPIKey if there is none.
+	RevokeAPIKey(ctx context.Context, name string, at time.Time) (APIKey, error)
 	// ActiveAPIKeys lists the keys in force with their hashes.
 	ActiveAPIKeys(ctx context.Context) ([]APIKey, error)
 	// TouchAPIKeys sets the last use of the keys ids to at.
@@ -134,9 +144,10 @@ func CheckAPIKeyName(name string) error {
 }
 
 // AddAPIKey makes a new key named name and returns it: the only time it is
-// seen, since only its hash is kept. Errors: ErrInvalidAPIKeyName,
-// ErrAPIKeyExists, ErrUnavailable.
-func (s *Service) AddAPIKey(ctx context.Context, name string) (key string, info APIKey, err error) {
+// seen, since only its hash is kept. It is recorded as an
+// EventAPIKeyCreated by by ("cli", "admin:<email>"); a refused one records
+// nothing. Errors: ErrInvalidAPIKeyName, ErrAPIKeyExists, ErrUnavailable.
+func (s *Service) AddAPIKey(ctx context.Context, name, by string) (key string, info APIKey, err error) {
 	if err := CheckAPIKeyName(name); err != nil {
 		return "", APIKey{}, err
 	}
@@ -154,6 +165,7 @@ func (s *Service) AddAPIKey(ctx context.Context, name string) (key string, info 
 		return "", APIKey{}, s.dbDown("adding API key", err)
 	}
 	s.apiKeys.expire()
+	s.recordAPIKey(EventAPIKeyCreated, info, by)
 	return key, info, nil
 }
 
@@ -170,13 +182,14 @@ func (s *Service) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
 }
 
 // RevokeAPIKey revokes the key in force named name: refused at once by this
-// replica, within apiKeyRefresh by the others. Errors: ErrNoAPIKey,
-// ErrUnavailable.
-func (s *Service) RevokeAPIKey(ctx context.Context, name string) error {
+// replica, within apiKeyRefresh by the others. It is recorded as an
+// EventAPIKeyRevoked by by; revoking no key records nothing. Errors:
+// ErrNoAPIKey, ErrUnavailable.
+func (s *Service) RevokeAPIKey(ctx context.Context, name, by string) error {
 	if s.apps == nil {
 		return unavailable("revoking API key", errNoAppStore)
 	}
-	err := s.apps.RevokeAPIKey(ctx, name, s.now())
+	k, err := s.apps.RevokeAPIKey(ctx, name, s.now())
 	if errors.Is(err, ErrNoAPIKey) {
 		return err
 	}
@@ -184,7 +197,15 @@ func (s *Service) RevokeAPIKey(ctx context.Context, name string) error {
 		return s.dbDown("revoking API key", err)
 	}
 	s.apiKeys.expire()
+	s.recordAPIKey(EventAPIKeyRevoked, k, by)
 	return nil
+}
+
+// recordAPIKey records an event of kind about key k, by by: its name and
+// ID, which are no secret, never the key or its hash.
+func (s *Service) recordAPIKey(kind string, k APIKey, by string) {
+	s.record(Event{Kind: kind, Detail: map[string]string{
+		"app": k.Name, "key_id": strconv.FormatInt(k.ID, 10), "by": by}})
 }
 
 // CheckAPIKey returns the key in force that key is, for a request from

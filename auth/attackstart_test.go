@@ -34,7 +34,7 @@ func (w *turningWatch) Active() bool {
 func TestAttackModeDuringHashingHolds(t *testing.T) {
 	w := &turningWatch{offFor: 1}
 	s := authtest.NewService(t, nil, func(d *auth.Deps) { d.Attack = w })
-	ann, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false)
+	ann, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestAttackModeStartSignsOutTwice(t *testing.T) {
 	w := &turningWatch{offFor: 1 << 30} // the late sign-in never sees it on
 	s := authtest.NewService(t, nil, func(d *auth.Deps) { d.Attack = w })
 	for _, email := range []string{"ann@example.com", "bob@example.com"} {
-		if _, err := s.CreateUser(t.Context(), email, "the password", false); err != nil {
+		if _, err := s.CreateUser(t.Context(), email, "the password", false, "cli"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,7 +95,7 @@ func TestAttackModeStartSignsOutTwice(t *testing.T) {
 func TestAttackModeKeepsVerifiedDevices(t *testing.T) {
 	f := newVerifyFixture(t, auth.VerifyInAttack)
 	f.watch.active.Store(true)
-	if _, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false); err != nil {
+	if _, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli"); err != nil {
 		t.Fatal(err)
 	}
 	since := f.clock()

@@ -32,7 +32,7 @@ func TestAccountBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, err := f.svc.CreateUser(t.Context(), tt.email, tt.password, false)
+			u, err := f.svc.CreateUser(t.Context(), tt.email, tt.password, false, "cli")
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("CreateUser = %v, want %v", err, tt.want)
 			}

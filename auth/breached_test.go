@@ -39,7 +39,7 @@ func TestBreachedNewPasswordRefused(t *testing.T) {
 	for name, checker := range sources {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, nil, withBreached(checker))
-			if _, err := f.svc.CreateUser(t.Context(), "ann@example.com", "password123", false); !errors.Is(err, auth.ErrBreachedPassword) {
+			if _, err := f.svc.CreateUser(t.Context(), "ann@example.com", "password123", false, "cli"); !errors.Is(err, auth.ErrBreachedPassword) {
 				t.Fatalf("CreateUser with a breached password: %v, want ErrBreachedPassword", err)
 			}
 			f.addUser(t, "ann@example.com", "not in any corpus", false)

@@ -74,8 +74,10 @@ var individualEvents = map[string]bool{
 	// An administrator's acts on accounts: the audit trail of who did what
 	// (Detail "by"), and user.disabled and user.deleted webhooks that must
 	// name the account.
-	EventUserDisabled: true, EventUserEnabled: true, EventUserDeleted: true,
+	EventUserCreated: true, EventUserDisabled: true, EventUserEnabled: true, EventUserDeleted: true,
 	EventUserPromoted: true, EventUserDemoted: true,
+	// And on API keys: who gave an application a key, and when it ended.
+	EventAPIKeyCreated: true, EventAPIKeyRevoked: true,
 	// Second factors added or removed and recovery codes regenerated: the
 	// password typed again, or an administrator's act, and each mailed to
 	// the owner.

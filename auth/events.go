@@ -38,9 +38,12 @@ const (
 // Account administration (names the dashboard, the command
 // line, the audit stream and webhooks share). Detail "by" is who did it:
 // an administrator's email after "admin:" ("admin:ann@example.com", as
-// the dashboard's unlock and sign-out write it), or "cli" for the command
-// line.
+// the dashboard's unlock and sign-out write it), "cli" for the command
+// line, or "dev" for the demo admin of development mode.
 const (
+	// EventUserCreated: an account was made with a password; Detail
+	// "role" is "admin" or "member".
+	EventUserCreated  = "user_created"
 	EventUserDisabled = "user_disabled"
 	EventUserEnabled  = "user_enabled"
 	EventUserDeleted  = "user_deleted"

@@ -106,7 +106,7 @@ func TestRejectedSignInGivesWayToSignIn(t *testing.T) {
 	store := &hookedStore{Store: authtest.NewStore()}
 	s := authtest.NewService(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 1) },
 		withStore(store), func(d *auth.Deps) { d.Hasher = hasher })
-	if _, err := s.Service.CreateUser(t.Context(), "ann@example.com", "correct horse", false); err != nil {
+	if _, err := s.Service.CreateUser(t.Context(), "ann@example.com", "correct horse", false, "cli"); err != nil {
 		t.Fatal(err)
 	}
 	attacker := client("192.0.2.1")
@@ -273,7 +273,7 @@ func giveWayHasher(t *testing.T) (*auth.Hasher, string) {
 // device cookie set: a returning browser's sign-in.
 func returningAnn(t *testing.T, s *auth.Service) (auth.User, auth.LoginRequest) {
 	t.Helper()
-	user, err := s.CreateUser(t.Context(), "ann@example.com", "correct horse", false)
+	user, err := s.CreateUser(t.Context(), "ann@example.com", "correct horse", false, "cli")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (f *fixture) advance(d time.Duration) {
 
 func (f *fixture) addUser(t *testing.T, email, password string, admin bool) auth.User {
 	t.Helper()
-	u, err := f.svc.CreateUser(t.Context(), email, password, admin)
+	u, err := f.svc.CreateUser(t.Context(), email, password, admin, "cli")
 	if err != nil {
 		t.Fatal(err)
 	}

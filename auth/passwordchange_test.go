@@ -190,7 +190,7 @@ func TestPasswordVariantsAreThePassword(t *testing.T) {
 			t.Errorf("changing to %q: %v, want %v", c.new, err, c.want)
 		}
 	}
-	if _, err := f.svc.CreateUser(t.Context(), "cy@example.com", "ｐassword123", false); !errors.Is(err, auth.ErrBreachedPassword) {
+	if _, err := f.svc.CreateUser(t.Context(), "cy@example.com", "ｐassword123", false, "cli"); !errors.Is(err, auth.ErrBreachedPassword) {
 		t.Errorf("creating an account with a full-width variant of a breached password: %v", err)
 	}
 }

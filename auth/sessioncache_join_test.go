@@ -51,7 +51,7 @@ func TestProxySessionNeverAnswersFromAReadOlderThanTheBound(t *testing.T) {
 		store := &heldStore{Store: authtest.NewStore()}
 		s := authtest.NewService(t, nil, func(d *auth.Deps) { d.Store = store })
 		ctx := context.Background()
-		if _, err := s.CreateUser(ctx, "ann@example.com", "correct horse battery", false); err != nil {
+		if _, err := s.CreateUser(ctx, "ann@example.com", "correct horse battery", false, "cli"); err != nil {
 			t.Fatal(err)
 		}
 		res, err := s.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "correct horse battery",

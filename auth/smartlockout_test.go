@@ -22,7 +22,7 @@ func TestRetypedPasswordDoesNotLock(t *testing.T) {
 	})
 	threshold := s.Config.Lockout.Threshold
 	for _, email := range []string{"ann@example.com", "bob@example.com"} {
-		if _, err := s.Service.CreateUser(t.Context(), email, "correct horse", false); err != nil {
+		if _, err := s.Service.CreateUser(t.Context(), email, "correct horse", false, "cli"); err != nil {
 			t.Fatal(err)
 		}
 	}

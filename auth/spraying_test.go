@@ -76,10 +76,10 @@ func TestSprayedPasswordRefused(t *testing.T) {
 	n := s.Config.SprayAccounts
 	// Composed; its decomposed form signs in alike and is sprayed alike.
 	const sprayed, decomposed = "Summer café!", "Summer cafe\u0301!"
-	if _, err := s.Service.CreateUser(t.Context(), "owner@example.com", sprayed, false); err != nil {
+	if _, err := s.Service.CreateUser(t.Context(), "owner@example.com", sprayed, false, "cli"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Service.CreateUser(t.Context(), "other@example.com", "correct horse", false); err != nil {
+	if _, err := s.Service.CreateUser(t.Context(), "other@example.com", "correct horse", false, "cli"); err != nil {
 		t.Fatal(err)
 	}
 	login := func(email, password, ip string) error {

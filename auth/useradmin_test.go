@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +200,8 @@ func TestLockUser(t *testing.T) {
 // script disabling a batch of accounts): the event budget folds what
 // clients can cause at will, never the acts of administrators, whose
 // rows are the audit trail and whose user.disabled and user.deleted
-// webhooks name the account.
+// webhooks name the account. Accounts and API keys made or revoked by the
+// batch are not folded either.
 func TestAdminActionsAreNeverFolded(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
@@ -222,6 +224,18 @@ func TestAdminActionsAreNeverFolded(t *testing.T) {
 	if _, err := f.svc.DeleteUser(ctx, ann.ID, by); err != nil {
 		t.Fatal(err)
 	}
+	// Accounts and keys made in a batch, by a script, likewise.
+	for i := range rounds {
+		if _, err := f.svc.CreateUser(ctx, fmt.Sprintf("new%d@example.com", i), "the right password", false, by); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := f.svc.AddAPIKey(ctx, "shop", by); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.RevokeAPIKey(ctx, "shop", by); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := f.svc.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +243,11 @@ func TestAdminActionsAreNeverFolded(t *testing.T) {
 		auth.EventUserPromoted: rounds, auth.EventUserDemoted: rounds, auth.EventUserDeleted: 1} {
 		if n := countRows(t, f, "SELECT count(*) FROM security_events WHERE account_key = 'ann@example.com' AND detail->>'by' = '"+by+"' AND kind = '"+kind+"'"); n != want {
 			t.Errorf("%s: %d rows by the administrator, want %d", kind, n, want)
+		}
+	}
+	for _, kind := range []string{auth.EventUserCreated, auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked} {
+		if n := countRows(t, f, "SELECT count(*) FROM security_events WHERE detail->>'by' = '"+by+"' AND NOT detail ? 'folded' AND kind = '"+kind+"'"); n != rounds {
+			t.Errorf("%s: %d rows by the administrator, want %d", kind, n, rounds)
 		}
 	}
 }

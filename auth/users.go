@@ -54,9 +54,12 @@ func checkNewPassword(p string) error {
 	return nil
 }
 
-// CreateUser adds an account. The email is normalised; the password must
-// meet the password rules and not be breached (ErrBreachedPassword).
-func (s *Service) CreateUser(ctx context.Context, email, password string, admin bool) (User, error) {
+// CreateUser adds an account, an administrator if admin, and records it
+// as an EventUserCreated by by ("cli", "admin:<email>"), as the other
+// actions of account administration are; a refused one records nothing.
+// The email is normalised; the password must meet the password rules and
+// not be breached (ErrBreachedPassword).
+func (s *Service) CreateUser(ctx context.Context, email, password string, admin bool, by string) (User, error) {
 	email, err := NormaliseEmail(email)
 	if err != nil {
 		return User{}, err
@@ -78,6 +81,11 @@ func (s *Service) CreateUser(ctx context.Context, email, password string, admin 
 	if err != nil {
 		return User{}, s.dbDown("creating user", err)
 	}
+	role := "member"
+	if u.IsAdmin {
+		role = "admin"
+	}
+	s.record(Event{Kind: EventUserCreated, Account: u.Email, UserID: u.ID, Detail: map[string]string{"by": by, "role": role}})
 	return u, nil
 }
 

@@ -132,7 +132,7 @@ func TestVerificationModes(t *testing.T) {
 		t.Run(fmt.Sprintf("%s, attack mode %v", tc.mode, tc.attack), func(t *testing.T) {
 			f := newVerifyFixture(t, tc.mode)
 			f.watch.active.Store(tc.attack)
-			u, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false)
+			u, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestVerificationModes(t *testing.T) {
 // is held, and so is one with a forged device cookie.
 func TestKnownDeviceNotHeld(t *testing.T) {
 	f := newVerifyFixture(t, auth.VerifyInAttack)
-	if _, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false); err != nil {
+	if _, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli"); err != nil {
 		t.Fatal(err)
 	}
 	before, err := f.signIn(t, "ann@example.com", "the password", "192.0.2.1", "")
@@ -218,7 +218,7 @@ func TestHeldGuessesCount(t *testing.T) {
 	f := newVerifyFixture(t, auth.VerifyAlways, func(c *auth.Config) {
 		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
 	})
-	if _, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false); err != nil {
+	if _, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range f.Config.Lockout.Threshold {
@@ -244,7 +244,7 @@ func TestHeldGuessesCount(t *testing.T) {
 // known to someone if it was not the owner.
 func TestSignInLink(t *testing.T) {
 	f := newVerifyFixture(t, auth.VerifyAlways)
-	u, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false)
+	u, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestSignInLinkRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newVerifyFixture(t, auth.VerifyAlways)
-			u, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false)
+			u, err := f.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -356,7 +356,7 @@ func TestVerificationMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := authtest.NewService(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways },
 		func(d *auth.Deps) { d.Metrics = reg })
-	if _, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false); err != nil {
+	if _, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli"); err != nil {
 		t.Fatal(err)
 	}
 	for _, try := range [][2]string{{"ann@example.com", "the password"}, {"ann@example.com", "wrong"}, {"nobody@example.com", "the password"}} {
@@ -390,7 +390,7 @@ xcloak_signin_successes_total 0
 // carries no sign-in link.
 func TestHeldMail(t *testing.T) {
 	s := authtest.NewService(t, nil)
-	u, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false)
+	u, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestHeldRightPasswordCounts(t *testing.T) {
 		c.SprayAccounts = 3
 	})
 	for _, email := range []string{"ann@example.com", "bob@example.com", "cy@example.com"} {
-		if _, err := f.CreateUser(t.Context(), email, "shared password", false); err != nil {
+		if _, err := f.CreateUser(t.Context(), email, "shared password", false, "cli"); err != nil {
 			t.Fatal(err)
 		}
 	}

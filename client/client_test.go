@@ -102,7 +102,7 @@ func TestChallengeInAttackMode(t *testing.T) {
 func TestRefusedKeys(t *testing.T) {
 	env, _ := newXCloak(t, xcloaktest.Options{})
 	revoked := env.AddAPIKey(t, "old-shop")
-	if err := env.Service.RevokeAPIKey(t.Context(), "old-shop"); err != nil {
+	if err := env.Service.RevokeAPIKey(t.Context(), "old-shop", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	for name, key := range map[string]string{

@@ -34,9 +34,10 @@ var SearchKinds = []string{
 	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventVerificationRejected,
 	auth.EventNewDeviceSignedOut, auth.EventAttemptAllowed,
 	auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
-	auth.EventMFARequired, auth.EventMFAFailed, auth.EventMFARejected, auth.EventMFALockout,
+	auth.EventMFARequired, auth.EventMFAFailed, auth.EventMFARejected, auth.EventMFALockout, auth.EventPasskeyCloned,
 	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodesRegenerated, auth.EventRecoveryCodeUsed,
-	auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted, auth.EventUserDemoted,
+	auth.EventUserCreated, auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted,
+	auth.EventUserDemoted, auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked,
 }
 
 // EventCursor is where a page of the search ends: the time and ID of its

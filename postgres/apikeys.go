@@ -44,15 +44,21 @@ func (s *Store) APIKeys(ctx context.Context) ([]auth.APIKey, error) {
 }
 
 // RevokeAPIKey implements auth.AppStore.
-func (s *Store) RevokeAPIKey(ctx context.Context, name string, at time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL`, name, at)
+func (s *Store) RevokeAPIKey(ctx context.Context, name string, at time.Time) (auth.APIKey, error) {
+	k := auth.APIKey{Name: name}
+	var used *time.Time
+	err := s.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL
+		RETURNING id, created_at, revoked_at, last_used_at`, name, at).Scan(&k.ID, &k.CreatedAt, &k.RevokedAt, &used)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return auth.APIKey{}, auth.ErrNoAPIKey
+	}
 	if err != nil {
-		return err
+		return auth.APIKey{}, err
 	}
-	if tag.RowsAffected() == 0 {
-		return auth.ErrNoAPIKey
+	if used != nil {
+		k.LastUsedAt = *used
 	}
-	return nil
+	return k, nil
 }
 
 // ActiveAPIKeys implements auth.AppStore.

@@ -17,8 +17,9 @@ func hashOf(s string) []byte {
 	return sum[:]
 }
 
-// TestAPIKeys: one key in force per name; a revoked one stays listed and
-// frees its name; only keys in force are read with their hashes.
+// TestAPIKeys: one key in force per name; revoking returns the key
+// revoked; a revoked one stays listed and frees its name; only keys in
+// force are read with their hashes.
 func TestAPIKeys(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
@@ -30,13 +31,18 @@ func TestAPIKeys(t *testing.T) {
 	if _, err := s.AddAPIKey(ctx, "shop", hashOf("k2"), at); !errors.Is(err, auth.ErrAPIKeyExists) {
 		t.Fatalf("second key in force for shop: %v, want ErrAPIKeyExists", err)
 	}
-	if err := s.RevokeAPIKey(ctx, "blog", at); !errors.Is(err, auth.ErrNoAPIKey) {
+	if _, err := s.RevokeAPIKey(ctx, "blog", at); !errors.Is(err, auth.ErrNoAPIKey) {
 		t.Fatalf("revoking an unknown name: %v, want ErrNoAPIKey", err)
 	}
-	if err := s.RevokeAPIKey(ctx, "shop", at.Add(time.Hour)); err != nil {
+	revoked, err := s.RevokeAPIKey(ctx, "shop", at.Add(time.Hour))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RevokeAPIKey(ctx, "shop", at.Add(time.Hour)); !errors.Is(err, auth.ErrNoAPIKey) {
+	if revoked.ID != first.ID || revoked.Name != "shop" || !revoked.CreatedAt.Equal(at) || !revoked.RevokedAt.Equal(at.Add(time.Hour)) ||
+		revoked.Hash != nil {
+		t.Fatalf("revoked %+v; want the first key, revoked at +1h, without its hash", revoked)
+	}
+	if _, err := s.RevokeAPIKey(ctx, "shop", at.Add(time.Hour)); !errors.Is(err, auth.ErrNoAPIKey) {
 		t.Fatalf("revoking twice: %v, want ErrNoAPIKey", err)
 	}
 	second, err := s.AddAPIKey(ctx, "shop", hashOf("k2"), at.Add(2*time.Hour))

@@ -24,7 +24,7 @@ func TestAPIKeyRefused(t *testing.T) {
 	base := env.Start(t)
 	key := env.AddAPIKey(t, "shop")
 	revoked := env.AddAPIKey(t, "old")
-	if err := env.Service.RevokeAPIKey(t.Context(), "old"); err != nil {
+	if err := env.Service.RevokeAPIKey(t.Context(), "old", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	c := xcloaktest.Client(t, "127.0.9.3")
@@ -65,7 +65,7 @@ func TestAPIKeyRevokedWithinASecond(t *testing.T) {
 	if a, b := ask(first), ask(second); a != 200 || b != 200 {
 		t.Fatalf("before revocation: %d and %d, want 200", a, b)
 	}
-	if err := env.Service.RevokeAPIKey(t.Context(), "shop"); err != nil {
+	if err := env.Service.RevokeAPIKey(t.Context(), "shop", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	if got := ask(first); got != 401 {

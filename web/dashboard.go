@@ -210,8 +210,11 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {
 			row.Detail = "Until " + until.UTC().Format("2 Jan 15:04 UTC")
 		}
-	case auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted, auth.EventUserDemoted:
+	case auth.EventUserCreated, auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted,
+		auth.EventUserDemoted:
 		adminEventRow(&row, e)
+	case auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked:
+		apiKeyEventRow(&row, e)
 	case auth.EventSignedOutEverywhere:
 		row.What = "Signed out everywhere"
 		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {

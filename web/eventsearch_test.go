@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -129,6 +130,58 @@ func TestCSVCellFormulas(t *testing.T) {
 	} {
 		if got := web.CSVCell(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCredentialEventsInWords: the accounts and API keys made and
+// revoked are found by their kinds and said in words: an account's page
+// and the search say who made it and with what role, the search names an
+// API key's application and id and who made or revoked it, never the key.
+func TestCredentialEventsInWords(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	root := env.AddUser(t, adminEmail, anyPassword, true)
+	member, err := env.Service.CreateUser(t.Context(), memberEmail, anyPassword, false, "admin:"+adminEmail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, info, err := env.Service.AddAPIKey(t.Context(), "shop", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Service.RevokeAPIKey(t.Context(), "shop", "admin:"+adminEmail); err != nil {
+		t.Fatal(err)
+	}
+	env.Flush(t)
+	admin := xcloaktest.Client(t, "127.0.31.4")
+	signIn(t, admin, base, adminEmail, anyPassword)
+
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{fmt.Sprintf("/admin/users/%d", root.ID), []string{"Administrator account created", "From the command line"}},
+		{fmt.Sprintf("/admin/users/%d", member.ID), []string{"Account created", "By administrator " + adminEmail}},
+		{"/admin/events?kind=user_created", []string{"Administrator account created", "From the command line",
+			"Account created", "By administrator " + adminEmail}},
+		{"/admin/events?kind=api_key_created", []string{"API key created",
+			fmt.Sprintf("Application shop, key %d, from the command line", info.ID)}},
+		{"/admin/events?kind=api_key_revoked", []string{"API key revoked",
+			fmt.Sprintf("Application shop, key %d, by administrator %s", info.ID, adminEmail)}},
+	} {
+		resp, body := get(t, admin, base+tc.path)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d", tc.path, resp.StatusCode)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s does not say %q", tc.path, w)
+			}
+		}
+		if strings.Contains(body, key[4:12]) {
+			t.Errorf("%s shows part of the key", tc.path)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/config"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 	"github.com/xcloak/xcloak/web"
 )
@@ -273,5 +274,32 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	env.Flush(t)
 	if body := check("stats", browser, "GET", "/api/v1/admin/stats?period=1h", "", 200); !strings.Contains(body, `"name":"shop"`) {
 		t.Errorf("stats name no application: %s", body)
+	}
+}
+
+// TestOpenAPIEventKinds: the event search's kind parameter lists the
+// kinds the search takes (dashboard.SearchKinds), in its order.
+func TestOpenAPIEventKinds(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string `json:"name"`
+				Schema struct {
+					Enum []string `json:"enum"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPIFile(t), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var enum []string
+	for _, p := range doc.Paths["/api/v1/admin/events"]["get"].Parameters {
+		if p.Name == "kind" {
+			enum = p.Schema.Enum
+		}
+	}
+	if got, want := strings.Join(enum, " "), strings.Join(dashboard.SearchKinds, " "); got != want {
+		t.Errorf("GET /api/v1/admin/events: kind is one of\n%s\nwant\n%s", got, want)
 	}
 }

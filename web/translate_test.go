@@ -47,7 +47,7 @@ func serveLogin(t *testing.T, h http.Handler, addr, body string) *httptest.Respo
 // accounts exist.
 func TestTranslateWrongCredentials(t *testing.T) {
 	h, svc := memoryServer(t, nil)
-	if _, err := svc.CreateUser(t.Context(), "ann@example.com", "the right password", false); err != nil {
+	if _, err := svc.CreateUser(t.Context(), "ann@example.com", "the right password", false, "cli"); err != nil {
 		t.Fatal(err)
 	}
 	wrong := serveLogin(t, h, "192.0.2.1", loginJSON("ann@example.com", "a wrong password"))
@@ -114,7 +114,7 @@ func TestTranslateMalformedBody(t *testing.T) {
 // device cookies.
 func TestTranslateSignIn(t *testing.T) {
 	h, svc := memoryServer(t, nil)
-	if _, err := svc.CreateUser(t.Context(), "ann@example.com", "the right password", false); err != nil {
+	if _, err := svc.CreateUser(t.Context(), "ann@example.com", "the right password", false, "cli"); err != nil {
 		t.Fatal(err)
 	}
 	rec := serveLogin(t, h, "192.0.2.10", loginJSON("Ann@Example.com", "the right password"))

@@ -346,6 +346,11 @@ func lockValues() []string {
 // adminEventRow words the events of account administration.
 func adminEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 	switch e.Kind {
+	case auth.EventUserCreated:
+		row.What = "Account created"
+		if e.Detail["role"] == "admin" {
+			row.What = "Administrator account created"
+		}
 	case auth.EventUserDisabled:
 		row.What = "Account disabled"
 	case auth.EventUserEnabled:
@@ -357,10 +362,32 @@ func adminEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 	case auth.EventUserDemoted:
 		row.What = "Account made a member"
 	}
-	switch by := e.Detail["by"]; {
-	case strings.HasPrefix(by, "admin:"):
-		row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
-	case by == "cli":
-		row.Detail = "From the command line"
+	row.Detail = adminBy(e.Detail["by"])
+}
+
+// apiKeyEventRow words the events of the decision API's keys, which name
+// the application and the key's id, never the key.
+func apiKeyEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
+	row.What = "API key created"
+	if e.Kind == auth.EventAPIKeyRevoked {
+		row.What = "API key revoked"
 	}
+	parts := []string{"Application " + e.Detail["app"] + ", key " + e.Detail["key_id"]}
+	if by := adminBy(e.Detail["by"]); by != "" {
+		parts = append(parts, strings.ToLower(by[:1])+by[1:])
+	}
+	row.Detail = strings.Join(parts, ", ")
+}
+
+// adminBy says who did an administrator's act, from its detail "by".
+func adminBy(by string) string {
+	switch {
+	case strings.HasPrefix(by, "admin:"):
+		return "By administrator " + strings.TrimPrefix(by, "admin:")
+	case by == "cli":
+		return "From the command line"
+	case by == "dev":
+		return "By development mode (the demo admin)"
+	}
+	return ""
 }

@@ -55,6 +55,14 @@ const (
 	// disabled or deleted an account.
 	TypeUserDisabled = "user.disabled"
 	TypeUserDeleted  = "user.deleted"
+	// TypeUserCreated: an account was made with a password, by data "by"
+	// ("cli" for "xcloak user add"); data "role" is "admin" or "member".
+	TypeUserCreated = "user.created"
+	// TypeAPIKeyCreated and TypeAPIKeyRevoked: a key of the decision API
+	// was made or revoked, by data "by"; data "app" is its name, "key_id"
+	// its id, never the key. They name no account.
+	TypeAPIKeyCreated = "apikey.created"
+	TypeAPIKeyRevoked = "apikey.revoked"
 )
 
 // types maps the kinds of security events sent to their types.
@@ -67,6 +75,9 @@ var types = map[string]string{
 	auth.EventVerificationRequired: TypeSignInHeld,
 	auth.EventUserDisabled:         TypeUserDisabled,
 	auth.EventUserDeleted:          TypeUserDeleted,
+	auth.EventUserCreated:          TypeUserCreated,
+	auth.EventAPIKeyCreated:        TypeAPIKeyCreated,
+	auth.EventAPIKeyRevoked:        TypeAPIKeyRevoked,
 }
 
 // Types lists every type sent, for documentation and tests.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 
 // TestHangingReceiverNeverHoldsUpSignIns: the service's sender POSTs to a
 // receiver that never answers. Every sign-in is still decided (a lockout
-// each), the queue fills, and every lockout's delivery is accounted for:
-// under way at the receiver, queued, or dropped and counted.
+// each), the queue fills, and every delivery (each account's user.created,
+// then its lockout.started) is accounted for: under way at the receiver,
+// queued, or dropped and counted.
 func TestHangingReceiverNeverHoldsUpSignIns(t *testing.T) {
 	r := hanging(t)
 	s := newSender(t, webhook.Config{Queue: 3, Workers: 1, Flush: time.Millisecond}, r.url())
@@ -43,8 +45,9 @@ func TestHangingReceiverNeverHoldsUpSignIns(t *testing.T) {
 	}
 	dropped := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropQueueFull)
 	queued := s.metric(t, "xcloak_webhook_queued", "")
-	if queued != 3 || dropped != accounts-4 {
-		t.Errorf("queued %v, dropped %v; want 3 queued, 1 under way, %d dropped", queued, dropped, accounts-4)
+	const deliveries = 2 * accounts
+	if queued != 3 || dropped != deliveries-4 {
+		t.Errorf("queued %v, dropped %v; want 3 queued, 1 under way, %d dropped", queued, dropped, deliveries-4)
 	}
 }
 
@@ -72,15 +75,19 @@ func TestAttackModeIsSent(t *testing.T) {
 	}
 }
 
-// TestUserDisabledAndDeletedAreSent: an administrator's disabling and
-// deleting of an account, done through the service, reach the receiver
-// once each, naming the account and who did it; enabling it does not.
-func TestUserDisabledAndDeletedAreSent(t *testing.T) {
+// TestUserCreatedDisabledAndDeletedAreSent: the creation of an account
+// and an administrator's disabling and deleting of it, done through the
+// service, reach the receiver once each, naming the account and who did
+// it; enabling it does not.
+func TestUserCreatedDisabledAndDeletedAreSent(t *testing.T) {
 	r := newReceiver(t, nil)
 	s := newSender(t, webhook.Config{}, r.url())
 	env := xcloaktest.New(t, xcloaktest.Options{Hook: s.Sender})
-	ann := env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
 	const by = "admin:boss@example.com"
+	ann, err := env.Service.CreateUser(t.Context(), "ann@example.com", "correct horse battery staple", false, by)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, act := range []func() (auth.User, error){
 		func() (auth.User, error) { return env.Service.DisableUser(t.Context(), ann.ID, by) },
 		func() (auth.User, error) { return env.Service.EnableUser(t.Context(), ann.ID, by) },
@@ -91,7 +98,7 @@ func TestUserDisabledAndDeletedAreSent(t *testing.T) {
 		}
 	}
 	env.Flush(t)
-	r.wait(2)
+	r.wait(3)
 	byType := map[string]webhook.Event{}
 	for _, g := range r.requests() {
 		if _, dup := byType[g.event.Type]; dup {
@@ -99,13 +106,60 @@ func TestUserDisabledAndDeletedAreSent(t *testing.T) {
 		}
 		byType[g.event.Type] = g.event
 	}
-	for _, typ := range []string{webhook.TypeUserDisabled, webhook.TypeUserDeleted} {
+	for _, typ := range []string{webhook.TypeUserCreated, webhook.TypeUserDisabled, webhook.TypeUserDeleted} {
 		e, ok := byType[typ]
 		if !ok || e.Data["account"] != ann.Email || e.Data["by"] != by || e.Data["user_id"] != fmt.Sprint(ann.ID) {
 			t.Errorf("%s: %+v, want it naming %s by %s", typ, e, ann.Email, by)
 		}
 	}
+	if e := byType[webhook.TypeUserCreated]; e.Data["role"] != "member" {
+		t.Errorf("user.created: %+v, want role member", e)
+	}
+	if len(byType) != 3 {
+		t.Errorf("webhooks %v, want user.created, user.disabled and user.deleted only", byType)
+	}
+}
+
+// TestAPIKeysAreSent: an API key made and revoked through the service
+// reach the receiver once each, naming the application, the key's id and
+// who did it, never the key; a refused add or revoke sends nothing.
+func TestAPIKeysAreSent(t *testing.T) {
+	r := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{}, r.url())
+	env := xcloaktest.New(t, xcloaktest.Options{Hook: s.Sender})
+	key, info, err := env.Service.AddAPIKey(t.Context(), "shop", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := env.Service.AddAPIKey(t.Context(), "shop", "cli"); !errors.Is(err, auth.ErrAPIKeyExists) {
+		t.Fatalf("second key for shop: %v", err)
+	}
+	if err := env.Service.RevokeAPIKey(t.Context(), "shop", "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Service.RevokeAPIKey(t.Context(), "shop", "cli"); !errors.Is(err, auth.ErrNoAPIKey) {
+		t.Fatalf("second revoke of shop: %v", err)
+	}
+	env.Flush(t)
+	r.wait(2)
+	byType := map[string]webhook.Event{}
+	for _, g := range r.requests() {
+		if _, dup := byType[g.event.Type]; dup {
+			t.Errorf("%s sent twice", g.event.Type)
+		}
+		byType[g.event.Type] = g.event
+		if strings.Contains(string(g.body), key[4:12]) {
+			t.Errorf("%s carries part of the key: %s", g.event.Type, g.body)
+		}
+	}
+	for _, typ := range []string{webhook.TypeAPIKeyCreated, webhook.TypeAPIKeyRevoked} {
+		e, ok := byType[typ]
+		want := map[string]string{"app": "shop", "key_id": fmt.Sprint(info.ID), "by": "cli"}
+		if !ok || fmt.Sprint(e.Data) != fmt.Sprint(want) {
+			t.Errorf("%s: %+v, want data %v", typ, e, want)
+		}
+	}
 	if len(byType) != 2 {
-		t.Errorf("webhooks %v, want user.disabled and user.deleted only", byType)
+		t.Errorf("webhooks %v, want apikey.created and apikey.revoked only", byType)
 	}
 }

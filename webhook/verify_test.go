@@ -85,3 +85,33 @@ func TestReadmeShowsVerify(t *testing.T) {
 		t.Errorf("README.md does not show verify.go from its imports on, as it is:\n%s", code)
 	}
 }
+
+// TestReadmeListsEveryType: the README's table of webhooks names every
+// type sent, so that a receiver learns of each.
+func TestReadmeListsEveryType(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Webhooks\n")
+	if !ok {
+		t.Fatal("README.md has no Webhooks section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var rows []string
+	for line := range strings.Lines(section) {
+		if strings.HasPrefix(line, "| `") {
+			first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+			rows = append(rows, first)
+		}
+	}
+	for _, typ := range webhook.Types() {
+		found := false
+		for _, r := range rows {
+			found = found || strings.Contains(r, "`"+typ+"`")
+		}
+		if !found {
+			t.Errorf("README.md's table of webhooks does not list %s", typ)
+		}
+	}
+}

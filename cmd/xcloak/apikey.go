@@ -55,9 +55,11 @@ func apikeyAdd(ctx context.Context, args []string, getenv func(string) string, s
 			"0-9, '.', '_' and '-') and prints it. Only its SHA-256 is kept: it is\n"+
 			"never shown again. A name is the application's identity in events, on\n"+
 			"the dashboard and in the namespace of its accounts; once its key is\n"+
-			"revoked, a new key may take the name and the application's history.\n",
+			"revoked, a new key may take the name and the application's history.\n"+
+			"Recorded as a security event (api_key_created) by \"cli\", with the\n"+
+			"name and the key's id, never the key.\n",
 		true, args, getenv, stdout, stderr, func(b *backend, name string) error {
-			key, _, err := b.svc.AddAPIKey(ctx, name)
+			key, _, err := b.svc.AddAPIKey(ctx, name, "cli")
 			if errors.Is(err, auth.ErrAPIKeyExists) {
 				return fmt.Errorf("a key named %s is in force already; revoke it first", name)
 			}
@@ -73,9 +75,10 @@ func apikeyAdd(ctx context.Context, args []string, getenv func(string) string, s
 func apikeyRevoke(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return apikeyCommand(ctx, "apikey revoke", "--name NAME [flags]",
 		"Revokes the key in force of the application NAME. Every replica refuses\n"+
-			"it within a second. It stays listed, as revoked.\n",
+			"it within a second. It stays listed, as revoked. Recorded as a security\n"+
+			"event (api_key_revoked) by \"cli\".\n",
 		true, args, getenv, stdout, stderr, func(b *backend, name string) error {
-			err := b.svc.RevokeAPIKey(ctx, name)
+			err := b.svc.RevokeAPIKey(ctx, name, "cli")
 			if errors.Is(err, auth.ErrNoAPIKey) {
 				return fmt.Errorf("no key named %s is in force", name)
 			}

@@ -70,7 +70,7 @@ func createDevSecret(path string) ([]byte, error) {
 // password, and returns the password.
 func resetDemoAdmin(ctx context.Context, b *backend) (string, error) {
 	password := base64.RawURLEncoding.EncodeToString(randomBytes(16))
-	_, err := b.svc.CreateUser(ctx, demoAdminEmail, password, true)
+	_, err := b.svc.CreateUser(ctx, demoAdminEmail, password, true, "dev")
 	if errors.Is(err, auth.ErrUserExists) {
 		// A new password also ends the sessions signed in with the old one.
 		err = b.svc.SetPassword(ctx, demoAdminEmail, password)

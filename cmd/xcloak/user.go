@@ -75,7 +75,8 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 		"Creates an account. The password is the first line of stdin, without its\n"+
 			"line ending; it needs at least 8 characters, and is refused if it is in\n"+
 			"the breach corpus XCLOAK_BREACHED_PASSWORDS names, holds a NUL byte or\n"+
-			"bytes that are not UTF-8, or still ends in \\r. For example:\n\n"+
+			"bytes that are not UTF-8, or still ends in \\r. The account is recorded\n"+
+			"as a security event (user_created) by \"cli\". For example:\n\n"+
 			"  printf '%s\\n' \"$PASSWORD\" | xcloak user add --email ann@example.com --admin\n")
 	email := fs.String("email", "", "mail `address` of the new account (required)")
 	admin := fs.Bool("admin", false, "make the account an administrator")
@@ -103,7 +104,7 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer b.Close()
-	u, err := b.svc.CreateUser(ctx, addr, password, *admin)
+	u, err := b.svc.CreateUser(ctx, addr, password, *admin, "cli")
 	switch {
 	case errors.Is(err, auth.ErrUserExists):
 		return fmt.Errorf("a user with email %s exists already", addr)

@@ -10,8 +10,8 @@ import (
 
 // TestUserAdminCommands: list, disable, enable, promote, demote, signout
 // and delete act on the account --email names, as the dashboard does,
-// each a security event by "cli"; the last administrator is kept, and
-// delete wants --yes. A disabled account's sign-in to a running server
+// each a security event by "cli", as add is; the last administrator is
+// kept, and delete wants --yes. A disabled account's sign-in to a running server
 // answers as a wrong password does.
 func TestUserAdminCommands(t *testing.T) {
 	t.Parallel()
@@ -118,7 +118,7 @@ func TestUserAdminCommands(t *testing.T) {
 		}
 		kinds = append(kinds, k)
 	}
-	if got, want := strings.Join(kinds, " "), "user_disabled user_enabled signed_out_everywhere user_deleted"; got != want {
+	if got, want := strings.Join(kinds, " "), "user_created user_disabled user_enabled signed_out_everywhere user_deleted"; got != want {
 		t.Errorf("bob's events by cli: %s, want %s", got, want)
 	}
 }

@@ -27,8 +27,9 @@ type webhookConfig struct {
 }
 
 // webhookSettings are XCLOAK_WEBHOOK_URL and XCLOAK_WEBHOOK_SECRET. The
-// user commands take them too, so that an unlock or a disabling from the
-// command line is sent like one from the dashboard.
+// user and apikey commands take them too, so that an unlock, a disabling,
+// an account or a key made from the command line is sent like one from
+// the dashboard.
 func webhookSettings() []setting {
 	return []setting{
 		{

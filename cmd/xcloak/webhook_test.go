@@ -129,7 +129,9 @@ func TestServeDevRefusesTheDevSecretForWebhooks(t *testing.T) {
 
 // TestServeSendsSignedWebhooks: through serve, a real lockout is POSTed,
 // signed, to the receiver; and the same event, by "xcloak user unlock",
-// as account.unlocked by cli, sent before the command returns.
+// as account.unlocked by cli, sent before the command returns, as are
+// user.created of "xcloak user add" and apikey.created and apikey.revoked
+// of "xcloak apikey add" and "revoke", which never carry the key.
 func TestServeSendsSignedWebhooks(t *testing.T) {
 	t.Parallel()
 	got := make(chan webhook.Event, 16)
@@ -156,7 +158,22 @@ func TestServeSendsSignedWebhooks(t *testing.T) {
 	vars["XCLOAK_WEBHOOK_SECRET"] = webhookSecret
 	vars["XCLOAK_LOCKOUT_THRESHOLD"] = "3"
 	const email, password = "ann@example.com", "correct horse battery"
+	// sent takes the webhook a command sent before it returned.
+	sent := func(cmd string) webhook.Event {
+		t.Helper()
+		select {
+		case ev := <-got:
+			return ev
+		default:
+			t.Fatalf("%s returned before its webhook was delivered", cmd)
+			return webhook.Event{}
+		}
+	}
 	addUser(t, vars, email, password+"\n")
+	if ev := sent("user add"); ev.Type != webhook.TypeUserCreated || ev.Data["account"] != email || ev.Data["by"] != "cli" ||
+		ev.Data["role"] != "member" {
+		t.Errorf("webhook of user add %+v, want user.created of a member by cli", ev)
+	}
 	srv := startServe(t, vars)
 	for i := range 3 {
 		signIn(t, srv.base, email, fmt.Sprint("wrong password ", i))
@@ -175,13 +192,26 @@ func TestServeSendsSignedWebhooks(t *testing.T) {
 	if _, stderr, err := xcloak(t, vars, "", "user", "unlock", "--email", email); err != nil {
 		t.Fatalf("user unlock: %v\n%s", err, stderr)
 	}
-	select {
-	case ev = <-got:
-	default:
-		t.Fatal("user unlock returned before its webhook was delivered")
+	if ev = sent("user unlock"); ev.Type != webhook.TypeAccountUnlocked || ev.Data["account"] != email || ev.Data["by"] != "cli" {
+		t.Errorf("webhook of user unlock %+v, want account.unlocked by cli", ev)
 	}
-	if ev.Type != webhook.TypeAccountUnlocked || ev.Data["account"] != email || ev.Data["by"] != "cli" {
-		t.Errorf("second webhook %+v, want account.unlocked by cli", ev)
+	key, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "shop")
+	if err != nil {
+		t.Fatalf("apikey add: %v\n%s", err, stderr)
+	}
+	created := sent("apikey add")
+	if _, stderr, err := xcloak(t, vars, "", "apikey", "revoke", "--name", "shop"); err != nil {
+		t.Fatalf("apikey revoke: %v\n%s", err, stderr)
+	}
+	revoked := sent("apikey revoke")
+	for _, ev := range []webhook.Event{created, revoked} {
+		if ev.Data["app"] != "shop" || ev.Data["by"] != "cli" || ev.Data["key_id"] == "" || ev.Data["key_id"] != created.Data["key_id"] ||
+			len(ev.Data) != 3 || strings.Contains(fmt.Sprint(ev), key[4:12]) {
+			t.Errorf("webhook %+v, want shop's key's id by cli, and never the key", ev)
+		}
+	}
+	if created.Type != webhook.TypeAPIKeyCreated || revoked.Type != webhook.TypeAPIKeyRevoked {
+		t.Errorf("webhooks of apikey add and revoke: %s and %s", created.Type, revoked.Type)
 	}
 	if err := srv.stop(); err != nil {
 		t.Fatal(err)

@@ -163,20 +163,21 @@ func (e *Env) Start(t testing.TB) string {
 	return srv.URL
 }
 
-// AddUser creates an account.
+// AddUser creates an account, as "xcloak user add" does (by "cli").
 func (e *Env) AddUser(t testing.TB, email, password string, admin bool) auth.User {
 	t.Helper()
-	u, err := e.Service.CreateUser(context.Background(), email, password, admin)
+	u, err := e.Service.CreateUser(context.Background(), email, password, admin, "cli")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return u
 }
 
-// AddAPIKey makes a key of the decision API named name and returns it.
+// AddAPIKey makes a key of the decision API named name, as "xcloak apikey
+// add" does (by "cli"), and returns it.
 func (e *Env) AddAPIKey(t testing.TB, name string) string {
 	t.Helper()
-	key, _, err := e.Service.AddAPIKey(context.Background(), name)
+	key, _, err := e.Service.AddAPIKey(context.Background(), name, "cli")
 	if err != nil {
 		t.Fatal(err)
 	}
