@@ -205,6 +205,14 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 	case auth.EventRecoveryCodesRegenerated:
 		row.What = "New recovery codes made by their owner"
 		row.Detail = "The old ones no longer work"
+	case auth.EventRecoveryCodeUsed:
+		row.What = "Recovery code used for the second step"
+		if left := e.Detail["left"]; left != "" {
+			row.Detail = left + " left"
+		}
+	case auth.EventPasskeyCloned:
+		row.What = "Passkey refused: its signature counter went back"
+		row.Detail = "The authenticator may have been copied"
 	case auth.EventMFALockout:
 		row.What = "Second step locked after wrong codes"
 		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {
