@@ -702,14 +702,24 @@ func TestLogOutlivesItsNewestEntry(t *testing.T) {
 			if r, err := l.Allow(t.Context(), rule); err != nil || !r.Allowed {
 				t.Fatalf("window %s: %+v, %v", window, r, err)
 			}
+			// The value and its expiry in one transaction: a window of a
+			// millisecond may pass between two reads, and the key with it.
 			key := k.Log(rule.ID)
-			ms, err := rdb.PExpireTime(t.Context(), key).Result()
-			if err != nil {
+			var expiry *redis.DurationCmd
+			var value *redis.StringCmd
+			if _, err := rdb.TxPipelined(t.Context(), func(p redis.Pipeliner) error {
+				expiry, value = p.PExpireTime(t.Context(), key), p.Get(t.Context(), key)
+				return nil
+			}); err != nil && err != redis.Nil {
 				t.Fatal(err)
 			}
-			entries := logEntries(t, rdb, key)
-			if len(entries) == 0 {
+			if value.Err() == redis.Nil {
 				continue // a window of a millisecond may already have passed
+			}
+			raw, ms := value.Val(), expiry.Val()
+			entries, err := ratelimit.DecodeLog(raw)
+			if err != nil || len(entries) == 0 {
+				t.Fatalf("window %s: log %q: %v, %d entries", window, raw, err, len(entries))
 			}
 			newest := entries[len(entries)-1]
 			expires := int64(ms/time.Millisecond) * 1000
@@ -719,7 +729,7 @@ func TestLogOutlivesItsNewestEntry(t *testing.T) {
 			if most := newest + (window + window/8 + time.Millisecond).Microseconds(); expires > most {
 				t.Fatalf("window %s: key expires at %d µs, after %d µs, an eighth of a window after its newest entry leaves", window, expires, most)
 			}
-			recorded, err := ratelimit.LogExpiry(rdb.Get(t.Context(), key).Val())
+			recorded, err := ratelimit.LogExpiry(raw)
 			if err != nil || recorded != int64(ms/time.Millisecond) {
 				t.Fatalf("window %s: header records expiry %d ms (%v), key expires at %d ms", window, recorded, err, ms/time.Millisecond)
 			}
