@@ -79,6 +79,20 @@ func (r *receiver) requests() []request {
 	return append([]request(nil), r.got...)
 }
 
+// byType returns the events received by their type, each type once: a
+// type sent twice is an error of the test. Workers deliver in any order.
+func (r *receiver) byType() map[string]webhook.Event {
+	r.t.Helper()
+	out := map[string]webhook.Event{}
+	for _, g := range r.requests() {
+		if _, dup := out[g.event.Type]; dup {
+			r.t.Errorf("%s sent twice", g.event.Type)
+		}
+		out[g.event.Type] = g.event
+	}
+	return out
+}
+
 // wait waits for n more requests.
 func (r *receiver) wait(n int) {
 	r.t.Helper()
