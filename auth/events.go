@@ -183,8 +183,18 @@ func (r *recorder) Flush(ctx context.Context) error { return r.flush(ctx, true) 
 func (r *recorder) flush(ctx context.Context, all bool) error {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
+	// What is queued now, not what arrives while it is written: under a
+	// flood, a flush that took each arrival would never end, and would
+	// send Redis a transaction for every few events. The arrivals wait
+	// for the next flush, but for Flush's, which ends a server's or a
+	// test's writing: it takes them too, until none is left.
+	queued := len(r.queue)
 	for {
-		batch := r.take(1000)
+		if queued == 0 && all {
+			queued = len(r.queue)
+		}
+		batch := r.take(min(queued, recorderBatch))
+		queued -= len(batch)
 		r.pendingStats = append(r.pendingStats, batch...)
 		r.pendingDB = append(r.pendingDB, r.budget.admit(batch)...)
 		if len(batch) == 0 {
@@ -232,8 +242,15 @@ func (r *recorder) trim(backlog []Event, keep int) []Event {
 	return backlog
 }
 
+// recorderBatch is the most events a flush takes from the queue at a time:
+// each batch costs a transaction in Redis and a COPY in Postgres, so under
+// a flood (tens of thousands of rejections a second, a few thousand a
+// tick) one batch takes all of a tick's.
+const recorderBatch = 16384
+
+// take returns up to n queued events.
 func (r *recorder) take(n int) []Event {
-	var batch []Event
+	batch := make([]Event, 0, min(n, len(r.queue)))
 	for len(batch) < n {
 		select {
 		case e := <-r.queue:

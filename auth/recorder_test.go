@@ -92,3 +92,64 @@ func TestCountSentAgainAsItWas(t *testing.T) {
 		}
 	})
 }
+
+// arrivingCounter counts batches as the Redis counters would, while
+// requests go on: each batch it is given, one more event arrives at the
+// recorder, as it does under a flood while a flush waits on Redis.
+type arrivingCounter struct {
+	r       *recorder
+	at      time.Time
+	batches []int
+}
+
+func (c *arrivingCounter) CountEvents(_ context.Context, batch []Event) error {
+	c.batches = append(c.batches, len(batch))
+	if len(c.batches) < 100 {
+		c.r.Record(Event{At: c.at, Kind: EventLoginRejected, Account: "victim@example.com"})
+	}
+	return nil
+}
+
+// TestFlushTakesWhatWasQueued: a flush writes what was queued when it
+// began, in as few batches as their bound allows, and leaves what arrives
+// meanwhile to the next. Under a flood a flush that chased the arrivals
+// would never end and would send Redis a transaction for every few events.
+func TestFlushTakesWhatWasQueued(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	c := &arrivingCounter{at: now}
+	r := newRecorder(&rowStore{}, c, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	c.r = r
+	queued := recorderBatch + 10
+	for range queued {
+		r.Record(Event{At: now, Kind: EventLoginRejected, Account: "victim@example.com"})
+	}
+	if err := r.flush(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(c.batches), fmt.Sprint([]int{recorderBatch, 10}); got != want {
+		t.Errorf("one flush counted batches of %s events, want %s", got, want)
+	}
+	if got := len(r.queue); got != 2 {
+		t.Errorf("%d events left queued, want the 2 that arrived during the flush", got)
+	}
+}
+
+// TestFinalFlushTakesArrivals: Flush, which a server's shutdown and the
+// tests call, writes the events that arrive while it writes too, until
+// none is left.
+func TestFinalFlushTakesArrivals(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	c := &arrivingCounter{at: now}
+	r := newRecorder(&rowStore{}, c, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	c.r = r
+	r.Record(Event{At: now, Kind: EventLoginRejected, Account: "victim@example.com"})
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c.batches); got != 100 {
+		t.Errorf("Flush counted %d batches, want 100: the first event's and each that arrived after it", got)
+	}
+	if got := len(r.queue); got != 0 {
+		t.Errorf("%d events left queued after Flush, want none", got)
+	}
+}
