@@ -196,10 +196,19 @@ func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, sou
 	// A known device is limited and locked on its own and is not held by
 	// the account's limit or lockout (see RuleLoginDevice in the table). A
 	// sprayed password is refused here, before any hashing (spraying.go).
-	sub := Subject{Client: req.Client, Account: email, Device: device, Password: s.sprayKeys.of(req.Password), source: source}
-	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
-	if err != nil {
-		return OutcomeUnavailable, unavailable("checking limits", err)
+	//
+	// A flood's rejection is mostly known to the limits' memory of
+	// rejections from the rules that need no password (its address', its
+	// network's, its account's): those are asked first, so that it costs
+	// no keyed hash of the password, which only the password's rule needs.
+	sub := Subject{Client: req.Client, Account: email, Device: device, source: source}
+	d, remembered := s.limits.Remembered(s.rules(FlowSignIn, sub)...)
+	if !remembered {
+		sub.Password = s.sprayKeys.of(req.Password)
+		var err error
+		if d, err = s.decide(ctx, s.rules(FlowSignIn, sub)...); err != nil {
+			return OutcomeUnavailable, unavailable("checking limits", err)
+		}
 	}
 	if !d.Allowed {
 		s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
