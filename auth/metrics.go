@@ -52,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 			Name: "xcloak_reset_requests_total", Help: "Password-reset requests accepted."}),
 		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "xcloak_limiter_decision_seconds",
-			Help:    "Time to decide a request's limits (one Redis round trip, or the failure policy).",
+			Help:    "Time to decide a request's limits (one Redis round trip, or the failure policy); not the rejections answered from memory.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}),
 		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{

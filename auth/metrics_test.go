@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -52,5 +53,38 @@ xcloak_redis_degraded{policy="local"} 0
 	}
 	if n := testutil.CollectAndCount(reg, "xcloak_limiter_decision_seconds"); n != 1 {
 		t.Fatalf("decision histogram: %d series", n)
+	}
+}
+
+// TestDecisionHistogramLeavesOutMemory: xcloak_limiter_decision_seconds
+// times the decisions Redis made, and not the rejections the memory of
+// rejections answered, which took no round trip: under a flood they would
+// bury the round trips' times.
+func TestDecisionHistogramLeavesOutMemory(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleResetAccount, 1) }, func(d *app.Deps) { d.Metrics = reg })
+	timed := func() uint64 {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range families {
+			if mf.GetName() == "xcloak_limiter_decision_seconds" {
+				return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+			}
+		}
+		return 0
+	}
+	var added []uint64
+	for range 3 {
+		before := timed()
+		if err := f.svc.RequestReset(t.Context(), "ann@example.com", client("192.0.2.1")); err != nil && !errors.Is(err, auth.ErrLimited) {
+			t.Fatal(err)
+		}
+		added = append(added, timed()-before)
+	}
+	// An admission and a rejection by Redis, then one from memory.
+	if fmt.Sprint(added) != "[1 1 0]" {
+		t.Errorf("three reset requests added %v decisions to the histogram, want [1 1 0]", added)
 	}
 }
