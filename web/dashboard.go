@@ -124,6 +124,16 @@ func ranked(in []dashboard.Ranked) []templates.Ranked {
 func eventRow(e dashboard.StoredEvent) templates.EventRow {
 	row := templates.EventRow{At: e.At, Account: e.Account, Source: e.Source, What: e.Kind}
 	switch e.Kind {
+	case auth.EventLoginRejected, auth.EventResetRejected, auth.EventUnlockRejected, auth.EventVerificationRejected,
+		auth.EventMFARejected:
+		refusalEventRow(&row, e)
+	case auth.EventLoginSucceeded, auth.EventLoginFailed, auth.EventLoginInvalid, auth.EventLoginUnavailable,
+		auth.EventAttemptAllowed, auth.EventResetFailed:
+		signInEventRow(&row, e)
+	case auth.EventUnlockRequested, auth.EventResetMailDropped, auth.EventPasswordSprayed:
+		linkEventRow(&row, e)
+	case auth.EventMFARequired, auth.EventMFAFailed:
+		secondStepEventRow(&row, e)
 	case auth.EventLockout:
 		row.What = "Account locked"
 		if e.Detail["device"] != "" {

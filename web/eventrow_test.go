@@ -24,3 +24,46 @@ func TestEventRowRareKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestEventRowEveryKind: every kind the event search takes is said in
+// words, none shown as its raw kind.
+func TestEventRowEveryKind(t *testing.T) {
+	for _, kind := range dashboard.SearchKinds {
+		if row := eventRow(dashboard.StoredEvent{Kind: kind, Detail: map[string]string{}}); row.What == kind || row.What == "" {
+			t.Errorf("eventRow(%s).What = %q, want words", kind, row.What)
+		}
+	}
+}
+
+// TestEventRowRefusals: a refusal says which limit refused it and, for a
+// row that stands for many (a flood's, folded), how many and the last.
+func TestEventRowRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		e          dashboard.StoredEvent
+		what, said string
+	}{
+		{dashboard.StoredEvent{Kind: auth.EventLoginRejected, Detail: map[string]string{"rule": auth.RuleLoginAccount}},
+			"Sign-in refused by a limit", "Sign-ins per account"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginRejected, Detail: map[string]string{"rule": auth.RuleLockout,
+			"count": "1234", "last": "2026-12-02T17:04:05.123Z"}},
+			"Sign-in refused by a limit", "Account lockout, 1,234 times, the last at 17:04:05 UTC"},
+		{dashboard.StoredEvent{Kind: auth.EventResetRejected, Detail: map[string]string{"rule": "a_rule_of_another_version"}},
+			"Password reset refused by a limit", "a_rule_of_another_version"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginFailed, Detail: map[string]string{"app": "shop"}},
+			"Sign-in failed: wrong password or no such account", "Reported by application shop"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginSucceeded, Detail: map[string]string{"device": "new", "password": "breached"}},
+			"Signed in from a new device", "With a breached password"},
+		{dashboard.StoredEvent{Kind: auth.EventResetMailDropped, Detail: map[string]string{"reason": auth.DropQueueFull, "link": "unlock"}},
+			"Mail not sent", "An unlock link: the mail queue was full"},
+		{dashboard.StoredEvent{Kind: auth.EventPasswordSprayed, Detail: map[string]string{"accounts": "20", "until": "2026-12-02T18:00:00Z"}},
+			"Password refused on every account: tried on many", "20 accounts, refused until 2 Dec 18:00 UTC"},
+		{dashboard.StoredEvent{Kind: auth.EventMFAFailed, Detail: map[string]string{"kind": "webauthn", "reason": "not verified"}},
+			"Passkey refused", "Not verified"},
+		{dashboard.StoredEvent{Kind: auth.EventMFAFailed, Detail: map[string]string{"reused": "true", "held": "true"}},
+			"Wrong second-step code", "A code used already, on a held sign-in"},
+	} {
+		if row := eventRow(tc.e); row.What != tc.what || row.Detail != tc.said {
+			t.Errorf("eventRow(%s %v) = %q, %q; want %q, %q", tc.e.Kind, tc.e.Detail, row.What, row.Detail, tc.what, tc.said)
+		}
+	}
+}

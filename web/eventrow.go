@@ -1,0 +1,179 @@
+package web
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/templates"
+)
+
+// The words of the event search for the events of sign-ins, refusals by a
+// limit, mailed links and second steps, the kinds a flood and a user's
+// day are made of.
+
+// refusalWhat says what each kind of refusal by a limit refused.
+var refusalWhat = map[string]string{
+	auth.EventLoginRejected:        "Sign-in refused by a limit",
+	auth.EventResetRejected:        "Password reset refused by a limit",
+	auth.EventUnlockRejected:       "Unlock refused by a limit",
+	auth.EventVerificationRejected: "Sign-in link refused by a limit",
+	auth.EventMFARejected:          "Second step refused by a limit",
+}
+
+// refusalEventRow fills row for a refusal by a limit: the limit's label
+// (its name when this version has no such rule) and, for a row that
+// stands for many refusals folded into one, how many and the last.
+func refusalEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
+	row.What = refusalWhat[e.Kind]
+	rule := e.Detail["rule"]
+	label := auth.RuleLabel(rule)
+	if label == "" {
+		label = rule
+	}
+	parts := []string{}
+	if label != "" {
+		parts = append(parts, label)
+	}
+	if n, err := strconv.Atoi(e.Detail["count"]); err == nil && n > 1 {
+		times := groupThousands(n) + " times"
+		if last, err := time.Parse(time.RFC3339Nano, e.Detail["last"]); err == nil {
+			times += ", the last at " + last.UTC().Format("15:04:05 UTC")
+		}
+		parts = append(parts, times)
+	}
+	row.Detail = strings.Join(parts, ", ")
+}
+
+// groupThousands writes n with a comma between each group of three digits.
+func groupThousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// reportedBy says which application reported an event through the
+// decision API; "" for XCloak's own sign-ins.
+func reportedBy(e dashboard.StoredEvent) string {
+	if app := e.Detail["app"]; app != "" {
+		return "Reported by application " + app
+	}
+	return ""
+}
+
+// signInEventRow fills row for the outcome of a sign-in that reached its
+// password, or of one that was not decided.
+func signInEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
+	switch e.Kind {
+	case auth.EventLoginSucceeded:
+		row.What = "Signed in"
+		if e.Detail["device"] == "new" {
+			row.What = "Signed in from a new device"
+		}
+		row.Detail = reportedBy(e)
+		if e.Detail["password"] == "breached" {
+			row.Detail = "With a breached password"
+		}
+	case auth.EventLoginFailed:
+		row.What = "Sign-in failed: wrong password or no such account"
+		row.Detail = reportedBy(e)
+	case auth.EventLoginInvalid:
+		row.What = "Malformed sign-in refused"
+		row.Detail = "No valid email, or no password"
+	case auth.EventLoginUnavailable:
+		row.What = "Sign-in not decided"
+		row.Detail = "Its limits or the database could not be reached"
+		if app := reportedBy(e); app != "" {
+			row.Detail += "; " + strings.ToLower(app[:1]) + app[1:]
+		}
+	case auth.EventAttemptAllowed:
+		row.What = "Sign-in allowed for an application"
+		row.Detail = "Asked by application " + e.Detail["app"]
+		if e.Detail["challenge"] == "true" {
+			row.Detail += ", with new-device verification"
+		}
+	case auth.EventResetFailed:
+		row.What = "Password reset failed"
+		row.Detail = reportedBy(e)
+	}
+}
+
+// droppedLink names the link a mail that was not sent held.
+var droppedLink = map[string]string{
+	"":                 "A reset link",
+	"sign_in":          "A sign-in link",
+	"unlock":           "An unlock link",
+	"new_device":       "A new-device notice",
+	"lockout":          "A lockout notice",
+	"factor":           "A second-factor notice",
+	"password_changed": "A password-change notice",
+}
+
+// dropReason says why a mail was not sent.
+var dropReason = map[string]string{
+	auth.DropQueueFull:    "the mail queue was full",
+	auth.DropDomainLimit:  "its domain had its limit of mails",
+	auth.DropAccountLimit: "the account had its limit of held sign-ins' mails",
+	auth.DropSendFailed:   "the mail server refused it or did not answer",
+	auth.DropUnavailable:  "the database or the limits could not be reached",
+}
+
+// linkEventRow fills row for a mailed link asked for and for a mail that
+// was not sent.
+func linkEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
+	switch e.Kind {
+	case auth.EventUnlockRequested:
+		row.What = "Unlock link requested"
+	case auth.EventResetMailDropped:
+		row.What = "Mail not sent"
+		link, ok := droppedLink[e.Detail["link"]]
+		if !ok {
+			link = "A mail"
+		}
+		row.Detail = link
+		if reason, ok := dropReason[e.Detail["reason"]]; ok {
+			row.Detail += ": " + reason
+		}
+	case auth.EventPasswordSprayed:
+		row.What = "Password refused on every account: tried on many"
+		var parts []string
+		if n := e.Detail["accounts"]; n != "" {
+			parts = append(parts, n+" accounts")
+		}
+		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {
+			parts = append(parts, "refused until "+until.UTC().Format("2 Jan 15:04 UTC"))
+		}
+		row.Detail = strings.Join(parts, ", ")
+	}
+}
+
+// secondStepEventRow fills row for a second step asked for or failed.
+func secondStepEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
+	var parts []string
+	switch e.Kind {
+	case auth.EventMFARequired:
+		row.What = "Second step asked for"
+	case auth.EventMFAFailed:
+		row.What = "Wrong second-step code"
+		if e.Detail["kind"] == string(auth.FactorWebAuthn) {
+			row.What = "Passkey refused"
+			if why := e.Detail["reason"]; why != "" {
+				parts = append(parts, strings.ToUpper(why[:1])+why[1:])
+			}
+		}
+		if e.Detail["reused"] == "true" {
+			parts = append(parts, "A code used already")
+		}
+	}
+	if e.Detail["held"] == "true" {
+		parts = append(parts, "on a held sign-in")
+	}
+	row.Detail = strings.Join(parts, ", ")
+	if row.Detail != "" {
+		row.Detail = strings.ToUpper(row.Detail[:1]) + row.Detail[1:]
+	}
+}
