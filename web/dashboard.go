@@ -241,6 +241,12 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 			row.Detail = "From the command line"
 		}
 	}
+	if times := foldedTimes(e); times != "" {
+		if row.Detail != "" {
+			row.Detail += "; "
+		}
+		row.Detail += times
+	}
 	return row
 }
 

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
@@ -24,8 +26,8 @@ var refusalWhat = map[string]string{
 }
 
 // refusalEventRow fills row for a refusal by a limit: the limit's label
-// (its name when this version has no such rule) and, for a row that
-// stands for many refusals folded into one, how many and the last.
+// (its name when this version has no such rule) and the application that
+// asked, for the decision API's.
 func refusalEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 	row.What = refusalWhat[e.Kind]
 	rule := e.Detail["rule"]
@@ -33,18 +35,35 @@ func refusalEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 	if label == "" {
 		label = rule
 	}
-	parts := []string{}
+	var parts []string
 	if label != "" {
 		parts = append(parts, label)
 	}
-	if n, err := strconv.Atoi(e.Detail["count"]); err == nil && n > 1 {
-		times := groupThousands(n) + " times"
-		if last, err := time.Parse(time.RFC3339Nano, e.Detail["last"]); err == nil {
-			times += ", the last at " + last.UTC().Format("15:04:05 UTC")
-		}
-		parts = append(parts, times)
+	if app := e.Detail["app"]; app != "" {
+		parts = append(parts, "asked by application "+app)
+	}
+	if e.Detail["held"] == "true" {
+		parts = append(parts, "on a held sign-in")
 	}
 	row.Detail = strings.Join(parts, ", ")
+	if label == "" {
+		row.Detail = capitalised(row.Detail)
+	}
+}
+
+// foldedTimes says, for a row that stands for many events (a flood's
+// refusals folded by the recorder, or a network's events past its budget
+// summed up), how many and when the last was; "" for a row of one.
+func foldedTimes(e dashboard.StoredEvent) string {
+	n, err := strconv.Atoi(e.Detail["count"])
+	if err != nil || n <= 1 {
+		return ""
+	}
+	times := groupThousands(n) + " times"
+	if last, err := time.Parse(time.RFC3339Nano, e.Detail["last"]); err == nil {
+		times += ", the last at " + last.UTC().Format("15:04:05 UTC")
+	}
+	return times
 }
 
 // groupThousands writes n with a comma between each group of three digits.
@@ -65,6 +84,13 @@ func reportedBy(e dashboard.StoredEvent) string {
 	return ""
 }
 
+// signedInWith names the second step or passkey a sign-in passed.
+var signedInWith = map[string]string{
+	"totp":     "With an authenticator code",
+	"recovery": "With a recovery code",
+	"passkey":  "With a passkey",
+}
+
 // signInEventRow fills row for the outcome of a sign-in that reached its
 // password, or of one that was not decided.
 func signInEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
@@ -75,20 +101,29 @@ func signInEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 			row.What = "Signed in from a new device"
 		}
 		row.Detail = reportedBy(e)
+		if with, ok := signedInWith[e.Detail["factor"]]; ok {
+			row.Detail = with
+		}
 		if e.Detail["password"] == "breached" {
 			row.Detail = "With a breached password"
+		}
+		if e.Detail["challenged"] == "true" {
+			// Not signed in: the application was told to verify the
+			// user another way, and it counts as a failure.
+			row.What = "Right password, challenged"
+			row.Detail = "Application " + e.Detail["app"] + " was told to verify the user another way"
 		}
 	case auth.EventLoginFailed:
 		row.What = "Sign-in failed: wrong password or no such account"
 		row.Detail = reportedBy(e)
 	case auth.EventLoginInvalid:
 		row.What = "Malformed sign-in refused"
-		row.Detail = "No valid email, or no password"
+		row.Detail = "No valid email, or a password empty or too long"
 	case auth.EventLoginUnavailable:
 		row.What = "Sign-in not decided"
-		row.Detail = "Its limits or the database could not be reached"
-		if app := reportedBy(e); app != "" {
-			row.Detail += "; " + strings.ToLower(app[:1]) + app[1:]
+		row.Detail = "Its limits or the database could not be reached, or the password checks were full"
+		if app := e.Detail["app"]; app != "" {
+			row.Detail += "; asked by application " + app
 		}
 	case auth.EventAttemptAllowed:
 		row.What = "Sign-in allowed for an application"
@@ -141,7 +176,9 @@ func linkEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 	case auth.EventPasswordSprayed:
 		row.What = "Password refused on every account: tried on many"
 		var parts []string
-		if n := e.Detail["accounts"]; n != "" {
+		if n := e.Detail["accounts"]; n == "1" {
+			parts = append(parts, "1 account")
+		} else if n != "" {
 			parts = append(parts, n+" accounts")
 		}
 		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {
@@ -162,7 +199,7 @@ func secondStepEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 		if e.Detail["kind"] == string(auth.FactorWebAuthn) {
 			row.What = "Passkey refused"
 			if why := e.Detail["reason"]; why != "" {
-				parts = append(parts, strings.ToUpper(why[:1])+why[1:])
+				parts = append(parts, why)
 			}
 		}
 		if e.Detail["reused"] == "true" {
@@ -172,8 +209,14 @@ func secondStepEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 	if e.Detail["held"] == "true" {
 		parts = append(parts, "on a held sign-in")
 	}
-	row.Detail = strings.Join(parts, ", ")
-	if row.Detail != "" {
-		row.Detail = strings.ToUpper(row.Detail[:1]) + row.Detail[1:]
+	row.Detail = capitalised(strings.Join(parts, ", "))
+}
+
+// capitalised returns s with its first letter upper-case.
+func capitalised(s string) string {
+	r, size := utf8.DecodeRuneInString(s)
+	if size == 0 || r == utf8.RuneError {
+		return s
 	}
+	return string(unicode.ToUpper(r)) + s[size:]
 }

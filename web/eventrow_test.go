@@ -29,8 +29,13 @@ func TestEventRowRareKinds(t *testing.T) {
 // words, none shown as its raw kind.
 func TestEventRowEveryKind(t *testing.T) {
 	for _, kind := range dashboard.SearchKinds {
-		if row := eventRow(dashboard.StoredEvent{Kind: kind, Detail: map[string]string{}}); row.What == kind || row.What == "" {
-			t.Errorf("eventRow(%s).What = %q, want words", kind, row.What)
+		// With no detail, and with one of every field some kind has.
+		full := map[string]string{"rule": auth.RuleLoginIP, "count": "3", "last": "2026-12-02T17:04:05Z", "app": "shop",
+			"device": "new", "factor": "totp", "reason": "queue_full", "link": "unlock", "accounts": "5", "held": "true"}
+		for _, detail := range []map[string]string{{}, full} {
+			if row := eventRow(dashboard.StoredEvent{Kind: kind, Detail: detail}); row.What == kind || row.What == "" {
+				t.Errorf("eventRow(%s %v).What = %q, want words", kind, detail, row.What)
+			}
 		}
 	}
 }
@@ -46,7 +51,18 @@ func TestEventRowRefusals(t *testing.T) {
 			"Sign-in refused by a limit", "Sign-ins per account"},
 		{dashboard.StoredEvent{Kind: auth.EventLoginRejected, Detail: map[string]string{"rule": auth.RuleLockout,
 			"count": "1234", "last": "2026-12-02T17:04:05.123Z"}},
-			"Sign-in refused by a limit", "Account lockout, 1,234 times, the last at 17:04:05 UTC"},
+			"Sign-in refused by a limit", "Account lockout; 1,234 times, the last at 17:04:05 UTC"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginFailed, Detail: map[string]string{"folded": "true",
+			"count": "50000", "last": "2026-12-02T17:04:05Z"}},
+			"Sign-in failed: wrong password or no such account", "50,000 times, the last at 17:04:05 UTC"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginSucceeded, Detail: map[string]string{"app": "shop", "challenged": "true"}},
+			"Right password, challenged", "Application shop was told to verify the user another way"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginSucceeded, Detail: map[string]string{"factor": "passkey"}},
+			"Signed in", "With a passkey"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginRejected, Detail: map[string]string{"rule": auth.RuleLoginIP, "app": "shop"}},
+			"Sign-in refused by a limit", "Sign-ins per address, asked by application shop"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginFailed, Detail: map[string]string{"count": "-3"}},
+			"Sign-in failed: wrong password or no such account", ""},
 		{dashboard.StoredEvent{Kind: auth.EventResetRejected, Detail: map[string]string{"rule": "a_rule_of_another_version"}},
 			"Password reset refused by a limit", "a_rule_of_another_version"},
 		{dashboard.StoredEvent{Kind: auth.EventLoginFailed, Detail: map[string]string{"app": "shop"}},
@@ -61,6 +77,12 @@ func TestEventRowRefusals(t *testing.T) {
 			"Passkey refused", "Not verified"},
 		{dashboard.StoredEvent{Kind: auth.EventMFAFailed, Detail: map[string]string{"reused": "true", "held": "true"}},
 			"Wrong second-step code", "A code used already, on a held sign-in"},
+		{dashboard.StoredEvent{Kind: auth.EventMFAFailed, Detail: map[string]string{"kind": "webauthn", "reason": "élan"}},
+			"Passkey refused", "Élan"},
+		{dashboard.StoredEvent{Kind: auth.EventMFAFailed, Detail: map[string]string{"kind": "webauthn", "reason": "\xff bad"}},
+			"Passkey refused", "\xff bad"},
+		{dashboard.StoredEvent{Kind: auth.EventLoginUnavailable, Detail: map[string]string{"app": "shop"}},
+			"Sign-in not decided", "Its limits or the database could not be reached, or the password checks were full; asked by application shop"},
 	} {
 		if row := eventRow(tc.e); row.What != tc.what || row.Detail != tc.said {
 			t.Errorf("eventRow(%s %v) = %q, %q; want %q, %q", tc.e.Kind, tc.e.Detail, row.What, row.Detail, tc.what, tc.said)
