@@ -243,10 +243,13 @@ func (r *recorder) trim(backlog []Event, keep int) []Event {
 }
 
 // recorderBatch is the most events a flush takes from the queue at a time:
-// each batch costs a transaction in Redis and a COPY in Postgres, so under
-// a flood (tens of thousands of rejections a second, a few thousand a
-// tick) one batch takes all of a tick's.
-const recorderBatch = 16384
+// each batch costs a transaction in Redis and a COPY in Postgres, so a
+// batch holds a flood's few thousand events of a tick in a few. It is no
+// larger because the transaction counts each distinct account and source
+// with commands of its own, on the Redis the limits share: a distributed
+// flood's batch of 2,048 events is at most some 8,000 commands, which
+// Redis runs in one go while the limits' scripts wait.
+const recorderBatch = 2048
 
 // take returns up to n queued events.
 func (r *recorder) take(n int) []Event {
