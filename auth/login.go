@@ -201,6 +201,10 @@ func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, sou
 	// rejections from the rules that need no password (its address', its
 	// network's, its account's): those are asked first, so that it costs
 	// no keyed hash of the password, which only the password's rule needs.
+	// Its Retry-After is then the longest of those rules' remembered
+	// times, as any answer from memory gives only the rules it consulted:
+	// a sprayed password's lock, if longer, shows on a retry, which Redis
+	// or the memory refuses again.
 	sub := Subject{Client: req.Client, Account: email, Device: device, source: source}
 	d, remembered := s.limits.Remembered(s.rules(FlowSignIn, sub)...)
 	if !remembered {
