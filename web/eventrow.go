@@ -16,6 +16,136 @@ import (
 // limit, mailed links and second steps, the kinds a flood and a user's
 // day are made of.
 
+// eventRow puts a stored event into words.
+func eventRow(e dashboard.StoredEvent) templates.EventRow {
+	row := templates.EventRow{At: e.At, Account: e.Account, Source: e.Source, What: e.Kind}
+	switch e.Kind {
+	case auth.EventLoginRejected, auth.EventResetRejected, auth.EventUnlockRejected, auth.EventVerificationRejected,
+		auth.EventMFARejected:
+		refusalEventRow(&row, e)
+	case auth.EventLoginSucceeded, auth.EventLoginFailed, auth.EventLoginInvalid, auth.EventLoginUnavailable,
+		auth.EventAttemptAllowed, auth.EventResetFailed:
+		signInEventRow(&row, e)
+	case auth.EventUnlockRequested, auth.EventResetMailDropped, auth.EventPasswordSprayed:
+		linkEventRow(&row, e)
+	case auth.EventMFARequired, auth.EventMFAFailed:
+		secondStepEventRow(&row, e)
+	case auth.EventLockout:
+		row.What = "Account locked"
+		if e.Detail["device"] != "" {
+			row.What = "Known device locked"
+		}
+		var parts []string
+		if l := e.Detail["level"]; l != "" {
+			parts = append(parts, "Level "+l)
+		}
+		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {
+			parts = append(parts, "until "+until.UTC().Format("2 Jan 15:04 UTC"))
+		}
+		row.Detail = strings.Join(parts, ", ")
+	case auth.EventLockoutEnded:
+		row.What = "Lockout ended"
+		row.Detail = "Its time ran out"
+	case auth.EventUnlock:
+		row.What = "Lockout lifted"
+		by := e.Detail["by"]
+		switch {
+		case strings.HasPrefix(by, "admin:"):
+			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		case by == "success":
+			row.Detail = "By a successful sign-in after it ended"
+		case by == "reset":
+			row.Detail = "By a password reset"
+		case by == "cli":
+			row.Detail = "From the command line"
+		case by != "":
+			row.Detail = "By " + by
+		}
+	case auth.EventResetRequested:
+		row.What = "Password reset requested"
+	case auth.EventResetCompleted:
+		row.What = "Password changed by reset"
+	case auth.EventPasswordChanged:
+		row.What = "Password changed by its owner"
+		row.Detail = "Every other session ended"
+	case auth.EventSessionEnded:
+		row.What = "Session ended by its owner"
+		switch e.Detail["scope"] {
+		case "current":
+			row.What = "Signed out from the session list"
+		case "others":
+			row.What = "Signed out everywhere else by its owner"
+			if n := e.Detail["count"]; n != "" {
+				row.Detail = endedCount(n)
+			}
+		}
+	case auth.EventDeviceForgotten:
+		row.What = "Known device forgotten by its owner"
+	case auth.EventNewDevice:
+		row.What = "Sign-in from a new device"
+	case auth.EventUnlockConfirmed:
+		row.What = "Unlock link used"
+		row.Detail = "The browser became a known device"
+	case auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched:
+		attackEventRow(&row, e)
+	case auth.EventVerificationRequired:
+		row.What = "Sign-in held for new-device verification"
+		row.Detail = "The right password from a new browser; a sign-in link was mailed"
+		if e.Detail["breached"] == "true" {
+			row.Detail = "A breached password from a new browser; the owner was asked to choose a new one"
+		}
+	case auth.EventNewDeviceSignedOut:
+		row.What = "New browser signed out"
+		row.Detail = "It first signed in moments before attack mode started"
+	case auth.EventVerificationConfirmed:
+		row.What = "Sign-in link used"
+		row.Detail = "The browser that used it is signed in and a known device"
+	case auth.EventFactorAdded:
+		row.What = "Second factor added by its owner"
+	case auth.EventFactorRemoved:
+		row.What = "Second factor removed by its owner"
+		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
+			row.What = "Second factors removed"
+			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		}
+	case auth.EventRecoveryCodesRegenerated:
+		row.What = "New recovery codes made by their owner"
+		row.Detail = "The old ones no longer work"
+	case auth.EventRecoveryCodeUsed:
+		row.What = "Recovery code used for the second step"
+		if left := e.Detail["left"]; left != "" {
+			row.Detail = left + " left"
+		}
+	case auth.EventPasskeyCloned:
+		row.What = "Passkey refused: its signature counter went back"
+		row.Detail = "The authenticator may have been copied"
+	case auth.EventMFALockout:
+		row.What = "Second step locked after wrong codes"
+		if until, err := time.Parse(time.RFC3339, e.Detail["until"]); err == nil {
+			row.Detail = "Until " + until.UTC().Format("2 Jan 15:04 UTC")
+		}
+	case auth.EventUserCreated, auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted,
+		auth.EventUserDemoted:
+		adminEventRow(&row, e)
+	case auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked:
+		apiKeyEventRow(&row, e)
+	case auth.EventSignedOutEverywhere:
+		row.What = "Signed out everywhere"
+		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
+			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		} else if by == "cli" {
+			row.Detail = "From the command line"
+		}
+	}
+	if times := foldedTimes(e); times != "" {
+		if row.Detail != "" {
+			row.Detail += "; "
+		}
+		row.Detail += times
+	}
+	return row
+}
+
 // refusalWhat says what each kind of refusal by a limit refused.
 var refusalWhat = map[string]string{
 	auth.EventLoginRejected:        "Sign-in refused by a limit",
