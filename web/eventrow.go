@@ -12,9 +12,12 @@ import (
 	"github.com/xcloak/xcloak/templates"
 )
 
-// The words of the event search for the events of sign-ins, refusals by a
-// limit, mailed links and second steps, the kinds a flood and a user's
-// day are made of.
+// eventRow puts every kind of stored event into words, for the event
+// search and the dashboard's latest events. The words of sign-ins,
+// refusals by a limit, mailed links and second steps, the kinds a flood
+// and a user's day are made of, are here; those of attacks (attack.go)
+// and of accounts and API keys administered (users.go) beside their
+// pages.
 
 // eventRow puts a stored event into words.
 func eventRow(e dashboard.StoredEvent) templates.EventRow {
