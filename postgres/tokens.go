@@ -44,16 +44,8 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 		if err != nil {
 			return err
 		}
-		// Spent with the same conditions, the token is single-use even
-		// when two confirmations race: the second finds it spent.
-		tag, err := tx.Exec(ctx, `
-			UPDATE password_reset_tokens SET used_at = $2
-			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`, tokenHash, now)
-		if err != nil {
+		if err := spendToken(ctx, tx, "password_reset_tokens", tokenHash, now); err != nil {
 			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return auth.ErrInvalidToken
 		}
 		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, now); err != nil {
 			return err
@@ -92,14 +84,8 @@ func (s *Store) UseUnlockToken(ctx context.Context, tokenHash []byte, now time.T
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `
-			UPDATE unlock_tokens SET used_at = $2
-			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`, tokenHash, now)
-		if err != nil {
+		if err := spendToken(ctx, tx, "unlock_tokens", tokenHash, now); err != nil {
 			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return auth.ErrInvalidToken
 		}
 		return insertDevice(ctx, tx, userID, nonceHash, now, maxDevices, true)
 	})
@@ -107,6 +93,23 @@ func (s *Store) UseUnlockToken(ctx context.Context, tokenHash []byte, now time.T
 		return 0, "", err
 	}
 	return userID, email, nil
+}
+
+// spendToken marks the link tokenHash in table used at now, in the
+// caller's transaction, or returns ErrInvalidToken if it is spent or
+// expired. Spent by a conditional UPDATE, a link is single-use even when
+// two confirmations race: the second finds it spent. table is one of the
+// code's own, as for lockAccountOf.
+func spendToken(ctx context.Context, tx pgx.Tx, table string, tokenHash []byte, now time.Time) error {
+	tag, err := tx.Exec(ctx, `UPDATE `+table+` SET used_at = $2
+		WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`, tokenHash, now)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return auth.ErrInvalidToken
+	}
+	return nil
 }
 
 // lockAccountOf locks, in the caller's transaction, the row of the enabled
