@@ -10,6 +10,8 @@
 //	                   new-device users: takeovers and attack mode
 //	stuffing limiter-compare  XCloak's limiter beside redis_rate and a
 //	                   trivial script, interleaved round by round: ratios
+//	stuffing script-compare  versions of the limiter's script, interleaved
+//	                   round by round: their cost inside Redis
 //	stuffing memory    Redis memory per tracked attacker address
 //	stuffing hello     a bare Go handler: the HTTP ceiling of this machine
 //	stuffing compare   wrk against XCloak's answers and a bare Go handler,

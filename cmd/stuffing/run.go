@@ -29,6 +29,9 @@ Commands:
   limiter-compare
             XCloak's limiter, redis_rate and a trivial script, round by round:
             decisions/s and median ratios
+  script-compare
+            versions of the limiter's script, round by round: their time
+            inside Redis per call and Redis' CPU per decision
   memory    Redis memory per tracked attacker address at the default limit
   hello     serves a bare Go handler, the HTTP ceiling to compare with
   compare   wrk against XCloak's rejections, forward-auth and decision API and
@@ -61,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = distributedCommand(ctx, rest, stdout, stderr)
 	case "limiter-compare":
 		err = limiterCompareCommand(ctx, rest, stdout, stderr)
+	case "script-compare":
+		err = scriptCompareCommand(ctx, rest, stdout, stderr)
 	case "memory":
 		err = memoryCommand(ctx, rest, stdout, stderr)
 	case "hello":
