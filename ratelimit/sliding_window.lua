@@ -261,7 +261,10 @@ local function write(key, raw, w0, fmt0, base, exp, m, keep, added, window, at)
     parts[#parts + 1] = string.rep(put(fmt, at - b), added)
     value = table.concat(parts)
   end
-  redis.call('SET', key, value, 'PXAT', exp)
+  -- The expiry as an integer's digits: Redis 7.0 writes a number given to
+  -- redis.call with '%.17g', through the C library's floating-point
+  -- printf: about 2% of Redis' time under a flood of admitted sign-ins.
+  redis.call('SET', key, value, 'PXAT', string.format('%d', exp))
 end
 
 if n == 1 then
