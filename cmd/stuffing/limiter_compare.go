@@ -403,6 +403,19 @@ func (lc *limiterComparison) alternate(ctx context.Context, rng *mathrand.Rand, 
 // decisions per second. next is where the contender's walk over ids is.
 func (lc *limiterComparison) measure(ctx context.Context, name string, clients int, d time.Duration, ids []string, next *atomic.Int64) (float64, error) {
 	decide := lc.decide[name]
+	_, rate, err := callFor(ctx, clients, d, func() error {
+		return decide(ctx, ids[int(next.Add(1)-1)%len(ids)])
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return rate, nil
+}
+
+// callFor has clients callers call call over and over for d, and returns
+// how many calls they made and the calls per second: the first error, or
+// the context's, ends the run.
+func callFor(ctx context.Context, clients int, d time.Duration, call func() error) (int64, float64, error) {
 	var (
 		wg    sync.WaitGroup
 		calls atomic.Int64
@@ -415,8 +428,7 @@ func (lc *limiterComparison) measure(ctx context.Context, name string, clients i
 		wg.Go(func() {
 			n := 0
 			for time.Now().Before(end) && ctx.Err() == nil {
-				i := int(next.Add(1)-1) % len(ids)
-				if err := decide(ctx, ids[i]); err != nil {
+				if err := call(); err != nil {
 					once.Do(func() { first = err })
 					return
 				}
@@ -427,13 +439,10 @@ func (lc *limiterComparison) measure(ctx context.Context, name string, clients i
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if first != nil {
-		return 0, fmt.Errorf("%s: %w", name, first)
+	if err := errors.Join(first, ctx.Err()); err != nil {
+		return 0, 0, err
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	return float64(calls.Load()) / elapsed.Seconds(), nil
+	return calls.Load(), float64(calls.Load()) / elapsed.Seconds(), nil
 }
 
 func (r *limiterCompareReport) print(w io.Writer, prefix string) {

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -222,9 +221,11 @@ func (rep *scriptCompareReport) run(ctx context.Context, rdb redis.UniversalClie
 		keys := func(shape string, kinds ...string) (func(string) []string, error) {
 			ks := make([]ratelimit.Keys, len(kinds))
 			for i, kind := range kinds {
-				if ks[i], err = ratelimit.NewKeys(prefix+s.name+":"+shape+":", strings.TrimSuffix(kind, ":lock")); err != nil {
+				k, err := ratelimit.NewKeys(prefix+s.name+":"+shape+":", strings.TrimSuffix(kind, ":lock"))
+				if err != nil {
 					return nil, err
 				}
+				ks[i] = k
 			}
 			return func(id string) []string {
 				out := make([]string, len(kinds))
@@ -315,32 +316,11 @@ func (c *scriptContender) measure(ctx context.Context, rdb redis.UniversalClient
 	if err != nil {
 		return scriptRun{}, err
 	}
-	var (
-		wg    sync.WaitGroup
-		calls atomic.Int64
-		once  sync.Once
-		fail  error
-	)
-	start := time.Now()
-	end := start.Add(d)
-	for range clients {
-		wg.Go(func() {
-			n := 0
-			for time.Now().Before(end) && ctx.Err() == nil {
-				id := ids[int(c.next.Add(1)-1)%len(ids)]
-				if err := rdb.EvalSha(ctx, c.sha, c.keys(id), c.args).Err(); err != nil {
-					once.Do(func() { fail = fmt.Errorf("%s: %w", c.Name, err) })
-					return
-				}
-				n++
-			}
-			calls.Add(int64(n))
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := errors.Join(fail, ctx.Err()); err != nil {
-		return scriptRun{}, err
+	calls, rate, err := callFor(ctx, clients, d, func() error {
+		return rdb.EvalSha(ctx, c.sha, c.keys(ids[int(c.next.Add(1)-1)%len(ids)]), c.args).Err()
+	})
+	if err != nil {
+		return scriptRun{}, fmt.Errorf("%s: %w", c.Name, err)
 	}
 	cpuAfter, err := redisCPU(ctx, rdb)
 	if err != nil {
@@ -350,8 +330,7 @@ func (c *scriptContender) measure(ctx context.Context, rdb redis.UniversalClient
 	if err != nil {
 		return scriptRun{}, err
 	}
-	n := float64(max(calls.Load(), 1))
-	return scriptRun{rate: float64(calls.Load()) / elapsed.Seconds(), scriptMicros: perCall, cpuMicros: (cpuAfter - cpuBefore) * 1e6 / n}, nil
+	return scriptRun{rate: rate, scriptMicros: perCall, cpuMicros: (cpuAfter - cpuBefore) * 1e6 / float64(max(calls, 1))}, nil
 }
 
 // redisCPU is the seconds of CPU the Redis process has used, user and
