@@ -77,12 +77,32 @@ func (f *scriptFlag) Set(v string) error {
 			return fmt.Errorf("name %q given twice", name)
 		}
 	}
-	src, err := os.ReadFile(file)
+	src, err := readScript(file)
 	if err != nil {
 		return err
 	}
-	*f = append(*f, namedScript{name: name, file: file, src: string(src)})
+	*f = append(*f, namedScript{name: name, file: file, src: src})
 	return nil
+}
+
+// maxScriptBytes bounds a script file: sliding_window.lua is some 14 KB,
+// and a path such as /dev/zero must not be read without end.
+const maxScriptBytes = 1 << 20
+
+func readScript(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, maxScriptBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(src) > maxScriptBytes {
+		return "", fmt.Errorf("%s: larger than %d bytes", file, maxScriptBytes)
+	}
+	return string(src), nil
 }
 
 // scriptContender is one script in one shape, and what each round

@@ -96,6 +96,7 @@ func TestScriptCompareFlags(t *testing.T) {
 		{"--script", "A/b=" + limiterScript},
 		{"--script", "a=" + limiterScript, "--script", "a=" + limiterScript},
 		{"--script", "a=/no/such/file.lua"},
+		{"--script", "a=/dev/zero"},
 		{"--script", "a=" + limiterScript, "--rounds", "0"},
 		{"--script", "a=" + limiterScript, "--clients", "0"},
 		{"--script", "a=" + limiterScript, "--keys", "2000000"},
