@@ -61,10 +61,6 @@ keys live under a run prefix in the Redis of --redis (database 15 by
 default, which tests do not use) and are deleted at the end.
 `
 
-// defaultCompareRedisURL keeps a comparison's keys out of the database the
-// tests scan.
-const defaultCompareRedisURL = "redis://127.0.0.1:6379/15"
-
 // Limiter contender names.
 const (
 	lcAllow     = "allow"
@@ -150,28 +146,19 @@ type alternatingCell struct {
 
 func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("stuffing", "limiter-compare", "[flags]", limiterCompareDescription)
-	redisURL := fs.String("redis", defaultCompareRedisURL, "`URL` of the Redis to measure")
-	rounds := fs.Int("rounds", 5, "rounds per cell, each running every contender once (`n`)")
-	duration := fs.Duration("duration", 2*time.Second, "how long each contender runs in each round (10ms to 1m)")
+	f := addRedisCompareFlags(fs, 5, 2*time.Second, "stuffing:compare:", "rounds per cell, each running every contender once")
 	clients := intList{1, 64}
 	fs.Var(&clients, "clients", "comma-separated `counts` of callers at once, one cell each")
 	keys := intList{1, 100_000}
 	fs.Var(&keys, "keys", "comma-separated `counts` of identities the calls cycle over, one cell each")
-	limit := fs.Int("limit", 10, "requests per minute each rule admits (`n`)")
 	alternate := fs.Int("alternate", 0, "then `n` turns of one caller per --keys count, every contender once per turn (0: none)")
-	seed := fs.Uint64("seed", 0, "seed of the rounds' order; 0 picks one, which the report prints")
-	jsonOut := fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
-	base := fs.String("key-prefix", "stuffing:compare:", "start of the run's key `prefix`; random hex and ':' are added")
-	allow := fs.Bool("allow-non-loopback", false, "allow a Redis that is not on this machine's loopback")
 	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	switch {
-	case *rounds < 1 || *rounds > maxTrials:
-		return badFlag(stderr, "--rounds %d out of range 1..%d", *rounds, maxTrials)
-	case *limit < 1 || *limit > ratelimit.MaxCount:
-		return badFlag(stderr, "--limit %d out of range 1..%d", *limit, ratelimit.MaxCount)
-	case *alternate < 0 || *alternate > 1_000_000:
+	if err := f.check(stderr); err != nil {
+		return err
+	}
+	if *alternate < 0 || *alternate > 1_000_000 {
 		return badFlag(stderr, "--alternate %d out of range 0..1000000", *alternate)
 	}
 	for _, c := range clients {
@@ -184,37 +171,24 @@ func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io
 			return badFlag(stderr, "--keys %d above 1000000", k)
 		}
 	}
-	if err := inBounds("duration", *duration, 10*time.Millisecond, time.Minute); err != nil {
-		return badFlag(stderr, "%v", err)
-	}
-	prefix, err := newRunPrefix(*base)
-	if err != nil {
-		return badFlag(stderr, "%v", err)
-	}
-	if *seed == 0 {
-		*seed = randomUint64()%1_000_000_000 + 1
-	}
-	rdb, where, err := redisTarget{url: *redisURL, pool: 2 * slices.Max(clients), allow: *allow}.connect(ctx)
+	rdb, where, prefix, err := f.start(ctx, stderr, 2*slices.Max(clients))
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 
-	progress := stdout
-	if *jsonOut {
-		progress = stderr
-	}
-	lc, err := newLimiterComparison(rdb, prefix, *limit)
+	progress := f.progress(stdout, stderr)
+	lc, err := newLimiterComparison(rdb, prefix, f.limit)
 	if err != nil {
 		return err
 	}
-	rep := limiterCompareReport{Redis: where, Seed: *seed, Rounds: *rounds, Duration: duration.String(),
-		Limit: ratelimit.PerMinute(*limit).String(), CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
-	rng := mathrand.New(mathrand.NewPCG(*seed, 0))
+	rep := limiterCompareReport{Redis: where, Seed: f.seed, Rounds: f.rounds, Duration: f.duration.String(),
+		Limit: ratelimit.PerMinute(f.limit).String(), CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
+	rng := mathrand.New(mathrand.NewPCG(f.seed, 0))
 	var runErr error
 	for _, k := range keys {
 		for _, c := range clients {
-			cell, err := lc.cell(ctx, rng, c, k, *rounds, *duration, progress)
+			cell, err := lc.cell(ctx, rng, c, k, f.rounds, f.duration, progress)
 			if err != nil {
 				runErr = err
 				break
@@ -237,22 +211,8 @@ func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io
 		rep.Alternating = append(rep.Alternating, a)
 	}
 	rep.LoadAfter = loadAverage()
-	// Clean up even after a failure or an interrupt, on a fresh context.
-	cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	_, cleanErr := deletePrefixed(cleanCtx, rdb, prefix)
-	if _, err := deletePrefixed(cleanCtx, rdb, redisRatePrefix+prefix); cleanErr == nil {
-		cleanErr = err
-	}
-	if err := errors.Join(runErr, cleanErr); err != nil {
-		return err
-	}
-	if *jsonOut {
-		return writeJSON(stdout, rep)
-	}
-	fmt.Fprintln(stdout)
-	rep.print(stdout, prefix)
-	return nil
+	// redis_rate's keys are under its own "rate:".
+	return f.finish(ctx, rdb, stdout, runErr, rep, rep.print, prefix, redisRatePrefix+prefix)
 }
 
 // limiterComparison holds the contenders of one run.

@@ -150,67 +150,36 @@ func scriptCompareCommand(ctx context.Context, args []string, stdout, stderr io.
 	fs := cli.NewFlagSet("stuffing", "script-compare", "--script NAME=FILE [--script NAME=FILE ...] [flags]", scriptCompareDescription)
 	var scripts scriptFlag
 	fs.Var(&scripts, "script", "`NAME=FILE`: a version of sliding_window.lua to measure; repeat it, the first is the one the others are compared with")
-	redisURL := fs.String("redis", defaultCompareRedisURL, "`URL` of the Redis to measure")
-	rounds := fs.Int("rounds", 7, "rounds, each running every contender once (`n`)")
-	duration := fs.Duration("duration", 1500*time.Millisecond, "how long each contender runs in each round (10ms to 1m)")
+	f := addRedisCompareFlags(fs, 7, 1500*time.Millisecond, "stuffing:scripts:", "rounds, each running every contender once")
 	clients := fs.Int("clients", 64, "callers at once (`n`)")
 	keys := fs.Int("keys", 100_000, "identities each contender's calls cycle over (`n`)")
-	limit := fs.Int("limit", 10, "requests per minute each rule admits (`n`)")
-	seed := fs.Uint64("seed", 0, "seed of the rounds' order; 0 picks one, which the report prints")
-	jsonOut := fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
-	base := fs.String("key-prefix", "stuffing:scripts:", "start of the run's key `prefix`; random hex and ':' are added")
-	allow := fs.Bool("allow-non-loopback", false, "allow a Redis that is not on this machine's loopback")
 	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	switch {
-	case len(scripts) == 0:
+	if len(scripts) == 0 {
 		return badFlag(stderr, "want at least one --script NAME=FILE")
-	case *rounds < 1 || *rounds > maxTrials:
-		return badFlag(stderr, "--rounds %d out of range 1..%d", *rounds, maxTrials)
+	}
+	if err := f.check(stderr); err != nil {
+		return err
+	}
+	switch {
 	case *clients < 1 || *clients > maxWorkers:
 		return badFlag(stderr, "--clients %d out of range 1..%d", *clients, maxWorkers)
 	case *keys < 1 || *keys > 1_000_000:
 		return badFlag(stderr, "--keys %d out of range 1..1000000", *keys)
-	case *limit < 1 || *limit > ratelimit.MaxCount:
-		return badFlag(stderr, "--limit %d out of range 1..%d", *limit, ratelimit.MaxCount)
 	}
-	if err := inBounds("duration", *duration, 10*time.Millisecond, time.Minute); err != nil {
-		return badFlag(stderr, "%v", err)
-	}
-	prefix, err := newRunPrefix(*base)
-	if err != nil {
-		return badFlag(stderr, "%v", err)
-	}
-	if *seed == 0 {
-		*seed = randomUint64()%1_000_000_000 + 1
-	}
-	rdb, where, err := redisTarget{url: *redisURL, pool: 2 * *clients, allow: *allow}.connect(ctx)
+	rdb, where, prefix, err := f.start(ctx, stderr, 2**clients)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	progress := stdout
-	if *jsonOut {
-		progress = stderr
-	}
+	progress := f.progress(stdout, stderr)
 
-	rep := scriptCompareReport{Redis: where, Seed: *seed, Rounds: *rounds, Duration: duration.String(), Clients: *clients,
-		Keys: *keys, Limit: ratelimit.PerMinute(*limit).String(), CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
-	runErr := rep.run(ctx, rdb, scripts, prefix, *limit, *duration, mathrand.New(mathrand.NewPCG(*seed, 0)), progress)
+	rep := scriptCompareReport{Redis: where, Seed: f.seed, Rounds: f.rounds, Duration: f.duration.String(), Clients: *clients,
+		Keys: *keys, Limit: ratelimit.PerMinute(f.limit).String(), CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
+	runErr := rep.run(ctx, rdb, scripts, prefix, f.limit, f.duration, mathrand.New(mathrand.NewPCG(f.seed, 0)), progress)
 	rep.LoadAfter = loadAverage()
-	cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	_, cleanErr := deletePrefixed(cleanCtx, rdb, prefix)
-	if err := errors.Join(runErr, cleanErr); err != nil {
-		return err
-	}
-	if *jsonOut {
-		return writeJSON(stdout, rep)
-	}
-	fmt.Fprintln(stdout)
-	rep.print(stdout, prefix)
-	return nil
+	return f.finish(ctx, rdb, stdout, runErr, rep, rep.print, prefix)
 }
 
 // packedRules is ARGV[1] of sliding_window.lua: each rule's limit
