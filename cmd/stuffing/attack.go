@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -74,44 +75,12 @@ type attackConfig struct {
 func httpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("stuffing", "http", "--target URL [flags]", httpDescription)
 	var c attackConfig
-	target := fs.String("target", "", "base `URL` of the XCloak to attack, such as http://127.0.0.1:8080 (required)")
-	fs.IntVar(&c.accounts, "accounts", 100, "accounts in the credential list (`n`)")
-	fs.IntVar(&c.passwords, "passwords", 100, "passwords tried per account (`n`)")
-	fs.StringVar(&c.emailPattern, "email-pattern", "user%d@example.com", "account addresses, `pattern` with one %d for the account number")
-	fs.StringVar(&c.foundPassword, "found-password", "", "plant this `password` as the last one of the list")
-	fs.IntVar(&c.sources, "sources", 200, "loopback source addresses the attempts come from (`n`); 0 lets the system pick")
-	fs.IntVar(&c.workers, "workers", 64, "attempts in flight at once (`n`)")
-	fs.Float64Var(&c.rate, "rate", 0, "attempts per second (`r`); 0 sends as fast as the workers can")
-	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long the run lasts (at most 10m)")
-	fs.IntVar(&c.maxRequests, "max-requests", 100_000, "most attempts the attack sends (`n`); 0 runs only the legitimate user")
-	fs.IntVar(&c.accountLimit, "account-limit", 10, "sign-in attempts per account the server admits per window (`n`), to compare with")
-	fs.IntVar(&c.lockoutThreshold, "lockout-threshold", 10, "failed sign-ins that lock an account on the server (`n`), to count lockouts")
-	fs.StringVar(&c.legitEmail, "legit-email", "", "`email` of an existing account a legitimate user signs in to during the attack")
-	fs.StringVar(&c.legitPassword, "legit-password", "", "`password` of that account")
-	legitSource := fs.String("legit-source", "127.0.0.250", "loopback `address` the legitimate user comes from")
-	fs.DurationVar(&c.legitInterval, "legit-interval", time.Second, "time between the legitimate user's sign-ins (at least 100ms)")
-	fs.IntVar(&c.legitUsers, "legit-users", 1, "browsers of the legitimate user, each from its own address (`n`, 1 to 64)")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Second, "bound on each request")
-	jsonOut := fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
-	fs.BoolVar(&c.allow, "allow-non-loopback", false, "allow a target that is not on this machine's loopback")
+	target, legitSource, jsonOut := addAttackFlags(fs, &c)
 	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	if err := c.check(*target, *legitSource); err != nil {
-		return badFlag(stderr, "%v", err)
-	}
-	u, err := checkTarget(ctx, *target, c.allow)
-	if err != nil {
+	if err := c.prepare(ctx, stderr, *target, *legitSource); err != nil {
 		return err
-	}
-	c.target = u
-	if c.sources > 0 || c.legitEmail != "" {
-		// Bound sources are loopback addresses, which reach only this machine.
-		if a, found, err := nonLoopback(ctx, u.Hostname()); err != nil {
-			return err
-		} else if found {
-			return badFlag(stderr, "--sources and the legitimate user bind loopback addresses, which cannot reach %s; give --sources 0 and no --legit-email", a)
-		}
 	}
 
 	progressOut := stdout
@@ -131,6 +100,55 @@ func httpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if rep.AccountsOverLimit > 0 {
 		return fmt.Errorf("%d accounts reached password checking more than %d times", rep.AccountsOverLimit, c.accountLimit)
+	}
+	return nil
+}
+
+// addAttackFlags defines an http run's flags on fs, into c, but for the
+// three that prepare and the caller read: the target, the legitimate
+// user's source and --json.
+func addAttackFlags(fs *flag.FlagSet, c *attackConfig) (target, legitSource *string, jsonOut *bool) {
+	target = fs.String("target", "", "base `URL` of the XCloak to attack, such as http://127.0.0.1:8080 (required)")
+	fs.IntVar(&c.accounts, "accounts", 100, "accounts in the credential list (`n`)")
+	fs.IntVar(&c.passwords, "passwords", 100, "passwords tried per account (`n`)")
+	fs.StringVar(&c.emailPattern, "email-pattern", "user%d@example.com", "account addresses, `pattern` with one %d for the account number")
+	fs.StringVar(&c.foundPassword, "found-password", "", "plant this `password` as the last one of the list")
+	fs.IntVar(&c.sources, "sources", 200, "loopback source addresses the attempts come from (`n`); 0 lets the system pick")
+	fs.IntVar(&c.workers, "workers", 64, "attempts in flight at once (`n`)")
+	fs.Float64Var(&c.rate, "rate", 0, "attempts per second (`r`); 0 sends as fast as the workers can")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long the run lasts (at most 10m)")
+	fs.IntVar(&c.maxRequests, "max-requests", 100_000, "most attempts the attack sends (`n`); 0 runs only the legitimate user")
+	fs.IntVar(&c.accountLimit, "account-limit", 10, "sign-in attempts per account the server admits per window (`n`), to compare with")
+	fs.IntVar(&c.lockoutThreshold, "lockout-threshold", 10, "failed sign-ins that lock an account on the server (`n`), to count lockouts")
+	fs.StringVar(&c.legitEmail, "legit-email", "", "`email` of an existing account a legitimate user signs in to during the attack")
+	fs.StringVar(&c.legitPassword, "legit-password", "", "`password` of that account")
+	legitSource = fs.String("legit-source", "127.0.0.250", "loopback `address` the legitimate user comes from")
+	fs.DurationVar(&c.legitInterval, "legit-interval", time.Second, "time between the legitimate user's sign-ins (at least 100ms)")
+	fs.IntVar(&c.legitUsers, "legit-users", 1, "browsers of the legitimate user, each from its own address (`n`, 1 to 64)")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Second, "bound on each request")
+	jsonOut = fs.Bool("json", false, "print the report as JSON; progress goes to stderr")
+	fs.BoolVar(&c.allow, "allow-non-loopback", false, "allow a target that is not on this machine's loopback")
+	return target, legitSource, jsonOut
+}
+
+// prepare checks the flags and the target, and sets c.target: nil once c
+// can run. A flag out of its bounds is a usage error, written to stderr.
+func (c *attackConfig) prepare(ctx context.Context, stderr io.Writer, target, legitSource string) error {
+	if err := c.check(target, legitSource); err != nil {
+		return badFlag(stderr, "%v", err)
+	}
+	u, err := checkTarget(ctx, target, c.allow)
+	if err != nil {
+		return err
+	}
+	c.target = u
+	if c.sources > 0 || c.legitEmail != "" {
+		// Bound sources are loopback addresses, which reach only this machine.
+		if a, found, err := nonLoopback(ctx, u.Hostname()); err != nil {
+			return err
+		} else if found {
+			return badFlag(stderr, "--sources and the legitimate user bind loopback addresses, which cannot reach %s; give --sources 0 and no --legit-email", a)
+		}
 	}
 	return nil
 }
@@ -407,28 +425,51 @@ func (l *legit) snapshot() (ok, attempts int) {
 
 // attack runs one http run and returns its report.
 func attack(ctx context.Context, c attackConfig, prog *progress) (*httpReport, error) {
+	browsers, err := c.legitBrowsers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeIdle(browsers)
+	return attackWith(ctx, c, browsers, prog), nil
+}
+
+// legitBrowsers returns the legitimate user's browsers, none without
+// --legit-email, each signed in once: a returning user, whose browser
+// holds its device cookie when the attack starts.
+func (c *attackConfig) legitBrowsers(ctx context.Context) ([]*http.Client, error) {
+	if c.legitEmail == "" {
+		return nil, nil
+	}
+	endpoint := c.target.JoinPath(loginPath).String()
+	var browsers []*http.Client
+	for i := range c.legitUsers {
+		jar, _ := cookiejar.New(nil)
+		client := c.newClient(c.legitAddr(i), jar, 2)
+		o := signIn(ctx, client, endpoint, c.legitEmail, c.legitPassword, c.requestTimeout)
+		if o.err == nil && o.status != http.StatusOK {
+			o.err = fmt.Errorf("answered %d; check --legit-email and --legit-password", o.status)
+		}
+		if o.err != nil {
+			closeIdle(append(browsers, client))
+			return nil, fmt.Errorf("the legitimate user's first sign-in from %s, before the attack: %w", c.legitAddr(i), o.err)
+		}
+		browsers = append(browsers, client)
+	}
+	return browsers, nil
+}
+
+func closeIdle(clients []*http.Client) {
+	for _, cl := range clients {
+		cl.CloseIdleConnections()
+	}
+}
+
+// attackWith runs one http run beside the legitimate user's browsers
+// (legitBrowsers), and returns its report.
+func attackWith(ctx context.Context, c attackConfig, legitClients []*http.Client, prog *progress) *httpReport {
 	endpoint := c.target.JoinPath(loginPath).String()
 	t := &tally{reached: make([]atomic.Int32, c.accounts), found: make([]atomic.Int32, c.accounts)}
 	l := &legit{}
-
-	var legitClients []*http.Client
-	if c.legitEmail != "" {
-		for i := range c.legitUsers {
-			jar, _ := cookiejar.New(nil)
-			client := c.newClient(c.legitAddr(i), jar, 2)
-			defer client.CloseIdleConnections()
-			// A returning user: the browser has signed in before and holds
-			// its device cookie when the attack starts.
-			o := signIn(ctx, client, endpoint, c.legitEmail, c.legitPassword, c.requestTimeout)
-			if o.err != nil {
-				return nil, fmt.Errorf("the legitimate user's first sign-in from %s, before the attack: %w", c.legitAddr(i), o.err)
-			}
-			if o.status != http.StatusOK {
-				return nil, fmt.Errorf("the legitimate user's first sign-in from %s, before the attack, answered %d; check --legit-email and --legit-password", c.legitAddr(i), o.status)
-			}
-			legitClients = append(legitClients, client)
-		}
-	}
 
 	clients := make([]*http.Client, max(c.sources, 1))
 	for i := range clients {
@@ -439,11 +480,7 @@ func attack(ctx context.Context, c attackConfig, prog *progress) (*httpReport, e
 		// Each source keeps a couple of connections, as a bot would.
 		clients[i] = c.newClient(src, nil, max(2, c.workers/len(clients)+1))
 	}
-	defer func() {
-		for _, cl := range clients {
-			cl.CloseIdleConnections()
-		}
-	}()
+	defer closeIdle(clients)
 
 	// The attack stops sending at the deadline; attempts in flight finish
 	// under their own timeout, unless the caller's context ends.
@@ -523,7 +560,7 @@ func attack(ctx context.Context, c attackConfig, prog *progress) (*httpReport, e
 	case runCtx.Err() != nil:
 		stoppedBy = "duration"
 	}
-	return newReport(c, t, l, elapsed, stoppedBy), nil
+	return newReport(c, t, l, elapsed, stoppedBy)
 }
 
 // sleepUntil waits for due; false if ctx ended first.
