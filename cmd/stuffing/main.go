@@ -5,6 +5,8 @@
 //	                   XCloak's, on one Redis or a Redis Cluster
 //	stuffing http      a botnet's credential list against a running XCloak,
 //	                   while a legitimate user keeps signing in
+//	stuffing legit-compare  a returning user with and without a flood of
+//	                   rejections, interleaved round by round: p99 ratios
 //	stuffing distributed  a leaked credential list from a botnet that uses
 //	                   each address once or twice, beside returning and
 //	                   new-device users: takeovers and attack mode

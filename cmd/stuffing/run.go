@@ -23,6 +23,9 @@ unless told otherwise, and reports what got through.
 Commands:
   limiter   bursts at the seed's limiter and at XCloak's: admitted vs the limit
   http      attacks a running XCloak over HTTP like a botnet, beside a real user
+  legit-compare
+            a returning user's sign-ins with and without a flood of rejections,
+            round by round: p99s and median ratios
   distributed
             a botnet's leaked list, each address used twice, against a running
             XCloak: takeovers, attack mode, returning and new-device users
@@ -64,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = distributedCommand(ctx, rest, stdout, stderr)
 	case "limiter-compare":
 		err = limiterCompareCommand(ctx, rest, stdout, stderr)
+	case "legit-compare":
+		err = legitCompareCommand(ctx, rest, stdout, stderr)
 	case "script-compare":
 		err = scriptCompareCommand(ctx, rest, stdout, stderr)
 	case "memory":

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// Against a real XCloak: every round runs both phases, each flood attacks
+// accounts new to the server (so each reaches its limit again, exactly),
+// and the returning user's browsers keep their cookies across the phases.
+func TestLegitCompareAgainstXCloak(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits[auth.RuleLoginAccount] = ratelimit.Limit{Count: testAccountLimit, Window: 10 * time.Minute}
+		c.Limits[auth.RuleLoginDevice] = ratelimit.Limit{Count: 100, Window: 10 * time.Minute}
+		c.Lockout.Threshold = testAccountLimit
+	}})
+	url := env.Start(t)
+	env.AddUser(t, "legit@example.org", "legit-password-1", false)
+	const rounds, accounts = 2, 2
+	stdout, stderr, err := runStuffing(t, "legit-compare", "--json", "--target", url, "--seed", "7",
+		"--rounds", fmt.Sprint(rounds), "--duration", "1s", "--settle", "0s",
+		"--accounts", fmt.Sprint(accounts), "--passwords", "20", "--sources", "5", "--workers", "8", "--max-requests", "3000",
+		"--account-limit", fmt.Sprint(testAccountLimit), "--lockout-threshold", fmt.Sprint(testAccountLimit),
+		"--legit-email", "legit@example.org", "--legit-password", "legit-password-1",
+		"--legit-users", "2", "--legit-interval", "250ms")
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, stderr)
+	}
+	var rep legitCompareReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+	}
+	if rep.Seed != 7 || len(rep.PerRound) != rounds || len(rep.Phases) != 2*rounds {
+		t.Fatalf("seed %d, %d rounds, %d phases; want 7, %d, %d", rep.Seed, len(rep.PerRound), len(rep.Phases), rounds, 2*rounds)
+	}
+	for r, round := range rep.PerRound {
+		if !slices.Equal(slices.Sorted(slices.Values(round.Order)), []string{phaseFlood, phaseQuiet}) {
+			t.Errorf("round %d: order %v, want quiet and flood once each", r+1, round.Order)
+		}
+		if round.QuietP99Ms <= 0 || round.FloodP99Ms <= 0 || round.P99Ratio != round.FloodP99Ms/round.QuietP99Ms {
+			t.Errorf("round %d: %+v, want both p99s and their ratio", r+1, round)
+		}
+	}
+	for i, p := range rep.Phases {
+		if want := rep.PerRound[p.Round-1].Order[i%2]; p.Round != i/2+1 || p.Phase != want {
+			t.Errorf("phase %d is round %d's %s, want round %d's %s", i, p.Round, p.Phase, i/2+1, want)
+		}
+		r := p.Report
+		if r.Legit == nil || r.Legit.Attempts < 2 || r.Legit.Succeeded != r.Legit.Attempts {
+			t.Errorf("round %d %s: legit %+v, want every sign-in of both browsers to succeed", p.Round, p.Phase, r.Legit)
+		}
+		switch p.Phase {
+		case phaseQuiet:
+			if r.Sent != 0 {
+				t.Errorf("round %d quiet: the attack sent %d", p.Round, r.Sent)
+			}
+		case phaseFlood:
+			// Fresh accounts: each reaches its limit in its own phase.
+			if r.Reached != accounts*testAccountLimit || r.ReachedMax != testAccountLimit || r.Limited == 0 {
+				t.Errorf("round %d flood: %d reached (at most %d an account), %d rejected; want %d, %d and rejections",
+					p.Round, r.Reached, r.ReachedMax, r.Limited, accounts*testAccountLimit, testAccountLimit)
+			}
+		}
+	}
+	if rep.AccountsOverLimit != 0 || rep.ReachedPerAccountMax != testAccountLimit || rep.ServerErrors != 0 || rep.TransportErrors != 0 {
+		t.Errorf("over limit %d, reached at most %d, 5xx %d, socket errors %d", rep.AccountsOverLimit, rep.ReachedPerAccountMax, rep.ServerErrors, rep.TransportErrors)
+	}
+	if rep.Quiet.Succeeded != rep.Quiet.Attempts || rep.Flood.Succeeded != rep.Flood.Attempts || rep.Quiet.P99Ms <= 0 || rep.Flood.P99Ms <= 0 {
+		t.Errorf("pooled quiet %+v, flood %+v", rep.Quiet, rep.Flood)
+	}
+	if rep.MedianP99Ratio <= 0 || rep.PooledP99Ratio != rep.Flood.P99Ms/rep.Quiet.P99Ms {
+		t.Errorf("median p99 ratio %g, pooled %g", rep.MedianP99Ratio, rep.PooledP99Ratio)
+	}
+}
+
+func TestLegitCompareFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target", "http://127.0.0.1:1"}, "--legit-email and --legit-password are required"},
+		{[]string{"--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "x", "--max-requests", "0"}, "--max-requests 0"},
+		{[]string{"--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "x", "--rounds", "0"}, "--rounds 0 out of range"},
+		{[]string{"--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "x", "--settle", "2m"}, "--settle 2m0s out of range"},
+		{[]string{"--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "x", "--legit-users", "0"}, "--legit-users 0 out of range"},
+	} {
+		_, stderr, err := runStuffing(t, append([]string{"legit-compare"}, tt.args...)...)
+		if err == nil || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: got %v, stderr %q; want %q", tt.args, err, stderr, tt.want)
+		}
+	}
+}
