@@ -78,6 +78,7 @@ type legitCompareReport struct {
 	Rounds        int     `json:"rounds"`
 	PhaseSeconds  float64 `json:"phase_seconds"`
 	LegitUsers    int     `json:"legit_users"`
+	Source        string  `json:"legit_source"`
 	LegitInterval string  `json:"legit_interval"`
 	Workers       int     `json:"workers"`
 	Accounts      int     `json:"accounts"`
@@ -194,6 +195,7 @@ func (rep *legitCompareReport) run(ctx context.Context, c attackConfig, settle t
 				return ctx.Err()
 			}
 			rep.Phases = append(rep.Phases, legitPhase{Round: r + 1, Phase: phase, Report: pr})
+			rep.Source = pr.Legit.Source
 			samples := durations(pr.Legit.SamplesMs)
 			pooled := &rep.Quiet
 			if phase == phaseQuiet {
@@ -250,8 +252,8 @@ func (p *legitPooled) pool(samples []time.Duration) {
 func (rep *legitCompareReport) print(w io.Writer, c attackConfig) {
 	fmt.Fprintf(w, "target        %s%s\n", rep.Target, loginPath)
 	fmt.Fprintf(w, "rounds        %d, each a quiet and a flood phase of %s, order shuffled with --seed %d\n", rep.Rounds, c.duration, rep.Seed)
-	fmt.Fprintf(w, "returning     %s from %s, every %s\n", plural(rep.LegitUsers, "browser"), c.legitAddr(c.legitUsers-1), c.legitInterval)
-	fmt.Fprintf(w, "flood         %d workers, %d accounts x %d passwords, fresh accounts each round\n", rep.Workers, rep.Accounts, rep.Passwords)
+	fmt.Fprintf(w, "returning     %s from %s, each every %s\n", plural(rep.LegitUsers, "browser"), rep.Source, c.legitInterval)
+	fmt.Fprintf(w, "flood         %d workers, %s x %s, new each round\n", rep.Workers, plural(rep.Accounts, "account"), plural(rep.Passwords, "password"))
 	fmt.Fprintf(w, "load average  %s before, %s after\n\n", rep.LoadBefore, rep.LoadAfter)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "round\torder\tquiet p50 / p99 ms\tflood p50 / p99 ms\tp99 flood/quiet\trejections/s\t")
