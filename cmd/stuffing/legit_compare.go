@@ -25,8 +25,11 @@ below it) sign in once before the first round, as in an http run, and keep
 their cookies throughout. Each flood phase attacks accounts of its own (the
 addresses of --email-pattern after a prefix naming the run and the round),
 so that every flood starts as a new attack does: its first attempts, up to
-each account's limit, admitted and checked, then rejections. The flags are
-those of "stuffing http"; --duration is each phase's.
+each account's limit, admitted and checked, then rejections. With
+--same-accounts every flood attacks the same accounts, so that from the
+second round on it is rejections alone: the steady state of a flood, without
+its start. The flags are those of "stuffing http"; --duration is each
+phase's.
 
 The user signs in 2 x --rounds x --duration / --legit-interval times from
 each address, so a server measured this way needs login_ip and login_device
@@ -83,8 +86,11 @@ type legitCompareReport struct {
 	Workers       int     `json:"workers"`
 	Accounts      int     `json:"accounts"`
 	Passwords     int     `json:"passwords"`
-	LoadBefore    string  `json:"load_average_before"`
-	LoadAfter     string  `json:"load_average_after"`
+	// SameAccounts: every flood attacked the same accounts (else new
+	// ones each round).
+	SameAccounts bool   `json:"same_accounts"`
+	LoadBefore   string `json:"load_average_before"`
+	LoadAfter    string `json:"load_average_after"`
 
 	PerRound []legitRound `json:"per_round"`
 	// MedianP99Ratio and MedianP50Ratio are the medians of the per-round
@@ -115,6 +121,7 @@ func legitCompareCommand(ctx context.Context, args []string, stdout, stderr io.W
 	fs.Lookup("max-requests").Usage = "most attempts each flood phase sends (`n`, at least 1)"
 	rounds := fs.Int("rounds", 6, "rounds, each a quiet and a flood phase (`n`, 1 to 50)")
 	seed := fs.Uint64("seed", 0, "`seed` of the phases' order (0 picks one and prints it)")
+	same := fs.Bool("same-accounts", false, "every flood phase attacks the same accounts, limited since the first round's")
 	settle := fs.Duration("settle", time.Second, "pause between phases, for the server to write what a flood queued (0 to 1m)")
 	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
@@ -143,7 +150,7 @@ func legitCompareCommand(ctx context.Context, args []string, stdout, stderr io.W
 
 	rep := &legitCompareReport{Target: c.target.String(), Seed: *seed, Rounds: *rounds, PhaseSeconds: c.duration.Seconds(),
 		LegitUsers: c.legitUsers, LegitInterval: c.legitInterval.String(), Workers: c.workers, Accounts: c.accounts,
-		Passwords: c.passwords, LoadBefore: loadAverage()}
+		Passwords: c.passwords, SameAccounts: *same, LoadBefore: loadAverage()}
 	if err := rep.run(ctx, c, *settle, mathrand.New(mathrand.NewPCG(*seed, 0)), progressOut); err != nil {
 		return err
 	}
@@ -169,7 +176,8 @@ func (rep *legitCompareReport) run(ctx context.Context, c attackConfig, settle t
 		return err
 	}
 	defer closeIdle(browsers)
-	// The flooded accounts are new to the server on every run and round.
+	// The flooded accounts are new to the server on every run, and on
+	// every round unless they are to be the same.
 	runID := fmt.Sprintf("lc%08x", mathrand.Uint32())
 	var quiet, flood []time.Duration
 	var p99s, p50s, rejections []float64
@@ -188,6 +196,9 @@ func (rep *legitCompareReport) run(ctx context.Context, c attackConfig, settle t
 				pc.maxRequests = 0
 			} else {
 				pc.emailPattern = fmt.Sprintf("%s-r%d-%s", runID, r+1, c.emailPattern)
+				if rep.SameAccounts {
+					pc.emailPattern = fmt.Sprintf("%s-%s", runID, c.emailPattern)
+				}
 			}
 			fmt.Fprintf(progress, "round %d/%d, %s:\n", r+1, rep.Rounds, phase)
 			pr := attackWith(ctx, pc, browsers, newProgress(progress, pc))
@@ -253,7 +264,11 @@ func (rep *legitCompareReport) print(w io.Writer, c attackConfig) {
 	fmt.Fprintf(w, "target        %s%s\n", rep.Target, loginPath)
 	fmt.Fprintf(w, "rounds        %d, each a quiet and a flood phase of %s, order shuffled with --seed %d\n", rep.Rounds, c.duration, rep.Seed)
 	fmt.Fprintf(w, "returning     %s from %s, each every %s\n", plural(rep.LegitUsers, "browser"), rep.Source, c.legitInterval)
-	fmt.Fprintf(w, "flood         %d workers, %s x %s, new each round\n", rep.Workers, plural(rep.Accounts, "account"), plural(rep.Passwords, "password"))
+	accounts := "new each round"
+	if rep.SameAccounts {
+		accounts = "the same every round"
+	}
+	fmt.Fprintf(w, "flood         %d workers, %s x %s, %s\n", rep.Workers, plural(rep.Accounts, "account"), plural(rep.Passwords, "password"), accounts)
 	fmt.Fprintf(w, "load average  %s before, %s after\n\n", rep.LoadBefore, rep.LoadAfter)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "round\torder\tquiet p50 / p99 ms\tflood p50 / p99 ms\tp99 flood/quiet\trejections/s\t")

@@ -13,10 +13,9 @@ import (
 	"github.com/xcloak/xcloak/ratelimit"
 )
 
-// Against a real XCloak: every round runs both phases, each flood attacks
-// accounts new to the server (so each reaches its limit again, exactly),
-// and the returning user's browsers keep their cookies across the phases.
-func TestLegitCompareAgainstXCloak(t *testing.T) {
+// legitCompareServer starts an XCloak with the returning user
+// legit@example.org, its accounts' limit and lockout at testAccountLimit.
+func legitCompareServer(t *testing.T) string {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
 		c.Limits[auth.RuleLoginAccount] = ratelimit.Limit{Count: testAccountLimit, Window: 10 * time.Minute}
 		c.Limits[auth.RuleLoginDevice] = ratelimit.Limit{Count: 100, Window: 10 * time.Minute}
@@ -24,13 +23,20 @@ func TestLegitCompareAgainstXCloak(t *testing.T) {
 	}})
 	url := env.Start(t)
 	env.AddUser(t, "legit@example.org", "legit-password-1", false)
-	const rounds, accounts = 2, 2
-	stdout, stderr, err := runStuffing(t, "legit-compare", "--json", "--target", url, "--seed", "7",
+	return url
+}
+
+// runLegitCompare runs a short legit-compare against a server of its own
+// and returns its report.
+func runLegitCompare(t *testing.T, rounds, accounts int, extra ...string) legitCompareReport {
+	t.Helper()
+	args := append([]string{"legit-compare", "--json", "--target", legitCompareServer(t), "--seed", "7",
 		"--rounds", fmt.Sprint(rounds), "--duration", "1s", "--settle", "0s",
 		"--accounts", fmt.Sprint(accounts), "--passwords", "20", "--sources", "5", "--workers", "8", "--max-requests", "3000",
 		"--account-limit", fmt.Sprint(testAccountLimit), "--lockout-threshold", fmt.Sprint(testAccountLimit),
 		"--legit-email", "legit@example.org", "--legit-password", "legit-password-1",
-		"--legit-users", "2", "--legit-interval", "250ms")
+		"--legit-users", "2", "--legit-interval", "250ms"}, extra...)
+	stdout, stderr, err := runStuffing(t, args...)
 	if err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, stderr)
 	}
@@ -38,6 +44,15 @@ func TestLegitCompareAgainstXCloak(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
 	}
+	return rep
+}
+
+// Against a real XCloak: every round runs both phases, each flood attacks
+// accounts new to the server (so each reaches its limit again, exactly),
+// and the returning user's browsers keep their cookies across the phases.
+func TestLegitCompareAgainstXCloak(t *testing.T) {
+	const rounds, accounts = 2, 2
+	rep := runLegitCompare(t, rounds, accounts)
 	if rep.Seed != 7 || len(rep.PerRound) != rounds || len(rep.Phases) != 2*rounds {
 		t.Fatalf("seed %d, %d rounds, %d phases; want 7, %d, %d", rep.Seed, len(rep.PerRound), len(rep.Phases), rounds, 2*rounds)
 	}
@@ -78,6 +93,25 @@ func TestLegitCompareAgainstXCloak(t *testing.T) {
 	}
 	if rep.MedianP99Ratio <= 0 || rep.PooledP99Ratio != rep.Flood.P99Ms/rep.Quiet.P99Ms {
 		t.Errorf("median p99 ratio %g, pooled %g", rep.MedianP99Ratio, rep.PooledP99Ratio)
+	}
+}
+
+// With --same-accounts the second round's flood finds its accounts
+// limited by the first's: rejections alone.
+func TestLegitCompareSameAccounts(t *testing.T) {
+	const accounts = 2
+	rep := runLegitCompare(t, 2, accounts, "--same-accounts")
+	if !rep.SameAccounts || len(rep.Phases) != 4 {
+		t.Fatalf("same_accounts %v, %d phases", rep.SameAccounts, len(rep.Phases))
+	}
+	var reached []int64
+	for _, p := range rep.Phases {
+		if p.Phase == phaseFlood {
+			reached = append(reached, p.Report.Reached)
+		}
+	}
+	if !slices.Equal(reached, []int64{accounts * testAccountLimit, 0}) {
+		t.Errorf("the floods reached password checking %v times, want %d then 0", reached, accounts*testAccountLimit)
 	}
 }
 
