@@ -118,20 +118,22 @@ func (f *inFlight) end() {
 }
 
 // wait returns when nothing is in flight, after at most limit, or when
-// ctx ends, whichever comes first. With nothing in flight it costs one
-// atomic load and allocates nothing.
-func (f *inFlight) wait(ctx context.Context, limit time.Duration) {
+// ctx ends, whichever comes first, and says how long it waited. With
+// nothing in flight it costs one atomic load, reads no clock and
+// allocates nothing.
+func (f *inFlight) wait(ctx context.Context, limit time.Duration) time.Duration {
 	if f.n.Load() == 0 {
-		return
+		return 0
 	}
 	f.mu.Lock()
 	idle := f.idle
 	f.mu.Unlock()
 	if idle == nil || limit <= 0 {
-		return
+		return 0
 	}
 	f.waiting.Add(1)
 	defer f.waiting.Add(-1)
+	start := time.Now()
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	select {
@@ -139,4 +141,5 @@ func (f *inFlight) wait(ctx context.Context, limit time.Duration) {
 	case <-timer.C:
 	case <-ctx.Done():
 	}
+	return time.Since(start)
 }

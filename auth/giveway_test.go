@@ -150,3 +150,63 @@ func TestHashesGiveWayBounded(t *testing.T) {
 		t.Fatalf("Verify beside a trusted hash that never ends: %v, %v", ok, err)
 	}
 }
+
+// TestQueuedHashGivesWayToReturning: a hash that queued for a slot before
+// a returning browser's sign-in began does not start beside it when the
+// slot frees (a flood's admitted attempts all queue at the attack's
+// start), and still runs once the sign-in ends, or after hashGiveWay at
+// most if it never does.
+func TestQueuedHashGivesWayToReturning(t *testing.T) {
+	for _, ends := range []bool{true, false} {
+		h := newHasher(t, fast, 1, time.Second)
+		valid, err := h.Hash(context.Background(), "pw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		var entered atomic.Int64
+		h.inSlot = func() {
+			if entered.Add(1) == 1 {
+				<-gate
+			}
+		}
+		verify := func() <-chan struct{} {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if ok, _, err := h.Verify(context.Background(), valid, "pw"); !ok || err != nil {
+					t.Errorf("Verify: %v, %v", ok, err)
+				}
+			}()
+			return done
+		}
+		first := verify()
+		waitFor(t, "a hash holding the one slot", func() bool { return entered.Load() == 1 })
+		queued := verify()
+		waitFor(t, "a hash queued for the slot", func() bool { return h.Stats().Waiting == 1 })
+		h.returningStarted()
+		close(gate)
+		<-first
+		if ends {
+			waitFor(t, "the queued hash giving way", func() bool {
+				select {
+				case <-queued:
+					t.Fatal("the queued hash ran beside a returning sign-in in flight")
+				default:
+				}
+				return h.trusted.waiting.Load() == 1
+			})
+			if got := entered.Load(); got != 1 {
+				t.Fatalf("%d hashes entered a slot, want the first alone", got)
+			}
+			h.returningEnded()
+		}
+		<-queued
+		if !ends {
+			h.returningEnded()
+		}
+		if got := entered.Load(); got != 2 {
+			t.Errorf("returning sign-in ends %v: %d hashes ran, want 2", ends, got)
+		}
+	}
+}

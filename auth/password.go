@@ -314,27 +314,32 @@ func (h *Hasher) returningEnded()   { h.trusted.end() }
 // function that gives it back. A trusted caller may take the reserved slot
 // too.
 func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err error) {
+	// A returning browser's hash first (giveway.go): an untrusted hash
+	// gives way, hashGiveWay at most in all, both before it queues for a
+	// slot and once it has one, since a returning sign-in may have begun
+	// while it queued: a flood's admitted attempts queue for the slots
+	// all at once, at the attack's start, and would otherwise start one
+	// by one beside the returning user's hash. Only the time spent giving
+	// way counts, not the time queued.
+	giveWay := hashGiveWay
 	if !trusted {
-		// A returning browser's hash first (giveway.go).
-		h.trusted.wait(ctx, hashGiveWay)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var reserved chan struct{} // nil: a select never picks it
-	if trusted {
-		reserved = h.reserved
+		giveWay -= h.trusted.wait(ctx, giveWay)
 	}
 	var held chan struct{}
-	select {
-	case h.slots <- struct{}{}:
-		held = h.slots
-	case reserved <- struct{}{}:
-		held = reserved
-	default:
-		if held, err = h.wait(ctx, reserved); err != nil {
+	for {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if held, err = h.take(ctx, trusted); err != nil {
+			return nil, err
+		}
+		if trusted || giveWay <= 0 || h.trusted.n.Load() == 0 {
+			break
+		}
+		// Given back while it waits: another returning browser's hash
+		// may need it.
+		<-held
+		giveWay -= h.trusted.wait(ctx, giveWay)
 	}
 	h.running.Add(1)
 	h.checks.start()
@@ -352,6 +357,23 @@ func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err
 		h.running.Add(-1)
 		<-held
 	}, nil
+}
+
+// take takes a hashing slot, the reserved one too for a trusted caller,
+// waiting at most h.maxWait.
+func (h *Hasher) take(ctx context.Context, trusted bool) (chan struct{}, error) {
+	var reserved chan struct{} // nil: a select never picks it
+	if trusted {
+		reserved = h.reserved
+	}
+	select {
+	case h.slots <- struct{}{}:
+		return h.slots, nil
+	case reserved <- struct{}{}:
+		return reserved, nil
+	default:
+		return h.wait(ctx, reserved)
+	}
 }
 
 func (h *Hasher) wait(ctx context.Context, reserved chan struct{}) (chan struct{}, error) {
