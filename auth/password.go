@@ -92,7 +92,8 @@ type HasherStats struct {
 	// password checks in flight to finish (GiveWay).
 	GivingWay int
 	// HashesGivingWay is the number of hashes waiting, before they take a
-	// slot, for the returning browsers' sign-ins in flight (giveway.go).
+	// slot or having given one back, for the returning browsers' sign-ins
+	// in flight (giveway.go).
 	HashesGivingWay int
 }
 
@@ -131,8 +132,18 @@ type Hasher struct {
 	derived func()
 }
 
+// DefaultHashConcurrency is the hashes a Hasher computes at once unless
+// told otherwise: one fewer than the cores Go runs on, at least one, so
+// that with the slot reserved for the returning browsers' sign-ins there
+// are as many hashes at once as cores. argon2id is memory-hard: a third
+// hash on two cores slows each of them by far more than a third, and a
+// flood's admitted attempts, which queue for every ordinary slot at once,
+// would then leave the returning user's hash no core of its own
+// (docs/BENCHMARKS.md, "A legitimate user during a flood").
+func DefaultHashConcurrency() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+
 // NewHasher returns a Hasher that hashes with p. At most maxConcurrent hashes
-// run at once (maxConcurrent <= 0 means runtime.GOMAXPROCS(0)), plus one
+// run at once (maxConcurrent <= 0 means DefaultHashConcurrency()), plus one
 // reserved for VerifyTrusted; a caller waits
 // at most maxWait for a slot (maxWait <= 0 means not at all), then gets
 // ErrHasherBusy. It computes one hash up front, so that VerifyUnknown has a
@@ -143,7 +154,7 @@ func NewHasher(p Params, maxConcurrent int, maxWait time.Duration) (*Hasher, err
 		return nil, fmt.Errorf("auth: invalid argon2id parameters: %w", err)
 	}
 	if maxConcurrent <= 0 {
-		maxConcurrent = runtime.GOMAXPROCS(0)
+		maxConcurrent = DefaultHashConcurrency()
 	}
 	h := &Hasher{
 		params:   p,

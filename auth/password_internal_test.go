@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,6 +69,22 @@ func TestVerifyWorkIsTheSameRightOrWrong(t *testing.T) {
 			if got != unknown {
 				t.Errorf("%q: %s costs %d hashes, an unknown account %d", typed, what, got, unknown)
 			}
+		}
+	}
+}
+
+// TestDefaultHashConcurrency: by default a Hasher computes one hash fewer
+// than the cores at once, at least one, beside the returning browsers'
+// reserved slot.
+func TestDefaultHashConcurrency(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct{ procs, want int }{{1, 1}, {2, 1}, {4, 3}} {
+		runtime.GOMAXPROCS(c.procs)
+		if got := DefaultHashConcurrency(); got != c.want {
+			t.Errorf("GOMAXPROCS %d: DefaultHashConcurrency %d, want %d", c.procs, got, c.want)
+		}
+		if h := newHasher(t, fast, 0, time.Second); cap(h.slots) != c.want || cap(h.reserved) != 1 {
+			t.Errorf("GOMAXPROCS %d: %d slots and %d reserved, want %d and 1", c.procs, cap(h.slots), cap(h.reserved), c.want)
 		}
 	}
 }

@@ -59,7 +59,7 @@ type config struct {
 	// KeyPrefix namespaces every Redis key.
 	KeyPrefix string
 	// HashConcurrency bounds the password hashes computed at once; 0 means
-	// GOMAXPROCS.
+	// auth.DefaultHashConcurrency (GOMAXPROCS - 1, at least 1).
 	HashConcurrency int
 	// MetricsAddr is where /metrics is served: a host:port of its own,
 	// metricsOnMain, or metricsOff.
@@ -340,7 +340,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
-			env: "XCLOAK_HASH_CONCURRENCY", flag: "hash-concurrency", show: "GOMAXPROCS", scope: forServe,
+			env: "XCLOAK_HASH_CONCURRENCY", flag: "hash-concurrency", show: "GOMAXPROCS - 1", scope: forServe,
 			usage: "password hashes computed at once (`n`), each taking 19 MiB",
 			set: func(c *config, v string) error {
 				n, err := strconv.Atoi(v)
