@@ -54,16 +54,21 @@ import (
 // admitted attempt costs a hash (an unknown account's as much as a known
 // one's): those hashes share the cores with the returning user's, which
 // VerifyTrusted's reserved slot lets start but not run alone. So a hash
-// that is not VerifyTrusted's waits, before it takes a slot, at most
-// hashGiveWay, until no sign-in with a valid device cookie is in flight
-// between the cookie's check and its answer: its device's lookup, its
-// decision, its hash and its session's writes. A valid cookie is one
-// this server signed for the account after a sign-in with its password,
-// so an attacker who holds one (of an account of its own) and sends it
-// on every request delays the others' hashes by at most hashGiveWay
-// each, and fails none; with many returning users signing in at once,
-// a new browser's sign-in may wait as long. Neither tells anything about
-// the account the delayed sign-in names.
+// that is not VerifyTrusted's waits, at most hashGiveWay in all, until no
+// sign-in with a valid device cookie is in flight between the cookie's
+// check and its answer (its device's lookup, its decision, its hash and
+// its session's writes): before it queues for a slot, and again, keeping
+// the slot it got, if such a sign-in began while it queued, as the
+// returning user's next sign-in does when a flood's admitted attempts
+// queue for every slot at its start. A valid cookie is one this server
+// signed for the account after a sign-in with its password, so an
+// attacker who holds one (of an account of its own) and sends it on
+// every request delays the others' hashes by at most hashGiveWay each,
+// and fails none that got a slot; a hash that keeps its slot meanwhile
+// holds the one behind it in the queue as long, within its 2 s for a
+// slot. With many returning users signing in at once, a new browser's
+// sign-in may wait as long. Neither tells anything about the account the
+// delayed sign-in names.
 //
 // A sign-in never gives way to itself. A valid cookie whose device is not
 // known (forgotten by its owner, or not looked up) ends its mark once

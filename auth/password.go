@@ -92,8 +92,8 @@ type HasherStats struct {
 	// password checks in flight to finish (GiveWay).
 	GivingWay int
 	// HashesGivingWay is the number of hashes waiting, before they take a
-	// slot or having given one back, for the returning browsers' sign-ins
-	// in flight (giveway.go).
+	// slot or holding one, for the returning browsers' sign-ins in flight
+	// (giveway.go).
 	HashesGivingWay int
 }
 
@@ -326,31 +326,35 @@ func (h *Hasher) returningEnded()   { h.trusted.end() }
 // too.
 func (h *Hasher) acquire(ctx context.Context, trusted bool) (release func(), err error) {
 	// A returning browser's hash first (giveway.go): an untrusted hash
-	// gives way, hashGiveWay at most in all, both before it queues for a
-	// slot and once it has one, since a returning sign-in may have begun
+	// gives way, hashGiveWay at most in all, before it queues for a slot,
+	// and again once it has one should a returning sign-in have begun
 	// while it queued: a flood's admitted attempts queue for the slots
 	// all at once, at the attack's start, and would otherwise start one
-	// by one beside the returning user's hash. Only the time spent giving
+	// by one beside the returning user's hash. It keeps its slot while it
+	// waits (a waiting hash takes no core, and so it keeps its turn and
+	// its bound on waiting for a slot), and only the time spent giving
 	// way counts, not the time queued.
 	giveWay := hashGiveWay
 	if !trusted {
 		giveWay -= h.trusted.wait(ctx, giveWay)
 	}
-	var held chan struct{}
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	held, err := h.take(ctx, trusted)
+	if err != nil {
+		return nil, err
+	}
+	for !trusted && giveWay > 0 && h.trusted.n.Load() > 0 {
+		waited := h.trusted.wait(ctx, giveWay)
+		if waited == 0 {
+			break // the sign-in ended meanwhile
 		}
-		if held, err = h.take(ctx, trusted); err != nil {
-			return nil, err
-		}
-		if trusted || giveWay <= 0 || h.trusted.n.Load() == 0 {
-			break
-		}
-		// Given back while it waits: another returning browser's hash
-		// may need it.
+		giveWay -= waited
+	}
+	if err := ctx.Err(); err != nil {
 		<-held
-		giveWay -= h.trusted.wait(ctx, giveWay)
+		return nil, err
 	}
 	h.running.Add(1)
 	h.checks.start()

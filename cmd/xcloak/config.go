@@ -340,7 +340,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
-			env: "XCLOAK_HASH_CONCURRENCY", flag: "hash-concurrency", show: "GOMAXPROCS - 1", scope: forServe,
+			env: "XCLOAK_HASH_CONCURRENCY", flag: "hash-concurrency", show: "GOMAXPROCS - 1, at least 1", scope: forServe,
 			usage: "password hashes computed at once (`n`), each taking 19 MiB",
 			set: func(c *config, v string) error {
 				n, err := strconv.Atoi(v)
