@@ -7,6 +7,19 @@ import (
 	"time"
 )
 
+// verifying checks "pw" against hash with verify in a goroutine, failing
+// the test unless it matches, and returns a channel closed when it is done.
+func verifying(t *testing.T, what string, verify func(context.Context, string, string) (bool, bool, error), hash string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if ok, _, err := verify(context.Background(), hash, "pw"); !ok || err != nil {
+			t.Errorf("%s: %v, %v", what, ok, err)
+		}
+	}()
+	return done
+}
+
 // giveWay calls h.GiveWay in a goroutine and returns a channel closed when
 // it returns.
 func giveWay(ctx context.Context, h *Hasher, limit time.Duration) <-chan struct{} {
@@ -97,21 +110,11 @@ func TestHashesGiveWayToTrusted(t *testing.T) {
 			<-gate
 		}
 	}
-	verified := func(what string, verify func(context.Context, string, string) (bool, bool, error)) <-chan struct{} {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if ok, _, err := verify(context.Background(), valid, "pw"); !ok || err != nil {
-				t.Errorf("%s: %v, %v", what, ok, err)
-			}
-		}()
-		return done
-	}
-	held := verified("held trusted", h.VerifyTrusted)
+	held := verifying(t, "held trusted", h.VerifyTrusted, valid)
 	waitFor(t, "a trusted hash in flight", func() bool { return h.Stats().Running == 1 })
-	<-verified("second trusted", h.VerifyTrusted)
+	<-verifying(t, "second trusted", h.VerifyTrusted, valid)
 
-	done := verified("untrusted", h.Verify)
+	done := verifying(t, "untrusted", h.Verify, valid)
 	waitFor(t, "a hash giving way", func() bool {
 		select {
 		case <-done:
@@ -170,19 +173,9 @@ func TestQueuedHashGivesWayToReturning(t *testing.T) {
 				<-gate
 			}
 		}
-		verify := func() <-chan struct{} {
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				if ok, _, err := h.Verify(context.Background(), valid, "pw"); !ok || err != nil {
-					t.Errorf("Verify: %v, %v", ok, err)
-				}
-			}()
-			return done
-		}
-		first := verify()
+		first := verifying(t, "first", h.Verify, valid)
 		waitFor(t, "a hash holding the one slot", func() bool { return entered.Load() == 1 })
-		queued := verify()
+		queued := verifying(t, "queued", h.Verify, valid)
 		waitFor(t, "a hash queued for the slot", func() bool { return h.Stats().Waiting == 1 })
 		h.returningStarted()
 		close(gate)
@@ -208,5 +201,48 @@ func TestQueuedHashGivesWayToReturning(t *testing.T) {
 		if got := entered.Load(); got != 2 {
 			t.Errorf("returning sign-in ends %v: %d hashes ran, want 2", ends, got)
 		}
+	}
+}
+
+// TestQueuedHashKeepsItsTurn: a hash that gives way once it has its slot
+// keeps the slot meanwhile, so the hash queued behind it stays queued
+// rather than taking it, and neither queues anew (which could fail it
+// with ErrHasherBusy after it had won a slot).
+func TestQueuedHashKeepsItsTurn(t *testing.T) {
+	h := newHasher(t, fast, 1, time.Second)
+	valid, err := h.Hash(context.Background(), "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	var entered atomic.Int64
+	h.inSlot = func() {
+		if entered.Add(1) == 1 {
+			<-gate
+		}
+	}
+	first := verifying(t, "first", h.Verify, valid)
+	waitFor(t, "a hash holding the one slot", func() bool { return h.Stats().Running == 1 })
+	second := verifying(t, "second", h.Verify, valid)
+	third := verifying(t, "third", h.Verify, valid)
+	waitFor(t, "two hashes queued for the slot", func() bool { return h.Stats().Waiting == 2 })
+	h.returningStarted()
+	close(gate)
+	<-first
+	kept := func() bool { s := h.Stats(); return s.HashesGivingWay == 1 && s.Waiting == 1 && s.Running == 0 }
+	waitFor(t, "one hash giving way with the slot, one queued", kept)
+	// Given back, the slot would go to the queued hash at once, which
+	// would give way in turn: two giving way, none queued.
+	for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); {
+		if !kept() {
+			t.Fatalf("hashes %+v, want one giving way with the slot and one still queued", h.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.returningEnded()
+	<-second
+	<-third
+	if got := entered.Load(); got != 3 {
+		t.Errorf("%d hashes ran, want 3", got)
 	}
 }
