@@ -223,11 +223,18 @@ local function write(key, raw, w0, fmt0, base, exp, m, keep, added, window, at)
       redis.call('APPEND', key, string.rep(put(fmt0, at - base), added))
       return
     end
-    local value
-    if keep == m then
+    local value, entry = nil, put(fmt0, at - base)
+    if added > 1 then
+      entry = string.rep(entry, added)
+    end
+    if keep == 0 then
+      -- Every entry still live (a log written again within its
+      -- window): the log as it is, and the new entries.
+      value = raw .. entry
+    elseif keep == m then
       value = put('<BI7I6', w, at, exp) .. string.rep(string.rep('\0', w), added)
     else
-      value = string.sub(raw, 1, HEAD) .. string.sub(raw, HEAD + 1 + keep * w) .. string.rep(put(fmt0, at - base), added)
+      value = string.sub(raw, 1, HEAD) .. string.sub(raw, HEAD + 1 + keep * w) .. entry
     end
     redis.call('SET', key, value, 'KEEPTTL')
     return
