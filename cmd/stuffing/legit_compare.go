@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
+	"net/http"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -37,6 +39,13 @@ limits above that (for example XCLOAK_LIMIT_LOGIN_IP=1000/10m and
 XCLOAK_LIMIT_LOGIN_DEVICE=1000/10m); a sign-in they refuse shows in the
 report as a failure. Exits with status 1 if a flooded account reached
 password checking more often than --account-limit.
+
+--before names a second XCloak, another build or another setting (its own
+key prefix, the same returning user), whose quiet and flood phases run in
+the same rounds: each round's four phases in an order shuffled with --seed.
+Its figures are reported under "before", beside the medians over rounds of
+the target's p99 over the before's, phase by phase: a before and after of
+the returning user measured in one run.
 `
 
 // Phase names.
@@ -111,6 +120,33 @@ type legitCompareReport struct {
 	TransportErrors      int64 `json:"attack_transport_errors"`
 
 	Phases []legitPhase `json:"phases"`
+
+	// Before is --before's server, measured in the same rounds (its own
+	// report, whose Phases and PerRound are its own).
+	Before *legitCompareReport `json:"before,omitempty"`
+	// Orders is, with --before, each round's order of its four phases,
+	// the before's named "before/quiet" and "before/flood".
+	Orders [][]string `json:"orders,omitempty"`
+	// MedianQuietP99OverBefore and MedianFloodP99OverBefore are, with
+	// --before, the medians over rounds of the target's p99 over the
+	// before's in the same round, phase by phase.
+	MedianQuietP99OverBefore float64 `json:"median_quiet_p99_over_before,omitempty"`
+	MedianFloodP99OverBefore float64 `json:"median_flood_p99_over_before,omitempty"`
+}
+
+// legitSide is one server's part of a run: its settings, its report and
+// browsers, and what its rounds measured so far.
+type legitSide struct {
+	// name starts its phases' names in a round's order ("" for --target,
+	// "before/" for --before).
+	name     string
+	c        attackConfig
+	rep      *legitCompareReport
+	browsers []*http.Client
+	round    legitRound
+
+	quiet, flood           []time.Duration
+	p99s, p50s, rejections []float64
 }
 
 func legitCompareCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -123,6 +159,7 @@ func legitCompareCommand(ctx context.Context, args []string, stdout, stderr io.W
 	seed := fs.Uint64("seed", 0, "`seed` of the phases' order (0 picks one and prints it)")
 	same := fs.Bool("same-accounts", false, "every flood phase attacks the same accounts, limited since the first round's")
 	settle := fs.Duration("settle", time.Second, "pause between phases, for the server to write what a flood queued (0 to 1m)")
+	before := fs.String("before", "", "base `URL` of a second XCloak whose phases run in the same rounds, reported as \"before\"")
 	if err := cli.Parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -136,8 +173,17 @@ func legitCompareCommand(ctx context.Context, args []string, stdout, stderr io.W
 	case *settle < 0 || *settle > time.Minute:
 		return badFlag(stderr, "--settle %s out of range 0..1m", *settle)
 	}
+	bc := c
 	if err := c.prepare(ctx, stderr, *target, *legitSource); err != nil {
 		return err
+	}
+	if *before != "" {
+		if err := bc.prepare(ctx, stderr, *before, *legitSource); err != nil {
+			return err
+		}
+		if bc.target.String() == c.target.String() {
+			return badFlag(stderr, "--before %s is --target: a before needs a server of its own", *before)
+		}
 	}
 	if *seed == 0 {
 		*seed = randomUint64()
@@ -148,98 +194,173 @@ func legitCompareCommand(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	fmt.Fprintf(progressOut, "seed %d\n", *seed)
 
-	rep := &legitCompareReport{Target: c.target.String(), Seed: *seed, Rounds: *rounds, PhaseSeconds: c.duration.Seconds(),
-		LegitUsers: c.legitUsers, LegitInterval: c.legitInterval.String(), Workers: c.workers, Accounts: c.accounts,
-		Passwords: c.passwords, SameAccounts: *same, LoadBefore: loadAverage()}
-	if err := rep.run(ctx, c, *settle, mathrand.New(mathrand.NewPCG(*seed, 0)), progressOut); err != nil {
+	newReport := func(c attackConfig) *legitCompareReport {
+		return &legitCompareReport{Target: c.target.String(), Seed: *seed, Rounds: *rounds, PhaseSeconds: c.duration.Seconds(),
+			LegitUsers: c.legitUsers, LegitInterval: c.legitInterval.String(), Workers: c.workers, Accounts: c.accounts,
+			Passwords: c.passwords, SameAccounts: *same, LoadBefore: loadAverage()}
+	}
+	rep := newReport(c)
+	sides := []*legitSide{{c: c, rep: rep}}
+	if *before != "" {
+		rep.Before = newReport(bc)
+		sides = append(sides, &legitSide{name: "before/", c: bc, rep: rep.Before})
+	}
+	if err := runLegitRounds(ctx, sides, *settle, mathrand.New(mathrand.NewPCG(*seed, 0)), progressOut); err != nil {
 		return err
 	}
 	rep.LoadAfter = loadAverage()
+	over := rep.AccountsOverLimit
+	if rep.Before != nil {
+		rep.Before.LoadAfter = rep.LoadAfter
+		over += rep.Before.AccountsOverLimit
+	}
 	if *jsonOut {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		rep.print(stdout, c)
+		if rep.Before != nil {
+			fmt.Fprintf(stdout, "\nbefore:\n")
+			rep.Before.print(stdout, bc)
+			fmt.Fprintf(stdout, "\nmedian of the rounds' ratios, %s over %s: quiet p99 %.2fx, flood p99 %.2fx\n",
+				rep.Target, rep.Before.Target, rep.MedianQuietP99OverBefore, rep.MedianFloodP99OverBefore)
+		}
 	}
-	if rep.AccountsOverLimit > 0 {
-		return fmt.Errorf("%d flooded accounts reached password checking more than %d times", rep.AccountsOverLimit, c.accountLimit)
+	if over > 0 {
+		return fmt.Errorf("%d flooded accounts reached password checking more than %d times", over, c.accountLimit)
 	}
 	return nil
 }
 
-// run signs the browsers in and runs the rounds, each phase an http run
-// beside the same browsers.
-func (rep *legitCompareReport) run(ctx context.Context, c attackConfig, settle time.Duration, rng *mathrand.Rand, progress io.Writer) error {
-	browsers, err := c.legitBrowsers(ctx)
-	if err != nil {
-		return err
+// runLegitRounds signs each side's browsers in and runs the rounds: in
+// each, every side's quiet and flood phases, an http run each beside that
+// side's browsers, in a shuffled order. The first side is the report's
+// own; a second (--before) is also compared with it round by round.
+func runLegitRounds(ctx context.Context, sides []*legitSide, settle time.Duration, rng *mathrand.Rand, progress io.Writer) error {
+	for _, side := range sides {
+		browsers, err := side.c.legitBrowsers(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeIdle(browsers)
+		side.browsers = browsers
 	}
-	defer closeIdle(browsers)
-	// The flooded accounts are new to the server on every run, and on
+	// The flooded accounts are new to the servers on every run, and on
 	// every round unless they are to be the same.
 	runID := fmt.Sprintf("lc%08x", mathrand.Uint32())
-	var quiet, flood []time.Duration
-	var p99s, p50s, rejections []float64
-	for r := range rep.Rounds {
-		order := []string{phaseQuiet, phaseFlood}
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		round := legitRound{Order: order}
-		for i, phase := range order {
+	first := sides[0].rep
+	var quietOver, floodOver []float64
+	type step struct {
+		side  *legitSide
+		phase string
+	}
+	for r := range first.Rounds {
+		var steps []step
+		for _, side := range sides {
+			side.round = legitRound{}
+			steps = append(steps, step{side, phaseQuiet}, step{side, phaseFlood})
+		}
+		rng.Shuffle(len(steps), func(i, j int) { steps[i], steps[j] = steps[j], steps[i] })
+		var order []string
+		for i, st := range steps {
 			if i > 0 || r > 0 {
 				if !sleepUntil(ctx, time.Now().Add(settle)) {
 					return ctx.Err()
 				}
 			}
-			pc := c
-			if phase == phaseQuiet {
-				pc.maxRequests = 0
-			} else {
-				pc.emailPattern = fmt.Sprintf("%s-r%d-%s", runID, r+1, c.emailPattern)
-				if rep.SameAccounts {
-					pc.emailPattern = fmt.Sprintf("%s-%s", runID, c.emailPattern)
-				}
+			order = append(order, st.side.name+st.phase)
+			fmt.Fprintf(progress, "round %d/%d, %s%s:\n", r+1, first.Rounds, st.side.name, st.phase)
+			if err := st.side.runPhase(ctx, runID, r, st.phase, progress); err != nil {
+				return err
 			}
-			fmt.Fprintf(progress, "round %d/%d, %s:\n", r+1, rep.Rounds, phase)
-			pr := attackWith(ctx, pc, browsers, newProgress(progress, pc))
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			rep.Phases = append(rep.Phases, legitPhase{Round: r + 1, Phase: phase, Report: pr})
-			rep.Source = pr.Legit.Source
-			samples := durations(pr.Legit.SamplesMs)
-			pooled := &rep.Quiet
-			if phase == phaseQuiet {
-				quiet = append(quiet, samples...)
-				round.QuietP50Ms, round.QuietP99Ms = pr.Legit.P50Ms, pr.Legit.P99Ms
-			} else {
-				pooled = &rep.Flood
-				flood = append(flood, samples...)
-				round.FloodP50Ms, round.FloodP99Ms = pr.Legit.P50Ms, pr.Legit.P99Ms
-				round.RejectionsPerSecond = pr.LimitedPerSec
-				rep.ReachedPerAccountMax = max(rep.ReachedPerAccountMax, pr.ReachedMax)
-				rep.AccountsOverLimit += pr.AccountsOverLimit
-				rep.ServerErrors += pr.ServerErrors
-				rep.TransportErrors += pr.TransportErrs
-			}
-			pooled.Attempts += pr.Legit.Attempts
-			pooled.Succeeded += pr.Legit.Succeeded
 		}
-		if round.QuietP99Ms > 0 && round.QuietP50Ms > 0 {
-			round.P99Ratio, round.P50Ratio = round.FloodP99Ms/round.QuietP99Ms, round.FloodP50Ms/round.QuietP50Ms
-			p99s, p50s = append(p99s, round.P99Ratio), append(p50s, round.P50Ratio)
+		for _, side := range sides {
+			side.endRound()
 		}
-		rejections = append(rejections, round.RejectionsPerSecond)
-		rep.PerRound = append(rep.PerRound, round)
+		if len(sides) > 1 {
+			first.Orders = append(first.Orders, order)
+			a, b := sides[0].round, sides[1].round
+			if b.QuietP99Ms > 0 && b.FloodP99Ms > 0 {
+				quietOver = append(quietOver, a.QuietP99Ms/b.QuietP99Ms)
+				floodOver = append(floodOver, a.FloodP99Ms/b.FloodP99Ms)
+			}
+		}
 	}
-	rep.MedianP99Ratio, rep.MedianP50Ratio = median(p99s), median(p50s)
-	rep.MedianRejectionsPerSecond = median(rejections)
-	rep.Quiet.pool(quiet)
-	rep.Flood.pool(flood)
+	for _, side := range sides {
+		side.end()
+	}
+	if len(sides) > 1 {
+		first.MedianQuietP99OverBefore, first.MedianFloodP99OverBefore = median(quietOver), median(floodOver)
+	}
+	return nil
+}
+
+// runPhase runs round r's phase of side and adds what it measured.
+func (side *legitSide) runPhase(ctx context.Context, runID string, r int, phase string, progress io.Writer) error {
+	rep, round := side.rep, &side.round
+	round.Order = append(round.Order, phase)
+	pc := side.c
+	if phase == phaseQuiet {
+		pc.maxRequests = 0
+	} else {
+		// Accounts of this side's own: a flood is new to its server.
+		tag := runID
+		if side.name != "" {
+			tag += "-" + strings.TrimSuffix(side.name, "/")
+		}
+		pc.emailPattern = fmt.Sprintf("%s-r%d-%s", tag, r+1, side.c.emailPattern)
+		if rep.SameAccounts {
+			pc.emailPattern = fmt.Sprintf("%s-%s", tag, side.c.emailPattern)
+		}
+	}
+	pr := attackWith(ctx, pc, side.browsers, newProgress(progress, pc))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rep.Phases = append(rep.Phases, legitPhase{Round: r + 1, Phase: phase, Report: pr})
+	rep.Source = pr.Legit.Source
+	samples := durations(pr.Legit.SamplesMs)
+	pooled := &rep.Quiet
+	if phase == phaseQuiet {
+		side.quiet = append(side.quiet, samples...)
+		round.QuietP50Ms, round.QuietP99Ms = pr.Legit.P50Ms, pr.Legit.P99Ms
+	} else {
+		pooled = &rep.Flood
+		side.flood = append(side.flood, samples...)
+		round.FloodP50Ms, round.FloodP99Ms = pr.Legit.P50Ms, pr.Legit.P99Ms
+		round.RejectionsPerSecond = pr.LimitedPerSec
+		rep.ReachedPerAccountMax = max(rep.ReachedPerAccountMax, pr.ReachedMax)
+		rep.AccountsOverLimit += pr.AccountsOverLimit
+		rep.ServerErrors += pr.ServerErrors
+		rep.TransportErrors += pr.TransportErrs
+	}
+	pooled.Attempts += pr.Legit.Attempts
+	pooled.Succeeded += pr.Legit.Succeeded
+	return nil
+}
+
+// endRound adds the round's ratios of flood over quiet.
+func (side *legitSide) endRound() {
+	round := &side.round
+	if round.QuietP99Ms > 0 && round.QuietP50Ms > 0 {
+		round.P99Ratio, round.P50Ratio = round.FloodP99Ms/round.QuietP99Ms, round.FloodP50Ms/round.QuietP50Ms
+		side.p99s, side.p50s = append(side.p99s, round.P99Ratio), append(side.p50s, round.P50Ratio)
+	}
+	side.rejections = append(side.rejections, round.RejectionsPerSecond)
+	side.rep.PerRound = append(side.rep.PerRound, *round)
+}
+
+// end sets the report's medians and pooled figures.
+func (side *legitSide) end() {
+	rep := side.rep
+	rep.MedianP99Ratio, rep.MedianP50Ratio = median(side.p99s), median(side.p50s)
+	rep.MedianRejectionsPerSecond = median(side.rejections)
+	rep.Quiet.pool(side.quiet)
+	rep.Flood.pool(side.flood)
 	if rep.Quiet.P99Ms > 0 {
 		rep.PooledP99Ratio = rep.Flood.P99Ms / rep.Quiet.P99Ms
 	}
-	return nil
 }
 
 // durations turns a report's milliseconds back into durations.

@@ -125,10 +125,53 @@ func TestLegitCompareFlags(t *testing.T) {
 		{[]string{"--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "x", "--rounds", "0"}, "--rounds 0 out of range"},
 		{[]string{"--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "x", "--settle", "2m"}, "--settle 2m0s out of range"},
 		{[]string{"--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "x", "--legit-users", "0"}, "--legit-users 0 out of range"},
+		{[]string{"--target", "http://127.0.0.1:1", "--legit-email", "a@example.org", "--legit-password", "x", "--before", "http://127.0.0.1:1"}, "--before http://127.0.0.1:1 is --target"},
 	} {
 		_, stderr, err := runStuffing(t, append([]string{"legit-compare"}, tt.args...)...)
 		if err == nil || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: got %v, stderr %q; want %q", tt.args, err, stderr, tt.want)
 		}
+	}
+}
+
+// With --before a second server's phases run in the same rounds: each
+// round's four phases once each, each server's floods on accounts new to
+// it, and the target's p99s over the before's.
+func TestLegitCompareBefore(t *testing.T) {
+	const rounds, accounts = 2, 2
+	rep := runLegitCompare(t, rounds, accounts, "--before", legitCompareServer(t))
+	b := rep.Before
+	if b == nil || b.Target == rep.Target || len(rep.Orders) != rounds {
+		t.Fatalf("before %+v, %d orders; want a second server's report and %d orders", b, len(rep.Orders), rounds)
+	}
+	for r, order := range rep.Orders {
+		want := []string{"before/flood", "before/quiet", phaseFlood, phaseQuiet}
+		if !slices.Equal(slices.Sorted(slices.Values(order)), want) {
+			t.Errorf("round %d: order %v, want each of %v once", r+1, order, want)
+		}
+	}
+	for _, side := range []*legitCompareReport{&rep, b} {
+		if len(side.PerRound) != rounds || len(side.Phases) != 2*rounds {
+			t.Fatalf("%s: %d rounds, %d phases; want %d, %d", side.Target, len(side.PerRound), len(side.Phases), rounds, 2*rounds)
+		}
+		for _, p := range side.Phases {
+			r := p.Report
+			if r.Legit == nil || r.Legit.Attempts < 2 || r.Legit.Succeeded != r.Legit.Attempts {
+				t.Errorf("%s round %d %s: legit %+v, want every sign-in to succeed", side.Target, p.Round, p.Phase, r.Legit)
+			}
+			if p.Phase == phaseFlood && (r.Reached != accounts*testAccountLimit || r.ReachedMax != testAccountLimit) {
+				t.Errorf("%s round %d flood: %d reached (at most %d an account), want %d and %d: accounts new to the server",
+					side.Target, p.Round, r.Reached, r.ReachedMax, accounts*testAccountLimit, testAccountLimit)
+			}
+		}
+		if side.MedianP99Ratio <= 0 || side.Quiet.P99Ms <= 0 || side.Flood.P99Ms <= 0 {
+			t.Errorf("%s: median p99 ratio %g, pooled %+v / %+v", side.Target, side.MedianP99Ratio, side.Quiet, side.Flood)
+		}
+	}
+	if rep.MedianQuietP99OverBefore <= 0 || rep.MedianFloodP99OverBefore <= 0 {
+		t.Errorf("over before: quiet %g, flood %g; want both", rep.MedianQuietP99OverBefore, rep.MedianFloodP99OverBefore)
+	}
+	if rep.AccountsOverLimit != 0 || b.AccountsOverLimit != 0 || b.ServerErrors != 0 || b.TransportErrors != 0 {
+		t.Errorf("over limit %d and %d, before's 5xx %d, socket errors %d", rep.AccountsOverLimit, b.AccountsOverLimit, b.ServerErrors, b.TransportErrors)
 	}
 }
