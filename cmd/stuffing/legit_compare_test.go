@@ -175,3 +175,21 @@ func TestLegitCompareBefore(t *testing.T) {
 		t.Errorf("over limit %d and %d, before's 5xx %d, socket errors %d", rep.AccountsOverLimit, b.AccountsOverLimit, b.ServerErrors, b.TransportErrors)
 	}
 }
+
+// Without --json, --before prints the before's report after the target's,
+// then the target's p99s over the before's.
+func TestLegitCompareBeforeText(t *testing.T) {
+	target, before := legitCompareServer(t), legitCompareServer(t)
+	stdout, stderr, err := runStuffing(t, "legit-compare", "--target", target, "--before", before, "--seed", "7",
+		"--rounds", "1", "--duration", "1s", "--settle", "0s", "--accounts", "1", "--passwords", "20", "--sources", "5",
+		"--workers", "4", "--max-requests", "500", "--account-limit", fmt.Sprint(testAccountLimit),
+		"--lockout-threshold", fmt.Sprint(testAccountLimit), "--legit-email", "legit@example.org",
+		"--legit-password", "legit-password-1", "--legit-users", "1", "--legit-interval", "250ms")
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, stderr)
+	}
+	at, bt, ratio := strings.Index(stdout, "target        "+target), strings.Index(stdout, "\nbefore:\n"), strings.Index(stdout, "over "+before+": quiet p99 ")
+	if at < 0 || bt < at || !strings.Contains(stdout[bt:], "target        "+before) || ratio < bt {
+		t.Errorf("want the target's report, then \"before:\" and the before's, then the ratios; got\n%s", stdout)
+	}
+}
