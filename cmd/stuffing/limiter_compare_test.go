@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 func TestLimiterCompare(t *testing.T) {
@@ -110,4 +113,55 @@ func TestLimiterCompareText(t *testing.T) {
 	}
 	assertNoKeys(t, rdb, prefix)
 	assertNoKeys(t, rdb, "rate:"+prefix)
+}
+
+// TestLimiterContendersDecideWhatTheyName drives XCloak's contenders one
+// identity each past their limit and reads what they left in Redis: a log
+// per rule the contender names, each holding exactly the limit's entries
+// (a rejection writes nothing), and no other log. A contender that lost a
+// rule, or gained one, would compare something other than its name says.
+func TestLimiterContendersDecideWhatTheyName(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	const limit = 3
+	cmp, err := newLimiterComparison(rdb, prefix, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A log is a 14-byte header and 4 bytes per entry at a window of a
+	// minute (ratelimit/sliding_window.lua).
+	const logBytes = 14 + 4*limit
+	for name, wantLogs := range map[string][]string{
+		lcAllow:    {"compare_allow"},
+		lcTwoRules: {auth.RuleLoginAccount, auth.RuleLoginIP},
+		lcSignIn:   {auth.RuleLoginAccount, auth.RuleLoginIP, auth.RuleLoginNetwork},
+	} {
+		id := "who-" + name
+		for range limit + 2 {
+			if err := cmp.decide[name](t.Context(), id); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		digest := ratelimit.Digest(id)
+		var logs []string
+		iter := rdb.Scan(t.Context(), 0, prefix+"*"+digest+"*", 0).Iterator()
+		for iter.Next(t.Context()) {
+			key := iter.Val()
+			if !strings.HasSuffix(key, ":log3") {
+				t.Errorf("%s: wrote %s, want logs only (a lock is written only by failures)", name, key)
+				continue
+			}
+			kind, _, _ := strings.Cut(strings.TrimPrefix(key, prefix+"{"), ":")
+			logs = append(logs, kind)
+			if n := rdb.StrLen(t.Context(), key).Val(); n != logBytes {
+				t.Errorf("%s: %s is %d bytes, want %d (%d entries)", name, key, n, logBytes, limit)
+			}
+		}
+		if err := iter.Err(); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(logs)
+		if !slices.Equal(logs, wantLogs) {
+			t.Errorf("%s: logs of %v, want %v", name, logs, wantLogs)
+		}
+	}
 }
