@@ -88,6 +88,17 @@ func (s *Server) searchPage(r *http.Request) (dashboard.EventSearch, []dashboard
 	return q, list, next, nil
 }
 
+// searchKinds are the kinds the event search offers, each in the words of
+// its rows (eventRow), so that an administrator need not know the stored
+// names to pick one.
+var searchKinds = func() []templates.KindOption {
+	out := make([]templates.KindOption, len(dashboard.SearchKinds))
+	for i, kind := range dashboard.SearchKinds {
+		out[i] = templates.KindOption{Kind: kind, Words: eventRow(dashboard.StoredEvent{Kind: kind}).What}
+	}
+	return out
+}()
+
 // handleEventSearch serves GET /admin/events.
 func (s *Server) handleEventSearch() http.Handler {
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
@@ -101,7 +112,7 @@ func (s *Server) handleEventSearch() http.Handler {
 			Account: in.Get(templates.FieldSearchAccount),
 			Network: in.Get(templates.FieldSearchNetwork),
 			Kind:    q.Kind,
-			Kinds:   dashboard.SearchKinds,
+			Kinds:   searchKinds,
 			Now:     time.Now(),
 			CSVHref: searchURL("/admin/events.csv", q, ""),
 		}

@@ -76,6 +76,17 @@ func TestEventSearch(t *testing.T) {
 		!strings.Contains(body, `href="/admin/events.csv?account=ann%40example.com&amp;network=2001%3Adb8%3A7%3A%3A%2F64"`) {
 		t.Errorf("page: %d %s", resp.StatusCode, body)
 	}
+	// The form offers each kind in the words of its rows, its name beside
+	// them, and keeps the one searched for.
+	_, body = get(t, admin, base+"/admin/events?kind=lockout")
+	for _, want := range []string{
+		`<option value="login_rejected">Sign-in refused by a limit (login_rejected)</option>`,
+		`<option value="lockout" selected>Account locked (lockout)</option>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page's kinds: want %s in %s", want, body)
+		}
+	}
 
 	// The export.
 	resp, body = get(t, admin, base+"/admin/events.csv?kind=login_failed")
