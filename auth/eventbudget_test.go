@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/xcloak/xcloak/internal/race"
 )
 
 // TestEventBudget: past EventRowsPerNetwork rows, a network's events of a
@@ -222,7 +224,7 @@ func TestBudgetNetwork(t *testing.T) {
 // fate of every event of a flood past its network's rows, allocates
 // nothing.
 func TestFoldingAllocations(t *testing.T) {
-	if raceDetector {
+	if race.Enabled {
 		t.Skip("allocation counts under -race are not the build's")
 	}
 	var b eventBudget

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xcloak/xcloak/internal/race"
 )
 
 // verifying checks "pw" against hash with verify in a goroutine, failing
@@ -67,7 +69,7 @@ func TestGiveWayWithoutHashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-giveWay(context.Background(), h, time.Hour)
-	if raceDetector {
+	if race.Enabled {
 		return
 	}
 	if n := testing.AllocsPerRun(1000, func() { h.GiveWay(context.Background(), time.Hour) }); n > 0 {

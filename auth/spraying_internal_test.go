@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/xcloak/xcloak/internal/race"
 )
 
 // sprayKeyTable holds spraying keys as XCloak has always derived them:
@@ -50,7 +52,7 @@ func TestSprayKeysUnchanged(t *testing.T) {
 // before its limits (rejected ones included), allocates only the key it
 // returns, whatever the password's length.
 func TestSprayKeyAllocations(t *testing.T) {
-	if raceDetector {
+	if race.Enabled {
 		t.Skip("allocation counts under -race count what sync.Pool drops")
 	}
 	k := newSprayKeys([]byte("0123456789abcdef0123456789abcdef"))

@@ -13,6 +13,3 @@ func RoutePatterns(cfg Config) []string {
 
 // CSVCell exposes csvCell.
 var CSVCell = csvCell
-
-// RaceDetector exposes raceDetector.
-const RaceDetector = raceDetector

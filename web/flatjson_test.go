@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/xcloak/xcloak/internal/race"
 )
 
 // flatBody is the shape of a sign-in's body.
@@ -237,7 +239,7 @@ const decodeFieldsAllocs = 5
 // by the fast path of plain strings, not by encoding/json (82
 // allocations), in a pooled buffer.
 func TestDecodeFieldsAllocations(t *testing.T) {
-	if raceDetector {
+	if race.Enabled {
 		t.Skip("allocation counts under -race count what sync.Pool drops")
 	}
 	if got := testing.AllocsPerRun(200, decodeQuestion(t)); got > decodeFieldsAllocs {

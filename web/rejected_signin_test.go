@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xcloak/xcloak/internal/race"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
-	"github.com/xcloak/xcloak/web"
 )
 
 // rejectedSignIn is the request of `stuffing compare`'s rejections
@@ -96,7 +96,7 @@ const rejectedSignInAllocs = 10
 // rejectedSignInAllocs through the whole handler chain, so that what was
 // cut cannot creep back unseen.
 func TestRejectedSignInAllocations(t *testing.T) {
-	if web.RaceDetector {
+	if race.Enabled {
 		t.Skip("allocation counts under -race count what sync.Pool drops")
 	}
 	serve := rejectingServe(t)

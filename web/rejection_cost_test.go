@@ -16,6 +16,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/race"
 )
 
 // headerWriter is a ResponseWriter that keeps its headers and throws the
@@ -30,7 +31,7 @@ func (w *headerWriter) Write(b []byte) (int, error) { return len(b), nil }
 // Retry-After and its body, allocates nothing once warm, for the
 // retry-afters of every default limit.
 func TestRejectionAllocations(t *testing.T) {
-	if raceDetector {
+	if race.Enabled {
 		t.Skip("allocation counts under -race count what sync.Pool drops")
 	}
 	s := &Server{log: slog.New(slog.DiscardHandler)}
@@ -64,7 +65,7 @@ func (b *rewindBody) Close() error { return nil }
 // TestSignInBodyAllocations: reading a JSON sign-in's body allocates only
 // its two strings.
 func TestSignInBodyAllocations(t *testing.T) {
-	if raceDetector {
+	if race.Enabled {
 		t.Skip("allocation counts under -race count what sync.Pool drops")
 	}
 	body := &rewindBody{b: []byte(`{"email":"wrk-victim@example.com","password":"not-the-password"}`)}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xcloak/xcloak/internal/race"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
@@ -24,7 +25,7 @@ import (
 // server's 30 s write timeout, whose cut connections then read as EOF.
 // make test runs it without -race.
 func TestTwoReplicasOnRedisCluster(t *testing.T) {
-	if raceDetector {
+	if race.Enabled {
 		t.Skip("60 argon2id hashes at once outlast a request's write timeout under -race; make test runs this without it")
 	}
 	_, prefix := testenv.RedisCluster(t) // a fresh prefix, cleaned up on every master
