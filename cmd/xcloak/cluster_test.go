@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -169,4 +170,23 @@ func TestTwoReplicasOnRedisCluster(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestClusterTestRunsWithoutRace: TestTwoReplicasOnRedisCluster skips
+// under -race, so make test must run it in a pass without -race, or it
+// would never run at all.
+func TestClusterTestRunsWithoutRace(t *testing.T) {
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recipe, _ := strings.Cut(string(makefile), "\ntest:")
+	recipe, _, _ = strings.Cut(recipe, "\n\n")
+	for line := range strings.Lines(recipe) {
+		if strings.Contains(line, "$(GO) test") && !strings.Contains(line, "-race") &&
+			strings.Contains(line, "TestTwoReplicasOnRedisCluster") && strings.Contains(line, "./cmd/xcloak/") {
+			return
+		}
+	}
+	t.Errorf("make test runs TestTwoReplicasOnRedisCluster only under -race, which skips it:%s", recipe)
 }
