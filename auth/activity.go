@@ -18,7 +18,7 @@ var errNoActivityLog = errors.New("no activity log")
 var activityKinds = []string{
 	EventLoginSucceeded, EventLoginFailed,
 	EventLockout, EventUnlock, EventUnlockConfirmed,
-	EventResetCompleted, EventPasswordChanged,
+	EventResetCompleted, EventPasswordChanged, EventPasswordSet,
 	EventSessionEnded, EventDeviceForgotten, EventSignedOutEverywhere,
 	EventVerificationRequired, EventVerificationConfirmed, EventNewDeviceSignedOut,
 	EventFactorAdded, EventFactorRemoved, EventRecoveryCodesRegenerated, EventRecoveryCodeUsed, EventMFAFailed, EventMFALockout,

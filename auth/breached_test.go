@@ -43,7 +43,7 @@ func TestBreachedNewPasswordRefused(t *testing.T) {
 				t.Fatalf("CreateUser with a breached password: %v, want ErrBreachedPassword", err)
 			}
 			f.addUser(t, "ann@example.com", "not in any corpus", false)
-			if err := f.svc.SetPassword(t.Context(), "ann@example.com", "letmein!!"); !errors.Is(err, auth.ErrBreachedPassword) {
+			if err := f.svc.SetPassword(t.Context(), "ann@example.com", "letmein!!", "cli"); !errors.Is(err, auth.ErrBreachedPassword) {
 				t.Fatalf("SetPassword with a breached password: %v, want ErrBreachedPassword", err)
 			}
 			token := requestResetToken(t, f, "ann@example.com")

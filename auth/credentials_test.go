@@ -82,6 +82,35 @@ func TestCreateUserIsAnEvent(t *testing.T) {
 	}
 }
 
+// TestSetPasswordIsAnEvent: a password set for an account is one
+// password_set event naming it and who set it; one refused (no such
+// account, a weak password) records nothing.
+func TestSetPasswordIsAnEvent(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	ann, err := f.svc.CreateUser(ctx, "ann@example.com", "the right password", true, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.SetPassword(ctx, "Ann@Example.com", "another password", "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.SetPassword(ctx, "nobody@example.com", "another password", "dev"); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("SetPassword of no account: %v, want ErrNoUser", err)
+	}
+	if err := f.svc.SetPassword(ctx, "ann@example.com", "short", "dev"); !errors.Is(err, auth.ErrWeakPassword) {
+		t.Errorf("SetPassword with a short password: %v, want ErrWeakPassword", err)
+	}
+	if err := f.svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := eventsOfKinds(t, f, auth.EventPasswordSet)
+	want := []storedEvent{{auth.EventPasswordSet, "ann@example.com", `{"by": "dev"}`, ann.ID}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("password_set rows:\n got %v\nwant %v", got, want)
+	}
+}
+
 // TestAPIKeysAreEvents: a key made and a key revoked are one event each,
 // api_key_created and api_key_revoked, naming the application and the
 // key's id and who did it, never the key nor its hash; an add refused (a

@@ -42,7 +42,7 @@ func TestDevicesBoundedUnderConcurrency(t *testing.T) {
 func TestNoDeviceForReplacedPassword(t *testing.T) {
 	f := newFixture(t, nil)
 	u := f.addUser(t, "ann@example.com", "the password", false)
-	if err := f.svc.SetPassword(t.Context(), "ann@example.com", "another password"); err != nil {
+	if err := f.svc.SetPassword(t.Context(), "ann@example.com", "another password", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	err := auth.AddDevice(f.svc, t.Context(), u.ID, u.PasswordHash, "AAAAAAAAAAAAAAAAAAAAAA", false)

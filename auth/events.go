@@ -49,6 +49,10 @@ const (
 	EventUserDeleted  = "user_deleted"
 	EventUserPromoted = "user_promoted"
 	EventUserDemoted  = "user_demoted"
+	// EventPasswordSet: an account was given a new password by someone
+	// other than its owner (development mode's demo admin at each start):
+	// its sessions ended and its known devices were forgotten.
+	EventPasswordSet = "password_set"
 )
 
 // RuleLockout is the Rule of a rejection caused by a lockout.

@@ -110,11 +110,12 @@ func (s *Service) rehashPassword(ctx context.Context, userID int64, old, hash st
 	return s.store.RehashPassword(ctx, userID, old, hash)
 }
 
-// SetPassword gives an existing account a new password, as an operator
-// does from the command line, ends its sessions and forgets its devices.
-// ErrNoUser if there is no such account, ErrWeakPassword or
-// ErrBreachedPassword for a password refused.
-func (s *Service) SetPassword(ctx context.Context, email, password string) error {
+// SetPassword gives an existing account a new password in the name of by
+// (as EventUserCreated's "by"), ends its sessions and forgets its
+// devices, and records it as an EventPasswordSet. ErrNoUser if there is
+// no such account, ErrWeakPassword or ErrBreachedPassword for a password
+// refused; a refused one records nothing.
+func (s *Service) SetPassword(ctx context.Context, email, password, by string) error {
 	email, err := NormaliseEmail(email)
 	if err != nil {
 		return err
@@ -135,5 +136,15 @@ func (s *Service) SetPassword(ctx context.Context, email, password string) error
 	}
 	s.deviceCache.purge()
 	s.sessionCache.purge()
-	return err
+	if err != nil {
+		return err
+	}
+	// The event names the account's ID, read after the write: an account
+	// deleted in between is recorded without one rather than not at all.
+	var userID int64
+	if u, uerr := s.store.UserByEmail(ctx, email); uerr == nil {
+		userID = u.ID
+	}
+	s.record(Event{Kind: EventPasswordSet, Account: email, UserID: userID, Detail: map[string]string{"by": by}})
+	return nil
 }

@@ -289,7 +289,7 @@ func TestSignInLinkRefused(t *testing.T) {
 	}{
 		{"expired", func(t *testing.T, f *verifyFixture) { f.advance(f.Config.VerificationTTL + time.Second) }},
 		{"password changed", func(t *testing.T, f *verifyFixture) {
-			if err := f.SetPassword(t.Context(), "ann@example.com", "another password"); err != nil {
+			if err := f.SetPassword(t.Context(), "ann@example.com", "another password", "cli"); err != nil {
 				t.Fatal(err)
 			}
 		}},

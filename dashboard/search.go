@@ -37,7 +37,7 @@ var SearchKinds = []string{
 	auth.EventMFARequired, auth.EventMFAFailed, auth.EventMFARejected, auth.EventMFALockout, auth.EventPasskeyCloned,
 	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodesRegenerated, auth.EventRecoveryCodeUsed,
 	auth.EventUserCreated, auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted,
-	auth.EventUserDemoted, auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked,
+	auth.EventUserDemoted, auth.EventPasswordSet, auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked,
 }
 
 // EventCursor is where a page of the search ends: the time and ID of its

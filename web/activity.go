@@ -151,6 +151,8 @@ func activityText(a auth.Activity) string {
 		return "Password reset"
 	case auth.EventPasswordChanged:
 		return "Password changed"
+	case auth.EventPasswordSet:
+		return "Password set by an administrator"
 	case auth.EventSessionEnded:
 		return "Session ended"
 	case auth.EventDeviceForgotten:

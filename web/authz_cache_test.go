@@ -99,7 +99,7 @@ func TestForwardAuthRevocationAcrossReplicas(t *testing.T) {
 			}
 		}},
 		{"password set", func(t *testing.T, _ string) {
-			if err := b.Service.SetPassword(ctx, "ann@example.com", "correct horse"); err != nil {
+			if err := b.Service.SetPassword(ctx, "ann@example.com", "correct horse", "cli"); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -128,7 +128,7 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 			row.Detail = "Until " + until.UTC().Format("2 Jan 15:04 UTC")
 		}
 	case auth.EventUserCreated, auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted,
-		auth.EventUserDemoted:
+		auth.EventUserDemoted, auth.EventPasswordSet:
 		adminEventRow(&row, e)
 	case auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked:
 		apiKeyEventRow(&row, e)

@@ -149,7 +149,7 @@ func TestHeldCodeOnlyForTheRightPassword(t *testing.T) {
 	// A password changed after the held answer kills it.
 	d := xcloaktest.Client(t, "127.0.36.2")
 	token := heldJSON(t, d, base, u.email, u.password)
-	if err := env.Service.SetPassword(t.Context(), u.email, "another horse battery"); err != nil {
+	if err := env.Service.SetPassword(t.Context(), u.email, "another horse battery", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	u.clk.Advance(30 * time.Second)

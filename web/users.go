@@ -361,6 +361,8 @@ func adminEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 		row.What = "Account made an administrator"
 	case auth.EventUserDemoted:
 		row.What = "Account made a member"
+	case auth.EventPasswordSet:
+		row.What = "Password set, every session ended"
 	}
 	row.Detail = adminBy(e.Detail["by"])
 }

@@ -270,7 +270,7 @@ func TestSignInLinkAPI(t *testing.T) {
 	refused("an expired token", token)
 
 	token = heldToken(t, env, base, "127.0.23.5", "ann@example.com", "the password")
-	if err := env.Service.SetPassword(t.Context(), "ann@example.com", "another password"); err != nil {
+	if err := env.Service.SetPassword(t.Context(), "ann@example.com", "another password", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	refused("a token made before the password changed", token)

@@ -73,7 +73,7 @@ func resetDemoAdmin(ctx context.Context, b *backend) (string, error) {
 	_, err := b.svc.CreateUser(ctx, demoAdminEmail, password, true, "dev")
 	if errors.Is(err, auth.ErrUserExists) {
 		// A new password also ends the sessions signed in with the old one.
-		err = b.svc.SetPassword(ctx, demoAdminEmail, password)
+		err = b.svc.SetPassword(ctx, demoAdminEmail, password, "dev")
 	}
 	if err != nil {
 		return "", fmt.Errorf("demo admin %s: %w", demoAdminEmail, err)
