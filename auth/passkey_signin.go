@@ -141,8 +141,12 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 }
 
 // BeginPasskeySignIn begins a passwordless sign-in: an assertion of any
-// discoverable credential, user verification preferred, limited per
-// client network (RulePasskeyOptionsIP). Errors: *LimitedError,
+// discoverable credential, limited per client network
+// (RulePasskeyOptionsIP). User verification is required: a passkey alone
+// must be two factors, the key held and the PIN or fingerprint that
+// unlocks it; a key that only tests presence (a security key without a
+// PIN) is one, and serves only as the second step after the password,
+// where verification stays preferred. Errors: *LimitedError,
 // ErrUnavailable.
 func (s *Service) BeginPasskeySignIn(ctx context.Context, client Client) (PasskeyCeremony, error) {
 	ps, err := s.passkeyStore()
@@ -157,7 +161,7 @@ func (s *Service) BeginPasskeySignIn(ctx context.Context, client Client) (Passke
 		s.record(Event{Kind: EventLoginRejected, Source: client.Source(), Rule: rejectingRule(d)})
 		return PasskeyCeremony{}, &LimitedError{RetryAfter: d.RetryAfter}
 	}
-	assertion, data, err := s.webauthn.BeginDiscoverableLogin()
+	assertion, data, err := s.webauthn.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
 	if err != nil {
 		return PasskeyCeremony{}, fmt.Errorf("%w: beginning passkey sign-in: %w", ErrUnavailable, err)
 	}
@@ -236,8 +240,10 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 		return pu, nil
 	}, data, parsed)
 	// A disabled account's passkey is answered as a wrong one, after the
-	// same work.
-	if err != nil || user.Disabled() {
+	// same work. The library checks the user-verified flag because the
+	// ceremony required it; checked again here, so that no change of the
+	// ceremony's options can let an unverified answer sign in alone.
+	if err != nil || !parsed.Response.AuthenticatorData.Flags.HasUserVerified() || user.Disabled() {
 		return LoginResult{}, user.Email, OutcomeFailed, s.passkeyFailed(user, source, "not verified")
 	}
 	if err := s.usePasskey(ctx, ps, user, source, keys, cred); err != nil {

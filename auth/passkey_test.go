@@ -151,6 +151,56 @@ func TestPasskeySecondStepBinding(t *testing.T) {
 	}
 }
 
+// TestPasskeyAloneNeedsUserVerification: a passkey alone signs in only
+// with an answer that verified its user (a PIN, a fingerprint): a key
+// that only tests presence is something held, one factor, and signs in
+// only as the second step after the password. The options ask the
+// browser for verification.
+func TestPasskeyAloneNeedsUserVerification(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	k := authtest.NewSoftKey(t)
+	k.PresenceOnly = true
+	f.passkeyUser(t, "una@example.com", k)
+
+	c, err := f.svc.BeginPasskeySignIn(ctx, client("192.0.2.70"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct {
+		PublicKey struct {
+			UserVerification string `json:"userVerification"`
+		} `json:"publicKey"`
+	}
+	if err := json.Unmarshal([]byte(optionsJSON(t, c)), &o); err != nil || o.PublicKey.UserVerification != "required" {
+		t.Errorf("passwordless options ask userVerification %q (%v), want required", o.PublicKey.UserVerification, err)
+	}
+	if err := f.passkeyAlone(t, "192.0.2.70", func(o string) string { return k.Get(t, o, 1, nil) }); !errors.Is(err, auth.ErrInvalidPasskey) {
+		t.Errorf("a passkey alone, its user not verified: %v, want ErrInvalidPasskey", err)
+	}
+
+	// After the password it is the second factor, as registered.
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "una@example.com", Password: passkeyPassword, Client: client("192.0.2.71")})
+	if !errors.Is(err, auth.ErrMFARequired) {
+		t.Fatalf("password of an account with a passkey: %v, want ErrMFARequired", err)
+	}
+	sc, err := f.svc.BeginSecondStepPasskey(ctx, res.MFA.Token, res.MFA.Binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.SecondStepPasskey(ctx, auth.PasskeyStepRequest{Token: res.MFA.Token, Binding: res.MFA.Binding, Ceremony: sc.Binding,
+		Response: []byte(k.Get(t, optionsJSON(t, sc), 1, nil)), Client: client("192.0.2.71"), Cookie: func(string) string { return "" }}); err != nil {
+		t.Errorf("the same key as the second step: %v", err)
+	}
+
+	// A key that verifies its user signs in alone.
+	v := authtest.NewSoftKey(t)
+	f.passkeyUser(t, "vera@example.com", v)
+	if err := f.passkeyAlone(t, "192.0.2.72", func(o string) string { return v.Get(t, o, 1, nil) }); err != nil {
+		t.Errorf("a passkey alone, its user verified: %v", err)
+	}
+}
+
 // TestPasskeyCounterBack: an assertion whose counter goes back is refused
 // and recorded, and the stored counter stays where it was.
 func TestPasskeyCounterBack(t *testing.T) {

@@ -24,6 +24,10 @@ type SoftKey struct {
 	Handle []byte
 	// RPID is the relying party the key answers for, Origin the page's.
 	RPID, Origin string
+	// PresenceOnly makes an authenticator that only tests that someone
+	// touched it, as a security key without a PIN does: its answers say
+	// the user was present, never verified.
+	PresenceOnly bool
 }
 
 // SoftRPID and SoftOrigin are the relying party of the test servers, as
@@ -97,11 +101,14 @@ func (k *SoftKey) coseKey() []byte {
 	return append(append(out, cborBytes(32)...), y...)
 }
 
-// authData is the authenticator data: user present and verified, with
-// the attested credential when attested.
+// authData is the authenticator data: user present and, unless
+// PresenceOnly, verified, with the attested credential when attested.
 func (k *SoftKey) authData(attested bool) []byte {
 	h := sha256.Sum256([]byte(k.RPID))
-	flags := byte(0x01 | 0x04)
+	flags := byte(0x01) // UP
+	if !k.PresenceOnly {
+		flags |= 0x04 // UV
+	}
 	if attested {
 		flags |= 0x40
 	}
