@@ -36,8 +36,9 @@ var _ Limiter = (*ratelimit.Failover)(nil)
 // LockoutPolicies are the lockouts a Limiter keeps for cfg: one for each
 // lockable rule of the table, by one policy, so that a known device's
 // failures hold that browser and never the account's other browsers;
-// RuleLoginPassword's lock is the spraying verdict, by its own, and
-// RuleAPIKeyIP's is its limit (apiKeyPolicy).
+// RuleLoginPassword's lock is the spraying verdict, by its own,
+// RuleAPIKeyIP's is its limit (apiKeyPolicy) and RuleMFAAccount's the
+// second step's (mfaPolicy).
 func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 	out := map[string]ratelimit.LockoutPolicy{}
 	for _, r := range rules {
@@ -47,7 +48,6 @@ func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 	}
 	out[RuleLoginPassword] = sprayPolicy(cfg.SprayAccounts, cfg.SprayWindow)
 	out[RuleAPIKeyIP] = apiKeyPolicy(cfg.Limits.Of(RuleAPIKeyIP))
-	out[RuleMFANetwork] = mfaPolicy(cfg.Limits.Of(RuleMFANetwork))
 	out[RuleMFAAccount] = mfaPolicy(cfg.Limits.Of(RuleMFAAccount))
 	return out
 }
@@ -55,7 +55,7 @@ func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 // mfaMaxLock caps the second step's locks.
 const mfaMaxLock = 24 * time.Hour
 
-// mfaPolicy turns a second-step rule's limit into its lock: lim.Count
+// mfaPolicy turns RuleMFAAccount's limit into its lock: lim.Count
 // codes tried lock for lim.Window, doubling on each repeat up to a day,
 // and failures are remembered as long, so that the codes an attacker who
 // holds the password can try fall off to a few dozen a day.

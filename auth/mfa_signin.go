@@ -19,14 +19,16 @@ import (
 // session is made, so one step signs in once, however many right codes
 // race; a wrong code leaves it for the next try, within the limits.
 //
-// The limits (RuleMFANetwork, then RuleMFAAccount) count every code
-// tried, before it is checked, as a failure towards their locks
-// (ratelimit.Store.Fail), and a right one clears the account's: so an
-// attempt is checked only if its count was below the threshold, which
-// Fail decides atomically, and the count of codes checked per lock is
-// exact however many arrive at once. At the threshold the next try is
-// refused with "too many attempts" (a LimitedError) for the lock's time.
-// Neither is the password's counter: see mfa.go.
+// The limits count every code tried, before it is checked: so an attempt
+// is checked only if its count was below the limit, which Redis decides
+// atomically, and the count of codes checked is exact however many
+// arrive at once. RuleMFANetwork is a rate, right codes and wrong ones
+// alike, refused with "too many attempts" (a LimitedError) until its
+// window frees a place: a network's honest users who stay below it are
+// never refused, however long they go on. RuleMFAAccount counts codes in
+// a row towards a lock (ratelimit.Store.Fail), which a right one clears,
+// and at the threshold the next try is refused for the lock's time,
+// longer at each repeat. Neither is the password's counter: see mfa.go.
 
 // MFAStep is a second step issued to a browser.
 type MFAStep struct {
@@ -143,11 +145,12 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	return s.finishSecondStep(ctx, user, req, kind)
 }
 
-// admitCode counts a code about to be checked towards the locks of the
-// client's network, then of the account (for a held token's code, of
-// heldAccount's of its address), and refuses it if one of them was locked
-// already. The count comes first, so that concurrent codes are checked at
-// most the threshold's number of times per lock.
+// admitCode counts a code about to be checked by the client network's
+// rate, then towards the lock of the account (for a held token's code,
+// of heldAccount's of its address), and refuses it if the rate is spent
+// or the account was locked already. The count comes first, so that
+// concurrent codes are checked at most the limit's number of times per
+// window and the threshold's per lock.
 func (s *Service) admitCode(ctx context.Context, c Client, user User, held bool) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
@@ -157,6 +160,18 @@ func (s *Service) admitCode(ctx context.Context, c Client, user User, held bool)
 	}
 	source := c.Source()
 	for _, r := range s.rules(FlowSecondStep, Subject{Client: c, Account: account}) {
+		if !r.Lockable {
+			// RuleMFANetwork: admitted and counted in one step.
+			d, err := s.decide(ctx, r)
+			if err != nil {
+				return unavailable("counting second-step attempt", err)
+			}
+			if !d.Allowed {
+				s.record(codeEvent(EventMFARejected, user, source, held, map[string]string{}, r.Name))
+				return &LimitedError{RetryAfter: d.RetryAfter}
+			}
+			continue
+		}
 		f, err := s.limits.Fail(ctx, r.Name, r.ID, "")
 		if err != nil {
 			return unavailable("counting second-step attempt", err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
@@ -268,8 +267,8 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	return res, user.Email, OutcomeSucceeded, nil
 }
 
-// admitNetwork counts an attempt towards the second step's lock of the
-// client's network alone, and refuses it if the network was locked.
+// admitNetwork counts an attempt by the second step's rate of the
+// client's network alone, and refuses it if that is spent.
 func (s *Service) admitNetwork(ctx context.Context, c Client) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
@@ -277,13 +276,13 @@ func (s *Service) admitNetwork(ctx context.Context, c Client) error {
 		if r.Name != RuleMFANetwork {
 			continue
 		}
-		f, err := s.limits.Fail(ctx, r.Name, r.ID, "")
+		d, err := s.decide(ctx, r)
 		if err != nil {
 			return unavailable("counting passkey attempt", err)
 		}
-		if f.Failures == 0 {
+		if !d.Allowed {
 			s.record(Event{Kind: EventMFARejected, Source: c.Source(), Rule: r.Name})
-			return &LimitedError{RetryAfter: max(f.LockedFor, time.Second)}
+			return &LimitedError{RetryAfter: d.RetryAfter}
 		}
 	}
 	return nil

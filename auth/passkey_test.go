@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 const passkeyPassword = "correct horse battery"
@@ -278,6 +280,48 @@ func (f *fixture) secondStepAnswer(t *testing.T, step auth.MFAStep, k *authtest.
 	}
 	return auth.PasskeyStepRequest{Token: step.Token, Binding: step.Binding, Ceremony: c.Binding,
 		Response: []byte(k.Get(t, optionsJSON(t, c), 1, nil)), Client: client("192.0.2.10"), Cookie: func(string) string { return "" }}
+}
+
+// TestMFANetworkIsARate: mfa_ip is a rate, its setting's count per
+// window, right answers counted with wrong ones: a network whose users
+// pass their second steps below it is never refused however long they
+// go on (an office behind one address), and one past it is refused until
+// the window frees a place, not locked for longer and longer.
+func TestMFANetworkIsARate(t *testing.T) {
+	const window = 400 * time.Millisecond
+	f := newFixture(t, func(cfg *auth.Config) {
+		cfg.Limits[auth.RuleMFANetwork] = ratelimit.Limit{Count: 3, Window: window}
+	})
+	k := authtest.NewSoftKey(t)
+	f.passkeyUser(t, "otto@example.com", k)
+	right := func(o string) string { return k.Get(t, o, 1, nil) }
+	unknown := func(o string) string { return authtest.NewSoftKey(t).Get(t, o, 1, nil) }
+
+	// Two a window, eight windows' worth: never more than the limit in
+	// any window.
+	for i := range 8 {
+		if err := f.passkeyAlone(t, "203.0.113.90", right); err != nil {
+			t.Fatalf("sign-in %d, two a window: %v", i+1, err)
+		}
+		time.Sleep(window/2 + 10*time.Millisecond)
+	}
+
+	// Past it: refused until the oldest leaves the window, then not.
+	time.Sleep(window)
+	for i := range 3 {
+		if err := f.passkeyAlone(t, "203.0.113.91", unknown); !errors.Is(err, auth.ErrInvalidPasskey) {
+			t.Fatalf("unknown credential %d: %v", i+1, err)
+		}
+	}
+	err := f.passkeyAlone(t, "203.0.113.91", right)
+	var l *auth.LimitedError
+	if !errors.As(err, &l) || l.RetryAfter <= 0 || l.RetryAfter > window {
+		t.Fatalf("the fourth in a window: %v, want refused for at most %s", err, window)
+	}
+	time.Sleep(l.RetryAfter)
+	if err := f.passkeyAlone(t, "203.0.113.91", right); err != nil {
+		t.Errorf("after its Retry-After: %v", err)
+	}
 }
 
 // TestPasskeyCountedBeforeVerified: passwordless assertions count towards

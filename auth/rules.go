@@ -208,14 +208,17 @@ var rules = []RuleSpec{
 			"until the window has passed since the last; a valid key still passes.",
 	},
 	{
-		// The second step's rules: every code tried counts (mfa_signin.go),
-		// and the count-th locks, so the next is refused; the lock lasts
-		// the window, doubling on each repeat up to a day (mfaPolicy).
+		// The second step's rules: every code tried counts, before it is
+		// checked (mfa_signin.go). The network's is a rate, right codes
+		// included, so that no right answer can reset it and none of an
+		// office's can lock it out for longer than the window; the
+		// account's counts codes in a row towards a lock (mfaPolicy).
 		Name: RuleMFANetwork, Label: "Second-step codes per address", Flow: FlowSecondStep, Key: KeyNetwork(32, 64),
-		Default: ratelimit.Limit{Count: 20, Window: 15 * time.Minute}, Lockable: true,
-		Usage: "second-step codes tried per client network before it is locked out of the second step",
-		Doc: "Second-step codes (TOTP or recovery) tried per client network, whatever the account; the count-th " +
-			"locks the network out of the second step for the window, doubling on each repeat up to a day. Apart from the password's limits.",
+		Default: ratelimit.Limit{Count: 20, Window: 15 * time.Minute},
+		Usage:   "second-step codes and passkey assertions tried per client network",
+		Doc: "Second-step codes (TOTP or recovery) and passkey assertions tried per client network, right or wrong, " +
+			"whatever the account, unknown credentials included; past it they are answered 429 until the window frees a place. " +
+			"Apart from the password's limits.",
 	},
 	{
 		Name: RulePasskeyOptionsIP, Label: "Passkey sign-ins begun per address", Flow: FlowPasskeyBegin, Key: KeyNetwork(32, 64),
