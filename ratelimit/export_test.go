@@ -66,3 +66,15 @@ func EncodeLog(width int, base int64, times ...int64) string {
 	}
 	return string(out)
 }
+
+// Locks is how many locks, in force or recent, l keeps.
+func (l *Local) Locks() int {
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n += sh.locks.len()
+		sh.mu.Unlock()
+	}
+	return n
+}

@@ -23,7 +23,10 @@ import (
 // and stays. Locks are kept apart from logs and failure counts, so that a
 // flood of fresh identities, admitted or failing, does not push them out:
 // only other locks can, and each of those costs an attacker a threshold of
-// failures.
+// failures. Each rule's locks are kept apart from the others' under one
+// bound (lockTable): a flood of one rule's locks, which for some rules
+// cost little (failed API key checks need no hashing), pushes out only
+// its own.
 //
 // The identities are spread over shards, each with its own lock and its
 // own least-recently-used order, so that decisions for different
@@ -41,7 +44,7 @@ type localShard struct {
 	mu       sync.Mutex
 	logs     lru[*localLog]     // by rule name and identity (ruleKey)
 	lockouts lru[*localLockout] // failure counts, by rule name and identity
-	locks    lru[*localLock]    // locks, in force or recent, by rule name and identity
+	locks    lockTable          // locks, in force or recent, by rule name and identity
 }
 
 // localLock is an identity's latest lock: until when, and its level, which
@@ -96,7 +99,7 @@ func NewLocal(policies map[string]LockoutPolicy, maxIdentities int, now func() t
 	for i := range l.shards {
 		l.shards[i].logs = newLRU[*localLog](per)
 		l.shards[i].lockouts = newLRU[*localLockout](per)
-		l.shards[i].locks = newLRU[*localLock](per)
+		l.shards[i].locks = newLockTable(per)
 	}
 	return l, nil
 }
@@ -144,7 +147,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		key := ruleKey(r.Name, r.ID)
 		if r.LockOnly() {
 			// No log: its lock alone decides.
-			if left := lockedFor(sh, key, now); left > 0 {
+			if left := lockedFor(sh, r.Name, key, now); left > 0 {
 				res.Locked, res.RetryAfter = true, left
 				d.Allowed = false
 				d.RetryAfter = max(d.RetryAfter, left)
@@ -163,7 +166,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		logs[i] = log
 		res.Count = count
 		if r.Lockable {
-			res.RetryAfter = lockedFor(sh, key, now)
+			res.RetryAfter = lockedFor(sh, r.Name, key, now)
 			res.Locked = res.RetryAfter > 0
 		}
 		if count >= r.Limit.Count {
@@ -214,10 +217,10 @@ func (log *localLog) trim(now time.Time) {
 	log.times = log.times[i:]
 }
 
-// lockedFor is how long the lock under key has left; sh holds it and is
-// locked.
-func lockedFor(sh *localShard, key string, now time.Time) time.Duration {
-	lk, _ := sh.locks.get(key)
+// lockedFor is how long the lock of rule name under key has left; sh
+// holds it and is locked.
+func lockedFor(sh *localShard, name, key string, now time.Time) time.Duration {
+	lk, _ := sh.locks.get(name, key)
 	if lk == nil || !now.Before(lk.until) {
 		return 0
 	}
@@ -236,7 +239,7 @@ func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, erro
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
-	lk, _ := sh.locks.get(key)
+	lk, _ := sh.locks.get(name, key)
 	if lk != nil && now.Before(lk.until) {
 		return Failure{Level: lk.level, LockedFor: lk.until.Sub(now)}, nil
 	}
@@ -275,7 +278,7 @@ func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, erro
 	f.failures, f.last = 0, now.Add(d)
 	if lk == nil {
 		lk = &localLock{}
-		sh.locks.add(key, lk)
+		sh.locks.add(name, key, lk)
 	}
 	lk.until, lk.level = now.Add(d), level
 	return Failure{LockedNow: true, Failures: n, Level: level, LockedFor: d}, nil
@@ -295,7 +298,7 @@ func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 	if f, _ := sh.lockouts.get(key); f != nil {
 		f.failures, f.attempts = 0, nil
 	}
-	lk, _ := sh.locks.get(key)
+	lk, _ := sh.locks.get(name, key)
 	if lk == nil {
 		return false, nil
 	}
@@ -321,10 +324,10 @@ func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 		key := ruleKey(h.Name, h.ID)
 		sh := &l.shards[l.shard(h.ID)]
 		sh.mu.Lock()
-		lk, _ := sh.locks.get(key)
+		lk, _ := sh.locks.get(h.Name, key)
 		if lk == nil {
 			lk = &localLock{}
-			sh.locks.add(key, lk)
+			sh.locks.add(h.Name, key, lk)
 		}
 		if h.Until.After(lk.until) {
 			lk.until = h.Until

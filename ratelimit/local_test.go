@@ -130,3 +130,56 @@ func TestLocalLocksOutlastAFloodOfFailures(t *testing.T) {
 		t.Fatalf("the victim's lock after the flood: %+v; want level 1, in force", f)
 	}
 }
+
+// TestLocalLocksOfOneRuleKeepOthers: a flood of locks of one rule (the
+// decision API's failed key checks, cheap to cause from many networks)
+// pushes out only locks of that rule, never a lock of another (an
+// account's, restored from the lockout log when Redis was lost), and a
+// lock of another rule made during the flood is kept too. The store stays
+// within its bound.
+func TestLocalLocksOfOneRuleKeepOthers(t *testing.T) {
+	const bound = 1024
+	cheap := ratelimit.LockoutPolicy{Threshold: 1, Duration: time.Hour, MaxDuration: time.Hour}
+	l, err := ratelimit.NewLocal(map[string]ratelimit.LockoutPolicy{"login_account": policy, "apikey_ip": cheap}, bound, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := l.Hold(ctx, ratelimit.HeldLock{Name: "login_account", ID: "victim@example.com", Until: time.Now().Add(24 * time.Hour), Level: 8}); err != nil {
+		t.Fatal(err)
+	}
+	account := func(id string) ratelimit.Rule {
+		return ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(1000), Lockable: true}
+	}
+	for i := range 3 * bound {
+		if _, err := l.Fail(ctx, "apikey_ip", fmt.Sprintf("2001:db8:%x::/64", i), ""); err != nil {
+			t.Fatal(err)
+		}
+		if i == bound {
+			// Another account locked once the store is full of the
+			// flood's locks.
+			for {
+				f, err := l.Fail(ctx, "login_account", "later@example.com", "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.LockedNow {
+					break
+				}
+			}
+		}
+	}
+	for _, id := range []string{"victim@example.com", "later@example.com"} {
+		if d, err := l.AllowAll(ctx, account(id)); err != nil || d.Allowed || !d.Results[0].Locked {
+			t.Errorf("%s after a flood of %d other locks: %+v, %v; want still locked", id, 3*bound, d, err)
+		}
+	}
+	if n := l.Locks(); n > bound {
+		t.Errorf("%d locks kept, want at most %d", n, bound)
+	}
+	// The flood's own locks: the newest kept, the oldest pushed out.
+	newest := ratelimit.Rule{Name: "apikey_ip", ID: fmt.Sprintf("2001:db8:%x::/64", 3*bound-1), Lockable: true}
+	if d, err := l.AllowAll(ctx, newest); err != nil || d.Allowed {
+		t.Errorf("the flood's newest lock: %+v, %v; want in force", d, err)
+	}
+}

@@ -49,3 +49,67 @@ func (c *lru[V]) remove(key string) {
 		delete(c.items, key)
 	}
 }
+
+// len is how many entries c holds.
+func (c *lru[V]) len() int { return c.order.Len() }
+
+// removeOldest forgets the least recently used entry, if any.
+func (c *lru[V]) removeOldest() {
+	if e := c.order.Back(); e != nil {
+		c.order.Remove(e)
+		delete(c.items, e.Value.(*lruEntry[V]).key)
+	}
+}
+
+// lockTable is a shard's locks: one least-recently-used order per rule
+// name, under one bound for them all. When full, a new lock pushes out
+// the least recently used lock of the name that holds the most, so that
+// a flood of one rule's locks (cheap ones, such as failed API key checks
+// from many networks) pushes out only its own and never another rule's
+// (an account's, restored from the lockout log when Redis was lost),
+// while no rule is ever refused a place: a rule holding fewer than its
+// share finds one taken from the largest.
+type lockTable struct {
+	max    int
+	n      int
+	byName map[string]*lru[*localLock]
+}
+
+func newLockTable(max int) lockTable {
+	return lockTable{max: max, byName: make(map[string]*lru[*localLock])}
+}
+
+// get returns the lock of identity key under rule name and marks it used.
+func (t *lockTable) get(name, key string) (*localLock, bool) {
+	c := t.byName[name]
+	if c == nil {
+		return nil, false
+	}
+	return c.get(key)
+}
+
+// add stores a lock that is not present.
+func (t *lockTable) add(name, key string, lk *localLock) {
+	if t.n >= t.max {
+		var largest *lru[*localLock]
+		for _, c := range t.byName {
+			if largest == nil || c.len() > largest.len() {
+				largest = c
+			}
+		}
+		largest.removeOldest()
+		t.n--
+	}
+	c := t.byName[name]
+	if c == nil {
+		// Its own bound is the table's, which add keeps.
+		l := newLRU[*localLock](t.max + 1)
+		c = &l
+		t.byName[name] = c
+	}
+	c.add(key, lk)
+	t.n++
+}
+
+// len is how many locks t holds.
+func (t *lockTable) len() int { return t.n }
