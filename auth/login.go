@@ -227,13 +227,20 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 	// A browser that is not a known device is held, whatever its
 	// password, while new-device verification applies (verification.go).
 	held := device == "" && s.verificationApplies()
+	// Where it does not, such a browser typing a breached password is
+	// held all the same, right or wrong, for an account or none: a right
+	// one never signs it in, and were only the right one held, the held
+	// answer would tell a stuffing run of breached pairs which of them
+	// were right. Looked up for every one, so that the right one takes no
+	// longer either.
+	breached := device == "" && !held && s.passwordBreached(ctx, req.Password)
 	user, err := s.UserByEmail(ctx, email)
 	switch {
 	case errors.Is(err, ErrNoUser):
 		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
 			return LoginResult{}, OutcomeUnavailable, err
 		}
-		res, err := s.failedOrHeld(ctx, held, User{Email: email}, source, device, req.Password)
+		res, err := s.failedOrHeld(ctx, held || breached, User{Email: email}, source, device, req.Password)
 		return res, OutcomeUnknownAccount, err
 	case err != nil:
 		return LoginResult{}, OutcomeUnavailable, err
@@ -251,7 +258,7 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 	// counted, recorded and answered alike, so that nothing (status,
 	// body, time, a lockout that comes or not) tells that it is disabled.
 	if !ok || user.Disabled() {
-		res, err := s.failedOrHeld(ctx, held, user, source, device, req.Password)
+		res, err := s.failedOrHeld(ctx, held || breached, user, source, device, req.Password)
 		return res, OutcomeFailed, err
 	}
 	// The right password. Held, it is not rehashed, and is counted as a
@@ -261,7 +268,7 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 	// browser is held then too, rather than given a session that attack
 	// mode's start would have to catch (SignOutNewDevices).
 	verifying := held || (device == "" && s.verificationApplies())
-	if !verifying && device == "" && s.passwordBreached(ctx, req.Password) {
+	if !verifying && breached {
 		res, err := s.hold(ctx, user, source, req.Password, true, false)
 		return res, OutcomeHeld, err
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached"
+	"github.com/xcloak/xcloak/breached/breachedtest"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -87,6 +89,65 @@ var (
 	maxAgeRe        = regexp.MustCompile(`Max-Age=\d+`)
 	expiresRe       = regexp.MustCompile(`Expires=[^;]+`)
 )
+
+// TestBreachedPasswordNoOracle: where new-device verification does not
+// apply (attack mode off), a browser that is not a known device typing a
+// breached password gets the held answer whether the password is right,
+// wrong or for no account, so that a stuffing run of breached pairs
+// learns nothing of which were right; only the owner of the right one is
+// mailed. A wrong password that is not breached is refused as always.
+func TestBreachedPasswordNoOracle(t *testing.T) {
+	corpus := breachedtest.New(t)
+	checker, err := breached.Open(corpus.Serve(t), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{Breached: checker})
+	base := env.Start(t)
+	env.AddUser(t, "bree@example.com", "the right password", false)
+	corpus.Add(t, "the right password")
+	corpus.Add(t, "a breached wrong one")
+	cases := []struct{ name, email, password string }{
+		{"right breached password", "bree@example.com", "the right password"},
+		{"wrong breached password", "bree@example.com", "a breached wrong one"},
+		{"unknown account, breached password", "nobody@example.com", "the right password"},
+	}
+	for i, api := range []bool{false, true} {
+		var answers []answer
+		for j, tc := range cases {
+			c := xcloaktest.Client(t, fmt.Sprintf("127.0.21.%d", 10*i+j+1))
+			var resp *http.Response
+			var body string
+			if api {
+				resp, body = post(t, c, base+"/api/v1/login", jsonType, loginJSON(tc.email, tc.password))
+			} else {
+				resp, body = post(t, c, base+"/login", formType, url.Values{"email": {tc.email}, "password": {tc.password}}.Encode())
+			}
+			answers = append(answers, answerOf(resp, body))
+		}
+		if answers[0].status != http.StatusAccepted {
+			t.Fatalf("api=%v: the right breached password: status %d, want 202", api, answers[0].status)
+		}
+		for j, a := range answers[1:] {
+			if a != answers[0] {
+				t.Errorf("api=%v: the answer to the %s differs from the right one's:\n%+v\n%+v", api, cases[j+1].name, a, answers[0])
+			}
+		}
+	}
+	c := xcloaktest.Client(t, "127.0.21.30")
+	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("bree@example.com", "a wrong one, not breached")); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong password that is not breached: %d %s, want 401", resp.StatusCode, body)
+	}
+	// The right one's two sign-ins each mail the owner to choose a new
+	// password; the wrong ones mail no one.
+	env.Mail.WaitFor(t, "bree@example.com")
+	env.Flush(t)
+	for _, m := range env.Mail.Messages() {
+		if to := strings.Join(m.To, ","); to != "bree@example.com" {
+			t.Errorf("mail to %s", to)
+		}
+	}
+}
 
 // TestVerificationNoOracle: while new-device verification applies, a new
 // browser's sign-in with the right password, a wrong one and an unknown
