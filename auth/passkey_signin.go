@@ -24,9 +24,10 @@ import (
 // network's first, and by the account's once its credential names one; an
 // unknown credential counts by the network's only and is answered as a
 // wrong signature is, so nothing tells the two apart beyond what WebAuthn
-// itself does (the browser offers only credentials it holds). A passkey
-// proves possession of the device and is bound to XCloak's origin, so it
-// cannot be phished: it signs in a browser that is not a known device
+// itself does (the browser offers only credentials it holds). Alone it
+// must have verified its user (a PIN, a fingerprint): a passkey that did
+// proves possession of the device and the user's presence at it, and is
+// bound to XCloak's origin, so it cannot be phished: it signs in a browser that is not a known device
 // without the mailed link, in attack mode too (verification.go holds
 // passwords, not passkeys).
 //
