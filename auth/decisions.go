@@ -11,7 +11,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/xcloak/xcloak/ratelimit"
@@ -130,29 +129,27 @@ type AttemptDecision struct {
 	AttemptID string
 }
 
-// FoldAccount folds an application's account identifier so that the
-// spellings an application's lookup may take for one account count as
-// one: without invisible characters (a zero-width space, a soft hyphen, a
-// byte order mark, a variation selector), compatibility forms as their
-// plain ones (full width, ligatures), without accents (combining marks
-// once decomposed), case-folded in full (ß is ss), trimmed. Lookups
-// differ (MySQL's default collation ignores accents and case, others
-// ignore only case); merging more spellings than an application does
-// only makes its limits stricter, where merging fewer would give each
-// spelling limits of its own. It is idempotent: a folded identifier folds
-// to itself.
+// FoldAccount folds an application's account identifier so that its forms
+// that look alike count alike: without invisible characters (a zero-width
+// space, a soft hyphen, a byte order mark, a variation selector, which
+// many lookups ignore), lower case, NFKC, trimmed. Accents are kept: an
+// application whose lookup tells "renee" from "renée" has two accounts
+// there, and merging them would let one's owner relax the other's limits
+// (a known device, a lockout ended by a reset); an application whose
+// lookup ignores accents sends the account as its lookup resolves it
+// (docs/DECISION-API.md). It is idempotent: a folded identifier folds to
+// itself, so that one listed on the dashboard can be unlocked.
 func FoldAccount(account string) string {
 	if isASCII(account) {
-		// No marks, no compatibility forms, nothing invisible: the
-		// common case, at a fraction of the cost.
+		// Nothing invisible, no compatibility forms: the common case, at
+		// a fraction of the cost.
 		return strings.TrimSpace(strings.ToLower(account))
 	}
-	// One pass can make what a next one changes (full width Ⅻ is upper
-	// case XII once compatibility forms are plain; ǰ folds to j and a
-	// mark), so passes run until one changes nothing; three suffice for
-	// anything the fuzz test has found, and the bound keeps hostile input
-	// from running longer.
-	for range 4 {
+	// One pass can make what a next one changes (J and a combining caron
+	// compose to ǰ only once lower case), so passes run until one changes
+	// nothing: two for anything TestFoldAccountSettles finds, and the
+	// bound keeps hostile input from running longer.
+	for range 3 {
 		next := foldAccountOnce(account)
 		if next == account {
 			break
@@ -171,24 +168,22 @@ func isASCII(s string) bool {
 	return true
 }
 
-// foldAccountOnce is one pass of FoldAccount: invisible characters
-// dropped, compatibility forms plain, case folded, decomposed, marks
-// dropped, composed again. A Caser keeps state, so each call has its own.
+// foldAccountOnce is one pass of FoldAccount.
 func foldAccountOnce(account string) string {
-	s := strings.Map(func(r rune) rune {
-		if unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) {
+	visible := strings.Map(func(r rune) rune {
+		if invisible(r) {
 			return -1
 		}
 		return r
 	}, account)
-	s = norm.NFD.String(cases.Fold().String(norm.NFKC.String(s)))
-	s = strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Mn, r) {
-			return -1
-		}
-		return r
-	}, s)
-	return strings.TrimSpace(norm.NFC.String(s))
+	return strings.TrimSpace(norm.NFKC.String(strings.ToLower(visible)))
+}
+
+// invisible reports whether r is drawn as nothing: a format character
+// (zero-width space, soft hyphen, byte order mark, a direction override),
+// another default-ignorable code point, or a variation selector.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
 // appAccount is the identity an application's account has in the limits,
@@ -229,14 +224,20 @@ func checkAttempt(req AttemptRequest) (string, netip.Addr, error) {
 	if req.Kind != AttemptLogin && req.Kind != AttemptReset {
 		return "", netip.Addr{}, &FieldError{"kind", `must be "login" or "reset"`}
 	}
+	// Bounded and checked before it is folded, which costs more the
+	// longer it is.
+	switch {
+	case len(req.Account) > MaxAccountBytes:
+		return "", netip.Addr{}, &FieldError{"account", fmt.Sprintf("must be at most %d bytes", MaxAccountBytes)}
+	case !printable(req.Account):
+		return "", netip.Addr{}, &FieldError{"account", "must be UTF-8 without control characters"}
+	}
 	account := FoldAccount(req.Account)
 	switch {
 	case account == "":
 		return "", netip.Addr{}, &FieldError{"account", "is required"}
-	case len(req.Account) > MaxAccountBytes || len(account) > MaxAccountBytes:
+	case len(account) > MaxAccountBytes:
 		return "", netip.Addr{}, &FieldError{"account", fmt.Sprintf("must be at most %d bytes", MaxAccountBytes)}
-	case !printable(req.Account):
-		return "", netip.Addr{}, &FieldError{"account", "must be UTF-8 without control characters"}
 	}
 	if req.ClientIP == "" {
 		return "", netip.Addr{}, &FieldError{"client_ip", "is required"}

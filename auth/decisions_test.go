@@ -3,37 +3,53 @@ package auth_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/xcloak/xcloak/auth"
 )
 
-// TestFoldAccount: the spellings of a name that applications' lookups
-// commonly take for one (case, accents, compatibility and width forms,
-// invisible characters, ß) fold to one identity.
+// TestFoldAccount: the spellings of a name that look alike (case,
+// compatibility and width forms, invisible characters) fold to one
+// identity; accents, which tell names apart, stay.
 func TestFoldAccount(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"Ann@Example.com", "ann@example.com"},
 		{"  alice ", "alice"},
-		{"álice", "alice"},
-		{"ÅLÍCE", "alice"},
-		{"a\u0301lice", "alice"}, // the accent as a combining mark
-		{"ali\u200bce", "alice"}, // a zero-width space
-		{"ali\u00adce", "alice"}, // a soft hyphen
-		{"alice\ufe0f", "alice"}, // a variation selector
-		{"ａｌｉｃｅ", "alice"},       // full width
-		{"straße", "strasse"},    // ß is ss
-		{"STRASSE", "strasse"},
-		{"Ⅻ", "xii"},           // a compatibility form upper case
-		{"J\u030cohn", "john"}, // folded once is ǰ, not idempotent before
-		{"ǰohn", "john"},
-		{"user_1", "user_1"},
+		{"ali\u200bce", "alice"},    // a zero-width space
+		{"ali\u00adce", "alice"},    // a soft hyphen
+		{"alice\ufe0f", "alice"},    // a variation selector
+		{"\u202eecila", "ecila"},    // a direction override
+		{"ａｌｉｃｅ", "alice"},          // full width
+		{"Ⅻ", "xii"},                // a compatibility form
+		{"Renée", "renée"},          // accents stay
+		{"Rene\u0301e", "renée"},    // composed
+		{"J\u030cohn", "\u01f0ohn"}, // lower case, then composed: once is enough
+		{"ᏣᎳᎩ", "ꮳꮃꭹ"},              // Cherokee, lower case
+		{"straße", "straße"},
 		{"日本語", "日本語"},
-		{"한국어", "한국어"},
 	} {
 		if got := auth.FoldAccount(tc.in); got != tc.want {
 			t.Errorf("FoldAccount(%+q) = %+q, want %+q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestFoldAccountSettles: every code point, alone and before a
+// combining mark, folds to something that folds to itself.
+func TestFoldAccountSettles(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue
+		}
+		for _, s := range []string{string(r), string(r) + "\u030c"} {
+			once := auth.FoldAccount(s)
+			if twice := auth.FoldAccount(once); twice != once {
+				t.Fatalf("FoldAccount(%+q) = %+q, folded again %+q", s, once, twice)
+			}
 		}
 	}
 }
@@ -42,7 +58,7 @@ func TestFoldAccount(t *testing.T) {
 // recognised as one (an administrator's unlock of "app NAME ACCOUNT"),
 // and gives valid UTF-8.
 func FuzzFoldAccount(f *testing.F) {
-	for _, s := range []string{"Ann@Example.com", "J\u030cohn", "Ⅻ", "straße", "a\u0301\u0301", "ﬃ", "İstanbul", "ΣΑΣ", "\u1e9e"} {
+	for _, s := range []string{"Ann@Example.com", "J\u030cohn", "Ⅻ", "straße", "a\u0301\u0301", "ﬃ", "İstanbul", "ΣΑΣ", "\u1e9e", "ᏣᎳᎩ"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -56,9 +72,9 @@ func FuzzFoldAccount(f *testing.F) {
 	})
 }
 
-// TestAccountSpellingsShareLimits: an application whose lookup takes
-// "alice" and "álice" for one account (MySQL's default collation does)
-// gets one limit for them from the decision API, not one per spelling.
+// TestAccountSpellingsShareLimits: the decision API gives the spellings
+// of one name that look alike one limit, not one each, and a name with
+// accents its own; an account too long is refused before it is folded.
 func TestAccountSpellingsShareLimits(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
@@ -67,14 +83,17 @@ func TestAccountSpellingsShareLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := f.cfg.Limits[auth.RuleLoginAccount].Count
+	decide := func(i, j int, account string) error {
+		// A network of its own each time: only the account's rules are
+		// in play.
+		_, err := f.svc.Decide(ctx, app, auth.AttemptRequest{Kind: auth.AttemptLogin, Account: account,
+			ClientIP: fmt.Sprintf("198.51.%d.%d", i, j+1)})
+		return err
+	}
 	admitted := 0
-	for i, account := range []string{"alice", "álice", "ALICE", "àlice", "ali\u200bce", "ａｌｉｃｅ"} {
+	for i, account := range []string{"alice", "ALICE", "ali\u200bce", "ａｌｉｃｅ", " Alice"} {
 		for j := range limit {
-			// A network of its own each time: only the account's rules
-			// are in play.
-			_, err := f.svc.Decide(ctx, app, auth.AttemptRequest{Kind: auth.AttemptLogin, Account: account,
-				ClientIP: fmt.Sprintf("198.51.%d.%d", i, j+1)})
-			switch {
+			switch err := decide(i, j, account); {
 			case err == nil:
 				admitted++
 			case !errors.Is(err, auth.ErrLimited):
@@ -83,8 +102,18 @@ func TestAccountSpellingsShareLimits(t *testing.T) {
 		}
 	}
 	if admitted != limit {
-		t.Errorf("six spellings of one account, %d attempts each: %d admitted, want the account's limit, %d", limit, admitted, limit)
+		t.Errorf("five spellings of one account, %d attempts each: %d admitted, want the account's limit, %d", limit, admitted, limit)
 	}
+	if err := decide(9, 0, "álice"); err != nil {
+		t.Errorf("another name, with an accent: %v", err)
+	}
+	long := strings.Repeat("\ufdfa", 20_000)
+	start := time.Now()
+	var fe *auth.FieldError
+	if err := decide(9, 1, long); !errors.As(err, &fe) || fe.Field != "account" {
+		t.Errorf("an account of %d bytes: %v, want a FieldError for account", len(long), err)
+	}
+	t.Logf("refused in %s", time.Since(start))
 }
 
 func BenchmarkFoldAccount(b *testing.B) {
