@@ -17,7 +17,10 @@ var ErrInvalidEmail = errors.New("auth: invalid email address")
 // up in: surrounding space trimmed and lower-cased, so that "Ann@Example.com "
 // and "ann@example.com" are one account and one limit. It refuses what
 // cannot be an address (no '@', an empty side, spaces, control characters,
-// invalid UTF-8, over MaxEmailBytes) with ErrInvalidEmail.
+// invalid UTF-8, over MaxEmailBytes) with ErrInvalidEmail, and characters
+// drawn as nothing (a zero-width space, a direction override: invisible),
+// with which an address typed at sign-in would be listed on the dashboard,
+// locked out, looking like another account's.
 func NormaliseEmail(s string) (string, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	if len(s) == 0 || len(s) > MaxEmailBytes || !utf8.ValidString(s) {
@@ -28,7 +31,7 @@ func NormaliseEmail(s string) (string, error) {
 		return "", ErrInvalidEmail
 	}
 	for _, r := range s {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError || invisible(r) {
 			return "", ErrInvalidEmail
 		}
 	}

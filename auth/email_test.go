@@ -1,0 +1,32 @@
+package auth_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// TestNormaliseEmailRefusesInvisible: an address holding a character
+// drawn as nothing is no address: typed at sign-in it would be listed on
+// the dashboard, failing and locked, drawn as another account's.
+func TestNormaliseEmailRefusesInvisible(t *testing.T) {
+	for _, s := range []string{
+		"ceo@example.com\u200b", // a zero-width space
+		"\u202emoc.elpmaxe@oec", // a right-to-left override, drawn as ceo@example.com
+		"c\u00adeo@example.com", // a soft hyphen
+		"ceo@example.com\ufe0f", // a variation selector
+		"\ufeffceo@example.com", // a byte order mark
+		"ceo@exam\u2066ple.com", // a directional isolate
+		"ceo\u034f@example.com", // a combining grapheme joiner
+	} {
+		if got, err := auth.NormaliseEmail(s); !errors.Is(err, auth.ErrInvalidEmail) {
+			t.Errorf("NormaliseEmail(%+q) = %+q, %v; want ErrInvalidEmail", s, got, err)
+		}
+	}
+	for _, s := range []string{"Ann@Example.com", "renée@example.com", "用户@例子.广告"} {
+		if _, err := auth.NormaliseEmail(s); err != nil {
+			t.Errorf("NormaliseEmail(%+q): %v", s, err)
+		}
+	}
+}
