@@ -25,8 +25,11 @@ import (
 // only other locks can, and each of those costs an attacker a threshold of
 // failures. Each rule's locks are kept apart from the others' under one
 // bound (lockTable): a flood of one rule's locks, which for some rules
-// cost little (failed API key checks need no hashing), pushes out only
-// its own.
+// cost little (failed API key checks need no hashing), pushes out its
+// own rather than another rule's, and the locks restored from the
+// lockout log (Hold) are pushed out by nothing while in force. An
+// application's accounts share RuleLoginAccount's name, and so its
+// locks, with XCloak's own.
 //
 // The identities are spread over shards, each with its own lock and its
 // own least-recently-used order, so that decisions for different
@@ -317,6 +320,14 @@ func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 	locks, unknown := unknownLocks(locks, func(name string) bool { _, ok := l.policies[name]; return ok })
 	now := l.now()
+	// The locks an earlier Hold pinned that have ended go back among the
+	// others, so that pinned locks are only ever those in force.
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		sh.locks.unpin(now)
+		sh.mu.Unlock()
+	}
 	for _, h := range locks {
 		if !now.Before(h.Until) {
 			continue
@@ -327,8 +338,8 @@ func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 		lk, _ := sh.locks.get(h.Name, key)
 		if lk == nil {
 			lk = &localLock{}
-			sh.locks.add(h.Name, key, lk)
 		}
+		sh.locks.pin(h.Name, key, lk)
 		if h.Until.After(lk.until) {
 			lk.until = h.Until
 		}

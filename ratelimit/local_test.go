@@ -133,10 +133,10 @@ func TestLocalLocksOutlastAFloodOfFailures(t *testing.T) {
 
 // TestLocalLocksOfOneRuleKeepOthers: a flood of locks of one rule (the
 // decision API's failed key checks, cheap to cause from many networks)
-// pushes out only locks of that rule, never a lock of another (an
-// account's, restored from the lockout log when Redis was lost), and a
-// lock of another rule made during the flood is kept too. The store stays
-// within its bound.
+// pushes out its own locks, not another rule's: neither an account's lock
+// made during the flood nor those restored from the lockout log when
+// Redis was lost, even when they are most of the store. The store stays
+// within its bound, the restored locks besides.
 func TestLocalLocksOfOneRuleKeepOthers(t *testing.T) {
 	const bound = 1024
 	cheap := ratelimit.LockoutPolicy{Threshold: 1, Duration: time.Hour, MaxDuration: time.Hour}
@@ -174,11 +174,33 @@ func TestLocalLocksOfOneRuleKeepOthers(t *testing.T) {
 			t.Errorf("%s after a flood of %d other locks: %+v, %v; want still locked", id, 3*bound, d, err)
 		}
 	}
-	if n := l.Locks(); n > bound {
-		t.Errorf("%d locks kept, want at most %d", n, bound)
+	if n := l.Locks(); n > bound+1 {
+		t.Errorf("%d locks kept, want at most %d and the one restored", n, bound)
+	}
+	// Locks restored from the lockout log, most of the store: a flood of
+	// another rule's takes none of them.
+	restored := make([]ratelimit.HeldLock, 900)
+	for i := range restored {
+		restored[i] = ratelimit.HeldLock{Name: "login_account", ID: fmt.Sprintf("restored%d@example.com", i), Until: time.Now().Add(time.Hour), Level: 1}
+	}
+	if err := l.Hold(ctx, restored...); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * bound {
+		if _, err := l.Fail(ctx, "apikey_ip", fmt.Sprintf("2001:db8:1:%x::/64", i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range restored {
+		if d, err := l.AllowAll(ctx, account(h.ID)); err != nil || d.Allowed {
+			t.Fatalf("%s, restored, after a flood of %d other locks: %+v, %v; want still locked", h.ID, 3*bound, d, err)
+		}
+	}
+	if n := l.Locks(); n > bound+len(restored)+1 {
+		t.Errorf("%d locks kept, want at most %d and the %d restored", n, bound, len(restored)+1)
 	}
 	// The flood's own locks: the newest kept, the oldest pushed out.
-	newest := ratelimit.Rule{Name: "apikey_ip", ID: fmt.Sprintf("2001:db8:%x::/64", 3*bound-1), Lockable: true}
+	newest := ratelimit.Rule{Name: "apikey_ip", ID: fmt.Sprintf("2001:db8:1:%x::/64", 3*bound-1), Lockable: true}
 	if d, err := l.AllowAll(ctx, newest); err != nil || d.Allowed {
 		t.Errorf("the flood's newest lock: %+v, %v; want in force", d, err)
 	}
