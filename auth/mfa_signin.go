@@ -206,8 +206,9 @@ func codeEvent(kind string, user User, source string, held bool, detail map[stri
 	return e
 }
 
-// EventMFALockout: the second step of an account, or from a network, was
-// locked by a code counted at its threshold; Rule says which.
+// EventMFALockout: the second step of an account (or of a held answer's
+// address) was locked by a code counted at its threshold; Rule says
+// which.
 const EventMFALockout = "mfa_lockout"
 
 // checkCode checks code against the account's confirmed TOTP factors, or

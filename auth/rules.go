@@ -54,8 +54,9 @@ const RuleAccountIP = "account_ip"
 const RuleAPIKeyIP = "apikey_ip"
 
 // Rule names of the second step of a sign-in (mfa_signin.go): codes
-// tried, counted before they are checked, per client network and per
-// account, each with a lock of its own, apart from the password's.
+// tried, counted before they are checked, per client network (a rate)
+// and per account (in a row, towards a lock of its own), apart from the
+// password's.
 const (
 	RuleMFANetwork = "mfa_ip"
 	RuleMFAAccount = "mfa_account"
