@@ -17,8 +17,9 @@ import (
 const (
 	// SearchPage is the length of a page of the search.
 	SearchPage = 50
-	// MaxSearchExport bounds the rows of one export, which is streamed
-	// and so costs little memory, but holds a Postgres connection.
+	// MaxSearchExport bounds the rows of one export, which is read a
+	// page at a time and streamed, so costs little memory and holds a
+	// Postgres connection only while a page is read.
 	MaxSearchExport = 100_000
 )
 

@@ -168,42 +168,63 @@ func (s *Server) handleEventExport() http.Handler {
 		if err != nil {
 			return err
 		}
-		q.Limit = dashboard.MaxSearchExport
 		h := w.Header()
 		h.Set("Content-Type", "text/csv; charset=utf-8")
 		h.Set("Content-Disposition", `attachment; filename="xcloak-events.csv"`)
 		h.Set("Cache-Control", "no-store")
 		out := csv.NewWriter(w)
 		started := false
-		start := func() {
+		// Read a page at a time, each page whole before any of it is
+		// written: a reader who reads slowly then holds no Postgres
+		// connection while it waits, so a few exports cannot take the
+		// pool from every sign-in.
+		page := make([]dashboard.StoredEvent, 0, exportPage)
+		for total := 0; total < dashboard.MaxSearchExport; {
+			q.Limit = min(exportPage, dashboard.MaxSearchExport-total)
+			page = page[:0]
+			err := s.dashboard.SearchEvents(r.Context(), q, func(e dashboard.StoredEvent) error {
+				page = append(page, e)
+				return nil
+			})
+			if err != nil && !started {
+				// Nothing written yet: the error is answered as on every
+				// route.
+				h.Del("Content-Disposition")
+				h.Del("Content-Type")
+				return err
+			}
+			if err != nil {
+				// Too late for a status: the connection is cut, so that
+				// the file cannot be taken for a whole one; the log says
+				// why.
+				s.log.Error("exporting events", "err", err)
+				panic(http.ErrAbortHandler)
+			}
 			if !started {
 				started = true
 				_ = out.Write([]string{"id", "time", "kind", "account", "network", "detail"})
 			}
+			for _, e := range page {
+				detail, _ := json.Marshal(e.Detail)
+				if err := out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano),
+					csvCell(e.Kind), csvCell(e.Account), csvCell(e.Source), csvCell(string(detail))}); err != nil {
+					return nil // the reader went away
+				}
+			}
+			total += len(page)
+			if len(page) < q.Limit {
+				break
+			}
+			last := page[len(page)-1]
+			q.Before = dashboard.EventCursor{At: last.At, ID: last.ID}
 		}
-		err = s.dashboard.SearchEvents(r.Context(), q, func(e dashboard.StoredEvent) error {
-			start()
-			detail, _ := json.Marshal(e.Detail)
-			return out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano),
-				csvCell(e.Kind), csvCell(e.Account), csvCell(e.Source), csvCell(string(detail))})
-		})
-		if err != nil && !started {
-			// Nothing written yet: the error is answered as on every route.
-			h.Del("Content-Disposition")
-			h.Del("Content-Type")
-			return err
-		}
-		if err != nil {
-			// Too late for a status: the file ends short, and says so in
-			// the log.
-			s.log.Error("exporting events", "err", err)
-			return nil
-		}
-		start()
 		out.Flush()
 		return nil
 	})
 }
+
+// exportPage is how many events an export reads from Postgres at once.
+const exportPage = 1000
 
 // csvCell keeps a spreadsheet from taking a cell for a formula: a cell
 // that begins with =, +, -, @, a tab or a carriage return gets a leading

@@ -1,9 +1,11 @@
 package web_test
 
 import (
+	"bufio"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -193,6 +195,68 @@ func TestCredentialEventsInWords(t *testing.T) {
 		}
 		if strings.Contains(body, key[4:12]) {
 			t.Errorf("%s shows part of the key", tc.path)
+		}
+	}
+}
+
+// TestEventExportHoldsNoConnection: an export read slowly holds no
+// Postgres connection while it waits on its reader, so that a few of
+// them cannot take the pool from every sign-in; read to its end, it has
+// every row once, newest first, across the pages it was read in.
+func TestEventExportHoldsNoConnection(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	const rows = 30_000
+	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
+		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.' || (g % 250),
+		       jsonb_build_object('note', repeat('x', 40))
+		FROM generate_series(1, $1::int) g`, rows); err != nil {
+		t.Fatal(err)
+	}
+	admin := xcloaktest.Client(t, "127.0.78.1")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cookies []string
+	for _, c := range admin.Jar.Cookies(u) {
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := conn.Write([]byte("GET /admin/events.csv?kind=login_failed HTTP/1.1\r\nHost: " + u.Host + "\r\nCookie: " + strings.Join(cookies, "; ") + "\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReaderSize(conn, 4096).ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
+		t.Fatalf("export: %q, %v", line, err)
+	}
+	// The reader stops; the server fills the socket and waits.
+	deadline := time.Now().Add(5 * time.Second)
+	for env.DB.Stat().AcquiredConns() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an export waiting on its reader holds %d Postgres connections", env.DB.Stat().AcquiredConns())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	conn.Close()
+
+	resp, body := get(t, admin, base+"/admin/events.csv?kind=login_failed")
+	lines, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("export: %d, %v", resp.StatusCode, err)
+	}
+	if len(lines) != rows+1 {
+		t.Fatalf("%d lines, want the header and %d rows", len(lines), rows)
+	}
+	for i, l := range lines[1:] {
+		if want := fmt.Sprintf("user%d@example.com", i+1); l[3] != want {
+			t.Fatalf("row %d is %s, want %s", i+1, l[3], want)
 		}
 	}
 }
