@@ -1074,3 +1074,70 @@ func withPassword(t *testing.T, dbURL string) (string, string) {
 	u.User = url.UserPassword(user, secret)
 	return u.String(), secret
 }
+
+// TestUserUnlockAppAccount: "user unlock" ends the lockout of an
+// application's account named as the dashboard lists it, "app NAME
+// ACCOUNT", its account folded as the decision API folds it; a name that
+// is no application's account is refused.
+func TestUserUnlockAppAccount(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	vars["XCLOAK_LIMIT_LOGIN_ACCOUNT"] = "30/10m"
+	srv := startServe(t, vars)
+	stdout, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "shop")
+	if err != nil {
+		t.Fatalf("apikey add: %v\n%s", err, stderr)
+	}
+	key, _, _ := strings.Cut(stdout, "\n")
+	call := func(path, body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	attempt := func(i int) (int, map[string]any) {
+		return call("/api/v1/attempts", fmt.Sprintf(`{"kind":"login","account":"Bob","client_ip":"198.51.100.%d"}`, i+1))
+	}
+	for i := range 10 {
+		status, out := attempt(i)
+		if status != http.StatusOK {
+			t.Fatalf("attempt %d: %d %v", i+1, status, out)
+		}
+		if status, out := call(fmt.Sprintf("/api/v1/attempts/%s/outcome", out["attempt_id"]), `{"result":"failure"}`); status != http.StatusNoContent {
+			t.Fatalf("outcome %d: %d %v", i+1, status, out)
+		}
+	}
+	if status, out := attempt(20); status != http.StatusTooManyRequests || out["reason"] != "locked" {
+		t.Fatalf("after ten failures: %d %v, want 429 locked", status, out)
+	}
+	for _, bad := range []string{"app shop", "app sh@p bob", "app  bob"} {
+		if _, _, err := xcloak(t, vars, "", "user", "unlock", "--email", bad); err == nil || !strings.Contains(err.Error(), "is not an application's account") {
+			t.Errorf("unlock --email %q: %v, want it refused", bad, err)
+		}
+	}
+	if stdout, stderr, err := xcloak(t, vars, "", "user", "unlock", "--email", "app shop BOB"); err != nil || stdout != "unlocked app shop bob\n" {
+		t.Fatalf("unlock: %q, %v\n%s", stdout, err, stderr)
+	}
+	unlockedAt := time.Now()
+	for {
+		status, out := attempt(21)
+		if status == http.StatusOK {
+			break
+		}
+		if time.Since(unlockedAt) > 3*time.Second {
+			t.Fatalf("after the unlock: %d %v, want 200 within the rejection memory", status, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -124,9 +124,11 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 func userUnlock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return accountCommand(ctx, "user unlock",
+	return appAccountCommand(ctx, "user unlock",
 		"Ends the lockout of an account, existing or not, and forgets its failed\n"+
-			"sign-ins. The unlock is recorded as a security event by \"cli\".\n",
+			"sign-ins. An application's account (decision API) is named as the\n"+
+			"dashboard lists it: --email 'app NAME ACCOUNT'. The unlock is recorded as\n"+
+			"a security event by \"cli\".\n",
 		args, getenv, stdout, stderr, func(b *backend, addr string) error {
 			wasLocked, err := b.svc.Unlock(ctx, addr, "cli")
 			if err != nil {
@@ -167,6 +169,19 @@ func userSignOut(ctx context.Context, name string, args []string, getenv func(st
 // events act recorded before the command ends.
 func accountCommand(ctx context.Context, name, doc string, args []string, getenv func(string) string, stdout, stderr io.Writer,
 	act func(b *backend, addr string) error) error {
+	return runAccountCommand(ctx, name, doc, args, getenv, stdout, stderr, false, act)
+}
+
+// appAccountCommand is accountCommand for a command that also acts on an
+// application's account, "app NAME ACCOUNT" as the dashboard lists it,
+// its account folded as the decision API folds it.
+func appAccountCommand(ctx context.Context, name, doc string, args []string, getenv func(string) string, stdout, stderr io.Writer,
+	act func(b *backend, addr string) error) error {
+	return runAccountCommand(ctx, name, doc, args, getenv, stdout, stderr, true, act)
+}
+
+func runAccountCommand(ctx context.Context, name, doc string, args []string, getenv func(string) string, stdout, stderr io.Writer,
+	apps bool, act func(b *backend, addr string) error) error {
 	fs := cli.NewFlagSet("xcloak", name, "--email ADDRESS [flags]", doc)
 	email := fs.String("email", "", "mail `address` of the account (required)")
 	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
@@ -176,8 +191,15 @@ func accountCommand(ctx context.Context, name, doc string, args []string, getenv
 	if err != nil {
 		return err
 	}
-	addr, err := requireEmail(fs, *email, stderr)
-	if err != nil {
+	var addr string
+	if rest, ok := strings.CutPrefix(*email, "app "); ok && apps {
+		app, account, _ := strings.Cut(rest, " ")
+		account = auth.FoldAccount(account)
+		if auth.CheckAPIKeyName(app) != nil || account == "" {
+			return fmt.Errorf("--email %q is not an application's account: app NAME ACCOUNT", *email)
+		}
+		addr = "app " + app + " " + account
+	} else if addr, err = requireEmail(fs, *email, stderr); err != nil {
 		return err
 	}
 	b, err := openUserBackend(ctx, cfg, stderr)
