@@ -151,6 +151,13 @@ func (s *Service) SearchUsers(ctx context.Context, query, after string, limit in
 	if err != nil {
 		return UserPage{}, err
 	}
+	// Stored emails are lower case: "Root@Example.com" continues after
+	// root@example.com, not from the first page. Checked before
+	// lower-casing too, as ParseUserQuery does.
+	if !utf8.ValidString(after) {
+		return UserPage{}, &FieldError{Field: "after", Message: "is not valid UTF-8"}
+	}
+	after = strings.ToLower(strings.TrimSpace(after))
 	if err := checkEmailPart(after); err != nil {
 		return UserPage{}, &FieldError{Field: "after", Message: err.Error()}
 	}

@@ -251,3 +251,23 @@ func TestAdminActionsAreNeverFolded(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchUsersAfterFolded: a page continues after the account named
+// however it was typed, as stored emails are lower case.
+func TestSearchUsersAfterFolded(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, email := range []string{"amy@example.com", "bea@example.com", "cid@example.com"} {
+		f.addUser(t, email, "the right password", false)
+	}
+	page, err := f.svc.SearchUsers(t.Context(), "", " Bea@Example.com", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range page.Users {
+		got = append(got, u.Email)
+	}
+	if strings.Join(got, " ") != "cid@example.com" {
+		t.Errorf("after Bea@Example.com: %v, want [cid@example.com]", got)
+	}
+}
