@@ -75,7 +75,7 @@ var individualEvents = map[string]bool{
 	// (Detail "by"), and user.disabled and user.deleted webhooks that must
 	// name the account.
 	EventUserCreated: true, EventUserDisabled: true, EventUserEnabled: true, EventUserDeleted: true,
-	EventUserPromoted: true, EventUserDemoted: true, EventPasswordSet: true,
+	EventUserPromoted: true, EventUserDemoted: true, EventPasswordSet: true, EventEventsExported: true,
 	// And on API keys: who gave an application a key, and when it ended.
 	EventAPIKeyCreated: true, EventAPIKeyRevoked: true,
 	// Second factors added or removed and recovery codes regenerated: the

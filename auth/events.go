@@ -53,6 +53,11 @@ const (
 	// other than its owner (development mode's demo admin at each start):
 	// its sessions ended and its known devices were forgotten.
 	EventPasswordSet = "password_set"
+	// EventEventsExported: an administrator downloaded the event search's
+	// export (RecordExport), addresses and networks of up to 100,000
+	// events: Detail "rows", and "account", "network", "kind" for the
+	// filters given.
+	EventEventsExported = "events_exported"
 )
 
 // RuleLockout is the Rule of a rejection caused by a lockout.

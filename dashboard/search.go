@@ -39,6 +39,7 @@ var SearchKinds = []string{
 	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodesRegenerated, auth.EventRecoveryCodeUsed,
 	auth.EventUserCreated, auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted,
 	auth.EventUserDemoted, auth.EventPasswordSet, auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked,
+	auth.EventEventsExported,
 }
 
 // EventCursor is where a page of the search ends: the time and ID of its

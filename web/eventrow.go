@@ -132,6 +132,12 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		adminEventRow(&row, e)
 	case auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked:
 		apiKeyEventRow(&row, e)
+	case auth.EventEventsExported:
+		row.What = "Security events exported"
+		row.Detail = adminBy(e.Detail["by"])
+		if n := e.Detail["rows"]; n != "" {
+			row.Detail += "; " + n + " events"
+		}
 	case auth.EventSignedOutEverywhere:
 		row.What = "Signed out everywhere"
 		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {

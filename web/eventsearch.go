@@ -163,11 +163,20 @@ func (s *Server) handleEventSearchAPI() http.Handler {
 // select, newest first, at most dashboard.MaxSearchExport, streamed as
 // they are read.
 func (s *Server) handleEventExport() http.Handler {
-	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, _ auth.Session) error {
+	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		q, err := eventSearchQuery(r.URL.Query())
 		if err != nil {
 			return err
 		}
+		written := 0
+		defer func() {
+			// An export of any event is recorded with how many were
+			// written, however it ended (the reader gone, Postgres cut
+			// short).
+			if written > 0 {
+				s.auth.RecordExport(byAdmin(sess), written, q.Account, q.Network, q.Kind)
+			}
+		}()
 		h := w.Header()
 		h.Set("Content-Type", "text/csv; charset=utf-8")
 		h.Set("Content-Disposition", `attachment; filename="xcloak-events.csv"`)
@@ -210,6 +219,7 @@ func (s *Server) handleEventExport() http.Handler {
 					csvCell(e.Kind), csvCell(e.Account), csvCell(e.Source), csvCell(string(detail))}); err != nil {
 					return nil // the reader went away
 				}
+				written++
 			}
 			total += len(page)
 			if len(page) < q.Limit {

@@ -202,7 +202,8 @@ func TestCredentialEventsInWords(t *testing.T) {
 // TestEventExportHoldsNoConnection: an export read slowly holds no
 // Postgres connection while it waits on its reader, so that a few of
 // them cannot take the pool from every sign-in; read to its end, it has
-// every row once, newest first, across the pages it was read in.
+// every row once, newest first, across the pages it was read in, and is
+// recorded as an events_exported event naming who took it.
 func TestEventExportHoldsNoConnection(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
@@ -258,5 +259,16 @@ func TestEventExportHoldsNoConnection(t *testing.T) {
 		if want := fmt.Sprintf("user%d@example.com", i+1); l[3] != want {
 			t.Fatalf("row %d is %s, want %s", i+1, l[3], want)
 		}
+	}
+
+	// Each export is an event: who took how many, with its filters.
+	env.Flush(t)
+	var detail string
+	if err := env.DB.QueryRow(t.Context(), `SELECT detail::text FROM security_events
+		WHERE kind = 'events_exported' AND detail->>'rows' = $1`, fmt.Sprint(rows)).Scan(&detail); err != nil {
+		t.Fatalf("the whole export's event: %v", err)
+	}
+	if want := `{"by": "admin:root@example.com", "kind": "login_failed", "rows": "30000"}`; detail != want {
+		t.Errorf("its detail: %s, want %s", detail, want)
 	}
 }
