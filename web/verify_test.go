@@ -82,6 +82,34 @@ func answerOf(resp *http.Response, body string) answer {
 	return answer{resp.StatusCode, strings.Join(lines, "\n"), body}
 }
 
+// noOracleCase is one sign-in of a test that sign-ins' answers tell
+// nothing: its name, and what it sends.
+type noOracleCase struct{ name, email, password string }
+
+// postLogin posts a sign-in from c: to the JSON API, or with api false
+// through the form.
+func postLogin(t *testing.T, c *http.Client, base string, api bool, email, password string) (*http.Response, string) {
+	t.Helper()
+	if api {
+		return post(t, c, base+"/api/v1/login", jsonType, loginJSON(email, password))
+	}
+	return postSignIn(t, c, base, email, password)
+}
+
+// checkHeldAlike fails t unless the first case's answer is held (202) and
+// every other case's is the same, byte for byte.
+func checkHeldAlike(t *testing.T, api bool, cases []noOracleCase, answers []answer) {
+	t.Helper()
+	if answers[0].status != http.StatusAccepted {
+		t.Fatalf("api=%v, %s: status %d, want 202:\n%s", api, cases[0].name, answers[0].status, answers[0].body)
+	}
+	for j, a := range answers[1:] {
+		if a != answers[0] {
+			t.Errorf("api=%v: the answer to the %s differs from the %s's:\n%+v\n%+v", api, cases[j+1].name, cases[0].name, a, answers[0])
+		}
+	}
+}
+
 var (
 	// heldTokenRe finds a held answer's token in its JSON or on its page.
 	heldTokenRe     = regexp.MustCompile(`("mfa_token":"|name="mfa_token" value=")([A-Za-z0-9_-]{44,})"`)
@@ -107,7 +135,7 @@ func TestBreachedPasswordNoOracle(t *testing.T) {
 	env.AddUser(t, "bree@example.com", "the right password", false)
 	corpus.Add(t, "the right password")
 	corpus.Add(t, "a breached wrong one")
-	cases := []struct{ name, email, password string }{
+	cases := []noOracleCase{
 		{"right breached password", "bree@example.com", "the right password"},
 		{"wrong breached password", "bree@example.com", "a breached wrong one"},
 		{"unknown account, breached password", "nobody@example.com", "the right password"},
@@ -115,24 +143,9 @@ func TestBreachedPasswordNoOracle(t *testing.T) {
 	for i, api := range []bool{false, true} {
 		var answers []answer
 		for j, tc := range cases {
-			c := xcloaktest.Client(t, fmt.Sprintf("127.0.21.%d", 10*i+j+1))
-			var resp *http.Response
-			var body string
-			if api {
-				resp, body = post(t, c, base+"/api/v1/login", jsonType, loginJSON(tc.email, tc.password))
-			} else {
-				resp, body = post(t, c, base+"/login", formType, url.Values{"email": {tc.email}, "password": {tc.password}}.Encode())
-			}
-			answers = append(answers, answerOf(resp, body))
+			answers = append(answers, answerOf(postLogin(t, xcloaktest.Client(t, fmt.Sprintf("127.0.21.%d", 10*i+j+1)), base, api, tc.email, tc.password)))
 		}
-		if answers[0].status != http.StatusAccepted {
-			t.Fatalf("api=%v: the right breached password: status %d, want 202", api, answers[0].status)
-		}
-		for j, a := range answers[1:] {
-			if a != answers[0] {
-				t.Errorf("api=%v: the answer to the %s differs from the right one's:\n%+v\n%+v", api, cases[j+1].name, a, answers[0])
-			}
-		}
+		checkHeldAlike(t, api, cases, answers)
 	}
 	c := xcloaktest.Client(t, "127.0.21.30")
 	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("bree@example.com", "a wrong one, not breached")); resp.StatusCode != http.StatusUnauthorized {
@@ -157,7 +170,7 @@ func TestBreachedPasswordNoOracle(t *testing.T) {
 func TestVerificationNoOracle(t *testing.T) {
 	env, base := verifyEnv(t)
 	env.AddUser(t, "ann@example.com", "the password", false)
-	cases := []struct{ name, email, password string }{
+	cases := []noOracleCase{
 		{"right password", "ann@example.com", "the password"},
 		{"wrong password", "ann@example.com", "not the password"},
 		{"unknown account", "nobody@example.com", "the password"},
@@ -166,26 +179,12 @@ func TestVerificationNoOracle(t *testing.T) {
 		var answers []answer
 		for j, tc := range cases {
 			c := xcloaktest.Client(t, fmt.Sprintf("127.0.20.%d", 10*i+j+1))
-			var resp *http.Response
-			var body string
-			if api {
-				resp, body = post(t, c, base+"/api/v1/login", jsonType, loginJSON(tc.email, tc.password))
-			} else {
-				resp, body = post(t, c, base+"/login", formType, url.Values{"email": {tc.email}, "password": {tc.password}}.Encode())
-			}
-			answers = append(answers, answerOf(resp, body))
+			answers = append(answers, answerOf(postLogin(t, c, base, api, tc.email, tc.password)))
 			if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
 				t.Errorf("api=%v, %s: the asking browser reaches its account (%d)", api, tc.name, resp.StatusCode)
 			}
 		}
-		if answers[0].status != http.StatusAccepted {
-			t.Fatalf("api=%v: status %d, want 202", api, answers[0].status)
-		}
-		for j, a := range answers[1:] {
-			if a != answers[0] {
-				t.Errorf("api=%v: the answer to the %s differs from the right password's:\n%+v\n%+v", api, cases[j+1].name, a, answers[0])
-			}
-		}
+		checkHeldAlike(t, api, cases, answers)
 		if api && strings.TrimSpace(answers[0].body) != `{"mfa_token":"TOKEN(223)","status":"verification_required"}` {
 			t.Errorf("API answer: %s", answers[0].body)
 		}
