@@ -192,6 +192,23 @@ func invisible(r rune) bool {
 // no application's and XCloak's own accounts meet.
 func appAccount(app, folded string) string { return "app " + app + " " + folded }
 
+// ParseAppAccount reads an application's account as the dashboard lists
+// it, "app NAME ACCOUNT", and returns its identity, the account folded
+// (FoldAccount) as the decision API folds it; false if s is no such
+// thing.
+func ParseAppAccount(s string) (string, bool) {
+	rest, ok := strings.CutPrefix(s, "app ")
+	if !ok {
+		return "", false
+	}
+	name, account, _ := strings.Cut(rest, " ")
+	if len(account) > MaxAccountBytes || !printable(account) {
+		return "", false
+	}
+	id := appAccount(name, FoldAccount(account))
+	return id, isAppAccount(id)
+}
+
 // isAppAccount reports whether id is an application's account identity as
 // appAccount makes it, with a valid name and a folded account.
 func isAppAccount(id string) bool {

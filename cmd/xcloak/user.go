@@ -192,13 +192,11 @@ func runAccountCommand(ctx context.Context, name, doc string, args []string, get
 		return err
 	}
 	var addr string
-	if rest, ok := strings.CutPrefix(*email, "app "); ok && apps {
-		app, account, _ := strings.Cut(rest, " ")
-		account = auth.FoldAccount(account)
-		if auth.CheckAPIKeyName(app) != nil || account == "" {
+	if apps && strings.HasPrefix(*email, "app ") {
+		var ok bool
+		if addr, ok = auth.ParseAppAccount(*email); !ok {
 			return fmt.Errorf("--email %q is not an application's account: app NAME ACCOUNT", *email)
 		}
-		addr = "app " + app + " " + account
 	} else if addr, err = requireEmail(fs, *email, stderr); err != nil {
 		return err
 	}
