@@ -17,13 +17,24 @@ import (
 // verification by mail.
 //
 // Looking a password up (package breached) is bounded in time and may
-// fail: the corpus unreachable or slow, or read but no range (an empty
-// one, an HTML page answered with 200). A failure never blocks anyone: it is logged, without the password
-// or anything of its hash, counted in xcloak_breached_lookup_failures_total,
-// and the password is taken as not breached, on a sign-in and when a
-// password is set alike. Refusing a new password because the corpus
-// could not be read would lock users out of resets over an outage of
-// something only advisory; the lookup runs again at every sign-in.
+// fail: the corpus unreachable, slow or throttling, or read but no range
+// (an empty one, an HTML page answered with 200). A failure is logged,
+// without the password or anything of its hash, and counted in
+// xcloak_breached_lookup_failures_total. What it means then depends on
+// what the lookup was for:
+//   - Setting a password, it is taken as not breached. Refusing a new
+//     password because the corpus could not be read would lock users
+//     out of resets over an outage of something only advisory.
+//   - A sign-in from a known device is taken as not breached too: that
+//     browser has signed in with the password before.
+//   - A sign-in from any other browser is held, right password or wrong,
+//     as new-device verification holds it, and the owner of a right one
+//     is mailed a sign-in link (or asked for a new password, should the
+//     mail's own lookup find it breached). Taken as not breached, the
+//     right one would sign in and the wrong one be refused whenever the
+//     lookup failed: a stuffing run that made a range API throttle, by
+//     its own volume, would learn again which of its breached pairs were
+//     right. Held, the lookup's failure changes nothing it can see.
 
 // ErrBreachedPassword: a new password that is in a breach corpus.
 var ErrBreachedPassword = errors.New("auth: password appears in a data breach")
@@ -44,7 +55,7 @@ type breachedCheck struct {
 func newBreachedCheck(c BreachedChecker, reg prometheus.Registerer) (breachedCheck, error) {
 	failures := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "xcloak_breached_lookup_failures_total",
-		Help: "Breached-password lookups that failed or timed out; the password was taken as not breached."})
+		Help: "Breached-password lookups that failed or timed out; a sign-in from a new browser was held, anything else taken as not breached."})
 	if err := reg.Register(failures); err != nil {
 		return breachedCheck{}, err
 	}
@@ -52,31 +63,41 @@ func newBreachedCheck(c BreachedChecker, reg prometheus.Registerer) (breachedChe
 }
 
 // passwordBreached reports whether password is in the breach corpus: the
-// sign-in's lookup, bounded in time by the checker, and false when
-// checking is off or the lookup failed (logged and counted). The password
-// XCloak stores and compares is its NFKC form (normalisePassword), so that
-// form is looked up, and the password as typed too when it differs: a
-// full-width "Ｐassword1" is the breached "Password1" here.
+// lookup, bounded in time by the checker, and false when checking is off
+// or the lookup failed (logged and counted). The password XCloak stores
+// and compares is its NFKC form (normalisePassword), so that form is
+// looked up, and the password as typed too when it differs: a full-width
+// "Ｐassword1" is the breached "Password1" here.
 func (s *Service) passwordBreached(ctx context.Context, password string) bool {
-	if s.breached.checker == nil {
-		return false
-	}
-	normal := normalisePassword(password)
-	if s.lookUpBreached(ctx, normal) {
-		return true
-	}
-	return normal != password && s.lookUpBreached(ctx, password)
+	breached, _ := s.lookUpPassword(ctx, password)
+	return breached
 }
 
-// lookUpBreached is one lookup of passwordBreached.
-func (s *Service) lookUpBreached(ctx context.Context, password string) bool {
+// lookUpPassword is passwordBreached that also tells whether the answer
+// is unknown: a lookup failed and none found the password.
+func (s *Service) lookUpPassword(ctx context.Context, password string) (breached, unknown bool) {
+	if s.breached.checker == nil {
+		return false, false
+	}
+	normal := normalisePassword(password)
+	found, failed := s.lookUpBreached(ctx, normal)
+	if !found && normal != password {
+		var failedTyped bool
+		found, failedTyped = s.lookUpBreached(ctx, password)
+		failed = failed || failedTyped
+	}
+	return found, !found && failed
+}
+
+// lookUpBreached is one lookup of lookUpPassword.
+func (s *Service) lookUpBreached(ctx context.Context, password string) (found, failed bool) {
 	found, err := s.breached.checker.Breached(ctx, password)
 	if err != nil {
 		s.breached.failures.Inc()
-		s.log.WarnContext(ctx, "breached-password lookup failed; taken as not breached", "err", err)
-		return false
+		s.log.WarnContext(ctx, "breached-password lookup failed", "err", err)
+		return false, true
 	}
-	return found
+	return found, false
 }
 
 // checkNotBreached refuses a new password that is in the breach corpus

@@ -232,8 +232,14 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 	// one never signs it in, and were only the right one held, the held
 	// answer would tell a stuffing run of breached pairs which of them
 	// were right. Looked up for every one, so that the right one takes no
-	// longer either.
-	breached := device == "" && !held && s.passwordBreached(ctx, req.Password)
+	// longer either. A lookup that failed holds it as well (breached.go):
+	// were it let through, a run that made the corpus fail would have its
+	// answers back.
+	var breached, unknown bool
+	if device == "" && !held {
+		breached, unknown = s.lookUpPassword(ctx, req.Password)
+	}
+	held = held || unknown
 	user, err := s.UserByEmail(ctx, email)
 	switch {
 	case errors.Is(err, ErrNoUser):

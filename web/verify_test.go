@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -157,6 +158,54 @@ func TestBreachedPasswordNoOracle(t *testing.T) {
 	env.Flush(t)
 	for _, m := range env.Mail.Messages() {
 		if to := strings.Join(m.To, ","); to != "bree@example.com" {
+			t.Errorf("mail to %s", to)
+		}
+	}
+}
+
+// TestBreachedLookupFailureHolds: when the breach corpus cannot be read
+// (here a range API that throttles every lookup), a new browser's
+// sign-in is held alike whether its password is right or wrong, for an
+// account or none, from the page and from the API, as when the password
+// is breached; and the owner of the right one is mailed a sign-in link,
+// the lookup having failed again for the mail. Taken as not breached, a
+// run that made the corpus throttle would be told which pairs were right.
+func TestBreachedLookupFailureHolds(t *testing.T) {
+	throttling := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	}))
+	t.Cleanup(throttling.Close)
+	checker, err := breached.Open(throttling.URL, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{Breached: checker})
+	base := env.Start(t)
+	env.AddUser(t, "tess@example.com", "the right password", false)
+	cases := []noOracleCase{
+		{"right password", "tess@example.com", "the right password"},
+		{"wrong password", "tess@example.com", "a wrong one"},
+		{"unknown account", "nobody@example.com", "the right password"},
+	}
+	for i, api := range []bool{false, true} {
+		var answers []answer
+		for j, tc := range cases {
+			c := xcloaktest.Client(t, fmt.Sprintf("127.0.22.%d", 10*i+j+1))
+			answers = append(answers, answerOf(postLogin(t, c, base, api, tc.email, tc.password)))
+			if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+				t.Errorf("api=%v, %s: the asking browser reaches its account (%d)", api, tc.name, resp.StatusCode)
+			}
+		}
+		checkHeldAlike(t, api, cases, answers)
+	}
+	for range 2 {
+		if body := env.Mail.WaitFor(t, "tess@example.com").Body; !signInLink.MatchString(body) {
+			t.Fatalf("the owner's mail has no sign-in link:\n%s", body)
+		}
+	}
+	env.Flush(t)
+	for _, m := range env.Mail.Messages() {
+		if to := strings.Join(m.To, ","); to != "tess@example.com" {
 			t.Errorf("mail to %s", to)
 		}
 	}

@@ -448,7 +448,7 @@ func newSettings(d auth.Config) []setting {
 		},
 		{
 			env: "XCLOAK_BREACHED_TIMEOUT", flag: "breached-timeout", def: formatDuration(breached.DefaultTimeout), scope: forServe | forUser,
-			usage: "how long one breached-password lookup may take, as a `duration` from 10ms to 10s; one that fails or takes longer counts the password as not breached",
+			usage: "how long one breached-password lookup may take, as a `duration` from 10ms to 10s; one that fails or takes longer holds a sign-in from a new browser for verification by mail, and counts a password being set as not breached",
 			set: func(c *config, v string) error {
 				dur, err := time.ParseDuration(v)
 				if err != nil || dur < 10*time.Millisecond || dur > 10*time.Second {
