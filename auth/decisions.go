@@ -231,6 +231,25 @@ func appOf(id string) (name string, ok bool) {
 	return name, true
 }
 
+// appLockGroup is the class of an application's identity among a rule's
+// locks in the in-process store (ratelimit.LockoutPolicy.Group): "app
+// NAME" for its accounts, "app" for its known devices, "" for XCloak's
+// own, none of which begins "app ". A decision API key's holder names its
+// accounts as it likes and may fail them at will; set apart, a flood of
+// their locks while Redis is unreachable pushes out their own, not
+// XCloak's accounts' or another application's.
+func appLockGroup(id string) string {
+	rest, ok := strings.CutPrefix(id, "app ")
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, " ")
+	if !ok {
+		return "app"
+	}
+	return id[:len("app ")+len(name)]
+}
+
 // appDevice is the identity of an application's known device in the
 // limits: "app " and its hash, longer than any nonce of XCloak's own.
 func appDevice(hash string) string { return "app " + hash }

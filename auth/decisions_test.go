@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // TestFoldAccount: the spellings of a name that look alike (case,
@@ -124,5 +125,43 @@ func BenchmarkFoldAccount(b *testing.B) {
 				auth.FoldAccount(s)
 			}
 		})
+	}
+}
+
+// TestAppLocksSetApart: in the in-process store that limits while Redis
+// is unreachable, a flood of one application's account locks (a decision
+// API key's holder reports failures for accounts it names at will)
+// pushes out none of XCloak's own accounts' locks nor another
+// application's: the policies set each application's identities apart.
+func TestAppLocksSetApart(t *testing.T) {
+	const bound = 256
+	cfg := auth.DefaultConfig()
+	local, err := ratelimit.NewLocal(cfg.LockoutPolicies(), bound, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	lock := func(id string) {
+		t.Helper()
+		for {
+			f, err := local.Fail(ctx, auth.RuleLoginAccount, id, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.LockedNow {
+				return
+			}
+		}
+	}
+	lock("ann@example.com")
+	lock("app other bob")
+	for i := range 4 * bound {
+		lock(fmt.Sprintf("app shop user%d", i))
+	}
+	for _, id := range []string{"ann@example.com", "app other bob"} {
+		rule := ratelimit.Rule{Name: auth.RuleLoginAccount, ID: id, Limit: ratelimit.PerMinute(1000), Lockable: true}
+		if d, err := local.AllowAll(ctx, rule); err != nil || d.Allowed {
+			t.Errorf("%s after a flood of one application's locks: %+v, %v; want still locked", id, d, err)
+		}
 	}
 }

@@ -38,7 +38,8 @@ var _ Limiter = (*ratelimit.Failover)(nil)
 // failures hold that browser and never the account's other browsers;
 // RuleLoginPassword's lock is the spraying verdict, by its own,
 // RuleAPIKeyIP's is its limit (apiKeyPolicy) and RuleMFAAccount's the
-// second step's (mfaPolicy).
+// second step's (mfaPolicy). Each sets an application's identities apart
+// in the in-process store (appLockGroup).
 func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 	out := map[string]ratelimit.LockoutPolicy{}
 	for _, r := range rules {
@@ -49,6 +50,10 @@ func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 	out[RuleLoginPassword] = sprayPolicy(cfg.SprayAccounts, cfg.SprayWindow)
 	out[RuleAPIKeyIP] = apiKeyPolicy(cfg.Limits.Of(RuleAPIKeyIP))
 	out[RuleMFAAccount] = mfaPolicy(cfg.Limits.Of(RuleMFAAccount))
+	for name, p := range out {
+		p.Group = appLockGroup
+		out[name] = p
+	}
 	return out
 }
 

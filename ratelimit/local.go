@@ -27,9 +27,9 @@ import (
 // bound (lockTable): a flood of one rule's locks, which for some rules
 // cost little (failed API key checks need no hashing), pushes out its
 // own rather than another rule's, and the locks restored from the
-// lockout log (Hold) are pushed out by nothing while in force. An
-// application's accounts share RuleLoginAccount's name, and so its
-// locks, with XCloak's own.
+// lockout log (Hold) are pushed out by nothing while in force. A
+// policy's Group keeps classes of one rule's identities apart the same
+// way.
 //
 // The identities are spread over shards, each with its own lock and its
 // own least-recently-used order, so that decisions for different
@@ -108,6 +108,17 @@ func NewLocal(policies map[string]LockoutPolicy, maxIdentities int, now func() t
 }
 
 // shard returns the index of the shard that holds id.
+// lockGroup is the lock table's group of id's locks under rule name: the
+// name, and the class its policy's Group gives id.
+func (l *Local) lockGroup(name, id string) string {
+	if g := l.policies[name].Group; g != nil {
+		if class := g(id); class != "" {
+			return name + " " + class
+		}
+	}
+	return name
+}
+
 func (l *Local) shard(id string) int {
 	if len(l.shards) == 1 {
 		return 0
@@ -150,7 +161,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		key := ruleKey(r.Name, r.ID)
 		if r.LockOnly() {
 			// No log: its lock alone decides.
-			if left := lockedFor(sh, r.Name, key, now); left > 0 {
+			if left := lockedFor(sh, l.lockGroup(r.Name, r.ID), key, now); left > 0 {
 				res.Locked, res.RetryAfter = true, left
 				d.Allowed = false
 				d.RetryAfter = max(d.RetryAfter, left)
@@ -169,7 +180,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		logs[i] = log
 		res.Count = count
 		if r.Lockable {
-			res.RetryAfter = lockedFor(sh, r.Name, key, now)
+			res.RetryAfter = lockedFor(sh, l.lockGroup(r.Name, r.ID), key, now)
 			res.Locked = res.RetryAfter > 0
 		}
 		if count >= r.Limit.Count {
@@ -220,10 +231,10 @@ func (log *localLog) trim(now time.Time) {
 	log.times = log.times[i:]
 }
 
-// lockedFor is how long the lock of rule name under key has left; sh
-// holds it and is locked.
-func lockedFor(sh *localShard, name, key string, now time.Time) time.Duration {
-	lk, _ := sh.locks.get(name, key)
+// lockedFor is how long the lock of key in the lock table's group has
+// left; sh holds it and is locked.
+func lockedFor(sh *localShard, group, key string, now time.Time) time.Duration {
+	lk, _ := sh.locks.get(group, key)
 	if lk == nil || !now.Before(lk.until) {
 		return 0
 	}
@@ -242,7 +253,7 @@ func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, erro
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
-	lk, _ := sh.locks.get(name, key)
+	lk, _ := sh.locks.get(l.lockGroup(name, id), key)
 	if lk != nil && now.Before(lk.until) {
 		return Failure{Level: lk.level, LockedFor: lk.until.Sub(now)}, nil
 	}
@@ -281,7 +292,7 @@ func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, erro
 	f.failures, f.last = 0, now.Add(d)
 	if lk == nil {
 		lk = &localLock{}
-		sh.locks.add(name, key, lk)
+		sh.locks.add(l.lockGroup(name, id), key, lk)
 	}
 	lk.until, lk.level = now.Add(d), level
 	return Failure{LockedNow: true, Failures: n, Level: level, LockedFor: d}, nil
@@ -301,7 +312,7 @@ func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 	if f, _ := sh.lockouts.get(key); f != nil {
 		f.failures, f.attempts = 0, nil
 	}
-	lk, _ := sh.locks.get(name, key)
+	lk, _ := sh.locks.get(l.lockGroup(name, id), key)
 	if lk == nil {
 		return false, nil
 	}
@@ -335,11 +346,12 @@ func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 		key := ruleKey(h.Name, h.ID)
 		sh := &l.shards[l.shard(h.ID)]
 		sh.mu.Lock()
-		lk, _ := sh.locks.get(h.Name, key)
+		group := l.lockGroup(h.Name, h.ID)
+		lk, _ := sh.locks.get(group, key)
 		if lk == nil {
 			lk = &localLock{}
 		}
-		sh.locks.pin(h.Name, key, lk)
+		sh.locks.pin(group, key, lk)
 		if h.Until.After(lk.until) {
 			lk.until = h.Until
 		}

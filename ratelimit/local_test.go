@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,6 +202,54 @@ func TestLocalLocksOfOneRuleKeepOthers(t *testing.T) {
 	}
 	// The flood's own locks: the newest kept, the oldest pushed out.
 	newest := ratelimit.Rule{Name: "apikey_ip", ID: fmt.Sprintf("2001:db8:1:%x::/64", 3*bound-1), Lockable: true}
+	if d, err := l.AllowAll(ctx, newest); err != nil || d.Allowed {
+		t.Errorf("the flood's newest lock: %+v, %v; want in force", d, err)
+	}
+}
+
+// TestLocalLocksOfOneGroupKeepOthers: where a policy's Group sets apart a
+// class of a rule's identities (an application's accounts, named by
+// whoever holds its key, beside XCloak's own), a flood of that class's
+// locks pushes out its own, not the rule's other identities' locks,
+// neither one made during the flood nor one restored from the lockout log.
+func TestLocalLocksOfOneGroupKeepOthers(t *testing.T) {
+	const bound = 1024
+	grouped := policy
+	grouped.Threshold = 1
+	grouped.Group = func(id string) string {
+		if strings.HasPrefix(id, "app shop ") {
+			return "app shop"
+		}
+		return ""
+	}
+	l, err := ratelimit.NewLocal(map[string]ratelimit.LockoutPolicy{"login_account": grouped}, bound, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := l.Hold(ctx, ratelimit.HeldLock{Name: "login_account", ID: "victim@example.com", Until: time.Now().Add(24 * time.Hour), Level: 8}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * bound {
+		if _, err := l.Fail(ctx, "login_account", fmt.Sprintf("app shop user%d", i), ""); err != nil {
+			t.Fatal(err)
+		}
+		if i == bound {
+			if f, err := l.Fail(ctx, "login_account", "later@example.com", ""); err != nil || !f.LockedNow {
+				t.Fatalf("later@example.com: %+v, %v; want locked", f, err)
+			}
+		}
+	}
+	for _, id := range []string{"victim@example.com", "later@example.com"} {
+		rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(1000), Lockable: true}
+		if d, err := l.AllowAll(ctx, rule); err != nil || d.Allowed || !d.Results[0].Locked {
+			t.Errorf("%s after a flood of %d application accounts' locks: %+v, %v; want still locked", id, 3*bound, d, err)
+		}
+	}
+	if n := l.Locks(); n > bound+1 {
+		t.Errorf("%d locks kept, want at most %d and the one restored", n, bound)
+	}
+	newest := ratelimit.Rule{Name: "login_account", ID: fmt.Sprintf("app shop user%d", 3*bound-1), Limit: ratelimit.PerMinute(1000), Lockable: true}
 	if d, err := l.AllowAll(ctx, newest); err != nil || d.Allowed {
 		t.Errorf("the flood's newest lock: %+v, %v; want in force", d, err)
 	}

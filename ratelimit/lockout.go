@@ -39,6 +39,15 @@ type LockoutPolicy struct {
 	// how long after a lock ends (runs out, or is ended by an unlock) the
 	// next lock still escalates. Zero means MaxDuration.
 	Memory time.Duration
+	// Group, when set, names the class of an identity whose locks the
+	// in-process store (Local) keeps apart from the rule's other
+	// classes, as it keeps each rule's apart from the others': a flood
+	// of one class's locks pushes out its own. "" is the rule's own
+	// class. Where one party chooses identities that another's share a
+	// rule with (an application's accounts beside XCloak's own), each
+	// party's locks are then bounded apart. Redis ignores it: it keeps
+	// every lock.
+	Group func(id string) string
 }
 
 // LockFor returns how long the lock at level lasts: Duration for the

@@ -2,9 +2,11 @@ package ratelimit
 
 import "time"
 
-// lockTable is a shard's locks: one least-recently-used order per rule
-// name, under one bound for them all. When full, a new lock pushes out
-// the least recently used lock of the name that holds the most, so that
+// lockTable is a shard's locks: one least-recently-used order per group
+// (a rule's name, or its name and a class of its identities:
+// LockoutPolicy.Group), under one bound for them all. When full, a new
+// lock pushes out the least recently used lock of the group that holds
+// the most, so that
 // a flood of one rule's locks (cheap ones, such as failed API key checks
 // from many networks) pushes out its own rather than another rule's,
 // while no rule is ever refused a place: a rule holding fewer finds one
@@ -13,27 +15,27 @@ import "time"
 // nothing while in force: they may be most of the table, and a flood
 // would otherwise take from them. Their number is what the log held.
 type lockTable struct {
-	max    int
-	n      int
-	byName map[string]*lru[*localLock]
-	pinned map[string]pinnedLock // by key
+	max     int
+	n       int
+	byGroup map[string]*lru[*localLock]
+	pinned  map[string]pinnedLock // by key
 }
 
 type pinnedLock struct {
-	name string
-	lk   *localLock
+	group string
+	lk    *localLock
 }
 
 func newLockTable(max int) lockTable {
-	return lockTable{max: max, byName: make(map[string]*lru[*localLock]), pinned: make(map[string]pinnedLock)}
+	return lockTable{max: max, byGroup: make(map[string]*lru[*localLock]), pinned: make(map[string]pinnedLock)}
 }
 
-// get returns the lock of identity key under rule name and marks it used.
-func (t *lockTable) get(name, key string) (*localLock, bool) {
+// get returns the lock of identity key in group g and marks it used.
+func (t *lockTable) get(g, key string) (*localLock, bool) {
 	if p, ok := t.pinned[key]; ok {
 		return p.lk, true
 	}
-	c := t.byName[name]
+	c := t.byGroup[g]
 	if c == nil {
 		return nil, false
 	}
@@ -41,10 +43,10 @@ func (t *lockTable) get(name, key string) (*localLock, bool) {
 }
 
 // add stores a lock that is not present.
-func (t *lockTable) add(name, key string, lk *localLock) {
+func (t *lockTable) add(g, key string, lk *localLock) {
 	if t.n >= t.max {
 		var largest *lru[*localLock]
-		for _, c := range t.byName {
+		for _, c := range t.byGroup {
 			if largest == nil || c.len() > largest.len() {
 				largest = c
 			}
@@ -52,27 +54,27 @@ func (t *lockTable) add(name, key string, lk *localLock) {
 		largest.removeOldest()
 		t.n--
 	}
-	c := t.byName[name]
+	c := t.byGroup[g]
 	if c == nil {
 		// Its own bound is the table's, which add keeps.
 		l := newLRU[*localLock](t.max + 1)
 		c = &l
-		t.byName[name] = c
+		t.byGroup[g] = c
 	}
 	c.add(key, lk)
 	t.n++
 }
 
-// pin keeps lk, the lock of identity key under rule name, apart from
-// the others until unpin finds it ended.
-func (t *lockTable) pin(name, key string, lk *localLock) {
-	if c := t.byName[name]; c != nil {
+// pin keeps lk, the lock of identity key in group g, apart from the
+// others until unpin finds it ended.
+func (t *lockTable) pin(g, key string, lk *localLock) {
+	if c := t.byGroup[g]; c != nil {
 		if _, ok := c.items[key]; ok {
 			c.remove(key)
 			t.n--
 		}
 	}
-	t.pinned[key] = pinnedLock{name, lk}
+	t.pinned[key] = pinnedLock{g, lk}
 }
 
 // unpin returns the pinned locks that have ended at now to the others,
@@ -81,7 +83,7 @@ func (t *lockTable) unpin(now time.Time) {
 	for key, p := range t.pinned {
 		if !now.Before(p.lk.until) {
 			delete(t.pinned, key)
-			t.add(p.name, key, p.lk)
+			t.add(p.group, key, p.lk)
 		}
 	}
 }
