@@ -118,7 +118,7 @@ func TestSignInRefusedWhenPasswordReplacedMeanwhile(t *testing.T) {
 				}
 			}
 			tc.hook(store, func() {
-				if err := store.SetPassword(context.Background(), "ann@example.com", "the hash of a new password"); err != nil {
+				if _, err := store.SetPassword(context.Background(), "ann@example.com", "the hash of a new password"); err != nil {
 					t.Error(err)
 				}
 			})
@@ -156,7 +156,7 @@ func TestRehashRefusedWhenPasswordReplacedMeanwhile(t *testing.T) {
 	rehashed := false
 	store.beforeRehash = func() {
 		rehashed = true
-		if err := store.SetPassword(context.Background(), "ann@example.com", "the hash of a new password"); err != nil {
+		if _, err := store.SetPassword(context.Background(), "ann@example.com", "the hash of a new password"); err != nil {
 			t.Error(err)
 		}
 	}

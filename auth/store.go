@@ -53,8 +53,9 @@ type UserStore interface {
 	RehashPassword(ctx context.Context, userID int64, old, hash string) error
 	// SetPassword replaces the password of the account with email, ends
 	// every session of it and forgets its known devices and open unlock
-	// links, at once; ErrNoUser if there is no such account.
-	SetPassword(ctx context.Context, email, hash string) error
+	// links, at once, and returns the account's ID; ErrNoUser if there is
+	// no such account.
+	SetPassword(ctx context.Context, email, hash string) (int64, error)
 	// ChangePassword replaces the password of account userID, whose hash
 	// must still be old (ErrPasswordChanged otherwise), for its owner
 	// signed in with the session stored under sessionHash (ErrNoSession if

@@ -130,7 +130,7 @@ func (s *Service) SetPassword(ctx context.Context, email, password, by string) e
 	if err != nil {
 		return err
 	}
-	err = s.store.SetPassword(ctx, email, hash)
+	userID, err := s.store.SetPassword(ctx, email, hash)
 	if err != nil && !errors.Is(err, ErrNoUser) {
 		return s.dbDown("setting password", err)
 	}
@@ -138,12 +138,6 @@ func (s *Service) SetPassword(ctx context.Context, email, password, by string) e
 	s.sessionCache.purge()
 	if err != nil {
 		return err
-	}
-	// The event names the account's ID, read after the write: an account
-	// deleted in between is recorded without one rather than not at all.
-	var userID int64
-	if u, uerr := s.store.UserByEmail(ctx, email); uerr == nil {
-		userID = u.ID
 	}
 	s.record(Event{Kind: EventPasswordSet, Account: email, UserID: userID, Detail: map[string]string{"by": by}})
 	return nil

@@ -31,7 +31,8 @@ func TestLinksSpentAfterTheAccount(t *testing.T) {
 		second func(u auth.User) error
 	}{
 		{"a new password, then an unlock link", func(u auth.User) error {
-			return s.SetPassword(ctx, u.Email, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3")
+			_, err := s.SetPassword(ctx, u.Email, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3")
+			return err
 		}, func(u auth.User) error {
 			_, _, err := s.UseUnlockToken(ctx, hashOf("unlock "+u.Email), now, hashOf("device "+u.Email), 10)
 			return err

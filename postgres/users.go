@@ -57,9 +57,9 @@ func (s *Store) RehashPassword(ctx context.Context, userID int64, old, hash stri
 }
 
 // SetPassword implements auth.UserStore.
-func (s *Store) SetPassword(ctx context.Context, email, hash string) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var id int64
+func (s *Store) SetPassword(ctx context.Context, email, hash string) (int64, error) {
+	var id int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return auth.ErrNoUser
@@ -69,6 +69,10 @@ func (s *Store) SetPassword(ctx context.Context, email, hash string) error {
 		}
 		return replacePassword(ctx, tx, id, hash)
 	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
 }
 
 // replacePassword is what every change of a password does, in the

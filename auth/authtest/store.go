@@ -116,15 +116,15 @@ func (s *Store) RehashPassword(_ context.Context, userID int64, old, hash string
 }
 
 // SetPassword implements auth.UserStore.
-func (s *Store) SetPassword(_ context.Context, email, hash string) error {
+func (s *Store) SetPassword(_ context.Context, email, hash string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.byEmail(email)
 	if u == nil {
-		return auth.ErrNoUser
+		return 0, auth.ErrNoUser
 	}
 	s.replacePassword(u, hash)
-	return nil
+	return u.ID, nil
 }
 
 // ChangePassword implements auth.UserStore.

@@ -149,8 +149,10 @@ var storeCases = []struct {
 			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10, false))
 			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
 		}
-		mustNil(t, s.SetPassword(t.Context(), "ann@example.com", "new"))
-		if err := s.SetPassword(t.Context(), "nobody@example.com", "new"); !errors.Is(err, auth.ErrNoUser) {
+		if id, err := s.SetPassword(t.Context(), "ann@example.com", "new"); err != nil || id != ann.ID {
+			t.Errorf("SetPassword: %d, %v; want %d", id, err, ann.ID)
+		}
+		if _, err := s.SetPassword(t.Context(), "nobody@example.com", "new"); !errors.Is(err, auth.ErrNoUser) {
 			t.Errorf("unknown account: %v, want ErrNoUser", err)
 		}
 		checkSignedOut(t, s, ann, true)
@@ -473,7 +475,8 @@ var storeCases = []struct {
 		if _, err := s.UseSignInToken(t.Context(), hash("stale"), base, hash("d0"), 10); !errors.Is(err, auth.ErrInvalidToken) {
 			t.Errorf("UseSignInToken made with another password: %v, want ErrInvalidToken", err)
 		}
-		mustNil(t, s.SetPassword(t.Context(), u.Email, "new"))
+		_, err := s.SetPassword(t.Context(), u.Email, "new")
+		mustNil(t, err)
 		if email, _ := s.SignInTokenLive(t.Context(), hash("t"), base); email != "" {
 			t.Error("a token is live after the password changed")
 		}
