@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -20,7 +21,8 @@ var (
 // today.
 var wantAlerts = []string{
 	"XCloakDegraded", "XCloakAttackInProgress", "XCloakRejectionsSpiking", "XCloakHashingSaturated",
-	"XCloakSecurityEventsDropped", "XCloakMailsDropped", "XCloakPostgresErrors",
+	"XCloakSecurityEventsDropped", "XCloakMailsDropped", "XCloakWebhooksDropped", "XCloakWebhooksFailing",
+	"XCloakBreachedLookupsFailing", "XCloakPostgresErrors",
 }
 
 type ruleFile struct {
@@ -66,6 +68,41 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	for _, name := range wantAlerts {
 		if !found[name] {
 			t.Errorf("%s has no alert %s", alertsFile, name)
+		}
+	}
+}
+
+// TestAlertsDocumentedAndTested: every alert of alerts.yml has its row in
+// DEPLOY.md's table of alerts and a unit test in alerts_test.yml, so that
+// neither falls behind the rules.
+func TestAlertsDocumentedAndTested(t *testing.T) {
+	data, err := os.ReadFile(alertsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules ruleFile
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatalf("%s: %v", alertsFile, err)
+	}
+	deploy, err := os.ReadFile(filepath.Join(repoRoot, "docs", "DEPLOY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, err := os.ReadFile(alertsTestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			if !strings.Contains(string(deploy), "\n| `"+r.Alert+"` |") {
+				t.Errorf("docs/DEPLOY.md's table of alerts has no row for %s", r.Alert)
+			}
+			if !strings.Contains(string(tests), "alertname: "+r.Alert+"\n") {
+				t.Errorf("%s has no test of %s", alertsTestFile, r.Alert)
+			}
 		}
 	}
 }
