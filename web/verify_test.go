@@ -87,6 +87,16 @@ func answerOf(resp *http.Response, body string) answer {
 // nothing: its name, and what it sends.
 type noOracleCase struct{ name, email, password string }
 
+// rightWrongUnknown are the cases of an account's right password, a wrong
+// one, and the right one for an account that does not exist.
+func rightWrongUnknown(email, password string) []noOracleCase {
+	return []noOracleCase{
+		{"right password", email, password},
+		{"wrong password", email, "not " + password},
+		{"unknown account", "nobody@example.com", password},
+	}
+}
+
 // postLogin posts a sign-in from c: to the JSON API, or with api false
 // through the form.
 func postLogin(t *testing.T, c *http.Client, base string, api bool, email, password string) (*http.Response, string) {
@@ -108,6 +118,47 @@ func checkHeldAlike(t *testing.T, api bool, cases []noOracleCase, answers []answ
 		if a != answers[0] {
 			t.Errorf("api=%v: the answer to the %s differs from the %s's:\n%+v\n%+v", api, cases[j+1].name, cases[0].name, a, answers[0])
 		}
+	}
+}
+
+// askHeld posts each case's sign-in from a browser of its own, at
+// 127.0.NET.x, checks that none reaches its account and that the answers
+// are held alike (checkHeldAlike), and returns them.
+func askHeld(t *testing.T, base string, api bool, net int, cases []noOracleCase) []answer {
+	t.Helper()
+	first := 1
+	if api {
+		first = 11
+	}
+	var answers []answer
+	for j, tc := range cases {
+		c := xcloaktest.Client(t, fmt.Sprintf("127.0.%d.%d", net, first+j))
+		answers = append(answers, answerOf(postLogin(t, c, base, api, tc.email, tc.password)))
+		if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("api=%v, %s: the asking browser reaches its account (%d)", api, tc.name, resp.StatusCode)
+		}
+	}
+	checkHeldAlike(t, api, cases, answers)
+	return answers
+}
+
+// checkLinksOnlyTo waits for n mails to owner, each with a sign-in link,
+// and fails t if any mail went to anyone else.
+func checkLinksOnlyTo(t *testing.T, env *xcloaktest.Env, owner string, n int) {
+	t.Helper()
+	for range n {
+		if body := env.Mail.WaitFor(t, owner).Body; !signInLink.MatchString(body) {
+			t.Fatalf("the owner's mail has no sign-in link:\n%s", body)
+		}
+	}
+	env.Flush(t)
+	for _, m := range env.Mail.Messages() {
+		if to := strings.Join(m.To, ","); to != owner {
+			t.Errorf("mail to %s", to)
+		}
+	}
+	if got := len(env.Mail.Messages()); got != n {
+		t.Errorf("%d mails, want %d (one per right password)", got, n)
 	}
 }
 
@@ -141,12 +192,8 @@ func TestBreachedPasswordNoOracle(t *testing.T) {
 		{"wrong breached password", "bree@example.com", "a breached wrong one"},
 		{"unknown account, breached password", "nobody@example.com", "the right password"},
 	}
-	for i, api := range []bool{false, true} {
-		var answers []answer
-		for j, tc := range cases {
-			answers = append(answers, answerOf(postLogin(t, xcloaktest.Client(t, fmt.Sprintf("127.0.21.%d", 10*i+j+1)), base, api, tc.email, tc.password)))
-		}
-		checkHeldAlike(t, api, cases, answers)
+	for _, api := range []bool{false, true} {
+		askHeld(t, base, api, 21, cases)
 	}
 	c := xcloaktest.Client(t, "127.0.21.30")
 	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("bree@example.com", "a wrong one, not breached")); resp.StatusCode != http.StatusUnauthorized {
@@ -182,33 +229,11 @@ func TestBreachedLookupFailureHolds(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Breached: checker})
 	base := env.Start(t)
 	env.AddUser(t, "tess@example.com", "the right password", false)
-	cases := []noOracleCase{
-		{"right password", "tess@example.com", "the right password"},
-		{"wrong password", "tess@example.com", "a wrong one"},
-		{"unknown account", "nobody@example.com", "the right password"},
+	cases := rightWrongUnknown("tess@example.com", "the right password")
+	for _, api := range []bool{false, true} {
+		askHeld(t, base, api, 22, cases)
 	}
-	for i, api := range []bool{false, true} {
-		var answers []answer
-		for j, tc := range cases {
-			c := xcloaktest.Client(t, fmt.Sprintf("127.0.22.%d", 10*i+j+1))
-			answers = append(answers, answerOf(postLogin(t, c, base, api, tc.email, tc.password)))
-			if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
-				t.Errorf("api=%v, %s: the asking browser reaches its account (%d)", api, tc.name, resp.StatusCode)
-			}
-		}
-		checkHeldAlike(t, api, cases, answers)
-	}
-	for range 2 {
-		if body := env.Mail.WaitFor(t, "tess@example.com").Body; !signInLink.MatchString(body) {
-			t.Fatalf("the owner's mail has no sign-in link:\n%s", body)
-		}
-	}
-	env.Flush(t)
-	for _, m := range env.Mail.Messages() {
-		if to := strings.Join(m.To, ","); to != "tess@example.com" {
-			t.Errorf("mail to %s", to)
-		}
-	}
+	checkLinksOnlyTo(t, env, "tess@example.com", 2)
 }
 
 // TestVerificationNoOracle: while new-device verification applies, a new
@@ -219,21 +244,9 @@ func TestBreachedLookupFailureHolds(t *testing.T) {
 func TestVerificationNoOracle(t *testing.T) {
 	env, base := verifyEnv(t)
 	env.AddUser(t, "ann@example.com", "the password", false)
-	cases := []noOracleCase{
-		{"right password", "ann@example.com", "the password"},
-		{"wrong password", "ann@example.com", "not the password"},
-		{"unknown account", "nobody@example.com", "the password"},
-	}
-	for i, api := range []bool{false, true} {
-		var answers []answer
-		for j, tc := range cases {
-			c := xcloaktest.Client(t, fmt.Sprintf("127.0.20.%d", 10*i+j+1))
-			answers = append(answers, answerOf(postLogin(t, c, base, api, tc.email, tc.password)))
-			if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
-				t.Errorf("api=%v, %s: the asking browser reaches its account (%d)", api, tc.name, resp.StatusCode)
-			}
-		}
-		checkHeldAlike(t, api, cases, answers)
+	cases := rightWrongUnknown("ann@example.com", "the password")
+	for _, api := range []bool{false, true} {
+		answers := askHeld(t, base, api, 20, cases)
 		if api && strings.TrimSpace(answers[0].body) != `{"mfa_token":"TOKEN(223)","status":"verification_required"}` {
 			t.Errorf("API answer: %s", answers[0].body)
 		}
@@ -245,22 +258,7 @@ func TestVerificationNoOracle(t *testing.T) {
 			t.Errorf("api=%v: a held sign-in sets cookies but its second step's binding: %s", api, answers[0].headers)
 		}
 	}
-	for range 2 {
-		if body := env.Mail.WaitFor(t, "ann@example.com").Body; !signInLink.MatchString(body) {
-			t.Fatalf("the owner's mail has no sign-in link:\n%s", body)
-		}
-	}
-	env.Flush(t)
-	for _, m := range env.Mail.Messages() {
-		for _, to := range m.To {
-			if strings.EqualFold(to, "nobody@example.com") {
-				t.Fatal("mail went to an address without an account")
-			}
-		}
-	}
-	if n := len(env.Mail.Messages()); n != 2 {
-		t.Fatalf("%d mails, want 2 (one per right password)", n)
-	}
+	checkLinksOnlyTo(t, env, "ann@example.com", 2)
 }
 
 // TestVerificationGuessesLock: held tries, answered 202 alike, count

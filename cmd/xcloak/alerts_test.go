@@ -38,7 +38,9 @@ type ruleFile struct {
 	} `yaml:"groups"`
 }
 
-func TestAlertRulesUseExportedMetrics(t *testing.T) {
+// readAlertRules reads alerts.yml.
+func readAlertRules(t *testing.T) ruleFile {
+	t.Helper()
 	data, err := os.ReadFile(alertsFile)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +49,11 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	if err := yaml.Unmarshal(data, &rules); err != nil {
 		t.Fatalf("%s: %v", alertsFile, err)
 	}
+	return rules
+}
+
+func TestAlertRulesUseExportedMetrics(t *testing.T) {
+	rules := readAlertRules(t)
 	exported := exportedMetrics(t)
 	found := make(map[string]bool)
 	for _, g := range rules.Groups {
@@ -76,14 +83,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 // DEPLOY.md's table of alerts and a unit test in alerts_test.yml, so that
 // neither falls behind the rules.
 func TestAlertsDocumentedAndTested(t *testing.T) {
-	data, err := os.ReadFile(alertsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules ruleFile
-	if err := yaml.Unmarshal(data, &rules); err != nil {
-		t.Fatalf("%s: %v", alertsFile, err)
-	}
+	rules := readAlertRules(t)
 	deploy, err := os.ReadFile(filepath.Join(repoRoot, "docs", "DEPLOY.md"))
 	if err != nil {
 		t.Fatal(err)
