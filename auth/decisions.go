@@ -231,13 +231,15 @@ func appOf(id string) (name string, ok bool) {
 	return name, true
 }
 
-// appLockGroup is the class of an application's identity among a rule's
-// locks in the in-process store (ratelimit.LockoutPolicy.Group): "app
-// NAME" for its accounts, "app" for its known devices, "" for XCloak's
-// own, none of which begins "app ". A decision API key's holder names its
-// accounts as it likes and may fail them at will; set apart, a flood of
-// their locks while Redis is unreachable pushes out their own, not
-// XCloak's accounts' or another application's.
+// appLockGroup is the class of an identity among a rule's logs, failure
+// counts and locks in the in-process store
+// (ratelimit.LockoutPolicy.Group): "app NAME" for an application's
+// accounts, "app" for every application's known devices (whose identity
+// names no application), "" for XCloak's own, none of which begins "app ".
+// A decision API key's holder names its accounts as it likes and may fail
+// them at will; set apart, a flood of them while Redis is unreachable
+// pushes out its own, not XCloak's accounts' or another application's
+// (though applications' devices share one class).
 func appLockGroup(id string) string {
 	rest, ok := strings.CutPrefix(id, "app ")
 	if !ok {

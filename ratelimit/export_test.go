@@ -67,6 +67,19 @@ func EncodeLog(width int, base int64, times ...int64) string {
 	return string(out)
 }
 
+// Sizes is how many logs, failure counts and locks l keeps.
+func (l *Local) Sizes() (logs, lockouts, locks int) {
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		logs += sh.logs.len()
+		lockouts += sh.lockouts.len()
+		locks += sh.locks.len()
+		sh.mu.Unlock()
+	}
+	return logs, lockouts, locks
+}
+
 // Locks is how many locks, in force or recent, l keeps.
 func (l *Local) Locks() int {
 	n := 0

@@ -23,13 +23,14 @@ import (
 // and stays. Locks are kept apart from logs and failure counts, so that a
 // flood of fresh identities, admitted or failing, does not push them out:
 // only other locks can, and each of those costs an attacker a threshold of
-// failures. Each rule's locks are kept apart from the others' under one
-// bound (lockTable): a flood of one rule's locks, which for some rules
-// cost little (failed API key checks need no hashing), pushes out its
-// own rather than another rule's, and the locks restored from the
-// lockout log (Hold) are pushed out by nothing while in force. A
-// policy's Group keeps classes of one rule's identities apart the same
-// way.
+// failures. Each of the three is kept in groups under its bound
+// (groupedLRU): a rule's own, or, where its policy's Group sets a class
+// of identities apart (an application's accounts, named at will by
+// whoever holds its key), that class's. A flood of one group's entries,
+// which for some cost little (failed API key checks and decision API
+// reports need no hashing), pushes out its own rather than another
+// group's. The locks restored from the lockout log (Hold) are pushed out
+// by nothing while in force (lockTable).
 //
 // The identities are spread over shards, each with its own lock and its
 // own least-recently-used order, so that decisions for different
@@ -44,10 +45,11 @@ type Local struct {
 
 // localShard holds the identities that hash to it.
 type localShard struct {
-	mu       sync.Mutex
-	logs     lru[*localLog]     // by rule name and identity (ruleKey)
-	lockouts lru[*localLockout] // failure counts, by rule name and identity
-	locks    lockTable          // locks, in force or recent, by rule name and identity
+	mu sync.Mutex
+	// Each by group (Local.group) and by rule name and identity (ruleKey).
+	logs     groupedLRU[*localLog]
+	lockouts groupedLRU[*localLockout] // failure counts
+	locks    lockTable                 // locks, in force or recent
 }
 
 // localLock is an identity's latest lock: until when, and its level, which
@@ -100,17 +102,16 @@ func NewLocal(policies map[string]LockoutPolicy, maxIdentities int, now func() t
 	per := (maxIdentities + n - 1) / n
 	l := &Local{now: now, policies: policies, seed: maphash.MakeSeed(), shards: make([]localShard, n)}
 	for i := range l.shards {
-		l.shards[i].logs = newLRU[*localLog](per)
-		l.shards[i].lockouts = newLRU[*localLockout](per)
+		l.shards[i].logs = newGroupedLRU[*localLog](per)
+		l.shards[i].lockouts = newGroupedLRU[*localLockout](per)
 		l.shards[i].locks = newLockTable(per)
 	}
 	return l, nil
 }
 
-// shard returns the index of the shard that holds id.
-// lockGroup is the lock table's group of id's locks under rule name: the
-// name, and the class its policy's Group gives id.
-func (l *Local) lockGroup(name, id string) string {
+// group is the group of id's log, failures and lock under rule name in
+// their tables: the name, and the class its policy's Group gives id.
+func (l *Local) group(name, id string) string {
 	if g := l.policies[name].Group; g != nil {
 		if class := g(id); class != "" {
 			return name + " " + class
@@ -119,6 +120,7 @@ func (l *Local) lockGroup(name, id string) string {
 	return name
 }
 
+// shard returns the index of the shard that holds id.
 func (l *Local) shard(id string) int {
 	if len(l.shards) == 1 {
 		return 0
@@ -158,10 +160,10 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 	for i, r := range rules {
 		sh := &l.shards[shards[i]]
 		res := Result{Name: r.Name, Limit: r.Limit}
-		key := ruleKey(r.Name, r.ID)
+		key, group := ruleKey(r.Name, r.ID), l.group(r.Name, r.ID)
 		if r.LockOnly() {
 			// No log: its lock alone decides.
-			if left := lockedFor(sh, l.lockGroup(r.Name, r.ID), key, now); left > 0 {
+			if left := lockedFor(sh, group, key, now); left > 0 {
 				res.Locked, res.RetryAfter = true, left
 				d.Allowed = false
 				d.RetryAfter = max(d.RetryAfter, left)
@@ -171,7 +173,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 			d.Results[i] = res
 			continue
 		}
-		log, _ := sh.logs.get(key)
+		log, _ := sh.logs.get(group, key)
 		count := 0
 		if log != nil {
 			log.trim(now)
@@ -180,7 +182,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		logs[i] = log
 		res.Count = count
 		if r.Lockable {
-			res.RetryAfter = lockedFor(sh, l.lockGroup(r.Name, r.ID), key, now)
+			res.RetryAfter = lockedFor(sh, group, key, now)
 			res.Locked = res.RetryAfter > 0
 		}
 		if count >= r.Limit.Count {
@@ -205,10 +207,10 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		}
 		if logs[i] == nil {
 			sh := &l.shards[shards[i]]
-			key := ruleKey(r.Name, r.ID)
-			if logs[i], _ = sh.logs.get(key); logs[i] == nil {
+			key, group := ruleKey(r.Name, r.ID), l.group(r.Name, r.ID)
+			if logs[i], _ = sh.logs.get(group, key); logs[i] == nil {
 				logs[i] = &localLog{window: r.Limit.Window}
-				sh.logs.add(key, logs[i])
+				sh.logs.add(group, key, logs[i])
 			}
 		}
 		logs[i].times = append(logs[i].times, now)
@@ -253,7 +255,8 @@ func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, erro
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
-	lk, _ := sh.locks.get(l.lockGroup(name, id), key)
+	group := l.group(name, id)
+	lk, _ := sh.locks.get(group, key)
 	if lk != nil && now.Before(lk.until) {
 		return Failure{Level: lk.level, LockedFor: lk.until.Sub(now)}, nil
 	}
@@ -264,10 +267,10 @@ func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, erro
 		}
 		level = lk.level
 	}
-	f, _ := sh.lockouts.get(key)
+	f, _ := sh.lockouts.get(group, key)
 	if f == nil {
 		f = &localLockout{}
-		sh.lockouts.add(key, f)
+		sh.lockouts.add(group, key, f)
 	}
 	if !f.last.IsZero() && now.Sub(f.last) > p.Memory {
 		f.failures, f.attempts = 0, nil
@@ -292,7 +295,7 @@ func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, erro
 	f.failures, f.last = 0, now.Add(d)
 	if lk == nil {
 		lk = &localLock{}
-		sh.locks.add(l.lockGroup(name, id), key, lk)
+		sh.locks.add(group, key, lk)
 	}
 	lk.until, lk.level = now.Add(d), level
 	return Failure{LockedNow: true, Failures: n, Level: level, LockedFor: d}, nil
@@ -309,10 +312,11 @@ func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
-	if f, _ := sh.lockouts.get(key); f != nil {
+	group := l.group(name, id)
+	if f, _ := sh.lockouts.get(group, key); f != nil {
 		f.failures, f.attempts = 0, nil
 	}
-	lk, _ := sh.locks.get(l.lockGroup(name, id), key)
+	lk, _ := sh.locks.get(group, key)
 	if lk == nil {
 		return false, nil
 	}
@@ -346,7 +350,7 @@ func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 		key := ruleKey(h.Name, h.ID)
 		sh := &l.shards[l.shard(h.ID)]
 		sh.mu.Lock()
-		group := l.lockGroup(h.Name, h.ID)
+		group := l.group(h.Name, h.ID)
 		lk, _ := sh.locks.get(group, key)
 		if lk == nil {
 			lk = &localLock{}
@@ -356,7 +360,7 @@ func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 			lk.until = h.Until
 		}
 		lk.level = max(lk.level, h.Level, 1)
-		if f, _ := sh.lockouts.get(key); f != nil {
+		if f, _ := sh.lockouts.get(group, key); f != nil {
 			f.failures = 0
 		}
 		sh.mu.Unlock()
@@ -372,6 +376,6 @@ func (l *Local) Reset(_ context.Context, name, id string) error {
 	sh := &l.shards[l.shard(id)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.logs.remove(ruleKey(name, id))
+	sh.logs.remove(l.group(name, id), ruleKey(name, id))
 	return nil
 }

@@ -254,3 +254,56 @@ func TestLocalLocksOfOneGroupKeepOthers(t *testing.T) {
 		t.Errorf("the flood's newest lock: %+v, %v; want in force", d, err)
 	}
 }
+
+// TestLocalGroupsKeepCountsApart: a class of identities that a policy's
+// Group sets apart keeps its logs and failure counts apart too. A flood
+// of one application's accounts, admitted or failing below the threshold,
+// neither forgets an XCloak account's failures short of its lock nor
+// clears its log, and the store keeps within its bounds.
+func TestLocalGroupsKeepCountsApart(t *testing.T) {
+	const bound = 256
+	grouped := policy
+	grouped.Group = func(id string) string {
+		if strings.HasPrefix(id, "app shop ") {
+			return "app shop"
+		}
+		return ""
+	}
+	l, err := ratelimit.NewLocal(map[string]ratelimit.LockoutPolicy{"login_account": grouped}, bound, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	limit := ratelimit.Limit{Count: 3, Window: time.Hour}
+	rule := func(id string) ratelimit.Rule {
+		return ratelimit.Rule{Name: "login_account", ID: id, Limit: limit, Lockable: true}
+	}
+	for range limit.Count {
+		if d, err := l.AllowAll(ctx, rule("ann@example.com")); err != nil || !d.Allowed {
+			t.Fatalf("ann's admissions: %+v, %v", d, err)
+		}
+	}
+	for range grouped.Threshold - 1 {
+		if f, err := l.Fail(ctx, "login_account", "ann@example.com", ""); err != nil || f.LockedNow {
+			t.Fatalf("ann's failures: %+v, %v", f, err)
+		}
+	}
+	for i := range 4 * bound {
+		id := fmt.Sprintf("app shop user%d", i)
+		if _, err := l.AllowAll(ctx, rule(id)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Fail(ctx, "login_account", id, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := l.AllowAll(ctx, rule("ann@example.com")); err != nil || d.Allowed {
+		t.Errorf("ann after a flood of an application's accounts: %+v, %v; want her log still full", d, err)
+	}
+	if f, err := l.Fail(ctx, "login_account", "ann@example.com", ""); err != nil || !f.LockedNow {
+		t.Errorf("ann's last failure after the flood: %+v, %v; want it to lock", f, err)
+	}
+	if logs, lockouts, locks := l.Sizes(); logs > bound || lockouts > bound || locks > bound {
+		t.Errorf("%d logs, %d failure counts, %d locks kept, want at most %d each", logs, lockouts, locks, bound)
+	}
+}

@@ -42,12 +42,14 @@ func (c *lru[V]) add(key string, v V) {
 	c.items[key] = c.order.PushFront(&lruEntry[V]{key: key, val: v})
 }
 
-// remove forgets key, if present.
-func (c *lru[V]) remove(key string) {
-	if e, ok := c.items[key]; ok {
+// remove forgets key and reports whether it was present.
+func (c *lru[V]) remove(key string) bool {
+	e, ok := c.items[key]
+	if ok {
 		c.order.Remove(e)
 		delete(c.items, key)
 	}
+	return ok
 }
 
 // len is how many entries c holds.
@@ -60,3 +62,64 @@ func (c *lru[V]) removeOldest() {
 		delete(c.items, e.Value.(*lruEntry[V]).key)
 	}
 }
+
+// groupedLRU is entries in groups (a rule's name, or its name and a class
+// of its identities: LockoutPolicy.Group), one least-recently-used order
+// per group, under one bound for them all. When full, a new entry pushes
+// out the least recently used entry of the group that holds the most, so
+// that a flood of one group's entries (one rule's identities from many
+// networks, an application's accounts named at will) pushes out its own
+// rather than another group's, while no group is ever refused a place: a
+// group holding fewer finds one taken from the largest.
+type groupedLRU[V any] struct {
+	max     int
+	n       int
+	byGroup map[string]*lru[V]
+}
+
+func newGroupedLRU[V any](max int) groupedLRU[V] {
+	return groupedLRU[V]{max: max, byGroup: make(map[string]*lru[V])}
+}
+
+// get returns key's value in group g and marks it used.
+func (c *groupedLRU[V]) get(g, key string) (V, bool) {
+	l := c.byGroup[g]
+	if l == nil {
+		var zero V
+		return zero, false
+	}
+	return l.get(key)
+}
+
+// add stores a key that is not present in group g.
+func (c *groupedLRU[V]) add(g, key string, v V) {
+	if c.n >= c.max {
+		var largest *lru[V]
+		for _, l := range c.byGroup {
+			if largest == nil || l.len() > largest.len() {
+				largest = l
+			}
+		}
+		largest.removeOldest()
+		c.n--
+	}
+	l := c.byGroup[g]
+	if l == nil {
+		// Its own bound is the whole's, which add keeps.
+		nl := newLRU[V](c.max + 1)
+		l = &nl
+		c.byGroup[g] = l
+	}
+	l.add(key, v)
+	c.n++
+}
+
+// remove forgets key in group g, if present.
+func (c *groupedLRU[V]) remove(g, key string) {
+	if l := c.byGroup[g]; l != nil && l.remove(key) {
+		c.n--
+	}
+}
+
+// len is how many entries c holds.
+func (c *groupedLRU[V]) len() int { return c.n }
