@@ -103,11 +103,13 @@ func (s *Service) ActiveLockouts(ctx context.Context, limit int) ([]Lockout, err
 }
 
 // lockoutsInForce lists the account lockouts Postgres records as in force,
-// for the in-process limits to honour while Redis is unreachable.
+// for the in-process limits to honour while Redis is unreachable: at most
+// as many as they keep identities, XCloak's own accounts' first
+// (LockoutLog.LockoutsToHold).
 func (s *Service) lockoutsInForce(ctx context.Context) ([]ratelimit.HeldLock, error) {
-	locks, err := s.ActiveLockouts(ctx, ratelimit.DefaultLocalIdentities)
+	locks, err := s.store.LockoutsToHold(ctx, s.now(), ratelimit.DefaultLocalIdentities)
 	if err != nil {
-		return nil, err
+		return nil, s.dbDown("listing lockouts to hold", err)
 	}
 	held := make([]ratelimit.HeldLock, len(locks))
 	for i, l := range locks {

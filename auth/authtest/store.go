@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -580,6 +582,37 @@ func (s *Store) ActiveLockouts(_ context.Context, now time.Time, limit int) ([]a
 	}
 	slices.SortFunc(out, func(a, b auth.Lockout) int { return b.LockedAt.Compare(a.LockedAt) })
 	return out[:min(limit, len(out))], nil
+}
+
+// LockoutsToHold implements auth.LockoutLog.
+func (s *Store) LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
+	all, _ := s.ActiveLockouts(ctx, now, math.MaxInt)
+	// owner is "" for XCloak's own accounts, the application's name for
+	// an application's; rank is the lockout's place among its owner's,
+	// newest first.
+	type ranked struct {
+		auth.Lockout
+		owner string
+		rank  int
+	}
+	var out []ranked
+	ranks := map[string]int{}
+	for _, l := range all {
+		owner := ""
+		if rest, ok := strings.CutPrefix(l.Account, "app "); ok {
+			owner, _, _ = strings.Cut(rest, " ")
+		}
+		out = append(out, ranked{l, owner, ranks[owner]})
+		ranks[owner]++
+	}
+	slices.SortStableFunc(out, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(min(len(a.owner), 1), min(len(b.owner), 1)), cmp.Compare(a.rank, b.rank), cmp.Compare(a.owner, b.owner))
+	})
+	held := make([]auth.Lockout, 0, min(limit, len(out)))
+	for _, r := range out[:min(limit, len(out))] {
+		held = append(held, r.Lockout)
+	}
+	return held, nil
 }
 
 // Sweep implements auth.Sweeper. Security events are not kept here: it
