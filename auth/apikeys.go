@@ -271,10 +271,19 @@ type apiKeyCache struct {
 	// failedAt is when the last reload failed (zero since one succeeded):
 	// reloads are tried at most once per apiKeyRefresh while they fail.
 	failedAt time.Time
-	byHash   map[[sha256.Size]byte]APIKey
+	// reloading is closed when the reload under way ends; nil when none
+	// is.
+	reloading chan struct{}
+	// changes counts expire's calls, so that a reload that began before
+	// a change on this replica does not pass for one made after it.
+	changes uint64
+	byHash  map[[sha256.Size]byte]APIKey
 	// touched is when this replica last wrote each key's last use, by id.
 	touched map[int64]time.Time
 }
+
+// apiKeyReloadTimeout bounds one reload of the keys.
+const apiKeyReloadTimeout = 5 * time.Second
 
 // expire makes the next lookup reload the keys: after a change on this
 // replica.
@@ -282,30 +291,36 @@ func (c *apiKeyCache) expire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.loadedAt = time.Time{}
+	c.changes++
 }
 
 // lookup returns the key in force with hash. Lookups wait for a reload
 // rather than answer from a list older than apiKeyRefresh: that bound is
-// what makes revocation take effect within it. One lookup per replica
-// reloads; the others wait for it. While reloads fail, the last list
-// answers for up to apiKeyOutage, and a reload is tried once per
+// what makes revocation take effect within it. The first lookup to find
+// the list old starts a reload of the replica's, on no request's behalf,
+// so that a client that hangs up fails no reload; every lookup waits
+// for it as long as its own request lasts. While reloads fail, the last
+// list answers for up to apiKeyOutage, and a reload is tried once per
 // apiKeyRefresh.
 func (c *apiKeyCache) lookup(ctx context.Context, s *Service, hash [sha256.Size]byte) (APIKey, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := s.now()
-	if older(now, c.loadedAt, apiKeyRefresh) && older(now, c.failedAt, apiKeyRefresh) {
-		err := c.reload(ctx, s, now)
-		if err == nil {
-			c.failedAt = time.Time{}
-		} else {
-			c.failedAt = now
-			if older(now, c.loadedAt, apiKeyOutage) {
-				return APIKey{}, false, err
-			}
-			s.log.WarnContext(ctx, "API keys not reloaded; deciding by the last list", "age_seconds", now.Sub(c.loadedAt).Seconds(), "err", err)
+	if now := s.now(); older(now, c.loadedAt, apiKeyRefresh) && older(now, c.failedAt, apiKeyRefresh) {
+		if c.reloading == nil {
+			c.reloading = make(chan struct{})
+			go c.reload(s, c.reloading)
+		}
+		wait := c.reloading
+		c.mu.Unlock()
+		select {
+		case <-wait:
+			c.mu.Lock()
+		case <-ctx.Done():
+			c.mu.Lock()
+			return APIKey{}, false, unavailable("checking API key", ctx.Err())
 		}
 	}
+	now := s.now()
 	if older(now, c.loadedAt, apiKeyOutage) {
 		return APIKey{}, false, unavailable("checking API key", errAPIKeysStale)
 	}
@@ -341,19 +356,48 @@ func (s *Service) touchAPIKey(id int64, at time.Time) {
 	}
 }
 
-// reload reads the keys in force.
-func (c *apiKeyCache) reload(ctx context.Context, s *Service, now time.Time) error {
+// reload reads the keys in force and closes done. A read that began
+// before a change on this replica (expire) may have missed it, so it
+// reads again until one began after the last.
+func (c *apiKeyCache) reload(s *Service, done chan struct{}) {
+	defer close(done)
+	for {
+		c.mu.Lock()
+		changes := c.changes
+		c.mu.Unlock()
+		started := s.now()
+		ctx, cancel := context.WithTimeout(context.Background(), apiKeyReloadTimeout)
+		byHash, err := readAPIKeys(ctx, s)
+		cancel()
+		c.mu.Lock()
+		if err != nil {
+			c.reloading, c.failedAt = nil, s.now()
+			c.mu.Unlock()
+			s.log.Warn("API keys not reloaded; deciding by the last list while it is under a minute old", "err", err)
+			return
+		}
+		if c.changes == changes {
+			c.reloading = nil
+			c.byHash, c.loadedAt, c.failedAt = byHash, started, time.Time{}
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+	}
+}
+
+// readAPIKeys reads the keys in force, by hash.
+func readAPIKeys(ctx context.Context, s *Service) (map[[sha256.Size]byte]APIKey, error) {
 	keys, err := s.apps.ActiveAPIKeys(ctx)
 	if err != nil {
-		return s.dbDown("reading API keys", err)
+		return nil, s.dbDown("reading API keys", err)
 	}
 	byHash := make(map[[sha256.Size]byte]APIKey, len(keys))
 	for _, k := range keys {
 		if len(k.Hash) != sha256.Size {
-			return s.dbDown("reading API keys", fmt.Errorf("key %q has a hash of %d bytes", k.Name, len(k.Hash)))
+			return nil, s.dbDown("reading API keys", fmt.Errorf("key %q has a hash of %d bytes", k.Name, len(k.Hash)))
 		}
 		byHash[[sha256.Size]byte(k.Hash)] = k
 	}
-	c.byHash, c.loadedAt = byHash, now
-	return nil
+	return byHash, nil
 }
