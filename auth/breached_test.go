@@ -113,13 +113,13 @@ func (a *answering) Breached(ctx context.Context, password string) (bool, error)
 	return a.BreachedChecker.Breached(ctx, password)
 }
 
-// TestBreachedLookupFailureNeverBlocks: a range API that fails, does not
-// answer in time or answers with no range lets new passwords be set and
-// known devices sign in as usual, unrestricted; holds a new browser's
-// sign-in, as breached passwords are held (web's
+// TestBreachedLookupFailureRefusesNoOne: a range API that fails, does not
+// answer in time or answers with no range refuses no one: it lets new
+// passwords be set and known devices sign in as usual, unrestricted, and
+// holds a new browser's sign-in, as breached passwords are held (web's
 // TestBreachedLookupFailureHolds has the answers alike); and each failed
 // lookup is counted and logged, saying why.
-func TestBreachedLookupFailureNeverBlocks(t *testing.T) {
+func TestBreachedLookupFailureRefusesNoOne(t *testing.T) {
 	for name, failing := range failingAPIs(t) {
 		t.Run(name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()

@@ -44,7 +44,8 @@ const (
 	// VerifyAlways: for every sign-in from a browser that is not a known
 	// device.
 	VerifyAlways VerificationMode = "always"
-	// VerifyNever: never; breached passwords are still held.
+	// VerifyNever: never; breached passwords are still held, and so
+	// are passwords whose breach lookup failed (breached.go).
 	VerifyNever VerificationMode = "never"
 )
 
