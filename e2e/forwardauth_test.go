@@ -132,6 +132,18 @@ func forwardAuthJourney(t *testing.T, tries int, front func(t *testing.T, xcloak
 		}
 	})
 
+	// Through the proxy, XCloak's own host does not answer the checks: a
+	// client asking them there would have its own forwarded URL believed.
+	t.Run("the checks are the proxy's alone", func(t *testing.T) {
+		for _, path := range []string{"/api/v1/authz/auth-request", "/api/v1/authz/forward-auth"} {
+			status, body := site.get(t, authHost, path, session,
+				"X-Original-URL", site.app+"/", "X-Forwarded-Host", appHost, "X-Forwarded-Uri", "/", "X-Forwarded-Proto", "http")
+			if status != http.StatusNotFound {
+				t.Errorf("%s on %s through the proxy: %d %s; want 404", path, authHost, status, body)
+			}
+		}
+	})
+
 	t.Run("hosts XCloak refuses", func(t *testing.T) {
 		for _, host := range []string{unlistedHost, adminHost} {
 			if status, body := site.get(t, host, "/", session); status != http.StatusForbidden {
