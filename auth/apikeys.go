@@ -290,9 +290,13 @@ const apiKeyReloadTimeout = 5 * time.Second
 func (c *apiKeyCache) expire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.loadedAt = time.Time{}
+	c.loadedAt, c.failedAt = time.Time{}, time.Time{}
 	c.changes++
 }
+
+// apiKeyRereads bounds the reads of one reload that changes on this
+// replica make it read again.
+const apiKeyRereads = 5
 
 // lookup returns the key in force with hash. Lookups wait for a reload
 // rather than answer from a list older than apiKeyRefresh: that bound is
@@ -361,7 +365,7 @@ func (s *Service) touchAPIKey(id int64, at time.Time) {
 // reads again until one began after the last.
 func (c *apiKeyCache) reload(s *Service, done chan struct{}) {
 	defer close(done)
-	for {
+	for range apiKeyRereads {
 		c.mu.Lock()
 		changes := c.changes
 		c.mu.Unlock()
@@ -384,6 +388,11 @@ func (c *apiKeyCache) reload(s *Service, done chan struct{}) {
 		}
 		c.mu.Unlock()
 	}
+	// Changed faster than read: the lookups waiting find no list, and the
+	// next reload is tried in a second.
+	c.mu.Lock()
+	c.reloading, c.failedAt = nil, s.now()
+	c.mu.Unlock()
 }
 
 // readAPIKeys reads the keys in force, by hash.

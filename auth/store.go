@@ -198,11 +198,10 @@ type LockoutLog interface {
 	ActiveLockouts(ctx context.Context, now time.Time, limit int) ([]Lockout, error)
 	// LockoutsToHold lists the latest lockout of each account in force
 	// at now, at most limit, for the in-process limits to hold while
-	// Redis is unreachable: XCloak's own accounts' first, newest first,
-	// then applications' accounts ("app NAME ACCOUNT"), each
-	// application's newest in turn, so that no application's lockouts,
-	// which its key's holder may cause at will, crowd out XCloak's own or
-	// another application's.
+	// Redis is unreachable: XCloak's own accounts' first, then
+	// applications' accounts ("app NAME ACCOUNT"), each newest first, so
+	// that no application's lockouts, which its key's holder may cause at
+	// will, crowd out XCloak's own. Equal times go by the newest row.
 	LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]Lockout, error)
 	// EndLockouts marks the lockouts whose time ran out by now, and that
 	// nobody ended, as ended at their LockedUntil by LockoutExpired, and

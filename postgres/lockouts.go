@@ -67,27 +67,23 @@ func (s *Store) ActiveLockouts(ctx context.Context, now time.Time, limit int) ([
 			SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
 			FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
 			ORDER BY account_key, locked_at DESC
-		) current ORDER BY locked_at DESC LIMIT $2`, now, limit)
+		) current ORDER BY locked_at DESC, id DESC LIMIT $2`, now, limit)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, scanLockout)
 }
 
-// LockoutsToHold implements auth.LockoutLog. owner is NULL for XCloak's
-// own accounts, and the application's name for "app NAME ACCOUNT"; rank
-// orders each owner's lockouts newest first, so that ordering by it
-// takes the applications' in turn.
+// LockoutsToHold implements auth.LockoutLog: ActiveLockouts' query with
+// XCloak's own accounts first, no dearer (its last sort keeps only the
+// first limit rows).
 func (s *Store) LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, account_key, user_id, level, failures, locked_at, locked_until FROM (
-			SELECT *, row_number() OVER (PARTITION BY owner ORDER BY locked_at DESC, id DESC) AS rank FROM (
-				SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0) AS user_id, level, failures, locked_at, locked_until,
-					CASE WHEN account_key LIKE 'app %' THEN split_part(account_key, ' ', 2) END AS owner
-				FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
-				ORDER BY account_key, locked_at DESC
-			) current
-		) ranked ORDER BY owner IS NOT NULL, rank, owner LIMIT $2`, now, limit)
+		SELECT * FROM (
+			SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
+			FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
+			ORDER BY account_key, locked_at DESC
+		) current ORDER BY account_key LIKE 'app %', locked_at DESC, id DESC LIMIT $2`, now, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -207,15 +207,14 @@ func TestLocalLocksOfOneRuleKeepOthers(t *testing.T) {
 	}
 }
 
-// TestLocalLocksOfOneGroupKeepOthers: where a policy's Group sets apart a
-// class of a rule's identities (an application's accounts, named by
-// whoever holds its key, beside XCloak's own), a flood of that class's
-// locks pushes out its own, not the rule's other identities' locks,
-// neither one made during the flood nor one restored from the lockout log.
-func TestLocalLocksOfOneGroupKeepOthers(t *testing.T) {
-	const bound = 1024
+// shopApart returns a Local of bound identities whose login_account
+// policy locks after threshold failures and sets apart the accounts of
+// the application "shop", "app shop ACCOUNT", as auth does; and that
+// policy.
+func shopApart(t *testing.T, threshold, bound int) (*ratelimit.Local, ratelimit.LockoutPolicy) {
+	t.Helper()
 	grouped := policy
-	grouped.Threshold = 1
+	grouped.Threshold = threshold
 	grouped.Group = func(id string) string {
 		if strings.HasPrefix(id, "app shop ") {
 			return "app shop"
@@ -226,6 +225,17 @@ func TestLocalLocksOfOneGroupKeepOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, grouped
+}
+
+// TestLocalLocksOfOneGroupKeepOthers: where a policy's Group sets apart a
+// class of a rule's identities (an application's accounts, named by
+// whoever holds its key, beside XCloak's own), a flood of that class's
+// locks pushes out its own, not the rule's other identities' locks,
+// neither one made during the flood nor one restored from the lockout log.
+func TestLocalLocksOfOneGroupKeepOthers(t *testing.T) {
+	const bound = 1024
+	l, _ := shopApart(t, 1, bound)
 	ctx := t.Context()
 	if err := l.Hold(ctx, ratelimit.HeldLock{Name: "login_account", ID: "victim@example.com", Until: time.Now().Add(24 * time.Hour), Level: 8}); err != nil {
 		t.Fatal(err)
@@ -262,17 +272,7 @@ func TestLocalLocksOfOneGroupKeepOthers(t *testing.T) {
 // clears its log, and the store keeps within its bounds.
 func TestLocalGroupsKeepCountsApart(t *testing.T) {
 	const bound = 256
-	grouped := policy
-	grouped.Group = func(id string) string {
-		if strings.HasPrefix(id, "app shop ") {
-			return "app shop"
-		}
-		return ""
-	}
-	l, err := ratelimit.NewLocal(map[string]ratelimit.LockoutPolicy{"login_account": grouped}, bound, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, grouped := shopApart(t, policy.Threshold, bound)
 	ctx := t.Context()
 	limit := ratelimit.Limit{Count: 3, Window: time.Hour}
 	rule := func(id string) ratelimit.Rule {

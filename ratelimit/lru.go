@@ -114,10 +114,14 @@ func (c *groupedLRU[V]) add(g, key string, v V) {
 	c.n++
 }
 
-// remove forgets key in group g, if present.
+// remove forgets key in group g, if present, and the group once empty,
+// so that no eviction's search for the largest walks empty ones.
 func (c *groupedLRU[V]) remove(g, key string) {
 	if l := c.byGroup[g]; l != nil && l.remove(key) {
 		c.n--
+		if l.len() == 0 {
+			delete(c.byGroup, g)
+		}
 	}
 }
 

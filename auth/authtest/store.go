@@ -580,39 +580,26 @@ func (s *Store) ActiveLockouts(_ context.Context, now time.Time, limit int) ([]a
 	for _, l := range latest {
 		out = append(out, l)
 	}
-	slices.SortFunc(out, func(a, b auth.Lockout) int { return b.LockedAt.Compare(a.LockedAt) })
+	// Newest first, equal times by the newest row, as Postgres orders them.
+	slices.SortFunc(out, func(a, b auth.Lockout) int { return cmp.Or(b.LockedAt.Compare(a.LockedAt), cmp.Compare(b.ID, a.ID)) })
 	return out[:min(limit, len(out))], nil
 }
 
 // LockoutsToHold implements auth.LockoutLog.
 func (s *Store) LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
 	all, _ := s.ActiveLockouts(ctx, now, math.MaxInt)
-	// owner is "" for XCloak's own accounts, the application's name for
-	// an application's; rank is the lockout's place among its owner's,
-	// newest first.
-	type ranked struct {
-		auth.Lockout
-		owner string
-		rank  int
-	}
-	var out []ranked
-	ranks := map[string]int{}
-	for _, l := range all {
-		owner := ""
-		if rest, ok := strings.CutPrefix(l.Account, "app "); ok {
-			owner, _, _ = strings.Cut(rest, " ")
-		}
-		out = append(out, ranked{l, owner, ranks[owner]})
-		ranks[owner]++
-	}
-	slices.SortStableFunc(out, func(a, b ranked) int {
-		return cmp.Or(cmp.Compare(min(len(a.owner), 1), min(len(b.owner), 1)), cmp.Compare(a.rank, b.rank), cmp.Compare(a.owner, b.owner))
+	// Stable: each part keeps ActiveLockouts' order, newest first.
+	slices.SortStableFunc(all, func(a, b auth.Lockout) int {
+		return cmp.Compare(btoi(strings.HasPrefix(a.Account, "app ")), btoi(strings.HasPrefix(b.Account, "app ")))
 	})
-	held := make([]auth.Lockout, 0, min(limit, len(out)))
-	for _, r := range out[:min(limit, len(out))] {
-		held = append(held, r.Lockout)
+	return all[:min(limit, len(all))], nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
 	}
-	return held, nil
+	return 0
 }
 
 // Sweep implements auth.Sweeper. Security events are not kept here: it

@@ -518,16 +518,21 @@ var storeCases = []struct {
 			t.Errorf("ActiveLockouts after clearing ann = %+v", got)
 		}
 	}},
-	{"the lockouts to hold are XCloak's own first, then each application's in turn", func(t *testing.T, s auth.Store) {
+	{"the lockouts to hold are XCloak's own first, then applications', each newest first", func(t *testing.T, s auth.Store) {
 		for i, account := range []string{
-			"app shop a", "app shop b", "app shop c", "app shop d", "ann@example.com", "app blog x", "bob@example.com", "app blog y",
+			"app shop a", "app shop b", "ann@example.com", "app blog x", "bob@example.com", "app blog y",
 		} {
 			mustNil(t, s.RecordLockout(t.Context(), auth.Lockout{Account: account, Level: 1, Failures: 10,
 				LockedAt: base.Add(time.Duration(i) * time.Minute), LockedUntil: base.Add(time.Hour)}))
 		}
+		// Equal times: the newer row first.
+		for _, account := range []string{"cat@example.com", "dan@example.com"} {
+			mustNil(t, s.RecordLockout(t.Context(), auth.Lockout{Account: account, Level: 1, Failures: 10,
+				LockedAt: base.Add(-time.Minute), LockedUntil: base.Add(time.Hour)}))
+		}
 		mustNil(t, s.RecordLockout(t.Context(), auth.Lockout{Account: "old@example.com", Level: 1, Failures: 10,
 			LockedAt: base.Add(-time.Hour), LockedUntil: base}))
-		got, err := s.LockoutsToHold(t.Context(), base, 5)
+		got, err := s.LockoutsToHold(t.Context(), base, 6)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,8 +540,7 @@ var storeCases = []struct {
 		for _, l := range got {
 			accounts = append(accounts, l.Account)
 		}
-		// Newest first within each owner; the applications in turn.
-		want := []string{"bob@example.com", "ann@example.com", "app blog y", "app shop d", "app blog x"}
+		want := []string{"bob@example.com", "ann@example.com", "dan@example.com", "cat@example.com", "app blog y", "app blog x"}
 		if !slices.Equal(accounts, want) {
 			t.Errorf("LockoutsToHold = %q, want %q", accounts, want)
 		}
