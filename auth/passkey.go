@@ -53,7 +53,11 @@ type Passkey struct {
 	// UserVerified, BackupEligible and BackupState are the flags the
 	// authenticator gave at registration (BackupState: as last seen).
 	UserVerified, BackupEligible, BackupState bool
-	CreatedAt, LastUsedAt                     time.Time
+	// SignsInAlone: it signs in without the password, as it does from
+	// its registration until the password is replaced, and again once
+	// used as the second step after the new one.
+	SignsInAlone          bool
+	CreatedAt, LastUsedAt time.Time
 }
 
 // Ceremony purposes (webauthn_ceremonies.purpose).
@@ -96,8 +100,9 @@ type PasskeyStore interface {
 	// UsePasskey records count as the passkey's counter if it moves on
 	// from the stored one (or both are 0), with backup as its backup
 	// state, and reports whether it did: a counter that goes back is
-	// refused, however many assertions race.
-	UsePasskey(ctx context.Context, id int64, count uint32, backup bool, at time.Time) (bool, error)
+	// refused, however many assertions race. afterPassword (a second
+	// step) lets it sign in alone again.
+	UsePasskey(ctx context.Context, id int64, count uint32, backup, afterPassword bool, at time.Time) (bool, error)
 	// AddCeremony stores c, and forgets expired ceremonies.
 	AddCeremony(ctx context.Context, c Ceremony, now time.Time) error
 	// TakeCeremony deletes the live ceremony of purpose stored under
@@ -113,6 +118,10 @@ var (
 	// answer its challenge, names no stored credential, or does not
 	// verify.
 	ErrInvalidPasskey = errors.New("auth: invalid passkey response")
+	// ErrPasskeyNeedsPassword: a passkey that verified but no longer
+	// signs in alone, the account's password having been replaced since
+	// it last served after the password (Passkey.SignsInAlone).
+	ErrPasskeyNeedsPassword = errors.New("auth: after a new password, this passkey signs in only after the password, once")
 	// ErrPasskeysOff: this server runs without passkeys (its public URL
 	// is one where browsers offer no WebAuthn), by configuration, not by
 	// failure.

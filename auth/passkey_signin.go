@@ -133,7 +133,7 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 	if err != nil {
 		return LoginResult{}, s.passkeyFailed(user, source, "not verified")
 	}
-	if err := s.usePasskey(ctx, ps, user, source, pu.keys, cred); err != nil {
+	if err := s.usePasskey(ctx, ps, user, source, pu.keys, cred, true); err != nil {
 		return LoginResult{}, err
 	}
 	return s.finishSecondStep(ctx, user, SecondStepRequest{Token: req.Token, Binding: req.Binding, Remember: req.Remember,
@@ -246,7 +246,14 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	if err != nil || !parsed.Response.AuthenticatorData.Flags.HasUserVerified() || user.Disabled() {
 		return LoginResult{}, user.Email, OutcomeFailed, s.passkeyFailed(user, source, "not verified")
 	}
-	if err := s.usePasskey(ctx, ps, user, source, keys, cred); err != nil {
+	// Verified, but stopped by a new password until it serves after it
+	// (Passkey.SignsInAlone). Said as such: only the key's holder gets
+	// this far, and its owner needs to know to type the password.
+	if !key.SignsInAlone {
+		s.passkeyFailed(user, source, "password replaced")
+		return LoginResult{}, user.Email, OutcomeFailed, ErrPasskeyNeedsPassword
+	}
+	if err := s.usePasskey(ctx, ps, user, source, keys, cred, false); err != nil {
 		return LoginResult{}, user.Email, OutcomeFailed, err
 	}
 	after, cancel := s.afterDecision(ctx)
@@ -296,14 +303,15 @@ func (s *Service) passkeyFailed(user User, source, why string) error {
 	return ErrInvalidPasskey
 }
 
-// usePasskey records the counter of the verified assertion cred of one of
-// keys; one whose counter went back is refused and recorded.
-func (s *Service) usePasskey(ctx context.Context, ps PasskeyStore, user User, source string, keys []Passkey, cred *webauthn.Credential) error {
+// usePasskey records the verified assertion cred of one of keys: its
+// counter, and, afterPassword (a second step), that it signs in alone
+// again. One whose counter went back is refused and recorded.
+func (s *Service) usePasskey(ctx context.Context, ps PasskeyStore, user User, source string, keys []Passkey, cred *webauthn.Credential, afterPassword bool) error {
 	for _, k := range keys {
 		if !bytes.Equal(k.CredentialID, cred.ID) {
 			continue
 		}
-		ok, err := ps.UsePasskey(ctx, k.ID, cred.Authenticator.SignCount, cred.Flags.BackupState, s.now())
+		ok, err := ps.UsePasskey(ctx, k.ID, cred.Authenticator.SignCount, cred.Flags.BackupState, afterPassword, s.now())
 		if err != nil {
 			return s.dbDown("recording passkey counter", err)
 		}

@@ -372,3 +372,41 @@ func TestPasskeyCountedBeforeVerified(t *testing.T) {
 		}
 	})
 }
+
+// TestPasskeyAloneAfterReset: a password reset stops the account's
+// passkeys signing in alone: one registered by whoever had the password
+// would otherwise outlive the reset that ended that person's sessions.
+// Each still serves as the second step after the new password, and once
+// so used signs in alone again.
+func TestPasskeyAloneAfterReset(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	k := authtest.NewSoftKey(t)
+	f.passkeyUser(t, "rita@example.com", k)
+	if err := f.passkeyAlone(t, "192.0.2.80", func(o string) string { return k.Get(t, o, 1, nil) }); err != nil {
+		t.Fatalf("a passkey alone before the reset: %v", err)
+	}
+	token := requestResetToken(t, f, "rita@example.com")
+	const fresh = "a new password after the reset"
+	if err := f.svc.ConfirmReset(ctx, token, fresh, client("192.0.2.81")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.passkeyAlone(t, "192.0.2.82", func(o string) string { return k.Get(t, o, 2, nil) }); !errors.Is(err, auth.ErrPasskeyNeedsPassword) {
+		t.Fatalf("a passkey alone after the reset: %v, want ErrPasskeyNeedsPassword", err)
+	}
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "rita@example.com", Password: fresh, Client: client("192.0.2.83")})
+	if !errors.Is(err, auth.ErrMFARequired) {
+		t.Fatalf("the new password: %v, want ErrMFARequired", err)
+	}
+	sc, err := f.svc.BeginSecondStepPasskey(ctx, res.MFA.Token, res.MFA.Binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.SecondStepPasskey(ctx, auth.PasskeyStepRequest{Token: res.MFA.Token, Binding: res.MFA.Binding, Ceremony: sc.Binding,
+		Response: []byte(k.Get(t, optionsJSON(t, sc), 3, nil)), Client: client("192.0.2.83"), Cookie: func(string) string { return "" }}); err != nil {
+		t.Fatalf("the passkey as the second step after the new password: %v", err)
+	}
+	if err := f.passkeyAlone(t, "192.0.2.84", func(o string) string { return k.Get(t, o, 4, nil) }); err != nil {
+		t.Errorf("a passkey alone once used after the new password: %v", err)
+	}
+}

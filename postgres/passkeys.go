@@ -23,14 +23,14 @@ func (s *Store) WebAuthnHandle(ctx context.Context, userID int64, fresh []byte) 
 }
 
 const passkeyColumns = `f.id, f.user_id, f.name, u.webauthn_handle, u.email, f.credential_id, f.secret, f.sign_count, f.transports,
-	f.aaguid, f.attestation_type, f.user_verified, f.backup_eligible, f.backup_state, f.created_at, f.last_used_at`
+	f.aaguid, f.attestation_type, f.user_verified, f.backup_eligible, f.backup_state, f.signs_in_alone, f.created_at, f.last_used_at`
 
 func scanPasskey(row pgx.Row) (auth.Passkey, error) {
 	var p auth.Passkey
 	var count int64
 	var used *time.Time
 	err := row.Scan(&p.ID, &p.UserID, &p.Name, &p.Handle, &p.Email, &p.CredentialID, &p.PublicKey, &count, &p.Transports,
-		&p.AAGUID, &p.AttestationType, &p.UserVerified, &p.BackupEligible, &p.BackupState, &p.CreatedAt, &used)
+		&p.AAGUID, &p.AttestationType, &p.UserVerified, &p.BackupEligible, &p.BackupState, &p.SignsInAlone, &p.CreatedAt, &used)
 	p.SignCount = uint32(count)
 	if used != nil {
 		p.LastUsedAt = *used
@@ -85,9 +85,10 @@ func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byt
 
 // UsePasskey implements auth.PasskeyStore: one conditional UPDATE, so of
 // two assertions with one counter, one finds it used.
-func (s *Store) UsePasskey(ctx context.Context, id int64, count uint32, backup bool, at time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE second_factors SET sign_count = $2, backup_state = $3, last_used_at = $4
-		WHERE id = $1 AND kind = 'webauthn' AND (sign_count < $2 OR ($2 = 0 AND sign_count = 0))`, id, int64(count), backup, at)
+func (s *Store) UsePasskey(ctx context.Context, id int64, count uint32, backup, afterPassword bool, at time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE second_factors SET sign_count = $2, backup_state = $3, last_used_at = $4,
+			signs_in_alone = signs_in_alone OR $5
+		WHERE id = $1 AND kind = 'webauthn' AND (sign_count < $2 OR ($2 = 0 AND sign_count = 0))`, id, int64(count), backup, at, afterPassword)
 	if err != nil {
 		return false, err
 	}

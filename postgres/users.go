@@ -75,13 +75,26 @@ func (s *Store) SetPassword(ctx context.Context, email, hash string) (int64, err
 	return id, nil
 }
 
-// replacePassword is what every change of a password does, in the
-// caller's transaction: a reset, an operator's SetPassword, and a change by
-// the account's owner. It stores the new hash, ends every session and
-// forgets every known device, so that no browser keeps what the old
+// stopPasskeysAlone stops the account's passkeys signing in without the
+// password until each has served as the second step after the new one: a
+// passkey registered by whoever had the old password would otherwise
+// outlive the change that ended that person's sessions.
+func stopPasskeysAlone(ctx context.Context, tx pgx.Tx, userID int64) error {
+	_, err := tx.Exec(ctx, `UPDATE second_factors SET signs_in_alone = false WHERE user_id = $1 AND kind = 'webauthn'`, userID)
+	return err
+}
+
+// replacePassword is what a reset and an operator's SetPassword do, in the
+// caller's transaction (a change by the account's owner does the same but
+// keep its own session and device). It stores the new hash, ends every
+// session, forgets every known device and stops the passkeys signing in
+// alone (stopPasskeysAlone), so that no browser or key keeps what the old
 // password gave it.
 func replacePassword(ctx context.Context, tx pgx.Tx, userID int64, hash string) error {
 	if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, hash); err != nil {
+		return err
+	}
+	if err := stopPasskeysAlone(ctx, tx, userID); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {

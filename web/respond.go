@@ -95,6 +95,9 @@ func problemFor(err error) problem {
 		return problem{http.StatusAccepted, "verification_required", "", 0}
 	case errors.Is(err, auth.ErrInvalidCode):
 		return problem{http.StatusUnauthorized, "invalid_code", templates.MFAWrongCodeText, 0}
+	case errors.Is(err, auth.ErrPasskeyNeedsPassword):
+		return problem{http.StatusUnauthorized, "passkey_needs_password",
+			"Your password was changed. Sign in with it once and use this passkey as the second step; then it signs you in alone again.", 0}
 	case errors.Is(err, auth.ErrInvalidPasskey):
 		return problem{http.StatusUnauthorized, "invalid_passkey", "That passkey was not accepted. Try again, or sign in another way.", 0}
 	case errors.Is(err, auth.ErrPasskeyExists):
