@@ -1,7 +1,7 @@
 package web
 
 import (
-	"encoding/csv"
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -181,7 +181,7 @@ func (s *Server) handleEventExport() http.Handler {
 		h.Set("Content-Type", "text/csv; charset=utf-8")
 		h.Set("Content-Disposition", `attachment; filename="xcloak-events.csv"`)
 		h.Set("Cache-Control", "no-store")
-		out := csv.NewWriter(w)
+		out := csvWriter{bufio.NewWriter(w)}
 		started := false
 		// Read a page at a time, each page whole before any of it is
 		// written: a reader who reads slowly then holds no Postgres
@@ -211,12 +211,12 @@ func (s *Server) handleEventExport() http.Handler {
 			}
 			if !started {
 				started = true
-				_ = out.Write([]string{"id", "time", "kind", "account", "network", "detail"})
+				_ = out.write("id", "time", "kind", "account", "network", "detail")
 			}
 			for _, e := range page {
 				detail, _ := json.Marshal(e.Detail)
-				if err := out.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano),
-					csvCell(e.Kind), csvCell(e.Account), csvCell(e.Source), csvCell(string(detail))}); err != nil {
+				if err := out.write(strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano),
+					csvCell(e.Kind), csvCell(e.Account), csvCell(e.Source), csvCell(string(detail))); err != nil {
 					return nil // the reader went away
 				}
 				written++
@@ -228,9 +228,30 @@ func (s *Server) handleEventExport() http.Handler {
 			last := page[len(page)-1]
 			q.Before = dashboard.EventCursor{At: last.At, ID: last.ID}
 		}
-		out.Flush()
+		_ = out.w.Flush()
 		return nil
 	})
+}
+
+// csvWriter writes CSV records with every cell quoted. encoding/csv
+// quotes only the cells that hold a comma, a quote, a line break or a
+// leading space, and a spreadsheet that splits on ";" (the list separator
+// of many locales) would split an unquoted x;=1+2@y.com, an address
+// anyone can sign in with, and take its second half for a formula.
+// Quoted, a cell is one cell whatever the separator.
+type csvWriter struct{ w *bufio.Writer }
+
+// write writes one record; an error is the reader's, gone away.
+func (c csvWriter) write(cells ...string) error {
+	for i, cell := range cells {
+		if i > 0 {
+			_ = c.w.WriteByte(',')
+		}
+		_ = c.w.WriteByte('"')
+		_, _ = c.w.WriteString(strings.ReplaceAll(cell, `"`, `""`))
+		_ = c.w.WriteByte('"')
+	}
+	return c.w.WriteByte('\n')
 }
 
 // exportPage is how many events an export reads from Postgres at once.

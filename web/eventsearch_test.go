@@ -100,6 +100,11 @@ func TestEventSearch(t *testing.T) {
 		!strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment;") {
 		t.Fatalf("export: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
+	// Every cell quoted: a spreadsheet that splits on ";" still finds
+	// one cell in each.
+	if !strings.Contains(body, `,"'=1+2",`) {
+		t.Errorf("the export's cells are not all quoted:\n%s", body)
+	}
 	records, err := csv.NewReader(strings.NewReader(body)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +134,7 @@ func TestEventSearch(t *testing.T) {
 		}
 	}
 	resp, body = get(t, admin, base+"/admin/events.csv?account="+url.QueryEscape("=cmd|' /C calc'!A0"))
-	if resp.StatusCode != http.StatusOK || body != "id,time,kind,account,network,detail\n" {
+	if resp.StatusCode != http.StatusOK || body != `"id","time","kind","account","network","detail"`+"\n" {
 		t.Errorf("empty export: %d %q", resp.StatusCode, body)
 	}
 
