@@ -33,7 +33,7 @@ type adminHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session
 // change its password is sent to do so (the API answers 403); a signed-in
 // user who is not an administrator gets 403.
 func (s *Server) requireAdmin(h adminHandler) http.Handler {
-	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
+	admin := s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
 		if !sess.IsAdmin {
 			nav := navFor(sess)
 			s.failAs(w, r, &nav, errNotAdmin)
@@ -52,6 +52,32 @@ func (s *Server) requireAdmin(h adminHandler) http.Handler {
 		}
 		return h(w, r, sess)
 	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ownFetch(r) {
+			s.failAs(w, r, nil, errCrossSiteFetch)
+			return
+		}
+		admin.ServeHTTP(w, r)
+	})
+}
+
+// errCrossSiteFetch: an administrators' route asked for by another site's
+// page, or another host's of the same site, other than by a link.
+var errCrossSiteFetch = errors.New("web: administrators' route fetched from another site")
+
+// ownFetch reports whether r is XCloak's own page's request, a link
+// followed, or one from no browser, by the fetch metadata browsers send
+// (resource isolation). The session cookie is SameSite=Lax, so a
+// protected application's page on a sibling host would otherwise have an
+// administrator's browser fetch /admin/events.csv as an image (an export
+// of 100,000 events, recorded as theirs) or hold the live dashboard's
+// streams. Forms are guarded apart (http.CrossOriginProtection).
+func ownFetch(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
 }
 
 // eventsPerPage is the length of a page of security events.

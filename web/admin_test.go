@@ -165,6 +165,60 @@ func TestDashboardAccess(t *testing.T) {
 	}
 }
 
+// TestAdminRoutesRefuseOtherSites: an administrator's browser asked by
+// another site's page, or a sibling host's (same-site: the session cookie
+// is SameSite=Lax), to fetch an administrators' route, as an image, a
+// script's fetch or a frame, is refused 403 before anything runs: no
+// export, no event, no stream. XCloak's own pages, a link followed from
+// anywhere, and clients that are no browser pass.
+func TestAdminRoutesRefuseOtherSites(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.30.9")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	fetch := func(path string, meta ...string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(meta); i += 2 {
+			req.Header.Set(meta[i], meta[i+1])
+		}
+		return do(t, admin, req)
+	}
+	for _, path := range []string{"/admin/events.csv", "/admin/stream", "/admin", "/api/v1/admin/stats?period=5m"} {
+		for _, meta := range [][]string{
+			{"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"},
+			{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty"},
+			{"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "iframe"},
+		} {
+			if resp, body := fetch(path, meta...); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "XCloak itself") && !strings.Contains(body, `"cross_site"`) {
+				t.Errorf("%s fetched with %v: %d, want 403", path, meta, resp.StatusCode)
+			}
+		}
+	}
+	env.Flush(t)
+	var exports int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM security_events WHERE kind = $1`, auth.EventEventsExported).Scan(&exports); err != nil {
+		t.Fatal(err)
+	}
+	if exports != 0 {
+		t.Errorf("%d exports recorded from other sites' fetches, want none", exports)
+	}
+	for _, meta := range [][]string{
+		nil,
+		{"Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty"},
+		{"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"},
+		{"Sec-Fetch-Site", "none", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"},
+	} {
+		if resp, _ := fetch("/admin/events.csv", meta...); resp.StatusCode != http.StatusOK {
+			t.Errorf("the export with %v: %d, want 200", meta, resp.StatusCode)
+		}
+	}
+}
+
 func TestDashboardBadInput(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)

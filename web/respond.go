@@ -79,6 +79,8 @@ func problemFor(err error) problem {
 		return problem{http.StatusForbidden, "unknown_origin", "The request to authorise did not come from a trusted proxy.", 0}
 	case errors.Is(err, errHostNotProtected):
 		return problem{http.StatusForbidden, "host_not_protected", "This host is not protected by XCloak.", 0}
+	case errors.Is(err, errCrossSiteFetch):
+		return problem{http.StatusForbidden, "cross_site", "Open this page from XCloak itself.", 0}
 	case errors.Is(err, errNotAdmin):
 		return problem{http.StatusForbidden, "forbidden", "This page is for administrators only.", 0}
 	case errors.Is(err, dashboard.ErrInvalidPeriod):
