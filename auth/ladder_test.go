@@ -93,3 +93,39 @@ func TestResetLadder(t *testing.T) {
 		t.Fatalf("a fourth /56 of the /48: %v; want limited", err)
 	}
 }
+
+// TestUnlockLadder: unlock-link requests climb the reset requests' ladder,
+// under their limits (a count of their own): a /24, or a /48 of many /64s,
+// cannot ask for more unlock links than reset links.
+func TestUnlockLadder(t *testing.T) {
+	s := authtest.NewService(t, func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleResetNetwork, 2)
+		c.Limits.SetCount(auth.RuleResetSite, 3)
+	})
+	request := func(addr string, i int) error {
+		return s.Service.RequestUnlock(t.Context(), fmt.Sprintf("user%d@example.com", i), client(addr))
+	}
+	for i, a := range []string{"192.0.2.1", "192.0.2.2"} {
+		if err := request(a, i); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+	}
+	if err := request("192.0.2.3", 2); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("a third address of the /24: %v; want limited", err)
+	}
+	if err := request("192.0.3.1", 3); err != nil {
+		t.Fatalf("the next /24: %v", err)
+	}
+	// A reset request from the /24 is counted apart.
+	if err := s.Service.RequestReset(t.Context(), "user9@example.com", client("192.0.2.4")); err != nil {
+		t.Fatalf("a reset request from the /24: %v", err)
+	}
+	for i, a := range []string{"2001:db8:0:100::1", "2001:db8:0:200::1", "2001:db8:0:300::1"} {
+		if err := request(a, 10+i); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+	}
+	if err := request("2001:db8:0:400::1", 20); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("a fourth /56 of the /48: %v; want limited", err)
+	}
+}

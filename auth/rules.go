@@ -37,6 +37,8 @@ const (
 // Rule names of the unlock links.
 const (
 	RuleUnlockIP        = "unlock_ip"
+	RuleUnlockNetwork   = "unlock_network"
+	RuleUnlockSite      = "unlock_site"
 	RuleUnlockAccount   = "unlock_account"
 	RuleUnlockConfirmIP = "unlock_confirm_ip"
 )
@@ -132,14 +134,14 @@ var rules = []RuleSpec{
 	{
 		Name: RuleResetNetwork, Label: "Reset requests per IPv4 /24 or IPv6 /56", Flow: FlowResetRequest, Key: KeyNetwork(24, 56),
 		Default: ratelimit.Limit{Count: 100, Window: 10 * time.Minute}, Listed: true,
-		Usage: "reset requests per IPv4 /24 or IPv6 /56",
-		Doc:   "Reset requests per IPv4 /24 or IPv6 /56.",
+		Usage: "reset requests, and apart unlock-link requests, per IPv4 /24 or IPv6 /56",
+		Doc:   "Reset requests per IPv4 /24 or IPv6 /56; unlock-link requests are counted apart under the same limit.",
 	},
 	{
 		Name: RuleResetSite, Label: "Reset requests per IPv6 /48", Flow: FlowResetRequest, Key: KeyIPv6Network(48),
 		Default: ratelimit.Limit{Count: 200, Window: 10 * time.Minute}, Listed: true,
-		Usage: "reset requests per IPv6 /48",
-		Doc:   "Reset requests per IPv6 /48; IPv4 clients are not counted here.",
+		Usage: "reset requests, and apart unlock-link requests, per IPv6 /48",
+		Doc:   "Reset requests per IPv6 /48, and unlock-link requests counted apart under the same limit; IPv4 clients are not counted here.",
 	},
 	{
 		Name: RuleResetAccount, Label: "Reset requests per account", Flow: FlowResetRequest, Key: KeyAccount,
@@ -177,6 +179,17 @@ var rules = []RuleSpec{
 		Default: ratelimit.Limit{Count: 5, Window: 10 * time.Minute},
 		Usage:   "unlock-link requests per client network",
 		Doc:     `Unlock-link requests ("Locked out? Email me a link") per client network.`,
+	},
+	{
+		// The reset requests' wider rungs, under their limits: each is a
+		// lookup and maybe a mail, as a reset request is, so a network of
+		// many addresses asks for no more of them.
+		Name: RuleUnlockNetwork, Label: "Unlock-link requests per IPv4 /24 or IPv6 /56", Flow: FlowUnlockRequest, Key: KeyNetwork(24, 56),
+		SharesLimit: RuleResetNetwork,
+	},
+	{
+		Name: RuleUnlockSite, Label: "Unlock-link requests per IPv6 /48", Flow: FlowUnlockRequest, Key: KeyIPv6Network(48),
+		SharesLimit: RuleResetSite,
 	},
 	{
 		Name: RuleUnlockAccount, Label: "Unlock-link requests per account", Flow: FlowUnlockRequest, Key: KeyAccount,
