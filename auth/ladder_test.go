@@ -63,15 +63,21 @@ func TestSiteRuleLeavesIPv4Alone(t *testing.T) {
 	}
 }
 
-func TestResetLadder(t *testing.T) {
-	s := authtest.NewService(t, func(c *auth.Config) {
+// ladderService is a service whose reset requests' /24 or /56 admits 2
+// and /48 admits 3, as TestResetLadder and TestUnlockLadder climb them.
+func ladderService(t *testing.T) *authtest.Service {
+	return authtest.NewService(t, func(c *auth.Config) {
 		c.Limits.SetCount(auth.RuleResetNetwork, 2)
 		c.Limits.SetCount(auth.RuleResetSite, 3)
 	})
-	request := func(addr string, i int) error {
-		return s.Service.RequestReset(t.Context(), fmt.Sprintf("user%d@example.com", i), client(addr))
-	}
-	// /24: two, then limited; the next /24 has its own.
+}
+
+// climbLadder makes requests by request, for account i from addr, up
+// ladderService's rungs: two from a /24, then limited, the next /24's
+// own; three from three /56s of a /48, then limited. between runs after
+// the /24's.
+func climbLadder(t *testing.T, request func(addr string, i int) error, between func()) {
+	t.Helper()
 	for i, a := range []string{"192.0.2.1", "192.0.2.2"} {
 		if err := request(a, i); err != nil {
 			t.Fatalf("%s: %v", a, err)
@@ -83,7 +89,7 @@ func TestResetLadder(t *testing.T) {
 	if err := request("192.0.3.1", 3); err != nil {
 		t.Fatalf("the next /24: %v", err)
 	}
-	// /48: three, from three /56s, then limited.
+	between()
 	for i, a := range []string{"2001:db8:0:100::1", "2001:db8:0:200::1", "2001:db8:0:300::1"} {
 		if err := request(a, 10+i); err != nil {
 			t.Fatalf("%s: %v", a, err)
@@ -94,38 +100,24 @@ func TestResetLadder(t *testing.T) {
 	}
 }
 
+func TestResetLadder(t *testing.T) {
+	s := ladderService(t)
+	climbLadder(t, func(addr string, i int) error {
+		return s.Service.RequestReset(t.Context(), fmt.Sprintf("user%d@example.com", i), client(addr))
+	}, func() {})
+}
+
 // TestUnlockLadder: unlock-link requests climb the reset requests' ladder,
 // under their limits (a count of their own): a /24, or a /48 of many /64s,
 // cannot ask for more unlock links than reset links.
 func TestUnlockLadder(t *testing.T) {
-	s := authtest.NewService(t, func(c *auth.Config) {
-		c.Limits.SetCount(auth.RuleResetNetwork, 2)
-		c.Limits.SetCount(auth.RuleResetSite, 3)
-	})
-	request := func(addr string, i int) error {
+	s := ladderService(t)
+	climbLadder(t, func(addr string, i int) error {
 		return s.Service.RequestUnlock(t.Context(), fmt.Sprintf("user%d@example.com", i), client(addr))
-	}
-	for i, a := range []string{"192.0.2.1", "192.0.2.2"} {
-		if err := request(a, i); err != nil {
-			t.Fatalf("%s: %v", a, err)
+	}, func() {
+		// A reset request from the full /24 is counted apart.
+		if err := s.Service.RequestReset(t.Context(), "user9@example.com", client("192.0.2.4")); err != nil {
+			t.Fatalf("a reset request from the /24: %v", err)
 		}
-	}
-	if err := request("192.0.2.3", 2); !errors.Is(err, auth.ErrLimited) {
-		t.Fatalf("a third address of the /24: %v; want limited", err)
-	}
-	if err := request("192.0.3.1", 3); err != nil {
-		t.Fatalf("the next /24: %v", err)
-	}
-	// A reset request from the /24 is counted apart.
-	if err := s.Service.RequestReset(t.Context(), "user9@example.com", client("192.0.2.4")); err != nil {
-		t.Fatalf("a reset request from the /24: %v", err)
-	}
-	for i, a := range []string{"2001:db8:0:100::1", "2001:db8:0:200::1", "2001:db8:0:300::1"} {
-		if err := request(a, 10+i); err != nil {
-			t.Fatalf("%s: %v", a, err)
-		}
-	}
-	if err := request("2001:db8:0:400::1", 20); !errors.Is(err, auth.ErrLimited) {
-		t.Fatalf("a fourth /56 of the /48: %v; want limited", err)
-	}
+	})
 }

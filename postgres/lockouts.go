@@ -60,14 +60,18 @@ func (s *Store) LockoutListed(ctx context.Context, account string, now time.Time
 	return listed, err
 }
 
+// latestLockouts selects the latest lockout of each account in force at
+// $1, as current, for a query to order and cut.
+const latestLockouts = `
+	SELECT * FROM (
+		SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
+		FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
+		ORDER BY account_key, locked_at DESC
+	) current`
+
 // ActiveLockouts implements auth.LockoutLog.
 func (s *Store) ActiveLockouts(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT * FROM (
-			SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
-			FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
-			ORDER BY account_key, locked_at DESC
-		) current ORDER BY locked_at DESC, id DESC LIMIT $2`, now, limit)
+	rows, err := s.pool.Query(ctx, latestLockouts+` ORDER BY locked_at DESC, id DESC LIMIT $2`, now, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +82,7 @@ func (s *Store) ActiveLockouts(ctx context.Context, now time.Time, limit int) ([
 // XCloak's own accounts first, no dearer (its last sort keeps only the
 // first limit rows).
 func (s *Store) LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT * FROM (
-			SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
-			FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
-			ORDER BY account_key, locked_at DESC
-		) current ORDER BY account_key LIKE 'app %', locked_at DESC, id DESC LIMIT $2`, now, limit)
+	rows, err := s.pool.Query(ctx, latestLockouts+` ORDER BY account_key LIKE 'app %', locked_at DESC, id DESC LIMIT $2`, now, limit)
 	if err != nil {
 		return nil, err
 	}
