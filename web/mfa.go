@@ -239,7 +239,18 @@ func (s *Server) handleTOTPEnrolForm() http.Handler {
 		if failed != nil {
 			return failed
 		}
-		e, perr := s.auth.PendingTOTP(r.Context(), sess, id)
+		// The key being set up is shown again only after the password
+		// was right (a wrong code, to try another): a session alone, a
+		// cookie left on a shared computer, must not read the key its
+		// owner is scanning and keep a copy of the factor. Anything else
+		// gets a new key, as a new visit does.
+		var e auth.TOTPEnrolment
+		var perr error
+		if errors.Is(err, auth.ErrInvalidCode) {
+			e, perr = s.auth.PendingTOTP(r.Context(), sess, id)
+		} else {
+			e, perr = s.auth.BeginTOTP(r.Context(), sess)
+		}
 		if perr != nil {
 			return perr
 		}

@@ -476,3 +476,38 @@ func TestMFAWithRedisDownUnderOpen(t *testing.T) {
 		t.Fatalf("the right code with Redis down, open policy: %d %s; want 200 ok", status, body)
 	}
 }
+
+// TestTOTPKeyNotShownWithoutPassword: the key an enrolment sets up is
+// shown again only to a request whose password was right (a wrong code,
+// to try another); a session alone, posting the enrolment's factor with
+// no password or a wrong one, gets a new key of its own and never reads
+// the one its owner is scanning.
+func TestTOTPKeyNotShownWithoutPassword(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	const email, password = "kim@example.com", "correct horse battery"
+	env.AddUser(t, email, password, false)
+	owner := xcloaktest.Client(t, "127.0.30.41")
+	if resp, body := postSignIn(t, owner, base, email, password); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
+	}
+	_, page := get(t, owner, base+"/account/mfa/totp")
+	m, f := secretRe.FindStringSubmatch(page), factorRe.FindStringSubmatch(page)
+	if m == nil || f == nil {
+		t.Fatalf("enrolment page without a key: %s", page)
+	}
+	for _, pw := range []string{"", "not the password"} {
+		form := url.Values{"factor": {f[1]}, "code": {"000000"}, "password": {pw}}
+		resp, page := post(t, owner, base+"/account/mfa/totp", formType, form.Encode())
+		if resp.StatusCode < 400 || strings.Contains(page, m[1]) {
+			t.Errorf("password %q: %d, the key being set up shown: %t", pw, resp.StatusCode, strings.Contains(page, m[1]))
+		}
+	}
+	// A new key, as a new visit gives (the one before is replaced).
+	_, page = get(t, owner, base+"/account/mfa/totp")
+	m, f = secretRe.FindStringSubmatch(page), factorRe.FindStringSubmatch(page)
+	form := url.Values{"factor": {f[1]}, "code": {"000000"}, "password": {password}}
+	if resp, page := post(t, owner, base+"/account/mfa/totp", formType, form.Encode()); resp.StatusCode < 400 || !strings.Contains(page, m[1]) {
+		t.Errorf("a wrong code with the password: %d, the key shown again: %t", resp.StatusCode, strings.Contains(page, m[1]))
+	}
+}
