@@ -212,3 +212,30 @@ func TestConfirmBesideRemoval(t *testing.T) {
 		}
 	}
 }
+
+// TestPasswordChangeForgetsRememberedBrowser: a change of the password by
+// its owner ends "remember this browser" for the browser that changed it
+// too, as a reset does for every one: the next sign-in there asks for the
+// second step again.
+func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	u := addUser(t, s, "rex@example.com", false)
+	now := time.Now()
+	device, session := []byte("rex's device.........shaped 32b!"), []byte("rex's session........shaped 32b!")
+	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, device, now, 10, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSession(ctx, session, auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ChangePassword(ctx, u.ID, u.PasswordHash, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3", session, device); err != nil {
+		t.Fatal(err)
+	}
+	if remembered, err := s.MFARemembered(ctx, device, now); err != nil || remembered {
+		t.Errorf("the browser that changed the password still remembered: %v, %v", remembered, err)
+	}
+}

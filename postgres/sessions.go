@@ -167,6 +167,11 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash stri
 		if _, err := tx.Exec(ctx, `DELETE FROM devices WHERE user_id = $1 AND ($2::bytea IS NULL OR nonce_hash <> $2)`, userID, keepDevice); err != nil {
 			return err
 		}
+		// The device kept is known still, but remembered for the second
+		// step no more: a new password ends that, as a reset does.
+		if _, err := tx.Exec(ctx, `UPDATE devices SET mfa_remembered_until = NULL WHERE user_id = $1 AND mfa_remembered_until IS NOT NULL`, userID); err != nil {
+			return err
+		}
 		// Reset links mailed before the change (a held sign-in's mail has
 		// one) are spent with it, as a reset spends every other open token.
 		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = now() WHERE user_id = $1 AND used_at IS NULL`, userID); err != nil {
