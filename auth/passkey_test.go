@@ -186,12 +186,7 @@ func TestPasskeyAloneNeedsUserVerification(t *testing.T) {
 	if !errors.Is(err, auth.ErrMFARequired) {
 		t.Fatalf("password of an account with a passkey: %v, want ErrMFARequired", err)
 	}
-	sc, err := f.svc.BeginSecondStepPasskey(ctx, res.MFA.Token, res.MFA.Binding)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.svc.SecondStepPasskey(ctx, auth.PasskeyStepRequest{Token: res.MFA.Token, Binding: res.MFA.Binding, Ceremony: sc.Binding,
-		Response: []byte(k.Get(t, optionsJSON(t, sc), 1, nil)), Client: client("192.0.2.71"), Cookie: func(string) string { return "" }}); err != nil {
+	if _, err := f.svc.SecondStepPasskey(ctx, f.secondStepAnswer(t, res.MFA, k, 1)); err != nil {
 		t.Errorf("the same key as the second step: %v", err)
 	}
 
@@ -243,7 +238,7 @@ func TestPasskeyRefusedAlike(t *testing.T) {
 	if !errors.Is(err, auth.ErrMFARequired) {
 		t.Fatalf("sign-in: %v", err)
 	}
-	if res, err = f.svc.SecondStepPasskey(ctx, f.secondStepAnswer(t, res.MFA, removed)); err != nil {
+	if res, err = f.svc.SecondStepPasskey(ctx, f.secondStepAnswer(t, res.MFA, removed, 1)); err != nil {
 		t.Fatalf("second step with the passkey: %v", err)
 	}
 	factors, _, err := f.svc.UserFactors(ctx, ru.ID)
@@ -271,15 +266,15 @@ func TestPasskeyRefusedAlike(t *testing.T) {
 }
 
 // secondStepAnswer begins the passkey ceremony of step and answers it
-// with k.
-func (f *fixture) secondStepAnswer(t *testing.T, step auth.MFAStep, k *authtest.SoftKey) auth.PasskeyStepRequest {
+// with k, its counter at count.
+func (f *fixture) secondStepAnswer(t *testing.T, step auth.MFAStep, k *authtest.SoftKey, count int) auth.PasskeyStepRequest {
 	t.Helper()
 	c, err := f.svc.BeginSecondStepPasskey(t.Context(), step.Token, step.Binding)
 	if err != nil {
 		t.Fatalf("BeginSecondStepPasskey: %v", err)
 	}
 	return auth.PasskeyStepRequest{Token: step.Token, Binding: step.Binding, Ceremony: c.Binding,
-		Response: []byte(k.Get(t, optionsJSON(t, c), 1, nil)), Client: client("192.0.2.10"), Cookie: func(string) string { return "" }}
+		Response: []byte(k.Get(t, optionsJSON(t, c), count, nil)), Client: client("192.0.2.10"), Cookie: func(string) string { return "" }}
 }
 
 // TestMFANetworkIsARate: mfa_ip is a rate, its setting's count per
@@ -398,12 +393,7 @@ func TestPasskeyAloneAfterReset(t *testing.T) {
 	if !errors.Is(err, auth.ErrMFARequired) {
 		t.Fatalf("the new password: %v, want ErrMFARequired", err)
 	}
-	sc, err := f.svc.BeginSecondStepPasskey(ctx, res.MFA.Token, res.MFA.Binding)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.svc.SecondStepPasskey(ctx, auth.PasskeyStepRequest{Token: res.MFA.Token, Binding: res.MFA.Binding, Ceremony: sc.Binding,
-		Response: []byte(k.Get(t, optionsJSON(t, sc), 3, nil)), Client: client("192.0.2.83"), Cookie: func(string) string { return "" }}); err != nil {
+	if _, err := f.svc.SecondStepPasskey(ctx, f.secondStepAnswer(t, res.MFA, k, 3)); err != nil {
 		t.Fatalf("the passkey as the second step after the new password: %v", err)
 	}
 	if err := f.passkeyAlone(t, "192.0.2.84", func(o string) string { return k.Get(t, o, 4, nil) }); err != nil {
