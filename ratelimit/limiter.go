@@ -115,6 +115,21 @@ type Limiter struct {
 	// rejections, when set, answers for rules Redis recently said were
 	// full (see RememberRejections).
 	rejections *rejections
+	// takeBackFailed, when set, hears each take-back that failed (see
+	// OnTakeBackFailure).
+	takeBackFailed func(rule string, err error)
+}
+
+// OnTakeBackFailure makes l call fn for each admission it could not take
+// back: on a Redis Cluster, a decision whose rules live in different slots
+// is decided slot by slot, and when one slot rejects, the admissions the
+// others made are taken back. One that fails (a timeout, a node lost)
+// counts against its rule, the name given to fn, until it leaves the
+// window: the limit is then stricter than it should be, never looser. fn
+// must be safe for concurrent use and must not block; call this before l
+// is used.
+func (l *Limiter) OnTakeBackFailure(fn func(rule string, err error)) {
+	l.takeBackFailed = fn
 }
 
 // RememberRejections makes l remember, for at most ttl, that a rule Redis
@@ -490,7 +505,7 @@ const takeBackTimeout = 2 * time.Second
 // it after another group rejected it (or failed), on a cluster. It runs
 // even if the caller's context is done, since an entry left behind would
 // only over-count; and if it fails, that is all that happens until the
-// entry leaves the window.
+// entry leaves the window (and OnTakeBackFailure's fn hears of it).
 func (l *Limiter) takeBack(ctx context.Context, results []Result, rules []Rule, keys []string, at []int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeBackTimeout)
 	defer cancel()
@@ -502,11 +517,20 @@ func (l *Limiter) takeBack(ctx context.Context, results []Result, rules []Rule, 
 			results[i].Remaining++
 		}
 	}
-	if len(admitted) > 0 {
-		takeBack.runAll(ctx, l.rdb, len(admitted), func(j int) ([]string, []any) {
-			i := admitted[j]
-			return []string{logKey(rules, keys, i)}, []any{at[i]}
-		})
+	if len(admitted) == 0 {
+		return
+	}
+	cmds := takeBack.runAll(ctx, l.rdb, len(admitted), func(j int) ([]string, []any) {
+		i := admitted[j]
+		return []string{logKey(rules, keys, i)}, []any{at[i]}
+	})
+	if l.takeBackFailed == nil {
+		return
+	}
+	for j, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			l.takeBackFailed(rules[admitted[j]].Name, err)
+		}
 	}
 }
 

@@ -158,6 +158,12 @@ func (s *RedisStore) RememberRejections(ttl time.Duration, maxKeys int) {
 	s.limiter.RememberRejections(ttl, maxKeys)
 }
 
+// OnTakeBackFailure makes the store call fn for each admission it could
+// not take back (see Limiter.OnTakeBackFailure); call it before s is used.
+func (s *RedisStore) OnTakeBackFailure(fn func(rule string, err error)) {
+	s.limiter.OnTakeBackFailure(fn)
+}
+
 // AllowAll decides a request in one round trip (see Limiter.AllowAll).
 func (s *RedisStore) AllowAll(ctx context.Context, rules ...Rule) (Decision, error) {
 	return s.limiter.AllowAll(ctx, rules...)

@@ -77,7 +77,19 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 	if d.Postgres == nil || d.Redis == nil {
 		return nil, errors.New("app: Postgres and Redis are required")
 	}
-	limiter, err := newLimiter(cfg, d.Redis, d.ProbeRedis, d.KeyPrefix, d.Logger)
+	logger := d.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	reg := d.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	takeBackFailed, err := takeBackReport(logger, reg)
+	if err != nil {
+		return nil, err
+	}
+	limiter, err := newLimiter(cfg, d.Redis, d.ProbeRedis, d.KeyPrefix, d.Logger, takeBackFailed)
 	if err != nil {
 		return nil, err
 	}
@@ -128,10 +140,6 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 	// detector tripped lose their sessions as attack mode starts.
 	// Once at once, and once more when the sign-ins decided before every
 	// replica knew have written their sessions (auth.SignOutAgainAfter).
-	logger := d.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	watch.OnStart(func(ctx context.Context, since time.Time) {
 		first, err := svc.SignOutNewDevices(ctx, since, nil)
 		if err != nil {
@@ -160,8 +168,9 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 // ratelimit.FailLocal, behind cfg.RedisFailure. probe, if set, is a client
 // of the same Redis with a small pool of its own that the checks of
 // whether Redis is there ping through. The service hands the limiter its
-// hooks (auth.Limiter.Watch).
-func newLimiter(cfg auth.Config, rdb, probe redis.UniversalClient, prefix string, log *slog.Logger) (*ratelimit.Failover, error) {
+// hooks (auth.Limiter.Watch). takeBackFailed hears the admissions the
+// shared store could not take back.
+func newLimiter(cfg auth.Config, rdb, probe redis.UniversalClient, prefix string, log *slog.Logger, takeBackFailed func(rule string, err error)) (*ratelimit.Failover, error) {
 	policy := cfg.RedisFailure
 	if policy == "" {
 		policy = ratelimit.FailLocal
@@ -175,6 +184,7 @@ func newLimiter(cfg auth.Config, rdb, probe redis.UniversalClient, prefix string
 		return nil, err
 	}
 	shared.RememberRejections(cfg.RejectionMemory, rememberedRejections)
+	shared.OnTakeBackFailure(takeBackFailed)
 	local, err := ratelimit.NewLocal(lockouts, 0, nil)
 	if err != nil {
 		return nil, err
