@@ -81,6 +81,12 @@ func (s *Sender) attempt(ctx context.Context, t *target, d delivery) (int, time.
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
+	// A 101 Switching Protocols hands the bare connection over as the
+	// body, which the request's context no longer bounds: a receiver that
+	// answered one and then went silent would hold this worker, and the
+	// shutdown waiting for it, for as long as it liked. Closing the body
+	// when the attempt's time is up ends any read.
+	defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
 	// Read a little of the answer, so that the connection can be reused;
 	// the rest is not worth waiting for.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))

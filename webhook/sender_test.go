@@ -417,6 +417,47 @@ func TestRetriesOnNetworkErrors(t *testing.T) {
 
 // TestFullQueueDropsWithoutBlocking: with the receiver hanging, sending
 // never blocks; the URL's queue holds Queue deliveries and the rest are
+
+// TestUpgradeAnswerEndsWithinTheAttemptTime: a receiver that answers 101
+// Switching Protocols, which hands the client the bare connection, and
+// then says nothing, still costs an attempt no more than Config.Timeout,
+// and Run returns within Config.Flush of shutdown.
+func TestUpgradeAnswerEndsWithinTheAttemptTime(t *testing.T) {
+	released := make(chan struct{})
+	release := sync.OnceFunc(func() { close(released) })
+	r := newReceiver(t, func(w http.ResponseWriter, req *http.Request, n int) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: anything\r\nConnection: Upgrade\r\n\r\n")
+		buf.Flush()
+		<-released
+	})
+	// Released before the cleanups stop the sender, so that a stuck
+	// worker fails the test rather than hanging it.
+	defer release()
+	s := newSender(t, webhook.Config{Attempts: 1, Workers: 1, Timeout: 100 * time.Millisecond, Flush: 100 * time.Millisecond}, r.url())
+	stop := s.run(t)
+	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	r.wait(1)
+	deadline := time.Now().Add(2 * time.Second)
+	for s.metric(t, "xcloak_webhook_deliveries_total", "failed") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := s.metric(t, "xcloak_webhook_deliveries_total", "failed"); n != 1 {
+		t.Errorf("2s after a 101 with a 100ms attempt time: %v failed, want 1: the attempt still reads the answer", n)
+	}
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(2 * time.Second):
+		t.Error("Run has not returned 2s after shutdown began, with a 100ms flush: a worker is stuck on the receiver")
+	}
+}
 // dropped and counted, in the metrics and in the shared counter.
 func TestFullQueueDropsWithoutBlocking(t *testing.T) {
 	r := hanging(t)
