@@ -411,6 +411,10 @@ func (a api) Breached(ctx context.Context, password string) (bool, error) {
 		return false, fmt.Errorf("breached: range API: %w", err)
 	}
 	defer resp.Body.Close()
+	// A 101 Switching Protocols hands over the bare connection as the
+	// body, which the request's context no longer bounds: closed when the
+	// lookup's time is up, so that a silent one cannot hold the sign-in.
+	defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return false, fmt.Errorf("breached: range API answered %s", resp.Status)

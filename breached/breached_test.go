@@ -213,6 +213,22 @@ func TestFailures(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		},
+		// A 101 hands the client the bare connection as the answer's
+		// body, which the request's context no longer bounds.
+		"an upgrade, then silence": func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: anything\r\nConnection: Upgrade\r\n\r\n")
+			buf.Flush()
+			select {
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+		},
 		// A mirror that answers every path with its home page, a captive
 		// portal, a proxy's error page sent with 200.
 		"a page, not a range": func(w http.ResponseWriter, r *http.Request) {
@@ -244,9 +260,13 @@ func TestFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			began := time.Now()
 			got, err := checker.Breached(t.Context(), p)
 			if err == nil || got {
 				t.Fatalf("Breached = %v, %v; want false and an error", got, err)
+			}
+			if took := time.Since(began); took > 2*time.Second {
+				t.Errorf("the lookup took %v, with a timeout of 200ms", took)
 			}
 			if strings.HasPrefix(name, "a page") || strings.HasPrefix(name, "empty") || strings.Contains(name, "form") || strings.Contains(name, "count") {
 				if !errors.Is(err, breached.ErrNotARange) {
