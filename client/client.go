@@ -118,8 +118,15 @@ func (c *Client) post(ctx context.Context, path string, body any) (answer, error
 		return answer{}, fmt.Errorf("xcloak client: %w", err)
 	}
 	defer resp.Body.Close()
+	// A 101 Switching Protocols hands over the bare connection as the
+	// body, which the request's context no longer bounds: closed when the
+	// call's time is up, so that a silent one cannot hold the sign-in.
+	defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return answer{}, fmt.Errorf("xcloak client: reading the answer to %s: %w", path, err)
 	}
 	if len(b) > maxAnswerBytes {

@@ -327,6 +327,38 @@ func TestCallsAreBounded(t *testing.T) {
 			t.Errorf("Attempt = %v, want context.DeadlineExceeded", err)
 		}
 	})
+	t.Run("after an upgrade, then silence", func(t *testing.T) {
+		// A 101 hands the client the bare connection as the answer's
+		// body, which the request's context no longer bounds.
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: anything\r\nConnection: Upgrade\r\n\r\n")
+			buf.Flush()
+			select {
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		c, err := client.New(srv.URL, testKey, client.WithTimeout(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		if _, err := c.Attempt(t.Context(), someone); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Attempt = %v, want context.DeadlineExceeded", err)
+		}
+		if took := time.Since(began); took > 2*time.Second {
+			t.Errorf("Attempt took %v, with a timeout of 100ms", took)
+		}
+	})
 	t.Run("by the caller's context", func(t *testing.T) {
 		c, err := client.New(url, testKey, client.WithTimeout(0))
 		if err != nil {
