@@ -691,7 +691,7 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 	if err := cfg.Attack.Validate(); err != nil {
 		return config{}, fmt.Errorf("XCLOAK_ATTACK_*: %w", err)
 	}
-	if err := cfg.Webhook.check(cfg.Auth.Secret); err != nil {
+	if err := cfg.Webhook.check(cfg.Auth.Secret, cfg.Auth.MFA.Key); err != nil {
 		return config{}, err
 	}
 	return cfg, nil

@@ -51,7 +51,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			if cfg.Auth.Secret, err = loadDevSecret(devSecretPath); err != nil {
 				return err
 			}
-			if err := cfg.Webhook.check(cfg.Auth.Secret); err != nil {
+			if err := cfg.Webhook.check(cfg.Auth.Secret, cfg.Auth.MFA.Key); err != nil {
 				return err
 			}
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -109,14 +111,19 @@ func sameReceiver(u *url.URL) string {
 
 // check refuses URLs without a secret, a secret without URLs (a setting
 // that does nothing is a mistake worth saying at start), and a secret
-// that is the service's own, master (XCLOAK_SECRET; nil: not known yet):
-// every receiver holds the webhook secret, and the service's signs device
-// cookies and keys its other MACs.
-func (w webhookConfig) check(master []byte) error {
+// that is one of the service's own: every receiver holds the webhook
+// secret. master is XCLOAK_SECRET (nil: not known yet), which signs device
+// cookies and keys the service's other MACs; mfaKey is XCLOAK_MFA_KEY's
+// 32 bytes (nil: none), which seals the authenticator-app secrets in the
+// database, and which an operator would reuse as the same 64 hex digits.
+func (w webhookConfig) check(master, mfaKey []byte) error {
 	switch {
 	case w.Secret != nil && master != nil && subtle.ConstantTimeCompare(w.Secret, master) == 1:
 		return errors.New("XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET: every webhook receiver would hold the key that signs " +
 			"XCloak's device cookies; give the webhooks a secret of their own (openssl rand -hex 32)")
+	case w.Secret != nil && mfaKey != nil && isKey(w.Secret, mfaKey):
+		return errors.New("XCLOAK_WEBHOOK_SECRET is XCLOAK_MFA_KEY: every webhook receiver would hold the key that seals " +
+			"the authenticator-app secrets in the database; give the webhooks a secret of their own (openssl rand -hex 32)")
 	case len(w.URLs) > 0 && w.Secret == nil:
 		return errors.New("XCLOAK_WEBHOOK_URL is set without XCLOAK_WEBHOOK_SECRET (or _FILE): " +
 			"webhooks are always signed; make a secret with openssl rand -hex 32 and give it to the receivers")
@@ -124,6 +131,14 @@ func (w webhookConfig) check(master []byte) error {
 		return errors.New("XCLOAK_WEBHOOK_SECRET is set without XCLOAK_WEBHOOK_URL: set the receivers' URLs, or unset the secret")
 	}
 	return nil
+}
+
+// isKey reports whether secret is key, as its bytes or its hex digits in
+// either case.
+func isKey(secret, key []byte) bool {
+	digits := []byte(hex.EncodeToString(key))
+	return subtle.ConstantTimeCompare(secret, key) == 1 ||
+		subtle.ConstantTimeCompare(bytes.ToLower(secret), digits) == 1
 }
 
 // newWebhooks returns the Sender of cfg's webhooks, counting its drops in

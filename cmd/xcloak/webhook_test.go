@@ -19,6 +19,9 @@ import (
 
 const webhookSecret = "9c1e5a7f3b0d2e8c4a6f1b9d7e3c5a0f-hooks"
 
+// mfaKeyHex is an XCLOAK_MFA_KEY.
+const mfaKeyHex = "3b7e1f9a5c0d2e4b6a8f1c3e5d7b9a0c2e4f6b8d1a3c5e7f9b0d2a4c6e8f1b3d"
+
 func loadWebhookConfig(vars map[string]string) (config, error) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	return loadConfig(fs, nil, env(vars), new(bytes.Buffer), new(bytes.Buffer), forServe)
@@ -86,13 +89,19 @@ func TestWebhookSettings(t *testing.T) {
 			"XCLOAK_SECRET": webhookSecret}, "XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET"},
 		{"the service's secret, both from one file", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x",
 			"XCLOAK_WEBHOOK_SECRET_FILE": secretFile, "XCLOAK_SECRET_FILE": secretFile}, "XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET"},
+		// As XCLOAK_MFA_KEY it would let each, with a copy of the
+		// database, read every authenticator-app secret.
+		{"the authenticator key's digits", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x", "XCLOAK_WEBHOOK_SECRET": mfaKeyHex,
+			"XCLOAK_MFA_KEY": mfaKeyHex}, "XCLOAK_WEBHOOK_SECRET is XCLOAK_MFA_KEY"},
+		{"the authenticator key's digits in capitals", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x",
+			"XCLOAK_WEBHOOK_SECRET": strings.ToUpper(mfaKeyHex), "XCLOAK_MFA_KEY": mfaKeyHex}, "XCLOAK_WEBHOOK_SECRET is XCLOAK_MFA_KEY"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := loadWebhookConfig(tt.vars)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
 			}
-			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), webhookSecret) {
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), webhookSecret) || strings.Contains(strings.ToLower(err.Error()), mfaKeyHex) {
 				t.Errorf("err %q quotes a secret", err)
 			}
 		})
