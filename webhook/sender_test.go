@@ -415,9 +415,6 @@ func TestRetriesOnNetworkErrors(t *testing.T) {
 	}
 }
 
-// TestFullQueueDropsWithoutBlocking: with the receiver hanging, sending
-// never blocks; the URL's queue holds Queue deliveries and the rest are
-
 // TestUpgradeAnswerEndsWithinTheAttemptTime: a receiver that answers 101
 // Switching Protocols, which hands the client the bare connection, and
 // then says nothing, still costs an attempt no more than Config.Timeout,
@@ -458,6 +455,9 @@ func TestUpgradeAnswerEndsWithinTheAttemptTime(t *testing.T) {
 		t.Error("Run has not returned 2s after shutdown began, with a 100ms flush: a worker is stuck on the receiver")
 	}
 }
+
+// TestFullQueueDropsWithoutBlocking: with the receiver hanging, sending
+// never blocks; the URL's queue holds Queue deliveries and the rest are
 // dropped and counted, in the metrics and in the shared counter.
 func TestFullQueueDropsWithoutBlocking(t *testing.T) {
 	r := hanging(t)
