@@ -24,8 +24,9 @@ type Config struct {
 	URLs []*url.URL
 	// Secret keys the signatures.
 	Secret []byte
-	// Queue bounds the deliveries waiting per URL; past it they are
-	// dropped.
+	// Queue bounds the deliveries waiting per URL in each of its two
+	// queues, the lockouts' and held sign-ins' and the rest's (see
+	// target); past it they are dropped.
 	Queue int
 	// Workers is how many deliveries to one URL are under way at once.
 	Workers int
@@ -99,12 +100,57 @@ type Sender struct {
 	pendingDrops, droppedTotal, shutdownDrops atomic.Int64
 }
 
-// target is one receiver: its own queue and workers, so that a dead one
-// never holds up the others.
+// target is one receiver: its own queues and workers, so that a dead one
+// never holds up the others. Its events are queued in two: the lockouts
+// and held sign-ins (floods), which anyone can cause in numbers, an
+// application's key for any account name it likes; and the rest, which
+// only administrators, the commands and the detector make (accounts and
+// keys made or removed, attack mode), so that a flood of the first
+// neither drops nor delays them. Workers take from urgent first.
 type target struct {
-	url   string
-	label string // the URL without its path and query, for logs
-	queue chan delivery
+	url    string
+	label  string // the URL without its path and query, for logs
+	queue  chan delivery
+	urgent chan delivery
+}
+
+// floods reports whether events of type typ are those anyone can cause
+// in numbers (see target).
+func floods(typ string) bool {
+	switch typ {
+	case TypeLockoutStarted, TypeLockoutEnded, TypeAccountUnlocked, TypeSignInHeld:
+		return true
+	}
+	return false
+}
+
+// take returns the next delivery of t, an urgent one first, waiting
+// until one comes or done is closed; then it returns what is still
+// queued, urgent first, and false once nothing is.
+func (t *target) take(done <-chan struct{}) (delivery, bool) {
+	select {
+	case d := <-t.urgent:
+		return d, true
+	default:
+	}
+	select {
+	case d := <-t.urgent:
+		return d, true
+	case d := <-t.queue:
+		return d, true
+	case <-done:
+	}
+	select {
+	case d := <-t.urgent:
+		return d, true
+	default:
+	}
+	select {
+	case d := <-t.queue:
+		return d, true
+	default:
+		return delivery{}, false
+	}
 }
 
 // delivery is one event on its way to one URL.
@@ -151,7 +197,7 @@ func New(cfg Config, d Deps) (*Sender, error) {
 			return nil, err
 		}
 		s.targets = append(s.targets, &target{url: u.String(), label: u.Scheme + "://" + u.Host,
-			queue: make(chan delivery, cfg.Queue)})
+			queue: make(chan delivery, cfg.Queue), urgent: make(chan delivery, cfg.Queue)})
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -228,8 +274,12 @@ func (s *Sender) Send(ev Event) {
 	}
 	d := delivery{id: ev.ID, typ: ev.Type, body: body}
 	for _, t := range s.targets {
+		queue := t.urgent
+		if floods(d.typ) {
+			queue = t.queue
+		}
 		select {
-		case t.queue <- d:
+		case queue <- d:
 			s.metrics.queued.Inc()
 		default:
 			s.drop(t, d, DropQueueFull)
@@ -300,25 +350,16 @@ func (s *Sender) Run(ctx context.Context) {
 	s.countDrops(final)
 }
 
-// work delivers t's queue until ctx is done, then what is still queued
+// work delivers t's queues until ctx is done, then what is still queued
 // until work is done; a delivery cut short by work counts as dropped.
 func (s *Sender) work(ctx, work context.Context, t *target) {
 	for {
-		select {
-		case d := <-t.queue:
-			s.metrics.queued.Dec()
-			s.deliver(work, t, d)
-		case <-ctx.Done():
-			for {
-				select {
-				case d := <-t.queue:
-					s.metrics.queued.Dec()
-					s.deliver(work, t, d)
-				default:
-					return
-				}
-			}
+		d, ok := t.take(ctx.Done())
+		if !ok {
+			return
 		}
+		s.metrics.queued.Dec()
+		s.deliver(work, t, d)
 	}
 }
 

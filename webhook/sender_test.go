@@ -486,6 +486,38 @@ func TestFullQueueDropsWithoutBlocking(t *testing.T) {
 	}
 }
 
+// TestFloodOfLockoutsKeepsNoOtherEventOut: lockouts, which anyone can
+// cause for any account (an application's key, for the names it likes),
+// fill their own queue; the events only administrators and the detector
+// make, an account deleted or attack mode, are neither dropped by them
+// nor sent after them.
+func TestFloodOfLockoutsKeepsNoOtherEventOut(t *testing.T) {
+	r := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{Queue: 3, Workers: 1}, r.url())
+	// Not running yet: nothing leaves the queues.
+	for range 10 {
+		s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	}
+	s.Send(webhook.Event{ID: "deleted", Type: webhook.TypeUserDeleted, Time: "2026-11-30T21:00:00Z",
+		Data: map[string]string{"account": "bob@example.com", "by": "admin:root@example.com"}})
+	if n := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropQueueFull); n != 7 {
+		t.Errorf("dropped queue_full = %v, want the 7 lockouts past the queue", n)
+	}
+	stop := s.run(t)
+	for deadline := time.Now().Add(5 * time.Second); len(r.requests()) < 4 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	got := r.requests()
+	if len(got) != 4 || got[0].event.Type != webhook.TypeUserDeleted {
+		var types []string
+		for _, g := range got {
+			types = append(types, g.event.Type)
+		}
+		t.Errorf("sent %v, want user.deleted first, then the 3 lockouts queued", types)
+	}
+}
+
 // TestShutdownFlushesWhatIsQueued: a live receiver gets what was queued
 // when shutdown began.
 func TestShutdownFlushesWhatIsQueued(t *testing.T) {
