@@ -45,7 +45,7 @@ func TestNoDeviceForReplacedPassword(t *testing.T) {
 	if err := f.svc.SetPassword(t.Context(), "ann@example.com", "another password", "cli"); err != nil {
 		t.Fatal(err)
 	}
-	err := auth.AddDevice(f.svc, t.Context(), u.ID, u.PasswordHash, "AAAAAAAAAAAAAAAAAAAAAA", false)
+	err := auth.AddDevice(f.svc, t.Context(), u, u.PasswordHash, "AAAAAAAAAAAAAAAAAAAAAA", false)
 	if err == nil || errors.Is(err, auth.ErrUnavailable) {
 		t.Fatalf("adding a device for the replaced password: %v, want a refusal", err)
 	}

@@ -37,14 +37,14 @@ func (s *hookedStore) RehashPassword(ctx context.Context, userID int64, old, has
 	return s.Store.RehashPassword(ctx, userID, old, hash)
 }
 
-func (s *hookedStore) AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int, verified bool) error {
+func (s *hookedStore) AddDevice(ctx context.Context, userID int64, passwordHash string, signOuts int64, nonceHash []byte, at time.Time, max int, verified bool) error {
 	run(s.beforeAddDevice)
-	return s.Store.AddDevice(ctx, userID, passwordHash, nonceHash, at, max, verified)
+	return s.Store.AddDevice(ctx, userID, passwordHash, signOuts, nonceHash, at, max, verified)
 }
 
-func (s *hookedStore) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {
+func (s *hookedStore) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string, signOuts int64) error {
 	run(s.beforeCreateSession)
-	return s.Store.CreateSession(ctx, tokenHash, sess, passwordHash)
+	return s.Store.CreateSession(ctx, tokenHash, sess, passwordHash, signOuts)
 }
 
 func run(hook func()) {

@@ -102,14 +102,15 @@ func (s *Service) knownDevice(ctx context.Context, email, nonce string) (bool, e
 	return known, nil
 }
 
-// addDevice makes nonce a known device of the user, verified or not
+// addDevice makes nonce a known device of u, verified or not
 // (DeviceStore.AddDevice), and forgets the least recently used devices
-// beyond Config.MaxDevices. With passwordHash set,
-// it does so only while that is still the account's password hash, so a
-// sign-in that verified a password being replaced at that moment adds no
-// device (ErrPasswordChanged).
-func (s *Service) addDevice(ctx context.Context, userID int64, passwordHash, nonce string, verified bool) error {
-	err := s.store.AddDevice(ctx, userID, passwordHash, nonceHash(nonce), s.now(), s.cfg.MaxDevices, verified)
+// beyond Config.MaxDevices, only while passwordHash is still the
+// account's password hash and no browser was signed out everywhere since
+// u was read: a sign-in that verified a password being replaced, or
+// signed out everywhere, at that moment adds no device
+// (ErrPasswordChanged).
+func (s *Service) addDevice(ctx context.Context, u User, passwordHash, nonce string, verified bool) error {
+	err := s.store.AddDevice(ctx, u.ID, passwordHash, u.SignOuts, nonceHash(nonce), s.now(), s.cfg.MaxDevices, verified)
 	if errors.Is(err, ErrPasswordChanged) {
 		return err
 	}

@@ -476,7 +476,7 @@ func (s *Service) signedIn(ctx context.Context, req LoginRequest, user User, pas
 		cookie, nonce = s.devices.Issue(user.Email, now)
 		// Before the session: a password replaced while this one was
 		// being verified neither signs in nor adds a device.
-		if err := s.addDevice(ctx, user.ID, passwordHash, nonce, factor != ""); errors.Is(err, ErrPasswordChanged) {
+		if err := s.addDevice(ctx, user, passwordHash, nonce, factor != ""); errors.Is(err, ErrPasswordChanged) {
 			return LoginResult{}, ErrInvalidCredentials
 		} else if err != nil {
 			return LoginResult{}, err

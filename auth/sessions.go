@@ -77,8 +77,10 @@ func wellFormedToken(token string) bool {
 // createSession starts a session for u.
 //
 // The session is made only while passwordHash, the hash the sign-in
-// verified, is still the account's (ErrPasswordChanged otherwise), so no
-// session made with a replaced password outlives the replacement.
+// verified, is still the account's, and no browser was signed out
+// everywhere since u was read (ErrPasswordChanged otherwise), so no
+// session made with a replaced password outlives the replacement, nor one
+// made by a sign-in under way the sign-out.
 func (s *Service) createSession(ctx context.Context, u User, passwordHash string, c Client) (Session, error) {
 	return s.createSessionWith(ctx, u, passwordHash, false, c)
 }
@@ -92,7 +94,7 @@ func (s *Service) createSessionWith(ctx context.Context, u User, passwordHash st
 	sess := Session{Token: token, UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL),
 		MustChangePassword: mustChangePassword, PublicID: NewPublicID(), Network: c.Source(), Browser: DescribeBrowser(c.UserAgent),
 		LastSeenAt: now}
-	err := s.store.CreateSession(ctx, hash, sess, passwordHash)
+	err := s.store.CreateSession(ctx, hash, sess, passwordHash, u.SignOuts)
 	if errors.Is(err, ErrPasswordChanged) {
 		return Session{}, err
 	}

@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -124,4 +125,77 @@ func TestRehashDoesNotUndoReplacedPassword(t *testing.T) {
 	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.8")}); err == nil {
 		t.Error("the old password signs in again after it was replaced")
 	}
+}
+
+// TestSignOutEverywhereEndsSignInInFlight: a sign-in verifying the
+// password while an administrator signs the account out everywhere gets
+// no session and adds no device that outlive the sign-out, as one racing
+// a password replacement gets none. From a known browser under
+// verification "always", whichever finishes first, the browser is then a
+// stranger: held for verification. From a new browser it is no known
+// device afterwards.
+func TestSignOutEverywhereEndsSignInInFlight(t *testing.T) {
+	t.Run("a known browser", func(t *testing.T) {
+		f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways }, withHasher(t, slowParams))
+		f.addUser(t, "ann@example.com", "pw of ann", false)
+		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
+			Client: client("192.0.2.66")}); !errors.Is(err, auth.ErrVerificationRequired) {
+			t.Fatalf("first sign-in from a new browser: %v, want held", err)
+		}
+		m := signInLink.FindStringSubmatch(f.mailBody(t, "ann@example.com"))
+		if m == nil {
+			t.Fatal("no sign-in link in the mail")
+		}
+		known, err := f.svc.ConfirmSignIn(t.Context(), m[1], client("192.0.2.66"), "")
+		if err != nil {
+			t.Fatalf("confirming the sign-in link: %v", err)
+		}
+		res, loginErr := signInDuringSignOut(t, f, auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
+			Client: client("192.0.2.66"), DeviceCookie: known.Device.Value})
+		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
+			Client: client("192.0.2.66"), DeviceCookie: known.Device.Value}); !errors.Is(err, auth.ErrVerificationRequired) {
+			t.Errorf("the same browser signing in after the sign-out: %v, want held for verification", err)
+		}
+		if loginErr == nil {
+			if _, err := f.svc.Session(t.Context(), res.Session.Token); err == nil {
+				t.Error("a session made by a sign-in under way during 'sign out everywhere' is live after it")
+			}
+		}
+	})
+	t.Run("a new browser", func(t *testing.T) {
+		f := newFixture(t, nil, withHasher(t, slowParams))
+		f.addUser(t, "ann@example.com", "pw of ann", false)
+		res, loginErr := signInDuringSignOut(t, f, auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
+			Client: client("192.0.2.66")})
+		if loginErr != nil {
+			return // refused: nothing to outlive the sign-out
+		}
+		if _, err := f.svc.Session(t.Context(), res.Session.Token); err == nil {
+			t.Error("a session made by a sign-in under way during 'sign out everywhere' is live after it")
+		}
+		var devices int
+		if err := f.db.QueryRow(t.Context(), `SELECT count(*) FROM devices`).Scan(&devices); err != nil {
+			t.Fatal(err)
+		}
+		if devices != 0 {
+			t.Errorf("%d known devices after 'sign out everywhere', want none", devices)
+		}
+	})
+}
+
+// signInDuringSignOut signs in with req and, while the password is being
+// verified, signs the account out everywhere; it returns the sign-in's
+// answer.
+func signInDuringSignOut(t *testing.T, f *fixture, req auth.LoginRequest) (auth.LoginResult, error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var res auth.LoginResult
+	var loginErr error
+	wg.Go(func() { res, loginErr = f.svc.Login(context.Background(), req) })
+	time.Sleep(40 * time.Millisecond) // while the password is verified
+	if err := f.svc.SignOutEverywhere(t.Context(), req.Email, "admin:root@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	return res, loginErr
 }

@@ -21,7 +21,8 @@ import (
 // which the flows count and report as ErrUnavailable.
 
 // ErrPasswordChanged is what a store returns when a write that depends on
-// the password a sign-in verified finds that password replaced meanwhile.
+// the password a sign-in verified finds that password replaced meanwhile,
+// or the account signed out everywhere since the sign-in read it.
 // The flows never return it: the sign-in is refused as
 // ErrInvalidCredentials.
 var ErrPasswordChanged = errors.New("auth: password changed meanwhile")
@@ -68,19 +69,21 @@ type UserStore interface {
 // SessionStore keeps signed-in browsers by the hash of their token.
 type SessionStore interface {
 	// CreateSession stores sess (its Token is not stored, its
-	// MustChangePassword is) under
-	// tokenHash, only while passwordHash is still the account's hash
+	// MustChangePassword is) under tokenHash, only while passwordHash is
+	// still the account's hash and signOuts its User.SignOuts
 	// (ErrPasswordChanged otherwise): no session made with a replaced
-	// password outlives the replacement, whichever commits first.
-	CreateSession(ctx context.Context, tokenHash []byte, sess Session, passwordHash string) error
+	// password outlives the replacement, nor one made by a sign-in under
+	// way the sign-out that ended every other, whichever commits first.
+	CreateSession(ctx context.Context, tokenHash []byte, sess Session, passwordHash string, signOuts int64) error
 	// SessionByHash returns the session stored under tokenHash that
 	// expires after now; ErrNoSession if none.
 	SessionByHash(ctx context.Context, tokenHash []byte, now time.Time) (Session, error)
 	// DeleteSession ends the session stored under tokenHash, if any.
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	// SignOutEverywhere ends every session of the account with email and
-	// forgets its known devices and open unlock links, at once, and
-	// returns its id; ErrNoUser if there is no such account.
+	// forgets its known devices and open unlock links, at once, adds one
+	// to its User.SignOuts, and returns its id; ErrNoUser if there is no
+	// such account.
 	SignOutEverywhere(ctx context.Context, email string) (userID int64, err error)
 
 	// TouchSession sets the last use of the session stored under tokenHash
@@ -98,7 +101,8 @@ type SessionStore interface {
 	// publicID; ErrNotListed if the account has none such.
 	EndSession(ctx context.Context, userID int64, publicID string) error
 	// EndOtherSessions ends every session of account userID but the one
-	// stored under keepHash, and returns how many it ended.
+	// stored under keepHash, adds one to its User.SignOuts, and returns
+	// how many it ended.
 	EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (int64, error)
 	// ForgetDevice forgets the known device of account userID whose public
 	// id is publicID; ErrNotListed if the account has none such.
@@ -120,10 +124,10 @@ type DeviceStore interface {
 	// verified when its sign-in proved more than the password (a second
 	// factor), and forgets its least recently used devices beyond max.
 	// With passwordHash set, it does so only while that is still the
-	// account's hash (ErrPasswordChanged otherwise, and when the account
-	// is gone). Devices added to one account at once are serialised, so
-	// that max holds.
-	AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int, verified bool) error
+	// account's hash and signOuts its User.SignOuts (ErrPasswordChanged
+	// otherwise, and when the account is gone). Devices added to one
+	// account at once are serialised, so that max holds.
+	AddDevice(ctx context.Context, userID int64, passwordHash string, signOuts int64, nonceHash []byte, at time.Time, max int, verified bool) error
 	// TouchDevice notes that the device signed in at.
 	TouchDevice(ctx context.Context, nonceHash []byte, at time.Time) error
 }

@@ -20,6 +20,10 @@ type User struct {
 	// DisabledAt is when an administrator disabled the account; zero while
 	// it is enabled (useradmin.go).
 	DisabledAt time.Time
+	// SignOuts counts the times every browser of the account was signed
+	// out (SignOutEverywhere, EndOtherSessions): a sign-in makes its
+	// session and device only while it is still what the sign-in read.
+	SignOuts int64
 }
 
 // Disabled reports whether an administrator disabled the account.

@@ -23,11 +23,12 @@ func (s *Store) KnownDevice(ctx context.Context, email string, nonceHash []byte,
 // AddDevice implements auth.DeviceStore. A disabled account gets no
 // device, as it gets no session (CreateSession): a sign-in that verified
 // its password as it was being disabled leaves no known device behind.
-func (s *Store) AddDevice(ctx context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int, verified bool) error {
+func (s *Store) AddDevice(ctx context.Context, userID int64, passwordHash string, signOuts int64, nonceHash []byte, at time.Time, max int, verified bool) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var current string
-		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 AND disabled_at IS NULL FOR NO KEY UPDATE`, userID).Scan(&current)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && passwordHash != "" && current != passwordHash) {
+		var signedOut int64
+		err := tx.QueryRow(ctx, `SELECT password_hash, sign_outs FROM users WHERE id = $1 AND disabled_at IS NULL FOR NO KEY UPDATE`, userID).Scan(&current, &signedOut)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && passwordHash != "" && (current != passwordHash || signedOut != signOuts)) {
 			return auth.ErrPasswordChanged
 		}
 		if err != nil {

@@ -223,13 +223,13 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 	u := addUser(t, s, "rex@example.com", false)
 	now := time.Now()
 	device, session := []byte("rex's device.........shaped 32b!"), []byte("rex's session........shaped 32b!")
-	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, device, now, 10, true); err != nil {
+	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, u.SignOuts, device, now, 10, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSession(ctx, session, auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash); err != nil {
+	if err := s.CreateSession(ctx, session, auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash, u.SignOuts); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ChangePassword(ctx, u.ID, u.PasswordHash, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3", session, device); err != nil {

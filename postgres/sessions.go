@@ -12,16 +12,17 @@ import (
 
 // CreateSession implements auth.SessionStore; a session without a
 // public id gets a random one, and a disabled account none (as if its
-// password had changed: DisableUser locks the row as a replacement does). The account's row is
-// share-locked for it: a password replacement that commits first leaves
-// no row to match, and one that commits after sees the session and ends
-// it.
-func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {
+// password had changed: DisableUser locks the row as a replacement does).
+// The account's row is share-locked for it: a password replacement or a
+// sign-out everywhere that commits first leaves no row to match, and one
+// that commits after sees the session and ends it.
+func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string, signOuts int64) error {
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password, public_id, network, browser)
-		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9 FROM users WHERE id = $2 AND password_hash = $5 AND disabled_at IS NULL FOR SHARE`,
+		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9 FROM users
+		WHERE id = $2 AND password_hash = $5 AND sign_outs = $10 AND disabled_at IS NULL FOR SHARE`,
 		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash, sess.MustChangePassword,
-		sess.PublicID, sess.Network, sess.Browser)
+		sess.PublicID, sess.Network, sess.Browser, signOuts)
 	if err != nil {
 		return err
 	}
@@ -100,9 +101,16 @@ func (s *Store) EndSession(ctx context.Context, userID int64, publicID string) e
 }
 
 // EndOtherSessions implements auth.SessionStore.
-func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
-	return tag.RowsAffected(), err
+func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (n int64, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE users SET sign_outs = sign_outs + 1 WHERE id = $1`, userID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
 }
 
 // ForgetDevice implements auth.SessionStore.
@@ -117,7 +125,7 @@ func (s *Store) ForgetDevice(ctx context.Context, userID int64, publicID string)
 // SignOutEverywhere implements auth.SessionStore.
 func (s *Store) SignOutEverywhere(ctx context.Context, email string) (userID int64, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE email = $1 FOR NO KEY UPDATE`, email).Scan(&userID)
+		err := tx.QueryRow(ctx, `UPDATE users SET sign_outs = sign_outs + 1 WHERE email = $1 RETURNING id`, email).Scan(&userID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return auth.ErrNoUser
 		}

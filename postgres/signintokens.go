@@ -42,7 +42,7 @@ func (s *Store) UseSignInToken(ctx context.Context, tokenHash []byte, now time.T
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		u, err = scanUser(tx.QueryRow(ctx, `
-			SELECT u.id, u.email, u.password_hash, u.is_admin, u.created_at, u.updated_at, u.disabled_at FROM users u JOIN sign_in_tokens t ON t.user_id = u.id
+			SELECT u.id, u.email, u.password_hash, u.is_admin, u.created_at, u.updated_at, u.disabled_at, u.sign_outs FROM users u JOIN sign_in_tokens t ON t.user_id = u.id
 			WHERE t.token_hash = $1 AND u.disabled_at IS NULL FOR NO KEY UPDATE OF u`, tokenHash))
 		if errors.Is(err, auth.ErrNoUser) {
 			return auth.ErrInvalidToken

@@ -11,12 +11,12 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-const userColumns = "id, email, password_hash, is_admin, created_at, updated_at, disabled_at"
+const userColumns = "id, email, password_hash, is_admin, created_at, updated_at, disabled_at, sign_outs"
 
 func scanUser(row pgx.Row) (auth.User, error) {
 	var u auth.User
 	var disabledAt *time.Time
-	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.IsAdmin, &u.CreatedAt, &u.UpdatedAt, &disabledAt)
+	err := row.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.IsAdmin, &u.CreatedAt, &u.UpdatedAt, &disabledAt, &u.SignOuts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.User{}, auth.ErrNoUser
 	}

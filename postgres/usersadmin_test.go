@@ -187,10 +187,10 @@ func TestDisableUser(t *testing.T) {
 	u := addUser(t, s, "ann@example.com", false)
 	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
 	sess := auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if err := s.CreateSession(ctx, hash("s1"), sess, u.PasswordHash); err != nil {
+	if err := s.CreateSession(ctx, hash("s1"), sess, u.PasswordHash, u.SignOuts); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddDevice(ctx, u.ID, "", hash("d1"), now, 10, false); err != nil {
+	if err := s.AddDevice(ctx, u.ID, "", 0, hash("d1"), now, 10, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AddResetToken(ctx, hash("r1"), u.ID, now, now.Add(time.Hour)); err != nil {
@@ -265,10 +265,10 @@ func TestDisableUser(t *testing.T) {
 	}
 	// A sign-in whose password was verified before the disabling adds no
 	// known device after it, as it makes no session.
-	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, hash("d4"), now, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
+	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, u.SignOuts, hash("d4"), now, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
 		t.Errorf("device added to a disabled account: %v", err)
 	}
-	if err := s.CreateSession(ctx, hash("s2"), sess, u.PasswordHash); !errors.Is(err, auth.ErrPasswordChanged) {
+	if err := s.CreateSession(ctx, hash("s2"), sess, u.PasswordHash, u.SignOuts); !errors.Is(err, auth.ErrPasswordChanged) {
 		t.Errorf("session for a disabled account: %v", err)
 	}
 	if got, err := s.UserByEmail(ctx, u.Email); err != nil || !got.Disabled() {
@@ -278,7 +278,7 @@ func TestDisableUser(t *testing.T) {
 	if err != nil || e.Disabled() {
 		t.Fatalf("EnableUser: %+v %v", e, err)
 	}
-	if err := s.CreateSession(ctx, hash("s3"), sess, u.PasswordHash); err != nil {
+	if err := s.CreateSession(ctx, hash("s3"), sess, u.PasswordHash, u.SignOuts); err != nil {
 		t.Errorf("session after enabling: %v", err)
 	}
 }
@@ -299,8 +299,8 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(s.CreateSession(ctx, hash("s"), auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash))
-	must(s.AddDevice(ctx, u.ID, "", hash("d"), now, 10, false))
+	must(s.CreateSession(ctx, hash("s"), auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash, u.SignOuts))
+	must(s.AddDevice(ctx, u.ID, "", 0, hash("d"), now, 10, false))
 	must(s.AddResetToken(ctx, hash("r"), u.ID, now, now.Add(time.Hour)))
 	must(s.AddUnlockToken(ctx, hash("u"), u.ID, now, now.Add(time.Hour)))
 	must(s.AddSignInToken(ctx, hash("i"), u.ID, u.PasswordHash, now, now.Add(time.Hour)))

@@ -178,11 +178,11 @@ func deleteWhere[V any](m map[string]V, drop func(V) bool) {
 }
 
 // CreateSession implements auth.SessionStore.
-func (s *Store) CreateSession(_ context.Context, tokenHash []byte, sess auth.Session, passwordHash string) error {
+func (s *Store) CreateSession(_ context.Context, tokenHash []byte, sess auth.Session, passwordHash string, signOuts int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.users[sess.UserID]
-	if u == nil || u.PasswordHash != passwordHash {
+	if u == nil || u.PasswordHash != passwordHash || u.SignOuts != signOuts || u.Disabled() {
 		return auth.ErrPasswordChanged
 	}
 	id := sess.PublicID
@@ -270,6 +270,9 @@ func (s *Store) EndSession(_ context.Context, userID int64, publicID string) err
 func (s *Store) EndOtherSessions(_ context.Context, userID int64, keepHash []byte) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if u := s.users[userID]; u != nil {
+		u.SignOuts++
+	}
 	var n int64
 	for k, v := range s.sessions {
 		if v.userID == userID && k != string(keepHash) {
@@ -309,6 +312,7 @@ func (s *Store) SignOutEverywhere(_ context.Context, email string) (int64, error
 	if u == nil {
 		return 0, auth.ErrNoUser
 	}
+	u.SignOuts++
 	s.signOut(u.ID)
 	return u.ID, nil
 }
@@ -323,11 +327,11 @@ func (s *Store) KnownDevice(_ context.Context, email string, nonceHash []byte, s
 }
 
 // AddDevice implements auth.DeviceStore.
-func (s *Store) AddDevice(_ context.Context, userID int64, passwordHash string, nonceHash []byte, at time.Time, max int, verified bool) error {
+func (s *Store) AddDevice(_ context.Context, userID int64, passwordHash string, signOuts int64, nonceHash []byte, at time.Time, max int, verified bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.users[userID]
-	if u == nil || (passwordHash != "" && u.PasswordHash != passwordHash) {
+	if u == nil || (passwordHash != "" && (u.PasswordHash != passwordHash || u.SignOuts != signOuts)) {
 		return auth.ErrPasswordChanged
 	}
 	s.addDevice(userID, nonceHash, at, max, verified)

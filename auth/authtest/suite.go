@@ -50,7 +50,7 @@ func mustUser(t *testing.T, s auth.Store, email string) auth.User {
 func newSession(t *testing.T, s auth.Store, u auth.User, token string) {
 	t.Helper()
 	sess := auth.Session{UserID: u.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
-	if err := s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash); err != nil {
+	if err := s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash, u.SignOuts); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -119,10 +119,38 @@ var storeCases = []struct {
 			t.Errorf("hash %q after the rehash, want new", got.PasswordHash)
 		}
 	}},
+	{"a sign-out everywhere refuses the session and device of a sign-in that read the account before it", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		_, err := s.SignOutEverywhere(t.Context(), u.Email)
+		mustNil(t, err)
+		sess := auth.Session{UserID: u.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
+		if err := s.CreateSession(t.Context(), hash("a"), sess, u.PasswordHash, u.SignOuts); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Errorf("session of a sign-in under way: %v, want ErrPasswordChanged", err)
+		}
+		if err := s.AddDevice(t.Context(), u.ID, u.PasswordHash, u.SignOuts, hash("d"), base, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Errorf("device of a sign-in under way: %v, want ErrPasswordChanged", err)
+		}
+		// The owner's "sign out other browsers" too.
+		again, err := s.UserByEmail(t.Context(), u.Email)
+		mustNil(t, err)
+		if again.SignOuts == u.SignOuts {
+			t.Fatalf("SignOuts %d after a sign-out everywhere, as before it", again.SignOuts)
+		}
+		_, err = s.EndOtherSessions(t.Context(), u.ID, hash("mine"))
+		mustNil(t, err)
+		if err := s.CreateSession(t.Context(), hash("b"), sess, again.PasswordHash, again.SignOuts); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Errorf("session of a sign-in under way when the other browsers were signed out: %v, want ErrPasswordChanged", err)
+		}
+		// A sign-in that reads the account afterwards signs in.
+		now, err := s.UserByEmail(t.Context(), u.Email)
+		mustNil(t, err)
+		mustNil(t, s.CreateSession(t.Context(), hash("c"), sess, now.PasswordHash, now.SignOuts))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, now.PasswordHash, now.SignOuts, hash("d"), base, 10, false))
+	}},
 	{"a session needs the verified hash, expires and ends", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		sess := auth.Session{UserID: u.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
-		if err := s.CreateSession(t.Context(), hash("a"), sess, "replaced"); !errors.Is(err, auth.ErrPasswordChanged) {
+		if err := s.CreateSession(t.Context(), hash("a"), sess, "replaced", 0); !errors.Is(err, auth.ErrPasswordChanged) {
 			t.Fatalf("session for a replaced hash: %v, want ErrPasswordChanged", err)
 		}
 		if _, err := s.SessionByHash(t.Context(), hash("a"), base); !errors.Is(err, auth.ErrNoSession) {
@@ -146,7 +174,7 @@ var storeCases = []struct {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		for _, u := range []auth.User{ann, bob} {
 			newSession(t, s, u, "session "+u.Email)
-			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10, false))
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, u.SignOuts, hash("device "+u.Email), base, 10, false))
 			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
 		}
 		if id, err := s.SetPassword(t.Context(), "ann@example.com", "new"); err != nil || id != ann.ID {
@@ -165,7 +193,7 @@ var storeCases = []struct {
 		u := mustUser(t, s, "ann@example.com")
 		for token, must := range map[string]bool{"restricted": true, "free": false} {
 			sess := auth.Session{UserID: u.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour), MustChangePassword: must}
-			mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash))
+			mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash, u.SignOuts))
 			if got, err := s.SessionByHash(t.Context(), hash(token), base); err != nil || got.MustChangePassword != must {
 				t.Errorf("session %s: MustChangePassword = %v, %v; want %v", token, got.MustChangePassword, err, must)
 			}
@@ -175,12 +203,12 @@ var storeCases = []struct {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		for _, u := range []auth.User{ann, bob} {
 			newSession(t, s, u, "session "+u.Email)
-			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10, false))
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, u.SignOuts, hash("device "+u.Email), base, 10, false))
 			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
 		}
 		mine := auth.Session{UserID: ann.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour), MustChangePassword: true}
-		mustNil(t, s.CreateSession(t.Context(), hash("mine"), mine, ann.PasswordHash))
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("my device"), base, 10, false))
+		mustNil(t, s.CreateSession(t.Context(), hash("mine"), mine, ann.PasswordHash, ann.SignOuts))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, ann.SignOuts, hash("my device"), base, 10, false))
 
 		if err := s.ChangePassword(t.Context(), ann.ID, "not the hash", "new", hash("mine"), hash("my device")); !errors.Is(err, auth.ErrPasswordChanged) {
 			t.Fatalf("change from a replaced hash: %v, want ErrPasswordChanged", err)
@@ -216,7 +244,7 @@ var storeCases = []struct {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		for _, u := range []auth.User{ann, bob} {
 			newSession(t, s, u, "session "+u.Email)
-			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("device "+u.Email), base, 10, false))
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, u.SignOuts, hash("device "+u.Email), base, 10, false))
 			mustNil(t, s.AddUnlockToken(t.Context(), hash("unlock "+u.Email), u.ID, base, base.Add(time.Hour)))
 		}
 		id, err := s.SignOutEverywhere(t.Context(), "ann@example.com")
@@ -235,18 +263,18 @@ var storeCases = []struct {
 		session := func(u auth.User, token string, at time.Time) {
 			t.Helper()
 			sess := auth.Session{UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
-			mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash))
+			mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash, u.SignOuts))
 		}
 		// Ann: a laptop known from before, with its session, and a new
 		// browser signed in since. Bob: only old ones. Cy: a new session
 		// from a known device, no new device.
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("ann old"), base, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", 0, hash("ann old"), base, 10, false))
 		session(ann, "ann old", base)
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("ann new"), since, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", 0, hash("ann new"), since, 10, false))
 		session(ann, "ann new", since.Add(time.Second))
-		mustNil(t, s.AddDevice(t.Context(), bob.ID, "", hash("bob old"), base, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), bob.ID, "", 0, hash("bob old"), base, 10, false))
 		session(bob, "bob old", base)
-		mustNil(t, s.AddDevice(t.Context(), cy.ID, "", hash("cy old"), base, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), cy.ID, "", 0, hash("cy old"), base, 10, false))
 		session(cy, "cy new", since.Add(time.Second))
 
 		got, err := s.ForgetNewDevices(t.Context(), since, nil)
@@ -284,7 +312,7 @@ var storeCases = []struct {
 	{"forgetting new devices keeps the verified ones: by a second factor, a sign-in link or an unlock link", func(t *testing.T, s auth.Store) {
 		since := base.Add(time.Minute)
 		ann, bob, cy := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com"), mustUser(t, s, "cy@example.com")
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("ann factor"), since, 10, true))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, ann.SignOuts, hash("ann factor"), since, 10, true))
 		mustNil(t, s.AddSignInToken(t.Context(), hash("bob link"), bob.ID, bob.PasswordHash, base, since.Add(time.Hour)))
 		if _, err := s.UseSignInToken(t.Context(), hash("bob link"), since, hash("bob link device"), 10); err != nil {
 			t.Fatal(err)
@@ -293,7 +321,7 @@ var storeCases = []struct {
 		if _, _, err := s.UseUnlockToken(t.Context(), hash("cy unlock"), since, hash("cy unlock device"), 10); err != nil {
 			t.Fatal(err)
 		}
-		mustNil(t, s.AddDevice(t.Context(), cy.ID, cy.PasswordHash, hash("cy password"), since, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), cy.ID, cy.PasswordHash, cy.SignOuts, hash("cy password"), since, 10, false))
 		got, err := s.ForgetNewDevices(t.Context(), since, nil)
 		if err != nil || len(got) != 1 || got[0].ID != cy.ID {
 			t.Fatalf("ForgetNewDevices = %+v, %v; want cy only, for the device her password alone added", got, err)
@@ -309,13 +337,13 @@ var storeCases = []struct {
 	}},
 	{"a device needs the verified hash, is known to its account only, and ages", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
-		if err := s.AddDevice(t.Context(), ann.ID, "replaced", hash("d1"), base, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
+		if err := s.AddDevice(t.Context(), ann.ID, "replaced", 0, hash("d1"), base, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
 			t.Fatalf("device for a replaced hash: %v, want ErrPasswordChanged", err)
 		}
-		if err := s.AddDevice(t.Context(), ann.ID+bob.ID+1, "", hash("d1"), base, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
+		if err := s.AddDevice(t.Context(), ann.ID+bob.ID+1, "", 0, hash("d1"), base, 10, false); !errors.Is(err, auth.ErrPasswordChanged) {
 			t.Fatalf("device of a missing account: %v, want ErrPasswordChanged", err)
 		}
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("d2"), base, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", 0, hash("d2"), base, 10, false))
 		for _, c := range []struct {
 			email     string
 			nonce     string
@@ -339,11 +367,11 @@ var storeCases = []struct {
 	{"an account keeps its max most recently used devices", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		for i := range 4 {
-			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash(fmt.Sprint("d", i)), base.Add(time.Duration(i)*time.Minute), 3, false))
+			mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, u.SignOuts, hash(fmt.Sprint("d", i)), base.Add(time.Duration(i)*time.Minute), 3, false))
 		}
 		// d1 signs in again: d2 is base the least recently used.
 		mustNil(t, s.TouchDevice(t.Context(), hash("d1"), base.Add(time.Hour)))
-		mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, hash("d4"), base.Add(10*time.Minute), 3, false))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, u.PasswordHash, u.SignOuts, hash("d4"), base.Add(10*time.Minute), 3, false))
 		for i, want := range []bool{false, true, false, true, true} {
 			if got, _ := s.KnownDevice(t.Context(), u.Email, hash(fmt.Sprint("d", i)), base.Add(-time.Hour)); got != want {
 				t.Errorf("device d%d known = %v, want %v", i, got, want)
@@ -355,7 +383,7 @@ var storeCases = []struct {
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
-				if err := s.AddDevice(context.Background(), u.ID, u.PasswordHash, hash(fmt.Sprint("d", i)), base, 3, false); err != nil {
+				if err := s.AddDevice(context.Background(), u.ID, u.PasswordHash, u.SignOuts, hash(fmt.Sprint("d", i)), base, 3, false); err != nil {
 					t.Error(err)
 				}
 			})
@@ -374,7 +402,7 @@ var storeCases = []struct {
 	{"a reset token works once, spends the account's others and replaces the password", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		newSession(t, s, ann, "session "+ann.Email)
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", hash("device "+ann.Email), base, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", 0, hash("device "+ann.Email), base, 10, false))
 		mustNil(t, s.AddResetToken(t.Context(), hash("t1"), ann.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddResetToken(t.Context(), hash("t2"), ann.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddResetToken(t.Context(), hash("b1"), bob.ID, base, base.Add(time.Hour)))
@@ -581,7 +609,7 @@ var storeCases = []struct {
 	{"sweeping removes only what is older than the cutoff", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		old, cutoff := base.Add(-2*time.Hour), base.Add(-time.Hour)
-		mustNil(t, s.CreateSession(t.Context(), hash("s old"), auth.Session{UserID: u.ID, CreatedAt: old, ExpiresAt: old}, u.PasswordHash))
+		mustNil(t, s.CreateSession(t.Context(), hash("s old"), auth.Session{UserID: u.ID, CreatedAt: old, ExpiresAt: old}, u.PasswordHash, u.SignOuts))
 		newSession(t, s, u, "s new")
 		mustNil(t, s.AddResetToken(t.Context(), hash("r old"), u.ID, old, old))
 		mustNil(t, s.AddResetToken(t.Context(), hash("r new"), u.ID, base, base.Add(time.Hour)))
@@ -589,8 +617,8 @@ var storeCases = []struct {
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u new"), u.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddSignInToken(t.Context(), hash("i old"), u.ID, u.PasswordHash, old, old))
 		mustNil(t, s.AddSignInToken(t.Context(), hash("i new"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
-		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d old"), old, 10, false))
-		mustNil(t, s.AddDevice(t.Context(), u.ID, "", hash("d new"), base, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, "", 0, hash("d old"), old, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), u.ID, "", 0, hash("d new"), base, 10, false))
 		for _, kind := range []auth.SweepKind{auth.SweepSessions, auth.SweepResetTokens, auth.SweepUnlockTokens, auth.SweepSignInTokens, auth.SweepDevices} {
 			if n, err := s.Sweep(t.Context(), kind, cutoff); err != nil || n != 1 {
 				t.Errorf("Sweep(%s) = %d, %v; want 1", kind, n, err)

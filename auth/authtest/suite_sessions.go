@@ -14,7 +14,7 @@ func sessionWith(t *testing.T, s auth.Store, u auth.User, token, network, browse
 	t.Helper()
 	sess := auth.Session{UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(time.Hour), PublicID: auth.NewPublicID(),
 		Network: network, Browser: browser}
-	mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash))
+	mustNil(t, s.CreateSession(t.Context(), hash(token), sess, u.PasswordHash, u.SignOuts))
 	return sess
 }
 
@@ -116,9 +116,9 @@ var sessionListCases = []struct {
 	}},
 	{"an account lists and forgets only its own devices", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("ann d1"), base, 10, false))
-		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, hash("ann d2"), base.Add(time.Second), 10, false))
-		mustNil(t, s.AddDevice(t.Context(), bob.ID, bob.PasswordHash, hash("bob d1"), base, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, ann.SignOuts, hash("ann d1"), base, 10, false))
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, ann.SignOuts, hash("ann d2"), base.Add(time.Second), 10, false))
+		mustNil(t, s.AddDevice(t.Context(), bob.ID, bob.PasswordHash, bob.SignOuts, hash("bob d1"), base, 10, false))
 		mustNil(t, s.TouchDevice(t.Context(), hash("ann d1"), base.Add(time.Minute)))
 		got, err := s.AccountDevices(t.Context(), ann.ID, 10)
 		mustNil(t, err)
