@@ -9,8 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/xcloak/xcloak/auth"
 )
@@ -23,6 +28,36 @@ const (
 	// demoAdminEmail is the account --dev signs in with.
 	demoAdminEmail = "admin@xcloak.test"
 )
+
+// devOnThisMachine refuses development mode anywhere but on the machine
+// it runs on: it drops Secure from cookies, makes administrators' second
+// factor optional and prints a demo admin's password to the log, none of
+// which may reach a network. addr must be a loopback address or
+// localhost; publicURL, if set, must name a loopback address, localhost
+// or a name under .localhost or .test, which no public DNS answers.
+func devOnThisMachine(addr string, publicURL *url.URL) error {
+	const refused = "--dev serves this machine only: %s %q is %s; without --dev, set XCLOAK_SECRET and XCLOAK_SMTP_URL (docs/DEPLOY.md)"
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || !localHost(host) {
+		return fmt.Errorf(refused, "XCLOAK_ADDR", addr, "not a loopback address")
+	}
+	if publicURL == nil {
+		return nil
+	}
+	if h := strings.ToLower(publicURL.Hostname()); !localHost(h) && !strings.HasSuffix(h, ".localhost") && !strings.HasSuffix(h, ".test") {
+		return fmt.Errorf(refused, "XCLOAK_PUBLIC_URL", publicURL.String(), "a name others can reach")
+	}
+	return nil
+}
+
+// localHost reports whether host is a loopback address or localhost.
+func localHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
 
 // loadDevSecret reads the development secret from path, first writing 32
 // random bytes (hex) there, readable only by the owner, when the file is
@@ -88,3 +123,18 @@ func randomBytes(n int) []byte {
 	_, _ = rand.Read(b)
 	return b
 }
+
+// warnDemoAdmin logs an error when the demo admin of --dev is an enabled
+// administrator of the database a server without --dev uses: its
+// password went to a log, and a development database become a real one
+// keeps it.
+func warnDemoAdmin(ctx context.Context, b *backend, log *slog.Logger) {
+	u, err := b.svc.UserByEmail(ctx, demoAdminEmail)
+	if err != nil || !u.IsAdmin || u.Disabled() {
+		return
+	}
+	log.Error("the demo admin of --dev, "+demoAdminEmail+", is an administrator of this database, with a password "+
+		"printed by a development start; delete it unless this is a developer's machine",
+		"fix", "xcloak user delete --email "+demoAdminEmail+" --yes")
+}
+

@@ -367,6 +367,68 @@ func TestServeDev(t *testing.T) {
 	if got := readDevSecret(t); got != secret {
 		t.Errorf("dev secret changed across restarts: %q, then %q", secret, got)
 	}
+
+	// Started without --dev on the same database, serve says the demo
+	// admin, whose password went to a log, is still there.
+	vars["XCLOAK_SECRET"], vars["XCLOAK_MAIL_LOG"] = testSecret, "true"
+	srv = startServe(t, vars)
+	if err := srv.stop(); err != nil {
+		t.Fatalf("run returned %v after cancel, want nil", err)
+	}
+	const warning = "the demo admin of --dev, admin@xcloak.test, is an administrator of this database"
+	if logs := srv.stderr.String(); !strings.Contains(logs, warning) {
+		t.Errorf("no error %q at a start without --dev:\n%s", warning, logs)
+	}
+}
+
+// TestServeDevOnThisMachineOnly: --dev drops Secure from cookies, makes
+// administrators' second factor optional and prints a demo admin's
+// password; it refuses to listen beyond loopback or to answer for a
+// public name, before anything is made.
+func TestServeDevOnThisMachineOnly(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"every interface", map[string]string{"XCLOAK_ADDR": "0.0.0.0:0"}, `--dev serves this machine only: XCLOAK_ADDR "0.0.0.0:0"`},
+		{"no host", map[string]string{"XCLOAK_ADDR": ":0"}, `--dev serves this machine only: XCLOAK_ADDR ":0"`},
+		{"an address of the network", map[string]string{"XCLOAK_ADDR": "192.0.2.10:0"}, `XCLOAK_ADDR "192.0.2.10:0"`},
+		{"a public name", map[string]string{"XCLOAK_ADDR": "127.0.0.1:0", "XCLOAK_PUBLIC_URL": "https://login.example.com"},
+			`--dev serves this machine only: XCLOAK_PUBLIC_URL "https://login.example.com"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"XCLOAK_REDIS_URL": "redis://127.0.0.1:1", "XCLOAK_DATABASE_URL": "postgres://u@127.0.0.1:1/none"}
+			maps.Copy(vars, tc.vars)
+			stdout, stderr, err := xcloak(t, vars, "", "serve", "--dev")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("serve --dev: %v; want %q", err, tc.want)
+			}
+			if strings.Contains(stdout+stderr, "Demo admin") {
+				t.Errorf("a demo admin was made: %s", stdout)
+			}
+		})
+	}
+	for _, ok := range []string{"http://localhost:8080", "http://login.xcloak.localhost:8080", "http://login.xcloak.test", "http://[::1]:8080"} {
+		if err := devOnThisMachine("127.0.0.1:8080", mustURL(t, ok)); err != nil {
+			t.Errorf("XCLOAK_PUBLIC_URL %s: %v, want it taken", ok, err)
+		}
+	}
+	for _, ok := range []string{"127.0.0.1:0", "[::1]:8080", "localhost:8080"} {
+		if err := devOnThisMachine(ok, nil); err != nil {
+			t.Errorf("XCLOAK_ADDR %s: %v, want it taken", ok, err)
+		}
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 // readDevSecret returns the development secret in the working directory,

@@ -43,6 +43,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	logger := newLogger(stderr, cfg.LogLevel)
 
 	if *dev {
+		if err := devOnThisMachine(cfg.Addr, cfg.Auth.PublicURL); err != nil {
+			return err
+		}
 		cfg.InsecureCookies = true
 		if !cfg.AdminMFAGiven {
 			cfg.Auth.MFA.Admins = auth.AdminMFAOptional
@@ -113,6 +116,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		if demoPassword, err = resetDemoAdmin(ctx, b); err != nil {
 			return err
 		}
+	} else {
+		warnDemoAdmin(ctx, b, logger)
 	}
 
 	webCfg := web.Config{
