@@ -137,4 +137,3 @@ func warnDemoAdmin(ctx context.Context, b *backend, log *slog.Logger) {
 		"printed by a development start; delete it unless this is a developer's machine",
 		"fix", "xcloak user delete --email "+demoAdminEmail+" --yes")
 }
-

@@ -37,6 +37,7 @@ func userList(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	if *limit < 1 || *limit > auth.MaxUserPage {
+		fmt.Fprintf(stderr, "%s: --limit must be 1 to %d\n", fs.Name(), auth.MaxUserPage)
 		return cli.UsageError{Err: fmt.Errorf("--limit must be 1 to %d", auth.MaxUserPage)}
 	}
 	b, err := openUserBackend(ctx, cfg, stderr)

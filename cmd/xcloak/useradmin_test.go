@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/xcloak/xcloak/internal/cli"
 )
 
 // TestUserAdminCommands: list, disable, enable, promote, demote, signout
@@ -44,6 +46,13 @@ func TestUserAdminCommands(t *testing.T) {
 	fails("last enabled administrator", "delete", "--email", "ann@example.com", "--yes")
 	fails("no account has email nobody@example.com", "disable", "--email", "nobody@example.com")
 	fails("--yes", "delete", "--email", "bob@example.com")
+	// A usage error says why, on stderr, where a user sees it.
+	for _, limit := range []string{"0", "-5", "1001"} {
+		_, stderr, err := xcloak(t, vars, "", "user", "list", "--limit", limit)
+		if cli.ExitCode(err) != 2 || !strings.Contains(stderr, "--limit must be 1 to 100") {
+			t.Errorf("user list --limit %s: %v, stderr %q; want exit 2 and why", limit, err, stderr)
+		}
+	}
 
 	if got := run("disable", "--email", "bob@example.com"); got != "disabled bob@example.com\n" {
 		t.Errorf("disable printed %q", got)
