@@ -1067,3 +1067,17 @@ func databaseLabel(cfg *pgx.ConnConfig) string {
 	}
 	return u.String()
 }
+
+// broadProxies returns the trusted proxies that take in nearly every
+// address: an IPv4 prefix shorter than /8 (10.0.0.0/8, the widest private
+// range, is not), an IPv6 one shorter than /7 (fc00::/7, the unique local
+// addresses, is not).
+func broadProxies(trusted []netip.Prefix) []netip.Prefix {
+	var broad []netip.Prefix
+	for _, p := range trusted {
+		if (p.Addr().Is4() && p.Bits() < 8) || (p.Addr().Is6() && p.Bits() < 7) {
+			broad = append(broad, p)
+		}
+	}
+	return broad
+}

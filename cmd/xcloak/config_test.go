@@ -558,3 +558,32 @@ func TestMFARememberZero(t *testing.T) {
 		}
 	}
 }
+
+// TestServeWarnsOfRiskySettings: settings that start but undo a
+// protection are said at start: a trusted proxy that is nearly every
+// address, and cookies without Secure behind an https public URL.
+func TestServeWarnsOfRiskySettings(t *testing.T) {
+	vars := storeSettings(t)
+	vars["XCLOAK_TRUSTED_PROXIES"] = "10.0.0.0/8, 0.0.0.0/0, ::/0, fc00::/7"
+	vars["XCLOAK_INSECURE_COOKIES"] = "true"
+	vars["XCLOAK_PUBLIC_URL"] = "https://login.example.com"
+	srv := startServe(t, vars)
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	logs := srv.stderr.String()
+	for _, want := range []string{
+		"XCLOAK_TRUSTED_PROXIES trusts 0.0.0.0/0, nearly every address",
+		"XCLOAK_TRUSTED_PROXIES trusts ::/0, nearly every address",
+		"XCLOAK_INSECURE_COOKIES is true with an https XCLOAK_PUBLIC_URL",
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no warning %q in\n%s", want, logs)
+		}
+	}
+	for _, ok := range []string{"trusts 10.0.0.0/8", "trusts fc00::/7"} {
+		if strings.Contains(logs, ok) {
+			t.Errorf("a warning for a private range (%s) in\n%s", ok, logs)
+		}
+	}
+}

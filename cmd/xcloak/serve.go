@@ -100,6 +100,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"so forward-auth sees it only for requests to XCloak's own host")
 	}
 
+	for _, p := range broadProxies(cfg.TrustedProxies) {
+		logger.Warn("XCLOAK_TRUSTED_PROXIES trusts "+p.String()+", nearly every address: a client there names its own "+
+			"address in the forwarded header, and so escapes the limits per address and network; list the proxies' own addresses",
+			"header", string(cfg.ForwardedHeader))
+	}
+	if cfg.InsecureCookies && cfg.Auth.PublicURL.Scheme == "https" {
+		logger.Warn("XCLOAK_INSECURE_COOKIES is true with an https XCLOAK_PUBLIC_URL: cookies go without Secure, " +
+			"so a browser also sends them over plain http, where anyone on the path reads them")
+	}
+
 	build := readBuildInfo(version, debug.ReadBuildInfo)
 	registry := newRegistry()
 	metrics := promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
