@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/cli"
@@ -91,10 +94,7 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	if isTerminal(stdin) {
-		fmt.Fprintf(stderr, "Password for %s (shown as you type): ", addr)
-	}
-	password, err := readPassword(stdin)
+	password, err := promptPassword(stdin, stderr, addr)
 	if err != nil {
 		return err
 	}
@@ -266,13 +266,19 @@ func readPassword(r io.Reader) (string, error) {
 	return line, nil
 }
 
-// isTerminal reports whether r is an interactive terminal, where a prompt
-// helps.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
+// promptPassword reads the password of account addr from stdin: at a
+// terminal after a prompt, without echoing it (it would stay on the screen
+// and in the scrollback); else the first line, as readPassword does.
+func promptPassword(stdin io.Reader, stderr io.Writer, addr string) (string, error) {
+	f, ok := stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return readPassword(stdin)
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	fmt.Fprintf(stderr, "Password for %s (not shown): ", addr)
+	typed, err := term.ReadPassword(int(f.Fd()))
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return "", fmt.Errorf("reading the password from the terminal: %w", err)
+	}
+	return readPassword(bytes.NewReader(append(typed, '\n')))
 }
