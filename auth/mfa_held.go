@@ -32,8 +32,8 @@ import (
 // The token holds its purpose and version, the normalised address, the
 // account's id (0 for none), whether the password was right and usable
 // (not for a wrong password, an unknown or disabled account, a breached
-// password), a short keyed fingerprint of the account's password hash at
-// that moment, the SHA-256 of the binding, its expiry and a random
+// password), a short keyed fingerprint of the account's password hash and
+// sign-outs at that moment, the SHA-256 of the binding, its expiry and a random
 // nonce. The address is padded to heldEmailBlock bytes: the length of a
 // token says no more than the address its client typed.
 //
@@ -95,9 +95,13 @@ func newHeldKeys(secret []byte) heldKeys {
 	return heldKeys{aead: newAEAD(deriveKey(secret, "held-second-step")), print: deriveKey(secret, "held-password-print")}
 }
 
-// passwordPrint is the fingerprint of a password hash a held token holds.
-func (k heldKeys) passwordPrint(passwordHash string) []byte {
+// passwordPrint is the fingerprint a held token holds of the account's
+// password hash and its User.SignOuts: a password replaced, or the
+// account signed out everywhere, since the held answer leaves its code
+// nothing to finish.
+func (k heldKeys) passwordPrint(passwordHash string, signOuts int64) []byte {
 	m := hmac.New(sha256.New, k.print)
+	m.Write(binary.BigEndian.AppendUint64(nil, uint64(signOuts)))
 	m.Write([]byte(passwordHash))
 	return m.Sum(nil)[:heldPrintLen]
 }
@@ -169,16 +173,16 @@ func (k heldKeys) open(token, binding string, now time.Time) (heldStep, error) {
 }
 
 // heldAnswer is the second step every held answer carries, for the
-// address email, the account userID (0 for none) whose password hash is
-// passwordHash ("" for none), usable when its password was right and may
-// sign in. The same work in every case; none without a store of factors,
-// in every case too.
-func (s *Service) heldAnswer(email string, userID int64, passwordHash string, usable bool) (LoginResult, *heldStep) {
+// address user.Email, the account user.ID (0 for none) whose password
+// hash is user.PasswordHash ("" for none), usable when its password was
+// right and may sign in. The same work in every case; none without a
+// store of factors, in every case too.
+func (s *Service) heldAnswer(user User, usable bool) (LoginResult, *heldStep) {
 	if s.factors == nil {
 		return LoginResult{}, nil
 	}
 	binding, bindingHash := newToken()
-	h := heldStep{usable: usable, email: email, userID: userID, print: s.held.passwordPrint(passwordHash),
+	h := heldStep{usable: usable, email: user.Email, userID: user.ID, print: s.held.passwordPrint(user.PasswordHash, user.SignOuts),
 		bindingHash: bindingHash, expires: s.now().Add(s.cfg.MFA.ChallengeTTL), nonce: make([]byte, heldNonceLen)}
 	rand.Read(h.nonce)
 	return LoginResult{MFA: MFAStep{Token: s.held.seal(h), Binding: binding, ExpiresAt: h.expires}}, &h
@@ -202,7 +206,7 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 		return LoginResult{}, err
 	}
 	usable := h.usable && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&
-		subtle.ConstantTimeCompare(s.held.passwordPrint(user.PasswordHash), h.print) == 1
+		subtle.ConstantTimeCompare(s.held.passwordPrint(user.PasswordHash, user.SignOuts), h.print) == 1
 	kind, err := s.checkCode(ctx, fs, user, true, usable, code, req.Client.Source())
 	if err != nil {
 		return LoginResult{}, err

@@ -17,7 +17,7 @@ func TestHeldTokenSeal(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	binding, bindingHash := newToken()
 	step := func(usable bool, email string, id int64, hash string) heldStep {
-		return heldStep{usable: usable, email: email, userID: id, print: k.passwordPrint(hash), bindingHash: bindingHash,
+		return heldStep{usable: usable, email: email, userID: id, print: k.passwordPrint(hash, 0), bindingHash: bindingHash,
 			expires: now.Add(5 * time.Minute), nonce: bytes.Repeat([]byte{7}, heldNonceLen)}
 	}
 	cases := []heldStep{

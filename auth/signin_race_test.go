@@ -199,3 +199,26 @@ func signInDuringSignOut(t *testing.T, f *fixture, req auth.LoginRequest) (auth.
 	wg.Wait()
 	return res, loginErr
 }
+
+// TestMailedLinkEndsWithSignOutEverywhere: a held sign-in (right
+// password, new browser) mails a link; after "sign out everywhere" the
+// link makes neither a device nor a session.
+func TestMailedLinkEndsWithSignOutEverywhere(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways })
+	f.addUser(t, "ann@example.com", "pw of ann", false)
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
+		Client: client("192.0.2.66")}); !errors.Is(err, auth.ErrVerificationRequired) {
+		t.Fatalf("sign-in from a new browser: %v, want held", err)
+	}
+	m := signInLink.FindStringSubmatch(f.mailBody(t, "ann@example.com"))
+	if m == nil {
+		t.Fatal("no sign-in link in the mail")
+	}
+	if err := f.svc.SignOutEverywhere(t.Context(), "ann@example.com", "admin:root@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.svc.ConfirmSignIn(t.Context(), m[1], client("192.0.2.66"), ""); err == nil {
+		t.Errorf("the link of a sign-in held before 'sign out everywhere' signs in after it (session %t, device %t)",
+			res.Session.Token != "", res.Device.Value != "")
+	}
+}

@@ -80,10 +80,11 @@ type SessionStore interface {
 	SessionByHash(ctx context.Context, tokenHash []byte, now time.Time) (Session, error)
 	// DeleteSession ends the session stored under tokenHash, if any.
 	DeleteSession(ctx context.Context, tokenHash []byte) error
-	// SignOutEverywhere ends every session of the account with email and
-	// forgets its known devices and open unlock links, at once, adds one
-	// to its User.SignOuts, and returns its id; ErrNoUser if there is no
-	// such account.
+	// SignOutEverywhere ends every session of the account with email,
+	// its pending second steps and sign-in links, and forgets its known
+	// devices and open unlock links, at once, adds one to its
+	// User.SignOuts, and returns its id; ErrNoUser if there is no such
+	// account.
 	SignOutEverywhere(ctx context.Context, email string) (userID int64, err error)
 
 	// TouchSession sets the last use of the session stored under tokenHash
@@ -101,8 +102,9 @@ type SessionStore interface {
 	// publicID; ErrNotListed if the account has none such.
 	EndSession(ctx context.Context, userID int64, publicID string) error
 	// EndOtherSessions ends every session of account userID but the one
-	// stored under keepHash, adds one to its User.SignOuts, and returns
-	// how many it ended.
+	// stored under keepHash, and its pending second steps and sign-in
+	// links, adds one to its User.SignOuts, and returns how many sessions
+	// it ended.
 	EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (int64, error)
 	// ForgetDevice forgets the known device of account userID whose public
 	// id is publicID; ErrNotListed if the account has none such.
@@ -169,8 +171,10 @@ type UnlockTokenStore interface {
 type SignInTokenStore interface {
 	// AddSignInToken stores a token for the account, bound to
 	// passwordHash (the hash the held sign-in verified), usable until
-	// expiresAt.
-	AddSignInToken(ctx context.Context, tokenHash []byte, userID int64, passwordHash string, createdAt, expiresAt time.Time) error
+	// expiresAt, only while passwordHash is still the account's hash and
+	// signOuts its User.SignOuts (ErrPasswordChanged otherwise): a sign-in
+	// signed out everywhere while it was held gets no link after it.
+	AddSignInToken(ctx context.Context, tokenHash []byte, userID int64, passwordHash string, signOuts int64, createdAt, expiresAt time.Time) error
 	// SignInTokenLive returns the email of the account of an unused
 	// sign-in token that expires after now and whose account's password
 	// hash is still the one it is bound to; "" if there is none.

@@ -112,9 +112,12 @@ func (s *Service) verificationApplies() bool {
 // heldSignIn is what the mail job of a held sign-in needs.
 type heldSignIn struct {
 	userID int64
-	// passwordHash is the hash the sign-in verified; the link is bound to
-	// it, and no mail is sent if it has been replaced meanwhile.
+	// passwordHash is the hash the sign-in verified, signOuts the
+	// account's User.SignOuts it read; the link is bound to both, and no
+	// mail is sent if the password was replaced or the account signed out
+	// everywhere meanwhile.
 	passwordHash string
+	signOuts     int64
 	// breached: the password is known to be breached.
 	breached bool
 	// password is set only when the job must look it up in the breached
@@ -140,7 +143,7 @@ func (s *Service) failedOrHeld(ctx context.Context, held bool, user User, source
 	if !errors.Is(err, ErrInvalidCredentials) {
 		s.log.WarnContext(ctx, "held sign-in: failure not counted", "err", err)
 	}
-	res, _ := s.heldAnswer(user.Email, user.ID, user.PasswordHash, false)
+	res, _ := s.heldAnswer(user, false)
 	return res, ErrVerificationRequired
 }
 
@@ -162,8 +165,8 @@ func (s *Service) failedOrHeld(ctx context.Context, held bool, user User, source
 // once, as a retyped wrong one does. The mail is queued after, so that
 // its work does not compete with the request's own.
 func (s *Service) hold(ctx context.Context, user User, source, password string, breached, lookUp bool) (LoginResult, error) {
-	res, step := s.heldAnswer(user.Email, user.ID, user.PasswordHash, !breached)
-	job := &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, breached: breached, step: step}
+	res, step := s.heldAnswer(user, !breached)
+	job := &heldSignIn{userID: user.ID, passwordHash: user.PasswordHash, signOuts: user.SignOuts, breached: breached, step: step}
 	if lookUp {
 		job.password = password
 	}
@@ -206,7 +209,7 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 		}, nil
 	}
 	token, hash := newToken()
-	if err := s.store.AddSignInToken(ctx, hash, user.ID, held.passwordHash, job.at, job.at.Add(s.cfg.VerificationTTL)); err != nil {
+	if err := s.store.AddSignInToken(ctx, hash, user.ID, held.passwordHash, held.signOuts, job.at, job.at.Add(s.cfg.VerificationTTL)); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("sign-in", token).String()

@@ -107,8 +107,18 @@ func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []b
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
+		if err != nil {
+			return err
+		}
 		n = tag.RowsAffected()
-		return err
+		// Its pending second steps and sign-in links, each a session
+		// to be.
+		for _, q := range []string{`DELETE FROM mfa_challenges WHERE user_id = $1`, `DELETE FROM sign_in_tokens WHERE user_id = $1 AND used_at IS NULL`} {
+			if _, err := tx.Exec(ctx, q, userID); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return n, err
 }
@@ -132,8 +142,10 @@ func (s *Store) SignOutEverywhere(ctx context.Context, email string) (userID int
 		if err != nil {
 			return err
 		}
-		// Its sessions, and its pending second steps, each a session to be.
-		for _, q := range []string{`DELETE FROM sessions WHERE user_id = $1`, `DELETE FROM mfa_challenges WHERE user_id = $1`} {
+		// Its sessions, and its pending second steps and sign-in links,
+		// each a session to be.
+		for _, q := range []string{`DELETE FROM sessions WHERE user_id = $1`, `DELETE FROM mfa_challenges WHERE user_id = $1`,
+			`DELETE FROM sign_in_tokens WHERE user_id = $1 AND used_at IS NULL`} {
 			if _, err := tx.Exec(ctx, q, userID); err != nil {
 				return err
 			}

@@ -10,12 +10,18 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-// AddSignInToken implements auth.SignInTokenStore.
-func (s *Store) AddSignInToken(ctx context.Context, tokenHash []byte, userID int64, passwordHash string, createdAt, expiresAt time.Time) error {
-	_, err := s.pool.Exec(ctx, `
+// AddSignInToken implements auth.SignInTokenStore. The account's row is
+// share-locked for it, as CreateSession's: a replacement or a sign-out
+// everywhere that commits first leaves no row to match, and one that
+// commits after deletes the token.
+func (s *Store) AddSignInToken(ctx context.Context, tokenHash []byte, userID int64, passwordHash string, signOuts int64, createdAt, expiresAt time.Time) error {
+	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO sign_in_tokens (token_hash, user_id, password_hash, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5)`,
-		tokenHash, userID, passwordHash, createdAt, expiresAt)
+		SELECT $1, id, $3, $4, $5 FROM users WHERE id = $2 AND password_hash = $3 AND sign_outs = $6 FOR SHARE`,
+		tokenHash, userID, passwordHash, createdAt, expiresAt, signOuts)
+	if err == nil && tag.RowsAffected() == 0 {
+		return auth.ErrPasswordChanged
+	}
 	return err
 }
 

@@ -199,7 +199,7 @@ func TestDisableUser(t *testing.T) {
 	if err := s.AddUnlockToken(ctx, hash("u1"), u.ID, now, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddSignInToken(ctx, hash("i1"), u.ID, u.PasswordHash, now, now.Add(time.Hour)); err != nil {
+	if err := s.AddSignInToken(ctx, hash("i1"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	challenge := func(token string) auth.MFAChallenge {
@@ -241,7 +241,7 @@ func TestDisableUser(t *testing.T) {
 	if _, _, err := s.UseUnlockToken(ctx, hash("u2"), now, hash("d2"), 10); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("unlock of a disabled account: %v", err)
 	}
-	if err := s.AddSignInToken(ctx, hash("i2"), u.ID, u.PasswordHash, now, now.Add(time.Hour)); err != nil {
+	if err := s.AddSignInToken(ctx, hash("i2"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.UseSignInToken(ctx, hash("i2"), now, hash("d3"), 10); !errors.Is(err, auth.ErrInvalidToken) {
@@ -303,7 +303,7 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 	must(s.AddDevice(ctx, u.ID, "", 0, hash("d"), now, 10, false))
 	must(s.AddResetToken(ctx, hash("r"), u.ID, now, now.Add(time.Hour)))
 	must(s.AddUnlockToken(ctx, hash("u"), u.ID, now, now.Add(time.Hour)))
-	must(s.AddSignInToken(ctx, hash("i"), u.ID, u.PasswordHash, now, now.Add(time.Hour)))
+	must(s.AddSignInToken(ctx, hash("i"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)))
 	must(s.RecordLockout(ctx, auth.Lockout{Account: u.Email, UserID: u.ID, Level: 1, LockedAt: now, LockedUntil: now.Add(time.Hour)}))
 	must(s.InsertEvents(ctx, []auth.Event{{At: now, Kind: auth.EventLoginSucceeded, Account: u.Email, UserID: u.ID}}))
 	factor, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "Phone", Secret: []byte("k"), CreatedAt: now})

@@ -273,6 +273,7 @@ func (s *Store) EndOtherSessions(_ context.Context, userID int64, keepHash []byt
 	if u := s.users[userID]; u != nil {
 		u.SignOuts++
 	}
+	deleteWhere(s.signIns, func(v *token) bool { return v.userID == userID && !v.used })
 	var n int64
 	for k, v := range s.sessions {
 		if v.userID == userID && k != string(keepHash) {
@@ -314,6 +315,7 @@ func (s *Store) SignOutEverywhere(_ context.Context, email string) (int64, error
 	}
 	u.SignOuts++
 	s.signOut(u.ID)
+	deleteWhere(s.signIns, func(v *token) bool { return v.userID == u.ID && !v.used })
 	return u.ID, nil
 }
 
@@ -470,9 +472,12 @@ func (s *Store) UseUnlockToken(_ context.Context, tokenHash []byte, now time.Tim
 }
 
 // AddSignInToken implements auth.SignInTokenStore.
-func (s *Store) AddSignInToken(_ context.Context, tokenHash []byte, userID int64, passwordHash string, createdAt, expiresAt time.Time) error {
+func (s *Store) AddSignInToken(_ context.Context, tokenHash []byte, userID int64, passwordHash string, signOuts int64, createdAt, expiresAt time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if u := s.users[userID]; u == nil || u.PasswordHash != passwordHash || u.SignOuts != signOuts {
+		return auth.ErrPasswordChanged
+	}
 	s.signIns[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt, passwordHash: passwordHash}
 	return nil
 }

@@ -313,7 +313,7 @@ var storeCases = []struct {
 		since := base.Add(time.Minute)
 		ann, bob, cy := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com"), mustUser(t, s, "cy@example.com")
 		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, ann.SignOuts, hash("ann factor"), since, 10, true))
-		mustNil(t, s.AddSignInToken(t.Context(), hash("bob link"), bob.ID, bob.PasswordHash, base, since.Add(time.Hour)))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("bob link"), bob.ID, bob.PasswordHash, bob.SignOuts, base, since.Add(time.Hour)))
 		if _, err := s.UseSignInToken(t.Context(), hash("bob link"), since, hash("bob link device"), 10); err != nil {
 			t.Fatal(err)
 		}
@@ -473,7 +473,7 @@ var storeCases = []struct {
 	{"a sign-in token works once, signs in its account and adds a device", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		mustUser(t, s, "bob@example.com")
-		mustNil(t, s.AddSignInToken(t.Context(), hash("t"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("t"), u.ID, u.PasswordHash, u.SignOuts, base, base.Add(time.Hour)))
 		if email, err := s.SignInTokenLive(t.Context(), hash("t"), base); err != nil || email == "" {
 			t.Fatalf("SignInTokenLive = %q, %v", email, err)
 		}
@@ -495,8 +495,11 @@ var storeCases = []struct {
 	}},
 	{"a sign-in token dies with the password it was made with", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
-		mustNil(t, s.AddSignInToken(t.Context(), hash("t"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
-		mustNil(t, s.AddSignInToken(t.Context(), hash("stale"), u.ID, "an older hash", base, base.Add(time.Hour)))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("t"), u.ID, u.PasswordHash, u.SignOuts, base, base.Add(time.Hour)))
+		// One for a hash that is not the account's is refused.
+		if err := s.AddSignInToken(t.Context(), hash("stale"), u.ID, "an older hash", u.SignOuts, base, base.Add(time.Hour)); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Errorf("a token for an older hash: %v, want ErrPasswordChanged", err)
+		}
 		if email, _ := s.SignInTokenLive(t.Context(), hash("stale"), base); email != "" {
 			t.Error("a token made with another password is live")
 		}
@@ -615,8 +618,8 @@ var storeCases = []struct {
 		mustNil(t, s.AddResetToken(t.Context(), hash("r new"), u.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u old"), u.ID, old, old))
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u new"), u.ID, base, base.Add(time.Hour)))
-		mustNil(t, s.AddSignInToken(t.Context(), hash("i old"), u.ID, u.PasswordHash, old, old))
-		mustNil(t, s.AddSignInToken(t.Context(), hash("i new"), u.ID, u.PasswordHash, base, base.Add(time.Hour)))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("i old"), u.ID, u.PasswordHash, u.SignOuts, old, old))
+		mustNil(t, s.AddSignInToken(t.Context(), hash("i new"), u.ID, u.PasswordHash, u.SignOuts, base, base.Add(time.Hour)))
 		mustNil(t, s.AddDevice(t.Context(), u.ID, "", 0, hash("d old"), old, 10, false))
 		mustNil(t, s.AddDevice(t.Context(), u.ID, "", 0, hash("d new"), base, 10, false))
 		for _, kind := range []auth.SweepKind{auth.SweepSessions, auth.SweepResetTokens, auth.SweepUnlockTokens, auth.SweepSignInTokens, auth.SweepDevices} {
