@@ -106,7 +106,9 @@ type Sender struct {
 // application's key for any account name it likes; and the rest, which
 // only administrators, the commands and the detector make (accounts and
 // keys made or removed, attack mode), so that a flood of the first
-// neither drops nor delays them. Workers take from urgent first.
+// neither drops nor delays them. Workers take from urgent first, and one
+// more worker takes from urgent alone: were every other held by a flood's
+// deliveries (a slow receiver, their retries' waits), it is free.
 type target struct {
 	url    string
 	label  string // the URL without its path and query, for logs
@@ -122,6 +124,21 @@ func floods(typ string) bool {
 		return true
 	}
 	return false
+}
+
+// takeUrgent is take for the urgent queue alone.
+func (t *target) takeUrgent(done <-chan struct{}) (delivery, bool) {
+	select {
+	case d := <-t.urgent:
+		return d, true
+	case <-done:
+	}
+	select {
+	case d := <-t.urgent:
+		return d, true
+	default:
+		return delivery{}, false
+	}
 }
 
 // take returns the next delivery of t, an urgent one first, waiting
@@ -314,8 +331,9 @@ func (s *Sender) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, t := range s.targets {
 		for range s.cfg.Workers {
-			wg.Go(func() { s.work(ctx, work, t) })
+			wg.Go(func() { s.work(ctx, work, t, t.take) })
 		}
+		wg.Go(func() { s.work(ctx, work, t, t.takeUrgent) })
 	}
 	counted := make(chan struct{})
 	go func() {
@@ -350,11 +368,12 @@ func (s *Sender) Run(ctx context.Context) {
 	s.countDrops(final)
 }
 
-// work delivers t's queues until ctx is done, then what is still queued
-// until work is done; a delivery cut short by work counts as dropped.
-func (s *Sender) work(ctx, work context.Context, t *target) {
+// work delivers what take gives of t's queues until ctx is done, then
+// what is still queued until work is done; a delivery cut short by work
+// counts as dropped.
+func (s *Sender) work(ctx, work context.Context, t *target, take func(done <-chan struct{}) (delivery, bool)) {
 	for {
-		d, ok := t.take(ctx.Done())
+		d, ok := take(ctx.Done())
 		if !ok {
 			return
 		}

@@ -518,6 +518,36 @@ func TestFloodOfLockoutsKeepsNoOtherEventOut(t *testing.T) {
 	}
 }
 
+// TestLockoutsUnderWayHoldNoOtherEventBack: with every worker held by a
+// lockout's delivery (a receiver slow to answer them, or their retries),
+// an account deleted is still sent at once, by the worker of its own.
+func TestLockoutsUnderWayHoldNoOtherEventBack(t *testing.T) {
+	release := make(chan struct{})
+	r := newReceiver(t, func(w http.ResponseWriter, req *http.Request, n int) {
+		if n < 2 { // the two lockouts: held until the test ends
+			select {
+			case <-release:
+			case <-req.Context().Done():
+			}
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	s := newSender(t, webhook.Config{Workers: 2}, r.url())
+	s.run(t)
+	s.EventsWritten([]auth.Event{lockout("a@example.com"), lockout("b@example.com")})
+	r.wait(2) // both workers are held
+	s.Send(webhook.Event{ID: "deleted", Type: webhook.TypeUserDeleted, Time: "2026-11-30T21:00:00Z",
+		Data: map[string]string{"account": "bob@example.com", "by": "admin:root@example.com"}})
+	select {
+	case <-r.came:
+	case <-time.After(5 * time.Second):
+		t.Fatal("user.deleted not sent while both workers were held by lockouts")
+	}
+	if got := r.requests(); len(got) != 3 || got[2].event.Type != webhook.TypeUserDeleted {
+		t.Errorf("third request %+v, want user.deleted", got[len(got)-1].event)
+	}
+}
+
 // TestShutdownFlushesWhatIsQueued: a live receiver gets what was queued
 // when shutdown began.
 func TestShutdownFlushesWhatIsQueued(t *testing.T) {
