@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -26,20 +28,7 @@ func TestUserAddAtATerminalHidesThePassword(t *testing.T) {
 	}()
 	// Typed once the terminal stops echoing, as a person would type
 	// after the prompt.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tio.Lflag&unix.ECHO == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the terminal still echoes 10s after the command began; stderr %q", stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForEcho(t, tty, false)
 	if _, err := master.WriteString(password + "\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -106,4 +95,48 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 	}
 	t.Cleanup(func() { tty.Close() })
 	return master, tty
+}
+
+// TestUserAddInterruptedAtThePrompt: Ctrl-C (the command's context ends)
+// at the prompt ends user add at once and gives the terminal its echo
+// back; a second Ctrl-C would otherwise end the process with echo off.
+func TestUserAddInterruptedAtThePrompt(t *testing.T) {
+	vars := storeSettings(t)
+	_, tty := openPTY(t)
+	ctx, interrupt := context.WithCancel(t.Context())
+	var stdout, stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"xcloak", "user", "add", "--email", "ann@example.com"}, environ(vars), tty, &stdout, &stderr)
+	}()
+	waitForEcho(t, tty, false)
+	interrupt()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("user add after Ctrl-C: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("user add still waits for the password 5s after Ctrl-C")
+	}
+	waitForEcho(t, tty, true)
+}
+
+// waitForEcho waits up to 10 s for tty to echo what is typed, or not.
+func waitForEcho(t *testing.T, tty *os.File, on bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (tio.Lflag&unix.ECHO != 0) == on {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal's echo is not %t after 10s", on)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

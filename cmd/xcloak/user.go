@@ -94,7 +94,7 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	password, err := promptPassword(stdin, stderr, addr)
+	password, err := promptPassword(ctx, stdin, stderr, addr)
 	if err != nil {
 		return err
 	}
@@ -268,17 +268,40 @@ func readPassword(r io.Reader) (string, error) {
 
 // promptPassword reads the password of account addr from stdin: at a
 // terminal after a prompt, without echoing it (it would stay on the screen
-// and in the scrollback); else the first line, as readPassword does.
-func promptPassword(stdin io.Reader, stderr io.Writer, addr string) (string, error) {
+// and in the scrollback); else the first line, as readPassword does. At
+// a terminal, ctx ending (Ctrl-C) gives the terminal its echo back and
+// returns at once: the read cannot be interrupted, and a second Ctrl-C
+// would end the process with echo still off.
+func promptPassword(ctx context.Context, stdin io.Reader, stderr io.Writer, addr string) (string, error) {
 	f, ok := stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return readPassword(stdin)
 	}
-	fmt.Fprintf(stderr, "Password for %s (not shown): ", addr)
-	typed, err := term.ReadPassword(int(f.Fd()))
-	fmt.Fprintln(stderr)
+	fd := int(f.Fd())
+	state, err := term.GetState(fd)
 	if err != nil {
-		return "", fmt.Errorf("reading the password from the terminal: %w", err)
+		return "", fmt.Errorf("reading the terminal's settings: %w", err)
 	}
-	return readPassword(bytes.NewReader(append(typed, '\n')))
+	fmt.Fprintf(stderr, "Password for %s (not shown): ", addr)
+	type read struct {
+		typed []byte
+		err   error
+	}
+	done := make(chan read, 1)
+	go func() {
+		typed, err := term.ReadPassword(fd)
+		done <- read{typed, err}
+	}()
+	select {
+	case r := <-done:
+		fmt.Fprintln(stderr)
+		if r.err != nil {
+			return "", fmt.Errorf("reading the password from the terminal: %w", r.err)
+		}
+		return readPassword(bytes.NewReader(append(r.typed, '\n')))
+	case <-ctx.Done():
+		_ = term.Restore(fd, state)
+		fmt.Fprintln(stderr)
+		return "", ctx.Err()
+	}
 }
