@@ -124,16 +124,23 @@ func randomBytes(n int) []byte {
 	return b
 }
 
-// warnDemoAdmin logs an error when the demo admin of --dev is an enabled
-// administrator of the database a server without --dev uses: its
-// password went to a log, and a development database become a real one
-// keeps it.
+// warnDemoAdmin logs an error while the demo admin of --dev is an
+// account of the database a server without --dev uses, whatever its role
+// or state: its password went to a log, a development database become a
+// real one keeps it, and a member passes forward-auth too.
 func warnDemoAdmin(ctx context.Context, b *backend, log *slog.Logger) {
 	u, err := b.svc.UserByEmail(ctx, demoAdminEmail)
-	if err != nil || !u.IsAdmin || u.Disabled() {
+	if err != nil {
 		return
 	}
-	log.Error("the demo admin of --dev, "+demoAdminEmail+", is an administrator of this database, with a password "+
-		"printed by a development start; delete it unless this is a developer's machine",
-		"fix", "xcloak user delete --email "+demoAdminEmail+" --yes")
+	role, state := "member", "enabled"
+	if u.IsAdmin {
+		role = "admin"
+	}
+	if u.Disabled() {
+		state = "disabled"
+	}
+	log.Error("the demo admin of --dev, "+demoAdminEmail+", is an account of this database, with a password "+
+		"a development start printed; delete it unless this is a developer's machine",
+		"role", role, "state", state, "fix", "xcloak user delete --email "+demoAdminEmail+" --yes")
 }

@@ -369,15 +369,29 @@ func TestServeDev(t *testing.T) {
 	}
 
 	// Started without --dev on the same database, serve says the demo
-	// admin, whose password went to a log, is still there.
+	// admin, whose password went to a log, is still there, demoted and
+	// disabled too, until it is deleted.
 	vars["XCLOAK_SECRET"], vars["XCLOAK_MAIL_LOG"] = testSecret, "true"
-	srv = startServe(t, vars)
-	if err := srv.stop(); err != nil {
-		t.Fatalf("run returned %v after cancel, want nil", err)
+	const warning = "the demo admin of --dev, admin@xcloak.test, is an account of this database"
+	// Another administrator, so that the demo admin may be disabled.
+	addUser(t, vars, "root@example.com", "correct horse battery staple\n")
+	if _, stderr, err := xcloak(t, vars, "", "user", "promote", "--email", "root@example.com"); err != nil {
+		t.Fatalf("user promote: %v\n%s", err, stderr)
 	}
-	const warning = "the demo admin of --dev, admin@xcloak.test, is an administrator of this database"
-	if logs := srv.stderr.String(); !strings.Contains(logs, warning) {
-		t.Errorf("no error %q at a start without --dev:\n%s", warning, logs)
+	for _, change := range [][]string{nil, {"disable"}, {"delete", "--yes"}} {
+		if change != nil {
+			if _, stderr, err := xcloak(t, vars, "", append([]string{"user", change[0], "--email", demoAdminEmail}, change[1:]...)...); err != nil {
+				t.Fatalf("user %s: %v\n%s", change[0], err, stderr)
+			}
+		}
+		srv = startServe(t, vars)
+		if err := srv.stop(); err != nil {
+			t.Fatalf("run returned %v after cancel, want nil", err)
+		}
+		deleted := change != nil && change[0] == "delete"
+		if logs := srv.stderr.String(); strings.Contains(logs, warning) == deleted {
+			t.Errorf("after %v, error %q at a start without --dev: %t, want %t\n%s", change, warning, !deleted, !deleted, logs)
+		}
 	}
 }
 
