@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/breached"
+	"github.com/xcloak/xcloak/internal/testenv"
 )
 
 // corpus is a small breach corpus made up for the tests: the ranges of
@@ -213,22 +214,7 @@ func TestFailures(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		},
-		// A 101 hands the client the bare connection as the answer's
-		// body, which the request's context no longer bounds.
-		"an upgrade, then silence": func(w http.ResponseWriter, r *http.Request) {
-			conn, buf, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close()
-			buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: anything\r\nConnection: Upgrade\r\n\r\n")
-			buf.Flush()
-			select {
-			case <-release:
-			case <-time.After(5 * time.Second):
-			}
-		},
+		"an upgrade, then silence": testenv.SilentUpgrade(t),
 		// A mirror that answers every path with its home page, a captive
 		// portal, a proxy's error page sent with 200.
 		"a page, not a range": func(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/client"
+	"github.com/xcloak/xcloak/internal/testenv"
 )
 
 // These tests are about the client's reading and writing of HTTP: each
@@ -328,25 +329,8 @@ func TestCallsAreBounded(t *testing.T) {
 		}
 	})
 	t.Run("after an upgrade, then silence", func(t *testing.T) {
-		// A 101 hands the client the bare connection as the answer's
-		// body, which the request's context no longer bounds.
-		release := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			conn, buf, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close()
-			buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: anything\r\nConnection: Upgrade\r\n\r\n")
-			buf.Flush()
-			select {
-			case <-release:
-			case <-time.After(5 * time.Second):
-			}
-		}))
-		defer srv.Close()
-		defer close(release)
+		srv := httptest.NewServer(testenv.SilentUpgrade(t))
+		t.Cleanup(srv.Close)
 		c, err := client.New(srv.URL, testKey, client.WithTimeout(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)

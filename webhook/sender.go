@@ -133,22 +133,15 @@ func (t *target) takeUrgent(done <-chan struct{}) (delivery, bool) {
 		return d, true
 	case <-done:
 	}
-	select {
-	case d := <-t.urgent:
-		return d, true
-	default:
-		return delivery{}, false
-	}
+	return queued(t.urgent)
 }
 
 // take returns the next delivery of t, an urgent one first, waiting
 // until one comes or done is closed; then it returns what is still
 // queued, urgent first, and false once nothing is.
 func (t *target) take(done <-chan struct{}) (delivery, bool) {
-	select {
-	case d := <-t.urgent:
+	if d, ok := queued(t.urgent); ok {
 		return d, true
-	default:
 	}
 	select {
 	case d := <-t.urgent:
@@ -157,17 +150,20 @@ func (t *target) take(done <-chan struct{}) (delivery, bool) {
 		return d, true
 	case <-done:
 	}
-	select {
-	case d := <-t.urgent:
-		return d, true
-	default:
+	return queued(t.urgent, t.queue)
+}
+
+// queued returns a delivery waiting in the first of queues that has one,
+// without waiting; false if none has.
+func queued(queues ...chan delivery) (delivery, bool) {
+	for _, q := range queues {
+		select {
+		case d := <-q:
+			return d, true
+		default:
+		}
 	}
-	select {
-	case d := <-t.queue:
-		return d, true
-	default:
-		return delivery{}, false
-	}
+	return delivery{}, false
 }
 
 // delivery is one event on its way to one URL.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/webhook"
 )
 
@@ -420,22 +421,8 @@ func TestRetriesOnNetworkErrors(t *testing.T) {
 // then says nothing, still costs an attempt no more than Config.Timeout,
 // and Run returns within Config.Flush of shutdown.
 func TestUpgradeAnswerEndsWithinTheAttemptTime(t *testing.T) {
-	released := make(chan struct{})
-	release := sync.OnceFunc(func() { close(released) })
-	r := newReceiver(t, func(w http.ResponseWriter, req *http.Request, n int) {
-		conn, buf, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close()
-		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: anything\r\nConnection: Upgrade\r\n\r\n")
-		buf.Flush()
-		<-released
-	})
-	// Released before the cleanups stop the sender, so that a stuck
-	// worker fails the test rather than hanging it.
-	defer release()
+	upgrade := testenv.SilentUpgrade(t)
+	r := newReceiver(t, func(w http.ResponseWriter, req *http.Request, n int) { upgrade(w, req) })
 	s := newSender(t, webhook.Config{Attempts: 1, Workers: 1, Timeout: 100 * time.Millisecond, Flush: 100 * time.Millisecond}, r.url())
 	stop := s.run(t)
 	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
