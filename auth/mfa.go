@@ -72,6 +72,10 @@ type MFAChallenge struct {
 	// change it (breached.go).
 	MustChange           bool
 	CreatedAt, ExpiresAt time.Time
+	// SignOuts is the account's User.SignOuts the first step read: the
+	// step is stored only while it is still the account's, so that one
+	// begun before a sign-out everywhere is not stored after it.
+	SignOuts int64
 }
 
 // FactorStore keeps second factors, recovery codes, second steps and the
@@ -113,7 +117,9 @@ type FactorStore interface {
 	RemoveFactors(ctx context.Context, userID, id int64) (int64, error)
 
 	// AddMFAChallenge stores a second step, and forgets the account's
-	// expired ones.
+	// expired ones, only while c.SignOuts is still the account's
+	// User.SignOuts (ErrPasswordChanged otherwise, and when the account
+	// is gone).
 	AddMFAChallenge(ctx context.Context, c MFAChallenge) error
 	// MFAChallenge returns the second step stored under tokenHash for the
 	// browser bindingHash that expires after now; ErrInvalidToken if none.

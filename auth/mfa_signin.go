@@ -84,8 +84,12 @@ func (s *Service) secondStepOrNone(ctx context.Context, user User, passwordHash,
 	binding, bindingHash := newToken()
 	now := s.now()
 	ch := MFAChallenge{TokenHash: tokenHash, BindingHash: bindingHash, UserID: user.ID, PasswordHash: passwordHash,
-		MustChange: mustChange, CreatedAt: now, ExpiresAt: now.Add(s.cfg.MFA.ChallengeTTL)}
-	if err := s.factors.AddMFAChallenge(ctx, ch); err != nil {
+		MustChange: mustChange, CreatedAt: now, ExpiresAt: now.Add(s.cfg.MFA.ChallengeTTL), SignOuts: user.SignOuts}
+	if err := s.factors.AddMFAChallenge(ctx, ch); errors.Is(err, ErrPasswordChanged) {
+		// Signed out everywhere since the account was read: refused as
+		// a sign-in racing a replaced password is.
+		return LoginResult{}, true, ErrInvalidCredentials
+	} else if err != nil {
 		return LoginResult{}, true, s.dbDown("storing second step", err)
 	}
 	s.record(Event{Kind: EventMFARequired, Account: user.Email, UserID: user.ID, Source: source})

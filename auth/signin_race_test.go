@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/app"
 )
@@ -221,4 +224,73 @@ func TestMailedLinkEndsWithSignOutEverywhere(t *testing.T) {
 		t.Errorf("the link of a sign-in held before 'sign out everywhere' signs in after it (session %t, device %t)",
 			res.Session.Token != "", res.Device.Value != "")
 	}
+}
+
+// TestSecondStepBegunDuringEndOtherSessions: a sign-in of an account with
+// an authenticator app, its password being verified while the owner
+// signs the other browsers out, stores no second step after it, or one
+// whose code signs no one in.
+func TestSecondStepBegunDuringEndOtherSessions(t *testing.T) {
+	h, err := auth.NewHasher(fastParams, 4, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(c *auth.Config) { c.MFA.Key = []byte("fedcba9876543210fedcba9876543210") },
+		func(d *app.Deps) { d.Hasher = h })
+	f.addUser(t, "ann@example.com", "pw of ann", false)
+	mine, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enr, err := f.svc.BeginTOTP(t.Context(), mine.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.ConfirmTOTP(t.Context(), auth.FactorChange{Session: mine.Session.Token, Password: "pw of ann",
+		Client: client("192.0.2.1"), DeviceCookie: mine.Device.Value}, enr.ID, totpAt(t, enr.Secret, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	release := auth.HoldHashes(h)
+	defer release()
+	var wg sync.WaitGroup
+	var res auth.LoginResult
+	var loginErr error
+	wg.Go(func() {
+		res, loginErr = f.svc.Login(context.Background(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann", Client: client("192.0.2.66")})
+	})
+	// The account is read and its password is being verified, held.
+	for deadline := time.Now().Add(10 * time.Second); h.Stats().Running == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sign-in's hash never began")
+		}
+	}
+	if _, err := f.svc.EndOtherSessions(t.Context(), mine.Session, mine.Session.Token, client("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	wg.Wait()
+	switch {
+	case errors.Is(loginErr, auth.ErrInvalidCredentials):
+		return // no step stored: nothing outlives the sign-out
+	case !errors.Is(loginErr, auth.ErrMFARequired):
+		t.Fatalf("sign-in: %v, want refused or a second step", loginErr)
+	}
+	step, err := f.svc.SecondStep(t.Context(), auth.SecondStepRequest{Token: res.MFA.Token, Binding: res.MFA.Binding,
+		Code: totpAt(t, enr.Secret, time.Now().Add(30*time.Second)), Client: client("192.0.2.66")})
+	if err != nil {
+		return // refused: nothing outlives the sign-out
+	}
+	if _, err := f.svc.Session(t.Context(), step.Session.Token); err == nil {
+		t.Error("a second step begun while 'sign out other browsers' ran signs in after it")
+	}
+}
+
+// totpAt is the code of the authenticator-app key secret (base32) at at.
+func totpAt(t *testing.T, secret string, at time.Time) string {
+	t.Helper()
+	code, err := totp.GenerateCodeCustom(secret, at, totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
 }

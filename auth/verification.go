@@ -295,6 +295,9 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 	// gets its second step in this browser, which keeps the device
 	// cookie the link earned, and no session before the code.
 	if res, stepped, err := s.secondStepOrNone(ctx, user, user.PasswordHash, "", source, false); stepped {
+		if errors.Is(err, ErrInvalidCredentials) {
+			err = ErrInvalidToken // signed out everywhere meanwhile
+		}
 		res.Device = cookie
 		return res, err
 	}
