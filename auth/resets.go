@@ -214,10 +214,10 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		s.log.Error("mailing a link: reading user", "err", err)
 		return DropUnavailable
 	}
-	if job.signIn != nil && (user.ID != job.signIn.userID || user.PasswordHash != job.signIn.passwordHash ||
-		user.SignOuts != job.signIn.signOuts) {
-		// The password was replaced, or the account signed out
-		// everywhere, since it was verified: the link would not work.
+	if job.signIn != nil && (user.ID != job.signIn.userID || user.PasswordHash != job.signIn.passwordHash) {
+		// The password was replaced since it was verified: the link
+		// would not work. (Signed out everywhere, the password is still
+		// known: the mail goes, without its sign-in link.)
 		return ""
 	}
 	// Only mails that would be sent count towards the domain's limit, so
@@ -258,11 +258,6 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		msg, err = s.factorMail(ctx, user, job)
 	default:
 		msg, err = s.resetLink(ctx, user, job.at)
-	}
-	if errors.Is(err, ErrPasswordChanged) {
-		// Replaced or signed out between the check above and the link's
-		// token: as above.
-		return ""
 	}
 	if err != nil {
 		s.log.Error("storing a link's token", "err", err)

@@ -3,6 +3,8 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/breached/breachedtest"
 	"github.com/xcloak/xcloak/internal/app"
 )
 
@@ -293,4 +296,62 @@ func totpAt(t *testing.T, secret string, at time.Time) string {
 		t.Fatal(err)
 	}
 	return code
+}
+
+// TestHeldMailAfterSignOutEverywhere: a sign-in held from a new browser
+// whose mail is still queued when the account is signed out everywhere:
+// the password is still known, so the mail goes, with its warning and
+// reset link, but without a link that finishes the sign-in.
+func TestHeldMailAfterSignOutEverywhere(t *testing.T) {
+	for _, breached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("breached %t", breached), func(t *testing.T) {
+			corpus := breachedtest.New(t)
+			gate := &gatedMailer{gate: make(chan struct{}), started: make(chan struct{}, 8)}
+			release := sync.OnceFunc(func() { close(gate.gate) })
+			t.Cleanup(release)
+			f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways },
+				withBreached(corpus.Checker(t)), func(d *app.Deps) { gate.Mailer = d.Mailer; d.Mailer = gate })
+			f.addUser(t, "ann@example.com", "pw of ann", false)
+			if breached {
+				corpus.Add(t, "pw of ann") // leaked since it was set
+			}
+			// example.com's two mails at a time are taken, held: ann's
+			// waits behind them.
+			for _, b := range []string{"blocker1@example.com", "blocker2@example.com"} {
+				f.addUser(t, b, "pw of "+b, false)
+				if err := f.svc.RequestReset(t.Context(), b, client("192.0.2.9")); err != nil {
+					t.Fatal(err)
+				}
+				<-gate.started
+			}
+			if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
+				Client: client("192.0.2.66")}); !errors.Is(err, auth.ErrVerificationRequired) {
+				t.Fatalf("sign-in from a new browser: %v, want held", err)
+			}
+			if err := f.svc.SignOutEverywhere(t.Context(), "ann@example.com", "admin:root@example.com"); err != nil {
+				t.Fatal(err)
+			}
+			release()
+			body := f.mailBody(t, "ann@example.com")
+			if !resetLink.MatchString(body) || signInLink.MatchString(body) {
+				t.Errorf("mail after the sign-out: want a reset link and no sign-in link:\n%s", body)
+			}
+		})
+	}
+}
+
+// gatedMailer holds every mail to an address starting "blocker" until
+// gate is closed, so that the domain's other mails wait behind them.
+type gatedMailer struct {
+	auth.Mailer
+	gate    chan struct{}
+	started chan struct{}
+}
+
+func (m *gatedMailer) Send(ctx context.Context, msg auth.Message) error {
+	if strings.HasPrefix(msg.To, "blocker") {
+		m.started <- struct{}{}
+		<-m.gate
+	}
+	return m.Mailer.Send(ctx, msg)
 }

@@ -209,7 +209,24 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 		}, nil
 	}
 	token, hash := newToken()
-	if err := s.store.AddSignInToken(ctx, hash, user.ID, held.passwordHash, held.signOuts, job.at, job.at.Add(s.cfg.VerificationTTL)); err != nil {
+	err = s.store.AddSignInToken(ctx, hash, user.ID, held.passwordHash, held.signOuts, job.at, job.at.Add(s.cfg.VerificationTTL))
+	if errors.Is(err, ErrPasswordChanged) {
+		// Signed out everywhere (or the password replaced) since the
+		// sign-in was held: it cannot be finished, but whoever holds
+		// the password must still be told.
+		return Message{
+			To:      user.Email,
+			Subject: "Someone signed in to your XCloak account",
+			Body: fmt.Sprintf("Someone signed in to the XCloak account for %s with its password,\n"+
+				"from a browser that has not signed in to it before.\n\n"+
+				"Every browser of the account was signed out since, so that sign-in\n"+
+				"cannot be finished: if it was you, sign in again.\n\n"+
+				"If this was not you, your password is known to someone. Choose a new\n"+
+				"one here, within %s:\n\n%s\n",
+				user.Email, s.cfg.ResetTTL, reset),
+		}, nil
+	}
+	if err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("sign-in", token).String()
