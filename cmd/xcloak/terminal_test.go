@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"fmt"
 	"os"
 	"strings"
@@ -139,4 +140,17 @@ func waitForEcho(t *testing.T, tty *os.File, on bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestPromptInterruptedBeforeItBegins: Ctrl-C (or a shutdown) that came
+// before the prompt leaves the terminal as it was: echoing.
+func TestPromptInterruptedBeforeItBegins(t *testing.T) {
+	_, tty := openPTY(t)
+	ctx, interrupt := context.WithCancel(t.Context())
+	interrupt()
+	if _, err := promptPassword(ctx, tty, io.Discard, "ann@example.com"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("promptPassword: %v, want context.Canceled", err)
+	}
+	time.Sleep(100 * time.Millisecond) // a reader turning the echo off late has had its time
+	waitForEcho(t, tty, true)
 }

@@ -271,36 +271,48 @@ func readPassword(r io.Reader) (string, error) {
 // and in the scrollback); else the first line, as readPassword does. At
 // a terminal, ctx ending (Ctrl-C) gives the terminal its echo back and
 // returns at once: the read cannot be interrupted, and a second Ctrl-C
-// would end the process with echo still off.
+// would end the process with the echo still off.
 func promptPassword(ctx context.Context, stdin io.Reader, stderr io.Writer, addr string) (string, error) {
 	f, ok := stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return readPassword(stdin)
 	}
-	fd := int(f.Fd())
-	state, err := term.GetState(fd)
-	if err != nil {
-		return "", fmt.Errorf("reading the terminal's settings: %w", err)
+	if err := ctx.Err(); err != nil {
+		return "", err
 	}
-	fmt.Fprintf(stderr, "Password for %s (not shown): ", addr)
+	fd := int(f.Fd())
+	prompt := fmt.Sprintf("Password for %s (not shown): ", addr)
+	restore, err := noEcho(fd)
+	if errors.Is(err, errors.ErrUnsupported) {
+		// No terminal settings to change here: x/term's read, which
+		// Ctrl-C does not interrupt.
+		fmt.Fprint(stderr, prompt)
+		typed, err := term.ReadPassword(fd)
+		fmt.Fprintln(stderr)
+		if err != nil {
+			return "", fmt.Errorf("reading the password from the terminal: %w", err)
+		}
+		return readPassword(bytes.NewReader(append(typed, '\n')))
+	}
+	if err != nil {
+		return "", fmt.Errorf("turning off the terminal's echo: %w", err)
+	}
+	defer restore()
+	fmt.Fprint(stderr, prompt)
 	type read struct {
-		typed []byte
-		err   error
+		password string
+		err      error
 	}
 	done := make(chan read, 1)
 	go func() {
-		typed, err := term.ReadPassword(fd)
-		done <- read{typed, err}
+		password, err := readPassword(f)
+		done <- read{password, err}
 	}()
 	select {
 	case r := <-done:
 		fmt.Fprintln(stderr)
-		if r.err != nil {
-			return "", fmt.Errorf("reading the password from the terminal: %w", r.err)
-		}
-		return readPassword(bytes.NewReader(append(r.typed, '\n')))
+		return r.password, r.err
 	case <-ctx.Done():
-		_ = term.Restore(fd, state)
 		fmt.Fprintln(stderr)
 		return "", ctx.Err()
 	}
