@@ -28,7 +28,8 @@ type Config struct {
 	// queues, the lockouts' and held sign-ins' and the rest's (see
 	// target); past it they are dropped.
 	Queue int
-	// Workers is how many deliveries to one URL are under way at once.
+	// Workers is how many deliveries to one URL are under way at once,
+	// but for the one the urgent queue's own worker sends (see target).
 	Workers int
 	// Attempts bounds the tries of one delivery.
 	Attempts int
