@@ -347,6 +347,9 @@ func newSettings(d auth.Config) []setting {
 				if err != nil || n < 1 {
 					return fmt.Errorf("%q is not a whole number of at least 1", v)
 				}
+				if n > maxHashConcurrency {
+					return fmt.Errorf("%d is more than %d: each hash takes 19 MiB, and a flood keeps every slot busy", n, maxHashConcurrency)
+				}
 				c.HashConcurrency = n
 				return nil
 			},
@@ -1081,3 +1084,8 @@ func broadProxies(trusted []netip.Prefix) []netip.Prefix {
 	}
 	return broad
 }
+
+// maxHashConcurrency bounds XCLOAK_HASH_CONCURRENCY: 256 hashes at once
+// hold 4.75 GiB, more than a replica should give to a flood, and a
+// mistyped number would otherwise start and exhaust memory under one.
+const maxHashConcurrency = 256

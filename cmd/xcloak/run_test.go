@@ -577,6 +577,11 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: `XCLOAK_HASH_CONCURRENCY: "0" is not a whole number of at least 1`,
 		},
 		{
+			name:    "hash concurrency past its bound",
+			env:     map[string]string{"XCLOAK_HASH_CONCURRENCY": "99999999999"},
+			wantErr: `XCLOAK_HASH_CONCURRENCY: 99999999999 is more than 256: each hash takes 19 MiB`,
+		},
+		{
 			name:    "lockout threshold that is no number",
 			args:    []string{"--lockout-threshold=ten"},
 			wantErr: "--lockout-threshold (XCLOAK_LOCKOUT_THRESHOLD):",
