@@ -144,15 +144,8 @@ func TestSignOutEverywhereEndsSignInInFlight(t *testing.T) {
 	t.Run("a known browser", func(t *testing.T) {
 		f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways }, withHasher(t, slowParams))
 		f.addUser(t, "ann@example.com", "pw of ann", false)
-		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
-			Client: client("192.0.2.66")}); !errors.Is(err, auth.ErrVerificationRequired) {
-			t.Fatalf("first sign-in from a new browser: %v, want held", err)
-		}
-		m := signInLink.FindStringSubmatch(f.mailBody(t, "ann@example.com"))
-		if m == nil {
-			t.Fatal("no sign-in link in the mail")
-		}
-		known, err := f.svc.ConfirmSignIn(t.Context(), m[1], client("192.0.2.66"), "")
+		link := heldSignIn(t, f, "ann@example.com", "pw of ann", "192.0.2.66")
+		known, err := f.svc.ConfirmSignIn(t.Context(), link, client("192.0.2.66"), "")
 		if err != nil {
 			t.Fatalf("confirming the sign-in link: %v", err)
 		}
@@ -212,18 +205,11 @@ func signInDuringSignOut(t *testing.T, f *fixture, req auth.LoginRequest) (auth.
 func TestMailedLinkEndsWithSignOutEverywhere(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways })
 	f.addUser(t, "ann@example.com", "pw of ann", false)
-	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
-		Client: client("192.0.2.66")}); !errors.Is(err, auth.ErrVerificationRequired) {
-		t.Fatalf("sign-in from a new browser: %v, want held", err)
-	}
-	m := signInLink.FindStringSubmatch(f.mailBody(t, "ann@example.com"))
-	if m == nil {
-		t.Fatal("no sign-in link in the mail")
-	}
+	link := heldSignIn(t, f, "ann@example.com", "pw of ann", "192.0.2.66")
 	if err := f.svc.SignOutEverywhere(t.Context(), "ann@example.com", "admin:root@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := f.svc.ConfirmSignIn(t.Context(), m[1], client("192.0.2.66"), ""); err == nil {
+	if res, err := f.svc.ConfirmSignIn(t.Context(), link, client("192.0.2.66"), ""); err == nil {
 		t.Errorf("the link of a sign-in held before 'sign out everywhere' signs in after it (session %t, device %t)",
 			res.Session.Token != "", res.Device.Value != "")
 	}
@@ -354,4 +340,20 @@ func (m *gatedMailer) Send(ctx context.Context, msg auth.Message) error {
 		<-m.gate
 	}
 	return m.Mailer.Send(ctx, msg)
+}
+
+// heldSignIn signs in with the right password from a new browser at ip,
+// which verification "always" holds, and returns the token of the link
+// mailed to finish it.
+func heldSignIn(t *testing.T, f *fixture, email, password, ip string) string {
+	t.Helper()
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: email, Password: password,
+		Client: client(ip)}); !errors.Is(err, auth.ErrVerificationRequired) {
+		t.Fatalf("sign-in from a new browser: %v, want held", err)
+	}
+	m := signInLink.FindStringSubmatch(f.mailBody(t, email))
+	if m == nil {
+		t.Fatal("no sign-in link in the mail")
+	}
+	return m[1]
 }
