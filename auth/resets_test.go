@@ -220,7 +220,12 @@ func TestJanitorRemovesExpiredRows(t *testing.T) {
 		"unlock_tokens":         "expires_at > now()",
 		"devices":               "last_seen_at > now() - interval '1 day'",
 	} {
-		if all, kept := countRows(t, f, "SELECT count(*) FROM "+table), countRows(t, f, "SELECT count(*) FROM "+table+" WHERE "+live); all != kept || kept == 0 {
+		// One query: the service's own events may land between two.
+		var all, kept int
+		if err := f.db.QueryRow(t.Context(), "SELECT count(*), count(*) FILTER (WHERE "+live+") FROM "+table).Scan(&all, &kept); err != nil {
+			t.Fatal(err)
+		}
+		if all != kept || kept == 0 {
 			t.Errorf("%s: %d rows, %d of them live; want only the live ones, kept", table, all, kept)
 		}
 	}
