@@ -30,10 +30,31 @@ func NormaliseEmail(s string) (string, error) {
 	if at <= 0 || at == len(s)-1 {
 		return "", ErrInvalidEmail
 	}
-	for _, r := range s {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError || invisible(r) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			// Beyond ASCII the Unicode tables decide, for the rest.
+			for _, r := range s[i:] {
+				if unfitRune(r) {
+					return "", ErrInvalidEmail
+				}
+			}
+			break
+		}
+		if unfitASCII(c) {
 			return "", ErrInvalidEmail
 		}
 	}
 	return s, nil
 }
+
+// unfitRune reports whether an address may not hold r: a space, a control
+// character, a character drawn as nothing, or the mark of invalid UTF-8.
+func unfitRune(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError || invisible(r)
+}
+
+// unfitASCII is unfitRune for an ASCII byte, without the tables, which
+// cost a flood of sign-ins more than anything else in reading an address:
+// of ASCII, only spaces and control characters are unfit.
+func unfitASCII(c byte) bool { return c <= ' ' || c == 0x7f }
