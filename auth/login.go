@@ -530,7 +530,7 @@ func (s *Service) record(e Event) {
 // rules returns the rules of flow that apply to the request s, with their
 // limits.
 func (s *Service) rules(flow Flow, sub Subject) []ratelimit.Rule {
-	return rulesFor(s.cfg.Limits, flow, sub)
+	return s.book.rulesFor(flow, sub)
 }
 
 // decide checks a request's rules, timing the decision for the metrics:

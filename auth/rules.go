@@ -582,15 +582,50 @@ func (l Limits) Validate() error {
 	return nil
 }
 
+// A ruleBook is the table's rules by flow, in the table's order, each
+// with its limit from one Limits, found once: the rules of a request,
+// built for every one (each rejection of a flood included), then cost no
+// lookup of a limit by name.
+type ruleBook map[Flow][]boundRule
+
+// boundRule is a rule of a ruleBook and its limit (a LockOnly rule's:
+// none).
+type boundRule struct {
+	RuleSpec
+	limit ratelimit.Limit
+}
+
+// bookOf binds every rule of the table to its limit in l.
+func bookOf(l Limits) ruleBook {
+	b := make(ruleBook, len(flowRules))
+	for flow, table := range flowRules {
+		bound := make([]boundRule, len(table))
+		for i, r := range table {
+			bound[i].RuleSpec = r
+			if r.LockOnly {
+				continue
+			}
+			name := r.Name
+			if r.SharesLimit != "" {
+				name = r.SharesLimit
+			}
+			bound[i].limit = l[name]
+		}
+		b[flow] = bound
+	}
+	return b
+}
+
 // rulesFor returns the rules of flow that apply to the request s, with
-// their identities and limits from l, in the table's order.
-func rulesFor(l Limits, flow Flow, s Subject) []ratelimit.Rule {
-	table := flowRules[flow]
+// their identities and limits, in the table's order.
+func (b ruleBook) rulesFor(flow Flow, s Subject) []ratelimit.Rule {
+	table := b[flow]
 	out := make([]ratelimit.Rule, 0, len(table))
 	// The rules others replace: one at most in today's table.
 	var buf [2]string
 	replaced := buf[:0]
-	for _, r := range table {
+	for i := range table {
+		r := &table[i]
 		id, ok := r.Key.ID(s)
 		if !ok {
 			continue
@@ -598,15 +633,7 @@ func rulesFor(l Limits, flow Flow, s Subject) []ratelimit.Rule {
 		if r.Replaces != "" {
 			replaced = append(replaced, r.Replaces)
 		}
-		limit := r.Name
-		if r.SharesLimit != "" {
-			limit = r.SharesLimit
-		}
-		var lim ratelimit.Limit // a LockOnly rule's: none
-		if !r.LockOnly {
-			lim = l[limit]
-		}
-		out = append(out, ratelimit.Rule{Name: r.Name, ID: id, Limit: lim, Lockable: r.Lockable})
+		out = append(out, ratelimit.Rule{Name: r.Name, ID: id, Limit: r.limit, Lockable: r.Lockable})
 	}
 	if len(replaced) == 0 {
 		return out

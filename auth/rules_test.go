@@ -257,7 +257,7 @@ func TestRulesFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Rules added since have tests of their own.
-			got := slices.DeleteFunc(rulesFor(l, tt.flow, tt.sub), func(r ratelimit.Rule) bool {
+			got := slices.DeleteFunc(bookOf(l).rulesFor(tt.flow, tt.sub), func(r ratelimit.Rule) bool {
 				return !slices.Contains(todaysRules, r.Name)
 			})
 			if !slices.Equal(got, tt.want) {
@@ -350,7 +350,8 @@ func TestRulesForAllocations(t *testing.T) {
 	sub := Subject{Client: Client{Addr: netip.MustParseAddr("192.0.2.1")}, Account: "ann@example.com", Password: "spraykey"}
 	// The slice, "192.0.2.1" and "192.0.2.0/24".
 	const want = 3
-	if n := testing.AllocsPerRun(100, func() { rulesFor(l, FlowSignIn, sub) }); n > want {
+	b := bookOf(l)
+	if n := testing.AllocsPerRun(100, func() { b.rulesFor(FlowSignIn, sub) }); n > want {
 		t.Errorf("rulesFor(sign-in): %v allocations, want %d", n, want)
 	}
 }
@@ -360,7 +361,7 @@ func TestRulesForAllocations(t *testing.T) {
 // every password tried; the sign-in's other rules keep their limits.
 func TestLoginPasswordIsLockOnly(t *testing.T) {
 	s := Subject{Client: Client{Addr: netip.MustParseAddr("192.0.2.1")}, Account: "ann@example.com", Password: "spray-key"}
-	got := rulesFor(DefaultLimits(), FlowSignIn, s)
+	got := bookOf(DefaultLimits()).rulesFor(FlowSignIn, s)
 	seen := false
 	for _, r := range got {
 		if r.Name == RuleLoginPassword {

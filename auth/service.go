@@ -169,6 +169,7 @@ type Deps struct {
 // Service decides sign-ins and password resets. It knows nothing of HTTP.
 type Service struct {
 	cfg     Config
+	book    ruleBook // the rules, with cfg.Limits
 	store   Store
 	limits  Limiter // rules and lockouts, by Redis or the failure policy
 	hasher  *Hasher
@@ -285,6 +286,7 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	s := &Service{
 		cfg:     cfg,
+		book:    bookOf(cfg.Limits),
 		store:   d.Store,
 		limits:  d.Limiter,
 		hasher:  d.Hasher,
