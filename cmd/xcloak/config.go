@@ -154,13 +154,21 @@ func newSettings(d auth.Config) []setting {
 			},
 		}
 	}
-	duration := func(env, flag, usage string, def time.Duration, field func(*auth.Config) *time.Duration) setting {
+	// duration is a lifetime from least to most. Beyond most a value is
+	// a mistake (a link working for years, a session longer than
+	// browsers keep its cookie), and a typo such as 12000h for 120h is
+	// refused at start rather than granted.
+	duration := func(env, flag, usage string, def, least, most time.Duration, field func(*auth.Config) *time.Duration) setting {
+		span := formatDuration(least) + " to " + formatDuration(most)
 		return setting{
-			env: env, flag: flag, def: formatDuration(def), usage: usage + ", as a `duration`", scope: forServe,
+			env: env, flag: flag, def: formatDuration(def), usage: usage + ", as a `duration` from " + span, scope: forServe,
 			set: func(c *config, v string) error {
 				dur, err := parsePositiveDuration(v)
 				if err != nil {
 					return err
+				}
+				if dur < least || dur > most {
+					return fmt.Errorf("%s is not from %s", v, span)
 				}
 				*field(&c.Auth) = dur
 				return nil
@@ -408,9 +416,9 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		duration("XCLOAK_LOCKOUT_DURATION", "lockout-duration", "length of the first lockout; each repeat doubles it",
-			d.Lockout.Duration, func(a *auth.Config) *time.Duration { return &a.Lockout.Duration }),
+			d.Lockout.Duration, time.Second, ratelimit.MaxWindow, func(a *auth.Config) *time.Duration { return &a.Lockout.Duration }),
 		duration("XCLOAK_LOCKOUT_MAX_DURATION", "lockout-max-duration", "longest lockout",
-			d.Lockout.MaxDuration, func(a *auth.Config) *time.Duration { return &a.Lockout.MaxDuration }),
+			d.Lockout.MaxDuration, time.Second, ratelimit.MaxWindow, func(a *auth.Config) *time.Duration { return &a.Lockout.MaxDuration }),
 		{
 			env: "XCLOAK_SPRAY_ACCOUNTS", flag: "spray-accounts", def: strconv.Itoa(d.SprayAccounts), scope: forServe,
 			usage: "distinct accounts (`n`, at most 32) one password may fail on within the spraying window before it is refused for every account",
@@ -424,7 +432,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		duration("XCLOAK_SPRAY_WINDOW", "spray-window", "window in which a password's failures on distinct accounts are counted, and how long it is then refused",
-			d.SprayWindow, func(a *auth.Config) *time.Duration { return &a.SprayWindow }),
+			d.SprayWindow, time.Second, ratelimit.MaxWindow, func(a *auth.Config) *time.Duration { return &a.SprayWindow }),
 		{
 			env: "XCLOAK_MAX_DEVICES", flag: "max-devices", def: strconv.Itoa(d.MaxDevices), scope: forServe,
 			usage: "known devices (`n`) an account keeps; a new one makes it forget the least recently used",
@@ -462,11 +470,11 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		duration("XCLOAK_SESSION_TTL", "session-ttl", "how long a session lasts",
-			d.SessionTTL, func(a *auth.Config) *time.Duration { return &a.SessionTTL }),
+			d.SessionTTL, time.Minute, maxSessionTTL, func(a *auth.Config) *time.Duration { return &a.SessionTTL }),
 		duration("XCLOAK_RESET_TTL", "reset-ttl", "how long a reset link works",
-			d.ResetTTL, func(a *auth.Config) *time.Duration { return &a.ResetTTL }),
+			d.ResetTTL, time.Minute, maxLinkTTL, func(a *auth.Config) *time.Duration { return &a.ResetTTL }),
 		duration("XCLOAK_UNLOCK_TTL", "unlock-ttl", "how long an unlock link works",
-			d.UnlockTTL, func(a *auth.Config) *time.Duration { return &a.UnlockTTL }),
+			d.UnlockTTL, time.Minute, maxLinkTTL, func(a *auth.Config) *time.Duration { return &a.UnlockTTL }),
 		{
 			env: "XCLOAK_NEW_DEVICE_VERIFICATION", flag: "new-device-verification", def: string(d.NewDeviceVerification), scope: forServe,
 			usage: "when a sign-in from a browser that is not a known device must be finished from a link mailed to the account, " +
@@ -478,7 +486,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		duration("XCLOAK_VERIFICATION_TTL", "verification-ttl", "how long a link that finishes a sign-in held for new-device verification works",
-			d.VerificationTTL, func(a *auth.Config) *time.Duration { return &a.VerificationTTL }),
+			d.VerificationTTL, time.Minute, maxVerificationTTL, func(a *auth.Config) *time.Duration { return &a.VerificationTTL }),
 		notify("XCLOAK_NOTIFY_NEW_DEVICE", "notify-new-device", "mail the owner when a browser that is no known device signs in to the account",
 			d.NotifyNewDevice, func(a *auth.Config) *bool { return &a.NotifyNewDevice }),
 		notify("XCLOAK_NOTIFY_LOCKOUT", "notify-lockout", "mail the owner an unlock link when failed sign-ins lock the account",
@@ -486,7 +494,7 @@ func newSettings(d auth.Config) []setting {
 		notify("XCLOAK_NOTIFY_PASSWORD_CHANGE", "notify-password-change", "mail the owner, with a reset link, when the account's password is changed",
 			d.NotifyPasswordChange, func(a *auth.Config) *bool { return &a.NotifyPasswordChange }),
 		duration("XCLOAK_EVENT_RETENTION", "event-retention", "how long security events are kept; older ones are removed hourly",
-			d.EventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
+			d.EventRetention, time.Hour, maxEventRetention, func(a *auth.Config) *time.Duration { return &a.EventRetention }),
 		{
 			env: "XCLOAK_AUDIT_LOG", flag: "audit-log", def: onOff(d.AuditLog), scope: forServe | forUser,
 			usage: "`on` or off: write every security event also to the log, as one JSON line with stable fields for a SIEM",
@@ -525,7 +533,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		duration("XCLOAK_MFA_TTL", "mfa-ttl", "how long the second step of a sign-in may be finished after the password",
-			d.MFA.ChallengeTTL, func(a *auth.Config) *time.Duration { return &a.MFA.ChallengeTTL }),
+			d.MFA.ChallengeTTL, 30*time.Second, time.Hour, func(a *auth.Config) *time.Duration { return &a.MFA.ChallengeTTL }),
 		{
 			// Zero is a choice here: auth then offers no "remember this
 			// browser", and a browser remembered before needs its code again.
@@ -688,9 +696,6 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 	if err := cfg.Auth.Lockout.Validate(); err != nil {
 		return config{}, fmt.Errorf("XCLOAK_LOCKOUT_DURATION, XCLOAK_LOCKOUT_MAX_DURATION: %w", err)
 	}
-	if w := cfg.Auth.SprayWindow; w < time.Second || w > ratelimit.MaxWindow {
-		return config{}, fmt.Errorf("XCLOAK_SPRAY_WINDOW: %s is not from 1s to %s", w, ratelimit.MaxWindow)
-	}
 	if err := cfg.Attack.Validate(); err != nil {
 		return config{}, fmt.Errorf("XCLOAK_ATTACK_*: %w", err)
 	}
@@ -817,6 +822,19 @@ func formatDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// The longest lifetimes the settings accept. A session: 400 days, the
+// most browsers keep a cookie (RFC 6265bis caps Max-Age there), so that a
+// longer one never outlives its cookie unseen. A reset or unlock link:
+// a week, for an owner away from their mail, and no more for a mailbox
+// read later by someone else; a link that finishes a held sign-in: a day,
+// since its sign-in waits on it. Security events: ten years.
+const (
+	maxSessionTTL      = 400 * 24 * time.Hour
+	maxLinkTTL         = 7 * 24 * time.Hour
+	maxVerificationTTL = 24 * time.Hour
+	maxEventRetention  = 10 * 365 * 24 * time.Hour
+)
 
 func parsePositiveDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)

@@ -594,7 +594,7 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{
 			name:    "spraying window shorter than a second",
 			env:     map[string]string{"XCLOAK_SPRAY_WINDOW": "10ms"},
-			wantErr: "XCLOAK_SPRAY_WINDOW: 10ms is not from 1s to 744h0m0s",
+			wantErr: "XCLOAK_SPRAY_WINDOW: 10ms is not from 1s to 744h",
 		},
 		{
 			name:    "breach corpus directory that does not exist",
@@ -626,6 +626,37 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			name:    "negative session lifetime",
 			env:     map[string]string{"XCLOAK_SESSION_TTL": "-1h"},
 			wantErr: "XCLOAK_SESSION_TTL: -1h is not positive",
+		},
+		{
+			// Browsers keep a cookie 400 days at most.
+			name:    "session longer than a cookie lasts",
+			env:     map[string]string{"XCLOAK_SESSION_TTL": "9601h"},
+			wantErr: "XCLOAK_SESSION_TTL: 9601h is not from 1m to 9600h",
+		},
+		{
+			name:    "reset link working for a year",
+			args:    []string{"--reset-ttl=8760h"},
+			wantErr: "--reset-ttl (XCLOAK_RESET_TTL): 8760h is not from 1m to 168h",
+		},
+		{
+			name:    "unlock link of a second",
+			env:     map[string]string{"XCLOAK_UNLOCK_TTL": "1s"},
+			wantErr: "XCLOAK_UNLOCK_TTL: 1s is not from 1m to 168h",
+		},
+		{
+			name:    "held sign-in's link for two days",
+			env:     map[string]string{"XCLOAK_VERIFICATION_TTL": "48h"},
+			wantErr: "XCLOAK_VERIFICATION_TTL: 48h is not from 1m to 24h",
+		},
+		{
+			name:    "second step for a day",
+			env:     map[string]string{"XCLOAK_MFA_TTL": "24h"},
+			wantErr: "XCLOAK_MFA_TTL: 24h is not from 30s to 1h",
+		},
+		{
+			name:    "events kept for a century",
+			env:     map[string]string{"XCLOAK_EVENT_RETENTION": "876000h"},
+			wantErr: "XCLOAK_EVENT_RETENTION: 876000h is not from 1h to 87600h",
 		},
 		{
 			name:    "reset lifetime without a unit",
