@@ -517,6 +517,12 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: "XCLOAK_SECRET is not set",
 		},
 		{
+			name:    "an empty secret as a flag",
+			env:     map[string]string{"XCLOAK_SECRET": ""},
+			args:    []string{"--secret="},
+			wantErr: "XCLOAK_SECRET is not set, or empty (as is --secret)",
+		},
+		{
 			name:    "no SMTP server, and mails in the log not asked for",
 			env:     map[string]string{"XCLOAK_MAIL_LOG": "false"},
 			wantErr: "XCLOAK_SMTP_URL is not set: set it, or XCLOAK_MAIL_LOG=true",

@@ -61,7 +61,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		logger.Warn("development mode: cookies without Secure, demo admin enabled; do not expose this server")
 	}
 	if cfg.Auth.Secret == nil {
-		return errors.New("XCLOAK_SECRET is not set: give a random key of at least 32 bytes " +
+		// An empty value is no value (loadConfig), so this is also what
+		// --secret= or XCLOAK_SECRET= of a shell variable never set gets.
+		return errors.New("XCLOAK_SECRET is not set, or empty (as is --secret): give a random key of at least 32 bytes " +
 			"(e.g. openssl rand -hex 32), or run with --dev on a development machine")
 	}
 	// A reset link in a log is a password for whoever reads the log, so
