@@ -413,6 +413,17 @@ func TestKubernetesSelectorsAndSecrets(t *testing.T) {
 			t.Errorf("env %s does not come from the Secret", name)
 		}
 	}
+	// The example is what operators copy: its connections are over TLS,
+	// the server checked, and it offers the key that seals second factors.
+	if !strings.Contains(vars["XCLOAK_DATABASE_URL"], "sslmode=verify-full") {
+		t.Errorf("the example Secret's XCLOAK_DATABASE_URL %q does not check the server's certificate (sslmode=verify-full)", vars["XCLOAK_DATABASE_URL"])
+	}
+	if !strings.HasPrefix(vars["XCLOAK_REDIS_URL"], "rediss://") {
+		t.Errorf("the example Secret's XCLOAK_REDIS_URL %q is not over TLS (rediss://)", vars["XCLOAK_REDIS_URL"])
+	}
+	if !slices.Contains(fromSecret, "XCLOAK_MFA_KEY") {
+		t.Error("env XCLOAK_MFA_KEY does not come from the Secret")
+	}
 	if vars["XCLOAK_SECRET"] != "" {
 		t.Error("the example Secret holds a value for XCLOAK_SECRET: it must hold none, so that it cannot be used as it is")
 	}
