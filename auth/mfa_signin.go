@@ -123,17 +123,7 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 		return LoginResult{}, ErrInvalidToken
 	}
 	source := req.Client.Source()
-	ch, err := fs.MFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
-	if errors.Is(err, ErrInvalidToken) {
-		return LoginResult{}, err
-	}
-	if err != nil {
-		return LoginResult{}, s.dbDown("reading second step", err)
-	}
-	user, err := s.UserByEmail(ctx, ch.Email)
-	if errors.Is(err, ErrNoUser) || (err == nil && user.ID != ch.UserID) {
-		return LoginResult{}, ErrInvalidToken
-	}
+	_, user, err := s.liveSecondStep(ctx, req.Token, req.Binding)
 	if err != nil {
 		return LoginResult{}, err
 	}
@@ -147,6 +137,30 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	// The step is spent only now, by a right code: one of two right codes
 	// racing finds it gone.
 	return s.finishSecondStep(ctx, user, req, kind)
+}
+
+// liveSecondStep reads the second step of token for the browser binding,
+// and its account: ErrInvalidToken if the step is gone or expired, or if
+// its account is gone or has another password than the one the step's
+// first verified. A step that can no longer sign in is refused before
+// anything is counted, checked, listed or used for it: a code checked
+// would be spent, and a passkey used would sign in alone again.
+func (s *Service) liveSecondStep(ctx context.Context, token, binding string) (MFAChallenge, User, error) {
+	ch, err := s.factors.MFAChallenge(ctx, hashToken(token), hashToken(binding), s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return MFAChallenge{}, User{}, err
+	}
+	if err != nil {
+		return MFAChallenge{}, User{}, s.dbDown("reading second step", err)
+	}
+	user, err := s.UserByEmail(ctx, ch.Email)
+	if errors.Is(err, ErrNoUser) || (err == nil && (user.ID != ch.UserID || user.PasswordHash != ch.PasswordHash)) {
+		return MFAChallenge{}, User{}, ErrInvalidToken
+	}
+	if err != nil {
+		return MFAChallenge{}, User{}, err
+	}
+	return ch, user, nil
 }
 
 // admitCode counts a code about to be checked by the client network's

@@ -100,9 +100,11 @@ type PasskeyStore interface {
 	// UsePasskey records count as the passkey's counter if it moves on
 	// from the stored one (or both are 0), with backup as its backup
 	// state, and reports whether it did: a counter that goes back is
-	// refused, however many assertions race. afterPassword (a second
-	// step) lets it sign in alone again.
-	UsePasskey(ctx context.Context, id int64, count uint32, backup, afterPassword bool, at time.Time) (bool, error)
+	// refused, however many assertions race. password is, for a second
+	// step, the password hash its first step verified: if that is still
+	// the account's, the passkey signs in alone again. "" for a passkey
+	// that signed in alone.
+	UsePasskey(ctx context.Context, id int64, count uint32, backup bool, password string, at time.Time) (bool, error)
 	// AddCeremony stores c, and forgets expired ceremonies.
 	AddCeremony(ctx context.Context, c Ceremony, now time.Time) error
 	// TakeCeremony deletes the live ceremony of purpose stored under

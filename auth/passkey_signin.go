@@ -46,12 +46,9 @@ func (s *Service) BeginSecondStepPasskey(ctx context.Context, token, binding str
 	if !wellFormedToken(token) || !wellFormedToken(binding) {
 		return PasskeyCeremony{}, ErrInvalidToken
 	}
-	ch, err := s.factors.MFAChallenge(ctx, hashToken(token), hashToken(binding), s.now())
-	if errors.Is(err, ErrInvalidToken) {
-		return PasskeyCeremony{}, err
-	}
+	ch, _, err := s.liveSecondStep(ctx, token, binding)
 	if err != nil {
-		return PasskeyCeremony{}, s.dbDown("reading second step", err)
+		return PasskeyCeremony{}, err
 	}
 	keys, err := ps.Passkeys(ctx, ch.UserID)
 	if err != nil {
@@ -96,17 +93,7 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 	if !wellFormedToken(req.Token) || !wellFormedToken(req.Binding) {
 		return LoginResult{}, ErrInvalidToken
 	}
-	ch, err := s.factors.MFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
-	if errors.Is(err, ErrInvalidToken) {
-		return LoginResult{}, err
-	}
-	if err != nil {
-		return LoginResult{}, s.dbDown("reading second step", err)
-	}
-	user, err := s.UserByEmail(ctx, ch.Email)
-	if errors.Is(err, ErrNoUser) || (err == nil && user.ID != ch.UserID) {
-		return LoginResult{}, ErrInvalidToken
-	}
+	ch, user, err := s.liveSecondStep(ctx, req.Token, req.Binding)
 	if err != nil {
 		return LoginResult{}, err
 	}
@@ -133,7 +120,7 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 	if err != nil {
 		return LoginResult{}, s.passkeyFailed(user, source, "not verified")
 	}
-	if err := s.usePasskey(ctx, ps, user, source, pu.keys, cred, true); err != nil {
+	if err := s.usePasskey(ctx, ps, user, source, pu.keys, cred, ch.PasswordHash); err != nil {
 		return LoginResult{}, err
 	}
 	return s.finishSecondStep(ctx, user, SecondStepRequest{Token: req.Token, Binding: req.Binding, Remember: req.Remember,
@@ -253,7 +240,7 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 		s.passkeyFailed(user, source, "password replaced")
 		return LoginResult{}, user.Email, OutcomeFailed, ErrPasskeyNeedsPassword
 	}
-	if err := s.usePasskey(ctx, ps, user, source, keys, cred, false); err != nil {
+	if err := s.usePasskey(ctx, ps, user, source, keys, cred, ""); err != nil {
 		return LoginResult{}, user.Email, OutcomeFailed, err
 	}
 	after, cancel := s.afterDecision(ctx)
@@ -304,14 +291,16 @@ func (s *Service) passkeyFailed(user User, source, why string) error {
 }
 
 // usePasskey records the verified assertion cred of one of keys: its
-// counter, and, afterPassword (a second step), that it signs in alone
-// again. One whose counter went back is refused and recorded.
-func (s *Service) usePasskey(ctx context.Context, ps PasskeyStore, user User, source string, keys []Passkey, cred *webauthn.Credential, afterPassword bool) error {
+// counter, and, for a second step, whose first verified the password
+// hash password, that it signs in alone again if that is still the
+// account's password (PasskeyStore.UsePasskey). One whose counter went
+// back is refused and recorded.
+func (s *Service) usePasskey(ctx context.Context, ps PasskeyStore, user User, source string, keys []Passkey, cred *webauthn.Credential, password string) error {
 	for _, k := range keys {
 		if !bytes.Equal(k.CredentialID, cred.ID) {
 			continue
 		}
-		ok, err := ps.UsePasskey(ctx, k.ID, cred.Authenticator.SignCount, cred.Flags.BackupState, afterPassword, s.now())
+		ok, err := ps.UsePasskey(ctx, k.ID, cred.Authenticator.SignCount, cred.Flags.BackupState, password, s.now())
 		if err != nil {
 			return s.dbDown("recording passkey counter", err)
 		}

@@ -84,15 +84,34 @@ func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byt
 }
 
 // UsePasskey implements auth.PasskeyStore: one conditional UPDATE, so of
-// two assertions with one counter, one finds it used.
-func (s *Store) UsePasskey(ctx context.Context, id int64, count uint32, backup, afterPassword bool, at time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE second_factors SET sign_count = $2, backup_state = $3, last_used_at = $4,
+// two assertions with one counter, one finds it used. After a password,
+// the account's row is read first, shared: a new password being stored
+// (which takes it exclusively, and stops the passkeys signing in alone)
+// is then either all before this, and its hash is read, or all after.
+func (s *Store) UsePasskey(ctx context.Context, id int64, count uint32, backup bool, password string, at time.Time) (bool, error) {
+	const use = `UPDATE second_factors SET sign_count = $2, backup_state = $3, last_used_at = $4,
 			signs_in_alone = signs_in_alone OR $5
-		WHERE id = $1 AND kind = 'webauthn' AND (sign_count < $2 OR ($2 = 0 AND sign_count = 0))`, id, int64(count), backup, at, afterPassword)
-	if err != nil {
-		return false, err
+		WHERE id = $1 AND kind = 'webauthn' AND (sign_count < $2 OR ($2 = 0 AND sign_count = 0))`
+	if password == "" {
+		tag, err := s.pool.Exec(ctx, use, id, int64(count), backup, at, false)
+		if err != nil {
+			return false, err
+		}
+		return tag.RowsAffected() == 1, nil
 	}
-	return tag.RowsAffected() == 1, nil
+	var used bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var current string
+		err := tx.QueryRow(ctx, `SELECT u.password_hash FROM users u JOIN second_factors f ON f.user_id = u.id
+			WHERE f.id = $1 FOR SHARE OF u`, id).Scan(&current)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		tag, err := tx.Exec(ctx, use, id, int64(count), backup, at, current == password)
+		used = tag.RowsAffected() == 1
+		return err
+	})
+	return used, err
 }
 
 // AddCeremony implements auth.PasskeyStore.

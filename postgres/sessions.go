@@ -184,6 +184,9 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash stri
 		if err := stopPasskeysAlone(ctx, tx, userID); err != nil {
 			return err
 		}
+		if err := forgetSecondSteps(ctx, tx, userID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM devices WHERE user_id = $1 AND ($2::bytea IS NULL OR nonce_hash <> $2)`, userID, keepDevice); err != nil {
 			return err
 		}

@@ -84,17 +84,29 @@ func stopPasskeysAlone(ctx context.Context, tx pgx.Tx, userID int64) error {
 	return err
 }
 
+// forgetSecondSteps deletes the account's pending second steps, which a
+// new password ends. Answered after it, one begun with the old password
+// signs nothing in, but would still have a code checked, a recovery code
+// spent or its passkey used.
+func forgetSecondSteps(ctx context.Context, tx pgx.Tx, userID int64) error {
+	_, err := tx.Exec(ctx, `DELETE FROM mfa_challenges WHERE user_id = $1`, userID)
+	return err
+}
+
 // replacePassword is what a reset and an operator's SetPassword do, in the
 // caller's transaction (a change by the account's owner does the same but
 // keep its own session and device). It stores the new hash, ends every
-// session, forgets every known device and stops the passkeys signing in
-// alone (stopPasskeysAlone), so that no browser or key keeps what the old
-// password gave it.
+// session and pending second step, forgets every known device and stops
+// the passkeys signing in alone (stopPasskeysAlone), so that no browser or
+// key keeps what the old password gave it.
 func replacePassword(ctx context.Context, tx pgx.Tx, userID int64, hash string) error {
 	if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, hash); err != nil {
 		return err
 	}
 	if err := stopPasskeysAlone(ctx, tx, userID); err != nil {
+		return err
+	}
+	if err := forgetSecondSteps(ctx, tx, userID); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
