@@ -91,6 +91,15 @@ func (s *Server) signInURL() func(original string) string {
 // (none, or one that must change its password first).
 func (s *Server) authz(read originalRequest, signedOut func(w http.ResponseWriter, r *http.Request, original string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only at the route's path as written, as if no other existed:
+		// a proxy that keeps clients from the checks by the path they
+		// send (HAProxy's path_beg compares it undecoded) would pass
+		// /api/v1/auth%7A/forward-auth, which the mux decodes into this
+		// route, with the client's own X-Forwarded-* headers.
+		if r.URL.RawPath != "" {
+			http.NotFound(w, r)
+			return
+		}
 		if !s.fromTrustedProxy(r) {
 			s.fail(w, r, errUnknownOrigin)
 			return

@@ -309,3 +309,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAuthzOnlyAtItsOwnPath: the checks answer only at their paths as
+// written. A proxy that keeps clients from them by the path they send
+// (HAProxy's path_beg compares it undecoded) would let
+// /api/v1/auth%7A/forward-auth through, which the mux decodes into the
+// route: a client could then ask, with headers of its own, which hosts
+// are protected and who it is on each.
+func TestAuthzOnlyAtItsOwnPath(t *testing.T) {
+	env, base := authzEnv(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+	for _, path := range []string{"/api/v1/auth%7A/forward-auth", "/api/v1/authz/forward%2Dauth", "/api/v1/%61uthz/auth-request", "/api/v1/authz/auth-reques%74"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Cookie", "xcloak_session="+ann)
+		req.Header.Set("X-Original-URL", "https://app.example.test/")
+		h := forwarded("https", "app.example.test", "/")
+		for i := 0; i+1 < len(h); i += 2 {
+			req.Header.Add(h[i], h[i+1])
+		}
+		resp, _ := do(t, xcloaktest.Client(t, proxyAddr), req)
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Remote-User") != "" {
+			t.Errorf("GET %s from the proxy: %d Remote-User=%q, want 404 and no identity", path, resp.StatusCode, resp.Header.Get("Remote-User"))
+		}
+	}
+	// At their own paths they answer.
+	wantIdentity(t, "forward-auth", forwardAuth(t, base, proxyAddr, ann, forwarded("https", "app.example.test", "/")...), "ann@example.com", "")
+	wantIdentity(t, "auth-request", authRequest(t, base, proxyAddr, ann, "https://app.example.test/"), "ann@example.com", "")
+}
