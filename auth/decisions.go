@@ -168,7 +168,15 @@ func isASCII(s string) bool {
 	return true
 }
 
-// foldAccountOnce is one pass of FoldAccount.
+// foldAccountOnce is one pass of FoldAccount. Each letter becomes the
+// lower case of its capital, not only its lower case: a final sigma (ς)
+// and σ are one letter, as are ſ and s, and ı and i, whose capitals are
+// one, and which lookups that ignore case take as one (Java's
+// equalsIgnoreCase, .NET's invariant upper case, Go's EqualFold for all
+// but ı); lower case alone would leave an attacker locked out of one
+// spelling free to go on under the other. Composed before and after, so
+// that canonically equivalent forms (Α and a combining iota, ᾼ) fold
+// alike.
 func foldAccountOnce(account string) string {
 	visible := strings.Map(func(r rune) rune {
 		if invisible(r) {
@@ -176,7 +184,8 @@ func foldAccountOnce(account string) string {
 		}
 		return r
 	}, account)
-	return strings.TrimSpace(norm.NFKC.String(strings.ToLower(visible)))
+	folded := strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, norm.NFKC.String(visible))
+	return strings.TrimSpace(norm.NFKC.String(folded))
 }
 
 // invisible reports whether r is drawn as nothing: a format character

@@ -30,6 +30,14 @@ func TestFoldAccount(t *testing.T) {
 		{"Rene\u0301e", "renée"},    // composed
 		{"J\u030cohn", "\u01f0ohn"}, // lower case, then composed: once is enough
 		{"ᏣᎳᎩ", "ꮳꮃꭹ"},              // Cherokee, lower case
+		{"ΑΝΝΑΣ", "αννασ"},          // a capital sigma
+		{"αννας", "αννασ"},          // a final sigma: the same letter
+		{"ᾳ", "ᾳ"},                  // an iota subscript stays written so
+		{"\u0391\u0345", "ᾳ"},       // composed first, as ᾼ is
+		{"ΑΙ", "αι"},
+		{"ſ", "s"},             // a long s
+		{"alıce", "alice"},     // a dotless i, whose capital is I
+		{"ϐϑϕϖϰϱϵ", "βθφπκρε"}, // Greek letters' symbol forms
 		{"straße", "straße"},
 		{"日本語", "日本語"},
 	} {
@@ -92,7 +100,7 @@ func TestAccountSpellingsShareLimits(t *testing.T) {
 		return err
 	}
 	admitted := 0
-	for i, account := range []string{"alice", "ALICE", "ali\u200bce", "ａｌｉｃｅ", " Alice"} {
+	for i, account := range []string{"alice", "ALICE", "ali\u200bce", "ａｌｉｃｅ", " Alice", "alıce"} {
 		for j := range limit {
 			switch err := decide(i, j, account); {
 			case err == nil:
@@ -103,7 +111,7 @@ func TestAccountSpellingsShareLimits(t *testing.T) {
 		}
 	}
 	if admitted != limit {
-		t.Errorf("five spellings of one account, %d attempts each: %d admitted, want the account's limit, %d", limit, admitted, limit)
+		t.Errorf("six spellings of one account, %d attempts each: %d admitted, want the account's limit, %d", limit, admitted, limit)
 	}
 	if err := decide(9, 0, "álice"); err != nil {
 		t.Errorf("another name, with an accent: %v", err)
