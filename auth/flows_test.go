@@ -79,7 +79,7 @@ func TestResetTokenWorksOnceOnMemoryStore(t *testing.T) {
 	if err := f.svc.ConfirmReset(t.Context(), token, "new password 2", client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("the token a second time: %v, want ErrInvalidToken", err)
 	}
-	if err := f.svc.CheckResetToken(t.Context(), token); !errors.Is(err, auth.ErrInvalidToken) {
+	if err := f.svc.CheckResetToken(t.Context(), token, client("198.51.100.21")); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("CheckResetToken after use: %v, want ErrInvalidToken", err)
 	}
 	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "new password 1", Client: client("192.0.2.1")}); err != nil {

@@ -71,7 +71,7 @@ func TestNewDeviceNotice(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no reset link in:\n%s", body)
 	}
-	if err := f.svc.CheckResetToken(t.Context(), m[1]); err != nil {
+	if err := f.svc.CheckResetToken(t.Context(), m[1], client("198.51.100.21")); err != nil {
 		t.Errorf("the mail's reset link: %v", err)
 	}
 

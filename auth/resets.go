@@ -297,9 +297,19 @@ func (s *Service) resetURL(ctx context.Context, user User, at time.Time) (string
 }
 
 // CheckResetToken reports whether a reset token can still be used, without
-// using it: nil or ErrInvalidToken.
-func (s *Service) CheckResetToken(ctx context.Context, token string) error {
-	_, _, err := s.resetTokenUser(ctx, token)
+// using it: nil or ErrInvalidToken. Opening the link costs a query, so it
+// counts by the confirmation's rules like pressing its button
+// (*LimitedError past them).
+func (s *Service) CheckResetToken(ctx context.Context, token string, c Client) error {
+	d, err := s.decide(ctx, s.rules(FlowResetConfirm, Subject{Client: c})...)
+	if err != nil {
+		return unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventResetRejected, Source: c.Source(), Rule: rejectingRule(d)})
+		return &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	_, _, err = s.resetTokenUser(ctx, token)
 	return err
 }
 

@@ -43,7 +43,7 @@ func TestResetFlow(t *testing.T) {
 	}
 
 	token := requestResetToken(t, f, "ANN@example.com")
-	if err := f.svc.CheckResetToken(t.Context(), token); err != nil {
+	if err := f.svc.CheckResetToken(t.Context(), token, client("198.51.100.21")); err != nil {
 		t.Fatalf("CheckResetToken on a fresh token: %v", err)
 	}
 	if err := f.svc.ConfirmReset(t.Context(), token, "short", client("192.0.2.1")); !errors.Is(err, auth.ErrWeakPassword) {
@@ -75,7 +75,7 @@ func TestResetTokenExpires(t *testing.T) {
 	f.addUser(t, "bob@example.com", "old password", false)
 	token := requestResetToken(t, f, "bob@example.com")
 	f.advance(f.cfg.ResetTTL + time.Second)
-	if err := f.svc.CheckResetToken(t.Context(), token); !errors.Is(err, auth.ErrInvalidToken) {
+	if err := f.svc.CheckResetToken(t.Context(), token, client("198.51.100.21")); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("expired token: %v, want ErrInvalidToken", err)
 	}
 	if err := f.svc.ConfirmReset(t.Context(), token, "new password 1", client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {
@@ -148,7 +148,7 @@ func TestResetSpendsEveryOpenLink(t *testing.T) {
 	if err := f.svc.ConfirmReset(t.Context(), second, "new password 1", client("192.0.2.1")); err != nil {
 		t.Fatalf("ConfirmReset: %v", err)
 	}
-	if err := f.svc.CheckResetToken(t.Context(), first); !errors.Is(err, auth.ErrInvalidToken) {
+	if err := f.svc.CheckResetToken(t.Context(), first, client("198.51.100.21")); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("the other open link after a reset: %v, want ErrInvalidToken", err)
 	}
 	if err := f.svc.ConfirmReset(t.Context(), first, "new password 2", client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {

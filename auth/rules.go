@@ -152,8 +152,8 @@ var rules = []RuleSpec{
 	{
 		Name: RuleResetConfirmIP, Label: "Reset confirmations per address", Flow: FlowResetConfirm, Key: KeyNetwork(32, 64),
 		Default: ratelimit.Limit{Count: 20, Window: 10 * time.Minute}, Listed: true,
-		Usage: "new passwords set through reset links, unlock links confirmed, and sign-in links opened or confirmed, per client network",
-		Doc:   "New passwords set through reset links, unlock links confirmed, and sign-in links opened or confirmed, per client network (each its own count).",
+		Usage: "reset links opened and new passwords set through them, and unlock and sign-in links opened or confirmed, per client network",
+		Doc:   "Reset links opened and new passwords set through them, and unlock and sign-in links opened or confirmed, per client network (each its own count).",
 	},
 	{
 		// Checked only for the mail of a held sign-in (Subject.Account is

@@ -68,8 +68,18 @@ func (s *Service) unlockLink(ctx context.Context, user User, at time.Time) (Mess
 }
 
 // CheckUnlockToken reports whether an unlock token can still be used,
-// without using it: nil or ErrInvalidToken.
-func (s *Service) CheckUnlockToken(ctx context.Context, token string) error {
+// without using it: nil or ErrInvalidToken. Opening the link costs a
+// query, so it counts by the confirmation's rules like pressing its
+// button (*LimitedError past them).
+func (s *Service) CheckUnlockToken(ctx context.Context, token string, c Client) error {
+	d, err := s.decide(ctx, s.rules(FlowUnlockConfirm, Subject{Client: c})...)
+	if err != nil {
+		return unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventUnlockRejected, Source: c.Source(), Rule: rejectingRule(d)})
+		return &LimitedError{RetryAfter: d.RetryAfter}
+	}
 	if !wellFormedToken(token) {
 		return ErrInvalidToken
 	}

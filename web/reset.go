@@ -71,7 +71,7 @@ func (s *Server) handleResetConfirmPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noReferrer(w)
 		token := r.PathValue("token")
-		err := s.auth.CheckResetToken(r.Context(), token)
+		err := s.auth.CheckResetToken(r.Context(), token, s.client(r))
 		switch {
 		case errors.Is(err, auth.ErrInvalidToken):
 			s.render(w, r, http.StatusBadRequest, templates.ResetConfirmPage(templates.ResetConfirmProps{Invalid: true}))

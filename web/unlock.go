@@ -62,7 +62,7 @@ func (s *Server) handleUnlockConfirmPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noReferrer(w)
 		token := r.PathValue("token")
-		err := s.auth.CheckUnlockToken(r.Context(), token)
+		err := s.auth.CheckUnlockToken(r.Context(), token, s.client(r))
 		switch {
 		case errors.Is(err, auth.ErrInvalidToken):
 			s.render(w, r, http.StatusBadRequest, templates.UnlockConfirmPage(templates.UnlockConfirmProps{Invalid: true}))

@@ -502,3 +502,23 @@ func TestSignInLinkPageNamesTheAccount(t *testing.T) {
 		t.Errorf("a signed-out browser's page should name the account and warn of nothing:\n%s", page)
 	}
 }
+
+// TestResetAndUnlockPagesLimited: opening a reset or unlock link's page
+// costs a query, and is counted by reset_confirm_ip's limit as opening a
+// sign-in link's is: one network opening more than it allows, valid or
+// not, gets 429 before any lookup.
+func TestResetAndUnlockPagesLimited(t *testing.T) {
+	_, base := verifyEnv(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleResetConfirmIP, 3) })
+	for i, path := range []string{"/password-reset/", "/unlock/"} {
+		c := xcloaktest.Client(t, fmt.Sprintf("127.0.25.%d", i+1))
+		for j := range 3 {
+			if resp, _ := get(t, c, base+path+strings.Repeat(fmt.Sprint(j), 43)); resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("%s: unknown link %d: %d, want 400", path, j, resp.StatusCode)
+			}
+		}
+		resp, _ := get(t, c, base+path+strings.Repeat("z", 43))
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: the fourth link opened from one network: %d, want 429 with Retry-After", path, resp.StatusCode)
+		}
+	}
+}
