@@ -66,15 +66,19 @@ var (
 	ErrAPIKeyExists = errors.New("auth: an API key in force has that name")
 	// ErrNoAPIKey: no key in force has that name.
 	ErrNoAPIKey = errors.New("auth: no API key in force has that name")
+	// ErrNoApp: no key, in force or revoked, speaks for that
+	// application.
+	ErrNoApp = errors.New("auth: no API key has been made for that application")
 	// ErrInvalidAPIKeyName: a name that is not 1 to 64 characters of
 	// [A-Za-z0-9._-].
 	ErrInvalidAPIKeyName = errors.New("auth: an API key name is 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'")
 )
 
 // API key administration, recorded as security events without an account:
-// Detail "app" is the key's name, "key_id" its ID (APIKey.ID, which tells
-// the keys a name has had apart) and "by" who did it, as for the events
-// of account administration. Never the key, nor its hash.
+// Detail "app" is the key's application, "key" its name where that is
+// another, "key_id" its ID (APIKey.ID, which tells the keys a name has had
+// apart) and "by" who did it, as for the events of account
+// administration. Never the key, nor its hash.
 const (
 	EventAPIKeyCreated = "api_key_created"
 	EventAPIKeyRevoked = "api_key_revoked"
@@ -83,9 +87,14 @@ const (
 // APIKey is one application's key, as listed; never the key itself.
 type APIKey struct {
 	ID int64
-	// Name names the application in events, on the dashboard and in the
-	// namespace of its accounts.
-	Name       string
+	// Name names the key: the one in force under a name is revoked by it.
+	Name string
+	// App names the application the key speaks for, in events, on the
+	// dashboard and in the namespace of its accounts: their limits,
+	// lockouts and known devices are the application's, whichever of its
+	// keys asks. It is Name unless the key was made for the application
+	// of another (AddAPIKeyFor), as a key that replaces one is.
+	App        string
 	CreatedAt  time.Time
 	RevokedAt  time.Time // zero while in force
 	LastUsedAt time.Time // zero if never used (written at most once a minute)
@@ -101,8 +110,10 @@ func (k APIKey) Revoked() bool { return !k.RevokedAt.IsZero() }
 // accounts. Package postgres implements it.
 type AppStore interface {
 	// AddAPIKey stores a key in force, by the SHA-256 of the key, named
-	// name; ErrAPIKeyExists if a key in force has that name.
-	AddAPIKey(ctx context.Context, name string, hash []byte, at time.Time) (APIKey, error)
+	// name, for the application app ("": name); ErrAPIKeyExists if a key
+	// in force has that name, ErrNoApp if app is another name that no
+	// key, in force or revoked, has as its application.
+	AddAPIKey(ctx context.Context, name, app string, hash []byte, at time.Time) (APIKey, error)
 	// APIKeys lists every key, revoked ones included, oldest first.
 	APIKeys(ctx context.Context) ([]APIKey, error)
 	// RevokeAPIKey revokes the key in force named name and returns it,
@@ -143,12 +154,26 @@ func CheckAPIKeyName(name string) error {
 	return nil
 }
 
-// AddAPIKey makes a new key named name and returns it: the only time it is
-// seen, since only its hash is kept. It is recorded as an
-// EventAPIKeyCreated by by ("cli", "admin:<email>"); a refused one records
-// nothing. Errors: ErrInvalidAPIKeyName, ErrAPIKeyExists, ErrUnavailable.
+// AddAPIKey makes a new key named name, for the application of that name,
+// and returns it: the only time it is seen, since only its hash is kept.
+// It is recorded as an EventAPIKeyCreated by by ("cli", "admin:<email>");
+// a refused one records nothing. Errors: ErrInvalidAPIKeyName,
+// ErrAPIKeyExists, ErrUnavailable.
 func (s *Service) AddAPIKey(ctx context.Context, name, by string) (key string, info APIKey, err error) {
+	return s.AddAPIKeyFor(ctx, name, name, by)
+}
+
+// AddAPIKeyFor makes a new key named name for the application app, which
+// a key, in force or revoked, already speaks for, as AddAPIKey does: the
+// way to replace a key without a pause, the new one deployed while the
+// old one still works, then the old one revoked, the application's
+// accounts keeping their limits, lockouts and known devices throughout.
+// Errors: those of AddAPIKey, and ErrNoApp.
+func (s *Service) AddAPIKeyFor(ctx context.Context, name, app, by string) (key string, info APIKey, err error) {
 	if err := CheckAPIKeyName(name); err != nil {
+		return "", APIKey{}, err
+	}
+	if err := CheckAPIKeyName(app); err != nil {
 		return "", APIKey{}, err
 	}
 	if s.apps == nil {
@@ -157,8 +182,11 @@ func (s *Service) AddAPIKey(ctx context.Context, name, by string) (key string, i
 	var b [apiKeyRandomBytes]byte
 	rand.Read(b[:])
 	key = APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	info, err = s.apps.AddAPIKey(ctx, name, apiKeyHash(key), s.now())
-	if errors.Is(err, ErrAPIKeyExists) {
+	if app == name {
+		app = ""
+	}
+	info, err = s.apps.AddAPIKey(ctx, name, app, apiKeyHash(key), s.now())
+	if errors.Is(err, ErrAPIKeyExists) || errors.Is(err, ErrNoApp) {
 		return "", APIKey{}, err
 	}
 	if err != nil {
@@ -204,8 +232,11 @@ func (s *Service) RevokeAPIKey(ctx context.Context, name, by string) error {
 // recordAPIKey records an event of kind about key k, by by: its name and
 // ID, which are no secret, never the key or its hash.
 func (s *Service) recordAPIKey(kind string, k APIKey, by string) {
-	s.record(Event{Kind: kind, Detail: map[string]string{
-		"app": k.Name, "key_id": strconv.FormatInt(k.ID, 10), "by": by}})
+	detail := map[string]string{"app": k.App, "key_id": strconv.FormatInt(k.ID, 10), "by": by}
+	if k.Name != k.App {
+		detail["key"] = k.Name
+	}
+	s.record(Event{Kind: kind, Detail: detail})
 }
 
 // CheckAPIKey returns the key in force that key is, for a request from

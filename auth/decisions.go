@@ -321,7 +321,7 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 	}
 	d, outcome, err := s.decideLogin(ctx, app, client, req.Device, a)
 	if outcome != 0 {
-		s.attack.Observe(SignInAttempt{At: s.now(), Account: appAccount(app.Name, account), Client: client, Outcome: outcome})
+		s.attack.Observe(SignInAttempt{At: s.now(), Account: appAccount(app.App, account), Client: client, Outcome: outcome})
 	}
 	return d, err
 }
@@ -340,9 +340,9 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 // limit costs at most one lookup per memory's lifetime
 // (XCLOAK_REJECTION_MEMORY) on each replica: the one that taught it.
 func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, device string, a attempt) (AttemptDecision, Outcome, error) {
-	id := appAccount(app.Name, a.Account)
+	id := appAccount(app.App, a.Account)
 	source := client.Source()
-	detail := map[string]string{"app": app.Name}
+	detail := map[string]string{"app": app.App}
 	refused := func(d ratelimit.Decision) (AttemptDecision, Outcome, error) {
 		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
 		return AttemptDecision{}, OutcomeRejected, denied(d)
@@ -352,7 +352,7 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 		if d, ok := s.limits.Remembered(s.rules(FlowSignIn, Subject{Client: client})...); ok {
 			return refused(d)
 		}
-		hash := s.decisionKeys.deviceHash(app.Name, a.Account, device)
+		hash := s.decisionKeys.deviceHash(app.App, a.Account, device)
 		a.Device = base64.RawURLEncoding.EncodeToString(hash)
 		// Without Postgres the device is held by the account's rules, as
 		// Login holds a browser.
@@ -382,9 +382,9 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 // decideReset runs FlowResetRequest's rules for an application's reset
 // request.
 func (s *Service) decideReset(ctx context.Context, app APIKey, client Client, a attempt) (AttemptDecision, error) {
-	id := appAccount(app.Name, a.Account)
+	id := appAccount(app.App, a.Account)
 	source := client.Source()
-	detail := map[string]string{"app": app.Name}
+	detail := map[string]string{"app": app.App}
 	d, err := s.decide(ctx, s.rules(FlowResetRequest, Subject{Client: client, Account: id})...)
 	if err != nil {
 		return AttemptDecision{}, unavailable("checking limits", err)
@@ -441,9 +441,9 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 		return ErrUnknownAttempt
 	}
 	client := Client{Addr: addr}
-	account := appAccount(app.Name, a.Account)
+	account := appAccount(app.App, a.Account)
 	source := client.Source()
-	detail := map[string]string{"app": app.Name}
+	detail := map[string]string{"app": app.App}
 	if a.Kind == AttemptReset {
 		kind := EventResetCompleted
 		if result == ResultFailure {
@@ -472,10 +472,10 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, source string) int {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
-	account := appAccount(app.Name, folded)
+	account := appAccount(app.App, folded)
 	var forgotten int
 	if s.apps != nil {
-		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.Name, folded))
+		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.App, folded))
 		if err != nil {
 			s.metrics.dbErrors.Inc()
 			s.log.ErrorContext(ctx, "forgetting application devices after reset", "err", err)
@@ -504,7 +504,7 @@ func (s *Service) countAppFailure(ctx context.Context, app APIKey, account, sour
 		}
 		if f.LockedNow {
 			s.record(Event{Kind: EventLockout, Account: account, Source: source, Detail: map[string]string{
-				"app": app.Name, "device": "known", "level": fmt.Sprint(f.Level),
+				"app": app.App, "device": "known", "level": fmt.Sprint(f.Level),
 				"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}})
 		}
 		return nil
@@ -543,7 +543,7 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 		if err != nil {
 			return ErrUnknownAttempt
 		}
-		added, err := s.apps.AddAppDevice(ctx, app.Name, s.decisionKeys.accountHash(app.Name, a.Account), hash,
+		added, err := s.apps.AddAppDevice(ctx, app.App, s.decisionKeys.accountHash(app.App, a.Account), hash,
 			s.now(), s.cfg.MaxDevices)
 		if err != nil {
 			s.metrics.dbErrors.Inc()
@@ -558,13 +558,13 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			s.appDeviceCache.put(appDeviceCacheKey(hash), true, s.now())
 		}
 	}
-	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: map[string]string{"app": app.Name}}
+	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: map[string]string{"app": app.App}}
 	if isNew {
 		e.Detail["device"] = "new"
 	}
 	s.record(e)
 	if isNew {
-		s.record(Event{Kind: EventNewDevice, Account: account, Source: source, Detail: map[string]string{"app": app.Name}})
+		s.record(Event{Kind: EventNewDevice, Account: account, Source: source, Detail: map[string]string{"app": app.App}})
 	}
 	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeSucceeded})
 	return nil
@@ -582,7 +582,7 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 func (s *Service) appChallengeSucceeded(ctx context.Context, app APIKey, account string, client Client, a attempt) error {
 	source := client.Source()
 	s.record(Event{Kind: EventLoginSucceeded, Account: account, Source: source,
-		Detail: map[string]string{"app": app.Name, "challenged": "true"}})
+		Detail: map[string]string{"app": app.App, "challenged": "true"}})
 	err := s.countAppFailure(ctx, app, account, source, a)
 	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeHeld})
 	return err

@@ -11,28 +11,41 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-// AddAPIKey implements auth.AppStore.
-func (s *Store) AddAPIKey(ctx context.Context, name string, hash []byte, at time.Time) (auth.APIKey, error) {
-	k := auth.APIKey{Name: name, CreatedAt: at}
-	err := s.pool.QueryRow(ctx, `INSERT INTO api_keys (name, hash, created_at) VALUES ($1, $2, $3) RETURNING id`,
-		name, hash, at).Scan(&k.ID)
+// AddAPIKey implements auth.AppStore. A key for another key's
+// application is stored only while one, in force or revoked, has it.
+func (s *Store) AddAPIKey(ctx context.Context, name, app string, hash []byte, at time.Time) (auth.APIKey, error) {
+	k := auth.APIKey{Name: name, App: name, CreatedAt: at}
+	var appArg *string
+	if app != "" && app != name {
+		k.App, appArg = app, &app
+	}
+	err := s.pool.QueryRow(ctx, `INSERT INTO api_keys (name, app, hash, created_at)
+		SELECT $1, $2, $3, $4 WHERE $2::text IS NULL OR EXISTS (SELECT 1 FROM api_keys WHERE `+appOf+` = $2)
+		RETURNING id`, name, appArg, hash, at).Scan(&k.ID)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "api_keys_live_name_idx" {
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "api_keys_live_name_idx":
 		return auth.APIKey{}, auth.ErrAPIKeyExists
+	case errors.Is(err, pgx.ErrNoRows):
+		return auth.APIKey{}, auth.ErrNoApp
 	}
 	return k, err
 }
 
+// appOf is a key's application in SQL: its own name unless it names
+// another's.
+const appOf = `coalesce(app, name)`
+
 // APIKeys implements auth.AppStore.
 func (s *Store) APIKeys(ctx context.Context) ([]auth.APIKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, name, created_at, revoked_at, last_used_at FROM api_keys ORDER BY created_at, id`)
+	rows, err := s.pool.Query(ctx, `SELECT id, name, `+appOf+`, created_at, revoked_at, last_used_at FROM api_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.APIKey, error) {
 		var k auth.APIKey
 		var revoked, used *time.Time
-		err := r.Scan(&k.ID, &k.Name, &k.CreatedAt, &revoked, &used)
+		err := r.Scan(&k.ID, &k.Name, &k.App, &k.CreatedAt, &revoked, &used)
 		if revoked != nil {
 			k.RevokedAt = *revoked
 		}
@@ -48,7 +61,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, name string, at time.Time) (au
 	k := auth.APIKey{Name: name}
 	var used *time.Time
 	err := s.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL
-		RETURNING id, created_at, revoked_at, last_used_at`, name, at).Scan(&k.ID, &k.CreatedAt, &k.RevokedAt, &used)
+		RETURNING id, `+appOf+`, created_at, revoked_at, last_used_at`, name, at).Scan(&k.ID, &k.App, &k.CreatedAt, &k.RevokedAt, &used)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.APIKey{}, auth.ErrNoAPIKey
 	}
@@ -63,13 +76,13 @@ func (s *Store) RevokeAPIKey(ctx context.Context, name string, at time.Time) (au
 
 // ActiveAPIKeys implements auth.AppStore.
 func (s *Store) ActiveAPIKeys(ctx context.Context) ([]auth.APIKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, name, hash, created_at FROM api_keys WHERE revoked_at IS NULL`)
+	rows, err := s.pool.Query(ctx, `SELECT id, name, `+appOf+`, hash, created_at FROM api_keys WHERE revoked_at IS NULL`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.APIKey, error) {
 		var k auth.APIKey
-		err := r.Scan(&k.ID, &k.Name, &k.Hash, &k.CreatedAt)
+		err := r.Scan(&k.ID, &k.Name, &k.App, &k.Hash, &k.CreatedAt)
 		return k, err
 	})
 }

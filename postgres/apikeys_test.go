@@ -24,11 +24,11 @@ func TestAPIKeys(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	first, err := s.AddAPIKey(ctx, "shop", hashOf("k1"), at)
+	first, err := s.AddAPIKey(ctx, "shop", "", hashOf("k1"), at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddAPIKey(ctx, "shop", hashOf("k2"), at); !errors.Is(err, auth.ErrAPIKeyExists) {
+	if _, err := s.AddAPIKey(ctx, "shop", "", hashOf("k2"), at); !errors.Is(err, auth.ErrAPIKeyExists) {
 		t.Fatalf("second key in force for shop: %v, want ErrAPIKeyExists", err)
 	}
 	if _, err := s.RevokeAPIKey(ctx, "blog", at); !errors.Is(err, auth.ErrNoAPIKey) {
@@ -45,7 +45,7 @@ func TestAPIKeys(t *testing.T) {
 	if _, err := s.RevokeAPIKey(ctx, "shop", at.Add(time.Hour)); !errors.Is(err, auth.ErrNoAPIKey) {
 		t.Fatalf("revoking twice: %v, want ErrNoAPIKey", err)
 	}
-	second, err := s.AddAPIKey(ctx, "shop", hashOf("k2"), at.Add(2*time.Hour))
+	second, err := s.AddAPIKey(ctx, "shop", "", hashOf("k2"), at.Add(2*time.Hour))
 	if err != nil {
 		t.Fatalf("a new key for a revoked key's name: %v", err)
 	}
@@ -66,6 +66,42 @@ func TestAPIKeys(t *testing.T) {
 	}
 	if len(live) != 1 || live[0].ID != second.ID || !bytes.Equal(live[0].Hash, hashOf("k2")) {
 		t.Fatalf("in force %+v; want only the new key, with its hash", live)
+	}
+}
+
+// TestAPIKeyForAnApplication: a key may speak for the application of an
+// earlier key, in force or revoked, under a name of its own, and is read
+// with it; an application no key was made for is refused.
+func TestAPIKeyForAnApplication(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.AddAPIKey(ctx, "shop-2", "shop", hashOf("k0"), at); !errors.Is(err, auth.ErrNoApp) {
+		t.Fatalf("a key for an application without keys: %v, want ErrNoApp", err)
+	}
+	if _, err := s.AddAPIKey(ctx, "shop", "", hashOf("k1"), at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RevokeAPIKey(ctx, "shop", at); err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.AddAPIKey(ctx, "shop-2", "shop", hashOf("k2"), at)
+	if err != nil || second.App != "shop" || second.Name != "shop-2" {
+		t.Fatalf("a key for shop's application, shop's key revoked: %+v %v", second, err)
+	}
+	if third, err := s.AddAPIKey(ctx, "shop-3", "shop-2", hashOf("k3"), at); !errors.Is(err, auth.ErrNoApp) {
+		t.Fatalf("a key for the application of a key's name that is not an application: %+v %v, want ErrNoApp", third, err)
+	}
+	live, err := s.ActiveAPIKeys(ctx)
+	if err != nil || len(live) != 1 || live[0].App != "shop" || live[0].Name != "shop-2" {
+		t.Fatalf("in force %+v %v; want shop-2, of shop", live, err)
+	}
+	all, err := s.APIKeys(ctx)
+	if err != nil || len(all) != 2 || all[0].App != "shop" || all[1].App != "shop" {
+		t.Fatalf("listed %+v %v; want both of shop", all, err)
+	}
+	if k, err := s.RevokeAPIKey(ctx, "shop-2", at); err != nil || k.App != "shop" {
+		t.Fatalf("revoked %+v %v; want shop-2, of shop", k, err)
 	}
 }
 

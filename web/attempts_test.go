@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -704,5 +705,53 @@ func TestAttemptsInvisibleCharactersCountAlike(t *testing.T) {
 		if status, d, _ := a.ask("login", account, "192.0.2.110", ""); status != 429 {
 			t.Errorf("%+q after pat's limit: %d %+v, want 429, counted as pat", account, status, d)
 		}
+	}
+}
+
+// TestKeyRotationKeepsTheApplication: a key made for an application
+// that has one (apikey add --app) speaks for the same accounts: the
+// lockout, the known devices and the limits made under the old key hold
+// under the new one, while both are in force and once the old one is
+// revoked. A key of another name alone would start the application
+// afresh, its accounts unlocked and its owners' devices forgotten.
+func TestKeyRotationKeepsTheApplication(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	base := env.Start(t)
+	old := newApp(t, base, env.AddAPIKey(t, "shop"))
+	// The owner's laptop becomes a known device, which the account's
+	// lockout does not lock.
+	_, d, _ := old.ask("login", "carol", "198.51.100.7", "laptop-1")
+	old.outcome(d.AttemptID, "success")
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := old.ask("login", "carol", fmt.Sprintf("203.0.113.%d", i), "")
+		old.outcome(d.AttemptID, "failure")
+	}
+	if _, d, _ := old.ask("login", "carol", "203.0.113.200", ""); d.Reason != "locked" {
+		t.Fatalf("carol after the failures: %+v, want locked", d)
+	}
+
+	if _, d, _ := old.ask("login", "carol", "198.51.100.7", "laptop-1"); d.Decision != "allow" {
+		t.Fatalf("the old key: carol's laptop %+v, want allow (a known device)", d)
+	}
+	key, info, err := env.Service.AddAPIKeyFor(t.Context(), "shop-2", "shop", "cli")
+	if err != nil || info.App != "shop" || info.Name != "shop-2" {
+		t.Fatalf("AddAPIKeyFor(shop-2, shop): %+v %v", info, err)
+	}
+	rotated := newApp(t, base, key)
+	for _, revoked := range []bool{false, true} {
+		if revoked {
+			if err := env.Service.RevokeAPIKey(t.Context(), "shop", "cli"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, d, _ := rotated.ask("login", "carol", "203.0.113.201", ""); d.Reason != "locked" {
+			t.Errorf("the new key, the old one revoked %v: carol %+v, want locked", revoked, d)
+		}
+		if _, d, _ := rotated.ask("login", "carol", "198.51.100.7", "laptop-1"); d.Decision != "allow" {
+			t.Errorf("the new key, the old one revoked %v: carol's laptop %+v, want allow (a known device)", revoked, d)
+		}
+	}
+	if _, _, err := env.Service.AddAPIKeyFor(t.Context(), "blog", "no-such-app", "cli"); !errors.Is(err, auth.ErrNoApp) {
+		t.Errorf("a key for an application that has none: %v, want ErrNoApp", err)
 	}
 }

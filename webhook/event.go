@@ -59,8 +59,9 @@ const (
 	// ("cli" for "xcloak user add"); data "role" is "admin" or "member".
 	TypeUserCreated = "user.created"
 	// TypeAPIKeyCreated and TypeAPIKeyRevoked: a key of the decision API
-	// was made or revoked, by data "by"; data "app" is its name, "key_id"
-	// its id, never the key. They name no account.
+	// was made or revoked, by data "by"; data "app" is its application,
+	// "key" its name where that is another, "key_id" its id, never the
+	// key. They name no account.
 	TypeAPIKeyCreated = "apikey.created"
 	TypeAPIKeyRevoked = "apikey.revoked"
 )

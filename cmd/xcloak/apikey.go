@@ -21,7 +21,7 @@ A running server sees a new or revoked key within a second.
 
 Commands:
   add      make a key for an application and print it, once
-  list     list the keys: name, created, revoked, last used
+  list     list the keys: name, application, created, revoked, last used
   revoke   revoke the key in force of an application
 
 Run "xcloak apikey <command> --help" for the flags of a command.
@@ -50,24 +50,41 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 }
 
 func apikeyAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return apikeyCommand(ctx, "apikey add", "--name NAME [flags]",
-		"Makes a key for the application NAME (1 to 64 characters of A-Z, a-z,\n"+
-			"0-9, '.', '_' and '-') and prints it. Only its SHA-256 is kept: it is\n"+
-			"never shown again. A name is the application's identity in events, on\n"+
-			"the dashboard and in the namespace of its accounts; once its key is\n"+
-			"revoked, a new key may take the name and the application's history.\n"+
-			"Recorded as a security event (api_key_created) by \"cli\", with the\n"+
-			"name and the key's id, never the key.\n",
-		true, args, getenv, stdout, stderr, func(b *backend, name string) error {
-			key, _, err := b.svc.AddAPIKey(ctx, name, "cli")
-			if errors.Is(err, auth.ErrAPIKeyExists) {
-				return fmt.Errorf("a key named %s is in force already; revoke it first", name)
+	var app *string
+	flags := func(fs *flag.FlagSet) {
+		app = fs.String("app", "", "the `application` the key speaks for, which an earlier key (in force or revoked) was made for; default NAME")
+	}
+	return apikeyCommand(ctx, "apikey add", "--name NAME [--app APP] [flags]",
+		"Makes a key named NAME (1 to 64 characters of A-Z, a-z, 0-9, '.', '_'\n"+
+			"and '-') and prints it. Only its SHA-256 is kept: it is never shown\n"+
+			"again. The key speaks for the application NAME, or, with --app, for\n"+
+			"the application APP of an earlier key: the application is the\n"+
+			"identity in events, on the dashboard and in the namespace of its\n"+
+			"accounts, whose limits, lockouts and known devices are the same\n"+
+			"whichever of its keys asks. To replace a key without a pause, add\n"+
+			"one under a new name with --app, deploy it, then revoke the old one.\n"+
+			"Once a key is revoked, a new key may also take its name. Recorded as\n"+
+			"a security event (api_key_created) by \"cli\", with the application,\n"+
+			"the name and the key's id, never the key.\n",
+		true, flags, args, getenv, stdout, stderr, func(b *backend, name string) error {
+			appName := *app
+			if appName == "" {
+				appName = name
 			}
-			if err != nil {
+			if err := auth.CheckAPIKeyName(appName); err != nil {
+				return fmt.Errorf("--app %q: an application's name is 1 to %d characters of A-Z, a-z, 0-9, '.', '_' and '-'", appName, auth.MaxAPIKeyName)
+			}
+			key, _, err := b.svc.AddAPIKeyFor(ctx, name, appName, "cli")
+			switch {
+			case errors.Is(err, auth.ErrAPIKeyExists):
+				return fmt.Errorf("a key named %s is in force already; revoke it first, or give the new one another name with --app %s", name, appName)
+			case errors.Is(err, auth.ErrNoApp):
+				return fmt.Errorf("--app %s: no key has been made for that application (apikey list shows them)", appName)
+			case err != nil:
 				return err
 			}
 			fmt.Fprintln(stdout, key)
-			fmt.Fprintf(stdout, "This key for %s will not be shown again: store it now.\n", name)
+			fmt.Fprintf(stdout, "This key for %s will not be shown again: store it now.\n", appName)
 			return nil
 		})
 }
@@ -77,7 +94,7 @@ func apikeyRevoke(ctx context.Context, args []string, getenv func(string) string
 		"Revokes the key in force of the application NAME. Every replica refuses\n"+
 			"it within a second. It stays listed, as revoked. Recorded as a security\n"+
 			"event (api_key_revoked) by \"cli\".\n",
-		true, args, getenv, stdout, stderr, func(b *backend, name string) error {
+		true, nil, args, getenv, stdout, stderr, func(b *backend, name string) error {
 			err := b.svc.RevokeAPIKey(ctx, name, "cli")
 			if errors.Is(err, auth.ErrNoAPIKey) {
 				return fmt.Errorf("no key named %s is in force", name)
@@ -92,18 +109,19 @@ func apikeyRevoke(ctx context.Context, args []string, getenv func(string) string
 
 func apikeyList(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return apikeyCommand(ctx, "apikey list", "[flags]",
-		"Lists every key, revoked ones included, oldest first: its name, when it\n"+
-			"was made and revoked, and when it was last used (noted at most once a\n"+
-			"minute). Never the key, which is not kept, nor its hash.\n",
-		false, args, getenv, stdout, stderr, func(b *backend, _ string) error {
+		"Lists every key, revoked ones included, oldest first: its name, the\n"+
+			"application it speaks for, when it was made and revoked, and when it\n"+
+			"was last used (noted at most once a minute). Never the key, which is\n"+
+			"not kept, nor its hash.\n",
+		false, nil, args, getenv, stdout, stderr, func(b *backend, _ string) error {
 			keys, err := b.svc.ListAPIKeys(ctx)
 			if err != nil {
 				return err
 			}
 			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tCREATED\tREVOKED\tLAST USED")
+			fmt.Fprintln(w, "NAME\tAPP\tCREATED\tREVOKED\tLAST USED")
 			for _, k := range keys {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", k.Name, when(k.CreatedAt), when(k.RevokedAt), when(k.LastUsedAt))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", k.Name, k.App, when(k.CreatedAt), when(k.RevokedAt), when(k.LastUsedAt))
 			}
 			return w.Flush()
 		})
@@ -118,15 +136,18 @@ func when(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// apikeyCommand runs an apikey command: it reads the settings and, when
-// needsName, a valid --name, opens the service, calls act, and closes the
-// service.
-func apikeyCommand(ctx context.Context, name, args0, doc string, needsName bool, args []string, getenv func(string) string,
-	stdout, stderr io.Writer, act func(b *backend, name string) error) error {
+// apikeyCommand runs an apikey command: it reads the settings, the flags
+// that flags (if not nil) adds and, when needsName, a valid --name, opens
+// the service, calls act, and closes the service.
+func apikeyCommand(ctx context.Context, name, args0, doc string, needsName bool, flags func(*flag.FlagSet), args []string,
+	getenv func(string) string, stdout, stderr io.Writer, act func(b *backend, name string) error) error {
 	fs := cli.NewFlagSet("xcloak", name, args0, doc)
 	var keyName *string
 	if needsName {
-		keyName = fs.String("name", "", "`name` of the application (required)")
+		keyName = fs.String("name", "", "`name` of the key (required)")
+	}
+	if flags != nil {
+		flags(fs)
 	}
 	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
 	if errors.Is(err, flag.ErrHelp) {

@@ -10,8 +10,8 @@ import (
 
 // TestAPIKey: add prints a key once, which a server accepts; list shows
 // names and times but never a key; revoke ends it on the running server;
-// a revoked key's name can be given to a new key; unknown names and bad
-// names are errors.
+// a revoked key's name can be given to a new key, and another name to a
+// key of the same application; unknown names and bad names are errors.
 func TestAPIKey(t *testing.T) {
 	t.Parallel()
 	vars := storeSettings(t)
@@ -100,5 +100,20 @@ func TestAPIKey(t *testing.T) {
 	if len(rows) != 3 || !strings.HasPrefix(rows[0], "NAME") || len(stamp.FindAllString(rows[1], -1)) < 2 ||
 		len(stamp.FindAllString(rows[2], -1)) != 1 {
 		t.Errorf("list after a new key for shop:\n%s\nwant a header, the revoked key and the new one", stdout)
+	}
+
+	// A key that replaces another without a pause: a name of its own, the
+	// application of the one it replaces.
+	if stdout, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "shop-2", "--app", "shop"); err != nil ||
+		!strings.Contains(stdout, "This key for shop will not be shown again") {
+		t.Fatalf("add --name shop-2 --app shop: %v %q %q", err, stdout, stderr)
+	}
+	stdout, _, _ = xcloak(t, vars, "", "apikey", "list")
+	if !regexp.MustCompile(`(?m)^shop-2 +shop +\d{4}-`).MatchString(stdout) {
+		t.Errorf("list:\n%s\nwant shop-2 listed as a key of shop", stdout)
+	}
+	if _, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "blog", "--app", "no-such-app"); err == nil ||
+		!strings.Contains(stderr, "no key has been made for that application") {
+		t.Errorf("add --app of an application without keys: err %v, stderr %q", err, stderr)
 	}
 }
