@@ -65,19 +65,31 @@ func (s *Server) requireAdmin(h adminHandler) http.Handler {
 // page, or another host's of the same site, other than by a link.
 var errCrossSiteFetch = errors.New("web: administrators' route fetched from another site")
 
-// ownFetch reports whether r is XCloak's own page's request, a link
-// followed, or one from no browser, by the fetch metadata browsers send
-// (resource isolation). The session cookie is SameSite=Lax, so a
+// ownFetch reports whether r is XCloak's own page's request, one from no
+// browser, or a link to a page followed, by the fetch metadata browsers
+// send (resource isolation). The session cookie is SameSite=Lax, so a
 // protected application's page on a sibling host would otherwise have an
 // administrator's browser fetch /admin/events.csv as an image (an export
 // of 100,000 events, recorded as theirs) or hold the live dashboard's
-// streams. Forms are guarded apart (http.CrossOriginProtection).
+// streams. A link from elsewhere may open a page (a user's, the event
+// search), but not the export, the stream or the API, which no page of
+// another site links to: another site's script could otherwise send the
+// browser there, as a navigation, and run them in the administrator's
+// name. Forms are guarded apart (http.CrossOriginProtection).
 func ownFetch(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
 		return true
 	}
-	return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
+	return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document" &&
+		linkable(r)
+}
+
+// linkable reports whether r asks for an administrators' page, which a
+// link from another site may open, rather than a download, a stream or
+// the API.
+func linkable(r *http.Request) bool {
+	return !isAPI(r) && r.URL.Path != "/admin/events.csv" && r.URL.Path != "/admin/stream"
 }
 
 // eventsPerPage is the length of a page of security events.

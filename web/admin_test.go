@@ -199,6 +199,19 @@ func TestAdminRoutesRefuseOtherSites(t *testing.T) {
 			}
 		}
 	}
+	// Another site's script sends the browser to the export, the stream
+	// or the API as a navigation (location.href, window.open): no link
+	// leads there from elsewhere, and none is followed.
+	for _, path := range []string{"/admin/events.csv", "/admin/stream", "/api/v1/admin/stats?period=5m"} {
+		for _, meta := range [][]string{
+			{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"},
+			{"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1"},
+		} {
+			if resp, body := fetch(path, meta...); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "XCloak itself") && !strings.Contains(body, `"cross_site"`) {
+				t.Errorf("%s fetched with %v: %d, want 403", path, meta, resp.StatusCode)
+			}
+		}
+	}
 	env.Flush(t)
 	var exports int
 	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM security_events WHERE kind = $1`, auth.EventEventsExported).Scan(&exports); err != nil {
@@ -210,11 +223,17 @@ func TestAdminRoutesRefuseOtherSites(t *testing.T) {
 	for _, meta := range [][]string{
 		nil,
 		{"Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty"},
-		{"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"},
+		{"Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"},
 		{"Sec-Fetch-Site", "none", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"},
 	} {
 		if resp, _ := fetch("/admin/events.csv", meta...); resp.StatusCode != http.StatusOK {
 			t.Errorf("the export with %v: %d, want 200", meta, resp.StatusCode)
+		}
+	}
+	// A link from another site opens a page.
+	for _, path := range []string{"/admin", "/admin/events", "/admin/users"} {
+		if resp, _ := fetch(path, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s opened by a link from another site: %d, want 200", path, resp.StatusCode)
 		}
 	}
 }
