@@ -194,15 +194,17 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	if err != nil {
 		return LoginResult{}, err
 	}
+	// Counted under its address, sealed in the token, before the account
+	// is looked up: anyone gets a held token, and may send it again and
+	// again, so past the limits it costs no query.
+	if err := s.admitCode(ctx, req.Client, User{Email: h.email}, true, bothCounts); err != nil {
+		return LoginResult{}, err
+	}
 	user, err := s.UserByEmail(ctx, h.email)
 	switch {
 	case errors.Is(err, ErrNoUser):
-		// Counted under its address as an account's codes are.
 		user = User{Email: h.email}
 	case err != nil:
-		return LoginResult{}, err
-	}
-	if err := s.admitCode(ctx, req.Client, user, true); err != nil {
 		return LoginResult{}, err
 	}
 	usable := h.usable && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&

@@ -123,11 +123,14 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 		return LoginResult{}, ErrInvalidToken
 	}
 	source := req.Client.Source()
+	if err := s.admitCode(ctx, req.Client, User{}, false, networkCount); err != nil {
+		return LoginResult{}, err
+	}
 	_, user, err := s.liveSecondStep(ctx, req.Token, req.Binding)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, false); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, false, accountCount); err != nil {
 		return LoginResult{}, err
 	}
 	kind, err := s.checkCode(ctx, fs, user, false, true, code, source)
@@ -163,13 +166,27 @@ func (s *Service) liveSecondStep(ctx context.Context, token, binding string) (MF
 	return ch, user, nil
 }
 
+// codeCounts are the counts admitCode takes.
+type codeCounts int
+
+const (
+	// networkCount is RuleMFANetwork's, the client network's rate: taken
+	// before the step is looked up, so that tokens made up or replayed
+	// cost no query past it.
+	networkCount codeCounts = 1 << iota
+	// accountCount is RuleMFAAccount's, towards the lock of the account,
+	// once it is known.
+	accountCount
+	bothCounts = networkCount | accountCount
+)
+
 // admitCode counts a code about to be checked by the client network's
 // rate, then towards the lock of the account (for a held token's code,
-// of heldAccount's of its address), and refuses it if the rate is spent
-// or the account was locked already. The count comes first, so that
-// concurrent codes are checked at most the limit's number of times per
-// window and the threshold's per lock.
-func (s *Service) admitCode(ctx context.Context, c Client, user User, held bool) error {
+// of heldAccount's of its address), as far as counts asks, and refuses it
+// if the rate is spent or the account was locked already. The count comes
+// first, so that concurrent codes are checked at most the limit's number
+// of times per window and the threshold's per lock.
+func (s *Service) admitCode(ctx context.Context, c Client, user User, held bool, counts codeCounts) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	account := user.Email
@@ -180,6 +197,9 @@ func (s *Service) admitCode(ctx context.Context, c Client, user User, held bool)
 	for _, r := range s.rules(FlowSecondStep, Subject{Client: c, Account: account}) {
 		if !r.Lockable {
 			// RuleMFANetwork: admitted and counted in one step.
+			if counts&networkCount == 0 {
+				continue
+			}
 			d, err := s.decide(ctx, r)
 			if err != nil {
 				return unavailable("counting second-step attempt", err)
@@ -188,6 +208,9 @@ func (s *Service) admitCode(ctx context.Context, c Client, user User, held bool)
 				s.record(codeEvent(EventMFARejected, user, source, held, map[string]string{}, r.Name))
 				return &LimitedError{RetryAfter: d.RetryAfter}
 			}
+			continue
+		}
+		if counts&accountCount == 0 {
 			continue
 		}
 		f, err := s.limits.Fail(ctx, r.Name, r.ID, "")

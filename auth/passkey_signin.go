@@ -93,11 +93,14 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 	if !wellFormedToken(req.Token) || !wellFormedToken(req.Binding) {
 		return LoginResult{}, ErrInvalidToken
 	}
+	if err := s.admitCode(ctx, req.Client, User{}, false, networkCount); err != nil {
+		return LoginResult{}, err
+	}
 	ch, user, err := s.liveSecondStep(ctx, req.Token, req.Binding)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, false); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, false, accountCount); err != nil {
 		return LoginResult{}, err
 	}
 	source := req.Client.Source()
@@ -212,7 +215,7 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	if err != nil {
 		return LoginResult{}, "", OutcomeUnavailable, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, false); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, false, bothCounts); err != nil {
 		return LoginResult{}, user.Email, OutcomeRejected, err
 	}
 	keys, err := ps.Passkeys(ctx, user.ID)
