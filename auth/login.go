@@ -533,6 +533,23 @@ func (s *Service) rules(flow Flow, sub Subject) []ratelimit.Rule {
 	return s.book.rulesFor(flow, sub)
 }
 
+// admitClient decides the rules of flow that count the client c alone
+// (its address and network), and refuses it, recording a rejection of
+// kind, if they are spent: what a request does before anything else when
+// it names no account yet, or none at all (a link's token, a malformed
+// sign-in).
+func (s *Service) admitClient(ctx context.Context, flow Flow, c Client, kind string) error {
+	d, err := s.decide(ctx, s.rules(flow, Subject{Client: c})...)
+	if err != nil {
+		return unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: kind, Source: c.Source(), Rule: rejectingRule(d)})
+		return &LimitedError{RetryAfter: d.RetryAfter}
+	}
+	return nil
+}
+
 // decide checks a request's rules, timing the decision for the metrics:
 // one that Redis or the failure policy made. A rejection the memory of
 // rejections answered took no round trip, and timed it would bury the

@@ -21,13 +21,8 @@ func (s *Service) MalformedLogin(ctx context.Context, c Client) error {
 // only the sign-in rules keyed by the client's network apply.
 func (s *Service) malformedLogin(ctx context.Context, c Client) error {
 	source := c.Source()
-	d, err := s.decide(ctx, s.rules(FlowSignIn, Subject{Client: c})...)
-	if err != nil {
-		return unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Source: source, Rule: rejectingRule(d)})
-		return &LimitedError{RetryAfter: d.RetryAfter}
+	if err := s.admitClient(ctx, FlowSignIn, c, EventLoginRejected); err != nil {
+		return err
 	}
 	s.record(Event{Kind: EventLoginInvalid, Source: source})
 	return ErrInvalidRequest

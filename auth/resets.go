@@ -301,15 +301,10 @@ func (s *Service) resetURL(ctx context.Context, user User, at time.Time) (string
 // counts by the confirmation's rules like pressing its button
 // (*LimitedError past them).
 func (s *Service) CheckResetToken(ctx context.Context, token string, c Client) error {
-	d, err := s.decide(ctx, s.rules(FlowResetConfirm, Subject{Client: c})...)
-	if err != nil {
-		return unavailable("checking limits", err)
+	if err := s.admitClient(ctx, FlowResetConfirm, c, EventResetRejected); err != nil {
+		return err
 	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventResetRejected, Source: c.Source(), Rule: rejectingRule(d)})
-		return &LimitedError{RetryAfter: d.RetryAfter}
-	}
-	_, _, err = s.resetTokenUser(ctx, token)
+	_, _, err := s.resetTokenUser(ctx, token)
 	return err
 }
 
@@ -335,13 +330,8 @@ func (s *Service) resetTokenUser(ctx context.Context, token string) (userID int6
 // ErrBreachedPassword, ErrUnavailable, ErrHasherBusy.
 func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Client) error {
 	source := c.Source()
-	d, err := s.decide(ctx, s.rules(FlowResetConfirm, Subject{Client: c})...)
-	if err != nil {
-		return unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventResetRejected, Source: source, Rule: rejectingRule(d)})
-		return &LimitedError{RetryAfter: d.RetryAfter}
+	if err := s.admitClient(ctx, FlowResetConfirm, c, EventResetRejected); err != nil {
+		return err
 	}
 	if !wellFormedToken(token) {
 		return ErrInvalidToken

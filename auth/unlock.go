@@ -72,13 +72,8 @@ func (s *Service) unlockLink(ctx context.Context, user User, at time.Time) (Mess
 // query, so it counts by the confirmation's rules like pressing its
 // button (*LimitedError past them).
 func (s *Service) CheckUnlockToken(ctx context.Context, token string, c Client) error {
-	d, err := s.decide(ctx, s.rules(FlowUnlockConfirm, Subject{Client: c})...)
-	if err != nil {
-		return unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventUnlockRejected, Source: c.Source(), Rule: rejectingRule(d)})
-		return &LimitedError{RetryAfter: d.RetryAfter}
+	if err := s.admitClient(ctx, FlowUnlockConfirm, c, EventUnlockRejected); err != nil {
+		return err
 	}
 	if !wellFormedToken(token) {
 		return ErrInvalidToken
@@ -99,13 +94,8 @@ func (s *Service) CheckUnlockToken(ctx context.Context, token string, c Client) 
 // as it is. Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
 func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (DeviceCookie, error) {
 	source := c.Source()
-	d, err := s.decide(ctx, s.rules(FlowUnlockConfirm, Subject{Client: c})...)
-	if err != nil {
-		return DeviceCookie{}, unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventUnlockRejected, Source: source, Rule: rejectingRule(d)})
-		return DeviceCookie{}, &LimitedError{RetryAfter: d.RetryAfter}
+	if err := s.admitClient(ctx, FlowUnlockConfirm, c, EventUnlockRejected); err != nil {
+		return DeviceCookie{}, err
 	}
 	if !wellFormedToken(token) {
 		return DeviceCookie{}, ErrInvalidToken

@@ -250,13 +250,8 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 // confirmations (verify_confirm_ip) like pressing its button.
 // Errors: *LimitedError, ErrInvalidToken, ErrUnavailable.
 func (s *Service) CheckSignInToken(ctx context.Context, token string, c Client) (email string, err error) {
-	d, err := s.decide(ctx, s.rules(FlowVerifyConfirm, Subject{Client: c})...)
-	if err != nil {
-		return "", unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventVerificationRejected, Source: c.Source(), Rule: rejectingRule(d)})
-		return "", &LimitedError{RetryAfter: d.RetryAfter}
+	if err := s.admitClient(ctx, FlowVerifyConfirm, c, EventVerificationRejected); err != nil {
+		return "", err
 	}
 	if !wellFormedToken(token) {
 		return "", ErrInvalidToken
@@ -282,13 +277,8 @@ func (s *Service) CheckSignInToken(ctx context.Context, token string, c Client) 
 // Errors: *LimitedError, ErrInvalidToken, ErrMFARequired, ErrUnavailable.
 func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, oldSession string) (LoginResult, error) {
 	source := c.Source()
-	d, err := s.decide(ctx, s.rules(FlowVerifyConfirm, Subject{Client: c})...)
-	if err != nil {
-		return LoginResult{}, unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventVerificationRejected, Source: source, Rule: rejectingRule(d)})
-		return LoginResult{}, &LimitedError{RetryAfter: d.RetryAfter}
+	if err := s.admitClient(ctx, FlowVerifyConfirm, c, EventVerificationRejected); err != nil {
+		return LoginResult{}, err
 	}
 	if !wellFormedToken(token) {
 		return LoginResult{}, ErrInvalidToken
