@@ -60,3 +60,25 @@ func TestSecondStepLimitsBeforeLookup(t *testing.T) {
 		})
 	}
 }
+
+// TestPasskeyStepOptionsLimitedBeforeLookup: the options of a second
+// step's passkey are counted by passkey_options_ip, as a passwordless
+// sign-in's are, before the step is looked up: made-up tokens past it
+// cost no query.
+func TestPasskeyStepOptionsLimitedBeforeLookup(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits[auth.RulePasskeyOptionsIP] = ratelimit.Limit{Count: 3, Window: time.Minute}
+	})
+	const token = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	c := client("192.0.2.8")
+	for i := range 3 {
+		if _, err := f.svc.BeginSecondStepPasskey(t.Context(), token, token, c); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Fatalf("made-up token %d: %v, want ErrInvalidToken", i, err)
+		}
+	}
+	f.db.Close()
+	var lim *auth.LimitedError
+	if _, err := f.svc.BeginSecondStepPasskey(t.Context(), token, token, c); !errors.As(err, &lim) {
+		t.Errorf("the fourth from one network, Postgres gone: %v, want a LimitedError before any query", err)
+	}
+}

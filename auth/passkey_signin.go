@@ -36,11 +36,16 @@ import (
 
 // BeginSecondStepPasskey begins a passkey assertion for the live second
 // step token of the browser binding (the second step's cookie), allowing
-// the account's passkeys. Errors: ErrInvalidToken, ErrNoFactor (the
-// account has no passkey), ErrUnavailable.
-func (s *Service) BeginSecondStepPasskey(ctx context.Context, token, binding string) (PasskeyCeremony, error) {
+// the account's passkeys, from client c: counted first, as a passwordless
+// sign-in begun is (RulePasskeyOptionsIP), before the token is looked up.
+// Errors: *LimitedError, ErrInvalidToken, ErrNoFactor (the account has no
+// passkey), ErrUnavailable.
+func (s *Service) BeginSecondStepPasskey(ctx context.Context, token, binding string, c Client) (PasskeyCeremony, error) {
 	ps, err := s.passkeyStore()
 	if err != nil {
+		return PasskeyCeremony{}, err
+	}
+	if err := s.admitClient(ctx, FlowPasskeyBegin, c, EventMFARejected); err != nil {
 		return PasskeyCeremony{}, err
 	}
 	if !wellFormedToken(token) || !wellFormedToken(binding) {

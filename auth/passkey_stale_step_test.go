@@ -60,14 +60,14 @@ func TestStaleStepAfterNewPassword(t *testing.T) {
 			}
 			stale := res.MFA
 			// Its ceremony begun while the step was live.
-			c, err := f.svc.BeginSecondStepPasskey(ctx, stale.Token, stale.Binding)
+			c, err := f.svc.BeginSecondStepPasskey(ctx, stale.Token, stale.Binding, client("192.0.2.90"))
 			if err != nil {
 				t.Fatalf("BeginSecondStepPasskey while live: %v", err)
 			}
 
 			tc.change(t, f, email, k)
 
-			if _, err := f.svc.BeginSecondStepPasskey(ctx, stale.Token, stale.Binding); !errors.Is(err, auth.ErrInvalidToken) {
+			if _, err := f.svc.BeginSecondStepPasskey(ctx, stale.Token, stale.Binding, client("192.0.2.90")); !errors.Is(err, auth.ErrInvalidToken) {
 				t.Errorf("the stale step's passkey options: %v, want ErrInvalidToken", err)
 			}
 			answer := auth.PasskeyStepRequest{Token: stale.Token, Binding: stale.Binding, Ceremony: c.Binding,

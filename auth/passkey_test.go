@@ -131,10 +131,10 @@ func TestPasskeySecondStepBinding(t *testing.T) {
 	if !errors.Is(err, auth.ErrMFARequired) {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.BeginSecondStepPasskey(ctx, res.MFA.Token, other.MFA.Binding); !errors.Is(err, auth.ErrInvalidToken) {
+	if _, err := f.svc.BeginSecondStepPasskey(ctx, res.MFA.Token, other.MFA.Binding, client("192.0.2.10")); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("options for a token under another browser's binding: %v, want ErrInvalidToken", err)
 	}
-	c, err := f.svc.BeginSecondStepPasskey(ctx, res.MFA.Token, res.MFA.Binding)
+	c, err := f.svc.BeginSecondStepPasskey(ctx, res.MFA.Token, res.MFA.Binding, client("192.0.2.10"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestPasskeyRefusedAlike(t *testing.T) {
 // with k, its counter at count.
 func (f *fixture) secondStepAnswer(t *testing.T, step auth.MFAStep, k *authtest.SoftKey, count int) auth.PasskeyStepRequest {
 	t.Helper()
-	c, err := f.svc.BeginSecondStepPasskey(t.Context(), step.Token, step.Binding)
+	c, err := f.svc.BeginSecondStepPasskey(t.Context(), step.Token, step.Binding, client("192.0.2.10"))
 	if err != nil {
 		t.Fatalf("BeginSecondStepPasskey: %v", err)
 	}

@@ -114,7 +114,7 @@ func (s *Server) handleMFAPasskeyOptions() http.Handler {
 			s.failJSON(w, r, err)
 			return
 		}
-		c, err := s.auth.BeginSecondStepPasskey(r.Context(), in.MFAToken, s.readCookie(r, mfaCookie))
+		c, err := s.auth.BeginSecondStepPasskey(r.Context(), in.MFAToken, s.readCookie(r, mfaCookie), s.client(r))
 		s.startCeremony(w, r, c, err)
 	})
 }
