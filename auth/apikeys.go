@@ -69,6 +69,9 @@ var (
 	// ErrNoApp: no key, in force or revoked, speaks for that
 	// application.
 	ErrNoApp = errors.New("auth: no API key has been made for that application")
+	// ErrAppInUse: a key of another name in force speaks for the
+	// application a new key would take as its own by its name.
+	ErrAppInUse = errors.New("auth: a key of another name in force speaks for that application")
 	// ErrInvalidAPIKeyName: a name that is not 1 to 64 characters of
 	// [A-Za-z0-9._-].
 	ErrInvalidAPIKeyName = errors.New("auth: an API key name is 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'")
@@ -110,9 +113,11 @@ func (k APIKey) Revoked() bool { return !k.RevokedAt.IsZero() }
 // accounts. Package postgres implements it.
 type AppStore interface {
 	// AddAPIKey stores a key in force, by the SHA-256 of the key, named
-	// name, for the application app ("": name); ErrAPIKeyExists if a key
-	// in force has that name, ErrNoApp if app is another name that no
-	// key, in force or revoked, has as its application.
+	// name, for the application app; ErrAPIKeyExists if a key in force
+	// has that name. app "" is the application of that name, refused
+	// (ErrAppInUse) while a key of another name in force speaks for it;
+	// another app must be one a key, in force or revoked, was made for
+	// (ErrNoApp), and app == name joins its keys in force.
 	AddAPIKey(ctx context.Context, name, app string, hash []byte, at time.Time) (APIKey, error)
 	// APIKeys lists every key, revoked ones included, oldest first.
 	APIKeys(ctx context.Context) ([]APIKey, error)
@@ -156,11 +161,14 @@ func CheckAPIKeyName(name string) error {
 
 // AddAPIKey makes a new key named name, for the application of that name,
 // and returns it: the only time it is seen, since only its hash is kept.
-// It is recorded as an EventAPIKeyCreated by by ("cli", "admin:<email>");
-// a refused one records nothing. Errors: ErrInvalidAPIKeyName,
-// ErrAPIKeyExists, ErrUnavailable.
+// A name whose keys were all revoked takes the application's history; one
+// that a key of another name in force speaks for (after a rotation, shop
+// while shop-2 replaces it) is refused, ErrAppInUse, rather than joined
+// unasked: AddAPIKeyFor joins it. It is recorded as an EventAPIKeyCreated
+// by by ("cli", "admin:<email>"); a refused one records nothing. Errors:
+// ErrInvalidAPIKeyName, ErrAPIKeyExists, ErrAppInUse, ErrUnavailable.
 func (s *Service) AddAPIKey(ctx context.Context, name, by string) (key string, info APIKey, err error) {
-	return s.AddAPIKeyFor(ctx, name, name, by)
+	return s.addAPIKey(ctx, name, "", by)
 }
 
 // AddAPIKeyFor makes a new key named name for the application app, which
@@ -170,10 +178,15 @@ func (s *Service) AddAPIKey(ctx context.Context, name, by string) (key string, i
 // accounts keeping their limits, lockouts and known devices throughout.
 // Errors: those of AddAPIKey, and ErrNoApp.
 func (s *Service) AddAPIKeyFor(ctx context.Context, name, app, by string) (key string, info APIKey, err error) {
-	if err := CheckAPIKeyName(name); err != nil {
+	if err := CheckAPIKeyName(app); err != nil {
 		return "", APIKey{}, err
 	}
-	if err := CheckAPIKeyName(app); err != nil {
+	return s.addAPIKey(ctx, name, app, by)
+}
+
+// addAPIKey is AddAPIKey for app "", AddAPIKeyFor for another.
+func (s *Service) addAPIKey(ctx context.Context, name, app, by string) (key string, info APIKey, err error) {
+	if err := CheckAPIKeyName(name); err != nil {
 		return "", APIKey{}, err
 	}
 	if s.apps == nil {
@@ -182,11 +195,8 @@ func (s *Service) AddAPIKeyFor(ctx context.Context, name, app, by string) (key s
 	var b [apiKeyRandomBytes]byte
 	rand.Read(b[:])
 	key = APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	if app == name {
-		app = ""
-	}
 	info, err = s.apps.AddAPIKey(ctx, name, app, apiKeyHash(key), s.now())
-	if errors.Is(err, ErrAPIKeyExists) || errors.Is(err, ErrNoApp) {
+	if errors.Is(err, ErrAPIKeyExists) || errors.Is(err, ErrNoApp) || errors.Is(err, ErrAppInUse) {
 		return "", APIKey{}, err
 	}
 	if err != nil {

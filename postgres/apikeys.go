@@ -12,22 +12,36 @@ import (
 )
 
 // AddAPIKey implements auth.AppStore. A key for another key's
-// application is stored only while one, in force or revoked, has it.
+// application is stored only while one, in force or revoked, has it; a
+// key for its own name's, asked for as "", only while no key of another
+// name in force speaks for it. (A key in force of its own name is left to
+// the unique index, which says ErrAPIKeyExists.)
 func (s *Store) AddAPIKey(ctx context.Context, name, app string, hash []byte, at time.Time) (auth.APIKey, error) {
 	k := auth.APIKey{Name: name, App: name, CreatedAt: at}
-	var appArg *string
-	if app != "" && app != name {
-		k.App, appArg = app, &app
+	var err error
+	switch app {
+	case "":
+		err = s.pool.QueryRow(ctx, `INSERT INTO api_keys (name, hash, created_at)
+			SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM api_keys WHERE app = $1 AND name <> $1 AND revoked_at IS NULL)
+			RETURNING id`, name, hash, at).Scan(&k.ID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.APIKey{}, auth.ErrAppInUse
+		}
+	case name:
+		err = s.pool.QueryRow(ctx, `INSERT INTO api_keys (name, hash, created_at) VALUES ($1, $2, $3) RETURNING id`,
+			name, hash, at).Scan(&k.ID)
+	default:
+		k.App = app
+		err = s.pool.QueryRow(ctx, `INSERT INTO api_keys (name, app, hash, created_at)
+			SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM api_keys WHERE `+appOf+` = $2)
+			RETURNING id`, name, app, hash, at).Scan(&k.ID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.APIKey{}, auth.ErrNoApp
+		}
 	}
-	err := s.pool.QueryRow(ctx, `INSERT INTO api_keys (name, app, hash, created_at)
-		SELECT $1, $2, $3, $4 WHERE $2::text IS NULL OR EXISTS (SELECT 1 FROM api_keys WHERE `+appOf+` = $2)
-		RETURNING id`, name, appArg, hash, at).Scan(&k.ID)
 	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "api_keys_live_name_idx":
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "api_keys_live_name_idx" {
 		return auth.APIKey{}, auth.ErrAPIKeyExists
-	case errors.Is(err, pgx.ErrNoRows):
-		return auth.APIKey{}, auth.ErrNoApp
 	}
 	return k, err
 }

@@ -100,6 +100,15 @@ func TestAPIKeyForAnApplication(t *testing.T) {
 	if err != nil || len(all) != 2 || all[0].App != "shop" || all[1].App != "shop" {
 		t.Fatalf("listed %+v %v; want both of shop", all, err)
 	}
+	// shop's name is free, but shop-2 speaks for its application: a key
+	// of that name for an application of its own is refused, one that
+	// says it joins it is not.
+	if _, err := s.AddAPIKey(ctx, "shop", "", hashOf("k4"), at); !errors.Is(err, auth.ErrAppInUse) {
+		t.Fatalf("a key named shop while shop-2 speaks for shop: %v, want ErrAppInUse", err)
+	}
+	if k, err := s.AddAPIKey(ctx, "shop", "shop", hashOf("k4"), at); err != nil || k.App != "shop" {
+		t.Fatalf("a key named shop, joining shop: %+v %v", k, err)
+	}
 	if k, err := s.RevokeAPIKey(ctx, "shop-2", at); err != nil || k.App != "shop" {
 		t.Fatalf("revoked %+v %v; want shop-2, of shop", k, err)
 	}

@@ -22,7 +22,7 @@ A running server sees a new or revoked key within a second.
 Commands:
   add      make a key for an application and print it, once
   list     list the keys: name, application, created, revoked, last used
-  revoke   revoke the key in force of an application
+  revoke   revoke the key in force of a name
 
 Run "xcloak apikey <command> --help" for the flags of a command.
 `
@@ -63,21 +63,30 @@ func apikeyAdd(ctx context.Context, args []string, getenv func(string) string, s
 			"accounts, whose limits, lockouts and known devices are the same\n"+
 			"whichever of its keys asks. To replace a key without a pause, add\n"+
 			"one under a new name with --app, deploy it, then revoke the old one.\n"+
-			"Once a key is revoked, a new key may also take its name. Recorded as\n"+
-			"a security event (api_key_created) by \"cli\", with the application,\n"+
-			"the name and the key's id, never the key.\n",
+			"A name whose keys are all revoked may be given to a new key, which\n"+
+			"takes the application's history; one that a key of another name in\n"+
+			"force speaks for (shop, once shop-2 replaced it) is refused without\n"+
+			"--app. Recorded as a security event (api_key_created) by \"cli\",\n"+
+			"with the application, the name and the key's id, never the key.\n",
 		true, flags, args, getenv, stdout, stderr, func(b *backend, name string) error {
 			appName := *app
+			var key string
+			var err error
 			if appName == "" {
 				appName = name
+				key, _, err = b.svc.AddAPIKey(ctx, name, "cli")
+			} else {
+				if err := auth.CheckAPIKeyName(appName); err != nil {
+					return fmt.Errorf("--app %q: an application's name is 1 to %d characters of A-Z, a-z, 0-9, '.', '_' and '-'", appName, auth.MaxAPIKeyName)
+				}
+				key, _, err = b.svc.AddAPIKeyFor(ctx, name, appName, "cli")
 			}
-			if err := auth.CheckAPIKeyName(appName); err != nil {
-				return fmt.Errorf("--app %q: an application's name is 1 to %d characters of A-Z, a-z, 0-9, '.', '_' and '-'", appName, auth.MaxAPIKeyName)
-			}
-			key, _, err := b.svc.AddAPIKeyFor(ctx, name, appName, "cli")
 			switch {
 			case errors.Is(err, auth.ErrAPIKeyExists):
 				return fmt.Errorf("a key named %s is in force already; revoke it first, or give the new one another name with --app %s", name, appName)
+			case errors.Is(err, auth.ErrAppInUse):
+				return fmt.Errorf("a key of another name in force speaks for the application %s (apikey list shows it); "+
+					"to add one more key for it, give --app %s", name, name)
 			case errors.Is(err, auth.ErrNoApp):
 				return fmt.Errorf("--app %s: no key has been made for that application (apikey list shows them)", appName)
 			case err != nil:
@@ -91,9 +100,10 @@ func apikeyAdd(ctx context.Context, args []string, getenv func(string) string, s
 
 func apikeyRevoke(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return apikeyCommand(ctx, "apikey revoke", "--name NAME [flags]",
-		"Revokes the key in force of the application NAME. Every replica refuses\n"+
-			"it within a second. It stays listed, as revoked. Recorded as a security\n"+
-			"event (api_key_revoked) by \"cli\".\n",
+		"Revokes the key in force named NAME; the application's other keys, if\n"+
+			"any, go on. Every replica refuses it within a second. It stays\n"+
+			"listed, as revoked. Recorded as a security event (api_key_revoked) by\n"+
+			"\"cli\".\n",
 		true, nil, args, getenv, stdout, stderr, func(b *backend, name string) error {
 			err := b.svc.RevokeAPIKey(ctx, name, "cli")
 			if errors.Is(err, auth.ErrNoAPIKey) {

@@ -116,4 +116,15 @@ func TestAPIKey(t *testing.T) {
 		!strings.Contains(stderr, "no key has been made for that application") {
 		t.Errorf("add --app of an application without keys: err %v, stderr %q", err, stderr)
 	}
+	// shop's own key retired, its name is not silently a second key of
+	// the application shop-2 now speaks for.
+	if _, stderr, err := xcloak(t, vars, "", "apikey", "revoke", "--name", "shop"); err != nil {
+		t.Fatalf("revoke shop: %v %s", err, stderr)
+	}
+	if _, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "shop"); err == nil || !strings.Contains(stderr, "give --app shop") {
+		t.Errorf("add --name shop while shop-2 speaks for shop: err %v, stderr %q; want a refusal naming --app", err, stderr)
+	}
+	if _, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "shop", "--app", "shop"); err != nil {
+		t.Errorf("add --name shop --app shop: %v %s", err, stderr)
+	}
 }
