@@ -1,6 +1,8 @@
 -- Hold: puts a lock recorded elsewhere (a lock made in process while Redis
 -- was down) into Redis, as lockout.lua would have left it. It only ever
--- lengthens a lock and raises a level, so holding twice changes nothing.
+-- lengthens a lock and raises a level, so holding twice changes nothing;
+-- a level held lower than the identity's keeps the identity's, which then
+-- lasts until memory after the held lock, as after any lock.
 -- Like a lock that failures make, it starts the identity's failures anew:
 -- those counted before it do not count towards the next lock. All three
 -- keys share one hash tag.
@@ -15,11 +17,14 @@ local level = tonumber(ARGV[1])
 local left = tonumber(ARGV[2])
 local memory = tonumber(ARGV[3])
 
+local known = tonumber(redis.call('GET', KEYS[2])) or 0
 if redis.call('PTTL', KEYS[1]) < left then
-  redis.call('SET', KEYS[1], level, 'PX', left)
+  redis.call('SET', KEYS[1], math.max(level, known), 'PX', left)
 end
-if (tonumber(redis.call('GET', KEYS[2])) or 0) < level then
+if known < level then
   redis.call('SET', KEYS[2], level, 'PX', left + memory)
+elseif redis.call('PTTL', KEYS[2]) < left + memory then
+  redis.call('PEXPIRE', KEYS[2], left + memory)
 end
 redis.call('DEL', KEYS[3])
 return 1

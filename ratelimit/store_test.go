@@ -154,6 +154,7 @@ var storeCases = []struct {
 	{"unlock keeps the level", nil, caseUnlock},
 	{"an unlock's level is remembered from the unlock", expiring, caseUnlockMemory},
 	{"hold only lengthens and raises", nil, caseHold},
+	{"a lock held at a lower level keeps the higher", expiring, caseHoldKeepsTheLevel},
 	{"a held lock starts the failures anew", nil, caseHeldLockCountsAnew},
 	{"reset forgets a rule's log", nil, caseReset},
 	{"remembered never admits nor records", nil, caseRemembered},
@@ -782,6 +783,37 @@ func caseHold(t *testing.T, s storeUnderTest) {
 	}
 	if d := decide(t, s, rule("beside")); d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("a lock held beside one of a rule without lockouts: %+v; want locked", d)
+	}
+}
+
+// caseHoldKeepsTheLevel: a lock held at a level below the identity's (an
+// administrator's lock is held at level 1) keeps the identity's level
+// until Memory after the held lock ends, as a lock that failures made
+// would: the next lock escalates past it.
+func caseHoldKeepsTheLevel(t *testing.T, s storeUnderTest) {
+	p := expiring["login_account"]
+	id := "held-low@example.com"
+	for level := 1; level <= 2; level++ {
+		if f := lockNow(t, s, "login_account", id, p.Threshold); f.Level != level {
+			t.Fatalf("lock %d: %+v", level, f)
+		}
+		if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
+			t.Fatalf("Clear: %v, %v", was, err)
+		}
+	}
+	// Held past the level's memory after the unlock.
+	held := time.Now().Add(p.Memory + time.Second)
+	if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: id, Until: held, Level: 1}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(held))
+	rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+	for decide(t, s, rule).Results[0].Locked {
+		// Redis counts the lock's time from when its script ran.
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f := lockNow(t, s, "login_account", id, p.Threshold); f.Level != 3 {
+		t.Fatalf("a lock within the memory after a held lock at level 1, the identity at 2: %+v; want level 3", f)
 	}
 }
 
