@@ -88,7 +88,27 @@ type Failover struct {
 	// call (for metrics).
 	OnRedisError func(error)
 	openLog      atomic.Int64 // unix second of the last "failing open" log line
+
+	// localMu is held for reading by each failure decided in process,
+	// from its check that Redis is still away to its note in made, and
+	// for writing by the failback once Redis decides again: what it then
+	// finds in made is every lock made in process.
+	localMu sync.RWMutex
+	madeMu  sync.Mutex
+	// made are the locks made in process during the outage, which Redis
+	// learns of before it decides again (the lockout log has them too,
+	// but the service may not have written them there yet).
+	made []HeldLock
 }
+
+// maxMade bounds the locks made in process that a Failover keeps for
+// Redis: each cost an attacker a threshold of failures, and past the
+// bound the lockout log still has them.
+const maxMade = 100_000
+
+// lockForgetter is an in-process store that can forget what it held
+// (Local.ForgetLocks).
+type lockForgetter interface{ ForgetLocks() }
 
 // DefaultTimeout bounds each Redis call a Failover makes, from the wait for
 // a free connection to the reply: a decision that Redis has not answered
@@ -305,21 +325,27 @@ func (f *Failover) probe() {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		err := f.pinger.Ping(ctx).Err()
 		cancel()
-		if err == nil {
-			// Before the shared limits take over, Redis learns the locks
-			// made while it was away.
-			f.reconcile()
-			f.probeMu.Lock()
-			f.probing = false
-			if f.degraded.CompareAndSwap(true, false) {
-				f.log.Info("redis answers again; shared limits restored")
-				if f.OnChange != nil {
-					f.OnChange(false)
-				}
-			}
-			f.probeMu.Unlock()
-			return
+		if err != nil {
+			continue
 		}
+		// Before the shared limits take over, Redis learns the locks in
+		// force, those made while it was away among them; if it does not
+		// take them, the limits stay in process and this is tried again.
+		held, ok := f.reconcile()
+		if !ok {
+			continue
+		}
+		f.probeMu.Lock()
+		f.probing = false
+		if f.degraded.CompareAndSwap(true, false) {
+			f.log.Info("redis answers again; shared limits restored")
+			if f.OnChange != nil {
+				f.OnChange(false)
+			}
+		}
+		f.probeMu.Unlock()
+		f.holdLate(held)
+		return
 	}
 }
 
@@ -351,6 +377,13 @@ func (f *Failover) restore(done chan struct{}) {
 	defer closeDone()
 	if f.policy != FailLocal || f.Restore == nil {
 		return
+	}
+	// What the in-process store held since the last outage may have
+	// ended through another replica: the lockout log says what is in
+	// force now. Failures decided in process wait for done, so none is
+	// forgotten.
+	if lf, ok := f.local.(lockForgetter); ok {
+		lf.ForgetLocks()
 	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
@@ -387,23 +420,76 @@ func (f *Failover) restore(done chan struct{}) {
 	}
 }
 
-// reconcile puts the lockouts in force that Restore lists (those made in
-// process during the outage among them) into Redis, which may have come
-// back empty, so that they hold once the shared limits take over again.
-func (f *Failover) reconcile() {
-	if f.Restore == nil {
-		return
+// reconcile puts the lockouts in force into Redis, which may have come
+// back empty, so that they hold once the shared limits take over again:
+// those Restore lists and those made in process during the outage. It
+// reports how many of the latter it held, and false if Redis did not take
+// them (it stopped answering again, or not in time), for the probe to
+// try again before the shared limits decide. A lockout log that cannot
+// be read does not hold the failback: the locks made here are put back
+// all the same.
+func (f *Failover) reconcile() (held int, ok bool) {
+	var locks []HeldLock
+	if f.Restore != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+		inForce, err := f.Restore(ctx)
+		cancel()
+		if err != nil {
+			f.log.Error("reading the lockouts in force to put back into redis", "err", err)
+		}
+		locks = inForce
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
-	defer cancel()
-	locks, err := f.Restore(ctx)
-	if err == nil {
-		err = f.shared.Hold(ctx, locks...)
+	f.madeMu.Lock()
+	held = len(f.made)
+	locks = append(locks, f.made...)
+	f.madeMu.Unlock()
+	if err := f.holdShared(locks); err != nil {
+		f.log.Error("putting the lockouts in force back into redis; the limits stay in process until it takes them", "err", err)
+		return 0, false
+	}
+	return held, true
+}
+
+// holdLate puts into Redis the locks made in process after reconcile
+// read them (all but the first held), by failures decided in process
+// when Redis was back but the shared limits not yet in charge.
+func (f *Failover) holdLate(held int) {
+	// Every failure decided in process has noted its lock, or will find
+	// Redis in charge.
+	f.localMu.Lock()
+	f.madeMu.Lock()
+	late := f.made[min(held, len(f.made)):]
+	f.made = nil
+	f.madeMu.Unlock()
+	f.localMu.Unlock()
+	if err := f.holdShared(late); err != nil {
+		f.log.Error("putting the last locks made in process into redis", "err", err, "count", len(late))
+	}
+}
+
+// holdShared holds locks in Redis within a bound that grows with their
+// number. It returns an error only if Redis did not take them for want of
+// an answer; an error reply (a lock of a rule without lockouts, say) is
+// logged.
+func (f *Failover) holdShared(locks []HeldLock) error {
+	if len(locks) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout+time.Duration(len(locks))*holdTimePerLock)
+	err := f.shared.Hold(ctx, locks...)
+	cancel()
+	if bg := context.Background(); IsSlow(bg, err) || IsOutage(bg, err) {
+		return err
 	}
 	if err != nil {
 		f.log.Error("putting the lockouts in force back into redis", "err", err)
 	}
+	return nil
 }
+
+// holdTimePerLock is what holdShared allows each lock beyond
+// restoreTimeout: about ten times what Redis on loopback takes.
+const holdTimePerLock = 100 * time.Microsecond
 
 // waitRestored waits until the lockouts in force at the start of the
 // current outage are loaded, so that no local decision admits a guess at
@@ -449,7 +535,22 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 		if err := f.waitRestored(ctx); err != nil {
 			return Failure{}, err
 		}
-		return f.local.Fail(ctx, name, id, attempt)
+		f.localMu.RLock()
+		if !f.degraded.Load() {
+			// Redis took over again meanwhile: it decides.
+			f.localMu.RUnlock()
+			return f.Fail(ctx, name, id, attempt)
+		}
+		res, err := f.local.Fail(ctx, name, id, attempt)
+		if err == nil && res.LockedNow {
+			f.madeMu.Lock()
+			if len(f.made) < maxMade {
+				f.made = append(f.made, HeldLock{Name: name, ID: id, Until: time.Now().Add(res.LockedFor), Level: res.Level})
+			}
+			f.madeMu.Unlock()
+		}
+		f.localMu.RUnlock()
+		return res, err
 	}
 }
 

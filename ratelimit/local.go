@@ -368,6 +368,24 @@ func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 	return unknown
 }
 
+// ForgetLocks ends every lock l holds and forgets every failure counted,
+// keeping the levels and the logs. A replica's in-process store keeps what
+// it held in one outage, and what it was told to hold since (Hold), but
+// learns of no unlock or password reset made through another replica: at
+// the start of the next outage, before the lockouts in force are loaded
+// again from the lockout log (Failover.Restore), what it held is
+// forgotten, so that no owner is refused for a lock that has ended.
+func (l *Local) ForgetLocks() {
+	now := l.now()
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		sh.locks.end(now)
+		sh.lockouts = newGroupedLRU[*localLockout](sh.lockouts.max)
+		sh.mu.Unlock()
+	}
+}
+
 // Reset forgets every request recorded for id under the rule name.
 func (l *Local) Reset(_ context.Context, name, id string) error {
 	if err := checkName(name); err != nil {

@@ -5,11 +5,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/xcloak/xcloak/internal/redisonce"
 )
 
 //go:embed lockout.lua
@@ -216,28 +215,43 @@ func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err er
 // while Redis was down, when it is back): each only ever lengthens a lock
 // and raises a level, and forgets the failures counted before it (see
 // Store.Hold). Locks that have ended are skipped.
+//
+// After a large attack they may be tens of thousands: the script is loaded
+// once, for a Redis that came back without its scripts, and run by its
+// hash in pipelines of holdBatch, rather than each run sending its source.
 func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 	now := time.Now()
-	pipe := l.rdb.Pipeline()
+	live := make([]HeldLock, 0, len(locks))
 	for _, h := range locks {
-		left := h.Until.Sub(now).Milliseconds()
-		if left < 1 {
-			continue
+		if h.Until.Sub(now).Milliseconds() >= 1 {
+			live = append(live, h)
 		}
-		// EVAL, not EVALSHA: a Redis that came back empty has no scripts, and
-		// a pipeline cannot fall back; this runs once an outage. Sent once,
-		// as every write here (see script).
-		_ = pipe.Process(ctx, redisonce.Eval(ctx, holdScript.src, []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level"), l.keys.Key(h.ID, ":failures")},
-			max(h.Level, 1), left, l.policy.Memory.Milliseconds()))
 	}
-	if pipe.Len() == 0 {
-		return nil
+	if len(live) > holdBatch {
+		if err := l.rdb.ScriptLoad(ctx, holdScript.src).Err(); err != nil {
+			return fmt.Errorf("ratelimit: holding locks: %w", err)
+		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("ratelimit: holding locks: %w", err)
+	for batch := range slices.Chunk(live, holdBatch) {
+		now := time.Now()
+		cmds := holdScript.runAll(ctx, l.rdb, len(batch), func(i int) ([]string, []any) {
+			h := batch[i]
+			return []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level"), l.keys.Key(h.ID, ":failures")},
+				[]any{max(h.Level, 1), max(h.Until.Sub(now).Milliseconds(), 1), l.policy.Memory.Milliseconds()}
+		})
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return fmt.Errorf("ratelimit: holding locks: %w", err)
+			}
+		}
 	}
 	return nil
 }
+
+// holdBatch is how many locks Hold sends in one pipeline: enough that the
+// round trips cost little beside the scripts, few enough that Redis
+// buffers no more than a few megabytes of replies.
+const holdBatch = 1024
 
 // LockStatus is an identity's lockout state.
 type LockStatus struct {

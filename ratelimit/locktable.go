@@ -50,5 +50,19 @@ func (t *lockTable) unpin(now time.Time) {
 	}
 }
 
+// end ends, at now, every lock in force, pinned or not, keeping its level.
+func (t *lockTable) end(now time.Time) {
+	stop := func(lk *localLock) {
+		if now.Before(lk.until) {
+			lk.until = now
+		}
+	}
+	t.each(stop)
+	for _, p := range t.pinned {
+		stop(p.lk)
+	}
+	t.unpin(now)
+}
+
 // len is how many locks t holds, pinned or not.
 func (t *lockTable) len() int { return t.groupedLRU.len() + len(t.pinned) }

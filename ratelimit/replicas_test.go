@@ -1,0 +1,312 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
+)
+
+// partition cuts one replica off a Redis that keeps its data and stays up
+// for the others (a network partition): while down, every call the
+// replica makes fails as a refused dial does, which IsOutage counts.
+type partition struct{ down atomic.Bool }
+
+var errPartitioned = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+
+// partitioned is the shared store as one replica reaches it.
+type partitioned struct {
+	ratelimit.Store
+	p *partition
+}
+
+func (s partitioned) AllowAll(ctx context.Context, rules ...ratelimit.Rule) (ratelimit.Decision, error) {
+	if s.p.down.Load() {
+		return ratelimit.Decision{}, errPartitioned
+	}
+	return s.Store.AllowAll(ctx, rules...)
+}
+
+func (s partitioned) Fail(ctx context.Context, name, id, attempt string) (ratelimit.Failure, error) {
+	if s.p.down.Load() {
+		return ratelimit.Failure{}, errPartitioned
+	}
+	return s.Store.Fail(ctx, name, id, attempt)
+}
+
+func (s partitioned) Clear(ctx context.Context, name, id string) (bool, error) {
+	if s.p.down.Load() {
+		return false, errPartitioned
+	}
+	return s.Store.Clear(ctx, name, id)
+}
+
+func (s partitioned) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
+	if s.p.down.Load() {
+		return errPartitioned
+	}
+	return s.Store.Hold(ctx, locks...)
+}
+
+func (s partitioned) Reset(ctx context.Context, name, id string) error {
+	if s.p.down.Load() {
+		return errPartitioned
+	}
+	return s.Store.Reset(ctx, name, id)
+}
+
+// partitionedPinger is the replica's probe through the same partition.
+type partitionedPinger struct {
+	rdb *redis.Client
+	p   *partition
+}
+
+func (pp partitionedPinger) Ping(ctx context.Context) *redis.StatusCmd {
+	if pp.p.down.Load() {
+		cmd := redis.NewStatusCmd(ctx)
+		cmd.SetErr(errPartitioned)
+		return cmd
+	}
+	return pp.rdb.Ping(ctx)
+}
+
+// replica is one replica's Failover over the Redis store shared with the
+// others, cut off from it while p is down.
+func replica(t *testing.T, shared ratelimit.Store, rdb *redis.Client, p *partition) *ratelimit.Failover {
+	t.Helper()
+	f := ratelimit.NewFailover(partitioned{shared, p}, newLocal(t), partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	return f
+}
+
+// lockLog stands for the lockout log in Postgres, which Restore reads.
+type lockLog struct {
+	in atomic.Pointer[[]ratelimit.HeldLock]
+}
+
+func newLockLog(locks ...ratelimit.HeldLock) *lockLog {
+	l := &lockLog{}
+	l.set(locks...)
+	return l
+}
+
+func (l *lockLog) set(locks ...ratelimit.HeldLock) { l.in.Store(&locks) }
+
+func (l *lockLog) restore(context.Context) ([]ratelimit.HeldLock, error) { return *l.in.Load(), nil }
+
+var owner = ratelimit.Rule{Name: "login_account", ID: "owner@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+
+// TestUnlockElsewhereEndsTheInProcessLock: an administrator locks an
+// account through replica A, which also keeps the lock in process, and
+// unlocks it through replica B. Neither Redis nor the lockout log holds a
+// lock any more, so when A then loses Redis the owner signs in.
+func TestUnlockElsewhereEndsTheInProcessLock(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := &partition{}, &partition{}
+	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
+	log := newLockLog()
+	a.Restore, b.Restore = log.restore, log.restore
+
+	lock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(24 * time.Hour), Level: 1}
+	if err := a.Hold(t.Context(), lock); err != nil {
+		t.Fatal(err)
+	}
+	log.set(lock)
+	if was, err := b.Clear(t.Context(), owner.Name, owner.ID); err != nil || !was {
+		t.Fatalf("unlock through B: %v, %v", was, err)
+	}
+	log.set()
+
+	pa.down.Store(true)
+	d, err := a.AllowAll(t.Context(), owner)
+	if !a.Degraded() {
+		t.Fatal("A not degraded while cut off")
+	}
+	if err != nil || !d.Allowed {
+		t.Fatalf("the owner at A cut off from Redis, after the unlock: %+v, %v; want admitted", d, err)
+	}
+}
+
+// TestRestoredLockEndedElsewhere: a lock A loaded from the lockout log in
+// one outage, and ended through B (a password reset) once Redis was back,
+// is not in force at A in its next outage.
+func TestRestoredLockEndedElsewhere(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := &partition{}, &partition{}
+	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
+	var fl ratelimit.Failure
+	for !fl.LockedNow {
+		if fl, err = shared.Fail(t.Context(), owner.Name, owner.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := newLockLog(ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(fl.LockedFor), Level: fl.Level})
+	a.Restore, b.Restore = log.restore, log.restore
+
+	pa.down.Store(true)
+	if d, err := a.AllowAll(t.Context(), owner); err != nil || !d.Results[0].Locked {
+		t.Fatalf("first outage: %+v, %v; want refused as locked", d, err)
+	}
+	pa.down.Store(false)
+	waitRecovered(t, a)
+	if was, err := b.Clear(t.Context(), owner.Name, owner.ID); err != nil || !was {
+		t.Fatalf("reset through B: %v, %v", was, err)
+	}
+	log.set()
+
+	pa.down.Store(true)
+	if d, err := a.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("second outage, after the reset: %+v, %v; want admitted", d, err)
+	}
+	// Its failures were forgotten with the lock: one more is not a lock.
+	if f, err := a.Fail(t.Context(), owner.Name, owner.ID, ""); err != nil || f.LockedNow || f.Failures != 1 {
+		t.Fatalf("a failure in the second outage: %+v, %v; want the first of a run", f, err)
+	}
+}
+
+// TestLockMadeWhileRedisComesBack: a lock made in process after the
+// failback began (the lockouts in force read, the shared limits not yet
+// in charge) is in Redis once they are.
+func TestLockMadeWhileRedisComesBack(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{}
+	f := replica(t, shared, rdb, p)
+	var during atomic.Bool
+	f.Restore = func(context.Context) ([]ratelimit.HeldLock, error) {
+		if !p.down.Load() && during.CompareAndSwap(false, true) {
+			// The failback's read of the lockout log has run; guesses
+			// still decided in process lock the owner, before the
+			// service has written the lock where Restore reads.
+			for {
+				fl, err := f.Fail(context.Background(), owner.Name, owner.ID, "")
+				if err != nil {
+					t.Error(err)
+					break
+				}
+				if fl.LockedNow {
+					break
+				}
+			}
+		}
+		return nil, nil
+	}
+	p.down.Store(true)
+	if _, err := f.AllowAll(t.Context(), owner); err != nil {
+		t.Fatal(err)
+	}
+	p.down.Store(false)
+	waitRecovered(t, f)
+	if !during.Load() {
+		t.Fatal("the failback read no lockouts")
+	}
+	d, err := f.AllowAll(t.Context(), owner)
+	if err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("a guess once back on Redis: %+v, %v; want refused as locked", d, err)
+	}
+}
+
+// slowHold is a shared store whose Hold fails as a Redis that stopped
+// answering does, until told otherwise.
+type slowHold struct {
+	ratelimit.Store
+	failing atomic.Bool
+	holds   atomic.Int64
+}
+
+func (s *slowHold) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
+	s.holds.Add(1)
+	if s.failing.Load() {
+		return fmt.Errorf("ratelimit: holding locks: %w", context.DeadlineExceeded)
+	}
+	return s.Store.Hold(ctx, locks...)
+}
+
+// TestFailbackWaitsForTheLocks: a replica whose Redis answers pings again
+// but cannot yet take the lockouts in force stays on its in-process limits,
+// and tries again, rather than let Redis decide without the locks.
+func TestFailbackWaitsForTheLocks(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	redisStore, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{}
+	shared := &slowHold{Store: redisStore}
+	f := ratelimit.NewFailover(partitioned{shared, p}, newLocal(t), partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	f.Restore = newLockLog(ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}).restore
+
+	p.down.Store(true)
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Results[0].Locked {
+		t.Fatalf("during the outage: %+v, %v; want refused as locked", d, err)
+	}
+	shared.failing.Store(true)
+	p.down.Store(false)
+	for deadline := time.Now().Add(10 * time.Second); shared.holds.Load() < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tries to put the locks back in 10s; want them tried again", shared.holds.Load())
+		}
+	}
+	if !f.Degraded() {
+		t.Fatal("back on Redis although it holds none of the lockouts in force")
+	}
+	shared.failing.Store(false)
+	waitRecovered(t, f)
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("once back on Redis: %+v, %v; want refused as locked", d, err)
+	}
+}
+
+// TestHoldManyLocks: Hold puts every one of tens of thousands of locks in
+// Redis (the lockouts in force after a large attack, put back when Redis
+// returns), into a Redis that has lost its scripts.
+func TestHoldManyLocks(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLockouts(t, rdb, prefix)
+	if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20_000
+	locks := make([]ratelimit.HeldLock, n)
+	until := time.Now().Add(time.Hour)
+	for i := range locks {
+		locks[i] = ratelimit.HeldLock{Name: "login_account", ID: fmt.Sprint("held-", i, "@example.com"), Until: until, Level: 2}
+	}
+	if err := l.Hold(t.Context(), locks...); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		st, err := l.Status(t.Context(), locks[i].ID)
+		if err != nil || !st.Locked || st.Level != 2 {
+			t.Fatalf("lock %d: %+v, %v; want locked at level 2", i, st, err)
+		}
+	}
+	if err := l.Hold(t.Context()); err != nil {
+		t.Fatalf("holding nothing: %v", err)
+	}
+	var wrong redis.Error
+	if err := l.Hold(t.Context(), locks[0]); errors.As(err, &wrong) {
+		t.Fatalf("holding again: %v", err)
+	}
+}
