@@ -11,10 +11,16 @@
 --           how many values its writes take, and its writes, each an op,
 --           the key's index in KEYS and the op's values:
 --             h key field n      HINCRBY key field n
---             z key member n     ZINCRBY key n member
---             p key n m1 .. mn   PFADD key m1 .. mn
---             c key cap          ZREMRANGEBYRANK key 0 -(cap + 1)
+--             s key cap member n member's count in a ranking of at
+--                                most cap (Space-Saving: a member new
+--                                to a full ranking takes the place of
+--                                the lowest, and its count plus n)
 --             e key ms           PEXPIRE key ms
+--
+-- The distinct accounts and networks (HyperLogLogs) are not among the
+-- writes: they may be hundreds of thousands under a flood, which one
+-- script would add while Redis answers no one else. The Watch adds them
+-- with PFADD commands of their own, which add nothing when sent again.
 --
 -- A batch whose number is not above the marker's was applied by an
 -- earlier send and is skipped. The marker moves first, so a write that
@@ -41,19 +47,20 @@ while i <= #ARGV do
       if op == 'h' then
         redis.call('HINCRBY', key, ARGV[j + 2], ARGV[j + 3])
         j = j + 4
-      elseif op == 'z' then
-        redis.call('ZINCRBY', key, ARGV[j + 3], ARGV[j + 2])
-        j = j + 4
-      elseif op == 'p' then
-        -- In slices, since unpack is bounded by Lua's stack.
-        local first, final = j + 3, j + 2 + tonumber(ARGV[j + 2])
-        for k = first, final, 1000 do
-          redis.call('PFADD', key, unpack(ARGV, k, math.min(k + 999, final)))
+      elseif op == 's' then
+        -- A ranking that dropped its lowest to stay within cap would
+        -- drop a network that comes back every second with a little,
+        -- each time from nothing, whatever its sum: the heaviest may
+        -- be one that never fails much at once. Space-Saving keeps any
+        -- member whose count is more than the ranking's total over cap,
+        -- its count never under its own.
+        local cap, member, n = tonumber(ARGV[j + 2]), ARGV[j + 3], tonumber(ARGV[j + 4])
+        if not redis.call('ZSCORE', key, member) and redis.call('ZCARD', key) >= cap then
+          local lowest = redis.call('ZPOPMIN', key)
+          n = n + tonumber(lowest[2])
         end
-        j = final + 1
-      elseif op == 'c' then
-        redis.call('ZREMRANGEBYRANK', key, 0, -tonumber(ARGV[j + 2]) - 1)
-        j = j + 3
+        redis.call('ZINCRBY', key, n, member)
+        j = j + 5
       elseif op == 'e' then
         redis.call('PEXPIRE', key, ARGV[j + 2])
         j = j + 3

@@ -1,10 +1,14 @@
 package attack
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
 	_ "embed"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -80,11 +84,13 @@ func (w *Watch) flush(ctx context.Context, sent []numbered, now time.Time, readB
 	wr := w.writes(sent)
 	var write redisonce.Cmd
 	var windowCmds, longCmds, baseCmds []*redis.MapStringStringCmd
+	var adds []redis.Cmder
 	send := func(eval bool) error {
 		pipe := w.rdb.Pipeline()
 		if wr != nil {
 			write = flushScript.cmd(ctx, eval, wr.keys, wr.args...)
 			_ = pipe.Process(ctx, write)
+			adds = queueDistinct(ctx, pipe, wr)
 		}
 		windowCmds, longCmds, baseCmds = w.queueReads(ctx, pipe, now, readBaseline)
 		_, err := pipe.Exec(ctx)
@@ -94,7 +100,10 @@ func (w *Watch) flush(ctx context.Context, sent []numbered, now time.Time, readB
 	if wr != nil && redis.HasErrorPrefix(write.Err(), "NOSCRIPT") {
 		err = send(true)
 	}
-	written = wr == nil || write.Err() == nil
+	// The batches are written once the script and every PFADD are: a
+	// flush sent again adds nothing twice (flush.lua skips what it
+	// applied, and a PFADD adds a member once).
+	written = wr == nil || (write.Err() == nil && !slices.ContainsFunc(adds, func(c redis.Cmder) bool { return c.Err() != nil }))
 	if err != nil {
 		return Counts{}, Counts{}, Counts{}, written, fmt.Errorf("attack counts: %w", err)
 	}
@@ -136,6 +145,8 @@ type writes struct {
 	keys  []string
 	index map[string]int // in keys, from 1 as Lua counts
 	args  []any
+	// distinct are added apart from the script (queueDistinct).
+	distinct []distinct
 }
 
 // writes returns the writes of the batches of sent; nil if there are
@@ -166,29 +177,79 @@ func (w *Watch) write(wr *writes, b *batch) {
 			wr.counts(w.key("b", min), m.ordinary, baselineRetention)
 		}
 		if len(m.accounts) > 0 {
-			k := wr.key(w.key("a", min))
-			wr.args = append(wr.args, "p", k, len(m.accounts))
+			members := make([]any, 0, len(m.accounts))
 			for a := range m.accounts {
-				wr.args = append(wr.args, a)
+				members = append(members, accountMember(a))
 			}
-			wr.args = append(wr.args, "e", k, minuteRetention.Milliseconds())
+			wr.distinct = append(wr.distinct, distinct{w.key("a", min), members})
 		}
 		if len(m.networks) > 0 {
-			k := wr.key(w.key("n", min))
-			wr.args = append(wr.args, "p", k, len(m.networks))
+			members := make([]any, 0, len(m.networks))
 			for n := range m.networks {
-				wr.args = append(wr.args, networkName(n))
+				members = append(members, networkName(n))
 			}
-			wr.args = append(wr.args, "e", k, minuteRetention.Milliseconds())
+			wr.distinct = append(wr.distinct, distinct{w.key("n", min), members})
 		}
 		if len(m.failing) > 0 {
 			k := wr.key(w.key("t", min))
-			for n, c := range m.failing {
-				wr.args = append(wr.args, "z", k, networkName(n), c)
+			for _, r := range heaviest(m.failing, rankCap) {
+				wr.args = append(wr.args, "s", k, rankCap, networkName(r.network), r.count)
 			}
-			wr.args = append(wr.args, "c", k, rankCap, "e", k, minuteRetention.Milliseconds())
+			wr.args = append(wr.args, "e", k, minuteRetention.Milliseconds())
 		}
 	}
+}
+
+// distinct are the members a flush adds to one HyperLogLog.
+type distinct struct {
+	key     string
+	members []any
+}
+
+// pfaddSize is how many members one PFADD of a flush adds: Redis answers
+// other clients between two, as it does not within one script.
+const pfaddSize = 1000
+
+// queueDistinct queues in pipe the PFADDs that add wr's distinct members,
+// each key's followed by its expiry.
+func queueDistinct(ctx context.Context, pipe redis.Pipeliner, wr *writes) []redis.Cmder {
+	var cmds []redis.Cmder
+	for _, d := range wr.distinct {
+		for part := range slices.Chunk(d.members, pfaddSize) {
+			cmds = append(cmds, pipe.PFAdd(ctx, d.key, part...))
+		}
+		cmds = append(cmds, pipe.PExpire(ctx, d.key, minuteRetention))
+	}
+	return cmds
+}
+
+// accountMember is what the HyperLogLog of accounts is given for an
+// account: 8 bytes of its SHA-256, as distinct as the address for a
+// count, rather than up to 254 bytes of it for every replica to send.
+func accountMember(account string) string {
+	sum := sha256.Sum256([]byte(account))
+	return string(sum[:8])
+}
+
+// ranked is a network and its failures in a batch.
+type ranked struct {
+	network netip.Prefix
+	count   int64
+}
+
+// heaviest returns the at most n networks of failing with the most
+// failures: a ranking of n keeps no more, and a flood from many
+// networks must not have one script rank them all.
+func heaviest(failing map[netip.Prefix]int64, n int) []ranked {
+	all := make([]ranked, 0, len(failing))
+	for p, c := range failing {
+		all = append(all, ranked{p, c})
+	}
+	if len(all) > n {
+		slices.SortFunc(all, func(a, b ranked) int { return cmp.Compare(b.count, a.count) })
+		all = all[:n]
+	}
+	return all
 }
 
 // key returns the index of k in wr.keys, adding it if needed.

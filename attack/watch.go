@@ -132,9 +132,11 @@ const (
 	baselineRetention = BaselineSpan + 10*time.Minute
 	// stateRetention keeps attack mode's state; every Tick renews it.
 	stateRetention = 48 * time.Hour
-	// rankCap bounds the networks one minute's ranking keeps; under a
-	// flood from more, the lowest counts are dropped and the heavy
-	// hitters stay exact.
+	// rankCap bounds the networks one minute's ranking keeps, and those
+	// of a batch sent to it; under a flood from more, a network new to a
+	// full ranking takes the place of the lowest, with its count
+	// (Space-Saving, flush.lua): every network with more than 1/rankCap
+	// of the minute's failures is ranked, none below its own count.
 	rankCap = 200
 	// maxPendingMembers bounds the accounts and networks a replica holds
 	// between flushes that reach Redis, the batches that wait to be sent
@@ -260,21 +262,25 @@ func (b *batch) add(a auth.SignInAttempt, ordinary bool) {
 	if ordinary {
 		m.ordinary.Add(a.Outcome)
 	}
-	if b.size >= b.room {
-		return
-	}
 	network := networkOf(a.Client.Addr)
-	if a.Account != "" {
-		if _, ok := m.accounts[a.Account]; !ok {
-			m.accounts[a.Account] = struct{}{}
+	_, known := m.networks[network]
+	if b.size < b.room {
+		if a.Account != "" {
+			if _, ok := m.accounts[a.Account]; !ok {
+				m.accounts[a.Account] = struct{}{}
+				b.size++
+			}
+		}
+		if !known {
+			m.networks[network] = struct{}{}
 			b.size++
+			known = true
 		}
 	}
-	if _, ok := m.networks[network]; !ok {
-		m.networks[network] = struct{}{}
-		b.size++
-	}
-	if a.Outcome != auth.OutcomeSucceeded {
+	// A full batch still counts the failures of the networks it holds:
+	// a flood of fresh accounts that fills it must not stop the ranking
+	// of those that were there.
+	if known && a.Outcome != auth.OutcomeSucceeded {
 		m.failing[network]++
 	}
 }
