@@ -221,6 +221,10 @@ type MFAConfig struct {
 const (
 	DefaultMFAChallengeTTL = 5 * time.Minute
 	DefaultMFARememberFor  = 30 * 24 * time.Hour
+	// MaxMFARememberFor bounds "remember this browser": a browser signed
+	// in to at least that often would otherwise never be asked for a
+	// code again, and 7200h typed for 720h would be granted.
+	MaxMFARememberFor = 90 * 24 * time.Hour
 )
 
 // DefaultMFAConfig returns the defaults: no key, five minutes to finish a
@@ -241,8 +245,8 @@ func checkMFA(c *MFAConfig) error {
 	if c.ChallengeTTL <= 0 {
 		return errors.New("second factors: the second step's lifetime must be positive")
 	}
-	if c.RememberFor < 0 {
-		return errors.New("second factors: remembering a browser cannot last a negative time")
+	if c.RememberFor < 0 || c.RememberFor > MaxMFARememberFor {
+		return errors.New("second factors: remembering a browser lasts from 0 to 90 days")
 	}
 	if c.Admins == "" {
 		c.Admins = AdminMFARequired

@@ -538,11 +538,11 @@ func newSettings(d auth.Config) []setting {
 			// Zero is a choice here: auth then offers no "remember this
 			// browser", and a browser remembered before needs its code again.
 			env: "XCLOAK_MFA_REMEMBER", flag: "mfa-remember", def: formatDuration(d.MFA.RememberFor), scope: forServe,
-			usage: `how long "remember this browser" skips the second step on a known device, as a ` + "`duration`; 0 remembers no browser",
+			usage: `how long "remember this browser" skips the second step on a known device, as a ` + "`duration` up to 2160h (90 days); 0 remembers no browser",
 			set: func(c *config, v string) error {
 				dur, err := time.ParseDuration(v)
-				if err != nil || dur < 0 {
-					return fmt.Errorf("%q is not a duration of 0s or more, such as 0s, 12h or 720h", v)
+				if err != nil || dur < 0 || dur > auth.MaxMFARememberFor {
+					return fmt.Errorf("%q is not a duration from 0s to 2160h (90 days), such as 0s, 12h or 720h", v)
 				}
 				c.Auth.MFA.RememberFor = dur
 				return nil

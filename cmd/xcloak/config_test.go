@@ -537,8 +537,8 @@ func TestUnknownSettingsWarned(t *testing.T) {
 }
 
 // TestMFARememberZero: XCLOAK_MFA_REMEMBER=0 (or 0s) remembers no browser
-// (auth offers no "remember this browser" then); a negative duration is
-// refused.
+// (auth offers no "remember this browser" then); a negative duration, or
+// one past 90 days (7200h typed for 720h), is refused.
 func TestMFARememberZero(t *testing.T) {
 	load := func(v string) (config, error) {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -552,7 +552,10 @@ func TestMFARememberZero(t *testing.T) {
 	if cfg, err := load("12h"); err != nil || cfg.Auth.MFA.RememberFor != 12*time.Hour {
 		t.Errorf("XCLOAK_MFA_REMEMBER=12h: %v, %v", cfg.Auth.MFA.RememberFor, err)
 	}
-	for _, v := range []string{"-1h", "soon"} {
+	if cfg, err := load("2160h"); err != nil || cfg.Auth.MFA.RememberFor != auth.MaxMFARememberFor {
+		t.Errorf("XCLOAK_MFA_REMEMBER=2160h: %v, %v", cfg.Auth.MFA.RememberFor, err)
+	}
+	for _, v := range []string{"-1h", "soon", "2161h", "7200h", "2562047h"} {
 		if _, err := load(v); err == nil || !strings.Contains(err.Error(), "XCLOAK_MFA_REMEMBER") {
 			t.Errorf("XCLOAK_MFA_REMEMBER=%s: %v, want an error naming it", v, err)
 		}
