@@ -75,7 +75,7 @@ func (s *Sender) attempt(ctx context.Context, t *target, d delivery) (int, time.
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "XCloak-Webhook/1")
-	req.Header.Set(SignatureHeader, Sign(s.cfg.Secret, s.now(), d.body))
+	req.Header.Set(SignatureHeader, Sign(t.secret, s.now(), d.body))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, 0, err

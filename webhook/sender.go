@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -22,8 +23,12 @@ import (
 type Config struct {
 	// URLs are the receivers; each gets every event.
 	URLs []*url.URL
-	// Secret keys the signatures.
+	// Secret keys the signatures, unless Secrets is set.
 	Secret []byte
+	// Secrets, if set, are one secret per URL, in the order of URLs: a
+	// receiver that holds only its own cannot sign an event another
+	// receiver would take.
+	Secrets [][]byte
 	// Queue bounds the deliveries waiting per URL in each of its two
 	// queues, the lockouts' and held sign-ins' and the rest's (see
 	// target); past it they are dropped.
@@ -113,6 +118,7 @@ type Sender struct {
 type target struct {
 	url    string
 	label  string // the URL without its path and query, for logs
+	secret []byte // signs what it is sent
 	queue  chan delivery
 	urgent chan delivery
 }
@@ -202,15 +208,28 @@ func New(cfg Config, d Deps) (*Sender, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, errors.New("webhook: no URL")
 	}
-	if err := CheckSecret(cfg.Secret); err != nil {
-		return nil, err
+	secrets := cfg.Secrets
+	switch {
+	case secrets == nil:
+		if err := CheckSecret(cfg.Secret); err != nil {
+			return nil, err
+		}
+	case len(secrets) != len(cfg.URLs):
+		return nil, fmt.Errorf("webhook: %d secrets for %d URLs: give one secret for all, or one per URL", len(secrets), len(cfg.URLs))
 	}
 	s := &Sender{cfg: cfg, log: d.Logger, now: d.Now, sleep: d.Sleep, dropped: d.Dropped}
-	for _, u := range cfg.URLs {
+	for i, u := range cfg.URLs {
 		if err := CheckURL(u); err != nil {
 			return nil, err
 		}
-		s.targets = append(s.targets, &target{url: u.String(), label: u.Scheme + "://" + u.Host,
+		secret := cfg.Secret
+		if secrets != nil {
+			secret = secrets[i]
+			if err := CheckSecret(secret); err != nil {
+				return nil, fmt.Errorf("URL %d: %w", i+1, err)
+			}
+		}
+		s.targets = append(s.targets, &target{url: u.String(), label: u.Scheme + "://" + u.Host, secret: secret,
 			queue: make(chan delivery, cfg.Queue), urgent: make(chan delivery, cfg.Queue)})
 	}
 	if s.log == nil {

@@ -583,6 +583,31 @@ func TestDeadReceiverDoesNotStarveALiveOne(t *testing.T) {
 	stop()
 }
 
+// TestSecretPerReceiver: with a secret per URL, each receiver's deliveries
+// are signed with its own, and no other verifies them: a receiver (a
+// relay run by someone else) cannot sign an event another would take.
+func TestSecretPerReceiver(t *testing.T) {
+	a, b := newReceiver(t, nil), newReceiver(t, nil)
+	secrets := [][]byte{[]byte("receiver-a-secret-0123456789abcdefgh"), []byte("receiver-b-secret-0123456789abcdefgh")}
+	s := newSender(t, webhook.Config{Secrets: secrets}, a.url(), b.url())
+	stop := s.run(t)
+	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	a.wait(1)
+	b.wait(1)
+	stop()
+	for i, r := range []*receiver{a, b} {
+		got := r.requests()[0]
+		if err := webhook.Verify(secrets[i], got.signature, got.body, time.Now()); err != nil {
+			t.Errorf("receiver %d, its own secret: %v", i, err)
+		}
+		for _, other := range [][]byte{secrets[1-i], secret} {
+			if err := webhook.Verify(other, got.signature, got.body, time.Now()); err == nil {
+				t.Errorf("receiver %d's delivery verifies with %q", i, other)
+			}
+		}
+	}
+}
+
 func TestNewRefuses(t *testing.T) {
 	u := func(s string) *url.URL {
 		v, err := url.Parse(s)
@@ -601,6 +626,8 @@ func TestNewRefuses(t *testing.T) {
 		{"ftp", webhook.Config{URLs: []*url.URL{u("ftp://h.example/x")}, Secret: secret}},
 		{"no host", webhook.Config{URLs: []*url.URL{u("https:///x")}, Secret: secret}},
 		{"user info", webhook.Config{URLs: []*url.URL{u("https://u:p@h.example/x")}, Secret: secret}},
+		{"fewer secrets than URLs", webhook.Config{URLs: []*url.URL{u("https://a.example/x"), u("https://b.example/x")}, Secrets: [][]byte{secret}}},
+		{"a short secret of one URL", webhook.Config{URLs: []*url.URL{u("https://a.example/x"), u("https://b.example/x")}, Secrets: [][]byte{secret, []byte("short")}}},
 	} {
 		if _, err := webhook.New(tc.cfg, webhook.Deps{}); err == nil {
 			t.Errorf("%s: New accepted it", tc.name)

@@ -24,8 +24,9 @@ import (
 type webhookConfig struct {
 	// URLs are the receivers; none: no webhooks.
 	URLs []*url.URL
-	// Secret keys the signatures; set exactly when URLs are.
-	Secret []byte
+	// Secrets key the signatures: one for every URL, or one per URL in
+	// their order; set exactly when URLs are.
+	Secrets [][]byte
 }
 
 // webhookSettings are XCLOAK_WEBHOOK_URL and XCLOAK_WEBHOOK_SECRET. The
@@ -45,13 +46,20 @@ func webhookSettings() []setting {
 		},
 		{
 			env: "XCLOAK_WEBHOOK_SECRET", flag: "webhook-secret", show: "none", scope: forServe | forUser, fromFile: true,
-			usage: "random `key` of at least 32 bytes that signs the webhooks; required with XCLOAK_WEBHOOK_URL. " +
-				"A flag is visible in ps: prefer XCLOAK_WEBHOOK_SECRET_FILE",
+			usage: "random `key` of at least 32 bytes that signs the webhooks, or comma-separated keys, one per URL of XCLOAK_WEBHOOK_URL in its order; " +
+				"required with XCLOAK_WEBHOOK_URL. A flag is visible in ps: prefer XCLOAK_WEBHOOK_SECRET_FILE",
 			set: func(c *config, v string) error {
-				if err := checkSecret(v); err != nil {
-					return err
+				c.Webhook.Secrets = nil
+				parts := strings.Split(v, ",")
+				for i, p := range parts {
+					if err := checkSecret(p); err != nil {
+						if len(parts) > 1 {
+							return fmt.Errorf("secret %d of the list: %w", i+1, err)
+						}
+						return err
+					}
+					c.Webhook.Secrets = append(c.Webhook.Secrets, []byte(p))
 				}
-				c.Webhook.Secret = []byte(v)
 				return nil
 			},
 		},
@@ -117,18 +125,25 @@ func sameReceiver(u *url.URL) string {
 // 32 bytes (nil: none), which seals the authenticator-app secrets in the
 // database, and which an operator would reuse as the same 64 hex digits.
 func (w webhookConfig) check(master, mfaKey []byte) error {
+	for _, secret := range w.Secrets {
+		switch {
+		case master != nil && subtle.ConstantTimeCompare(secret, master) == 1:
+			return errors.New("XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET: every webhook receiver would hold the key that signs " +
+				"XCloak's device cookies; give the webhooks a secret of their own (openssl rand -hex 32)")
+		case mfaKey != nil && isKey(secret, mfaKey):
+			return errors.New("XCLOAK_WEBHOOK_SECRET is XCLOAK_MFA_KEY: every webhook receiver would hold the key that seals " +
+				"the authenticator-app secrets in the database; give the webhooks a secret of their own (openssl rand -hex 32)")
+		}
+	}
 	switch {
-	case w.Secret != nil && master != nil && subtle.ConstantTimeCompare(w.Secret, master) == 1:
-		return errors.New("XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET: every webhook receiver would hold the key that signs " +
-			"XCloak's device cookies; give the webhooks a secret of their own (openssl rand -hex 32)")
-	case w.Secret != nil && mfaKey != nil && isKey(w.Secret, mfaKey):
-		return errors.New("XCLOAK_WEBHOOK_SECRET is XCLOAK_MFA_KEY: every webhook receiver would hold the key that seals " +
-			"the authenticator-app secrets in the database; give the webhooks a secret of their own (openssl rand -hex 32)")
-	case len(w.URLs) > 0 && w.Secret == nil:
+	case len(w.URLs) > 0 && w.Secrets == nil:
 		return errors.New("XCLOAK_WEBHOOK_URL is set without XCLOAK_WEBHOOK_SECRET (or _FILE): " +
 			"webhooks are always signed; make a secret with openssl rand -hex 32 and give it to the receivers")
-	case len(w.URLs) == 0 && w.Secret != nil:
+	case len(w.URLs) == 0 && w.Secrets != nil:
 		return errors.New("XCLOAK_WEBHOOK_SECRET is set without XCLOAK_WEBHOOK_URL: set the receivers' URLs, or unset the secret")
+	case len(w.Secrets) > 1 && len(w.Secrets) != len(w.URLs):
+		return fmt.Errorf("XCLOAK_WEBHOOK_SECRET lists %d secrets for the %d URLs of XCLOAK_WEBHOOK_URL: "+
+			"give one secret for every receiver, or one per URL in the same order", len(w.Secrets), len(w.URLs))
 	}
 	return nil
 }
@@ -159,7 +174,12 @@ func newWebhooks(cfg config, logger *slog.Logger, metrics prometheus.Registerer,
 		return nil, err
 	}
 	wc := webhook.DefaultConfig()
-	wc.URLs, wc.Secret = cfg.Webhook.URLs, cfg.Webhook.Secret
+	wc.URLs = cfg.Webhook.URLs
+	if len(cfg.Webhook.Secrets) == 1 {
+		wc.Secret = cfg.Webhook.Secrets[0]
+	} else {
+		wc.Secrets = cfg.Webhook.Secrets
+	}
 	s, err := webhook.New(wc, webhook.Deps{Logger: logger, Metrics: metrics, Dropped: stats})
 	if err != nil {
 		return nil, err

@@ -41,10 +41,19 @@ func TestWebhookSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(cfg.Webhook.URLs) != 2 || cfg.Webhook.URLs[0].String() != "https://hooks.example.com/xcloak?token=abc" ||
-		cfg.Webhook.URLs[1].String() != "http://alerts.internal:8080/in" || string(cfg.Webhook.Secret) != webhookSecret {
+		cfg.Webhook.URLs[1].String() != "http://alerts.internal:8080/in" || len(cfg.Webhook.Secrets) != 1 || string(cfg.Webhook.Secrets[0]) != webhookSecret {
 		t.Errorf("webhook config %+v", cfg.Webhook)
 	}
-	if cfg, err := loadWebhookConfig(nil); err != nil || len(cfg.Webhook.URLs) != 0 || cfg.Webhook.Secret != nil {
+	// A secret per receiver, in the URLs' order.
+	const otherSecret = "4d2b8e6a0c1f3e5d7b9a2c4e6f8a1b3d-alerts"
+	cfg, err = loadWebhookConfig(map[string]string{
+		"XCLOAK_WEBHOOK_URL":    "https://hooks.example.com/xcloak,http://alerts.internal:8080/in",
+		"XCLOAK_WEBHOOK_SECRET": webhookSecret + "," + otherSecret,
+	})
+	if err != nil || len(cfg.Webhook.Secrets) != 2 || string(cfg.Webhook.Secrets[0]) != webhookSecret || string(cfg.Webhook.Secrets[1]) != otherSecret {
+		t.Errorf("a secret per URL: %+v, %v", cfg.Webhook, err)
+	}
+	if cfg, err := loadWebhookConfig(nil); err != nil || len(cfg.Webhook.URLs) != 0 || cfg.Webhook.Secrets != nil {
 		t.Errorf("unset: %+v, %v; want no webhooks", cfg.Webhook, err)
 	}
 
@@ -81,6 +90,12 @@ func TestWebhookSettings(t *testing.T) {
 			"XCLOAK_WEBHOOK_SECRET_FILE": secretFile}, "XCLOAK_WEBHOOK_SECRET and XCLOAK_WEBHOOK_SECRET_FILE are both set"},
 		{"short secret", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x", "XCLOAK_WEBHOOK_SECRET": "4f9a1c0e7b2d"},
 			"XCLOAK_WEBHOOK_SECRET: 12 bytes long, want at least 32"},
+		{"two secrets for three URLs", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://b.example/x,https://c.example/x",
+			"XCLOAK_WEBHOOK_SECRET": webhookSecret + "," + webhookSecret + "2"}, "XCLOAK_WEBHOOK_SECRET lists 2 secrets for the 3 URLs"},
+		{"a short secret in the list", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://b.example/x",
+			"XCLOAK_WEBHOOK_SECRET": webhookSecret + ",4f9a1c0e7b2d"}, "XCLOAK_WEBHOOK_SECRET: secret 2 of the list: 12 bytes long"},
+		{"the service's secret among them", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://b.example/x",
+			"XCLOAK_WEBHOOK_SECRET": mfaKeyHex + "," + webhookSecret, "XCLOAK_SECRET": webhookSecret}, "XCLOAK_WEBHOOK_SECRET is XCLOAK_SECRET"},
 		{"weak secret", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x", "XCLOAK_WEBHOOK_SECRET": strings.Repeat("ab", 20)},
 			"XCLOAK_WEBHOOK_SECRET: has only 2 different bytes"},
 		// Every receiver holds the webhook secret: as XCLOAK_SECRET it
@@ -229,5 +244,42 @@ func TestServeSendsSignedWebhooks(t *testing.T) {
 	case ev := <-got:
 		t.Errorf("a webhook more: %+v", ev)
 	default:
+	}
+}
+
+// TestEachReceiverItsOwnSecret: with a secret per URL, a command's webhook
+// reaches each receiver signed with that receiver's secret alone.
+func TestEachReceiverItsOwnSecret(t *testing.T) {
+	t.Parallel()
+	secrets := []string{webhookSecret, "4d2b8e6a0c1f3e5d7b9a2c4e6f8a1b3d-alerts"}
+	var urls []string
+	got := make(chan int, 4)
+	for i, secret := range secrets {
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			sig := r.Header.Get(webhook.SignatureHeader)
+			if err := webhook.Verify([]byte(secret), sig, body, time.Now()); err != nil {
+				t.Errorf("receiver %d, its own secret: %v", i, err)
+			}
+			if webhook.Verify([]byte(secrets[1-i]), sig, body, time.Now()) == nil {
+				t.Errorf("receiver %d's webhook verifies with the other receiver's secret", i)
+			}
+			got <- i
+		}))
+		t.Cleanup(receiver.Close)
+		urls = append(urls, receiver.URL+"/xcloak")
+	}
+	vars := storeSettings(t)
+	vars["XCLOAK_WEBHOOK_URL"] = strings.Join(urls, ",")
+	vars["XCLOAK_WEBHOOK_SECRET"] = strings.Join(secrets, ",")
+	addUser(t, vars, "bo@example.com", "correct horse battery\n")
+	seen := map[int]bool{}
+	for len(seen) < 2 {
+		select {
+		case i := <-got:
+			seen[i] = true
+		default:
+			t.Fatalf("user add returned with webhooks delivered to %v of the 2 receivers", seen)
+		}
 	}
 }
