@@ -96,9 +96,14 @@ type Failover struct {
 	localMu sync.RWMutex
 	madeMu  sync.Mutex
 	// made are the locks made in process during the outage, which Redis
-	// learns of before it decides again (the lockout log has them too,
-	// but the service may not have written them there yet).
+	// learns of before it decides again (the lockout log has some of
+	// them, but the service may not have written them there yet), and
+	// the in-process store again at each outage until Redis has them.
 	made []HeldLock
+	// cleared are the locks ended in process while Redis was away (an
+	// unlock, a password reset), which Redis, if it kept its data, still
+	// holds: they are ended there before the locks in force are held.
+	cleared []ruleID
 }
 
 // maxMade bounds the locks made in process that a Failover keeps for
@@ -331,7 +336,7 @@ func (f *Failover) probe() {
 		// Before the shared limits take over, Redis learns the locks in
 		// force, those made while it was away among them; if it does not
 		// take them, the limits stay in process and this is tried again.
-		held, ok := f.reconcile()
+		held, ended, ok := f.reconcile()
 		if !ok {
 			continue
 		}
@@ -344,7 +349,7 @@ func (f *Failover) probe() {
 			}
 		}
 		f.probeMu.Unlock()
-		f.holdLate(held)
+		f.holdLate(held, ended)
 		return
 	}
 }
@@ -390,6 +395,11 @@ func (f *Failover) restore(done chan struct{}) {
 		locks, err := f.Restore(ctx)
 		cancel()
 		if err == nil {
+			// The locks made in process that Redis has not been given
+			// yet (a failback that failed) may be in no lockout log.
+			f.madeMu.Lock()
+			locks = append(locks, f.made...)
+			f.madeMu.Unlock()
 			err = f.local.Hold(context.Background(), locks...)
 			if errors.Is(err, ErrNoLockouts) {
 				// The others are held; a lock no rule here keeps must not
@@ -420,15 +430,18 @@ func (f *Failover) restore(done chan struct{}) {
 	}
 }
 
-// reconcile puts the lockouts in force into Redis, which may have come
-// back empty, so that they hold once the shared limits take over again:
-// those Restore lists and those made in process during the outage. It
-// reports how many of the latter it held, and false if Redis did not take
-// them (it stopped answering again, or not in time), for the probe to
+// reconcile ends in Redis, which may have kept its data, the locks ended
+// in process during the outage, then puts into Redis, which may have
+// come back empty, the lockouts in force, so that they hold once the
+// shared limits take over again: those Restore lists and those made in
+// process during the outage. It reports how many of the latter Redis
+// took (0 if it refused them: they are given again at the next failback)
+// and how many ended locks it was given (each once), and false if Redis
+// did not answer (it stopped again, or not in time), for the probe to
 // try again before the shared limits decide. A lockout log that cannot
 // be read does not hold the failback: the locks made here are put back
 // all the same.
-func (f *Failover) reconcile() (held int, ok bool) {
+func (f *Failover) reconcile() (held, ended int, ok bool) {
 	var locks []HeldLock
 	if f.Restore != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
@@ -440,51 +453,77 @@ func (f *Failover) reconcile() (held int, ok bool) {
 		locks = inForce
 	}
 	f.madeMu.Lock()
-	held = len(f.made)
+	held, ended = len(f.made), len(f.cleared)
 	locks = append(locks, f.made...)
+	cleared := slices.Clone(f.cleared)
 	f.madeMu.Unlock()
-	if err := f.holdShared(locks); err != nil {
-		f.log.Error("putting the lockouts in force back into redis; the limits stay in process until it takes them", "err", err)
-		return 0, false
+	for _, c := range cleared {
+		if err := f.sharedCall(1, func(ctx context.Context) error {
+			_, err := f.shared.Clear(ctx, c.name, c.id)
+			return err
+		}); err != nil {
+			return 0, len(cleared), f.failbackFailed("ending in redis the locks ended during the outage", err)
+		}
 	}
-	return held, true
+	if err := f.sharedCall(len(locks), func(ctx context.Context) error { return f.shared.Hold(ctx, locks...) }); err != nil {
+		if !errors.Is(err, ErrNoLockouts) {
+			return 0, len(cleared), f.failbackFailed("putting the lockouts in force back into redis", err)
+		}
+		f.log.Warn("lockouts in force of rules without lockouts here skipped", "err", err)
+	}
+	return held, len(cleared), true
+}
+
+// failbackFailed logs why Redis did not take what reconcile gave it, and
+// reports whether the failback may go ahead all the same: only if Redis
+// answered, with an error reply (a key of the wrong type, a Redis out of
+// memory): what it did not take stays to be given again at the next
+// failback. A Redis that did not answer keeps the limits in process.
+func (f *Failover) failbackFailed(what string, err error) bool {
+	if bg := context.Background(); IsSlow(bg, err) || IsOutage(bg, err) {
+		f.log.Error(what+"; the limits stay in process until it takes them", "err", err)
+		return false
+	}
+	f.log.Error(what+"; given again at the next failback", "err", err)
+	return true
 }
 
 // holdLate puts into Redis the locks made in process after reconcile
-// read them (all but the first held), by failures decided in process
-// when Redis was back but the shared limits not yet in charge.
-func (f *Failover) holdLate(held int) {
+// read them (those past the first held), by failures decided in process
+// when Redis was back but the shared limits not yet in charge, and then
+// forgets what Redis was given: the first held locks and ended ends,
+// and the late ones once Redis takes them. What Redis did not take is
+// kept for the next failback.
+func (f *Failover) holdLate(held, ended int) {
 	// Every failure decided in process has noted its lock, or will find
 	// Redis in charge.
 	f.localMu.Lock()
 	f.madeMu.Lock()
-	late := f.made[min(held, len(f.made)):]
-	f.made = nil
+	late := slices.Clone(f.made[held:])
 	f.madeMu.Unlock()
 	f.localMu.Unlock()
-	if err := f.holdShared(late); err != nil {
-		f.log.Error("putting the last locks made in process into redis", "err", err, "count", len(late))
+	err := f.sharedCall(len(late), func(ctx context.Context) error { return f.shared.Hold(ctx, late...) })
+	if err != nil && !errors.Is(err, ErrNoLockouts) {
+		f.log.Error("putting the last locks made in process into redis; given again at the next failback", "err", err, "count", len(late))
+		late = nil
 	}
+	f.madeMu.Lock()
+	// Only appended to since (Clear ends a lock here, and keeps its
+	// place): the first ones are still those read.
+	f.made = slices.Delete(f.made, 0, min(held+len(late), len(f.made)))
+	f.cleared = slices.Delete(f.cleared, 0, min(ended, len(f.cleared)))
+	f.madeMu.Unlock()
 }
 
-// holdShared holds locks in Redis within a bound that grows with their
-// number. It returns an error only if Redis did not take them for want of
-// an answer; an error reply (a lock of a rule without lockouts, say) is
-// logged.
-func (f *Failover) holdShared(locks []HeldLock) error {
-	if len(locks) == 0 {
+// sharedCall makes call against the shared store within a bound that
+// grows with the n locks it concerns; nothing to do for none.
+func (f *Failover) sharedCall(n int, call func(context.Context) error) error {
+	if n == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout+time.Duration(len(locks))*holdTimePerLock)
-	err := f.shared.Hold(ctx, locks...)
-	cancel()
-	if bg := context.Background(); IsSlow(bg, err) || IsOutage(bg, err) {
-		return err
-	}
-	if err != nil {
-		f.log.Error("putting the lockouts in force back into redis", "err", err)
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout+time.Duration(n)*holdTimePerLock)
+	defer cancel()
+	return call(ctx)
 }
 
 // holdTimePerLock is what holdShared allows each lock beyond
@@ -555,12 +594,23 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 }
 
 // Clear ends id's lock under the lockouts of rule name wherever it may be
-// held, in Redis and in process, and forgets its failures.
+// held, in Redis and in process, and forgets its failures. While Redis is
+// away it is ended in process, and in Redis at the failback, before the
+// locks made in process, this one no longer among them, are put there.
 func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 	wasLocal, err := f.local.Clear(ctx, name, id)
 	if err != nil {
 		return false, err
 	}
+	f.madeMu.Lock()
+	for i := range f.made {
+		if f.made[i].Name == name && f.made[i].ID == id {
+			// Ended, so that no store holds it again, in its place,
+			// which holdLate counts by.
+			f.made[i].Until = time.Time{}
+		}
+	}
+	f.madeMu.Unlock()
 	was, stands, err := fromRedis(ctx, f, func(ctx context.Context) (bool, error) {
 		return f.shared.Clear(ctx, name, id)
 	})
@@ -572,6 +622,11 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 	case f.policy == FailClosed:
 		return false, ErrRedisUnavailable
 	default:
+		f.madeMu.Lock()
+		if len(f.cleared) < maxMade {
+			f.cleared = append(f.cleared, ruleID{name, id})
+		}
+		f.madeMu.Unlock()
 		return wasLocal, nil
 	}
 }

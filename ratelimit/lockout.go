@@ -232,6 +232,9 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 			return fmt.Errorf("ratelimit: holding locks: %w", err)
 		}
 	}
+	// Every batch is sent, whatever another's answer: one key of the
+	// wrong type must not keep the locks after it out of Redis.
+	var first error
 	for batch := range slices.Chunk(live, holdBatch) {
 		now := time.Now()
 		cmds := holdScript.runAll(ctx, l.rdb, len(batch), func(i int) ([]string, []any) {
@@ -240,12 +243,15 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 				[]any{max(h.Level, 1), max(h.Until.Sub(now).Milliseconds(), 1), l.policy.Memory.Milliseconds()}
 		})
 		for _, cmd := range cmds {
-			if err := cmd.Err(); err != nil {
-				return fmt.Errorf("ratelimit: holding locks: %w", err)
+			if err := cmd.Err(); err != nil && first == nil {
+				first = fmt.Errorf("ratelimit: holding locks: %w", err)
 			}
 		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return nil
+	return first
 }
 
 // holdBatch is how many locks Hold sends in one pipeline: enough that the

@@ -310,3 +310,128 @@ func TestHoldManyLocks(t *testing.T) {
 		t.Fatalf("holding again: %v", err)
 	}
 }
+
+// TestUnlockDuringAnOutageStaysAfterIt: an account locked in process
+// during an outage and unlocked before Redis is back (an administrator, a
+// password reset) is not locked again at the failback, and a lock Redis
+// held from before the outage, which it kept (a partition), ends too.
+func TestUnlockDuringAnOutageStaysAfterIt(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{}
+	f := replica(t, shared, rdb, p)
+	log := newLockLog()
+	f.Restore = log.restore
+	before := ratelimit.Rule{Name: "login_account", ID: "before@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	if err := shared.Hold(t.Context(), ratelimit.HeldLock{Name: before.Name, ID: before.ID, Until: time.Now().Add(time.Hour), Level: 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	p.down.Store(true)
+	var fl ratelimit.Failure
+	for !fl.LockedNow {
+		if fl, err = f.Fail(t.Context(), owner.Name, owner.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !f.Degraded() {
+		t.Fatal("not degraded while cut off")
+	}
+	for _, r := range []ratelimit.Rule{owner, before} {
+		if was, err := f.Clear(t.Context(), r.Name, r.ID); err != nil || (r == owner && !was) {
+			t.Fatalf("unlock of %s during the outage: %v, %v", r.ID, was, err)
+		}
+	}
+	p.down.Store(false)
+	waitRecovered(t, f)
+	for _, r := range []ratelimit.Rule{owner, before} {
+		if d, err := f.AllowAll(t.Context(), r); err != nil || !d.Allowed {
+			t.Errorf("%s, unlocked during the outage, once back on Redis: %+v, %v; want admitted", r.ID, d, err)
+		}
+	}
+}
+
+// flapHold is a shared store that runs hook once, at the first Hold once
+// Redis answers again: the failback's, after it read the locks made in
+// process.
+type flapHold struct {
+	partitioned
+	hook func()
+	done atomic.Bool
+}
+
+func (h *flapHold) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
+	if !h.p.down.Load() && h.done.CompareAndSwap(false, true) {
+		h.hook()
+	}
+	return h.partitioned.Hold(ctx, locks...)
+}
+
+// TestLateLockOutlivesAFlap: a lock made in process during the failback,
+// which Redis could not be given because it went away again at once, is
+// kept: in process in the next outage, and in Redis after it.
+func TestLateLockOutlivesAFlap(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{}
+	device := ratelimit.Rule{Name: "login_device", ID: "device-1", Limit: ratelimit.PerMinute(100), Lockable: true}
+	fh := &flapHold{partitioned: partitioned{shared, p}}
+	f := ratelimit.NewFailover(fh, newLocal(t), partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	f.Restore = newLockLog(ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}).restore
+	fh.hook = func() {
+		// Decided in process still: a device's lock, which no lockout
+		// log records.
+		for {
+			fl, err := f.Fail(context.Background(), device.Name, device.ID, "")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if fl.LockedNow {
+				return
+			}
+		}
+	}
+	var flapped atomic.Bool
+	f.OnChange = func(degraded bool) {
+		if !degraded && flapped.CompareAndSwap(false, true) {
+			p.down.Store(true) // gone again as soon as it was back
+		}
+	}
+	p.down.Store(true)
+	if _, err := f.AllowAll(t.Context(), device); err != nil {
+		t.Fatal(err)
+	}
+	p.down.Store(false)
+	for !flapped.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The next outage: the device is still locked in process.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		d, err := f.AllowAll(t.Context(), device)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Degraded() {
+			if d.Allowed {
+				t.Fatalf("the device in the next outage: %+v; want refused as locked", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no second outage")
+		}
+	}
+	p.down.Store(false)
+	waitRecovered(t, f)
+	if d, err := f.AllowAll(t.Context(), device); err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("the device once back on Redis: %+v, %v; want refused as locked", d, err)
+	}
+}
