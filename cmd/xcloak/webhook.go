@@ -46,17 +46,30 @@ func webhookSettings() []setting {
 		},
 		{
 			env: "XCLOAK_WEBHOOK_SECRET", flag: "webhook-secret", show: "none", scope: forServe | forUser, fromFile: true,
-			usage: "random `key` of at least 32 bytes that signs the webhooks, or comma-separated keys, one per URL of XCLOAK_WEBHOOK_URL in its order; " +
+			usage: "random `key` of at least 32 bytes that signs the webhooks, or comma-separated keys (so none with a comma in it), one per URL of XCLOAK_WEBHOOK_URL in its order; " +
 				"required with XCLOAK_WEBHOOK_URL. A flag is visible in ps: prefer XCLOAK_WEBHOOK_SECRET_FILE",
 			set: func(c *config, v string) error {
 				c.Webhook.Secrets = nil
 				parts := strings.Split(v, ",")
-				for i, p := range parts {
-					if err := checkSecret(p); err != nil {
-						if len(parts) > 1 {
-							return fmt.Errorf("secret %d of the list: %w", i+1, err)
-						}
+				if len(parts) == 1 {
+					// One secret, as it is: spaces and all.
+					if err := checkSecret(v); err != nil {
 						return err
+					}
+					c.Webhook.Secrets = [][]byte{[]byte(v)}
+					return nil
+				}
+				// A list, written as the URLs' is: spaces around its
+				// items are not theirs. Each secret one receiver's alone.
+				for i, p := range parts {
+					p = strings.TrimSpace(p)
+					if err := checkSecret(p); err != nil {
+						return fmt.Errorf("secret %d of the list: %w", i+1, err)
+					}
+					for j, q := range c.Webhook.Secrets {
+						if subtle.ConstantTimeCompare(q, []byte(p)) == 1 {
+							return fmt.Errorf("secret %d of the list is secret %d: each receiver's must be its own, or give one secret for all", i+1, j+1)
+						}
 					}
 					c.Webhook.Secrets = append(c.Webhook.Secrets, []byte(p))
 				}

@@ -48,7 +48,7 @@ func TestWebhookSettings(t *testing.T) {
 	const otherSecret = "4d2b8e6a0c1f3e5d7b9a2c4e6f8a1b3d-alerts"
 	cfg, err = loadWebhookConfig(map[string]string{
 		"XCLOAK_WEBHOOK_URL":    "https://hooks.example.com/xcloak,http://alerts.internal:8080/in",
-		"XCLOAK_WEBHOOK_SECRET": webhookSecret + "," + otherSecret,
+		"XCLOAK_WEBHOOK_SECRET": webhookSecret + ", " + otherSecret,
 	})
 	if err != nil || len(cfg.Webhook.Secrets) != 2 || string(cfg.Webhook.Secrets[0]) != webhookSecret || string(cfg.Webhook.Secrets[1]) != otherSecret {
 		t.Errorf("a secret per URL: %+v, %v", cfg.Webhook, err)
@@ -92,6 +92,8 @@ func TestWebhookSettings(t *testing.T) {
 			"XCLOAK_WEBHOOK_SECRET: 12 bytes long, want at least 32"},
 		{"two secrets for three URLs", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://b.example/x,https://c.example/x",
 			"XCLOAK_WEBHOOK_SECRET": webhookSecret + "," + webhookSecret + "2"}, "XCLOAK_WEBHOOK_SECRET lists 2 secrets for the 3 URLs"},
+		{"one secret twice", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://b.example/x",
+			"XCLOAK_WEBHOOK_SECRET": webhookSecret + "," + webhookSecret}, "XCLOAK_WEBHOOK_SECRET: secret 2 of the list is secret 1"},
 		{"a short secret in the list", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://b.example/x",
 			"XCLOAK_WEBHOOK_SECRET": webhookSecret + ",4f9a1c0e7b2d"}, "XCLOAK_WEBHOOK_SECRET: secret 2 of the list: 12 bytes long"},
 		{"the service's secret among them", map[string]string{"XCLOAK_WEBHOOK_URL": "https://a.example/x,https://b.example/x",
