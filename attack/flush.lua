@@ -52,8 +52,8 @@ while i <= #ARGV do
         -- drop a network that comes back every second with a little,
         -- each time from nothing, whatever its sum: the heaviest may
         -- be one that never fails much at once. Space-Saving keeps any
-        -- member whose count is more than the ranking's total over cap,
-        -- its count never under its own.
+        -- member whose count is more than the ranking's total over cap;
+        -- a count is over the member's own by at most what it inherited.
         local cap, member, n = tonumber(ARGV[j + 2]), ARGV[j + 3], tonumber(ARGV[j + 4])
         if not redis.call('ZSCORE', key, member) and redis.call('ZCARD', key) >= cap then
           local lowest = redis.call('ZPOPMIN', key)

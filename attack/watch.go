@@ -135,8 +135,11 @@ const (
 	// rankCap bounds the networks one minute's ranking keeps, and those
 	// of a batch sent to it; under a flood from more, a network new to a
 	// full ranking takes the place of the lowest, with its count
-	// (Space-Saving, flush.lua): every network with more than 1/rankCap
-	// of the minute's failures is ranked, none below its own count.
+	// (Space-Saving, flush.lua), so that a network failing a little every
+	// second is not dropped each time. A count is then at most what it
+	// inherited above the network's own, and a network's failures in a
+	// batch where 200 others failed more are not sent: the ranking is the
+	// panel's view of the heavy hitters, not an exact count.
 	rankCap = 200
 	// maxPendingMembers bounds the accounts and networks a replica holds
 	// between flushes that reach Redis, the batches that wait to be sent
