@@ -453,7 +453,7 @@ func (f *Failover) reconcile() (held, ended int, ok bool) {
 		locks = inForce
 	}
 	f.madeMu.Lock()
-	held, ended = len(f.made), len(f.cleared)
+	held = len(f.made)
 	locks = append(locks, f.made...)
 	cleared := slices.Clone(f.cleared)
 	f.madeMu.Unlock()
