@@ -91,3 +91,6 @@ func (l *Local) Locks() int {
 	}
 	return n
 }
+
+// MaxMade bounds, per rule, the locks made in process a Failover keeps.
+const MaxMade = maxMade

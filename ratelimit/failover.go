@@ -104,12 +104,19 @@ type Failover struct {
 	// unlock, a password reset), which Redis, if it kept its data, still
 	// holds: they are ended there before the locks in force are held.
 	cleared []ruleID
+	// madeBy and clearedBy count made and cleared by rule name, each at
+	// most maxMade.
+	madeBy, clearedBy map[string]int
 }
 
-// maxMade bounds the locks made in process that a Failover keeps for
-// Redis: each cost an attacker a threshold of failures, and past the
-// bound the lockout log still has them.
-const maxMade = 100_000
+// maxMade bounds, for each rule, the locks made in process that a
+// Failover keeps for Redis, and the locks ended in process it keeps to
+// end there: each lock cost an attacker a threshold of failures, and some
+// rules' (an application's accounts, named at will by whoever holds its
+// key) cost little; past the bound, the lockout log still has those it
+// records. A bound per rule keeps one rule's flood from taking another's
+// places.
+const maxMade = 20_000
 
 // lockForgetter is an in-process store that can forget what it held
 // (Local.ForgetLocks).
@@ -385,10 +392,13 @@ func (f *Failover) restore(done chan struct{}) {
 	}
 	// What the in-process store held since the last outage may have
 	// ended through another replica: the lockout log says what is in
-	// force now. Failures decided in process wait for done, so none is
-	// forgotten.
+	// force now. Failures decided in process wait for done; one that did
+	// not, having waited for the last outage's, runs before or after this,
+	// not during it (localMu), and its lock, if it made one, is in made.
 	if lf, ok := f.local.(lockForgetter); ok {
+		f.localMu.Lock()
 		lf.ForgetLocks()
+		f.localMu.Unlock()
 	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
@@ -397,10 +407,12 @@ func (f *Failover) restore(done chan struct{}) {
 		if err == nil {
 			// The locks made in process that Redis has not been given
 			// yet (a failback that failed) may be in no lockout log.
+			f.localMu.Lock()
 			f.madeMu.Lock()
 			locks = append(locks, f.made...)
 			f.madeMu.Unlock()
 			err = f.local.Hold(context.Background(), locks...)
+			f.localMu.Unlock()
 			if errors.Is(err, ErrNoLockouts) {
 				// The others are held; a lock no rule here keeps must not
 				// leave every lockable decision refused for the outage.
@@ -510,8 +522,16 @@ func (f *Failover) holdLate(held, ended int) {
 	f.madeMu.Lock()
 	// Only appended to since (Clear ends a lock here, and keeps its
 	// place): the first ones are still those read.
-	f.made = slices.Delete(f.made, 0, min(held+len(late), len(f.made)))
-	f.cleared = slices.Delete(f.cleared, 0, min(ended, len(f.cleared)))
+	gone := f.made[:min(held+len(late), len(f.made))]
+	for _, h := range gone {
+		f.madeBy = addTo(f.madeBy, h.Name, -1)
+	}
+	f.made = slices.Delete(f.made, 0, len(gone))
+	ends := f.cleared[:min(ended, len(f.cleared))]
+	for _, c := range ends {
+		f.clearedBy = addTo(f.clearedBy, c.name, -1)
+	}
+	f.cleared = slices.Delete(f.cleared, 0, len(ends))
 	f.madeMu.Unlock()
 }
 
@@ -583,8 +603,9 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 		res, err := f.local.Fail(ctx, name, id, attempt)
 		if err == nil && res.LockedNow {
 			f.madeMu.Lock()
-			if len(f.made) < maxMade {
+			if f.madeBy[name] < maxMade {
 				f.made = append(f.made, HeldLock{Name: name, ID: id, Until: time.Now().Add(res.LockedFor), Level: res.Level})
+				f.madeBy = addTo(f.madeBy, name, 1)
 			}
 			f.madeMu.Unlock()
 		}
@@ -623,8 +644,9 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 		return false, ErrRedisUnavailable
 	default:
 		f.madeMu.Lock()
-		if len(f.cleared) < maxMade {
+		if f.clearedBy[name] < maxMade {
 			f.cleared = append(f.cleared, ruleID{name, id})
+			f.clearedBy = addTo(f.clearedBy, name, 1)
 		}
 		f.madeMu.Unlock()
 		return wasLocal, nil
@@ -690,4 +712,15 @@ func fromRedis[T any](ctx context.Context, f *Failover, call func(context.Contex
 	f.trip(err)
 	var zero T
 	return zero, false, nil
+}
+
+// addTo adds n to m[name], making m if nil, and drops name at zero.
+func addTo(m map[string]int, name string, n int) map[string]int {
+	if m == nil {
+		m = map[string]int{}
+	}
+	if m[name] += n; m[name] <= 0 {
+		delete(m, name)
+	}
+	return m
 }

@@ -435,3 +435,41 @@ func TestLateLockOutlivesAFlap(t *testing.T) {
 		t.Fatalf("the device once back on Redis: %+v, %v; want refused as locked", d, err)
 	}
 }
+
+// TestFloodOfOneRulesLocksKeepsOthers: a flood of one rule's locks made
+// in process during an outage (an application's accounts, which whoever
+// holds its key names at will) fills that rule's places among the locks
+// kept for Redis, not another rule's: a device locked after it is still
+// locked once Redis is back.
+func TestFloodOfOneRulesLocksKeepsOthers(t *testing.T) {
+	one := ratelimit.LockoutPolicy{Threshold: 1, Duration: time.Hour, MaxDuration: time.Hour}
+	pols := map[string]ratelimit.LockoutPolicy{"login_account": one, "login_device": one}
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, pols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := ratelimit.NewLocal(pols, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{}
+	f := ratelimit.NewFailover(partitioned{shared, p}, local, partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	f.Restore = newLockLog().restore
+	p.down.Store(true)
+	for i := range ratelimit.MaxMade + 100 {
+		if fl, err := f.Fail(t.Context(), "login_account", fmt.Sprint("made-up-", i), ""); err != nil || !fl.LockedNow {
+			t.Fatalf("failure %d: %+v, %v", i, fl, err)
+		}
+	}
+	if fl, err := f.Fail(t.Context(), "login_device", "device-1", ""); err != nil || !fl.LockedNow {
+		t.Fatalf("the device's failure: %+v, %v", fl, err)
+	}
+	p.down.Store(false)
+	waitRecovered(t, f)
+	device := ratelimit.Rule{Name: "login_device", ID: "device-1", Limit: ratelimit.PerMinute(100), Lockable: true}
+	if d, err := f.AllowAll(t.Context(), device); err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("the device once back on Redis: %+v, %v; want refused as locked", d, err)
+	}
+}
