@@ -107,6 +107,9 @@ type Failover struct {
 	// madeBy and clearedBy count made and cleared by rule name, each at
 	// most maxMade.
 	madeBy, clearedBy map[string]int
+	// failbackMu is held by the failback (failback) and, for reading, by
+	// Clear.
+	failbackMu sync.RWMutex
 }
 
 // maxMade bounds, for each rule, the locks made in process that a
@@ -340,23 +343,18 @@ func (f *Failover) probe() {
 		if err != nil {
 			continue
 		}
-		// Before the shared limits take over, Redis learns the locks in
-		// force, those made while it was away among them; if it does not
-		// take them, the limits stay in process and this is tried again.
-		held, ended, ok := f.reconcile()
-		if !ok {
+		if !f.failback() {
 			continue
 		}
+		// One failback at a time: an outage that began during this one
+		// left the probe to it.
 		f.probeMu.Lock()
-		f.probing = false
-		if f.degraded.CompareAndSwap(true, false) {
-			f.log.Info("redis answers again; shared limits restored")
-			if f.OnChange != nil {
-				f.OnChange(false)
-			}
+		if f.degraded.Load() {
+			f.probeMu.Unlock()
+			continue
 		}
+		f.probing = false
 		f.probeMu.Unlock()
-		f.holdLate(held, ended)
 		return
 	}
 }
@@ -442,18 +440,26 @@ func (f *Failover) restore(done chan struct{}) {
 	}
 }
 
-// reconcile ends in Redis, which may have kept its data, the locks ended
-// in process during the outage, then puts into Redis, which may have
-// come back empty, the lockouts in force, so that they hold once the
-// shared limits take over again: those Restore lists and those made in
-// process during the outage. It reports how many of the latter Redis
-// took (0 if it refused them: they are given again at the next failback)
-// and how many ended locks it was given (each once), and false if Redis
-// did not answer (it stopped again, or not in time), for the probe to
-// try again before the shared limits decide. A lockout log that cannot
-// be read does not hold the failback: the locks made here are put back
-// all the same.
-func (f *Failover) reconcile() (held, ended int, ok bool) {
+// failback hands the limits back to Redis, which answers again. First
+// Redis learns what happened while it was away: the locks ended in
+// process (an unlock, a password reset) are ended there, as it may have
+// kept its data, then the lockouts in force are held there, as it may
+// have come back empty: those Restore lists and those made in process.
+// Then Redis decides, and is given the locks made in process meanwhile,
+// by failures that were being decided when it took over.
+//
+// If Redis does not answer (it stopped again, or not in time) before it
+// decides, failback reports false and changes nothing: the limits stay in
+// process, and the probe tries again. What Redis refused with an error
+// reply (a key of the wrong type, a Redis out of memory) is logged and
+// not given again. A lockout log that cannot be read does not hold the
+// failback: the locks made here are given all the same.
+//
+// Clear waits for it (failbackMu), so that no unlock falls between what
+// it read and what it gave Redis.
+func (f *Failover) failback() bool {
+	f.failbackMu.Lock()
+	defer f.failbackMu.Unlock()
 	var locks []HeldLock
 	if f.Restore != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
@@ -465,48 +471,32 @@ func (f *Failover) reconcile() (held, ended int, ok bool) {
 		locks = inForce
 	}
 	f.madeMu.Lock()
-	held = len(f.made)
+	held := len(f.made)
 	locks = append(locks, f.made...)
 	cleared := slices.Clone(f.cleared)
 	f.madeMu.Unlock()
 	for _, c := range cleared {
-		if err := f.sharedCall(1, func(ctx context.Context) error {
+		err := f.sharedCall(1, func(ctx context.Context) error {
 			_, err := f.shared.Clear(ctx, c.name, c.id)
 			return err
-		}); err != nil {
-			return 0, len(cleared), f.failbackFailed("ending in redis the locks ended during the outage", err)
+		})
+		if !f.answered("ending in redis a lock ended during the outage", err) {
+			return false
 		}
 	}
-	if err := f.sharedCall(len(locks), func(ctx context.Context) error { return f.shared.Hold(ctx, locks...) }); err != nil {
-		if !errors.Is(err, ErrNoLockouts) {
-			return 0, len(cleared), f.failbackFailed("putting the lockouts in force back into redis", err)
-		}
-		f.log.Warn("lockouts in force of rules without lockouts here skipped", "err", err)
-	}
-	return held, len(cleared), true
-}
-
-// failbackFailed logs why Redis did not take what reconcile gave it, and
-// reports whether the failback may go ahead all the same: only if Redis
-// answered, with an error reply (a key of the wrong type, a Redis out of
-// memory): what it did not take stays to be given again at the next
-// failback. A Redis that did not answer keeps the limits in process.
-func (f *Failover) failbackFailed(what string, err error) bool {
-	if bg := context.Background(); IsSlow(bg, err) || IsOutage(bg, err) {
-		f.log.Error(what+"; the limits stay in process until it takes them", "err", err)
+	if err := f.sharedCall(len(locks), func(ctx context.Context) error { return f.shared.Hold(ctx, locks...) }); !f.answered("putting the lockouts in force back into redis", err) {
 		return false
 	}
-	f.log.Error(what+"; given again at the next failback", "err", err)
-	return true
-}
 
-// holdLate puts into Redis the locks made in process after reconcile
-// read them (those past the first held), by failures decided in process
-// when Redis was back but the shared limits not yet in charge, and then
-// forgets what Redis was given: the first held locks and ended ends,
-// and the late ones once Redis takes them. What Redis did not take is
-// kept for the next failback.
-func (f *Failover) holdLate(held, ended int) {
+	f.probeMu.Lock()
+	if f.degraded.CompareAndSwap(true, false) {
+		f.log.Info("redis answers again; shared limits restored")
+		if f.OnChange != nil {
+			f.OnChange(false)
+		}
+	}
+	f.probeMu.Unlock()
+
 	// Every failure decided in process has noted its lock, or will find
 	// Redis in charge.
 	f.localMu.Lock()
@@ -515,24 +505,47 @@ func (f *Failover) holdLate(held, ended int) {
 	f.madeMu.Unlock()
 	f.localMu.Unlock()
 	err := f.sharedCall(len(late), func(ctx context.Context) error { return f.shared.Hold(ctx, late...) })
-	if err != nil && !errors.Is(err, ErrNoLockouts) {
-		f.log.Error("putting the last locks made in process into redis; given again at the next failback", "err", err, "count", len(late))
-		late = nil
-	}
+	keepLate := !f.answered("putting the last locks made in process into redis", err)
+
+	// What Redis was given is forgotten. The late locks, if Redis went
+	// away again before it took them, are kept for the next outage and
+	// the next failback. Only appended to since: by the failures of an
+	// outage begun meanwhile.
 	f.madeMu.Lock()
-	// Only appended to since (Clear ends a lock here, and keeps its
-	// place): the first ones are still those read.
-	gone := f.made[:min(held+len(late), len(f.made))]
-	for _, h := range gone {
-		f.madeBy = addTo(f.madeBy, h.Name, -1)
+	drop := held + len(late)
+	if keepLate {
+		drop = held
 	}
-	f.made = slices.Delete(f.made, 0, len(gone))
-	ends := f.cleared[:min(ended, len(f.cleared))]
-	for _, c := range ends {
-		f.clearedBy = addTo(f.clearedBy, c.name, -1)
+	f.made = slices.Delete(f.made, 0, drop)
+	f.cleared = slices.Delete(f.cleared, 0, len(cleared))
+	f.madeBy, f.clearedBy = nil, nil
+	for _, h := range f.made {
+		f.madeBy = addTo(f.madeBy, h.Name, 1)
 	}
-	f.cleared = slices.Delete(f.cleared, 0, len(ends))
+	for _, c := range f.cleared {
+		f.clearedBy = addTo(f.clearedBy, c.name, 1)
+	}
 	f.madeMu.Unlock()
+	return true
+}
+
+// answered reports whether Redis answered a call of the failback that
+// returned err: nil, or an error reply, which is logged (a lock of a rule
+// without lockouts here, less loudly). A Redis that did not answer keeps
+// the limits in process.
+func (f *Failover) answered(what string, err error) bool {
+	switch bg := context.Background(); {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrNoLockouts):
+		f.log.Warn(what+": lockouts of rules without lockouts here skipped", "err", err)
+		return true
+	case IsSlow(bg, err) || IsOutage(bg, err):
+		f.log.Error(what+"; the limits stay in process until redis takes them", "err", err)
+		return false
+	}
+	f.log.Error(what+"; redis refused it", "err", err)
+	return true
 }
 
 // sharedCall makes call against the shared store within a bound that
@@ -619,6 +632,8 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 // away it is ended in process, and in Redis at the failback, before the
 // locks made in process, this one no longer among them, are put there.
 func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
+	f.failbackMu.RLock()
+	defer f.failbackMu.RUnlock()
 	wasLocal, err := f.local.Clear(ctx, name, id)
 	if err != nil {
 		return false, err
@@ -627,7 +642,7 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 	for i := range f.made {
 		if f.made[i].Name == name && f.made[i].ID == id {
 			// Ended, so that no store holds it again, in its place,
-			// which holdLate counts by.
+			// which the failback counts by.
 			f.made[i].Until = time.Time{}
 		}
 	}
@@ -655,8 +670,12 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 
 // Hold puts locks recorded elsewhere into both stores: the in-process one
 // serves them during an outage, the shared one, by Redis when it answers,
-// the rest of the time.
+// the rest of the time. Held while Redis is away (an administrator's lock
+// during an outage), they are given to Redis at the failback, as the
+// locks made in process are.
 func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
+	f.failbackMu.RLock()
+	defer f.failbackMu.RUnlock()
 	// Locks of a rule without lockouts are skipped by both stores alike,
 	// which report them (ErrNoLockouts) after holding the others.
 	localErr := f.local.Hold(ctx, locks...)
@@ -668,6 +687,16 @@ func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
 	})
 	if !stands && f.policy == FailClosed {
 		return ErrRedisUnavailable
+	}
+	if !stands {
+		f.madeMu.Lock()
+		for _, h := range locks {
+			if f.madeBy[h.Name] < maxMade {
+				f.made = append(f.made, h)
+				f.madeBy = addTo(f.madeBy, h.Name, 1)
+			}
+		}
+		f.madeMu.Unlock()
 	}
 	if err != nil {
 		return err

@@ -473,3 +473,178 @@ func TestFloodOfOneRulesLocksKeepsOthers(t *testing.T) {
 		t.Fatalf("the device once back on Redis: %+v, %v; want refused as locked", d, err)
 	}
 }
+
+// hookStore is a partitioned shared store that calls onHold with the
+// number of each Hold made while Redis answers, and can answer a Clear
+// with an error reply.
+type hookStore struct {
+	partitioned
+	holds    atomic.Int64
+	onHold   func(n int64)
+	clearErr func(id string) error
+}
+
+func (h *hookStore) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
+	if !h.p.down.Load() && h.onHold != nil {
+		h.onHold(h.holds.Add(1))
+	}
+	return h.partitioned.Hold(ctx, locks...)
+}
+
+func (h *hookStore) Clear(ctx context.Context, name, id string) (bool, error) {
+	if !h.p.down.Load() && h.clearErr != nil {
+		if err := h.clearErr(id); err != nil {
+			return false, err
+		}
+	}
+	return h.partitioned.Clear(ctx, name, id)
+}
+
+func hookedReplica(t *testing.T) (*ratelimit.Failover, *hookStore, *partition, *ratelimit.RedisStore) {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{}
+	hs := &hookStore{partitioned: partitioned{shared, p}}
+	f := ratelimit.NewFailover(hs, newLocal(t), partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	f.Restore = newLockLog().restore
+	return f, hs, p, shared
+}
+
+// lockInProcess fails id under login_account until it locks.
+func lockInProcess(t *testing.T, f *ratelimit.Failover, id string) {
+	t.Helper()
+	for {
+		fl, err := f.Fail(context.Background(), owner.Name, id, "")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if fl.LockedNow {
+			return
+		}
+	}
+}
+
+// TestUnlockDuringTheFailback: an unlock that comes while the failback
+// gives Redis the locks made in process, or while it gives the last ones
+// after Redis took over, is not undone by it.
+func TestUnlockDuringTheFailback(t *testing.T) {
+	for _, at := range []int64{1, 2} {
+		t.Run(fmt.Sprint("hold ", at), func(t *testing.T) {
+			f, hs, p, _ := hookedReplica(t)
+			p.down.Store(true)
+			lockInProcess(t, f, "someone-else@example.com")
+			if at == 1 {
+				lockInProcess(t, f, owner.ID)
+			}
+			unlocked := make(chan struct{})
+			hs.onHold = func(n int64) {
+				if at == 2 && n == 1 {
+					// Decided in process still, and given to Redis
+					// after it took over.
+					lockInProcess(t, f, owner.ID)
+				}
+				if n == at {
+					go func() {
+						defer close(unlocked)
+						if _, err := f.Clear(context.Background(), owner.Name, owner.ID); err != nil {
+							t.Errorf("unlock: %v", err)
+						}
+					}()
+				}
+			}
+			p.down.Store(false)
+			waitRecovered(t, f)
+			<-unlocked
+			if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+				t.Fatalf("the owner, unlocked during the failback: %+v, %v; want admitted", d.Results, err)
+			}
+		})
+	}
+}
+
+// replyErr is an error reply from Redis.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+// TestFailbackPastAnErrorReply: an error reply to one of the failback's
+// calls (an unlock Redis refuses) keeps neither the other unlocks nor the
+// lockouts in force from Redis.
+func TestFailbackPastAnErrorReply(t *testing.T) {
+	f, hs, p, shared := hookedReplica(t)
+	other := ratelimit.Rule{Name: owner.Name, ID: "other@example.com", Limit: owner.Limit, Lockable: true}
+	logged := ratelimit.Rule{Name: owner.Name, ID: "logged@example.com", Limit: owner.Limit, Lockable: true}
+	if err := shared.Hold(t.Context(), ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f.Restore = newLockLog(ratelimit.HeldLock{Name: logged.Name, ID: logged.ID, Until: time.Now().Add(time.Hour), Level: 1}).restore
+	hs.clearErr = func(id string) error {
+		if id == other.ID {
+			return replyErr("NOPERM this user has no permissions")
+		}
+		return nil
+	}
+	p.down.Store(true)
+	if _, err := f.AllowAll(t.Context(), owner); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{other.ID, owner.ID} {
+		if _, err := f.Clear(t.Context(), owner.Name, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.down.Store(false)
+	waitRecovered(t, f)
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Errorf("the owner, unlocked during the outage, back on Redis: %+v, %v; want admitted", d.Results, err)
+	}
+	if d, err := f.AllowAll(t.Context(), logged); err != nil || d.Allowed {
+		t.Errorf("a lock of the lockout log, back on Redis: %+v, %v; want refused", d.Results, err)
+	}
+}
+
+// TestOutageDuringTheFailback: Redis goes away again while the failback
+// gives it the last locks made in process, and a new lock is made in
+// process in the new outage: both reach Redis at the next failback.
+func TestOutageDuringTheFailback(t *testing.T) {
+	f, hs, p, _ := hookedReplica(t)
+	y := ratelimit.Rule{Name: owner.Name, ID: "y@example.com", Limit: owner.Limit, Lockable: true}
+	late := ratelimit.Rule{Name: owner.Name, ID: "late@example.com", Limit: owner.Limit, Lockable: true}
+	p.down.Store(true)
+	lockInProcess(t, f, "a@example.com")
+	flapped := make(chan struct{})
+	hs.onHold = func(n int64) {
+		switch n {
+		case 1: // a lock given to Redis after it takes over
+			lockInProcess(t, f, late.ID)
+		case 2: // Redis gone before it took it; a lock of the new outage
+			p.down.Store(true)
+			if _, err := f.AllowAll(context.Background(), owner); err != nil {
+				t.Error(err)
+			}
+			lockInProcess(t, f, y.ID)
+			close(flapped)
+		}
+	}
+	p.down.Store(false)
+	<-flapped
+	for _, r := range []ratelimit.Rule{late, y} {
+		if d, err := f.AllowAll(t.Context(), r); err != nil || d.Allowed {
+			t.Fatalf("%s in the new outage: %+v, %v; want refused", r.ID, d.Results, err)
+		}
+	}
+	p.down.Store(false)
+	waitRecovered(t, f)
+	for _, r := range []ratelimit.Rule{late, y} {
+		if d, err := f.AllowAll(t.Context(), r); err != nil || d.Allowed || !d.Results[0].Locked {
+			t.Errorf("%s back on Redis: %+v, %v; want refused as locked", r.ID, d.Results, err)
+		}
+	}
+}
