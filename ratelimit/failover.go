@@ -107,9 +107,10 @@ type Failover struct {
 	// madeBy and clearedBy count made and cleared by rule name, each at
 	// most maxMade.
 	madeBy, clearedBy map[string]int
-	// failbackMu is held by the failback (failback) and, for reading, by
-	// Clear.
-	failbackMu sync.RWMutex
+	// handing is set, under madeMu, while a failback hands the limits
+	// back to Redis: every Clear then notes its unlock in cleared, to be
+	// ended in Redis again after the failback's last Hold.
+	handing bool
 }
 
 // maxMade bounds, for each rule, the locks made in process that a
@@ -406,6 +407,13 @@ func (f *Failover) restore(done chan struct{}) {
 			// The locks made in process that Redis has not been given
 			// yet (a failback that failed) may be in no lockout log.
 			f.localMu.Lock()
+			if p := f.restored.Load(); p == nil || *p != done {
+				// A later outage's restore has begun: its list is the
+				// newer, and an unlock since may have left this one's
+				// stale.
+				f.localMu.Unlock()
+				return
+			}
 			f.madeMu.Lock()
 			locks = append(locks, f.made...)
 			f.madeMu.Unlock()
@@ -444,22 +452,29 @@ func (f *Failover) restore(done chan struct{}) {
 // Redis learns what happened while it was away: the locks ended in
 // process (an unlock, a password reset) are ended there, as it may have
 // kept its data, then the lockouts in force are held there, as it may
-// have come back empty: those Restore lists and those made in process.
-// Then Redis decides, and is given the locks made in process meanwhile,
-// by failures that were being decided when it took over.
+// have come back empty: those Restore lists and those made or given in
+// process, less those ended since. Then Redis decides, and is given the
+// locks made in process meanwhile, by failures that were being decided
+// when it took over; last, the unlocks made while all this ran are ended
+// in Redis again, after every lock it was given. No unlock waits for it.
 //
 // If Redis does not answer (it stopped again, or not in time) before it
 // decides, failback reports false and changes nothing: the limits stay in
-// process, and the probe tries again. What Redis refused with an error
-// reply (a key of the wrong type, a Redis out of memory) is logged and
-// not given again. A lockout log that cannot be read does not hold the
-// failback: the locks made here are given all the same.
-//
-// Clear waits for it (failbackMu), so that no unlock falls between what
-// it read and what it gave Redis.
+// process, and the probe tries again; after, the replica goes back to
+// its in-process limits (trip), keeping what Redis did not take. What
+// Redis refused with an error reply (a key of the wrong type, a Redis out
+// of memory) is logged and not given again. A lockout log that cannot be
+// read does not hold the failback: the locks made here are given all the
+// same.
 func (f *Failover) failback() bool {
-	f.failbackMu.Lock()
-	defer f.failbackMu.Unlock()
+	f.madeMu.Lock()
+	f.handing = true
+	f.madeMu.Unlock()
+	stop := func() {
+		f.madeMu.Lock()
+		f.handing = false
+		f.madeMu.Unlock()
+	}
 	var locks []HeldLock
 	if f.Restore != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
@@ -471,20 +486,19 @@ func (f *Failover) failback() bool {
 		locks = inForce
 	}
 	f.madeMu.Lock()
-	held := len(f.made)
-	locks = append(locks, f.made...)
+	held, ended := len(f.made), len(f.cleared)
 	cleared := slices.Clone(f.cleared)
+	locks = append(locks, f.made...)
 	f.madeMu.Unlock()
-	for _, c := range cleared {
-		err := f.sharedCall(1, func(ctx context.Context) error {
-			_, err := f.shared.Clear(ctx, c.name, c.id)
-			return err
-		})
-		if !f.answered("ending in redis a lock ended during the outage", err) {
-			return false
-		}
+	// A lock the lockout log lists may have been ended in process before
+	// the log says so: the unlock is what came last.
+	locks = slices.DeleteFunc(locks, func(h HeldLock) bool { return slices.Contains(cleared, ruleID{h.Name, h.ID}) })
+	if !f.endInRedis(cleared) {
+		stop()
+		return false
 	}
 	if err := f.sharedCall(len(locks), func(ctx context.Context) error { return f.shared.Hold(ctx, locks...) }); !f.answered("putting the lockouts in force back into redis", err) {
+		stop()
 		return false
 	}
 
@@ -497,36 +511,78 @@ func (f *Failover) failback() bool {
 	}
 	f.probeMu.Unlock()
 
-	// Every failure decided in process has noted its lock, or will find
-	// Redis in charge.
+	// Every failure decided in process, and every lock given in process,
+	// has noted its lock, or finds Redis in charge.
 	f.localMu.Lock()
 	f.madeMu.Lock()
 	late := slices.Clone(f.made[held:])
 	f.madeMu.Unlock()
 	f.localMu.Unlock()
 	err := f.sharedCall(len(late), func(ctx context.Context) error { return f.shared.Hold(ctx, late...) })
-	keepLate := !f.answered("putting the last locks made in process into redis", err)
+	taken := f.answered("putting the last locks made in process into redis", err)
 
-	// What Redis was given is forgotten. The late locks, if Redis went
-	// away again before it took them, are kept for the next outage and
-	// the next failback. Only appended to since: by the failures of an
-	// outage begun meanwhile.
 	f.madeMu.Lock()
-	drop := held + len(late)
-	if keepLate {
-		drop = held
+	f.handing = false
+	since := slices.Clone(f.cleared[ended:])
+	f.madeMu.Unlock()
+	if taken {
+		taken = f.endInRedis(since)
+	}
+
+	// What Redis took is forgotten; the rest is kept for the next outage
+	// and the next failback. Only appended to since: by unlocks and
+	// failures of an outage begun meanwhile.
+	f.madeMu.Lock()
+	drop, dropCleared := held, ended
+	if taken {
+		drop, dropCleared = held+len(late), ended+len(since)
 	}
 	f.made = slices.Delete(f.made, 0, drop)
-	f.cleared = slices.Delete(f.cleared, 0, len(cleared))
+	f.cleared = slices.Delete(f.cleared, 0, dropCleared)
 	f.madeBy, f.clearedBy = nil, nil
 	for _, h := range f.made {
-		f.madeBy = addTo(f.madeBy, h.Name, 1)
+		f.madeBy = addTo(f.madeBy, f.group(h.Name, h.ID), 1)
 	}
 	for _, c := range f.cleared {
-		f.clearedBy = addTo(f.clearedBy, c.name, 1)
+		f.clearedBy = addTo(f.clearedBy, f.group(c.name, c.id), 1)
 	}
 	f.madeMu.Unlock()
+	if !taken {
+		// Redis stopped answering once in charge: the limits go back in
+		// process, and the probe gives it the rest.
+		f.trip(errNotTaken)
+	}
 	return true
+}
+
+// errNotTaken is why a failback that Redis stopped answering once in
+// charge goes back to the in-process limits.
+var errNotTaken = errors.New("ratelimit: redis stopped answering while the limits were handed back to it")
+
+// endInRedis ends in Redis the locks of cleared, all in one pipeline's
+// time at most; false if Redis did not answer.
+func (f *Failover) endInRedis(cleared []ruleID) bool {
+	for _, c := range cleared {
+		err := f.sharedCall(1, func(ctx context.Context) error {
+			_, err := f.shared.Clear(ctx, c.name, c.id)
+			return err
+		})
+		if !f.answered("ending in redis a lock ended during the outage", err) {
+			return false
+		}
+	}
+	return true
+}
+
+// group is what the bound on made and cleared counts an identity under:
+// its group in the in-process store (Local.group), so that an
+// application's accounts, named at will, fill their own places and not
+// those of XCloak's own accounts.
+func (f *Failover) group(name, id string) string {
+	if l, ok := f.local.(*Local); ok {
+		return l.group(name, id)
+	}
+	return name
 }
 
 // answered reports whether Redis answered a call of the failback that
@@ -616,10 +672,7 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 		res, err := f.local.Fail(ctx, name, id, attempt)
 		if err == nil && res.LockedNow {
 			f.madeMu.Lock()
-			if f.madeBy[name] < maxMade {
-				f.made = append(f.made, HeldLock{Name: name, ID: id, Until: time.Now().Add(res.LockedFor), Level: res.Level})
-				f.madeBy = addTo(f.madeBy, name, 1)
-			}
+			f.noteMade(HeldLock{Name: name, ID: id, Until: time.Now().Add(res.LockedFor), Level: res.Level})
 			f.madeMu.Unlock()
 		}
 		f.localMu.RUnlock()
@@ -632,8 +685,6 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 // away it is ended in process, and in Redis at the failback, before the
 // locks made in process, this one no longer among them, are put there.
 func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
-	f.failbackMu.RLock()
-	defer f.failbackMu.RUnlock()
 	wasLocal, err := f.local.Clear(ctx, name, id)
 	if err != nil {
 		return false, err
@@ -645,6 +696,12 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 			// which the failback counts by.
 			f.made[i].Until = time.Time{}
 		}
+	}
+	noted := f.handing
+	if noted {
+		// A failback may give Redis this lock after Redis ended it:
+		// it ends it again last.
+		f.noteCleared(name, id)
 	}
 	f.madeMu.Unlock()
 	was, stands, err := fromRedis(ctx, f, func(ctx context.Context) (bool, error) {
@@ -658,13 +715,30 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 	case f.policy == FailClosed:
 		return false, ErrRedisUnavailable
 	default:
-		f.madeMu.Lock()
-		if f.clearedBy[name] < maxMade {
-			f.cleared = append(f.cleared, ruleID{name, id})
-			f.clearedBy = addTo(f.clearedBy, name, 1)
+		if !noted {
+			f.madeMu.Lock()
+			f.noteCleared(name, id)
+			f.madeMu.Unlock()
 		}
-		f.madeMu.Unlock()
 		return wasLocal, nil
+	}
+}
+
+// noteCleared notes an unlock in cleared, within its group's bound; madeMu
+// is held.
+func (f *Failover) noteCleared(name, id string) {
+	if g := f.group(name, id); f.clearedBy[g] < maxMade {
+		f.cleared = append(f.cleared, ruleID{name, id})
+		f.clearedBy = addTo(f.clearedBy, g, 1)
+	}
+}
+
+// noteMade notes a lock made or given in process in made, within its
+// group's bound; madeMu is held.
+func (f *Failover) noteMade(h HeldLock) {
+	if g := f.group(h.Name, h.ID); f.madeBy[g] < maxMade {
+		f.made = append(f.made, h)
+		f.madeBy = addTo(f.madeBy, g, 1)
 	}
 }
 
@@ -674,8 +748,9 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 // during an outage), they are given to Redis at the failback, as the
 // locks made in process are.
 func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
-	f.failbackMu.RLock()
-	defer f.failbackMu.RUnlock()
+	// A failback waits for it before it gives Redis the last locks.
+	f.localMu.RLock()
+	defer f.localMu.RUnlock()
 	// Locks of a rule without lockouts are skipped by both stores alike,
 	// which report them (ErrNoLockouts) after holding the others.
 	localErr := f.local.Hold(ctx, locks...)
@@ -691,10 +766,7 @@ func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
 	if !stands {
 		f.madeMu.Lock()
 		for _, h := range locks {
-			if f.madeBy[h.Name] < maxMade {
-				f.made = append(f.made, h)
-				f.madeBy = addTo(f.madeBy, h.Name, 1)
-			}
+			f.noteMade(h)
 		}
 		f.madeMu.Unlock()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -561,8 +562,16 @@ func TestUnlockDuringTheFailback(t *testing.T) {
 			p.down.Store(false)
 			waitRecovered(t, f)
 			<-unlocked
-			if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
-				t.Fatalf("the owner, unlocked during the failback: %+v, %v; want admitted", d.Results, err)
+			// The failback may still be giving Redis its last locks,
+			// and then ends again the locks unlocked meanwhile.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				st, e := f.AllowAll(t.Context(), owner)
+				if e == nil && st.Allowed {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the owner, unlocked during the failback: %+v, %v; want admitted", st.Results, e)
+				}
 			}
 		})
 	}
@@ -646,5 +655,237 @@ func TestOutageDuringTheFailback(t *testing.T) {
 		if d, err := f.AllowAll(t.Context(), r); err != nil || d.Allowed || !d.Results[0].Locked {
 			t.Errorf("%s back on Redis: %+v, %v; want refused as locked", r.ID, d.Results, err)
 		}
+	}
+}
+
+// TestUnlockBeforeTheLogSaysSo: an unlock ends a lock in process, and the
+// service marks it ended in the lockout log only after: a failback that
+// reads the log in between does not lock the owner again.
+func TestUnlockBeforeTheLogSaysSo(t *testing.T) {
+	f, _, p, shared := hookedReplica(t)
+	lock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}
+	if err := shared.Hold(t.Context(), lock); err != nil {
+		t.Fatal(err)
+	}
+	log := newLockLog(lock)
+	f.Restore = log.restore
+	p.down.Store(true)
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || d.Allowed {
+		t.Fatalf("during the outage: %+v, %v; want refused", d, err)
+	}
+	if _, err := f.Clear(t.Context(), owner.Name, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	p.down.Store(false)
+	waitRecovered(t, f)
+	log.set() // the log, written after the failback read it
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("the owner, unlocked during the outage, back on Redis: %+v, %v; want admitted", d.Results, err)
+	}
+}
+
+// slowLate is a partitioned shared store whose Holds, once Redis
+// answers, go through onHold, which may fail them.
+type slowLate struct {
+	partitioned
+	holds  atomic.Int64
+	onHold func(n int64) error
+}
+
+func (s *slowLate) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
+	if !s.p.down.Load() && s.onHold != nil {
+		if err := s.onHold(s.holds.Add(1)); err != nil {
+			return err
+		}
+	}
+	return s.partitioned.Hold(ctx, locks...)
+}
+
+// TestLateLocksNotTakenGoBackInProcess: when Redis, once in charge, does
+// not take the last locks made in process, the replica goes back to its
+// in-process limits, which hold them, and gives them to Redis at the next
+// failback; an unlock through another replica after that ends them.
+func TestLateLocksNotTakenGoBackInProcess(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	redisStore, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := &partition{}, &partition{}
+	sl := &slowLate{partitioned: partitioned{redisStore, pa}}
+	a := ratelimit.NewFailover(sl, newLocal(t), partitionedPinger{rdb, pa}, ratelimit.FailLocal, nil)
+	t.Cleanup(a.Close)
+	b := replica(t, redisStore, rdb, pb)
+	log := newLockLog()
+	a.Restore, b.Restore = log.restore, log.restore
+	late := ratelimit.Rule{Name: owner.Name, ID: "late@example.com", Limit: owner.Limit, Lockable: true}
+	sl.onHold = func(n int64) error {
+		switch n {
+		case 1: // made in process while the failback runs
+			lockInProcess(t, a, late.ID)
+		case 2: // its Hold, once Redis decides: not answered
+			return fmt.Errorf("ratelimit: holding locks: %w", context.DeadlineExceeded)
+		}
+		return nil
+	}
+	pa.down.Store(true)
+	if _, err := a.AllowAll(t.Context(), late); err != nil {
+		t.Fatal(err)
+	}
+	lockInProcess(t, a, "a@example.com") // for the failback's first Hold
+	pa.down.Store(false)
+	deadline := time.Now().Add(20 * time.Second)
+	for sl.holds.Load() < 3 || a.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d holds, degraded %v: want the late lock given again at a second failback", sl.holds.Load(), a.Degraded())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d, err := a.AllowAll(t.Context(), late); err != nil || d.Allowed {
+		t.Fatalf("the late lock once Redis decides: %+v, %v; want refused", d.Results, err)
+	}
+	if _, err := b.Clear(t.Context(), late.Name, late.ID); err != nil {
+		t.Fatal(err)
+	}
+	pa.down.Store(true) // A's next outage
+	if d, err := a.AllowAll(t.Context(), late); err != nil || !d.Allowed {
+		t.Fatalf("unlocked through B, in A's next outage: %+v, %v; want admitted", d.Results, err)
+	}
+}
+
+// TestUnlockNeverWaitsForTheFailback: an unlock (every successful
+// sign-in's) while a failback waits on a slow Redis answers within its own
+// deadline.
+func TestUnlockNeverWaitsForTheFailback(t *testing.T) {
+	f, hs, p, _ := hookedReplica(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var slowed atomic.Bool
+	hs.clearErr = func(id string) error {
+		if id == "x@example.com" && slowed.CompareAndSwap(false, true) {
+			close(entered)
+			<-release // a Redis that answers slowly
+		}
+		return nil
+	}
+	defer close(release)
+	p.down.Store(true)
+	if _, err := f.AllowAll(t.Context(), owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Clear(t.Context(), owner.Name, "x@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	p.down.Store(false)
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Clear(ctx, "login_device", "device-9")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("an unlock waited for the failback past its deadline")
+	}
+}
+
+// TestFloodOfAnAppsUnlocksKeepsOthers: during an outage, unlocks of an
+// application's accounts, which whoever holds its key names at will, fill
+// their own places among those kept for Redis: an unlock of one of
+// XCloak's own accounts after them still ends its lock in Redis.
+func TestFloodOfAnAppsUnlocksKeepsOthers(t *testing.T) {
+	grouped := policy
+	grouped.Group = func(id string) string {
+		if strings.HasPrefix(id, "app ") {
+			return "app"
+		}
+		return ""
+	}
+	pols := map[string]ratelimit.LockoutPolicy{"login_account": grouped}
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, pols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := ratelimit.NewLocal(pols, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{}
+	f := ratelimit.NewFailover(partitioned{shared, p}, local, partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	f.Restore = newLockLog().restore
+	if err := shared.Hold(t.Context(), ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p.down.Store(true)
+	if _, err := f.AllowAll(t.Context(), owner); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ratelimit.MaxMade + 10 {
+		if _, err := f.Clear(t.Context(), owner.Name, fmt.Sprint("app shop acct-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.Clear(t.Context(), owner.Name, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	p.down.Store(false)
+	waitRecovered(t, f)
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("the owner, unlocked after a flood of an application's unlocks: %+v, %v; want admitted", d.Results, err)
+	}
+}
+
+// TestStaleRestoreIsDropped: an outage's load of the lockouts in force
+// that returns after the next outage began, with a list an unlock has
+// since made stale, is not held in process.
+func TestStaleRestoreIsDropped(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := &partition{}, &partition{}
+	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
+	lock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}
+	if err := shared.Hold(t.Context(), lock); err != nil {
+		t.Fatal(err)
+	}
+	log := newLockLog(lock)
+	b.Restore = log.restore
+	release, returned := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	a.Restore = func(ctx context.Context) ([]ratelimit.HeldLock, error) {
+		in := *log.in.Load()
+		if calls.Add(1) == 1 {
+			<-release // a slow Postgres
+			defer close(returned)
+		}
+		return in, nil
+	}
+	pa.down.Store(true)
+	_ = a.Check(t.Context())
+	pa.down.Store(false)
+	waitRecovered(t, a)
+	if _, err := b.Clear(t.Context(), owner.Name, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	log.set()
+	pa.down.Store(true)
+	_ = a.Check(t.Context())
+	if d, err := a.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("the next outage, before the first's load returns: %+v, %v; want admitted", d.Results, err)
+	}
+	close(release)
+	<-returned
+	time.Sleep(100 * time.Millisecond)
+	if d, err := a.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("unlocked through B, once the first outage's load returned: %+v, %v; want admitted", d.Results, err)
 	}
 }
