@@ -103,7 +103,7 @@ type Failover struct {
 	// cleared are the locks ended in process while Redis was away (an
 	// unlock, a password reset), which Redis, if it kept its data, still
 	// holds: they are ended there before the locks in force are held.
-	cleared []ruleID
+	cleared []clearedLock
 	// madeBy and clearedBy count made and cleared by rule name, each at
 	// most maxMade.
 	madeBy, clearedBy map[string]int
@@ -399,26 +399,27 @@ func (f *Failover) restore(done chan struct{}) {
 		lf.ForgetLocks()
 		f.localMu.Unlock()
 	}
+	// A restore whose outage has ended, and another begun, leaves the
+	// in-process store and locksMissing to the newer one: its list is the
+	// newer, and an unlock since may have left this one's stale. Checked
+	// under localMu, which the newer one's ForgetLocks waits for.
+	current := func() bool { p := f.restored.Load(); return p != nil && *p == done }
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
 		locks, err := f.Restore(ctx)
 		cancel()
+		f.localMu.Lock()
+		if !current() {
+			f.localMu.Unlock()
+			return
+		}
 		if err == nil {
 			// The locks made in process that Redis has not been given
 			// yet (a failback that failed) may be in no lockout log.
-			f.localMu.Lock()
-			if p := f.restored.Load(); p == nil || *p != done {
-				// A later outage's restore has begun: its list is the
-				// newer, and an unlock since may have left this one's
-				// stale.
-				f.localMu.Unlock()
-				return
-			}
 			f.madeMu.Lock()
 			locks = append(locks, f.made...)
 			f.madeMu.Unlock()
 			err = f.local.Hold(context.Background(), locks...)
-			f.localMu.Unlock()
 			if errors.Is(err, ErrNoLockouts) {
 				// The others are held; a lock no rule here keeps must not
 				// leave every lockable decision refused for the outage.
@@ -426,14 +427,14 @@ func (f *Failover) restore(done chan struct{}) {
 				err = nil
 			}
 		}
+		f.locksMissing.Store(err != nil)
+		f.localMu.Unlock()
 		if err == nil {
-			f.locksMissing.Store(false)
 			if len(locks) > 0 {
 				f.log.Info("lockouts in force loaded into the in-process limits", "count", len(locks))
 			}
 			return
 		}
-		f.locksMissing.Store(true)
 		f.log.Error("loading the lockouts in force for the in-process limits; lockable decisions are refused until it succeeds", "err", err)
 		closeDone()
 		select {
@@ -441,8 +442,17 @@ func (f *Failover) restore(done chan struct{}) {
 			return
 		case <-time.After(time.Second):
 		}
-		if !f.degraded.Load() {
+		f.localMu.Lock()
+		if !current() {
+			f.localMu.Unlock()
+			return
+		}
+		back := !f.degraded.Load()
+		if back {
 			f.locksMissing.Store(false)
+		}
+		f.localMu.Unlock()
+		if back {
 			return
 		}
 	}
@@ -488,11 +498,15 @@ func (f *Failover) failback() bool {
 	f.madeMu.Lock()
 	held, ended := len(f.made), len(f.cleared)
 	cleared := slices.Clone(f.cleared)
+	// A lock the lockout log lists may have been ended in process before
+	// the log says so: the unlock came last. A lock made in process
+	// after an unlock came after it (Clear ended those before it), and
+	// is held after the unlocks are ended in Redis.
+	locks = slices.DeleteFunc(locks, func(h HeldLock) bool {
+		return slices.ContainsFunc(cleared, func(c clearedLock) bool { return c.ruleID == ruleID{h.Name, h.ID} })
+	})
 	locks = append(locks, f.made...)
 	f.madeMu.Unlock()
-	// A lock the lockout log lists may have been ended in process before
-	// the log says so: the unlock is what came last.
-	locks = slices.DeleteFunc(locks, func(h HeldLock) bool { return slices.Contains(cleared, ruleID{h.Name, h.ID}) })
 	if !f.endInRedis(cleared) {
 		stop()
 		return false
@@ -524,9 +538,14 @@ func (f *Failover) failback() bool {
 	f.madeMu.Lock()
 	f.handing = false
 	since := slices.Clone(f.cleared[ended:])
+	// An unlock followed by a lock made in process (given to Redis with
+	// the late ones) is not ended again: the lock came last.
+	again := slices.DeleteFunc(slices.Clone(since), func(c clearedLock) bool {
+		return slices.ContainsFunc(f.made[min(c.made, len(f.made)):], func(h HeldLock) bool { return h.Name == c.name && h.ID == c.id && !h.Until.IsZero() })
+	})
 	f.madeMu.Unlock()
 	if taken {
-		taken = f.endInRedis(since)
+		taken = f.endInRedis(again)
 	}
 
 	// What Redis took is forgotten; the rest is kept for the next outage
@@ -539,6 +558,9 @@ func (f *Failover) failback() bool {
 	}
 	f.made = slices.Delete(f.made, 0, drop)
 	f.cleared = slices.Delete(f.cleared, 0, dropCleared)
+	for i := range f.cleared {
+		f.cleared[i].made = max(f.cleared[i].made-drop, 0)
+	}
 	f.madeBy, f.clearedBy = nil, nil
 	for _, h := range f.made {
 		f.madeBy = addTo(f.madeBy, f.group(h.Name, h.ID), 1)
@@ -561,7 +583,7 @@ var errNotTaken = errors.New("ratelimit: redis stopped answering while the limit
 
 // endInRedis ends in Redis the locks of cleared, all in one pipeline's
 // time at most; false if Redis did not answer.
-func (f *Failover) endInRedis(cleared []ruleID) bool {
+func (f *Failover) endInRedis(cleared []clearedLock) bool {
 	for _, c := range cleared {
 		err := f.sharedCall(1, func(ctx context.Context) error {
 			_, err := f.shared.Clear(ctx, c.name, c.id)
@@ -715,20 +737,33 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 	case f.policy == FailClosed:
 		return false, ErrRedisUnavailable
 	default:
-		if !noted {
-			f.madeMu.Lock()
+		f.madeMu.Lock()
+		// A failback that ended meanwhile, past the unlocks it ends
+		// again, may have given Redis this lock: Redis ends it now.
+		back := !noted && !f.handing && !f.degraded.Load()
+		if !noted && !back {
 			f.noteCleared(name, id)
-			f.madeMu.Unlock()
+		}
+		f.madeMu.Unlock()
+		if back {
+			return f.Clear(ctx, name, id)
 		}
 		return wasLocal, nil
 	}
+}
+
+// clearedLock is an unlock noted in cleared, and how many locks made then
+// held: those after it came after the unlock.
+type clearedLock struct {
+	ruleID
+	made int
 }
 
 // noteCleared notes an unlock in cleared, within its group's bound; madeMu
 // is held.
 func (f *Failover) noteCleared(name, id string) {
 	if g := f.group(name, id); f.clearedBy[g] < maxMade {
-		f.cleared = append(f.cleared, ruleID{name, id})
+		f.cleared = append(f.cleared, clearedLock{ruleID{name, id}, len(f.made)})
 		f.clearedBy = addTo(f.clearedBy, g, 1)
 	}
 }
@@ -748,9 +783,6 @@ func (f *Failover) noteMade(h HeldLock) {
 // during an outage), they are given to Redis at the failback, as the
 // locks made in process are.
 func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
-	// A failback waits for it before it gives Redis the last locks.
-	f.localMu.RLock()
-	defer f.localMu.RUnlock()
 	// Locks of a rule without lockouts are skipped by both stores alike,
 	// which report them (ErrNoLockouts) after holding the others.
 	localErr := f.local.Hold(ctx, locks...)
@@ -764,11 +796,19 @@ func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
 		return ErrRedisUnavailable
 	}
 	if !stands {
+		// Noted for the failback, as a failure's lock is (Fail), unless
+		// Redis took over meanwhile: then given to it.
+		f.localMu.RLock()
+		if !f.degraded.Load() {
+			f.localMu.RUnlock()
+			return f.Hold(ctx, locks...)
+		}
 		f.madeMu.Lock()
 		for _, h := range locks {
 			f.noteMade(h)
 		}
 		f.madeMu.Unlock()
+		f.localMu.RUnlock()
 	}
 	if err != nil {
 		return err

@@ -889,3 +889,78 @@ func TestStaleRestoreIsDropped(t *testing.T) {
 		t.Fatalf("unlocked through B, once the first outage's load returned: %+v, %v; want admitted", d.Results, err)
 	}
 }
+
+// TestLockAfterAnUnlock: a lock made in process after an unlock of the
+// same account (a successful sign-in's, which every one makes) during an
+// outage, or during the failback, holds in Redis after the failback: the
+// lock came last.
+func TestLockAfterAnUnlock(t *testing.T) {
+	t.Run("during the outage", func(t *testing.T) {
+		f, _, p, _ := hookedReplica(t)
+		p.down.Store(true)
+		if _, err := f.Clear(t.Context(), owner.Name, owner.ID); err != nil {
+			t.Fatal(err)
+		}
+		lockInProcess(t, f, owner.ID)
+		p.down.Store(false)
+		waitRecovered(t, f)
+		if d, err := f.AllowAll(t.Context(), owner); err != nil || d.Allowed {
+			t.Fatalf("back on Redis: %+v, %v; want refused as locked", d.Results, err)
+		}
+	})
+	t.Run("during the failback", func(t *testing.T) {
+		f, hs, p, _ := hookedReplica(t)
+		p.down.Store(true)
+		lockInProcess(t, f, "someone-else@example.com")
+		hs.onHold = func(n int64) {
+			if n == 1 { // the failback's first Hold, Redis not yet in charge
+				if _, err := f.Clear(context.Background(), owner.Name, owner.ID); err != nil {
+					t.Error(err)
+				}
+				lockInProcess(t, f, owner.ID)
+			}
+		}
+		p.down.Store(false)
+		waitRecovered(t, f)
+		// The failback gives the lock after Redis took over.
+		for deadline := time.Now().Add(5 * time.Second); hs.holds.Load() < 2; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the failback gave no late locks")
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		if d, err := f.AllowAll(t.Context(), owner); err != nil || d.Allowed {
+			t.Fatalf("back on Redis: %+v, %v; want refused as locked", d.Results, err)
+		}
+	})
+}
+
+// TestStaleRestoreLeavesNoLocksMissing: an outage's load of the lockouts
+// in force that fails after the next outage began, whose own load
+// succeeded, does not leave the next outage refusing lockable decisions.
+func TestStaleRestoreLeavesNoLocksMissing(t *testing.T) {
+	f, _, p, _ := hookedReplica(t)
+	release := make(chan struct{})
+	var calls atomic.Int64
+	f.Restore = func(ctx context.Context) ([]ratelimit.HeldLock, error) {
+		if calls.Add(1) == 1 {
+			<-release
+			return nil, errors.New("postgres down")
+		}
+		return nil, nil
+	}
+	p.down.Store(true)
+	_ = f.Check(t.Context())
+	p.down.Store(false)
+	waitRecovered(t, f)
+	p.down.Store(true)
+	_ = f.Check(t.Context())
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("the next outage: %+v, %v; want admitted", d.Results, err)
+	}
+	close(release)
+	time.Sleep(1500 * time.Millisecond) // the stale load fails, waits, tries again
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("the next outage, after the first's load failed late: %+v, %v; want admitted", d.Results, err)
+	}
+}
