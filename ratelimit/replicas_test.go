@@ -80,14 +80,115 @@ func (pp partitionedPinger) Ping(ctx context.Context) *redis.StatusCmd {
 	return pp.rdb.Ping(ctx)
 }
 
+// sharedRedis is the Redis store with lockouts pols that a test's
+// replicas share, and its client.
+func sharedRedis(t *testing.T, pols map[string]ratelimit.LockoutPolicy) (*redis.Client, *ratelimit.RedisStore) {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, pols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rdb, shared
+}
+
+// failoverOver is a replica's Failover over shared, as it reaches it, with
+// local in process, its probe cut off by p as shared is.
+func failoverOver(t *testing.T, shared, local ratelimit.Store, rdb *redis.Client, p *partition) *ratelimit.Failover {
+	t.Helper()
+	f := ratelimit.NewFailover(shared, local, partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	return f
+}
+
 // replica is one replica's Failover over the Redis store shared with the
 // others, cut off from it while p is down.
 func replica(t *testing.T, shared ratelimit.Store, rdb *redis.Client, p *partition) *ratelimit.Failover {
 	t.Helper()
-	f := ratelimit.NewFailover(partitioned{shared, p}, newLocal(t), partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
-	t.Cleanup(f.Close)
-	return f
+	return failoverOver(t, partitioned{shared, p}, newLocal(t), rdb, p)
 }
+
+// replicaWith is a replica over a Redis store of its own, both stores
+// with the lockouts pols.
+func replicaWith(t *testing.T, pols map[string]ratelimit.LockoutPolicy) (*ratelimit.Failover, *partition, *ratelimit.RedisStore) {
+	t.Helper()
+	rdb, shared := sharedRedis(t, pols)
+	local, err := ratelimit.NewLocal(pols, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{}
+	f := failoverOver(t, partitioned{shared, p}, local, rdb, p)
+	f.Restore = newLockLog().restore
+	return f, p, shared
+}
+
+// hookStore is a partitioned shared store that calls onHold with the
+// number of each Hold made while Redis answers, failing the Hold with
+// what onHold returns (a Redis that stopped answering, say), and can
+// answer a Clear with an error reply.
+type hookStore struct {
+	partitioned
+	holds    atomic.Int64
+	onHold   func(n int64) error
+	clearErr func(id string) error
+}
+
+func (h *hookStore) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
+	if !h.p.down.Load() && h.onHold != nil {
+		if err := h.onHold(h.holds.Add(1)); err != nil {
+			return err
+		}
+	}
+	return h.partitioned.Hold(ctx, locks...)
+}
+
+func (h *hookStore) Clear(ctx context.Context, name, id string) (bool, error) {
+	if !h.p.down.Load() && h.clearErr != nil {
+		if err := h.clearErr(id); err != nil {
+			return false, err
+		}
+	}
+	return h.partitioned.Clear(ctx, name, id)
+}
+
+// hookedReplica is a replica over a hookStore of its own Redis store.
+func hookedReplica(t *testing.T) (*ratelimit.Failover, *hookStore, *partition, *ratelimit.RedisStore) {
+	t.Helper()
+	rdb, shared := sharedRedis(t, policies)
+	p := &partition{}
+	hs := &hookStore{partitioned: partitioned{shared, p}}
+	f := failoverOver(t, hs, newLocal(t), rdb, p)
+	f.Restore = newLockLog().restore
+	return f, hs, p, shared
+}
+
+// lockInProcess fails id under login_account until it locks.
+func lockInProcess(t *testing.T, f *ratelimit.Failover, id string) {
+	t.Helper()
+	lockRule(t, f, owner.Name, id)
+}
+
+// lockRule fails id under the rule name until it locks.
+func lockRule(t *testing.T, f *ratelimit.Failover, name, id string) {
+	t.Helper()
+	for {
+		fl, err := f.Fail(context.Background(), name, id, "")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if fl.LockedNow {
+			return
+		}
+	}
+}
+
+// replyErr is an error reply from Redis.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
 
 // lockLog stands for the lockout log in Postgres, which Restore reads.
 type lockLog struct {
@@ -111,11 +212,7 @@ var owner = ratelimit.Rule{Name: "login_account", ID: "owner@example.com", Limit
 // unlocks it through replica B. Neither Redis nor the lockout log holds a
 // lock any more, so when A then loses Redis the owner signs in.
 func TestUnlockElsewhereEndsTheInProcessLock(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb, shared := sharedRedis(t, policies)
 	pa, pb := &partition{}, &partition{}
 	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
 	log := newLockLog()
@@ -145,15 +242,12 @@ func TestUnlockElsewhereEndsTheInProcessLock(t *testing.T) {
 // one outage, and ended through B (a password reset) once Redis was back,
 // is not in force at A in its next outage.
 func TestRestoredLockEndedElsewhere(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb, shared := sharedRedis(t, policies)
 	pa, pb := &partition{}, &partition{}
 	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
 	var fl ratelimit.Failure
 	for !fl.LockedNow {
+		var err error
 		if fl, err = shared.Fail(t.Context(), owner.Name, owner.ID, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -186,11 +280,7 @@ func TestRestoredLockEndedElsewhere(t *testing.T) {
 // failback began (the lockouts in force read, the shared limits not yet
 // in charge) is in Redis once they are.
 func TestLockMadeWhileRedisComesBack(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb, shared := sharedRedis(t, policies)
 	p := &partition{}
 	f := replica(t, shared, rdb, p)
 	var during atomic.Bool
@@ -199,16 +289,7 @@ func TestLockMadeWhileRedisComesBack(t *testing.T) {
 			// The failback's read of the lockout log has run; guesses
 			// still decided in process lock the owner, before the
 			// service has written the lock where Restore reads.
-			for {
-				fl, err := f.Fail(context.Background(), owner.Name, owner.ID, "")
-				if err != nil {
-					t.Error(err)
-					break
-				}
-				if fl.LockedNow {
-					break
-				}
-			}
+			lockInProcess(t, f, owner.ID)
 		}
 		return nil, nil
 	}
@@ -227,52 +308,35 @@ func TestLockMadeWhileRedisComesBack(t *testing.T) {
 	}
 }
 
-// slowHold is a shared store whose Hold fails as a Redis that stopped
-// answering does, until told otherwise.
-type slowHold struct {
-	ratelimit.Store
-	failing atomic.Bool
-	holds   atomic.Int64
-}
-
-func (s *slowHold) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
-	s.holds.Add(1)
-	if s.failing.Load() {
-		return fmt.Errorf("ratelimit: holding locks: %w", context.DeadlineExceeded)
-	}
-	return s.Store.Hold(ctx, locks...)
-}
-
 // TestFailbackWaitsForTheLocks: a replica whose Redis answers pings again
 // but cannot yet take the lockouts in force stays on its in-process limits,
 // and tries again, rather than let Redis decide without the locks.
 func TestFailbackWaitsForTheLocks(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	redisStore, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &partition{}
-	shared := &slowHold{Store: redisStore}
-	f := ratelimit.NewFailover(partitioned{shared, p}, newLocal(t), partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
-	t.Cleanup(f.Close)
+	f, hs, p, _ := hookedReplica(t)
 	f.Restore = newLockLog(ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}).restore
+	var failing atomic.Bool
+	hs.onHold = func(int64) error {
+		if failing.Load() {
+			return fmt.Errorf("ratelimit: holding locks: %w", context.DeadlineExceeded)
+		}
+		return nil
+	}
 
 	p.down.Store(true)
 	if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Results[0].Locked {
 		t.Fatalf("during the outage: %+v, %v; want refused as locked", d, err)
 	}
-	shared.failing.Store(true)
+	failing.Store(true)
 	p.down.Store(false)
-	for deadline := time.Now().Add(10 * time.Second); shared.holds.Load() < 2; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); hs.holds.Load() < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d tries to put the locks back in 10s; want them tried again", shared.holds.Load())
+			t.Fatalf("%d tries to put the locks back in 10s; want them tried again", hs.holds.Load())
 		}
 	}
 	if !f.Degraded() {
 		t.Fatal("back on Redis although it holds none of the lockouts in force")
 	}
-	shared.failing.Store(false)
+	failing.Store(false)
 	waitRecovered(t, f)
 	if d, err := f.AllowAll(t.Context(), owner); err != nil || d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("once back on Redis: %+v, %v; want refused as locked", d, err)
@@ -317,11 +381,7 @@ func TestHoldManyLocks(t *testing.T) {
 // password reset) is not locked again at the failback, and a lock Redis
 // held from before the outage, which it kept (a partition), ends too.
 func TestUnlockDuringAnOutageStaysAfterIt(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb, shared := sharedRedis(t, policies)
 	p := &partition{}
 	f := replica(t, shared, rdb, p)
 	log := newLockLog()
@@ -332,12 +392,7 @@ func TestUnlockDuringAnOutageStaysAfterIt(t *testing.T) {
 	}
 
 	p.down.Store(true)
-	var fl ratelimit.Failure
-	for !fl.LockedNow {
-		if fl, err = f.Fail(t.Context(), owner.Name, owner.ID, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lockInProcess(t, f, owner.ID)
 	if !f.Degraded() {
 		t.Fatal("not degraded while cut off")
 	}
@@ -355,50 +410,21 @@ func TestUnlockDuringAnOutageStaysAfterIt(t *testing.T) {
 	}
 }
 
-// flapHold is a shared store that runs hook once, at the first Hold once
-// Redis answers again: the failback's, after it read the locks made in
-// process.
-type flapHold struct {
-	partitioned
-	hook func()
-	done atomic.Bool
-}
-
-func (h *flapHold) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
-	if !h.p.down.Load() && h.done.CompareAndSwap(false, true) {
-		h.hook()
-	}
-	return h.partitioned.Hold(ctx, locks...)
-}
-
 // TestLateLockOutlivesAFlap: a lock made in process during the failback,
 // which Redis could not be given because it went away again at once, is
 // kept: in process in the next outage, and in Redis after it.
 func TestLateLockOutlivesAFlap(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &partition{}
+	f, hs, p, _ := hookedReplica(t)
 	device := ratelimit.Rule{Name: "login_device", ID: "device-1", Limit: ratelimit.PerMinute(100), Lockable: true}
-	fh := &flapHold{partitioned: partitioned{shared, p}}
-	f := ratelimit.NewFailover(fh, newLocal(t), partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
-	t.Cleanup(f.Close)
 	f.Restore = newLockLog(ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}).restore
-	fh.hook = func() {
-		// Decided in process still: a device's lock, which no lockout
-		// log records.
-		for {
-			fl, err := f.Fail(context.Background(), device.Name, device.ID, "")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if fl.LockedNow {
-				return
-			}
+	hs.onHold = func(n int64) error {
+		if n == 1 {
+			// The failback's first Hold, Redis not yet in charge.
+			// Decided in process still: a device's lock, which no
+			// lockout log records.
+			lockRule(t, f, device.Name, device.ID)
 		}
+		return nil
 	}
 	var flapped atomic.Bool
 	f.OnChange = func(degraded bool) {
@@ -445,19 +471,7 @@ func TestLateLockOutlivesAFlap(t *testing.T) {
 func TestFloodOfOneRulesLocksKeepsOthers(t *testing.T) {
 	one := ratelimit.LockoutPolicy{Threshold: 1, Duration: time.Hour, MaxDuration: time.Hour}
 	pols := map[string]ratelimit.LockoutPolicy{"login_account": one, "login_device": one}
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, pols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := ratelimit.NewLocal(pols, 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &partition{}
-	f := ratelimit.NewFailover(partitioned{shared, p}, local, partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
-	t.Cleanup(f.Close)
-	f.Restore = newLockLog().restore
+	f, p, _ := replicaWith(t, pols)
 	p.down.Store(true)
 	for i := range ratelimit.MaxMade + 100 {
 		if fl, err := f.Fail(t.Context(), "login_account", fmt.Sprint("made-up-", i), ""); err != nil || !fl.LockedNow {
@@ -475,62 +489,6 @@ func TestFloodOfOneRulesLocksKeepsOthers(t *testing.T) {
 	}
 }
 
-// hookStore is a partitioned shared store that calls onHold with the
-// number of each Hold made while Redis answers, and can answer a Clear
-// with an error reply.
-type hookStore struct {
-	partitioned
-	holds    atomic.Int64
-	onHold   func(n int64)
-	clearErr func(id string) error
-}
-
-func (h *hookStore) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
-	if !h.p.down.Load() && h.onHold != nil {
-		h.onHold(h.holds.Add(1))
-	}
-	return h.partitioned.Hold(ctx, locks...)
-}
-
-func (h *hookStore) Clear(ctx context.Context, name, id string) (bool, error) {
-	if !h.p.down.Load() && h.clearErr != nil {
-		if err := h.clearErr(id); err != nil {
-			return false, err
-		}
-	}
-	return h.partitioned.Clear(ctx, name, id)
-}
-
-func hookedReplica(t *testing.T) (*ratelimit.Failover, *hookStore, *partition, *ratelimit.RedisStore) {
-	t.Helper()
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &partition{}
-	hs := &hookStore{partitioned: partitioned{shared, p}}
-	f := ratelimit.NewFailover(hs, newLocal(t), partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
-	t.Cleanup(f.Close)
-	f.Restore = newLockLog().restore
-	return f, hs, p, shared
-}
-
-// lockInProcess fails id under login_account until it locks.
-func lockInProcess(t *testing.T, f *ratelimit.Failover, id string) {
-	t.Helper()
-	for {
-		fl, err := f.Fail(context.Background(), owner.Name, id, "")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		if fl.LockedNow {
-			return
-		}
-	}
-}
-
 // TestUnlockDuringTheFailback: an unlock that comes while the failback
 // gives Redis the locks made in process, or while it gives the last ones
 // after Redis took over, is not undone by it.
@@ -544,7 +502,7 @@ func TestUnlockDuringTheFailback(t *testing.T) {
 				lockInProcess(t, f, owner.ID)
 			}
 			unlocked := make(chan struct{})
-			hs.onHold = func(n int64) {
+			hs.onHold = func(n int64) error {
 				if at == 2 && n == 1 {
 					// Decided in process still, and given to Redis
 					// after it took over.
@@ -558,6 +516,7 @@ func TestUnlockDuringTheFailback(t *testing.T) {
 						}
 					}()
 				}
+				return nil
 			}
 			p.down.Store(false)
 			waitRecovered(t, f)
@@ -576,12 +535,6 @@ func TestUnlockDuringTheFailback(t *testing.T) {
 		})
 	}
 }
-
-// replyErr is an error reply from Redis.
-type replyErr string
-
-func (e replyErr) Error() string { return string(e) }
-func (replyErr) RedisError()     {}
 
 // TestFailbackPastAnErrorReply: an error reply to one of the failback's
 // calls (an unlock Redis refuses) keeps neither the other unlocks nor the
@@ -629,7 +582,7 @@ func TestOutageDuringTheFailback(t *testing.T) {
 	p.down.Store(true)
 	lockInProcess(t, f, "a@example.com")
 	flapped := make(chan struct{})
-	hs.onHold = func(n int64) {
+	hs.onHold = func(n int64) error {
 		switch n {
 		case 1: // a lock given to Redis after it takes over
 			lockInProcess(t, f, late.ID)
@@ -641,6 +594,7 @@ func TestOutageDuringTheFailback(t *testing.T) {
 			lockInProcess(t, f, y.ID)
 			close(flapped)
 		}
+		return nil
 	}
 	p.down.Store(false)
 	<-flapped
@@ -684,38 +638,16 @@ func TestUnlockBeforeTheLogSaysSo(t *testing.T) {
 	}
 }
 
-// slowLate is a partitioned shared store whose Holds, once Redis
-// answers, go through onHold, which may fail them.
-type slowLate struct {
-	partitioned
-	holds  atomic.Int64
-	onHold func(n int64) error
-}
-
-func (s *slowLate) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
-	if !s.p.down.Load() && s.onHold != nil {
-		if err := s.onHold(s.holds.Add(1)); err != nil {
-			return err
-		}
-	}
-	return s.partitioned.Hold(ctx, locks...)
-}
-
 // TestLateLocksNotTakenGoBackInProcess: when Redis, once in charge, does
 // not take the last locks made in process, the replica goes back to its
 // in-process limits, which hold them, and gives them to Redis at the next
 // failback; an unlock through another replica after that ends them.
 func TestLateLocksNotTakenGoBackInProcess(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	redisStore, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb, shared := sharedRedis(t, policies)
 	pa, pb := &partition{}, &partition{}
-	sl := &slowLate{partitioned: partitioned{redisStore, pa}}
-	a := ratelimit.NewFailover(sl, newLocal(t), partitionedPinger{rdb, pa}, ratelimit.FailLocal, nil)
-	t.Cleanup(a.Close)
-	b := replica(t, redisStore, rdb, pb)
+	sl := &hookStore{partitioned: partitioned{shared, pa}}
+	a := failoverOver(t, sl, newLocal(t), rdb, pa)
+	b := replica(t, shared, rdb, pb)
 	log := newLockLog()
 	a.Restore, b.Restore = log.restore, log.restore
 	late := ratelimit.Rule{Name: owner.Name, ID: "late@example.com", Limit: owner.Limit, Lockable: true}
@@ -807,19 +739,7 @@ func TestFloodOfAnAppsUnlocksKeepsOthers(t *testing.T) {
 		return ""
 	}
 	pols := map[string]ratelimit.LockoutPolicy{"login_account": grouped}
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, pols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := ratelimit.NewLocal(pols, 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &partition{}
-	f := ratelimit.NewFailover(partitioned{shared, p}, local, partitionedPinger{rdb, p}, ratelimit.FailLocal, nil)
-	t.Cleanup(f.Close)
-	f.Restore = newLockLog().restore
+	f, p, shared := replicaWith(t, pols)
 	if err := shared.Hold(t.Context(), ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -846,11 +766,7 @@ func TestFloodOfAnAppsUnlocksKeepsOthers(t *testing.T) {
 // that returns after the next outage began, with a list an unlock has
 // since made stale, is not held in process.
 func TestStaleRestoreIsDropped(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb, shared := sharedRedis(t, policies)
 	pa, pb := &partition{}, &partition{}
 	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
 	lock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}
@@ -912,13 +828,14 @@ func TestLockAfterAnUnlock(t *testing.T) {
 		f, hs, p, _ := hookedReplica(t)
 		p.down.Store(true)
 		lockInProcess(t, f, "someone-else@example.com")
-		hs.onHold = func(n int64) {
+		hs.onHold = func(n int64) error {
 			if n == 1 { // the failback's first Hold, Redis not yet in charge
 				if _, err := f.Clear(context.Background(), owner.Name, owner.ID); err != nil {
 					t.Error(err)
 				}
 				lockInProcess(t, f, owner.ID)
 			}
+			return nil
 		}
 		p.down.Store(false)
 		waitRecovered(t, f)
