@@ -483,11 +483,7 @@ func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, sou
 		forgotten = n
 		s.appDeviceCache.purge()
 	}
-	if wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, account); err != nil {
-		s.log.WarnContext(ctx, "clearing lockout after reset", "err", err)
-	} else if wasLocked {
-		s.clearLockoutRecord(ctx, account, 0, "reset", source)
-	}
+	s.endLockoutAfterReset(ctx, account, 0, source)
 	return forgotten
 }
 

@@ -237,6 +237,33 @@ func TestUnlockEndsALockoutRedisForgot(t *testing.T) {
 	}
 }
 
+// TestResetEndsALockoutRedisForgot: the lockout log lists a lock the
+// limits here do not hold (made in another replica's process while it was
+// cut off from Redis, or lost by a restart); a reset ends it there too, so
+// that no failback or outage holds it again after the reset.
+func TestResetEndsALockoutRedisForgot(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
+	f.addUser(t, "gone@example.com", "old password", false)
+	for i := range f.cfg.Lockout.Threshold {
+		f.svc.Login(t.Context(), auth.LoginRequest{Email: "gone@example.com", Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
+	}
+	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 1 {
+		t.Fatalf("lockouts: %+v, want one", l)
+	}
+	keys, err := f.rdb.Keys(t.Context(), f.prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rdb.Del(t.Context(), keys...)
+	token := requestResetToken(t, f, "gone@example.com")
+	if err := f.svc.ConfirmReset(t.Context(), token, "new password 1", client("192.0.2.1")); err != nil {
+		t.Fatalf("ConfirmReset: %v", err)
+	}
+	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 0 {
+		t.Fatalf("lockouts after the reset: %+v, want none", l)
+	}
+}
+
 // TestRehashOnSignIn: a hash made with other parameters is replaced, on
 // the next successful sign-in, by one with the service's parameters.
 func TestRehashOnSignIn(t *testing.T) {

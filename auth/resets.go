@@ -362,10 +362,27 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 	}
 
 	s.record(Event{Kind: EventResetCompleted, Account: email, UserID: userID, Source: source})
-	if wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, email); err != nil {
-		s.log.Warn("clearing lockout after reset", "err", err)
-	} else if wasLocked {
-		s.clearLockoutRecord(ctx, email, userID, "reset", source)
-	}
+	s.endLockoutAfterReset(ctx, email, userID, source)
 	return nil
+}
+
+// endLockoutAfterReset ends account's lockout once its password was reset:
+// in the limits, and in the lockout log if either had it. The log may list
+// a lock the limits here no longer hold (made in another replica's process
+// while it was cut off from Redis, or lost by a Redis restart): left
+// listed, it would be held again at that replica's failback or the next
+// outage, locking the owner out after the reset.
+func (s *Service) endLockoutAfterReset(ctx context.Context, account string, userID int64, source string) {
+	wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, account)
+	if err != nil {
+		s.log.WarnContext(ctx, "clearing lockout after reset", "err", err)
+	}
+	listed, err := s.store.LockoutListed(ctx, account, s.now())
+	if err != nil {
+		s.metrics.dbErrors.Inc()
+		s.log.ErrorContext(ctx, "reading lockout after reset", "err", err)
+	}
+	if wasLocked || listed {
+		s.clearLockoutRecord(ctx, account, userID, "reset", source)
+	}
 }
