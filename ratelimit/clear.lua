@@ -4,16 +4,49 @@
 -- after a lock that runs out: for the memory after the lock's end, which
 -- an unlock makes now. All four keys share one hash tag.
 --
+-- Given a time (ARGV[2]), it is an unlock made then, elsewhere (in process
+-- while Redis was away), that Redis learns of later: it ends only what
+-- came before it. A lock that began after it stands, and so do failures
+-- of which the last came after it (with those before them: failures carry
+-- no times of their own). When a lock began is worked out from what it
+-- has left and its level's length, as lockout.lua set it; a lock longer
+-- than its level's (an administrator's, held at level 1) has no such
+-- start, and is ended as by any unlock.
+--
 -- KEYS[1]  lock: exists while the identity is locked (see lockout.lua)
 -- KEYS[2]  level: how many times the identity was locked recently
 -- KEYS[3]  failures
 -- KEYS[4]  attempts
--- ARGV[1]  memory, milliseconds: how long the level outlives the lock
+-- ARGV[1]  memory, milliseconds: how long the level outlives the lock, and
+--          failures their last
+-- ARGV[2]  optional: when the unlock was made, milliseconds since the epoch
+-- ARGV[3..] with ARGV[2]: lock durations in milliseconds for levels 1, 2,
+--          ...; the last one applies to every higher level
 --
--- Returns 1 if the identity was locked, else 0.
+-- Returns 1 if the identity was locked and is no longer, else 0.
+local memory = tonumber(ARGV[1])
+local keep = false
+if #ARGV > 1 then
+  local before = tonumber(ARGV[2])
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local left = redis.call('PTTL', KEYS[1])
+  if left > 0 then
+    local level = math.max(tonumber(redis.call('GET', KEYS[1])) or 1, 1)
+    local duration = tonumber(ARGV[2 + math.min(level, #ARGV - 2)])
+    local began = now + left - duration
+    if began > before and began <= now then
+      return 0
+    end
+  end
+  local counted = redis.call('PTTL', KEYS[3])
+  keep = counted > 0 and now + counted - memory > before
+end
 local locked = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[3], KEYS[4])
+if not keep then
+  redis.call('DEL', KEYS[3], KEYS[4])
+end
 if locked == 1 then
-  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], memory)
 end
 return locked

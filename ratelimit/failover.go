@@ -104,9 +104,16 @@ type Failover struct {
 	// unlock, a password reset), which Redis, if it kept its data, still
 	// holds: they are ended there before the locks in force are held.
 	cleared []clearedLock
-	// madeBy and clearedBy count made and cleared by rule name, each at
-	// most maxMade.
+	// madeBy and clearedBy count made and cleared by group, each at most
+	// maxMade.
 	madeBy, clearedBy map[string]int
+	// lastMade and lastCleared are where each identity's latest entry in
+	// made and in cleared is, so that an identity unlocked again, with no
+	// lock of its own made since, keeps one entry (noteCleared).
+	lastMade, lastCleared map[ruleID]int
+	// handed is how many of cleared a failback is giving Redis: those are
+	// not moved to a later time, which Redis would not learn of.
+	handed int
 	// handing is set, under madeMu, while a failback hands the limits
 	// back to Redis: every Clear then notes its unlock in cleared, to be
 	// ended in Redis again after the failback's last Hold.
@@ -482,7 +489,7 @@ func (f *Failover) failback() bool {
 	f.madeMu.Unlock()
 	stop := func() {
 		f.madeMu.Lock()
-		f.handing = false
+		f.handing, f.handed = false, 0
 		f.madeMu.Unlock()
 	}
 	var locks []HeldLock
@@ -498,12 +505,17 @@ func (f *Failover) failback() bool {
 	f.madeMu.Lock()
 	held, ended := len(f.made), len(f.cleared)
 	cleared := slices.Clone(f.cleared)
+	f.handed = ended
 	// A lock the lockout log lists may have been ended in process before
-	// the log says so: the unlock came last. A lock made in process
-	// after an unlock came after it (Clear ended those before it), and
-	// is held after the unlocks are ended in Redis.
+	// the log says so: an unlock made after it began came last. One that
+	// began after the unlock (through another replica, on Redis) came
+	// last itself. A lock made in process after an unlock came after it
+	// (Clear ended those before it), and is held after the unlocks are
+	// ended in Redis.
 	locks = slices.DeleteFunc(locks, func(h HeldLock) bool {
-		return slices.ContainsFunc(cleared, func(c clearedLock) bool { return c.ruleID == ruleID{h.Name, h.ID} })
+		return slices.ContainsFunc(cleared, func(c clearedLock) bool {
+			return c.ruleID == ruleID{h.Name, h.ID} && !f.began(h).After(c.at)
+		})
 	})
 	locks = append(locks, f.made...)
 	f.madeMu.Unlock()
@@ -538,6 +550,7 @@ func (f *Failover) failback() bool {
 	f.madeMu.Lock()
 	f.handing = false
 	since := slices.Clone(f.cleared[ended:])
+	f.handed = len(f.cleared)
 	// An unlock followed by a lock made in process (given to Redis with
 	// the late ones) is not ended again: the lock came last.
 	again := slices.DeleteFunc(slices.Clone(since), func(c clearedLock) bool {
@@ -558,15 +571,18 @@ func (f *Failover) failback() bool {
 	}
 	f.made = slices.Delete(f.made, 0, drop)
 	f.cleared = slices.Delete(f.cleared, 0, dropCleared)
+	f.handed = 0
 	for i := range f.cleared {
 		f.cleared[i].made = max(f.cleared[i].made-drop, 0)
 	}
-	f.madeBy, f.clearedBy = nil, nil
-	for _, h := range f.made {
+	f.madeBy, f.clearedBy, f.lastMade, f.lastCleared = nil, nil, nil, nil
+	for i, h := range f.made {
 		f.madeBy = addTo(f.madeBy, f.group(h.Name, h.ID), 1)
+		f.lastMade = setIn(f.lastMade, ruleID{h.Name, h.ID}, i)
 	}
-	for _, c := range f.cleared {
+	for i, c := range f.cleared {
 		f.clearedBy = addTo(f.clearedBy, f.group(c.name, c.id), 1)
+		f.lastCleared = setIn(f.lastCleared, c.ruleID, i)
 	}
 	f.madeMu.Unlock()
 	if !taken {
@@ -581,9 +597,19 @@ func (f *Failover) failback() bool {
 // charge goes back to the in-process limits.
 var errNotTaken = errors.New("ratelimit: redis stopped answering while the limits were handed back to it")
 
-// endInRedis ends in Redis the locks of cleared, all in one pipeline's
-// time at most; false if Redis did not answer.
+// endInRedis gives Redis the unlocks of cleared, each ending only what
+// came before it (RedisStore.ClearBefore), in pipelines under one bound;
+// false if Redis did not answer.
 func (f *Failover) endInRedis(cleared []clearedLock) bool {
+	if cb, ok := f.shared.(clearerBefore); ok {
+		unlocks := make([]PastUnlock, len(cleared))
+		for i, c := range cleared {
+			unlocks[i] = PastUnlock{Name: c.name, ID: c.id, At: c.at}
+		}
+		err := f.sharedCall(len(unlocks), func(ctx context.Context) error { return cb.ClearBefore(ctx, unlocks...) })
+		return f.answered("ending in redis the locks ended during the outage", err)
+	}
+	// A shared store that knows no times: each unlock ends what it finds.
 	for _, c := range cleared {
 		err := f.sharedCall(1, func(ctx context.Context) error {
 			_, err := f.shared.Clear(ctx, c.name, c.id)
@@ -594,6 +620,28 @@ func (f *Failover) endInRedis(cleared []clearedLock) bool {
 		}
 	}
 	return true
+}
+
+// clearerBefore is a shared store that takes unlocks made elsewhere, each
+// ending only what came before it (RedisStore).
+type clearerBefore interface {
+	ClearBefore(ctx context.Context, unlocks ...PastUnlock) error
+}
+
+// began is when h began, by its rule's lockout policy in the in-process
+// store: its end less its level's length. A lock longer than its level's
+// (an administrator's, held at level 1) has no such start, and is taken to
+// have begun long ago, before any unlock, as is one of a rule without a
+// policy here: as clear.lua takes them.
+func (f *Failover) began(h HeldLock) time.Time {
+	if l, ok := f.local.(*Local); ok {
+		if p, ok := l.policies[h.Name]; ok {
+			if began := h.Until.Add(-p.LockFor(h.Level)); !began.After(time.Now()) {
+				return began
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // group is what the bound on made and cleared counts an identity under:
@@ -691,12 +739,15 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 			f.localMu.RUnlock()
 			return f.Fail(ctx, name, id, attempt)
 		}
+		// The failure and the note of its lock are one step to Clear
+		// (madeMu), which would otherwise end the lock between them and
+		// find no note of it, or mark a lock made between its own two.
+		f.madeMu.Lock()
 		res, err := f.local.Fail(ctx, name, id, attempt)
 		if err == nil && res.LockedNow {
-			f.madeMu.Lock()
 			f.noteMade(HeldLock{Name: name, ID: id, Until: time.Now().Add(res.LockedFor), Level: res.Level})
-			f.madeMu.Unlock()
 		}
+		f.madeMu.Unlock()
 		f.localMu.RUnlock()
 		return res, err
 	}
@@ -704,14 +755,19 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 
 // Clear ends id's lock under the lockouts of rule name wherever it may be
 // held, in Redis and in process, and forgets its failures. While Redis is
-// away it is ended in process, and in Redis at the failback, before the
-// locks made in process, this one no longer among them, are put there.
+// away it is ended in process, and in Redis at the failback, where it
+// ends only a lock that began before it, before the locks made in
+// process, this one no longer among them, are put there.
 func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
+	at := time.Now()
+	// The unlock in process and its marks in made are one step to a
+	// failure deciding in process (see Fail).
+	f.madeMu.Lock()
 	wasLocal, err := f.local.Clear(ctx, name, id)
 	if err != nil {
+		f.madeMu.Unlock()
 		return false, err
 	}
-	f.madeMu.Lock()
 	for i := range f.made {
 		if f.made[i].Name == name && f.made[i].ID == id {
 			// Ended, so that no store holds it again, in its place,
@@ -723,7 +779,7 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 	if noted {
 		// A failback may give Redis this lock after Redis ended it:
 		// it ends it again last.
-		f.noteCleared(name, id)
+		f.noteCleared(name, id, at)
 	}
 	f.madeMu.Unlock()
 	was, stands, err := fromRedis(ctx, f, func(ctx context.Context) (bool, error) {
@@ -742,7 +798,7 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 		// again, may have given Redis this lock: Redis ends it now.
 		back := !noted && !f.handing && !f.degraded.Load()
 		if !noted && !back {
-			f.noteCleared(name, id)
+			f.noteCleared(name, id, at)
 		}
 		f.madeMu.Unlock()
 		if back {
@@ -752,19 +808,31 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 	}
 }
 
-// clearedLock is an unlock noted in cleared, and how many locks made then
-// held: those after it came after the unlock.
+// clearedLock is an unlock noted in cleared: when it was made, and how
+// many locks made then held: those after it came after the unlock.
 type clearedLock struct {
 	ruleID
 	made int
+	at   time.Time
 }
 
-// noteCleared notes an unlock in cleared, within its group's bound; madeMu
-// is held.
-func (f *Failover) noteCleared(name, id string) {
+// noteCleared notes an unlock made at at in cleared, within its group's
+// bound; madeMu is held. An identity unlocked again with no lock of its
+// own made since keeps its one entry, moved to the later time: a busy
+// device's sign-ins, each of which clears its failures, take one place,
+// not every other identity's of its group.
+func (f *Failover) noteCleared(name, id string, at time.Time) {
+	rid := ruleID{name, id}
+	if i, ok := f.lastCleared[rid]; ok && i >= f.handed {
+		if j, made := f.lastMade[rid]; !made || j < f.cleared[i].made {
+			f.cleared[i].at = at
+			return
+		}
+	}
 	if g := f.group(name, id); f.clearedBy[g] < maxMade {
-		f.cleared = append(f.cleared, clearedLock{ruleID{name, id}, len(f.made)})
+		f.cleared = append(f.cleared, clearedLock{rid, len(f.made), at})
 		f.clearedBy = addTo(f.clearedBy, g, 1)
+		f.lastCleared = setIn(f.lastCleared, rid, len(f.cleared)-1)
 	}
 }
 
@@ -774,7 +842,17 @@ func (f *Failover) noteMade(h HeldLock) {
 	if g := f.group(h.Name, h.ID); f.madeBy[g] < maxMade {
 		f.made = append(f.made, h)
 		f.madeBy = addTo(f.madeBy, g, 1)
+		f.lastMade = setIn(f.lastMade, ruleID{h.Name, h.ID}, len(f.made)-1)
 	}
+}
+
+// setIn sets m[k] to v, making m if nil.
+func setIn(m map[ruleID]int, k ruleID, v int) map[ruleID]int {
+	if m == nil {
+		m = map[ruleID]int{}
+	}
+	m[k] = v
+	return m
 }
 
 // Hold puts locks recorded elsewhere into both stores: the in-process one

@@ -211,6 +211,38 @@ func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err er
 	return n == 1, nil
 }
 
+// ClearBefore gives Redis the unlocks made elsewhere (in process, while
+// Redis was away), each at its time: each ends its identity's lock if that
+// began before it, and forgets its failures unless the last came after it.
+// What came after an unlock stands: a lock made in Redis, through another
+// replica, after an unlock made here. Sent in pipelines of holdBatch, by
+// the script's hash once loaded, as Hold sends its locks; every batch is
+// sent whatever another's answer.
+func (l *Lockouts) ClearBefore(ctx context.Context, unlocks ...PastUnlock) error {
+	if len(unlocks) > holdBatch {
+		if err := l.rdb.ScriptLoad(ctx, clearScript.src).Err(); err != nil {
+			return fmt.Errorf("ratelimit: clearing lockouts: %w", err)
+		}
+	}
+	var first error
+	for batch := range slices.Chunk(unlocks, holdBatch) {
+		cmds := clearScript.runAll(ctx, l.rdb, len(batch), func(i int) ([]string, []any) {
+			u := batch[i]
+			return []string{lockKey(l.keys, u.ID), l.keys.Key(u.ID, ":level"), l.keys.Key(u.ID, ":failures"), l.keys.Key(u.ID, ":attempts")},
+				append([]any{l.policy.Memory.Milliseconds(), u.At.UnixMilli()}, l.ladder...)
+		})
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil && first == nil {
+				first = fmt.Errorf("ratelimit: clearing lockouts: %w", err)
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return first
+}
+
 // Hold puts locks recorded elsewhere into Redis (the locks made in process
 // while Redis was down, when it is back): each only ever lengthens a lock
 // and raises a level, and forgets the failures counted before it (see

@@ -212,6 +212,113 @@ func TestLockFor(t *testing.T) {
 // BenchmarkHoldLocks: putting the lockouts in force back into a Redis
 // that came back without its scripts, as a failback after a large attack
 // does (Failover allows 2 s and 100 µs a lock); one op holds n locks.
+// TestClearBeforeEndsOnlyWhatCameBefore: an unlock made elsewhere, given
+// to Redis later with its time, ends a lock and failures from before it,
+// not those from after it; a lock longer than its level's (an
+// administrator's) has no start to compare, and ends.
+func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLockouts(t, rdb, prefix)
+	lock := func(id string) {
+		for {
+			f, err := l.Fail(t.Context(), id, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.LockedNow {
+				return
+			}
+		}
+	}
+	fail := func(id string) {
+		for i := range 3 {
+			if _, err := l.Fail(t.Context(), id, fmt.Sprint("guess ", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	lock("later-lock")
+	fail("later-failures")
+	if err := l.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: "admin-lock", Until: time.Now().Add(2 * time.Hour), Level: 1}); err != nil {
+		t.Fatal(err)
+	}
+	lock("earlier-lock")
+	fail("earlier-failures")
+	time.Sleep(5 * time.Millisecond)
+	after := time.Now()
+	err := l.ClearBefore(t.Context(),
+		ratelimit.PastUnlock{Name: "login_account", ID: "later-lock", At: before},
+		ratelimit.PastUnlock{Name: "login_account", ID: "later-failures", At: before},
+		ratelimit.PastUnlock{Name: "login_account", ID: "admin-lock", At: before},
+		ratelimit.PastUnlock{Name: "login_account", ID: "earlier-lock", At: after},
+		ratelimit.PastUnlock{Name: "login_account", ID: "earlier-failures", At: after},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]ratelimit.LockStatus{
+		"later-lock":       {Locked: true, Level: 1},
+		"later-failures":   {Failures: 3},
+		"admin-lock":       {Level: 1},
+		"earlier-lock":     {Level: 1},
+		"earlier-failures": {},
+	} {
+		st, err := l.Status(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.RetryAfter = 0
+		if st != want {
+			t.Errorf("%s after an unlock given with its time: %+v, want %+v", id, st, want)
+		}
+	}
+}
+
+// BenchmarkClearBefore: the unlocks an outage made, given to Redis at the
+// failback, each one a locked identity's.
+func BenchmarkClearBefore(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			l, err := ratelimit.NewLockouts(rdb, prefix, "login_account", policy)
+			if err != nil {
+				b.Fatal(err)
+			}
+			locks := make([]ratelimit.HeldLock, n)
+			unlocks := make([]ratelimit.PastUnlock, n)
+			for i := range locks {
+				id := fmt.Sprint("unlocked-", i, "@example.com")
+				locks[i] = ratelimit.HeldLock{Name: "login_account", ID: id, Level: 1}
+				unlocks[i] = ratelimit.PastUnlock{Name: "login_account", ID: id}
+			}
+			for b.Loop() {
+				b.StopTimer()
+				if err := rdb.ScriptFlush(b.Context()).Err(); err != nil {
+					b.Fatal(err)
+				}
+				until := time.Now().Add(policy.LockFor(1))
+				for i := range locks {
+					locks[i].Until = until
+				}
+				if err := l.Hold(b.Context(), locks...); err != nil {
+					b.Fatal(err)
+				}
+				at := time.Now().Add(time.Millisecond)
+				for i := range unlocks {
+					unlocks[i].At = at
+				}
+				b.StartTimer()
+				if err := l.ClearBefore(b.Context(), unlocks...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/unlock")
+		})
+	}
+}
+
 func BenchmarkHoldLocks(b *testing.B) {
 	rdb, prefix := testenv.Redis(b)
 	for _, n := range []int{10_000, 100_000} {

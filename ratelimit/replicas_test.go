@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -49,6 +50,13 @@ func (s partitioned) Clear(ctx context.Context, name, id string) (bool, error) {
 		return false, errPartitioned
 	}
 	return s.Store.Clear(ctx, name, id)
+}
+
+func (s partitioned) ClearBefore(ctx context.Context, unlocks ...ratelimit.PastUnlock) error {
+	if s.p.down.Load() {
+		return errPartitioned
+	}
+	return s.Store.(*ratelimit.RedisStore).ClearBefore(ctx, unlocks...)
 }
 
 func (s partitioned) Hold(ctx context.Context, locks ...ratelimit.HeldLock) error {
@@ -150,6 +158,25 @@ func (h *hookStore) Clear(ctx context.Context, name, id string) (bool, error) {
 		}
 	}
 	return h.partitioned.Clear(ctx, name, id)
+}
+
+// ClearBefore answers each unlock whose id clearErr fails with that error,
+// as a pipeline's command's own error, and gives Redis the others.
+func (h *hookStore) ClearBefore(ctx context.Context, unlocks ...ratelimit.PastUnlock) error {
+	var first error
+	if !h.p.down.Load() && h.clearErr != nil {
+		unlocks = slices.DeleteFunc(slices.Clone(unlocks), func(u ratelimit.PastUnlock) bool {
+			err := h.clearErr(u.ID)
+			if err != nil && first == nil {
+				first = err
+			}
+			return err != nil
+		})
+	}
+	if err := h.partitioned.ClearBefore(ctx, unlocks...); err != nil {
+		return err
+	}
+	return first
 }
 
 // hookedReplica is a replica over a hookStore of its own Redis store.

@@ -122,6 +122,13 @@ func unknownLocks(locks []HeldLock, known func(name string) bool) ([]HeldLock, e
 	return held, errors.Join(errs...)
 }
 
+// PastUnlock is an unlock made at At elsewhere than the store it is given
+// to: in process, while Redis was away (RedisStore.ClearBefore).
+type PastUnlock struct {
+	Name, ID string
+	At       time.Time
+}
+
 // RedisStore is the Store every replica shares: the rules of a [Limiter]
 // and, for each lockable rule name it was given a policy for, the
 // [Lockouts] of that name, all on one Redis or Redis Cluster under one
@@ -204,6 +211,32 @@ func (s *RedisStore) Hold(ctx context.Context, locks ...HeldLock) error {
 		}
 	}
 	return unknown
+}
+
+// ClearBefore gives Redis unlocks made elsewhere, each ending only what
+// came before it (see Lockouts.ClearBefore); this process forgets the
+// rejections it remembers for them. Unlocks of a rule without lockouts
+// here are skipped and reported (ErrNoLockouts), as Hold reports locks.
+func (s *RedisStore) ClearBefore(ctx context.Context, unlocks ...PastUnlock) error {
+	byName := map[string][]PastUnlock{}
+	var errs []error
+	for _, u := range unlocks {
+		if s.lockouts[u.Name] == nil {
+			errs = append(errs, noLockouts(u.Name))
+			continue
+		}
+		byName[u.Name] = append(byName[u.Name], u)
+	}
+	for name, us := range byName {
+		err := s.lockouts[name].ClearBefore(ctx, us...)
+		for _, u := range us {
+			s.limiter.Forget(name, u.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Remembered answers from the rejections this process remembers (see
