@@ -77,12 +77,23 @@ var errCrossSiteFetch = errors.New("web: administrators' route fetched from anot
 // browser there, as a navigation, and run them in the administrator's
 // name. Forms are guarded apart (http.CrossOriginProtection).
 func ownFetch(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	if sameOriginFetch(r) {
 		return true
 	}
 	return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document" &&
 		linkable(r)
+}
+
+// sameOriginFetch reports whether r is XCloak's own page's request, one a
+// user typed, or one from no browser, by the fetch metadata browsers send:
+// not one another site, or another host of the same site, made the
+// browser send, a link followed included.
+func sameOriginFetch(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
 }
 
 // linkable reports whether r asks for an administrators' page, which a

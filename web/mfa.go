@@ -196,9 +196,18 @@ func (s *Server) totpEnrolPage(w http.ResponseWriter, r *http.Request, sess auth
 	return nil
 }
 
-// handleTOTPEnrolPage is GET /account/mfa/totp: a new key, unconfirmed.
+// handleTOTPEnrolPage is GET /account/mfa/totp: a new key, unconfirmed,
+// which replaces the account's pending one. Only XCloak's own pages, or
+// the owner typing the address, draw one: another site that sent the
+// owner's browser here (a link, a redirect; the session cookie is
+// SameSite=Lax) would throw away the key the owner is scanning, so it
+// gets the list of factors, which links here.
 func (s *Server) handleTOTPEnrolPage() http.Handler {
 	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
+		if !sameOriginFetch(r) {
+			http.Redirect(w, r, "/account/mfa", http.StatusSeeOther)
+			return nil
+		}
 		e, err := s.auth.BeginTOTP(r.Context(), sess)
 		if err != nil {
 			return err

@@ -511,3 +511,46 @@ func TestTOTPKeyNotShownWithoutPassword(t *testing.T) {
 		t.Errorf("a wrong code with the password: %d, the key shown again: %t", resp.StatusCode, strings.Contains(page, m[1]))
 	}
 }
+
+// TestCrossSiteTOTPPageKeepsThePendingKey: GET /account/mfa/totp draws a
+// new key in place of the account's pending one. The SameSite=Lax session
+// cookie goes with a navigation from any site, so another site that sends
+// the owner's browser there while the owner scans a key is sent to the
+// list of factors instead, and the key the owner scanned still confirms.
+func TestCrossSiteTOTPPageKeepsThePendingKey(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{})
+	const email, password = "tove@example.com", "correct horse battery"
+	env.AddUser(t, email, password, false)
+	c := xcloaktest.Client(t, "127.0.31.1")
+	if resp, body := postSignIn(t, c, base, email, password); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
+	}
+	// The owner opens the enrolment page and scans its key.
+	_, page := get(t, c, base+"/account/mfa/totp")
+	m, f := secretRe.FindStringSubmatch(page), factorRe.FindStringSubmatch(page)
+	if m == nil || f == nil {
+		t.Fatalf("enrolment page without a key: %s", page)
+	}
+	scanned, id := m[1], f[1]
+
+	// Another site navigates the owner's browser to the enrolment page.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/account/mfa/totp", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Sec-Fetch-Mode", "navigate")
+	req.Header.Set("Sec-Fetch-Dest", "document")
+	if resp, _ := do(t, c, req); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/mfa" {
+		t.Errorf("another site's navigation to /account/mfa/totp: %d (Location %q), want 303 to /account/mfa", resp.StatusCode, resp.Header.Get("Location"))
+	}
+
+	// The owner types the code of the key they scanned.
+	code, err := totp.GenerateCode(scanned, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"factor": {id}, "code": {code}, "password": {password}}
+	resp, page := post(t, c, base+"/account/mfa/totp", formType, form.Encode())
+	if resp.StatusCode != http.StatusOK || len(recoveryRe.FindAllStringSubmatch(page, -1)) == 0 {
+		t.Errorf("the owner's confirmation of the key they scanned, after another site's navigation: %d (Location %q), want 200 with recovery codes",
+			resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
