@@ -94,7 +94,12 @@ type FactorStore interface {
 	// has no other confirmed factor, and codes says whether they did
 	// (another first factor confirmed meanwhile keeps the codes its page
 	// showed); ErrNoFactor if the account has no such unconfirmed factor.
-	ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time) (codes bool, err error)
+	//
+	// It is confirmed only while v is still the account's
+	// (ErrPasswordChanged otherwise): a factor set up with a password
+	// that was replaced meanwhile, or by a session signed out everywhere,
+	// is no factor of the account.
+	ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time, v Verified) (codes bool, err error)
 	// UseTOTPStep records step as the last one of the confirmed factor id
 	// if it is later than the last, and reports whether it was: a code
 	// works once, however many requests race with it.

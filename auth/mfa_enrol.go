@@ -103,10 +103,14 @@ func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, co
 	if !had {
 		recovery, hashes = newRecoveryCodes(RecoveryCodes)
 	}
-	codes, err := fs.ConfirmFactor(ctx, user.ID, id, step, hashes, now)
-	if errors.Is(err, ErrNoFactor) {
+	codes, err := fs.ConfirmFactor(ctx, user.ID, id, step, hashes, now, verifiedOf(user))
+	switch {
+	case errors.Is(err, ErrNoFactor):
 		return nil, err
-	} else if err != nil {
+	case errors.Is(err, ErrPasswordChanged):
+		// The session ended with the new password or the sign-out.
+		return nil, ErrNoSession
+	case err != nil:
 		return nil, s.dbDown("confirming TOTP factor", err)
 	}
 	if !codes {

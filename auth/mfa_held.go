@@ -197,7 +197,7 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	// Counted under its address, sealed in the token, before the account
 	// is looked up: anyone gets a held token, and may send it again and
 	// again, so past the limits it costs no query.
-	if err := s.admitCode(ctx, req.Client, User{Email: h.email}, true, bothCounts); err != nil {
+	if err := s.admitCode(ctx, req.Client, User{Email: h.email}, heldAnswer, bothCounts); err != nil {
 		return LoginResult{}, err
 	}
 	user, err := s.UserByEmail(ctx, h.email)
@@ -235,6 +235,16 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 // still has the link. No address has a space, so no account's count is
 // this one.
 func heldAccount(email string) string { return "held " + email }
+
+// passwordlessAccount is the identity under which RuleMFAAccount counts
+// the passkeys tried alone naming a credential of the account email: apart
+// from its second step after the password, as a held answer's codes are.
+// A credential id is no secret (a second step lists the account's to
+// whoever typed the password once), so whoever saw one could otherwise
+// lock the owner's codes and passkeys without the password; counted
+// apart, they lock the passkey alone, and the owner still has the
+// password and its second step.
+func passwordlessAccount(email string) string { return "passkey " + email }
 
 // spentMark is the row that marks h spent (FactorStore.SpendHeldMFA): by
 // the SHA-256 of its nonce, which no normal step's token hashes to, until

@@ -123,14 +123,14 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 		return LoginResult{}, ErrInvalidToken
 	}
 	source := req.Client.Source()
-	if err := s.admitCode(ctx, req.Client, User{}, false, networkCount); err != nil {
+	if err := s.admitCode(ctx, req.Client, User{}, ownStep, networkCount); err != nil {
 		return LoginResult{}, err
 	}
 	_, user, err := s.liveSecondStep(ctx, req.Token, req.Binding)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, false, accountCount); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, ownStep, accountCount); err != nil {
 		return LoginResult{}, err
 	}
 	kind, err := s.checkCode(ctx, fs, user, false, true, code, source)
@@ -180,18 +180,38 @@ const (
 	bothCounts = networkCount | accountCount
 )
 
+// codeOf is whose second step a code is tried at, which says what lock
+// it counts towards.
+type codeOf int
+
+const (
+	// ownStep: the account's own, after its password; its lock is the
+	// account's.
+	ownStep codeOf = iota
+	// heldAnswer: a held answer's, which anyone gets without the password
+	// (heldAccount).
+	heldAnswer
+	// passwordless: a passkey alone, which anyone may try naming any
+	// credential id (passwordlessAccount).
+	passwordless
+)
+
 // admitCode counts a code about to be checked by the client network's
 // rate, then towards the lock of the account (for a held token's code,
-// of heldAccount's of its address), as far as counts asks, and refuses it
-// if the rate is spent or the account was locked already. The count comes
-// first, so that concurrent codes are checked at most the limit's number
-// of times per window and the threshold's per lock.
-func (s *Service) admitCode(ctx context.Context, c Client, user User, held bool, counts codeCounts) error {
+// of heldAccount's of its address; for a passkey alone, of
+// passwordlessAccount's), as far as counts asks, and refuses it if the
+// rate is spent or the account was locked already. The count comes first,
+// so that concurrent codes are checked at most the limit's number of times
+// per window and the threshold's per lock.
+func (s *Service) admitCode(ctx context.Context, c Client, user User, of codeOf, counts codeCounts) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
-	account := user.Email
-	if held {
+	account, held := user.Email, of == heldAnswer
+	switch of {
+	case heldAnswer:
 		account = heldAccount(user.Email)
+	case passwordless:
+		account = passwordlessAccount(user.Email)
 	}
 	source := c.Source()
 	for _, r := range s.rules(FlowSecondStep, Subject{Client: c, Account: account}) {

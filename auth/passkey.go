@@ -96,7 +96,11 @@ type PasskeyStore interface {
 	// recovery codes as ConfirmFactor does: codes says whether recovery
 	// became the account's; ErrPasskeyExists if its credential id is
 	// stored already.
-	AddPasskey(ctx context.Context, p Passkey, recovery [][]byte, at time.Time) (id int64, codes bool, err error)
+	// It is stored only while v is still the account's
+	// (ErrPasswordChanged otherwise), as ConfirmFactor confirms: a
+	// passkey registered with a password replaced meanwhile would sign
+	// in alone after the new password, which stops every other one.
+	AddPasskey(ctx context.Context, p Passkey, recovery [][]byte, at time.Time, v Verified) (id int64, codes bool, err error)
 	// UsePasskey records count as the passkey's counter if it moves on
 	// from the stored one (or both are 0), with backup as its backup
 	// state, and reports whether it did: a counter that goes back is

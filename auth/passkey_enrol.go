@@ -35,11 +35,16 @@ type PasskeyCeremony struct {
 const defaultPasskeyName = "Passkey"
 
 // BeginPasskey begins the registration of a passkey for the account of
-// sess: a discoverable credential, user verification preferred, none of
-// the account's passkeys again. Errors: ErrUnavailable.
-func (s *Service) BeginPasskey(ctx context.Context, sess Session) (PasskeyCeremony, error) {
+// sess, from client c (counted by RulePasskeyOptionsIP, as sign-ins begun
+// are): a discoverable credential, user verification preferred, none of
+// the account's passkeys again. Errors: *LimitedError, ErrUnavailable.
+func (s *Service) BeginPasskey(ctx context.Context, sess Session, c Client) (PasskeyCeremony, error) {
 	ps, err := s.passkeyStore()
 	if err != nil {
+		return PasskeyCeremony{}, err
+	}
+	// Each stores a ceremony: counted first, as a sign-in's options are.
+	if err := s.admitClient(ctx, FlowPasskeyBegin, c, EventMFARejected); err != nil {
 		return PasskeyCeremony{}, err
 	}
 	user, err := s.passkeyUser(ctx, ps, sess.UserID, sess.Email)
@@ -113,10 +118,14 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 		SignCount: cred.Authenticator.SignCount, Transports: transports, AAGUID: cred.Authenticator.AAGUID,
 		AttestationType: cred.AttestationType, UserVerified: cred.Flags.UserVerified,
 		BackupEligible: cred.Flags.BackupEligible, BackupState: cred.Flags.BackupState, CreatedAt: now}
-	_, codes, err := ps.AddPasskey(ctx, p, hashes, now)
-	if errors.Is(err, ErrPasskeyExists) {
+	_, codes, err := ps.AddPasskey(ctx, p, hashes, now, verifiedOf(user))
+	switch {
+	case errors.Is(err, ErrPasskeyExists):
 		return nil, err
-	} else if err != nil {
+	case errors.Is(err, ErrPasswordChanged):
+		// The session ended with the new password or the sign-out.
+		return nil, ErrNoSession
+	case err != nil:
 		return nil, s.dbDown("storing passkey", err)
 	}
 	if !codes {

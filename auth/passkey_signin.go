@@ -98,14 +98,14 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 	if !wellFormedToken(req.Token) || !wellFormedToken(req.Binding) {
 		return LoginResult{}, ErrInvalidToken
 	}
-	if err := s.admitCode(ctx, req.Client, User{}, false, networkCount); err != nil {
+	if err := s.admitCode(ctx, req.Client, User{}, ownStep, networkCount); err != nil {
 		return LoginResult{}, err
 	}
 	ch, user, err := s.liveSecondStep(ctx, req.Token, req.Binding)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, false, accountCount); err != nil {
+	if err := s.admitCode(ctx, req.Client, user, ownStep, accountCount); err != nil {
 		return LoginResult{}, err
 	}
 	source := req.Client.Source()
@@ -193,6 +193,11 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 		return LoginResult{}, "", OutcomeInvalid, ErrInvalidRequest
 	}
 	source := req.Client.Source()
+	// The network's count comes before the ceremony is looked up, so that
+	// ceremonies made up or replayed cost no query past it.
+	if err := s.admitNetwork(ctx, req.Client); err != nil {
+		return LoginResult{}, "", OutcomeRejected, err
+	}
 	_, data, err := s.takeCeremony(ctx, ps, req.Ceremony, ceremonyPasskey)
 	if err != nil {
 		return LoginResult{}, "", OutcomeInvalid, err
@@ -204,9 +209,6 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	}
 	if perr != nil || errors.Is(err, ErrNoFactor) {
 		// Counted by the network's rule alone: there is no account.
-		if err := s.admitNetwork(ctx, req.Client); err != nil {
-			return LoginResult{}, "", OutcomeRejected, err
-		}
 		s.record(Event{Kind: EventMFAFailed, Source: source, Detail: map[string]string{"kind": string(FactorWebAuthn), "passwordless": "true"}})
 		return LoginResult{}, "", OutcomeFailed, ErrInvalidPasskey
 	}
@@ -220,7 +222,10 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	if err != nil {
 		return LoginResult{}, "", OutcomeUnavailable, err
 	}
-	if err := s.admitCode(ctx, req.Client, user, false, bothCounts); err != nil {
+	// Counted apart from the account's own second step: anyone may name
+	// a credential id seen once (a second step's allowCredentials), and
+	// must not lock its owner's codes and passkeys after the password.
+	if err := s.admitCode(ctx, req.Client, user, passwordless, accountCount); err != nil {
 		return LoginResult{}, user.Email, OutcomeRejected, err
 	}
 	keys, err := ps.Passkeys(ctx, user.ID)
@@ -253,8 +258,10 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	}
 	after, cancel := s.afterDecision(ctx)
 	defer cancel()
-	if _, err := s.limits.Clear(after, RuleMFAAccount, user.Email); err != nil {
-		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
+	for _, id := range []string{passwordlessAccount(user.Email), user.Email} {
+		if _, err := s.limits.Clear(after, RuleMFAAccount, id); err != nil {
+			s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
+		}
 	}
 	device, cookie := s.knownDeviceOf(ctx, user.Email, req.Cookie)
 	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}

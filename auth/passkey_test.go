@@ -34,7 +34,7 @@ func (f *fixture) passkeyUser(t *testing.T, email string, k *authtest.SoftKey) a
 	if err != nil {
 		t.Fatalf("sign-in before registration: %v", err)
 	}
-	c, err := f.svc.BeginPasskey(ctx, res.Session)
+	c, err := f.svc.BeginPasskey(ctx, res.Session, client("192.0.2.10"))
 	if err != nil {
 		t.Fatalf("BeginPasskey: %v", err)
 	}

@@ -65,9 +65,9 @@ const (
 )
 
 // RulePasskeyOptionsIP limits the passkey ceremonies begun per client
-// network, of passwordless sign-ins and of second steps: each stores a
-// ceremony (passkey_signin.go), so it is counted before anything is
-// stored, or a second step's token looked up.
+// network, of passwordless sign-ins, of second steps and of registrations:
+// each stores a ceremony (passkey_signin.go), so it is counted before
+// anything is stored, or a second step's token looked up.
 const RulePasskeyOptionsIP = "passkey_options_ip"
 
 // rules is the one table of XCloak's rate limits. Everything else about a
@@ -236,12 +236,12 @@ var rules = []RuleSpec{
 			"Apart from the password's limits.",
 	},
 	{
-		Name: RulePasskeyOptionsIP, Label: "Passkey sign-ins begun per address", Flow: FlowPasskeyBegin, Key: KeyNetwork(32, 64),
+		Name: RulePasskeyOptionsIP, Label: "Passkey ceremonies begun per address", Flow: FlowPasskeyBegin, Key: KeyNetwork(32, 64),
 		Default: ratelimit.Limit{Count: 60, Window: 10 * time.Minute},
-		Usage:   "sign-ins with a passkey, alone or as the second step, begun per client network",
-		Doc: "Sign-ins with a passkey alone or as the second step begun (POST /api/v1/login/passkey/options, " +
-			"POST /api/v1/login/mfa/webauthn/options) per client network; each stores a challenge, so it is counted before " +
-			"anything is stored or a second step's token is looked up.",
+		Usage:   "passkey sign-ins, alone or as the second step, and registrations begun per client network",
+		Doc: "Sign-ins with a passkey alone or as the second step, and passkey registrations, begun (POST /api/v1/login/passkey/options, " +
+			"POST /api/v1/login/mfa/webauthn/options, POST /account/mfa/passkey/options) per client network; each stores a challenge, " +
+			"so it is counted before anything is stored or a second step's token is looked up.",
 	},
 	{
 		Name: RuleMFAAccount, Label: "Second-step codes per account", Flow: FlowSecondStep, Key: KeyAccount,

@@ -27,6 +27,18 @@ import (
 // ErrInvalidCredentials.
 var ErrPasswordChanged = errors.New("auth: password changed meanwhile")
 
+// Verified is what a change to an account checked of it: the password hash
+// it verified and the account's count of sign-outs everywhere when it read
+// them (User.PasswordHash, User.SignOuts). A store makes the change only
+// while both are still the account's (ErrPasswordChanged otherwise).
+type Verified struct {
+	PasswordHash string
+	SignOuts     int64
+}
+
+// verifiedOf is what a change verified of u, read with its password hash.
+func verifiedOf(u User) Verified { return Verified{PasswordHash: u.PasswordHash, SignOuts: u.SignOuts} }
+
 // Store is every kind of storage the service needs.
 type Store interface {
 	UserStore

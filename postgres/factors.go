@@ -60,12 +60,12 @@ func (s *Store) AddFactor(ctx context.Context, f auth.Factor) (int64, error) {
 }
 
 // ConfirmFactor implements auth.FactorStore.
-func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time) (codes bool, err error) {
+func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recovery [][]byte, at time.Time, v auth.Verified) (codes bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The account's row before the factor's, the order every writer
 		// of an account's factors and codes takes (RemoveFactors): one
 		// that locked the factor first could deadlock with a removal.
-		first, err := lockForFirstFactor(ctx, tx, userID)
+		first, err := lockForFirstFactor(ctx, tx, userID, v)
 		if err != nil {
 			return err
 		}
@@ -91,12 +91,21 @@ func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recov
 // confirmed factor yet. Only then does a factor's confirmation write the
 // codes its page shows: of two first factors confirmed at once, the one
 // that comes second keeps the first's, which its owner has been shown.
-func lockForFirstFactor(ctx context.Context, tx pgx.Tx, userID int64) (bool, error) {
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+// ErrPasswordChanged if v is no longer the account's, or it was disabled
+// or deleted: a new password or a sign-out everywhere that commits first
+// leaves no row to match, and one that commits after finds the factor.
+func lockForFirstFactor(ctx context.Context, tx pgx.Tx, userID int64, v auth.Verified) (bool, error) {
+	var same bool
+	err := tx.QueryRow(ctx, `SELECT password_hash = $2 AND sign_outs = $3 AND disabled_at IS NULL FROM users
+		WHERE id = $1 FOR NO KEY UPDATE`, userID, v.PasswordHash, v.SignOuts).Scan(&same)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !same {
+		return false, auth.ErrPasswordChanged
+	}
+	if err != nil {
 		return false, err
 	}
 	var has bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
 		userID).Scan(&has)
 	return !has, err
 }

@@ -61,7 +61,7 @@ func TestReplaceRecoveryCodesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf("first")}, at); err != nil {
+	if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf("first")}, at, verified(u)); err != nil {
 		t.Fatal(err)
 	}
 	const racers, codes = 8, 10
@@ -117,7 +117,7 @@ func TestFirstFactorsAtOnceKeepOneSet(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			var err error
-			if stored[0], err = s.ConfirmFactor(ctx, u.ID, app, 1, sets[0], at); err != nil {
+			if stored[0], err = s.ConfirmFactor(ctx, u.ID, app, 1, sets[0], at, verified(u)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -125,7 +125,7 @@ func TestFirstFactorsAtOnceKeepOneSet(t *testing.T) {
 			wg.Go(func() {
 				p := auth.Passkey{UserID: u.ID, Name: fmt.Sprint("key ", i), CredentialID: []byte(fmt.Sprint(round, "credential", i)), PublicKey: []byte("k")}
 				var err error
-				if _, stored[i], err = s.AddPasskey(ctx, p, sets[i], at); err != nil {
+				if _, stored[i], err = s.AddPasskey(ctx, p, sets[i], at, verified(u)); err != nil {
 					t.Error(err)
 				}
 			})
@@ -197,7 +197,7 @@ func TestConfirmBesideRemoval(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf(fmt.Sprint(round))}, at); err != nil && !errors.Is(err, auth.ErrNoFactor) {
+			if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf(fmt.Sprint(round))}, at, verified(u)); err != nil && !errors.Is(err, auth.ErrNoFactor) {
 				t.Errorf("round %d: confirming: %v", round, err)
 			}
 		})

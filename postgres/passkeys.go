@@ -59,9 +59,9 @@ func (s *Store) PasskeyByCredential(ctx context.Context, id []byte) (auth.Passke
 }
 
 // AddPasskey implements auth.PasskeyStore.
-func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byte, at time.Time) (id int64, codes bool, err error) {
+func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byte, at time.Time, v auth.Verified) (id int64, codes bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		first, err := lockForFirstFactor(ctx, tx, p.UserID)
+		first, err := lockForFirstFactor(ctx, tx, p.UserID, v)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestUsePasskeyAfterNewPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _, err := s.AddPasskey(ctx, auth.Passkey{UserID: u.ID, Name: "key", CredentialID: []byte("credential"), PublicKey: []byte("k")}, nil, at)
+	id, _, err := s.AddPasskey(ctx, auth.Passkey{UserID: u.ID, Name: "key", CredentialID: []byte("credential"), PublicKey: []byte("k")}, nil, at, verified(u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,5 +77,43 @@ func TestUsePasskeyAfterNewPassword(t *testing.T) {
 	}
 	if alone() {
 		t.Error("a passkey used with the old password as a new one was stored signs in alone after it")
+	}
+}
+
+// TestFactorAfterNewPassword: a factor set up by whoever checked the old
+// password, or from a session signed out everywhere, is neither stored
+// nor confirmed once the new password or the sign-out is: a passkey
+// stored then would sign in alone after the new password.
+func TestFactorAfterNewPassword(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, change := range []string{"password", "sign-out"} {
+		u, err := s.CreateUser(ctx, change+"@example.com", "old", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		totp, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if change == "password" {
+			_, err = s.SetPassword(ctx, u.Email, "new")
+		} else {
+			_, err = s.Pool().Exec(ctx, `UPDATE users SET sign_outs = sign_outs + 1 WHERE id = $1`, u.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := auth.Passkey{UserID: u.ID, Name: "key", CredentialID: []byte(change), PublicKey: []byte("k")}
+		if _, _, err := s.AddPasskey(ctx, p, [][]byte{hashOf("code")}, at, verified(u)); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Errorf("after the %s, a passkey registered before it: %v, want ErrPasswordChanged", change, err)
+		}
+		if _, err := s.ConfirmFactor(ctx, u.ID, totp, 1, [][]byte{hashOf("code")}, at, verified(u)); !errors.Is(err, auth.ErrPasswordChanged) {
+			t.Errorf("after the %s, a TOTP factor set up before it: %v, want ErrPasswordChanged", change, err)
+		}
+		if keys, err := s.Passkeys(ctx, u.ID); err != nil || len(keys) != 0 {
+			t.Errorf("after the %s: passkeys %d, %v; want none", change, len(keys), err)
+		}
 	}
 }

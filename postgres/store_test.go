@@ -18,6 +18,11 @@ func newStore(t *testing.T) *postgres.Store {
 	return postgres.New(pool)
 }
 
+// verified is what a change to u's factors verified of it, as read.
+func verified(u auth.User) auth.Verified {
+	return auth.Verified{PasswordHash: u.PasswordHash, SignOuts: u.SignOuts}
+}
+
 // TestStore runs the promises of auth's storage interfaces, the races
 // included, against PostgreSQL. The cases share one database, emptied
 // before each, which is much quicker than a database each.

@@ -308,12 +308,12 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 	must(s.InsertEvents(ctx, []auth.Event{{At: now, Kind: auth.EventLoginSucceeded, Account: u.Email, UserID: u.ID}}))
 	factor, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "Phone", Secret: []byte("k"), CreatedAt: now})
 	must(err)
-	_, err = s.ConfirmFactor(ctx, u.ID, factor, 1, [][]byte{hash("c")}, now)
+	_, err = s.ConfirmFactor(ctx, u.ID, factor, 1, [][]byte{hash("c")}, now, verified(u))
 	must(err)
 	must(s.AddMFAChallenge(ctx, auth.MFAChallenge{TokenHash: hash("m"), BindingHash: hash("b"), UserID: u.ID,
 		PasswordHash: u.PasswordHash, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}))
 	_, _, err = s.AddPasskey(ctx, auth.Passkey{UserID: u.ID, Name: "Laptop", CredentialID: []byte("c"), PublicKey: []byte("k")},
-		[][]byte{hash("rc")}, now)
+		[][]byte{hash("rc")}, now, verified(u))
 	must(err)
 	must(s.AddCeremony(ctx, auth.Ceremony{BindingHash: hash("w"), Purpose: "register", UserID: u.ID, Session: []byte("{}"),
 		ExpiresAt: now.Add(time.Hour)}, now))

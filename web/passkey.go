@@ -49,7 +49,7 @@ func (s *Server) handlePasskeyEnrolPage() http.Handler {
 // options of navigator.credentials.create, for the page's script.
 func (s *Server) handlePasskeyEnrolOptions() http.Handler {
 	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
-		c, err := s.auth.BeginPasskey(r.Context(), sess)
+		c, err := s.auth.BeginPasskey(r.Context(), sess, s.client(r))
 		s.startCeremony(w, r, c, err)
 		return nil
 	})

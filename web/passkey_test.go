@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -334,6 +335,70 @@ func TestPasskeyEnrolFormFailures(t *testing.T) {
 		resp, page := post(t, c, base+"/account/mfa/passkey", formType, form.Encode())
 		if resp.StatusCode != tc.status || !strings.Contains(page, tc.says) {
 			t.Errorf("name %.10q…, password %q: %d, want %d saying %q: %s", tc.name, tc.password, resp.StatusCode, tc.status, tc.says, page)
+		}
+	}
+}
+
+// TestPasskeySignInHostileCredentials: malformed, truncated and tampered
+// credentials sent to the passwordless route are refused, never with a
+// 5xx, and sign nobody in.
+func TestPasskeySignInHostileCredentials(t *testing.T) {
+	env, base, _ := mfaEnv(t, xcloaktest.Options{})
+	k := authtest.NewSoftKey(t)
+	enrolPasskey(t, env, base, "hj@example.com", k)
+	id := b64.EncodeToString(k.ID)
+	mutate := func(opts string, f func(m map[string]any)) string {
+		var m map[string]any
+		json.Unmarshal([]byte(k.Get(t, opts, 1, nil)), &m)
+		f(m)
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	resp := func(m map[string]any) map[string]any { return m["response"].(map[string]any) }
+	cases := map[string]func(opts string) string{
+		"null":        func(string) string { return "null" },
+		"string":      func(string) string { return `"x"` },
+		"array":       func(string) string { return `[]` },
+		"empty":       func(string) string { return `{}` },
+		"deep":        func(string) string { return strings.Repeat("[", 5000) + strings.Repeat("]", 5000) },
+		"no response": func(string) string { return `{"id":"` + id + `","rawId":"` + id + `","type":"public-key"}` },
+		"short authData": func(o string) string {
+			return mutate(o, func(m map[string]any) { resp(m)["authenticatorData"] = "AAAA" })
+		},
+		"no userHandle": func(o string) string { return mutate(o, func(m map[string]any) { delete(resp(m), "userHandle") }) },
+		"userHandle huge": func(o string) string {
+			return mutate(o, func(m map[string]any) { resp(m)["userHandle"] = strings.Repeat("A", 8000) })
+		},
+		"clientData not json": func(o string) string {
+			return mutate(o, func(m map[string]any) { resp(m)["clientDataJSON"] = b64.EncodeToString([]byte("{{{")) })
+		},
+		"rawId differs": func(o string) string {
+			return mutate(o, func(m map[string]any) { m["rawId"] = b64.EncodeToString([]byte("other")) })
+		},
+		"signature empty": func(o string) string { return mutate(o, func(m map[string]any) { resp(m)["signature"] = "" }) },
+		"authData extensions flag": func(o string) string {
+			return mutate(o, func(m map[string]any) {
+				ad, _ := b64.DecodeString(resp(m)["authenticatorData"].(string))
+				ad[32] |= 0xC0 // AT and ED flags, no data
+				resp(m)["authenticatorData"] = b64.EncodeToString(ad)
+			})
+		},
+		"extensions": func(o string) string {
+			return mutate(o, func(m map[string]any) { m["clientExtensionResults"] = map[string]any{"appid": true, "x": []any{1, 2}} })
+		},
+	}
+	i := 0
+	for name, make := range cases {
+		i++
+		c := xcloaktest.Client(t, fmt.Sprint("127.0.32.", i))
+		opts := passkeyOptions(t, c, base)
+		r, body := passkeySignIn(t, c, base, make(opts))
+		t.Logf("%-24s %d %s", name, r.StatusCode, strings.TrimSpace(body))
+		if r.StatusCode >= 500 {
+			t.Errorf("%s: %d", name, r.StatusCode)
+		}
+		if r.StatusCode == http.StatusOK {
+			t.Errorf("%s signed in", name)
 		}
 	}
 }
