@@ -301,3 +301,29 @@ func TestLocksOfAnOutageOutliveIt(t *testing.T) {
 		t.Fatalf("a guess once Redis is back: %+v, %v; want Redis to refuse it as locked", d, err)
 	}
 }
+
+// TestRestartBetweenCallsPutsLocksBack: a Redis restarted without its data
+// between two calls fails none of them (go-redis dials it again by
+// itself), so no outage begins; the watch of its server process finds the
+// new one, and the lockouts in force go back into it.
+func TestRestartBetweenCallsPutsLocksBack(t *testing.T) {
+	srv := testenv.PrivateRedis(t)
+	rdb := fastClient(t, srv.URL())
+	f := newFailover(t, rdb, ratelimit.FailLocal)
+	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
+	lock := lockAt(t, f, victim.Name, victim.ID)
+	f.Restore = newLockLog(lock).restore // the lockout log has it
+	f.WatchRestarts(20 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the watch knows this server
+	srv.Stop()
+	srv.Start()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		d, err := f.AllowAll(t.Context(), victim)
+		if err == nil && !d.Allowed && d.Results[0].Locked && !f.Degraded() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a restart between two calls (degraded %v): %+v, %v; want refused as locked, by Redis", f.Degraded(), d.Results, err)
+		}
+	}
+}

@@ -153,6 +153,12 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 			}
 		})
 	})
+	if d.ProbeRedis != nil {
+		// A server's: a Redis restarted between two requests gets the
+		// lockouts in force back too. Once the service has given the
+		// limiter where they are recorded (auth.Limiter.Watch).
+		limiter.WatchRestarts(restartWatch)
+	}
 	return &App{
 		Service:   svc,
 		Dashboard: dashboard.New(counts, store, svc, watch, d.Now, d.Logger),
@@ -196,3 +202,9 @@ func newLimiter(cfg auth.Config, rdb, probe redis.UniversalClient, prefix string
 	f.SetProbeClient(probe)
 	return f, nil
 }
+
+// restartWatch is how often a server looks whether its Redis is a new
+// server process (ratelimit.Failover.WatchRestarts): the longest a Redis
+// restarted between two requests, without its data, goes without the
+// lockouts in force.
+const restartWatch = time.Second
