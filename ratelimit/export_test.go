@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 )
 
 // Slot is slot, for tests that need rules whose keys share a cluster slot.
@@ -94,3 +95,14 @@ func (l *Local) Locks() int {
 
 // MaxMade bounds, per rule, the locks made in process a Failover keeps.
 const MaxMade = maxMade
+
+// AgeMade makes the locks f made in process look made d earlier.
+func AgeMade(f *Failover, d time.Duration) {
+	f.madeMu.Lock()
+	defer f.madeMu.Unlock()
+	for i := range f.made {
+		if !f.made[i].Until.IsZero() {
+			f.made[i].Until = f.made[i].Until.Add(-d)
+		}
+	}
+}

@@ -289,3 +289,46 @@ func TestUnlockWhileFailbackEndsUnlocks(t *testing.T) {
 		}
 	}
 }
+
+// A lock made at replica A while A is cut off, which the lockout log
+// records, is ended through replica B, on Redis (an administrator's unlock
+// or a password reset, which end the log's record too): A's failback does
+// not give it to Redis after the unlock.
+func TestUnlockElsewhereOutlivesTheFailback(t *testing.T) {
+	rdb, shared := sharedRedis(t, policies)
+	pa, pb := &partition{}, &partition{}
+	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
+	log := newLockLog()
+	a.Restore, b.Restore = log.restore, log.restore
+	a.SetLogged(owner.Name)
+	b.SetLogged(owner.Name)
+
+	pa.down.Store(true)
+	lock := lockAt(t, a, owner.Name, owner.ID) // guesses at A, in process
+	log.set(lock)
+	// Longer ago than the log takes to have it; later, the unlock through B.
+	ratelimit.AgeMade(a, time.Minute)
+	if _, err := b.Clear(t.Context(), owner.Name, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	log.set() // the unlock ends the record too
+	pa.down.Store(false)
+	waitRecovered(t, a)
+	if d, err := b.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("after A's failback, the unlock through B came last: %+v, %v; want admitted", d.Results, err)
+	}
+}
+
+// A lock made at a cut-off replica too recently for the lockout log to
+// have it yet is given to Redis at the failback all the same.
+func TestRecentLockNotYetLoggedIsGiven(t *testing.T) {
+	f, p, _ := replicaWith(t, policies)
+	f.SetLogged(owner.Name)
+	p.down.Store(true)
+	lockAt(t, f, owner.Name, owner.ID) // the log does not list it yet
+	p.down.Store(false)
+	waitRecovered(t, f)
+	if d, err := f.AllowAll(t.Context(), owner); err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("a lock made just before the failback: %+v, %v; want refused as locked", d.Results, err)
+	}
+}

@@ -114,6 +114,8 @@ type Failover struct {
 	// handed is how many of cleared a failback is giving Redis: those are
 	// not moved to a later time, which Redis would not learn of.
 	handed int
+	// logged are the rules whose locks the lockout log records (SetLogged).
+	logged map[string]bool
 	// handing is set, under madeMu, while a failback hands the limits
 	// back to Redis: every Clear then notes its unlock in cleared, to be
 	// ended in Redis again after the failback's last Hold.
@@ -174,6 +176,23 @@ func (f *Failover) SetProbeClient(c Pinger) {
 		f.pinger = c
 	}
 }
+
+// SetLogged names the rules whose every lock the lockout log that Restore
+// reads records, and whose unlocks end there; call it before f is used.
+// At the failback a lock of theirs made in process is given to Redis only
+// while the log lists it (or it is too recent for the log to have it): an
+// unlock through another replica, on Redis, may have ended it meanwhile.
+func (f *Failover) SetLogged(names ...string) {
+	f.logged = map[string]bool{}
+	for _, n := range names {
+		f.logged[n] = true
+	}
+}
+
+// logWriteGrace is how long after it was made a lock of a logged rule is
+// given to Redis at the failback though the lockout log does not list it:
+// the service writes it there once it is made, and may not have yet.
+const logWriteGrace = 30 * time.Second
 
 // SetTimeout changes the bound on each Redis call (DefaultTimeout); call it
 // before f is used.
@@ -493,6 +512,7 @@ func (f *Failover) failback() bool {
 		f.madeMu.Unlock()
 	}
 	var locks []HeldLock
+	read := false
 	if f.Restore != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
 		inForce, err := f.Restore(ctx)
@@ -500,7 +520,21 @@ func (f *Failover) failback() bool {
 		if err != nil {
 			f.log.Error("reading the lockouts in force to put back into redis", "err", err)
 		}
-		locks = inForce
+		locks, read = inForce, err == nil
+	}
+	listed := slices.Clone(locks)
+	// A lock made here of a rule the log records, which the log no longer
+	// lists, was ended through another replica since: an unlock there came
+	// last. One too recent for the log to have is given all the same, and
+	// so is every one when the log could not be read.
+	// A list as long as a Restore gives at most (DefaultLocalIdentities)
+	// may have left some out.
+	complete := read && len(listed) < DefaultLocalIdentities
+	unlisted := func(h HeldLock) bool {
+		if !complete || !f.logged[h.Name] || time.Since(f.began(h)) < logWriteGrace {
+			return false
+		}
+		return !slices.ContainsFunc(listed, func(l HeldLock) bool { return l.Name == h.Name && l.ID == h.ID })
 	}
 	f.madeMu.Lock()
 	held, ended := len(f.made), len(f.cleared)
@@ -517,7 +551,11 @@ func (f *Failover) failback() bool {
 			return c.ruleID == ruleID{h.Name, h.ID} && !f.began(h).After(c.at)
 		})
 	})
-	locks = append(locks, f.made...)
+	for _, h := range f.made {
+		if !unlisted(h) {
+			locks = append(locks, h)
+		}
+	}
 	f.madeMu.Unlock()
 	if !f.endInRedis(cleared) {
 		stop()

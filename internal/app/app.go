@@ -200,6 +200,9 @@ func newLimiter(cfg auth.Config, rdb, probe redis.UniversalClient, prefix string
 		f.SetTimeout(cfg.RedisTimeout)
 	}
 	f.SetProbeClient(probe)
+	// The service records every lock of an account, and ends the record
+	// as it unlocks one (auth.Service.lockoutsInForce reads them).
+	f.SetLogged(auth.RuleLoginAccount)
 	return f, nil
 }
 
