@@ -522,41 +522,55 @@ func (f *Failover) failback() bool {
 		}
 		locks, read = inForce, err == nil
 	}
-	listed := slices.Clone(locks)
 	// A lock made here of a rule the log records, which the log no longer
 	// lists, was ended through another replica since: an unlock there came
 	// last. One too recent for the log to have is given all the same, and
-	// so is every one when the log could not be read.
-	// A list as long as a Restore gives at most (DefaultLocalIdentities)
-	// may have left some out.
-	complete := read && len(listed) < DefaultLocalIdentities
+	// so is one whose start is not known (an administrator's, longer than
+	// its level's), and every one when the log could not be read. A list
+	// as long as a Restore gives at most (DefaultLocalIdentities) may have
+	// left some out.
+	listed := make(map[ruleID]bool, len(locks))
+	for _, h := range locks {
+		listed[ruleID{h.Name, h.ID}] = true
+	}
+	complete := read && len(locks) < DefaultLocalIdentities
 	unlisted := func(h HeldLock) bool {
-		if !complete || !f.logged[h.Name] || time.Since(f.began(h)) < logWriteGrace {
+		if !complete || !f.logged[h.Name] {
 			return false
 		}
-		return !slices.ContainsFunc(listed, func(l HeldLock) bool { return l.Name == h.Name && l.ID == h.ID })
+		began := f.began(h)
+		return !began.IsZero() && time.Since(began) >= logWriteGrace && !listed[ruleID{h.Name, h.ID}]
 	}
+	// The scans are made on copies, outside madeMu, which every failure
+	// and unlock decided in process takes: a long lockout log must not
+	// hold them up.
 	f.madeMu.Lock()
 	held, ended := len(f.made), len(f.cleared)
 	cleared := slices.Clone(f.cleared)
+	made := slices.Clone(f.made)
 	f.handed = ended
+	f.madeMu.Unlock()
 	// A lock the lockout log lists may have been ended in process before
 	// the log says so: an unlock made after it began came last. One that
 	// began after the unlock (through another replica, on Redis) came
 	// last itself. A lock made in process after an unlock came after it
 	// (Clear ended those before it), and is held after the unlocks are
 	// ended in Redis.
+	lastUnlock := make(map[ruleID]time.Time, len(cleared))
+	for _, c := range cleared {
+		if c.at.After(lastUnlock[c.ruleID]) {
+			lastUnlock[c.ruleID] = c.at
+		}
+	}
 	locks = slices.DeleteFunc(locks, func(h HeldLock) bool {
-		return slices.ContainsFunc(cleared, func(c clearedLock) bool {
-			return c.ruleID == ruleID{h.Name, h.ID} && !f.began(h).After(c.at)
-		})
+		at, ok := lastUnlock[ruleID{h.Name, h.ID}]
+		return ok && !f.began(h).After(at)
 	})
-	for _, h := range f.made {
+	for _, h := range made {
 		if !unlisted(h) {
 			locks = append(locks, h)
 		}
 	}
-	f.madeMu.Unlock()
 	if !f.endInRedis(cleared) {
 		stop()
 		return false

@@ -7,7 +7,7 @@
 -- those counted before it do not count towards the next lock. All three
 -- keys share one hash tag.
 --
--- KEYS[1]  lock: exists while the identity is locked; holds the level
+-- KEYS[1]  lock: exists while the identity is locked; holds its own level
 -- KEYS[2]  level: how many times the identity was locked recently
 -- KEYS[3]  failures: consecutive failures since the last lock or success
 -- ARGV[1]  level of the lock (integer >= 1)
@@ -18,8 +18,11 @@ local left = tonumber(ARGV[2])
 local memory = tonumber(ARGV[3])
 
 local known = tonumber(redis.call('GET', KEYS[2])) or 0
+-- The lock holds its own level, whose length with the time it has left
+-- tells when it began (clear.lua); the identity's level, kept below, may
+-- be higher.
 if redis.call('PTTL', KEYS[1]) < left then
-  redis.call('SET', KEYS[1], math.max(level, known), 'PX', left)
+  redis.call('SET', KEYS[1], level, 'PX', left)
 end
 if known < level then
   redis.call('SET', KEYS[2], level, 'PX', left + memory)

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,9 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		last := ""
+		var last string
+		var lastLook time.Time
+		refused := false
 		for {
 			select {
 			case <-f.stop:
@@ -46,39 +49,55 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 			}
 			if f.degraded.Load() {
 				// The failback to come gives this Redis the locks.
-				last = ""
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			id, err := runID(ctx, in)
+			id, up, err := serverOf(ctx, in)
 			cancel()
-			if err != nil {
+			now := time.Now()
+			var reply redis.Error
+			switch {
+			case errors.As(err, &reply) && !refused:
+				refused = true
+				f.log.Warn("redis refuses INFO (a proxy?): a restart between two requests is not noticed", "err", err)
+				continue
+			case err != nil:
 				// Whether Redis is there is the decisions' and the
 				// probes' to find.
 				continue
 			}
-			if last != "" && id != last {
+			// A new process is one started since the last look: an
+			// endpoint that answers from several servers in turn (a
+			// balancer over several) shows long-lived ones.
+			if last != "" && id != last && up <= now.Sub(lastLook)+time.Second {
 				f.log.Warn("redis answers from a new server process, with no call failing; putting the lockouts in force back into it",
-					"run_id", id)
+					"run_id", id, "uptime_seconds", up.Seconds())
 				f.trip(errRedisRestarted)
-				id = ""
 			}
-			last = id
+			last, lastLook = id, now
 		}
 	}()
 }
 
-// runID reads the run_id of the server in answers: a new one for each
-// start of a server process.
-func runID(ctx context.Context, in infoer) (string, error) {
+// serverOf reads the run_id of the server in answers, a new one for each
+// start of a server process, and how long that process has run.
+func serverOf(ctx context.Context, in infoer) (id string, up time.Duration, err error) {
 	info, err := in.Info(ctx, "server").Result()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
+	seconds := -1
 	for line := range strings.Lines(info) {
-		if id, ok := strings.CutPrefix(line, "run_id:"); ok {
-			return strings.TrimSpace(id), nil
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "run_id":
+			id = v
+		case "uptime_in_seconds":
+			seconds, _ = strconv.Atoi(v)
 		}
 	}
-	return "", errors.New("ratelimit: INFO server without run_id")
+	if id == "" || seconds < 0 {
+		return "", 0, errors.New("ratelimit: INFO server without run_id or uptime_in_seconds")
+	}
+	return id, time.Duration(seconds) * time.Second, nil
 }
