@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/app"
 )
 
 func TestLoginSucceedsAndRotatesSession(t *testing.T) {
@@ -261,6 +265,53 @@ func TestResetEndsALockoutRedisForgot(t *testing.T) {
 	}
 	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 0 {
 		t.Fatalf("lockouts after the reset: %+v, want none", l)
+	}
+}
+
+// failingUnlocks is a Redis hook that answers every script run on an
+// identity's lock key first (an unlock: clear.lua) with an error reply,
+// while on is set.
+type failingUnlocks struct{ on *atomic.Bool }
+
+func (failingUnlocks) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h failingUnlocks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if h.on.Load() && (cmd.Name() == "evalsha" || cmd.Name() == "eval") && len(args) > 3 && strings.HasSuffix(fmt.Sprint(args[3]), ":lock") {
+			cmd.SetErr(refusal("ERR unlock refused by the test"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (failingUnlocks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// refusal is an error reply from Redis.
+type refusal string
+
+func (e refusal) Error() string { return string(e) }
+func (refusal) RedisError()     {}
+
+// TestResetKeepsTheLogWhenTheUnlockFails: a reset whose unlock Redis
+// refused leaves the lock in force there, and the lockout log listing it,
+// so that the dashboard shows it and an administrator can end it.
+func TestResetKeepsTheLogWhenTheUnlockFails(t *testing.T) {
+	var refuse atomic.Bool
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) },
+		func(d *app.Deps) { d.Redis.AddHook(failingUnlocks{&refuse}) })
+	f.addUser(t, "kept@example.com", "old password", false)
+	for i := range f.cfg.Lockout.Threshold {
+		f.svc.Login(t.Context(), auth.LoginRequest{Email: "kept@example.com", Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
+	}
+	token := requestResetToken(t, f, "kept@example.com")
+	refuse.Store(true)
+	if err := f.svc.ConfirmReset(t.Context(), token, "new password 1", client("192.0.2.1")); err != nil {
+		t.Fatalf("ConfirmReset: %v", err)
+	}
+	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 1 {
+		t.Fatalf("lockouts after a reset whose unlock Redis refused: %+v, want the one still in force", l)
 	}
 }
 

@@ -375,7 +375,10 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 func (s *Service) endLockoutAfterReset(ctx context.Context, account string, userID int64, source string) {
 	wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, account)
 	if err != nil {
+		// The lock may still hold: the log keeps listing it, so that the
+		// dashboard shows it and an administrator can end it.
 		s.log.WarnContext(ctx, "clearing lockout after reset", "err", err)
+		return
 	}
 	listed, err := s.store.LockoutListed(ctx, account, s.now())
 	if err != nil {
