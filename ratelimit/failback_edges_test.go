@@ -171,3 +171,100 @@ func TestFailbackDoesNotStallFailures(t *testing.T) {
 		t.Fatalf("one wrong password during the failback waited %v for madeMu (failback scan of %d made x %d listed)", waited, ratelimit.MaxMade, len(listed))
 	}
 }
+
+// serverINFO is one Redis endpoint as the watch sees it: PING through a
+// partition, INFO server and replication from the process now answering.
+type serverINFO struct {
+	p               *partition
+	mu              sync.Mutex
+	id              string
+	start           time.Time // when the process answering started
+	replid, replid2 string
+}
+
+func (s *serverINFO) set(id string, start time.Time, replid, replid2 string) {
+	s.mu.Lock()
+	s.id, s.start, s.replid, s.replid2 = id, start, replid, replid2
+	s.mu.Unlock()
+}
+
+func (s *serverINFO) Ping(ctx context.Context) *redis.StatusCmd {
+	cmd := redis.NewStatusCmd(ctx)
+	if s.p.down.Load() {
+		cmd.SetErr(errPartitioned)
+	} else {
+		cmd.SetVal("PONG")
+	}
+	return cmd
+}
+
+func (s *serverINFO) Info(ctx context.Context, _ ...string) *redis.StringCmd {
+	cmd := redis.NewStringCmd(ctx)
+	if s.p.down.Load() {
+		cmd.SetErr(errPartitioned)
+		return cmd
+	}
+	s.mu.Lock()
+	id, up, replid, replid2 := s.id, int(time.Since(s.start)/time.Second), s.replid, s.replid2
+	s.mu.Unlock()
+	cmd.SetVal(fmt.Sprintf("# Server\r\nredis_version:7.2.4\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n\r\n# Replication\r\nrole:master\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n",
+		id, up, replid, replid2))
+	return cmd
+}
+
+func watched(t *testing.T, s *serverINFO) (*ratelimit.Failover, *atomic.Int64) {
+	t.Helper()
+	_, shared := sharedRedis(t, policies)
+	f := ratelimit.NewFailover(partitioned{shared, s.p}, newLocal(t), s, ratelimit.FailOpen, nil)
+	t.Cleanup(f.Close)
+	var trips atomic.Int64
+	f.OnChange = func(degraded bool) {
+		if degraded {
+			trips.Add(1)
+		}
+	}
+	return f, &trips
+}
+
+// A Redis that restarts during an outage (calls fail, the replica is
+// degraded) is given the locks by the failback; the watch does not take
+// the same new process for a second restart at its first look after.
+func TestNoSecondTripAfterAnOutageWithARestart(t *testing.T) {
+	s := &serverINFO{p: &partition{}}
+	s.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
+	f, trips := watched(t, s)
+	f.WatchRestarts(20 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the watch knows A
+	s.p.down.Store(true)
+	_ = f.Check(t.Context())
+	if !f.Degraded() {
+		t.Fatal("not degraded")
+	}
+	time.Sleep(300 * time.Millisecond)
+	s.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000") // restarted while down
+	s.p.down.Store(false)
+	waitRecovered(t, f) // the failback gave B the locks
+	time.Sleep(300 * time.Millisecond)
+	if n := trips.Load(); n != 1 {
+		t.Fatalf("one outage (Redis restarted within it, failback done): %d trips into degraded mode; want 1", n)
+	}
+}
+
+// A Sentinel failover promotes a long-running replica, which may lag
+// behind the old master: a new run_id with a large uptime, whose
+// master_replid2 is the old master's replication id. The watch takes it
+// for an outage just ended, and the failback gives it the locks.
+func TestSentinelsNewMasterIsTaken(t *testing.T) {
+	s := &serverINFO{p: &partition{}}
+	s.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
+	f, trips := watched(t, s)
+	f.WatchRestarts(20 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the watch knows the old master
+	// Sentinel promotes a replica up for 9 days; go-redis' failover
+	// client now talks to it, with no call failing.
+	s.set("cccccccccccccccccccccccccccccccccccccccc", time.Now().Add(-216*time.Hour), "r3", "r1")
+	time.Sleep(300 * time.Millisecond)
+	if trips.Load() == 0 {
+		t.Fatal("a Sentinel's new master (a promoted replica, long running) was not taken for an outage just ended")
+	}
+}

@@ -26,10 +26,14 @@ type infoer interface {
 // every lock (no persistence), and a Sentinel's new master may lag behind
 // the old. A new process is then taken as an outage just ended: the
 // failback puts the lockouts in force back into it, as after any outage.
+// A new process is one started since the last look, or the replica the
+// old master's data went on from (its master_replid2 is the old master's
+// replication id): an endpoint that answers from several long-running,
+// unrelated servers in turn (a balancer over several) shows neither.
 // Until the next look, at most interval later, the locks Redis lost are
-// not in force. A Redis Cluster's probes reach a different node each time,
-// whose run_ids tell nothing: it is not watched (its nodes keep their data
-// through replicas). Call it once, after Restore is set.
+// not in force. A Redis Cluster's probes reach a different node each time:
+// it is not watched (its nodes keep their data through replicas). Call it
+// once, after Restore is set.
 func (f *Failover) WatchRestarts(interval time.Duration) {
 	in, ok := f.pinger.(infoer)
 	if _, cluster := f.pinger.(*redis.ClusterClient); !ok || cluster || interval <= 0 {
@@ -38,7 +42,7 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		var last string
+		var last server
 		var lastLook time.Time
 		refused := false
 		for {
@@ -48,56 +52,73 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 			case <-t.C:
 			}
 			if f.degraded.Load() {
-				// The failback to come gives this Redis the locks.
+				// The failback to come gives the Redis that answers
+				// then the locks: it is the one to know.
+				last = server{}
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			id, up, err := serverOf(ctx, in)
+			now, err := serverOf(ctx, in)
 			cancel()
-			now := time.Now()
 			var reply redis.Error
 			switch {
 			case errors.As(err, &reply) && !refused:
 				refused = true
-				f.log.Warn("redis refuses INFO (a proxy?): a restart between two requests is not noticed", "err", err)
+				f.log.Warn("redis answered INFO with an error: a restart between two requests is not noticed while it does", "err", err)
 				continue
 			case err != nil:
 				// Whether Redis is there is the decisions' and the
 				// probes' to find.
 				continue
 			}
-			// A new process is one started since the last look: an
-			// endpoint that answers from several servers in turn (a
-			// balancer over several) shows long-lived ones.
-			if last != "" && id != last && up <= now.Sub(lastLook)+time.Second {
+			at := time.Now()
+			if last.id != "" && now.id != last.id && (now.up <= at.Sub(lastLook)+time.Second || now.from(last)) {
 				f.log.Warn("redis answers from a new server process, with no call failing; putting the lockouts in force back into it",
-					"run_id", id, "uptime_seconds", up.Seconds())
+					"run_id", now.id, "uptime_seconds", now.up.Seconds())
 				f.trip(errRedisRestarted)
 			}
-			last, lastLook = id, now
+			last, lastLook = now, at
 		}
 	}()
 }
 
-// serverOf reads the run_id of the server in answers, a new one for each
-// start of a server process, and how long that process has run.
-func serverOf(ctx context.Context, in infoer) (id string, up time.Duration, err error) {
-	info, err := in.Info(ctx, "server").Result()
+// server is what INFO says of the server process that answered it.
+type server struct {
+	id      string        // run_id: a new one for each start of a process
+	up      time.Duration // uptime_in_seconds
+	replid  string        // master_replid: its replication history's id
+	replid2 string        // master_replid2: the id it went on from, if promoted
+}
+
+// from reports whether s went on from old's replication history: a
+// replica promoted in old's place.
+func (s server) from(old server) bool {
+	return old.replid != "" && s.replid2 == old.replid && strings.Trim(s.replid2, "0") != ""
+}
+
+// serverOf reads what INFO says of the server in answers.
+func serverOf(ctx context.Context, in infoer) (server, error) {
+	info, err := in.Info(ctx, "server", "replication").Result()
 	if err != nil {
-		return "", 0, err
+		return server{}, err
 	}
-	seconds := -1
+	s, seconds := server{}, -1
 	for line := range strings.Lines(info) {
 		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
 		switch k {
 		case "run_id":
-			id = v
+			s.id = v
 		case "uptime_in_seconds":
 			seconds, _ = strconv.Atoi(v)
+		case "master_replid":
+			s.replid = v
+		case "master_replid2":
+			s.replid2 = v
 		}
 	}
-	if id == "" || seconds < 0 {
-		return "", 0, errors.New("ratelimit: INFO server without run_id or uptime_in_seconds")
+	if s.id == "" || seconds < 0 {
+		return server{}, errors.New("ratelimit: INFO server without run_id or uptime_in_seconds")
 	}
-	return id, time.Duration(seconds) * time.Second, nil
+	s.up = time.Duration(seconds) * time.Second
+	return s, nil
 }
