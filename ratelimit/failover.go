@@ -811,10 +811,11 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 // ends only a lock that began before it, before the locks made in
 // process, this one no longer among them, are put there.
 func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
-	at := time.Now()
 	// The unlock in process and its marks in made are one step to a
-	// failure deciding in process (see Fail).
+	// failure deciding in process (see Fail); its time is taken in it,
+	// after any failure that came first.
 	f.madeMu.Lock()
+	at := time.Now()
 	wasLocal, err := f.local.Clear(ctx, name, id)
 	if err != nil {
 		f.madeMu.Unlock()
