@@ -215,32 +215,17 @@ func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err er
 // Redis was away), each at its time: each ends its identity's lock if that
 // began before it, and forgets its failures unless the last came after it.
 // What came after an unlock stands: a lock made in Redis, through another
-// replica, after an unlock made here. Sent in pipelines of holdBatch, by
-// the script's hash once loaded, as Hold sends its locks; every batch is
-// sent whatever another's answer.
+// replica, after an unlock made here. Sent as Hold sends its locks
+// (inBatches).
 func (l *Lockouts) ClearBefore(ctx context.Context, unlocks ...PastUnlock) error {
-	if len(unlocks) > holdBatch {
-		if err := l.rdb.ScriptLoad(ctx, clearScript.src).Err(); err != nil {
-			return fmt.Errorf("ratelimit: clearing lockouts: %w", err)
-		}
+	err := inBatches(ctx, l.rdb, clearScript, unlocks, func(u PastUnlock) ([]string, []any) {
+		return []string{lockKey(l.keys, u.ID), l.keys.Key(u.ID, ":level"), l.keys.Key(u.ID, ":failures"), l.keys.Key(u.ID, ":attempts")},
+			append([]any{l.policy.Memory.Milliseconds(), u.At.UnixMilli()}, l.ladder...)
+	})
+	if err != nil {
+		return fmt.Errorf("ratelimit: clearing lockouts: %w", err)
 	}
-	var first error
-	for batch := range slices.Chunk(unlocks, holdBatch) {
-		cmds := clearScript.runAll(ctx, l.rdb, len(batch), func(i int) ([]string, []any) {
-			u := batch[i]
-			return []string{lockKey(l.keys, u.ID), l.keys.Key(u.ID, ":level"), l.keys.Key(u.ID, ":failures"), l.keys.Key(u.ID, ":attempts")},
-				append([]any{l.policy.Memory.Milliseconds(), u.At.UnixMilli()}, l.ladder...)
-		})
-		for _, cmd := range cmds {
-			if err := cmd.Err(); err != nil && first == nil {
-				first = fmt.Errorf("ratelimit: clearing lockouts: %w", err)
-			}
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return first
+	return nil
 }
 
 // Hold puts locks recorded elsewhere into Redis (the locks made in process
@@ -250,7 +235,8 @@ func (l *Lockouts) ClearBefore(ctx context.Context, unlocks ...PastUnlock) error
 //
 // After a large attack they may be tens of thousands: the script is loaded
 // once, for a Redis that came back without its scripts, and run by its
-// hash in pipelines of holdBatch, rather than each run sending its source.
+// hash in pipelines of holdBatch, rather than each run sending its source
+// (inBatches).
 func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 	now := time.Now()
 	live := make([]HeldLock, 0, len(locks))
@@ -259,24 +245,34 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 			live = append(live, h)
 		}
 	}
-	if len(live) > holdBatch {
-		if err := l.rdb.ScriptLoad(ctx, holdScript.src).Err(); err != nil {
-			return fmt.Errorf("ratelimit: holding locks: %w", err)
+	err := inBatches(ctx, l.rdb, holdScript, live, func(h HeldLock) ([]string, []any) {
+		return []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level"), l.keys.Key(h.ID, ":failures")},
+			[]any{max(h.Level, 1), max(time.Until(h.Until).Milliseconds(), 1), l.policy.Memory.Milliseconds()}
+	})
+	if err != nil {
+		return fmt.Errorf("ratelimit: holding locks: %w", err)
+	}
+	return nil
+}
+
+// inBatches runs s once for each of items, with the keys and arguments
+// that of gives, in pipelines of holdBatch, by the script's hash, loaded once
+// first when there is more than one pipeline (a Redis back without its
+// scripts would otherwise be sent the source with each run). Every batch
+// is sent whatever another's answer: one key of the wrong type must not
+// keep the runs after it out of Redis. It returns the first error.
+func inBatches[T any](ctx context.Context, rdb redis.UniversalClient, s script, items []T, of func(T) ([]string, []any)) error {
+	if len(items) > holdBatch {
+		if err := rdb.ScriptLoad(ctx, s.src).Err(); err != nil {
+			return err
 		}
 	}
-	// Every batch is sent, whatever another's answer: one key of the
-	// wrong type must not keep the locks after it out of Redis.
 	var first error
-	for batch := range slices.Chunk(live, holdBatch) {
-		now := time.Now()
-		cmds := holdScript.runAll(ctx, l.rdb, len(batch), func(i int) ([]string, []any) {
-			h := batch[i]
-			return []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level"), l.keys.Key(h.ID, ":failures")},
-				[]any{max(h.Level, 1), max(h.Until.Sub(now).Milliseconds(), 1), l.policy.Memory.Milliseconds()}
-		})
+	for batch := range slices.Chunk(items, holdBatch) {
+		cmds := s.runAll(ctx, rdb, len(batch), func(i int) ([]string, []any) { return of(batch[i]) })
 		for _, cmd := range cmds {
 			if err := cmd.Err(); err != nil && first == nil {
-				first = fmt.Errorf("ratelimit: holding locks: %w", err)
+				first = err
 			}
 		}
 		if ctx.Err() != nil {
