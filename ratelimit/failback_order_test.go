@@ -38,11 +38,7 @@ func lockAt(t *testing.T, s ratelimit.Store, name, id string) ratelimit.HeldLock
 // in Redis through replica B (which the lockout log records), stands: the
 // unlock ends only what came before it, in Redis and in the log's list.
 func TestOutageUnlockEndsOnlyEarlierLocks(t *testing.T) {
-	rdb, shared := sharedRedis(t, policies)
-	pa, pb := &partition{}, &partition{}
-	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
-	log := newLockLog()
-	a.Restore, b.Restore = log.restore, log.restore
+	a, b, pa, log := twoReplicasOneLog(t)
 
 	pa.down.Store(true)
 	if _, err := a.Clear(t.Context(), owner.Name, owner.ID); err != nil { // at t1, through A
@@ -61,6 +57,18 @@ func TestOutageUnlockEndsOnlyEarlierLocks(t *testing.T) {
 	if d, err := b.AllowAll(t.Context(), owner); err != nil || d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("lock made in Redis at t2, after A's failback replayed A's unlock of t1: %+v, %v; want refused as locked", d.Results, err)
 	}
+}
+
+// twoReplicasOneLog is replicas A and B of one Redis store, each cut off
+// by its own partition (A's returned), sharing one lockout log.
+func twoReplicasOneLog(t *testing.T) (a, b *ratelimit.Failover, pa *partition, log *lockLog) {
+	t.Helper()
+	rdb, shared := sharedRedis(t, policies)
+	pa = &partition{}
+	a, b = replica(t, shared, rdb, pa), replica(t, shared, rdb, &partition{})
+	log = newLockLog()
+	a.Restore, b.Restore = log.restore, log.restore
+	return a, b, pa, log
 }
 
 // hookedLocal is an in-process store whose Clear and Fail run a hook
@@ -295,11 +303,7 @@ func TestUnlockWhileFailbackEndsUnlocks(t *testing.T) {
 // or a password reset, which end the log's record too): A's failback does
 // not give it to Redis after the unlock.
 func TestUnlockElsewhereOutlivesTheFailback(t *testing.T) {
-	rdb, shared := sharedRedis(t, policies)
-	pa, pb := &partition{}, &partition{}
-	a, b := replica(t, shared, rdb, pa), replica(t, shared, rdb, pb)
-	log := newLockLog()
-	a.Restore, b.Restore = log.restore, log.restore
+	a, b, pa, log := twoReplicasOneLog(t)
 	a.SetLogged(owner.Name)
 	b.SetLogged(owner.Name)
 
