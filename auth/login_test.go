@@ -218,21 +218,37 @@ func countRows(t *testing.T, f *fixture, sql string) int {
 	return n
 }
 
-// TestUnlockEndsALockoutRedisForgot: Redis restarted and lost the lock, but
-// Postgres still lists it; Unlock ends the listed lockout too.
-func TestUnlockEndsALockoutRedisForgot(t *testing.T) {
-	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
+// lockByGuesses locks email out by a threshold of wrong passwords, and
+// checks that the lockout log lists the one lock.
+func lockByGuesses(t *testing.T, f *fixture, email string) {
+	t.Helper()
 	for i := range f.cfg.Lockout.Threshold {
-		f.svc.Login(t.Context(), auth.LoginRequest{Email: "gone@example.com", Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
+		f.svc.Login(t.Context(), auth.LoginRequest{Email: email, Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
 	}
 	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 1 {
 		t.Fatalf("lockouts: %+v, want one", l)
 	}
+}
+
+// forgetRedis deletes every key of f's limits, as a Redis restarted
+// without its data would have lost them.
+func forgetRedis(t *testing.T, f *fixture) {
+	t.Helper()
 	keys, err := f.rdb.Keys(t.Context(), f.prefix+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.rdb.Del(t.Context(), keys...)
+	if len(keys) > 0 {
+		f.rdb.Del(t.Context(), keys...)
+	}
+}
+
+// TestUnlockEndsALockoutRedisForgot: Redis restarted and lost the lock, but
+// Postgres still lists it; Unlock ends the listed lockout too.
+func TestUnlockEndsALockoutRedisForgot(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
+	lockByGuesses(t, f, "gone@example.com")
+	forgetRedis(t, f)
 	if was, err := f.svc.Unlock(t.Context(), "gone@example.com", "admin:sec@example.com"); err != nil || !was {
 		t.Fatalf("Unlock: %v, %v; want it to end the listed lockout", was, err)
 	}
@@ -248,17 +264,8 @@ func TestUnlockEndsALockoutRedisForgot(t *testing.T) {
 func TestResetEndsALockoutRedisForgot(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) })
 	f.addUser(t, "gone@example.com", "old password", false)
-	for i := range f.cfg.Lockout.Threshold {
-		f.svc.Login(t.Context(), auth.LoginRequest{Email: "gone@example.com", Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
-	}
-	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 1 {
-		t.Fatalf("lockouts: %+v, want one", l)
-	}
-	keys, err := f.rdb.Keys(t.Context(), f.prefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rdb.Del(t.Context(), keys...)
+	lockByGuesses(t, f, "gone@example.com")
+	forgetRedis(t, f)
 	token := requestResetToken(t, f, "gone@example.com")
 	if err := f.svc.ConfirmReset(t.Context(), token, "new password 1", client("192.0.2.1")); err != nil {
 		t.Fatalf("ConfirmReset: %v", err)
@@ -302,9 +309,7 @@ func TestResetKeepsTheLogWhenTheUnlockFails(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) },
 		func(d *app.Deps) { d.Redis.AddHook(failingUnlocks{&refuse}) })
 	f.addUser(t, "kept@example.com", "old password", false)
-	for i := range f.cfg.Lockout.Threshold {
-		f.svc.Login(t.Context(), auth.LoginRequest{Email: "kept@example.com", Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
-	}
+	lockByGuesses(t, f, "kept@example.com")
 	token := requestResetToken(t, f, "kept@example.com")
 	refuse.Store(true)
 	if err := f.svc.ConfirmReset(t.Context(), token, "new password 1", client("192.0.2.1")); err != nil {
