@@ -113,7 +113,7 @@ func (s *Service) lockoutsInForce(ctx context.Context) ([]ratelimit.HeldLock, er
 	}
 	held := make([]ratelimit.HeldLock, len(locks))
 	for i, l := range locks {
-		held[i] = ratelimit.HeldLock{Name: RuleLoginAccount, ID: l.Account, Until: l.LockedUntil, Level: l.Level}
+		held[i] = ratelimit.HeldLock{Name: RuleLoginAccount, ID: l.Account, Since: l.LockedAt, Until: l.LockedUntil, Level: l.Level}
 	}
 	return held, nil
 }

@@ -313,7 +313,7 @@ func (s *Service) LockUser(ctx context.Context, id int64, d time.Duration, by st
 	}
 	now := s.now()
 	until := now.Add(d)
-	if err := s.limits.Hold(ctx, ratelimit.HeldLock{Name: RuleLoginAccount, ID: u.Email, Until: until, Level: 1}); err != nil {
+	if err := s.limits.Hold(ctx, ratelimit.HeldLock{Name: RuleLoginAccount, ID: u.Email, Since: now, Until: until, Level: 1}); err != nil {
 		return User{}, unavailable("locking account", err)
 	}
 	if err := s.store.RecordLockout(ctx, Lockout{Account: u.Email, UserID: u.ID, Level: 1, LockedAt: now, LockedUntil: until}); err != nil {

@@ -8,10 +8,11 @@
 -- while Redis was away), that Redis learns of later: it ends only what
 -- came before it. A lock that began after it stands, and so do failures
 -- of which the last came after it (with those before them: failures carry
--- no times of their own). When a lock began is worked out from what it
--- has left and its level's length, as lockout.lua set it; a lock longer
--- than its level's (an administrator's, held at level 1) has no such
--- start, and is ended as by any unlock.
+-- no times of their own). A lock holds when it began (lockout.lua,
+-- hold.lua); one that does not (held without it, or written before starts
+-- were kept) is taken to have begun its level's length before it ends,
+-- and one longer than that (an administrator's, held at level 1) has no
+-- such start, and is ended as by any unlock.
 --
 -- KEYS[1]  lock: exists while the identity is locked (see lockout.lua)
 -- KEYS[2]  level: how many times the identity was locked recently
@@ -32,10 +33,16 @@ if #ARGV > 1 then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local left = redis.call('PTTL', KEYS[1])
   if left > 0 then
-    local level = math.max(tonumber(redis.call('GET', KEYS[1])) or 1, 1)
-    local duration = tonumber(ARGV[2 + math.min(level, #ARGV - 2)])
-    local began = now + left - duration
-    if began > before and began <= now then
+    local lock = redis.call('GET', KEYS[1]) or ''
+    local began = tonumber(string.match(lock, '^%d+:(%d+)$'))
+    if not began then
+      local level = math.max(tonumber(lock) or 1, 1)
+      began = now + left - tonumber(ARGV[2 + math.min(level, #ARGV - 2)])
+      if began > now then
+        began = nil
+      end
+    end
+    if began and began > before then
       return 0
     end
   end

@@ -103,6 +103,7 @@ func AgeMade(f *Failover, d time.Duration) {
 	for i := range f.made {
 		if !f.made[i].Until.IsZero() {
 			f.made[i].Until = f.made[i].Until.Add(-d)
+			f.made[i].Since = f.made[i].Since.Add(-d)
 		}
 	}
 }

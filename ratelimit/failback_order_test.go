@@ -59,6 +59,31 @@ func TestOutageUnlockEndsOnlyEarlierLocks(t *testing.T) {
 	}
 }
 
+// So does an administrator's lock made through B after A's unlock: longer
+// than its level's, it is known to have come later only by the start it
+// carries, in Redis and in the log.
+func TestOutageUnlockEndsNoLaterAdminLock(t *testing.T) {
+	a, b, pa, log := twoReplicasOneLog(t)
+
+	pa.down.Store(true)
+	if _, err := a.Clear(t.Context(), owner.Name, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	lock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Since: time.Now(), Until: time.Now().Add(24 * time.Hour), Level: 1}
+	if err := b.Hold(t.Context(), lock); err != nil {
+		t.Fatal(err)
+	}
+	log.set(lock)
+	pa.down.Store(false)
+	waitRecovered(t, a)
+	for name, r := range map[string]*ratelimit.Failover{"A": a, "B": b} {
+		if d, err := r.AllowAll(t.Context(), owner); err != nil || d.Allowed || !d.Results[0].Locked {
+			t.Fatalf("through %s, the administrator's lock made after A's unlock: %+v, %v; want refused as locked", name, d.Results, err)
+		}
+	}
+}
+
 // twoReplicasOneLog is replicas A and B of one Redis store, each cut off
 // by its own partition (A's returned), sharing one lockout log.
 func twoReplicasOneLog(t *testing.T) (a, b *ratelimit.Failover, pa *partition, log *lockLog) {

@@ -525,7 +525,7 @@ func (f *Failover) failback() bool {
 	// A lock made here of a rule the log records, which the log no longer
 	// lists, was ended through another replica since: an unlock there came
 	// last. One too recent for the log to have is given all the same, and
-	// so is one whose start is not known (an administrator's, longer than
+	// so is one whose start is not known (held without Since, longer than
 	// its level's), and every one when the log could not be read. A list
 	// as long as a Restore gives at most (DefaultLocalIdentities) may have
 	// left some out.
@@ -680,12 +680,16 @@ type clearerBefore interface {
 	ClearBefore(ctx context.Context, unlocks ...PastUnlock) error
 }
 
-// began is when h began, by its rule's lockout policy in the in-process
-// store: its end less its level's length. A lock longer than its level's
-// (an administrator's, held at level 1) has no such start, and is taken to
-// have begun long ago, before any unlock, as is one of a rule without a
-// policy here: as clear.lua takes them.
+// began is when h began: its Since, or, without one, by its rule's
+// lockout policy in the in-process store, its end less its level's length.
+// A lock longer than its level's (an administrator's, held at level 1)
+// has no such start, and is taken to have begun long ago, before any
+// unlock, as is one of a rule without a policy here: as clear.lua takes
+// them.
 func (f *Failover) began(h HeldLock) time.Time {
+	if !h.Since.IsZero() {
+		return h.Since
+	}
 	if l, ok := f.local.(*Local); ok {
 		if p, ok := l.policies[h.Name]; ok {
 			if began := h.Until.Add(-p.LockFor(h.Level)); !began.After(time.Now()) {
@@ -797,7 +801,8 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 		f.madeMu.Lock()
 		res, err := f.local.Fail(ctx, name, id, attempt)
 		if err == nil && res.LockedNow {
-			f.noteMade(HeldLock{Name: name, ID: id, Until: time.Now().Add(res.LockedFor), Level: res.Level})
+			now := time.Now()
+			f.noteMade(HeldLock{Name: name, ID: id, Since: now, Until: now.Add(res.LockedFor), Level: res.Level})
 		}
 		f.madeMu.Unlock()
 		f.localMu.RUnlock()

@@ -8,21 +8,26 @@
 -- keys share one hash tag.
 --
 -- KEYS[1]  lock: exists while the identity is locked; holds its own level
+--          and, when known, when it began (see lockout.lua)
 -- KEYS[2]  level: how many times the identity was locked recently
 -- KEYS[3]  failures: consecutive failures since the last lock or success
 -- ARGV[1]  level of the lock (integer >= 1)
 -- ARGV[2]  time the lock has left, milliseconds (>= 1)
 -- ARGV[3]  memory, milliseconds: how long the level outlives the lock
+-- ARGV[4]  optional: when the lock began, milliseconds since the epoch
 local level = tonumber(ARGV[1])
 local left = tonumber(ARGV[2])
 local memory = tonumber(ARGV[3])
+local lock = level
+if ARGV[4] then
+  lock = level .. ':' .. ARGV[4]
+end
 
 local known = tonumber(redis.call('GET', KEYS[2])) or 0
--- The lock holds its own level, whose length with the time it has left
--- tells when it began (clear.lua); the identity's level, kept below, may
--- be higher.
+-- The lock holds its own level and its start (clear.lua); the identity's
+-- level, kept below, may be higher.
 if redis.call('PTTL', KEYS[1]) < left then
-  redis.call('SET', KEYS[1], level, 'PX', left)
+  redis.call('SET', KEYS[1], lock, 'PX', left)
 end
 if known < level then
   redis.call('SET', KEYS[2], level, 'PX', left + memory)

@@ -246,8 +246,11 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 		}
 	}
 	err := inBatches(ctx, l.rdb, holdScript, live, func(h HeldLock) ([]string, []any) {
-		return []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level"), l.keys.Key(h.ID, ":failures")},
-			[]any{max(h.Level, 1), max(time.Until(h.Until).Milliseconds(), 1), l.policy.Memory.Milliseconds()}
+		args := []any{max(h.Level, 1), max(time.Until(h.Until).Milliseconds(), 1), l.policy.Memory.Milliseconds()}
+		if !h.Since.IsZero() {
+			args = append(args, h.Since.UnixMilli())
+		}
+		return []string{lockKey(l.keys, h.ID), l.keys.Key(h.ID, ":level"), l.keys.Key(h.ID, ":failures")}, args
 	})
 	if err != nil {
 		return fmt.Errorf("ratelimit: holding locks: %w", err)

@@ -12,6 +12,8 @@
 -- KEYS[1]  failures: consecutive failures since the last lock or success
 -- KEYS[2]  level: how many times the identity was locked recently
 -- KEYS[3]  lock: exists while the identity is locked; holds the level
+--          and when the lock began, "level:milliseconds since the epoch"
+--          (a lock written before starts were kept holds the level alone)
 -- KEYS[4]  attempts: list of the identity's recent failed attempts, newest
 --          first, at most ARGV[4] long
 -- ARGV[1]  threshold: failures that lock (integer >= 1)
@@ -36,7 +38,8 @@ local levels = #ARGV - 4
 
 local left = redis.call('PTTL', KEYS[3])
 if left > 0 then
-  return {0, 0, tonumber(redis.call('GET', KEYS[3])) or 0, left}
+  local lock = redis.call('GET', KEYS[3]) or ''
+  return {0, 0, tonumber(string.match(lock, '^%d+')) or 0, left}
 end
 
 if attempt ~= '' then
@@ -56,7 +59,9 @@ end
 
 local level = redis.call('INCR', KEYS[2])
 local duration = tonumber(ARGV[4 + math.min(level, levels)])
-redis.call('SET', KEYS[3], level, 'PX', duration)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[3], level .. ':' .. now, 'PX', duration)
 redis.call('PEXPIRE', KEYS[2], duration + memory)
 -- The attempts outlive the lock as the level does: a password that failed
 -- before the lock still tells nothing new after it.

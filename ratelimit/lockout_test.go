@@ -241,17 +241,29 @@ func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	lock("later-lock")
 	fail("later-failures")
-	if err := l.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: "admin-lock", Until: time.Now().Add(2 * time.Hour), Level: 1}); err != nil {
+	// An administrator's lock, longer than its level's: its start is
+	// known only if it was given.
+	err := l.Hold(t.Context(),
+		ratelimit.HeldLock{Name: "login_account", ID: "admin-lock", Until: time.Now().Add(2 * time.Hour), Level: 1},
+		ratelimit.HeldLock{Name: "login_account", ID: "admin-lock-since", Since: time.Now(), Until: time.Now().Add(2 * time.Hour), Level: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A lock written before locks kept their start holds its level alone:
+	// its start is its level's length before its end.
+	if err := rdb.Set(t.Context(), keyOf(t, prefix, "level-alone", ":lock"), 1, policy.LockFor(1)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	lock("earlier-lock")
 	fail("earlier-failures")
 	time.Sleep(5 * time.Millisecond)
 	after := time.Now()
-	err := l.ClearBefore(t.Context(),
+	err = l.ClearBefore(t.Context(),
 		ratelimit.PastUnlock{Name: "login_account", ID: "later-lock", At: before},
 		ratelimit.PastUnlock{Name: "login_account", ID: "later-failures", At: before},
 		ratelimit.PastUnlock{Name: "login_account", ID: "admin-lock", At: before},
+		ratelimit.PastUnlock{Name: "login_account", ID: "admin-lock-since", At: before},
+		ratelimit.PastUnlock{Name: "login_account", ID: "level-alone", At: before},
 		ratelimit.PastUnlock{Name: "login_account", ID: "earlier-lock", At: after},
 		ratelimit.PastUnlock{Name: "login_account", ID: "earlier-failures", At: after},
 	)
@@ -262,6 +274,8 @@ func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
 		"later-lock":       {Locked: true, Level: 1},
 		"later-failures":   {Failures: 3},
 		"admin-lock":       {Level: 1},
+		"admin-lock-since": {Locked: true, Level: 1},
+		"level-alone":      {Locked: true},
 		"earlier-lock":     {Level: 1},
 		"earlier-failures": {},
 	} {

@@ -78,6 +78,11 @@ type HeldLock struct {
 	ID string
 	// Until is when the lock ends.
 	Until time.Time
+	// Since is when the lock began, if known. An unlock given later with
+	// its time (ClearBefore) ends only a lock that began before it; one
+	// without Since is taken to have begun its level's length before
+	// Until, or, longer than that (an administrator's), long ago.
+	Since time.Time
 	// Level is the lock's level (LockoutPolicy.LockFor), which the next
 	// lock escalates from.
 	Level int
