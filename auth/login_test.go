@@ -320,6 +320,52 @@ func TestResetKeepsTheLogWhenTheUnlockFails(t *testing.T) {
 	}
 }
 
+// hangUpAtUnlock is a Redis hook that cancels the request of the first
+// unlock (a script run on an identity's lock key first) as it is sent: a
+// client hanging up once its reset is committed.
+type hangUpAtUnlock struct {
+	hangUp atomic.Pointer[context.CancelFunc]
+}
+
+func (*hangUpAtUnlock) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *hangUpAtUnlock) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if (cmd.Name() == "evalsha" || cmd.Name() == "eval") && len(args) > 3 && strings.HasSuffix(fmt.Sprint(args[3]), ":lock") {
+			if cancel := h.hangUp.Swap(nil); cancel != nil {
+				(*cancel)()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (*hangUpAtUnlock) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestResetEndsTheLockoutWhenTheClientHangsUp: the password is reset,
+// so the lockout ends, however soon after that its client goes.
+func TestResetEndsTheLockoutWhenTheClientHangsUp(t *testing.T) {
+	hook := &hangUpAtUnlock{}
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 1000) },
+		func(d *app.Deps) { d.Redis.AddHook(hook) })
+	f.addUser(t, "gone@example.com", "old password", false)
+	lockByGuesses(t, f, "gone@example.com")
+	token := requestResetToken(t, f, "gone@example.com")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	hook.hangUp.Store(&cancel)
+	if err := f.svc.ConfirmReset(ctx, token, "new password 1", client("192.0.2.1")); err != nil {
+		t.Fatalf("ConfirmReset: %v", err)
+	}
+	if l, _ := f.svc.ActiveLockouts(t.Context(), 10); len(l) != 0 {
+		t.Fatalf("lockouts after a reset whose client hung up: %+v, want none", l)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "gone@example.com", Password: "new password 1", Client: client("192.0.2.7")}); err != nil {
+		t.Fatalf("sign-in with the new password: %v", err)
+	}
+}
+
 // TestRehashOnSignIn: a hash made with other parameters is replaced, on
 // the next successful sign-in, by one with the service's parameters.
 func TestRehashOnSignIn(t *testing.T) {

@@ -371,8 +371,11 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 // a lock the limits here no longer hold (made in another replica's process
 // while it was cut off from Redis, or lost by a Redis restart): left
 // listed, it would be held again at that replica's failback or the next
-// outage, locking the owner out after the reset.
+// outage, locking the owner out after the reset. It is done whether or not
+// the client waits for it (afterDecision): the password is reset already.
 func (s *Service) endLockoutAfterReset(ctx context.Context, account string, userID int64, source string) {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, account)
 	if err != nil {
 		// The lock may still hold: the log keeps listing it, so that the
