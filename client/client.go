@@ -56,7 +56,7 @@ func WithTimeout(d time.Duration) Option {
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(baseURL, "#") {
 		return nil, fmt.Errorf("xcloak client: base URL %q: want an absolute http or https URL without user, query or fragment", baseURL)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")

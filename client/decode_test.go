@@ -380,6 +380,8 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 		{"ftp://login.example.com", testKey},
 		{"https://user:pw@login.example.com", testKey},
 		{"https://login.example.com/?x=1", testKey},
+		{"https://login.example.com/?", testKey}, // an empty query, which would come before the API's path
+		{"https://login.example.com/#", testKey},
 		{"https://login.example.com", ""},
 		{"https://login.example.com", "xck_abc\r\nX-Evil: 1"},
 	} {
