@@ -11,9 +11,11 @@ import (
 // change. Each can be switched off (Config.NotifyNewDevice,
 // NotifyLockout, NotifyPasswordChange). They are queued with the link
 // mails (resets.go), after the request's own work, and sent by the same
-// workers within the same per-domain limit: a notification costs the
-// request a channel send, never a database write or a mail server, and
-// whether one is queued shows nowhere in the answer.
+// workers: a notification costs the request a channel send, never a
+// database write or a mail server, and whether one is queued shows
+// nowhere in the answer. Only the lockout notice, which anyone's guesses
+// cause, counts against the recipient domain's limit of mails
+// (linkJob.ownersNotice).
 //
 // Each is sent once for what it tells:
 //   - a new device: only when a sign-in with the password made a session

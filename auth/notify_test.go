@@ -6,9 +6,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 var unlockLinkRE = regexp.MustCompile(`https://login\.example\.test/unlock/([A-Za-z0-9_-]{43})`)
@@ -261,4 +263,42 @@ func firefox(ip string) auth.Client {
 	c := client(ip)
 	c.UserAgent = firefoxUA
 	return c
+}
+
+// TestOwnerNoticesOutsideTheDomainLimit: the notices that follow a proof
+// of the password (a new device, a changed password, a factor) are not
+// counted against the recipient domain's limit of mails, which anyone can
+// spend by asking for reset links of its accounts: whoever took an account
+// over could otherwise silence the mails that tell its owner.
+func TestOwnerNoticesOutsideTheDomainLimit(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits[auth.RuleResetDomain] = ratelimit.Limit{Count: 2, Window: time.Minute}
+	})
+	f.addUser(t, "ann@corp.example", "password123", false)
+	for _, email := range []string{"a@corp.example", "b@corp.example", "c@corp.example"} {
+		f.addUser(t, email, "old password", false)
+		if err := f.svc.RequestReset(t.Context(), email, client("192.0.2.1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitResets(t)
+	if n := len(f.mail.Messages()); n != 2 {
+		t.Fatalf("%d reset links sent to corp.example, want its limit of 2", n)
+	}
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@corp.example", Password: "password123", Client: firefox("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: res.Session.Token, Current: "password123",
+		New: "a new one, nowhere leaked", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitResets(t)
+	var subjects []string
+	for _, m := range mailsTo(t, f, "ann@corp.example") {
+		subjects = append(subjects, m.Subject)
+	}
+	if len(subjects) != 2 {
+		t.Fatalf("ann was mailed %q; want the new device's notice and the changed password's", subjects)
+	}
 }

@@ -220,27 +220,10 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		// known: the mail goes, without its sign-in link.)
 		return ""
 	}
-	// Only mails that would be sent count towards the domain's limit, so
-	// requests for addresses without an account cannot use it up.
-	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
-	sub := Subject{Domain: domain}
-	if job.signIn != nil {
-		// A held sign-in's mail is also limited per account
-		// (RuleVerifyMailAccount).
-		sub.Account = user.Email
-	}
-	d, err := s.decide(ctx, s.rules(FlowLinkMail, sub)...)
-	if err != nil {
-		s.log.Error("mailing a link: checking the mail limits", "err", err)
-		return DropUnavailable
-	}
-	if !d.Allowed {
-		if d.Rejected()[0].Name == RuleVerifyMailAccount {
-			// The table orders it before the domain's rule.
-			return DropAccountLimit
+	if !job.ownersNotice() {
+		if reason := s.admitLinkMail(ctx, user, job); reason != "" {
+			return reason
 		}
-		s.log.Warn("mailing a link: mail domain over its limit; mail dropped", "domain", domain)
-		return DropDomainLimit
 	}
 	var msg Message
 	switch {
@@ -266,6 +249,45 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	if err := s.mailer.Send(ctx, msg); err != nil {
 		s.log.Error("mailing a link: sending mail", "err", err)
 		return DropSendFailed
+	}
+	return ""
+}
+
+// ownersNotice reports whether job is a notice that follows a proof of the
+// account's password, or of a session of it: a sign-in from a new device,
+// a changed password, a factor added or removed. These tell the owner of
+// a takeover, so they are not counted against the recipient domain's
+// limit, which anyone can spend by asking for links of the domain's
+// accounts: whoever took the account over could spend it first and
+// silence them. Each is bounded by what makes it (the sign-in limits, one
+// per password change or factor).
+func (job linkJob) ownersNotice() bool {
+	return job.changed || job.newDevice != nil || job.factor != nil
+}
+
+// admitLinkMail passes a mail for user through the mail limits: its
+// recipient domain's (RuleResetDomain) and, for a held sign-in's, its
+// account's (RuleVerifyMailAccount). It returns why the mail is dropped,
+// "" if it may go. Only mails that would be sent are counted, so requests
+// for addresses without an account cannot use the domain's limit up.
+func (s *Service) admitLinkMail(ctx context.Context, user User, job linkJob) (dropped string) {
+	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
+	sub := Subject{Domain: domain}
+	if job.signIn != nil {
+		sub.Account = user.Email
+	}
+	d, err := s.decide(ctx, s.rules(FlowLinkMail, sub)...)
+	if err != nil {
+		s.log.Error("mailing a link: checking the mail limits", "err", err)
+		return DropUnavailable
+	}
+	if !d.Allowed {
+		if d.Rejected()[0].Name == RuleVerifyMailAccount {
+			// The table orders it before the domain's rule.
+			return DropAccountLimit
+		}
+		s.log.Warn("mailing a link: mail domain over its limit; mail dropped", "domain", domain)
+		return DropDomainLimit
 	}
 	return ""
 }

@@ -172,8 +172,9 @@ var rules = []RuleSpec{
 		Name: RuleResetDomain, Label: "Reset and unlock mails per domain", Flow: FlowLinkMail, Key: KeyDomain,
 		Default: ratelimit.Limit{Count: 60, Window: time.Minute},
 		Usage:   "reset and unlock-link mails sent per recipient domain",
-		Doc: "Reset and unlock-link mails sent per recipient domain (only accounts that exist count); " +
-			"past it they are dropped and counted. Raise it if most users share one domain.",
+		Doc: "Reset and unlock-link mails, lockout notices and held sign-ins' mails sent per recipient domain (only accounts that exist count); " +
+			"past it they are dropped and counted. The owner's notices of a new device, a changed password or a second factor are not counted. " +
+			"Raise it if most users share one domain.",
 	},
 	{
 		Name: RuleUnlockIP, Label: "Unlock-link requests per address", Flow: FlowUnlockRequest, Key: KeyNetwork(32, 64),
