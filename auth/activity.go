@@ -83,7 +83,7 @@ func (s *Service) Activity(ctx context.Context, sess Session, c Client, before A
 	if limit < 1 || limit > MaxActivityPage {
 		return nil, ErrInvalidRequest
 	}
-	if err := s.checkAccountLimit(ctx, c); err != nil {
+	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return nil, err
 	}
 	if s.activity == nil {

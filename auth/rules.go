@@ -48,7 +48,8 @@ const (
 const RuleVerifyConfirmIP = "verify_confirm_ip"
 
 // RuleAccountIP limits what a signed-in owner does with the account's
-// sessions and devices (listing, ending, forgetting), per client network.
+// sessions and devices (listing, ending, forgetting), per account and
+// client network.
 const RuleAccountIP = "account_ip"
 
 // RuleAPIKeyIP limits the failed API key checks of the decision API per
@@ -208,10 +209,14 @@ var rules = []RuleSpec{
 		SharesLimit: RuleResetConfirmIP,
 	},
 	{
-		Name: RuleAccountIP, Label: "Session list requests per address", Flow: FlowAccount, Key: KeyNetwork(32, 64),
+		// Per account as well as network: another account signed in
+		// behind the owner's address (a carrier's or an office's NAT) must
+		// not spend the owner's, and keep them from ending a thief's
+		// session; nor the thief's session, elsewhere.
+		Name: RuleAccountIP, Label: "Session list requests per address", Flow: FlowAccount, Key: KeyAccountNetwork(32, 64),
 		Default: ratelimit.Limit{Count: 100, Window: 10 * time.Minute},
-		Usage:   "signed-in requests listing or ending sessions and devices, per client network",
-		Doc:     "Signed-in requests that list the account's sessions and devices (the account page included) or end or forget one, per client network.",
+		Usage:   "signed-in requests listing or ending sessions and devices, per account and client network",
+		Doc:     "Signed-in requests that list the account's sessions and devices (the account page included) or end or forget one, per account and client network.",
 	},
 	{
 		// Counted on failures only, as a lock (apikeys.go): a valid key is
@@ -361,6 +366,7 @@ const (
 	keyDevice
 	keyDomain
 	keyPassword
+	keyAccountNetwork
 )
 
 // Keys that take a part of the Subject as it is.
@@ -385,6 +391,15 @@ func KeyNetwork(v4Bits, v6Bits int) Key { return Key{kind: keyNetwork, v4: v4Bit
 // every client already count those.
 func KeyIPv6Network(bits int) Key { return Key{kind: keyNetwork, v6: bits} }
 
+// KeyAccountNetwork keys a rule by the account the request names and the
+// client's network, masked as KeyNetwork masks it: what one account does
+// from one network, which neither another account behind the same address
+// nor the same account elsewhere counts towards. It does not apply to a
+// request that names no account.
+func KeyAccountNetwork(v4Bits, v6Bits int) Key {
+	return Key{kind: keyAccountNetwork, v4: v4Bits, v6: v6Bits}
+}
+
 // ID returns the identity s has under k; ok is false when s has none (no
 // account, no known device, no domain, no password) and the rule does not apply. A
 // network key always applies: a client without an address counts in one
@@ -401,6 +416,17 @@ func (k Key) ID(s Subject) (id string, ok bool) {
 		return networkID(s.Client.Addr, k.v4, k.v6), true
 	case keyAccount:
 		return s.Account, s.Account != ""
+	case keyAccountNetwork:
+		if s.Account == "" {
+			return "", false
+		}
+		network := s.source
+		if network == "" || k.v4 != sourceBits4 || k.v6 != sourceBits6 {
+			network = networkID(s.Client.Addr, k.v4, k.v6)
+		}
+		// An account has no space (NormaliseEmail), so the two parts
+		// cannot run into each other.
+		return s.Account + " " + network, true
 	case keyDevice:
 		return s.Device, s.Device != ""
 	case keyDomain:
@@ -422,6 +448,8 @@ func (k Key) String() string {
 		return fmt.Sprintf("network /%d /%d", k.v4, k.v6)
 	case keyAccount:
 		return "account"
+	case keyAccountNetwork:
+		return fmt.Sprintf("account and network /%d /%d", k.v4, k.v6)
 	case keyDevice:
 		return "device"
 	case keyDomain:
@@ -440,6 +468,10 @@ func (k Key) check() error {
 		// v4 is zero only for an IPv6-only key (KeyIPv6Network).
 		if k.v4 < 0 || k.v4 > 32 || k.v6 < 1 || k.v6 > 128 {
 			return fmt.Errorf("network key /%d /%d: want 1..32 (or 0: IPv6 only) and 1..128 bits", k.v4, k.v6)
+		}
+	case keyAccountNetwork:
+		if k.v4 < 1 || k.v4 > 32 || k.v6 < 1 || k.v6 > 128 {
+			return fmt.Errorf("account and network key /%d /%d: want 1..32 and 1..128 bits", k.v4, k.v6)
 		}
 	}
 	return nil

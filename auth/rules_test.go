@@ -332,13 +332,36 @@ func TestKeyNetworkGroups(t *testing.T) {
 // TestKeysWithoutIdentity: a rule keyed by what a request lacks does not
 // apply to it, but a network key always does.
 func TestKeysWithoutIdentity(t *testing.T) {
-	for _, k := range []Key{KeyAccount, KeyDevice, KeyDomain, {}} {
+	for _, k := range []Key{KeyAccount, KeyDevice, KeyDomain, KeyAccountNetwork(32, 64), {}} {
 		if id, ok := k.ID(Subject{Client: Client{Addr: netip.MustParseAddr("192.0.2.1")}}); ok {
 			t.Errorf("%v.ID of a request without one = %q, true; want false", k, id)
 		}
 	}
 	if id, ok := KeyNetwork(32, 64).ID(Subject{}); !ok || id != "unknown" {
 		t.Errorf("network key of a request without an address = %q, %v; want \"unknown\", true", id, ok)
+	}
+}
+
+// TestKeyAccountNetwork: one account from one network is one identity;
+// another account behind the same address, or the same account from
+// another network, another.
+func TestKeyAccountNetwork(t *testing.T) {
+	k := KeyAccountNetwork(32, 64)
+	id := func(account, addr string) string {
+		id, ok := k.ID(Subject{Account: account, Client: Client{Addr: netip.MustParseAddr(addr)}})
+		if !ok {
+			t.Fatalf("%s from %s: no identity", account, addr)
+		}
+		return id
+	}
+	ann := id("ann@example.com", "2001:db8::1")
+	if got := id("ann@example.com", "2001:db8::2"); got != ann {
+		t.Errorf("ann from the same /64: %q, want %q", got, ann)
+	}
+	for _, other := range []string{id("mallory@example.com", "2001:db8::1"), id("ann@example.com", "2001:db8:1::1")} {
+		if other == ann {
+			t.Errorf("%q is ann's own identity from her network", other)
+		}
 	}
 }
 

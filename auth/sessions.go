@@ -189,10 +189,10 @@ type AccountSessions struct {
 	Devices []DeviceInfo
 }
 
-// checkAccountLimit passes a signed-in request about the account's
+// checkAccountLimit passes a signed-in request of sess about the account's
 // sessions and devices through RuleAccountIP.
-func (s *Service) checkAccountLimit(ctx context.Context, c Client) error {
-	d, err := s.decide(ctx, s.rules(FlowAccount, Subject{Client: c})...)
+func (s *Service) checkAccountLimit(ctx context.Context, sess Session, c Client) error {
+	d, err := s.decide(ctx, s.rules(FlowAccount, Subject{Client: c, Account: sess.Email})...)
 	if err != nil {
 		return unavailable("checking limits", err)
 	}
@@ -207,7 +207,7 @@ func (s *Service) checkAccountLimit(ctx context.Context, c Client) error {
 //
 // Errors: *LimitedError, ErrUnavailable.
 func (s *Service) ListSessions(ctx context.Context, sess Session, c Client) (AccountSessions, error) {
-	if err := s.checkAccountLimit(ctx, c); err != nil {
+	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return AccountSessions{}, err
 	}
 	list, err := s.store.AccountSessions(ctx, sess.UserID, s.now(), maxListed)
@@ -230,7 +230,7 @@ func (s *Service) ListSessions(ctx context.Context, sess Session, c Client) (Acc
 //
 // Errors: *LimitedError, ErrNotListed, ErrUnavailable.
 func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Client) (current bool, err error) {
-	if err := s.checkAccountLimit(ctx, c); err != nil {
+	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return false, err
 	}
 	if !wellFormedPublicID(id) {
@@ -260,7 +260,7 @@ func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Cli
 //
 // Errors: *LimitedError, ErrUnavailable.
 func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token string, c Client) (int64, error) {
-	if err := s.checkAccountLimit(ctx, c); err != nil {
+	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return 0, err
 	}
 	n, err := s.store.EndOtherSessions(ctx, sess.UserID, hashToken(token))
@@ -279,7 +279,7 @@ func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token stri
 //
 // Errors: *LimitedError, ErrNotListed, ErrUnavailable.
 func (s *Service) ForgetDevice(ctx context.Context, sess Session, id string, c Client) error {
-	if err := s.checkAccountLimit(ctx, c); err != nil {
+	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return err
 	}
 	if !wellFormedPublicID(id) {

@@ -320,8 +320,8 @@ func TestSessionsRoutesRefuseRestricted(t *testing.T) {
 	}
 }
 
-// TestSessionsRoutesLimited: the list and the ends count per network
-// against account_ip, past which they answer 429 with Retry-After; the
+// TestSessionsRoutesLimited: the list and the ends count per account and
+// network against account_ip, past which they answer 429 with Retry-After; the
 // account page still shows, without the lists.
 func TestSessionsRoutesLimited(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleAccountIP, 3) }})
@@ -346,5 +346,37 @@ func TestSessionsRoutesLimited(t *testing.T) {
 	if resp, body := b.send(t, http.MethodGet, base+"/account", "", ""); resp.StatusCode != http.StatusOK ||
 		!strings.Contains(body, "not shown") || strings.Contains(body, "(this session)") {
 		t.Errorf("account page past the limit: %d, want 200 without the lists:\n%s", resp.StatusCode, body)
+	}
+}
+
+// TestSessionsLimitIsTheAccounts: account_ip counts per account and
+// network, so another account signed in behind the owner's address (a
+// carrier's or an office's NAT) cannot spend it and keep the owner from
+// ending a thief's session.
+func TestSessionsLimitIsTheAccounts(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleAccountIP, 3) }})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	env.AddUser(t, "mallory@example.com", "mallory password", false)
+	thief := newBrowser(t, "127.0.16.9", firefoxLinux)
+	thief.signIn(t, base, "ann@example.com", "ann password")
+	ann := newBrowser(t, "127.0.16.5", firefoxLinux)
+	ann.signIn(t, base, "ann@example.com", "ann password")
+	mallory := newBrowser(t, "127.0.16.5", firefoxLinux)
+	mallory.signIn(t, base, "mallory@example.com", "mallory password")
+	for {
+		resp, _ := mallory.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", "")
+		if resp.StatusCode == http.StatusTooManyRequests {
+			break
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("mallory's list: %d", resp.StatusCode)
+		}
+	}
+	if resp, _ := ann.send(t, http.MethodPost, base+"/account/sessions/end-others", formType, ""); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("ann's end-others after mallory's lists behind her address: %d, want 303", resp.StatusCode)
+	}
+	if resp, _ := thief.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the thief's session after ann ended the others: %d, want 401", resp.StatusCode)
 	}
 }
