@@ -136,12 +136,19 @@ type AppStore interface {
 	// AddAppDevice makes hash a known device of app's account account (the
 	// HMAC of the application and the account), seen at, and forgets that
 	// account's least recently used devices beyond max; it reports whether
-	// hash was not known before.
-	AddAppDevice(ctx context.Context, app string, account, hash []byte, at time.Time, max int) (added bool, err error)
+	// hash was not known before. A sign-in decided at or before the
+	// account's last reset (ForgetAppDevices) adds nothing: it is
+	// ErrResetSince.
+	AddAppDevice(ctx context.Context, app string, account, hash []byte, decided, at time.Time, max int) (added bool, err error)
 	// ForgetAppDevices forgets every device of account (the HMAC of an
-	// application and an account) and reports how many there were.
-	ForgetAppDevices(ctx context.Context, account []byte) (int, error)
+	// application and an account), reset at at, and reports how many
+	// there were.
+	ForgetAppDevices(ctx context.Context, account []byte, at time.Time) (int, error)
 }
+
+// ErrResetSince is AddAppDevice's answer for a sign-in decided at or
+// before its account's last reset.
+var ErrResetSince = errors.New("the account was reset after the sign-in was decided")
 
 // errNoAppStore: the service was made without Deps.Apps.
 var errNoAppStore = errors.New("no store of API keys")

@@ -428,12 +428,13 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 	if err != nil {
 		return ErrUnknownAttempt
 	}
-	// Used once: the first outcome marks the nonce for the id's life. An
-	// outcome that then fails to be counted (Redis lost meanwhile, 503)
-	// has spent its id all the same: reporting it again cannot count it
-	// twice.
+	// Used once: the first outcome marks the nonce for the id's life, and
+	// as long again as a replica's clock may lag, which may take the id
+	// for that much longer. An outcome that then fails to be counted
+	// (Redis lost meanwhile, 503) has spent its id all the same: reporting
+	// it again cannot count it twice.
 	d, err := s.limits.AllowAll(ctx, ratelimit.Rule{Name: ruleAttemptUsed, ID: a.Nonce,
-		Limit: ratelimit.Limit{Count: 1, Window: AttemptTTL}})
+		Limit: ratelimit.Limit{Count: 1, Window: a.ttl() + clockSlack}})
 	if err != nil {
 		return unavailable("marking attempt used", err)
 	}
@@ -475,7 +476,7 @@ func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, sou
 	account := appAccount(app.App, folded)
 	var forgotten int
 	if s.apps != nil {
-		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.App, folded))
+		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.App, folded), s.now())
 		if err != nil {
 			s.metrics.dbErrors.Inc()
 			s.log.ErrorContext(ctx, "forgetting application devices after reset", "err", err)
@@ -540,11 +541,18 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			return ErrUnknownAttempt
 		}
 		added, err := s.apps.AddAppDevice(ctx, app.App, s.decisionKeys.accountHash(app.App, a.Account), hash,
-			s.now(), s.cfg.MaxDevices)
-		if err != nil {
+			time.Unix(a.IssuedAt, 0), s.now(), s.cfg.MaxDevices)
+		switch {
+		case errors.Is(err, ErrResetSince):
+			// Its password was checked before the owner reset it: the
+			// success stands, the device stays forgotten. (Decided in the
+			// reset's second, after it, it is forgotten too: the id keeps
+			// whole seconds.)
+			isNew = false
+		case err != nil:
 			s.metrics.dbErrors.Inc()
 			s.log.ErrorContext(ctx, "adding application device", "err", err)
-		} else {
+		default:
 			isNew = added || isNew
 			// This replica knows at once, and forgets at once a device
 			// the new one pushed out; the others within deviceCacheTTL.

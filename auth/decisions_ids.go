@@ -23,12 +23,24 @@ import (
 // decision was a challenge, when it was issued, and a random nonce. It is
 // signed, not encrypted: the application sent all of it, and may read it.
 //
-// An id works for AttemptTTL after it was issued, for the key that asked
-// only, and once: the outcome marks its nonce used in the limits, shared
-// by every replica, for the id's whole life (Service.AttemptOutcome).
+// An id works for its kind's life after it was issued (attempt.ttl), for
+// the key that asked only, and once: the outcome marks its nonce used in
+// the limits, shared by every replica, for the id's whole life
+// (Service.AttemptOutcome).
 
-// AttemptTTL is how long an attempt id can be given an outcome.
+// AttemptTTL is how long a sign-in's attempt id can be given an outcome:
+// its password is checked at once.
 const AttemptTTL = 10 * time.Minute
+
+// ResetAttemptTTL is how long a reset's attempt id can be given an
+// outcome: its success is the new password stored, once the user has
+// opened the application's mail, perhaps hours later.
+const ResetAttemptTTL = 24 * time.Hour
+
+// clockSlack is how far replicas' clocks may differ: an id issued by one
+// a second ahead is taken, and its nonce's mark outlives the id's life by
+// as much as a replica's clock may lag.
+const clockSlack = time.Second
 
 // maxAttemptIDBytes bounds an id that is read; a real one is far shorter.
 const maxAttemptIDBytes = 2048
@@ -93,11 +105,18 @@ func (k decisionKeys) open(id string, now time.Time) (a attempt, ok bool) {
 		return attempt{}, false
 	}
 	issued := time.Unix(a.IssuedAt, 0)
-	// A second of slack for replicas whose clocks differ a little.
-	if now.Sub(issued) >= AttemptTTL || issued.After(now.Add(time.Second)) {
+	if now.Sub(issued) >= a.ttl() || issued.After(now.Add(clockSlack)) {
 		return attempt{}, false
 	}
 	return a, true
+}
+
+// ttl is how long a's id can be given an outcome after it was issued.
+func (a attempt) ttl() time.Duration {
+	if a.Kind == AttemptReset {
+		return ResetAttemptTTL
+	}
+	return AttemptTTL
 }
 
 // deviceHash keys a device id an application reports for one of its

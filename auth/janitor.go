@@ -44,11 +44,14 @@ func (s *Service) sweep(ctx context.Context) map[SweepKind]int64 {
 		// The applications' devices, when the store keeps them: by the same
 		// lifetime as XCloak's own.
 		{SweepAppDevices, now.Add(-s.cfg.DeviceTTL)},
+		// Their accounts' resets, kept while a sign-in decided before one
+		// may still be reported (AttemptTTL), and long after.
+		{SweepAppResets, now.Add(-24 * time.Hour)},
 		// Second steps no code can finish any more, when the store keeps
 		// them.
 		{SweepMFAChallenges, now},
 	} {
-		if (job.kind == SweepAppDevices && s.apps == nil) || (job.kind == SweepMFAChallenges && s.factors == nil) {
+		if ((job.kind == SweepAppDevices || job.kind == SweepAppResets) && s.apps == nil) || (job.kind == SweepMFAChallenges && s.factors == nil) {
 			continue
 		}
 		if ctx.Err() != nil {

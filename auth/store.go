@@ -250,6 +250,7 @@ const (
 	SweepSignInTokens   SweepKind = "sign_in_tokens"        // by use, else expiry
 	SweepDevices        SweepKind = "devices"               // by last sign-in
 	SweepAppDevices     SweepKind = "app_devices"           // by last sign-in
+	SweepAppResets      SweepKind = "app_account_resets"    // by time
 	SweepSecurityEvents SweepKind = "security_events"       // by time
 	SweepMFAChallenges  SweepKind = "mfa_challenges"        // by expiry
 )

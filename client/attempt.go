@@ -17,7 +17,11 @@ const (
 	// new-device checks of XCloak's own sign-in.
 	Login AttemptKind = "login"
 	// Reset is a request for a password-reset mail: the limits of XCloak's
-	// own reset requests.
+	// own reset requests. Its outcome is Success once the user has chosen
+	// a new password through the mail's link and it is stored, never when
+	// the mail is sent: it ends the account's lockout and forgets its known
+	// devices. Its id works for a day; keep it on the server with the
+	// link's token.
 	Reset AttemptKind = "reset"
 )
 

@@ -125,7 +125,8 @@ func TestAppDevices(t *testing.T) {
 		t.Fatalf("before: %v %v, want unknown", known, err)
 	}
 	for i, want := range []bool{true, false} {
-		added, err := s.AddAppDevice(ctx, "shop", hashOf("olga"), h, at.Add(time.Duration(i)*time.Hour), 10)
+		seen := at.Add(time.Duration(i) * time.Hour)
+		added, err := s.AddAppDevice(ctx, "shop", hashOf("olga"), h, seen, seen, 10)
 		if err != nil || added != want {
 			t.Fatalf("add %d: %v %v, want added %v", i, added, err, want)
 		}
@@ -153,21 +154,22 @@ func TestAppDevicesOfAnAccount(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), at, max); err != nil {
+			if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), at, at, max); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if n, err := s.ForgetAppDevices(ctx, olga); err != nil || n != max {
+	if n, err := s.ForgetAppDevices(ctx, olga, at.Add(-time.Minute)); err != nil || n != max {
 		t.Fatalf("after 20 devices added at once: %d %v forgotten, want %d, the most an account keeps", n, err, max)
 	}
-	if _, err := s.AddAppDevice(ctx, "shop", pat, hashOf("pat-0"), at, max); err != nil {
+	if _, err := s.AddAppDevice(ctx, "shop", pat, hashOf("pat-0"), at, at, max); err != nil {
 		t.Fatal(err)
 	}
 	// The least recently used goes first.
 	for i := range max + 1 {
-		if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), at.Add(time.Duration(i)*time.Hour), max); err != nil {
+		seen := at.Add(time.Duration(i) * time.Hour)
+		if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), seen, seen, max); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +178,7 @@ func TestAppDevicesOfAnAccount(t *testing.T) {
 			t.Fatalf("olga's device %d of %d added, an hour apart: known %v, want only the last %d", i, max+1, known, max)
 		}
 	}
-	if n, err := s.ForgetAppDevices(ctx, olga); err != nil || n != max {
+	if n, err := s.ForgetAppDevices(ctx, olga, at.Add(4*time.Hour)); err != nil || n != max {
 		t.Fatalf("forgetting olga's devices: %d %v, want %d", n, err, max)
 	}
 	if known, _ := s.KnownAppDevice(ctx, hashOf("olga-3"), at.Add(-time.Hour)); known {
@@ -184,5 +186,40 @@ func TestAppDevicesOfAnAccount(t *testing.T) {
 	}
 	if known, _ := s.KnownAppDevice(ctx, hashOf("pat-0"), at.Add(-time.Hour)); !known {
 		t.Fatal("forgetting olga's devices forgot pat's")
+	}
+}
+
+// TestAppDeviceAfterReset: a sign-in decided at or before its account's
+// last reset adds no device, whenever its success comes; one decided
+// after does. Only the account reset is concerned, and its reset is
+// swept once old.
+func TestAppDeviceAfterReset(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	reset := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	olga, pat := hashOf("olga"), hashOf("pat")
+	if _, err := s.ForgetAppDevices(ctx, olga, reset); err != nil {
+		t.Fatal(err)
+	}
+	// A later reset's time stands whatever order the two are noted in.
+	if _, err := s.ForgetAppDevices(ctx, olga, reset.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, decided := range []time.Time{reset.Add(-time.Second), reset} {
+		if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf("thief"), decided, reset.Add(time.Minute), 10); !errors.Is(err, auth.ErrResetSince) {
+			t.Fatalf("a sign-in decided at %s, before the reset, reported after: %v, want ErrResetSince", decided, err)
+		}
+	}
+	if known, _ := s.KnownAppDevice(ctx, hashOf("thief"), reset.Add(-time.Hour)); known {
+		t.Fatal("the device of a sign-in decided before the reset is known")
+	}
+	if added, err := s.AddAppDevice(ctx, "shop", olga, hashOf("owner"), reset.Add(time.Second), reset.Add(time.Minute), 10); err != nil || !added {
+		t.Fatalf("a sign-in decided after the reset: %v %v, want added", added, err)
+	}
+	if added, err := s.AddAppDevice(ctx, "shop", pat, hashOf("pat"), reset.Add(-time.Second), reset.Add(time.Minute), 10); err != nil || !added {
+		t.Fatalf("another account's sign-in: %v %v, want added", added, err)
+	}
+	if n, err := s.Sweep(ctx, auth.SweepAppResets, reset.Add(time.Second)); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v, want the one reset removed", n, err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/xcloak/xcloak/auth"
 )
 
 // KnownAppDevice implements auth.AppStore with one lookup by primary key.
@@ -22,14 +24,24 @@ func (s *Store) KnownAppDevice(ctx context.Context, hash []byte, seenAfter time.
 // for one an ON CONFLICT updated. A transaction-scoped advisory lock on
 // the account serialises the devices added to one account, so the bound
 // holds under concurrent sign-ins (its key is the account hash's first 64
-// bits: two accounts that share it only wait for each other).
-func (s *Store) AddAppDevice(ctx context.Context, app string, account, hash []byte, at time.Time, max int) (bool, error) {
+// bits: two accounts that share it only wait for each other), and orders
+// them with its resets (ForgetAppDevices), which take it too.
+func (s *Store) AddAppDevice(ctx context.Context, app string, account, hash []byte, decided, at time.Time, max int) (bool, error) {
 	var added bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey(account)); err != nil {
 			return err
 		}
-		err := tx.QueryRow(ctx, `
+		var resetSince bool
+		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM app_account_resets WHERE account_hash = $1 AND reset_at >= $2)`,
+			account, decided).Scan(&resetSince)
+		if err != nil {
+			return err
+		}
+		if resetSince {
+			return auth.ErrResetSince
+		}
+		err = tx.QueryRow(ctx, `
 			INSERT INTO app_devices (hash, app, account_hash, first_seen_at, last_seen_at) VALUES ($1, $2, $3, $4, $4)
 			ON CONFLICT (hash) DO UPDATE SET last_seen_at = greatest(app_devices.last_seen_at, EXCLUDED.last_seen_at)
 			RETURNING xmax = 0`, hash, app, account, at).Scan(&added)
@@ -45,10 +57,27 @@ func (s *Store) AddAppDevice(ctx context.Context, app string, account, hash []by
 	return added, err
 }
 
-// ForgetAppDevices implements auth.AppStore in one indexed statement.
-func (s *Store) ForgetAppDevices(ctx context.Context, account []byte) (int, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM app_devices WHERE account_hash = $1`, account)
-	return int(tag.RowsAffected()), err
+// ForgetAppDevices implements auth.AppStore: it notes the reset, for the
+// sign-ins decided before it that are reported after (AddAppDevice), and
+// forgets the devices, under the account's advisory lock.
+func (s *Store) ForgetAppDevices(ctx context.Context, account []byte, at time.Time) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, advisoryKey(account)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO app_account_resets (account_hash, reset_at) VALUES ($1, $2)
+			ON CONFLICT (account_hash) DO UPDATE SET reset_at = greatest(app_account_resets.reset_at, EXCLUDED.reset_at)`,
+			account, at)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM app_devices WHERE account_hash = $1`, account)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, err
 }
 
 // advisoryKey is the advisory lock's key of an account hash: its first

@@ -22,6 +22,7 @@ var sweepWhere = map[auth.SweepKind]struct{ table, where string }{
 	auth.SweepSignInTokens:   {"sign_in_tokens", "coalesce(used_at, expires_at) < $1"},
 	auth.SweepDevices:        {"devices", "last_seen_at < $1"},
 	auth.SweepAppDevices:     {"app_devices", "last_seen_at < $1"},
+	auth.SweepAppResets:      {"app_account_resets", "reset_at < $1"},
 	auth.SweepSecurityEvents: {"security_events", "at < $1"},
 	auth.SweepMFAChallenges:  {"mfa_challenges", "expires_at < $1"},
 }

@@ -485,8 +485,9 @@ func TestUnlockApplicationAccount(t *testing.T) {
 	}
 }
 
-// TestAttemptIDExpires: an attempt id works for auth.AttemptTTL and not a
-// moment longer; a reset's outcome is taken.
+// TestAttemptIDExpires: a sign-in's attempt id works for auth.AttemptTTL
+// and not a moment longer; a reset's for auth.ResetAttemptTTL, the time a
+// user may take to open the application's mail and choose a password.
 func TestAttemptIDExpires(t *testing.T) {
 	// On a whole second, as ids tell their issue in whole seconds.
 	clk := &clock{t: time.Now().Truncate(time.Second)}
@@ -494,13 +495,17 @@ func TestAttemptIDExpires(t *testing.T) {
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
 	_, late, _ := a.ask("login", "jo", "192.0.2.70", "")
 	_, reset, _ := a.ask("reset", "jo", "192.0.2.70", "")
-	clk.Advance(auth.AttemptTTL - time.Second)
-	if status, _ := a.outcome(reset.AttemptID, "success"); status != 204 {
-		t.Fatalf("a reset's outcome just before expiry: %d, want 204", status)
-	}
-	clk.Advance(time.Second)
+	_, lateReset, _ := a.ask("reset", "jo", "192.0.2.70", "")
+	clk.Advance(auth.AttemptTTL)
 	if status, d := a.outcome(late.AttemptID, "failure"); status != 404 || d.Error != "unknown_attempt" {
-		t.Fatalf("an outcome at expiry: %d %+v, want 404 unknown_attempt", status, d)
+		t.Fatalf("a sign-in's outcome at expiry: %d %+v, want 404 unknown_attempt", status, d)
+	}
+	if status, _ := a.outcome(reset.AttemptID, "success"); status != 204 {
+		t.Fatalf("a reset completed %s after it was asked for: %d, want 204", auth.AttemptTTL, status)
+	}
+	clk.Advance(auth.ResetAttemptTTL - auth.AttemptTTL)
+	if status, d := a.outcome(lateReset.AttemptID, "success"); status != 404 || d.Error != "unknown_attempt" {
+		t.Fatalf("a reset's outcome at expiry: %d %+v, want 404 unknown_attempt", status, d)
 	}
 }
 
@@ -661,6 +666,33 @@ func TestAttemptResetForgetsKnownDevices(t *testing.T) {
 	}
 	if status, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box"); status != 200 || d.Decision != "challenge" {
 		t.Fatalf("the thief's device after the owner's reset, in attack mode: %d %+v, want challenge", status, d)
+	}
+}
+
+// TestAttemptResetOutlivesAnEarlierSuccess: a sign-in the thief's device
+// asked for before the owner's reset, reported a success only after it
+// (its password was still the old one when checked), does not make the
+// device known again: what the reset forgot stays forgotten.
+func TestAttemptResetOutlivesAnEarlierSuccess(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box")
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("the thief's sign-in: %d", status)
+	}
+	_, inFlight, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box")
+	_, r, _ := a.ask("reset", "olga", "198.51.100.31", "")
+	if status, _ := a.outcome(r.AttemptID, "success"); status != 204 {
+		t.Fatalf("the owner's reset: %d", status)
+	}
+	if status, _ := a.outcome(inFlight.AttemptID, "success"); status != 204 {
+		t.Fatalf("the sign-in asked before the reset, reported after it: %d, want 204", status)
+	}
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if status, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box"); status != 200 || d.Decision != "challenge" {
+		t.Fatalf("the thief's device after the owner's reset: %d %+v, want challenge", status, d)
 	}
 }
 
