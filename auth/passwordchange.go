@@ -162,7 +162,7 @@ func (s *Service) deviceOf(ctx context.Context, email, cookie string) string {
 // that tells the owner their password was changed, with its link.
 func (s *Service) passwordChangedMail(ctx context.Context, user User, at time.Time) (Message, error) {
 	token, hash := newToken()
-	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL)); err != nil {
+	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL), true); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()

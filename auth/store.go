@@ -74,7 +74,8 @@ type UserStore interface {
 	// signed in with the session stored under sessionHash (ErrNoSession if
 	// it is gone). At once, it ends every other session of the account,
 	// lifts this one's MustChangePassword, and forgets the account's known
-	// devices but keepDevice (nil: every one) and its open unlock links.
+	// devices but keepDevice (nil: every one), its open unlock links and
+	// its open reset links but the notices' (AddResetToken).
 	ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, keepDevice []byte) error
 }
 
@@ -149,8 +150,10 @@ type DeviceStore interface {
 // ResetTokenStore keeps password reset tokens by their hash.
 type ResetTokenStore interface {
 	// AddResetToken stores a token for the account, usable until
-	// expiresAt.
-	AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error
+	// expiresAt. A notice's (the link in a notice to the owner: a new
+	// device, a changed password, a factor) outlives password changes
+	// (ChangePassword); any other is spent by them.
+	AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, notice bool) error
 	// ResetTokenUser returns the account of an unused reset token that
 	// expires after now; ErrInvalidToken if there is none.
 	ResetTokenUser(ctx context.Context, tokenHash []byte, now time.Time) (userID int64, email string, err error)

@@ -56,7 +56,7 @@ func TestLinksSpentAfterTheAccount(t *testing.T) {
 			u := addUser(t, s, c.name+"@example.com", false)
 			addUser(t, s, "admin "+c.name+"@example.com", true) // DisableUser keeps one administrator
 			for _, tok := range []string{"reset one ", "reset two "} {
-				if err := s.AddResetToken(ctx, hashOf(tok+u.Email), u.ID, now.Add(-time.Minute), now.Add(time.Hour)); err != nil {
+				if err := s.AddResetToken(ctx, hashOf(tok+u.Email), u.ID, now.Add(-time.Minute), now.Add(time.Hour), false); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -11,10 +11,10 @@ import (
 )
 
 // AddResetToken implements auth.ResetTokenStore.
-func (s *Store) AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error {
+func (s *Store) AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, notice bool) error {
 	_, err := s.pool.Exec(ctx,
-		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		tokenHash, userID, createdAt, expiresAt)
+		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at, notice) VALUES ($1, $2, $3, $4, $5)`,
+		tokenHash, userID, createdAt, expiresAt, notice)
 	return err
 }
 

@@ -193,7 +193,7 @@ func TestDisableUser(t *testing.T) {
 	if err := s.AddDevice(ctx, u.ID, "", 0, hash("d1"), now, 10, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddResetToken(ctx, hash("r1"), u.ID, now, now.Add(time.Hour)); err != nil {
+	if err := s.AddResetToken(ctx, hash("r1"), u.ID, now, now.Add(time.Hour), false); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AddUnlockToken(ctx, hash("u1"), u.ID, now, now.Add(time.Hour)); err != nil {
@@ -229,7 +229,7 @@ func TestDisableUser(t *testing.T) {
 		t.Error("sign-in link live after disabling")
 	}
 	// Links made after (a request that raced the disabling) work no more.
-	if err := s.AddResetToken(ctx, hash("r2"), u.ID, now, now.Add(time.Hour)); err != nil {
+	if err := s.AddResetToken(ctx, hash("r2"), u.ID, now, now.Add(time.Hour), false); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.ResetPassword(ctx, hash("r2"), now, "$argon2id$new"); !errors.Is(err, auth.ErrInvalidToken) {
@@ -301,7 +301,7 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 	}
 	must(s.CreateSession(ctx, hash("s"), auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash, u.SignOuts))
 	must(s.AddDevice(ctx, u.ID, "", 0, hash("d"), now, 10, false))
-	must(s.AddResetToken(ctx, hash("r"), u.ID, now, now.Add(time.Hour)))
+	must(s.AddResetToken(ctx, hash("r"), u.ID, now, now.Add(time.Hour), true))
 	must(s.AddUnlockToken(ctx, hash("u"), u.ID, now, now.Add(time.Hour)))
 	must(s.AddSignInToken(ctx, hash("i"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)))
 	must(s.RecordLockout(ctx, auth.Lockout{Account: u.Email, UserID: u.ID, Level: 1, LockedAt: now, LockedUntil: now.Add(time.Hour)}))

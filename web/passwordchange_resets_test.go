@@ -3,8 +3,11 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
@@ -21,7 +24,9 @@ func TestPasswordChangeSpendsResetLinks(t *testing.T) {
 	if resp, _ := post(t, xcloaktest.Client(t, "127.0.13.21"), base+"/api/v1/password-reset", jsonType, `{"email":"ann@example.com"}`); resp.StatusCode != http.StatusAccepted {
 		t.Fatal("reset request")
 	}
-	m := resetLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body)
+	// The reset link asked for, not the new-device notice's, which a
+	// change leaves (TestPasswordChangeKeepsTheNoticesLinks).
+	m := resetLink.FindStringSubmatch(mailWithSubject(t, env, "Reset your").Body)
 	if m == nil {
 		t.Fatal("no reset link")
 	}
@@ -32,4 +37,47 @@ func TestPasswordChangeSpendsResetLinks(t *testing.T) {
 	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNoContent {
 		t.Errorf("a reset link from before the change still set a password: %d %s", resp.StatusCode, body)
 	}
+}
+
+// TestPasswordChangeKeepsTheNoticesLinks: the reset link of the notice
+// that the password was changed is how the owner undoes a change they did
+// not make. Whoever made it, changing the password again, does not spend
+// it: the owner's reset still sets a password, and ends their session.
+func TestPasswordChangeKeepsTheNoticesLinks(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+	thief := xcloaktest.Client(t, "127.0.13.30")
+	signIn(t, thief, base, "ann@example.com", "old password")
+	if resp, body := post(t, thief, base+"/api/v1/account/password", jsonType, changeJSON("old password", "thief's password 1")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the thief's change: %d %s", resp.StatusCode, body)
+	}
+	link := resetLink.FindStringSubmatch(mailWithSubject(t, env, "was changed").Body)
+	if link == nil {
+		t.Fatal("no reset link in the notice of the change")
+	}
+	if resp, body := post(t, thief, base+"/api/v1/account/password", jsonType, changeJSON("thief's password 1", "thief's password 2")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the thief's second change: %d %s", resp.StatusCode, body)
+	}
+	resp, body := post(t, xcloaktest.Client(t, "127.0.13.31"), base+"/api/v1/password-reset/confirm", jsonType, fmt.Sprintf(`{"token":%q,"password":"the owner's again"}`, link[1]))
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("the owner's reset from the notice after the thief's second change: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, thief, base+"/api/v1/account/sessions"); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the thief's session after the owner's reset: %d, want 401", resp.StatusCode)
+	}
+}
+
+// mailWithSubject waits for the first mail whose subject holds subject.
+func mailWithSubject(t *testing.T, env *xcloaktest.Env, subject string) testenv.Mail {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, m := range env.Mail.Messages() {
+			if strings.Contains(m.Subject, subject) {
+				return m
+			}
+		}
+	}
+	t.Fatalf("no mail about %q", subject)
+	return testenv.Mail{}
 }

@@ -52,6 +52,8 @@ type token struct {
 	usedAt           time.Time
 	// passwordHash binds a sign-in token to the hash it was made with.
 	passwordHash string
+	// notice: a reset link of a notice, which a password change leaves.
+	notice bool
 }
 
 type lockout struct {
@@ -152,6 +154,11 @@ func (s *Store) ChangePassword(_ context.Context, userID int64, old, hash string
 		}
 	}
 	deleteWhere(s.unlocks, func(v *token) bool { return v.userID == userID && !v.used })
+	for _, r := range s.resets {
+		if r.userID == userID && !r.used && !r.notice {
+			r.used = true
+		}
+	}
 	return nil
 }
 
@@ -398,10 +405,10 @@ func (s *Store) TouchDevice(_ context.Context, nonceHash []byte, at time.Time) e
 }
 
 // AddResetToken implements auth.ResetTokenStore.
-func (s *Store) AddResetToken(_ context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error {
+func (s *Store) AddResetToken(_ context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, notice bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.resets[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt}
+	s.resets[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt, notice: notice}
 	return nil
 }
 

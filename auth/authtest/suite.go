@@ -403,9 +403,9 @@ var storeCases = []struct {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		newSession(t, s, ann, "session "+ann.Email)
 		mustNil(t, s.AddDevice(t.Context(), ann.ID, "", 0, hash("device "+ann.Email), base, 10, false))
-		mustNil(t, s.AddResetToken(t.Context(), hash("t1"), ann.ID, base, base.Add(time.Hour)))
-		mustNil(t, s.AddResetToken(t.Context(), hash("t2"), ann.ID, base, base.Add(time.Hour)))
-		mustNil(t, s.AddResetToken(t.Context(), hash("b1"), bob.ID, base, base.Add(time.Hour)))
+		mustNil(t, s.AddResetToken(t.Context(), hash("t1"), ann.ID, base, base.Add(time.Hour), false))
+		mustNil(t, s.AddResetToken(t.Context(), hash("t2"), ann.ID, base, base.Add(time.Hour), false))
+		mustNil(t, s.AddResetToken(t.Context(), hash("b1"), bob.ID, base, base.Add(time.Hour), false))
 		if id, email, err := s.ResetTokenUser(t.Context(), hash("t1"), base); err != nil || id != ann.ID || email != ann.Email {
 			t.Fatalf("ResetTokenUser = %d, %q, %v", id, email, err)
 		}
@@ -434,7 +434,7 @@ var storeCases = []struct {
 	}},
 	{"a reset token spent at once works once", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
-		mustNil(t, s.AddResetToken(t.Context(), hash("t"), u.ID, base, base.Add(time.Hour)))
+		mustNil(t, s.AddResetToken(t.Context(), hash("t"), u.ID, base, base.Add(time.Hour), false))
 		var spent atomic.Int32
 		var wg sync.WaitGroup
 		for i := range 10 {
@@ -614,8 +614,8 @@ var storeCases = []struct {
 		old, cutoff := base.Add(-2*time.Hour), base.Add(-time.Hour)
 		mustNil(t, s.CreateSession(t.Context(), hash("s old"), auth.Session{UserID: u.ID, CreatedAt: old, ExpiresAt: old}, u.PasswordHash, u.SignOuts))
 		newSession(t, s, u, "s new")
-		mustNil(t, s.AddResetToken(t.Context(), hash("r old"), u.ID, old, old))
-		mustNil(t, s.AddResetToken(t.Context(), hash("r new"), u.ID, base, base.Add(time.Hour)))
+		mustNil(t, s.AddResetToken(t.Context(), hash("r old"), u.ID, old, old, false))
+		mustNil(t, s.AddResetToken(t.Context(), hash("r new"), u.ID, base, base.Add(time.Hour), false))
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u old"), u.ID, old, old))
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u new"), u.ID, base, base.Add(time.Hour)))
 		mustNil(t, s.AddSignInToken(t.Context(), hash("i old"), u.ID, u.PasswordHash, u.SignOuts, old, old))
