@@ -1,8 +1,10 @@
 // Package webhook tells other systems of XCloak's security events of
 // interest (a lockout started or ended, an account unlocked, attack mode
-// started or ended, a sign-in held for verification, a user created,
-// disabled or deleted, an API key created or revoked) by POSTing each as
-// signed JSON to the receivers' URLs.
+// started, ended or switched by an administrator, a sign-in held for
+// verification, a user created, disabled, enabled, deleted, promoted or
+// demoted, a password set or second factors removed by an administrator,
+// an API key created or revoked) by POSTing each as signed JSON to the
+// receivers' URLs.
 //
 // A Sender hears the security events as they are written (it is an
 // auth.EventHook), keeps those of interest as Events and delivers them off

@@ -48,6 +48,12 @@ const (
 	// administrator, "since" (on ended) when it started.
 	TypeAttackStarted = "attack.started"
 	TypeAttackEnded   = "attack.ended"
+	// TypeAttackSwitched: an administrator (data "by") switched attack
+	// mode without starting or ending it: data "mode" "on" made the
+	// detector's attack mode theirs, which stays until switched off;
+	// "off" while it was off keeps the detector from switching it on for
+	// the quiet period.
+	TypeAttackSwitched = "attack.switched"
 	// TypeSignInHeld: the right password from a browser that is no known
 	// device, held until the owner follows the link mailed to them.
 	TypeSignInHeld = "signin.held"
@@ -55,6 +61,23 @@ const (
 	// disabled or deleted an account.
 	TypeUserDisabled = "user.disabled"
 	TypeUserDeleted  = "user.deleted"
+	// TypeUserEnabled: an administrator (data "by") enabled a disabled
+	// account again; it signs in with the password it had.
+	TypeUserEnabled = "user.enabled"
+	// TypeUserPromoted and TypeUserDemoted: an administrator (data "by")
+	// made an account an administrator, or a member again.
+	TypeUserPromoted = "user.promoted"
+	TypeUserDemoted  = "user.demoted"
+	// TypePasswordSet: an account was given a new password by data "by",
+	// not its owner; its sessions ended and its known devices were
+	// forgotten. Development mode's demo administrator is given one at
+	// each start ("by" "dev").
+	TypePasswordSet = "password.set"
+	// TypeFactorRemoved: data "by", an administrator ("admin:<email>")
+	// or the command line ("cli"), removed an account's second factors,
+	// data "count" of them, with its recovery codes. An owner removing a
+	// factor of their own is not sent.
+	TypeFactorRemoved = "factor.removed"
 	// TypeUserCreated: an account was made with a password, by data "by"
 	// ("cli" for "xcloak user add"); data "role" is "admin" or "member".
 	TypeUserCreated = "user.created"
@@ -66,19 +89,45 @@ const (
 	TypeAPIKeyRevoked = "apikey.revoked"
 )
 
-// types maps the kinds of security events sent to their types.
+// types maps the kinds of security events sent to their types. Every
+// administrator's act that changes who can sign in or administer, or what
+// attack mode does, is among them: the copy a receiver keeps off the
+// machine is the trace that survives someone who mints an administrator
+// from a shell and then deletes the rows (docs/SECURITY-MODEL.md). None of
+// them floods (see floods): they go in the queue a flood of lockouts
+// never fills.
 var types = map[string]string{
 	auth.EventLockout:              TypeLockoutStarted,
 	auth.EventLockoutEnded:         TypeLockoutEnded,
 	auth.EventUnlock:               TypeAccountUnlocked,
 	auth.EventAttackStarted:        TypeAttackStarted,
 	auth.EventAttackEnded:          TypeAttackEnded,
+	auth.EventAttackSwitched:       TypeAttackSwitched,
 	auth.EventVerificationRequired: TypeSignInHeld,
 	auth.EventUserDisabled:         TypeUserDisabled,
+	auth.EventUserEnabled:          TypeUserEnabled,
 	auth.EventUserDeleted:          TypeUserDeleted,
 	auth.EventUserCreated:          TypeUserCreated,
+	auth.EventUserPromoted:         TypeUserPromoted,
+	auth.EventUserDemoted:          TypeUserDemoted,
+	auth.EventPasswordSet:          TypePasswordSet,
+	auth.EventFactorRemoved:        TypeFactorRemoved, // but the owner's: see ownersOwn
 	auth.EventAPIKeyCreated:        TypeAPIKeyCreated,
 	auth.EventAPIKeyRevoked:        TypeAPIKeyRevoked,
+}
+
+// ownersOwn reports whether e is the owner's act on their own account, of
+// a kind an administrator can record too: a factor removed by its owner,
+// who is mailed of it, and which no receiver needs. An administrator's
+// removal names them in "by"; anyone there but the owner is sent, so that
+// a "by" written later that this package does not know errs on the side
+// of telling.
+func ownersOwn(e auth.Event) bool {
+	if e.Kind != auth.EventFactorRemoved {
+		return false
+	}
+	by := e.Detail["by"]
+	return by == "" || by == "owner"
 }
 
 // Types lists every type sent, for documentation and tests.
@@ -98,7 +147,7 @@ func Types() []string {
 // whether e is of interest at all.
 func FromAuth(e auth.Event) (Event, bool) {
 	typ, ok := types[e.Kind]
-	if !ok {
+	if !ok || ownersOwn(e) {
 		return Event{}, false
 	}
 	data := make(map[string]string, len(e.Detail)+4)

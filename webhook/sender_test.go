@@ -263,11 +263,18 @@ func TestEventsOfInterest(t *testing.T) {
 		auth.EventUserCreated:          "user.created",
 		auth.EventAPIKeyCreated:        "apikey.created",
 		auth.EventAPIKeyRevoked:        "apikey.revoked",
+		auth.EventUserEnabled:          "user.enabled",
+		auth.EventUserPromoted:         "user.promoted",
+		auth.EventUserDemoted:          "user.demoted",
+		auth.EventPasswordSet:          "password.set",
+		auth.EventAttackSwitched:       "attack.switched",
 		auth.EventLoginFailed:          "",
 		auth.EventLoginSucceeded:       "",
 		auth.EventResetRequested:       "",
-		auth.EventAttackSwitched:       "",
-		auth.EventUserEnabled:          "",
+		// The owner's own removal, in this table without "by": see
+		// TestFactorRemovedByAnotherIsSent.
+		auth.EventFactorRemoved: "",
+		auth.EventFactorAdded:   "",
 	} {
 		ev, ok := webhook.FromAuth(auth.Event{Kind: kind, At: time.Now()})
 		if ev.Type != want || ok != (want != "") {
@@ -278,6 +285,35 @@ func TestEventsOfInterest(t *testing.T) {
 	b, _ := webhook.FromAuth(lockout("a@example.com"))
 	if a.ID == b.ID {
 		t.Error("two events have the same id")
+	}
+}
+
+// TestFactorRemovedByAnotherIsSent: factors removed by an administrator
+// or from the command line are sent, naming who did it and how many; the
+// owner's own removal of a factor is not.
+func TestFactorRemovedByAnotherIsSent(t *testing.T) {
+	for _, tc := range []struct {
+		by   string
+		sent bool
+	}{
+		{"", false},
+		{"owner", false},
+		{"admin:boss@example.com", true},
+		{"cli", true},
+	} {
+		e := auth.Event{Kind: auth.EventFactorRemoved, At: time.Now(), Account: "ann@example.com", UserID: 7}
+		if tc.by != "" {
+			e.Detail = map[string]string{"by": tc.by, "count": "2"}
+		}
+		ev, ok := webhook.FromAuth(e)
+		if ok != tc.sent {
+			t.Errorf("factor_removed by %q: sent %v, want %v", tc.by, ok, tc.sent)
+			continue
+		}
+		if ok && (ev.Type != webhook.TypeFactorRemoved || ev.Data["by"] != tc.by || ev.Data["count"] != "2" ||
+			ev.Data["account"] != "ann@example.com" || ev.Data["user_id"] != "7") {
+			t.Errorf("factor_removed by %q: %+v, want factor.removed naming ann, 7, by and count", tc.by, ev)
+		}
 	}
 }
 

@@ -53,51 +53,70 @@ func TestHangingReceiverNeverHoldsUpSignIns(t *testing.T) {
 
 // TestAttackModeIsSent: attack mode's start and end, which the attack
 // watch writes apart from the service's events, are sent too, once each,
-// with who switched them.
+// with who switched them; and so is an administrator's switch that
+// neither started nor ended it (off while off).
 func TestAttackModeIsSent(t *testing.T) {
 	r := newReceiver(t, nil)
 	s := newSender(t, webhook.Config{}, r.url())
 	env := xcloaktest.New(t, xcloaktest.Options{Hook: s.Sender})
-	for _, on := range []bool{true, false} {
+	for _, on := range []bool{false, true, false} {
 		if _, err := env.Attack.SwitchAttack(t.Context(), on, "admin:boss@example.com"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r.wait(2)
+	r.wait(3)
 	byType := r.byType()
 	started, ended := byType[webhook.TypeAttackStarted], byType[webhook.TypeAttackEnded]
-	if len(byType) != 2 || started.Data["by"] != "admin:boss@example.com" || started.Data["trigger"] != "admin" ||
-		ended.Data["since"] == "" {
-		t.Errorf("webhooks %+v, want attack.started and attack.ended by boss", byType)
+	switched := byType[webhook.TypeAttackSwitched]
+	if len(byType) != 3 || started.Data["by"] != "admin:boss@example.com" || started.Data["trigger"] != "admin" ||
+		ended.Data["since"] == "" || switched.Data["by"] != "admin:boss@example.com" || switched.Data["mode"] != "off" {
+		t.Errorf("webhooks %+v, want attack.switched (off), attack.started and attack.ended by boss", byType)
 	}
 }
 
-// TestUserCreatedDisabledAndDeletedAreSent: the creation of an account
-// and an administrator's disabling and deleting of it, done through the
-// service, reach the receiver once each, naming the account and who did
-// it; enabling it does not.
-func TestUserCreatedDisabledAndDeletedAreSent(t *testing.T) {
+// TestAccountAdministrationIsSent: the creation of an account and each
+// administrator's act on it, done through the service, reach the receiver
+// once each, naming the account and who did it: a minted administrator
+// (user.created with role admin, or user.promoted) and a password set
+// behind its owner's back leave a trace off the machine.
+func TestAccountAdministrationIsSent(t *testing.T) {
 	r := newReceiver(t, nil)
 	s := newSender(t, webhook.Config{}, r.url())
 	env := xcloaktest.New(t, xcloaktest.Options{Hook: s.Sender})
 	const by = "admin:boss@example.com"
+	env.AddUser(t, "boss@example.com", "correct horse battery staple", true) // so that ann's demotion leaves one
 	ann, err := env.Service.CreateUser(t.Context(), "ann@example.com", "correct horse battery staple", false, by)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, act := range []func() (auth.User, error){
-		func() (auth.User, error) { return env.Service.DisableUser(t.Context(), ann.ID, by) },
-		func() (auth.User, error) { return env.Service.EnableUser(t.Context(), ann.ID, by) },
-		func() (auth.User, error) { return env.Service.DeleteUser(t.Context(), ann.ID, by) },
+	for _, act := range []func() error{
+		func() error { _, err := env.Service.DisableUser(t.Context(), ann.ID, by); return err },
+		func() error { _, err := env.Service.EnableUser(t.Context(), ann.ID, by); return err },
+		func() error { _, err := env.Service.PromoteUser(t.Context(), ann.ID, by); return err },
+		func() error { _, err := env.Service.DemoteUser(t.Context(), ann.ID, by); return err },
+		func() error {
+			return env.Service.SetPassword(t.Context(), ann.Email, "another correct horse battery", by)
+		},
+		func() error { _, err := env.Service.DeleteUser(t.Context(), ann.ID, by); return err },
 	} {
-		if _, err := act(); err != nil {
+		if err := act(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	env.Flush(t)
-	r.wait(3)
-	byType := r.byType()
-	for _, typ := range []string{webhook.TypeUserCreated, webhook.TypeUserDisabled, webhook.TypeUserDeleted} {
+	want := []string{webhook.TypeUserCreated, webhook.TypeUserDisabled, webhook.TypeUserEnabled, webhook.TypeUserPromoted,
+		webhook.TypeUserDemoted, webhook.TypePasswordSet, webhook.TypeUserDeleted}
+	r.wait(1 + len(want)) // boss's user.created, then ann's
+	byType := map[string]webhook.Event{}
+	for _, g := range r.requests() {
+		if e := g.event; e.Data["account"] == ann.Email {
+			if _, dup := byType[e.Type]; dup {
+				t.Errorf("%s sent twice", e.Type)
+			}
+			byType[e.Type] = e
+		}
+	}
+	for _, typ := range want {
 		e, ok := byType[typ]
 		if !ok || e.Data["account"] != ann.Email || e.Data["by"] != by || e.Data["user_id"] != fmt.Sprint(ann.ID) {
 			t.Errorf("%s: %+v, want it naming %s by %s", typ, e, ann.Email, by)
@@ -106,8 +125,8 @@ func TestUserCreatedDisabledAndDeletedAreSent(t *testing.T) {
 	if e := byType[webhook.TypeUserCreated]; e.Data["role"] != "member" {
 		t.Errorf("user.created: %+v, want role member", e)
 	}
-	if len(byType) != 3 {
-		t.Errorf("webhooks %v, want user.created, user.disabled and user.deleted only", byType)
+	if len(byType) != len(want) {
+		t.Errorf("webhooks of ann %v, want %v only", byType, want)
 	}
 }
 

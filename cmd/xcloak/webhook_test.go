@@ -156,8 +156,9 @@ func TestServeDevRefusesTheDevSecretForWebhooks(t *testing.T) {
 // TestServeSendsSignedWebhooks: through serve, a real lockout is POSTed,
 // signed, to the receiver; and the same event, by "xcloak user unlock",
 // as account.unlocked by cli, sent before the command returns, as are
-// user.created of "xcloak user add" and apikey.created and apikey.revoked
-// of "xcloak apikey add" and "revoke", which never carry the key.
+// user.created of "xcloak user add", user.promoted of "xcloak user
+// promote" and apikey.created and apikey.revoked of "xcloak apikey add"
+// and "revoke", which never carry the key.
 func TestServeSendsSignedWebhooks(t *testing.T) {
 	t.Parallel()
 	got := make(chan webhook.Event, 16)
@@ -220,6 +221,12 @@ func TestServeSendsSignedWebhooks(t *testing.T) {
 	}
 	if ev = sent("user unlock"); ev.Type != webhook.TypeAccountUnlocked || ev.Data["account"] != email || ev.Data["by"] != "cli" {
 		t.Errorf("webhook of user unlock %+v, want account.unlocked by cli", ev)
+	}
+	if _, stderr, err := xcloak(t, vars, "", "user", "promote", "--email", email); err != nil {
+		t.Fatalf("user promote: %v\n%s", err, stderr)
+	}
+	if ev = sent("user promote"); ev.Type != webhook.TypeUserPromoted || ev.Data["account"] != email || ev.Data["by"] != "cli" {
+		t.Errorf("webhook of user promote %+v, want user.promoted by cli", ev)
 	}
 	key, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "shop")
 	if err != nil {
