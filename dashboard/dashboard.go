@@ -143,13 +143,18 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 
 // EventKinds are the events the dashboard lists: what a security
 // team acts on, not the flood of individual sign-ins that the counters
-// already sum up.
+// already sum up. Every administrator's act is among them: an account
+// made, promoted or given a password, a key made, are what a team looks
+// for after a break-in.
 var EventKinds = []string{auth.EventLockout, auth.EventLockoutEnded, auth.EventUnlock, auth.EventResetRequested, auth.EventResetCompleted, auth.EventNewDevice,
 	auth.EventUnlockConfirmed, auth.EventSignedOutEverywhere,
 	auth.EventPasswordChanged, auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackSwitched,
 	auth.EventVerificationRequired, auth.EventVerificationConfirmed, auth.EventNewDeviceSignedOut,
 	auth.EventSessionEnded, auth.EventDeviceForgotten,
-	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodesRegenerated, auth.EventMFALockout}
+	auth.EventFactorAdded, auth.EventFactorRemoved, auth.EventRecoveryCodesRegenerated, auth.EventMFALockout,
+	auth.EventUserCreated, auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted, auth.EventUserPromoted,
+	auth.EventUserDemoted, auth.EventPasswordSet, auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked,
+	auth.EventEventsExported}
 
 // ErrNoAttackWatch: attack mode cannot be switched, the Reader having no
 // AttackWatch.

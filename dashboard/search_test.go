@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
 )
 
@@ -82,5 +83,23 @@ func TestSearchKindsAreEveryKind(t *testing.T) {
 			}
 		}
 		t.Errorf("SearchKinds lacks %v and has %v besides package auth's kinds (or holds one twice)", missing, extra)
+	}
+}
+
+// TestEventKindsListAdministratorsActs: the dashboard's latest events,
+// which already list an administrator's unlock, sign-out everywhere and
+// attack-mode switch, list every other act of account and key
+// administration too, so that an account promoted to administrator or a
+// key made shows where the security team looks first.
+func TestEventKindsListAdministratorsActs(t *testing.T) {
+	for _, kind := range []string{
+		auth.EventUserCreated, auth.EventUserDisabled, auth.EventUserEnabled, auth.EventUserDeleted,
+		auth.EventUserPromoted, auth.EventUserDemoted, auth.EventPasswordSet, auth.EventFactorRemoved,
+		auth.EventAPIKeyCreated, auth.EventAPIKeyRevoked, auth.EventEventsExported,
+		auth.EventUnlock, auth.EventSignedOutEverywhere, auth.EventAttackSwitched,
+	} {
+		if !slices.Contains(dashboard.EventKinds, kind) {
+			t.Errorf("EventKinds lacks %s", kind)
+		}
 	}
 }
