@@ -38,7 +38,12 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		if e.Detail["device"] != "" {
 			row.What = "Known device locked"
 		}
+		// An administrator's lock names them, so that it does not read
+		// as the failures' lockout.
 		var parts []string
+		if by := adminBy(e.Detail["by"]); by != "" {
+			parts = append(parts, by)
+		}
 		if l := e.Detail["level"]; l != "" {
 			parts = append(parts, "Level "+l)
 		}
@@ -66,6 +71,8 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		}
 	case auth.EventResetRequested:
 		row.What = "Password reset requested"
+		// Named when an administrator sent the link, not the owner.
+		row.Detail = adminBy(e.Detail["by"])
 	case auth.EventResetCompleted:
 		row.What = "Password changed by reset"
 	case auth.EventPasswordChanged:

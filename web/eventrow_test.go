@@ -25,6 +25,32 @@ func TestEventRowRareKinds(t *testing.T) {
 	}
 }
 
+// TestEventRowNamesTheAdministrator: a lock and a reset link an
+// administrator made say who, so that neither reads as the failures'
+// lockout or the owner's own request.
+func TestEventRowNamesTheAdministrator(t *testing.T) {
+	for _, tc := range []struct {
+		e          dashboard.StoredEvent
+		what, said string
+	}{
+		{dashboard.StoredEvent{Kind: auth.EventLockout, Detail: map[string]string{"by": "admin:boss@example.com",
+			"until": "2026-12-02T18:00:00Z"}},
+			"Account locked", "By administrator boss@example.com, until 2 Dec 18:00 UTC"},
+		{dashboard.StoredEvent{Kind: auth.EventLockout, Detail: map[string]string{"by": "cli", "until": "2026-12-02T18:00:00Z"}},
+			"Account locked", "From the command line, until 2 Dec 18:00 UTC"},
+		{dashboard.StoredEvent{Kind: auth.EventLockout, Detail: map[string]string{"level": "2", "until": "2026-12-02T18:00:00Z"}},
+			"Account locked", "Level 2, until 2 Dec 18:00 UTC"},
+		{dashboard.StoredEvent{Kind: auth.EventResetRequested, Detail: map[string]string{"by": "admin:boss@example.com"}},
+			"Password reset requested", "By administrator boss@example.com"},
+		{dashboard.StoredEvent{Kind: auth.EventResetRequested},
+			"Password reset requested", ""},
+	} {
+		if row := eventRow(tc.e); row.What != tc.what || row.Detail != tc.said {
+			t.Errorf("eventRow(%s %v) = %q, %q; want %q, %q", tc.e.Kind, tc.e.Detail, row.What, row.Detail, tc.what, tc.said)
+		}
+	}
+}
+
 // TestEventRowEveryKind: every kind the event search takes is said in
 // words, none shown as its raw kind.
 func TestEventRowEveryKind(t *testing.T) {
