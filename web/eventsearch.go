@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
@@ -259,9 +260,14 @@ const exportPage = 1000
 
 // csvCell keeps a spreadsheet from taking a cell for a formula: a cell
 // that begins with =, +, -, @, a tab or a carriage return gets a leading
-// quote, as OWASP's advice on CSV injection has it.
+// quote, as OWASP's advice on CSV injection has it. So does one that
+// begins with the full-width form of one of the four signs (＝ ＋ － ＠),
+// which some imports normalise to the sign itself (NFKC) before they look
+// for a formula; an address anyone tries to sign in with can begin with
+// one.
 func csvCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	first, _ := utf8.DecodeRuneInString(s)
+	if s != "" && strings.ContainsRune("=+-@\t\r\uFF1D\uFF0B\uFF0D\uFF20", first) {
 		return "'" + s
 	}
 	return s

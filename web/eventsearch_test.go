@@ -155,11 +155,14 @@ func TestEventSearch(t *testing.T) {
 	}
 }
 
-// TestCSVCellFormulas: a cell that a spreadsheet would run is quoted.
+// TestCSVCellFormulas: a cell that a spreadsheet would run is quoted,
+// and so is one that begins with the full-width form of a formula's sign,
+// which some imports turn into the sign itself.
 func TestCSVCellFormulas(t *testing.T) {
 	for in, want := range map[string]string{
 		"=1+2": "'=1+2", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)", "\tx": "'\tx", "\rx": "'\rx",
-		"ann@example.com": "ann@example.com", "": "", "{}": "{}",
+		"\uFF1D1+2": "'\uFF1D1+2", "\uFF0B1": "'\uFF0B1", "\uFF0D1": "'\uFF0D1", "\uFF20SUM(A1)": "'\uFF20SUM(A1)",
+		"ann@example.com": "ann@example.com", "": "", "{}": "{}", "x\uFF1D1": "x\uFF1D1", "\uFF21": "\uFF21",
 	} {
 		if got := web.CSVCell(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
