@@ -55,8 +55,12 @@ type EventSearch struct {
 	// Account is the stored account: a folded email, or an application's
 	// "app NAME ACCOUNT"; "" for any.
 	Account string
-	// Network is the stored network: an address, or an IPv6 /64; "" for
-	// any.
+	// Network is the network searched, as events store networks: an
+	// address, or a prefix with its host bits cleared; "" for any. It
+	// selects every event whose network overlaps it: the addresses and
+	// networks inside it, and the wider ones that hold it (an IPv6
+	// client's /64, the /24 or /48 of a summary of folded events), whose
+	// events may be of it.
 	Network string
 	// Kind is one of SearchKinds, "" for any.
 	Kind string
@@ -70,8 +74,9 @@ type EventSearch struct {
 // account is folded as auth.NormaliseEmail when it is an email and taken
 // as stored otherwise (an application's accounts); network is an address
 // or a CIDR prefix (an IPv6 address is searched as its /64, the network
-// its events record); kind must be a known kind. Bad input is an
-// *auth.FieldError.
+// its events record), which finds the events of every network that
+// overlaps it (see EventSearch.Network); kind must be a known kind. Bad
+// input is an *auth.FieldError.
 func ParseEventSearch(account, network, kind string) (EventSearch, error) {
 	var q EventSearch
 	if account = strings.TrimSpace(account); account != "" {
@@ -106,9 +111,10 @@ func ParseEventSearch(account, network, kind string) (EventSearch, error) {
 	return q, nil
 }
 
-// parseNetwork turns an address or a prefix into the text security events
-// store for it: an IPv4 address as itself, an IPv6 address as its /64, a
-// prefix with its host bits cleared (a /32 or /128 as its address).
+// parseNetwork turns an address or a prefix into the network searched, in
+// the form security events store networks: an IPv4 address as itself, an
+// IPv6 address as its /64, a prefix with its host bits cleared (a /32 or
+// /128 as its address).
 func parseNetwork(s string) (string, error) {
 	if len(s) > 64 {
 		return "", fmt.Errorf("dashboard: network too long")

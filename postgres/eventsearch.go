@@ -12,11 +12,13 @@ import (
 
 // SearchEvents calls fn with each event q selects, newest first (by time,
 // then ID). Only the filters q sets are in the query, so that the planner
-// sees each one and reads its index (migration 00009): an account through
-// security_events_account_key_at_id_idx, a network through
-// security_events_ip_at_id_idx, a kind through
+// sees each one and reads its index (migrations 00009 and 00019): an
+// account through security_events_account_key_at_id_idx, a kind through
 // security_events_kind_at_id_idx, in the page's order, stopping at the
-// limit.
+// limit; a network through security_events_network_idx, every event whose
+// network overlaps q's (the addresses and networks inside it, the wider
+// ones that hold it), or, when those are many, in the page's order
+// through security_events_at_id_idx.
 func (s *Store) SearchEvents(ctx context.Context, q dashboard.EventSearch, fn func(dashboard.StoredEvent) error) error {
 	sql, args := searchQuery(q)
 	rows, err := s.pool.Query(ctx, sql, args...)
@@ -53,7 +55,11 @@ func searchQuery(q dashboard.EventSearch) (string, []any) {
 		where = append(where, "account_key = "+arg(q.Account))
 	}
 	if q.Network != "" {
-		where = append(where, "ip = "+arg(q.Network))
+		// The very expression of security_events_network_idx, which
+		// is NULL for an ip that is no network ("unknown"), so that no
+		// row can fail the query. q.Network was parsed
+		// (dashboard.ParseEventSearch), so its cast cannot.
+		where = append(where, "security_event_network(ip) && "+arg(q.Network)+"::inet")
 	}
 	if q.Kind != "" {
 		where = append(where, "kind = "+arg(q.Kind))

@@ -109,6 +109,60 @@ func TestSearchEvents(t *testing.T) {
 	}
 }
 
+// TestSearchEventsByPrefix: a search by a network finds every event whose
+// recorded network overlaps it: the addresses and networks inside it, and
+// the wider ones that hold it (an IPv6 client's /64, the /24 or /48 of a
+// summary of folded events), which may be of it. A source that is no
+// network ("unknown") or none is never found, and breaks no search.
+func TestSearchEventsByPrefix(t *testing.T) {
+	s := newStore(t)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var batch []auth.Event
+	for i, source := range []string{
+		"203.0.113.7", "203.0.113.9", "2001:db8:7:1::/64", // 0-2
+		"203.0.113.0/24", "2001:db8:7::/48", // 3-4: summaries
+		"203.0.114.1", "2001:db8:8::/64", "192.0.2.1", // 5-7: next door
+		"unknown", "", // 8-9
+	} {
+		batch = append(batch, auth.Event{At: t0.Add(time.Duration(i) * time.Second), Kind: auth.EventLoginFailed, Source: source})
+	}
+	if err := s.InsertEvents(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		network string
+		want    []string // newest first
+	}{
+		{"203.0.113.0/24", []string{"203.0.113.0/24", "203.0.113.9", "203.0.113.7"}},
+		{"203.0.113.0/25", []string{"203.0.113.0/24", "203.0.113.9", "203.0.113.7"}},
+		{"203.0.113.8/29", []string{"203.0.113.0/24", "203.0.113.9"}},
+		{"203.0.113.7", []string{"203.0.113.0/24", "203.0.113.7"}},
+		{"203.0.0.0/16", []string{"203.0.114.1", "203.0.113.0/24", "203.0.113.9", "203.0.113.7"}},
+		{"2001:db8:7::/48", []string{"2001:db8:7::/48", "2001:db8:7:1::/64"}},
+		{"2001:db8::/32", []string{"2001:db8:8::/64", "2001:db8:7::/48", "2001:db8:7:1::/64"}},
+		{"2001:db8:7:1::/64", []string{"2001:db8:7::/48", "2001:db8:7:1::/64"}},
+		{"2001:db8:7:1:2::/80", []string{"2001:db8:7::/48", "2001:db8:7:1::/64"}},
+		{"2001:db8:7:1::99", []string{"2001:db8:7::/48", "2001:db8:7:1::/64"}},
+		{"2001:db8:7:2::1", []string{"2001:db8:7::/48"}},
+		{"0.0.0.0/0", []string{"192.0.2.1", "203.0.114.1", "203.0.113.0/24", "203.0.113.9", "203.0.113.7"}},
+		{"198.51.100.0/24", nil},
+	}
+	for _, c := range cases {
+		q, err := dashboard.ParseEventSearch("", c.network, "")
+		if err != nil {
+			t.Fatalf("%s: %v", c.network, err)
+		}
+		q.Limit = 20
+		var got []string
+		for _, e := range search(t, s, q) {
+			got = append(got, e.Source)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("network=%s: got %q, want %q", c.network, got, c.want)
+		}
+	}
+}
+
 // TestParseEventSearchRefuses: an unknown kind or a network that is not an
 // address or a prefix is a field error, which is answered 400.
 func TestParseEventSearchRefuses(t *testing.T) {
@@ -197,8 +251,9 @@ const searchEventsSeeded = 100_000
 
 // TestSearchEventsPlans: on many events, each filter's page, first or
 // later, reads its index, never the whole table. (An account or network
-// with few events is read through a bitmap and its few rows sorted; one
-// with many is read in the index's order, stopping at the page's end.)
+// with few events is read through its index and its few rows sorted; an
+// account with many is read in its index's order, a network with many in
+// the log's, stopping at the page's end.)
 func TestSearchEventsPlans(t *testing.T) {
 	s := newStore(t)
 	seedEvents(t, s, searchEventsSeeded)
@@ -213,7 +268,11 @@ func TestSearchEventsPlans(t *testing.T) {
 	}{
 		{dashboard.EventSearch{}, "security_events_at_id_idx"},
 		{dashboard.EventSearch{Account: "user42@example.com"}, "security_events_account_key_at_id_idx"},
-		{dashboard.EventSearch{Network: "10.0.1.2"}, "security_events_ip_at_id_idx"},
+		{dashboard.EventSearch{Network: "10.0.1.2"}, "security_events_network_idx"},
+		// 8 of the 5,000 networks: read through the network's index.
+		{dashboard.EventSearch{Network: "10.0.19.128/25"}, "security_events_network_idx"},
+		// Every network: read in the page's order, stopping at its end.
+		{dashboard.EventSearch{Network: "10.0.0.0/8"}, "security_events_at_id_idx"},
 		{dashboard.EventSearch{Kind: auth.EventLockout}, "security_events_kind_at_id_idx"},
 	}
 	for _, c := range cases {
@@ -251,6 +310,7 @@ func BenchmarkSearchEvents(b *testing.B) {
 		{"all", dashboard.EventSearch{}},
 		{"account", dashboard.EventSearch{Account: "user42@example.com"}},
 		{"network", dashboard.EventSearch{Network: "10.0.1.2"}},
+		{"prefix", dashboard.EventSearch{Network: "10.0.19.128/25"}},
 		{"kind", dashboard.EventSearch{Kind: auth.EventLockout}},
 		{"combined", dashboard.EventSearch{Account: "user42@example.com", Kind: auth.EventLoginFailed}},
 	} {

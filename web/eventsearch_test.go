@@ -153,6 +153,21 @@ func TestEventSearch(t *testing.T) {
 		len(page.Events) != 1 || page.Events[0].Account != "=1+2" || page.Events[0].Network != "192.0.2.7" || page.NextCursor != "" {
 		t.Errorf("API: %d %s", resp.StatusCode, body)
 	}
+
+	// A prefix finds the events of the addresses and networks inside it,
+	// in the API and in the export alike.
+	for network, want := range map[string]int{"2001:db8:7::/48": 2, "192.0.2.0/24": 1, "198.51.100.0/24": 0} {
+		query := url.Values{"network": {network}}.Encode()
+		page.Events = nil
+		resp, body = get(t, admin, base+"/api/v1/admin/events?"+query)
+		if err := json.Unmarshal([]byte(body), &page); err != nil || resp.StatusCode != 200 || len(page.Events) != want {
+			t.Errorf("API network=%s: %d %s, want %d events", network, resp.StatusCode, body, want)
+		}
+		resp, body = get(t, admin, base+"/admin/events.csv?"+query)
+		if resp.StatusCode != 200 || strings.Count(body, "\n") != 1+want {
+			t.Errorf("export network=%s: %d %s, want %d events", network, resp.StatusCode, body, want)
+		}
+	}
 }
 
 // TestCSVCellFormulas: a cell that a spreadsheet would run is quoted,
