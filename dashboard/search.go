@@ -98,7 +98,7 @@ func ParseEventSearch(account, network, kind string) (EventSearch, error) {
 	if network = strings.TrimSpace(network); network != "" {
 		n, err := parseNetwork(network)
 		if err != nil {
-			return q, &auth.FieldError{Field: "network", Message: "must be an IP address or a CIDR prefix such as 2001:db8::/64"}
+			return q, errNetwork
 		}
 		q.Network = n
 	}
@@ -111,10 +111,14 @@ func ParseEventSearch(account, network, kind string) (EventSearch, error) {
 	return q, nil
 }
 
+// errNetwork answers a network that is neither an address nor a prefix.
+var errNetwork = &auth.FieldError{Field: "network", Message: "must be an IP address or a CIDR prefix such as 2001:db8::/64"}
+
 // parseNetwork turns an address or a prefix into the network searched, in
 // the form security events store networks: an IPv4 address as itself, an
 // IPv6 address as its /64, a prefix with its host bits cleared (a /32 or
-// /128 as its address).
+// /128 as its address, an IPv4-mapped IPv6 prefix as its IPv4 one, since
+// events record unmapped addresses).
 func parseNetwork(s string) (string, error) {
 	if len(s) > 64 {
 		return "", fmt.Errorf("dashboard: network too long")
@@ -123,6 +127,9 @@ func parseNetwork(s string) (string, error) {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return "", err
+		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 		}
 		p = p.Masked()
 		if p.IsSingleIP() {
@@ -149,6 +156,15 @@ func (r *Reader) SearchEvents(ctx context.Context, q EventSearch, fn func(Stored
 	}
 	if q.Kind != "" && !slices.Contains(SearchKinds, q.Kind) {
 		return &auth.FieldError{Field: "kind", Message: "is not a known event kind"}
+	}
+	if q.Network != "" {
+		// Written as parseNetwork writes it, which the store compares as
+		// an inet: text Postgres would not read as one fails the query.
+		n, err := parseNetwork(q.Network)
+		if err != nil {
+			return errNetwork
+		}
+		q.Network = n
 	}
 	return r.store.SearchEvents(ctx, q, fn)
 }

@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"context"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -83,6 +85,44 @@ func TestSearchKindsAreEveryKind(t *testing.T) {
 			}
 		}
 		t.Errorf("SearchKinds lacks %v and has %v besides package auth's kinds (or holds one twice)", missing, extra)
+	}
+}
+
+// searchStore records the searches it is given.
+type searchStore struct {
+	dashboard.Store
+	got []dashboard.EventSearch
+}
+
+func (s *searchStore) SearchEvents(_ context.Context, q dashboard.EventSearch, _ func(dashboard.StoredEvent) error) error {
+	s.got = append(s.got, q)
+	return nil
+}
+
+// TestSearchEventsGivesTheStoreAParsedNetwork: the store compares the
+// network as an inet, so a search not built by ParseEventSearch reaches
+// it parsed, or is refused as a bad field (a 400) rather than failing the
+// query (a 500).
+func TestSearchEventsGivesTheStoreAParsedNetwork(t *testing.T) {
+	for network, want := range map[string]string{
+		"2001:db8:7:1::99":       "2001:db8:7:1::/64",
+		"203.0.113.9/24":         "203.0.113.0/24",
+		"::ffff:203.0.113.0/120": "203.0.113.0/24",
+		"::ffff:203.0.113.7":     "203.0.113.7",
+		"unknown":                "",
+		"203.0.113.0/33":         "",
+		"fe80::1%eth0/64":        "",
+	} {
+		store := &searchStore{}
+		r := dashboard.New(nil, store, nil, nil, nil, nil)
+		err := r.SearchEvents(t.Context(), dashboard.EventSearch{Network: network, Limit: 1}, nil)
+		var field *auth.FieldError
+		switch {
+		case want == "" && (!errors.As(err, &field) || field.Field != "network" || len(store.got) != 0):
+			t.Errorf("%s: %v, store given %v; want a network field error", network, err, store.got)
+		case want != "" && (err != nil || len(store.got) != 1 || store.got[0].Network != want):
+			t.Errorf("%s: %v, store given %v; want %s", network, err, store.got, want)
+		}
 	}
 }
 

@@ -57,8 +57,8 @@ func searchQuery(q dashboard.EventSearch) (string, []any) {
 	if q.Network != "" {
 		// The very expression of security_events_network_idx, which
 		// is NULL for an ip that is no network ("unknown"), so that no
-		// row can fail the query. q.Network was parsed
-		// (dashboard.ParseEventSearch), so its cast cannot.
+		// row can fail the query. dashboard.Reader gives q.Network as
+		// it parsed it, so its cast cannot.
 		where = append(where, "security_event_network(ip) && "+arg(q.Network)+"::inet")
 	}
 	if q.Kind != "" {
