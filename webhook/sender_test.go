@@ -98,9 +98,15 @@ func (r *receiver) byType() map[string]webhook.Event {
 // wait waits for n more requests.
 func (r *receiver) wait(n int) {
 	r.t.Helper()
-	for range n {
+	// Bounded, so that a request that never comes fails its test rather
+	// than hold the package until go test's own timeout.
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for i := range n {
 		select {
 		case <-r.came:
+		case <-timeout.C:
+			r.t.Fatalf("request %d of %d not received within a minute", i+1, n)
 		case <-r.t.Context().Done():
 			r.t.Fatal("test ended waiting for a request")
 		}
