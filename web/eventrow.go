@@ -56,16 +56,13 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		row.Detail = "Its time ran out"
 	case auth.EventUnlock:
 		row.What = "Lockout lifted"
-		by := e.Detail["by"]
-		switch {
-		case strings.HasPrefix(by, "admin:"):
-			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+		switch by := e.Detail["by"]; {
+		case adminBy(by) != "":
+			row.Detail = adminBy(by)
 		case by == "success":
 			row.Detail = "By a successful sign-in after it ended"
 		case by == "reset":
 			row.Detail = "By a password reset"
-		case by == "cli":
-			row.Detail = "From the command line"
 		case by != "":
 			row.Detail = "By " + by
 		}
@@ -114,9 +111,9 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		row.What = "Second factor added by its owner"
 	case auth.EventFactorRemoved:
 		row.What = "Second factor removed by its owner"
-		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
+		if by := adminBy(e.Detail["by"]); by != "" {
 			row.What = "Second factors removed"
-			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
+			row.Detail = by
 		}
 	case auth.EventRecoveryCodesRegenerated:
 		row.What = "New recovery codes made by their owner"
@@ -147,11 +144,7 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		}
 	case auth.EventSignedOutEverywhere:
 		row.What = "Signed out everywhere"
-		if by := e.Detail["by"]; strings.HasPrefix(by, "admin:") {
-			row.Detail = "By administrator " + strings.TrimPrefix(by, "admin:")
-		} else if by == "cli" {
-			row.Detail = "From the command line"
-		}
+		row.Detail = adminBy(e.Detail["by"])
 	}
 	if times := foldedTimes(e); times != "" {
 		if row.Detail != "" {

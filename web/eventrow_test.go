@@ -44,6 +44,14 @@ func TestEventRowNamesTheAdministrator(t *testing.T) {
 			"Password reset requested", "By administrator boss@example.com"},
 		{dashboard.StoredEvent{Kind: auth.EventResetRequested},
 			"Password reset requested", ""},
+		{dashboard.StoredEvent{Kind: auth.EventFactorRemoved, Detail: map[string]string{"by": "cli"}},
+			"Second factors removed", "From the command line"},
+		{dashboard.StoredEvent{Kind: auth.EventFactorRemoved, Detail: map[string]string{"by": "owner"}},
+			"Second factor removed by its owner", ""},
+		{dashboard.StoredEvent{Kind: auth.EventSignedOutEverywhere, Detail: map[string]string{"by": "admin:boss@example.com"}},
+			"Signed out everywhere", "By administrator boss@example.com"},
+		{dashboard.StoredEvent{Kind: auth.EventUnlock, Detail: map[string]string{"by": "cli"}},
+			"Lockout lifted", "From the command line"},
 	} {
 		if row := eventRow(tc.e); row.What != tc.what || row.Detail != tc.said {
 			t.Errorf("eventRow(%s %v) = %q, %q; want %q, %q", tc.e.Kind, tc.e.Detail, row.What, row.Detail, tc.what, tc.said)
