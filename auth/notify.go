@@ -72,7 +72,7 @@ func (s *Service) notifyPasswordChanged(email, source string) {
 // newDeviceMail stores a reset token for user and returns the mail of a
 // sign-in from a new device, with its link.
 func (s *Service) newDeviceMail(ctx context.Context, user User, job linkJob) (Message, error) {
-	link, err := s.resetURL(ctx, user, job.at, true)
+	link, err := s.resetURL(ctx, user, job.at)
 	if err != nil {
 		return Message{}, err
 	}

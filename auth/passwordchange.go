@@ -162,6 +162,8 @@ func (s *Service) deviceOf(ctx context.Context, email, cookie string) string {
 // that tells the owner their password was changed, with its link.
 func (s *Service) passwordChangedMail(ctx context.Context, user User, at time.Time) (Message, error) {
 	token, hash := newToken()
+	// A change notice's link outlives later changes: whoever made this one
+	// cannot spend it by changing the password again.
 	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL), true); err != nil {
 		return Message{}, err
 	}

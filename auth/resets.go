@@ -295,7 +295,7 @@ func (s *Service) admitLinkMail(ctx context.Context, user User, job linkJob) (dr
 // resetLink stores a new reset token for user and returns the mail that
 // carries its link.
 func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Message, error) {
-	link, err := s.resetURL(ctx, user, at, false)
+	link, err := s.resetURL(ctx, user, at)
 	if err != nil {
 		return Message{}, err
 	}
@@ -310,9 +310,9 @@ func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Messa
 }
 
 // resetURL stores a new reset token for user and returns its link.
-func (s *Service) resetURL(ctx context.Context, user User, at time.Time, notice bool) (string, error) {
+func (s *Service) resetURL(ctx context.Context, user User, at time.Time) (string, error) {
 	token, hash := newToken()
-	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL), notice); err != nil {
+	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL), false); err != nil {
 		return "", err
 	}
 	return s.cfg.PublicURL.JoinPath("password-reset", token).String(), nil

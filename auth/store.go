@@ -66,8 +66,8 @@ type UserStore interface {
 	RehashPassword(ctx context.Context, userID int64, old, hash string) error
 	// SetPassword replaces the password of the account with email, ends
 	// every session of it and forgets its known devices and open unlock
-	// links, at once, and returns the account's ID; ErrNoUser if there is
-	// no such account.
+	// and reset links, at once, and returns the account's ID; ErrNoUser if
+	// there is no such account.
 	SetPassword(ctx context.Context, email, hash string) (int64, error)
 	// ChangePassword replaces the password of account userID, whose hash
 	// must still be old (ErrPasswordChanged otherwise), for its owner
@@ -75,7 +75,7 @@ type UserStore interface {
 	// it is gone). At once, it ends every other session of the account,
 	// lifts this one's MustChangePassword, and forgets the account's known
 	// devices but keepDevice (nil: every one), its open unlock links and
-	// its open reset links but the notices' (AddResetToken).
+	// its open reset links but the change notices' (AddResetToken).
 	ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, keepDevice []byte) error
 }
 
@@ -150,10 +150,10 @@ type DeviceStore interface {
 // ResetTokenStore keeps password reset tokens by their hash.
 type ResetTokenStore interface {
 	// AddResetToken stores a token for the account, usable until
-	// expiresAt. A notice's (the link in a notice to the owner: a new
-	// device, a changed password, a factor) outlives password changes
+	// expiresAt. A change notice's (the link in the notice that the
+	// password was changed) outlives later password changes
 	// (ChangePassword); any other is spent by them.
-	AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, notice bool) error
+	AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, changeNotice bool) error
 	// ResetTokenUser returns the account of an unused reset token that
 	// expires after now; ErrInvalidToken if there is none.
 	ResetTokenUser(ctx context.Context, tokenHash []byte, now time.Time) (userID int64, email string, err error)

@@ -190,7 +190,7 @@ func (s *Service) hold(ctx context.Context, user User, source, password string, 
 func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Message, error) {
 	held := job.signIn
 	breached := held.breached || (held.password != "" && s.passwordBreached(ctx, held.password))
-	reset, err := s.resetURL(ctx, user, job.at, false)
+	reset, err := s.resetURL(ctx, user, job.at)
 	if err != nil {
 		return Message{}, err
 	}

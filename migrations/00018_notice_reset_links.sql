@@ -2,13 +2,15 @@
 
 -- +goose Up
 
--- A password change spends the account's open reset links, but for those
--- mailed with a notice to the owner (a new device, a changed password, a
--- second factor): such a link is how the owner undoes what they did not
--- do, and whoever did it must not spend it by changing the password
--- again. A reset through any link still spends them all.
-ALTER TABLE password_reset_tokens ADD COLUMN notice boolean NOT NULL DEFAULT false;
+-- A password change spends the account's open reset links, but for the
+-- one mailed with the notice that the password was changed: that link is
+-- how the owner undoes a change they did not make, and whoever made it
+-- must not spend it by changing the password again. (The links of the
+-- other notices, of a new device or a factor, are spent: an owner who
+-- changes the password evicts whoever signed in and read them.) A reset
+-- through any link still spends them all.
+ALTER TABLE password_reset_tokens ADD COLUMN change_notice boolean NOT NULL DEFAULT false;
 
 -- +goose Down
 
-ALTER TABLE password_reset_tokens DROP COLUMN notice;
+ALTER TABLE password_reset_tokens DROP COLUMN change_notice;

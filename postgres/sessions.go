@@ -196,11 +196,11 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash stri
 			return err
 		}
 		// Reset links mailed before the change (a held sign-in's mail has
-		// one) are spent with it, as a reset spends every other open token;
-		// but for the notices' (of a change, a new device, a factor): how
-		// the owner undoes a change they did not make, which whoever made
-		// it must not spend by changing the password again.
-		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = now() WHERE user_id = $1 AND used_at IS NULL AND NOT notice`, userID); err != nil {
+		// one, and so do the notices of a new device) are spent with it, as
+		// a reset spends every other open token; but for the notices' of a
+		// change: how the owner undoes a change they did not make, which
+		// whoever made it must not spend by changing the password again.
+		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = now() WHERE user_id = $1 AND used_at IS NULL AND NOT change_notice`, userID); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM unlock_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)

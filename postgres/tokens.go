@@ -11,10 +11,10 @@ import (
 )
 
 // AddResetToken implements auth.ResetTokenStore.
-func (s *Store) AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, notice bool) error {
+func (s *Store) AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, changeNotice bool) error {
 	_, err := s.pool.Exec(ctx,
-		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at, notice) VALUES ($1, $2, $3, $4, $5)`,
-		tokenHash, userID, createdAt, expiresAt, notice)
+		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at, change_notice) VALUES ($1, $2, $3, $4, $5)`,
+		tokenHash, userID, createdAt, expiresAt, changeNotice)
 	return err
 }
 
@@ -45,9 +45,6 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 			return err
 		}
 		if err := spendToken(ctx, tx, "password_reset_tokens", tokenHash, now); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, now); err != nil {
 			return err
 		}
 		return replacePassword(ctx, tx, userID, hash)

@@ -96,9 +96,11 @@ func forgetSecondSteps(ctx context.Context, tx pgx.Tx, userID int64) error {
 // replacePassword is what a reset and an operator's SetPassword do, in the
 // caller's transaction (a change by the account's owner does the same but
 // keep its own session and device). It stores the new hash, ends every
-// session and pending second step, forgets every known device and stops
-// the passkeys signing in alone (stopPasskeysAlone), so that no browser or
-// key keeps what the old password gave it.
+// session and pending second step, forgets every known device, spends
+// every open reset link (a change notice's too: the operator's or the
+// owner's new password is the account's recovery) and stops the passkeys
+// signing in alone (stopPasskeysAlone), so that no browser, key or link
+// keeps what the old password gave it.
 func replacePassword(ctx context.Context, tx pgx.Tx, userID int64, hash string) error {
 	if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, hash); err != nil {
 		return err
@@ -110,6 +112,9 @@ func replacePassword(ctx context.Context, tx pgx.Tx, userID int64, hash string) 
 		return err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE password_reset_tokens SET used_at = now() WHERE user_id = $1 AND used_at IS NULL`, userID); err != nil {
 		return err
 	}
 	return forgetDevices(ctx, tx, userID)

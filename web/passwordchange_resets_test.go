@@ -68,6 +68,43 @@ func TestPasswordChangeKeepsTheNoticesLinks(t *testing.T) {
 	}
 }
 
+// TestOwnersChangeSpendsTheNewDeviceNoticesLink: the reset link of a
+// new-device notice is spent by the owner's own change, as any other link
+// but a change notice's is: whoever signed in with the password and read
+// the owner's mail for a while keeps no way back in.
+func TestOwnersChangeSpendsTheNewDeviceNoticesLink(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+	owner := xcloaktest.Client(t, "127.0.13.40")
+	signIn(t, owner, base, "ann@example.com", "old password")
+	thief := xcloaktest.Client(t, "127.0.13.41")
+	signIn(t, thief, base, "ann@example.com", "old password")
+	var link []string
+	for deadline := time.Now().Add(10 * time.Second); len(link) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		// The second new-device notice is the thief's.
+		n := 0
+		for _, m := range env.Mail.Messages() {
+			if strings.Contains(m.Subject, "New sign-in") {
+				if n++; n == 2 {
+					link = resetLink.FindStringSubmatch(m.Body)
+				}
+			}
+		}
+	}
+	if link == nil {
+		t.Fatal("no link in the thief's new-device notice")
+	}
+	if resp, body := post(t, owner, base+"/api/v1/account/password", jsonType, changeJSON("old password", "owner's new password")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the owner's change: %d %s", resp.StatusCode, body)
+	}
+	resp, body := post(t, xcloaktest.Client(t, "127.0.13.42"), base+"/api/v1/password-reset/confirm", jsonType,
+		fmt.Sprintf(`{"token":%q,"password":"the thief's again"}`, link[1]))
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNoContent {
+		t.Fatalf("a new-device notice's link from before the owner's change still set a password: %d %s", resp.StatusCode, body)
+	}
+}
+
 // mailWithSubject waits for the first mail whose subject holds subject.
 func mailWithSubject(t *testing.T, env *xcloaktest.Env, subject string) testenv.Mail {
 	t.Helper()

@@ -52,8 +52,9 @@ type token struct {
 	usedAt           time.Time
 	// passwordHash binds a sign-in token to the hash it was made with.
 	passwordHash string
-	// notice: a reset link of a notice, which a password change leaves.
-	notice bool
+	// changeNotice: the reset link of a change's notice, which a password
+	// change leaves.
+	changeNotice bool
 }
 
 type lockout struct {
@@ -155,18 +156,23 @@ func (s *Store) ChangePassword(_ context.Context, userID int64, old, hash string
 	}
 	deleteWhere(s.unlocks, func(v *token) bool { return v.userID == userID && !v.used })
 	for _, r := range s.resets {
-		if r.userID == userID && !r.used && !r.notice {
+		if r.userID == userID && !r.used && !r.changeNotice {
 			r.used = true
 		}
 	}
 	return nil
 }
 
-// replacePassword does what every change of a password does: the new
-// hash, no sessions, no devices, no open unlock links.
+// replacePassword does what a reset and an operator's new password do:
+// the new hash, no sessions, no devices, no open unlock or reset links.
 func (s *Store) replacePassword(u *auth.User, hash string) {
 	u.PasswordHash, u.UpdatedAt = hash, time.Now()
 	s.signOut(u.ID)
+	for _, r := range s.resets {
+		if r.userID == u.ID {
+			r.used = true
+		}
+	}
 }
 
 func (s *Store) signOut(userID int64) {
@@ -405,10 +411,10 @@ func (s *Store) TouchDevice(_ context.Context, nonceHash []byte, at time.Time) e
 }
 
 // AddResetToken implements auth.ResetTokenStore.
-func (s *Store) AddResetToken(_ context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, notice bool) error {
+func (s *Store) AddResetToken(_ context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, changeNotice bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.resets[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt, notice: notice}
+	s.resets[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt, changeNotice: changeNotice}
 	return nil
 }
 

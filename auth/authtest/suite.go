@@ -432,6 +432,25 @@ var storeCases = []struct {
 		}
 		checkSignedOut(t, s, ann, true)
 	}},
+	{"a password change spends the reset links but a change notice's; an operator's new password spends them all", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		newSession(t, s, u, "session "+u.Email)
+		mustNil(t, s.AddResetToken(t.Context(), hash("link"), u.ID, base, base.Add(time.Hour), false))
+		mustNil(t, s.AddResetToken(t.Context(), hash("change notice"), u.ID, base, base.Add(time.Hour), true))
+		mustNil(t, s.ChangePassword(t.Context(), u.ID, u.PasswordHash, "changed", hash("session "+u.Email), nil))
+		if _, _, err := s.ResetTokenUser(t.Context(), hash("link"), base); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("a reset link after a password change: %v, want ErrInvalidToken", err)
+		}
+		if _, _, err := s.ResetTokenUser(t.Context(), hash("change notice"), base); err != nil {
+			t.Errorf("a change notice's link after a later change: %v, want usable", err)
+		}
+		if _, err := s.SetPassword(t.Context(), u.Email, "set"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.ResetTokenUser(t.Context(), hash("change notice"), base); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("a change notice's link after an operator set the password: %v, want ErrInvalidToken", err)
+		}
+	}},
 	{"a reset token spent at once works once", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		mustNil(t, s.AddResetToken(t.Context(), hash("t"), u.ID, base, base.Add(time.Hour), false))
