@@ -302,3 +302,24 @@ func TestOwnerNoticesOutsideTheDomainLimit(t *testing.T) {
 		t.Fatalf("ann was mailed %q; want the new device's notice and the changed password's", subjects)
 	}
 }
+
+// TestOwnerNoticesBoundedPerAccount: outside the domain's limit, the
+// owner's notices are bounded per account (notice_account), whatever
+// makes them: one credential, a passkey signing in from ever new
+// networks, cannot flood its owner's mailbox or the mail relay.
+func TestOwnerNoticesBoundedPerAccount(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits[auth.RuleNoticeAccount] = ratelimit.Limit{Count: 2, Window: time.Hour}
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+	})
+	f.addUser(t, "ann@corp.example", "password123", false)
+	for i := range 4 {
+		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@corp.example", Password: "password123",
+			Client: firefox(fmt.Sprintf("2001:db8:1:%x::1", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := mailsTo(t, f, "ann@corp.example"); len(got) != 2 {
+		t.Fatalf("%d notices after 4 sign-ins from new devices, want notice_account's 2", len(got))
+	}
+}

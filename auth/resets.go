@@ -220,10 +220,8 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 		// known: the mail goes, without its sign-in link.)
 		return ""
 	}
-	if !job.ownersNotice() {
-		if reason := s.admitLinkMail(ctx, user, job); reason != "" {
-			return reason
-		}
+	if reason := s.admitMail(ctx, user, job); reason != "" {
+		return reason
 	}
 	var msg Message
 	switch {
@@ -259,31 +257,35 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 // a takeover, so they are not counted against the recipient domain's
 // limit, which anyone can spend by asking for links of the domain's
 // accounts: whoever took the account over could spend it first and
-// silence them. Each is bounded by what makes it (the sign-in limits, one
-// per password change or factor).
+// silence them. They are bounded per account instead (RuleNoticeAccount).
 func (job linkJob) ownersNotice() bool {
 	return job.changed || job.newDevice != nil || job.factor != nil
 }
 
-// admitLinkMail passes a mail for user through the mail limits: its
+// admitMail passes a mail for user through the mail limits: an owner's
+// notice through its account's (RuleNoticeAccount); any other through its
 // recipient domain's (RuleResetDomain) and, for a held sign-in's, its
 // account's (RuleVerifyMailAccount). It returns why the mail is dropped,
 // "" if it may go. Only mails that would be sent are counted, so requests
 // for addresses without an account cannot use the domain's limit up.
-func (s *Service) admitLinkMail(ctx context.Context, user User, job linkJob) (dropped string) {
+func (s *Service) admitMail(ctx context.Context, user User, job linkJob) (dropped string) {
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
-	sub := Subject{Domain: domain}
-	if job.signIn != nil {
+	flow, sub := FlowLinkMail, Subject{Domain: domain}
+	switch {
+	case job.ownersNotice():
+		flow, sub = FlowNoticeMail, Subject{Account: user.Email}
+	case job.signIn != nil:
 		sub.Account = user.Email
 	}
-	d, err := s.decide(ctx, s.rules(FlowLinkMail, sub)...)
+	d, err := s.decide(ctx, s.rules(flow, sub)...)
 	if err != nil {
 		s.log.Error("mailing a link: checking the mail limits", "err", err)
 		return DropUnavailable
 	}
 	if !d.Allowed {
-		if d.Rejected()[0].Name == RuleVerifyMailAccount {
-			// The table orders it before the domain's rule.
+		if name := d.Rejected()[0].Name; name == RuleVerifyMailAccount || name == RuleNoticeAccount {
+			// The table orders the held sign-in's before the domain's
+			// rule.
 			return DropAccountLimit
 		}
 		s.log.Warn("mailing a link: mail domain over its limit; mail dropped", "domain", domain)

@@ -32,6 +32,9 @@ const (
 	// RuleVerifyMailAccount limits the mails of held sign-ins to one
 	// account, so that a leaked password cannot flood its owner's mailbox.
 	RuleVerifyMailAccount = "verify_mail_account"
+	// RuleNoticeAccount limits the notices mailed to an account's owner of
+	// a new device, a changed password or a second factor.
+	RuleNoticeAccount = "notice_account"
 )
 
 // Rule names of the unlock links.
@@ -166,6 +169,19 @@ var rules = []RuleSpec{
 		Usage:   "mails of held sign-ins (new-device verification) per account",
 		Doc: "Mails of sign-ins held for new-device verification per account; past it the sign-in is still answered " +
 			"the same (202), and its mail is dropped and counted, so a leaked password cannot flood its owner's mailbox.",
+	},
+	{
+		// The owner's notices are not counted against the domain's limit,
+		// which anyone can spend with reset requests (linkJob.ownersNotice);
+		// this bounds what one credential (a password, a passkey) can send
+		// with them. Whoever spends it to silence a later notice has sent
+		// the owner as many first.
+		Name: RuleNoticeAccount, Label: "Owner notices per account", Flow: FlowNoticeMail, Key: KeyAccount,
+		Default: ratelimit.Limit{Count: 20, Window: time.Hour},
+		Usage:   "notices of a new device, a changed password or a second factor mailed per account",
+		Doc: "Notices mailed to an account's owner of a sign-in from a new device, a changed password or a second factor " +
+			"added or removed, per account; past it they are dropped and counted. They do not count against " +
+			"XCLOAK_LIMIT_RESET_DOMAIN, which anyone can spend with reset requests.",
 	},
 	{
 		// Only mails that would be sent count, so requests for addresses
@@ -317,6 +333,9 @@ const (
 	// FlowLinkMail is a reset or unlock mail about to be sent to an
 	// account that exists.
 	FlowLinkMail Flow = "link mail"
+	// FlowNoticeMail is a notice to an account's owner, of a new device,
+	// a changed password or a second factor, about to be mailed.
+	FlowNoticeMail Flow = "owner notice mail"
 	// FlowAccount is a signed-in owner's listing or ending of the
 	// account's sessions and devices.
 	FlowAccount Flow = "account sessions"
@@ -329,7 +348,7 @@ const (
 )
 
 // flows lists every Flow, for the table's check.
-var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey, FlowSecondStep, FlowPasskeyBegin}
+var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowNoticeMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey, FlowSecondStep, FlowPasskeyBegin}
 
 // Subject is what a request offers its rules to count per; a flow fills in
 // what it knows.
