@@ -688,6 +688,11 @@ type clearerBefore interface {
 // them.
 func (f *Failover) began(h HeldLock) time.Time {
 	if !h.Since.IsZero() {
+		if h.Since.After(time.Now()) {
+			// A clock running ahead gave it: no start, as clear.lua
+			// takes one still to come.
+			return time.Time{}
+		}
 		return h.Since
 	}
 	if l, ok := f.local.(*Local); ok {

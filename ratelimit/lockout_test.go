@@ -245,7 +245,10 @@ func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
 	// known only if it was given.
 	err := l.Hold(t.Context(),
 		ratelimit.HeldLock{Name: "login_account", ID: "admin-lock", Until: time.Now().Add(2 * time.Hour), Level: 1},
-		ratelimit.HeldLock{Name: "login_account", ID: "admin-lock-since", Since: time.Now(), Until: time.Now().Add(2 * time.Hour), Level: 1})
+		ratelimit.HeldLock{Name: "login_account", ID: "admin-lock-since", Since: time.Now(), Until: time.Now().Add(2 * time.Hour), Level: 1},
+		// Given by a clock running ahead: no start, rather than one that
+		// stands against every unlock until it comes.
+		ratelimit.HeldLock{Name: "login_account", ID: "since-ahead", Since: time.Now().Add(10 * time.Minute), Until: time.Now().Add(2 * time.Hour), Level: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +267,7 @@ func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
 		ratelimit.PastUnlock{Name: "login_account", ID: "admin-lock", At: before},
 		ratelimit.PastUnlock{Name: "login_account", ID: "admin-lock-since", At: before},
 		ratelimit.PastUnlock{Name: "login_account", ID: "level-alone", At: before},
+		ratelimit.PastUnlock{Name: "login_account", ID: "since-ahead", At: after},
 		ratelimit.PastUnlock{Name: "login_account", ID: "earlier-lock", At: after},
 		ratelimit.PastUnlock{Name: "login_account", ID: "earlier-failures", At: after},
 	)
@@ -276,6 +280,7 @@ func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
 		"admin-lock":       {Level: 1},
 		"admin-lock-since": {Locked: true, Level: 1},
 		"level-alone":      {Locked: true},
+		"since-ahead":      {Level: 1},
 		"earlier-lock":     {Level: 1},
 		"earlier-failures": {},
 	} {
