@@ -51,3 +51,11 @@ func GivingWayToReturning(h *Hasher) int { return h.Stats().HashesGivingWay }
 // give way to, and returning browsers' sign-ins, which other hashes give
 // way to.
 func InFlight(h *Hasher) (checks, returning int64) { return h.checks.n.Load(), h.trusted.n.Load() }
+
+// SessionCachePurges reports how many times s's proxy session cache was
+// emptied.
+func SessionCachePurges(s *Service) uint64 {
+	s.sessionCache.mu.RLock()
+	defer s.sessionCache.mu.RUnlock()
+	return s.sessionCache.gen
+}

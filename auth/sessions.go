@@ -237,10 +237,12 @@ func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Cli
 		return false, ErrNotListed
 	}
 	err = s.store.EndSession(ctx, sess.UserID, id)
-	s.sessionCache.purge()
 	if errors.Is(err, ErrNotListed) {
+		// Nothing ended: the cache, which every replica's forward-auth
+		// answers lean on, is kept.
 		return false, err
 	}
+	s.sessionCache.purge()
 	if err != nil {
 		return false, s.dbDown("ending session", err)
 	}
@@ -264,7 +266,9 @@ func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token stri
 		return 0, err
 	}
 	n, err := s.store.EndOtherSessions(ctx, sess.UserID, hashToken(token))
-	s.sessionCache.purge()
+	if n > 0 || err != nil {
+		s.sessionCache.purge()
+	}
 	if err != nil {
 		return 0, s.dbDown("ending other sessions", err)
 	}
