@@ -375,6 +375,11 @@ func (s *Service) ConfirmReset(ctx context.Context, token, password string, c Cl
 		return err
 	}
 
+	// Once hashed, the reset is done whether or not its client waits: a
+	// hang-up while it commits must not leave it committed with its
+	// lockout still in force (endLockoutAfterReset).
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	userID, email, err := s.store.ResetPassword(ctx, hashToken(token), s.now(), hash)
 	s.deviceCache.purge()
 	s.sessionCache.purge()
