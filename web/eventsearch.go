@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/templates"
@@ -261,14 +263,22 @@ const exportPage = 1000
 // csvCell keeps a spreadsheet from taking a cell for a formula: a cell
 // that begins with =, +, -, @, a tab or a carriage return gets a leading
 // quote, as OWASP's advice on CSV injection has it. So does one that
-// begins with the full-width form of one of the four signs (＝ ＋ － ＠),
-// which some imports normalise to the sign itself (NFKC) before they look
-// for a formula; an address anyone tries to sign in with can begin with
-// one.
+// begins with any form of one of the four signs that NFKC, which some
+// imports apply before they look for a formula, makes the sign itself
+// (full-width ＝, small ﹢, superscript ⁺, ...); an address anyone tries
+// to sign in with can begin with one.
 func csvCell(s string) string {
-	first, _ := utf8.DecodeRuneInString(s)
-	if s != "" && strings.ContainsRune("=+-@\t\r\uFF1D\uFF0B\uFF0D\uFF20", first) {
+	first, n := utf8.DecodeRuneInString(s)
+	if s == "" {
+		return s
+	}
+	if strings.ContainsRune("=+-@\t\r", first) {
 		return "'" + s
+	}
+	if first >= utf8.RuneSelf {
+		if f := norm.NFKC.String(s[:n]); f != "" && strings.ContainsRune("=+-@", rune(f[0])) {
+			return "'" + s
+		}
 	}
 	return s
 }

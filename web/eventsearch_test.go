@@ -178,6 +178,10 @@ func TestCSVCellFormulas(t *testing.T) {
 		"=1+2": "'=1+2", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)", "\tx": "'\tx", "\rx": "'\rx",
 		"\uFF1D1+2": "'\uFF1D1+2", "\uFF0B1": "'\uFF0B1", "\uFF0D1": "'\uFF0D1", "\uFF20SUM(A1)": "'\uFF20SUM(A1)",
 		"ann@example.com": "ann@example.com", "": "", "{}": "{}", "x\uFF1D1": "x\uFF1D1", "\uFF21": "\uFF21",
+		// Small, superscript and subscript forms, which NFKC makes signs.
+		"\uFE66x": "'\uFE66x", "\uFE62x": "'\uFE62x", "\uFE63x": "'\uFE63x", "\uFE6Bx": "'\uFE6Bx",
+		"\u207Ax": "'\u207Ax", "\u207Cx": "'\u207Cx", "\u208Ax": "'\u208Ax", "\u208Cx": "'\u208Cx",
+		"\u00E9x": "\u00E9x", "\u2460": "\u2460",
 	} {
 		if got := web.CSVCell(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
