@@ -315,7 +315,8 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 		return AttemptDecision{}, err
 	}
 	client := Client{Addr: addr}
-	a := attempt{KeyID: app.ID, Kind: req.Kind, Account: account, Client: addr.String(), IssuedAt: s.now().Unix()}
+	now := s.now()
+	a := attempt{KeyID: app.ID, Kind: req.Kind, Account: account, Client: addr.String(), IssuedAt: now.Unix(), IssuedMilli: now.UnixMilli()}
 	if req.Kind == AttemptReset {
 		return s.decideReset(ctx, app, client, a)
 	}
@@ -541,13 +542,11 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			return ErrUnknownAttempt
 		}
 		added, err := s.apps.AddAppDevice(ctx, app.App, s.decisionKeys.accountHash(app.App, a.Account), hash,
-			time.Unix(a.IssuedAt, 0), s.now(), s.cfg.MaxDevices)
+			a.decided(), s.now(), s.cfg.MaxDevices)
 		switch {
 		case errors.Is(err, ErrResetSince):
 			// Its password was checked before the owner reset it: the
-			// success stands, the device stays forgotten. (Decided in the
-			// reset's second, after it, it is forgotten too: the id keeps
-			// whole seconds.)
+			// success stands, the device stays forgotten.
 			isNew = false
 		case err != nil:
 			s.metrics.dbErrors.Inc()

@@ -67,7 +67,11 @@ type attempt struct {
 	Known     bool   `json:"kn,omitempty"` // the device was a known one
 	Challenge bool   `json:"c,omitempty"`
 	IssuedAt  int64  `json:"at"` // Unix seconds
-	Nonce     string `json:"n"`
+	// IssuedMilli is when it was issued to the millisecond, for the
+	// order of a sign-in and its account's reset (appSucceeded); 0 in an
+	// id issued before it was kept.
+	IssuedMilli int64  `json:"ms,omitempty"`
+	Nonce       string `json:"n"`
 }
 
 // issue returns the signed id of a.
@@ -109,6 +113,15 @@ func (k decisionKeys) open(id string, now time.Time) (a attempt, ok bool) {
 		return attempt{}, false
 	}
 	return a, true
+}
+
+// decided is when a's decision was made: to the millisecond if its id
+// says so, else to the second, rounded down.
+func (a attempt) decided() time.Time {
+	if a.IssuedMilli != 0 {
+		return time.UnixMilli(a.IssuedMilli)
+	}
+	return time.Unix(a.IssuedAt, 0)
 }
 
 // ttl is how long a's id can be given an outcome after it was issued.

@@ -696,6 +696,32 @@ func TestAttemptResetOutlivesAnEarlierSuccess(t *testing.T) {
 	}
 }
 
+// TestAttemptSignInJustAfterResetIsRemembered: a sign-in decided after the
+// account's reset, in the same second, makes its device known: the reset
+// forgets only what came before it.
+func TestAttemptSignInJustAfterResetIsRemembered(t *testing.T) {
+	clk := &clock{t: time.Now().Truncate(time.Second).Add(100 * time.Millisecond)}
+	env := xcloaktest.New(t, xcloaktest.Options{Now: clk.Now})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, r, _ := a.ask("reset", "olga", "198.51.100.31", "")
+	clk.Advance(200 * time.Millisecond)
+	if status, _ := a.outcome(r.AttemptID, "success"); status != 204 {
+		t.Fatalf("the reset: %d", status)
+	}
+	clk.Advance(300 * time.Millisecond)
+	_, d, _ := a.ask("login", "olga", "198.51.100.31", "owners-laptop")
+	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
+		t.Fatalf("the sign-in: %d", status)
+	}
+	clk.Advance(time.Minute)
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if status, d, _ := a.ask("login", "olga", "198.51.100.31", "owners-laptop"); status != 200 || d.Decision != "allow" {
+		t.Fatalf("the owner's device, signed in just after the reset: %d %+v, want allow (known)", status, d)
+	}
+}
+
 // TestAttemptDevicesCapped: an application's account keeps at most
 // XCLOAK_MAX_DEVICES known devices, as XCloak's own do, forgetting the
 // least recently used, so that an account's devices cannot grow without
