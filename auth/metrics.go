@@ -84,7 +84,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 			Name: "xcloak_security_events_dropped_total", Help: "Security events dropped because the queue or a store's backlog was full."},
 			func() float64 { return float64(s.events.Dropped()) }),
 		mailDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "xcloak_reset_mails_dropped_total", Help: "Reset and unlock-link mails for accepted requests that were not sent, by reason: queue_full, domain_limit, send_failed, unavailable."},
+			Name: "xcloak_reset_mails_dropped_total", Help: "Link mails and notices that were not sent, by reason: queue_full, domain_limit, account_limit, send_failed, unavailable."},
 			[]string{"reason"}),
 		held: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "xcloak_signin_held_total", Help: "Sign-ins with the right password held for new-device verification (a link was mailed)."}),

@@ -206,7 +206,7 @@ func TestResetMailsDroppedAreCounted(t *testing.T) {
 	f.waitResets(t)
 
 	want := `
-# HELP xcloak_reset_mails_dropped_total Reset and unlock-link mails for accepted requests that were not sent, by reason: queue_full, domain_limit, send_failed, unavailable.
+# HELP xcloak_reset_mails_dropped_total Link mails and notices that were not sent, by reason: queue_full, domain_limit, account_limit, send_failed, unavailable.
 # TYPE xcloak_reset_mails_dropped_total counter
 xcloak_reset_mails_dropped_total{reason="domain_limit"} 1
 xcloak_reset_mails_dropped_total{reason="queue_full"} 3

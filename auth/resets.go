@@ -24,7 +24,8 @@ const (
 const (
 	DropQueueFull   = "queue_full"   // the queue was full
 	DropDomainLimit = "domain_limit" // the recipient's domain had its limit of mails
-	// DropAccountLimit: the account had its limit of held sign-ins' mails.
+	// DropAccountLimit: the account had its limit of held sign-ins' mails
+	// (RuleVerifyMailAccount) or of notices (RuleNoticeAccount).
 	DropAccountLimit = "account_limit"
 	DropSendFailed   = "send_failed" // the mail server refused or did not answer
 	DropUnavailable  = "unavailable" // Postgres or the limits could not be reached
