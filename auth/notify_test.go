@@ -304,7 +304,7 @@ func TestOwnerNoticesOutsideTheDomainLimit(t *testing.T) {
 }
 
 // TestOwnerNoticesBoundedPerAccount: outside the domain's limit, the
-// owner's notices are bounded per account (notice_account), whatever
+// new-device notices are bounded per account (notice_account), whatever
 // makes them: one credential, a passkey signing in from ever new
 // networks, cannot flood its owner's mailbox or the mail relay.
 func TestOwnerNoticesBoundedPerAccount(t *testing.T) {
@@ -322,4 +322,37 @@ func TestOwnerNoticesBoundedPerAccount(t *testing.T) {
 	if got := mailsTo(t, f, "ann@corp.example"); len(got) != 2 {
 		t.Fatalf("%d notices after 4 sign-ins from new devices, want notice_account's 2", len(got))
 	}
+}
+
+// TestChangeNoticeOutlivesTheNewDeviceNotices: the new-device notices that
+// one credential makes in bulk cannot spend what the notice of a changed
+// password needs: whoever signs in from new devices until their notices
+// are dropped, then changes the password, is still reported to the owner,
+// with the one link the change leaves working.
+func TestChangeNoticeOutlivesTheNewDeviceNotices(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits[auth.RuleNoticeAccount] = ratelimit.Limit{Count: 2, Window: time.Hour}
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+	})
+	f.addUser(t, "ann@corp.example", "password123", false)
+	var last auth.LoginResult
+	for i := range 3 {
+		res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@corp.example", Password: "password123",
+			Client: firefox(fmt.Sprintf("2001:db8:1:%x::1", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = res
+	}
+	f.waitResets(t)
+	if err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: last.Session.Token, Current: "password123",
+		New: "the attacker's own, nowhere leaked", Client: client("192.0.2.7"), DeviceCookie: last.Device.Value}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mailsTo(t, f, "ann@corp.example") {
+		if strings.Contains(m.Subject, "was changed") {
+			return
+		}
+	}
+	t.Fatal("the owner was not told of the change: the new-device notices spent its budget")
 }
