@@ -12,8 +12,8 @@
 -- hold.lua); one that does not (held without it, or written before starts
 -- were kept) is taken to have begun its level's length before it ends,
 -- and one longer than that (an administrator's, held at level 1) has no
--- such start, and is ended as by any unlock, as is one whose start is
--- still to come by Redis' clock.
+-- such start, and is ended as by any unlock. (A start held is never
+-- later than Redis' clock was then: hold.lua.)
 --
 -- KEYS[1]  lock: exists while the identity is locked (see lockout.lua)
 -- KEYS[2]  level: how many times the identity was locked recently
@@ -39,12 +39,12 @@ if #ARGV > 1 then
     if not began then
       local level = math.max(tonumber(lock) or 1, 1)
       began = now + left - tonumber(ARGV[2 + math.min(level, #ARGV - 2)])
+      if began > now then
+        -- Worked out for a lock longer than its level's: no start.
+        began = nil
+      end
     end
-    -- A start still to come (worked out for a lock longer than its
-    -- level's, or given by a clock running ahead) is no start: the lock
-    -- is ended as by any unlock, rather than stand against every unlock
-    -- until then.
-    if began <= now and began > before then
+    if began and began > before then
       return 0
     end
   end

@@ -688,10 +688,11 @@ type clearerBefore interface {
 // them.
 func (f *Failover) began(h HeldLock) time.Time {
 	if !h.Since.IsZero() {
-		if h.Since.After(time.Now()) {
-			// A clock running ahead gave it: no start, as clear.lua
-			// takes one still to come.
-			return time.Time{}
+		// A start still to come (given by a clock running ahead) is
+		// taken as now, as hold.lua takes it: after the unlocks made
+		// before, before those made after.
+		if now := time.Now(); h.Since.After(now) {
+			return now
 		}
 		return h.Since
 	}

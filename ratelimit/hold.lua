@@ -14,13 +14,19 @@
 -- ARGV[1]  level of the lock (integer >= 1)
 -- ARGV[2]  time the lock has left, milliseconds (>= 1)
 -- ARGV[3]  memory, milliseconds: how long the level outlives the lock
--- ARGV[4]  optional: when the lock began, milliseconds since the epoch
+-- ARGV[4]  optional: when the lock began, milliseconds since the epoch (at
+--          most Redis' now)
 local level = tonumber(ARGV[1])
 local left = tonumber(ARGV[2])
 local memory = tonumber(ARGV[3])
 local lock = level
 if ARGV[4] then
-  lock = level .. ':' .. ARGV[4]
+  -- A start still to come by Redis' clock (given by a clock running
+  -- ahead) is taken as now: it stands against the unlocks made before it,
+  -- and not against those made after.
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  lock = level .. ':' .. math.min(tonumber(ARGV[4]), now)
 end
 
 local known = tonumber(redis.call('GET', KEYS[2])) or 0

@@ -246,9 +246,10 @@ func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
 	err := l.Hold(t.Context(),
 		ratelimit.HeldLock{Name: "login_account", ID: "admin-lock", Until: time.Now().Add(2 * time.Hour), Level: 1},
 		ratelimit.HeldLock{Name: "login_account", ID: "admin-lock-since", Since: time.Now(), Until: time.Now().Add(2 * time.Hour), Level: 1},
-		// Given by a clock running ahead: no start, rather than one that
-		// stands against every unlock until it comes.
-		ratelimit.HeldLock{Name: "login_account", ID: "since-ahead", Since: time.Now().Add(10 * time.Minute), Until: time.Now().Add(2 * time.Hour), Level: 1})
+		// Given by a clock running ahead: begun when held, after the
+		// unlocks made before that and before those made after.
+		ratelimit.HeldLock{Name: "login_account", ID: "since-ahead", Since: time.Now().Add(10 * time.Minute), Until: time.Now().Add(2 * time.Hour), Level: 1},
+		ratelimit.HeldLock{Name: "login_account", ID: "since-ahead-kept", Since: time.Now().Add(10 * time.Minute), Until: time.Now().Add(2 * time.Hour), Level: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,6 +269,7 @@ func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
 		ratelimit.PastUnlock{Name: "login_account", ID: "admin-lock-since", At: before},
 		ratelimit.PastUnlock{Name: "login_account", ID: "level-alone", At: before},
 		ratelimit.PastUnlock{Name: "login_account", ID: "since-ahead", At: after},
+		ratelimit.PastUnlock{Name: "login_account", ID: "since-ahead-kept", At: before},
 		ratelimit.PastUnlock{Name: "login_account", ID: "earlier-lock", At: after},
 		ratelimit.PastUnlock{Name: "login_account", ID: "earlier-failures", At: after},
 	)
@@ -281,6 +283,7 @@ func TestClearBeforeEndsOnlyWhatCameBefore(t *testing.T) {
 		"admin-lock-since": {Locked: true, Level: 1},
 		"level-alone":      {Locked: true},
 		"since-ahead":      {Level: 1},
+		"since-ahead-kept": {Locked: true, Level: 1},
 		"earlier-lock":     {Level: 1},
 		"earlier-failures": {},
 	} {
