@@ -253,6 +253,13 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 		s.passkeyFailed(user, source, "password replaced")
 		return LoginResult{}, user.Email, OutcomeFailed, ErrPasskeyNeedsPassword
 	}
+	// Counted once verified, so that only the passkey's holder spends it.
+	if d, err := s.decide(ctx, s.rules(FlowPasskeySignIn, Subject{Client: req.Client, Account: user.Email})...); err != nil {
+		return LoginResult{}, user.Email, OutcomeUnavailable, unavailable("counting passkey sign-in", err)
+	} else if !d.Allowed {
+		s.record(Event{Kind: EventMFARejected, Account: user.Email, UserID: user.ID, Source: source, Rule: rejectingRule(d)})
+		return LoginResult{}, user.Email, OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
+	}
 	if err := s.usePasskey(ctx, ps, user, source, keys, cred, ""); err != nil {
 		return LoginResult{}, user.Email, OutcomeFailed, err
 	}

@@ -400,3 +400,33 @@ func TestPasskeyAloneAfterReset(t *testing.T) {
 		t.Errorf("a passkey alone once used after the new password: %v", err)
 	}
 }
+
+// TestPasskeySignInsLimitedPerAccount: a passkey alone signs in at most
+// passkey_account times per window, from any number of networks, as a
+// password at most login_account times: one passkey cannot make sessions
+// without end. Only verified sign-ins count, so a wrong passkey spends
+// nothing of it.
+func TestPasskeySignInsLimitedPerAccount(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits[auth.RulePasskeyAccount] = ratelimit.Limit{Count: 2, Window: time.Hour}
+	})
+	k := authtest.NewSoftKey(t)
+	f.passkeyUser(t, "pat@example.com", k)
+	other := authtest.NewSoftKey(t)
+	for i := range 3 {
+		// Another key's answers are refused before they count.
+		if err := f.passkeyAlone(t, fmt.Sprintf("2001:db8:9:%x::1", i), func(o string) string { return other.Get(t, o, 1, nil) }); err == nil {
+			t.Fatal("another key signed in")
+		}
+	}
+	for i := range 3 {
+		err := f.passkeyAlone(t, fmt.Sprintf("2001:db8:1:%x::1", i), func(o string) string { return k.Get(t, o, i+2, nil) })
+		var limited *auth.LimitedError
+		switch {
+		case i < 2 && err != nil:
+			t.Fatalf("sign-in %d with the passkey: %v", i, err)
+		case i == 2 && !errors.As(err, &limited):
+			t.Fatalf("sign-in %d with the passkey, past passkey_account: %v, want LimitedError", i, err)
+		}
+	}
+}

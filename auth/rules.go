@@ -74,6 +74,11 @@ const (
 // anything is stored, or a second step's token looked up.
 const RulePasskeyOptionsIP = "passkey_options_ip"
 
+// RulePasskeyAccount limits the sign-ins with a passkey alone per account,
+// once the passkey is verified: as RuleLoginAccount bounds the sessions a
+// password makes, this bounds those a passkey makes.
+const RulePasskeyAccount = "passkey_account"
+
 // rules is the one table of XCloak's rate limits. Everything else about a
 // rule is read from it: the flows' decisions, the limits' defaults and
 // validation, the settings (XCLOAK_LIMIT_<NAME>, --limit-<name>) and their
@@ -267,6 +272,16 @@ var rules = []RuleSpec{
 			"so it is counted before anything is stored or a second step's token is looked up.",
 	},
 	{
+		// Counted once the passkey is verified, so that only its holder
+		// spends it: nobody else can keep the owner's passkey out.
+		Name: RulePasskeyAccount, Label: "Passkey sign-ins per account", Flow: FlowPasskeySignIn, Key: KeyAccount,
+		Default: ratelimit.Limit{Count: 30, Window: 10 * time.Minute},
+		Usage:   "sign-ins with a passkey alone per account, once the passkey is verified",
+		Doc: "Sign-ins with a passkey alone per account, counted once the passkey is verified (only its holder spends it); " +
+			"past it they are answered 429 until the window frees a place. It bounds the sessions one passkey makes, " +
+			"as XCLOAK_LIMIT_LOGIN_ACCOUNT bounds a password's.",
+	},
+	{
 		Name: RuleMFAAccount, Label: "Second-step codes per account", Flow: FlowSecondStep, Key: KeyAccount,
 		Default: ratelimit.Limit{Count: 5, Window: 15 * time.Minute}, Lockable: true,
 		Usage: "wrong second-step codes in a row per account before its second step is locked",
@@ -346,10 +361,12 @@ const (
 	FlowSecondStep Flow = "second step"
 	// FlowPasskeyBegin is the start of a sign-in with a passkey alone.
 	FlowPasskeyBegin Flow = "passkey sign-in start"
+	// FlowPasskeySignIn is a sign-in with a passkey alone, verified.
+	FlowPasskeySignIn Flow = "passkey sign-in"
 )
 
 // flows lists every Flow, for the table's check.
-var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowNoticeMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey, FlowSecondStep, FlowPasskeyBegin}
+var flows = []Flow{FlowSignIn, FlowResetRequest, FlowResetConfirm, FlowUnlockRequest, FlowUnlockConfirm, FlowLinkMail, FlowNoticeMail, FlowVerifyConfirm, FlowAccount, FlowAPIKey, FlowSecondStep, FlowPasskeyBegin, FlowPasskeySignIn}
 
 // Subject is what a request offers its rules to count per; a flow fills in
 // what it knows.
