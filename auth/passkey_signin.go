@@ -253,13 +253,6 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 		s.passkeyFailed(user, source, "password replaced")
 		return LoginResult{}, user.Email, OutcomeFailed, ErrPasskeyNeedsPassword
 	}
-	// Counted once verified, so that only the passkey's holder spends it.
-	if d, err := s.decide(ctx, s.rules(FlowPasskeySignIn, Subject{Client: req.Client, Account: user.Email})...); err != nil {
-		return LoginResult{}, user.Email, OutcomeUnavailable, unavailable("counting passkey sign-in", err)
-	} else if !d.Allowed {
-		s.record(Event{Kind: EventMFARejected, Account: user.Email, UserID: user.ID, Source: source, Rule: rejectingRule(d)})
-		return LoginResult{}, user.Email, OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
-	}
 	if err := s.usePasskey(ctx, ps, user, source, keys, cred, ""); err != nil {
 		return LoginResult{}, user.Email, OutcomeFailed, err
 	}
@@ -269,6 +262,15 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 		if _, err := s.limits.Clear(after, RuleMFAAccount, id); err != nil {
 			s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
 		}
+	}
+	// Counted once verified (its counter stored, its failures cleared), so
+	// that only the passkey's holder spends it, and spending it is no
+	// failure of the passkey's.
+	if d, err := s.decide(ctx, s.rules(FlowPasskeySignIn, Subject{Client: req.Client, Account: user.Email})...); err != nil {
+		return LoginResult{}, user.Email, OutcomeUnavailable, unavailable("counting passkey sign-in", err)
+	} else if !d.Allowed {
+		s.record(Event{Kind: EventMFARejected, Account: user.Email, UserID: user.ID, Source: source, Rule: rejectingRule(d)})
+		return LoginResult{}, user.Email, OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	device, cookie := s.knownDeviceOf(ctx, user.Email, req.Cookie)
 	lreq := LoginRequest{Email: user.Email, Client: req.Client, DeviceCookie: cookie, OldSession: req.OldSession}
