@@ -84,6 +84,29 @@ func TestOutageUnlockEndsNoLaterAdminLock(t *testing.T) {
 	}
 }
 
+// A lock whose start, given by a clock running ahead, is still to come is
+// no later than an unlock made after it was held: A's failback, whose log
+// still lists it, does not hold it again over that unlock.
+func TestOutageUnlockEndsALockStartedAhead(t *testing.T) {
+	a, b, pa, log := twoReplicasOneLog(t)
+	lock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Since: time.Now().Add(10 * time.Minute),
+		Until: time.Now().Add(2 * time.Hour), Level: 1}
+	if err := b.Hold(t.Context(), lock); err != nil {
+		t.Fatal(err)
+	}
+	log.set(lock) // the log's record lags the unlock below
+	time.Sleep(5 * time.Millisecond)
+	pa.down.Store(true)
+	if _, err := a.Clear(t.Context(), owner.Name, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	pa.down.Store(false)
+	waitRecovered(t, a)
+	if d, err := b.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
+		t.Fatalf("the unlock made after the lock was held, after A's failback: %+v, %v; want admitted", d.Results, err)
+	}
+}
+
 // twoReplicasOneLog is replicas A and B of one Redis store, each cut off
 // by its own partition (A's returned), sharing one lockout log.
 func twoReplicasOneLog(t *testing.T) (a, b *ratelimit.Failover, pa *partition, log *lockLog) {

@@ -688,11 +688,12 @@ type clearerBefore interface {
 // them.
 func (f *Failover) began(h HeldLock) time.Time {
 	if !h.Since.IsZero() {
-		// A start still to come (given by a clock running ahead) is
-		// taken as now, as hold.lua takes it: after the unlocks made
-		// before, before those made after.
-		if now := time.Now(); h.Since.After(now) {
-			return now
+		if h.Since.After(time.Now()) {
+			// Given by a clock running ahead: no start here. Redis, which
+			// held it as begun when it was held (hold.lua), orders it with
+			// the unlocks (ClearBefore); taken as now here, it would come
+			// after every unlock of the outage and be held again.
+			return time.Time{}
 		}
 		return h.Since
 	}
