@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/ratelimit"
 )
@@ -326,7 +327,7 @@ func TestOwnerNoticesBoundedPerAccount(t *testing.T) {
 
 // TestChangeNoticeOutlivesTheNewDeviceNotices: the new-device notices that
 // one credential makes in bulk cannot spend what the notice of a changed
-// password needs: whoever signs in from new devices until their notices
+// password needs (each kind is counted apart): whoever signs in from new devices until their notices
 // are dropped, then changes the password, is still reported to the owner,
 // with the one link the change leaves working.
 func TestChangeNoticeOutlivesTheNewDeviceNotices(t *testing.T) {
@@ -355,4 +356,48 @@ func TestChangeNoticeOutlivesTheNewDeviceNotices(t *testing.T) {
 		}
 	}
 	t.Fatal("the owner was not told of the change: the new-device notices spent its budget")
+}
+
+// TestFactorNoticesBoundedPerAccount: the notices of second factors, which
+// one password can make again and again from each known device (recovery
+// codes made again), are bounded per account too, apart from the other
+// kinds'.
+func TestFactorNoticesBoundedPerAccount(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits[auth.RuleNoticeAccount] = ratelimit.Limit{Count: 2, Window: time.Hour}
+	})
+	ctx := t.Context()
+	f.addUser(t, "pat@example.com", "password123", false)
+	c := firefox("192.0.2.10")
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "pat@example.com", Password: "password123", Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: c, DeviceCookie: res.Device.Value}
+	k := authtest.NewSoftKey(t)
+	pc, err := f.svc.BeginPasskey(ctx, res.Session, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.FinishPasskey(ctx, ch, pc.Binding, "Laptop", []byte(k.Create(t, optionsJSON(t, pc)))); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := f.svc.RegenerateRecoveryCodes(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := map[string]int{}
+	for _, m := range mailsTo(t, f, "pat@example.com") {
+		kinds[m.Subject]++
+	}
+	factor := 0
+	for subject, n := range kinds {
+		if !strings.HasPrefix(subject, "New sign-in") {
+			factor += n
+		}
+	}
+	if factor != 2 || len(kinds) < 2 {
+		t.Fatalf("mails %v: want the new device's notice and notice_account's 2 of the factors'", kinds)
+	}
 }

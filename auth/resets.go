@@ -258,30 +258,43 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 // a takeover, so they are not counted against the recipient domain's
 // limit, which anyone can spend by asking for links of the domain's
 // accounts: whoever took the account over could spend it first and
-// silence them. A new device's are bounded per account instead
-// (RuleNoticeAccount): a credential makes them in bulk (a passkey signing
-// in from ever new networks). A changed password's and a factor's are
-// not, so that those bulk notices cannot spend what these need: each
-// needs the password typed again, under the sign-in limits.
+// silence them. They are bounded per account and kind instead
+// (RuleNoticeAccount, noticeKind): one credential can make any of them in
+// bulk (a passkey signing in from ever new networks, recovery codes made
+// again and again from each known device), and none of one kind can
+// spend what another's need.
 func (job linkJob) ownersNotice() bool {
-	return job.changed || job.newDevice != nil || job.factor != nil
+	return job.noticeKind() != ""
 }
 
-// admitMail passes a mail for user through the mail limits: a new
-// device's notice through its account's (RuleNoticeAccount), the owner's
-// other notices through none (linkJob.ownersNotice); any other mail
-// through its recipient domain's (RuleResetDomain) and, for a held
-// sign-in's, its account's (RuleVerifyMailAccount). It returns why the mail is dropped,
+// noticeKind names the kind of an owner's notice job is, "" for none: a
+// sign-in from a new device, a changed password, a factor.
+func (job linkJob) noticeKind() string {
+	switch {
+	case job.newDevice != nil:
+		return "new-device"
+	case job.changed:
+		return "password"
+	case job.factor != nil:
+		return "factor"
+	}
+	return ""
+}
+
+// admitMail passes a mail for user through the mail limits: an owner's
+// notice through its account's for its kind (RuleNoticeAccount); any
+// other mail through its recipient domain's (RuleResetDomain) and, for a
+// held sign-in's, its account's (RuleVerifyMailAccount). It returns why the mail is dropped,
 // "" if it may go. Only mails that would be sent are counted, so requests
 // for addresses without an account cannot use the domain's limit up.
 func (s *Service) admitMail(ctx context.Context, user User, job linkJob) (dropped string) {
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
 	flow, sub := FlowLinkMail, Subject{Domain: domain}
 	switch {
-	case job.newDevice != nil:
-		flow, sub = FlowNoticeMail, Subject{Account: user.Email}
 	case job.ownersNotice():
-		return ""
+		// Counted apart by kind (an account has no space), so that the
+		// notices of one kind cannot spend another's.
+		flow, sub = FlowNoticeMail, Subject{Account: job.noticeKind() + " " + user.Email}
 	case job.signIn != nil:
 		sub.Account = user.Email
 	}

@@ -32,8 +32,9 @@ const (
 	// RuleVerifyMailAccount limits the mails of held sign-ins to one
 	// account, so that a leaked password cannot flood its owner's mailbox.
 	RuleVerifyMailAccount = "verify_mail_account"
-	// RuleNoticeAccount limits the notices of sign-ins from new devices
-	// mailed to an account's owner.
+	// RuleNoticeAccount limits the notices mailed to an account's owner,
+	// per kind: of sign-ins from new devices, of password changes, of
+	// second factors.
 	RuleNoticeAccount = "notice_account"
 )
 
@@ -178,16 +179,16 @@ var rules = []RuleSpec{
 	{
 		// The owner's notices are not counted against the domain's limit,
 		// which anyone can spend with reset requests (linkJob.ownersNotice);
-		// this bounds the one kind a credential makes in bulk (a passkey
-		// signing in from ever new networks). Whoever spends it to silence
-		// a later one has sent the owner as many first, and cannot spend
-		// with it the notices of a changed password or a factor.
-		Name: RuleNoticeAccount, Label: "New-device notices per account", Flow: FlowNoticeMail, Key: KeyAccount,
+		// this bounds what one credential can send with them, each kind
+		// apart (Subject.Account is "<kind> <account>"). Whoever spends one
+		// kind's to silence a later notice has sent the owner as many of
+		// that kind first, and spends nothing of the others'.
+		Name: RuleNoticeAccount, Label: "Owner notices per account", Flow: FlowNoticeMail, Key: KeyAccount,
 		Default: ratelimit.Limit{Count: 20, Window: time.Hour},
-		Usage:   "notices of sign-ins from new devices mailed per account",
-		Doc: "Notices of sign-ins from new devices mailed to an account's owner, per account; past it they are dropped " +
-			"and counted. They do not count against XCLOAK_LIMIT_RESET_DOMAIN, which anyone can spend with reset requests, " +
-			"and the notices of a changed password or a second factor count against neither.",
+		Usage:   "notices to an account's owner mailed per account and kind (new device, password change, second factor)",
+		Doc: "Notices mailed to an account's owner per account and kind: of sign-ins from new devices, of password changes, " +
+			"of second factors added, removed or their recovery codes made again, each kind counted apart; past it they are " +
+			"dropped and counted. They do not count against XCLOAK_LIMIT_RESET_DOMAIN, which anyone can spend with reset requests.",
 	},
 	{
 		// Only mails that would be sent count, so requests for addresses
@@ -349,8 +350,8 @@ const (
 	// FlowLinkMail is a reset or unlock mail about to be sent to an
 	// account that exists.
 	FlowLinkMail Flow = "link mail"
-	// FlowNoticeMail is a notice to an account's owner of a sign-in from
-	// a new device, about to be mailed.
+	// FlowNoticeMail is a notice to an account's owner (a new device, a
+	// password change, a second factor) about to be mailed.
 	FlowNoticeMail Flow = "owner notice mail"
 	// FlowAccount is a signed-in owner's listing or ending of the
 	// account's sessions and devices.
