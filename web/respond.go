@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,6 +148,21 @@ func problemFor(err error) problem {
 	}
 }
 
+// statusClientClosed is the status of a request whose client went away
+// before it was answered, as nginx records one: no answer reaches anyone.
+const statusClientClosed = 499
+
+// problemOf is problemFor, but for a request whose client hung up while
+// it was served (its context cancelled, and err that cancellation): its
+// own status, which is no failure of the service's, so that a flood's
+// clients closing their connections write no ERROR lines.
+func problemOf(r *http.Request, err error) problem {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return problem{statusClientClosed, "client_closed_request", "", 0}
+	}
+	return problemFor(err)
+}
+
 // logProblem records errors that are the service's fault, not the client's.
 func (s *Server) logProblem(r *http.Request, p problem, err error) {
 	if p.status >= 500 {
@@ -190,7 +206,7 @@ func setRetryAfter(w http.ResponseWriter, p problem) {
 // failJSON answers an API request with {"error": code} (and
 // retry_after_seconds for 429).
 func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
-	p := problemFor(err)
+	p := problemOf(r, err)
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
 	// The decision API names the field at fault, and says what is wrong
@@ -279,7 +295,7 @@ func (s *Server) failAs(w http.ResponseWriter, r *http.Request, nav *templates.N
 		s.failJSON(w, r, err)
 		return
 	}
-	p := problemFor(err)
+	p := problemOf(r, err)
 	s.logProblem(r, p, err)
 	setRetryAfter(w, p)
 	// A limit's answer says when to retry; a refusal with a reason of its
