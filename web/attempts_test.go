@@ -58,6 +58,28 @@ func (a *app) outcome(id, result string) (int, decision) {
 	return status, d
 }
 
+// succeeded reports a success for the attempt id names, which what
+// describes in the failure.
+func (a *app) succeeded(id, what string) {
+	a.t.Helper()
+	if status, d := a.outcome(id, "success"); status != 204 {
+		a.t.Fatalf("%s: %d %+v, want 204", what, status, d)
+	}
+}
+
+// decidedInAttack switches attack mode on and asks for account's sign-in
+// from clientIP and device, which must be decided want: "allow" for a
+// known device, "challenge" for any other.
+func (a *app) decidedInAttack(env *xcloaktest.Env, account, clientIP, device, want, what string) {
+	a.t.Helper()
+	if _, err := env.Attack.SwitchAttack(a.t.Context(), true, "test"); err != nil {
+		a.t.Fatal(err)
+	}
+	if status, d, _ := a.ask("login", account, clientIP, device); status != 200 || d.Decision != want {
+		a.t.Fatalf("%s, in attack mode: %d %+v, want %s", what, status, d, want)
+	}
+}
+
 func (a *app) raw(url, body string) (int, decision, *http.Response) {
 	a.t.Helper()
 	resp, text := post(a.t, a.c, url, jsonType, body, "Authorization", "Bearer "+a.key)
@@ -648,25 +670,16 @@ func TestAttemptResetForgetsKnownDevices(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
 	_, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box")
-	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
-		t.Fatalf("the thief's sign-in: %d", status)
-	}
+	a.succeeded(d.AttemptID, "the thief's sign-in")
 	_, d, _ = a.ask("reset", "olga", "198.51.100.31", "")
-	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
-		t.Fatalf("the owner's reset: %d", status)
-	}
+	a.succeeded(d.AttemptID, "the owner's reset")
 	env.Flush(t)
 	var forgotten string
 	if err := env.DB.QueryRow(t.Context(), `SELECT coalesce(detail->>'devices_forgotten', '') FROM security_events
 		WHERE kind = 'reset_completed' AND account_key = 'app shop olga'`).Scan(&forgotten); err != nil || forgotten != "1" {
 		t.Fatalf("the reset's event: devices_forgotten %q %v, want 1", forgotten, err)
 	}
-	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
-		t.Fatal(err)
-	}
-	if status, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box"); status != 200 || d.Decision != "challenge" {
-		t.Fatalf("the thief's device after the owner's reset, in attack mode: %d %+v, want challenge", status, d)
-	}
+	a.decidedInAttack(env, "olga", "203.0.113.66", "thiefs-box", "challenge", "the thief's device after the owner's reset")
 }
 
 // TestAttemptResetOutlivesAnEarlierSuccess: a sign-in the thief's device
@@ -677,23 +690,12 @@ func TestAttemptResetOutlivesAnEarlierSuccess(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
 	_, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box")
-	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
-		t.Fatalf("the thief's sign-in: %d", status)
-	}
+	a.succeeded(d.AttemptID, "the thief's sign-in")
 	_, inFlight, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box")
 	_, r, _ := a.ask("reset", "olga", "198.51.100.31", "")
-	if status, _ := a.outcome(r.AttemptID, "success"); status != 204 {
-		t.Fatalf("the owner's reset: %d", status)
-	}
-	if status, _ := a.outcome(inFlight.AttemptID, "success"); status != 204 {
-		t.Fatalf("the sign-in asked before the reset, reported after it: %d, want 204", status)
-	}
-	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
-		t.Fatal(err)
-	}
-	if status, d, _ := a.ask("login", "olga", "203.0.113.66", "thiefs-box"); status != 200 || d.Decision != "challenge" {
-		t.Fatalf("the thief's device after the owner's reset: %d %+v, want challenge", status, d)
-	}
+	a.succeeded(r.AttemptID, "the owner's reset")
+	a.succeeded(inFlight.AttemptID, "the sign-in asked before the reset, reported after it")
+	a.decidedInAttack(env, "olga", "203.0.113.66", "thiefs-box", "challenge", "the thief's device after the owner's reset")
 }
 
 // TestAttemptSignInJustAfterResetIsRemembered: a sign-in decided after the
@@ -705,21 +707,12 @@ func TestAttemptSignInJustAfterResetIsRemembered(t *testing.T) {
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
 	_, r, _ := a.ask("reset", "olga", "198.51.100.31", "")
 	clk.Advance(200 * time.Millisecond)
-	if status, _ := a.outcome(r.AttemptID, "success"); status != 204 {
-		t.Fatalf("the reset: %d", status)
-	}
+	a.succeeded(r.AttemptID, "the reset")
 	clk.Advance(300 * time.Millisecond)
 	_, d, _ := a.ask("login", "olga", "198.51.100.31", "owners-laptop")
-	if status, _ := a.outcome(d.AttemptID, "success"); status != 204 {
-		t.Fatalf("the sign-in: %d", status)
-	}
+	a.succeeded(d.AttemptID, "the sign-in")
 	clk.Advance(time.Minute)
-	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
-		t.Fatal(err)
-	}
-	if status, d, _ := a.ask("login", "olga", "198.51.100.31", "owners-laptop"); status != 200 || d.Decision != "allow" {
-		t.Fatalf("the owner's device, signed in just after the reset: %d %+v, want allow (known)", status, d)
-	}
+	a.decidedInAttack(env, "olga", "198.51.100.31", "owners-laptop", "allow", "the owner's device, signed in just after the reset")
 }
 
 // TestAttemptDevicesCapped: an application's account keeps at most
