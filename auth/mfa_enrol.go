@@ -103,6 +103,11 @@ func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, co
 	if !had {
 		recovery, hashes = newRecoveryCodes(RecoveryCodes)
 	}
+	// Stored whether or not its client waits: a client that hangs up as
+	// it commits must not leave it done without its event and its
+	// owner's notice.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	codes, err := fs.ConfirmFactor(ctx, user.ID, id, step, hashes, now, verifiedOf(user))
 	switch {
 	case errors.Is(err, ErrNoFactor):
@@ -140,6 +145,11 @@ func (s *Service) RemoveFactor(ctx context.Context, ch FactorChange, id int64) e
 	if id < 1 {
 		return ErrNoFactor
 	}
+	// Stored whether or not its client waits: a client that hangs up as
+	// it commits must not leave it done without its event and its
+	// owner's notice.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	n, err := fs.RemoveFactors(ctx, user.ID, id)
 	if errors.Is(err, ErrNoFactor) {
 		return err
@@ -170,6 +180,11 @@ func (s *Service) RegenerateRecoveryCodes(ctx context.Context, ch FactorChange) 
 	if err != nil {
 		return nil, err
 	}
+	// Stored whether or not its client waits: a client that hangs up as
+	// it commits must not leave it done without its event and its
+	// owner's notice.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	codes, hashes := newRecoveryCodes(RecoveryCodes)
 	if err := fs.ReplaceRecoveryCodes(ctx, user.ID, hashes, s.now()); errors.Is(err, ErrNoFactor) {
 		return nil, err

@@ -118,6 +118,11 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 		SignCount: cred.Authenticator.SignCount, Transports: transports, AAGUID: cred.Authenticator.AAGUID,
 		AttestationType: cred.AttestationType, UserVerified: cred.Flags.UserVerified,
 		BackupEligible: cred.Flags.BackupEligible, BackupState: cred.Flags.BackupState, CreatedAt: now}
+	// Stored whether or not its client waits: a client that hangs up as
+	// it commits must not leave it done without its event and its
+	// owner's notice.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	_, codes, err := ps.AddPasskey(ctx, p, hashes, now, verifiedOf(user))
 	switch {
 	case errors.Is(err, ErrPasskeyExists):

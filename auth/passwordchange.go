@@ -72,6 +72,11 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 	if err != nil {
 		return err
 	}
+	// Once hashed, the change is done whether or not its client waits: a
+	// client that hangs up as it commits must not leave it stored without
+	// its event and its owner's notice.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	var keep []byte
 	if device != "" {
 		keep = nonceHash(device)
