@@ -202,6 +202,8 @@ func (s *Service) addAPIKey(ctx context.Context, name, app, by string) (key stri
 	var b [apiKeyRandomBytes]byte
 	rand.Read(b[:])
 	key = APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	info, err = s.apps.AddAPIKey(ctx, name, app, apiKeyHash(key), s.now())
 	if errors.Is(err, ErrAPIKeyExists) || errors.Is(err, ErrNoApp) || errors.Is(err, ErrAppInUse) {
 		return "", APIKey{}, err
@@ -234,6 +236,8 @@ func (s *Service) RevokeAPIKey(ctx context.Context, name, by string) error {
 	if s.apps == nil {
 		return unavailable("revoking API key", errNoAppStore)
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	k, err := s.apps.RevokeAPIKey(ctx, name, s.now())
 	if errors.Is(err, ErrNoAPIKey) {
 		return err

@@ -9,8 +9,8 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-// stallCommits makes every transaction that updates table wait, as it
-// commits, until release is called: a commit under way when its client
+// stallCommits makes every transaction that changes a row of table wait,
+// as it commits, until release is called: a commit under way when its client
 // hangs up. It returns a function that waits until a commit is stalled.
 func stallCommits(t *testing.T, f *fixture, table string) (stalled func(), release func()) {
 	t.Helper()
@@ -29,7 +29,7 @@ func stallCommits(t *testing.T, f *fixture, table string) (stalled func(), relea
 				END;
 			END LOOP;
 		END $$`,
-		`CREATE CONSTRAINT TRIGGER stall_commit AFTER UPDATE ON ` + table + `
+		`CREATE CONSTRAINT TRIGGER stall_commit AFTER INSERT OR UPDATE OR DELETE ON ` + table + `
 		DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION stall_commit()`,
 	} {
 		if _, err := f.db.Exec(ctx, sql); err != nil {
@@ -169,5 +169,122 @@ func TestFactorNoticedWhenTheClientHangsUp(t *testing.T) {
 	}
 	if got := mailsTo(t, f, "ann@example.com")[before:]; len(got) != 1 {
 		t.Fatalf("%d notices of the factor added, want one", len(got))
+	}
+}
+
+// TestOperatorActsRecordedWhenTheClientHangsUp: an administrator's act
+// (or the command line's) stored as its client hangs up is recorded as
+// any other, with its event and so its webhook: whoever holds an
+// administrator's session cannot promote, unlock or sign someone out
+// unseen by closing the connection as the change commits.
+func TestOperatorActsRecordedWhenTheClientHangsUp(t *testing.T) {
+	const by = "admin:root@example.com"
+	cases := []struct {
+		kind, table string
+		before      func(t *testing.T, f *fixture, ann auth.User)
+		act         func(ctx context.Context, f *fixture, ann auth.User) error
+	}{
+		{auth.EventUserCreated, "users", nil, func(ctx context.Context, f *fixture, _ auth.User) error {
+			_, err := f.svc.CreateUser(ctx, "bob@example.com", "a password of bob's own", false, by)
+			return err
+		}},
+		{auth.EventUserDisabled, "users", nil, func(ctx context.Context, f *fixture, ann auth.User) error {
+			_, err := f.svc.DisableUser(ctx, ann.ID, by)
+			return err
+		}},
+		{auth.EventUserEnabled, "users", func(t *testing.T, f *fixture, ann auth.User) {
+			if _, err := f.svc.DisableUser(t.Context(), ann.ID, by); err != nil {
+				t.Fatal(err)
+			}
+		}, func(ctx context.Context, f *fixture, ann auth.User) error {
+			_, err := f.svc.EnableUser(ctx, ann.ID, by)
+			return err
+		}},
+		{auth.EventUserPromoted, "users", nil, func(ctx context.Context, f *fixture, ann auth.User) error {
+			_, err := f.svc.PromoteUser(ctx, ann.ID, by)
+			return err
+		}},
+		{auth.EventUserDemoted, "users", func(t *testing.T, f *fixture, ann auth.User) {
+			if _, err := f.svc.PromoteUser(t.Context(), ann.ID, by); err != nil {
+				t.Fatal(err)
+			}
+		}, func(ctx context.Context, f *fixture, ann auth.User) error {
+			_, err := f.svc.DemoteUser(ctx, ann.ID, by)
+			return err
+		}},
+		{auth.EventPasswordSet, "users", nil, func(ctx context.Context, f *fixture, ann auth.User) error {
+			return f.svc.SetPassword(ctx, ann.Email, "a password set for her", by)
+		}},
+		{auth.EventSignedOutEverywhere, "users", nil, func(ctx context.Context, f *fixture, ann auth.User) error {
+			return f.svc.SignOutEverywhere(ctx, ann.Email, by)
+		}},
+		{auth.EventUserDeleted, "users", nil, func(ctx context.Context, f *fixture, ann auth.User) error {
+			_, err := f.svc.DeleteUser(ctx, ann.ID, by)
+			return err
+		}},
+		{auth.EventLockout, "lockouts", nil, func(ctx context.Context, f *fixture, ann auth.User) error {
+			_, err := f.svc.LockUser(ctx, ann.ID, time.Hour, by)
+			return err
+		}},
+		{auth.EventUnlock, "lockouts", func(t *testing.T, f *fixture, ann auth.User) {
+			if _, err := f.svc.LockUser(t.Context(), ann.ID, time.Hour, by); err != nil {
+				t.Fatal(err)
+			}
+		}, func(ctx context.Context, f *fixture, ann auth.User) error {
+			_, err := f.svc.Unlock(ctx, ann.Email, by)
+			return err
+		}},
+		{auth.EventFactorRemoved, "second_factors", func(t *testing.T, f *fixture, ann auth.User) {
+			res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: ann.Email, Password: "password123", Client: client("192.0.2.7")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
+			if _, err := f.svc.ConfirmTOTP(t.Context(), ch, enrol.ID, totpAt(t, enrol.Secret, time.Now())); err != nil {
+				t.Fatal(err)
+			}
+		}, func(ctx context.Context, f *fixture, ann auth.User) error {
+			_, err := f.svc.RemoveFactors(ctx, by, ann.Email)
+			return err
+		}},
+		{auth.EventAPIKeyCreated, "api_keys", nil, func(ctx context.Context, f *fixture, _ auth.User) error {
+			_, _, err := f.svc.AddAPIKey(ctx, "shop", by)
+			return err
+		}},
+		{auth.EventAPIKeyRevoked, "api_keys", func(t *testing.T, f *fixture, _ auth.User) {
+			if _, _, err := f.svc.AddAPIKey(t.Context(), "shop", by); err != nil {
+				t.Fatal(err)
+			}
+		}, func(ctx context.Context, f *fixture, _ auth.User) error {
+			return f.svc.RevokeAPIKey(ctx, "shop", by)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.addUser(t, "root@example.com", "the root password", true)
+			ann := f.addUser(t, "ann@example.com", "password123", false)
+			if c.before != nil {
+				c.before(t, f, ann)
+			}
+			if err := f.svc.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			before := len(eventsOfKinds(t, f, c.kind))
+			err := hangUpAtCommit(t, f, c.table, func(ctx context.Context) error { return c.act(ctx, f, ann) })
+			if err != nil {
+				t.Errorf("act whose client hung up as it committed: %v; want it done", err)
+			}
+			if err := f.svc.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(eventsOfKinds(t, f, c.kind)) - before; got != 1 {
+				t.Errorf("%d events of the act, want 1", got)
+			}
+		})
 	}
 }

@@ -75,6 +75,8 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 			return false, err
 		}
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, email)
 	if err != nil {
 		return false, unavailable("clearing lockout", err)

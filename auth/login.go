@@ -406,6 +406,11 @@ const afterDecisionSlack = 5 * time.Second
 // still bounded: by the Redis bound (each Redis call has it already) and
 // afterDecisionSlack, so that the failure count, which a sign-in must not
 // skip, gets the same time as the decision did.
+//
+// Every change that is recorded (an owner's password or factor, an
+// operator's act) is stored under it too: a client that hangs up as the
+// change commits would otherwise leave it stored without its event, its
+// webhook or its owner's notice.
 func (s *Service) afterDecision(ctx context.Context) (context.Context, context.CancelFunc) {
 	redis := s.cfg.RedisTimeout
 	if redis <= 0 {

@@ -215,6 +215,8 @@ func (s *Service) RemoveFactors(ctx context.Context, by, email string) (int64, e
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	n, err := fs.RemoveFactors(ctx, user.ID, 0)
 	if err != nil {
 		return 0, s.dbDown("removing factors", err)

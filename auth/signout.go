@@ -20,6 +20,8 @@ func (s *Service) SignOutEverywhere(ctx context.Context, email, by string) error
 	if err != nil {
 		return err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	userID, err := s.store.SignOutEverywhere(ctx, email)
 	s.sessionCache.purge()
 	if errors.Is(err, ErrNoUser) {

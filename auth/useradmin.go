@@ -236,6 +236,8 @@ func (s *Service) DisableUser(ctx context.Context, id int64, by string) (User, e
 	if err != nil {
 		return User{}, err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	u, err := st.DisableUser(ctx, id, s.now())
 	s.sessionCache.purge()
 	s.deviceCache.purge()
@@ -249,6 +251,8 @@ func (s *Service) EnableUser(ctx context.Context, id int64, by string) (User, er
 	if err != nil {
 		return User{}, err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	u, err := st.EnableUser(ctx, id)
 	return s.adminDone("enabling account", u, err, EventUserEnabled, by)
 }
@@ -270,6 +274,8 @@ func (s *Service) setAdmin(ctx context.Context, id int64, admin bool, by string)
 	if err != nil {
 		return User{}, err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	u, err := st.SetUserAdmin(ctx, id, admin)
 	// Sessions read the role from the account, but the proxies' cache
 	// keeps it for a moment.
@@ -289,6 +295,8 @@ func (s *Service) DeleteUser(ctx context.Context, id int64, by string) (User, er
 	if err != nil {
 		return User{}, err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	u, err := st.DeleteUser(ctx, id)
 	s.sessionCache.purge()
 	s.deviceCache.purge()
@@ -311,6 +319,8 @@ func (s *Service) LockUser(ctx context.Context, id int64, d time.Duration, by st
 	if err != nil {
 		return User{}, err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	now := s.now()
 	until := now.Add(d)
 	if err := s.limits.Hold(ctx, ratelimit.HeldLock{Name: RuleLoginAccount, ID: u.Email, Since: now, Until: until, Level: 1}); err != nil {

@@ -78,6 +78,8 @@ func (s *Service) CreateUser(ctx context.Context, email, password string, admin 
 	if err != nil {
 		return User{}, err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	u, err := s.store.CreateUser(ctx, email, hash, admin)
 	if errors.Is(err, ErrUserExists) {
 		return User{}, fmt.Errorf("%w: %s", ErrUserExists, email)
@@ -134,6 +136,8 @@ func (s *Service) SetPassword(ctx context.Context, email, password, by string) e
 	if err != nil {
 		return err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	userID, err := s.store.SetPassword(ctx, email, hash)
 	if err != nil && !errors.Is(err, ErrNoUser) {
 		return s.dbDown("setting password", err)
