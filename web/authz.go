@@ -201,10 +201,12 @@ func printablePath(uri string) bool {
 }
 
 // originalURLRequest reads X-Original-URL, sent once: an absolute http or
-// https URL without userinfo whose host is a DNS name.
+// https URL without userinfo whose host is a DNS name. A URL longer than
+// maxFieldBytes counts as its host's root, as a long X-Forwarded-Uri
+// does: only the host decides, and rd could not name it anyway.
 func originalURLRequest(r *http.Request) (original, host string, ok bool) {
 	raw, ok := singleHeader(r, "X-Original-URL")
-	if !ok || len(raw) > maxFieldBytes {
+	if !ok {
 		return "", "", false
 	}
 	u, err := url.Parse(raw)
@@ -213,6 +215,9 @@ func originalURLRequest(r *http.Request) (original, host string, ok bool) {
 	}
 	if host = hostOnly(u.Host); host == "" {
 		return "", "", false
+	}
+	if len(raw) > maxFieldBytes {
+		raw = u.Scheme + "://" + u.Host + "/"
 	}
 	return raw, host, true
 }

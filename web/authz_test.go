@@ -185,6 +185,35 @@ func TestAuthRequest(t *testing.T) {
 	}
 }
 
+// TestAuthRequestLongURL: only the host decides, so a page whose URL is
+// longer than rd may be (a long query, as search and dashboard pages
+// have) passes nginx as it passes the other proxies, whose long
+// X-Forwarded-Uri counts as "/"; without a session, the browser comes back
+// to the host's root.
+func TestAuthRequestLongURL(t *testing.T) {
+	env, base := authzEnv(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+
+	long := "https://app.example.test/search?q=" + strings.Repeat("a", 3000)
+	wantIdentity(t, "ann on a long URL", authRequest(t, base, proxyAddr, ann, long), "ann@example.com", "")
+	wantIdentity(t, "ann on a long forwarded URI", forwardAuth(t, base, proxyAddr, ann,
+		forwarded("https", "app.example.test", "/search?q="+strings.Repeat("a", 3000))...), "ann@example.com", "")
+
+	resp := authRequest(t, base, proxyAddr, "", long)
+	wantLogin := "https://login.example.test/login?rd=" + url.QueryEscape("https://app.example.test/")
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Location") != wantLogin {
+		t.Errorf("no session: %d Location %q, want 401 with %s", resp.StatusCode, resp.Header.Get("Location"), wantLogin)
+	}
+	// A long URL of another host is still refused.
+	if resp := authRequest(t, base, proxyAddr, ann, "https://evil.example.test/?q="+strings.Repeat("a", 3000)); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a long URL of an unprotected host: %d, want 403", resp.StatusCode)
+	}
+	if resp := authRequest(t, base, proxyAddr, ann, "https://app.example.test@evil.example.test/?q="+strings.Repeat("a", 3000)); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a long URL with userinfo: %d, want 403", resp.StatusCode)
+	}
+}
+
 // TestForwardAuthPasswordChangeRequired: a session that may only change
 // its password passes no proxy; the sign-in page sends it to change it.
 func TestForwardAuthPasswordChangeRequired(t *testing.T) {
