@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	netmail "net/mail"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -67,6 +68,9 @@ func (s *Service) CreateUser(ctx context.Context, email, password string, admin 
 	email, err := NormaliseEmail(email)
 	if err != nil {
 		return User{}, err
+	}
+	if !mailedAsItself(email) {
+		return User{}, ErrInvalidEmail
 	}
 	if err := checkNewPassword(password); err != nil {
 		return User{}, err
@@ -149,4 +153,14 @@ func (s *Service) SetPassword(ctx context.Context, email, password, by string) e
 	}
 	s.record(Event{Kind: EventPasswordSet, Account: email, UserID: userID, Detail: map[string]string{"by": by}})
 	return nil
+}
+
+// mailedAsItself reports whether a mail to email goes to email: one
+// address, without a display name or comment, that mail reads as the
+// string itself. An email field takes "ann<eve@evil.test>", one string
+// without spaces, but its mail goes to eve@evil.test; an account under it
+// would have every link of its own mailed there.
+func mailedAsItself(email string) bool {
+	a, err := netmail.ParseAddress(email)
+	return err == nil && a.Name == "" && a.Address == email
 }
