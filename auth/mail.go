@@ -11,8 +11,9 @@ import (
 
 // Message is one outgoing plain-text mail.
 type Message struct {
-	// To is the single recipient, such as "ada@example.com" or
-	// "Ada <ada@example.com>".
+	// To is the single recipient's address, such as "ada@example.com",
+	// which mail must read as itself: no display name or comment, so that
+	// the mail goes to the account the address names.
 	To string
 	// Subject is the subject line; it may hold any UTF-8 text but no line breaks.
 	Subject string
@@ -34,7 +35,8 @@ type Mailer interface {
 
 var (
 	// ErrInvalidMessage is returned for a Message that must not be sent: a
-	// recipient that is not exactly one address, or a line break in a header.
+	// recipient that is not exactly one address read as itself, or a line
+	// break in a header.
 	ErrInvalidMessage = errors.New("auth: invalid mail message")
 )
 
@@ -55,7 +57,20 @@ func (m Message) Validate() error {
 	if _, err := netmail.ParseAddress(m.To); err != nil {
 		return fmt.Errorf("%w: recipient is not a single mail address: %v", ErrInvalidMessage, err)
 	}
+	if !mailedAsItself(m.To) {
+		return fmt.Errorf("%w: recipient is read as another address", ErrInvalidMessage)
+	}
 	return nil
+}
+
+// mailedAsItself reports whether a mail to email goes to email: one
+// address, without a display name or comment, that mail reads as the
+// string itself. An email field takes "ann<eve@evil.test>", one string
+// without spaces, but its mail goes to eve@evil.test; an account under it
+// would have every link of its own mailed there.
+func mailedAsItself(email string) bool {
+	a, err := netmail.ParseAddress(email)
+	return err == nil && a.Name == "" && a.Address == email
 }
 
 // checkedMailer validates each message before the Mailer it wraps sees it.

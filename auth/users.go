@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	netmail "net/mail"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -153,14 +152,4 @@ func (s *Service) SetPassword(ctx context.Context, email, password, by string) e
 	}
 	s.record(Event{Kind: EventPasswordSet, Account: email, UserID: userID, Detail: map[string]string{"by": by}})
 	return nil
-}
-
-// mailedAsItself reports whether a mail to email goes to email: one
-// address, without a display name or comment, that mail reads as the
-// string itself. An email field takes "ann<eve@evil.test>", one string
-// without spaces, but its mail goes to eve@evil.test; an account under it
-// would have every link of its own mailed there.
-func mailedAsItself(email string) bool {
-	a, err := netmail.ParseAddress(email)
-	return err == nil && a.Name == "" && a.Address == email
 }

@@ -91,4 +91,9 @@ var InvalidMessages = []struct {
 	{"group", auth.Message{To: "friends: ada@example.com, eve@example.com;", Subject: "s", Body: "b"}},
 	{"not an address", auth.Message{To: "ada", Subject: "s", Body: "b"}},
 	{"empty To", auth.Message{To: " ", Subject: "s", Body: "b"}},
+	// One string without spaces, as an account's address could be stored
+	// before such addresses were refused, that mail reads as another.
+	{"a display name before another address", auth.Message{To: "ada<eve@example.com>", Subject: "s", Body: "b"}},
+	{"a comment after the address", auth.Message{To: "ada@example.com(eve@example.com)", Subject: "s", Body: "b"}},
+	{"a quoted local part", auth.Message{To: `"eve@example.com"@example.com`, Subject: "s", Body: "b"}},
 }
