@@ -288,3 +288,62 @@ func TestOperatorActsRecordedWhenTheClientHangsUp(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnerSessionActsRecordedWhenTheClientHangsUp: so is an owner's
+// ending of sessions or forgetting of a device, which the account's
+// activity lists: whoever holds a session cannot sign the owner's other
+// browsers out unseen.
+func TestOwnerSessionActsRecordedWhenTheClientHangsUp(t *testing.T) {
+	cases := []struct {
+		name, kind, table string
+		act               func(ctx context.Context, f *fixture, sess auth.Session, token string, list auth.AccountSessions) error
+	}{
+		{"others ended", auth.EventSessionEnded, "sessions", func(ctx context.Context, f *fixture, sess auth.Session, token string, _ auth.AccountSessions) error {
+			_, err := f.svc.EndOtherSessions(ctx, sess, token, client("192.0.2.7"))
+			return err
+		}},
+		{"one ended", auth.EventSessionEnded, "sessions", func(ctx context.Context, f *fixture, sess auth.Session, _ string, list auth.AccountSessions) error {
+			_, err := f.svc.EndSession(ctx, sess, list.Sessions[len(list.Sessions)-1].PublicID, client("192.0.2.7"))
+			return err
+		}},
+		{"device forgotten", auth.EventDeviceForgotten, "devices", func(ctx context.Context, f *fixture, sess auth.Session, _ string, list auth.AccountSessions) error {
+			return f.svc.ForgetDevice(ctx, sess, list.Devices[0].PublicID, client("192.0.2.7"))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.addUser(t, "ann@example.com", "password123", false)
+			var res auth.LoginResult
+			for _, ip := range []string{"192.0.2.8", "192.0.2.7"} {
+				var err error
+				res, err = f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client(ip)})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			sess, err := f.svc.Session(t.Context(), res.Session.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, err := f.svc.ListSessions(t.Context(), sess, client("192.0.2.7"))
+			if err != nil || len(list.Sessions) != 2 || len(list.Devices) == 0 {
+				t.Fatalf("ListSessions = %+v, %v; want two sessions and a device", list, err)
+			}
+			if err := f.svc.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			before := len(eventsOfKinds(t, f, c.kind))
+			err = hangUpAtCommit(t, f, c.table, func(ctx context.Context) error { return c.act(ctx, f, sess, res.Session.Token, list) })
+			if err != nil {
+				t.Errorf("act whose client hung up as it committed: %v; want it done", err)
+			}
+			if err := f.svc.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(eventsOfKinds(t, f, c.kind)) - before; got != 1 {
+				t.Errorf("%d events of the act, want 1", got)
+			}
+		})
+	}
+}

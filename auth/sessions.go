@@ -236,6 +236,8 @@ func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Cli
 	if !wellFormedPublicID(id) {
 		return false, ErrNotListed
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	err = s.store.EndSession(ctx, sess.UserID, id)
 	if errors.Is(err, ErrNotListed) {
 		// Nothing ended: the cache, which every replica's forward-auth
@@ -265,6 +267,8 @@ func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token stri
 	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return 0, err
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	n, err := s.store.EndOtherSessions(ctx, sess.UserID, hashToken(token))
 	if n > 0 || err != nil {
 		s.sessionCache.purge()
@@ -289,6 +293,8 @@ func (s *Service) ForgetDevice(ctx context.Context, sess Session, id string, c C
 	if !wellFormedPublicID(id) {
 		return ErrNotListed
 	}
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	err := s.store.ForgetDevice(ctx, sess.UserID, id)
 	if errors.Is(err, ErrNotListed) {
 		return err
