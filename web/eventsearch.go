@@ -185,6 +185,7 @@ func (s *Server) handleEventExport() http.Handler {
 		h.Set("Content-Disposition", `attachment; filename="xcloak-events.csv"`)
 		h.Set("Cache-Control", "no-store")
 		out := csvWriter{bufio.NewWriter(w)}
+		rc := http.NewResponseController(w)
 		started := false
 		// Read a page at a time, each page whole before any of it is
 		// written: a reader who reads slowly then holds no Postgres
@@ -192,6 +193,12 @@ func (s *Server) handleEventExport() http.Handler {
 		// pool from every sign-in.
 		page := make([]dashboard.StoredEvent, 0, exportPage)
 		for total := 0; total < dashboard.MaxSearchExport; {
+			// The server's WriteTimeout bounds an ordinary answer, and a
+			// whole export may take longer to read: each page gets a
+			// deadline of its own instead, as each write of the live
+			// stream does, so that a reader who keeps reading gets the
+			// whole file and one who stops is still dropped.
+			_ = rc.SetWriteDeadline(time.Now().Add(exportPageTimeout))
 			q.Limit = min(exportPage, dashboard.MaxSearchExport-total)
 			page = page[:0]
 			err := s.dashboard.SearchEvents(r.Context(), q, func(e dashboard.StoredEvent) error {
@@ -259,6 +266,10 @@ func (c csvWriter) write(cells ...string) error {
 
 // exportPage is how many events an export reads from Postgres at once.
 const exportPage = 1000
+
+// exportPageTimeout is how long an export may take to read and write one
+// page.
+const exportPageTimeout = 30 * time.Second
 
 // csvCell keeps a spreadsheet from taking a cell for a formula: a cell
 // that begins with =, +, -, @, a tab or a carriage return gets a leading

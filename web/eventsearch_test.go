@@ -5,9 +5,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -313,4 +315,96 @@ func TestEventExportHoldsNoConnection(t *testing.T) {
 	if want := `{"by": "admin:root@example.com", "kind": "login_failed", "rows": "30000"}`; detail != want {
 		t.Errorf("its detail: %s, want %s", detail, want)
 	}
+}
+
+// TestEventExportOutlivesWriteTimeout: an export longer than the server's
+// bound on an ordinary answer (http.Server.WriteTimeout) reaches a reader
+// who keeps reading whole, not cut off at that bound.
+func TestEventExportOutlivesWriteTimeout(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	srv := web.NewHTTPServer(env.Handler, nil)
+	// The served bound, shortened so that the test need not outlast it.
+	srv.WriteTimeout = 300 * time.Millisecond
+	ts := httptest.NewUnstartedServer(env.Handler)
+	ts.Config = srv
+	ts.Listener = smallSendBuffers{ts.Listener}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	const rows = 20_000
+	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
+		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.' || (g % 250),
+		       jsonb_build_object('note', repeat('x', 40))
+		FROM generate_series(1, $1::int) g`, rows); err != nil {
+		t.Fatal(err)
+	}
+	admin := xcloaktest.Client(t, "127.0.78.2")
+	signIn(t, admin, ts.URL, adminEmail, anyPassword)
+	u, err := url.Parse(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cookies []string
+	for _, c := range admin.Jar.Cookies(u) {
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
+	// A reader with a small window (and a server with a small send
+	// buffer), so that the server's writes wait on it rather than fill
+	// the kernel's buffers at once: the file takes longer than the bound
+	// to read, as a large export over a slow link does.
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(32 << 10)
+	req, err := http.NewRequest(http.MethodGet, ts.URL+"/admin/events.csv?kind=login_failed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Cookie", strings.Join(cookies, "; "))
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("export: %v, %v", resp, err)
+	}
+	defer resp.Body.Close()
+	// Read at a pace that makes the whole take several times the bound:
+	// the server cannot run ahead by more than the buffers hold.
+	start := time.Now()
+	var body strings.Builder
+	buf := make([]byte, 4<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		before := body.Len()
+		body.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %v and %d bytes: %v", time.Since(start), body.Len(), err)
+		}
+		if before/(64<<10) != body.Len()/(64<<10) {
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+	lines, err := csv.NewReader(strings.NewReader(body.String())).ReadAll()
+	if err != nil || len(lines) != rows+1 {
+		t.Fatalf("%d lines (%v) in %v, want the header and %d rows", len(lines), err, time.Since(start), rows)
+	}
+}
+
+// smallSendBuffers gives every connection it accepts a small send buffer,
+// as a slow link's would be full, so that a server's writes wait on its
+// reader rather than fill the kernel's buffers at once.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(32 << 10)
+	}
+	return c, err
 }
