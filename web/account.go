@@ -96,7 +96,7 @@ func (s *Server) handlePasswordForm() http.Handler {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
-		p := problemFor(err)
+		p := problemOf(r, err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
 		props := templates.PasswordChangeProps{Nav: navFor(sess), Required: sess.MustChangePassword, RetryAfterSeconds: p.retryAfter}

@@ -92,7 +92,7 @@ func (s *Server) handleLoginForm() http.Handler {
 			s.held(w, r, res.MFA, form[templates.FieldReturn])
 			return
 		}
-		p := problemFor(err)
+		p := problemOf(r, err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
 		// The header stays signed-out here: a rejected attempt must not

@@ -65,7 +65,7 @@ func (s *Server) handleMFAForm() http.Handler {
 			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
-		p := problemFor(err)
+		p := problemOf(r, err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
 		if errors.Is(err, auth.ErrInvalidToken) {
@@ -287,7 +287,7 @@ func (s *Server) factorsFailed(w http.ResponseWriter, r *http.Request, sess auth
 // for a server error, which the caller's wrapper answers; else the
 // problem and what the page says of it ("" while it says when to retry).
 func (s *Server) factorProblem(w http.ResponseWriter, r *http.Request, err error) (problem, string, error) {
-	p := problemFor(err)
+	p := problemOf(r, err)
 	s.logProblem(r, p, err)
 	if p.status >= 500 {
 		return p, "", err

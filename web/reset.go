@@ -32,7 +32,7 @@ func (s *Server) handleResetRequestForm() http.Handler {
 			s.render(w, r, http.StatusAccepted, templates.ResetRequestPage(templates.ResetRequestProps{Sent: true, LinkTTL: s.auth.ResetTTL()}))
 			return
 		}
-		p := problemFor(err)
+		p := problemOf(r, err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
 		props := templates.ResetRequestProps{Email: form[templates.FieldEmail], RetryAfterSeconds: p.retryAfter}
@@ -99,7 +99,7 @@ func (s *Server) handleResetConfirmForm() http.Handler {
 			http.Redirect(w, r, "/login?reset=done", http.StatusSeeOther)
 			return
 		}
-		p := problemFor(err)
+		p := problemOf(r, err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
 		props := templates.ResetConfirmProps{Token: token, RetryAfterSeconds: p.retryAfter, Invalid: errors.Is(err, auth.ErrInvalidToken)}

@@ -357,6 +357,12 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 		}
 	}()
 	if err := c.Render(r.Context(), buf); err != nil {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The client hung up (templ stops at a cancelled context): no
+			// page reaches anyone, and nothing of the service's failed.
+			w.WriteHeader(statusClientClosed)
+			return
+		}
 		s.log.Error("rendering page", "path", loggablePath(r.URL.Path), "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return

@@ -27,7 +27,7 @@ func (s *Server) handleUnlockRequestForm() http.Handler {
 			s.render(w, r, http.StatusAccepted, templates.UnlockRequestPage(templates.UnlockRequestProps{Sent: true, LinkTTL: s.auth.UnlockTTL()}))
 			return
 		}
-		p := problemFor(err)
+		p := problemOf(r, err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
 		props := templates.UnlockRequestProps{Email: form[templates.FieldEmail], RetryAfterSeconds: p.retryAfter}
@@ -90,7 +90,7 @@ func (s *Server) handleUnlockConfirmForm() http.Handler {
 			http.Redirect(w, r, "/login?unlock=done", http.StatusSeeOther)
 			return
 		}
-		p := problemFor(err)
+		p := problemOf(r, err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
 		props := templates.UnlockConfirmProps{Token: token, RetryAfterSeconds: p.retryAfter, Invalid: errors.Is(err, auth.ErrInvalidToken)}

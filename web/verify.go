@@ -80,7 +80,7 @@ func (s *Server) handleSignInConfirmForm() http.Handler {
 			s.mfaStepPage(w, r, http.StatusOK, templates.MFAStepProps{Token: res.MFA.Token})
 			return
 		}
-		p := problemFor(err)
+		p := problemOf(r, err)
 		s.logProblem(r, p, err)
 		setRetryAfter(w, p)
 		props := templates.SignInConfirmProps{Token: token, RetryAfterSeconds: p.retryAfter, Invalid: errors.Is(err, auth.ErrInvalidToken)}
