@@ -568,8 +568,14 @@ func (s *Service) decide(ctx context.Context, rules ...ratelimit.Rule) (ratelimi
 	return d, err
 }
 
-// dbDown counts a Postgres failure and wraps it as ErrUnavailable.
+// dbDown counts a Postgres failure and wraps it as ErrUnavailable. A call
+// whose caller gave up (a client that hung up: context.Canceled) is
+// wrapped alike but not counted, as the limits count no Redis error for
+// one (ratelimit.IsOutage): it is no news about Postgres, and the count
+// pages (XCloakPostgresErrors). A timeout still counts.
 func (s *Service) dbDown(what string, err error) error {
-	s.metrics.dbErrors.Inc()
+	if !errors.Is(err, context.Canceled) {
+		s.metrics.dbErrors.Inc()
+	}
 	return unavailable(what, err)
 }

@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,4 +88,40 @@ func TestDecisionHistogramLeavesOutMemory(t *testing.T) {
 	if fmt.Sprint(added) != "[1 1 0]" {
 		t.Errorf("three reset requests added %v decisions to the histogram, want [1 1 0]", added)
 	}
+}
+
+// TestClientGoneIsNoPostgresError: a Postgres call cut short because its
+// caller gave up (a client that hung up) is no Postgres error: counted in
+// xcloak_postgres_errors_total, on which XCloakPostgresErrors pages, every
+// impatient client and every flood's bots closing their connections
+// would page for a database that answers. A call that failed still
+// counts.
+func TestClientGoneIsNoPostgresError(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, nil, func(d *app.Deps) { d.Metrics = reg })
+	f.addUser(t, "ann@example.com", "correct horse", false)
+	errorsCounted := func(want int) {
+		t.Helper()
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(`
+# HELP xcloak_postgres_errors_total Postgres calls that failed.
+# TYPE xcloak_postgres_errors_total counter
+xcloak_postgres_errors_total %d
+`, want)), "xcloak_postgres_errors_total"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := f.svc.UserByEmail(ctx, "ann@example.com"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("reading an account for a caller gone: %v, want its cancellation", err)
+	}
+	errorsCounted(0)
+
+	if _, err := f.db.Exec(t.Context(), `ALTER TABLE users RENAME TO users_gone`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.UserByEmail(t.Context(), "ann@example.com"); !errors.Is(err, auth.ErrUnavailable) {
+		t.Fatalf("reading an account without its table: %v, want ErrUnavailable", err)
+	}
+	errorsCounted(1)
 }
