@@ -184,6 +184,11 @@ func (s *Server) handleEventExport() http.Handler {
 		h.Set("Content-Type", "text/csv; charset=utf-8")
 		h.Set("Content-Disposition", `attachment; filename="xcloak-events.csv"`)
 		h.Set("Cache-Control", "no-store")
+		if r.Method == http.MethodHead {
+			// The headers alone: net/http would discard every row read,
+			// and the export recorded would be of rows sent to no one.
+			return nil
+		}
 		out := csvWriter{bufio.NewWriter(w)}
 		rc := http.NewResponseController(w)
 		started := false

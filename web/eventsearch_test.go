@@ -408,3 +408,36 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 	}
 	return c, err
 }
+
+// TestEventExportHeadReadsNothing: HEAD of the export, which gets the
+// headers alone, reads no event and records no export: net/http discards
+// a HEAD's body, so the events it read were sent to no one, and its
+// events_exported named an administrator as taking rows they never got.
+func TestEventExportHeadReadsNothing(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
+		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.1', '{}'
+		FROM generate_series(1, 10) g`); err != nil {
+		t.Fatal(err)
+	}
+	admin := xcloaktest.Client(t, "127.0.78.3")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodHead, base+"/admin/events.csv?kind=login_failed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := do(t, admin, req)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") {
+		t.Fatalf("HEAD of the export: %d %s, want 200 text/csv", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	env.Flush(t)
+	var n int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM security_events WHERE kind = 'events_exported'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("HEAD of the export recorded %d exports, want none", n)
+	}
+}
