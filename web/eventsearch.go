@@ -217,6 +217,12 @@ func (s *Server) handleEventExport() http.Handler {
 				h.Del("Content-Type")
 				return err
 			}
+			if err != nil && r.Context().Err() != nil {
+				// The reader went away, which cut the read short: no one
+				// is left to take the file for a whole one, and nothing
+				// of the service's failed.
+				return nil
+			}
 			if err != nil {
 				// Too late for a status: the connection is cut, so that
 				// the file cannot be taken for a whole one; the log says

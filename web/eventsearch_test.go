@@ -2,10 +2,12 @@ package web_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -440,4 +442,67 @@ func TestEventExportHeadReadsNothing(t *testing.T) {
 	if n != 0 {
 		t.Errorf("HEAD of the export recorded %d exports, want none", n)
 	}
+}
+
+// TestEventExportReaderGoneIsNoError: an export whose reader went away
+// (a download cancelled) ends quietly, as one whose write failed does:
+// the next page's read, cut short by the request's cancellation, was
+// logged as the service's failure, twice at ERROR.
+func TestEventExportReaderGoneIsNoError(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
+		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.1', '{}'
+		FROM generate_series(1, 3000) g`); err != nil {
+		t.Fatal(err)
+	}
+	admin := xcloaktest.Client(t, "127.0.78.4")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuf
+	h := web.NewServer(env.Web, env.Service, env.Dashboard, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, base+"/admin/events.csv", nil)
+	req.RemoteAddr = "127.0.78.4:5000"
+	for _, c := range admin.Jar.Cookies(u) {
+		req.AddCookie(c)
+	}
+	// The reader goes away once the first page is in the connection's
+	// buffers, as they take it: the next page is read for no one.
+	w := &goneAfterFirstPage{ResponseRecorder: httptest.NewRecorder(), gone: cancel}
+	func() {
+		defer func() {
+			if v := recover(); v != nil && v != http.ErrAbortHandler {
+				panic(v)
+			}
+		}()
+		h.ServeHTTP(w, req)
+	}()
+	if w.Code != http.StatusOK {
+		t.Fatalf("export: %d", w.Code)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("an ERROR line for an export whose reader went away:\n%s", logs.String())
+	}
+}
+
+// goneAfterFirstPage takes writes as a connection's buffers do, and ends
+// the request's context once a page of an export has been written, as
+// net/http does when the client hangs up.
+type goneAfterFirstPage struct {
+	*httptest.ResponseRecorder
+	gone    context.CancelFunc
+	written int
+}
+
+func (w *goneAfterFirstPage) Write(b []byte) (int, error) {
+	if w.written += len(b); w.written > 64<<10 {
+		w.gone()
+	}
+	return w.ResponseRecorder.Write(b)
 }
