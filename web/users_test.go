@@ -265,8 +265,14 @@ func TestUsersSearchHostileInput(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
-	for _, e := range []string{"%pct@example.com", "_under@example.com", `back\slash@example.com`, "plain@example.com"} {
+	for _, e := range []string{"%pct@example.com", "_under@example.com", "plain@example.com"} {
 		env.AddUser(t, e, anyPassword, false)
+	}
+	// A backslash, which mail reads only in quotes, is no address an
+	// account is made for now, but one made before may hold it.
+	if _, err := env.DB.Exec(t.Context(), `INSERT INTO users (email, password_hash) SELECT $1, password_hash FROM users WHERE email = $2`,
+		`back\slash@example.com`, "plain@example.com"); err != nil {
+		t.Fatal(err)
 	}
 	admin := xcloaktest.Client(t, "127.0.33.1")
 	signIn(t, admin, base, adminEmail, anyPassword)
