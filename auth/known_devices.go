@@ -66,7 +66,10 @@ func (c *deviceCache) put(key string, known bool, now time.Time) {
 			}
 		}
 		if len(c.m) >= deviceCacheMax {
-			return
+			// More live answers than the bound within one TTL: start over,
+			// as the session cache does, rather than scan the whole map
+			// on every put and remember nothing new.
+			clear(c.m)
 		}
 	}
 	c.m[key] = cachedDevice{known: known, until: now.Add(deviceCacheTTL)}
