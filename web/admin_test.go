@@ -19,6 +19,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/web"
 )
 
 const (
@@ -946,5 +947,34 @@ func TestStatsJSONShape(t *testing.T) {
 		if got := fmt.Sprint(jsonKeys(t, tc.items[0])); got != tc.keys {
 			t.Errorf("%s items have keys %s, want %s", name, got, tc.keys)
 		}
+	}
+}
+
+// TestStreamHeadHoldsNoPlace: HEAD of the live stream answers its headers
+// and ends, as net/http sends it no body anyway: it holds none of the
+// session's places for streams, which would otherwise stay taken until
+// the client closed the connection.
+func TestStreamHeadHoldsNoPlace(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.26.3")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	for i := range web.MaxStreamsPerSession + 1 {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodHead, base+"/admin/stream?period=5m", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := admin.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("HEAD %d: %d %q, want 200 text/event-stream", i+1, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+	if _, resp := openStream(t, admin, base+"/admin/stream?period=5m"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a stream after HEADs: %d, want 200", resp.StatusCode)
 	}
 }

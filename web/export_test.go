@@ -13,3 +13,6 @@ func RoutePatterns(cfg Config) []string {
 
 // CSVCell exposes csvCell.
 var CSVCell = csvCell
+
+// MaxStreamsPerSession is the bound on one session's live streams.
+const MaxStreamsPerSession = maxStreamsPerSession

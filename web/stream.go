@@ -60,6 +60,14 @@ func (s *Server) handleDashboardStream() http.Handler {
 		if err != nil {
 			return err
 		}
+		if r.Method == http.MethodHead {
+			// The headers alone: net/http sends a HEAD no body, and a
+			// stream held open for none would keep one of the session's
+			// places until its client hung up.
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-store")
+			return nil
+		}
 		token := s.readCookie(r, sessionCookie)
 		if !open.acquire(token) {
 			return errTooManyStreams
