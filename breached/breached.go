@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -381,6 +382,13 @@ func newAPI(base string, client *http.Client) (api, error) {
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return api{}, errors.New("breached: range API URL must be http(s)://host[/path], without user, query or fragment")
+	}
+	// net/url takes any digits as a port: with one no connection can use,
+	// every lookup would fail, and no password being set would be checked.
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return api{}, errors.New("breached: range API URL has a port out of 1 to 65535")
+		}
 	}
 	if client == nil {
 		client = &http.Client{

@@ -668,6 +668,7 @@ func TestNewRefuses(t *testing.T) {
 		{"ftp", webhook.Config{URLs: []*url.URL{u("ftp://h.example/x")}, Secret: secret}},
 		{"no host", webhook.Config{URLs: []*url.URL{u("https:///x")}, Secret: secret}},
 		{"user info", webhook.Config{URLs: []*url.URL{u("https://u:p@h.example/x")}, Secret: secret}},
+		{"port out of range", webhook.Config{URLs: []*url.URL{u("https://h.example:99999/x")}, Secret: secret}},
 		{"fewer secrets than URLs", webhook.Config{URLs: []*url.URL{u("https://a.example/x"), u("https://b.example/x")}, Secrets: [][]byte{secret}}},
 		{"a short secret of one URL", webhook.Config{URLs: []*url.URL{u("https://a.example/x"), u("https://b.example/x")}, Secrets: [][]byte{secret, []byte("short")}}},
 	} {

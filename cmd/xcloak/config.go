@@ -863,8 +863,21 @@ func parsePublicURL(raw string) (*url.URL, error) {
 		return nil, errors.New("must not hold a user or password")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return nil, fmt.Errorf("%q must not have a query or fragment", raw)
+	case !validPort(u.Port()):
+		return nil, fmt.Errorf("%q has a port out of 1 to 65535", raw)
 	}
 	return u, nil
+}
+
+// validPort reports whether port, as net/url gives it (digits only), is
+// none or one a connection can use: net/url takes any number of digits,
+// and a typo such as 80800 would otherwise fail only later, each time.
+func validPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // publicURLFor is the default public URL of a server listening on addr.
@@ -928,6 +941,11 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		opts, err := redis.ParseURL(scheme + "://" + userinfo + strings.TrimSpace(host) + tail)
 		if err != nil {
 			return nil, withoutURL(err)
+		}
+		// Quoted neither: an address can hold a piece of a password
+		// that was not percent-encoded.
+		if _, port, err := net.SplitHostPort(opts.Addr); opts.Network != "unix" && (err != nil || port == "" || !validPort(port)) {
+			return nil, errors.New("an address has a port out of 1 to 65535")
 		}
 		if first == nil {
 			first = opts

@@ -590,3 +590,47 @@ func TestServeWarnsOfRiskySettings(t *testing.T) {
 		}
 	}
 }
+
+// TestURLPortsOutOfRangeAreRefused: a port no connection can use, in a
+// URL setting, is a typo refused at start, naming the setting, as the
+// database's and the passkey origins' are. Accepted, it fails later and
+// quietly: a Redis at such a port leaves serve in degraded mode for good,
+// a breach corpus there checks no password being set, every webhook is
+// given up on, and every link mailed points nowhere.
+func TestURLPortsOutOfRangeAreRefused(t *testing.T) {
+	for _, tt := range []struct{ env, value string }{
+		{"XCLOAK_REDIS_URL", "redis://:SecretPw@cache:99999/0"},
+		{"XCLOAK_REDIS_URL", "redis://cache:0/0"},
+		{"XCLOAK_REDIS_URL", "redis://a:6379,b:65536"},
+		{"XCLOAK_PUBLIC_URL", "https://login.example.com:99999/"},
+		{"XCLOAK_PUBLIC_URL", "https://login.example.com:0/"},
+		{"XCLOAK_BREACHED_PASSWORDS", "https://ranges.example:70000/"},
+		{"XCLOAK_WEBHOOK_URL", "https://hooks.example:99999/x?token=abc"},
+	} {
+		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
+			vars := map[string]string{tt.env: tt.value}
+			if tt.env == "XCLOAK_WEBHOOK_URL" {
+				vars["XCLOAK_WEBHOOK_SECRET"] = webhookSecret
+			}
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			_, err := loadConfig(fs, nil, env(vars), new(bytes.Buffer), new(bytes.Buffer), forServe)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.env+": ") || !strings.Contains(err.Error(), "port") {
+				t.Fatalf("err = %v, want one naming %s and the port", err, tt.env)
+			}
+			if strings.Contains(err.Error(), "SecretPw") || strings.Contains(err.Error(), "token") {
+				t.Errorf("err %q quotes a secret", err)
+			}
+		})
+	}
+	// The ports at either end of the range are ports.
+	for _, tt := range []struct{ env, value string }{
+		{"XCLOAK_REDIS_URL", "redis://cache:65535/0"},
+		{"XCLOAK_PUBLIC_URL", "https://login.example.com:1/"},
+		{"XCLOAK_BREACHED_PASSWORDS", "https://ranges.example:65535/"},
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		if _, err := loadConfig(fs, nil, env(map[string]string{tt.env: tt.value}), new(bytes.Buffer), new(bytes.Buffer), forServe); err != nil {
+			t.Errorf("%s=%s: %v", tt.env, tt.value, err)
+		}
+	}
+}
