@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -115,10 +116,18 @@ func parseWebhookURLs(v string) ([]*url.URL, error) {
 }
 
 // sameReceiver is u as two URLs of one receiver both write it: the host
-// in lower case, without the scheme's default port.
+// in lower case, the port without leading zeros and without it if it is
+// the scheme's default, and an empty path as "/", which is what a client
+// asks for then.
 func sameReceiver(u *url.URL) string {
 	c := *u
 	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if n, err := strconv.Atoi(port); err == nil { // webhook.CheckURL took it
+		port = strconv.Itoa(n)
+	}
+	if c.Path == "" {
+		c.Path, c.RawPath = "/", ""
+	}
 	if port == "" || (u.Scheme == "https" && port == "443") || (u.Scheme == "http" && port == "80") {
 		c.Host = host
 		if strings.Contains(host, ":") {

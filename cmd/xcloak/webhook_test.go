@@ -292,3 +292,30 @@ func TestEachReceiverItsOwnSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestSameReceiverTwiceIsRefused: two URLs that reach the same receiver
+// at the same place, however they are written, would send it every
+// event twice; the second is refused, as one in other capitals is.
+func TestSameReceiverTwiceIsRefused(t *testing.T) {
+	for _, urls := range []string{
+		"https://hooks.example,https://hooks.example/",
+		"https://hooks.example?k=1,https://hooks.example/?k=1",
+		"https://hooks.example:443/in,https://hooks.example:0443/in",
+		"http://hooks.example:8080/in,http://hooks.example:08080/in",
+	} {
+		_, err := loadWebhookConfig(map[string]string{"XCLOAK_WEBHOOK_URL": urls, "XCLOAK_WEBHOOK_SECRET": webhookSecret})
+		if err == nil || !strings.Contains(err.Error(), "XCLOAK_WEBHOOK_URL: URL 2 of the list is listed before") {
+			t.Errorf("%s: err = %v, want URL 2 refused as listed before", urls, err)
+		}
+	}
+	// Other paths, ports or queries are other places.
+	for _, urls := range []string{
+		"https://hooks.example/in,https://hooks.example/in/",
+		"https://hooks.example/in,https://hooks.example:8443/in",
+		"https://hooks.example/?k=1,https://hooks.example/?k=2",
+	} {
+		if _, err := loadWebhookConfig(map[string]string{"XCLOAK_WEBHOOK_URL": urls, "XCLOAK_WEBHOOK_SECRET": webhookSecret}); err != nil {
+			t.Errorf("%s: %v", urls, err)
+		}
+	}
+}
