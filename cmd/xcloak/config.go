@@ -405,11 +405,13 @@ func newSettings(d auth.Config) []setting {
 	return append(all, []setting{
 		{
 			env: "XCLOAK_LOCKOUT_THRESHOLD", flag: "lockout-threshold", def: strconv.Itoa(d.Lockout.Threshold), scope: forServe,
-			usage: "consecutive failed sign-ins (`n`) that lock an account",
+			usage: fmt.Sprintf("consecutive failed sign-ins (`n`, at most %d) that lock an account", ratelimit.MaxCount),
 			set: func(c *config, v string) error {
+				// Bounded as a limit's count is: a threshold no guesser
+				// reaches is a typo that turns lockouts off unseen.
 				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 {
-					return fmt.Errorf("%q is not a whole number of at least 1", v)
+				if err != nil || n < 1 || n > ratelimit.MaxCount {
+					return fmt.Errorf("%q is not a whole number from 1 to %d", v, ratelimit.MaxCount)
 				}
 				c.Auth.Lockout.Threshold = n
 				return nil

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -632,5 +633,24 @@ func TestURLPortsOutOfRangeAreRefused(t *testing.T) {
 		if _, err := loadConfig(fs, nil, env(map[string]string{tt.env: tt.value}), new(bytes.Buffer), new(bytes.Buffer), forServe); err != nil {
 			t.Errorf("%s=%s: %v", tt.env, tt.value, err)
 		}
+	}
+}
+
+// TestLockoutThresholdIsBounded: a threshold no guesser reaches turns
+// lockouts off without a word; beyond a limit's largest count it is a
+// typo, refused at start as the limits' counts are, not a lockout that
+// never comes.
+func TestLockoutThresholdIsBounded(t *testing.T) {
+	for _, v := range []string{"100001", "1000000000", "9223372036854775807"} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		_, err := loadConfig(fs, nil, env(map[string]string{"XCLOAK_LOCKOUT_THRESHOLD": v}), new(bytes.Buffer), new(bytes.Buffer), forServe)
+		if err == nil || !strings.HasPrefix(err.Error(), "XCLOAK_LOCKOUT_THRESHOLD: ") {
+			t.Errorf("%s: err = %v, want one naming XCLOAK_LOCKOUT_THRESHOLD", v, err)
+		}
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	cfg, err := loadConfig(fs, nil, env(map[string]string{"XCLOAK_LOCKOUT_THRESHOLD": strconv.Itoa(ratelimit.MaxCount)}), new(bytes.Buffer), new(bytes.Buffer), forServe)
+	if err != nil || cfg.Auth.Lockout.Threshold != ratelimit.MaxCount {
+		t.Errorf("the largest threshold: %v, %v", cfg.Auth.Lockout.Threshold, err)
 	}
 }
