@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -190,5 +191,84 @@ func TestAPIKeysOutlastAPostgresBlip(t *testing.T) {
 		}
 		clk.Advance(time.Second)
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAPIKeyRevokedDuringItsRequest: a request whose key was checked
+// before the key was revoked, and whose body arrives after, is refused:
+// a key's holder cannot open requests ahead and trickle their bodies in
+// to go on deciding, and reporting, once the key is revoked, for as long
+// as the server waits for a body.
+func TestAPIKeyRevokedDuringItsRequest(t *testing.T) {
+	for _, name := range []string{"decision", "outcome"} {
+		t.Run(name, func(t *testing.T) {
+			env := xcloaktest.New(t, xcloaktest.Options{})
+			base := env.Start(t)
+			key := env.AddAPIKey(t, "shop")
+			path, body := "/api/v1/attempts", attemptJSON
+			if name == "outcome" {
+				// Asked of the service, so that the request below is the
+				// key's first use, which it notes.
+				keys, err := env.Service.ListAPIKeys(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := env.Service.Decide(t.Context(), keys[0], auth.AttemptRequest{Kind: auth.AttemptLogin, Account: "gina", ClientIP: "192.0.2.40"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				path, body = "/api/v1/attempts/"+d.AttemptID+"/outcome", `{"result":"failure"}`
+			}
+			pr, pw := io.Pipe()
+			req, err := http.NewRequestWithContext(t.Context(), "POST", base+path, pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.ContentLength = int64(len(body))
+			req.Header.Set("Content-Type", jsonType)
+			req.Header.Set("Authorization", "Bearer "+key)
+			type result struct {
+				resp *http.Response
+				err  error
+			}
+			done := make(chan result, 1)
+			c := xcloaktest.Client(t, "127.0.9.14")
+			go func() {
+				resp, err := c.Do(req)
+				done <- result{resp, err}
+			}()
+			if _, err := pw.Write([]byte(body[:1])); err != nil {
+				t.Fatal(err)
+			}
+			// A key's use is noted once its check has passed.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				var used bool
+				if err := env.DB.QueryRow(t.Context(), `SELECT last_used_at IS NOT NULL FROM api_keys`).Scan(&used); err != nil {
+					t.Fatal(err)
+				}
+				if used {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the key was never checked")
+				}
+			}
+			if err := env.Service.RevokeAPIKey(t.Context(), "shop", "cli"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pw.Write([]byte(body[1:])); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			answer, _ := io.ReadAll(r.resp.Body)
+			r.resp.Body.Close()
+			if r.resp.StatusCode != 401 || strings.TrimSpace(string(answer)) != `{"error":"invalid_api_key"}` {
+				t.Fatalf("the body sent after the key was revoked: %d %s, want 401 invalid_api_key", r.resp.StatusCode, answer)
+			}
+		})
 	}
 }

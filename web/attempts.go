@@ -37,12 +37,7 @@ type decisionBody struct {
 }
 
 func (s *Server) handleAttempts() http.Handler {
-	return s.withAPIKey(func(w http.ResponseWriter, r *http.Request, key auth.APIKey) {
-		var in attemptBody
-		if err := decodeFields(r, &in); err != nil {
-			s.failJSON(w, r, err)
-			return
-		}
+	return withAPIKey(s, func(w http.ResponseWriter, r *http.Request, key auth.APIKey, in *attemptBody) {
 		d, err := s.auth.Decide(r.Context(), key, auth.AttemptRequest{Kind: in.Kind, Account: in.Account, ClientIP: in.ClientIP, Device: in.Device})
 		if errors.Is(err, auth.ErrLimited) {
 			p := problemFor(err)
@@ -63,12 +58,7 @@ func (s *Server) handleAttempts() http.Handler {
 }
 
 func (s *Server) handleAttemptOutcome() http.Handler {
-	return s.withAPIKey(func(w http.ResponseWriter, r *http.Request, key auth.APIKey) {
-		var in outcomeBody
-		if err := decodeFields(r, &in); err != nil {
-			s.failJSON(w, r, err)
-			return
-		}
+	return withAPIKey(s, func(w http.ResponseWriter, r *http.Request, key auth.APIKey, in *outcomeBody) {
 		if err := s.auth.AttemptOutcome(r.Context(), key, r.PathValue("attempt_id"), in.Result); err != nil {
 			s.failJSON(w, r, err)
 			return
