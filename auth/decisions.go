@@ -261,6 +261,18 @@ func appLockGroup(id string) string {
 	return id[:len("app ")+len(name)]
 }
 
+// appDetail is the detail of an event of app's attempts: "app" the
+// application, and "key" the key's name where that is another, as the
+// key events say it: while two keys speak for one application (a
+// rotation), an administrator can tell which of them to revoke.
+func appDetail(app APIKey) map[string]string {
+	detail := map[string]string{"app": app.App}
+	if app.Name != app.App {
+		detail["key"] = app.Name
+	}
+	return detail
+}
+
 // appDevice is the identity of an application's known device in the
 // limits: "app " and its hash, longer than any nonce of XCloak's own.
 func appDevice(hash string) string { return "app " + hash }
@@ -343,7 +355,7 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, device string, a attempt) (AttemptDecision, Outcome, error) {
 	id := appAccount(app.App, a.Account)
 	source := client.Source()
-	detail := map[string]string{"app": app.App}
+	detail := appDetail(app)
 	refused := func(d ratelimit.Decision) (AttemptDecision, Outcome, error) {
 		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
 		return AttemptDecision{}, OutcomeRejected, denied(d)
@@ -385,7 +397,7 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 func (s *Service) decideReset(ctx context.Context, app APIKey, client Client, a attempt) (AttemptDecision, error) {
 	id := appAccount(app.App, a.Account)
 	source := client.Source()
-	detail := map[string]string{"app": app.App}
+	detail := appDetail(app)
 	d, err := s.decide(ctx, s.rules(FlowResetRequest, Subject{Client: client, Account: id})...)
 	if err != nil {
 		return AttemptDecision{}, unavailable("checking limits", err)
@@ -445,7 +457,7 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 	client := Client{Addr: addr}
 	account := appAccount(app.App, a.Account)
 	source := client.Source()
-	detail := map[string]string{"app": app.App}
+	detail := appDetail(app)
 	if a.Kind == AttemptReset {
 		kind := EventResetCompleted
 		if result == ResultFailure {
@@ -501,9 +513,10 @@ func (s *Service) countAppFailure(ctx context.Context, app APIKey, account, sour
 			return unavailable("counting failure", err)
 		}
 		if f.LockedNow {
-			s.record(Event{Kind: EventLockout, Account: account, Source: source, Detail: map[string]string{
-				"app": app.App, "device": "known", "level": fmt.Sprint(f.Level),
-				"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}})
+			detail := appDetail(app)
+			detail["device"], detail["level"] = "known", fmt.Sprint(f.Level)
+			detail["until"] = s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)
+			s.record(Event{Kind: EventLockout, Account: account, Source: source, Detail: detail})
 		}
 		return nil
 	}
@@ -561,13 +574,13 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			s.appDeviceCache.put(appDeviceCacheKey(hash), true, s.now())
 		}
 	}
-	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: map[string]string{"app": app.App}}
+	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: appDetail(app)}
 	if isNew {
 		e.Detail["device"] = "new"
 	}
 	s.record(e)
 	if isNew {
-		s.record(Event{Kind: EventNewDevice, Account: account, Source: source, Detail: map[string]string{"app": app.App}})
+		s.record(Event{Kind: EventNewDevice, Account: account, Source: source, Detail: appDetail(app)})
 	}
 	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeSucceeded})
 	return nil
@@ -584,8 +597,9 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 // attack detection sees a held sign-in. Its event says what it was.
 func (s *Service) appChallengeSucceeded(ctx context.Context, app APIKey, account string, client Client, a attempt) error {
 	source := client.Source()
-	s.record(Event{Kind: EventLoginSucceeded, Account: account, Source: source,
-		Detail: map[string]string{"app": app.App, "challenged": "true"}})
+	detail := appDetail(app)
+	detail["challenged"] = "true"
+	s.record(Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: detail})
 	err := s.countAppFailure(ctx, app, account, source, a)
 	s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeHeld})
 	return err

@@ -806,3 +806,51 @@ func TestKeyRotationKeepsTheApplication(t *testing.T) {
 		t.Errorf("a key for an application that has none: %v, want ErrNoApp", err)
 	}
 }
+
+// TestAttemptEventsNameTheKey: while two keys speak for one application
+// (a rotation), the events of each one's attempts name the key as well as
+// the application, so that an administrator can tell which key to revoke
+// when one misbehaves; a key of the application's own name adds nothing.
+func TestAttemptEventsNameTheKey(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	old := newApp(t, base, env.AddAPIKey(t, "shop"))
+	key, _, err := env.Service.AddAPIKeyFor(t.Context(), "shop-2", "shop", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated := newApp(t, base, key)
+	for account, a := range map[string]*app{"old": old, "rotated": rotated} {
+		_, d, _ := a.ask("login", account, "192.0.2.31", "pc")
+		a.outcome(d.AttemptID, "failure")
+		_, d, _ = a.ask("login", account, "192.0.2.31", "pc")
+		a.succeeded(d.AttemptID, account)
+		_, d, _ = a.ask("reset", account, "192.0.2.31", "")
+		a.succeeded(d.AttemptID, account+"'s reset")
+	}
+	env.Flush(t)
+	rows, err := env.DB.Query(t.Context(), `SELECT kind, account_key, detail->>'app', coalesce(detail->>'key', '')
+		FROM security_events WHERE account_key LIKE 'app %'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var kind, account, appName, keyName string
+		if err := rows.Scan(&kind, &account, &appName, &keyName); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		want := ""
+		if account == "app shop rotated" {
+			want = "shop-2"
+		}
+		if appName != "shop" || keyName != want {
+			t.Errorf("%s of %s: app %q key %q, want app shop key %q", kind, account, appName, keyName, want)
+		}
+	}
+	if n < 12 {
+		t.Fatalf("%d events of the applications' accounts, want at least 12", n)
+	}
+}

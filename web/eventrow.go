@@ -178,7 +178,7 @@ func refusalEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 	if label != "" {
 		parts = append(parts, label)
 	}
-	if app := e.Detail["app"]; app != "" {
+	if app := appLabel(e); app != "" {
 		parts = append(parts, "asked by application "+app)
 	}
 	if e.Detail["held"] == "true" {
@@ -217,10 +217,22 @@ func groupThousands(n int) string {
 // reportedBy says which application reported an event through the
 // decision API; "" for XCloak's own sign-ins.
 func reportedBy(e dashboard.StoredEvent) string {
-	if app := e.Detail["app"]; app != "" {
+	if app := appLabel(e); app != "" {
 		return "Reported by application " + app
 	}
 	return ""
+}
+
+// appLabel names the application of an event of the decision API, and
+// the key where the event names one apart (while two keys speak for the
+// application), so that the row says which key to revoke; "" for XCloak's
+// own.
+func appLabel(e dashboard.StoredEvent) string {
+	app := e.Detail["app"]
+	if key := e.Detail["key"]; app != "" && key != "" {
+		return app + " (key " + key + ")"
+	}
+	return app
 }
 
 // signedInWith names the second step or passkey a sign-in passed.
@@ -250,7 +262,7 @@ func signInEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 			// Not signed in: the application was told to verify the
 			// user another way, and it counts as a failure.
 			row.What = "Right password, challenged"
-			row.Detail = "Application " + e.Detail["app"] + " was told to verify the user another way"
+			row.Detail = "Application " + appLabel(e) + " was told to verify the user another way"
 		}
 	case auth.EventLoginFailed:
 		row.What = "Sign-in failed: wrong password or no such account"
@@ -261,12 +273,12 @@ func signInEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 	case auth.EventLoginUnavailable:
 		row.What = "Sign-in not decided"
 		row.Detail = "Its limits or the database could not be reached, or the password checks were full"
-		if app := e.Detail["app"]; app != "" {
+		if app := appLabel(e); app != "" {
 			row.Detail += "; asked by application " + app
 		}
 	case auth.EventAttemptAllowed:
 		row.What = "Sign-in allowed for an application"
-		row.Detail = "Asked by application " + e.Detail["app"]
+		row.Detail = "Asked by application " + appLabel(e)
 		if e.Detail["challenge"] == "true" {
 			row.Detail += ", with new-device verification"
 		}
