@@ -440,9 +440,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 // backoff is the wait before retry n (1 for the first): a full jitter over
 // MinBackoff doubled n-1 times, at most MaxBackoff.
 func (s *Sender) backoff(n int) time.Duration {
-	ceil := s.cfg.MinBackoff << min(n-1, 30)
-	if ceil <= 0 || ceil > s.cfg.MaxBackoff {
-		ceil = s.cfg.MaxBackoff
+	// Doubled step by step, not shifted: a large MinBackoff shifted by
+	// the retries' count could wrap around to a short wait.
+	ceil := s.cfg.MinBackoff
+	for i := 1; i < n && ceil < s.cfg.MaxBackoff; i++ {
+		ceil = min(ceil, s.cfg.MaxBackoff/2) * 2
 	}
+	ceil = min(ceil, s.cfg.MaxBackoff)
 	return time.Duration(rand.Int64N(int64(ceil)) + 1)
 }
