@@ -173,3 +173,36 @@ func TestAppLocksSetApart(t *testing.T) {
 		}
 	}
 }
+
+// TestAppResetLogsSetApart: in the in-process store, a flood of reset
+// decisions for accounts an application names at will (its reset form
+// passes on whatever its visitors type, and a key's holder names any
+// client address) pushes out none of XCloak's own accounts' reset counts:
+// a rule without lockouts sets an application's accounts apart in its
+// logs as a lockable one does.
+func TestAppResetLogsSetApart(t *testing.T) {
+	const bound = 256
+	cfg := auth.DefaultConfig()
+	local, err := cfg.LocalStore(bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	limit := cfg.Limits.Of(auth.RuleResetAccount)
+	rule := func(id string) ratelimit.Rule {
+		return ratelimit.Rule{Name: auth.RuleResetAccount, ID: id, Limit: limit}
+	}
+	for range limit.Count {
+		if d, err := local.AllowAll(ctx, rule("ann@example.com")); err != nil || !d.Allowed {
+			t.Fatalf("ann's reset requests: %+v, %v", d, err)
+		}
+	}
+	for i := range 4 * bound {
+		if _, err := local.AllowAll(ctx, rule(fmt.Sprintf("app shop user%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := local.AllowAll(ctx, rule("ann@example.com")); err != nil || d.Allowed {
+		t.Errorf("ann after a flood of an application's reset requests: %+v, %v; want her count still full", d, err)
+	}
+}

@@ -57,6 +57,20 @@ func (cfg Config) LockoutPolicies() map[string]ratelimit.LockoutPolicy {
 	return out
 }
 
+// LocalStore returns the in-process store of cfg's limits (maxIdentities
+// as ratelimit.NewLocal takes it): the lockouts of LockoutPolicies, and an
+// application's identities set apart (appLockGroup) in the logs of every
+// rule, not only of the lockable ones: an application's reset requests
+// name accounts at will too.
+func (cfg Config) LocalStore(maxIdentities int) (*ratelimit.Local, error) {
+	local, err := ratelimit.NewLocal(cfg.LockoutPolicies(), maxIdentities, nil)
+	if err != nil {
+		return nil, err
+	}
+	local.SetGroup(appLockGroup)
+	return local, nil
+}
+
 // mfaMaxLock caps the second step's locks.
 const mfaMaxLock = 24 * time.Hour
 

@@ -24,9 +24,10 @@ import (
 // flood of fresh identities, admitted or failing, does not push them out:
 // only other locks can, and each of those costs an attacker a threshold of
 // failures. Each of the three is kept in groups under its bound
-// (groupedLRU): a rule's own, or, where its policy's Group sets a class
-// of identities apart (an application's accounts, named at will by
-// whoever holds its key), that class's. A flood of one group's entries,
+// (groupedLRU): a rule's own, or, where its policy's Group (SetGroup for
+// a rule without lockouts) sets a class of identities apart (an
+// application's accounts, named at will by whoever holds its key), that
+// class's. A flood of one group's entries,
 // which for some cost little (failed API key checks and decision API
 // reports need no hashing), pushes out its own rather than another
 // group's. The locks restored from the lockout log (Hold) are pushed out
@@ -39,8 +40,11 @@ import (
 type Local struct {
 	now      func() time.Time
 	policies map[string]LockoutPolicy // of the lockable rules, by name
-	seed     maphash.Seed
-	shards   []localShard
+	// others classes the identities of the rules without lockouts here
+	// (SetGroup); nil: each such rule's are one class.
+	others func(id string) string
+	seed   maphash.Seed
+	shards []localShard
 }
 
 // localShard holds the identities that hash to it.
@@ -109,10 +113,23 @@ func NewLocal(policies map[string]LockoutPolicy, maxIdentities int, now func() t
 	return l, nil
 }
 
+// SetGroup has l class the identities of the rules it keeps no lockouts
+// for as group classes them, as a LockoutPolicy's Group classes its
+// rule's: such a rule still keeps logs, and where one party names the
+// identities that another's share it with (an application's accounts
+// beside XCloak's own, in the reset requests' count per account), a flood
+// of one party's logs must push out its own. Call it before l is used.
+func (l *Local) SetGroup(group func(id string) string) { l.others = group }
+
 // group is the group of id's log, failures and lock under rule name in
-// their tables: the name, and the class its policy's Group gives id.
+// their tables: the name, and the class its policy's Group (or, for a rule
+// without lockouts, SetGroup's) gives id.
 func (l *Local) group(name, id string) string {
-	if g := l.policies[name].Group; g != nil {
+	g := l.others
+	if p, ok := l.policies[name]; ok {
+		g = p.Group
+	}
+	if g != nil {
 		if class := g(id); class != "" {
 			return name + " " + class
 		}

@@ -18,7 +18,7 @@ var _ auth.Limiter = Limiter{}
 // NewLimiter returns the in-process limits cfg asks for: a ratelimit.Local
 // with the lockouts of every lockable rule.
 func NewLimiter(cfg auth.Config) (Limiter, error) {
-	local, err := ratelimit.NewLocal(cfg.LockoutPolicies(), 0, nil)
+	local, err := cfg.LocalStore(0)
 	if err != nil {
 		return Limiter{}, err
 	}

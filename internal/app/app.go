@@ -191,7 +191,7 @@ func newLimiter(cfg auth.Config, rdb, probe redis.UniversalClient, prefix string
 	}
 	shared.RememberRejections(cfg.RejectionMemory, rememberedRejections)
 	shared.OnTakeBackFailure(takeBackFailed)
-	local, err := ratelimit.NewLocal(lockouts, 0, nil)
+	local, err := cfg.LocalStore(0)
 	if err != nil {
 		return nil, err
 	}
