@@ -61,7 +61,10 @@ func TestBadInput(t *testing.T) {
 		{"form: reset confirm bad token", "POST", "/password-reset/nope", formType, url.Values{"password": {"a long password"}, "password_confirm": {"a long password"}}.Encode(), 400, ""},
 		{"page: reset with bad token", "GET", "/password-reset/nope", "", "", 400, ""},
 		{"page: reset with unknown token", "GET", "/password-reset/" + strings.Repeat("A", 43), "", "", 400, ""},
-		{"method: GET api", "GET", "/api/v1/login", "", "", 405, ""},
+		{"method: GET api", "GET", "/api/v1/login", "", "", 405, "method_not_allowed"},
+		{"method: DELETE attempts", "DELETE", "/api/v1/attempts", "", "", 405, "method_not_allowed"},
+		{"unknown api path", "GET", "/api/v1/nope", "", "", 404, "not_found"},
+		{"unknown api path, POST", "POST", "/api/v2/attempts", jsonType, `{}`, 404, "not_found"},
 		{"method: PUT login", "PUT", "/login", formType, "", 405, ""},
 		{"unknown path", "GET", "/nope", "", "", 404, ""},
 	} {

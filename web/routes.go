@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 )
 
 // route is one pattern the service answers and its handler.
@@ -17,6 +18,7 @@ func (s *Server) routes() http.Handler {
 	for _, r := range s.routeTable() {
 		mux.Handle(r.pattern, r.handler)
 	}
+	mux.Handle(apiPrefix, apiFallback(mux))
 	return s.logRequests(s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(mux)))))
 }
 
@@ -120,4 +122,29 @@ func (s *Server) routeTable() []route {
 	}
 
 	return table
+}
+
+// apiPrefix is where the JSON API's routes live.
+const apiPrefix = "/api/"
+
+// apiFallback answers a request under apiPrefix that no route takes as the
+// API answers every other error, in JSON: 405 method_not_allowed, with
+// Allow, where the path has routes for other methods, 404 not_found
+// otherwise. net/http's own answers would be plain text.
+func apiFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			probe := &http.Request{Method: m, URL: r.URL, Host: r.Host}
+			if _, pattern := mux.Handler(probe); pattern != "" && pattern != apiPrefix {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) == 0 {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "message": "No route of the API has that path."})
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method_not_allowed", "message": "That path takes " + strings.Join(allow, ", ") + "."})
+	})
 }
