@@ -119,8 +119,9 @@ func TestPasswordChangeNoticedWhenTheClientHangsUp(t *testing.T) {
 	}
 	before := len(mailsTo(t, f, "ann@example.com"))
 	err = hangUpAtCommit(t, f, "users", func(ctx context.Context) error {
-		return f.svc.ChangePassword(ctx, auth.PasswordChange{Session: res.Session.Token, Current: "password123",
+		_, err := f.svc.ChangePassword(ctx, auth.PasswordChange{Session: res.Session.Token, Current: "password123",
 			New: "a new one, nowhere leaked", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value})
+		return err
 	})
 	if _, lerr := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "a new one, nowhere leaked",
 		Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}); lerr != nil {

@@ -207,7 +207,7 @@ func TestNotificationsSwitchedOff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: res.Session.Token, Current: "password123",
+			if _, err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: res.Session.Token, Current: "password123",
 				New: "a new one, nowhere leaked", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}); err != nil {
 				t.Fatal(err)
 			}
@@ -290,7 +290,7 @@ func TestOwnerNoticesOutsideTheDomainLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: res.Session.Token, Current: "password123",
+	if _, err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: res.Session.Token, Current: "password123",
 		New: "a new one, nowhere leaked", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}); err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestChangeNoticeOutlivesTheNewDeviceNotices(t *testing.T) {
 		last = res
 	}
 	f.waitResets(t)
-	if err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: last.Session.Token, Current: "password123",
+	if _, err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: last.Session.Token, Current: "password123",
 		New: "the attacker's own, nowhere leaked", Client: client("192.0.2.7"), DeviceCookie: last.Device.Value}); err != nil {
 		t.Fatal(err)
 	}

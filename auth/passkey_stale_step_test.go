@@ -42,7 +42,7 @@ func TestStaleStepAfterNewPassword(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the owner's second step: %v", err)
 			}
-			if err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: in.Session.Token, Current: passkeyPassword,
+			if _, err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: in.Session.Token, Current: passkeyPassword,
 				New: fresh, Client: client("192.0.2.10"), DeviceCookie: in.Device.Value}); err != nil {
 				t.Fatalf("ChangePassword: %v", err)
 			}

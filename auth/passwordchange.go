@@ -35,29 +35,32 @@ type PasswordChange struct {
 //
 // In one transaction the new hash is stored, every other session of the
 // account ends, every known device but this browser's is forgotten, and
-// the session it came from continues, free of MustChangePassword. Then
-// the owner is mailed, off the request path, that the password changed,
-// with a reset link in case it was not them.
+// the session it came from continues, free of MustChangePassword, under
+// a new token, which the returned Session carries for the browser's
+// cookie: a copy of the old one, taken while the session was restricted
+// or by whoever the owner changes the password against, signs in no
+// more. Then the owner is mailed, off the request path, that the password
+// changed, with a reset link in case it was not them.
 //
 // Errors: ErrNoSession, ErrInvalidRequest, ErrWeakPassword,
 // *LimitedError, ErrInvalidCredentials, ErrBreachedPassword,
 // ErrUnavailable, ErrHasherBusy.
-func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error {
+func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) (Session, error) {
 	sess, err := s.Session(ctx, req.Session)
 	if err != nil {
-		return err
+		return Session{}, err
 	}
 	if err := checkNewPassword(req.New); err != nil {
-		return err
+		return Session{}, err
 	}
 	email, source := sess.Email, req.Client.Source()
 	user, device, err := s.checkPasswordAgain(ctx, sess, req.Current, req.Client, req.DeviceCookie)
 	if err != nil {
-		return err
+		return Session{}, err
 	}
 
 	if err := s.checkNotBreached(ctx, req.New); err != nil {
-		return err
+		return Session{}, err
 	}
 	// Refused after the current password is verified (and after the
 	// breach check, whose answer is the more useful), so that it says
@@ -66,11 +69,11 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 	// restriction by setting the same one while breach lookups fail. They
 	// are compared as stored: a full-width variant is the same password.
 	if normalisePassword(req.New) == normalisePassword(req.Current) {
-		return ErrSamePassword
+		return Session{}, ErrSamePassword
 	}
 	hash, err := s.hasher.Hash(ctx, req.New)
 	if err != nil {
-		return err
+		return Session{}, err
 	}
 	// Once hashed, the change is done whether or not its client waits: a
 	// client that hangs up as it commits must not leave it stored without
@@ -81,22 +84,27 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) error 
 	if device != "" {
 		keep = nonceHash(device)
 	}
-	err = s.store.ChangePassword(ctx, user.ID, user.PasswordHash, hash, hashToken(req.Session), keep)
+	// The session goes on under a new token, as a sign-in's does: the
+	// change lifts a restriction and ends every other browser, which a
+	// copy of the token it was made with must not outlive.
+	token, tokenHash := newToken()
+	err = s.store.ChangePassword(ctx, user.ID, user.PasswordHash, hash, hashToken(req.Session), tokenHash, keep)
 	s.deviceCache.purge()
 	s.sessionCache.purge()
 	switch {
 	case errors.Is(err, ErrPasswordChanged):
 		// Replaced meanwhile, by a reset say, which also ended this
 		// session.
-		return ErrInvalidCredentials
+		return Session{}, ErrInvalidCredentials
 	case errors.Is(err, ErrNoSession):
-		return err
+		return Session{}, err
 	case err != nil:
-		return s.dbDown("changing password", err)
+		return Session{}, s.dbDown("changing password", err)
 	}
 	s.record(Event{Kind: EventPasswordChanged, Account: email, UserID: user.ID, Source: source})
 	s.notifyPasswordChanged(email, source)
-	return nil
+	sess.Token, sess.MustChangePassword = token, false
+	return sess, nil
 }
 
 // checkPasswordAgain checks the password of sess's account, typed again

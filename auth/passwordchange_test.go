@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/breached"
@@ -39,21 +40,29 @@ func TestChangePassword(t *testing.T) {
 		t.Fatal("no restriction to lift")
 	}
 	change := auth.PasswordChange{Session: mine.Session.Token, Current: "password123", New: "password123", Client: client("192.0.2.1"), DeviceCookie: mine.Device.Value}
-	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrBreachedPassword) {
+	if _, err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrBreachedPassword) {
 		t.Fatalf("changing to a breached password: %v, want ErrBreachedPassword", err)
 	}
 	change.New = "short"
-	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrWeakPassword) {
+	if _, err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrWeakPassword) {
 		t.Fatalf("changing to a short password: %v, want ErrWeakPassword", err)
 	}
 	change.New = "a new one, nowhere leaked"
-	if err := f.svc.ChangePassword(t.Context(), change); err != nil {
+	rotated, err := f.svc.ChangePassword(t.Context(), change)
+	if err != nil {
 		t.Fatalf("ChangePassword: %v", err)
 	}
 
-	sess, err := f.svc.Session(t.Context(), mine.Session.Token)
-	if err != nil || sess.MustChangePassword {
-		t.Fatalf("the changing session: %+v, %v; want it kept and free", sess, err)
+	if rotated.Token == "" || rotated.Token == mine.Session.Token || rotated.MustChangePassword {
+		t.Fatalf("the session after the change: %+v; want a new token, free", rotated)
+	}
+	if _, err := f.svc.Session(t.Context(), mine.Session.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatalf("the changing session under its old token: %v, want ErrNoSession", err)
+	}
+	sess, err := f.svc.Session(t.Context(), rotated.Token)
+	if err != nil || sess.MustChangePassword || sess.PublicID != mine.Session.PublicID ||
+		!sess.ExpiresAt.Equal(rotated.ExpiresAt) || sess.ExpiresAt.Sub(mine.Session.ExpiresAt).Abs() > time.Millisecond {
+		t.Fatalf("the changing session: %+v, %v; want it kept, free, expiring as before", sess, err)
 	}
 	if _, err := f.svc.Session(t.Context(), other.Session.Token); !errors.Is(err, auth.ErrNoSession) {
 		t.Fatalf("the other session: %v, want ErrNoSession", err)
@@ -112,12 +121,12 @@ func TestChangePasswordWrongCurrentCountsTowardsLockout(t *testing.T) {
 	change := auth.PasswordChange{Session: res.Session.Token, New: "a new one, nowhere leaked", Client: client("192.0.2.1")}
 	for i := range f.cfg.Lockout.Threshold {
 		change.Current = fmt.Sprint("wrong ", i)
-		if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrInvalidCredentials) {
+		if _, err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Fatalf("wrong current password %d: %v, want ErrInvalidCredentials", i, err)
 		}
 	}
 	change.Current = "password123"
-	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrLimited) {
+	if _, err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrLimited) {
 		t.Fatalf("change with the right password on a locked account: %v, want ErrLimited", err)
 	}
 	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.9")}); !errors.Is(err, auth.ErrLimited) {
@@ -134,7 +143,7 @@ func TestChangePasswordNeedsASession(t *testing.T) {
 	f := newFixture(t, nil)
 	f.addUser(t, "ann@example.com", "password123", false)
 	for _, token := range []string{"", "not a token", strings.Repeat("A", 43)} {
-		err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: token, Current: "password123", New: "a new one, nowhere leaked", Client: client("192.0.2.1")})
+		_, err := f.svc.ChangePassword(t.Context(), auth.PasswordChange{Session: token, Current: "password123", New: "a new one, nowhere leaked", Client: client("192.0.2.1")})
 		if !errors.Is(err, auth.ErrNoSession) {
 			t.Errorf("session %q: %v, want ErrNoSession", token, err)
 		}
@@ -152,11 +161,11 @@ func TestChangePasswordToItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	change := auth.PasswordChange{Session: res.Session.Token, Current: "password123", New: "password123", Client: client("192.0.2.1")}
-	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrSamePassword) {
+	if _, err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrSamePassword) {
 		t.Fatalf("changing the password to itself: %v, want ErrSamePassword", err)
 	}
 	change.Current, change.New = "not it at all", "not it at all"
-	if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrInvalidCredentials) {
+	if _, err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Fatalf("a wrong current password, the same as the new: %v, want ErrInvalidCredentials", err)
 	}
 	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.2")}); err != nil {
@@ -186,7 +195,7 @@ func TestPasswordVariantsAreThePassword(t *testing.T) {
 		{"correct horse １", auth.ErrSamePassword}, // U+FF11, full-width 1
 	} {
 		change.New = c.new
-		if err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, c.want) {
+		if _, err := f.svc.ChangePassword(t.Context(), change); !errors.Is(err, c.want) {
 			t.Errorf("changing to %q: %v, want %v", c.new, err, c.want)
 		}
 	}

@@ -73,10 +73,11 @@ type UserStore interface {
 	// must still be old (ErrPasswordChanged otherwise), for its owner
 	// signed in with the session stored under sessionHash (ErrNoSession if
 	// it is gone). At once, it ends every other session of the account,
-	// lifts this one's MustChangePassword, and forgets the account's known
+	// moves this one to newSessionHash (its old token signs in no more)
+	// and lifts its MustChangePassword, and forgets the account's known
 	// devices but keepDevice (nil: every one), its open unlock links and
 	// its open reset links but the change notices' (AddResetToken).
-	ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, keepDevice []byte) error
+	ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, newSessionHash, keepDevice []byte) error
 }
 
 // SessionStore keeps signed-in browsers by the hash of their token.

@@ -232,7 +232,8 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 	if err := s.CreateSession(ctx, session, auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash, u.SignOuts); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ChangePassword(ctx, u.ID, u.PasswordHash, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3", session, device); err != nil {
+	rotated := []byte("rex's new session....shaped 32b!")
+	if err := s.ChangePassword(ctx, u.ID, u.PasswordHash, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3", session, rotated, device); err != nil {
 		t.Fatal(err)
 	}
 	if remembered, err := s.MFARemembered(ctx, device, now); err != nil || remembered {

@@ -158,7 +158,7 @@ func (s *Store) SignOutEverywhere(ctx context.Context, email string) (userID int
 // ChangePassword implements auth.UserStore. The account's row is locked
 // first, so that a sign-in making a session or a device with the old hash
 // either commits before (and is ended here) or finds the hash replaced.
-func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, keepDevice []byte) error {
+func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, newSessionHash, keepDevice []byte) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var current string
 		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID).Scan(&current)
@@ -168,7 +168,8 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash stri
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE sessions SET must_change_password = false WHERE id_hash = $1 AND user_id = $2`, sessionHash, userID)
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET id_hash = $3, must_change_password = false WHERE id_hash = $1 AND user_id = $2`,
+			sessionHash, userID, newSessionHash)
 		if err != nil {
 			return err
 		}
@@ -178,7 +179,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash stri
 		if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, userID, hash); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, sessionHash); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, newSessionHash); err != nil {
 			return err
 		}
 		if err := stopPasskeysAlone(ctx, tx, userID); err != nil {

@@ -62,16 +62,22 @@ func (s *Server) handlePasswordPage() http.Handler {
 }
 
 // changePassword runs a password change for either front end, from the
-// request's session and device cookie. auth.ErrNoSession without a
+// request's session and device cookie, and sets the session's new token
+// (the old one ends with the change). auth.ErrNoSession without a
 // session.
-func (s *Server) changePassword(r *http.Request, sess auth.Session, current, next string) error {
-	return s.auth.ChangePassword(r.Context(), auth.PasswordChange{
+func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, sess auth.Session, current, next string) error {
+	rotated, err := s.auth.ChangePassword(r.Context(), auth.PasswordChange{
 		Session:      s.readCookie(r, sessionCookie),
 		Current:      current,
 		New:          next,
 		Client:       s.client(r),
 		DeviceCookie: s.readCookie(r, s.auth.DeviceCookieName(sess.Email)),
 	})
+	if err != nil {
+		return err
+	}
+	s.setCookie(w, sessionCookie, rotated.Token, rotated.ExpiresAt)
+	return nil
 }
 
 func (s *Server) handlePasswordForm() http.Handler {
@@ -86,7 +92,7 @@ func (s *Server) handlePasswordForm() http.Handler {
 			err = errNoMatch
 		}
 		if err == nil {
-			err = s.changePassword(r, sess, form[templates.FieldCurrentPassword], form[templates.FieldNewPassword])
+			err = s.changePassword(w, r, sess, form[templates.FieldCurrentPassword], form[templates.FieldNewPassword])
 		}
 		switch {
 		case err == nil:
@@ -124,7 +130,7 @@ func (s *Server) handlePasswordAPI() http.Handler {
 			err = decodeJSON(r, &in, &in.CurrentPassword, &in.NewPassword)
 		}
 		if err == nil {
-			err = s.changePassword(r, sess, in.CurrentPassword, in.NewPassword)
+			err = s.changePassword(w, r, sess, in.CurrentPassword, in.NewPassword)
 		}
 		if err != nil {
 			s.failJSON(w, r, err)

@@ -262,3 +262,88 @@ func TestPasswordChangeRefusals(t *testing.T) {
 		t.Errorf("sign-in from a new browser on the account the changes locked: %d, want 429", resp.StatusCode)
 	}
 }
+
+// jarSession is the session cookie's value in c's jar for base, "" if none.
+func jarSession(t *testing.T, c *http.Client, base string) string {
+	t.Helper()
+	u, _ := url.Parse(base)
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == "xcloak_session" {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+// TestPasswordChangeRotatesSession: changing the password, from the form
+// or the API, and from a session that had to change it or one that did
+// not, gives the browser a new session token and ends the old one: a copy
+// of the old cookie, taken before the change, is signed out on the
+// account API and at forward-auth, while the browser goes on signed in.
+// A session restricted to changing its password is never lifted under a
+// token that was issued restricted.
+func TestPasswordChangeRotatesSession(t *testing.T) {
+	corpus := breachedtest.New(t)
+	checker, err := breached.Open(corpus.Serve(t), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{Breached: checker, Web: func(c *webConfig) {
+		c.TrustedProxies = mustPrefixes(t, proxyAddr)
+		c.ProtectedHosts = mustHosts(t, "app.example.test")
+	}})
+	base := env.Start(t)
+	for i, tc := range []struct {
+		name       string
+		restricted bool
+		change     func(t *testing.T, c *http.Client, current, next string) *http.Response
+	}{
+		{"form", false, func(t *testing.T, c *http.Client, current, next string) *http.Response {
+			resp, _ := post(t, c, base+"/account/password", formType, changeForm(current, next, next))
+			return resp
+		}},
+		{"api", false, func(t *testing.T, c *http.Client, current, next string) *http.Response {
+			resp, _ := post(t, c, base+"/api/v1/account/password", jsonType, changeJSON(current, next))
+			return resp
+		}},
+		{"restricted", true, func(t *testing.T, c *http.Client, current, next string) *http.Response {
+			resp, _ := post(t, c, base+"/account/password", formType, changeForm(current, next, next))
+			return resp
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			email, password := fmt.Sprintf("rot%d@example.com", i), fmt.Sprintf("password%d-leaky", i)
+			env.AddUser(t, email, password, false)
+			browser := xcloaktest.Client(t, fmt.Sprintf("127.0.12.%d", 60+i))
+			signIn(t, browser, base, email, password)
+			if tc.restricted {
+				corpus.Add(t, password)
+				signIn(t, browser, base, email, password)
+			}
+			old := jarSession(t, browser, base)
+			resp := tc.change(t, browser, password, "a new one, nowhere leaked "+fmt.Sprint(i))
+			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("change: %d", resp.StatusCode)
+			}
+			fresh := jarSession(t, browser, base)
+			if fresh == "" || fresh == old {
+				t.Errorf("session cookie after the change: %q, want a new token in place of the old one", fresh)
+			}
+			if resp, _ := get(t, browser, base+"/api/v1/account/sessions"); resp.StatusCode != http.StatusOK {
+				t.Errorf("the changing browser after the change: %d, want 200", resp.StatusCode)
+			}
+			bare := &http.Client{Transport: browser.Transport, CheckRedirect: browser.CheckRedirect}
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/v1/account/sessions", nil)
+			req.Header.Set("Cookie", "xcloak_session="+old)
+			if resp, body := do(t, bare, req); resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("the old token replayed on the API: %d %s, want 401", resp.StatusCode, body)
+			}
+			if resp := forwardAuth(t, base, proxyAddr, old, forwarded("https", "app.example.test", "/")...); resp.StatusCode == http.StatusOK {
+				t.Errorf("the old token replayed at forward-auth: %d, want it signed out", resp.StatusCode)
+			}
+			if resp := forwardAuth(t, base, proxyAddr, fresh, forwarded("https", "app.example.test", "/")...); resp.StatusCode != http.StatusOK {
+				t.Errorf("the new token at forward-auth: %d, want 200", resp.StatusCode)
+			}
+		})
+	}
+}

@@ -133,7 +133,7 @@ func (s *Store) SetPassword(_ context.Context, email, hash string) (int64, error
 }
 
 // ChangePassword implements auth.UserStore.
-func (s *Store) ChangePassword(_ context.Context, userID int64, old, hash string, sessionHash, keepDevice []byte) error {
+func (s *Store) ChangePassword(_ context.Context, userID int64, old, hash string, sessionHash, newSessionHash, keepDevice []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.users[userID]
@@ -147,7 +147,7 @@ func (s *Store) ChangePassword(_ context.Context, userID int64, old, hash string
 	u.PasswordHash, u.UpdatedAt = hash, time.Now()
 	kept.mustChangePassword = false
 	deleteWhere(s.sessions, func(v session) bool { return v.userID == userID })
-	s.sessions[string(sessionHash)] = kept
+	s.sessions[string(newSessionHash)] = kept
 	keep := string(keepDevice)
 	for k, d := range s.devices {
 		if d.userID == userID && (keepDevice == nil || k != keep) {

@@ -199,7 +199,7 @@ var storeCases = []struct {
 			}
 		}
 	}},
-	{"a password change keeps its own session and device, lifts the restriction, and ends the rest of that account only", func(t *testing.T, s auth.Store) {
+	{"a password change keeps its own session, under a new token, and device, lifts the restriction, and ends the rest of that account only", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		for _, u := range []auth.User{ann, bob} {
 			newSession(t, s, u, "session "+u.Email)
@@ -210,22 +210,28 @@ var storeCases = []struct {
 		mustNil(t, s.CreateSession(t.Context(), hash("mine"), mine, ann.PasswordHash, ann.SignOuts))
 		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, ann.SignOuts, hash("my device"), base, 10, false))
 
-		if err := s.ChangePassword(t.Context(), ann.ID, "not the hash", "new", hash("mine"), hash("my device")); !errors.Is(err, auth.ErrPasswordChanged) {
+		if err := s.ChangePassword(t.Context(), ann.ID, "not the hash", "new", hash("mine"), hash("mine rotated"), hash("my device")); !errors.Is(err, auth.ErrPasswordChanged) {
 			t.Fatalf("change from a replaced hash: %v, want ErrPasswordChanged", err)
 		}
-		if err := s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "new", hash("session "+bob.Email), nil); !errors.Is(err, auth.ErrNoSession) {
+		if err := s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "new", hash("session "+bob.Email), hash("bob's rotated"), nil); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("change from another account's session: %v, want ErrNoSession", err)
 		}
 		if got, _ := s.UserByEmail(t.Context(), ann.Email); got.PasswordHash != ann.PasswordHash {
 			t.Fatalf("a refused change stored hash %q", got.PasswordHash)
 		}
-		mustNil(t, s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "new", hash("mine"), hash("my device")))
+		if _, err := s.SessionByHash(t.Context(), hash("session "+bob.Email), base); err != nil {
+			t.Errorf("bob's session after a change refused for it: %v", err)
+		}
+		mustNil(t, s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "new", hash("mine"), hash("mine rotated"), hash("my device")))
 		if got, _ := s.UserByEmail(t.Context(), ann.Email); got.PasswordHash != "new" {
 			t.Errorf("hash %q, want new", got.PasswordHash)
 		}
-		got, err := s.SessionByHash(t.Context(), hash("mine"), base)
-		if err != nil || got.MustChangePassword {
-			t.Errorf("the changing session: %+v, %v; want it kept, unrestricted", got, err)
+		if got, err := s.SessionByHash(t.Context(), hash("mine"), base); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("the changing session under its old token: %+v, %v; want ErrNoSession", got, err)
+		}
+		got, err := s.SessionByHash(t.Context(), hash("mine rotated"), base)
+		if err != nil || got.MustChangePassword || got.UserID != ann.ID || !got.ExpiresAt.Equal(mine.ExpiresAt) {
+			t.Errorf("the changing session under its new token: %+v, %v; want it kept, unrestricted, expiring as before", got, err)
 		}
 		if known, _ := s.KnownDevice(t.Context(), ann.Email, hash("my device"), base.Add(-time.Second)); !known {
 			t.Error("the changing browser's device was forgotten")
@@ -235,7 +241,7 @@ var storeCases = []struct {
 
 		// Without a device to keep, every one goes.
 		ann, _ = s.UserByEmail(t.Context(), ann.Email)
-		mustNil(t, s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "newer", hash("mine"), nil))
+		mustNil(t, s.ChangePassword(t.Context(), ann.ID, ann.PasswordHash, "newer", hash("mine rotated"), hash("mine again"), nil))
 		if known, _ := s.KnownDevice(t.Context(), ann.Email, hash("my device"), base.Add(-time.Second)); known {
 			t.Error("a device kept by a change that kept none")
 		}
@@ -437,7 +443,7 @@ var storeCases = []struct {
 		newSession(t, s, u, "session "+u.Email)
 		mustNil(t, s.AddResetToken(t.Context(), hash("link"), u.ID, base, base.Add(time.Hour), false))
 		mustNil(t, s.AddResetToken(t.Context(), hash("change notice"), u.ID, base, base.Add(time.Hour), true))
-		mustNil(t, s.ChangePassword(t.Context(), u.ID, u.PasswordHash, "changed", hash("session "+u.Email), nil))
+		mustNil(t, s.ChangePassword(t.Context(), u.ID, u.PasswordHash, "changed", hash("session "+u.Email), hash("rotated "+u.Email), nil))
 		if _, _, err := s.ResetTokenUser(t.Context(), hash("link"), base); !errors.Is(err, auth.ErrInvalidToken) {
 			t.Errorf("a reset link after a password change: %v, want ErrInvalidToken", err)
 		}
