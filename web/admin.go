@@ -32,8 +32,10 @@ type adminHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session
 // session is sent to /login (the API answers 401); a session that must
 // change its password is sent to do so (the API answers 403); a signed-in
 // user who is not an administrator gets 403.
+//
+// Other sites' fetches are refused first, by requireOwner (ownFetch).
 func (s *Server) requireAdmin(h adminHandler) http.Handler {
-	admin := s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
 		if !sess.IsAdmin {
 			nav := navFor(sess)
 			s.failAs(w, r, &nav, errNotAdmin)
@@ -52,18 +54,12 @@ func (s *Server) requireAdmin(h adminHandler) http.Handler {
 		}
 		return h(w, r, sess)
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !ownFetch(r) {
-			s.failAs(w, r, nil, errCrossSiteFetch)
-			return
-		}
-		admin.ServeHTTP(w, r)
-	})
 }
 
-// errCrossSiteFetch: an administrators' route asked for by another site's
-// page, or another host's of the same site, other than by a link.
-var errCrossSiteFetch = errors.New("web: administrators' route fetched from another site")
+// errCrossSiteFetch: an account's or administrators' route asked for by
+// another site's page, or another host's of the same site, other than by
+// a link.
+var errCrossSiteFetch = errors.New("web: signed-in route fetched from another site")
 
 // ownFetch reports whether r is XCloak's own page's request, one from no
 // browser, or a link to a page followed, by the fetch metadata browsers

@@ -17,8 +17,20 @@ type ownerHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session
 // requireOwner lets a signed-in session through to h. Without one a page
 // sends to /login and the API answers 401; a session that must change its
 // password is sent to do so (the API answers 403), as requireAdmin does.
+//
+// What another site's page, or a sibling host's (same-site, where the Lax
+// cookie goes with images and scripts' fetches), makes the owner's
+// browser fetch is refused first, as on the administrators' routes
+// (ownFetch): the account's pages and lists count against account_ip,
+// which such fetches would otherwise spend in the owner's name and keep
+// the owner from ending a thief's session. A link followed to a page
+// still opens it.
 func (s *Server) requireOwner(h ownerHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ownFetch(r) {
+			s.failAs(w, r, nil, errCrossSiteFetch)
+			return
+		}
 		token := s.readCookie(r, sessionCookie)
 		sess, err := s.auth.Session(r.Context(), token)
 		switch {

@@ -380,3 +380,55 @@ func TestSessionsLimitIsTheAccounts(t *testing.T) {
 		t.Fatalf("the thief's session after ann ended the others: %d, want 401", resp.StatusCode)
 	}
 }
+
+// TestSessionsLimitNotSpentByOtherSites: account_ip is the owner's alone,
+// so a page of another site, or of a sibling host (same-site, where the
+// Lax session cookie goes with images and scripts' fetches), cannot spend
+// it by having the owner's browser fetch the account's pages and lists
+// and keep the owner from ending a thief's session. Those fetches are
+// refused (403 cross_site) before they count; a link from elsewhere
+// followed to the account page still opens it.
+func TestSessionsLimitNotSpentByOtherSites(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleAccountIP, 3) }})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	thief := newBrowser(t, "127.0.16.19", firefoxLinux)
+	thief.signIn(t, base, "ann@example.com", "ann password")
+	ann := newBrowser(t, "127.0.16.15", firefoxLinux)
+	ann.signIn(t, base, "ann@example.com", "ann password")
+	fetch := func(path string, header ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, _ := do(t, ann.c, req)
+		return resp
+	}
+	for _, site := range []string{"same-site", "cross-site"} {
+		for _, path := range []string{"/api/v1/account/sessions", "/account", "/api/v1/account/activity", "/account/activity"} {
+			for range 4 {
+				resp := fetch(path, "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image")
+				if resp.StatusCode != http.StatusForbidden {
+					t.Fatalf("GET %s as an image of a %s page: %d, want 403", path, site, resp.StatusCode)
+				}
+			}
+		}
+		if resp := fetch("/api/v1/account/sessions", "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("the sessions API navigated to from a %s page: %d, want 403", site, resp.StatusCode)
+		}
+	}
+	if resp := fetch("/account", "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"); resp.StatusCode != http.StatusOK {
+		t.Errorf("the account page by a link from another site: %d, want 200", resp.StatusCode)
+	}
+	if resp, _ := ann.send(t, http.MethodPost, base+"/account/sessions/end-others", formType, ""); resp.StatusCode != http.StatusSeeOther ||
+		resp.Header.Get("Location") != "/account?sessions=ended" {
+		t.Fatalf("ann's end-others after other sites' fetches: %d to %q, want 303 to /account?sessions=ended", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := thief.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the thief's session after ann ended the others: %d, want 401", resp.StatusCode)
+	}
+}
