@@ -248,8 +248,11 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	}
 	// Verified, but stopped by a new password until it serves after it
 	// (Passkey.SignsInAlone). Said as such: only the key's holder gets
-	// this far, and its owner needs to know to type the password.
-	if !key.SignsInAlone {
+	// this far, and its owner needs to know to type the password. Judged
+	// as keys, read after the account, have it: a new password committed
+	// after key was read but before the account was would otherwise let
+	// the key sign in under it.
+	if !signsInAlone(keys, cred.ID) {
 		s.passkeyFailed(user, source, "password replaced")
 		return LoginResult{}, user.Email, OutcomeFailed, ErrPasskeyNeedsPassword
 	}
@@ -284,6 +287,17 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 		return LoginResult{}, user.Email, OutcomeUnavailable, err
 	}
 	return res, user.Email, OutcomeSucceeded, nil
+}
+
+// signsInAlone reports whether the passkey of credential id among keys
+// may sign in without the password.
+func signsInAlone(keys []Passkey, id []byte) bool {
+	for _, k := range keys {
+		if bytes.Equal(k.CredentialID, id) {
+			return k.SignsInAlone
+		}
+	}
+	return false
 }
 
 // admitNetwork counts an attempt by the second step's rate of the
