@@ -242,7 +242,7 @@ func New(cfg Config, d Deps) (*Sender, error) {
 	if s.sleep == nil {
 		s.sleep = sleep
 	}
-	client := http.DefaultClient
+	client := &http.Client{Transport: boundedTransport()}
 	if d.Client != nil {
 		client = d.Client
 	}
@@ -257,6 +257,19 @@ func New(cfg Config, d Deps) (*Sender, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// maxAnswerHeaderBytes bounds the headers of a receiver's answer, as
+// deliver bounds its body: a receiver says what it took by its status.
+const maxAnswerHeaderBytes = 64 << 10
+
+// boundedTransport is net/http's default transport, but reading no more
+// than maxAnswerHeaderBytes of an answer's headers, where the default
+// reads up to 10 MB on every attempt of every worker.
+func boundedTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxResponseHeaderBytes = maxAnswerHeaderBytes
+	return t
 }
 
 // MinSecretBytes is the shortest secret accepted: as many as the HMAC's

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -701,5 +702,27 @@ func TestGivenUpCountsAsNotSent(t *testing.T) {
 	}
 	if n := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropQueueFull) + s.metric(t, "xcloak_webhook_dropped_total", webhook.DropShutdown); n != 0 {
 		t.Errorf("dropped_total = %v, want 0: they were tried", n)
+	}
+}
+
+// TestAnswerHeadersBounded: a receiver's answer is read within
+// maxAnswerHeaderBytes of headers, as its body is within 4 KiB: one that
+// answers a megabyte of them has its delivery fail, rather than every
+// attempt of every worker reading up to net/http's 10 MB default.
+func TestAnswerHeadersBounded(t *testing.T) {
+	r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		w.Header().Set("X-Padding", strings.Repeat("p", 1<<20))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	s := newSender(t, webhook.Config{Attempts: 1, Workers: 1}, r.url())
+	stop := s.run(t)
+	defer stop()
+	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	r.wait(1)
+	for s.metric(t, "xcloak_webhook_deliveries_total", "failed")+s.metric(t, "xcloak_webhook_deliveries_total", "succeeded") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if n := s.metric(t, "xcloak_webhook_deliveries_total", "succeeded"); n != 0 {
+		t.Errorf("an answer with a megabyte of headers taken: %v succeeded, want it failed", n)
 	}
 }
