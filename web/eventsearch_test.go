@@ -255,29 +255,21 @@ func TestEventExportHoldsNoConnection(t *testing.T) {
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
 	const rows = 30_000
-	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
-		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.' || (g % 250),
-		       jsonb_build_object('note', repeat('x', 40))
-		FROM generate_series(1, $1::int) g`, rows); err != nil {
-		t.Fatal(err)
-	}
+	insertFailedSignIns(t, env, rows)
 	admin := xcloaktest.Client(t, "127.0.78.1")
 	signIn(t, admin, base, adminEmail, anyPassword)
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cookies []string
-	for _, c := range admin.Jar.Cookies(u) {
-		cookies = append(cookies, c.Name+"="+c.Value)
-	}
+	cookies := cookieHeader(admin, u)
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	if _, err := conn.Write([]byte("GET /admin/events.csv?kind=login_failed HTTP/1.1\r\nHost: " + u.Host + "\r\nCookie: " + strings.Join(cookies, "; ") + "\r\n\r\n")); err != nil {
+	if _, err := conn.Write([]byte("GET /admin/events.csv?kind=login_failed HTTP/1.1\r\nHost: " + u.Host + "\r\nCookie: " + cookies + "\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
 	if line, err := bufio.NewReaderSize(conn, 4096).ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
@@ -334,22 +326,14 @@ func TestEventExportOutlivesWriteTimeout(t *testing.T) {
 	t.Cleanup(ts.Close)
 	env.AddUser(t, adminEmail, anyPassword, true)
 	const rows = 20_000
-	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
-		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.' || (g % 250),
-		       jsonb_build_object('note', repeat('x', 40))
-		FROM generate_series(1, $1::int) g`, rows); err != nil {
-		t.Fatal(err)
-	}
+	insertFailedSignIns(t, env, rows)
 	admin := xcloaktest.Client(t, "127.0.78.2")
 	signIn(t, admin, ts.URL, adminEmail, anyPassword)
 	u, err := url.Parse(ts.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cookies []string
-	for _, c := range admin.Jar.Cookies(u) {
-		cookies = append(cookies, c.Name+"="+c.Value)
-	}
+	cookies := cookieHeader(admin, u)
 	// A reader with a small window (and a server with a small send
 	// buffer), so that the server's writes wait on it rather than fill
 	// the kernel's buffers at once: the file takes longer than the bound
@@ -364,7 +348,7 @@ func TestEventExportOutlivesWriteTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Cookie", strings.Join(cookies, "; "))
+	req.Header.Set("Cookie", cookies)
 	if err := req.Write(conn); err != nil {
 		t.Fatal(err)
 	}
@@ -419,11 +403,7 @@ func TestEventExportHeadReadsNothing(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
-	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
-		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.1', '{}'
-		FROM generate_series(1, 10) g`); err != nil {
-		t.Fatal(err)
-	}
+	insertFailedSignIns(t, env, 10)
 	admin := xcloaktest.Client(t, "127.0.78.3")
 	signIn(t, admin, base, adminEmail, anyPassword)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodHead, base+"/admin/events.csv?kind=login_failed", nil)
@@ -452,11 +432,7 @@ func TestEventExportReaderGoneIsNoError(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
-	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
-		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.1', '{}'
-		FROM generate_series(1, 3000) g`); err != nil {
-		t.Fatal(err)
-	}
+	insertFailedSignIns(t, env, 3000)
 	admin := xcloaktest.Client(t, "127.0.78.4")
 	signIn(t, admin, base, adminEmail, anyPassword)
 	u, err := url.Parse(base)
@@ -505,4 +481,27 @@ func (w *goneAfterFirstPage) Write(b []byte) (int, error) {
 		w.gone()
 	}
 	return w.ResponseRecorder.Write(b)
+}
+
+// insertFailedSignIns writes n login_failed events, a second apart and
+// each for an account of its own, straight into the table: enough rows
+// for an export of many pages without n sign-ins.
+func insertFailedSignIns(t *testing.T, env *xcloaktest.Env, n int) {
+	t.Helper()
+	if _, err := env.DB.Exec(t.Context(), `INSERT INTO security_events (at, kind, account_key, ip, detail)
+		SELECT now() - make_interval(secs => g), 'login_failed', 'user' || g || '@example.com', '192.0.2.' || (g % 250),
+		       jsonb_build_object('note', repeat('x', 40))
+		FROM generate_series(1, $1::int) g`, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cookieHeader is the Cookie header c's jar sends to u, for a request
+// written by hand on a raw connection.
+func cookieHeader(c *http.Client, u *url.URL) string {
+	var cookies []string
+	for _, ck := range c.Jar.Cookies(u) {
+		cookies = append(cookies, ck.Name+"="+ck.Value)
+	}
+	return strings.Join(cookies, "; ")
 }
