@@ -14,10 +14,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/xcloak/xcloak/internal/urlport"
 )
 
 // Checker tells whether a password is in a breach corpus.
@@ -385,10 +386,8 @@ func newAPI(base string, client *http.Client) (api, error) {
 	}
 	// net/url takes any digits as a port: with one no connection can use,
 	// every lookup would fail, and no password being set would be checked.
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return api{}, errors.New("breached: range API URL has a port out of 1 to 65535")
-		}
+	if !urlport.Valid(u.Port()) {
+		return api{}, errors.New("breached: range API URL has a port out of 1 to 65535")
 	}
 	if client == nil {
 		client = &http.Client{

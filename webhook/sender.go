@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/urlport"
 )
 
 // Config is how a Sender delivers; DefaultConfig gives the documented
@@ -297,21 +297,11 @@ func CheckURL(u *url.URL) error {
 		return errors.New("webhook: a URL must not carry a user name or password")
 	case u.Fragment != "":
 		return errors.New("webhook: a URL must not have a #fragment")
-	case !validPort(u.Port()):
+	case !urlport.Valid(u.Port()):
 		// net/url takes any digits: such a receiver fails every attempt.
 		return errors.New("webhook: a URL's port must be a number from 1 to 65535")
 	}
 	return nil
-}
-
-// validPort reports whether port, as net/url gives it, is none or 1 to
-// 65535.
-func validPort(port string) bool {
-	if port == "" {
-		return true
-	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 1 && n <= 65535
 }
 
 // EventsWritten queues, for every URL, each row of rows that is an event

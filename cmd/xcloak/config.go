@@ -24,6 +24,7 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/breached"
 	"github.com/xcloak/xcloak/internal/cli"
+	"github.com/xcloak/xcloak/internal/urlport"
 	"github.com/xcloak/xcloak/ratelimit"
 	"github.com/xcloak/xcloak/smtpmail"
 	"github.com/xcloak/xcloak/web"
@@ -865,21 +866,10 @@ func parsePublicURL(raw string) (*url.URL, error) {
 		return nil, errors.New("must not hold a user or password")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return nil, fmt.Errorf("%q must not have a query or fragment", raw)
-	case !validPort(u.Port()):
+	case !urlport.Valid(u.Port()):
 		return nil, fmt.Errorf("%q has a port out of 1 to 65535", raw)
 	}
 	return u, nil
-}
-
-// validPort reports whether port, as net/url gives it (digits only), is
-// none or one a connection can use: net/url takes any number of digits,
-// and a typo such as 80800 would otherwise fail only later, each time.
-func validPort(port string) bool {
-	if port == "" {
-		return true
-	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 1 && n <= 65535
 }
 
 // publicURLFor is the default public URL of a server listening on addr.
@@ -946,7 +936,7 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		}
 		// Quoted neither: an address can hold a piece of a password
 		// that was not percent-encoded.
-		if _, port, err := net.SplitHostPort(opts.Addr); opts.Network != "unix" && (err != nil || port == "" || !validPort(port)) {
+		if _, port, err := net.SplitHostPort(opts.Addr); opts.Network != "unix" && (err != nil || port == "" || !urlport.Valid(port)) {
 			return nil, errors.New("an address has a port out of 1 to 65535")
 		}
 		if first == nil {
