@@ -65,6 +65,11 @@ func TestBadInput(t *testing.T) {
 		{"method: DELETE attempts", "DELETE", "/api/v1/attempts", "", "", 405, "method_not_allowed"},
 		{"unknown api path", "GET", "/api/v1/nope", "", "", 404, "not_found"},
 		{"unknown api path, POST", "POST", "/api/v2/attempts", jsonType, `{}`, 404, "not_found"},
+		// net/http's mux would redirect a path it cleans; the API answers it
+		// as the unknown path it is, in JSON, and redirects no POST.
+		{"api path with an empty segment", "POST", "/api/v1/attempts//outcome", jsonType, `{"outcome":"success"}`, 404, "not_found"},
+		{"api path with a dot segment", "POST", "/api/v1/./login", jsonType, `{}`, 404, "not_found"},
+		{"api path with a trailing slash", "POST", "/api/v1/login/", jsonType, `{}`, 404, "not_found"},
 		{"method: PUT login", "PUT", "/login", formType, "", 405, ""},
 		{"unknown path", "GET", "/nope", "", "", 404, ""},
 	} {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"path"
 	"strings"
 )
 
@@ -19,7 +20,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(r.pattern, r.handler)
 	}
 	mux.Handle(apiPrefix, apiFallback(mux))
-	return s.logRequests(s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(mux)))))
+	return s.logRequests(s.recoverPanics(s.securityHeaders(s.crossOrigin(limitBody(uncleanAPIPaths(mux))))))
 }
 
 // routeTable lists every route the service answers; the OpenAPI document's
@@ -127,6 +128,34 @@ func (s *Server) routeTable() []route {
 // apiPrefix is where the JSON API's routes live.
 const apiPrefix = "/api/"
 
+// uncleanAPIPaths answers an API path that net/http's mux would clean,
+// one with an empty, "." or ".." segment, as the unknown path it is. The
+// mux would redirect it to the cleaned path, in plain text, asking an
+// API client to send its POST again somewhere it did not mean to.
+func uncleanAPIPaths(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; strings.HasPrefix(p, apiPrefix) && !isClean(p) {
+			writeNotFoundJSON(w)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// isClean reports whether the mux leaves p as it is: path.Clean's form,
+// with a trailing slash kept.
+func isClean(p string) bool {
+	trimmed := p
+	if len(p) > 1 && p[len(p)-1] == '/' {
+		trimmed = p[:len(p)-1]
+	}
+	return path.Clean(trimmed) == trimmed
+}
+
+func writeNotFoundJSON(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "message": "No route of the API has that path."})
+}
+
 // apiFallback answers a request under apiPrefix that no route takes as the
 // API answers every other error, in JSON: 405 method_not_allowed, with
 // Allow, where the path has routes for other methods, 404 not_found
@@ -141,7 +170,7 @@ func apiFallback(mux *http.ServeMux) http.Handler {
 			}
 		}
 		if len(allow) == 0 {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "message": "No route of the API has that path."})
+			writeNotFoundJSON(w)
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
