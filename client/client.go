@@ -37,8 +37,11 @@ type Client struct {
 type Option func(*Client)
 
 // WithHTTPClient makes the Client send its requests through hc (a
-// transport with its own TLS settings or proxy, say). hc's redirect policy
-// is then the caller's: the default one follows none.
+// transport with its own TLS settings or proxy, say): its transport, cookie
+// jar and timeout. Its redirect policy is not used: the Client follows no
+// redirect, whatever hc's CheckRedirect (nil, Go's default, follows ten and
+// keeps the Authorization header for the same host on any port or scheme
+// and for its subdomains). hc itself is left unchanged.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.http = hc }
 }
@@ -68,11 +71,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		base:    u,
 		auth:    func() string { return "Bearer " + apiKey },
 		timeout: DefaultTimeout,
-		http: &http.Client{
-			// A redirect is never XCloak's answer to these calls; following
-			// one would turn a POST into a GET somewhere else.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		http:    &http.Client{},
 	}
 	for _, o := range opts {
 		o(c)
@@ -80,6 +79,13 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if c.http == nil {
 		return nil, errors.New("xcloak client: WithHTTPClient(nil)")
 	}
+	// A redirect is never XCloak's answer to these calls: following one
+	// would send the key and the attempt elsewhere, turn a POST into a GET,
+	// and take another server's answer for a decision. A copy, so that a
+	// caller's client keeps its own policy for its other uses.
+	hc := *c.http
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.http = &hc
 	return c, nil
 }
 

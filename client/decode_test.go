@@ -392,3 +392,48 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 		}
 	}
 }
+
+// TestRedirectsAreNeverFollowedWithTheCallersHTTPClient: a redirect is
+// never XCloak's answer, and following one would send the key (Go keeps
+// Authorization for the same host on another port or scheme, and for its
+// subdomains) and the attempt elsewhere. A caller's own http.Client, whose
+// redirect policy is Go's default, follows none either.
+func TestRedirectsAreNeverFollowedWithTheCallersHTTPClient(t *testing.T) {
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			t.Errorf("the key reached %s %s", r.Method, r.URL)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"decision":"allow","attempt_id":"id"}`)
+	}))
+	t.Cleanup(other.Close)
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+r.URL.Path, status)
+			}))
+			t.Cleanup(srv.Close)
+			hc := &http.Client{Transport: http.DefaultTransport}
+			c, err := client.New(srv.URL, testKey, client.WithHTTPClient(hc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := c.Attempt(t.Context(), someone)
+			var se *client.StatusError
+			if !errors.As(err, &se) || se.StatusCode != status {
+				t.Errorf("Attempt = %+v, %v; want a StatusError %d", d, err, status)
+			}
+			if err := c.Outcome(t.Context(), "id", client.Failure); !errors.As(err, &se) || se.StatusCode != status {
+				t.Errorf("Outcome = %v; want a StatusError %d", err, status)
+			}
+			if hc.CheckRedirect != nil {
+				t.Error("New changed the caller's http.Client")
+			}
+		})
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirects' target saw %d requests, want none", n)
+	}
+}
