@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"log/slog"
@@ -114,9 +115,11 @@ func (a *App) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// Check the password, and tell XCloak how it went.
+	// Check the password, and tell XCloak how it went: even if the
+	// browser has hung up meanwhile (the client's timeout still bounds the
+	// call), or a guess that hangs up in time would never count.
 	ok := a.checkPassword(email, password)
-	if err := a.xc.Outcome(r.Context(), d.AttemptID, client.ResultOf(ok)); err != nil {
+	if err := a.xc.Outcome(context.WithoutCancel(r.Context()), d.AttemptID, client.ResultOf(ok)); err != nil {
 		a.log.Warn("reporting the outcome to XCloak", "err", err)
 	}
 	switch {

@@ -24,9 +24,8 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// ownUsers runs the app against a real XCloak and returns both, the app's
-// URL, and the count of password comparisons the app has made.
-func ownUsers(t *testing.T) (*xcloaktest.Env, string, *atomic.Int64) {
+// newApp makes the app, asking a real XCloak, and returns both.
+func newApp(t *testing.T) (*xcloaktest.Env, *App) {
 	t.Helper()
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	xc, err := client.New(env.Start(t), env.AddAPIKey(t, "ownusers"))
@@ -38,6 +37,14 @@ func ownUsers(t *testing.T) (*xcloaktest.Env, string, *atomic.Int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return env, app
+}
+
+// ownUsers runs the app against a real XCloak and returns both, the app's
+// URL, and the count of password comparisons the app has made.
+func ownUsers(t *testing.T) (*xcloaktest.Env, string, *atomic.Int64) {
+	t.Helper()
+	env, app := newApp(t)
 	var hashed atomic.Int64
 	app.compare = func(hash, password []byte) error {
 		hashed.Add(1)
@@ -270,5 +277,31 @@ func TestKnownBrowserIsNotLockedOut(t *testing.T) {
 	}
 	if resp, page := signIn(t, owner, base, "ann@example.com", "ann's password"); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the owner's known browser during the lockout: %d %s, want 303", resp.StatusCode, page)
+	}
+}
+
+// TestOutcomeReportedWhenTheBrowserHangsUp: a browser that hangs up once
+// its password has been checked still has its failure counted towards
+// the lockout, as XCloak's own sign-in finishes that work: otherwise a
+// guess that hangs up in time is never reported.
+func TestOutcomeReportedWhenTheBrowserHangsUp(t *testing.T) {
+	env, app := newApp(t)
+	ctx, hangUp := context.WithCancel(t.Context())
+	app.compare = func(hash, password []byte) error {
+		hangUp()
+		return bcrypt.CompareHashAndPassword(hash, password)
+	}
+	form := url.Values{"email": {"bob@example.com"}, "password": {"a guess"}}
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/login", strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	app.Handler().ServeHTTP(httptest.NewRecorder(), r)
+
+	env.Flush(t)
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Kinds: []string{auth.EventLoginFailed}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Account != "app ownusers bob@example.com" {
+		t.Fatalf("failures recorded after the browser hung up: %+v, want bob's one", events)
 	}
 }
