@@ -86,7 +86,11 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) { a.page(w, http.StatusOK, page{}) })
 	mux.HandleFunc("POST /login", a.handleLogin)
 	mux.HandleFunc("POST /logout", a.handleLogout)
-	return http.MaxBytesHandler(mux, 16<<10)
+	// Another site's page must not post the forms from a visitor's
+	// browser: a sign-in to an account of its choosing, a sign-out, or
+	// guesses spread over its visitors' addresses, each a network of its
+	// own to XCloak.
+	return http.MaxBytesHandler(http.NewCrossOriginProtection().Handler(mux), 16<<10)
 }
 
 // handleLogin is the sign-in protected by XCloak: ask, check, report.

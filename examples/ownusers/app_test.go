@@ -305,3 +305,56 @@ func TestOutcomeReportedWhenTheBrowserHangsUp(t *testing.T) {
 		t.Fatalf("failures recorded after the browser hung up: %+v, want bob's one", events)
 	}
 }
+
+// TestOtherSitesCannotPostTheForms: another site's page cannot make a
+// visitor's browser sign in (to an account of the page's choosing, or to
+// guess from the visitor's address, where each visitor is a network of
+// its own to XCloak) nor sign out: the forms refuse cross-site requests
+// before XCloak is asked or a password compared.
+func TestOtherSitesCannotPostTheForms(t *testing.T) {
+	env, base, hashed := ownUsers(t)
+	browser := xcloaktest.Client(t, "127.0.0.1")
+	for _, path := range []string{"/login", "/logout"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path,
+			strings.NewReader(url.Values{"email": {"bob@example.com"}, "password": {"bob's password"}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || hasCookie(resp, sessionCookie) {
+			t.Errorf("cross-site POST %s: %d, want 403 and no session", path, resp.StatusCode)
+		}
+	}
+	if n := hashed.Load(); n != 0 {
+		t.Errorf("cross-site sign-in compared %d passwords, want none", n)
+	}
+	env.Flush(t)
+	events, err := env.Dashboard.Events(t.Context(), dashboard.EventFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Account == "app ownusers bob@example.com" {
+			t.Errorf("cross-site sign-in reached XCloak: %s", e.Kind)
+		}
+	}
+	// The app's own form still signs in.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/login",
+		strings.NewReader(url.Values{"email": {"bob@example.com"}, "password": {"bob's password"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("same-origin sign-in: %d, want 303", resp.StatusCode)
+	}
+}
