@@ -157,6 +157,22 @@ func TestComposeServices(t *testing.T) {
 		}
 	})
 
+	t.Run("only xcloak is published, and on loopback alone", func(t *testing.T) {
+		// The compose file serves plain http, with cookies that go without
+		// Secure: published on every interface, which Docker opens past
+		// the host's firewall, passwords would cross the network in clear.
+		// A proxy on the same host reaches loopback.
+		for name, s := range p.Services {
+			for _, port := range s.Ports {
+				if name != "xcloak" {
+					t.Errorf("%s publishes port %d to the host, want none", name, port.Target)
+				} else if ip := net.ParseIP(port.HostIP); ip == nil || !ip.IsLoopback() {
+					t.Errorf("xcloak publishes port %d on host address %q, want a loopback one", port.Target, port.HostIP)
+				}
+			}
+		}
+	})
+
 	t.Run("postgres is checked over TCP, not the socket the init-time server answers on", func(t *testing.T) {
 		hc := mustService(t, p, "postgres").HealthCheck
 		if hc == nil || len(hc.Test) < 2 || hc.Test[0] != "CMD" || hc.Test[1] != "pg_isready" {
