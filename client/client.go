@@ -18,8 +18,9 @@ import (
 // waits for it, so it is short; XCloak answers a decision in milliseconds.
 const DefaultTimeout = 5 * time.Second
 
-// maxAnswerBytes bounds what is read of an answer. XCloak's answers are
-// under a hundred bytes; anything this long is not XCloak.
+// maxAnswerBytes bounds what is read of an answer's body, and of its
+// headers with the Client's own transport. XCloak's answers are under a
+// hundred bytes; anything this long is not XCloak.
 const maxAnswerBytes = 64 << 10
 
 // Client calls one XCloak's decision API with one API key.
@@ -38,7 +39,8 @@ type Option func(*Client)
 
 // WithHTTPClient makes the Client send its requests through hc (a
 // transport with its own TLS settings or proxy, say): its transport, cookie
-// jar and timeout. Its redirect policy is not used: the Client follows no
+// jar and timeout (the transport's MaxResponseHeaderBytes then bounds the
+// answers' headers, which the Client's own transport holds to 64 KiB). Its redirect policy is not used: the Client follows no
 // redirect, whatever hc's CheckRedirect (nil, Go's default, follows ten and
 // keeps the Authorization header for the same host on any port or scheme
 // and for its subdomains). hc itself is left unchanged.
@@ -71,7 +73,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		base:    u,
 		auth:    func() string { return "Bearer " + apiKey },
 		timeout: DefaultTimeout,
-		http:    &http.Client{},
+		http:    &http.Client{Transport: boundedTransport()},
 	}
 	for _, o := range opts {
 		o(c)
@@ -87,6 +89,15 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.http = &hc
 	return c, nil
+}
+
+// boundedTransport is net/http's default transport, but reading no more
+// than maxAnswerBytes of an answer's headers, where the default reads up
+// to 10 MB on every call.
+func boundedTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxResponseHeaderBytes = maxAnswerBytes
+	return t
 }
 
 // String describes the Client, without its key.

@@ -437,3 +437,13 @@ func TestRedirectsAreNeverFollowedWithTheCallersHTTPClient(t *testing.T) {
 		t.Errorf("the redirects' target saw %d requests, want none", n)
 	}
 }
+
+// TestAnswerHeadersAreBounded: an answer is read within 64 KiB of
+// headers, as its body is: one with a megabyte of them is no decision,
+// rather than every call reading up to net/http's 10 MB default.
+func TestAnswerHeadersAreBounded(t *testing.T) {
+	c, _ := canned(t, 200, "application/json", `{"decision":"allow","attempt_id":"a1"}`, "X-Padding", strings.Repeat("p", 1<<20))
+	if d, err := c.Attempt(t.Context(), someone); err == nil {
+		t.Fatalf("Attempt = %+v with a megabyte of headers, want an error", d)
+	}
+}
