@@ -28,6 +28,7 @@ func TestNginxSnippetFromDeploy(t *testing.T) {
 		return fmt.Sprintf("    server {\n        listen 127.0.0.1:%d;\n%s    }\n", port, snippet)
 	})
 	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
+	checkAuthzHidden(t, fmt.Sprintf("http://127.0.0.1:%d", port))
 }
 
 // TestCaddySnippetFromDeploy does for the Caddyfile of docs/DEPLOY.md
@@ -44,6 +45,28 @@ func TestCaddySnippetFromDeploy(t *testing.T) {
 		return strings.ReplaceAll(snippet, "xcloak:8080", strings.TrimPrefix(base, "http://"))
 	})
 	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
+	checkAuthzHidden(t, fmt.Sprintf("http://127.0.0.1:%d", port))
+}
+
+// checkAuthzHidden checks that the proxy at front answers the authz
+// endpoints itself, 404, for any client that asks: XCloak trusts the proxy,
+// so through it a client's X-Original-URL or X-Forwarded-Host would be
+// believed, and would tell which hosts are protected.
+func checkAuthzHidden(t *testing.T, front string) {
+	t.Helper()
+	c := xcloaktest.Client(t, "127.0.0.6")
+	for _, path := range []string{"/api/v1/authz/auth-request", "/api/v1/authz/forward-auth", "/api/v1/authz/%61uth-request", "/API/v1/authz/auth-request"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, front+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Original-URL", "https://app.example.com/")
+		req.Header.Set("X-Forwarded-Host", "app.example.com")
+		resp, body := do(t, c, req)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s through the proxy: %d %.100s, want the proxy's 404", path, resp.StatusCode, body)
+		}
+	}
 }
 
 // deploySnippet returns the first block of docs/DEPLOY.md in the given
