@@ -310,7 +310,9 @@ const MaxAdminLock = 30 * 24 * time.Hour
 // repeated failures would: browsers that are not its known devices are
 // refused until then or until it is unlocked (Unlock); its known devices
 // still sign in, as under any lockout. A lock already longer is kept.
-// Errors: ErrNoUser, ErrInvalidRequest, ErrUnavailable.
+// Once the limits hold it the lock is recorded as by's act, even if the
+// lockout log cannot take its row. Errors: ErrNoUser, ErrInvalidRequest,
+// ErrUnavailable.
 func (s *Service) LockUser(ctx context.Context, id int64, d time.Duration, by string) (User, error) {
 	if d < time.Minute || d > MaxAdminLock {
 		return User{}, fmt.Errorf("%w: lock of %s", ErrInvalidRequest, d)
@@ -326,8 +328,12 @@ func (s *Service) LockUser(ctx context.Context, id int64, d time.Duration, by st
 	if err := s.limits.Hold(ctx, ratelimit.HeldLock{Name: RuleLoginAccount, ID: u.Email, Since: now, Until: until, Level: 1}); err != nil {
 		return User{}, unavailable("locking account", err)
 	}
+	// The lock is in force from here: a log that refuses its row (or an
+	// account deleted meanwhile) is logged, as for a lock by failures, and
+	// the administrator's act is recorded all the same.
 	if err := s.store.RecordLockout(ctx, Lockout{Account: u.Email, UserID: u.ID, Level: 1, LockedAt: now, LockedUntil: until}); err != nil {
-		return User{}, s.dbDown("recording lockout", err)
+		s.metrics.dbErrors.Inc()
+		s.log.ErrorContext(ctx, "recording lockout", "err", err)
 	}
 	s.record(Event{Kind: EventLockout, Account: u.Email, UserID: u.ID,
 		Detail: map[string]string{"by": by, "until": until.UTC().Format(time.RFC3339)}})

@@ -195,6 +195,42 @@ func TestLockUser(t *testing.T) {
 	}
 }
 
+// TestLockUserRecordedWhenLogRefuses: an administrator's lock is in
+// force once the limits hold it; a lockout log that refuses its row (a
+// database blip, or the account deleted a moment before) does not undo
+// that, so the lock is still recorded as the administrator's act, as a
+// lock by failures and an unlock are, and not answered as if nothing had
+// happened.
+func TestLockUserRecordedWhenLogRefuses(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	for _, sql := range []string{
+		`CREATE FUNCTION refuse_lockout() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'lockout log unavailable'; END $$`,
+		`CREATE TRIGGER refuse_lockout BEFORE INSERT ON lockouts FOR EACH ROW EXECUTE FUNCTION refuse_lockout()`,
+	} {
+		if _, err := f.db.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const by = "admin:root@example.com"
+	if _, err := f.svc.LockUser(ctx, ann.ID, time.Hour, by); err != nil {
+		t.Errorf("lock whose log row was refused: %v, want it done", err)
+	}
+	_, err := f.svc.Login(ctx, auth.LoginRequest{Email: ann.Email, Password: "the right password", Client: client("192.0.2.1")})
+	if !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("sign-in after the lock: %v, want ErrLimited: the lock is in force", err)
+	}
+	if err := f.svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, f, `SELECT count(*) FROM security_events WHERE account_key = 'ann@example.com'
+		AND kind = '`+auth.EventLockout+`' AND detail->>'by' = '`+by+`'`); n != 1 {
+		t.Errorf("%d lockout events by the administrator, want 1: a lock in force that nobody is recorded as making", n)
+	}
+}
+
 // TestAdminActionsAreNeverFolded: an administrator's actions are each a
 // row naming the account and who did it, however many in one minute (a
 // script disabling a batch of accounts): the event budget folds what
