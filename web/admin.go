@@ -56,10 +56,10 @@ func (s *Server) requireAdmin(h adminHandler) http.Handler {
 	})
 }
 
-// errCrossSiteFetch: an account's or administrators' route asked for by
-// another site's page, or another host's of the same site, other than by
-// a link.
-var errCrossSiteFetch = errors.New("web: signed-in route fetched from another site")
+// errCrossSiteFetch: an account's or administrators' route, or a mailed
+// link's page, asked for by another site's page, or another host's of the
+// same site, other than by a link.
+var errCrossSiteFetch = errors.New("web: route fetched from another site")
 
 // ownFetch reports whether r is XCloak's own page's request, one from no
 // browser, or a link to a page followed, by the fetch metadata browsers

@@ -14,6 +14,20 @@ func noReferrer(w http.ResponseWriter) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 }
 
+// refuseOtherSites answers 403 cross_site, and reports true, when another
+// site's page, or a sibling host's, made the browser fetch a link's page
+// (an image, a frame) rather than open it by a link (ownFetch). Opening
+// the page counts against the confirmations' limit of the network
+// (reset_confirm_ip): such fetches would otherwise spend it in the
+// owner's name, and the link mailed to them would answer 429.
+func (s *Server) refuseOtherSites(w http.ResponseWriter, r *http.Request) bool {
+	if ownFetch(r) {
+		return false
+	}
+	s.fail(w, r, errCrossSiteFetch)
+	return true
+}
+
 func (s *Server) handleResetRequestPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noReferrer(w)
@@ -70,6 +84,9 @@ func (s *Server) handleResetRequestAPI() http.Handler {
 func (s *Server) handleResetConfirmPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noReferrer(w)
+		if s.refuseOtherSites(w, r) {
+			return
+		}
 		token := r.PathValue("token")
 		err := s.auth.CheckResetToken(r.Context(), token, s.client(r))
 		switch {

@@ -61,6 +61,9 @@ func (s *Server) handleUnlockRequestAPI() http.Handler {
 func (s *Server) handleUnlockConfirmPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noReferrer(w)
+		if s.refuseOtherSites(w, r) {
+			return
+		}
 		token := r.PathValue("token")
 		err := s.auth.CheckUnlockToken(r.Context(), token, s.client(r))
 		switch {

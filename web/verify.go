@@ -43,6 +43,9 @@ func (s *Server) heldPage(w http.ResponseWriter, r *http.Request, status int, co
 func (s *Server) handleSignInConfirmPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noReferrer(w)
+		if s.refuseOtherSites(w, r) {
+			return
+		}
 		token := r.PathValue("token")
 		email, err := s.auth.CheckSignInToken(r.Context(), token, s.client(r))
 		switch {

@@ -522,3 +522,60 @@ func TestResetAndUnlockPagesLimited(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkPagesLimitNotSpentByOtherSites: opening a reset, unlock or
+// sign-in link's page counts against reset_confirm_ip for the network, so
+// what another site's page (or a sibling host's) makes the owner's
+// browser fetch (an image, a frame) is refused before it counts: a page
+// of such images would otherwise spend the owner's count, and the link
+// mailed to them would answer 429 for the window. A link followed from
+// the mail, another site's navigation, still opens the page.
+func TestLinkPagesLimitNotSpentByOtherSites(t *testing.T) {
+	env, base := verifyEnv(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleResetConfirmIP, 3) })
+	env.AddUser(t, "ann@example.com", "the password", false)
+	if resp, _ := post(t, xcloaktest.Client(t, "127.0.26.1"), base+"/password-reset", formType, url.Values{"email": {"ann@example.com"}}.Encode()); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("reset request: %d", resp.StatusCode)
+	}
+	reset := resetLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body)
+	if reset == nil {
+		t.Fatal("no reset link in the mail")
+	}
+	links := map[string]string{
+		"/password-reset/": reset[1],
+		"/unlock/":         unlockToken(t, env, base, "127.0.26.2", "ann@example.com"),
+		"/sign-in/":        heldToken(t, env, base, "127.0.26.3", "ann@example.com", "the password"),
+	}
+	owner := xcloaktest.Client(t, "127.0.26.10")
+	fetch := func(path string, header ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, _ := do(t, owner, req)
+		return resp
+	}
+	for prefix, token := range links {
+		var refused []string
+		for _, site := range []string{"same-site", "cross-site"} {
+			for i := range 4 {
+				made := strings.Repeat(fmt.Sprint(i), 43)
+				if resp := fetch(prefix+made, "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"); resp.StatusCode != http.StatusForbidden {
+					refused = append(refused, fmt.Sprintf("an image of a %s page: %d", site, resp.StatusCode))
+				}
+			}
+			if resp := fetch(prefix+token, "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "iframe"); resp.StatusCode != http.StatusForbidden {
+				refused = append(refused, fmt.Sprintf("a frame of a %s page: %d", site, resp.StatusCode))
+			}
+		}
+		if resp := fetch(prefix+token, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"); resp.StatusCode != http.StatusOK {
+			t.Errorf("the mailed %s… link followed from the mail after other sites' fetches: %d, want 200", prefix, resp.StatusCode)
+		}
+		if len(refused) > 0 {
+			t.Errorf("GET %s… from other sites, want 403 for each: %s", prefix, strings.Join(refused, "; "))
+		}
+	}
+}
