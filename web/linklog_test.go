@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/xcloak/xcloak/internal/xcloaktest"
 	"github.com/xcloak/xcloak/web"
 )
 
@@ -52,5 +54,49 @@ func TestLinkTokenNotLoggedOn503(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), token) {
 		t.Errorf("live sign-in token in the logs:\n%s", logs.String())
+	}
+}
+
+// TestLinkTokenNotLoggedOnUncleanPath: a link's path written with a
+// doubled slash or a dot segment ("//password-reset/TOKEN", as a proxy
+// that joins paths carelessly passes it on) is still a link: the mux
+// redirects it to the clean path, which the browser follows. The request
+// log must name it as the link's route, never with its live token.
+func TestLinkTokenNotLoggedOnUncleanPath(t *testing.T) {
+	env, base := verifyEnv(t)
+	env.AddUser(t, "ann@example.com", "the password", false)
+	if resp, _ := post(t, xcloaktest.Client(t, "127.0.27.1"), base+"/password-reset", formType, url.Values{"email": {"ann@example.com"}}.Encode()); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("reset request: %d", resp.StatusCode)
+	}
+	reset := resetLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body)
+	if reset == nil {
+		t.Fatal("no reset link in the mail")
+	}
+	tokens := []string{
+		reset[1],
+		unlockToken(t, env, base, "127.0.27.2", "ann@example.com"),
+		heldToken(t, env, base, "127.0.27.3", "ann@example.com", "the password"),
+	}
+
+	var logs lockedBuf
+	h := web.NewServer(env.Web, env.Service, env.Dashboard, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := xcloaktest.Client(t, "127.0.27.4")
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, path := range []string{
+		"//password-reset/" + tokens[0],
+		"/./unlock/" + tokens[1],
+		"/static/../sign-in/" + tokens[2],
+	} {
+		resp, _ := get(t, c, srv.URL+path)
+		if resp.StatusCode >= 400 {
+			t.Fatalf("GET %s: %d, want the mux's redirect to the clean path", path, resp.StatusCode)
+		}
+	}
+	for _, token := range tokens {
+		if strings.Contains(logs.String(), token) {
+			t.Errorf("live link token in the logs:\n%s", logs.String())
+		}
 	}
 }

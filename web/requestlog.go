@@ -3,6 +3,7 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -120,21 +121,25 @@ func (s *Server) logRequest(r *http.Request, status int, start time.Time, level 
 }
 
 // loggablePath is the request path with any reset or unlock token, or
-// attempt id, replaced.
-func loggablePath(path string) string {
-	if strings.HasPrefix(path, "/password-reset/") {
+// attempt id, replaced. The path is matched cleaned, as the mux matches
+// it: "//password-reset/TOKEN" or "/./unlock/TOKEN", which the mux
+// redirects to the link, hold its token as much. (path.Clean allocates
+// only for a path it changes.)
+func loggablePath(p string) string {
+	clean := path.Clean(p)
+	if strings.HasPrefix(clean, "/password-reset/") {
 		return "/password-reset/{token}"
 	}
-	if strings.HasPrefix(path, "/unlock/") {
+	if strings.HasPrefix(clean, "/unlock/") {
 		return "/unlock/{token}"
 	}
-	if strings.HasPrefix(path, "/sign-in/") {
+	if strings.HasPrefix(clean, "/sign-in/") {
 		return "/sign-in/{token}"
 	}
 	// An attempt id names the application's account and its client's
 	// address.
-	if strings.HasPrefix(path, "/api/v1/attempts/") {
+	if strings.HasPrefix(clean, "/api/v1/attempts/") {
 		return "/api/v1/attempts/{attempt_id}/outcome"
 	}
-	return path
+	return p
 }
