@@ -8,3 +8,6 @@ var SearchUsersQuery = searchUsersQuery
 
 // PrefixEnd exposes prefixEnd, whose edges a table test checks.
 var PrefixEnd = prefixEnd
+
+// NetworkWalk is how many events a search by network reads in order.
+const NetworkWalk = networkWalk
