@@ -851,23 +851,24 @@ func parsePositiveDuration(v string) (time.Duration, error) {
 }
 
 // parsePublicURL accepts an absolute http or https URL with a host and
-// nothing a link could not be built on.
+// nothing a link could not be built on. Its errors quote no part of raw,
+// which may hold a user and password, or a token in its query.
 func parsePublicURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, withoutURL(err)
 	}
 	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%q is not an absolute http:// or https:// URL", raw)
-	case u.Host == "" || u.Hostname() == "":
-		return nil, fmt.Errorf("%q names no host", raw)
 	case u.User != nil:
 		return nil, errors.New("must not hold a user or password")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, errors.New("not an absolute http:// or https:// URL")
+	case u.Host == "" || u.Hostname() == "":
+		return nil, errors.New("names no host")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		return nil, fmt.Errorf("%q must not have a query or fragment", raw)
+		return nil, errors.New("must not have a query or fragment")
 	case !urlport.Valid(u.Port()):
-		return nil, fmt.Errorf("%q has a port out of 1 to 65535", raw)
+		return nil, errors.New("has a port out of 1 to 65535")
 	}
 	return u, nil
 }

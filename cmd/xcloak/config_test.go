@@ -449,6 +449,31 @@ func TestURLErrorsHideThePassword(t *testing.T) {
 	}
 }
 
+// TestPublicURLErrorsHideTheUserinfo: a public URL refused for its
+// scheme, its host or a missing "://" is refused without quoting it, since
+// a user and password in it would be printed as they are.
+func TestPublicURLErrorsHideTheUserinfo(t *testing.T) {
+	for _, raw := range []string{
+		"ftp://Alic3Usr:S3cr3tPw@login.example.com",
+		"https://Alic3Usr:S3cr3tPw@/",
+		"http://Alic3Usr:S3cr3tPw@:80",
+		"https//Alic3Usr:S3cr3tPw@login.example.com",
+		"https://Alic3Usr:S3cr3tPw@login.example.com:99999",
+		"https://login.example.com/?Alic3Usr:S3cr3tPw",
+	} {
+		_, err := parsePublicURL(raw)
+		if err == nil {
+			t.Errorf("%s: accepted", raw)
+			continue
+		}
+		for _, piece := range []string{"Alic3Usr", "S3cr3tPw"} {
+			if strings.Contains(err.Error(), piece) {
+				t.Errorf("%s: the error quotes %q: %v", raw, piece, err)
+			}
+		}
+	}
+}
+
 // TestDatabaseURLErrorsHideTheUserinfo: a database URL that does not parse
 // is refused without any piece of its user name or password, even where
 // an '@' that is not percent-encoded makes pgx mask only the password's
