@@ -930,10 +930,19 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 
 	var first *redis.Options
 	var addrs []string
-	for _, host := range strings.Split(hosts, ",") {
-		opts, err := redis.ParseURL(scheme + "://" + userinfo + strings.TrimSpace(host) + tail)
+	for i, host := range strings.Split(hosts, ",") {
+		// go-redis reads an empty host as localhost:6379: a trailing or
+		// doubled comma would add a seed nobody named.
+		host = strings.TrimSpace(host)
+		if host == "" && scheme != "unix" {
+			return nil, fmt.Errorf("address %d of the list is empty", i+1)
+		}
+		opts, err := redis.ParseURL(scheme + "://" + userinfo + host + tail)
 		if err != nil {
 			return nil, withoutURL(err)
+		}
+		if slices.Contains(addrs, opts.Addr) {
+			return nil, fmt.Errorf("address %d of the list is listed before", i+1)
 		}
 		// Quoted neither: an address can hold a piece of a password
 		// that was not percent-encoded.

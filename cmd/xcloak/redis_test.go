@@ -52,6 +52,39 @@ func TestRedisOptions(t *testing.T) {
 	}
 }
 
+// TestRedisAddressListsRefuseEmptyAndRepeatedEntries: an empty address
+// (a trailing or doubled comma, or no host at all) is refused rather than
+// read as go-redis reads an empty host, localhost:6379, which would add a
+// Redis nobody named as a Cluster seed; an address listed twice is refused
+// as XCLOAK_WEBHOOK_URL refuses a URL listed twice. Neither error quotes
+// the URL.
+func TestRedisAddressListsRefuseEmptyAndRepeatedEntries(t *testing.T) {
+	for _, bad := range []string{
+		"redis://:S3cr3tPw@10.0.0.1:6379,",
+		"redis://:S3cr3tPw@10.0.0.1:6379,,10.0.0.2:6379",
+		"redis://:S3cr3tPw@10.0.0.1:6379, ,10.0.0.2:6379",
+		"redis://:S3cr3tPw@,10.0.0.1:6379",
+		"redis://:S3cr3tPw@/0",
+		"redis://",
+		"redis://:S3cr3tPw@10.0.0.1:6379,10.0.0.1:6379",
+		"redis://:S3cr3tPw@10.0.0.1:6379, 10.0.0.1:6379/0?master_name=main",
+	} {
+		_, err := redisOptions(bad, false)
+		if err == nil {
+			t.Errorf("%s: accepted", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), "S3cr3tPw") || strings.Contains(err.Error(), "10.0.0") {
+			t.Errorf("%s: the error quotes the URL: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"redis://10.0.0.1:6379,10.0.0.2:6379", "unix:///run/redis.sock", "redis://:6379"} {
+		if _, err := redisOptions(good, false); err != nil {
+			t.Errorf("%s: %v", good, err)
+		}
+	}
+}
+
 // TestRedisOptionsKeepTheURLs: every option go-redis reads from a URL
 // (timeouts, pool, retries, TLS, client name, ...) reaches the client
 // XCloak builds, and only what XCloak must set is its own: the URL's
