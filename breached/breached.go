@@ -379,7 +379,9 @@ type api struct {
 func newAPI(base string, client *http.Client) (api, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return api{}, fmt.Errorf("breached: range API URL: %w", err)
+		// Not net/url's error: it quotes the URL, and the escape or port
+		// it stumbled on, any of which may hold a user and password.
+		return api{}, errors.New("breached: range API URL is not a valid URL")
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return api{}, errors.New("breached: range API URL must be http(s)://host[/path], without user, query or fragment")

@@ -384,3 +384,27 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenErrorsHideTheUserinfo: a range API URL that does not parse is
+// refused without quoting it, or any piece of it (net/url quotes the
+// escape or port it stumbled on), since it may hold a user and password:
+// the error is printed at start.
+func TestOpenErrorsHideTheUserinfo(t *testing.T) {
+	for _, raw := range []string{
+		"https://Alic3Usr:S3cr3t%zzPw@ranges.example/",
+		"https://Alic3Usr:S3cr3t/Pw@ranges.example/",
+		"https://Alic3Usr:S3cr3tPw@ranges.example:99x/",
+		"http://Alic3Usr:S3cr3tPw@ranges.example/%zz",
+	} {
+		_, err := breached.Open(raw, 0, nil)
+		if err == nil {
+			t.Errorf("%s: accepted", raw)
+			continue
+		}
+		for _, piece := range []string{"Alic3", "Usr", "S3cr3t", "Pw", "ranges.example"} {
+			if strings.Contains(err.Error(), piece) {
+				t.Errorf("%s: the error quotes %q: %v", raw, piece, err)
+			}
+		}
+	}
+}
