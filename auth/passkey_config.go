@@ -79,14 +79,17 @@ func ParseWebAuthnOrigins(list string) ([]string, error) {
 
 // parseOrigin checks one origin and returns it as browsers write it.
 func parseOrigin(s string) (string, error) {
+	// First, and without quoting s: an origin has no '@', and what comes
+	// before one may be a user name and password.
+	if strings.Contains(s, "@") {
+		return "", errors.New("an origin of the list has a user name: an origin has none")
+	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || u.Opaque != "" {
 		return "", fmt.Errorf("%q is not an origin (https://host or https://host:port)", s)
 	}
 	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname())
 	switch {
-	case u.User != nil:
-		return "", fmt.Errorf("%q has a user name: an origin has none", s)
 	case u.Path != "" && u.Path != "/":
 		return "", fmt.Errorf("%q has a path: an origin has none", s)
 	case u.RawQuery != "" || u.ForceQuery:

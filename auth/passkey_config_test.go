@@ -119,3 +119,28 @@ func TestWebAuthnResolve(t *testing.T) {
 		})
 	}
 }
+
+// TestWebAuthnOriginsErrorsHideTheUserinfo: an origin with a user name
+// and password is refused without quoting them, however else it is
+// malformed, since the refusal is printed at start.
+func TestWebAuthnOriginsErrorsHideTheUserinfo(t *testing.T) {
+	for _, list := range []string{
+		"https://Alic3Usr:S3cr3tPw@login.example.com",
+		"https://login.example.com, ftp://Alic3Usr:S3cr3tPw@login.example.com",
+		"https://Alic3Usr:S3cr3t%zzPw@login.example.com",
+		"https://Alic3Usr:S3cr3tPw@login.example.com/path",
+		"http://Alic3Usr:S3cr3tPw@app.example.com",
+		"https:Alic3Usr:S3cr3tPw@login.example.com",
+	} {
+		_, err := auth.ParseWebAuthnOrigins(list)
+		if err == nil {
+			t.Errorf("%s: accepted", list)
+			continue
+		}
+		for _, piece := range []string{"Alic3Usr", "S3cr3t"} {
+			if strings.Contains(err.Error(), piece) {
+				t.Errorf("%s: the error quotes %q: %v", list, piece, err)
+			}
+		}
+	}
+}
