@@ -23,6 +23,11 @@ import (
 // ParseWebAuthnRPID checks an RP ID: a domain name, not an IP address,
 // without scheme or port; it is returned in lower case.
 func ParseWebAuthnRPID(s string) (string, error) {
+	// First, and without quoting s: a domain name has no '@', and what
+	// comes before one in a URL pasted here is a user name and password.
+	if strings.Contains(s, "@") {
+		return "", errors.New("it holds an '@': give the domain name alone (such as example.com), with no user name or password")
+	}
 	id := strings.ToLower(strings.TrimSpace(s))
 	if _, err := netip.ParseAddr(strings.Trim(id, "[]")); err == nil {
 		return "", fmt.Errorf("%q is an IP address: browsers offer passkeys to domain names only", s)

@@ -144,3 +144,23 @@ func TestWebAuthnOriginsErrorsHideTheUserinfo(t *testing.T) {
 		}
 	}
 }
+
+// TestWebAuthnRPIDErrorsHideTheUserinfo: an RP ID pasted as a URL with a
+// user name and password is refused without quoting either.
+func TestWebAuthnRPIDErrorsHideTheUserinfo(t *testing.T) {
+	for _, id := range []string{
+		"Alic3Usr:S3cr3tPw@example.com",
+		"https://Alic3Usr:S3cr3tPw@example.com",
+	} {
+		_, err := auth.ParseWebAuthnRPID(id)
+		if err == nil {
+			t.Errorf("%s: accepted", id)
+			continue
+		}
+		for _, piece := range []string{"Alic3Usr", "S3cr3t"} {
+			if strings.Contains(err.Error(), piece) {
+				t.Errorf("%s: the error quotes %q: %v", id, piece, err)
+			}
+		}
+	}
+}

@@ -46,10 +46,15 @@ type ProtectedHosts []HostPattern
 // and a wildcard over a single label ("*.com") are refused.
 func ParseProtectedHosts(s string) (ProtectedHosts, error) {
 	var out ProtectedHosts
-	for entry := range strings.SplitSeq(s, ",") {
+	for n, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
 			continue
+		}
+		if strings.Contains(entry, "@") {
+			// Unquoted: a host has no '@', and what comes before one
+			// in a URL pasted here is a user name and password.
+			return nil, fmt.Errorf("protected host %d of the list holds an '@': give the host alone, with no user name or password", n+1)
 		}
 		p, err := parseHostPattern(entry)
 		if err != nil {

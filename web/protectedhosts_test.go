@@ -130,3 +130,23 @@ func TestHostSettingsRefuseAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestProtectedHostsErrorsHideTheUserinfo: an entry pasted as a URL with a
+// user name and password is refused without quoting either.
+func TestProtectedHostsErrorsHideTheUserinfo(t *testing.T) {
+	for _, list := range []string{
+		"Alic3Usr:S3cr3tPw@app.example.com",
+		"app.example.com, https://Alic3Usr:S3cr3tPw@wiki.example.com=admin",
+	} {
+		_, err := web.ParseProtectedHosts(list)
+		if err == nil {
+			t.Errorf("%s: accepted", list)
+			continue
+		}
+		for _, piece := range []string{"Alic3Usr", "S3cr3t"} {
+			if strings.Contains(err.Error(), piece) {
+				t.Errorf("%s: the error quotes %q: %v", list, piece, err)
+			}
+		}
+	}
+}
