@@ -47,6 +47,32 @@ func TestAttackModeDuringHashingHolds(t *testing.T) {
 	}
 }
 
+// TestAttackModeDuringHashingHoldsEveryAnswer: attack mode comes on while
+// new browsers' passwords are hashed; the right one is held, and so are a
+// wrong one and an unknown account, so that the answers of the sign-ins
+// in flight as attack mode starts do not tell the right password apart.
+func TestAttackModeDuringHashingHoldsEveryAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name, email, password string
+	}{
+		{"right password", "ann@example.com", "the password"},
+		{"wrong password", "ann@example.com", "a wrong password"},
+		{"unknown account", "nobody@example.com", "the password"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &turningWatch{offFor: 1}
+			s := authtest.NewService(t, nil, func(d *auth.Deps) { d.Attack = w })
+			if _, err := s.CreateUser(t.Context(), "ann@example.com", "the password", false, "cli"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Login(t.Context(), auth.LoginRequest{Email: tc.email, Password: tc.password, Client: client("192.0.2.1")})
+			if !errors.Is(err, auth.ErrVerificationRequired) {
+				t.Fatalf("%s while attack mode came on: %v, want ErrVerificationRequired", tc.name, err)
+			}
+		})
+	}
+}
+
 // TestAttackModeStartSignsOutTwice: a sign-in that read attack mode off
 // (on another replica, say) writes its device and session after the
 // start's first sign-out; the second pass ends them.

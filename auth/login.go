@@ -240,13 +240,18 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 		breached, unknown = s.lookUpPassword(ctx, req.Password)
 	}
 	held = held || unknown
+	// Attack mode may have come on while the password was hashed: the
+	// browser is held then, whatever its password, so that the sign-ins
+	// in flight as attack mode starts are answered alike, the right
+	// password's as the others'.
+	heldNow := func() bool { return held || (device == "" && s.verificationApplies()) }
 	user, err := s.UserByEmail(ctx, email)
 	switch {
 	case errors.Is(err, ErrNoUser):
 		if err := s.hasher.VerifyUnknown(ctx, req.Password); err != nil {
 			return LoginResult{}, OutcomeUnavailable, err
 		}
-		res, err := s.failedOrHeld(ctx, held || breached, User{Email: email}, source, device, req.Password)
+		res, err := s.failedOrHeld(ctx, heldNow() || breached, User{Email: email}, source, device, req.Password)
 		return res, OutcomeUnknownAccount, err
 	case err != nil:
 		return LoginResult{}, OutcomeUnavailable, err
@@ -264,16 +269,16 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 	// counted, recorded and answered alike, so that nothing (status,
 	// body, time, a lockout that comes or not) tells that it is disabled.
 	if !ok || user.Disabled() {
-		res, err := s.failedOrHeld(ctx, held || breached, user, source, device, req.Password)
+		res, err := s.failedOrHeld(ctx, heldNow() || breached, user, source, device, req.Password)
 		return res, OutcomeFailed, err
 	}
 	// The right password. Held, it is not rehashed, and is counted as a
 	// wrong one is (verification.go). Not held, a breached one from a
 	// browser that is not a known device is held all the same.
-	// Attack mode may have come on while the password was hashed: the
-	// browser is held then too, rather than given a session that attack
-	// mode's start would have to catch (SignOutNewDevices).
-	verifying := held || (device == "" && s.verificationApplies())
+	// Held too if attack mode came on while the password was hashed,
+	// rather than given a session that attack mode's start would have to
+	// catch (SignOutNewDevices).
+	verifying := heldNow()
 	if !verifying && breached {
 		res, err := s.hold(ctx, user, source, req.Password, true, false)
 		return res, OutcomeHeld, err
