@@ -42,8 +42,13 @@ const ResetAttemptTTL = 24 * time.Hour
 // as much as a replica's clock may lag.
 const clockSlack = time.Second
 
-// maxAttemptIDBytes bounds an id that is read; a real one is far shorter.
-const maxAttemptIDBytes = 2048
+// maxAttemptIDBytes bounds an id that is read. It is above the longest id
+// issue makes: an account of MaxAccountBytes of '<', '>' or '&', which
+// encoding/json writes at six bytes each, with the rest of the payload
+// at its longest, is about 2,900 bytes once in base64url and signed. An
+// id refused for its length would leave its account's failures
+// uncounted.
+const maxAttemptIDBytes = 4096
 
 // decisionKeys are the keys of the decision API, derived from the secret.
 type decisionKeys struct {

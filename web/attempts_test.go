@@ -854,3 +854,29 @@ func TestAttemptEventsNameTheKey(t *testing.T) {
 		t.Fatalf("%d events of the applications' accounts, want at least 12", n)
 	}
 }
+
+// TestAttemptIDOfTheLongestAccounts: the id of an attempt for any account
+// the API takes, the longest with a device and an IPv6 address included,
+// is taken by its outcome: an account whose id were refused would have
+// its failures never counted towards its lockout. encoding/json writes
+// '<', '>' and '&' as six bytes each, and U+2028 as six for its three.
+func TestAttemptIDOfTheLongestAccounts(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	device := strings.Repeat("d", auth.MaxDeviceBytes)
+	for i, account := range []string{
+		strings.Repeat("&", auth.MaxAccountBytes),
+		strings.Repeat("<>", auth.MaxAccountBytes/2),
+		strings.Repeat("\u2028", auth.MaxAccountBytes/3) + "x",
+		strings.Repeat("é", auth.MaxAccountBytes/2),
+	} {
+		clientIP := fmt.Sprintf("2001:db8:ffff:ffff:ffff:ffff:ffff:%x", 0xff00+i)
+		status, d, _ := a.ask("login", account, clientIP, device)
+		if status != 200 {
+			t.Fatalf("account %d: %d %+v, want 200", i, status, d)
+		}
+		if status, got := a.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Errorf("account %d (an id of %d bytes): outcome %d %+v, want 204", i, len(d.AttemptID), status, got)
+		}
+	}
+}
