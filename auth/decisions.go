@@ -445,7 +445,9 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 	// as long again as a replica's clock may lag, which may take the id
 	// for that much longer. An outcome that then fails to be counted
 	// (Redis lost meanwhile, 503) has spent its id all the same: reporting
-	// it again cannot count it twice.
+	// it again cannot count it twice. A completed reset whose devices
+	// could not be forgotten changed nothing, and gives its id back
+	// (releaseAttempt).
 	d, err := s.limits.AllowAll(ctx, ratelimit.Rule{Name: ruleAttemptUsed, ID: a.Nonce,
 		Limit: ratelimit.Limit{Count: 1, Window: a.ttl() + clockSlack}})
 	if err != nil {
@@ -464,7 +466,12 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 			kind = EventResetFailed
 		}
 		if result == ResultSuccess {
-			detail["devices_forgotten"] = fmt.Sprint(s.appResetCompleted(ctx, app, a.Account, source))
+			forgotten, err := s.appResetCompleted(ctx, app, a.Account, source)
+			if err != nil {
+				s.releaseAttempt(ctx, a)
+				return err
+			}
+			detail["devices_forgotten"] = fmt.Sprint(forgotten)
 		}
 		s.record(Event{Kind: kind, Account: account, Source: source, Detail: detail})
 		return nil
@@ -483,22 +490,36 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 // devices (a device that signed in with the old password is known no
 // more, on this replica at once and on the others within deviceCacheTTL)
 // and ends the account's lockout. It returns how many devices it forgot.
-func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, source string) int {
+// Devices it could not forget are ErrUnavailable, and the lockout is left
+// as it was: as XCloak's own reset, which forgets its browsers in the
+// transaction that sets the password, it is done whole or not at all.
+func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, source string) (int, error) {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	account := appAccount(app.App, folded)
 	var forgotten int
 	if s.apps != nil {
 		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.App, folded), s.now())
+		s.appDeviceCache.purge()
 		if err != nil {
-			s.metrics.dbErrors.Inc()
-			s.log.ErrorContext(ctx, "forgetting application devices after reset", "err", err)
+			return 0, s.dbDown("forgetting application devices after reset", err)
 		}
 		forgotten = n
-		s.appDeviceCache.purge()
 	}
 	s.endLockoutAfterReset(ctx, account, 0, source)
-	return forgotten
+	return forgotten, nil
+}
+
+// releaseAttempt gives back the id of attempt a, marked used by an
+// outcome that could not be taken, so that the application can report it
+// again. Only an outcome that changed nothing is given back: one taken
+// again must not count twice.
+func (s *Service) releaseAttempt(ctx context.Context, a attempt) {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	if err := s.limits.Reset(ctx, ruleAttemptUsed, a.Nonce); err != nil {
+		s.log.WarnContext(ctx, "attempt id not given back; its outcome cannot be reported again", "err", err)
+	}
 }
 
 // countAppFailure counts a failed sign-in towards the lockout of the known

@@ -682,6 +682,44 @@ func TestAttemptResetForgetsKnownDevices(t *testing.T) {
 	a.decidedInAttack(env, "olga", "203.0.113.66", "thiefs-box", "challenge", "the thief's device after the owner's reset")
 }
 
+// TestAttemptResetNotSpentWhenDevicesStayKnown: a completed reset whose
+// known devices cannot be forgotten (Postgres refuses) is answered 503
+// and its id is not spent, so that the application reports it again and
+// the devices are forgotten then; a 204 would tell it the thief's device
+// was forgotten while it stayed known, with no id left to report again.
+func TestAttemptResetNotSpentWhenDevicesStayKnown(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d, _ := a.ask("login", "pia", "203.0.113.67", "thiefs-box")
+	a.succeeded(d.AttemptID, "the thief's sign-in")
+	_, reset, _ := a.ask("reset", "pia", "198.51.100.32", "")
+	for _, sql := range []string{
+		`CREATE FUNCTION refuse_reset() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`,
+		`CREATE TRIGGER refuse_reset BEFORE INSERT OR UPDATE ON app_account_resets FOR EACH ROW EXECUTE FUNCTION refuse_reset()`,
+	} {
+		if _, err := env.DB.Exec(t.Context(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if status, got := a.outcome(reset.AttemptID, "success"); status != 503 || got.Error != "unavailable" {
+		t.Fatalf("the owner's reset, its devices not forgotten: %d %+v, want 503 unavailable", status, got)
+	}
+	if _, err := env.DB.Exec(t.Context(), `DROP TRIGGER refuse_reset ON app_account_resets`); err != nil {
+		t.Fatal(err)
+	}
+	a.succeeded(reset.AttemptID, "the owner's reset reported again")
+	if status, got := a.outcome(reset.AttemptID, "success"); status != 404 {
+		t.Fatalf("the reset reported a third time: %d %+v, want 404", status, got)
+	}
+	env.Flush(t)
+	var events int
+	if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM security_events
+		WHERE kind = 'reset_completed' AND account_key = 'app shop pia' AND detail->>'devices_forgotten' = '1'`).Scan(&events); err != nil || events != 1 {
+		t.Fatalf("reset_completed events forgetting one device: %d %v, want 1", events, err)
+	}
+	a.decidedInAttack(env, "pia", "203.0.113.67", "thiefs-box", "challenge", "the thief's device after the owner's reset")
+}
+
 // TestAttemptResetOutlivesAnEarlierSuccess: a sign-in the thief's device
 // asked for before the owner's reset, reported a success only after it
 // (its password was still the old one when checked), does not make the
