@@ -307,11 +307,15 @@ func (l *Limiter) Forget(name, id string) {
 	}
 }
 
-// Reset forgets every request recorded for id under the rule name.
+// Reset forgets every request recorded for id under the rule name; this
+// process also forgets a rejection it remembers for it.
 func (l *Limiter) Reset(ctx context.Context, name, id string) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("ratelimit: rule name %q: %w", name, err)
 	}
+	// Forgotten after the log is gone, so that no rejection seen in
+	// between is remembered past the reset.
+	defer l.Forget(name, id)
 	// Sent once: sent again after a late answer, it could delete an
 	// admission made in between.
 	cmd := redisonce.NewCmd(ctx, "del", Keys{prefix: l.prefix, kind: name}.Log(id))

@@ -472,3 +472,29 @@ func BenchmarkFailoverRemembered(b *testing.B) {
 		}
 	}
 }
+
+// TestResetForgetsRememberedRejection: a rule's log that Reset deletes
+// admits again at once in the process that reset it, however recently
+// that process remembered the log full: a mark given back (an attempt
+// id whose outcome could not be taken) must not go on being refused
+// from memory.
+func TestResetForgetsRememberedRejection(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	s, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RememberRejections(time.Minute, 100)
+	rule := ratelimit.Rule{Name: "attempt_used", ID: "nonce", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}}
+	for i, want := range []bool{true, false, false} {
+		if d, err := s.AllowAll(t.Context(), rule); err != nil || d.Allowed != want {
+			t.Fatalf("request %d: %+v, %v; want admitted %t", i, d, err, want)
+		}
+	}
+	if err := s.Reset(t.Context(), rule.Name, rule.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
+		t.Fatalf("after Reset: %+v, %v; want admitted, not refused from memory", d, err)
+	}
+}
