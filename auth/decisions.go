@@ -328,7 +328,7 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 	}
 	client := Client{Addr: addr}
 	now := s.now()
-	a := attempt{KeyID: app.ID, Kind: req.Kind, Account: account, Client: addr.String(), IssuedAt: now.Unix(), IssuedMilli: now.UnixMilli()}
+	a := attempt{KeyID: app.ID, App: app.App, Kind: req.Kind, Account: account, Client: addr.String(), IssuedAt: now.Unix(), IssuedMilli: now.UnixMilli()}
 	if req.Kind == AttemptReset {
 		return s.decideReset(ctx, app, client, a)
 	}
@@ -434,7 +434,7 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 		return &FieldError{"result", `must be "success" or "failure"`}
 	}
 	a, ok := s.decisionKeys.open(id, s.now())
-	if !ok || a.KeyID != app.ID {
+	if !ok || !a.reportableBy(app) {
 		return ErrUnknownAttempt
 	}
 	addr, err := netip.ParseAddr(a.Client)

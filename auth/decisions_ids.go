@@ -45,7 +45,8 @@ const clockSlack = time.Second
 // maxAttemptIDBytes bounds an id that is read. It is above the longest id
 // issue makes: an account of MaxAccountBytes of '<', '>' or '&', which
 // encoding/json writes at six bytes each, with the rest of the payload
-// at its longest, is about 2,900 bytes once in base64url and signed. An
+// (an application's name of MaxAPIKeyName bytes included) at its longest,
+// is about 3,000 bytes once in base64url and signed. An
 // id refused for its length would leave its account's failures
 // uncounted.
 const maxAttemptIDBytes = 4096
@@ -64,7 +65,11 @@ func newDecisionKeys(secret []byte) decisionKeys {
 
 // attempt is what an attempt id carries.
 type attempt struct {
-	KeyID     int64  `json:"k"`
+	KeyID int64 `json:"k"`
+	// App is the application of the key that asked: any of its keys may
+	// report the outcome (reportableBy). "" in an id issued before it was
+	// kept, which only that key may report.
+	App       string `json:"ap,omitempty"`
 	Kind      string `json:"t"`
 	Account   string `json:"a"`            // folded, without the application's namespace
 	Client    string `json:"ip"`           // the client's address
@@ -77,6 +82,15 @@ type attempt struct {
 	// id issued before it was kept.
 	IssuedMilli int64  `json:"ms,omitempty"`
 	Nonce       string `json:"n"`
+}
+
+// reportableBy reports whether key may report a's outcome: a key of the
+// application that asked, the one that asked or one that replaced it
+// (AddAPIKeyFor), since both speak for the same accounts. A reset's id
+// lasts a day, which a rotation must not cut short: its success would
+// then end no lockout and forget no device.
+func (a attempt) reportableBy(key APIKey) bool {
+	return a.KeyID == key.ID || (a.App != "" && a.App == key.App)
 }
 
 // issue returns the signed id of a.

@@ -845,6 +845,47 @@ func TestKeyRotationKeepsTheApplication(t *testing.T) {
 	}
 }
 
+// TestAttemptReportedByTheKeyThatReplacedIt: an attempt asked for under
+// one key of an application is reported by another of its keys, the one
+// that replaced it once it is revoked included: a reset asked for before
+// a rotation and completed after it still ends its account's lock, where
+// the new key's report was refused and the account stayed locked. Another
+// application's key is refused as before, and spends nothing.
+func TestAttemptReportedByTheKeyThatReplacedIt(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
+	base := env.Start(t)
+	old := newApp(t, base, env.AddAPIKey(t, "shop"))
+	blog := newApp(t, base, env.AddAPIKey(t, "blog"))
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := old.ask("login", "carol", fmt.Sprintf("203.0.113.%d", i), "")
+		old.outcome(d.AttemptID, "failure")
+	}
+	_, reset, _ := old.ask("reset", "carol", "198.51.100.9", "")
+	_, login, _ := old.ask("login", "dave", "198.51.100.9", "")
+	if reset.AttemptID == "" || login.AttemptID == "" {
+		t.Fatalf("attempts before the rotation: %+v %+v", reset, login)
+	}
+	key, _, err := env.Service.AddAPIKeyFor(t.Context(), "shop-2", "shop", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Service.RevokeAPIKey(t.Context(), "shop", "cli"); err != nil {
+		t.Fatal(err)
+	}
+	rotated := newApp(t, base, key)
+	for name, id := range map[string]string{"reset": reset.AttemptID, "sign-in": login.AttemptID} {
+		if status, d := blog.outcome(id, "success"); status != http.StatusNotFound {
+			t.Errorf("another application's report of shop's %s: %d %+v, want 404", name, status, d)
+		}
+		if status, d := rotated.outcome(id, "success"); status != http.StatusNoContent {
+			t.Errorf("the new key's report of the %s asked under the old: %d %+v, want 204", name, status, d)
+		}
+	}
+	if _, d, _ := rotated.ask("login", "carol", "203.0.113.200", ""); d.Decision != "allow" {
+		t.Errorf("carol after her reset, reported by the new key: %+v, want allow", d)
+	}
+}
+
 // TestAttemptEventsNameTheKey: while two keys speak for one application
 // (a rotation), the events of each one's attempts name the key as well as
 // the application, so that an administrator can tell which key to revoke
