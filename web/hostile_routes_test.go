@@ -17,7 +17,8 @@ import (
 // TestEveryRouteRefusesHostileRequestsClearly sends every route of the
 // service what a hostile client would: path values that are no ID or
 // token, bodies that are no form or JSON, queries and headers of nonsense, as
-// nobody, as a member and as an administrator. Every answer is an answer
+// nobody, as a member, as an administrator and as an application with its
+// key. Every answer is an answer
 // or a refusal; none is a 5xx, which is where a panic or an error the
 // handlers did not expect would show.
 func TestEveryRouteRefusesHostileRequestsClearly(t *testing.T) {
@@ -31,6 +32,10 @@ func TestEveryRouteRefusesHostileRequestsClearly(t *testing.T) {
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
 	env.AddUser(t, memberEmail, anyPassword, false)
+	// An application holding a valid key: its requests reach past the
+	// key's check, into the decision API's own.
+	const application = "an application"
+	apiKey := env.AddAPIKey(t, "hostile")
 
 	values := []string{
 		"", "x", "%00", "%ff", "..", "%2F", "-1", "0",
@@ -51,6 +56,12 @@ func TestEveryRouteRefusesHostileRequestsClearly(t *testing.T) {
 		{jsonType, `{"email":1,"password":[],"token":{},"outcome":null}`},
 		{jsonType, `[]`},
 		{jsonType, `{"email":"ann@example.com","password":"x","app":"` + strings.Repeat("p", 3000) + `","ip":"::ffff:0:0:0:0:1"}`},
+		// The decision API's own bodies, of values an application would
+		// not send.
+		{jsonType, `{"kind":"login","account":"` + strings.Repeat("\u202e\u0301", 60) + `","client_ip":"::ffff:127.0.0.1","device":"` + strings.Repeat("\u0000", 3) + `"}`},
+		{jsonType, `{"kind":"reset","account":"ann@example.com","client_ip":"0.0.0.0"}`},
+		{jsonType, `{"kind":"login","account":" ","client_ip":"fe80::1%eth0","device":""}`},
+		{jsonType, `{"result":"success"}`},
 		{"multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nx\r\n"},
 		{"text/plain; charset=\xff", "x"},
 	}
@@ -79,9 +90,14 @@ func TestEveryRouteRefusesHostileRequestsClearly(t *testing.T) {
 
 	for _, pattern := range web.RoutePatterns(env.Web) {
 		method, route, _ := strings.Cut(pattern, " ")
-		for _, who := range []string{"", memberEmail, adminEmail} {
+		for _, who := range []string{"", memberEmail, adminEmail, application} {
 			t.Run(pattern+" as "+cmp.Or(who, "nobody"), func(t *testing.T) {
-				c := signedIn(t, who)
+				var c *http.Client
+				if who == application {
+					c = signedIn(t, "")
+				} else {
+					c = signedIn(t, who)
+				}
 				sent := 0
 				send := func(path string, b body) {
 					t.Helper()
@@ -95,6 +111,9 @@ func TestEveryRouteRefusesHostileRequestsClearly(t *testing.T) {
 						req.Header[k] = v
 					}
 					sent++
+					if who == application {
+						req.Header.Set("Authorization", "Bearer "+apiKey)
+					}
 					if b.ctype != "" {
 						req.Header.Set("Content-Type", b.ctype)
 					}
