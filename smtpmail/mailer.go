@@ -3,7 +3,10 @@ package smtpmail
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
 	netmail "net/mail"
 	"strings"
 	"time"
@@ -15,12 +18,13 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-// sendTimeout bounds each stage of one Send, so a stalled server cannot
-// hold a request open. go-mail sets it as the connection's deadline three
-// times: at the dial (for the greeting), after the greeting (for EHLO,
-// STARTTLS and AUTH) and before the message (for MAIL to QUIT); the
-// context bounds the dial alone. A server that answers each stage just in
-// time holds a Send for up to three times this.
+// sendTimeout bounds one Send, so a stalled server cannot hold a request
+// open. go-mail sets it as the connection's deadline at each of three
+// stages (the greeting; EHLO, STARTTLS and AUTH; MAIL to QUIT), and its
+// context bounds the dial alone; the connection is closed when the Send's
+// context ends (dial), so that a server answering each stage just in time
+// cannot hold a Send for three times this, nor one that stalls past a
+// shorter context of the caller's.
 const sendTimeout = 10 * time.Second
 
 // Mailer sends mail through an SMTP server. It opens a connection per
@@ -29,6 +33,8 @@ const sendTimeout = 10 * time.Second
 type Mailer struct {
 	cfg    Config
 	client *gomail.Client
+	// tls is the TLS configuration of STARTTLS and implicit TLS alike.
+	tls *tls.Config
 }
 
 // New returns a mailer for the server rawURL names; see ParseURL for its
@@ -38,18 +44,26 @@ func New(rawURL string) (*Mailer, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := &Mailer{cfg: cfg, tls: &tls.Config{ServerName: cfg.Host, MinVersion: tls.VersionTLS12}}
 	opts := []gomail.Option{
 		gomail.WithPort(cfg.Port),
 		gomail.WithTimeout(sendTimeout),
 		// go-mail would greet with this machine's host name, which every
 		// server on the way and every Received header would learn.
 		gomail.WithHELO(senderDomain(cfg.From)),
+		gomail.WithDialContextFunc(m.dial),
+		gomail.WithTLSConfig(m.tls),
 	}
 	switch cfg.Security {
 	case StartTLS:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
 	case ImplicitTLS:
-		opts = append(opts, gomail.WithSSL())
+		// dial speaks TLS from the first byte. go-mail's WithSSL would
+		// take a connection it did not dial for one in clear, and allow no
+		// PLAIN or LOGIN over it; with this policy it reads the TLS state
+		// of the connection as it is (and, there being no STARTTLS over
+		// TLS, sends none).
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
 	case OpportunisticTLS:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
 	case NoTLS:
@@ -70,7 +84,35 @@ func New(rawURL string) (*Mailer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("smtpmail: setting up the SMTP client for %s: %w", hostPort(cfg.Host, cfg.Port), err)
 	}
-	return &Mailer{cfg: cfg, client: client}, nil
+	m.client = client
+	return m, nil
+}
+
+// sendKey is the context key under which Send hands its context to dial.
+type sendKey struct{}
+
+// dial connects to the server for one Send, in TLS for implicit TLS. The
+// context go-mail gives it ends with the dial; the connection is closed
+// when the Send's own context ends, which go-mail does not watch once
+// connected.
+func (m *Mailer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if send, ok := ctx.Value(sendKey{}).(context.Context); ok {
+		context.AfterFunc(send, func() { conn.Close() })
+	}
+	if m.cfg.Security != ImplicitTLS {
+		return conn, nil
+	}
+	tc := tls.Client(conn, m.tls)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // Config returns the configuration m was made from.
@@ -99,7 +141,11 @@ func (m *Mailer) Send(ctx context.Context, msg auth.Message) error {
 
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
-	if err := m.client.DialAndSendWithContext(ctx, out); err != nil {
+	if err := m.client.DialAndSendWithContext(context.WithValue(ctx, sendKey{}, ctx), out); err != nil {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			// The connection was closed under the session: say why.
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
 		return fmt.Errorf("smtpmail: sending mail through %s: %w", hostPort(m.cfg.Host, m.cfg.Port), err)
 	}
 	return nil
