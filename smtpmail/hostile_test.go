@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,5 +66,48 @@ func TestMailerGivesUpWhenTheContextEnds(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Send error = %v, want it to wrap context.DeadlineExceeded", err)
+	}
+}
+
+// TestMailerBoundsTheServersAnswer: a server, or whoever answers for it
+// before STARTTLS, that sends a reply without end is not read into
+// memory until the stage's deadline: the Send fails once a bound is
+// passed, having read a few megabytes at most.
+func TestMailerBoundsTheServersAnswer(t *testing.T) {
+	const most = 64 << 20
+	for name, answer := range map[string]struct{ first, then string }{
+		"one endless line":     {"220 ", strings.Repeat("x", 64<<10)},
+		"endless continuation": {"", "220-" + strings.Repeat("x", 1000) + "\r\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var written atomic.Int64
+			addr := hostileServer(t, func(c net.Conn) {
+				chunk := []byte(answer.first + answer.then)
+				for written.Load() < most {
+					_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+					n, err := c.Write(chunk)
+					written.Add(int64(n))
+					if err != nil {
+						return
+					}
+					chunk = []byte(answer.then)
+				}
+			})
+			mailer, err := smtpmail.New("smtp://" + addr + "?tls=none&from=xcloak@example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			err = mailer.Send(t.Context(), auth.Message{To: "ada@example.com", Subject: "s", Body: "b"})
+			if err == nil {
+				t.Fatal("Send succeeded, want an error")
+			}
+			if took := time.Since(began); took > 5*time.Second {
+				t.Errorf("Send took %v", took)
+			}
+			if n := written.Load(); n >= 16<<20 {
+				t.Errorf("the server wrote %d MiB of its answer before Send stopped reading", n>>20)
+			}
+		})
 	}
 }

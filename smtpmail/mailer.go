@@ -94,16 +94,17 @@ type sendKey struct{}
 // dial connects to the server for one Send, in TLS for implicit TLS. The
 // context go-mail gives it ends with the dial; the connection is closed
 // when the Send's own context ends, which go-mail does not watch once
-// connected.
+// connected. What it reads is bounded by maxSessionRead.
 func (m *Mailer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, addr)
+	raw, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
 	if send, ok := ctx.Value(sendKey{}).(context.Context); ok {
-		context.AfterFunc(send, func() { conn.Close() })
+		context.AfterFunc(send, func() { raw.Close() })
 	}
+	conn := &boundedConn{Conn: raw, left: maxSessionRead}
 	if m.cfg.Security != ImplicitTLS {
 		return conn, nil
 	}
@@ -149,6 +150,35 @@ func (m *Mailer) Send(ctx context.Context, msg auth.Message) error {
 		return fmt.Errorf("smtpmail: sending mail through %s: %w", hostPort(m.cfg.Host, m.cfg.Port), err)
 	}
 	return nil
+}
+
+// maxSessionRead bounds what one Send reads from the server, its TLS
+// handshake included: a session of one message reads a few kilobytes.
+// net/textproto reads a reply line, and a reply of many lines, to its end
+// however long, so a server (or, before STARTTLS, whoever is on the path)
+// that never ends one would otherwise be read into memory until the
+// stage's deadline.
+const maxSessionRead = 1 << 20
+
+// errTooMuchRead: the server sent more than maxSessionRead.
+var errTooMuchRead = errors.New("smtpmail: the server sent more than 1 MiB in one session")
+
+// boundedConn is a connection that reads at most left bytes more.
+type boundedConn struct {
+	net.Conn
+	left int64
+}
+
+func (c *boundedConn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errTooMuchRead
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // messageID makes a Message-ID in the sender's domain rather than go-mail's
