@@ -133,6 +133,10 @@ func findSuffix(ctx context.Context, r io.Reader, suffix string) (bool, error) {
 		s, count, ok := bytes.Cut(line, []byte(":"))
 		positive, isCount := parseCount(bytes.TrimSpace(count))
 		if !ok || !isHex(s, suffixLen) || !isCount {
+			if lr.N <= 0 {
+				// Read past the bound: the line may be one cut there.
+				return false, ErrRangeTooLarge
+			}
 			return false, formError{fmt.Sprintf("line %d is not SUFFIX:COUNT (35 hex digits, a colon, a count)", n)}
 		}
 		lines++
