@@ -36,6 +36,10 @@ const DefaultTimeout = 500 * time.Millisecond
 // answer past this is refused as broken rather than read on.
 const maxRangeBytes = 1 << 20
 
+// maxHeaderBytes bounds the headers of a range API's answer, which the
+// public API keeps to a few kilobytes.
+const maxHeaderBytes = 64 << 10
+
 // ErrRangeTooLarge: a range file or answer went past maxRangeBytes.
 var ErrRangeTooLarge = errors.New("breached: range larger than 1 MiB")
 
@@ -61,7 +65,8 @@ func (e formError) Is(target error) bool { return target == ErrNotARange }
 // readable and hold a range file (ABCDE.txt or ABCDE) that reads as a
 // range: an empty directory, or one of other files, would find no
 // password breached. The API is reached through client (nil: a client of
-// its own, which follows no redirect); what it answers is checked at each
+// its own, which follows no redirect and reads at most 64 KiB of an
+// answer's headers); what it answers is checked at each
 // lookup, an answer that is no range being an ErrNotARange.
 func Open(source string, timeout time.Duration, client *http.Client) (Checker, error) {
 	if timeout <= 0 {
@@ -396,7 +401,12 @@ func newAPI(base string, client *http.Client) (api, error) {
 		return api{}, errors.New("breached: range API URL has a port out of 1 to 65535")
 	}
 	if client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// The default reads up to 10 MB of an answer's headers, ten times
+		// the range's own bound, on every lookup.
+		t.MaxResponseHeaderBytes = maxHeaderBytes
 		client = &http.Client{
+			Transport: t,
 			// A redirect could send the prefix where the operator did not
 			// choose: an answer that is not 200 is a failure instead.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -230,6 +230,14 @@ func TestFailures(t *testing.T) {
 		"a count that is no number": func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "%035X:3\r\n%035X:many\r\n", 1, 2)
 		},
+		// The range is right, but what comes before it is not bounded by
+		// the range's bound: headers of megabytes on every lookup.
+		"headers past the bound": func(w http.ResponseWriter, r *http.Request) {
+			for i := range 32 {
+				w.Header().Set(fmt.Sprintf("X-Filler-%d", i), strings.Repeat("x", 64<<10))
+			}
+			fmt.Fprintf(w, "%s:1\r\n", sha1Hex(p)[5:])
+		},
 		"range past the bound": func(w http.ResponseWriter, r *http.Request) {
 			line := fmt.Sprintf("%035X:1\r\n", 5)
 			for range (1 << 20) / len(line) {
