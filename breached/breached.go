@@ -65,8 +65,8 @@ func (e formError) Is(target error) bool { return target == ErrNotARange }
 // readable and hold a range file (ABCDE.txt or ABCDE) that reads as a
 // range: an empty directory, or one of other files, would find no
 // password breached. The API is reached through client (nil: a client of
-// its own, which follows no redirect and reads at most 64 KiB of an
-// answer's headers); what it answers is checked at each
+// its own, which reads at most 64 KiB of an answer's headers), never
+// following a redirect; what it answers is checked at each
 // lookup, an answer that is no range being an ErrNotARange.
 func Open(source string, timeout time.Duration, client *http.Client) (Checker, error) {
 	if timeout <= 0 {
@@ -405,14 +405,14 @@ func newAPI(base string, client *http.Client) (api, error) {
 		// The default reads up to 10 MB of an answer's headers, ten times
 		// the range's own bound, on every lookup.
 		t.MaxResponseHeaderBytes = maxHeaderBytes
-		client = &http.Client{
-			Transport: t,
-			// A redirect could send the prefix where the operator did not
-			// choose: an answer that is not 200 is a failure instead.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		client = &http.Client{Transport: t}
 	}
-	return api{base: strings.TrimSuffix(u.String(), "/"), client: client}, nil
+	// A copy, so that the caller's client keeps its own policy: a redirect
+	// could send the prefix where the operator did not choose, so an
+	// answer that is not 200 is a failure instead, whatever the client.
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return api{base: strings.TrimSuffix(u.String(), "/"), client: &c}, nil
 }
 
 // Breached asks the API for the range of the password's prefix.

@@ -179,6 +179,38 @@ func TestAPIAsksForThePrefixOnlyWithPadding(t *testing.T) {
 	}
 }
 
+// TestAPIFollowsNoRedirectWhateverTheClient: a client given to Open keeps
+// its transport, but a redirect is a failed lookup with it too, as with
+// the client of Open's own: the prefix goes to the URL the operator chose
+// alone.
+func TestAPIFollowsNoRedirectWhateverTheClient(t *testing.T) {
+	var asked sync.Mutex
+	var elsewhere []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Lock()
+		elsewhere = append(elsewhere, r.URL.Path)
+		asked.Unlock()
+		fmt.Fprintf(w, "%035X:1\r\n", 1)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer srv.Close()
+	checker, err := breached.Open(srv.URL, time.Second, &http.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := checker.Breached(t.Context(), breachedPasswords[0]); err == nil || got {
+		t.Errorf("Breached = %v, %v; want false and an error", got, err)
+	}
+	asked.Lock()
+	defer asked.Unlock()
+	if len(elsewhere) != 0 {
+		t.Errorf("the redirect was followed: %q asked elsewhere", elsewhere)
+	}
+}
+
 // A padding line names a suffix with count 0: it is no breach, though the
 // suffix matches.
 func TestPaddingIsNoBreach(t *testing.T) {
