@@ -36,7 +36,8 @@ type LockoutPolicy struct {
 	MaxDuration time.Duration
 	// Memory is how long failures are remembered without a new one, and
 	// how long after a lock ends (runs out, or is ended by an unlock) the
-	// next lock still escalates. Zero means MaxDuration.
+	// next lock still escalates. Zero means MaxDuration; any other is at
+	// least a millisecond.
 	Memory time.Duration
 	// Group, when set, names the class of an identity whose locks the
 	// in-process store (Local) keeps apart from the rule's other
@@ -101,6 +102,10 @@ func (p LockoutPolicy) Validate() error {
 		return fmt.Errorf("ratelimit: lockout durations above %s", MaxWindow)
 	case p.Memory < 0:
 		return fmt.Errorf("ratelimit: lockout memory %s is negative", p.Memory)
+	case p.Memory > 0 && p.Memory < time.Millisecond:
+		// Redis counts in whole milliseconds: a memory of 0 ms would
+		// forget each failure as it is counted, and nothing would lock.
+		return fmt.Errorf("ratelimit: lockout memory %s, want at least 1ms", p.Memory)
 	}
 	return nil
 }

@@ -117,6 +117,9 @@ func TestLockoutPolicyValidate(t *testing.T) {
 		{Threshold: 1, Duration: 0, MaxDuration: time.Hour},
 		{Threshold: 1, Duration: time.Hour, MaxDuration: time.Minute},
 		{Threshold: 1, Duration: time.Minute, MaxDuration: time.Hour, Memory: -time.Second},
+		// Under a millisecond: Redis would be given a memory of 0 ms, and
+		// PEXPIRE 0 deletes each failure as it is counted.
+		{Threshold: 2, Duration: time.Minute, MaxDuration: time.Hour, Memory: 500 * time.Microsecond},
 		{Threshold: 1, Duration: time.Minute, MaxDuration: 1000 * time.Hour},
 	} {
 		if _, err := ratelimit.NewLockouts(rdb, prefix, "x", p); err == nil {
