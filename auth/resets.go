@@ -241,6 +241,11 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	default:
 		msg, err = s.resetLink(ctx, user, job.at)
 	}
+	if errors.Is(err, ErrNoUser) {
+		// Disabled (or deleted) since it was read: mailed nothing, as
+		// above.
+		return ""
+	}
 	if err != nil {
 		s.log.Error("storing a link's token", "err", err)
 		return DropUnavailable

@@ -151,9 +151,11 @@ type DeviceStore interface {
 // ResetTokenStore keeps password reset tokens by their hash.
 type ResetTokenStore interface {
 	// AddResetToken stores a token for the account, usable until
-	// expiresAt. A change notice's (the link in the notice that the
-	// password was changed) outlives later password changes
-	// (ChangePassword); any other is spent by them.
+	// expiresAt; ErrNoUser if the account is gone or disabled, so that a
+	// link made as it is disabled is neither stored nor mailed (one stored
+	// before is spent by the disabling). A change notice's (the link in
+	// the notice that the password was changed) outlives later password
+	// changes (ChangePassword); any other is spent by them.
 	AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, changeNotice bool) error
 	// ResetTokenUser returns the account of an unused reset token that
 	// expires after now; ErrInvalidToken if there is none.
@@ -169,7 +171,8 @@ type ResetTokenStore interface {
 // UnlockTokenStore keeps unlock-link tokens by their hash.
 type UnlockTokenStore interface {
 	// AddUnlockToken stores a token for the account, usable until
-	// expiresAt.
+	// expiresAt; ErrNoUser if the account is gone or disabled, as
+	// AddResetToken.
 	AddUnlockToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error
 	// UnlockTokenLive reports whether an unused unlock token expires
 	// after now.

@@ -10,11 +10,17 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-// AddResetToken implements auth.ResetTokenStore.
+// AddResetToken implements auth.ResetTokenStore. The account's row is
+// share-locked for it, as AddSignInToken's: a disabling that commits first
+// leaves no row to match, and one that commits after spends the token.
 func (s *Store) AddResetToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, changeNotice bool) error {
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at, change_notice) VALUES ($1, $2, $3, $4, $5)`,
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at, change_notice)
+		SELECT $1, id, $3, $4, $5 FROM users WHERE id = $2 AND disabled_at IS NULL FOR SHARE`,
 		tokenHash, userID, createdAt, expiresAt, changeNotice)
+	if err == nil && tag.RowsAffected() == 0 {
+		return auth.ErrNoUser
+	}
 	return err
 }
 
@@ -55,11 +61,16 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 	return userID, email, nil
 }
 
-// AddUnlockToken implements auth.UnlockTokenStore.
+// AddUnlockToken implements auth.UnlockTokenStore, locking the account's
+// row as AddResetToken does.
 func (s *Store) AddUnlockToken(ctx context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error {
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at)
+		SELECT $1, id, $3, $4 FROM users WHERE id = $2 AND disabled_at IS NULL FOR SHARE`,
 		tokenHash, userID, createdAt, expiresAt)
+	if err == nil && tag.RowsAffected() == 0 {
+		return auth.ErrNoUser
+	}
 	return err
 }
 

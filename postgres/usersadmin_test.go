@@ -228,18 +228,25 @@ func TestDisableUser(t *testing.T) {
 	if email, _ := s.SignInTokenLive(ctx, hash("i1"), now); email != "" {
 		t.Error("sign-in link live after disabling")
 	}
-	// Links made after (a request that raced the disabling) work no more.
-	if err := s.AddResetToken(ctx, hash("r2"), u.ID, now, now.Add(time.Hour), false); err != nil {
+	// Links made after (a request that raced the disabling) are not
+	// stored: they would work again once the account is enabled.
+	if err := s.AddResetToken(ctx, hash("r2"), u.ID, now, now.Add(time.Hour), false); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("reset link stored for a disabled account: %v, want ErrNoUser", err)
+	}
+	if err := s.AddUnlockToken(ctx, hash("u2"), u.ID, now, now.Add(time.Hour)); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("unlock link stored for a disabled account: %v, want ErrNoUser", err)
+	}
+	if _, err := s.EnableUser(ctx, u.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.ResetPassword(ctx, hash("r2"), now, "$argon2id$new"); !errors.Is(err, auth.ErrInvalidToken) {
-		t.Errorf("reset of a disabled account: %v", err)
-	}
-	if err := s.AddUnlockToken(ctx, hash("u2"), u.ID, now, now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
+		t.Errorf("reset link made while disabled, once enabled: %v", err)
 	}
 	if _, _, err := s.UseUnlockToken(ctx, hash("u2"), now, hash("d2"), 10); !errors.Is(err, auth.ErrInvalidToken) {
-		t.Errorf("unlock of a disabled account: %v", err)
+		t.Errorf("unlock link made while disabled, once enabled: %v", err)
+	}
+	if _, err := s.DisableUser(ctx, u.ID, now); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.AddSignInToken(ctx, hash("i2"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)

@@ -414,6 +414,9 @@ func (s *Store) TouchDevice(_ context.Context, nonceHash []byte, at time.Time) e
 func (s *Store) AddResetToken(_ context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time, changeNotice bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if u := s.users[userID]; u == nil || u.Disabled() {
+		return auth.ErrNoUser
+	}
 	s.resets[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt, changeNotice: changeNotice}
 	return nil
 }
@@ -460,6 +463,9 @@ func (s *Store) ResetPassword(_ context.Context, tokenHash []byte, now time.Time
 func (s *Store) AddUnlockToken(_ context.Context, tokenHash []byte, userID int64, createdAt, expiresAt time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if u := s.users[userID]; u == nil || u.Disabled() {
+		return auth.ErrNoUser
+	}
 	s.unlocks[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt}
 	return nil
 }

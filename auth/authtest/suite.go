@@ -457,6 +457,18 @@ var storeCases = []struct {
 			t.Errorf("a change notice's link after an operator set the password: %v, want ErrInvalidToken", err)
 		}
 	}},
+	{"a link is stored only for an account that exists", func(t *testing.T, s auth.Store) {
+		u := mustUser(t, s, "ann@example.com")
+		gone := u.ID + 1000
+		if err := s.AddResetToken(t.Context(), hash("r"), gone, base, base.Add(time.Hour), false); !errors.Is(err, auth.ErrNoUser) {
+			t.Errorf("reset link of no account: %v, want ErrNoUser", err)
+		}
+		if err := s.AddUnlockToken(t.Context(), hash("u"), gone, base, base.Add(time.Hour)); !errors.Is(err, auth.ErrNoUser) {
+			t.Errorf("unlock link of no account: %v, want ErrNoUser", err)
+		}
+		mustNil(t, s.AddResetToken(t.Context(), hash("r"), u.ID, base, base.Add(time.Hour), false))
+		mustNil(t, s.AddUnlockToken(t.Context(), hash("u"), u.ID, base, base.Add(time.Hour)))
+	}},
 	{"a reset token spent at once works once", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		mustNil(t, s.AddResetToken(t.Context(), hash("t"), u.ID, base, base.Add(time.Hour), false))
