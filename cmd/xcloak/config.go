@@ -48,6 +48,10 @@ type config struct {
 	MailLog bool
 	// TrustedProxies are the peers whose forwarding header is believed.
 	TrustedProxies []netip.Prefix
+	// WidenedProxies are the entries of XCLOAK_TRUSTED_PROXIES written
+	// with host bits (10.0.0.5/8), which trust their whole network: said
+	// at start, as a typo for an address (10.0.0.5/32) trusts millions.
+	WidenedProxies []string
 	// ForwardedHeader is the one header their chain is read from.
 	ForwardedHeader web.ForwardedHeader
 	// InsecureCookies drops the Secure attribute, for plain http.
@@ -269,6 +273,7 @@ func newSettings(d auth.Config) []setting {
 			set: func(c *config, v string) error {
 				p, err := web.ParseTrustedProxies(v)
 				c.TrustedProxies = p
+				c.WidenedProxies = widenedProxies(v)
 				return err
 			},
 		},
@@ -1121,6 +1126,19 @@ func broadProxies(trusted []netip.Prefix) []netip.Prefix {
 		}
 	}
 	return broad
+}
+
+// widenedProxies returns the CIDR entries of a XCLOAK_TRUSTED_PROXIES
+// value with host bits set, each as written and as trusted.
+func widenedProxies(v string) []string {
+	var out []string
+	for entry := range strings.SplitSeq(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if p, err := netip.ParsePrefix(entry); err == nil && p != p.Masked() {
+			out = append(out, entry+" as "+p.Masked().String())
+		}
+	}
+	return out
 }
 
 // maxHashConcurrency bounds XCLOAK_HASH_CONCURRENCY: 256 hashes at once

@@ -107,6 +107,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"address in the forwarded header, and so escapes the limits per address and network; list the proxies' own addresses",
 			"header", string(cfg.ForwardedHeader))
 	}
+	for _, w := range cfg.WidenedProxies {
+		logger.Warn("XCLOAK_TRUSTED_PROXIES has host bits in "+w+": the whole network is trusted; "+
+			"give a proxy's address alone (/32, /128) or its network with the host bits cleared", "header", string(cfg.ForwardedHeader))
+	}
 	if cfg.InsecureCookies && cfg.Auth.PublicURL.Scheme == "https" {
 		logger.Warn("XCLOAK_INSECURE_COOKIES is true with an https XCLOAK_PUBLIC_URL: cookies go without Secure, " +
 			"so a browser also sends them over plain http, where anyone on the path reads them")
