@@ -120,46 +120,33 @@ func TestWebAuthnResolve(t *testing.T) {
 	}
 }
 
-// TestWebAuthnOriginsErrorsHideTheUserinfo: an origin with a user name
-// and password is refused without quoting them, however else it is
-// malformed, since the refusal is printed at start.
-func TestWebAuthnOriginsErrorsHideTheUserinfo(t *testing.T) {
-	for _, list := range []string{
-		"https://Alic3Usr:S3cr3tPw@login.example.com",
-		"https://login.example.com, ftp://Alic3Usr:S3cr3tPw@login.example.com",
-		"https://Alic3Usr:S3cr3t%zzPw@login.example.com",
-		"https://Alic3Usr:S3cr3tPw@login.example.com/path",
-		"http://Alic3Usr:S3cr3tPw@app.example.com",
-		"https:Alic3Usr:S3cr3tPw@login.example.com",
+// TestPasskeySettingsErrorsHideTheUserinfo: an origin or an RP ID
+// pasted as a URL with a user name and password is refused without
+// quoting either.
+func TestPasskeySettingsErrorsHideTheUserinfo(t *testing.T) {
+	parseOrigins := func(s string) error { _, err := auth.ParseWebAuthnOrigins(s); return err }
+	parseRPID := func(s string) error { _, err := auth.ParseWebAuthnRPID(s); return err }
+	for _, c := range []struct {
+		parse func(string) error
+		value string
+	}{
+		{parseOrigins, "https://Alic3Usr:S3cr3tPw@login.example.com"},
+		{parseOrigins, "https://login.example.com, ftp://Alic3Usr:S3cr3tPw@login.example.com"},
+		{parseOrigins, "https://Alic3Usr:S3cr3t%zzPw@login.example.com"},
+		{parseOrigins, "https://Alic3Usr:S3cr3tPw@login.example.com/path"},
+		{parseOrigins, "http://Alic3Usr:S3cr3tPw@app.example.com"},
+		{parseOrigins, "https:Alic3Usr:S3cr3tPw@login.example.com"},
+		{parseRPID, "Alic3Usr:S3cr3tPw@example.com"},
+		{parseRPID, "https://Alic3Usr:S3cr3tPw@example.com"},
 	} {
-		_, err := auth.ParseWebAuthnOrigins(list)
+		err := c.parse(c.value)
 		if err == nil {
-			t.Errorf("%s: accepted", list)
+			t.Errorf("%s: accepted", c.value)
 			continue
 		}
 		for _, piece := range []string{"Alic3Usr", "S3cr3t"} {
 			if strings.Contains(err.Error(), piece) {
-				t.Errorf("%s: the error quotes %q: %v", list, piece, err)
-			}
-		}
-	}
-}
-
-// TestWebAuthnRPIDErrorsHideTheUserinfo: an RP ID pasted as a URL with a
-// user name and password is refused without quoting either.
-func TestWebAuthnRPIDErrorsHideTheUserinfo(t *testing.T) {
-	for _, id := range []string{
-		"Alic3Usr:S3cr3tPw@example.com",
-		"https://Alic3Usr:S3cr3tPw@example.com",
-	} {
-		_, err := auth.ParseWebAuthnRPID(id)
-		if err == nil {
-			t.Errorf("%s: accepted", id)
-			continue
-		}
-		for _, piece := range []string{"Alic3Usr", "S3cr3t"} {
-			if strings.Contains(err.Error(), piece) {
-				t.Errorf("%s: the error quotes %q: %v", id, piece, err)
+				t.Errorf("%s: the error quotes %q: %v", c.value, piece, err)
 			}
 		}
 	}

@@ -91,19 +91,7 @@ func TestSearchEvents(t *testing.T) {
 	}
 
 	// All six, two at a time.
-	var ids []int64
-	q := dashboard.EventSearch{Limit: 2}
-	for range 5 {
-		page := search(t, s, q)
-		for _, e := range page {
-			ids = append(ids, e.ID)
-		}
-		if len(page) < q.Limit {
-			break
-		}
-		last := page[len(page)-1]
-		q.Before = dashboard.EventCursor{At: last.At, ID: last.ID}
-	}
+	ids := pagedIDs(t, s, dashboard.EventSearch{Limit: 2}, 5)
 	all := search(t, s, dashboard.EventSearch{Limit: 10})
 	var want []int64
 	for _, e := range all {
@@ -214,6 +202,25 @@ func seedEvents(t testing.TB, s *postgres.Store, n int) {
 	if _, err := s.Pool().Exec(ctx, `ANALYZE security_events`); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pagedIDs reads at most pages pages of q, each after the last event of
+// the one before, and returns their events' IDs in order.
+func pagedIDs(t testing.TB, s *postgres.Store, q dashboard.EventSearch, pages int) []int64 {
+	t.Helper()
+	var ids []int64
+	for range pages {
+		page := search(t, s, q)
+		for _, e := range page {
+			ids = append(ids, e.ID)
+		}
+		if len(page) < q.Limit {
+			break
+		}
+		last := page[len(page)-1]
+		q.Before = dashboard.EventCursor{At: last.At, ID: last.ID}
+	}
+	return ids
 }
 
 // planNodes lists the nodes of an EXPLAIN (FORMAT JSON) plan as
@@ -516,20 +523,9 @@ func TestSearchByNetworkPagesAcrossTheWalk(t *testing.T) {
 		if rows.Err() != nil {
 			t.Fatal(rows.Err())
 		}
-		var got []int64
 		page := q
 		page.Limit = 173 // pages that end anywhere
-		for range len(want)/page.Limit + 2 {
-			events := search(t, s, page)
-			for _, e := range events {
-				got = append(got, e.ID)
-			}
-			if len(events) < page.Limit {
-				break
-			}
-			last := events[len(events)-1]
-			page.Before = dashboard.EventCursor{At: last.At, ID: last.ID}
-		}
+		got := pagedIDs(t, s, page, len(want)/page.Limit+2)
 		if !slices.Equal(got, want) {
 			t.Errorf("%+v: paged %d events, want the %d one query finds", q, len(got), len(want))
 		}

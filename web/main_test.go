@@ -30,11 +30,15 @@ func post(t *testing.T, c *http.Client, url, contentType, body string, header ..
 	return do(t, c, req)
 }
 
-func get(t *testing.T, c *http.Client, url string) (*http.Response, string) {
+// get sends a GET with the header's name and value pairs, as post does.
+func get(t *testing.T, c *http.Client, url string, header ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	return do(t, c, req)
 }

@@ -398,14 +398,7 @@ func TestSessionsLimitNotSpentByOtherSites(t *testing.T) {
 	ann.signIn(t, base, "ann@example.com", "ann password")
 	fetch := func(path string, header ...string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		resp, _ := do(t, ann.c, req)
+		resp, _ := get(t, ann.c, base+path, header...)
 		return resp
 	}
 	for _, site := range []string{"same-site", "cross-site"} {

@@ -548,14 +548,7 @@ func TestLinkPagesLimitNotSpentByOtherSites(t *testing.T) {
 	owner := xcloaktest.Client(t, "127.0.26.10")
 	fetch := func(path string, header ...string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		resp, _ := do(t, owner, req)
+		resp, _ := get(t, owner, base+path, header...)
 		return resp
 	}
 	for prefix, token := range links {
