@@ -31,6 +31,10 @@ type Config struct {
 	PublicURL *url.URL
 	// SessionTTL is how long a session lasts.
 	SessionTTL time.Duration
+	// SessionIdle ends a session sooner, once it has gone unused that
+	// long (noticed to the minute: see sessionTouchGap); 0 lets an unused
+	// session last its SessionTTL.
+	SessionIdle time.Duration
 	// ResetTTL is how long a reset link works.
 	ResetTTL time.Duration
 	// DeviceTTL is how long a device cookie is trusted.
@@ -90,6 +94,7 @@ func DefaultConfig() Config {
 		Limits:          DefaultLimits(),
 		Lockout:         ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
 		SessionTTL:      12 * time.Hour,
+		SessionIdle:     30 * time.Minute,
 		ResetTTL:        30 * time.Minute,
 		UnlockTTL:       30 * time.Minute,
 		DeviceTTL:       180 * 24 * time.Hour,
@@ -252,6 +257,9 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	}
 	if cfg.UnlockTTL <= 0 {
 		return nil, errors.New("auth: unlock link lifetime must be positive")
+	}
+	if cfg.SessionIdle < 0 {
+		return nil, errors.New("auth: session idle time must not be negative")
 	}
 	if err := checkSpraying(cfg.SprayAccounts, cfg.SprayWindow); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)

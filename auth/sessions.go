@@ -20,7 +20,12 @@ type Session struct {
 	Email     string
 	IsAdmin   bool
 	CreatedAt time.Time
+	// ExpiresAt is when the session ends unless used again: the sooner of
+	// EndsAt and, with Config.SessionIdle, its idle end (idleEnd).
 	ExpiresAt time.Time
+	// EndsAt is the latest the session lasts, however often it is used:
+	// SessionTTL after its sign-in, and so its cookie's expiry.
+	EndsAt time.Time
 	// MustChangePassword limits the session to changing the password
 	// (and signing out) until it is changed: it was made by a known
 	// device with a password found in a breach corpus (breached.go).
@@ -91,7 +96,8 @@ func (s *Service) createSession(ctx context.Context, u User, passwordHash string
 func (s *Service) createSessionWith(ctx context.Context, u User, passwordHash string, mustChangePassword bool, c Client) (Session, error) {
 	token, hash := newToken()
 	now := s.now()
-	sess := Session{Token: token, UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL),
+	end := now.Add(s.cfg.SessionTTL)
+	sess := Session{Token: token, UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: now, ExpiresAt: s.expiry(now, end), EndsAt: end,
 		MustChangePassword: mustChangePassword, PublicID: NewPublicID(), Network: c.Source(), Browser: DescribeBrowser(c.UserAgent),
 		LastSeenAt: now}
 	err := s.store.CreateSession(ctx, hash, sess, passwordHash, u.SignOuts)
@@ -117,15 +123,24 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	if err != nil {
 		return Session{}, s.dbDown("reading session", err)
 	}
+	if s.cfg.SessionIdle > 0 && !now.Before(s.idleEnd(sess.LastSeenAt)) {
+		// Unused for longer than the idle time, which was longer, or not
+		// set, when it was last used: its expiry was not moved then.
+		return Session{}, ErrNoSession
+	}
 	if now.Sub(sess.LastSeenAt) >= sessionTouchGap {
 		// Compared in memory first, so that a session in use costs one
 		// write a minute, not one a request; the store's condition keeps
 		// that bound across replicas. A failed touch loses a last-seen
-		// time, not the request.
-		if err := s.store.TouchSession(ctx, hashToken(token), now, sessionTouchGap); err != nil {
+		// time, and moves no idle end, but not the request.
+		var idleEnd time.Time
+		if s.cfg.SessionIdle > 0 {
+			idleEnd = s.idleEnd(now)
+		}
+		if err := s.store.TouchSession(ctx, hashToken(token), now, sessionTouchGap, idleEnd); err != nil {
 			s.log.WarnContext(ctx, "session last use not noted", "err", err)
 		} else {
-			sess.LastSeenAt = now
+			sess.LastSeenAt, sess.ExpiresAt = now, s.expiry(now, sess.EndsAt)
 		}
 	}
 	return sess, nil
@@ -134,6 +149,24 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 // sessionTouchGap is how stale a session's last-seen time may get: it is
 // written at most once per gap, whatever the number of requests.
 const sessionTouchGap = time.Minute
+
+// idleEnd is when a session last noted as used at lastSeen ends unused
+// under Config.SessionIdle. Its uses within sessionTouchGap after lastSeen
+// are not noted, so the gap is added: a session ends between SessionIdle
+// and a minute more after its last use, never before.
+func (s *Service) idleEnd(lastSeen time.Time) time.Time {
+	return lastSeen.Add(s.cfg.SessionIdle + sessionTouchGap)
+}
+
+// expiry is the ExpiresAt of a session that ends at end, used at at.
+func (s *Service) expiry(at, end time.Time) time.Time {
+	if s.cfg.SessionIdle > 0 {
+		if idle := s.idleEnd(at); idle.Before(end) {
+			return idle
+		}
+	}
+	return end
+}
 
 // NewPublicID returns 128 random bits in hex: the name of a session or a
 // device in the account's lists, which says nothing of its token.

@@ -104,8 +104,10 @@ type SessionStore interface {
 	// TouchSession sets the last use of the session stored under tokenHash
 	// to at, unless it was set after at minus minGap: however many
 	// replicas and requests touch it, a session is written at most once
-	// per minGap.
-	TouchSession(ctx context.Context, tokenHash []byte, at time.Time, minGap time.Duration) error
+	// per minGap. The same write sets its expiry to the sooner of its end
+	// (Session.EndsAt) and idleEnd, or to its end if idleEnd is zero. An
+	// expired session is not touched.
+	TouchSession(ctx context.Context, tokenHash []byte, at time.Time, minGap time.Duration, idleEnd time.Time) error
 	// AccountSessions lists the account's sessions that expire after now,
 	// the most recently used first, at most limit.
 	AccountSessions(ctx context.Context, userID int64, now time.Time, limit int) ([]SessionInfo, error)

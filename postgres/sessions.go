@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -11,18 +12,18 @@ import (
 )
 
 // CreateSession implements auth.SessionStore; a session without a
-// public id gets a random one, and a disabled account none (as if its
+// public id gets a random one, one without an end ends as it expires, and a disabled account none (as if its
 // password had changed: DisableUser locks the row as a replacement does).
 // The account's row is share-locked for it: a password replacement or a
 // sign-out everywhere that commits first leaves no row to match, and one
 // that commits after sees the session and ends it.
 func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string, signOuts int64) error {
 	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password, public_id, network, browser)
-		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9 FROM users
+		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password, public_id, network, browser, ends_at)
+		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9, $11 FROM users
 		WHERE id = $2 AND password_hash = $5 AND sign_outs = $10 AND disabled_at IS NULL FOR SHARE`,
 		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash, sess.MustChangePassword,
-		sess.PublicID, sess.Network, sess.Browser, signOuts)
+		sess.PublicID, sess.Network, sess.Browser, signOuts, cmp.Or(sess.EndsAt, sess.ExpiresAt))
 	if err != nil {
 		return err
 	}
@@ -36,11 +37,11 @@ func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.S
 func (s *Store) SessionByHash(ctx context.Context, tokenHash []byte, now time.Time) (auth.Session, error) {
 	var sess auth.Session
 	err := s.pool.QueryRow(ctx, `
-		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at, s.must_change_password,
+		SELECT s.user_id, u.email, u.is_admin, s.created_at, s.expires_at, COALESCE(s.ends_at, s.expires_at), s.must_change_password,
 			s.public_id, s.network, s.browser, s.last_seen_at
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.id_hash = $1 AND s.expires_at > $2 AND u.disabled_at IS NULL`, tokenHash, now).
-		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt, &sess.MustChangePassword,
+		Scan(&sess.UserID, &sess.Email, &sess.IsAdmin, &sess.CreatedAt, &sess.ExpiresAt, &sess.EndsAt, &sess.MustChangePassword,
 			&sess.PublicID, &sess.Network, &sess.Browser, &sess.LastSeenAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.Session{}, auth.ErrNoSession
@@ -55,10 +56,24 @@ func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
 }
 
 // TouchSession implements auth.SessionStore.
-func (s *Store) TouchSession(ctx context.Context, tokenHash []byte, at time.Time, minGap time.Duration) error {
-	_, err := s.pool.Exec(ctx, `UPDATE sessions SET last_seen_at = $2 WHERE id_hash = $1 AND last_seen_at <= $3`,
-		tokenHash, at, at.Add(-minGap))
+// A session from before migration 00020 has no ends_at: its expires_at is
+// its end, copied there as it is first moved. LEAST ignores a NULL, so a
+// zero idleEnd sets the expiry back to the end.
+func (s *Store) TouchSession(ctx context.Context, tokenHash []byte, at time.Time, minGap time.Duration, idleEnd time.Time) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE sessions SET last_seen_at = $2, ends_at = COALESCE(ends_at, expires_at),
+			expires_at = LEAST(COALESCE(ends_at, expires_at), $4)
+		WHERE id_hash = $1 AND last_seen_at <= $3 AND expires_at > $2`,
+		tokenHash, at, at.Add(-minGap), orNull(idleEnd))
 	return err
+}
+
+// orNull is t, or NULL if it is zero.
+func orNull(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
 }
 
 // AccountSessions implements auth.SessionStore.

@@ -76,7 +76,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, sess aut
 	if err != nil {
 		return err
 	}
-	s.setCookie(w, sessionCookie, rotated.Token, rotated.ExpiresAt)
+	s.setCookie(w, sessionCookie, rotated.Token, rotated.EndsAt)
 	return nil
 }
 

@@ -76,7 +76,7 @@ func (s *Server) readCookie(r *http.Request, name string) string {
 
 // signIn sets the cookies of a successful sign-in.
 func (s *Server) signIn(w http.ResponseWriter, res auth.LoginResult) {
-	s.setCookie(w, sessionCookie, res.Session.Token, res.Session.ExpiresAt)
+	s.setCookie(w, sessionCookie, res.Session.Token, res.Session.EndsAt)
 	s.setCookie(w, res.Device.Name, res.Device.Value, res.Device.Expires)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -423,5 +424,49 @@ func TestSessionsLimitNotSpentByOtherSites(t *testing.T) {
 	}
 	if resp, _ := thief.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the thief's session after ann ended the others: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestSessionCookieOutlastsItsIdleTime: a session's cookie lasts as long
+// as the session can (XCLOAK_SESSION_TTL), not its first idle end, so that
+// a browser in use is not signed out by its cookie; the server ends the
+// session once it goes unused for XCLOAK_SESSION_IDLE.
+func TestSessionCookieOutlastsItsIdleTime(t *testing.T) {
+	var mu sync.Mutex
+	t0 := time.Now().Truncate(time.Second)
+	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(d time.Duration) { mu.Lock(); now = t0.Add(d); mu.Unlock() }
+	env := xcloaktest.New(t, xcloaktest.Options{Now: clock, Auth: func(c *auth.Config) {
+		c.SessionTTL, c.SessionIdle = 2*time.Hour, 30*time.Minute
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	b := newBrowser(t, "127.0.0.7", firefoxLinux)
+	resp, body := b.send(t, http.MethodPost, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "ann password"))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
+	}
+	var expires time.Time
+	for _, c := range resp.Cookies() {
+		if strings.HasSuffix(c.Name, "xcloak_session") {
+			expires = c.Expires
+		}
+	}
+	if !expires.Equal(t0.Add(2 * time.Hour)) {
+		t.Errorf("the session cookie expires %v, want %v: the session's end, not its idle end", expires, t0.Add(2*time.Hour))
+	}
+	for _, step := range []struct {
+		at   time.Duration
+		want int
+	}{
+		{20 * time.Minute, http.StatusOK},
+		{50 * time.Minute, http.StatusOK},                          // 30 minutes after a use
+		{50*time.Minute + 31*time.Minute, http.StatusUnauthorized}, // unused 31 minutes
+	} {
+		set(step.at)
+		if resp, body := b.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != step.want {
+			t.Errorf("the account's sessions at +%v: %d %s, want %d", step.at, resp.StatusCode, body, step.want)
+		}
 	}
 }

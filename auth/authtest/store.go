@@ -32,6 +32,7 @@ var _ auth.Store = (*Store)(nil)
 type session struct {
 	userID             int64
 	createdAt, expires time.Time
+	ends               time.Time // Session.EndsAt
 	mustChangePassword bool
 	publicID           string
 	network, browser   string
@@ -202,7 +203,11 @@ func (s *Store) CreateSession(_ context.Context, tokenHash []byte, sess auth.Ses
 	if id == "" {
 		id = auth.NewPublicID() // as Postgres's default
 	}
-	s.sessions[string(tokenHash)] = session{userID: sess.UserID, createdAt: sess.CreatedAt, expires: sess.ExpiresAt,
+	ends := sess.EndsAt
+	if ends.IsZero() {
+		ends = sess.ExpiresAt // as Postgres's COALESCE
+	}
+	s.sessions[string(tokenHash)] = session{userID: sess.UserID, createdAt: sess.CreatedAt, expires: sess.ExpiresAt, ends: ends,
 		mustChangePassword: sess.MustChangePassword, publicID: id, network: sess.Network, browser: sess.Browser,
 		lastSeen: sess.CreatedAt}
 	return nil
@@ -218,16 +223,19 @@ func (s *Store) SessionByHash(_ context.Context, tokenHash []byte, now time.Time
 		return auth.Session{}, auth.ErrNoSession
 	}
 	return auth.Session{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, CreatedAt: v.createdAt, ExpiresAt: v.expires,
-		MustChangePassword: v.mustChangePassword, PublicID: v.publicID, Network: v.network, Browser: v.browser,
+		EndsAt: v.ends, MustChangePassword: v.mustChangePassword, PublicID: v.publicID, Network: v.network, Browser: v.browser,
 		LastSeenAt: v.lastSeen}, nil
 }
 
 // TouchSession implements auth.SessionStore.
-func (s *Store) TouchSession(_ context.Context, tokenHash []byte, at time.Time, minGap time.Duration) error {
+func (s *Store) TouchSession(_ context.Context, tokenHash []byte, at time.Time, minGap time.Duration, idleEnd time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := s.sessions[string(tokenHash)]; ok && !v.lastSeen.After(at.Add(-minGap)) {
-		v.lastSeen = at
+	if v, ok := s.sessions[string(tokenHash)]; ok && !v.lastSeen.After(at.Add(-minGap)) && v.expires.After(at) {
+		v.lastSeen, v.expires = at, v.ends
+		if !idleEnd.IsZero() && idleEnd.Before(v.ends) {
+			v.expires = idleEnd
+		}
 		s.sessions[string(tokenHash)] = v
 	}
 	return nil

@@ -39,7 +39,7 @@ var sessionListCases = []struct {
 		first := sessionWith(t, s, ann, "ann 2", "192.0.2.2", "Chrome on Android", base)
 		second := sessionWith(t, s, ann, "ann 3", "2001:db8::/64", "Safari on iPhone", base.Add(time.Second))
 		sessionWith(t, s, bob, "bob 1", "192.0.2.9", "Edge on Windows", base)
-		mustNil(t, s.TouchSession(t.Context(), hash("ann 2"), base.Add(2*time.Minute), time.Minute))
+		mustNil(t, s.TouchSession(t.Context(), hash("ann 2"), base.Add(2*time.Minute), time.Minute, time.Time{}))
 
 		got, err := s.AccountSessions(t.Context(), ann.ID, base.Add(time.Minute), 10)
 		mustNil(t, err)
@@ -70,10 +70,49 @@ var sessionListCases = []struct {
 			{90 * time.Second, time.Minute}, // within the gap of that write
 			{130 * time.Second, 130 * time.Second},
 		} {
-			mustNil(t, s.TouchSession(t.Context(), hash("ann 1"), base.Add(step.at), time.Minute))
+			mustNil(t, s.TouchSession(t.Context(), hash("ann 1"), base.Add(step.at), time.Minute, time.Time{}))
 			if got := lastSeen(); !got.Equal(base.Add(step.want)) {
 				t.Errorf("touched at +%v: last seen %v, want +%v", step.at, got.Sub(base), step.want)
 			}
+		}
+	}},
+	{"a touch moves the expiry to its idle end, never past the session's end", func(t *testing.T, s auth.Store) {
+		ann := mustUser(t, s, "ann@example.com")
+		end := base.Add(time.Hour)
+		mustNil(t, s.CreateSession(t.Context(), hash("ann 1"), auth.Session{UserID: ann.ID, CreatedAt: base,
+			ExpiresAt: base.Add(10 * time.Minute), EndsAt: end}, ann.PasswordHash, ann.SignOuts))
+		read := func(at time.Time) (auth.Session, error) {
+			return s.SessionByHash(t.Context(), hash("ann 1"), at)
+		}
+		got, err := read(base)
+		mustNil(t, err)
+		if !got.ExpiresAt.Equal(base.Add(10*time.Minute)) || !got.EndsAt.Equal(end) {
+			t.Fatalf("created: expires %v, ends %v; want +10m, +1h", got.ExpiresAt.Sub(base), got.EndsAt.Sub(base))
+		}
+		for _, step := range []struct {
+			at, idleEnd, want time.Duration // from base; idleEnd 0: none
+		}{
+			{5 * time.Minute, 15 * time.Minute, 15 * time.Minute},
+			{5*time.Minute + 30*time.Second, 20 * time.Minute, 15 * time.Minute}, // within the gap: not written
+			{14 * time.Minute, 2 * time.Hour, time.Hour},                         // never past its end
+			{16 * time.Minute, 26 * time.Minute, 26 * time.Minute},               // moved back from the end
+			{20 * time.Minute, 0, time.Hour},                                     // no idle end: its end
+		} {
+			var idleEnd time.Time
+			if step.idleEnd != 0 {
+				idleEnd = base.Add(step.idleEnd)
+			}
+			mustNil(t, s.TouchSession(t.Context(), hash("ann 1"), base.Add(step.at), time.Minute, idleEnd))
+			got, err := read(base.Add(step.at))
+			mustNil(t, err)
+			if !got.ExpiresAt.Equal(base.Add(step.want)) || !got.EndsAt.Equal(end) {
+				t.Errorf("touched at +%v: expires +%v, ends +%v; want +%v, +1h", step.at, got.ExpiresAt.Sub(base), got.EndsAt.Sub(base), step.want)
+			}
+		}
+		mustNil(t, s.TouchSession(t.Context(), hash("ann 1"), base.Add(22*time.Minute), time.Minute, base.Add(30*time.Minute)))
+		mustNil(t, s.TouchSession(t.Context(), hash("ann 1"), base.Add(31*time.Minute), time.Minute, base.Add(50*time.Minute)))
+		if _, err := read(base.Add(31 * time.Minute)); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("a session touched after its idle end: %v, want ErrNoSession (an expired session is not revived)", err)
 		}
 	}},
 	{"an account ends only its own sessions by public id", func(t *testing.T, s auth.Store) {

@@ -479,6 +479,26 @@ func newSettings(d auth.Config) []setting {
 		},
 		duration("XCLOAK_SESSION_TTL", "session-ttl", "how long a session lasts",
 			d.SessionTTL, time.Minute, maxSessionTTL, func(a *auth.Config) *time.Duration { return &a.SessionTTL }),
+		{
+			env: "XCLOAK_SESSION_IDLE", flag: "session-idle", def: formatDuration(d.SessionIdle), scope: forServe,
+			usage: "how long a session lasts unused before it ends (its sign-in page and forward-auth use count), " +
+				"as a `duration` from 5m to " + formatDuration(maxSessionTTL) + ", or off to keep an unused session for its session-ttl",
+			set: func(c *config, v string) error {
+				if v == "off" {
+					c.Auth.SessionIdle = 0
+					return nil
+				}
+				dur, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("%q is not off or a duration such as 30m or 2h", v)
+				}
+				if dur < minSessionIdle || dur > maxSessionTTL {
+					return fmt.Errorf("%s is not off or from %s to %s", v, formatDuration(minSessionIdle), formatDuration(maxSessionTTL))
+				}
+				c.Auth.SessionIdle = dur
+				return nil
+			},
+		},
 		duration("XCLOAK_RESET_TTL", "reset-ttl", "how long a reset link works",
 			d.ResetTTL, time.Minute, maxLinkTTL, func(a *auth.Config) *time.Duration { return &a.ResetTTL }),
 		duration("XCLOAK_UNLOCK_TTL", "unlock-ttl", "how long an unlock link works",
@@ -843,6 +863,10 @@ const (
 	maxVerificationTTL = 24 * time.Hour
 	maxEventRetention  = 10 * 365 * 24 * time.Hour
 )
+
+// minSessionIdle is the shortest idle time a session may be given: its use
+// is noted once a minute, so a shorter one would be mostly that minute.
+const minSessionIdle = 5 * time.Minute
 
 func parsePositiveDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)

@@ -106,6 +106,16 @@ func TestLoadConfig(t *testing.T) {
 			want: defaults,
 		},
 		{
+			name: "session idle time",
+			env:  map[string]string{"XCLOAK_SESSION_IDLE": "2h"},
+			want: with(func(c *config) { c.Auth.SessionIdle = 2 * time.Hour }),
+		},
+		{
+			name: "session idle time off",
+			args: []string{"--session-idle=off"},
+			want: with(func(c *config) { c.Auth.SessionIdle = 0 }),
+		},
+		{
 			name: "audit log off",
 			env:  map[string]string{"XCLOAK_AUDIT_LOG": "off"},
 			want: with(func(c *config) { c.Auth.AuditLog = false }),

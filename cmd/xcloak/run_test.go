@@ -634,6 +634,16 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: "XCLOAK_SESSION_TTL: -1h is not positive",
 		},
 		{
+			name:    "session idle time too short to notice",
+			env:     map[string]string{"XCLOAK_SESSION_IDLE": "1m"},
+			wantErr: "XCLOAK_SESSION_IDLE: 1m is not off or from 5m to 9600h",
+		},
+		{
+			name:    "session idle time of nothing",
+			env:     map[string]string{"XCLOAK_SESSION_IDLE": "0"},
+			wantErr: "XCLOAK_SESSION_IDLE: 0 is not off or from 5m to 9600h",
+		},
+		{
 			// Browsers keep a cookie 400 days at most.
 			name:    "session longer than a cookie lasts",
 			env:     map[string]string{"XCLOAK_SESSION_TTL": "9601h"},
