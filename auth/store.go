@@ -195,6 +195,8 @@ type SignInTokenStore interface {
 	// expiresAt, only while passwordHash is still the account's hash and
 	// signOuts its User.SignOuts (ErrPasswordChanged otherwise): a sign-in
 	// signed out everywhere while it was held gets no link after it.
+	// ErrNoUser if the account is gone or disabled, as AddResetToken: a
+	// link made as it is disabled is neither stored nor mailed.
 	AddSignInToken(ctx context.Context, tokenHash []byte, userID int64, passwordHash string, signOuts int64, createdAt, expiresAt time.Time) error
 	// SignInTokenLive returns the email of the account of an unused
 	// sign-in token that expires after now and whose account's password

@@ -11,18 +11,30 @@ import (
 )
 
 // AddSignInToken implements auth.SignInTokenStore. The account's row is
-// share-locked for it, as CreateSession's: a replacement or a sign-out
-// everywhere that commits first leaves no row to match, and one that
-// commits after deletes the token.
+// share-locked for it, as CreateSession's: a replacement, a sign-out
+// everywhere or a disabling that commits first leaves no row to match,
+// and one that commits after deletes or spends the token.
 func (s *Store) AddSignInToken(ctx context.Context, tokenHash []byte, userID int64, passwordHash string, signOuts int64, createdAt, expiresAt time.Time) error {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO sign_in_tokens (token_hash, user_id, password_hash, created_at, expires_at)
-		SELECT $1, id, $3, $4, $5 FROM users WHERE id = $2 AND password_hash = $3 AND sign_outs = $6 FOR SHARE`,
-		tokenHash, userID, passwordHash, createdAt, expiresAt, signOuts)
-	if err == nil && tag.RowsAffected() == 0 {
+	var enabled, added bool
+	err := s.pool.QueryRow(ctx, `
+		WITH u AS (
+			SELECT id, password_hash = $3 AND sign_outs = $6 AS same FROM users
+			WHERE id = $2 AND disabled_at IS NULL FOR SHARE
+		), added AS (
+			INSERT INTO sign_in_tokens (token_hash, user_id, password_hash, created_at, expires_at)
+			SELECT $1, id, $3, $4, $5 FROM u WHERE same RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM added)`,
+		tokenHash, userID, passwordHash, createdAt, expiresAt, signOuts).Scan(&enabled, &added)
+	switch {
+	case err != nil:
+		return err
+	case !enabled:
+		return auth.ErrNoUser
+	case !added:
 		return auth.ErrPasswordChanged
 	}
-	return err
+	return nil
 }
 
 // SignInTokenLive implements auth.SignInTokenStore.

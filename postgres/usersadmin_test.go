@@ -248,11 +248,22 @@ func TestDisableUser(t *testing.T) {
 	if _, err := s.DisableUser(ctx, u.ID, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddSignInToken(ctx, hash("i2"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
+	// A held sign-in's link, made as the account is disabled, is not
+	// stored either: it too would work again once the account is enabled.
+	if err := s.AddSignInToken(ctx, hash("i2"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("sign-in link stored for a disabled account: %v, want ErrNoUser", err)
 	}
 	if _, err := s.UseSignInToken(ctx, hash("i2"), now, hash("d3"), 10); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("sign-in link of a disabled account: %v", err)
+	}
+	if _, err := s.EnableUser(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UseSignInToken(ctx, hash("i2"), now, hash("d3"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("sign-in link made while disabled, once enabled: %v", err)
+	}
+	if _, err := s.DisableUser(ctx, u.ID, now); err != nil {
+		t.Fatal(err)
 	}
 	// A second step pending as the account was disabled is gone, and one
 	// begun by a sign-in that raced the disabling is no step either: a

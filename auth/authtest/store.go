@@ -502,7 +502,11 @@ func (s *Store) UseUnlockToken(_ context.Context, tokenHash []byte, now time.Tim
 func (s *Store) AddSignInToken(_ context.Context, tokenHash []byte, userID int64, passwordHash string, signOuts int64, createdAt, expiresAt time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if u := s.users[userID]; u == nil || u.PasswordHash != passwordHash || u.SignOuts != signOuts {
+	u := s.users[userID]
+	if u == nil || u.Disabled() {
+		return auth.ErrNoUser
+	}
+	if u.PasswordHash != passwordHash || u.SignOuts != signOuts {
 		return auth.ErrPasswordChanged
 	}
 	s.signIns[string(tokenHash)] = &token{userID: userID, created: createdAt, expires: expiresAt, passwordHash: passwordHash}

@@ -466,6 +466,9 @@ var storeCases = []struct {
 		if err := s.AddUnlockToken(t.Context(), hash("u"), gone, base, base.Add(time.Hour)); !errors.Is(err, auth.ErrNoUser) {
 			t.Errorf("unlock link of no account: %v, want ErrNoUser", err)
 		}
+		if err := s.AddSignInToken(t.Context(), hash("i"), gone, u.PasswordHash, u.SignOuts, base, base.Add(time.Hour)); !errors.Is(err, auth.ErrNoUser) {
+			t.Errorf("sign-in link of no account: %v, want ErrNoUser", err)
+		}
 		mustNil(t, s.AddResetToken(t.Context(), hash("r"), u.ID, base, base.Add(time.Hour), false))
 		mustNil(t, s.AddUnlockToken(t.Context(), hash("u"), u.ID, base, base.Add(time.Hour)))
 	}},
