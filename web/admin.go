@@ -33,7 +33,7 @@ type adminHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session
 // change its password is sent to do so (the API answers 403); a signed-in
 // user who is not an administrator gets 403.
 //
-// Other sites' fetches are refused first, by requireOwner (ownFetch).
+// Other sites' fetches are refused first, by requireOwner (userFetch).
 func (s *Server) requireAdmin(h adminHandler) http.Handler {
 	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
 		if !sess.IsAdmin {
@@ -78,6 +78,18 @@ func ownFetch(r *http.Request) bool {
 	}
 	return r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document" &&
 		linkable(r)
+}
+
+// userFetch is ownFetch for a route whose opening counts against a limit
+// of the owner's (account_ip) or of their network (reset_confirm_ip): a
+// navigation from another site passes only when the user made it (a link
+// clicked, Sec-Fetch-User), not one its script made. A page that opened a
+// window may send it anywhere again and again, each a navigation of a
+// document as a link's is, and would otherwise spend the owner's count:
+// keeping them from ending a thief's session, or their mailed link from
+// opening.
+func userFetch(r *http.Request) bool {
+	return sameOriginFetch(r) || ownFetch(r) && r.Header.Get("Sec-Fetch-User") == "?1"
 }
 
 // sameOriginFetch reports whether r is XCloak's own page's request, one a

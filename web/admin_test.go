@@ -233,7 +233,7 @@ func TestAdminRoutesRefuseOtherSites(t *testing.T) {
 	}
 	// A link from another site opens a page.
 	for _, path := range []string{"/admin", "/admin/events", "/admin/users"} {
-		if resp, _ := fetch(path, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"); resp.StatusCode != http.StatusOK {
+		if resp, _ := fetch(path, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1"); resp.StatusCode != http.StatusOK {
 			t.Errorf("%s opened by a link from another site: %d, want 200", path, resp.StatusCode)
 		}
 	}

@@ -538,6 +538,7 @@ func TestCrossSiteTOTPPageKeepsThePendingKey(t *testing.T) {
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	req.Header.Set("Sec-Fetch-Mode", "navigate")
 	req.Header.Set("Sec-Fetch-Dest", "document")
+	req.Header.Set("Sec-Fetch-User", "?1") // a link followed: its script's navigation is refused before
 	if resp, _ := do(t, c, req); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/account/mfa" {
 		t.Errorf("another site's navigation to /account/mfa/totp: %d (Location %q), want 303 to /account/mfa", resp.StatusCode, resp.Header.Get("Location"))
 	}

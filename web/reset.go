@@ -16,12 +16,13 @@ func noReferrer(w http.ResponseWriter) {
 
 // refuseOtherSites answers 403 cross_site, and reports true, when another
 // site's page, or a sibling host's, made the browser fetch a link's page
-// (an image, a frame) rather than open it by a link (ownFetch). Opening
-// the page counts against the confirmations' limit of the network
-// (reset_confirm_ip): such fetches would otherwise spend it in the
-// owner's name, and the link mailed to them would answer 429.
+// (an image, a frame, a navigation its script made) rather than open it
+// by a link (userFetch). Opening the page counts against the
+// confirmations' limit of the network (reset_confirm_ip): such fetches
+// would otherwise spend it in the owner's name, and the link mailed to
+// them would answer 429.
 func (s *Server) refuseOtherSites(w http.ResponseWriter, r *http.Request) bool {
-	if ownFetch(r) {
+	if userFetch(r) {
 		return false
 	}
 	s.fail(w, r, errCrossSiteFetch)

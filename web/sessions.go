@@ -24,10 +24,11 @@ type ownerHandler func(w http.ResponseWriter, r *http.Request, sess auth.Session
 // (ownFetch): the account's pages and lists count against account_ip,
 // which such fetches would otherwise spend in the owner's name and keep
 // the owner from ending a thief's session. A link followed to a page
-// still opens it.
+// still opens it; a navigation another site's script made does not
+// (userFetch).
 func (s *Server) requireOwner(h ownerHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !ownFetch(r) {
+		if !userFetch(r) {
 			s.failAs(w, r, nil, errCrossSiteFetch)
 			return
 		}

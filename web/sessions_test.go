@@ -415,7 +415,7 @@ func TestSessionsLimitNotSpentByOtherSites(t *testing.T) {
 			t.Errorf("the sessions API navigated to from a %s page: %d, want 403", site, resp.StatusCode)
 		}
 	}
-	if resp := fetch("/account", "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"); resp.StatusCode != http.StatusOK {
+	if resp := fetch("/account", "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1"); resp.StatusCode != http.StatusOK {
 		t.Errorf("the account page by a link from another site: %d, want 200", resp.StatusCode)
 	}
 	if resp, _ := ann.send(t, http.MethodPost, base+"/account/sessions/end-others", formType, ""); resp.StatusCode != http.StatusSeeOther ||
@@ -468,5 +468,55 @@ func TestSessionCookieOutlastsItsIdleTime(t *testing.T) {
 		if resp, body := b.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != step.want {
 			t.Errorf("the account's sessions at +%v: %d %s, want %d", step.at, resp.StatusCode, body, step.want)
 		}
+	}
+}
+
+// TestLimitsNotSpentByOtherSitesScripts: a page of another site that
+// opened a window may send it to XCloak's pages again and again, each a
+// navigation of a document as a link's is, but made by its script, not
+// by the user: the browser sends no Sec-Fetch-User. Such navigations are
+// refused before they count, so that they spend neither the owner's
+// account_ip (to keep them from ending a thief's session) nor the
+// network's reset_confirm_ip (to keep the owner's mailed link from
+// opening); a link the user follows still opens the page.
+func TestLimitsNotSpentByOtherSitesScripts(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleAccountIP, 3)
+		c.Limits.SetCount(auth.RuleResetConfirmIP, 3)
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	thief := newBrowser(t, "127.0.16.29", firefoxLinux)
+	thief.signIn(t, base, "ann@example.com", "ann password")
+	ann := newBrowser(t, "127.0.16.25", firefoxLinux)
+	ann.signIn(t, base, "ann@example.com", "ann password")
+	if resp, _ := post(t, xcloaktest.Client(t, "127.0.16.26"), base+"/password-reset", formType, "email=ann%40example.com"); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("reset request: %d", resp.StatusCode)
+	}
+	reset := resetLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body)
+	if reset == nil {
+		t.Fatal("no reset link in the mail")
+	}
+	scripted := []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}
+	followed := append(append([]string(nil), scripted...), "Sec-Fetch-User", "?1")
+	for _, path := range []string{"/account", "/account/activity", "/password-reset/" + reset[1]} {
+		for range 4 {
+			if resp, _ := get(t, ann.c, base+path, scripted...); resp.StatusCode != http.StatusForbidden {
+				t.Errorf("GET %s as another site's script's navigation: %d, want 403", path, resp.StatusCode)
+			}
+		}
+	}
+	if resp, _ := get(t, ann.c, base+"/password-reset/"+reset[1], followed...); resp.StatusCode != http.StatusOK {
+		t.Errorf("the mailed reset link followed from the mail after other sites' navigations: %d, want 200", resp.StatusCode)
+	}
+	if resp, _ := get(t, ann.c, base+"/account", followed...); resp.StatusCode != http.StatusOK {
+		t.Errorf("the account page by a link from another site: %d, want 200", resp.StatusCode)
+	}
+	if resp, _ := ann.send(t, http.MethodPost, base+"/account/sessions/end-others", formType, ""); resp.StatusCode != http.StatusSeeOther ||
+		resp.Header.Get("Location") != "/account?sessions=ended" {
+		t.Fatalf("ann's end-others after other sites' navigations: %d to %q, want 303 to /account?sessions=ended", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := thief.send(t, http.MethodGet, base+"/api/v1/account/sessions", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the thief's session after ann ended the others: %d, want 401", resp.StatusCode)
 	}
 }

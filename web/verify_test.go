@@ -564,7 +564,7 @@ func TestLinkPagesLimitNotSpentByOtherSites(t *testing.T) {
 				refused = append(refused, fmt.Sprintf("a frame of a %s page: %d", site, resp.StatusCode))
 			}
 		}
-		if resp := fetch(prefix+token, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"); resp.StatusCode != http.StatusOK {
+		if resp := fetch(prefix+token, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1"); resp.StatusCode != http.StatusOK {
 			t.Errorf("the mailed %s… link followed from the mail after other sites' fetches: %d, want 200", prefix, resp.StatusCode)
 		}
 		if len(refused) > 0 {
