@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -109,10 +110,7 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 	if !had {
 		recovery, hashes = newRecoveryCodes(RecoveryCodes)
 	}
-	transports := make([]string, 0, len(cred.Transport))
-	for _, t := range cred.Transport {
-		transports = append(transports, string(t))
-	}
+	transports := passkeyTransports(cred.Transport)
 	now := s.now()
 	p := Passkey{UserID: user.ID, Name: name, Handle: pu.handle, CredentialID: cred.ID, PublicKey: cred.PublicKey,
 		SignCount: cred.Authenticator.SignCount, Transports: transports, AAGUID: cred.Authenticator.AAGUID,
@@ -198,6 +196,31 @@ func (s *Service) takeCeremony(ctx context.Context, ps PasskeyStore, binding, pu
 		return Ceremony{}, data, fmt.Errorf("%w: decoding WebAuthn session: %w", ErrUnavailable, err)
 	}
 	return c, data, nil
+}
+
+// Bounds of the transports a passkey is stored with.
+const (
+	maxPasskeyTransports     = 8
+	maxPasskeyTransportBytes = 32
+)
+
+// passkeyTransports are the transports a registration's response listed
+// that can be a browser's (short words of printable ASCII, each once, a
+// few): the response is the client's, which the library passes on as
+// written, and a NUL byte or a list without end is no passkey's.
+func passkeyTransports(listed []protocol.AuthenticatorTransport) []string {
+	out := make([]string, 0, min(len(listed), maxPasskeyTransports))
+	for _, t := range listed {
+		if len(out) == maxPasskeyTransports {
+			break
+		}
+		if t == "" || len(t) > maxPasskeyTransportBytes || slices.Contains(out, string(t)) ||
+			strings.ContainsFunc(string(t), func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+			continue
+		}
+		out = append(out, string(t))
+	}
+	return out
 }
 
 // factorKindText names a kind of factor in mails.

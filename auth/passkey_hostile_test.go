@@ -7,6 +7,8 @@ package auth_test
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
@@ -167,4 +169,49 @@ func TestPasskeyRegistrationsBegunLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Errorf("%d registration ceremonies begun by one session (passkey_options_ip is %d): none limited, %d rows stored", 3*limit, limit, n)
+}
+
+// TestPasskeyHostileTransports: the transports a registration's response
+// lists are the client's own words, which the library passes on as they
+// are. A NUL byte among them, or a list without end, is no failure of the
+// database: the passkey is registered with the transports that can be
+// what a browser sends, and signs in.
+func TestPasskeyHostileTransports(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	for i, transports := range [][]string{
+		{"usb", "a\x00b"},
+		{"internal", strings.Repeat("x", 4000)},
+		slices.Repeat([]string{"hybrid"}, 500),
+	} {
+		email := fmt.Sprintf("transports%d@example.com", i)
+		f.addUser(t, email, passkeyPassword, false)
+		in, err := f.svc.Login(ctx, auth.LoginRequest{Email: email, Password: passkeyPassword, Client: client("192.0.2.10")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.svc.BeginPasskey(ctx, in.Session, client("192.0.2.10"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := authtest.NewSoftKey(t)
+		k.Transports = transports
+		ch := auth.FactorChange{Session: in.Session.Token, Password: passkeyPassword, Client: client("192.0.2.10"), DeviceCookie: in.Device.Value}
+		if _, err := f.svc.FinishPasskey(ctx, ch, c.Binding, "Hostile", []byte(k.Create(t, optionsJSON(t, c)))); err != nil {
+			t.Errorf("a registration listing %d transports (%d bytes at most): %v, want it registered", len(transports),
+				len(slices.MaxFunc(transports, func(a, b string) int { return len(a) - len(b) })), err)
+			continue
+		}
+		var stored []string
+		if err := f.db.QueryRow(ctx, `SELECT transports FROM second_factors WHERE user_id = $1 AND kind = 'webauthn'`, in.Session.UserID).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if len(stored) > 8 || slices.ContainsFunc(stored, func(s string) bool { return len(s) > 32 || strings.ContainsRune(s, 0) }) {
+			t.Errorf("%d transports stored, %d bytes at most", len(stored),
+				len(slices.MaxFunc(stored, func(a, b string) int { return len(a) - len(b) })))
+		}
+		if err := f.passkeyAlone(t, "192.0.2.11", func(o string) string { return k.Get(t, o, 1, nil) }); err != nil {
+			t.Errorf("the passkey registered with hostile transports, alone: %v", err)
+		}
+	}
 }

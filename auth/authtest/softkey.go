@@ -28,6 +28,9 @@ type SoftKey struct {
 	// touched it, as a security key without a PIN does: its answers say
 	// the user was present, never verified.
 	PresenceOnly bool
+	// Transports are what Create says the credential is reached by; nil
+	// says "internal".
+	Transports []string
 }
 
 // SoftRPID and SoftOrigin are the relying party of the test servers, as
@@ -131,11 +134,15 @@ func (k *SoftKey) Create(t testing.TB, options string) string {
 	att := []byte{0xa3, 0x63, 'f', 'm', 't', 0x64, 'n', 'o', 'n', 'e', 0x67, 'a', 't', 't', 'S', 't', 'm', 't', 0xa0,
 		0x68, 'a', 'u', 't', 'h', 'D', 'a', 't', 'a'}
 	att = append(append(att, cborBytes(len(ad))...), ad...)
+	transports := k.Transports
+	if transports == nil {
+		transports = []string{"internal"}
+	}
 	b, _ := json.Marshal(map[string]any{
 		"id": b64.EncodeToString(k.ID), "rawId": b64.EncodeToString(k.ID), "type": "public-key",
 		"response": map[string]any{
 			"clientDataJSON":    b64.EncodeToString(k.clientData("webauthn.create", challenge)),
-			"attestationObject": b64.EncodeToString(att), "transports": []string{"internal"},
+			"attestationObject": b64.EncodeToString(att), "transports": transports,
 		},
 	})
 	return string(b)
