@@ -113,13 +113,17 @@ type FactorStore interface {
 	// ReplaceRecoveryCodes replaces every recovery code of the account,
 	// used or not, with those hashes, at once; ErrNoFactor if the account
 	// has no confirmed factor. Of replacements at once, one set stays.
-	ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery [][]byte, at time.Time) error
+	// Only while v is still the account's (ErrPasswordChanged otherwise),
+	// as ConfirmFactor.
+	ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery [][]byte, at time.Time, v Verified) error
 	// RemoveFactors removes the account's factor id, or every factor when
 	// id is 0, and returns how many confirmed ones it removed. Once none
 	// is left, the account's recovery codes, second steps and remembered
 	// browsers go too, at once. ErrNoFactor if id names none of the
-	// account's factors.
-	RemoveFactors(ctx context.Context, userID, id int64) (int64, error)
+	// account's factors. With v (the owner's removal, not an
+	// administrator's), only while v is still the account's
+	// (ErrPasswordChanged otherwise), as ConfirmFactor.
+	RemoveFactors(ctx context.Context, userID, id int64, v *Verified) (int64, error)
 
 	// AddMFAChallenge stores a second step, and forgets the account's
 	// expired ones, only while c.SignOuts is still the account's

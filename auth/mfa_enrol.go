@@ -150,11 +150,15 @@ func (s *Service) RemoveFactor(ctx context.Context, ch FactorChange, id int64) e
 	// owner's notice.
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
-	n, err := fs.RemoveFactors(ctx, user.ID, id)
-	if errors.Is(err, ErrNoFactor) {
+	v := verifiedOf(user)
+	n, err := fs.RemoveFactors(ctx, user.ID, id, &v)
+	switch {
+	case errors.Is(err, ErrNoFactor):
 		return err
-	}
-	if err != nil {
+	case errors.Is(err, ErrPasswordChanged):
+		// The session ended with the new password or the sign-out.
+		return ErrNoSession
+	case err != nil:
 		return s.dbDown("removing factor", err)
 	}
 	if n > 0 {
@@ -186,9 +190,13 @@ func (s *Service) RegenerateRecoveryCodes(ctx context.Context, ch FactorChange) 
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
 	codes, hashes := newRecoveryCodes(RecoveryCodes)
-	if err := fs.ReplaceRecoveryCodes(ctx, user.ID, hashes, s.now()); errors.Is(err, ErrNoFactor) {
+	switch err := fs.ReplaceRecoveryCodes(ctx, user.ID, hashes, s.now(), verifiedOf(user)); {
+	case errors.Is(err, ErrNoFactor):
 		return nil, err
-	} else if err != nil {
+	case errors.Is(err, ErrPasswordChanged):
+		// The session ended with the new password or the sign-out.
+		return nil, ErrNoSession
+	case err != nil:
 		return nil, s.dbDown("replacing recovery codes", err)
 	}
 	source := ch.Client.Source()
@@ -217,7 +225,7 @@ func (s *Service) RemoveFactors(ctx context.Context, by, email string) (int64, e
 	}
 	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
 	defer cancel()
-	n, err := fs.RemoveFactors(ctx, user.ID, 0)
+	n, err := fs.RemoveFactors(ctx, user.ID, 0, nil)
 	if err != nil {
 		return 0, s.dbDown("removing factors", err)
 	}

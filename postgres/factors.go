@@ -141,17 +141,13 @@ func (s *Store) RecoveryCodesLeft(ctx context.Context, userID int64) (int, error
 // ReplaceRecoveryCodes implements auth.FactorStore. The account's row is
 // locked first, so that replacements, and removals of its factors, take
 // turns: each deletes the set the one before it wrote.
-func (s *Store) ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery [][]byte, at time.Time) error {
+func (s *Store) ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery [][]byte, at time.Time, v auth.Verified) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+		none, err := lockForFirstFactor(ctx, tx, userID, v)
+		if err != nil {
 			return err
 		}
-		var has bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
-			userID).Scan(&has); err != nil {
-			return err
-		}
-		if !has {
+		if none {
 			return auth.ErrNoFactor
 		}
 		return replaceRecoveryCodes(ctx, tx, userID, recovery, at)
@@ -177,12 +173,18 @@ func replaceRecoveryCodes(ctx context.Context, tx pgx.Tx, userID int64, recovery
 }
 
 // RemoveFactors implements auth.FactorStore.
-func (s *Store) RemoveFactors(ctx context.Context, userID, id int64) (int64, error) {
+func (s *Store) RemoveFactors(ctx context.Context, userID, id int64, v *auth.Verified) (int64, error) {
 	var removed int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The account's row first, so that two removals, or a removal and
-		// a confirmation, of one account take turns.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+		// a confirmation, of one account take turns; the owner's only
+		// while the password it checked is still the account's and no
+		// sign-out came since.
+		if v != nil {
+			if _, err := lockForFirstFactor(ctx, tx, userID, *v); err != nil {
+				return err
+			}
+		} else if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
 			return err
 		}
 		var tag interface{ RowsAffected() int64 }

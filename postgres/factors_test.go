@@ -54,7 +54,7 @@ func TestReplaceRecoveryCodesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReplaceRecoveryCodes(ctx, u.ID, [][]byte{hashOf("none")}, at); !errors.Is(err, auth.ErrNoFactor) {
+	if err := s.ReplaceRecoveryCodes(ctx, u.ID, [][]byte{hashOf("none")}, at, verified(u)); !errors.Is(err, auth.ErrNoFactor) {
 		t.Fatalf("without a factor: %v, want ErrNoFactor", err)
 	}
 	id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: at})
@@ -73,7 +73,7 @@ func TestReplaceRecoveryCodesAtOnce(t *testing.T) {
 				sets[i] = append(sets[i], hashOf(fmt.Sprint(round, i, j)))
 			}
 			wg.Go(func() {
-				if err := s.ReplaceRecoveryCodes(ctx, u.ID, sets[i], at); err != nil {
+				if err := s.ReplaceRecoveryCodes(ctx, u.ID, sets[i], at, verified(u)); err != nil {
 					t.Error(err)
 				}
 			})
@@ -133,7 +133,7 @@ func TestFirstFactorsAtOnceKeepOneSet(t *testing.T) {
 		// A replacement needs a confirmed factor: it may come first and
 		// find none, which leaves the others to race alone.
 		wg.Go(func() {
-			err := s.ReplaceRecoveryCodes(ctx, u.ID, sets[passkeys+1], at)
+			err := s.ReplaceRecoveryCodes(ctx, u.ID, sets[passkeys+1], at, verified(u))
 			if err != nil && !errors.Is(err, auth.ErrNoFactor) {
 				t.Error(err)
 			}
@@ -202,7 +202,7 @@ func TestConfirmBesideRemoval(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			if _, err := s.RemoveFactors(ctx, u.ID, 0); err != nil {
+			if _, err := s.RemoveFactors(ctx, u.ID, 0, nil); err != nil {
 				t.Errorf("round %d: removing: %v", round, err)
 			}
 		})
