@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/xcloak/xcloak/auth"
 )
@@ -187,20 +188,23 @@ func (s *Store) RemoveFactors(ctx context.Context, userID, id int64, v *auth.Ver
 		} else if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
 			return err
 		}
-		var tag interface{ RowsAffected() int64 }
 		var err error
 		if id == 0 {
-			tag, err = tx.Exec(ctx, `DELETE FROM second_factors WHERE user_id = $1`, userID)
+			// Every factor, a key being set up too; counted are the
+			// confirmed ones, which the account had.
+			err = tx.QueryRow(ctx, `WITH gone AS (DELETE FROM second_factors WHERE user_id = $1 RETURNING confirmed_at)
+				SELECT count(confirmed_at) FROM gone`, userID).Scan(&removed)
 		} else {
+			var tag pgconn.CommandTag
 			tag, err = tx.Exec(ctx, `DELETE FROM second_factors WHERE user_id = $1 AND id = $2 AND confirmed_at IS NOT NULL`, userID, id)
 			if err == nil && tag.RowsAffected() == 0 {
 				return auth.ErrNoFactor
 			}
+			removed = tag.RowsAffected()
 		}
 		if err != nil {
 			return err
 		}
-		removed = tag.RowsAffected()
 		var left bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
 			userID).Scan(&left); err != nil {
