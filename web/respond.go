@@ -308,7 +308,26 @@ func (s *Server) failAs(w http.ResponseWriter, r *http.Request, nav *templates.N
 		v := s.nav(r)
 		nav = &v
 	}
-	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: *nav, Status: p.status, Message: message}))
+	s.render(w, r, p.status, templates.ErrorPage(templates.ErrorProps{Nav: *nav, Status: p.status, Message: message,
+		Continue: continueTo(r, err)}))
+}
+
+// continueTo is, for a page another site's script opened (a mailed link
+// through a redirector that sends the browser on by script, not by an
+// HTTP redirect, say), the page's own path, for the user to open by a
+// click of their own, which is then this site's navigation and passes
+// (userFetch); "" for any other refusal. Nothing is counted until then.
+func continueTo(r *http.Request, err error) string {
+	if !errors.Is(err, errCrossSiteFetch) || r.Method != http.MethodGet || r.Header.Get("Sec-Fetch-Dest") != "document" {
+		return ""
+	}
+	// Only a path of this site: never one a browser would take for
+	// another host's (//host, /\host).
+	u := r.URL.RequestURI()
+	if !strings.HasPrefix(u, "/") || strings.HasPrefix(u, "//") || strings.HasPrefix(u, "/\\") {
+		return ""
+	}
+	return u
 }
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }

@@ -501,10 +501,25 @@ func TestLimitsNotSpentByOtherSitesScripts(t *testing.T) {
 	followed := append(append([]string(nil), scripted...), "Sec-Fetch-User", "?1")
 	for _, path := range []string{"/account", "/account/activity", "/password-reset/" + reset[1]} {
 		for range 4 {
-			if resp, _ := get(t, ann.c, base+path, scripted...); resp.StatusCode != http.StatusForbidden {
+			resp, body := get(t, ann.c, base+path, scripted...)
+			if resp.StatusCode != http.StatusForbidden {
 				t.Errorf("GET %s as another site's script's navigation: %d, want 403", path, resp.StatusCode)
 			}
+			// A link to the page itself, for the user to go on by a
+			// click of their own (through a redirector that sends the
+			// browser on by script, say).
+			if !strings.Contains(body, `href="`+path+`" rel="noreferrer">Continue to this page`) {
+				t.Errorf("GET %s refused as another site's script's navigation offers no link to itself", path)
+			}
 		}
+	}
+	image := []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"}
+	if resp, body := get(t, ann.c, base+"/account", image...); resp.StatusCode != http.StatusForbidden || strings.Contains(body, "Continue to this page") {
+		t.Errorf("/account as another site's image: %d, a link to go on %v; want 403 and none", resp.StatusCode, strings.Contains(body, "Continue"))
+	}
+	clicked := []string{"Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1"}
+	if resp, _ := get(t, ann.c, base+"/password-reset/"+reset[1], clicked...); resp.StatusCode != http.StatusOK {
+		t.Errorf("the reset link's page opened by its refusal's link: %d, want 200", resp.StatusCode)
 	}
 	if resp, _ := get(t, ann.c, base+"/password-reset/"+reset[1], followed...); resp.StatusCode != http.StatusOK {
 		t.Errorf("the mailed reset link followed from the mail after other sites' navigations: %d, want 200", resp.StatusCode)
