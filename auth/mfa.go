@@ -128,7 +128,7 @@ type FactorStore interface {
 	// AddMFAChallenge stores a second step, and forgets the account's
 	// expired ones, only while c.SignOuts is still the account's
 	// User.SignOuts (ErrPasswordChanged otherwise, and when the account
-	// is gone).
+	// is gone or disabled).
 	AddMFAChallenge(ctx context.Context, c MFAChallenge) error
 	// MFAChallenge returns the second step stored under tokenHash for the
 	// browser bindingHash that expires after now; ErrInvalidToken if none.

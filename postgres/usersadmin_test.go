@@ -272,8 +272,8 @@ func TestDisableUser(t *testing.T) {
 	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM mfa_challenges WHERE user_id = $1`, u.ID).Scan(&left); err != nil || left != 0 {
 		t.Errorf("second steps left after disabling: %d %v", left, err)
 	}
-	if err := s.AddMFAChallenge(ctx, challenge("m2")); err != nil {
-		t.Fatal(err)
+	if err := s.AddMFAChallenge(ctx, challenge("m2")); !errors.Is(err, auth.ErrPasswordChanged) {
+		t.Errorf("second step stored for a disabled account: %v, want ErrPasswordChanged", err)
 	}
 	if _, err := s.MFAChallenge(ctx, hash("m2"), hash("b"), now); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("second step of a disabled account: %v", err)
@@ -295,6 +295,10 @@ func TestDisableUser(t *testing.T) {
 	e, err := s.EnableUser(ctx, u.ID)
 	if err != nil || e.Disabled() {
 		t.Fatalf("EnableUser: %+v %v", e, err)
+	}
+	// Nor, once it is enabled, does that step work: it was not stored.
+	if _, err := s.MFAChallenge(ctx, hash("m2"), hash("b"), now); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("second step begun while disabled, once enabled: %v", err)
 	}
 	if err := s.CreateSession(ctx, hash("s3"), sess, u.PasswordHash, u.SignOuts); err != nil {
 		t.Errorf("session after enabling: %v", err)
