@@ -143,7 +143,8 @@ type FactorStore interface {
 	SpendHeldMFA(ctx context.Context, c MFAChallenge) (bool, error)
 
 	// RememberMFA lets the known device nonceHash of the account skip the
-	// second step until until.
+	// second step until until, while the account has a confirmed factor
+	// (none is remembered without one).
 	RememberMFA(ctx context.Context, userID int64, nonceHash []byte, until time.Time) error
 	// MFARemembered reports whether the known device nonceHash skips the
 	// second step at now.

@@ -226,8 +226,18 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, u.SignOuts, device, now, 10, true); err != nil {
 		t.Fatal(err)
 	}
+	id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf("code")}, now, verified(u)); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour)); err != nil {
 		t.Fatal(err)
+	}
+	if remembered, err := s.MFARemembered(ctx, device, now); err != nil || !remembered {
+		t.Fatalf("the browser not remembered: %v, %v", remembered, err)
 	}
 	if err := s.CreateSession(ctx, session, auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash, u.SignOuts); err != nil {
 		t.Fatal(err)
@@ -238,5 +248,56 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 	}
 	if remembered, err := s.MFARemembered(ctx, device, now); err != nil || remembered {
 		t.Errorf("the browser that changed the password still remembered: %v, %v", remembered, err)
+	}
+}
+
+// TestRememberedBrowserNotLeftByLastFactorsRemoval: a browser is
+// remembered for the second step after its session is made, so a removal
+// of the account's last factor can commit in between. It forgets every
+// remembered browser, and the browser remembered after it must not stay
+// remembered either: it would skip a factor its owner enrolls later.
+func TestRememberedBrowserNotLeftByLastFactorsRemoval(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	u := addUser(t, s, "sam@example.com", false)
+	now := time.Now()
+	device := []byte("sam's device.........shaped 32b!")
+	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, u.SignOuts, device, now, 10, true); err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf("code")}, now, verified(u)); err != nil {
+		t.Fatal(err)
+	}
+	// The removal, held open after it forgot the remembered browsers, as
+	// RemoveFactors' transaction is when the browser is remembered.
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context())
+	for _, q := range []string{
+		`SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`,
+		`DELETE FROM second_factors WHERE user_id = $1`,
+		`UPDATE devices SET mfa_remembered_until = NULL WHERE user_id = $1 AND mfa_remembered_until IS NOT NULL`,
+	} {
+		if _, err := tx.Exec(ctx, q, u.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remembered := make(chan error, 1)
+	go func() { remembered <- s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour)) }()
+	time.Sleep(200 * time.Millisecond) // RememberMFA under way beside the removal
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-remembered; err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.MFARemembered(ctx, device, now); err != nil || ok {
+		t.Errorf("the browser remembered for the second step after the account's last factor was removed: %v, %v", ok, err)
 	}
 }
