@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,14 +125,25 @@ type target struct {
 	urgent chan delivery
 }
 
-// floods reports whether events of type typ are those anyone can cause
-// in numbers (see target).
-func floods(typ string) bool {
-	switch typ {
-	case TypeLockoutStarted, TypeLockoutEnded, TypeAccountUnlocked, TypeSignInHeld:
+// floods reports whether ev is of the events anyone can cause in numbers
+// (see target). A lock or an unlock that an administrator, the command
+// line or development mode made (data "by") is not: it is theirs, as an
+// account disabled is, and a flood of lockouts, or of the unlocks that
+// resets make, must not drop it.
+func floods(ev Event) bool {
+	switch ev.Type {
+	case TypeLockoutStarted, TypeAccountUnlocked:
+		return !administrators(ev.Data["by"])
+	case TypeLockoutEnded, TypeSignInHeld:
 		return true
 	}
 	return false
+}
+
+// administrators reports whether by, an event's data "by", names an
+// administrator ("admin:<email>"), the command line or development mode.
+func administrators(by string) bool {
+	return strings.HasPrefix(by, "admin:") || by == "cli" || by == "dev"
 }
 
 // takeUrgent is take for the urgent queue alone.
@@ -323,9 +335,10 @@ func (s *Sender) Send(ev Event) {
 		return
 	}
 	d := delivery{id: ev.ID, typ: ev.Type, body: body}
+	flood := floods(ev)
 	for _, t := range s.targets {
 		queue := t.urgent
-		if floods(d.typ) {
+		if flood {
 			queue = t.queue
 		}
 		select {

@@ -726,3 +726,44 @@ func TestAnswerHeadersBounded(t *testing.T) {
 		t.Errorf("an answer with a megabyte of headers taken: %v succeeded, want it failed", n)
 	}
 }
+
+// TestFloodOfLockoutsKeepsAdministratorsLocksAndUnlocks: a lock or an
+// unlock an administrator or the command line made is theirs, as an
+// account disabled is: a flood of lockouts, or of the unlocks that
+// resets make, fills its own queue and drops neither.
+func TestFloodOfLockoutsKeepsAdministratorsLocksAndUnlocks(t *testing.T) {
+	r := newReceiver(t, nil)
+	s := newSender(t, webhook.Config{Queue: 3, Workers: 1}, r.url())
+	// Not running yet: nothing leaves the queues.
+	for range 10 {
+		s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	}
+	at := time.Date(2026, 11, 30, 21, 0, 0, 0, time.UTC)
+	s.EventsWritten([]auth.Event{
+		{At: at, Kind: auth.EventUnlock, Account: "bob@example.com", Detail: map[string]string{"by": "reset"}},
+		{At: at, Kind: auth.EventUnlock, Account: "bob@example.com", Detail: map[string]string{"by": "admin:root@example.com"}},
+		{At: at, Kind: auth.EventLockout, Account: "cat@example.com", Detail: map[string]string{"by": "admin:root@example.com", "until": "2026-11-30T22:00:00Z"}},
+		{At: at, Kind: auth.EventUnlock, Account: "dan@example.com", Detail: map[string]string{"by": "cli"}},
+	})
+	if n := s.metric(t, "xcloak_webhook_dropped_total", webhook.DropQueueFull); n != 8 {
+		t.Errorf("dropped queue_full = %v, want the 7 lockouts past the queue and the reset's unlock", n)
+	}
+	stop := s.run(t)
+	for deadline := time.Now().Add(5 * time.Second); len(r.requests()) < 6 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	var sent []string
+	for _, g := range r.requests() {
+		sent = append(sent, g.event.Type+" "+g.event.Data["account"]+" "+g.event.Data["by"])
+	}
+	slices.Sort(sent)
+	want := []string{
+		"account.unlocked bob@example.com admin:root@example.com", "account.unlocked dan@example.com cli",
+		"lockout.started ann@example.com ", "lockout.started ann@example.com ", "lockout.started ann@example.com ",
+		"lockout.started cat@example.com admin:root@example.com",
+	}
+	if !slices.Equal(sent, want) {
+		t.Errorf("sent %q, want %q", sent, want)
+	}
+}
