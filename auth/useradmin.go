@@ -309,7 +309,8 @@ const MaxAdminLock = 30 * 24 * time.Hour
 // LockUser locks account id out for d (1 minute to MaxAdminLock) as
 // repeated failures would: browsers that are not its known devices are
 // refused until then or until it is unlocked (Unlock); its known devices
-// still sign in, as under any lockout. A lock already longer is kept.
+// still sign in, as under any lockout. A lock already longer is kept,
+// and recorded as the lock's end.
 // Once the limits hold it the lock is recorded as by's act, even if the
 // lockout log cannot take its row. Errors: ErrNoUser, ErrInvalidRequest,
 // ErrUnavailable.
@@ -327,6 +328,15 @@ func (s *Service) LockUser(ctx context.Context, id int64, d time.Duration, by st
 	until := now.Add(d)
 	if err := s.limits.Hold(ctx, ratelimit.HeldLock{Name: RuleLoginAccount, ID: u.Email, Since: now, Until: until, Level: 1}); err != nil {
 		return User{}, unavailable("locking account", err)
+	}
+	// A lock in force that ends later is kept, not shortened: recorded is
+	// its end, so that the account's page and the lock's end say when the
+	// account is free. Read from the limits (its lock alone, admitting
+	// nothing); if they cannot say, the end asked for stands.
+	if d, err := s.limits.AllowAll(ctx, ratelimit.Rule{Name: RuleLoginAccount, ID: u.Email, Lockable: true}); err == nil && !d.Allowed {
+		if end := now.Add(d.RetryAfter); end.After(until) {
+			until = end
+		}
 	}
 	// The lock is in force from here: a log that refuses its row (or an
 	// account deleted meanwhile) is logged, as for a lock by failures, and

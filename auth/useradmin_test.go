@@ -195,6 +195,30 @@ func TestLockUser(t *testing.T) {
 	}
 }
 
+// TestShorterLockKeepsTheLongerInForce: an administrator's lock shorter
+// than the one in force leaves that one (Hold only lengthens a lock), and
+// says so: the lockout log, and so the account's page and the lock's end,
+// hold when the lock in force ends, not the shorter end asked for.
+func TestShorterLockKeepsTheLongerInForce(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	before := time.Now()
+	if _, err := f.svc.LockUser(ctx, ann.ID, 2*time.Hour, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.LockUser(ctx, ann.ID, time.Hour, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.svc.UserDetail(ctx, ann.ID)
+	if err != nil || !d.Locked {
+		t.Fatalf("UserDetail while locked: %+v %v", d, err)
+	}
+	if left := d.Lockout.LockedUntil.Sub(before); left < 2*time.Hour-time.Minute {
+		t.Errorf("after a lock of 2h then one of 1h, the account's lock ends in %v, want 2h: the lock in force", left.Round(time.Second))
+	}
+}
+
 // TestLockUserRecordedWhenLogRefuses: an administrator's lock is in
 // force once the limits hold it; a lockout log that refuses its row (a
 // database blip, or the account deleted a moment before) does not undo
