@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -116,6 +117,15 @@ type Failover struct {
 	handed int
 	// logged are the rules whose locks the lockout log records (SetLogged).
 	logged map[string]bool
+	// unlocked are the recent unlocks of those rules (Clear) that did
+	// not fail, by identity, when each was made, each kept for
+	// logWriteGrace, at most maxMade of each group (unlockedBy). Clear's
+	// caller ends the lock's record in the log only once Clear has
+	// returned: a load of the lockouts in force (restore) that read the
+	// log before then holds no lock the log lists that began no later
+	// than an unlock here.
+	unlocked   map[ruleID]time.Time
+	unlockedBy map[string]int
 	// handing is set, under madeMu, while a failback hands the limits
 	// back to Redis: every Clear then notes its unlock in cleared, to be
 	// ended in Redis again after the failback's last Hold.
@@ -440,12 +450,19 @@ func (f *Failover) restore(done chan struct{}) {
 			return
 		}
 		if err == nil {
-			// The locks made in process that Redis has not been given
-			// yet (a failback that failed) may be in no lockout log.
+			// The log may have been read before the caller of an unlock
+			// (Clear, which notes it in unlocked) ended the lock's record
+			// there: the unlock came last. The locks made in process that
+			// Redis has not been given yet (a failback that failed) may be
+			// in no lockout log. They are held under madeMu, under which
+			// an unlock ends its lock in process: one that comes after
+			// this ends what it holds.
 			f.madeMu.Lock()
+			f.forgetUnlocks(time.Now())
+			locks = f.withoutUnlocked(locks, f.cleared, f.unlocked)
 			locks = append(locks, f.made...)
-			f.madeMu.Unlock()
 			err = f.local.Hold(context.Background(), locks...)
+			f.madeMu.Unlock()
 			if errors.Is(err, ErrNoLockouts) {
 				// The others are held; a lock no rule here keeps must not
 				// leave every lockable decision refused for the outage.
@@ -556,16 +573,7 @@ func (f *Failover) failback() bool {
 	// last itself. A lock made in process after an unlock came after it
 	// (Clear ended those before it), and is held after the unlocks are
 	// ended in Redis.
-	lastUnlock := make(map[ruleID]time.Time, len(cleared))
-	for _, c := range cleared {
-		if c.at.After(lastUnlock[c.ruleID]) {
-			lastUnlock[c.ruleID] = c.at
-		}
-	}
-	locks = slices.DeleteFunc(locks, func(h HeldLock) bool {
-		at, ok := lastUnlock[ruleID{h.Name, h.ID}]
-		return ok && !f.began(h).After(at)
-	})
+	locks = f.withoutUnlocked(locks, cleared, nil)
 	for _, h := range made {
 		if !unlisted(h) {
 			locks = append(locks, h)
@@ -648,6 +656,28 @@ func (f *Failover) failback() bool {
 // errNotTaken is why a failback that Redis stopped answering once in
 // charge goes back to the in-process limits.
 var errNotTaken = errors.New("ratelimit: redis stopped answering while the limits were handed back to it")
+
+// withoutUnlocked returns locks less those that began no later than an
+// unlock of their identity in cleared or in unlocked, which came last;
+// locks itself is left as it was.
+func (f *Failover) withoutUnlocked(locks []HeldLock, cleared []clearedLock, unlocked map[ruleID]time.Time) []HeldLock {
+	if len(cleared) == 0 && len(unlocked) == 0 {
+		return locks
+	}
+	lastUnlock := maps.Clone(unlocked)
+	if lastUnlock == nil {
+		lastUnlock = make(map[ruleID]time.Time, len(cleared))
+	}
+	for _, c := range cleared {
+		if c.at.After(lastUnlock[c.ruleID]) {
+			lastUnlock[c.ruleID] = c.at
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(locks), func(h HeldLock) bool {
+		at, ok := lastUnlock[ruleID{h.Name, h.ID}]
+		return ok && !f.began(h).After(at)
+	})
+}
 
 // endInRedis gives Redis the unlocks of cleared, each ending only what
 // came before it (RedisStore.ClearBefore), in pipelines under one bound;
@@ -840,6 +870,9 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 			f.made[i].Until = time.Time{}
 		}
 	}
+	if f.logged[name] {
+		f.noteUnlocked(ruleID{name, id}, at)
+	}
 	noted := f.handing
 	if noted {
 		// A failback may give Redis this lock after Redis ended it:
@@ -852,6 +885,13 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 	})
 	switch {
 	case stands && err != nil:
+		// Not ended in Redis: the log keeps listing the lock, which
+		// holds again from it.
+		f.madeMu.Lock()
+		if rid := (ruleID{name, id}); f.unlocked[rid].Equal(at) {
+			f.dropUnlock(rid)
+		}
+		f.madeMu.Unlock()
 		return false, err
 	case stands:
 		return was || wasLocal, nil
@@ -899,6 +939,41 @@ func (f *Failover) noteCleared(name, id string, at time.Time) {
 		f.clearedBy = addTo(f.clearedBy, g, 1)
 		f.lastCleared = setIn(f.lastCleared, rid, len(f.cleared)-1)
 	}
+}
+
+// noteUnlocked notes in unlocked an unlock of a logged rule made at at;
+// madeMu is held.
+func (f *Failover) noteUnlocked(rid ruleID, at time.Time) {
+	if f.unlocked == nil {
+		f.unlocked = map[ruleID]time.Time{}
+	}
+	if _, ok := f.unlocked[rid]; !ok {
+		g := f.group(rid.name, rid.id)
+		if f.unlockedBy[g] >= maxMade {
+			f.forgetUnlocks(at)
+			if f.unlockedBy[g] >= maxMade {
+				return
+			}
+		}
+		f.unlockedBy = addTo(f.unlockedBy, g, 1)
+	}
+	f.unlocked[rid] = at
+}
+
+// forgetUnlocks forgets the unlocks in unlocked made longer than
+// logWriteGrace before now, which the lockout log has; madeMu is held.
+func (f *Failover) forgetUnlocks(now time.Time) {
+	for rid, t := range f.unlocked {
+		if now.Sub(t) > logWriteGrace {
+			f.dropUnlock(rid)
+		}
+	}
+}
+
+// dropUnlock forgets rid's unlock in unlocked; madeMu is held.
+func (f *Failover) dropUnlock(rid ruleID) {
+	delete(f.unlocked, rid)
+	f.unlockedBy = addTo(f.unlockedBy, f.group(rid.name, rid.id), -1)
 }
 
 // noteMade notes a lock made or given in process in made, within its
