@@ -1026,6 +1026,11 @@ func (f *Failover) Hold(ctx context.Context, locks ...HeldLock) error {
 			f.noteMade(h)
 		}
 		f.madeMu.Unlock()
+		// The load of the lockouts in force for this outage (restore)
+		// may have run while Redis was asked, forgetting what was held
+		// in process before it, these among them: they are held again.
+		// A load that runs after this finds them in made.
+		_ = f.local.Hold(ctx, locks...)
 		f.localMu.RUnlock()
 	}
 	if err != nil {

@@ -102,3 +102,33 @@ func TestFailedUnlockLeavesTheLogsLock(t *testing.T) {
 		t.Fatalf("the owner in the next outage, the unlock having failed: %+v, %v; want refused as locked", d.Results, err)
 	}
 }
+
+// TestAdminLockAsTheOutageBeginsHolds: an administrator's lock whose call
+// to Redis fails after another request found Redis gone, and after the
+// lockouts in force were loaded for the outage (which forget what was
+// held in process before it, this lock among them, and read a lockout log
+// it is not in yet), holds in process for the outage.
+func TestAdminLockAsTheOutageBeginsHolds(t *testing.T) {
+	f, hs, p, _ := hookedReplica(t)
+	other := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.PerMinute(100)}
+	hs.onHold = func(int64) error {
+		p.down.Store(true)
+		// Another request finds the outage, and decides in process
+		// once the lockouts in force are loaded.
+		if _, err := f.AllowAll(context.Background(), other); err != nil {
+			t.Error(err)
+		}
+		return errPartitioned
+	}
+	lock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Since: time.Now(), Until: time.Now().Add(time.Hour), Level: 1}
+	if err := f.Hold(t.Context(), lock); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.AllowAll(t.Context(), owner)
+	if !f.Degraded() {
+		t.Fatal("not degraded while cut off")
+	}
+	if err != nil || d.Allowed {
+		t.Fatalf("the owner, locked by an administrator as the outage began: %+v, %v; want refused as locked", d.Results, err)
+	}
+}
