@@ -365,14 +365,23 @@ func (f *Failover) trip(cause error) {
 }
 
 // probe pings Redis until it answers, then leaves degraded mode.
+// A failback that Redis did not take (it answers PING but refuses the
+// writes, as a replica or a master short of replicas does) is tried again
+// after a wait that doubles up to maxFailbackWait: each one reads the
+// lockouts in force from the log, and logs why it failed.
 func (f *Failover) probe() {
-	t := time.NewTicker(250 * time.Millisecond)
+	t := time.NewTicker(probeInterval)
 	defer t.Stop()
+	var next time.Time
+	wait := probeInterval
 	for {
 		select {
 		case <-f.stop:
 			return
 		case <-t.C:
+		}
+		if time.Now().Before(next) {
+			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		err := f.pinger.Ping(ctx).Err()
@@ -381,8 +390,11 @@ func (f *Failover) probe() {
 			continue
 		}
 		if !f.failback() {
+			next = time.Now().Add(wait)
+			wait = min(2*wait, maxFailbackWait)
 			continue
 		}
+		next, wait = time.Time{}, probeInterval
 		// One failback at a time: an outage that began during this one
 		// left the probe to it.
 		f.probeMu.Lock()
@@ -395,6 +407,13 @@ func (f *Failover) probe() {
 		return
 	}
 }
+
+// probeInterval is how often the probe pings Redis while it is away.
+const probeInterval = 250 * time.Millisecond
+
+// maxFailbackWait is the longest the probe waits to try a failback again
+// after one that Redis did not take.
+const maxFailbackWait = 4 * time.Second
 
 // Check pings Redis once and, if Redis cannot be reached, enters degraded
 // mode at once (at start, say, so that the first requests do not wait for
