@@ -14,8 +14,11 @@ import (
 // notServing are the starts of the error replies by which Redis says it
 // does not serve now, rather than that a command was wrong.
 // A TRYAGAIN is not among them: it is a slot in migration (IsSlow).
+// OOM (out of memory under noeviction, which a flood of identities can
+// bring about) and MISCONF (snapshots failing) refuse every write, and so
+// every decision, for as long as they last.
 var notServing = []string{"LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "READONLY ",
-	"NOREPLICAS ", "BUSY ", "ERR max number of clients reached"}
+	"NOREPLICAS ", "BUSY ", "OOM ", "MISCONF ", "ERR max number of clients reached"}
 
 // IsOutage reports whether err, returned by a Redis call made under ctx,
 // means that Redis cannot be reached or is not serving: only then may a
@@ -30,7 +33,8 @@ var notServing = []string{"LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "READONLY "
 // process could not make for want of descriptors or ports. What counts: any
 // other dial error, a connection reset, refused or closed by Redis (EOF),
 // and the replies by which Redis says it is not serving now (LOADING,
-// CLUSTERDOWN, MASTERDOWN, READONLY, NOREPLICAS, BUSY, max clients).
+// CLUSTERDOWN, MASTERDOWN, READONLY, NOREPLICAS, BUSY, OOM, MISCONF, max
+// clients).
 func IsOutage(ctx context.Context, err error) bool {
 	if err == nil || ctx.Err() != nil {
 		return false

@@ -61,6 +61,8 @@ func TestIsOutage(t *testing.T) {
 		{"READONLY", live, wrap(reply("READONLY You can't write against a read only replica.")), true},
 		{"BUSY", live, wrap(reply("BUSY Redis is busy running a script.")), true},
 		{"max clients", live, wrap(reply("ERR max number of clients reached")), true},
+		{"OOM", live, wrap(reply("OOM command not allowed when used memory > 'maxmemory'.")), true},
+		{"MISCONF", live, wrap(reply("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.")), true},
 		{"script bug", live, wrap(reply("ERR user_script:12: Script attempted to access nonexistent global variable 'x'")), false},
 		{"wrong type", live, wrap(reply("WRONGTYPE Operation against a key holding the wrong kind of value")), false},
 		{"no script", live, wrap(redis.ErrNoScript), false},
