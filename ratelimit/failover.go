@@ -408,6 +408,10 @@ func (f *Failover) probe() {
 	}
 }
 
+// failbackProbe is the decision a failback asks of Redis first: a rule of
+// its own, which no request shares, with a limit none reaches.
+var failbackProbe = Rule{Name: "failback_probe", ID: "probe", Limit: Limit{Count: 100_000, Window: time.Second}}
+
 // probeInterval is how often the probe pings Redis while it is away.
 const probeInterval = 250 * time.Millisecond
 
@@ -538,7 +542,20 @@ func (f *Failover) restore(done chan struct{}) {
 // of memory) is logged and not given again. A lockout log that cannot be
 // read does not hold the failback: the locks made here are given all the
 // same.
+//
+// First of all, Redis must take a decision, which writes: one that
+// answers pings but refuses writes (READONLY, NOREPLICAS, OOM, MISCONF)
+// would otherwise be given the limits back whenever there is nothing to
+// hand it, and the replica leave it again at the next decision, four
+// times a second.
 func (f *Failover) failback() bool {
+	if err := f.sharedCall(1, func(ctx context.Context) error {
+		_, err := f.shared.AllowAll(ctx, failbackProbe)
+		return err
+	}); err != nil {
+		f.log.Error("redis answers but does not take a decision; the limits stay in process", "err", err)
+		return false
+	}
 	f.madeMu.Lock()
 	f.handing = true
 	f.madeMu.Unlock()

@@ -42,6 +42,13 @@ func TestRedisOutOfMemoryFollowsThePolicy(t *testing.T) {
 	if !f.Degraded() || admitted != 3 {
 		t.Errorf("while Redis is out of memory: degraded %v, admitted %d of 10; want degraded, the limit 3 kept in process", f.Degraded(), admitted)
 	}
+	// Nor does the replica go back to it while it answers pings but still
+	// refuses writes, to leave it again at the next decision: with no
+	// lock to hand back, the failback writes nothing of its own.
+	time.Sleep(time.Second)
+	if !f.Degraded() {
+		t.Error("the limits went back to a Redis that answers pings but refuses every write")
+	}
 	// Once it takes writes again, the limits go back to it.
 	if err := rdb.ConfigSet(t.Context(), "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
