@@ -208,8 +208,14 @@ func TestAdminRoutesRefuseOtherSites(t *testing.T) {
 			{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"},
 			{"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1"},
 		} {
-			if resp, body := fetch(path, meta...); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "XCloak itself") && !strings.Contains(body, `"cross_site"`) {
+			resp, body := fetch(path, meta...)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "XCloak itself") && !strings.Contains(body, `"cross_site"`) {
 				t.Errorf("%s fetched with %v: %d, want 403", path, meta, resp.StatusCode)
+			}
+			// Nor does its refusal link there: a click on XCloak's own
+			// page would be this site's navigation, and run it.
+			if strings.Contains(body, "Continue to this page") {
+				t.Errorf("%s refused with %v links to itself, for a click to run it", path, meta)
 			}
 		}
 	}

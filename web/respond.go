@@ -317,8 +317,10 @@ func (s *Server) failAs(w http.ResponseWriter, r *http.Request, nav *templates.N
 // HTTP redirect, say), the page's own path, for the user to open by a
 // click of their own, which is then this site's navigation and passes
 // (userFetch); "" for any other refusal. Nothing is counted until then.
+// Never the export or the stream, which no link from elsewhere opens
+// (linkable): a click on this page would open them as this site's own.
 func continueTo(r *http.Request, err error) string {
-	if !errors.Is(err, errCrossSiteFetch) || r.Method != http.MethodGet || r.Header.Get("Sec-Fetch-Dest") != "document" {
+	if !errors.Is(err, errCrossSiteFetch) || r.Method != http.MethodGet || r.Header.Get("Sec-Fetch-Dest") != "document" || !linkable(r) {
 		return ""
 	}
 	// Only a path of this site: never one a browser would take for
