@@ -119,4 +119,15 @@ func TestSessionIdleTimeAppliesToSessionsMadeWithout(t *testing.T) {
 	if _, err := on.Service.Session(t.Context(), fresh.Token); !errors.Is(err, auth.ErrNoSession) {
 		t.Errorf("unused 6 hours, then asked of a replica with a 30m idle time: %v, want ErrNoSession", err)
 	}
+
+	// The account's list shows neither: they sign in no more, whether or
+	// not a request has come since.
+	current := signInAt(t, on, "ann@example.com")
+	list, err := on.Service.ListSessions(t.Context(), current, auth.Client{Addr: netip.MustParseAddr("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 1 || list.Sessions[0].PublicID != current.PublicID {
+		t.Errorf("the account lists %d sessions; want the one in use alone, not those unused longer than the idle time", len(list.Sessions))
+	}
 }

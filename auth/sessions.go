@@ -243,13 +243,29 @@ func (s *Service) ListSessions(ctx context.Context, sess Session, c Client) (Acc
 	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return AccountSessions{}, err
 	}
-	list, err := s.store.AccountSessions(ctx, sess.UserID, s.now(), maxListed)
+	now := s.now()
+	list, err := s.store.AccountSessions(ctx, sess.UserID, now, maxListed)
 	if err != nil {
 		return AccountSessions{}, s.dbDown("listing sessions", err)
 	}
-	for i := range list {
-		list[i].Current = list[i].PublicID == sess.PublicID
+	// A session made while the idle time was longer or off, and unused
+	// since for longer than it is now, ends at its next request (Session)
+	// and is listed no more; one still in use ends unused by its idle end.
+	live := list[:0]
+	for _, v := range list {
+		if s.cfg.SessionIdle > 0 {
+			idle := s.idleEnd(v.LastSeenAt)
+			if !now.Before(idle) {
+				continue
+			}
+			if idle.Before(v.ExpiresAt) {
+				v.ExpiresAt = idle
+			}
+		}
+		v.Current = v.PublicID == sess.PublicID
+		live = append(live, v)
 	}
+	list = live
 	devices, err := s.store.AccountDevices(ctx, sess.UserID, maxListed)
 	if err != nil {
 		return AccountSessions{}, s.dbDown("listing devices", err)
