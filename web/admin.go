@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
@@ -89,7 +90,17 @@ func ownFetch(r *http.Request) bool {
 // keeping them from ending a thief's session, or their mailed link from
 // opening.
 func userFetch(r *http.Request) bool {
-	return sameOriginFetch(r) || ownFetch(r) && r.Header.Get("Sec-Fetch-User") == "?1"
+	return sameOriginFetch(r) || ownFetch(r) && (r.Header.Get("Sec-Fetch-User") == "?1" || noFetchUser(r))
+}
+
+// noFetchUser reports whether r comes from WebKit (Safari, and every
+// browser on iOS), which sends Sec-Fetch-Site but never Sec-Fetch-User, a
+// link followed included: its navigations from elsewhere are taken as
+// links, as ownFetch takes them, or no link from a webmail or a sibling
+// host would open. Blink's User-Agent names Chrome; Gecko's no WebKit.
+func noFetchUser(r *http.Request) bool {
+	ua := r.UserAgent()
+	return strings.Contains(ua, "AppleWebKit/") && !strings.Contains(ua, "Chrome/")
 }
 
 // sameOriginFetch reports whether r is XCloak's own page's request, one a

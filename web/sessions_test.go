@@ -535,3 +535,43 @@ func TestLimitsNotSpentByOtherSitesScripts(t *testing.T) {
 		t.Fatalf("the thief's session after ann ended the others: %d, want 401", resp.StatusCode)
 	}
 }
+
+// TestLinksFromOtherSitesOpenInWebKit: Safari, and every browser on iOS,
+// sends Sec-Fetch-Site but never Sec-Fetch-User, a link followed included:
+// a link from another site (a webmail's, a protected application's on a
+// sibling host) to the account's pages or a mailed link's page still opens
+// it there, as before, rather than answering every such link 403.
+func TestLinksFromOtherSitesOpenInWebKit(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	for _, ua := range []string{
+		"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0.6778.73 Mobile/15E148 Safari/604.1",
+	} {
+		ann := newBrowser(t, "127.0.16.41", ua)
+		ann.signIn(t, base, "ann@example.com", "ann password")
+		followed := []string{"User-Agent", ua, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}
+		if resp, body := get(t, ann.c, base+"/account", followed...); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: the account page by a link from another site: %d %s, want 200", ua, resp.StatusCode, body)
+		}
+		if resp, _ := post(t, xcloaktest.Client(t, "127.0.16.42"), base+"/password-reset", formType, "email=ann%40example.com"); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("reset request: %d", resp.StatusCode)
+		}
+		reset := resetLink.FindStringSubmatch(env.Mail.WaitFor(t, "ann@example.com").Body)
+		if reset == nil {
+			t.Fatal("no reset link in the mail")
+		}
+		if resp, _ := get(t, ann.c, base+"/password-reset/"+reset[1], followed...); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: the mailed reset link followed from a webmail: %d, want 200", ua, resp.StatusCode)
+		}
+	}
+	// Chrome, which sends Sec-Fetch-User for a link followed, is not taken
+	// for one however its User-Agent reads.
+	chrome := newBrowser(t, "127.0.16.43", chromeAndroid)
+	chrome.signIn(t, base, "ann@example.com", "ann password")
+	if resp, _ := get(t, chrome.c, base+"/account", "User-Agent", chromeAndroid, "Sec-Fetch-Site", "cross-site",
+		"Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("/account as another site's script's navigation in Chrome: %d, want 403", resp.StatusCode)
+	}
+}
