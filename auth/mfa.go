@@ -151,6 +151,12 @@ type FactorStore interface {
 	MFARemembered(ctx context.Context, nonceHash []byte, now time.Time) (bool, error)
 }
 
+// MaxFactors bounds the confirmed second factors of an account, passkeys
+// and authenticator apps together: its passkeys are listed in every second
+// step's options and every registration's exclusions, and stored one row
+// each.
+const MaxFactors = 20
+
 // Errors of second factors.
 var (
 	// ErrMFARequired: the password was right and the account has a
@@ -161,6 +167,9 @@ var (
 	ErrInvalidCode = errors.New("auth: invalid code")
 	// ErrNoFactor: the account has no such factor.
 	ErrNoFactor = errors.New("auth: no such factor")
+	// ErrTooManyFactors: the account has MaxFactors confirmed factors
+	// already.
+	ErrTooManyFactors = errors.New("auth: the account has as many second factors as it may")
 	// ErrFactorRequired: an administrator without a factor, where
 	// XCLOAK_ADMIN_MFA=required, must enrol one first.
 	ErrFactorRequired = errors.New("auth: administrators must enrol a second factor")

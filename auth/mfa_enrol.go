@@ -40,10 +40,14 @@ const defaultTOTPName = "Authenticator app"
 
 // BeginTOTP draws a TOTP secret for the account of sess and stores it
 // unconfirmed, forgetting any other unconfirmed one: it counts once
-// ConfirmTOTP has seen a first code of it. Errors: ErrUnavailable.
+// ConfirmTOTP has seen a first code of it. An account with MaxFactors
+// factors begins none. Errors: ErrTooManyFactors, ErrUnavailable.
 func (s *Service) BeginTOTP(ctx context.Context, sess Session) (TOTPEnrolment, error) {
 	fs, err := s.factorStore()
 	if err != nil {
+		return TOTPEnrolment{}, err
+	}
+	if err := s.roomForFactor(ctx, fs, sess.UserID); err != nil {
 		return TOTPEnrolment{}, err
 	}
 	secret, url, err := newTOTPKey(s.cfg.MFA.Issuer, sess.Email)
@@ -63,7 +67,7 @@ func (s *Service) BeginTOTP(ctx context.Context, sess Session) (TOTPEnrolment, e
 // RecoveryCodes recovery codes, returned to be shown once (nil for a
 // further factor: the account keeps its codes). The code's step counts as
 // used. Errors: ErrNoSession, ErrInvalidRequest, *LimitedError,
-// ErrInvalidCredentials, ErrNoFactor, ErrInvalidCode, ErrUnavailable,
+// ErrInvalidCredentials, ErrNoFactor, ErrInvalidCode, ErrTooManyFactors, ErrUnavailable,
 // ErrHasherBusy.
 func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, code string) (recovery []string, err error) {
 	fs, err := s.factorStore()
@@ -110,7 +114,7 @@ func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, co
 	defer cancel()
 	codes, err := fs.ConfirmFactor(ctx, user.ID, id, step, hashes, now, verifiedOf(user))
 	switch {
-	case errors.Is(err, ErrNoFactor):
+	case errors.Is(err, ErrNoFactor), errors.Is(err, ErrTooManyFactors):
 		return nil, err
 	case errors.Is(err, ErrPasswordChanged):
 		// The session ended with the new password or the sign-out.
@@ -127,6 +131,27 @@ func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, co
 		Detail: map[string]string{"kind": string(FactorTOTP)}})
 	s.notifyFactor(user.Email, source, &factorNotice{added: true, kind: FactorTOTP})
 	return recovery, nil
+}
+
+// roomForFactor returns ErrTooManyFactors if the account has MaxFactors
+// confirmed factors: checked before a factor is begun, so that its owner
+// is told before the authenticator is set up; the store decides again as
+// it confirms one.
+func (s *Service) roomForFactor(ctx context.Context, fs FactorStore, userID int64) error {
+	factors, err := fs.Factors(ctx, userID)
+	if err != nil {
+		return s.dbDown("reading second factors", err)
+	}
+	n := 0
+	for _, f := range factors {
+		if !f.ConfirmedAt.IsZero() {
+			n++
+		}
+	}
+	if n >= MaxFactors {
+		return ErrTooManyFactors
+	}
+	return nil
 }
 
 // RemoveFactor removes the account's confirmed factor id, with the

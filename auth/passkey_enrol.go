@@ -38,7 +38,8 @@ const defaultPasskeyName = "Passkey"
 // BeginPasskey begins the registration of a passkey for the account of
 // sess, from client c (counted by RulePasskeyOptionsIP, as sign-ins begun
 // are): a discoverable credential, user verification preferred, none of
-// the account's passkeys again. Errors: *LimitedError, ErrUnavailable.
+// the account's passkeys again. An account with MaxFactors factors begins
+// none. Errors: *LimitedError, ErrTooManyFactors, ErrUnavailable.
 func (s *Service) BeginPasskey(ctx context.Context, sess Session, c Client) (PasskeyCeremony, error) {
 	ps, err := s.passkeyStore()
 	if err != nil {
@@ -46,6 +47,9 @@ func (s *Service) BeginPasskey(ctx context.Context, sess Session, c Client) (Pas
 	}
 	// Each stores a ceremony: counted first, as a sign-in's options are.
 	if err := s.admitClient(ctx, FlowPasskeyBegin, c, EventMFARejected); err != nil {
+		return PasskeyCeremony{}, err
+	}
+	if err := s.roomForFactor(ctx, s.factors, sess.UserID); err != nil {
 		return PasskeyCeremony{}, err
 	}
 	user, err := s.passkeyUser(ctx, ps, sess.UserID, sess.Email)
@@ -66,7 +70,7 @@ func (s *Service) BeginPasskey(ctx context.Context, sess Session, c Client) (Pas
 // to be shown once (nil for a further factor). Errors: ErrNoSession,
 // ErrInvalidRequest, *LimitedError, ErrInvalidCredentials, ErrInvalidToken
 // (no live ceremony of this browser's), ErrInvalidPasskey,
-// ErrPasskeyExists, ErrUnavailable, ErrHasherBusy.
+// ErrPasskeyExists, ErrTooManyFactors, ErrUnavailable, ErrHasherBusy.
 func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, name string, response []byte) (recovery []string, err error) {
 	ps, err := s.passkeyStore()
 	if err != nil {
@@ -123,7 +127,7 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 	defer cancel()
 	_, codes, err := ps.AddPasskey(ctx, p, hashes, now, verifiedOf(user))
 	switch {
-	case errors.Is(err, ErrPasskeyExists):
+	case errors.Is(err, ErrPasskeyExists), errors.Is(err, ErrTooManyFactors):
 		return nil, err
 	case errors.Is(err, ErrPasswordChanged):
 		// The session ended with the new password or the sign-out.

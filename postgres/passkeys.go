@@ -65,6 +65,9 @@ func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byt
 		if err != nil {
 			return err
 		}
+		if err := roomForFactor(ctx, tx, p.UserID); err != nil {
+			return err
+		}
 		err = tx.QueryRow(ctx, `INSERT INTO second_factors (user_id, kind, name, secret, created_at, confirmed_at,
 			credential_id, sign_count, transports, aaguid, attestation_type, user_verified, backup_eligible, backup_state)
 			VALUES ($1, 'webauthn', $2, $3, $4, $4, $5, $6, COALESCE($7::text[], '{}'), $8, $9, $10, $11, $12) RETURNING id`,

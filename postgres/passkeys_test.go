@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,5 +117,54 @@ func TestFactorAfterNewPassword(t *testing.T) {
 		if keys, err := s.Passkeys(ctx, u.ID); err != nil || len(keys) != 0 {
 			t.Errorf("after the %s: passkeys %d, %v; want none", change, len(keys), err)
 		}
+	}
+}
+
+// TestFactorsPerAccountBounded: an account holds at most auth.MaxFactors
+// confirmed factors, passkeys and authenticator apps together, decided
+// under its row's lock, so that no number of registrations at once passes
+// the bound: each lists its passkeys in every second step's options and
+// every registration's exclusions.
+func TestFactorsPerAccountBounded(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	u, err := s.CreateUser(ctx, "una@example.com", "hash", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(i int) error {
+		_, _, err := s.AddPasskey(ctx, auth.Passkey{UserID: u.ID, Name: "key", CredentialID: fmt.Appendf(nil, "credential %d", i),
+			PublicKey: []byte("k")}, nil, at, verified(u))
+		return err
+	}
+	errs := make(chan error, auth.MaxFactors+5)
+	var wg sync.WaitGroup
+	for i := range auth.MaxFactors + 5 {
+		wg.Go(func() { errs <- add(i) })
+	}
+	wg.Wait()
+	close(errs)
+	stored, refused := 0, 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			stored++
+		case errors.Is(err, auth.ErrTooManyFactors):
+			refused++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if stored != auth.MaxFactors || refused != 5 {
+		t.Errorf("%d registrations at once: %d stored, %d refused; want %d and 5", auth.MaxFactors+5, stored, refused, auth.MaxFactors)
+	}
+	// An authenticator app is refused too, once confirmed; it may be begun.
+	id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, nil, at, verified(u)); !errors.Is(err, auth.ErrTooManyFactors) {
+		t.Errorf("confirming an app past the bound: %v, want ErrTooManyFactors", err)
 	}
 }

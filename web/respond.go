@@ -105,6 +105,9 @@ func problemFor(err error) problem {
 		return problem{http.StatusUnauthorized, "invalid_passkey", "That passkey was not accepted. Try again, or sign in another way.", 0}
 	case errors.Is(err, auth.ErrPasskeyExists):
 		return problem{http.StatusConflict, "passkey_exists", "That passkey is registered already.", 0}
+	case errors.Is(err, auth.ErrTooManyFactors):
+		return problem{http.StatusConflict, "too_many_factors",
+			"Your account has " + strconv.Itoa(auth.MaxFactors) + " second factors, the most it may have. Remove one you no longer use first.", 0}
 	case errors.Is(err, auth.ErrPasskeysOff):
 		return problem{http.StatusNotFound, "passkeys_off", "Passkeys are not available on this server. Sign in with your password.", 0}
 	case errors.Is(err, auth.ErrNoFactor):
