@@ -331,3 +331,40 @@ func TestSearchUsersAfterFolded(t *testing.T) {
 		t.Errorf("after Bea@Example.com: %v, want [cid@example.com]", got)
 	}
 }
+
+// TestLockUserRecordsNotTheLimitsWait: an account whose sign-ins are
+// refused by its limit, not locked, has no lock in force to keep; an
+// administrator's lock then records the end asked for, not when the
+// limit has room again (remembered by the replica for a second after
+// Redis said so).
+func TestLockUserRecordsNotTheLimitsWait(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	ann := f.addUser(t, "ann@example.com", "the right password", false)
+	limited := false
+	for i := range 20 {
+		_, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "the right password",
+			Client: client(fmt.Sprintf("192.0.2.%d", i+1))})
+		if errors.Is(err, auth.ErrLimited) {
+			limited = true
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !limited {
+		t.Fatal("the account's limit never refused a sign-in")
+	}
+	before := f.clock()
+	if _, err := f.svc.LockUser(ctx, ann.ID, time.Minute, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.svc.UserDetail(ctx, ann.ID)
+	if err != nil || !d.Locked {
+		t.Fatalf("UserDetail while locked: %+v %v", d, err)
+	}
+	if left := d.Lockout.LockedUntil.Sub(before); left > 2*time.Minute {
+		t.Errorf("a lock of 1m on an account at its limit recorded as ending in %v, the limit's wait", left.Round(time.Second))
+	}
+}

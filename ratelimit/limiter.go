@@ -137,8 +137,10 @@ func (l *Limiter) OnTakeBackFailure(fn func(rule string, err error)) {
 // round trip (at most maxKeys rules are remembered). This never admits a
 // request Redis would reject; it can keep rejecting up to ttl after an
 // entry was taken back, a rule Reset, or an identity unlocked by another
-// process (Forget covers this one). Call it before l is used; ttl <= 0
-// leaves every decision to Redis.
+// process (Forget covers this one). A lock-only rule is answered only by
+// a lock-only rule's rejection (one of the rule's limit is no lock), and
+// a rule with a limit only by one of a rule with a limit. Call it before
+// l is used; ttl <= 0 leaves every decision to Redis.
 func (l *Limiter) RememberRejections(ttl time.Duration, maxKeys int) {
 	if ttl > 0 && maxKeys > 0 {
 		l.rejections = newRejections(ttl, maxKeys)
@@ -208,7 +210,7 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 			if l.rejections != nil && err == nil {
 				// Its own copy: an identity may be part of a larger string.
 				r := ruleID{name: strings.Clone(rules[i].Name), id: strings.Clone(rules[i].ID)}
-				l.rejections.remember(r, res.RetryAfter, res.Locked, time.Now(), asked)
+				l.rejections.remember(r, res.RetryAfter, res.Locked, rules[i].LockOnly(), time.Now(), asked)
 			}
 		}
 	}
@@ -277,7 +279,7 @@ func (l *Limiter) remembered(rules []Rule, results []Result) (Decision, bool) {
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
 	for i, r := range rules {
-		left, locked := mem.lookupLocked(ruleID{name: r.Name, id: r.ID}, now)
+		left, locked := mem.lookupLocked(ruleID{name: r.Name, id: r.ID}, r.LockOnly(), now)
 		if left <= 0 {
 			continue
 		}

@@ -61,6 +61,12 @@ type rejection struct {
 	forget  time.Time // when this memory ends: at most ttl after Redis' answer
 	retryAt time.Time // when Redis said a retry can succeed
 	locked  bool      // the rule rejected because its identity is locked out
+	// lockOnly: the rule was a lock-only one (Rule.LockOnly), whose
+	// retryAt is the lock's end. A rule of the same name with a limit
+	// rejects for its log too, full for up to its window, which is no
+	// answer for a lock-only rule, and a lock's end may come before its
+	// log has room: each answers only rules of its kind.
+	lockOnly bool
 }
 
 func newRejections(ttl time.Duration, max int) *rejections {
@@ -68,22 +74,27 @@ func newRejections(ttl time.Duration, max int) *rejections {
 }
 
 // lookup returns the retry-after of key's remembered rejection (0 if none)
-// and whether it was a lockout.
+// and whether it was a lockout, for a rule with a limit.
 func (r *rejections) lookup(key ruleID, now time.Time) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.lookupLocked(key, now)
+	return r.lookupLocked(key, false, now)
 }
 
 // lookupLocked is lookup with r.mu held, so that a request's rules are
-// looked up under one lock, not one each.
-func (r *rejections) lookupLocked(key ruleID, now time.Time) (time.Duration, bool) {
+// looked up under one lock, not one each. A lock-only rule (lockOnly) is
+// answered only by a lock-only rule's rejection, whose retry-after is the
+// lock's, and a rule with a limit only by one of a rule with a limit.
+func (r *rejections) lookupLocked(key ruleID, lockOnly bool, now time.Time) (time.Duration, bool) {
 	m, ok := r.until[key]
 	if !ok {
 		return 0, false
 	}
 	if !now.Before(m.forget) {
 		delete(r.until, key)
+		return 0, false
+	}
+	if lockOnly != m.lockOnly {
 		return 0, false
 	}
 	return m.retryAt.Sub(now), m.locked
@@ -103,8 +114,9 @@ func (r *rejections) forget(key ruleID) {
 func (r *rejections) asking() uint64 { return r.forgets.Load() }
 
 // remember notes that key rejects for retryAfter from now, for at most
-// ttl, unless a memory was forgotten since asked (asking) was read.
-func (r *rejections) remember(key ruleID, retryAfter time.Duration, locked bool, now time.Time, asked uint64) {
+// ttl, unless a memory was forgotten since asked (asking) was read;
+// lockOnly if the rule that rejected was a lock-only one.
+func (r *rejections) remember(key ruleID, retryAfter time.Duration, locked, lockOnly bool, now time.Time, asked uint64) {
 	d := min(retryAfter, r.ttl)
 	if d <= 0 {
 		return
@@ -132,5 +144,5 @@ func (r *rejections) remember(key ruleID, retryAfter time.Duration, locked bool,
 			return
 		}
 	}
-	r.until[key] = rejection{forget: now.Add(d), retryAt: now.Add(retryAfter), locked: locked}
+	r.until[key] = rejection{forget: now.Add(d), retryAt: now.Add(retryAfter), locked: locked, lockOnly: lockOnly}
 }

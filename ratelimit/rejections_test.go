@@ -498,3 +498,29 @@ func TestResetForgetsRememberedRejection(t *testing.T) {
 		t.Fatalf("after Reset: %+v, %v; want admitted, not refused from memory", d, err)
 	}
 }
+
+// TestRememberedLimitNoAnswerForLockOnly: a rejection remembered for a
+// rule's limit, full for up to its window, says nothing of its lock: a
+// lock-only rule of that name and identity is asked of Redis, and admits
+// while the identity is not locked.
+func TestRememberedLimitNoAnswerForLockOnly(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	s, err := ratelimit.NewRedisStore(rdb, prefix, map[string]ratelimit.LockoutPolicy{"login_account": {Threshold: 5, Duration: time.Minute, MaxDuration: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RememberRejections(time.Minute, 100)
+	rule := ratelimit.Rule{Name: "login_account", ID: "victim", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}, Lockable: true}
+	for range 2 {
+		if _, err := s.AllowAll(t.Context(), rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, ok := s.Remembered(rule); !ok || d.Allowed {
+		t.Fatalf("the limit's rejection not remembered: %+v", d)
+	}
+	lock := ratelimit.Rule{Name: "login_account", ID: "victim", Lockable: true}
+	if d, err := s.AllowAll(t.Context(), lock); err != nil || !d.Allowed || d.FromMemory {
+		t.Errorf("the lock alone of an identity at its limit, not locked: %+v, %v; want admitted, by Redis", d, err)
+	}
+}
