@@ -537,9 +537,10 @@ func (f *Failover) restore(done chan struct{}) {
 // If Redis does not answer (it stopped again, or not in time) before it
 // decides, failback reports false and changes nothing: the limits stay in
 // process, and the probe tries again; after, the replica goes back to
-// its in-process limits (trip), keeping what Redis did not take. What
-// Redis refused with an error reply (a key of the wrong type, a Redis out
-// of memory) is logged and not given again. A lockout log that cannot be
+// its in-process limits (trip), keeping what Redis did not take, as it
+// does what a Redis refusing writes (READONLY, OOM, MISCONF: IsOutage)
+// did not take. What Redis refused with another error reply (a key of
+// the wrong type) is logged and not given again. A lockout log that cannot be
 // read does not hold the failback: the locks made here are given all the
 // same.
 //
