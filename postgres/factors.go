@@ -250,18 +250,25 @@ func (s *Store) RemoveFactors(ctx context.Context, userID, id int64, v *auth.Ver
 // share-locked for it, as CreateSession's: a sign-out everywhere or a
 // disabling that commits first leaves no row to match (a step stored for
 // a disabled account would work once it is enabled), and one that
-// commits after deletes the step.
+// commits after deletes the step. The row is taken before the expired
+// steps are forgotten, as each of those takes it before it deletes the
+// account's steps: in the other order, each would wait for the other.
 func (s *Store) AddMFAChallenge(ctx context.Context, c auth.MFAChallenge) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 AND sign_outs = $2 AND disabled_at IS NULL FOR SHARE`,
+			c.UserID, c.SignOuts)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return auth.ErrPasswordChanged
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM mfa_challenges WHERE user_id = $1 AND expires_at <= $2`, c.UserID, c.CreatedAt); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO mfa_challenges (token_hash, user_id, binding_hash, password_hash, must_change, created_at, expires_at)
-			SELECT $1, id, $3, $4, $5, $6, $7 FROM users WHERE id = $2 AND sign_outs = $8 AND disabled_at IS NULL FOR SHARE`,
-			c.TokenHash, c.UserID, c.BindingHash, c.PasswordHash, c.MustChange, c.CreatedAt, c.ExpiresAt, c.SignOuts)
-		if err == nil && tag.RowsAffected() == 0 {
-			return auth.ErrPasswordChanged
-		}
+		_, err = tx.Exec(ctx, `INSERT INTO mfa_challenges (token_hash, user_id, binding_hash, password_hash, must_change, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			c.TokenHash, c.UserID, c.BindingHash, c.PasswordHash, c.MustChange, c.CreatedAt, c.ExpiresAt)
 		return err
 	})
 }

@@ -301,3 +301,44 @@ func TestRememberedBrowserNotLeftByLastFactorsRemoval(t *testing.T) {
 		t.Errorf("the browser remembered for the second step after the account's last factor was removed: %v, %v", ok, err)
 	}
 }
+
+// TestSecondStepBesideDisabling: a second step stored as the account is
+// disabled takes the account's row before the expired steps it forgets,
+// as the disabling (and a new password, a sign-out everywhere, a removal
+// of the last factor) takes it before it deletes the account's steps: in
+// the other order, each waited for the other.
+func TestSecondStepBesideDisabling(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	u := addUser(t, s, "dee@example.com", false)
+	now := time.Now()
+	step := func(token string, at time.Time) auth.MFAChallenge {
+		return auth.MFAChallenge{TokenHash: hashOf(token), BindingHash: hashOf("b"), UserID: u.ID, PasswordHash: u.PasswordHash,
+			CreatedAt: at, ExpiresAt: at.Add(5 * time.Minute), SignOuts: u.SignOuts}
+	}
+	// An expired step, which the next one stored forgets.
+	if err := s.AddMFAChallenge(ctx, step("old", now.Add(-time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	// The disabling, holding the account's row as DisableUser does.
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context())
+	if _, err := tx.Exec(ctx, `UPDATE users SET disabled_at = now() WHERE id = $1`, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	stored := make(chan error, 1)
+	go func() { stored <- s.AddMFAChallenge(ctx, step("new", now)) }()
+	time.Sleep(200 * time.Millisecond) // the step under way beside the disabling
+	if _, err := tx.Exec(ctx, `DELETE FROM mfa_challenges WHERE user_id = $1`, u.ID); err != nil {
+		t.Fatalf("the disabling's deletion of the account's steps: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stored; !errors.Is(err, auth.ErrPasswordChanged) {
+		t.Errorf("a second step stored beside the disabling: %v, want ErrPasswordChanged", err)
+	}
+}
