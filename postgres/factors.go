@@ -70,9 +70,6 @@ func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recov
 		if err != nil {
 			return err
 		}
-		if err := roomForFactor(ctx, tx, userID); err != nil {
-			return err
-		}
 		tag, err := tx.Exec(ctx, `UPDATE second_factors SET confirmed_at = $3, last_step = $4, last_used_at = $3
 			WHERE id = $1 AND user_id = $2 AND confirmed_at IS NULL`, id, userID, at, step)
 		if err != nil {
@@ -80,6 +77,9 @@ func (s *Store) ConfirmFactor(ctx context.Context, userID, id, step int64, recov
 		}
 		if tag.RowsAffected() == 0 {
 			return auth.ErrNoFactor
+		}
+		if err := withinFactorBound(ctx, tx, userID); err != nil {
+			return err
 		}
 		if recovery == nil || !first {
 			return nil
@@ -114,17 +114,17 @@ func lockForFirstFactor(ctx context.Context, tx pgx.Tx, userID int64, v auth.Ver
 	return !has, err
 }
 
-// roomForFactor returns auth.ErrTooManyFactors if the account, whose row
-// tx has locked (lockForFirstFactor), has auth.MaxFactors confirmed
-// factors: under that lock, factors added at once take turns, and none
-// passes the bound.
-func roomForFactor(ctx context.Context, tx pgx.Tx, userID int64) error {
+// withinFactorBound returns auth.ErrTooManyFactors, which rolls tx back,
+// if the account, whose row tx has locked (lockForFirstFactor), has more
+// than auth.MaxFactors confirmed factors with the one tx confirmed: under
+// that lock, factors added at once take turns, and none passes the bound.
+func withinFactorBound(ctx context.Context, tx pgx.Tx, userID int64) error {
 	var n int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL`,
 		userID).Scan(&n); err != nil {
 		return err
 	}
-	if n >= auth.MaxFactors {
+	if n > auth.MaxFactors {
 		return auth.ErrTooManyFactors
 	}
 	return nil

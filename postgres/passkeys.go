@@ -65,9 +65,6 @@ func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byt
 		if err != nil {
 			return err
 		}
-		if err := roomForFactor(ctx, tx, p.UserID); err != nil {
-			return err
-		}
 		err = tx.QueryRow(ctx, `INSERT INTO second_factors (user_id, kind, name, secret, created_at, confirmed_at,
 			credential_id, sign_count, transports, aaguid, attestation_type, user_verified, backup_eligible, backup_state)
 			VALUES ($1, 'webauthn', $2, $3, $4, $4, $5, $6, COALESCE($7::text[], '{}'), $8, $9, $10, $11, $12) RETURNING id`,
@@ -77,7 +74,10 @@ func (s *Store) AddPasskey(ctx context.Context, p auth.Passkey, recovery [][]byt
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "second_factors_credential_id_idx" {
 			return auth.ErrPasskeyExists
 		}
-		if err != nil || recovery == nil || !first {
+		if err != nil {
+			return err
+		}
+		if err := withinFactorBound(ctx, tx, p.UserID); err != nil || recovery == nil || !first {
 			return err
 		}
 		codes = true

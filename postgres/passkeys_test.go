@@ -159,6 +159,10 @@ func TestFactorsPerAccountBounded(t *testing.T) {
 	if stored != auth.MaxFactors || refused != 5 {
 		t.Errorf("%d registrations at once: %d stored, %d refused; want %d and 5", auth.MaxFactors+5, stored, refused, auth.MaxFactors)
 	}
+	// A factor that is not there is not there, bound or not.
+	if _, err := s.ConfirmFactor(ctx, u.ID, 1<<40, 1, nil, at, verified(u)); !errors.Is(err, auth.ErrNoFactor) {
+		t.Errorf("confirming no factor at the bound: %v, want ErrNoFactor", err)
+	}
 	// An authenticator app is refused too, once confirmed; it may be begun.
 	id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: at})
 	if err != nil {
