@@ -64,8 +64,12 @@ func IsOutage(ctx context.Context, err error) bool {
 	var reply redis.Error
 	if errors.As(err, &reply) {
 		msg := reply.Error()
+		// Redis 6.2 gives a refusal met inside a script inside its own
+		// error ("ERR Error running script (call to f_...):
+		// @user_script: 274: -OOM command not allowed ..."); 7.0 as it is.
+		inScript := strings.HasPrefix(msg, "ERR Error running script")
 		for _, p := range notServing {
-			if strings.HasPrefix(msg, p) {
+			if strings.HasPrefix(msg, p) || inScript && strings.Contains(msg, ": -"+p) {
 				return true
 			}
 		}
