@@ -110,6 +110,24 @@ type (
 			MatchLabels map[string]string `yaml:"matchLabels"`
 		} `yaml:"selector"`
 	}
+	k8sNetworkPolicySpec struct {
+		PodSelector struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"podSelector"`
+		PolicyTypes []string `yaml:"policyTypes"`
+		Ingress     []struct {
+			From []struct {
+				NamespaceSelector *struct {
+					MatchLabels map[string]string `yaml:"matchLabels"`
+				} `yaml:"namespaceSelector"`
+				PodSelector *yaml.Node `yaml:"podSelector"`
+				IPBlock     *yaml.Node `yaml:"ipBlock"`
+			} `yaml:"from"`
+			Ports []struct {
+				Port any `yaml:"port"`
+			} `yaml:"ports"`
+		} `yaml:"ingress"`
+	}
 )
 
 // readK8sObjects reads every YAML document of a manifest file.
@@ -141,6 +159,7 @@ type k8sManifests struct {
 	deploymentSpec           k8sDeploymentSpec
 	serviceSpec              k8sServiceSpec
 	pdbSpec                  k8sPDBSpec
+	netpolSpec               k8sNetworkPolicySpec
 	secret                   k8sObject
 }
 
@@ -181,6 +200,7 @@ func readK8sManifests(t *testing.T) k8sManifests {
 	m.deployment = one("Deployment", &m.deploymentSpec)
 	m.service = one("Service", &m.serviceSpec)
 	m.pdb = one("PodDisruptionBudget", &m.pdbSpec)
+	one("NetworkPolicy", &m.netpolSpec)
 	secrets := readK8sObjects(t, filepath.Join(kubernetesDir, "secret.example.yaml"))
 	if len(secrets) != 1 || secrets[0].Kind != "Secret" {
 		t.Fatalf("secret.example.yaml: want one Secret, got %+v", secrets)
@@ -439,5 +459,49 @@ func TestKubernetesSelectorsAndSecrets(t *testing.T) {
 	}
 	if _, err := loadConfig(flag.NewFlagSet("serve", flag.ContinueOnError), nil, getenv, io.Discard, io.Discard, forServe); err != nil {
 		t.Errorf("xcloak serve rejects the Deployment's environment: %v", err)
+	}
+}
+
+// TestKubernetesNetworkPolicy: the pods take connections on their ports
+// alone, each from peers of its own: the http port from the Ingress
+// controller's namespace (any pod that reached it could write the
+// X-Forwarded-For a trusted proxy's address is believed for), the metrics
+// port from Prometheus' and never from the Ingress'.
+func TestKubernetesNetworkPolicy(t *testing.T) {
+	m := readK8sManifests(t)
+	np, c := m.netpolSpec, m.container(t)
+	for k, v := range m.deploymentSpec.Template.Metadata.Labels {
+		if np.PodSelector.MatchLabels[k] != v {
+			t.Errorf("NetworkPolicy podSelector %v does not select the pods %v", np.PodSelector.MatchLabels, m.deploymentSpec.Template.Metadata.Labels)
+			break
+		}
+	}
+	if !slices.Contains(np.PolicyTypes, "Ingress") {
+		t.Errorf("NetworkPolicy policyTypes %v leave ingress open", np.PolicyTypes)
+	}
+	peers := map[int][]string{} // port: namespaces allowed
+	for _, rule := range np.Ingress {
+		if len(rule.From) == 0 || len(rule.Ports) == 0 {
+			t.Errorf("an ingress rule open to every peer or every port: %+v", rule)
+		}
+		for _, from := range rule.From {
+			if from.NamespaceSelector == nil || len(from.NamespaceSelector.MatchLabels) == 0 || from.PodSelector != nil || from.IPBlock != nil {
+				t.Errorf("an ingress peer that is not one namespace: %+v", from)
+				continue
+			}
+			for _, p := range rule.Ports {
+				port := c.portNumber(t, p.Port)
+				peers[port] = append(peers[port], from.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+			}
+		}
+	}
+	http, metrics := c.portNumber(t, "http"), c.portNumber(t, "metrics")
+	if len(peers[http]) == 0 || len(peers[metrics]) == 0 || len(peers) != 2 {
+		t.Fatalf("NetworkPolicy admits %v; want the http and metrics ports alone, each from a namespace", peers)
+	}
+	for _, ns := range peers[metrics] {
+		if slices.Contains(peers[http], ns) {
+			t.Errorf("the metrics port is open to %s, which reaches the http port: the Ingress'", ns)
+		}
 	}
 }
