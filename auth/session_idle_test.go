@@ -102,7 +102,7 @@ func TestSessionIdleTimeAppliesToSessionsMadeWithout(t *testing.T) {
 	clock := &idleClock{now: time.Now().Truncate(time.Second)}
 	off := xcloaktest.New(t, xcloaktest.Options{Now: clock.Now, Auth: func(c *auth.Config) { c.SessionIdle = 0 }})
 	on := off.Replica(t, xcloaktest.Options{Now: clock.Now, Auth: func(c *auth.Config) { c.SessionIdle = 30 * time.Minute }})
-	off.AddUser(t, "ann@example.com", "correct horse battery staple", false)
+	ann := off.AddUser(t, "ann@example.com", "correct horse battery staple", false)
 	t0 := clock.Now()
 	stale, fresh := signInAt(t, off, "ann@example.com"), signInAt(t, off, "ann@example.com")
 	if !stale.ExpiresAt.Equal(stale.EndsAt) {
@@ -129,5 +129,9 @@ func TestSessionIdleTimeAppliesToSessionsMadeWithout(t *testing.T) {
 	}
 	if len(list.Sessions) != 1 || list.Sessions[0].PublicID != current.PublicID {
 		t.Errorf("the account lists %d sessions; want the one in use alone, not those unused longer than the idle time", len(list.Sessions))
+	}
+	// Nor do the administrators count them.
+	if d, err := on.Service.UserDetail(t.Context(), ann.ID); err != nil || d.Sessions != 1 {
+		t.Errorf("the administrators' page counts %d sessions (%v); want the one in use alone", d.Sessions, err)
 	}
 }
