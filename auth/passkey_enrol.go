@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-webauthn/webauthn/protocol"
@@ -80,7 +81,8 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 	if name == "" {
 		name = defaultPasskeyName
 	}
-	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 64 || len(response) == 0 || len(response) > MaxPasskeyResponseBytes {
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 64 || strings.ContainsFunc(name, unfitNameRune) ||
+		len(response) == 0 || len(response) > MaxPasskeyResponseBytes {
 		return nil, ErrInvalidRequest
 	}
 	user, err := s.reauthenticate(ctx, ch)
@@ -234,3 +236,10 @@ func factorKindText(k FactorKind) string {
 	}
 	return "an authenticator app"
 }
+
+// unfitNameRune reports whether a passkey's name may not hold r: a control
+// character (a line break), or one drawn as nothing. Administrators read
+// the name in the account's list of factors, where a direction override
+// would turn the rest of the line around and an invisible character make
+// two names look alike.
+func unfitNameRune(r rune) bool { return unicode.IsControl(r) || invisible(r) }

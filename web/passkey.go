@@ -92,7 +92,7 @@ func (s *Server) handlePasskeyEnrolForm() http.Handler {
 			return failed
 		}
 		if text != "" && errors.Is(err, auth.ErrInvalidRequest) {
-			text = "Name the passkey in at most 64 characters, type your password, and try again."
+			text = "Name the passkey in at most 64 characters, none of them invisible or a line break, type your password, and try again."
 		}
 		props := templates.PasskeyEnrolProps{Nav: navFor(sess), Name: form[templates.FieldName], RetryAfterSeconds: p.retryAfter, Error: text}
 		s.render(w, r, p.status, templates.PasskeyEnrolPage(props))

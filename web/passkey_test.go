@@ -314,8 +314,10 @@ func TestPasskeyRelyingParty(t *testing.T) {
 }
 
 // TestPasskeyEnrolFormFailures: the registration form answers a name too
-// long and a wrong password with its own page and what went wrong, the
-// name kept.
+// long, one with a control or invisible character (a direction override
+// would turn the rest of the administrators' line about the account's
+// factors around), and a wrong password with its own page and what went
+// wrong, the name kept.
 func TestPasskeyEnrolFormFailures(t *testing.T) {
 	env, base, _ := mfaEnv(t, xcloaktest.Options{})
 	env.AddUser(t, "pkform@example.com", "correct horse battery", false)
@@ -328,6 +330,9 @@ func TestPasskeyEnrolFormFailures(t *testing.T) {
 		says           string
 	}{
 		{strings.Repeat("n", 65), "correct horse battery", http.StatusBadRequest, "Name the passkey in at most 64 characters"},
+		{"Laptop\u202e", "correct horse battery", http.StatusBadRequest, "Name the passkey in at most 64 characters"},
+		{"Lap\u200btop", "correct horse battery", http.StatusBadRequest, "Name the passkey in at most 64 characters"},
+		{"Lap\ntop", "correct horse battery", http.StatusBadRequest, "Name the passkey in at most 64 characters"},
 		{"Laptop", "not the password", http.StatusUnauthorized, "Your password is incorrect."},
 	} {
 		_, options := post(t, c, base+"/account/mfa/passkey/options", "", "")
