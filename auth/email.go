@@ -51,8 +51,14 @@ func NormaliseEmail(s string) (string, error) {
 // unfitRune reports whether an address may not hold r: a space, a control
 // character, a character drawn as nothing, or the mark of invalid UTF-8.
 func unfitRune(r rune) bool {
-	return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError || invisible(r)
+	return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError || invisible(r) || blank(r)
 }
+
+// blank reports whether r is a symbol drawn as nothing, or as a space,
+// that the Unicode tables call neither a space nor ignorable: the blank
+// braille pattern (U+2800) and the null notehead (U+1D159). Either in an
+// address draws it as another's.
+func blank(r rune) bool { return r == '\u2800' || r == '\U0001D159' }
 
 // unfitASCII is unfitRune for an ASCII byte, without the tables, which
 // cost a flood of sign-ins more than anything else in reading an address:

@@ -12,13 +12,15 @@ import (
 // the dashboard, failing and locked, drawn as another account's.
 func TestNormaliseEmailRefusesInvisible(t *testing.T) {
 	for _, s := range []string{
-		"ceo@example.com\u200b", // a zero-width space
-		"\u202emoc.elpmaxe@oec", // a right-to-left override, drawn as ceo@example.com
-		"c\u00adeo@example.com", // a soft hyphen
-		"ceo@example.com\ufe0f", // a variation selector
-		"\ufeffceo@example.com", // a byte order mark
-		"ceo@exam\u2066ple.com", // a directional isolate
-		"ceo\u034f@example.com", // a combining grapheme joiner
+		"ceo@example.com\u200b",     // a zero-width space
+		"\u202emoc.elpmaxe@oec",     // a right-to-left override, drawn as ceo@example.com
+		"c\u00adeo@example.com",     // a soft hyphen
+		"ceo@example.com\ufe0f",     // a variation selector
+		"\ufeffceo@example.com",     // a byte order mark
+		"ceo@exam\u2066ple.com",     // a directional isolate
+		"ceo\u034f@example.com",     // a combining grapheme joiner
+		"ceo\u2800@example.com",     // a blank braille pattern, drawn as a space
+		"ceo@\U0001d159example.com", // a null notehead, drawn as nothing
 	} {
 		if got, err := auth.NormaliseEmail(s); !errors.Is(err, auth.ErrInvalidEmail) {
 			t.Errorf("NormaliseEmail(%+q) = %+q, %v; want ErrInvalidEmail", s, got, err)
