@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // MaxEmailBytes is the longest address accepted (RFC 5321's path limit).
@@ -14,8 +16,9 @@ const MaxEmailBytes = 254
 var ErrInvalidEmail = errors.New("auth: invalid email address")
 
 // NormaliseEmail returns the form an address is stored, limited and looked
-// up in: surrounding space trimmed and lower-cased, so that "Ann@Example.com "
-// and "ann@example.com" are one account and one limit. It refuses what
+// up in: surrounding space trimmed, lower-cased and composed (NFC), so that
+// "Ann@Example.com " and "ann@example.com", or an accent typed apart from
+// its letter and with it, are one account and one limit. It refuses what
 // cannot be an address (no '@', an empty side, spaces, control characters,
 // invalid UTF-8, over MaxEmailBytes) with ErrInvalidEmail, and characters
 // drawn as nothing (a zero-width space, a direction override: invisible),
@@ -38,6 +41,11 @@ func NormaliseEmail(s string) (string, error) {
 				if unfitRune(r) {
 					return "", ErrInvalidEmail
 				}
+			}
+			// Composed (NFC): a letter and its combining accent are the
+			// composed letter, drawn alike, and so one account.
+			if s = norm.NFC.String(s); len(s) > MaxEmailBytes {
+				return "", ErrInvalidEmail
 			}
 			break
 		}

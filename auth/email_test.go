@@ -32,3 +32,23 @@ func TestNormaliseEmailRefusesInvisible(t *testing.T) {
 		}
 	}
 }
+
+// TestNormaliseEmailComposes: the spellings of an address that Unicode
+// holds for one text (an accent composed with its letter, or combining
+// after it) are one address, drawn alike: else an attacker's decomposed
+// spelling would be listed on the dashboard, failing and locked, as an
+// account of its own drawn as the owner's, and the owner's typed so would
+// find no account.
+func TestNormaliseEmailComposes(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"ren\u00e9e@example.com", "rene\u0301e@example.com"},
+		{"\u00c5sa@example.com", "A\u030asa@example.com"},
+		{"ann@b\u00fccher.example", "ann@bu\u0308cher.example"},
+	} {
+		a, errA := auth.NormaliseEmail(tc.a)
+		b, errB := auth.NormaliseEmail(tc.b)
+		if errA != nil || errB != nil || a != b {
+			t.Errorf("NormaliseEmail(%+q) = %+q, %v; NormaliseEmail(%+q) = %+q, %v; want one address", tc.a, a, errA, tc.b, b, errB)
+		}
+	}
+}
