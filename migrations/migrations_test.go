@@ -376,3 +376,51 @@ func withDatabase(t *testing.T, raw, name string) string {
 	u.RawPath = ""
 	return u.String()
 }
+
+// TestComposeEmails: migration 00021 stores each decomposed address
+// composed (NFC), as addresses are now normalised, so that its account is
+// still found by it; one whose composed address is another account's, or
+// that composes as another decomposed one does, keeps its own.
+func TestComposeEmails(t *testing.T) {
+	ctx := t.Context()
+	dbURL := testenv.Postgres(t)
+	if _, err := migrations.Up(ctx, dbURL); err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	conn := connect(t, dbURL)
+	const (
+		renee      = "rene\u0301e@example.com" // é as e and a combining acute
+		reneeNFC   = "ren\u00e9e@example.com"
+		zoe        = "zoe\u0308@example.com" // composed, another account's
+		zoeNFC     = "zo\u00eb@example.com"
+		twin1      = "a\u0301@example.com" // both compose to á@: U+0341 is U+0301
+		twin2      = "a\u0341@example.com"
+		alreadyNFC = "ann@example.com"
+	)
+	for _, email := range []string{renee, zoe, zoeNFC, twin1, twin2, alreadyNFC} {
+		if _, err := conn.Exec(ctx, `INSERT INTO users (email, password_hash) VALUES ($1, 'h')`, email); err != nil {
+			t.Fatalf("insert %q: %v", email, err)
+		}
+	}
+	up, err := os.ReadFile("00021_compose_emails.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql := string(up)
+	sql = sql[strings.Index(sql, "-- +goose StatementBegin"):strings.Index(sql, "-- +goose StatementEnd")]
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("the migration's Up: %v", err)
+	}
+	rows, err := conn.Query(ctx, `SELECT email FROM users ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{reneeNFC, zoe, zoeNFC, twin1, twin2, alreadyNFC}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("addresses after the migration: %q, want %q", got, want)
+	}
+}
