@@ -4,8 +4,10 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xcloak/xcloak/internal/requestid"
 )
@@ -141,5 +143,18 @@ func loggablePath(p string) string {
 	if strings.HasPrefix(clean, "/api/v1/attempts/") {
 		return "/api/v1/attempts/{attempt_id}/outcome"
 	}
+	if len(p) > maxLoggedPath {
+		// No route's path is near as long; a client's made-up one, up
+		// to the request line's bound, would otherwise write some 64 KiB
+		// a request into the log.
+		cut := maxLoggedPath
+		for cut > 0 && !utf8.RuneStart(p[cut]) {
+			cut--
+		}
+		return p[:cut] + "…(" + strconv.Itoa(len(p)) + " bytes)"
+	}
 	return p
 }
+
+// maxLoggedPath bounds the path a line of the request log holds.
+const maxLoggedPath = 512

@@ -3,6 +3,7 @@ package web
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestLoggablePathHidesAttemptIDs: the outcome route's path holds an
@@ -16,5 +17,19 @@ func TestLoggablePathHidesAttemptIDs(t *testing.T) {
 	}
 	if got := loggablePath("/api/v1/attempts"); got != "/api/v1/attempts" {
 		t.Fatalf("the decision route logged as %q", got)
+	}
+}
+
+// TestLoggablePathBounded: a made-up path as long as the request line
+// allows is logged cut, with its length, at a character's start, so that
+// a flood of them does not write tens of kilobytes a line into the log.
+func TestLoggablePathBounded(t *testing.T) {
+	long := "/" + strings.Repeat("é", 30_000)
+	got := loggablePath(long)
+	if len(got) > maxLoggedPath+32 || !strings.HasSuffix(got, "…(60001 bytes)") || !utf8.ValidString(got) {
+		t.Errorf("a path of %d bytes logged as %d bytes ending %q", len(long), len(got), got[max(0, len(got)-20):])
+	}
+	if got := loggablePath("/account/sessions"); got != "/account/sessions" {
+		t.Errorf("a route's path logged as %q", got)
 	}
 }
