@@ -151,6 +151,10 @@ type summary struct {
 	Event
 	count int
 	last  time.Time
+	// app and key are the Detail "app" and "key" (an application's key
+	// named otherwise) of every event folded, "" once two differ: a
+	// summary of one application's events still says which.
+	app, key string
 }
 
 // admit returns the events of batch that are written as rows; the others
@@ -208,6 +212,9 @@ func (nb *networkBudget) fold(e Event, network string) {
 			if sum.Account != e.Account {
 				sum.Account, sum.UserID = "", 0
 			}
+			if sum.app != e.Detail["app"] || sum.key != e.Detail["key"] {
+				sum.app, sum.key = "", ""
+			}
 			if sum.Source != e.Source && network != otherNetworks {
 				sum.Source = network
 			} else if sum.Source != e.Source {
@@ -216,7 +223,7 @@ func (nb *networkBudget) fold(e Event, network string) {
 			return
 		}
 	}
-	sum := &summary{Event: e, count: eventCount(e), last: e.At}
+	sum := &summary{Event: e, count: eventCount(e), last: e.At, app: e.Detail["app"], key: e.Detail["key"]}
 	sum.Detail = nil
 	if network == otherNetworks {
 		sum.Source = ""
@@ -241,6 +248,12 @@ func (b *eventBudget) close(minute int64, all bool) []Event {
 				"count":  strconv.Itoa(sum.count),
 				"last":   sum.last.UTC().Format(time.RFC3339Nano),
 				"folded": "true",
+			}
+			if sum.app != "" {
+				e.Detail["app"] = sum.app
+				if sum.key != "" {
+					e.Detail["key"] = sum.key
+				}
 			}
 			out = append(out, e)
 		}

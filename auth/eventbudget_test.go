@@ -237,3 +237,35 @@ func TestFoldingAllocations(t *testing.T) {
 		t.Errorf("%v allocations to fold an event, want 0", n)
 	}
 }
+
+// TestFoldedSummaryKeepsItsApplication: a summary of one application's
+// events still names the application (and its key, when named otherwise),
+// as each row did; one of several applications' events, or of theirs and
+// XCloak's own, names none.
+func TestFoldedSummaryKeepsItsApplication(t *testing.T) {
+	var b eventBudget
+	minute := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	var batch []Event
+	for i := range 100 {
+		at := minute.Add(time.Duration(i) * time.Millisecond)
+		batch = append(batch,
+			Event{At: at, Kind: EventLoginRejected, Source: "192.0.2.1", Rule: RuleLoginIP,
+				Detail: map[string]string{"app": "shop", "key": "shop-2"}},
+			Event{At: at, Kind: EventLoginFailed, Source: "192.0.2.1",
+				Detail: map[string]string{"app": []string{"shop", "blog"}[i%2]}},
+		)
+	}
+	b.admit(batch)
+	for _, s := range b.close(unixMinute(minute)+1, false) {
+		switch s.Kind {
+		case EventLoginRejected:
+			if s.Detail["app"] != "shop" || s.Detail["key"] != "shop-2" {
+				t.Errorf("summary of shop's rejections: detail %v, want app shop, key shop-2", s.Detail)
+			}
+		case EventLoginFailed:
+			if _, ok := s.Detail["app"]; ok {
+				t.Errorf("summary of two applications' failures names %q", s.Detail["app"])
+			}
+		}
+	}
+}
