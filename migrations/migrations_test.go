@@ -82,13 +82,19 @@ func TestUpConcurrently(t *testing.T) {
 	}
 }
 
-func TestSchemaConstraints(t *testing.T) {
-	ctx := t.Context()
+// migrated returns a connection to a database of its own, migrated.
+func migrated(t *testing.T) *pgx.Conn {
+	t.Helper()
 	dbURL := testenv.Postgres(t)
-	if _, err := migrations.Up(ctx, dbURL); err != nil {
+	if _, err := migrations.Up(t.Context(), dbURL); err != nil {
 		t.Fatalf("Up: %v", err)
 	}
-	conn := connect(t, dbURL)
+	return connect(t, dbURL)
+}
+
+func TestSchemaConstraints(t *testing.T) {
+	ctx := t.Context()
+	conn := migrated(t)
 
 	const (
 		user     = `INSERT INTO users (email, password_hash) VALUES ('alice@example.com', '$argon2id$v=19$m=65536,t=3,p=2$c2FsdA$aGFzaA')`
@@ -174,11 +180,7 @@ func TestSchemaConstraints(t *testing.T) {
 
 func TestDeletingUser(t *testing.T) {
 	ctx := t.Context()
-	dbURL := testenv.Postgres(t)
-	if _, err := migrations.Up(ctx, dbURL); err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	conn := connect(t, dbURL)
+	conn := migrated(t)
 
 	var userID int64
 	err := conn.QueryRow(ctx, `INSERT INTO users (email, password_hash) VALUES ('carol@example.com', 'h') RETURNING id`).Scan(&userID)
@@ -383,11 +385,7 @@ func withDatabase(t *testing.T, raw, name string) string {
 // that composes as another decomposed one does, keeps its own.
 func TestComposeEmails(t *testing.T) {
 	ctx := t.Context()
-	dbURL := testenv.Postgres(t)
-	if _, err := migrations.Up(ctx, dbURL); err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	conn := connect(t, dbURL)
+	conn := migrated(t)
 	const (
 		renee      = "rene\u0301e@example.com" // é as e and a combining acute
 		reneeNFC   = "ren\u00e9e@example.com"

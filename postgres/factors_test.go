@@ -213,6 +213,20 @@ func TestConfirmBesideRemoval(t *testing.T) {
 	}
 }
 
+// confirmedTOTP gives u a confirmed authenticator-app factor, with its
+// first recovery codes, and returns its id.
+func confirmedTOTP(t *testing.T, s *postgres.Store, u auth.User, at time.Time) int64 {
+	t.Helper()
+	id, err := s.AddFactor(t.Context(), auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConfirmFactor(t.Context(), u.ID, id, 1, [][]byte{hashOf("code")}, at, verified(u)); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // TestPasswordChangeForgetsRememberedBrowser: a change of the password by
 // its owner ends "remember this browser" for the browser that changed it
 // too, as a reset does for every one: the next sign-in there asks for the
@@ -226,13 +240,7 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, u.SignOuts, device, now, 10, true); err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf("code")}, now, verified(u)); err != nil {
-		t.Fatal(err)
-	}
+	confirmedTOTP(t, s, u, now)
 	if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -265,13 +273,7 @@ func TestRememberedBrowserNotLeftByLastFactorsRemoval(t *testing.T) {
 	if err := s.AddDevice(ctx, u.ID, u.PasswordHash, u.SignOuts, device, now, 10, true); err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("k"), CreatedAt: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, [][]byte{hashOf("code")}, now, verified(u)); err != nil {
-		t.Fatal(err)
-	}
+	confirmedTOTP(t, s, u, now)
 	// The removal, held open after it forgot the remembered browsers, as
 	// RemoveFactors' transaction is when the browser is remembered.
 	tx, err := s.Pool().Begin(ctx)

@@ -3,7 +3,6 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,14 +15,7 @@ import (
 // before the unlock, is not undone by them, though an application's key
 // made unlocks at will past the bound just before.
 func TestUnlockAsTheOutageBeginsAfterAFloodOfAnAppsUnlocks(t *testing.T) {
-	grouped := policy
-	grouped.Group = func(id string) string {
-		if strings.HasPrefix(id, "app ") {
-			return "app"
-		}
-		return ""
-	}
-	pols := map[string]ratelimit.LockoutPolicy{"login_account": grouped}
+	pols := appGroupedPolicies()
 	rdb, shared := sharedRedis(t, pols)
 	local, err := ratelimit.NewLocal(pols, 0, nil)
 	if err != nil {

@@ -753,11 +753,10 @@ func TestUnlockNeverWaitsForTheFailback(t *testing.T) {
 	}
 }
 
-// TestFloodOfAnAppsUnlocksKeepsOthers: during an outage, unlocks of an
-// application's accounts, which whoever holds its key names at will, fill
-// their own places among those kept for Redis: an unlock of one of
-// XCloak's own accounts after them still ends its lock in Redis.
-func TestFloodOfAnAppsUnlocksKeepsOthers(t *testing.T) {
+// appGroupedPolicies are login_account's lockouts with the identities
+// named "app ..." in a group of their own, as an application's accounts
+// are.
+func appGroupedPolicies() map[string]ratelimit.LockoutPolicy {
 	grouped := policy
 	grouped.Group = func(id string) string {
 		if strings.HasPrefix(id, "app ") {
@@ -765,7 +764,15 @@ func TestFloodOfAnAppsUnlocksKeepsOthers(t *testing.T) {
 		}
 		return ""
 	}
-	pols := map[string]ratelimit.LockoutPolicy{"login_account": grouped}
+	return map[string]ratelimit.LockoutPolicy{"login_account": grouped}
+}
+
+// TestFloodOfAnAppsUnlocksKeepsOthers: during an outage, unlocks of an
+// application's accounts, which whoever holds its key names at will, fill
+// their own places among those kept for Redis: an unlock of one of
+// XCloak's own accounts after them still ends its lock in Redis.
+func TestFloodOfAnAppsUnlocksKeepsOthers(t *testing.T) {
+	pols := appGroupedPolicies()
 	f, p, shared := replicaWith(t, pols)
 	if err := shared.Hold(t.Context(), ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Until: time.Now().Add(time.Hour), Level: 1}); err != nil {
 		t.Fatal(err)
