@@ -11,7 +11,7 @@ const janitorInterval = time.Hour
 // runJanitor removes, every janitorInterval and once at start, what no one
 // can use any more: expired sessions, reset, unlock and sign-in tokens spent or
 // expired for a day, devices unseen for Config.DeviceTTL, second steps
-// expired, and security events older than Config.EventRetention.
+// and passkey ceremonies expired, and security events older than Config.EventRetention.
 // Every replica runs it; the deletes are idempotent.
 func (s *Service) runJanitor(ctx context.Context) {
 	t := time.NewTicker(janitorInterval)
@@ -50,8 +50,12 @@ func (s *Service) sweep(ctx context.Context) map[SweepKind]int64 {
 		// Second steps no code can finish any more, when the store keeps
 		// them.
 		{SweepMFAChallenges, now},
+		// Passkey ceremonies no answer can finish any more, when the
+		// store keeps them.
+		{SweepCeremonies, now},
 	} {
-		if ((job.kind == SweepAppDevices || job.kind == SweepAppResets) && s.apps == nil) || (job.kind == SweepMFAChallenges && s.factors == nil) {
+		if ((job.kind == SweepAppDevices || job.kind == SweepAppResets) && s.apps == nil) ||
+			(job.kind == SweepMFAChallenges && s.factors == nil) || (job.kind == SweepCeremonies && s.passkeys == nil) {
 			continue
 		}
 		if ctx.Err() != nil {

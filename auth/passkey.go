@@ -109,8 +109,9 @@ type PasskeyStore interface {
 	// the account's, the passkey signs in alone again. "" for a passkey
 	// that signed in alone.
 	UsePasskey(ctx context.Context, id int64, count uint32, backup bool, password string, at time.Time) (bool, error)
-	// AddCeremony stores c, and forgets expired ceremonies.
-	AddCeremony(ctx context.Context, c Ceremony, now time.Time) error
+	// AddCeremony stores c. Expired ceremonies are never taken, and the
+	// janitor removes them (SweepCeremonies).
+	AddCeremony(ctx context.Context, c Ceremony) error
 	// TakeCeremony deletes the live ceremony of purpose stored under
 	// bindingHash and returns it; ErrInvalidToken if there is none.
 	TakeCeremony(ctx context.Context, bindingHash []byte, purpose string, now time.Time) (Ceremony, error)

@@ -178,7 +178,7 @@ func (s *Service) startCeremony(ctx context.Context, ps PasskeyStore, c Ceremony
 	binding, bindingHash := newToken()
 	now := s.now()
 	c.BindingHash, c.Session, c.ExpiresAt = bindingHash, raw, now.Add(passkeyCeremonyTTL)
-	if err := ps.AddCeremony(ctx, c, now); err != nil {
+	if err := ps.AddCeremony(ctx, c); err != nil {
 		return PasskeyCeremony{}, s.dbDown("storing WebAuthn ceremony", err)
 	}
 	return PasskeyCeremony{Options: options, Binding: binding, ExpiresAt: c.ExpiresAt}, nil

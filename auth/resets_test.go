@@ -201,6 +201,7 @@ func TestJanitorRemovesExpiredRows(t *testing.T) {
 		`INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES (sha256('c'), $1, now() - interval '3 days', now() - interval '2 days'), (sha256('d'), $1, now(), now() + interval '30 minutes')`,
 		`INSERT INTO unlock_tokens (token_hash, user_id, created_at, expires_at) VALUES (sha256('e'), $1, now() - interval '3 days', now() - interval '2 days'), (sha256('f'), $1, now(), now() + interval '30 minutes')`,
 		`INSERT INTO devices (nonce_hash, user_id, created_at, last_seen_at) VALUES (sha256('g'), $1, now() - interval '200 days', now() - interval '181 days'), (sha256('h'), $1, now(), now())`,
+		`INSERT INTO webauthn_ceremonies (binding_hash, purpose, session, expires_at) VALUES (sha256('i'), 'passkey', '{}', now() - interval '1 minute'), (sha256('j'), 'passkey', '{}', now() + interval '5 minutes')`,
 	} {
 		args := []any{}
 		if strings.Contains(q, "$1") {
@@ -219,6 +220,7 @@ func TestJanitorRemovesExpiredRows(t *testing.T) {
 		"password_reset_tokens": "expires_at > now()",
 		"unlock_tokens":         "expires_at > now()",
 		"devices":               "last_seen_at > now() - interval '1 day'",
+		"webauthn_ceremonies":   "expires_at > now()",
 	} {
 		// One query: the service's own events may land between two.
 		var all, kept int

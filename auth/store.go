@@ -264,4 +264,5 @@ const (
 	SweepAppResets      SweepKind = "app_account_resets"    // by time
 	SweepSecurityEvents SweepKind = "security_events"       // by time
 	SweepMFAChallenges  SweepKind = "mfa_challenges"        // by expiry
+	SweepCeremonies     SweepKind = "webauthn_ceremonies"   // by expiry
 )

@@ -118,19 +118,14 @@ func (s *Store) UsePasskey(ctx context.Context, id int64, count uint32, backup b
 }
 
 // AddCeremony implements auth.PasskeyStore.
-func (s *Store) AddCeremony(ctx context.Context, c auth.Ceremony, now time.Time) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM webauthn_ceremonies WHERE expires_at <= $1`, now); err != nil {
-			return err
-		}
-		var userID *int64
-		if c.UserID != 0 {
-			userID = &c.UserID
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO webauthn_ceremonies (binding_hash, purpose, user_id, mfa_token_hash, session, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, c.BindingHash, c.Purpose, userID, c.MFATokenHash, c.Session, c.ExpiresAt)
-		return err
-	})
+func (s *Store) AddCeremony(ctx context.Context, c auth.Ceremony) error {
+	var userID *int64
+	if c.UserID != 0 {
+		userID = &c.UserID
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO webauthn_ceremonies (binding_hash, purpose, user_id, mfa_token_hash, session, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, c.BindingHash, c.Purpose, userID, c.MFATokenHash, c.Session, c.ExpiresAt)
+	return err
 }
 
 // TakeCeremony implements auth.PasskeyStore: DELETE ... RETURNING, so of

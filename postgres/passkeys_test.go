@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -170,5 +171,48 @@ func TestFactorsPerAccountBounded(t *testing.T) {
 	}
 	if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, nil, at, verified(u)); !errors.Is(err, auth.ErrTooManyFactors) {
 		t.Errorf("confirming an app past the bound: %v, want ErrTooManyFactors", err)
+	}
+}
+
+// TestAddCeremonyNeverWaitsOnExpiredOnes: a ceremony begun while another
+// transaction holds an expired one (a sweep, or another begin) is stored
+// at once, and the janitor's sweep removes the expired ones later. Each
+// begin used to delete every expired ceremony first, so under a flood of
+// begins each waited on the others' deletes.
+func TestAddCeremonyNeverWaitsOnExpiredOnes(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ceremony := func(name string, expires time.Time) auth.Ceremony {
+		return auth.Ceremony{BindingHash: hashOf(name), Purpose: "passkey", Session: []byte("{}"), ExpiresAt: expires}
+	}
+	if err := s.AddCeremony(ctx, ceremony("expired", at.Add(time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM webauthn_ceremonies WHERE binding_hash = $1 FOR UPDATE`, hashOf("expired")); err != nil {
+		t.Fatal(err)
+	}
+	later := at.Add(time.Hour)
+	waited, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.AddCeremony(waited, ceremony("new", later.Add(time.Minute))); err != nil {
+		t.Fatalf("a ceremony begun while an expired one is held: %v", err)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeCeremony(ctx, hashOf("expired"), "passkey", later); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("the expired ceremony taken: %v, want ErrInvalidToken", err)
+	}
+	if n, err := s.Sweep(ctx, auth.SweepCeremonies, later); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v, want the expired ceremony removed", n, err)
+	}
+	if _, err := s.TakeCeremony(ctx, hashOf("new"), "passkey", later); err != nil {
+		t.Fatalf("the new ceremony after the sweep: %v", err)
 	}
 }

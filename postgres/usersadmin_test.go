@@ -338,7 +338,7 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 		[][]byte{hash("rc")}, now, verified(u))
 	must(err)
 	must(s.AddCeremony(ctx, auth.Ceremony{BindingHash: hash("w"), Purpose: "register", UserID: u.ID, Session: []byte("{}"),
-		ExpiresAt: now.Add(time.Hour)}, now))
+		ExpiresAt: now.Add(time.Hour)}))
 
 	// Every table with a foreign key to users is covered above: a new one
 	// fails this test until it is.
