@@ -144,8 +144,10 @@ type FactorStore interface {
 
 	// RememberMFA lets the known device nonceHash of the account skip the
 	// second step until until, while the account has a confirmed factor
-	// (none is remembered without one).
-	RememberMFA(ctx context.Context, userID int64, nonceHash []byte, until time.Time) error
+	// (none is remembered without one) and its password and sign-outs are
+	// still v's: a new password or a sign-out everywhere committed since
+	// the sign-in remembers nothing.
+	RememberMFA(ctx context.Context, userID int64, nonceHash []byte, until time.Time, v Verified) error
 	// MFARemembered reports whether the known device nonceHash skips the
 	// second step at now.
 	MFARemembered(ctx context.Context, nonceHash []byte, now time.Time) (bool, error)

@@ -400,7 +400,8 @@ func (s *Service) stepSignedIn(ctx context.Context, user User, req SecondStepReq
 	}
 	if req.Remember && s.cfg.MFA.RememberFor > 0 {
 		if nonce, ok := s.devices.Check(user.Email, res.Device.Value); ok {
-			if err := fs.RememberMFA(ctx, user.ID, nonceHash(nonce), s.now().Add(s.cfg.MFA.RememberFor)); err != nil {
+			if err := fs.RememberMFA(ctx, user.ID, nonceHash(nonce), s.now().Add(s.cfg.MFA.RememberFor),
+				Verified{PasswordHash: passwordHash, SignOuts: user.SignOuts}); err != nil {
 				s.metrics.dbErrors.Inc()
 				s.log.WarnContext(ctx, "remembering browser for the second step", "err", err)
 			}

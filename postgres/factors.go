@@ -318,13 +318,20 @@ func (s *Store) SpendHeldMFA(ctx context.Context, c auth.MFAChallenge) (bool, er
 // the account's last factor, which forgets every remembered browser, can
 // commit in between: the account's row is share-locked first, which such
 // a removal holds for update, and the browser remembered only if a
-// confirmed factor is left once it is free.
-func (s *Store) RememberMFA(ctx context.Context, userID int64, nonceHash []byte, until time.Time) error {
+// confirmed factor is left once it is free, and the row's password and
+// sign-outs are still those the sign-in verified.
+func (s *Store) RememberMFA(ctx context.Context, userID int64, nonceHash []byte, until time.Time, v auth.Verified) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR SHARE`, userID); err != nil {
+		var current bool
+		err := tx.QueryRow(ctx, `SELECT password_hash = $2 AND sign_outs = $3 FROM users WHERE id = $1 FOR SHARE`,
+			userID, v.PasswordHash, v.SignOuts).Scan(&current)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !current) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE devices SET mfa_remembered_until = $3 WHERE nonce_hash = $2 AND user_id = $1
+		_, err = tx.Exec(ctx, `UPDATE devices SET mfa_remembered_until = $3 WHERE nonce_hash = $2 AND user_id = $1
 			AND EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
 			userID, nonceHash, until)
 		return err

@@ -241,7 +241,7 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	confirmedTOTP(t, s, u, now)
-	if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour)); err != nil {
+	if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour), verified(u)); err != nil {
 		t.Fatal(err)
 	}
 	if remembered, err := s.MFARemembered(ctx, device, now); err != nil || !remembered {
@@ -291,7 +291,7 @@ func TestRememberedBrowserNotLeftByLastFactorsRemoval(t *testing.T) {
 		}
 	}
 	remembered := make(chan error, 1)
-	go func() { remembered <- s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour)) }()
+	go func() { remembered <- s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour), verified(u)) }()
 	time.Sleep(200 * time.Millisecond) // RememberMFA under way beside the removal
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -342,5 +342,36 @@ func TestSecondStepBesideDisabling(t *testing.T) {
 	}
 	if err := <-stored; !errors.Is(err, auth.ErrPasswordChanged) {
 		t.Errorf("a second step stored beside the disabling: %v, want ErrPasswordChanged", err)
+	}
+}
+
+// TestRememberMFAOnlyForTheVerifiedPassword: a browser is remembered for
+// the second step only while the account's password and sign-outs are
+// those its sign-in verified. A new password or a sign-out everywhere
+// committed between the session and the remembering leaves it asked for
+// a code again.
+func TestRememberMFAOnlyForTheVerifiedPassword(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	now := time.Now()
+	for i, change := range []string{
+		`UPDATE users SET sign_outs = sign_outs + 1 WHERE id = $1`,
+		`UPDATE users SET password_hash = 'another' WHERE id = $1`,
+	} {
+		u := addUser(t, s, fmt.Sprintf("ivy%d@example.com", i), false)
+		device := hashOf(change)
+		if err := s.AddDevice(ctx, u.ID, u.PasswordHash, u.SignOuts, device, now, 10, true); err != nil {
+			t.Fatal(err)
+		}
+		confirmedTOTP(t, s, u, now)
+		if _, err := s.Pool().Exec(ctx, change, u.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour), verified(u)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.MFARemembered(ctx, device, now); err != nil || ok {
+			t.Errorf("remembered after %q: %v, %v", change, ok, err)
+		}
 	}
 }
