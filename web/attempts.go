@@ -102,6 +102,9 @@ func decodeFields(r *http.Request, dst any) error {
 	if hasDuplicateKeys(body) {
 		return bodyErr("must not name a field twice")
 	}
+	if hasLoneSurrogate(body) {
+		return bodyErr(`must not escape half of a UTF-16 surrogate pair alone (such as \ud800)`)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

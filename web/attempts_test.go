@@ -329,6 +329,7 @@ func TestAttemptBadRequests(t *testing.T) {
 		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","password":"p"}`, "password"},
 		{`{"kind":"login","account":"x","client_ip":"192.0.2.1"} {}`, "body"},
 		{`{"kind":"login","account":"x","Account":"y","client_ip":"192.0.2.1"}`, "body"},
+		{`{"kind":"login","account":"a\ud800","client_ip":"192.0.2.1"}`, "body"},
 		{`[1]`, "body"},
 		{`not json`, "body"},
 		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","pad":"` + strings.Repeat("p", 70<<10) + `"}`, "body"},

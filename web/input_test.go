@@ -37,6 +37,11 @@ func TestBadInput(t *testing.T) {
 		{"json: confirm token twice", "POST", "/api/v1/password-reset/confirm", jsonType, `{"token":"a","token":"b","password":"new password 1"}`, 400, "invalid_request"},
 		{"json: invalid UTF-8", "POST", "/api/v1/login", jsonType, "{\"email\":\"ann@example.com\",\"password\":\"\xff\"}", 400, "invalid_request"},
 		{"json: NUL in password", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"a\u0000b"}`, 400, "invalid_request"},
+		// encoding/json would read a lone UTF-16 surrogate as U+FFFD, so
+		// that "\ud800" and "\udc00" would be one password.
+		{"json: lone high surrogate", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"a\ud800b"}`, 400, "invalid_request"},
+		{"json: lone low surrogate", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"\udc00"}`, 400, "invalid_request"},
+		{"json: surrogates in the wrong order", "POST", "/api/v1/password-reset", jsonType, `{"email":"ann\udc00\ud800@example.com"}`, 400, "invalid_request"},
 		{"json: NUL in email", "POST", "/api/v1/login", jsonType, `{"email":"ann\u0000@example.com","password":"x"}`, 400, "invalid_request"},
 		{"json: missing password", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com"}`, 400, "invalid_request"},
 		{"json: bad email", "POST", "/api/v1/login", jsonType, `{"email":"not an email","password":"x"}`, 400, "invalid_request"},

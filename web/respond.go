@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -512,10 +513,10 @@ func putBody(buf *bytes.Buffer) {
 }
 
 // decodeStrict decodes the JSON text body, valid UTF-8, into dst with
-// encoding/json, refusing duplicate keys, unknown fields and trailing
-// data.
+// encoding/json, refusing duplicate keys, lone surrogates, unknown fields
+// and trailing data.
 func decodeStrict(body []byte, dst any) error {
-	if hasDuplicateKeys(body) {
+	if hasDuplicateKeys(body) || hasLoneSurrogate(body) {
 		return errBadRequest
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -527,6 +528,62 @@ func decodeStrict(body []byte, dst any) error {
 		return errBadRequest
 	}
 	return nil
+}
+
+// hasLoneSurrogate reports whether the JSON text data escapes a UTF-16
+// surrogate that is not half of a pair (a \uD800-\uDBFF escape followed
+// at once by a \uDC00-\uDFFF one). encoding/json silently reads each as
+// U+FFFD, as it would invalid UTF-8, so two different passwords or
+// emails would be read as one. A backslash is only ever an escape in
+// JSON text, so the scan need not know where strings begin.
+func hasLoneSurrogate(data []byte) bool {
+	for i := bytes.IndexByte(data, '\\'); i >= 0 && i+1 < len(data); {
+		high := false
+		if data[i+1] == 'u' {
+			r, ok := escapedUnit(data, i)
+			switch {
+			case ok && utf16.IsSurrogate(r) && r < 0xdc00:
+				next, ok := escapedUnit(data, i+6)
+				if !ok || next < 0xdc00 || next > 0xdfff {
+					return true
+				}
+				i += 12
+				high = true
+			case ok && utf16.IsSurrogate(r):
+				return true
+			}
+		}
+		if !high {
+			i += 2
+		}
+		j := bytes.IndexByte(data[min(i, len(data)):], '\\')
+		if j < 0 {
+			return false
+		}
+		i += j
+	}
+	return false
+}
+
+// escapedUnit reads the \uXXXX escape at data[i:], if there is one.
+func escapedUnit(data []byte, i int) (rune, bool) {
+	if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range data[i+2 : i+6] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // checkFields checks each of fields with checkField.

@@ -62,3 +62,28 @@ func TestHasDuplicateKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestHasLoneSurrogate(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"p":"plain"}`:                   false,
+		`{"p":"\ud83d\ude00"}`:            false, // a pair: one emoji
+		`{"p":"\uD83D\uDE00"}`:            false,
+		`{"p":"\u00e4\u0000"}`:            false,
+		`{"p":"\ud800"}`:                  true,
+		`{"p":"\udfff"}`:                  true,
+		`{"p":"\ud800x"}`:                 true,
+		`{"p":"\ud800\u0041"}`:            true,
+		`{"p":"\ud800\ud800\udc00"}`:      true,
+		`{"p":"\udc00\ud800"}`:            true,
+		`{"p":"\\ud800"}`:                 false, // an escaped backslash, then text
+		`{"p":"\\\ud800"}`:                true,
+		`{"p":"\"\ud800"}`:                true,
+		`{"p":"\ud8"}`:                    false, // not JSON: encoding/json refuses it
+		`{"\udbff\udfff":"\ud800\udc00"}`: false,
+		`{"\udbff":"x"}`:                  true,
+	} {
+		if got := hasLoneSurrogate([]byte(in)); got != want {
+			t.Errorf("hasLoneSurrogate(%s) = %v, want %v", in, got, want)
+		}
+	}
+}
