@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -33,9 +34,9 @@ const (
 // Concurrent callers are safe: losing the race to create the database counts
 // as success.
 func EnsureDatabase(ctx context.Context, databaseURL string) error {
-	cfg, err := pgx.ParseConfig(databaseURL)
+	cfg, err := parseConfig(databaseURL)
 	if err != nil {
-		return fmt.Errorf("parse database URL: %w", err)
+		return err
 	}
 	name := cfg.Database
 	if name == "" {
@@ -84,6 +85,18 @@ func EnsureDatabase(ctx context.Context, databaseURL string) error {
 	}
 }
 
+// parseConfig reads databaseURL as the service's pool does, which takes
+// its own parameters (pool_max_conns and the like) out: pgx alone would
+// send them to the server as settings, and Postgres refuses a session
+// that names a setting it does not know.
+func parseConfig(databaseURL string) (*pgx.ConnConfig, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	return cfg.ConnConfig, nil
+}
+
 // connectMaintenance connects to the server of cfg through a database that
 // every installation has.
 func connectMaintenance(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
@@ -110,9 +123,9 @@ func connectMaintenance(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, er
 // applying the same migration twice: the later one waits, then finds nothing
 // to do.
 func Up(ctx context.Context, databaseURL string) (version int64, err error) {
-	cfg, err := pgx.ParseConfig(databaseURL)
+	cfg, err := parseConfig(databaseURL)
 	if err != nil {
-		return 0, fmt.Errorf("parse database URL: %w", err)
+		return 0, err
 	}
 	db := stdlib.OpenDB(*cfg)
 	defer func() {

@@ -422,3 +422,26 @@ func TestComposeEmails(t *testing.T) {
 		t.Errorf("addresses after the migration: %q, want %q", got, want)
 	}
 }
+
+// TestPoolSettingsInTheURL: the URL the service's pool reads may set the
+// pool's own parameters (pool_max_conns, docs/DEPLOY.md), which are no
+// Postgres setting; creating and migrating the database must not send
+// them to the server, which refuses to start a session with them.
+func TestPoolSettingsInTheURL(t *testing.T) {
+	ctx := t.Context()
+	_, dbURL := unusedDatabase(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "8")
+	q.Set("pool_min_conns", "1")
+	u.RawQuery = q.Encode()
+	if err := migrations.EnsureDatabase(ctx, u.String()); err != nil {
+		t.Fatalf("EnsureDatabase: %v", err)
+	}
+	if _, err := migrations.Up(ctx, u.String()); err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+}
