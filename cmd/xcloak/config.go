@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/attack"
@@ -1025,12 +1026,16 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 	return u, nil
 }
 
+// checkDatabaseURL reads raw as the pool does, its own parameters
+// (pool_max_conns and the like) included: one the pool could not read
+// would otherwise pass here, and stop the start later with pgx's
+// message, which quotes the URL with the password only partly masked.
 func checkDatabaseURL(raw string) error {
-	cfg, err := pgx.ParseConfig(raw)
+	pc, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		return databaseURLError(raw, err)
 	}
-	if cfg.Database == "" {
+	if cfg := pc.ConnConfig; cfg.Database == "" {
 		return errors.New("it names no database")
 	}
 	return nil

@@ -498,6 +498,9 @@ func TestDatabaseURLErrorsHideTheUserinfo(t *testing.T) {
 		"postgres://Alic3%zzUsr:S3cr3tPw@db.example.com/xcloak",
 		"postgres://Alic3Usr:S3cr3t/Pw@db.example.com/xcloak",
 		"host=db.example.com user=Alic3Usr password=T0p@S3cr3tPw port=bad dbname=xcloak",
+		// The pool's own parameters, which pgx alone takes as settings.
+		"postgres://Alic3Usr:T0p@S3cr3tPw@db.example.com/xcloak?pool_max_conns=many",
+		"postgres://Alic3Usr:T0p@S3cr3tPw@db.example.com/xcloak?pool_max_conn_lifetime=forever",
 	} {
 		err := checkDatabaseURL(raw)
 		if err == nil {
@@ -513,6 +516,9 @@ func TestDatabaseURLErrorsHideTheUserinfo(t *testing.T) {
 	// What is wrong is still said.
 	if err := checkDatabaseURL("postgres://u:p@db.example.com:5432x/xcloak"); err == nil || !strings.Contains(err.Error(), "invalid port") {
 		t.Errorf("bad port: %v, want an error saying so", err)
+	}
+	if err := checkDatabaseURL("postgres://u:p@db.example.com/xcloak?pool_max_conns=0"); err == nil || !strings.Contains(err.Error(), "pool_max_conns") {
+		t.Errorf("pool of no connection: %v, want an error naming pool_max_conns", err)
 	}
 }
 
