@@ -48,6 +48,24 @@ func TestCaddySnippetFromDeploy(t *testing.T) {
 	checkAuthzHidden(t, fmt.Sprintf("http://127.0.0.1:%d", port))
 }
 
+// TestHAProxySnippetFromDeploy does for the HAProxy backend of
+// docs/DEPLOY.md what TestNginxSnippetFromDeploy does for nginx, behind a
+// plain http frontend. Skipped where HAProxy is not installed.
+func TestHAProxySnippetFromDeploy(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{
+		Web: func(c *webConfig) { c.TrustedProxies = mustPrefixes(t, "127.0.0.1") },
+	})
+	base := env.Start(t)
+	snippet := deploySnippet(t, "haproxy", "10.0.0.21:8080")
+	snippet = strings.ReplaceAll(snippet, "10.0.0.21:8080", strings.TrimPrefix(base, "http://"))
+	port := testenv.HAProxy(t, func(port int) string {
+		return fmt.Sprintf("defaults\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\n"+
+			"frontend www\n    bind 127.0.0.1:%d\n    default_backend xcloak\n\n%s", port, snippet)
+	})
+	checkLimitedAsOne(t, env, fmt.Sprintf("http://127.0.0.1:%d", port), "127.0.0.5")
+	checkAuthzHidden(t, fmt.Sprintf("http://127.0.0.1:%d", port))
+}
+
 // checkAuthzHidden checks that the proxy at front answers the authz
 // endpoints itself, 404, for any client that asks: XCloak trusts the proxy,
 // so through it a client's X-Original-URL or X-Forwarded-Host would be

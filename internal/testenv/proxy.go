@@ -127,6 +127,28 @@ func Caddy(t testing.TB, sites func(port int) string) int {
 	})
 }
 
+// HAProxy runs Debian's HAProxy in the foreground on a free loopback port
+// and returns the port. config returns, for that port, the whole
+// configuration. The test is skipped where HAProxy is not installed
+// (scripts/proxies.sh installs it).
+func HAProxy(t testing.TB, config func(port int) string) int {
+	t.Helper()
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy is not installed: run scripts/proxies.sh")
+	}
+	conf := filepath.Join(t.TempDir(), "haproxy.cfg")
+	return StartProxy(t, func(port int) (*exec.Cmd, func() string) {
+		if err := os.WriteFile(conf, []byte(config(port)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(haproxy, "-db", "-f", conf)
+		out := &LockedWriter{}
+		cmd.Stdout, cmd.Stderr = out, out
+		return cmd, out.String
+	})
+}
+
 // LockedWriter collects a process's output for the test to read while the
 // process still writes it.
 type LockedWriter struct {
