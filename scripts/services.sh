@@ -279,6 +279,19 @@ fallback_pg_data() {
 	printf '/tmp/xcloak-%s-%s/postgres' "$EUID" "$(printf '%s' "$repo_root" | cksum | cut -d' ' -f1)"
 }
 
+# private_dir makes the directory dir, mode 755, or takes the one there when it is this user's
+# own and no link. Under /tmp its name is known in advance: one another user made there first
+# would be handed root's Postgres data, and the chown of the log in it, which a link there would
+# turn on any file of the machine.
+private_dir() {
+	local dir=$1
+	mkdir -m 755 -- "$dir" 2>/dev/null || true
+	if [[ -L $dir || ! -d $dir || ! -O $dir ]]; then
+		die "$dir is not a directory of this user's (another user, or a link, put it there); remove it and run again"
+	fi
+	chmod 755 -- "$dir"
+}
+
 pg_data_dir() {
 	if ((EUID == 0)) && ! runuser -u postgres -- test -x "$repo_root" 2>/dev/null; then
 		fallback_pg_data
@@ -358,8 +371,7 @@ ensure_postgres() {
 		mkdir -p "$data_dir"
 		((EUID != 0)) || chmod go+x "$data_dir"
 	else
-		mkdir -p "$(dirname -- "$pgdata")"
-		chmod 755 "$(dirname -- "$pgdata")"
+		private_dir "$(dirname -- "$pgdata")"
 		say "postgres: the postgres user cannot reach $(show "$data_dir"), so the data goes to $pgdata"
 	fi
 
@@ -449,4 +461,7 @@ main() {
 	fi
 }
 
-main "$@"
+# Sourced (by a test), it only defines the functions.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	main "$@"
+fi

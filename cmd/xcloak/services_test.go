@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestServicesPrivateDir: run as root where the postgres user cannot
+// reach the repository, scripts/services.sh keeps Postgres' data under a
+// name in /tmp known in advance. A directory another user made there, or
+// a link, must stop it: root would otherwise put the server's data in it
+// and hand its log (a link to any file) to the postgres user. Skipped
+// where the test cannot give a directory to another user.
+func TestServicesPrivateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can make a directory of another user's")
+	}
+	script, err := filepath.Abs(filepath.Join(repoRoot, "scripts", "services.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	privateDir := func(path string) error {
+		cmd := exec.Command("bash", "-c", `source "$1" && private_dir "$2"`, "bash", script, path)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Logf("private_dir %s: %s", path, out)
+		}
+		return err
+	}
+
+	theirs := filepath.Join(dir, "theirs")
+	if err := os.Mkdir(theirs, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Skip("cannot give a directory to another user:", err)
+	}
+	if privateDir(theirs) == nil {
+		t.Error("another user's directory was taken")
+	}
+	link := filepath.Join(dir, "link")
+	ours := filepath.Join(dir, "ours")
+	if err := os.Mkdir(ours, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ours, link); err != nil {
+		t.Fatal(err)
+	}
+	if privateDir(link) == nil {
+		t.Error("a link was taken for a directory")
+	}
+
+	fresh := filepath.Join(dir, "fresh")
+	if err := privateDir(fresh); err != nil {
+		t.Fatalf("a new directory: %v", err)
+	}
+	if err := privateDir(fresh); err != nil {
+		t.Errorf("its own directory, again: %v", err)
+	}
+	if fi, err := os.Lstat(fresh); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the new directory: %v, %v; want a directory of mode 0755", fi, err)
+	}
+}
