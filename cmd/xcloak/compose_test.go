@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -336,6 +337,31 @@ func TestComposeXCloakEnvironment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestComposeVariablesDocumented: every variable docker-compose.yml
+// takes from the operator's environment or .env is a row of the table in
+// docs/DEPLOY.md that lists them, so that none is set (or left unset)
+// without the operator knowing the compose file reads it.
+func TestComposeVariablesDocumented(t *testing.T) {
+	compose, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "DEPLOY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "Compose passes these variables through:\n\n")
+	table, _, _ = strings.Cut(table, "\n\n")
+	if !ok {
+		t.Fatal("docs/DEPLOY.md has no table of the variables compose passes through")
+	}
+	for _, m := range regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`).FindAllStringSubmatch(string(compose), -1) {
+		if !strings.Contains(table, "| `"+m[1]+"` |") {
+			t.Errorf("docker-compose.yml reads %s, which docs/DEPLOY.md's table of its variables does not list", m[1])
+		}
 	}
 }
 
