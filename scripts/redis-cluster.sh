@@ -43,6 +43,19 @@ addrs() {
 	)
 }
 
+# is_node succeeds when pid is a live Redis server: a pid file outlives its process, and the
+# system may have given the pid to any other since.
+is_node() {
+	local pid=$1 name
+	[[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+	if command -v ps >/dev/null 2>&1; then
+		name=$(ps -o comm= -p "$pid" 2>/dev/null) || return 1
+	else
+		name=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
+	fi
+	[[ $name == redis-server* ]]
+}
+
 answers() { redis-cli -h 127.0.0.1 -p "$1" ping >/dev/null 2>&1; }
 
 start() {
@@ -85,7 +98,7 @@ stop() {
 	for p in $(ports); do
 		[[ -f $dir/$p.pid ]] || continue
 		pid=$(<"$dir/$p.pid")
-		if kill -0 "$pid" 2>/dev/null; then
+		if is_node "$pid"; then
 			kill "$pid"
 			for _ in $(seq 50); do
 				kill -0 "$pid" 2>/dev/null || break
