@@ -222,3 +222,19 @@ func TestMetricsSwitchedOff(t *testing.T) {
 		t.Errorf("serve printed a metrics address with metrics off:\n%s", out)
 	}
 }
+
+// TestMetricsServerBounded: the metrics listener is bounded as the main
+// one is. Without an idle timeout a connection kept alive after a scrape,
+// or opened and left, stays for as long as the peer likes, and any peer
+// that reaches the port could hold as many as the process has files,
+// which the main listener shares.
+func TestMetricsServerBounded(t *testing.T) {
+	srv := newMetricsServer(http.NotFoundHandler(), nil)
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
+		t.Errorf("timeouts: header %v, read %v, write %v, idle %v; want each bounded",
+			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout)
+	}
+	if srv.MaxHeaderBytes <= 0 || srv.MaxHeaderBytes > 64<<10 {
+		t.Errorf("MaxHeaderBytes = %d, want at most 64 KiB", srv.MaxHeaderBytes)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -156,7 +157,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metrics)
-		metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		metricsSrv := newMetricsServer(mux, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 		metricsServed := make(chan error, 1)
 		go func() { metricsServed <- metricsSrv.Serve(mln) }()
 		defer func() {
@@ -193,6 +194,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	b.Close()
 	logger.Info("stopped")
 	return err
+}
+
+// newMetricsServer is the server of the metrics listener, bounded as the
+// main one is (web.NewHTTPServer): without an idle timeout, a connection
+// left open after a scrape, or opened and left, would stay as long as its
+// peer liked, and any peer that reaches the port could take up the
+// process' files, which the main listener shares.
+func newMetricsServer(h http.Handler, errorLog *log.Logger) *http.Server {
+	return web.NewHTTPServer(h, errorLog)
 }
 
 // stopHTTP shuts srv down: no new connections, and the requests in flight
