@@ -34,11 +34,13 @@ show() {
 	esac
 }
 
-# redact replaces the password in a URL's userinfo so that no message ever shows it.
+# redact replaces the password in a URL's userinfo so that no message ever shows it. A value
+# that is no URL, such as a keyword/value connection string (password=...), is not shown at all:
+# where its password ends is not a thing to guess at.
 redact() {
 	local url=$1 scheme rest authority userinfo
 	if [[ $url != *://* ]]; then
-		printf '%s' "$url"
+		printf '(not shown, as it is no URL)'
 		return
 	fi
 	scheme=${url%%://*}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,32 @@ func TestServicesPrivateDir(t *testing.T) {
 	}
 	if fi, err := os.Lstat(fresh); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
 		t.Errorf("the new directory: %v, %v; want a directory of mode 0755", fi, err)
+	}
+}
+
+// TestServicesRedact: scripts/services.sh quotes XCLOAK_REDIS_URL and
+// XCLOAK_DATABASE_URL in its messages with the password masked, the
+// keyword/value form of a database URL (password=...), which serve
+// takes too, included.
+func TestServicesRedact(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join(repoRoot, "scripts", "services.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{
+		"postgres://xcloak:hunter2@db.example.com:5432/xcloak",
+		"redis://:hunter2@cache.example.com:6379/0",
+		"host=db.example.com user=xcloak password=hunter2 dbname=xcloak",
+		"host=db.example.com password='hunter2 x' dbname=xcloak",
+		"user=xcloak password = hunter2",
+	} {
+		out, err := exec.Command("bash", "-c", `source "$1" && redact "$2"`, "bash", script, raw).CombinedOutput()
+		if err != nil {
+			t.Errorf("redact %s: %v\n%s", raw, err, out)
+			continue
+		}
+		if strings.Contains(string(out), "hunter2") {
+			t.Errorf("redact %s = %s, showing the password", raw, out)
+		}
 	}
 }
