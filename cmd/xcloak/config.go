@@ -710,6 +710,12 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 			}
 			if given[s.flag] {
 				value, source = values[i].value, "--"+s.flag+" ("+s.env+")"
+				// A setting that takes a file may hold a secret, which
+				// a flag shows every user in ps while the process runs.
+				if s.fromFile && value != "" {
+					newLogger(stderr, slog.LevelWarn).Warn("--"+s.flag+" is visible to every user of this machine in ps, "+
+						"with any password or key it holds: give "+s.env+"_FILE, a file only XCloak's user reads", "setting", s.env)
+				}
 			}
 		}
 		if value == "" {

@@ -699,3 +699,34 @@ func TestLockoutThresholdIsBounded(t *testing.T) {
 		t.Errorf("the largest threshold: %v, %v", cfg.Auth.Lockout.Threshold, err)
 	}
 }
+
+// TestSecretFlagsWarned: a setting that may hold a secret, given as a
+// flag, is in every user's ps for as long as the process runs; the start
+// says so, names its _FILE, and never shows the value. The same value in
+// the environment is not warned of.
+func TestSecretFlagsWarned(t *testing.T) {
+	const key = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	load := func(args []string, vars map[string]string) string {
+		var stderr bytes.Buffer
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		if _, err := loadConfig(fs, args, env(vars), new(bytes.Buffer), &stderr, forServe); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return stderr.String()
+	}
+	out := load([]string{"--mfa-key", key, "--database-url", "postgres://app:hunter2@db/xcloak"}, nil)
+	for _, want := range []string{"XCLOAK_MFA_KEY_FILE", "XCLOAK_DATABASE_URL_FILE", "ps"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("flags: stderr does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, key) || strings.Contains(out, "hunter2") {
+		t.Errorf("stderr shows a value:\n%s", out)
+	}
+	if out := load(nil, map[string]string{"XCLOAK_MFA_KEY": key}); out != "" {
+		t.Errorf("from the environment: stderr %q, want nothing", out)
+	}
+	if out := load([]string{"--key-prefix", "app:"}, nil); out != "" {
+		t.Errorf("a setting that holds no secret: stderr %q, want nothing", out)
+	}
+}
