@@ -697,6 +697,12 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 		if values[i] != nil {
 			if v := getenv(s.env); v != "" {
 				value, source = v, s.env
+				if s.fromFile {
+					// Filled from a file (a Kubernetes secret made with
+					// --from-file), it holds the line break the file's
+					// reader trims: one secret, one key, either way.
+					value = trimLineBreak(value)
+				}
 			}
 			if path := getenv(s.env + "_FILE"); s.fromFile && path != "" {
 				if value != "" {
@@ -761,12 +767,21 @@ func readSettingFile(path string) (string, error) {
 	if len(b) > maxSettingFile {
 		return "", fmt.Errorf("larger than 64 KiB, which no setting is: %s", path)
 	}
-	v := strings.TrimSuffix(string(b), "\n")
-	v = strings.TrimSuffix(v, "\r")
+	v := trimLineBreak(string(b))
 	if v == "" {
 		return "", fmt.Errorf("the file is empty: %s", path)
 	}
 	return v, nil
+}
+
+// trimLineBreak removes one line break ("\n" or "\r\n") from the end of
+// a setting that may come from a file.
+func trimLineBreak(v string) string {
+	v, ok := strings.CutSuffix(v, "\n")
+	if ok {
+		v = strings.TrimSuffix(v, "\r")
+	}
+	return v
 }
 
 // The rule XCLOAK_SECRET must follow. Secrets made by openssl rand -hex 32

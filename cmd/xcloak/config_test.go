@@ -393,6 +393,14 @@ func TestSettingsFromFiles(t *testing.T) {
 		t.Errorf("from files: secret %q, database %q, smtp %q, redis %q; want the files' first lines",
 			cfg.Auth.Secret, cfg.DatabaseURL, cfg.SMTPURL, cfg.RedisURL)
 	}
+	// The same secret from a variable filled from that file (a Kubernetes
+	// secret made with --from-file) is the same key: every replica must
+	// sign device cookies alike, whichever way it reads the secret.
+	cfg, err = load(map[string]string{"XCLOAK_SECRET": secret + "\n", "XCLOAK_DATABASE_URL": dbURL + "\r\n"})
+	if err != nil || string(cfg.Auth.Secret) != secret || cfg.DatabaseURL != dbURL {
+		t.Errorf("from variables ending in a line break: secret %q, database %q, %v; want the files' values",
+			cfg.Auth.Secret, cfg.DatabaseURL, err)
+	}
 	// The user commands take the stores' files too.
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	cfg, err = loadConfig(fs, nil, env(map[string]string{"XCLOAK_REDIS_URL_FILE": write("redis2", redisURL)}),
