@@ -288,10 +288,15 @@ fallback_pg_data() {
 private_dir() {
 	local dir=$1
 	mkdir -m 755 -- "$dir" 2>/dev/null || true
-	if [[ -L $dir || ! -d $dir || ! -O $dir ]]; then
+	if ! is_own_dir "$dir"; then
 		die "$dir is not a directory of this user's (another user, or a link, put it there); remove it and run again"
 	fi
 	chmod 755 -- "$dir"
+}
+
+# is_own_dir reports whether dir is a directory, not a link, that this user owns.
+is_own_dir() {
+	[[ ! -L $1 && -d $1 && -O $1 ]]
 }
 
 pg_data_dir() {
@@ -417,6 +422,10 @@ stop_postgres() {
 	candidates=("$data_dir/postgres")
 	[[ $(fallback_pg_data) == "${candidates[0]}" ]] || candidates+=("$(fallback_pg_data)")
 	for pgdata in "${candidates[@]}"; do
+		# The name under /tmp is known in advance: a server there is ours to
+		# stop only in a directory of ours, or another user's planted
+		# postmaster.pid would have pg_ctl signal the process it names.
+		[[ $pgdata == "${candidates[0]}" ]] || is_own_dir "$(dirname -- "$pgdata")" || continue
 		[[ -f $pgdata/PG_VERSION && -f $pgdata/postmaster.pid ]] || continue
 		find_pg_bin "$(<"$pgdata/PG_VERSION")"
 		[[ -n $pg_bin ]] || die "postgres: cannot stop the server in $(show "$pgdata"): pg_ctl for Postgres $(<"$pgdata/PG_VERSION") not found"

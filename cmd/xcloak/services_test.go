@@ -55,6 +55,26 @@ func TestServicesPrivateDir(t *testing.T) {
 		t.Error("a link was taken for a directory")
 	}
 
+	// A server's files planted under the name stop_postgres also looks
+	// at are not its to stop: it would run pg_ctl on them, which signals
+	// the process their postmaster.pid names.
+	planted := filepath.Join(theirs, "postgres")
+	if err := os.Mkdir(planted, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"PG_VERSION": "999\n", "postmaster.pid": "1\n"} {
+		if err := os.WriteFile(filepath.Join(planted, name), []byte(content), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// as_pg answers that no server runs, so that a real one of the
+	// checkout's own (.data/postgres) is never stopped by the test.
+	stop := exec.Command("bash", "-c", `source "$1" && planted=$2 && fallback_pg_data() { printf %s "$planted"; } && as_pg() { return 3; } && stop_postgres`,
+		"bash", script, planted)
+	if out, err := stop.CombinedOutput(); err != nil || !strings.Contains(string(out), "nothing to stop") {
+		t.Errorf("stop_postgres with another user's server files under the fallback name: %v\n%s", err, out)
+	}
+
 	fresh := filepath.Join(dir, "fresh")
 	if err := privateDir(fresh); err != nil {
 		t.Fatalf("a new directory: %v", err)
