@@ -163,9 +163,10 @@ func singleHeader(r *http.Request, name string) (string, bool) {
 
 // forwardedRequest reads X-Forwarded-Proto, X-Forwarded-Host and
 // X-Forwarded-Uri, each sent once: an http or https scheme and a host that
-// is a DNS name, with an optional port. A URI that is empty, or that is not
-// an absolute path of printable ASCII, counts as "/", since only the host
-// decides and the URI is only where the browser comes back to.
+// is a DNS name, with an optional port. A URI that is empty, that is not
+// an absolute path of printable ASCII, or that makes the URL longer than
+// maxFieldBytes counts as "/", since only the host decides and the URI is
+// only where the browser comes back to.
 func forwardedRequest(r *http.Request) (original, host string, ok bool) {
 	proto, ok1 := singleHeader(r, "X-Forwarded-Proto")
 	rawHost, ok2 := singleHeader(r, "X-Forwarded-Host")
@@ -179,11 +180,15 @@ func forwardedRequest(r *http.Request) (original, host string, ok bool) {
 	if host = hostOnly(rawHost); host == "" {
 		return "", "", false
 	}
+	origin := proto + "://" + rawHost
 	uri, _ := singleHeader(r, "X-Forwarded-Uri")
-	if !printablePath(uri) {
+	// A URI that makes the whole URL longer than rd may be counts as "/"
+	// too, as a long X-Original-URL does: the sign-in page would refuse
+	// such an rd and send the browser to /account instead.
+	if !printablePath(uri) || len(origin)+len(uri) > maxFieldBytes {
 		uri = "/"
 	}
-	return proto + "://" + rawHost + uri, host, true
+	return origin + uri, host, true
 }
 
 // printablePath reports whether uri is an absolute path (and query) of

@@ -214,6 +214,20 @@ func TestAuthRequestLongURL(t *testing.T) {
 	}
 }
 
+// TestForwardAuthLongURLComesBackToRoot: a forwarded URI within the bound
+// whose whole URL, with the scheme and the host, is longer than rd may be
+// sends the browser to the host's root, as a long X-Original-URL does,
+// not to an rd the sign-in page would refuse for /account.
+func TestForwardAuthLongURLComesBackToRoot(t *testing.T) {
+	_, base := authzEnv(t)
+	uri := "/search?q=" + strings.Repeat("a", 2030)
+	resp := forwardAuth(t, base, proxyAddr, "", forwarded("https", "app.example.test", uri)...)
+	wantLogin := "https://login.example.test/login?rd=" + url.QueryEscape("https://app.example.test/")
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != wantLogin {
+		t.Errorf("no session: %d Location %.120q, want 302 to %s", resp.StatusCode, resp.Header.Get("Location"), wantLogin)
+	}
+}
+
 // TestForwardAuthPasswordChangeRequired: a session that may only change
 // its password passes no proxy; the sign-in page sends it to change it.
 func TestForwardAuthPasswordChangeRequired(t *testing.T) {
