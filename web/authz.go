@@ -95,9 +95,10 @@ func (s *Server) authz(read originalRequest, signedOut func(w http.ResponseWrite
 		// a proxy that keeps clients from the checks by the path they
 		// send (HAProxy's path_beg compares it undecoded) would pass
 		// /api/v1/auth%7A/forward-auth, which the mux decodes into this
-		// route, with the client's own X-Forwarded-* headers.
+		// route, with the client's own X-Forwarded-* headers. Answered
+		// as the API answers any path it has no route for.
 		if r.URL.RawPath != "" {
-			http.NotFound(w, r)
+			writeNotFoundJSON(w)
 			return
 		}
 		if !s.fromTrustedProxy(r) {

@@ -374,9 +374,13 @@ func TestAuthzOnlyAtItsOwnPath(t *testing.T) {
 		for i := 0; i+1 < len(h); i += 2 {
 			req.Header.Add(h[i], h[i+1])
 		}
-		resp, _ := do(t, xcloaktest.Client(t, proxyAddr), req)
+		resp, body := do(t, xcloaktest.Client(t, proxyAddr), req)
 		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Remote-User") != "" {
 			t.Errorf("GET %s from the proxy: %d Remote-User=%q, want 404 and no identity", path, resp.StatusCode, resp.Header.Get("Remote-User"))
+		}
+		// The API's own 404, as for any other path of it it has no route for.
+		if resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, `"error":"not_found"`) {
+			t.Errorf("GET %s: %s %q, want the API's JSON not_found", path, resp.Header.Get("Content-Type"), body)
 		}
 	}
 	// At their own paths they answer.
