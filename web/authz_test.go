@@ -147,6 +147,7 @@ func TestForwardAuth(t *testing.T) {
 		{"a host with userinfo", proxyAddr, ann, forwarded("https", "evil@app.example.test", "/")},
 		{"two hosts", proxyAddr, ann, append(forwarded("https", "app.example.test", "/"), "X-Forwarded-Host", "evil.example")},
 		{"a host list", proxyAddr, ann, forwarded("https", "app.example.test, evil.example", "/")},
+		{"a host in brackets", proxyAddr, ann, forwarded("https", "[app.example.test]:443", "/")},
 		{"the admins' host for a non-admin", proxyAddr, ann, forwarded("https", "admin.example.test", "/")},
 		{"an unprotected host without a session", proxyAddr, "", forwarded("https", "evil.example.test", "/")},
 		{"no trusted proxy, without a session", notProxyAddr, "", app},

@@ -162,8 +162,13 @@ func (p HostPattern) matches(host string) bool {
 }
 
 // hostOnly returns a URL's host without its port, in lower case, or "" if
-// it is no valid DNS name.
+// it is no valid DNS name. Brackets hold an IPv6 address alone: a name in
+// them ("[app.example.com]:443"), which net.SplitHostPort unwraps, is
+// malformed, and refused as URL parsers and browsers refuse it.
 func hostOnly(host string) string {
+	if strings.HasPrefix(host, "[") {
+		return ""
+	}
 	if h, port, err := net.SplitHostPort(host); err == nil {
 		if !validPortNumber(port) {
 			return ""

@@ -70,6 +70,9 @@ func TestProtectedHostsMatch(t *testing.T) {
 		{"app.example.com:", false, false},
 		{"app.example.com:x", false, false},
 		{"app.example.com:99999", false, false},
+		// brackets hold an IPv6 address, never a DNS name
+		{"[app.example.com]:443", false, false},
+		{"[app.example.com]", false, false},
 		{"", false, false},
 		{"аpp.example.com", false, false},
 	} {
