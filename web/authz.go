@@ -198,8 +198,14 @@ func printablePath(uri string) bool {
 	if !strings.HasPrefix(uri, "/") || strings.HasPrefix(uri, "//") || len(uri) > maxFieldBytes {
 		return false
 	}
-	for i := 0; i < len(uri); i++ {
-		if c := uri[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+	return printableASCII(uri)
+}
+
+// printableASCII reports whether s is printable ASCII without spaces or
+// backslashes, as rd must be (safeRedirect).
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '\\' {
 			return false
 		}
 	}
@@ -209,7 +215,9 @@ func printablePath(uri string) bool {
 // originalURLRequest reads X-Original-URL, sent once: an absolute http or
 // https URL without userinfo whose host is a DNS name. A URL longer than
 // maxFieldBytes counts as its host's root, as a long X-Forwarded-Uri
-// does: only the host decides, and rd could not name it anyway.
+// does, and so does one that is not printable ASCII without spaces or
+// backslashes, as such an X-Forwarded-Uri does: only the host decides, and
+// rd could not name it anyway.
 func originalURLRequest(r *http.Request) (original, host string, ok bool) {
 	raw, ok := singleHeader(r, "X-Original-URL")
 	if !ok {
@@ -222,7 +230,7 @@ func originalURLRequest(r *http.Request) (original, host string, ok bool) {
 	if host = hostOnly(u.Host); host == "" {
 		return "", "", false
 	}
-	if len(raw) > maxFieldBytes {
+	if len(raw) > maxFieldBytes || !printableASCII(raw) {
 		raw = u.Scheme + "://" + u.Host + "/"
 	}
 	return raw, host, true

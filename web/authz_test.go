@@ -206,6 +206,14 @@ func TestAuthRequestLongURL(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Location") != wantLogin {
 		t.Errorf("no session: %d Location %q, want 401 with %s", resp.StatusCode, resp.Header.Get("Location"), wantLogin)
 	}
+	// A URL rd could not name (a backslash, non-ASCII) comes back to the
+	// host's root too, as such an X-Forwarded-Uri does.
+	for _, odd := range []string{"https://app.example.test/a\\b", "https://app.example.test/caf\xc3\xa9"} {
+		resp := authRequest(t, base, proxyAddr, "", odd)
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Location") != wantLogin {
+			t.Errorf("%q without a session: %d Location %q, want 401 with %s", odd, resp.StatusCode, resp.Header.Get("Location"), wantLogin)
+		}
+	}
 	// A long URL of another host is still refused.
 	if resp := authRequest(t, base, proxyAddr, ann, "https://evil.example.test/?q="+strings.Repeat("a", 3000)); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a long URL of an unprotected host: %d, want 403", resp.StatusCode)
