@@ -330,6 +330,11 @@ func TestAttemptBadRequests(t *testing.T) {
 		{`{"kind":"login","account":"x","client_ip":"192.0.2.1"} {}`, "body"},
 		{`{"kind":"login","account":"x","Account":"y","client_ip":"192.0.2.1"}`, "body"},
 		{`{"kind":"login","account":"a\ud800","client_ip":"192.0.2.1"}`, "body"},
+		// Names are the contract's, case and all: what checks the body
+		// by them on the way must not miss a field XCloak reads.
+		{`{"KIND":"login","account":"x","client_ip":"192.0.2.1"}`, "KIND"},
+		{`{"kind":"login","Account":"x","client_ip":"192.0.2.1"}`, "Account"},
+		{`{"kind":"login","account":"x","client_\u0049p":"192.0.2.1"}`, "client_Ip"},
 		{`[1]`, "body"},
 		{`not json`, "body"},
 		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","pad":"` + strings.Repeat("p", 70<<10) + `"}`, "body"},
