@@ -232,3 +232,21 @@ func TestJanitorRemovesExpiredRows(t *testing.T) {
 		}
 	}
 }
+
+// TestResetRefusesPasswordShortAsTyped: a new password is as long as the
+// characters typed, not as its NFKC form, which spells one ligature or
+// fraction out in many: "ﷺ" is one character and eighteen once
+// normalised, "ⅷⅷ" two and eight. The link still works after.
+func TestResetRefusesPasswordShortAsTyped(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "ann@example.com", "old password", false)
+	token := requestResetToken(t, f, "ann@example.com")
+	for _, short := range []string{"\ufdfa", "\u2177\u2177", "\u2026\u2026\u2026", "\u337f\u337f"} {
+		if err := f.svc.ConfirmReset(t.Context(), token, short, client("192.0.2.1")); !errors.Is(err, auth.ErrWeakPassword) {
+			t.Errorf("new password %q of %d characters: %v, want ErrWeakPassword", short, len([]rune(short)), err)
+		}
+	}
+	if err := f.svc.ConfirmReset(t.Context(), token, "new password 1", client("192.0.2.1")); err != nil {
+		t.Fatalf("ConfirmReset after the refusals: %v", err)
+	}
+}

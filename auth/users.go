@@ -48,11 +48,10 @@ func checkNewPassword(p string) error {
 	if !utf8.ValidString(p) {
 		return fmt.Errorf("%w: it is not valid UTF-8", ErrWeakPassword)
 	}
-	n := 0
-	for range normalisePassword(p) {
-		n++
-	}
-	if n < MinPasswordRunes {
+	// Counted as typed and as stored (NFKC), the shorter of the two: NFKC
+	// spells one ligature or fraction out in many characters ("ﷺ" is
+	// eighteen), and composes an accent typed apart with its letter.
+	if min(utf8.RuneCountInString(p), utf8.RuneCountInString(normalisePassword(p))) < MinPasswordRunes {
 		return fmt.Errorf("%w: shorter than %d characters", ErrWeakPassword, MinPasswordRunes)
 	}
 	return nil
