@@ -153,6 +153,46 @@ func TestSlowDomainDoesNotHoldEveryWorker(t *testing.T) {
 	}
 }
 
+// TestUnknownAddressesDoNotWaitForASlowDomain: requests for addresses
+// without an account, which anyone makes at will, are mailed nothing and
+// take no place among the mails waiting for a busy domain: a flood of
+// them while its mail server is slow does not drop the mail of an account
+// there that asks after them.
+func TestUnknownAddressesDoNotWaitForASlowDomain(t *testing.T) {
+	var slow *slowMailer
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 5000, Window: time.Minute}
+		c.Limits[auth.RuleResetNetwork] = ratelimit.Limit{Count: 5000, Window: time.Minute}
+	}, func(d *app.Deps) { slow = newSlowMailer(d.Mailer); slow.domain = "slow.example"; d.Mailer = slow })
+	for i := range 3 {
+		f.addUser(t, fmt.Sprintf("user%d@slow.example", i), "old password", false)
+	}
+	for i := range 2 {
+		if err := f.svc.RequestReset(t.Context(), fmt.Sprintf("user%d@slow.example", i), client("192.0.2.1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow.waitInFlight(t, 2)
+	for i := range 1024 + 8 {
+		if err := f.svc.RequestReset(t.Context(), fmt.Sprintf("nobody%d@slow.example", i), client("192.0.2.2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.svc.RequestReset(t.Context(), "user2@slow.example", client("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	slow.let()
+	f.waitResets(t)
+	for _, m := range f.mail.Messages() {
+		for _, to := range m.To {
+			if to == "user2@slow.example" {
+				return
+			}
+		}
+	}
+	t.Fatal("the reset mail of user2@slow.example, asked for after a flood of unknown addresses of its domain, was dropped")
+}
+
 // TestResetMailsDroppedAreCounted: a recipient domain over its limit, and
 // a full queue, drop mails; each drop is counted in the metrics and on the
 // dashboard, by reason, and the other domains' mails still go out.

@@ -176,6 +176,14 @@ func (s *Service) runResets(ctx context.Context) {
 // sends this one next: no worker waits on a slow domain, and one domain
 // never holds more than resetsPerDomain workers.
 func (s *Service) handleReset(jobContext func() (context.Context, context.CancelFunc), job linkJob) {
+	if !s.hasRecipient(jobContext, job) {
+		// Mailed nothing, it takes no place among the mails waiting for
+		// a busy domain: anyone can ask for made-up addresses of a slow
+		// domain at will, and would otherwise fill those places and drop
+		// the mails of its accounts.
+		s.resetsPending.Add(-1)
+		return
+	}
 	domain := job.email[strings.LastIndexByte(job.email, '@')+1:]
 	switch s.resetDomains.start(domain, job) {
 	case domainWaits:
@@ -198,6 +206,17 @@ func (s *Service) handleReset(jobContext func() (context.Context, context.Cancel
 			return
 		}
 	}
+}
+
+// hasRecipient reports whether job may have a mail to send: false when
+// its address has no account, or a disabled one, which are mailed
+// nothing. A failed lookup says true: sendReset looks again, and counts
+// the failure.
+func (s *Service) hasRecipient(jobContext func() (context.Context, context.CancelFunc), job linkJob) bool {
+	ctx, cancel := jobContext()
+	defer cancel()
+	user, err := s.UserByEmail(ctx, job.email)
+	return !errors.Is(err, ErrNoUser) && (err != nil || !user.Disabled())
 }
 
 // sendReset looks the account up and, if it exists and its mail domain is
