@@ -190,7 +190,7 @@ func (s *Server) handleDashboard() http.Handler {
 		for _, p := range dashboard.Periods() {
 			props.Periods = append(props.Periods, templates.PeriodLink{Label: periodWords[p].link, Href: dashboardURL(p), Current: p == q.period})
 		}
-		switch r.URL.Query().Get("notice") {
+		switch n := notice(r); n {
 		case "unlocked":
 			props.Notice = "The lockout was lifted."
 		case "not-locked":
@@ -200,11 +200,23 @@ func (s *Server) handleDashboard() http.Handler {
 		case "no-account":
 			props.Notice = "No account has that address."
 		default:
-			props.Notice = attackNotices[r.URL.Query().Get("notice")]
+			props.Notice = attackNotices[n]
 		}
 		s.render(w, r, http.StatusOK, templates.DashboardPage(props))
 		return nil
 	})
+}
+
+// notice is the ?notice= of r, which the redirect after an
+// administrator's act carries, when r comes from XCloak's own page: a
+// link from another site may open an administrators' page (linkable),
+// and would otherwise have it confirm an act nobody did ("Attack mode is
+// off", "The account's second factors ... were removed").
+func notice(r *http.Request) string {
+	if !sameOriginFetch(r) {
+		return ""
+	}
+	return r.URL.Query().Get("notice")
 }
 
 // accountForm reads the form of an administrator's action on one account:

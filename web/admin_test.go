@@ -245,6 +245,41 @@ func TestAdminRoutesRefuseOtherSites(t *testing.T) {
 	}
 }
 
+// TestAdminNoticesOnlyAfterOwnActs: the notice an administrators' page
+// shows after an act ("The account's second factors were removed",
+// "Attack mode is off") comes from the redirect of XCloak's own form. A
+// link from another site, which may open these pages, carries the same
+// ?notice= and shows nothing: no page elsewhere makes an administrator
+// believe an act was done that nobody did.
+func TestAdminNoticesOnlyAfterOwnActs(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	root := env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.30.10")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	for _, tc := range []struct{ path, words string }{
+		{"/admin?notice=attack-off", "Attack mode is off."},
+		{"/admin?notice=signed-out", "The account was signed out everywhere"},
+		{"/admin/users?notice=deleted", "The account was deleted."},
+		{fmt.Sprintf("/admin/users/%d?notice=factors-removed", root.ID), "second factors and recovery codes were removed"},
+	} {
+		for _, site := range []string{"cross-site", "same-site"} {
+			resp, body := get(t, admin, base+tc.path, "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "navigate",
+				"Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s from a %s link: %d, want 200", tc.path, site, resp.StatusCode)
+			}
+			if strings.Contains(body, tc.words) {
+				t.Errorf("%s from a %s link shows %q", tc.path, site, tc.words)
+			}
+		}
+		resp, body := get(t, admin, base+tc.path, "Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document")
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.words) {
+			t.Errorf("%s after XCloak's own form: %d, without %q", tc.path, resp.StatusCode, tc.words)
+		}
+	}
+}
+
 func TestDashboardBadInput(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)

@@ -94,7 +94,7 @@ func (s *Server) handleUsers() http.Handler {
 		if err != nil {
 			return err
 		}
-		props := templates.UsersProps{Nav: navFor(sess), Query: q, Notice: userNotices[r.URL.Query().Get("notice")]}
+		props := templates.UsersProps{Nav: navFor(sess), Query: q, Notice: userNotices[notice(r)]}
 		for _, u := range page.Users {
 			props.Rows = append(props.Rows, userRow(u))
 		}
@@ -171,7 +171,7 @@ func (s *Server) handleUser() http.Handler {
 			return err
 		}
 		props := templates.UserProps{
-			Nav: navFor(sess), Notice: userNotices[r.URL.Query().Get("notice")],
+			Nav: navFor(sess), Notice: userNotices[notice(r)],
 			User: userRow(d.User), Self: d.User.ID == sess.UserID, Sessions: d.Sessions,
 			LockChoices: lockChoices, Events: events, Now: time.Now(),
 			EventsHref: templates.EventSearchHref(templates.FieldSearchAccount, d.User.Email),
