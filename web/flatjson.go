@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -203,4 +204,34 @@ func decodeFlatInto(body []byte, dst any) bool {
 		}
 	}
 	return true
+}
+
+// inexactName returns a key of the JSON object body that encoding/json
+// would take for one of dst's fields (flatFields) though it is not
+// written as the field's name; the first in sorted order, so that the
+// answer is the same every time. A body that is no object, or a dst the
+// fast path has no plan for, has none: the decoder decides.
+func inexactName(body []byte, dst any) (string, bool) {
+	f := flatFieldsOf(reflect.TypeOf(dst))
+	if f == nil {
+		return "", false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return "", false
+	}
+	var found []string
+	for key := range fields {
+		for _, name := range f.names {
+			if key != name && foldKey(key) == foldKey(name) {
+				found = append(found, key)
+				break
+			}
+		}
+	}
+	if len(found) == 0 {
+		return "", false
+	}
+	slices.Sort(found)
+	return found[0], true
 }

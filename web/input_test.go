@@ -31,6 +31,8 @@ func TestBadInput(t *testing.T) {
 		// the handler, and a proxy or log in front may read the first.
 		{"json: email twice", "POST", "/api/v1/login", jsonType, `{"email":"eve@example.com","email":"ann@example.com","password":"correct horse"}`, 400, "invalid_request"},
 		{"json: password twice", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","password":"correct horse"}`, 400, "invalid_request"},
+		{"json: key in another case", "POST", "/api/v1/login", jsonType, `{"EMAIL":"ann@example.com","password":"correct horse"}`, 400, "invalid_request"},
+		{"json: key in another case, escaped", "POST", "/api/v1/password-reset", jsonType, `{"\u0045mail":"ann@example.com"}`, 400, "invalid_request"},
 		{"json: key twice in another case", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","Password":"correct horse"}`, 400, "invalid_request"},
 		{"json: key twice, once escaped", "POST", "/api/v1/login", jsonType, `{"email":"eve@example.com","em\u0061il":"ann@example.com","password":"correct horse"}`, 400, "invalid_request"},
 		{"json: reset email twice", "POST", "/api/v1/password-reset", jsonType, `{"email":"eve@example.com","email":"ann@example.com"}`, 400, "invalid_request"},

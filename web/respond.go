@@ -513,10 +513,15 @@ func putBody(buf *bytes.Buffer) {
 }
 
 // decodeStrict decodes the JSON text body, valid UTF-8, into dst with
-// encoding/json, refusing duplicate keys, lone surrogates, unknown fields
-// and trailing data.
+// encoding/json, refusing duplicate keys, lone surrogates, names in
+// another case than the fields', unknown fields and trailing data.
 func decodeStrict(body []byte, dst any) error {
 	if hasDuplicateKeys(body) || hasLoneSurrogate(body) {
+		return errBadRequest
+	}
+	// encoding/json takes "EMAIL" for email; the contract's names are
+	// exact (inexactName).
+	if _, ok := inexactName(body, dst); ok {
 		return errBadRequest
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
