@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	netmail "net/mail"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Message is one outgoing plain-text mail.
@@ -110,4 +112,27 @@ func (m LogMailer) Send(ctx context.Context, msg Message) error {
 		slog.String("subject", msg.Subject),
 		slog.String("body", msg.Body))
 	return nil
+}
+
+// LinkLife is how long a mailed link works, as its mail and the page that
+// sent it say it: whole hours when it is some, else whole minutes (rounded
+// down, so that neither promises more than the link keeps).
+func LinkLife(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int(d/time.Hour), "hour")
+	case d >= time.Minute:
+		return plural(int(d/time.Minute), "minute")
+	default:
+		return plural(max(int(d/time.Second), 1), "second")
+	}
+}
+
+// plural joins n and unit, adding an "s" unless n is one.
+func plural(n int, unit string) string {
+	s := strconv.Itoa(n) + " " + unit
+	if n != 1 {
+		s += "s"
+	}
+	return s
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
@@ -100,3 +101,35 @@ func TestServiceValidatesEveryMessage(t *testing.T) {
 
 // The Mailer interface is what callers hold; LogMailer must satisfy it.
 var _ auth.Mailer = auth.LogMailer{}
+
+// TestMailsSayLinkLifeInWords: a mailed link's lifetime is written for
+// its reader ("30 minutes"), as the page that sent it says it, not in
+// Go's notation ("30m0s").
+func TestMailsSayLinkLifeInWords(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "ann@example.com", "correct horse", false)
+	if err := f.svc.RequestReset(t.Context(), "ann@example.com", client("198.51.100.20")); err != nil {
+		t.Fatal(err)
+	}
+	body := f.mailBody(t, "ann@example.com")
+	if !strings.Contains(body, "within 30 minutes") || strings.Contains(body, "m0s") {
+		t.Errorf("reset mail does not give the link's life in words:\n%s", body)
+	}
+}
+
+func TestLinkLife(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Minute:                     "1 minute",
+		30 * time.Minute:                "30 minutes",
+		90 * time.Minute:                "90 minutes",
+		time.Hour:                       "1 hour",
+		168 * time.Hour:                 "168 hours",
+		30*time.Minute + 30*time.Second: "30 minutes",
+		45 * time.Second:                "45 seconds",
+		0:                               "1 second",
+	} {
+		if got := auth.LinkLife(d); got != want {
+			t.Errorf("LinkLife(%s) = %q, want %q", d, got, want)
+		}
+	}
+}

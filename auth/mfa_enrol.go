@@ -353,7 +353,7 @@ func (s *Service) factorMail(ctx context.Context, user User, job linkJob) (Messa
 			"If this wasn't you, someone else knows your password and has signed in: choose a new one "+
 			"with this link within %s. It works once.\n\n%s\n\n"+
 			"If it was you, there is nothing to do.\n",
-			what, user.Email, job.at.UTC().Format(time.RFC1123), s.cfg.ResetTTL, link),
+			what, user.Email, job.at.UTC().Format(time.RFC1123), LinkLife(s.cfg.ResetTTL), link),
 	}, nil
 }
 

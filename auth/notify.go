@@ -88,7 +88,7 @@ func (s *Service) newDeviceMail(ctx context.Context, user User, job linkJob) (Me
 			"If this was you, there is nothing to do.\n\n"+
 			"Not you? Someone knows your password: reset it with this link within %s.\n"+
 			"It works once, and signs every browser out.\n\n%s\n",
-			user.Email, from, job.at.UTC().Format(time.RFC1123), s.cfg.ResetTTL, link),
+			user.Email, from, job.at.UTC().Format(time.RFC1123), LinkLife(s.cfg.ResetTTL), link),
 	}, nil
 }
 
@@ -111,7 +111,7 @@ func (s *Service) lockoutMail(ctx context.Context, user User, job linkJob) (Mess
 			"the button: the browser can then sign in with your password. It works once.\n\n%s\n\n"+
 			"If the failed sign-ins were not you, someone may be guessing your password:\n"+
 			"consider choosing a new one.\n",
-			job.source, user.Email, job.lockout.until.UTC().Format(time.RFC1123), s.cfg.UnlockTTL, link),
+			job.source, user.Email, job.lockout.until.UTC().Format(time.RFC1123), LinkLife(s.cfg.UnlockTTL), link),
 	}, nil
 }
 

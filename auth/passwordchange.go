@@ -189,6 +189,6 @@ func (s *Service) passwordChangedMail(ctx context.Context, user User, at time.Ti
 			"If this wasn't you, someone else knows your password: choose a new one "+
 			"with this link within %s. It works once.\n\n%s\n\n"+
 			"If it was you, there is nothing to do.\n",
-			user.Email, at.UTC().Format(time.RFC1123), s.cfg.ResetTTL, link),
+			user.Email, at.UTC().Format(time.RFC1123), LinkLife(s.cfg.ResetTTL), link),
 	}, nil
 }

@@ -352,7 +352,7 @@ func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Messa
 		Body: fmt.Sprintf("Someone asked to reset the password of the XCloak account for %s.\n\n"+
 			"To choose a new password, open this link within %s. It works once.\n\n%s\n\n"+
 			"If this was not you, ignore this mail: your password stays as it is.\n",
-			user.Email, s.cfg.ResetTTL, link),
+			user.Email, LinkLife(s.cfg.ResetTTL), link),
 	}, nil
 }
 

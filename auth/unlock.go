@@ -63,7 +63,7 @@ func (s *Service) unlockLink(ctx context.Context, user User, at time.Time) (Mess
 			"If this was not you, ignore this mail. If your account is held back and\n"+
 			"you did not cause it, someone may be guessing your password: consider\n"+
 			"choosing a new one.\n",
-			user.Email, s.cfg.UnlockTTL, link),
+			user.Email, LinkLife(s.cfg.UnlockTTL), link),
 	}, nil
 }
 

@@ -205,7 +205,7 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 				"so it cannot sign in a new browser. Choose a new one here, within %s:\n\n%s\n\n"+
 				"If this was not you, someone knows your password: choose a new one all\n"+
 				"the same.\n",
-				user.Email, s.cfg.ResetTTL, reset),
+				user.Email, LinkLife(s.cfg.ResetTTL), reset),
 		}, nil
 	}
 	token, hash := newToken()
@@ -223,7 +223,7 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 				"cannot be finished: if it was you, sign in again.\n\n"+
 				"If this was not you, your password is known to someone. Choose a new\n"+
 				"one here, within %s:\n\n%s\n",
-				user.Email, s.cfg.ResetTTL, reset),
+				user.Email, LinkLife(s.cfg.ResetTTL), reset),
 		}, nil
 	}
 	if err != nil {
@@ -239,7 +239,7 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 			"sign in with, and press the button. It works once.\n\n%s\n\n"+
 			"If this was not you, your password is known to someone. Choose a new\n"+
 			"one here, within %s:\n\n%s\n",
-			user.Email, s.cfg.VerificationTTL, link, s.cfg.ResetTTL, reset),
+			user.Email, LinkLife(s.cfg.VerificationTTL), link, LinkLife(s.cfg.ResetTTL), reset),
 	}, nil
 }
 

@@ -3,6 +3,8 @@ package templates
 import (
 	"strconv"
 	"time"
+
+	"github.com/xcloak/xcloak/auth"
 )
 
 // RetryText is the message shown when a form is rate limited, for a wait of
@@ -26,19 +28,9 @@ func retryWait(seconds int) string {
 	}
 }
 
-// linkLife is how long a mailed link works, as its mail and page say it:
-// whole hours when it is some, else whole minutes (rounded down, so that
-// the page never promises more than the link keeps).
-func linkLife(d time.Duration) string {
-	switch {
-	case d >= time.Hour && d%time.Hour == 0:
-		return plural(int(d/time.Hour), "hour")
-	case d >= time.Minute:
-		return plural(int(d/time.Minute), "minute")
-	default:
-		return plural(max(int(d/time.Second), 1), "second")
-	}
-}
+// linkLife is how long a mailed link works, as its mail says it
+// (auth.LinkLife).
+func linkLife(d time.Duration) string { return auth.LinkLife(d) }
 
 // plural joins n and unit, adding an "s" unless n is one.
 func plural(n int, unit string) string {
