@@ -87,6 +87,8 @@ type Reader struct {
 	accounts Accounts
 	now      func() time.Time
 	log      *slog.Logger
+	// searchTimeout bounds one search's page (searchTimeout in search.go).
+	searchTimeout time.Duration
 }
 
 // New returns a Reader; now is its clock (nil: time.Now), log where it
@@ -99,7 +101,7 @@ func New(c Counters, s Store, a Accounts, w AttackWatch, now func() time.Time, l
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reader{counters: c, attack: w, store: s, accounts: a, now: now, log: log}
+	return &Reader{counters: c, attack: w, store: s, accounts: a, now: now, log: log, searchTimeout: searchTimeout}
 }
 
 // Dashboard gathers the figures of period p as of now.

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -166,5 +167,20 @@ func (r *Reader) SearchEvents(ctx context.Context, q EventSearch, fn func(Stored
 		}
 		q.Network = n
 	}
-	return r.store.SearchEvents(ctx, q, fn)
+	bounded, cancel := context.WithTimeout(ctx, r.searchTimeout)
+	defer cancel()
+	err := r.store.SearchEvents(bounded, q, fn)
+	if err != nil && q.Network != "" && ctx.Err() == nil && errors.Is(bounded.Err(), context.DeadlineExceeded) {
+		return errNetworkTooWide
+	}
+	return err
 }
+
+// searchTimeout bounds one page of a search. The store reads a network's
+// events through its index and sorts them (postgres.Store.searchNetwork),
+// which for a network as wide as 0.0.0.0/0 is most of the log: without a
+// bound one search would keep Postgres busy for as long as that takes.
+const searchTimeout = 10 * time.Second
+
+var errNetworkTooWide = &auth.FieldError{Field: "network",
+	Message: "holds too many events to search within 10 seconds: give a narrower one, or an account or a kind besides"}

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
@@ -141,5 +143,44 @@ func TestEventKindsListAdministratorsActs(t *testing.T) {
 		if !slices.Contains(dashboard.EventKinds, kind) {
 			t.Errorf("EventKinds lacks %s", kind)
 		}
+	}
+}
+
+// slowStore searches until its caller gives up.
+type slowStore struct{ dashboard.Store }
+
+func (slowStore) SearchEvents(ctx context.Context, _ dashboard.EventSearch, _ func(dashboard.StoredEvent) error) error {
+	<-ctx.Done()
+	return fmt.Errorf("%w: searching events: %w", auth.ErrUnavailable, ctx.Err())
+}
+
+// TestSearchEventsBounded: a search that runs past its time (a network
+// as wide as 0.0.0.0/0, whose every event the store sorts) is cut there,
+// and answered as a network too wide to search, not as Postgres being
+// down; a search whose reader left is cut as before.
+func TestSearchEventsBounded(t *testing.T) {
+	r := dashboard.New(nil, slowStore{}, nil, nil, nil, nil)
+	dashboard.SetSearchTimeout(r, 50*time.Millisecond)
+	// Bounded here too, so that a search that is not bounded fails the
+	// test rather than hangs it.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := r.SearchEvents(ctx, dashboard.EventSearch{Network: "0.0.0.0/0", Limit: 1}, nil)
+	var field *auth.FieldError
+	if !errors.As(err, &field) || field.Field != "network" {
+		t.Errorf("a network search past its time: %v, want a network field error", err)
+	}
+	if took := time.Since(start); took >= 5*time.Second {
+		t.Errorf("the search took %s", took)
+	}
+	err = r.SearchEvents(ctx, dashboard.EventSearch{Kind: dashboard.SearchKinds[0], Limit: 1}, nil)
+	if !errors.Is(err, auth.ErrUnavailable) {
+		t.Errorf("a search without a network past its time: %v, want ErrUnavailable", err)
+	}
+	gone, leave := context.WithCancel(t.Context())
+	leave()
+	if err := r.SearchEvents(gone, dashboard.EventSearch{Network: "10.0.0.0/8", Limit: 1}, nil); errors.As(err, &field) {
+		t.Errorf("a search whose reader left: %v, want no field error", err)
 	}
 }
