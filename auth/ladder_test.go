@@ -121,3 +121,56 @@ func TestUnlockLadder(t *testing.T) {
 		}
 	})
 }
+
+// TestLinkConfirmLadder: reset, unlock and sign-in links opened or
+// confirmed climb the reset requests' ladder too, each flow under those
+// limits with a count of its own: each is a lookup of a token, so a /24,
+// or a /48 of many /64s, cannot make more of them than it may ask for
+// links (from each /64 alone, 65,536 times more).
+func TestLinkConfirmLadder(t *testing.T) {
+	// A made-up token is looked up and refused: ErrInvalidToken when the
+	// limits admitted it.
+	const token = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	looked := func(err error) error {
+		if errors.Is(err, auth.ErrInvalidToken) {
+			return nil
+		}
+		return err
+	}
+	for _, tc := range []struct {
+		name    string
+		confirm func(s *auth.Service, addr string) error
+	}{
+		{"reset link opened", func(s *auth.Service, addr string) error {
+			return looked(s.CheckResetToken(t.Context(), token, client(addr)))
+		}},
+		{"new password set", func(s *auth.Service, addr string) error {
+			return looked(s.ConfirmReset(t.Context(), token, "a new password 1", client(addr)))
+		}},
+		{"unlock link opened", func(s *auth.Service, addr string) error {
+			return looked(s.CheckUnlockToken(t.Context(), token, client(addr)))
+		}},
+		{"unlock link confirmed", func(s *auth.Service, addr string) error {
+			_, err := s.ConfirmUnlock(t.Context(), token, client(addr))
+			return looked(err)
+		}},
+		{"sign-in link opened", func(s *auth.Service, addr string) error {
+			_, err := s.CheckSignInToken(t.Context(), token, client(addr))
+			return looked(err)
+		}},
+		{"sign-in link confirmed", func(s *auth.Service, addr string) error {
+			_, err := s.ConfirmSignIn(t.Context(), token, client(addr), "")
+			return looked(err)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ladderService(t)
+			climbLadder(t, func(addr string, _ int) error { return tc.confirm(s.Service, addr) }, func() {
+				// Reset requests from the full /24 are counted apart.
+				if err := s.Service.RequestReset(t.Context(), "user9@example.com", client("192.0.2.4")); err != nil {
+					t.Fatalf("a reset request from the /24: %v", err)
+				}
+			})
+		})
+	}
+}

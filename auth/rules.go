@@ -25,6 +25,9 @@ const (
 	RuleResetIP        = "reset_ip"
 	RuleResetAccount   = "reset_account"
 	RuleResetConfirmIP = "reset_confirm_ip"
+	// The reset links' ladder: IPv4 /24 or IPv6 /56, and IPv6 /48.
+	RuleResetConfirmNetwork = "reset_confirm_network"
+	RuleResetConfirmSite    = "reset_confirm_site"
 	// RuleResetDomain limits the reset mails sent to one recipient domain.
 	RuleResetDomain = "reset_domain"
 	// RuleLoginPassword holds a password sprayed over many accounts.
@@ -45,11 +48,19 @@ const (
 	RuleUnlockSite      = "unlock_site"
 	RuleUnlockAccount   = "unlock_account"
 	RuleUnlockConfirmIP = "unlock_confirm_ip"
+	// The unlock links' ladder: IPv4 /24 or IPv6 /56, and IPv6 /48.
+	RuleUnlockConfirmNetwork = "unlock_confirm_network"
+	RuleUnlockConfirmSite    = "unlock_confirm_site"
 )
 
 // RuleVerifyConfirmIP limits the links that finish a sign-in held for
 // new-device verification, confirmed per client network.
-const RuleVerifyConfirmIP = "verify_confirm_ip"
+const (
+	RuleVerifyConfirmIP = "verify_confirm_ip"
+	// The sign-in links' ladder: IPv4 /24 or IPv6 /56, and IPv6 /48.
+	RuleVerifyConfirmNetwork = "verify_confirm_network"
+	RuleVerifyConfirmSite    = "verify_confirm_site"
+)
 
 // RuleAccountIP limits what a signed-in owner does with the account's
 // sessions and devices (listing, ending, forgetting), per account and
@@ -145,14 +156,16 @@ var rules = []RuleSpec{
 	{
 		Name: RuleResetNetwork, Label: "Reset requests per IPv4 /24 or IPv6 /56", Flow: FlowResetRequest, Key: KeyNetwork(24, 56),
 		Default: ratelimit.Limit{Count: 100, Window: 10 * time.Minute}, Listed: true,
-		Usage: "reset requests, and apart unlock-link requests, per IPv4 /24 or IPv6 /56",
-		Doc:   "Reset requests per IPv4 /24 or IPv6 /56; unlock-link requests are counted apart under the same limit.",
+		Usage: "reset requests, and apart unlock-link requests and reset, unlock and sign-in links opened or confirmed, per IPv4 /24 or IPv6 /56",
+		Doc: "Reset requests per IPv4 /24 or IPv6 /56; unlock-link requests, and reset, unlock and sign-in links opened or confirmed, " +
+			"are counted apart under the same limit (each its own count).",
 	},
 	{
 		Name: RuleResetSite, Label: "Reset requests per IPv6 /48", Flow: FlowResetRequest, Key: KeyIPv6Network(48),
 		Default: ratelimit.Limit{Count: 200, Window: 10 * time.Minute}, Listed: true,
-		Usage: "reset requests, and apart unlock-link requests, per IPv6 /48",
-		Doc:   "Reset requests per IPv6 /48, and unlock-link requests counted apart under the same limit; IPv4 clients are not counted here.",
+		Usage: "reset requests, and apart unlock-link requests and reset, unlock and sign-in links opened or confirmed, per IPv6 /48",
+		Doc: "Reset requests per IPv6 /48, and unlock-link requests and reset, unlock and sign-in links opened or confirmed, " +
+			"each counted apart under the same limit; IPv4 clients are not counted here.",
 	},
 	{
 		Name: RuleResetAccount, Label: "Reset requests per account", Flow: FlowResetRequest, Key: KeyAccount,
@@ -165,6 +178,18 @@ var rules = []RuleSpec{
 		Default: ratelimit.Limit{Count: 20, Window: 10 * time.Minute}, Listed: true,
 		Usage: "reset links opened and new passwords set through them, and unlock and sign-in links opened or confirmed, per client network",
 		Doc:   "Reset links opened and new passwords set through them, and unlock and sign-in links opened or confirmed, per client network (each its own count).",
+	},
+	{
+		// The reset requests' wider rungs, under their limits, as for
+		// unlock-link requests: each confirmation looks a token up, so a
+		// /24, or a /48 of many /64s, makes no more of them than it may
+		// ask for links.
+		Name: RuleResetConfirmNetwork, Label: "Reset confirmations per IPv4 /24 or IPv6 /56", Flow: FlowResetConfirm, Key: KeyNetwork(24, 56),
+		SharesLimit: RuleResetNetwork,
+	},
+	{
+		Name: RuleResetConfirmSite, Label: "Reset confirmations per IPv6 /48", Flow: FlowResetConfirm, Key: KeyIPv6Network(48),
+		SharesLimit: RuleResetSite,
 	},
 	{
 		// Checked only for the mail of a held sign-in (Subject.Account is
@@ -228,8 +253,24 @@ var rules = []RuleSpec{
 		SharesLimit: RuleResetConfirmIP,
 	},
 	{
+		Name: RuleUnlockConfirmNetwork, Label: "Unlock-link confirmations per IPv4 /24 or IPv6 /56", Flow: FlowUnlockConfirm, Key: KeyNetwork(24, 56),
+		SharesLimit: RuleResetNetwork,
+	},
+	{
+		Name: RuleUnlockConfirmSite, Label: "Unlock-link confirmations per IPv6 /48", Flow: FlowUnlockConfirm, Key: KeyIPv6Network(48),
+		SharesLimit: RuleResetSite,
+	},
+	{
 		Name: RuleVerifyConfirmIP, Label: "Sign-in link confirmations per address", Flow: FlowVerifyConfirm, Key: KeyNetwork(32, 64),
 		SharesLimit: RuleResetConfirmIP,
+	},
+	{
+		Name: RuleVerifyConfirmNetwork, Label: "Sign-in link confirmations per IPv4 /24 or IPv6 /56", Flow: FlowVerifyConfirm, Key: KeyNetwork(24, 56),
+		SharesLimit: RuleResetNetwork,
+	},
+	{
+		Name: RuleVerifyConfirmSite, Label: "Sign-in link confirmations per IPv6 /48", Flow: FlowVerifyConfirm, Key: KeyIPv6Network(48),
+		SharesLimit: RuleResetSite,
 	},
 	{
 		// Per account as well as network: another account signed in
