@@ -263,12 +263,31 @@ func New(cfg Config, d Deps) (*Sender, error) {
 	// taken (a 3xx), rather than sending it, signed, somewhere else.
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.Transport = noLocation{c.Transport}
 	s.client = &c
 	var err error
 	if s.metrics, err = newMetrics(d.Metrics); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// noLocation is a transport that drops the Location of a redirect: the
+// client parses it before CheckRedirect is asked, and one it cannot parse
+// fails the attempt as a network error, retried, where the redirect is
+// refused (see deliver). No redirect is followed, so none is read.
+type noLocation struct{ rt http.RoundTripper }
+
+func (t noLocation) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt := t.rt
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	if err == nil && resp.StatusCode/100 == 3 {
+		resp.Header.Del("Location")
+	}
+	return resp, err
 }
 
 // maxAnswerHeaderBytes bounds the headers of a receiver's answer, as

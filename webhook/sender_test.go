@@ -442,6 +442,28 @@ func TestNoRetryOnOtherAnswers(t *testing.T) {
 	}
 }
 
+// TestRedirectToNoURLIsRefused: a redirect whose Location is no URL is
+// refused as any other is, not taken for a network error and sent again.
+func TestRedirectToNoURLIsRefused(t *testing.T) {
+	r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+		w.Header().Set("Location", "http://[::1%zz/")
+		w.WriteHeader(http.StatusFound)
+	})
+	s := newSender(t, webhook.Config{Attempts: 3}, r.url())
+	stop := s.run(t)
+	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
+	for s.metric(t, "xcloak_webhook_deliveries_total", "failed") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	if n := len(r.requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+	if w := s.waits.all(); len(w) != 0 {
+		t.Errorf("waited %v before retries, want none", w)
+	}
+}
+
 // TestRetriesOnNetworkErrors: a receiver that is not there is tried
 // Attempts times.
 func TestRetriesOnNetworkErrors(t *testing.T) {
