@@ -111,3 +111,77 @@ func TestMailerBoundsTheServersAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestMailerTakesAMailTakenAsSent: once the server has taken the message
+// (its 250 after the data), what goes wrong with the commands that only
+// end the session, RSET and QUIT, does not make the Send a failure: the
+// mail is on its way, and a caller that counted it as not sent would say
+// so of a link its owner received.
+func TestMailerTakesAMailTakenAsSent(t *testing.T) {
+	for name, after := range map[string]func(c net.Conn, cmd string) bool{
+		"connection closed once it is taken": func(net.Conn, string) bool { return false },
+		"RSET refused, then QUIT unanswered": func(c net.Conn, cmd string) bool {
+			answer := "250 ok"
+			switch {
+			case strings.HasPrefix(cmd, "RSET"):
+				answer = "502 5.5.1 not implemented"
+			case strings.HasPrefix(cmd, "QUIT"):
+				return false
+			}
+			_, err := c.Write([]byte(answer + "\r\n"))
+			return err == nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var taken atomic.Bool
+			addr := hostileServer(t, func(c net.Conn) {
+				r := bufio.NewReader(c)
+				say := func(s string) bool { _, err := c.Write([]byte(s + "\r\n")); return err == nil }
+				if !say("220 mail.example ESMTP") {
+					return
+				}
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					cmd := strings.ToUpper(strings.TrimSpace(line))
+					switch {
+					case taken.Load():
+						if !after(c, cmd) {
+							return
+						}
+					case strings.HasPrefix(cmd, "EHLO"):
+						say("250-mail.example\r\n250 8BITMIME")
+					case strings.HasPrefix(cmd, "DATA"):
+						say("354 go on")
+						for {
+							l, err := r.ReadString('\n')
+							if err != nil {
+								return
+							}
+							if l == ".\r\n" {
+								break
+							}
+						}
+						taken.Store(true)
+						say("250 2.0.0 queued")
+					default: // NOOP, MAIL, RCPT
+						say("250 ok")
+					}
+				}
+			})
+			mailer, err := smtpmail.New("smtp://" + addr + "?tls=none&from=xcloak@example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = mailer.Send(t.Context(), auth.Message{To: "ada@example.com", Subject: "s", Body: "b"})
+			if !taken.Load() {
+				t.Fatalf("the server took no mail (Send: %v)", err)
+			}
+			if err != nil {
+				t.Errorf("Send = %v for a mail the server took, want nil", err)
+			}
+		})
+	}
+}

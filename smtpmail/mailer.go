@@ -121,6 +121,7 @@ func (m *Mailer) Config() Config { return m.cfg }
 
 // Send delivers msg, giving up after ten seconds or when ctx ends. A body
 // that does not end with a line break is given one, as SMTP would anyway.
+// A message the server took is sent, whatever befalls the session after.
 func (m *Mailer) Send(ctx context.Context, msg auth.Message) error {
 	if err := msg.Validate(); err != nil {
 		return err
@@ -143,6 +144,13 @@ func (m *Mailer) Send(ctx context.Context, msg auth.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	if err := m.client.DialAndSendWithContext(context.WithValue(ctx, sendKey{}, ctx), out); err != nil {
+		if out.IsDelivered() {
+			// The server took the message (its 250 after the data): what
+			// failed is the RSET or QUIT that only ends the session. The
+			// mail is on its way; a failure here would have the caller
+			// count as not sent a link its owner receives.
+			return nil
+		}
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			// The connection was closed under the session: say why.
 			err = fmt.Errorf("%w: %w", cerr, err)
