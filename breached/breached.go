@@ -123,7 +123,8 @@ func split(password string) (prefix, suffix string) {
 func findSuffix(ctx context.Context, r io.Reader, suffix string) (bool, error) {
 	want := []byte(suffix)
 	lr := &io.LimitedReader{R: r, N: maxRangeBytes + 1}
-	sc := bufio.NewScanner(lr)
+	rr := &readErr{r: lr}
+	sc := bufio.NewScanner(rr)
 	lines := 0
 	for n := 1; sc.Scan(); n++ {
 		if n%256 == 0 && ctx.Err() != nil {
@@ -141,6 +142,12 @@ func findSuffix(ctx context.Context, r io.Reader, suffix string) (bool, error) {
 			if lr.N <= 0 {
 				// Read past the bound: the line may be one cut there.
 				return false, ErrRangeTooLarge
+			}
+			if rr.err != nil {
+				// The scanner hands over what it holds when a read fails:
+				// a line cut by a timeout or a broken connection, which
+				// says nothing of the range.
+				return false, fmt.Errorf("breached: reading range: %w", pathless(rr.err))
 			}
 			return false, formError{fmt.Sprintf("line %d is not SUFFIX:COUNT (35 hex digits, a colon, a count)", n)}
 		}
@@ -166,6 +173,20 @@ func findSuffix(ctx context.Context, r io.Reader, suffix string) (bool, error) {
 		return false, formError{"it is empty"}
 	}
 	return false, nil
+}
+
+// readErr is a reader that keeps the first error of its reads but EOF.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // The lengths of a range's parts: the prefix a file is named by and the

@@ -359,6 +359,43 @@ func TestFailures(t *testing.T) {
 	})
 }
 
+// TestAnswerCutShortIsNoMalformedRange: a range API that runs out of time
+// (or whose connection breaks) in the middle of a line fails the lookup
+// with that cause, not with the half line read as one that is not a
+// range, which would send the operator to check the URL.
+func TestAnswerCutShortIsNoMalformedRange(t *testing.T) {
+	p := breachedPasswords[0]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		line := sha1Hex(p)[5:] // a suffix, and never its colon and count
+		for i := 0; ; i = (i + 1) % len(line) {
+			if _, err := fmt.Fprint(w, line[i:i+1]); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	checker, err := breached.Open(srv.URL, 200*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := checker.Breached(t.Context(), p)
+	if got || err == nil {
+		t.Fatalf("Breached = %v, %v; want false and an error", got, err)
+	}
+	if errors.Is(err, breached.ErrNotARange) {
+		t.Errorf("error %q says the answer is no range; it ran out of time", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %q is no context.DeadlineExceeded", err)
+	}
+}
+
 // dirOf makes a directory holding files of the given names and contents.
 func dirOf(t *testing.T, files map[string]string) string {
 	t.Helper()
