@@ -282,7 +282,14 @@ func TestFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(h)
 			defer srv.Close()
-			checker, err := breached.Open(srv.URL, 200*time.Millisecond, nil)
+			// The bounds are what the cases past them test, not the clock:
+			// a loaded machine may take longer than 200ms to send a
+			// megabyte, which would end the lookup for another cause.
+			timeout := 200 * time.Millisecond
+			if strings.HasSuffix(name, "past the bound") {
+				timeout = 10 * time.Second
+			}
+			checker, err := breached.Open(srv.URL, timeout, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -291,8 +298,8 @@ func TestFailures(t *testing.T) {
 			if err == nil || got {
 				t.Fatalf("Breached = %v, %v; want false and an error", got, err)
 			}
-			if took := time.Since(began); took > 2*time.Second {
-				t.Errorf("the lookup took %v, with a timeout of 200ms", took)
+			if took := time.Since(began); took > timeout+2*time.Second {
+				t.Errorf("the lookup took %v, with a timeout of %v", took, timeout)
 			}
 			if strings.HasPrefix(name, "a page") || strings.HasPrefix(name, "empty") || strings.Contains(name, "form") || strings.Contains(name, "count") {
 				if !errors.Is(err, breached.ErrNotARange) {
