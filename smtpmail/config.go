@@ -208,7 +208,10 @@ func configFromURL(u *url.URL) (Config, error) {
 		return cfg, errors.New("no host")
 	}
 
-	query, err := url.ParseQuery(u.RawQuery)
+	// A plus stays a plus: url.ParseQuery reads it as a space, as a form's
+	// body writes one, and would make from=xcloak+alerts@example.com an
+	// address with a space in it.
+	query, err := url.ParseQuery(strings.ReplaceAll(u.RawQuery, "+", "%2B"))
 	if err != nil {
 		return cfg, errors.New("query parameters are not validly encoded")
 	}

@@ -33,6 +33,10 @@ func TestParseURL(t *testing.T) {
 			smtpmail.Config{Host: "relay", Port: 25, From: "xcloak@example.com", Security: smtpmail.NoTLS}},
 		{"opportunistic", "smtp://relay:587?tls=opportunistic&from=xcloak@example.com",
 			smtpmail.Config{Host: "relay", Port: 587, From: "xcloak@example.com", Security: smtpmail.OpportunisticTLS}},
+		// A plus is the address' own, as in any URL but a form's body:
+		// xcloak+alerts@, not "xcloak alerts@".
+		{"plus in from", "smtp://relay:587?from=xcloak+alerts@example.com",
+			smtpmail.Config{Host: "relay", Port: 587, From: "xcloak+alerts@example.com", Security: smtpmail.StartTLS}},
 		{"escaped password and display name", "smtp://mailer%40example.com:p%2Fa%3Fs%23s%40@[::1]:587/?from=XCloak%20%3Cxcloak@example.com%3E",
 			smtpmail.Config{Host: "::1", Port: 587, Username: "mailer@example.com", Password: "p/a?s#s@", From: "XCloak <xcloak@example.com>", Security: smtpmail.StartTLS}},
 	}
