@@ -66,8 +66,8 @@ func newBreachedCheck(c BreachedChecker, reg prometheus.Registerer) (breachedChe
 // lookup, bounded in time by the checker, and false when checking is off
 // or the lookup failed (logged and counted). The password XCloak stores
 // and compares is its NFKC form (normalisePassword), so that form is
-// looked up, and the password as typed too when it differs: a full-width
-// "Ｐassword1" is the breached "Password1" here.
+// looked up, and the password as typed too when it differs (both at
+// once): a full-width "Ｐassword1" is the breached "Password1" here.
 func (s *Service) passwordBreached(ctx context.Context, password string) bool {
 	breached, _ := s.lookUpPassword(ctx, password)
 	return breached
@@ -80,12 +80,20 @@ func (s *Service) lookUpPassword(ctx context.Context, password string) (breached
 		return false, false
 	}
 	normal := normalisePassword(password)
-	found, failed := s.lookUpBreached(ctx, normal)
-	if !found && normal != password {
-		var failedTyped bool
-		found, failedTyped = s.lookUpBreached(ctx, password)
-		failed = failed || failedTyped
+	if normal == password {
+		found, failed := s.lookUpBreached(ctx, normal)
+		return found, !found && failed
 	}
+	// Both forms at once: each lookup may take the checker's whole
+	// timeout, and one after the other would hold the request for two.
+	typed := make(chan [2]bool, 1)
+	go func() {
+		found, failed := s.lookUpBreached(ctx, password)
+		typed <- [2]bool{found, failed}
+	}()
+	found, failed := s.lookUpBreached(ctx, normal)
+	other := <-typed
+	found, failed = found || other[0], failed || other[1]
 	return found, !found && failed
 }
 
