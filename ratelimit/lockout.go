@@ -268,7 +268,8 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 // first when there is more than one pipeline (a Redis back without its
 // scripts would otherwise be sent the source with each run). Every batch
 // is sent whatever another's answer: one key of the wrong type must not
-// keep the runs after it out of Redis. It returns the first error.
+// keep the runs after it out of Redis. It returns the first error
+// (keepFirst).
 func inBatches[T any](ctx context.Context, rdb redis.UniversalClient, s script, items []T, of func(T) ([]string, []any)) error {
 	if len(items) > holdBatch {
 		if err := rdb.ScriptLoad(ctx, s.src).Err(); err != nil {
@@ -279,9 +280,7 @@ func inBatches[T any](ctx context.Context, rdb redis.UniversalClient, s script, 
 	for batch := range slices.Chunk(items, holdBatch) {
 		cmds := s.runAll(ctx, rdb, len(batch), func(i int) ([]string, []any) { return of(batch[i]) })
 		for _, cmd := range cmds {
-			if err := cmd.Err(); err != nil && first == nil {
-				first = err
-			}
+			first = keepFirst(first, cmd.Err())
 		}
 		if ctx.Err() != nil {
 			break

@@ -367,3 +367,53 @@ func benchLocks(b *testing.B, unit string, run func(b *testing.B, l *ratelimit.L
 		})
 	}
 }
+
+// TestRedisStoreOneRuleRefusedKeepsNoOtherOut: a key of the wrong type
+// under one rule (written by something else under the prefix) fails that
+// rule's hold or unlock alone. A failback, which logs such a refusal and
+// does not give it again, must not have lost with it the locks, or the
+// unlocks, of the other rules, whichever the store reached first.
+func TestRedisStoreOneRuleRefusedKeepsNoOtherOut(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	s, err := ratelimit.NewRedisStore(rdb, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	device, err := ratelimit.NewKeys(prefix, "login_device")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		bad, good := fmt.Sprint("refused", i), fmt.Sprint("held", i)
+		// hold.lua reads the identity's level.
+		if err := rdb.RPush(t.Context(), keyOf(t, prefix, bad, ":level"), "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		until := time.Now().Add(time.Hour)
+		err := s.Hold(t.Context(),
+			ratelimit.HeldLock{Name: "login_account", ID: bad, Until: until, Level: 1},
+			ratelimit.HeldLock{Name: "login_device", ID: good, Until: until, Level: 1})
+		if err == nil {
+			t.Fatal("a hold over a key of the wrong type reported no error")
+		}
+		if rdb.Exists(t.Context(), device.Key(good, ":lock")).Val() != 1 {
+			t.Fatalf("hold %d: the other rule's lock was not held: %v", i, err)
+		}
+		// clear.lua reads a lock that has time left.
+		if err := rdb.RPush(t.Context(), keyOf(t, prefix, bad, ":lock"), "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Expire(t.Context(), keyOf(t, prefix, bad, ":lock"), time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		err = s.ClearBefore(t.Context(),
+			ratelimit.PastUnlock{Name: "login_account", ID: bad, At: time.Now()},
+			ratelimit.PastUnlock{Name: "login_device", ID: good, At: time.Now()})
+		if err == nil {
+			t.Fatal("an unlock over a key of the wrong type reported no error")
+		}
+		if rdb.Exists(t.Context(), device.Key(good, ":lock")).Val() != 0 {
+			t.Fatalf("unlock %d: the other rule's lock was not ended: %v", i, err)
+		}
+	}
+}

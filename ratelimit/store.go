@@ -203,17 +203,26 @@ func (s *RedisStore) Clear(ctx context.Context, name, id string) (bool, error) {
 	return l.Clear(ctx, id)
 }
 
-// Hold puts locks recorded elsewhere into Redis (see Lockouts.Hold).
+// Hold puts locks recorded elsewhere into Redis (see Lockouts.Hold). Every
+// rule's locks are sent whatever another's answer, as Lockouts.Hold sends
+// every batch: a key of the wrong type under one rule, which a failback
+// logs and does not give again, must not keep the others' locks out of
+// Redis. It returns the first error (keepFirst).
 func (s *RedisStore) Hold(ctx context.Context, locks ...HeldLock) error {
 	locks, unknown := unknownLocks(locks, func(name string) bool { return s.lockouts[name] != nil })
 	byName := map[string][]HeldLock{}
 	for _, h := range locks {
 		byName[h.Name] = append(byName[h.Name], h)
 	}
+	var first error
 	for name, held := range byName {
-		if err := s.lockouts[name].Hold(ctx, held...); err != nil {
-			return err
+		first = keepFirst(first, s.lockouts[name].Hold(ctx, held...))
+		if ctx.Err() != nil {
+			break
 		}
+	}
+	if first != nil {
+		return first
 	}
 	return unknown
 }
@@ -221,7 +230,9 @@ func (s *RedisStore) Hold(ctx context.Context, locks ...HeldLock) error {
 // ClearBefore gives Redis unlocks made elsewhere, each ending only what
 // came before it (see Lockouts.ClearBefore); this process forgets the
 // rejections it remembers for them. Unlocks of a rule without lockouts
-// here are skipped and reported (ErrNoLockouts), as Hold reports locks.
+// here are skipped and reported (ErrNoLockouts), as Hold reports locks,
+// and every rule's are sent whatever another's answer, as Hold sends
+// them.
 func (s *RedisStore) ClearBefore(ctx context.Context, unlocks ...PastUnlock) error {
 	byName := map[string][]PastUnlock{}
 	var errs []error
@@ -232,16 +243,35 @@ func (s *RedisStore) ClearBefore(ctx context.Context, unlocks ...PastUnlock) err
 		}
 		byName[u.Name] = append(byName[u.Name], u)
 	}
+	var first error
 	for name, us := range byName {
 		err := s.lockouts[name].ClearBefore(ctx, us...)
 		for _, u := range us {
 			s.limiter.Forget(name, u.ID)
 		}
-		if err != nil {
-			return err
+		first = keepFirst(first, err)
+		if ctx.Err() != nil {
+			break
 		}
 	}
+	if first != nil {
+		return first
+	}
 	return errors.Join(errs...)
+}
+
+// keepFirst returns, of the errors of several calls, first so far and err
+// next, the one to report: the first, but one by which Redis did not
+// answer (IsSlow, IsOutage) rather than an error reply. A failback takes
+// an error reply for Redis' answer, and would forget what Redis was never
+// given.
+func keepFirst(first, err error) error {
+	bg := context.Background()
+	missed := func(e error) bool { return IsSlow(bg, e) || IsOutage(bg, e) }
+	if first == nil || err != nil && missed(err) && !missed(first) {
+		return err
+	}
+	return first
 }
 
 // Remembered answers from the rejections this process remembers (see
