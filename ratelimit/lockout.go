@@ -53,7 +53,8 @@ type LockoutPolicy struct {
 // LockFor returns how long the lock at level lasts: Duration for the
 // first, doubled at each repeat, never more than MaxDuration. Levels below
 // 1 count as 1. Every store escalates by it, the Lua script included (it
-// receives the durations as arguments), so they cannot disagree.
+// receives the durations as arguments, in Redis' milliseconds rounded
+// up), so they cannot disagree.
 func (p LockoutPolicy) LockFor(level int) time.Duration {
 	shift := max(level, 1) - 1
 	if shift > 62 {
@@ -73,11 +74,18 @@ func (p LockoutPolicy) ladder() []int64 {
 	var ms []int64
 	for level := 1; ; level++ {
 		d := p.LockFor(level)
-		ms = append(ms, d.Milliseconds())
+		ms = append(ms, ceilMillis(d))
 		if d >= p.MaxDuration {
 			return ms
 		}
 	}
+}
+
+// ceilMillis is d in whole milliseconds, as Redis counts a key's life,
+// rounded up: a lock or a memory cut to the millisecond below would end
+// before the policy's, and before the in-process store's.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // withDefaults returns p with its defaults filled in (a zero Memory is
@@ -181,7 +189,7 @@ func NewLockouts(rdb redis.UniversalClient, prefix, name string, p LockoutPolicy
 // what was tried: one that id already failed with, among its last
 // LockoutPolicy.RememberedAttempts, is not counted again (see Store.Fail).
 func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error) {
-	args := append([]any{l.policy.Threshold, l.policy.Memory.Milliseconds(), attemptDigest(attempt), l.policy.RememberedAttempts()}, l.ladder...)
+	args := append([]any{l.policy.Threshold, ceilMillis(l.policy.Memory), attemptDigest(attempt), l.policy.RememberedAttempts()}, l.ladder...)
 	vals, err := lockoutScript.run(ctx, l.rdb,
 		[]string{l.keys.Key(id, ":failures"), l.keys.Key(id, ":level"), lockKey(l.keys, id), l.keys.Key(id, ":attempts")},
 		args...,
@@ -208,7 +216,7 @@ func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error
 func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err error) {
 	n, err := clearScript.run(ctx, l.rdb,
 		[]string{lockKey(l.keys, id), l.keys.Key(id, ":level"), l.keys.Key(id, ":failures"), l.keys.Key(id, ":attempts")},
-		l.policy.Memory.Milliseconds(),
+		ceilMillis(l.policy.Memory),
 	).Int64()
 	if err != nil {
 		return false, fmt.Errorf("ratelimit: clearing lockout: %w", err)
@@ -225,7 +233,7 @@ func (l *Lockouts) Clear(ctx context.Context, id string) (wasLocked bool, err er
 func (l *Lockouts) ClearBefore(ctx context.Context, unlocks ...PastUnlock) error {
 	err := inBatches(ctx, l.rdb, clearScript, unlocks, func(u PastUnlock) ([]string, []any) {
 		return []string{lockKey(l.keys, u.ID), l.keys.Key(u.ID, ":level"), l.keys.Key(u.ID, ":failures"), l.keys.Key(u.ID, ":attempts")},
-			append([]any{l.policy.Memory.Milliseconds(), u.At.UnixMilli()}, l.ladder...)
+			append([]any{ceilMillis(l.policy.Memory), u.At.UnixMilli()}, l.ladder...)
 	})
 	if err != nil {
 		return fmt.Errorf("ratelimit: clearing lockouts: %w", err)
@@ -246,12 +254,12 @@ func (l *Lockouts) Hold(ctx context.Context, locks ...HeldLock) error {
 	now := time.Now()
 	live := make([]HeldLock, 0, len(locks))
 	for _, h := range locks {
-		if h.Until.Sub(now).Milliseconds() >= 1 {
+		if h.Until.After(now) {
 			live = append(live, h)
 		}
 	}
 	err := inBatches(ctx, l.rdb, holdScript, live, func(h HeldLock) ([]string, []any) {
-		args := []any{max(h.Level, 1), max(time.Until(h.Until).Milliseconds(), 1), l.policy.Memory.Milliseconds()}
+		args := []any{max(h.Level, 1), max(ceilMillis(time.Until(h.Until)), 1), ceilMillis(l.policy.Memory)}
 		if !h.Since.IsZero() {
 			args = append(args, h.Since.UnixMilli())
 		}

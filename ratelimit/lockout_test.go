@@ -417,3 +417,34 @@ func TestRedisStoreOneRuleRefusedKeepsNoOtherOut(t *testing.T) {
 		}
 	}
 }
+
+// TestLockoutOfPartMillisecondsNotShort: Redis counts a lock in whole
+// milliseconds. A policy whose lengths are not whole milliseconds (a
+// lock as long as a rule's window, written "3/1500us") must lock in Redis
+// for at least what LockFor says, as the in-process store does, and
+// remember the level for at least its Memory: never a part of a
+// millisecond less.
+func TestLockoutOfPartMillisecondsNotShort(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	p := ratelimit.LockoutPolicy{Threshold: 1, Duration: 1500 * time.Microsecond, MaxDuration: 5500 * time.Microsecond, Memory: 10*time.Second + 500*time.Microsecond}
+	l, err := ratelimit.NewLockouts(rdb, prefix, "login_account", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "part@example.com"
+	for level := 1; level <= 4; level++ {
+		var f ratelimit.Failure
+		for !f.LockedNow {
+			if f, err = l.Fail(t.Context(), id, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f.Level != level || f.LockedFor < p.LockFor(level) {
+			t.Fatalf("lock %d: %+v; want level %d, locked for at least %v", level, f, level, p.LockFor(level))
+		}
+		if left := rdb.PTTL(t.Context(), keyOf(t, prefix, id, ":lock")).Val(); left < p.LockFor(level)-time.Millisecond {
+			t.Fatalf("lock %d: its key lasts %v, want about %v", level, left, p.LockFor(level))
+		}
+		time.Sleep(p.MaxDuration + 2*time.Millisecond)
+	}
+}
