@@ -373,15 +373,18 @@ func (l *Limiter) input(rules []Rule) (keys []string, spec string) {
 const specLen = 12
 
 // appendSpec appends rule r as the script reads it (specLen bytes): its
-// limit, negated if it is lockable, and its window in microseconds; both 0
-// for a lock-only rule. Limits are at most MaxCount, so they fit.
+// limit, negated if it is lockable, and its window in microseconds,
+// rounded up (cut to the microsecond below, the window would admit a
+// request before its end); both 0 for a lock-only rule. Limits are at
+// most MaxCount, so they fit.
 func appendSpec(dst []byte, r Rule) []byte {
 	limit := int32(r.Limit.Count)
 	if r.Lockable {
 		limit = -limit
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(limit))
-	return binary.LittleEndian.AppendUint64(dst, uint64(r.Limit.Window.Microseconds()))
+	window := (r.Limit.Window + time.Microsecond - 1) / time.Microsecond
+	return binary.LittleEndian.AppendUint64(dst, uint64(window))
 }
 
 // keysOf is the number of keys the script touches for rule r: its log,

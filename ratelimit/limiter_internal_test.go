@@ -114,3 +114,25 @@ func TestScriptRejectsMalformedInput(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecWindowNeverShorter: the script counts in microseconds. A window
+// that is not a whole number of them (a limit written "5/1.0000005s") is
+// given to it rounded up: cut to the microsecond below, a retry-after
+// would come before the window's end, and two admissions a whole window
+// of the script's apart would both count in one window of the rule's.
+func TestSpecWindowNeverShorter(t *testing.T) {
+	for _, c := range []struct {
+		window time.Duration
+		want   int64
+	}{
+		{time.Millisecond, 1000},
+		{time.Millisecond + 1, 1001},
+		{time.Second + 999, 1000001},
+		{MaxWindow, MaxWindow.Microseconds()},
+	} {
+		spec := appendSpec(nil, Rule{Name: "login_ip", ID: "x", Limit: Limit{Count: 5, Window: c.window}})
+		if got := int64(binary.LittleEndian.Uint64(spec[4:])); got != c.want {
+			t.Errorf("window %v: the script is given %d µs, want %d", c.window, got, c.want)
+		}
+	}
+}
