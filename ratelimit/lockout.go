@@ -200,12 +200,20 @@ func (l *Lockouts) Fail(ctx context.Context, id, attempt string) (Failure, error
 	if len(vals) != 4 {
 		return Failure{}, fmt.Errorf("ratelimit: recording failure: unexpected reply %v", vals)
 	}
-	return Failure{
+	f := Failure{
 		LockedNow: vals[0] == 1,
 		Failures:  int(vals[1]),
 		Level:     int(vals[2]),
 		LockedFor: time.Duration(vals[3]) * time.Millisecond,
-	}, nil
+	}
+	if !f.LockedNow && f.LockedFor > 0 {
+		// The time left of a lock in force is its key's PTTL: whole
+		// milliseconds, and Redis keeps the key through the last of
+		// them; one more keeps it from being early, as a decision's
+		// retry-after is kept (sliding_window.lua).
+		f.LockedFor += time.Millisecond
+	}
+	return f, nil
 }
 
 // Clear ends id's lock, if any, and forgets its failures and the attempts
@@ -325,7 +333,9 @@ func (l *Lockouts) Status(ctx context.Context, id string) (LockStatus, error) {
 	}
 	s := LockStatus{}
 	if d := ttl.Val(); d > 0 {
-		s.Locked, s.RetryAfter = true, d
+		// Whole milliseconds, the last of which the key lasts through
+		// (see Fail).
+		s.Locked, s.RetryAfter = true, d+time.Millisecond
 	}
 	s.Failures, _ = failures.Int()
 	s.Level, _ = level.Int()

@@ -448,3 +448,44 @@ func TestLockoutOfPartMillisecondsNotShort(t *testing.T) {
 		time.Sleep(p.MaxDuration + 2*time.Millisecond)
 	}
 }
+
+// TestLockTimeLeftNeverEarly: a failure while locked, and Status, say how
+// long the lock has left. Redis counts it in whole milliseconds, and keeps
+// the key through the last of them: the time left must reach past it, as
+// a decision's retry-after does, so that a caller who waits that long
+// finds the lock gone, never a part of a millisecond before.
+func TestLockTimeLeftNeverEarly(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	p := ratelimit.LockoutPolicy{Threshold: 1, Duration: 30 * time.Millisecond, MaxDuration: 30 * time.Millisecond, Memory: time.Second}
+	l, err := ratelimit.NewLockouts(rdb, prefix, "login_account", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		for _, status := range []bool{false, true} {
+			id := fmt.Sprint("left", i, status)
+			if f, err := l.Fail(t.Context(), id, ""); err != nil || !f.LockedNow {
+				t.Fatalf("first failure: %+v, %v", f, err)
+			}
+			time.Sleep(time.Duration(i) * time.Millisecond / 2)
+			var left time.Duration
+			if status {
+				st, err := l.Status(t.Context(), id)
+				if err != nil || !st.Locked {
+					t.Fatalf("status: %+v, %v", st, err)
+				}
+				left = st.RetryAfter
+			} else {
+				f, err := l.Fail(t.Context(), id, "")
+				if err != nil || f.LockedNow || f.LockedFor <= 0 {
+					t.Fatalf("failure while locked: %+v, %v", f, err)
+				}
+				left = f.LockedFor
+			}
+			time.Sleep(left)
+			if n := rdb.Exists(t.Context(), keyOf(t, prefix, id, ":lock")).Val(); n != 0 {
+				t.Fatalf("trial %d (status %v): still locked after the %v said left", i, status, left)
+			}
+		}
+	}
+}
