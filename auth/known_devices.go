@@ -19,9 +19,10 @@ import (
 // Config.MaxDevices of them, forgetting the least recently used first.
 //
 // The MAC is checked first, so only cookies this service issued cost a
-// lookup: one indexed query, answered for up to deviceCacheTTL from an
-// in-process cache, so that a flood carrying one cookie costs at most one
-// query per second per replica. Revocations and new devices (which may
+// lookup, and none of a client its network's limits are known to refuse
+// (loginWithCookie): one indexed query, answered for up to deviceCacheTTL
+// from an in-process cache, so that a flood carrying one cookie costs at
+// most one query per second per replica. Revocations and new devices (which may
 // push an old one out) on this replica empty the cache at once; another
 // replica may take up to deviceCacheTTL to see them.
 

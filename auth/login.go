@@ -145,6 +145,16 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 	// which rejections give way to (giveway.go).
 	checking := false
 	if nonce, ok := s.devices.Check(email, req.DeviceCookie); ok {
+		// Its network's rules are asked of the limits' memory of
+		// rejections before its device is looked up, as the decision
+		// API asks them (decideLogin): a cookie keeps its MAC once its
+		// device is forgotten, so a client that signs in to an account
+		// of its own again and again holds as many as it likes, and
+		// one past its network's limit that sent a fresh one each time
+		// would cost a query each.
+		if d, ok := s.limits.Remembered(s.rules(FlowSignIn, Subject{Client: req.Client, source: source})...); ok {
+			return LoginResult{}, OutcomeRejected, s.rejectSignIn(d, email, source, at)
+		}
 		// A cookie this server signed for this account: a returning
 		// user's browser. Its check is in flight from here, so that
 		// the flood's rejections, and the other hashes, give way to
@@ -215,10 +225,16 @@ func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, sou
 		}
 	}
 	if !d.Allowed {
-		s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-		return OutcomeRejected, &LimitedError{RetryAfter: d.RetryAfter}
+		return OutcomeRejected, s.rejectSignIn(d, email, source, at)
 	}
 	return 0, nil
+}
+
+// rejectSignIn records the rejection d of a sign-in for email from source,
+// as of at, and returns its error.
+func (s *Service) rejectSignIn(d ratelimit.Decision, email, source string, at time.Time) error {
+	s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
+	return &LimitedError{RetryAfter: d.RetryAfter}
 }
 
 // checkPassword is the rest of a sign-in admitted by its limits, from the

@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
@@ -162,6 +164,87 @@ func TestDeviceLockedOnItsOwn(t *testing.T) {
 	}
 	signIn(t, owner, base, "ann@example.com", "the password")
 	signIn(t, xcloaktest.Client(t, "127.0.9.32"), base, "ann@example.com", "the password")
+}
+
+// TestLimitedDeviceCookieQueriesNothing: a sign-in its network's limit
+// is known to refuse costs no Postgres query, whatever device cookie it
+// carries. A cookie this server signed keeps its MAC once its device is
+// forgotten, so a client that signs in to an account of its own again and
+// again collects as many as it likes, and could send a fresh one with
+// every request past its limit: the table of devices is locked here, and
+// a lookup would wait on that lock instead of answering 429.
+//
+// "Known" is the replica's memory of rejections, set long here so that it
+// outlasts the test: one plain over-limit sign-in teaches it.
+func TestLimitedDeviceCookieQueriesNothing(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleLoginIP, 1)
+		c.RejectionMemory = time.Hour
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "mallory@example.com", "her own password", false)
+	var cookies []string
+	for i := range 3 {
+		b := xcloaktest.Client(t, fmt.Sprintf("127.0.9.%d", 40+i))
+		signIn(t, b, base, "mallory@example.com", "her own password")
+		cookies = append(cookies, deviceCookie(t, env, b, base, "mallory@example.com"))
+	}
+	flood := xcloaktest.Client(t, "127.0.9.49")
+	if resp, _ := post(t, flood, base+"/api/v1/login", jsonType, loginJSON("mallory@example.com", "a guess")); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("first sign-in: %d, want 401", resp.StatusCode)
+	}
+	if resp, _ := post(t, flood, base+"/api/v1/login", jsonType, loginJSON("mallory@example.com", "a guess")); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a sign-in over its network's limit, without a cookie: %d, want 429", resp.StatusCode)
+	}
+
+	tx, err := env.DB.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE devices IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	name := env.Service.DeviceCookieName("mallory@example.com")
+	done := make(chan int, 1)
+	go func() {
+		for i, value := range cookies {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/api/v1/login",
+				strings.NewReader(loginJSON("mallory@example.com", "her own password")))
+			req.Header.Set("Content-Type", jsonType)
+			req.Header.Set("Cookie", name+"="+value)
+			resp, err := flood.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusTooManyRequests || i == len(cookies)-1 {
+				done <- resp.StatusCode
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case status := <-done:
+			if status != http.StatusTooManyRequests {
+				t.Fatalf("a sign-in over its network's limit with a device cookie: %d, want 429", status)
+			}
+			return
+		default:
+		}
+		var waiting int
+		if err := env.DB.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SELECT EXISTS (SELECT 1 FROM devices d %'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			tx.Rollback(t.Context())
+			t.Fatalf("a sign-in over its network's limit looked its device cookie up in Postgres (answered %d once the table was free)", <-done)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestSignOutEverywhere ends every session of the account and forgets
