@@ -51,14 +51,31 @@ const passwordPage = "/account/password"
 
 func (s *Server) handlePasswordPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.session(r)
+		sess, ok := s.passwordSession(w, r)
 		if !ok {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
 		s.render(w, r, http.StatusOK, templates.PasswordChangePage(templates.PasswordChangeProps{
 			Nav: navFor(sess), Required: sess.MustChangePassword}))
 	})
+}
+
+// passwordSession returns the session of a request to the password's
+// pages, or answers it: without a session, with the sign-in page; when
+// the session cannot be read, with the failure, as requireOwner does, so
+// that an outage does not send a browser that is still signed in to sign
+// in again.
+func (s *Server) passwordSession(w http.ResponseWriter, r *http.Request) (auth.Session, bool) {
+	sess, err := s.auth.Session(r.Context(), s.readCookie(r, sessionCookie))
+	switch {
+	case errors.Is(err, auth.ErrNoSession):
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return auth.Session{}, false
+	case err != nil:
+		s.failAs(w, r, &templates.Nav{}, err)
+		return auth.Session{}, false
+	}
+	return sess, true
 }
 
 // changePassword runs a password change for either front end, from the
@@ -82,9 +99,8 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, sess aut
 
 func (s *Server) handlePasswordForm() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.session(r)
+		sess, ok := s.passwordSession(w, r)
 		if !ok {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
 		form, err := decodeForm(r, templates.FieldCurrentPassword, templates.FieldNewPassword, templates.FieldConfirm)
@@ -124,9 +140,11 @@ type passwordChangeBody struct {
 func (s *Server) handlePasswordAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in passwordChangeBody
-		sess, ok := s.session(r)
-		err := errSignedOut
-		if ok {
+		sess, err := s.auth.Session(r.Context(), s.readCookie(r, sessionCookie))
+		if errors.Is(err, auth.ErrNoSession) {
+			err = errSignedOut
+		}
+		if err == nil {
 			err = decodeJSON(r, &in, &in.CurrentPassword, &in.NewPassword)
 		}
 		if err == nil {

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,7 +12,9 @@ import (
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/breached"
 	"github.com/xcloak/xcloak/breached/breachedtest"
+	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/migrations"
 	"github.com/xcloak/xcloak/templates"
 )
 
@@ -345,5 +348,35 @@ func TestPasswordChangeRotatesSession(t *testing.T) {
 				t.Errorf("the new token at forward-auth: %d, want 200", resp.StatusCode)
 			}
 		})
+	}
+}
+
+// TestPasswordChangeWithPostgresDown: a password change that cannot read
+// its session because Postgres is down answers 503, as every other
+// signed-in route does, not 401 or the sign-in page: the browser is still
+// signed in, and a client told it is not would drop a session that works
+// again once Postgres is back.
+func TestPasswordChangeWithPostgresDown(t *testing.T) {
+	pg := testenv.PrivatePostgres(t)
+	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
+		t.Fatal(err)
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL()})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+	c := xcloaktest.Client(t, "127.0.32.1")
+	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "old password")); resp.StatusCode != 200 {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
+	}
+
+	pg.Stop()
+	if resp, body := post(t, c, base+"/api/v1/account/password", jsonType, changeJSON("old password", "new password!")); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("API change with Postgres down: %d %s; want 503", resp.StatusCode, body)
+	}
+	if resp, _ := post(t, c, base+"/account/password", formType, changeForm("old password", "new password!", "new password!")); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("form change with Postgres down: %d to %q; want 503", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := get(t, c, base+"/account/password"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("password page with Postgres down: %d to %q; want 503", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
