@@ -135,3 +135,46 @@ func TestSessionIdleTimeAppliesToSessionsMadeWithout(t *testing.T) {
 		t.Errorf("the administrators' page counts %d sessions (%v); want the one in use alone", d.Sessions, err)
 	}
 }
+
+// TestSessionTTLAppliesToSessionsMadeWithALongerOne: a session made while
+// XCLOAK_SESSION_TTL was longer lasts no longer than the TTL in force
+// after its sign-in, on the account's pages and for forward-auth alike,
+// and leaves the account's list and the administrators' count: an
+// operator who shortens the TTL after a theft shortens the stolen
+// session's life too.
+func TestSessionTTLAppliesToSessionsMadeWithALongerOne(t *testing.T) {
+	clock := &idleClock{now: time.Now().Truncate(time.Second)}
+	long := xcloaktest.New(t, xcloaktest.Options{Now: clock.Now, Auth: func(c *auth.Config) { c.SessionIdle, c.SessionTTL = 0, 400*24*time.Hour }})
+	short := long.Replica(t, xcloaktest.Options{Now: clock.Now, Auth: func(c *auth.Config) { c.SessionIdle, c.SessionTTL = 0, 12*time.Hour }})
+	ann := long.AddUser(t, "ann@example.com", "correct horse battery staple", false)
+	t0 := clock.Now()
+	old := signInAt(t, long, "ann@example.com")
+
+	clock.set(t0.Add(11 * time.Hour))
+	sess, err := short.Service.Session(t.Context(), old.Token)
+	if err != nil {
+		t.Fatalf("11 hours after its sign-in, asked of a replica with a 12h TTL: %v", err)
+	}
+	if want := t0.Add(12 * time.Hour); !sess.EndsAt.Equal(want) || sess.ExpiresAt.After(want) {
+		t.Errorf("the session ends %v, expires %v; want both by %v, 12 hours after its sign-in", sess.EndsAt, sess.ExpiresAt, want)
+	}
+
+	clock.set(t0.Add(13 * time.Hour))
+	if _, err := short.Service.Session(t.Context(), old.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("13 hours after its sign-in, asked of a replica with a 12h TTL: %v, want ErrNoSession", err)
+	}
+	if _, err := short.Service.ProxySession(t.Context(), old.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("forward-auth 13 hours after its sign-in, with a 12h TTL: %v, want ErrNoSession", err)
+	}
+	current := signInAt(t, short, "ann@example.com")
+	list, err := short.Service.ListSessions(t.Context(), current, auth.Client{Addr: netip.MustParseAddr("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 1 || list.Sessions[0].PublicID != current.PublicID {
+		t.Errorf("the account lists %d sessions; want the new one alone, not one older than the TTL", len(list.Sessions))
+	}
+	if d, err := short.Service.UserDetail(t.Context(), ann.ID); err != nil || d.Sessions != 1 {
+		t.Errorf("the administrators' page counts %d sessions (%v); want the new one alone", d.Sessions, err)
+	}
+}

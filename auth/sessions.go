@@ -123,6 +123,17 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	if err != nil {
 		return Session{}, s.dbDown("reading session", err)
 	}
+	// Made while SessionTTL was longer, its stored end is later than the
+	// TTL now allows: it ends by the TTL in force, as the idle time below.
+	if end := s.sessionEnd(sess.CreatedAt); end.Before(sess.EndsAt) {
+		if !now.Before(end) {
+			return Session{}, ErrNoSession
+		}
+		sess.EndsAt = end
+		if end.Before(sess.ExpiresAt) {
+			sess.ExpiresAt = end
+		}
+	}
 	if s.cfg.SessionIdle > 0 && !now.Before(s.idleEnd(sess.LastSeenAt)) {
 		// Unused for longer than the idle time, which was longer, or not
 		// set, when it was last used: its expiry was not moved then.
@@ -156,6 +167,13 @@ const sessionTouchGap = time.Minute
 // and a minute more after its last use, never before.
 func (s *Service) idleEnd(lastSeen time.Time) time.Time {
 	return lastSeen.Add(s.cfg.SessionIdle + sessionTouchGap)
+}
+
+// sessionEnd is the latest a session signed in at createdAt lasts under
+// the SessionTTL in force, which may be shorter than the one it was made
+// under.
+func (s *Service) sessionEnd(createdAt time.Time) time.Time {
+	return createdAt.Add(s.cfg.SessionTTL)
 }
 
 // expiry is the ExpiresAt of a session that ends at end, used at at.
@@ -253,6 +271,14 @@ func (s *Service) ListSessions(ctx context.Context, sess Session, c Client) (Acc
 	// and is listed no more; one still in use ends unused by its idle end.
 	live := list[:0]
 	for _, v := range list {
+		// So is one made while SessionTTL was longer, past the one now.
+		end := s.sessionEnd(v.CreatedAt)
+		if !now.Before(end) {
+			continue
+		}
+		if end.Before(v.ExpiresAt) {
+			v.ExpiresAt = end
+		}
 		if s.cfg.SessionIdle > 0 {
 			idle := s.idleEnd(v.LastSeenAt)
 			if !now.Before(idle) {

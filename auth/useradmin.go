@@ -68,8 +68,9 @@ type UserAdminStore interface {
 	// it was. ErrNoUser, ErrLastAdmin.
 	DeleteUser(ctx context.Context, id int64) (User, error)
 	// CountSessions counts the sessions of account userID that expire
-	// after now and, unless usedAfter is zero, were last used after it.
-	CountSessions(ctx context.Context, userID int64, now, usedAfter time.Time) (int, error)
+	// after now, were signed in after createdAfter and, unless usedAfter
+	// is zero, were last used after it.
+	CountSessions(ctx context.Context, userID int64, now, usedAfter, createdAfter time.Time) (int, error)
 	// AccountLockout returns the latest lockout of account in force at
 	// now; false if none.
 	AccountLockout(ctx context.Context, account string, now time.Time) (Lockout, bool, error)
@@ -201,12 +202,13 @@ func (s *Service) UserDetail(ctx context.Context, id int64) (UserDetail, error) 
 	d := UserDetail{User: u}
 	now := s.now()
 	// A session made while the idle time was longer or off, and unused
-	// since for longer than it is now, signs in no more (Session).
+	// since for longer than it is now, signs in no more (Session); nor
+	// one made while the TTL was longer, signed in longer ago than it is.
 	var usedAfter time.Time
 	if s.cfg.SessionIdle > 0 {
 		usedAfter = now.Add(-s.cfg.SessionIdle - sessionTouchGap)
 	}
-	if d.Sessions, err = st.CountSessions(ctx, id, now, usedAfter); err != nil {
+	if d.Sessions, err = st.CountSessions(ctx, id, now, usedAfter, now.Add(-s.cfg.SessionTTL)); err != nil {
 		return UserDetail{}, s.dbDown("counting sessions", err)
 	}
 	if d.Devices, err = s.store.AccountDevices(ctx, id, s.cfg.MaxDevices); err != nil {

@@ -165,10 +165,10 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) (auth.User, error) {
 }
 
 // CountSessions implements auth.UserAdminStore.
-func (s *Store) CountSessions(ctx context.Context, userID int64, now, usedAfter time.Time) (int, error) {
+func (s *Store) CountSessions(ctx context.Context, userID int64, now, usedAfter, createdAfter time.Time) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE user_id = $1 AND expires_at > $2
-		AND ($3::timestamptz IS NULL OR last_seen_at > $3)`, userID, now, orNull(usedAfter)).Scan(&n)
+		AND ($3::timestamptz IS NULL OR last_seen_at > $3) AND created_at > $4`, userID, now, orNull(usedAfter), createdAfter).Scan(&n)
 	return n, err
 }
 
