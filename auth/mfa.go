@@ -149,8 +149,9 @@ type FactorStore interface {
 	// the sign-in remembers nothing.
 	RememberMFA(ctx context.Context, userID int64, nonceHash []byte, until time.Time, v Verified) error
 	// MFARemembered reports whether the known device nonceHash skips the
-	// second step at now.
-	MFARemembered(ctx context.Context, nonceHash []byte, now time.Time) (bool, error)
+	// second step at now: it is remembered past now, but not past
+	// latest.
+	MFARemembered(ctx context.Context, nonceHash []byte, now, latest time.Time) (bool, error)
 }
 
 // MaxFactors bounds the confirmed second factors of an account, passkeys

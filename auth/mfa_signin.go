@@ -72,7 +72,13 @@ func (s *Service) secondStepOrNone(ctx context.Context, user User, passwordHash,
 		return LoginResult{}, err != nil, err
 	}
 	if device != "" && s.cfg.MFA.RememberFor > 0 {
-		remembered, err := s.factors.MFARemembered(ctx, nonceHash(device), s.now())
+		// A browser remembered while RememberFor was longer, for longer
+		// than it now allows, is asked for a code again: no browser is
+		// remembered past RememberFor from now, however long it was when
+		// it was ticked. A minute more, so that a replica whose clock is
+		// a little behind the one that remembered it still takes it.
+		now := s.now()
+		remembered, err := s.factors.MFARemembered(ctx, nonceHash(device), now, now.Add(s.cfg.MFA.RememberFor+time.Minute))
 		if err != nil {
 			return LoginResult{}, true, s.dbDown("reading remembered browser", err)
 		}

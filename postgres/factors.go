@@ -339,10 +339,10 @@ func (s *Store) RememberMFA(ctx context.Context, userID int64, nonceHash []byte,
 }
 
 // MFARemembered implements auth.FactorStore.
-func (s *Store) MFARemembered(ctx context.Context, nonceHash []byte, now time.Time) (bool, error) {
+func (s *Store) MFARemembered(ctx context.Context, nonceHash []byte, now, latest time.Time) (bool, error) {
 	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM devices WHERE nonce_hash = $1 AND mfa_remembered_until > $2)`,
-		nonceHash, now).Scan(&ok)
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM devices WHERE nonce_hash = $1 AND mfa_remembered_until > $2
+		AND mfa_remembered_until <= $3)`, nonceHash, now, latest).Scan(&ok)
 	return ok, err
 }
 

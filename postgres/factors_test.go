@@ -244,7 +244,7 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 	if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour), verified(u)); err != nil {
 		t.Fatal(err)
 	}
-	if remembered, err := s.MFARemembered(ctx, device, now); err != nil || !remembered {
+	if remembered, err := s.MFARemembered(ctx, device, now, now.Add(auth.MaxMFARememberFor)); err != nil || !remembered {
 		t.Fatalf("the browser not remembered: %v, %v", remembered, err)
 	}
 	if err := s.CreateSession(ctx, session, auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, u.PasswordHash, u.SignOuts); err != nil {
@@ -254,7 +254,7 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 	if err := s.ChangePassword(ctx, u.ID, u.PasswordHash, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3", session, rotated, device); err != nil {
 		t.Fatal(err)
 	}
-	if remembered, err := s.MFARemembered(ctx, device, now); err != nil || remembered {
+	if remembered, err := s.MFARemembered(ctx, device, now, now.Add(auth.MaxMFARememberFor)); err != nil || remembered {
 		t.Errorf("the browser that changed the password still remembered: %v, %v", remembered, err)
 	}
 }
@@ -299,7 +299,7 @@ func TestRememberedBrowserNotLeftByLastFactorsRemoval(t *testing.T) {
 	if err := <-remembered; err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.MFARemembered(ctx, device, now); err != nil || ok {
+	if ok, err := s.MFARemembered(ctx, device, now, now.Add(auth.MaxMFARememberFor)); err != nil || ok {
 		t.Errorf("the browser remembered for the second step after the account's last factor was removed: %v, %v", ok, err)
 	}
 }
@@ -370,7 +370,7 @@ func TestRememberMFAOnlyForTheVerifiedPassword(t *testing.T) {
 		if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour), verified(u)); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.MFARemembered(ctx, device, now); err != nil || ok {
+		if ok, err := s.MFARemembered(ctx, device, now, now.Add(auth.MaxMFARememberFor)); err != nil || ok {
 			t.Errorf("remembered after %q: %v, %v", change, ok, err)
 		}
 	}

@@ -555,3 +555,32 @@ func TestCrossSiteTOTPPageKeepsThePendingKey(t *testing.T) {
 			resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
+
+// TestRememberedBrowserShortenedWithItsSetting: a browser remembered
+// while XCLOAK_MFA_REMEMBER was longer is asked for the code again by a
+// server with a shorter one, rather than skip the second step for the
+// rest of the longer time; under the longer one it is still remembered.
+func TestRememberedBrowserShortenedWithItsSetting(t *testing.T) {
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.MFA.RememberFor = 90 * 24 * time.Hour }})
+	short := env.Replica(t, xcloaktest.Options{Now: clk.Now, Auth: func(c *auth.Config) { c.MFA.RememberFor = 7 * 24 * time.Hour }})
+	shortBase := short.Start(t)
+	u := enrolTOTP(t, env, base, clk, "abel@example.test", false)
+	c := xcloaktest.Client(t, "127.0.30.11")
+	resp, page := postSignIn(t, c, base, u.email, u.password)
+	m := mfaTokenRe.FindStringSubmatch(page)
+	if resp.StatusCode != 200 || m == nil {
+		t.Fatalf("sign-in form: %d; want the second step's page", resp.StatusCode)
+	}
+	if resp, body := post(t, c, base+"/login/mfa", formType, url.Values{"mfa_token": {m[1]}, "code": {u.code(t)}, "remember": {"on"}}.Encode()); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("second step: %d %s", resp.StatusCode, body)
+	}
+	post(t, c, base+"/logout", formType, "")
+	clk.Advance(24 * time.Hour)
+
+	if resp, page := postSignIn(t, c, shortBase, u.email, u.password); resp.StatusCode != 200 || !mfaTokenRe.MatchString(page) {
+		t.Errorf("remembered for 90 days a day ago, signing in where it is 7: %d to %q; want the second step", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := postSignIn(t, c, base, u.email, u.password); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("remembered for 90 days a day ago, signing in where it is 90: %d; want 303, signed in with the password", resp.StatusCode)
+	}
+}
