@@ -303,3 +303,52 @@ func TestOpenAPIEventKinds(t *testing.T) {
 		t.Errorf("GET /api/v1/admin/events: kind is one of\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestOpenAPIDescribesLimitedAnswers: the account's routes, over
+// XCLOAK_LIMIT_ACCOUNT_IP, and the passkeys' options, over their
+// network's limit, answer 429, which the document describes.
+func TestOpenAPIDescribesLimitedAnswers(t *testing.T) {
+	v := openAPIValidator(t)
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleAccountIP, 1)
+		c.Limits.SetCount(auth.RulePasskeyOptionsIP, 1)
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.test", "ann-password-1", false)
+	browser := xcloaktest.Client(t, "127.0.0.1")
+	send := func(method, path, body string) (*http.Request, *http.Response) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, b := do(t, browser, req)
+		req.Body = io.NopCloser(strings.NewReader(body))
+		resp.Body = io.NopCloser(strings.NewReader(b))
+		return req, resp
+	}
+	if _, resp := send("POST", "/api/v1/login", `{"email":"ann@example.test","password":"ann-password-1"}`); resp.StatusCode != 200 {
+		t.Fatalf("sign-in: %d", resp.StatusCode)
+	}
+	send("GET", "/api/v1/account/sessions", "")
+	send("POST", "/api/v1/login/passkey/options", "")
+	token := strings.Repeat("a", 43)
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/account/sessions", ""},
+		{"DELETE", "/api/v1/account/sessions/" + strings.Repeat("0", 32), ""},
+		{"GET", "/api/v1/account/activity", ""},
+		{"POST", "/api/v1/login/passkey/options", ""},
+		{"POST", "/api/v1/login/mfa/webauthn/options", `{"mfa_token":"` + token + `"}`},
+	} {
+		req, resp := send(c.method, c.path, c.body)
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("%s %s over its limit: %d; want 429", c.method, c.path, resp.StatusCode)
+			continue
+		}
+		if ok, errs := v.ValidateHttpRequestResponse(req, resp); !ok {
+			for _, e := range errs {
+				t.Errorf("%s %s (429): %s: %s", c.method, c.path, e.Message, e.Reason)
+			}
+		}
+	}
+}
