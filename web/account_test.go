@@ -380,3 +380,30 @@ func TestPasswordChangeWithPostgresDown(t *testing.T) {
 		t.Errorf("password page with Postgres down: %d to %q; want 503", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
+
+// TestSignOutPageWithPostgresDown: the sign-out page, where a protected
+// application's "sign out" link leads, answers 503 when it cannot read
+// the session because Postgres is down, rather than go on to the
+// application as it does for a browser signed out: the session would
+// still work once Postgres is back, its user believing it ended.
+func TestSignOutPageWithPostgresDown(t *testing.T) {
+	pg := testenv.PrivatePostgres(t)
+	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
+		t.Fatal(err)
+	}
+	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL()})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+	c := xcloaktest.Client(t, "127.0.32.2")
+	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "old password")); resp.StatusCode != 200 {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, c, base+"/logout"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-out page, signed in: %d; want 200", resp.StatusCode)
+	}
+
+	pg.Stop()
+	if resp, _ := get(t, c, base+"/logout"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("sign-out page with Postgres down: %d to %q; want 503", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}

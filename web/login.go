@@ -176,9 +176,16 @@ func (s *Server) handleLogout() http.Handler {
 func (s *Server) handleLogoutPage() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rd := r.URL.Query().Get(templates.FieldReturn)
-		sess, ok := s.session(r)
-		if !ok {
+		sess, err := s.auth.Session(r.Context(), s.readCookie(r, sessionCookie))
+		switch {
+		case errors.Is(err, auth.ErrNoSession):
 			http.Redirect(w, r, s.afterSignOut(rd), http.StatusSeeOther)
+			return
+		case err != nil:
+			// A session that cannot be read may still be live: going on
+			// as if it were ended would leave its user believing they
+			// signed out.
+			s.failAs(w, r, &templates.Nav{}, err)
 			return
 		}
 		s.render(w, r, http.StatusOK, templates.LogoutPage(templates.LogoutProps{Nav: navFor(sess), Return: s.allowedReturn(rd)}))
