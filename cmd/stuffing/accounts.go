@@ -116,14 +116,16 @@ func (s *accountStore) create(ctx context.Context, c distConfig, p plan) error {
 	return nil
 }
 
-// backdate makes the sessions and devices the run's accounts have now a
-// day older. The returning users and the admin sign in moments before the
-// attack, but stand for browsers known from long before: as attack mode
-// starts, XCloak signs out the browsers new to their accounts in the
-// moments before it, which these are not meant to be.
+// backdate makes the sessions and devices the run's accounts have now an
+// hour older. The returning users and the admin sign in moments before
+// the attack, but stand for browsers known from before: as attack mode
+// starts, XCloak signs out the browsers new to their accounts since its
+// detector's window began (at most 30 minutes), which these are not meant
+// to be. An hour stays well inside a session's life (XCLOAK_SESSION_TTL,
+// which ends a session counted from when it was made).
 func (s *accountStore) backdate(ctx context.Context, c distConfig) error {
 	for _, table := range []string{"sessions", "devices"} {
-		if _, err := s.pool.Exec(ctx, `UPDATE `+table+` SET created_at = created_at - interval '1 day'
+		if _, err := s.pool.Exec(ctx, `UPDATE `+table+` SET created_at = created_at - interval '1 hour'
 			WHERE user_id IN (SELECT id FROM users WHERE email LIKE $1)`, c.tag+"-%@example.com"); err != nil {
 			return fmt.Errorf("backdating the returning users' %s: %w", table, err)
 		}
