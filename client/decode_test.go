@@ -447,3 +447,27 @@ func TestAnswerHeadersAreBounded(t *testing.T) {
 		t.Fatalf("Attempt = %+v with a megabyte of headers, want an error", d)
 	}
 }
+
+// TestExampleTellsAChallengeNothingOfThePassword: the Example's sign-in
+// answers a challenged attempt the same whether its password was right or
+// wrong, or a credential-stuffing run learns which of its passwords are.
+func TestExampleTellsAChallengeNothingOfThePassword(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/outcome") {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"decision":"challenge","attempt_id":"c1"}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := signIn(t.Context(), c, "ann@example.com", "correct horse battery staple", someone.ClientIP)
+	wrong := signIn(t.Context(), c, "ann@example.com", "a guess", someone.ClientIP)
+	if right != wrong || strings.Contains(right, "password") {
+		t.Errorf("a challenged sign-in answers %q to the right password and %q to a wrong one, want one answer naming neither", right, wrong)
+	}
+}
