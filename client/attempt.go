@@ -153,7 +153,7 @@ func (c *Client) Attempt(ctx context.Context, req AttemptRequest) (Decision, err
 		return d, nil
 	case a.status == http.StatusTooManyRequests && d.Kind == Deny:
 		d.AttemptID = ""
-		d.RetryAfter = max(time.Duration(body.RetryAfterSeconds)*time.Second, a.retryAfter())
+		d.RetryAfter = max(seconds(body.RetryAfterSeconds), a.retryAfter())
 		return d, nil
 	case a.status == http.StatusTooManyRequests:
 		// A 429 that is no decision: failed key checks from this network

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -72,6 +73,12 @@ func TestAttemptDecodesDecisions(t *testing.T) {
 			client.Decision{Kind: client.Deny, Reason: client.ReasonRateLimited, RetryAfter: 42 * time.Second}},
 		{"deny, the body only", 429, js, `{"decision":"deny","reason":"rate_limited","retry_after_seconds":7}`, nil,
 			client.Decision{Kind: client.Deny, Reason: client.ReasonRateLimited, RetryAfter: 7 * time.Second}},
+		// Seconds past time.Duration's range made a wait of zero or less
+		// (a retry at once), or of some part of the one given.
+		{"deny, a wait too long for a Duration in the body", 429, js, `{"decision":"deny","reason":"locked","retry_after_seconds":9223372037}`, nil,
+			client.Decision{Kind: client.Deny, Reason: client.ReasonLocked, RetryAfter: math.MaxInt32 * time.Second}},
+		{"deny, a wait too long for a Duration in the header", 429, js, `{"decision":"deny","reason":"locked"}`, []string{"Retry-After", "99999999999999999999"},
+			client.Decision{Kind: client.Deny, Reason: client.ReasonLocked, RetryAfter: math.MaxInt32 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -102,11 +103,23 @@ func (a answer) statusError(detail string) *StatusError {
 // retryAfter reads the Retry-After header's seconds (XCloak never sends
 // a date).
 func (a answer) retryAfter() time.Duration {
+	// Atoi gives the largest int for digits past its range.
 	n, err := strconv.Atoi(a.header.Get("Retry-After"))
-	if err != nil || n < 0 {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return 0
 	}
-	return time.Duration(n) * time.Second
+	return seconds(n)
+}
+
+// maxRetryAfterSeconds bounds a wait read from an answer: some 68 years,
+// longer than any lock XCloak sets, where more seconds than time.Duration
+// holds would come out as a wait of zero or less, a retry at once. It
+// fits an int of 32 bits, and leaves a caller room to round it up.
+const maxRetryAfterSeconds = math.MaxInt32
+
+// seconds is n seconds, none when n is negative.
+func seconds(n int) time.Duration {
+	return time.Duration(min(max(n, 0), maxRetryAfterSeconds)) * time.Second
 }
 
 // refusal maps the answers both calls share to their errors: 400, 401,
