@@ -66,8 +66,10 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
-	if apiKey == "" || strings.ContainsAny(apiKey, " \t\r\n") {
-		return nil, errors.New("xcloak client: the API key is empty or holds white space")
+	// White space or a control character in the key would split or end
+	// the header, or have net/http refuse it on every call.
+	if apiKey == "" || strings.ContainsFunc(apiKey, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return nil, errors.New("xcloak client: the API key is empty or holds white space or control characters")
 	}
 	c := &Client{
 		base:    u,

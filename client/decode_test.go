@@ -391,6 +391,10 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 		{"https://login.example.com/#", testKey},
 		{"https://login.example.com", ""},
 		{"https://login.example.com", "xck_abc\r\nX-Evil: 1"},
+		// Control characters net/http refuses in a header on every call.
+		{"https://login.example.com", "xck_abc\x00def"},
+		{"https://login.example.com", "xck_abc\vdef"},
+		{"https://login.example.com", "xck_abc\x7fdef"},
 	} {
 		if _, err := client.New(tt.base, tt.key); err == nil {
 			t.Errorf("New(%q, %q) succeeded", tt.base, tt.key)
