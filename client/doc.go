@@ -15,7 +15,9 @@
 //		// 429 with Retry-After: d.RetryAfter
 //	default:
 //		ok := checkPassword(email, password)
-//		_ = xc.Outcome(ctx, d.AttemptID, client.ResultOf(ok))
+//		// Not under the request's context alone: a browser that hangs up
+//		// once its password is checked must not keep its failure from counting.
+//		_ = xc.Outcome(context.WithoutCancel(ctx), d.AttemptID, client.ResultOf(ok))
 //		// d.Kind == client.Challenge: verify the user another way before
 //		// granting a session, whatever the password.
 //	}
