@@ -113,6 +113,7 @@ func TestFailedTickLosesNothing(t *testing.T) {
 				defer mu.Unlock()
 				starts = append(starts, since)
 			})
+			tripped := clk.Now()
 			feed(a, clk, 25, auth.OutcomeUnknownAccount, "a") // over the floor of 20
 			if !a.Active() {
 				t.Fatal("a's own window did not trip")
@@ -131,7 +132,7 @@ func TestFailedTickLosesNothing(t *testing.T) {
 				t.Fatalf("%d attack_started events, active: a %v, b %v; want one, both on", got, a.Active(), b.Active())
 			}
 			mu.Lock()
-			if want := clk.Now().Add(-cfg.Lookback()); len(starts) != 1 || !starts[0].Equal(want) {
+			if want := tripped.Add(-cfg.Lookback()); len(starts) != 1 || !starts[0].Equal(want) {
 				t.Errorf("OnStart called with %v, want once with %s", starts, want)
 			}
 			mu.Unlock()
@@ -148,5 +149,35 @@ func TestFailedTickLosesNothing(t *testing.T) {
 				t.Errorf("status %+v; want each attempt counted once", st)
 			}
 		})
+	}
+}
+
+// TestLongOutageSignsOutFromTheTrip: a replica whose window tripped while
+// Redis did not answer records the start once it answers again; the
+// browsers new to their accounts are signed out from Lookback before the
+// trip, not before the tick that recorded it, which would spare those
+// that signed in at the other replicas just before it and meanwhile.
+func TestLongOutageSignsOutFromTheTrip(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, _, rdb, _ := replicas(t, 1, cfg)
+	a := ws[0]
+	f := &failNext{}
+	rdb.AddHook(f)
+	var starts []time.Time
+	a.OnStart(func(_ context.Context, since time.Time) { starts = append(starts, since) })
+	tripped := clk.Now()
+	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
+	if !a.Active() {
+		t.Fatal("a's own window did not trip")
+	}
+	f.unsent.Store(true)
+	if err := a.Tick(t.Context()); err == nil {
+		t.Fatal("the tick met no failure")
+	}
+	// A failover longer than the lookback.
+	clk.Add(2 * cfg.Lookback())
+	tick(t, a)
+	if want := tripped.Add(-cfg.Lookback()); len(starts) != 1 || starts[0].After(want) {
+		t.Errorf("OnStart called with %v, want once with %s at the latest", starts, want)
 	}
 }

@@ -361,7 +361,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 		w.sent = append(w.sent, numbered{n: w.flushes, b: w.pending})
 		w.pending = newBatch(maxPendingMembers - w.sentMembers())
 	}
-	hit := w.hit
+	hit, tripped := w.hit, w.state.lastLocalTrip
 	readBaseline := w.baselineAt != now.Unix()/60
 	w.mu.Unlock()
 
@@ -402,7 +402,10 @@ func (w *Watch) Tick(ctx context.Context) error {
 		w.hit = "" // recorded: state.lua took now as its last trip
 	}
 	w.mu.Unlock()
-	w.apply(ctx, res, now, signal, eventFigures(signal, sig, w.cfg))
+	if hit == "" {
+		tripped = time.Time{}
+	}
+	w.apply(ctx, res, now, signal, tripped, eventFigures(signal, sig, w.cfg))
 	return nil
 }
 
@@ -455,8 +458,9 @@ func (w *Watch) failed(now time.Time, err error) error {
 }
 
 // apply takes the state Redis returned as this replica's and, when it
-// changed, records the change.
-func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, signal Trigger, figures map[string]string) {
+// changed, records the change. tripped is when this replica's own window
+// tripped, if the change records that trip; else zero.
+func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, signal Trigger, tripped time.Time, figures map[string]string) {
 	w.mu.Lock()
 	s := res.state
 	s.lastLocalTrip = w.state.lastLocalTrip
@@ -480,8 +484,15 @@ func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, signa
 			// Exactly one replica gets "started": it alone acts on it.
 			// An administrator's "on" answers what the administrator saw,
 			// not sign-ins the detector was about to catch.
+			// A trip that waited for Redis to answer (a failover under
+			// the flood) started the attack before the tick that records
+			// it: the browsers of its lookback signed in before the trip.
+			from := s.since
+			if !tripped.IsZero() && tripped.Before(from) {
+				from = tripped
+			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			w.onStart(ctx, s.since.Add(-w.cfg.lookback(signal)))
+			w.onStart(ctx, from.Add(-w.cfg.lookback(signal)))
 			cancel()
 		}
 	case "ended":
@@ -543,7 +554,7 @@ func (w *Watch) SwitchAttack(ctx context.Context, on bool, by string) (bool, err
 		w.hit = "" // this replica's trip is overruled
 	}
 	w.mu.Unlock()
-	w.apply(ctx, res, now, "", nil)
+	w.apply(ctx, res, now, "", time.Time{}, nil)
 	if res.change == "" {
 		// Nothing started or ended, but the switch still changed what
 		// attack mode does: it is recorded like every administrator's act.
