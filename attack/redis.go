@@ -312,9 +312,16 @@ type stateResult struct {
 	state  state
 }
 
-func (w *Watch) runState(ctx context.Context, op string, now time.Time, by string) (stateResult, error) {
+// runState runs state.lua's op; known is the state as this replica last
+// read it, which the script puts back if Redis lost it.
+func (w *Watch) runState(ctx context.Context, op string, now time.Time, by string, known state) (stateResult, error) {
 	keys := []string{w.stateKey()}
-	args := []any{op, now.UnixMilli(), w.cfg.Quiet.Milliseconds(), by, stateRetention.Milliseconds()}
+	active := "0"
+	if known.active {
+		active = "1"
+	}
+	args := []any{op, now.UnixMilli(), w.cfg.Quiet.Milliseconds(), by, stateRetention.Milliseconds(),
+		active, unixMilli(known.since), known.trigger, known.by, unixMilli(known.lastHit), unixMilli(known.suppressUntil)}
 	cmd := stateScript.cmd(ctx, false, keys, args...)
 	if err := w.rdb.Process(ctx, cmd); redis.HasErrorPrefix(err, "NOSCRIPT") {
 		cmd = stateScript.cmd(ctx, true, keys, args...)
@@ -324,17 +331,27 @@ func (w *Watch) runState(ctx context.Context, op string, now time.Time, by strin
 	if err != nil {
 		return stateResult{}, fmt.Errorf("attack mode state: %w", err)
 	}
-	if len(v) != 6 {
-		return stateResult{}, fmt.Errorf("attack mode state: %d values, want 6", len(v))
+	if len(v) != 7 {
+		return stateResult{}, fmt.Errorf("attack mode state: %d values, want 7", len(v))
 	}
 	since, err1 := strconv.ParseInt(v[2], 10, 64)
 	suppress, err2 := strconv.ParseInt(v[5], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
+	lastHit, err3 := strconv.ParseInt(v[6], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return stateResult{}, fmt.Errorf("attack mode state: %w", err)
 	}
 	return stateResult{change: v[0], state: state{
 		active: v[1] == "1", since: time.UnixMilli(since).UTC(), trigger: v[3], by: v[4], suppressUntil: time.UnixMilli(suppress),
+		lastHit: time.UnixMilli(lastHit),
 	}}, nil
+}
+
+// unixMilli is t in unix ms as state.lua keeps times, 0 for the zero time.
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // AttackStatus returns attack mode and the panel's figures as of now, from

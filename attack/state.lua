@@ -11,10 +11,17 @@
 -- ARGV[3]  quiet period, ms
 -- ARGV[4]  by: who switches ("" for hit and tick)
 -- ARGV[5]  time to live of the state, ms, renewed on every call
+-- ARGV[6..11]  the state as the calling replica last read it: active,
+--          since, trigger, by, last_hit, suppress_until; put back when
+--          the hash is gone while it was active or held off (a Redis
+--          restarted without its data), so that the restart neither
+--          ends an administrator's "on" nor lifts an "off", nor has an
+--          attack that goes on start again
 --
--- Returns {change, active, since, trigger, by, suppress_until}: change is
--- "started", "ended" or "" (nothing changed); the rest is the state after
--- the call (for "ended", since, trigger and by of the attack that ended).
+-- Returns {change, active, since, trigger, by, suppress_until, last_hit}:
+-- change is "started", "ended" or "" (nothing changed); the rest is the
+-- state after the call (for "ended", since, trigger and by of the attack
+-- that ended).
 local key = KEYS[1]
 local op = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -23,6 +30,11 @@ local by = ARGV[4]
 local ttl = tonumber(ARGV[5])
 
 local f = redis.call('HMGET', key, 'active', 'since', 'trigger', 'by', 'last_hit', 'suppress_until')
+local restored = false
+if redis.call('EXISTS', key) == 0 and (ARGV[6] == '1' or (tonumber(ARGV[11]) or 0) > now) then
+  f = {ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]}
+  restored = true
+end
 local active = f[1] == '1'
 local since = tonumber(f[2]) or 0
 local trigger = f[3] or ''
@@ -62,9 +74,9 @@ else
   return redis.error_reply('unknown op ' .. op)
 end
 
-if op ~= 'tick' or change ~= '' or active or redis.call('EXISTS', key) == 1 then
+if op ~= 'tick' or change ~= '' or active or restored or redis.call('EXISTS', key) == 1 then
   redis.call('HSET', key, 'active', active and '1' or '0', 'since', since, 'trigger', trigger, 'by', who,
     'last_hit', last_hit, 'suppress_until', suppress)
   redis.call('PEXPIRE', key, ttl)
 end
-return {change, active and '1' or '0', tostring(since), trigger, who, tostring(suppress)}
+return {change, active and '1' or '0', tostring(since), trigger, who, tostring(suppress), tostring(last_hit)}

@@ -90,6 +90,8 @@ type state struct {
 	since         time.Time
 	trigger, by   string
 	suppressUntil time.Time
+	// lastHit is the last trip state.lua recorded.
+	lastHit time.Time
 	// lastLocalTrip is when this replica's own window last tripped.
 	lastLocalTrip time.Time
 }
@@ -361,7 +363,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 		w.sent = append(w.sent, numbered{n: w.flushes, b: w.pending})
 		w.pending = newBatch(maxPendingMembers - w.sentMembers())
 	}
-	hit, tripped := w.hit, w.state.lastLocalTrip
+	hit, tripped, known := w.hit, w.state.lastLocalTrip, w.state
 	readBaseline := w.baselineAt != now.Unix()/60
 	w.mu.Unlock()
 
@@ -390,7 +392,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 	if signal != "" {
 		op = "hit"
 	}
-	res, err := w.runState(ctx, op, now, "")
+	res, err := w.runState(ctx, op, now, "", known)
 	if err != nil {
 		return w.failed(now, err)
 	}
@@ -545,7 +547,10 @@ func (w *Watch) SwitchAttack(ctx context.Context, on bool, by string) (bool, err
 		op = "on"
 	}
 	now := w.now()
-	res, err := w.runState(ctx, op, now, by)
+	w.mu.Lock()
+	known := w.state
+	w.mu.Unlock()
+	res, err := w.runState(ctx, op, now, by, known)
 	if err != nil {
 		return false, err
 	}

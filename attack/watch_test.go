@@ -424,3 +424,83 @@ func TestObserveAllocatesNothing(t *testing.T) {
 		t.Fatalf("Observe allocates %v times, want 0", n)
 	}
 }
+
+// restartRedis stands for a Redis restarted without its data: every key
+// of the deployment is gone.
+func restartRedis(t *testing.T, rdb *redis.Client, prefix string) {
+	t.Helper()
+	keys, err := rdb.Keys(t.Context(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) > 0 {
+		if err := rdb.Del(t.Context(), keys...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRedisRestartKeepsAttackMode: a Redis restarted without its data
+// does not switch attack mode off, nor lift an administrator's "off":
+// the replicas' next ticks put back the state they last read, so an
+// administrator's "on" still lasts until an "off", the attack that goes
+// on does not start again (no second attack_started, no second sign-out
+// of new browsers), and the detector stays held off.
+func TestRedisRestartKeepsAttackMode(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	t.Run("administrator's on", func(t *testing.T) {
+		ws, clk, _, rdb, prefix := replicas(t, 2, cfg)
+		a, b := ws[0], ws[1]
+		if _, err := a.SwitchAttack(t.Context(), true, "admin:root@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		tick(t, b)
+		restartRedis(t, rdb, prefix)
+		clk.Add(time.Second)
+		tick(t, b, a)
+		if !a.Active() || !b.Active() {
+			t.Fatalf("active: a %v, b %v; want both still on", a.Active(), b.Active())
+		}
+		clk.Add(2 * cfg.Quiet)
+		tick(t, a, b)
+		st, err := a.AttackStatus(t.Context(), clk.Now())
+		if err != nil || !st.Active || st.Trigger != "admin" || st.By != "admin:root@example.com" {
+			t.Fatalf("status %+v, %v; want the administrator's on", st, err)
+		}
+	})
+	t.Run("attack going on", func(t *testing.T) {
+		ws, clk, log, rdb, prefix := replicas(t, 2, cfg)
+		a, b := ws[0], ws[1]
+		starts := 0
+		a.OnStart(func(context.Context, time.Time) { starts++ })
+		b.OnStart(func(context.Context, time.Time) { starts++ })
+		feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
+		tick(t, a, b)
+		restartRedis(t, rdb, prefix)
+		clk.Add(time.Minute)
+		feed(b, clk, 25, auth.OutcomeUnknownAccount, "b")
+		tick(t, b, a)
+		if !a.Active() || !b.Active() {
+			t.Fatalf("active: a %v, b %v; want both on", a.Active(), b.Active())
+		}
+		if got := log.kinds(); got[auth.EventAttackStarted] != 1 || got[auth.EventAttackEnded] != 0 || starts != 1 {
+			t.Fatalf("events %v, %d starts; want one attack_started, one start", got, starts)
+		}
+	})
+	t.Run("administrator's off", func(t *testing.T) {
+		ws, clk, _, rdb, prefix := replicas(t, 2, cfg)
+		a, b := ws[0], ws[1]
+		if _, err := a.SwitchAttack(t.Context(), false, "admin:root@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		tick(t, b)
+		restartRedis(t, rdb, prefix)
+		clk.Add(time.Second)
+		tick(t, b)
+		feed(a, clk, 40, auth.OutcomeUnknownAccount, "x")
+		tick(t, a, b)
+		if a.Active() || b.Active() {
+			t.Fatalf("active: a %v, b %v; the detector overruled the administrator's off", a.Active(), b.Active())
+		}
+	})
+}
