@@ -64,8 +64,11 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(baseURL, "#") {
 		return nil, fmt.Errorf("xcloak client: base URL %q: want an absolute http or https URL without user, query or fragment", baseURL)
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	u.RawPath = ""
+	// The path as written, escapes included (a proxy in front may route
+	// by them), without the trailing slashes that would put an empty
+	// segment before the API's path.
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = strings.TrimRight(u.RawPath, "/")
 	// White space or a control character in the key would split or end
 	// the header, or have net/http refuse it on every call.
 	if apiKey == "" || strings.ContainsFunc(apiKey, func(r rune) bool { return r <= ' ' || r == 0x7f }) {

@@ -482,3 +482,25 @@ func TestExampleTellsAChallengeNothingOfThePassword(t *testing.T) {
 		t.Errorf("a challenged sign-in answers %q to the right password and %q to a wrong one, want one answer naming neither", right, wrong)
 	}
 }
+
+// TestBasePathKeptAsWritten: a base URL's path is kept as written, bar its
+// trailing slashes however many: an escaped slash stays escaped (a proxy
+// that routes by the raw path routes by it), and "//" adds no empty
+// segment before the API's path.
+func TestBasePathKeptAsWritten(t *testing.T) {
+	for prefix, want := range map[string]string{
+		"/xcloak//":      "/xcloak/api/v1/attempts",
+		"/a%2Fb/":        "/a%2Fb/api/v1/attempts",
+		"/":              "/api/v1/attempts",
+		"//":             "/api/v1/attempts",
+		"/tenant%20one/": "/tenant%20one/api/v1/attempts",
+	} {
+		c, reqs := recording(t, prefix)
+		if _, err := c.Attempt(t.Context(), client.AttemptRequest{Kind: client.Login, Account: "ann", ClientIP: netip.MustParseAddr("192.0.2.1")}); err != nil {
+			t.Fatalf("%s: %v", prefix, err)
+		}
+		if got := (<-reqs).uri; got != want {
+			t.Errorf("base path %q: request to %s, want %s", prefix, got, want)
+		}
+	}
+}
