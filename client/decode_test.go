@@ -190,6 +190,14 @@ func TestOutcomeDecodes(t *testing.T) {
 		{"401", 401, js, `{"error":"invalid_api_key"}`, func(err error) bool { return errors.Is(err, client.ErrInvalidAPIKey) }},
 		{"400", 400, js, `{"error":"invalid_request","field":"result","message":"want success or failure"}`,
 			func(err error) bool { var re *client.RequestError; return errors.As(err, &re) && re.Field == "result" }},
+		// A 400 that is not XCloak's refusal (a gateway's own, in JSON)
+		// says nothing of the request's fields.
+		{"400 of something else", 400, js, `{"message":"request header too large"}`,
+			func(err error) bool {
+				var se *client.StatusError
+				var re *client.RequestError
+				return errors.As(err, &se) && se.StatusCode == 400 && !errors.As(err, &re)
+			}},
 		{"200 is not an outcome's answer", 200, js, `{}`,
 			func(err error) bool { var se *client.StatusError; return errors.As(err, &se) && se.StatusCode == 200 }},
 		{"500", 500, js, `{"error":"internal_error"}`,

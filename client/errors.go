@@ -122,8 +122,8 @@ func seconds(n int) time.Duration {
 	return time.Duration(min(max(n, 0), maxRetryAfterSeconds)) * time.Second
 }
 
-// refusal maps the answers both calls share to their errors: 400, 401,
-// and anything else as a *StatusError. A 404 is ErrUnknownAttempt only
+// refusal maps the answers both calls share to their errors: XCloak's
+// 400, 401, and anything else as a *StatusError. A 404 is ErrUnknownAttempt only
 // when XCloak says so; from anything else it means the base URL is wrong.
 func (a answer) refusal() error {
 	var body errorBody
@@ -131,7 +131,9 @@ func (a answer) refusal() error {
 		_ = json.Unmarshal(a.body, &body)
 	}
 	switch {
-	case a.status == http.StatusBadRequest && a.isJSON():
+	case a.status == http.StatusBadRequest && body.Error == "invalid_request":
+		// XCloak's own refusal; another 400 (a gateway's, in JSON or not)
+		// says nothing of the request's fields.
 		msg := body.Message
 		if msg == "" {
 			msg = body.Error
