@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"github.com/xcloak/xcloak/breached/breachedtest"
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
-	"github.com/xcloak/xcloak/migrations"
 	"github.com/xcloak/xcloak/templates"
 )
 
@@ -357,17 +355,7 @@ func TestPasswordChangeRotatesSession(t *testing.T) {
 // signed in, and a client told it is not would drop a session that works
 // again once Postgres is back.
 func TestPasswordChangeWithPostgresDown(t *testing.T) {
-	pg := testenv.PrivatePostgres(t)
-	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
-		t.Fatal(err)
-	}
-	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL()})
-	base := env.Start(t)
-	env.AddUser(t, "ann@example.com", "old password", false)
-	c := xcloaktest.Client(t, "127.0.32.1")
-	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "old password")); resp.StatusCode != 200 {
-		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
-	}
+	pg, base, c := annSignedInOnOwnPostgres(t, "127.0.32.1")
 
 	pg.Stop()
 	if resp, body := post(t, c, base+"/api/v1/account/password", jsonType, changeJSON("old password", "new password!")); resp.StatusCode != http.StatusServiceUnavailable {
@@ -387,17 +375,7 @@ func TestPasswordChangeWithPostgresDown(t *testing.T) {
 // application as it does for a browser signed out: the session would
 // still work once Postgres is back, its user believing it ended.
 func TestSignOutPageWithPostgresDown(t *testing.T) {
-	pg := testenv.PrivatePostgres(t)
-	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
-		t.Fatal(err)
-	}
-	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL()})
-	base := env.Start(t)
-	env.AddUser(t, "ann@example.com", "old password", false)
-	c := xcloaktest.Client(t, "127.0.32.2")
-	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "old password")); resp.StatusCode != 200 {
-		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
-	}
+	pg, base, c := annSignedInOnOwnPostgres(t, "127.0.32.2")
 	if resp, _ := get(t, c, base+"/logout"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("sign-out page, signed in: %d; want 200", resp.StatusCode)
 	}
@@ -406,4 +384,20 @@ func TestSignOutPageWithPostgresDown(t *testing.T) {
 	if resp, _ := get(t, c, base+"/logout"); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("sign-out page with Postgres down: %d to %q; want 503", resp.StatusCode, resp.Header.Get("Location"))
 	}
+}
+
+// annSignedInOnOwnPostgres starts a server on a Postgres of the test's own,
+// which it may stop, and signs ann in from addr: the Postgres, the
+// server's URL and her client.
+func annSignedInOnOwnPostgres(t *testing.T, addr string) (*testenv.PostgresServer, string, *http.Client) {
+	t.Helper()
+	pg := migratedPrivatePostgres(t)
+	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL()})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "old password", false)
+	c := xcloaktest.Client(t, addr)
+	if resp, body := post(t, c, base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "old password")); resp.StatusCode != 200 {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
+	}
+	return pg, base, c
 }

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -11,9 +10,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
-	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
-	"github.com/xcloak/xcloak/migrations"
 )
 
 const attemptJSON = `{"kind":"login","account":"gina","client_ip":"192.0.2.40"}`
@@ -149,10 +146,7 @@ func TestAPIKeyFailuresLimitedAtOnce(t *testing.T) {
 // the minute it answers 503, and it takes up the keys again once Postgres
 // is back.
 func TestAPIKeysOutlastAPostgresBlip(t *testing.T) {
-	pg := testenv.PrivatePostgres(t)
-	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
-		t.Fatal(err)
-	}
+	pg := migratedPrivatePostgres(t)
 	clk := &clock{t: time.Now()}
 	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL(), Now: clk.Now})
 	base := env.Start(t)

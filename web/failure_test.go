@@ -181,10 +181,7 @@ func TestRedisDiesDuringAttack(t *testing.T) {
 // answer 429 (they never touch it), nothing half-written remains, and
 // everything works again when it is back, without a restart.
 func TestPostgresDiesDuringAttack(t *testing.T) {
-	pg := testenv.PrivatePostgres(t)
-	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
-		t.Fatal(err)
-	}
+	pg := migratedPrivatePostgres(t)
 	rdb, prefix := testenv.Redis(t)
 	env := xcloaktest.New(t, xcloaktest.Options{DatabaseURL: pg.URL(), Redis: rdb, Prefix: prefix,
 		Auth: func(c *auth.Config) { c.Lockout.Threshold = 1000; c.Limits.SetCount(auth.RuleLoginIP, 1000) }})
@@ -245,4 +242,15 @@ func TestPostgresDiesDuringAttack(t *testing.T) {
 	signIn(t, admin, base, "sec@example.com", "admin password")
 	all := answers.snapshot()
 	checkNothingLost(t, env, admin, base, all, all)
+}
+
+// migratedPrivatePostgres is a Postgres server of the test's own, which it
+// may stop and start, with XCloak's schema.
+func migratedPrivatePostgres(t *testing.T) *testenv.PostgresServer {
+	t.Helper()
+	pg := testenv.PrivatePostgres(t)
+	if _, err := migrations.Up(context.Background(), pg.URL()); err != nil {
+		t.Fatal(err)
+	}
+	return pg
 }
