@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/textproto"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -155,14 +157,8 @@ func TestMailerTakesAMailTakenAsSent(t *testing.T) {
 						say("250-mail.example\r\n250 8BITMIME")
 					case strings.HasPrefix(cmd, "DATA"):
 						say("354 go on")
-						for {
-							l, err := r.ReadString('\n')
-							if err != nil {
-								return
-							}
-							if l == ".\r\n" {
-								break
-							}
+						if _, err := io.Copy(io.Discard, textproto.NewReader(r).DotReader()); err != nil {
+							return
 						}
 						taken.Store(true)
 						say("250 2.0.0 queued")
