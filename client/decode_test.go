@@ -230,25 +230,38 @@ type seen struct {
 func recording(t *testing.T, prefix string) (*client.Client, <-chan seen) {
 	t.Helper()
 	reqs := make(chan seen, 10)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := fakeXCloak(t, prefix, `{"decision":"allow","attempt_id":"id"}`, func(r *http.Request) {
 		s := seen{method: r.Method, uri: r.RequestURI, auth: r.Header.Get("Authorization"), contentType: r.Header.Get("Content-Type")}
 		if err := json.NewDecoder(r.Body).Decode(&s.body); err != nil {
 			t.Errorf("request body: %v", err)
 		}
 		reqs <- s
+	})
+	return c, reqs
+}
+
+// fakeXCloak is a client of a server that answers like XCloak: 204 to an
+// outcome, and attempt, a decision's JSON, to an attempt; each request
+// goes to see first, unless it is nil. prefix is the base URL's path.
+func fakeXCloak(t *testing.T, prefix, attempt string, see func(*http.Request)) *client.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if see != nil {
+			see(r)
+		}
 		if strings.HasSuffix(r.URL.Path, "/outcome") {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"decision":"allow","attempt_id":"id"}`)
+		_, _ = io.WriteString(w, attempt)
 	}))
 	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL+prefix, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, reqs
+	return c
 }
 
 func TestRequestsAreTheDocumentedOnes(t *testing.T) {
@@ -471,19 +484,7 @@ func TestAnswerHeadersAreBounded(t *testing.T) {
 // answers a challenged attempt the same whether its password was right or
 // wrong, or a credential-stuffing run learns which of its passwords are.
 func TestExampleTellsAChallengeNothingOfThePassword(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/outcome") {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"decision":"challenge","attempt_id":"c1"}`)
-	}))
-	t.Cleanup(srv.Close)
-	c, err := client.New(srv.URL, testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := fakeXCloak(t, "", `{"decision":"challenge","attempt_id":"c1"}`, nil)
 	right := signIn(t.Context(), c, "ann@example.com", "correct horse battery staple", someone.ClientIP)
 	wrong := signIn(t.Context(), c, "ann@example.com", "a guess", someone.ClientIP)
 	if right != wrong || strings.Contains(right, "password") {
