@@ -122,16 +122,22 @@ func TestSessionIdleTimeAppliesToSessionsMadeWithout(t *testing.T) {
 
 	// The account's list shows neither: they sign in no more, whether or
 	// not a request has come since.
-	current := signInAt(t, on, "ann@example.com")
-	list, err := on.Service.ListSessions(t.Context(), current, auth.Client{Addr: netip.MustParseAddr("192.0.2.7")})
+	// Nor do the administrators count them.
+	onlyCurrentListed(t, on.Service, ann.ID, signInAt(t, on, "ann@example.com"))
+}
+
+// onlyCurrentListed checks that account id's list of sessions, as current
+// reads it, and the administrators' count of them hold current alone.
+func onlyCurrentListed(t *testing.T, svc *auth.Service, id int64, current auth.Session) {
+	t.Helper()
+	list, err := svc.ListSessions(t.Context(), current, auth.Client{Addr: netip.MustParseAddr("192.0.2.7")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Sessions) != 1 || list.Sessions[0].PublicID != current.PublicID {
-		t.Errorf("the account lists %d sessions; want the one in use alone, not those unused longer than the idle time", len(list.Sessions))
+		t.Errorf("the account lists %d sessions; want the one in use alone", len(list.Sessions))
 	}
-	// Nor do the administrators count them.
-	if d, err := on.Service.UserDetail(t.Context(), ann.ID); err != nil || d.Sessions != 1 {
+	if d, err := svc.UserDetail(t.Context(), id); err != nil || d.Sessions != 1 {
 		t.Errorf("the administrators' page counts %d sessions (%v); want the one in use alone", d.Sessions, err)
 	}
 }
@@ -166,15 +172,5 @@ func TestSessionTTLAppliesToSessionsMadeWithALongerOne(t *testing.T) {
 	if _, err := short.Service.ProxySession(t.Context(), old.Token); !errors.Is(err, auth.ErrNoSession) {
 		t.Errorf("forward-auth 13 hours after its sign-in, with a 12h TTL: %v, want ErrNoSession", err)
 	}
-	current := signInAt(t, short, "ann@example.com")
-	list, err := short.Service.ListSessions(t.Context(), current, auth.Client{Addr: netip.MustParseAddr("192.0.2.7")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Sessions) != 1 || list.Sessions[0].PublicID != current.PublicID {
-		t.Errorf("the account lists %d sessions; want the new one alone, not one older than the TTL", len(list.Sessions))
-	}
-	if d, err := short.Service.UserDetail(t.Context(), ann.ID); err != nil || d.Sessions != 1 {
-		t.Errorf("the administrators' page counts %d sessions (%v); want the new one alone", d.Sessions, err)
-	}
+	onlyCurrentListed(t, short.Service, ann.ID, signInAt(t, short, "ann@example.com"))
 }
