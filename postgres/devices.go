@@ -58,30 +58,57 @@ func insertDevice(ctx context.Context, tx pgx.Tx, userID int64, nonceHash []byte
 	return err
 }
 
-// ForgetNewDevices implements auth.DeviceStore. The statements' common
-// snapshot sees the devices and sessions as they were when it began; a
-// device added meanwhile was added after since too late to matter, by a
-// sign-in that attack mode already held or not.
+// ForgetNewDevices implements auth.DeviceStore. The accounts' rows are
+// locked first, in id order, as every transaction that ends an account's
+// sessions and forgets its devices takes its account's row first (a
+// reset, a password change, a disabling, a sign-out everywhere): in the
+// other order the two could each hold what the other waits for, and
+// Postgres would abort one. The accounts are those with a device new
+// since then when the rows are locked; a device added after that was
+// added too late to matter, by a sign-in that attack mode already held or
+// not.
 func (s *Store) ForgetNewDevices(ctx context.Context, since time.Time, also []int64) ([]auth.User, error) {
 	if also == nil {
 		also = []int64{}
 	}
-	rows, err := s.pool.Query(ctx, `
-		WITH gone AS (
-			DELETE FROM devices WHERE created_at >= $1 AND NOT verified RETURNING user_id
-		), ended AS (
-			DELETE FROM sessions WHERE created_at >= $1
-			AND (user_id IN (SELECT user_id FROM gone) OR user_id = ANY($2))
-		)
-		SELECT id, email FROM users WHERE id IN (SELECT user_id FROM gone) ORDER BY id`, since, also)
+	var out []auth.User
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT id FROM users
+			WHERE id IN (SELECT user_id FROM devices WHERE created_at >= $1 AND NOT verified UNION SELECT unnest($2::bigint[]))
+			ORDER BY id FOR NO KEY UPDATE`, since, also)
+		if err != nil {
+			return err
+		}
+		locked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		if len(locked) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, `
+			WITH gone AS (
+				DELETE FROM devices WHERE created_at >= $1 AND NOT verified AND user_id = ANY($3) RETURNING user_id
+			), ended AS (
+				DELETE FROM sessions WHERE created_at >= $1 AND user_id = ANY($3)
+				AND (user_id IN (SELECT user_id FROM gone) OR user_id = ANY($2))
+			)
+			SELECT id, email FROM users WHERE id IN (SELECT user_id FROM gone) ORDER BY id`, since, also, locked)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.User, error) {
+			var u auth.User
+			err := r.Scan(&u.ID, &u.Email)
+			return u, err
+		})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.User, error) {
-		var u auth.User
-		err := r.Scan(&u.ID, &u.Email)
-		return u, err
-	})
+	return out, nil
 }
 
 // TouchDevice implements auth.DeviceStore.

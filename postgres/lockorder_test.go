@@ -115,3 +115,94 @@ func waitForLockWaits(t *testing.T, pool *pgxpool.Pool, n int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestNewDevicesForgottenAfterTheAccounts: attack mode's forgetting of
+// the browsers new since it began takes the accounts' rows before their
+// devices and sessions, as a reset, a password change, a disabling and a
+// sign-out everywhere do (each ends the sessions, then forgets the
+// devices). In the other order the forgetting could hold a new device
+// while waiting for a session the reset ended, and the reset wait for
+// that device: Postgres then aborts one (SQLSTATE 40P01), a reset that
+// fails or browsers an attack signed in that stay. The reset is stopped
+// past the sessions by a hold on another of the account's reset links,
+// the forgetting started behind it, then the hold let go.
+func TestNewDevicesForgottenAfterTheAccounts(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	now := time.Now().Truncate(time.Second)
+	since := now.Add(-time.Minute)
+	// held locks a row of u's that the case's transaction writes after
+	// ending the sessions and before forgetting the devices.
+	const heldLink = `SELECT FROM password_reset_tokens WHERE token_hash = $1 FOR UPDATE`
+	const heldStep = `SELECT FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE`
+	for _, c := range []struct {
+		name  string
+		held  string
+		first func(u auth.User) error
+	}{
+		{"a reset", heldLink, func(u auth.User) error {
+			_, _, err := s.ResetPassword(ctx, hashOf("reset "+u.Email), now, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3")
+			return err
+		}},
+		{"a disabling", heldLink, func(u auth.User) error {
+			_, err := s.DisableUser(ctx, u.ID, now)
+			return err
+		}},
+		{"a password change", heldStep, func(u auth.User) error {
+			return s.ChangePassword(ctx, u.ID, u.PasswordHash, "$argon2id$v=19$m=1,t=1,p=1$c2FsdA$bmV3",
+				hashOf("session "+u.Email), hashOf("new session "+u.Email), nil)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := addUser(t, s, c.name+"@example.com", false)
+			addUser(t, s, "admin "+c.name+"@example.com", true) // DisableUser keeps one administrator
+			for _, name := range []string{"session ", "other session "} {
+				sess := auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+				if err := s.CreateSession(ctx, hashOf(name+u.Email), sess, u.PasswordHash, u.SignOuts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.AddDevice(ctx, u.ID, "", 0, hashOf("device "+u.Email), now, 10, false); err != nil {
+				t.Fatal(err)
+			}
+			for _, tok := range []string{"reset ", "held "} {
+				if err := s.AddResetToken(ctx, hashOf(tok+u.Email), u.ID, now.Add(-time.Minute), now.Add(time.Hour), false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			step := auth.MFAChallenge{TokenHash: hashOf("held " + u.Email), BindingHash: hashOf("binding " + u.Email), UserID: u.ID,
+				PasswordHash: u.PasswordHash, CreatedAt: now, ExpiresAt: now.Add(time.Hour), SignOuts: u.SignOuts}
+			if err := s.AddMFAChallenge(ctx, step); err != nil {
+				t.Fatal(err)
+			}
+			hold, err := s.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Rollback(context.Background())
+			if _, err := hold.Exec(ctx, c.held, hashOf("held "+u.Email)); err != nil {
+				t.Fatal(err)
+			}
+			first, second := make(chan error, 1), make(chan error, 1)
+			go func() { first <- c.first(u) }()
+			waitForLockWaits(t, s.Pool(), 1)
+			go func() {
+				_, err := s.ForgetNewDevices(ctx, since, nil)
+				second <- err
+			}()
+			waitForLockWaits(t, s.Pool(), 2)
+			if err := hold.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, ch := range []chan error{first, second} {
+				var pgErr *pgconn.PgError
+				switch err := <-ch; {
+				case errors.As(err, &pgErr):
+					t.Errorf("transaction %d: %v (SQLSTATE %s)", i+1, err, pgErr.Code)
+				case err != nil:
+					t.Errorf("transaction %d: %v", i+1, err)
+				}
+			}
+		})
+	}
+}
