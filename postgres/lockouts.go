@@ -10,7 +10,12 @@ import (
 )
 
 // RecordLockout implements auth.LockoutLog; an account without a user is
-// stored with a NULL user_id.
+// stored with a NULL user_id, and so is one deleted since the lockout was
+// decided, as its row would have been had it been written first (ON
+// DELETE SET NULL): the lock is in force, and its record must not be
+// refused by the foreign key. The account's row is key-share locked for
+// it, so a deletion at the same moment either commits first (and the id
+// is NULL) or waits for the row.
 func (s *Store) RecordLockout(ctx context.Context, l auth.Lockout) error {
 	var userID *int64
 	if l.UserID != 0 {
@@ -18,7 +23,7 @@ func (s *Store) RecordLockout(ctx context.Context, l auth.Lockout) error {
 	}
 	_, err := s.pool.Exec(ctx,
 		`INSERT INTO lockouts (account_key, user_id, level, failures, locked_at, locked_until)
-		 VALUES ($1, $2, $3, $4, $5, $6)`,
+		 VALUES ($1, (SELECT id FROM users WHERE id = $2 FOR KEY SHARE), $3, $4, $5, $6)`,
 		l.Account, userID, l.Level, l.Failures, l.LockedAt, l.LockedUntil)
 	return err
 }

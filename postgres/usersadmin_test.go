@@ -366,6 +366,31 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 	}
 }
 
+// TestLockoutOfADeletedAccount: a lockout decided on an account that is
+// deleted before its row is written is recorded all the same, under its
+// address and without the id, as the row would be had it been written
+// first (ON DELETE SET NULL). The lock itself is in force in Redis; a
+// foreign key that refused the row would leave it out of the dashboard's
+// lockouts.
+func TestLockoutOfADeletedAccount(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Second)
+	u := addUser(t, s, "ann@example.com", false)
+	addUser(t, s, "root@example.com", true)
+	if _, err := s.DeleteUser(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordLockout(ctx, auth.Lockout{Account: u.Email, UserID: u.ID, Level: 1, Failures: 5,
+		LockedAt: now, LockedUntil: now.Add(time.Hour)}); err != nil {
+		t.Fatalf("RecordLockout: %v", err)
+	}
+	l, ok, err := s.AccountLockout(ctx, u.Email, now)
+	if err != nil || !ok || l.UserID != 0 || !l.LockedUntil.Equal(now.Add(time.Hour)) {
+		t.Errorf("AccountLockout = %+v, %v, %v; want the lockout, without an account id", l, ok, err)
+	}
+}
+
 // seedUsers adds n accounts in one statement (user0000042@example.com
 // and so on, a thousand of them administrators), then ANALYZE, as
 // autovacuum would.
