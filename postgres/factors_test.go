@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -374,4 +375,90 @@ func TestRememberMFAOnlyForTheVerifiedPassword(t *testing.T) {
 			t.Errorf("remembered after %q: %v, %v", change, ok, err)
 		}
 	}
+}
+
+// TestSecondStepSpentOnceAtOnce: each thing a second step spends (a
+// recovery code, a TOTP step, the step itself, a passkey's ceremony, a
+// held answer's mark) is spent by exactly one of twenty requests that
+// race for it: each is one conditional statement, whose losers find it
+// spent.
+func TestSecondStepSpentOnceAtOnce(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Second)
+	u, err := s.CreateUser(ctx, "kai@example.com", "hash", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factor, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "Phone", Secret: []byte("k"), CreatedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConfirmFactor(ctx, u.ID, factor, 100, [][]byte{hashOf("code")}, now, verified(u)); err != nil {
+		t.Fatal(err)
+	}
+	step := func(name string) auth.MFAChallenge {
+		return auth.MFAChallenge{TokenHash: hashOf(name), BindingHash: hashOf(name + " binding"), UserID: u.ID,
+			PasswordHash: u.PasswordHash, CreatedAt: now, ExpiresAt: now.Add(time.Hour), SignOuts: u.SignOuts}
+	}
+	if err := s.AddMFAChallenge(ctx, step("step")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddCeremony(ctx, auth.Ceremony{BindingHash: hashOf("ceremony"), Purpose: "passkey", Session: []byte("{}"),
+		ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		spend func() (bool, error)
+	}{
+		{"a recovery code", func() (bool, error) {
+			return s.UseRecoveryCode(context.Background(), u.ID, hashOf("code"), now)
+		}},
+		{"a TOTP step", func() (bool, error) {
+			return s.UseTOTPStep(context.Background(), factor, 101, now)
+		}},
+		{"a second step", func() (bool, error) {
+			_, err := s.ConsumeMFAChallenge(context.Background(), hashOf("step"), hashOf("step binding"), now)
+			return err == nil, ignore(err, auth.ErrInvalidToken)
+		}},
+		{"a passkey ceremony", func() (bool, error) {
+			_, err := s.TakeCeremony(context.Background(), hashOf("ceremony"), "passkey", now)
+			return err == nil, ignore(err, auth.ErrInvalidToken)
+		}},
+		{"a held answer's mark", func() (bool, error) {
+			return s.SpendHeldMFA(context.Background(), step("held"))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			spent := 0
+			for range 20 {
+				wg.Go(func() {
+					ok, err := c.spend()
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						spent++
+					}
+				})
+			}
+			wg.Wait()
+			if spent != 1 {
+				t.Errorf("spent %d times by 20 requests at once, want once", spent)
+			}
+		})
+	}
+}
+
+// ignore is err, or nil if it is want.
+func ignore(err, want error) error {
+	if errors.Is(err, want) {
+		return nil
+	}
+	return err
 }
