@@ -462,3 +462,32 @@ func ignore(err, want error) error {
 	}
 	return err
 }
+
+// TestKeysSetUpAtOnceLeaveOne: of authenticator apps set up at once
+// (a double click, two tabs), one unconfirmed key is left, as one set up
+// after another leaves the last: each replaces the one before it.
+func TestKeysSetUpAtOnceLeaveOne(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	u, err := s.CreateUser(ctx, "kai@example.com", "hash", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := s.AddFactor(context.Background(), auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "Phone",
+				Secret: []byte("k"), CreatedAt: time.Now()}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	factors, err := s.Factors(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(factors) != 1 {
+		t.Errorf("%d unconfirmed keys after 20 set up at once, want 1", len(factors))
+	}
+}

@@ -206,3 +206,52 @@ func TestNewDevicesForgottenAfterTheAccounts(t *testing.T) {
 		})
 	}
 }
+
+// TestFactorAddedAfterTheAccount: a new authenticator app being set up
+// takes the account's row before the key it replaces, as every writer of
+// an account's factors does. In the other order, a deletion of the
+// account that came between them would wait for the old key while the
+// new one waited for the account: Postgres then aborts one (SQLSTATE
+// 40P01). The old key is held while the two queue for it, then let go.
+func TestFactorAddedAfterTheAccount(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	now := time.Now().Truncate(time.Second)
+	u := addUser(t, s, "ann@example.com", false)
+	addUser(t, s, "root@example.com", true) // DeleteUser keeps one administrator
+	add := func() error {
+		_, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "Phone", Secret: []byte("k"), CreatedAt: now})
+		return err
+	}
+	if err := add(); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background())
+	if _, err := hold.Exec(ctx, `SELECT FROM second_factors WHERE user_id = $1 FOR UPDATE`, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- add() }()
+	waitForLockWaits(t, s.Pool(), 1)
+	go func() {
+		_, err := s.DeleteUser(ctx, u.ID)
+		second <- err
+	}()
+	waitForLockWaits(t, s.Pool(), 2)
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range []chan error{first, second} {
+		var pgErr *pgconn.PgError
+		if err := <-ch; errors.As(err, &pgErr) {
+			t.Errorf("transaction %d: %v (SQLSTATE %s)", i+1, err, pgErr.Code)
+		}
+	}
+	if _, err := s.UserByID(ctx, u.ID); !errors.Is(err, auth.ErrNoUser) {
+		t.Errorf("the account after its deletion: %v, want ErrNoUser", err)
+	}
+}
