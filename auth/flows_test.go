@@ -153,10 +153,14 @@ func TestRehashRefusedWhenPasswordReplacedMeanwhile(t *testing.T) {
 	if _, err := store.CreateUser(t.Context(), "ann@example.com", oldHash, false); err != nil {
 		t.Fatal(err)
 	}
+	newHash, err := old.Hash(t.Context(), "a new password")
+	if err != nil {
+		t.Fatal(err)
+	}
 	rehashed := false
 	store.beforeRehash = func() {
 		rehashed = true
-		if _, err := store.SetPassword(context.Background(), "ann@example.com", "the hash of a new password"); err != nil {
+		if _, err := store.SetPassword(context.Background(), "ann@example.com", newHash); err != nil {
 			t.Error(err)
 		}
 	}
@@ -166,7 +170,7 @@ func TestRehashRefusedWhenPasswordReplacedMeanwhile(t *testing.T) {
 	if !rehashed {
 		t.Fatal("the sign-in did not rehash; the test proves nothing")
 	}
-	if u, err := store.UserByEmail(t.Context(), "ann@example.com"); err != nil || u.PasswordHash != "the hash of a new password" {
+	if u, err := store.UserByEmail(t.Context(), "ann@example.com"); err != nil || u.PasswordHash != newHash {
 		t.Errorf("stored hash %q (%v), want the replacement's", u.PasswordHash, err)
 	}
 }

@@ -467,7 +467,7 @@ func (s *Service) rehashed(ctx context.Context, user User, password string, reha
 		if hash, err := hashNew(ctx, password); err == nil {
 			switch err := s.rehashPassword(ctx, user.ID, passwordHash, hash); {
 			case errors.Is(err, ErrPasswordChanged):
-				return "", ErrInvalidCredentials
+				return s.rehashedMeanwhile(ctx, user, password, device)
 			case err != nil:
 				s.log.Warn("storing rehashed password", "user_id", user.ID, "err", err)
 			default:
@@ -476,6 +476,35 @@ func (s *Service) rehashed(ctx context.Context, user User, password string, reha
 		}
 	}
 	return passwordHash, nil
+}
+
+// rehashedMeanwhile is the account's hash once a rehash found the hash it
+// verified replaced: by another sign-in's rehash of the same password,
+// which a sign-in at the same moment makes whenever the parameters have
+// changed, or by a new password. The first signs this one in too, under
+// the hash that replaced its own; the second does not
+// (ErrInvalidCredentials). Only a sign-in whose password was right gets
+// here, so the second check tells nothing an attacker did not know.
+func (s *Service) rehashedMeanwhile(ctx context.Context, user User, password, device string) (string, error) {
+	current, err := s.store.UserByEmail(ctx, user.Email)
+	if errors.Is(err, ErrNoUser) || (err == nil && current.ID != user.ID) {
+		return "", ErrInvalidCredentials
+	}
+	if err != nil {
+		return "", s.dbDown("reading user", err)
+	}
+	verify := s.hasher.Verify
+	if device != "" {
+		verify = s.hasher.VerifyTrusted
+	}
+	ok, _, err := verify(ctx, current.PasswordHash, password)
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "", ErrInvalidCredentials
+	}
+	return current.PasswordHash, nil
 }
 
 // signedIn makes the session of a sign-in decided, with the account's

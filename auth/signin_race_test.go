@@ -357,3 +357,41 @@ func heldSignIn(t *testing.T, f *fixture, email, password, ip string) string {
 	}
 	return m[1]
 }
+
+// TestRehashesAtOnceBothSignIn: two sign-ins with the right password
+// whose stored hash has old parameters both rehash it; the second's
+// write finds the hash replaced, by the first's hash of the same
+// password, and must sign in all the same, not answer that the password
+// was wrong.
+func TestRehashesAtOnceBothSignIn(t *testing.T) {
+	old, err := auth.NewHasher(fastParams, 2, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, nil, withHasher(t, slowParams))
+	u := f.addUser(t, "ann@example.com", "placeholder password", false)
+	oldHash, err := old.Hash(t.Context(), "pw of ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(t.Context(), `UPDATE users SET password_hash = $2 WHERE id = $1`, u.ID, oldHash); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann", Client: client(fmt.Sprintf("192.0.2.%d", 60+i))})
+			if err == nil {
+				_, err = f.svc.Session(t.Context(), res.Session.Token)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("sign-in %d: %v, want signed in with a live session", i, err)
+		}
+	}
+}
