@@ -158,8 +158,15 @@ func (s *Server) handlePasswordAPI() http.Handler {
 	})
 }
 
-// accountNotice is the account page's notice for the step that led to it.
+// accountNotice is the account page's notice for the step that led to
+// it, when r comes from XCloak's own form's redirect: a link from another
+// site may open the account page (userFetch), and would otherwise have it
+// confirm a step nobody took ("Every other session was ended"), as
+// notice keeps it from the administrators' pages.
 func accountNotice(r *http.Request) string {
+	if !sameOriginFetch(r) {
+		return ""
+	}
 	q := r.URL.Query()
 	switch {
 	case q.Get("password") == "changed":

@@ -155,7 +155,12 @@ func factorRows(factors []auth.FactorInfo) []templates.FactorRow {
 func (s *Server) handleFactorsPage() http.Handler {
 	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
 		var props templates.FactorsProps
-		switch r.URL.Query().Get("factor") {
+		// Only after XCloak's own form's redirect, as accountNotice.
+		factor := ""
+		if sameOriginFetch(r) {
+			factor = r.URL.Query().Get("factor")
+		}
+		switch factor {
 		case "added":
 			props.Notice = "Your authenticator app is set up."
 		case "passkey":
