@@ -18,7 +18,7 @@ var (
 	ErrInvalidAPIKey = errors.New("xcloak client: invalid API key")
 	// ErrUnknownAttempt: the attempt id given to [Client.Outcome] is not
 	// one XCloak can take an outcome for (404): unknown, expired, issued to
-	// another key, or already used.
+	// another application, or already used.
 	ErrUnknownAttempt = errors.New("xcloak client: unknown attempt")
 )
 
