@@ -101,7 +101,7 @@ type LiveProps struct {
 
 // ApplicationRow is one application's decisions and reported outcomes.
 type ApplicationRow struct {
-	// Name is its API key's name.
+	// Name is the application's, whichever of its keys asked.
 	Name      string
 	Attempts  int64
 	Denied    int64
@@ -866,7 +866,7 @@ func DashboardLive(p LiveProps) templ.Component {
 }
 
 // applicationsPanel lists the applications that asked the decision API
-// (POST /api/v1/attempts) in the period, by their API key's name.
+// (POST /api/v1/attempts) in the period, by application.
 func applicationsPanel(p LiveProps) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -884,7 +884,7 @@ func applicationsPanel(p LiveProps) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "<section class=\"panel\" aria-labelledby=\"apps-title\"><h2 id=\"apps-title\">Applications</h2><p class=\"panel-intro\">Attempts that applications with their own users asked about, by API key name; their accounts are listed above as <code>app NAME ACCOUNT</code>.</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "<section class=\"panel\" aria-labelledby=\"apps-title\"><h2 id=\"apps-title\">Applications</h2><p class=\"panel-intro\">Attempts that applications with their own users asked about, by application, whichever of its keys asked; their accounts are listed above as <code>app NAME ACCOUNT</code>.</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

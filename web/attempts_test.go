@@ -484,6 +484,48 @@ func TestDashboardApplications(t *testing.T) {
 	}
 }
 
+// TestDashboardApplicationsByApplication: the stats JSON lists an
+// application once, under its name, whichever of its keys asked: a key
+// made with apikey add --app counts with the key it replaces, not under
+// its own name.
+func TestDashboardApplicationsByApplication(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	shop := newApp(t, base, env.AddAPIKey(t, "shop"))
+	key, _, err := env.Service.AddAPIKeyFor(t.Context(), "shop-2", "shop", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated := newApp(t, base, key)
+	shop.ask("login", "hank", "192.0.2.50", "")
+	rotated.ask("login", "hank", "192.0.2.50", "")
+	rotated.ask("login", "ivy", "192.0.2.50", "")
+	env.Flush(t)
+
+	admin := xcloaktest.Client(t, "127.0.9.7")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	_, body := getStats(t, admin, base, "1h")
+	var got struct {
+		Applications []struct {
+			Name     string
+			Attempts int64
+		} `json:"applications"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[{shop 3}]"; fmt.Sprint(got.Applications) != want {
+		t.Fatalf("applications %v, want %s", got.Applications, want)
+	}
+	// The panel says how it counts: a key's name would not find shop-2's
+	// attempts.
+	_, page := get(t, admin, base+"/admin?period=1h")
+	if !strings.Contains(page, `data-app="shop"`) || strings.Contains(page, `data-app="shop-2"`) || strings.Contains(page, "by API key name") {
+		t.Errorf("the dashboard's Applications panel does not list shop alone, by application")
+	}
+}
+
 // TestUnlockApplicationAccount: the dashboard's Unlock ends an
 // application account's lockout, as it lists it.
 func TestUnlockApplicationAccount(t *testing.T) {
