@@ -121,7 +121,9 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		return nil, err
 	}
 	var mailer auth.Mailer = auth.LogMailer{Logger: logger}
-	if cfg.SMTPURL != "" {
+	if !server {
+		mailer = unsentMail{log: logger}
+	} else if cfg.SMTPURL != "" {
 		smtp, err := smtpmail.New(cfg.SMTPURL)
 		if err != nil {
 			return nil, fmt.Errorf("XCLOAK_SMTP_URL: %w", err)
@@ -333,4 +335,15 @@ func mustDatabaseLabel(databaseURL string) string {
 		return "(invalid database URL)"
 	}
 	return databaseLabel(cfg)
+}
+
+// unsentMail is the mail of a command that acts once (user, apikey):
+// the command line has no SMTP server and no public URL of its own, and
+// a mail written to a terminal would put its link, a live credential,
+// there. What a command would have mailed is named, never shown.
+type unsentMail struct{ log *slog.Logger }
+
+func (m unsentMail) Send(ctx context.Context, msg auth.Message) error {
+	m.log.WarnContext(ctx, "the command line sends no mail: not sent", "to", msg.To, "subject", msg.Subject)
+	return nil
 }

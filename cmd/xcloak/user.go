@@ -35,6 +35,9 @@ Commands:
   unlock   end an account's lockout and forget its failed sign-ins
   signout  end every session of an account and forget its known devices
            ("sign-out" is the same command)
+  remove-factors
+           remove an account's second factors and recovery codes, for an
+           owner who lost them (the last administrator's too)
 
 Run "xcloak user <command> --help" for the flags of a command.
 `
@@ -55,6 +58,8 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdin 
 		return userUnlock(ctx, args[1:], getenv, stdout, stderr)
 	case "signout", "sign-out":
 		return userSignOut(ctx, args[0], args[1:], getenv, stdout, stderr)
+	case "remove-factors":
+		return userRemoveFactors(ctx, args[1:], getenv, stdout, stderr)
 	case "list":
 		return userList(ctx, args[1:], getenv, stdout, stderr)
 	case "disable":
@@ -159,6 +164,36 @@ func userSignOut(ctx context.Context, name string, args []string, getenv func(st
 				return err
 			}
 			fmt.Fprintf(stdout, "signed out %s everywhere\n", addr)
+			return nil
+		})
+}
+
+// userRemoveFactors removes an account's second factors: the way back in
+// for an owner who lost the phone and the recovery codes when no
+// administrator can sign in to the dashboard to do it, the last one
+// being that owner.
+func userRemoveFactors(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return accountCommand(ctx, "user remove-factors",
+		"Removes every second factor of an account (authenticator apps and\n"+
+			"passkeys), with its recovery codes and the browsers that skip the second\n"+
+			"step: the owner signs in with the password alone again, and enrols anew.\n"+
+			"The command line sends no mail: tell the owner, whom the dashboard's\n"+
+			"removal would have mailed. Recorded as a security event\n"+
+			"(factor_removed) by \"cli\".\n",
+		args, getenv, stdout, stderr, func(b *backend, addr string) error {
+			n, err := b.svc.RemoveFactors(ctx, "cli", addr)
+			switch {
+			case errors.Is(err, auth.ErrNoUser):
+				return fmt.Errorf("no account has email %s", addr)
+			case err != nil:
+				return err
+			case n == 0:
+				fmt.Fprintf(stdout, "%s has no second factor\n", addr)
+			case n == 1:
+				fmt.Fprintf(stdout, "removed the second factor of %s\n", addr)
+			default:
+				fmt.Fprintf(stdout, "removed %d second factors of %s\n", n, addr)
+			}
 			return nil
 		})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/xcloak/xcloak/internal/cli"
+	"github.com/xcloak/xcloak/internal/testenv"
 )
 
 // TestUserAdminCommands: list, disable, enable, promote, demote, signout
@@ -129,5 +130,56 @@ func TestUserAdminCommands(t *testing.T) {
 	}
 	if got, want := strings.Join(kinds, " "), "user_created user_disabled user_enabled signed_out_everywhere user_deleted"; got != want {
 		t.Errorf("bob's events by cli: %s, want %s", got, want)
+	}
+}
+
+// TestUserRemoveFactors: "user remove-factors" is the way back in for an
+// owner who lost the phone and the recovery codes when no administrator
+// can reach the dashboard: it removes the account's factors and recovery
+// codes and records it by "cli", as the dashboard's removal does. The
+// command line sends no mail.
+func TestUserRemoveFactors(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	sink := testenv.SMTP(t)
+	vars["XCLOAK_SMTP_URL"] = sink.URL()
+	delete(vars, "XCLOAK_MAIL_LOG")
+	addUser(t, vars, "ann@example.com", "correct horse battery\n")
+	conn := connect(t, vars["XCLOAK_DATABASE_URL"])
+	if _, err := conn.Exec(t.Context(), `
+		WITH u AS (SELECT id FROM users WHERE email = 'ann@example.com'),
+		f AS (INSERT INTO second_factors (user_id, kind, name, secret, credential_id, created_at, confirmed_at)
+			SELECT id, kind, 'lost', '\x00', cred, now(), now() FROM u, (VALUES ('totp', NULL), ('webauthn', '\x01'::bytea)) k(kind, cred))
+		INSERT INTO recovery_codes (user_id, hash, created_at) SELECT id, sha256('code'), now() FROM u`); err != nil {
+		t.Fatal(err)
+	}
+
+	stdout, stderr, err := xcloak(t, vars, "", "user", "remove-factors", "--email", "ANN@example.com")
+	if err != nil || stdout != "removed 2 second factors of ann@example.com\n" {
+		t.Fatalf("remove-factors: %v, stdout %q\nstderr:\n%s", err, stdout, stderr)
+	}
+	var factors, codes, events int
+	if err := conn.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM second_factors), (SELECT count(*) FROM recovery_codes),
+		(SELECT count(*) FROM security_events WHERE kind = 'factor_removed' AND account_key = 'ann@example.com'
+			AND detail->>'by' = 'cli' AND detail->>'count' = '2')`).Scan(&factors, &codes, &events); err != nil {
+		t.Fatal(err)
+	}
+	if factors != 0 || codes != 0 || events != 1 {
+		t.Errorf("after remove-factors: %d factors, %d recovery codes, %d events by cli; want none, none, one", factors, codes, events)
+	}
+	// The command line sends no mail, and writes none, links included, to
+	// the terminal: it says what it did not send.
+	if !strings.Contains(stderr, "the command line sends no mail") || strings.Contains(stderr, "/password-reset/") {
+		t.Errorf("remove-factors' log, want the unsent mail named and no link in it:\n%s", stderr)
+	}
+	if got := sink.Messages(); len(got) != 0 {
+		t.Errorf("remove-factors sent %d mails, want none", len(got))
+	}
+
+	if stdout, _, err := xcloak(t, vars, "", "user", "remove-factors", "--email", "ann@example.com"); err != nil || stdout != "ann@example.com has no second factor\n" {
+		t.Errorf("remove-factors again: %v, stdout %q", err, stdout)
+	}
+	if _, _, err := xcloak(t, vars, "", "user", "remove-factors", "--email", "nobody@example.com"); err == nil || !strings.Contains(err.Error(), "no account has email nobody@example.com") {
+		t.Errorf("remove-factors of an unknown account: %v, want an error", err)
 	}
 }
