@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,7 +119,7 @@ func TestQueueForConnectionsIsNotAnOutage(t *testing.T) {
 		defer close(held)
 		rdb.BLPop(t.Context(), 5*time.Second, "nothing-comes") // holds the one connection
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitBlocked(t, srv.Addr(), "blpop")
 	if _, err := f.AllowAll(t.Context(), rule); !errors.Is(err, ratelimit.ErrRedisSlow) {
 		t.Fatalf("decision while the only connection is busy: %v, want ErrRedisSlow", err)
 	}
@@ -128,5 +129,25 @@ func TestQueueForConnectionsIsNotAnOutage(t *testing.T) {
 	}
 	if d, err := f.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
 		t.Fatalf("decision once the connection is free: %+v, %v", d, err)
+	}
+}
+
+// waitBlocked waits, within a generous bound, until a client of the Redis
+// at addr is blocked in cmd: the goroutine that sends it may be slow to
+// run on a loaded machine.
+func waitBlocked(t *testing.T, addr, cmd string) {
+	t.Helper()
+	look := redis.NewClient(&redis.Options{Addr: addr})
+	defer look.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		clients, err := look.ClientList(t.Context()).Result()
+		for c := range strings.Lines(clients) {
+			if strings.Contains(c, " flags=b ") && strings.Contains(c, " cmd="+cmd+" ") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no client blocked in %s after 10 s: %v\n%s", cmd, err, clients)
+		}
 	}
 }
