@@ -111,9 +111,14 @@ func TestLongLivedServersInTurnAreNoRestart(t *testing.T) {
 		}
 	}
 	f.WatchRestarts(20 * time.Millisecond)
-	time.Sleep(time.Second)
+	// Fifty looks, however long a loaded machine takes to make them.
+	for deadline := time.Now().Add(30 * time.Second); pinger.n.Load() < 50; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d looks of the watch after 30 s, want 50", pinger.n.Load())
+		}
+	}
 	if n := trips.Load(); n > 0 {
-		t.Fatalf("two servers up for 10 days answering INFO in turn: %d trips into degraded mode (FailOpen: no limits each time) in 1s; want none", n)
+		t.Fatalf("two servers up for 10 days answering INFO in turn: %d trips into degraded mode (FailOpen: no limits each time) in %d looks; want none", n, pinger.n.Load())
 	}
 }
 
@@ -176,6 +181,7 @@ func TestFailbackDoesNotStallFailures(t *testing.T) {
 // partition, INFO server and replication from the process now answering.
 type serverINFO struct {
 	p               *partition
+	looks           infoCounter // INFOs answered
 	mu              sync.Mutex
 	id              string
 	start           time.Time // when the process answering started
@@ -209,6 +215,7 @@ func (s *serverINFO) Info(ctx context.Context, _ ...string) *redis.StringCmd {
 	s.mu.Unlock()
 	cmd.SetVal(fmt.Sprintf("# Server\r\nredis_version:7.2.4\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n\r\n# Replication\r\nrole:master\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n",
 		id, up, replid, replid2))
+	s.looks.n.Add(1)
 	return cmd
 }
 
@@ -234,7 +241,7 @@ func TestNoSecondTripAfterAnOutageWithARestart(t *testing.T) {
 	s.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
 	f, trips := watched(t, s)
 	f.WatchRestarts(20 * time.Millisecond)
-	time.Sleep(100 * time.Millisecond) // the watch knows A
+	s.looks.wait(t, 2) // the watch knows A
 	s.p.down.Store(true)
 	_ = f.Check(t.Context())
 	if !f.Degraded() {
@@ -244,7 +251,9 @@ func TestNoSecondTripAfterAnOutageWithARestart(t *testing.T) {
 	s.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000") // restarted while down
 	s.p.down.Store(false)
 	waitRecovered(t, f) // the failback gave B the locks
-	time.Sleep(300 * time.Millisecond)
+	// Looks at B after the failback, however slowly a loaded machine
+	// makes them: the third begins only once the second has been judged.
+	s.looks.wait(t, s.looks.n.Load()+3)
 	if n := trips.Load(); n != 1 {
 		t.Fatalf("one outage (Redis restarted within it, failback done): %d trips into degraded mode; want 1", n)
 	}
@@ -259,12 +268,13 @@ func TestSentinelsNewMasterIsTaken(t *testing.T) {
 	s.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
 	f, trips := watched(t, s)
 	f.WatchRestarts(20 * time.Millisecond)
-	time.Sleep(100 * time.Millisecond) // the watch knows the old master
+	s.looks.wait(t, 2) // the watch knows the old master
 	// Sentinel promotes a replica up for 9 days; go-redis' failover
 	// client now talks to it, with no call failing.
 	s.set("cccccccccccccccccccccccccccccccccccccccc", time.Now().Add(-216*time.Hour), "r3", "r1")
-	time.Sleep(300 * time.Millisecond)
-	if trips.Load() == 0 {
-		t.Fatal("a Sentinel's new master (a promoted replica, long running) was not taken for an outage just ended")
+	for deadline := time.Now().Add(10 * time.Second); trips.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a Sentinel's new master (a promoted replica, long running) was not taken for an outage just ended")
+		}
 	}
 }

@@ -313,8 +313,10 @@ func TestRestartBetweenCallsPutsLocksBack(t *testing.T) {
 	victim := ratelimit.Rule{Name: "login_account", ID: "victim@example.com", Limit: ratelimit.PerMinute(100), Lockable: true}
 	lock := lockAt(t, f, victim.Name, victim.ID)
 	f.Restore = newLockLog(lock).restore // the lockout log has it
+	looks := &infoCounter{}
+	rdb.AddHook(looks)
 	f.WatchRestarts(20 * time.Millisecond)
-	time.Sleep(100 * time.Millisecond) // the watch knows this server
+	looks.wait(t, 2) // the watch knows this server
 	srv.Stop()
 	srv.Start()
 	// Asked by the lock alone, which admits nothing: asked by the rule,
@@ -332,5 +334,38 @@ func TestRestartBetweenCallsPutsLocksBack(t *testing.T) {
 	}
 	if d, err := f.AllowAll(t.Context(), victim); err != nil || d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("the rule once the lock is back: %+v, %v; want refused as locked", d.Results, err)
+	}
+}
+
+// infoCounter counts the INFO commands of a watch of restarts (INFO
+// server replication) that a client it hooks has had answered.
+type infoCounter struct{ n atomic.Int64 }
+
+func (*infoCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (*infoCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (c *infoCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if fmt.Sprint(cmd.Args()) == "[info server replication]" && err == nil {
+			c.n.Add(1)
+		}
+		return err
+	}
+}
+
+// wait waits, within a generous bound, for n answered looks. The watch
+// looks again only once it has taken in its last look: with n = 2, it
+// knows the server the first look found, however slowly a loaded machine
+// runs it.
+func (c *infoCounter) wait(t *testing.T, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); c.n.Load() < n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d looks of the watch after 10 s, want %d", c.n.Load(), n)
+		}
 	}
 }
