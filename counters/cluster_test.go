@@ -1,8 +1,13 @@
 package counters
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,15 +43,37 @@ func TestClusterCountsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// slow holds the master with a script for d, from a client that waits
-	// for it, and returns once the script runs.
-	slow := func(d time.Duration) {
+	// slow holds the master with a script for d. It returns once the
+	// script is in the master's socket, on a connection the master serves,
+	// ahead of every command sent after it: waiting for a goroutine to
+	// send it instead, a loaded machine may send the transaction first.
+	// What it returns is closed once the script has ended.
+	slow := func(d time.Duration) <-chan struct{} {
 		t.Helper()
-		other := redis.NewClient(&redis.Options{Addr: node.Options().Addr, MaxRetries: -1})
-		t.Cleanup(func() { _ = other.Close() })
-		go other.Eval(context.Background(), `local t0 = redis.call('TIME')
-			repeat local t = redis.call('TIME') until (t[1] - t0[1]) * 1e6 + t[2] - t0[2] >= tonumber(ARGV[1])`, nil, d.Microseconds())
-		time.Sleep(50 * time.Millisecond)
+		conn, err := net.Dial("tcp", node.Options().Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		r := bufio.NewReader(conn)
+		if _, err := io.WriteString(conn, "*1\r\n$4\r\nPING\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := r.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+			t.Fatalf("PING: %q, %v", line, err)
+		}
+		script := `local t0 = redis.call('TIME')
+			repeat local t = redis.call('TIME') until (t[1] - t0[1]) * 1e6 + t[2] - t0[2] >= tonumber(ARGV[1])`
+		arg := strconv.FormatInt(d.Microseconds(), 10)
+		if _, err := fmt.Fprintf(conn, "*4\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n$%d\r\n%s\r\n", len(script), script, len(arg), arg); err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			_, _ = r.ReadString('\n')
+		}()
+		return ended
 	}
 	batch := []auth.Event{{At: now, Kind: auth.EventLoginFailed, Account: "a@example.com"}}
 
@@ -72,12 +99,15 @@ func TestClusterCountsOnce(t *testing.T) {
 	}
 
 	later := []auth.Event{{At: now, Kind: auth.EventLoginFailed, Account: "b@example.com"}}
-	hold := func() { slow(300 * time.Millisecond) }
+	var ended <-chan struct{}
+	hold := func() { ended = slow(300 * time.Millisecond) }
 	tx.before.Store(&hold)
 	if err := s.CountEvents(t.Context(), later); err == nil {
 		t.Fatal("the transaction was answered within its read timeout behind a slow script")
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The script has ended: the transaction queued behind it runs
+	// before the batch given again, which reaches the master after it.
+	<-ended
 	if err := s.CountEvents(t.Context(), later); err != nil { // as the Recorder does
 		t.Fatal(err)
 	}
