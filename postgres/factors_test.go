@@ -293,7 +293,7 @@ func TestRememberedBrowserNotLeftByLastFactorsRemoval(t *testing.T) {
 	}
 	remembered := make(chan error, 1)
 	go func() { remembered <- s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour), verified(u)) }()
-	time.Sleep(200 * time.Millisecond) // RememberMFA under way beside the removal
+	waitForLockWaits(t, s.Pool(), 1) // RememberMFA waits beside the removal
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestSecondStepBesideDisabling(t *testing.T) {
 	}
 	stored := make(chan error, 1)
 	go func() { stored <- s.AddMFAChallenge(ctx, step("new", now)) }()
-	time.Sleep(200 * time.Millisecond) // the step under way beside the disabling
+	waitForLockWaits(t, s.Pool(), 1) // the step waits beside the disabling
 	if _, err := tx.Exec(ctx, `DELETE FROM mfa_challenges WHERE user_id = $1`, u.ID); err != nil {
 		t.Fatalf("the disabling's deletion of the account's steps: %v", err)
 	}
