@@ -353,10 +353,15 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 // it has any), until ctx is done; then it finishes what is queued and,
 // last, ends the hook (Deps.Hook), which then flushes what it holds.
 func (s *Service) Run(ctx context.Context) {
+	// The recorder stops last: the mails sent while the queue drains,
+	// and the last rounds of the other work, record events too, which a
+	// recorder stopped with ctx would leave queued and never write.
+	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEvents()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.events.Run(ctx)
+		s.events.Run(eventsCtx)
 	}()
 	janitor := make(chan struct{})
 	go func() {
@@ -386,10 +391,11 @@ func (s *Service) Run(ctx context.Context) {
 		}
 	}()
 	s.runResets(ctx)
-	<-done
 	<-janitor
 	<-ending
 	<-watching
+	stopEvents()
+	<-done
 	stopHook()
 	<-hooked
 	s.limits.Close()
