@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -165,7 +166,9 @@ func (r *recorder) Run(ctx context.Context) {
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			if err := r.Flush(final); err != nil {
-				r.log.Error("writing security events at shutdown", "err", err)
+				notStored, notCounted := r.abandon()
+				r.log.Error("writing security events at shutdown; the events not written are lost",
+					"err", err, "not_stored", notStored, "not_counted", notCounted)
 			}
 			return
 		case <-tick.C:
@@ -239,6 +242,25 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 			return nil
 		}
 	}
+}
+
+// abandon gives up, at shutdown, the events a failed Flush left unwritten,
+// and counts them as dropped: notStored never reached Postgres (rows that
+// fold several count them all), notCounted never reached the counters in
+// Redis. Without it, the loss would show only as a failed write, of
+// unknown size.
+func (r *recorder) abandon() (notStored, notCounted int) {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	queued := len(r.take(len(r.queue)))
+	notCounted = len(r.pendingStats) + queued
+	notStored = queued
+	for _, e := range append(r.pendingDB, r.budget.close(math.MaxInt64, true)...) {
+		notStored += eventCount(e)
+	}
+	r.pendingStats, r.pendingDB, r.unsureStats = nil, nil, 0
+	r.dropped.Add(int64(notStored + notCounted))
+	return notStored, notCounted
 }
 
 // trim bounds a backlog while a store is down, dropping the oldest events

@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -151,5 +153,36 @@ func TestFinalFlushTakesArrivals(t *testing.T) {
 	}
 	if got := len(r.queue); got != 0 {
 		t.Errorf("%d events left queued after Flush, want none", got)
+	}
+}
+
+// TestShutdownCountsWhatItLoses: when a store is still down as the
+// recorder stops, the events it could not write are counted as dropped
+// and the log says how many each store lost, not only that writing failed.
+func TestShutdownCountsWhatItLoses(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	store := &rowStore{fails: 1 << 30}
+	r := newRecorder(store, nopCounter{}, slog.New(slog.NewJSONHandler(&buf, nil)), func() time.Time { return now })
+	for _, a := range []string{"a@example.com", "b@example.com", "c@example.com"} {
+		r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: a})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r.Run(ctx)
+	if got := r.Dropped(); got != 3 {
+		t.Errorf("%d events counted dropped after a shutdown that wrote none of 3 to Postgres, want 3", got)
+	}
+	var line struct {
+		Msg       string `json:"msg"`
+		NotStored *int   `json:"not_stored"`
+	}
+	for l := range strings.Lines(buf.String()) {
+		if err := json.Unmarshal([]byte(l), &line); err == nil && line.NotStored != nil {
+			break
+		}
+	}
+	if line.NotStored == nil || *line.NotStored != 3 {
+		t.Errorf("the shutdown's log does not say that 3 events were not stored:\n%s", buf.String())
 	}
 }

@@ -416,6 +416,11 @@ func (s *Service) Drain(ctx context.Context) error {
 	final, cancelFinal := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelFinal()
 	err := s.events.Flush(final)
+	if err != nil {
+		// Nothing writes them after this: say how many were lost.
+		notStored, notCounted := s.events.abandon()
+		err = fmt.Errorf("%w; %d events not stored, %d not counted, lost", err, notStored, notCounted)
+	}
 	if s.hook != nil {
 		s.hook.Run(done) // delivers what it holds, within its own bound
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,5 +82,32 @@ func TestRunWritesEventsOfItsDrain(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d %s events stored after Run returned, want 1", n, auth.EventResetMailDropped)
+	}
+}
+
+// TestDrainSaysWhatItLost: a Drain that cannot write the events queued
+// (Postgres gone) says how many were lost, and counts them as dropped.
+func TestDrainSaysWhatItLost(t *testing.T) {
+	_, pool := testenv.Schema(t)
+	rdb, prefix := testenv.Redis(t)
+	hasher, err := auth.NewHasher(fastParams, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := auth.DefaultConfig()
+	cfg.Secret = []byte("0123456789abcdef0123456789abcdef")
+	cfg.PublicURL, _ = url.Parse("https://login.example.test/")
+	xc, err := app.New(cfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: &recordingMailer{},
+		Attack: xcloaktest.ManualAttack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := xc.Service.CreateUser(t.Context(), "ann@example.com", "a long password", false, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	err = xc.Service.Drain(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "1 events not stored") {
+		t.Errorf("Drain without Postgres: %v, want it to say 1 event was not stored", err)
 	}
 }
