@@ -112,6 +112,13 @@ type Stats struct {
 		n   int64
 		sum uint64
 	}
+
+	// droppedMark is the key of how many webhook drops this Stats has
+	// counted in all, and dropped that number as far as it knows it
+	// (CountWebhooksDropped), under dropMu.
+	droppedMark string
+	dropMu      sync.Mutex
+	dropped     int64
 }
 
 // Retention and caps of the stats keys.
@@ -133,7 +140,9 @@ func New(rdb redis.UniversalClient, prefix string) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stats{rdb: rdb, keys: keys, counted: keys.Key(dashboardID, ":batch:"+rand.Text()), seed: maphash.MakeSeed()}, nil
+	id := rand.Text()
+	return &Stats{rdb: rdb, keys: keys, counted: keys.Key(dashboardID, ":batch:"+id),
+		droppedMark: keys.Key(dashboardID, ":whdropped:"+id), seed: maphash.MakeSeed()}, nil
 }
 
 // dashboardID is the one identity the counters' keys belong to.
@@ -601,17 +610,49 @@ func (s *Stats) queueCounts(ctx context.Context, pipe redis.Pipeliner, buckets m
 // CountWebhooksDropped adds n webhook deliveries dropped at at to the
 // counters of its minute and hour (webhook.DropCounter): each replica
 // adds its own, so every dashboard shows the deployment's.
+//
+// When it fails, Redis may have added them (only its answer lost) or not:
+// given them again, with the drops since, as webhook.Sender does, it adds
+// only what it had not. Redis keeps how many drops this Stats added in all
+// (droppedMark), and each call brings that mark to what it knows it added
+// before plus n, adding the difference, in one transaction.
 func (s *Stats) CountWebhooksDropped(ctx context.Context, at time.Time, n int64) error {
-	m := unixMinute(at)
-	pipe := s.rdb.TxPipeline()
-	for _, k := range []string{s.minuteKey("m", m), s.hourKey("m", m/60)} {
-		// A command go-redis never sends again (internal/redisonce)
-		// holds the transaction to one send.
-		_ = pipe.Process(ctx, redisonce.NewCmd(ctx, "hincrby", k, counterWebhooksDropped, n))
-		pipe.Expire(ctx, k, statsRetention)
+	if n <= 0 {
+		return nil
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	target := s.dropped + n
+	m := unixMinute(at)
+	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		mark, err := tx.Get(ctx, s.droppedMark).Int64()
+		if errors.Is(err, redis.Nil) || (err == nil && (mark < s.dropped || mark > target)) {
+			// Expired (no drop for a day) or lost with Redis's data,
+			// or not this Stats's count: only what it knows it added.
+			mark, err = s.dropped, nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			// Commands go-redis never sends again (internal/redisonce)
+			// hold the transaction to one send.
+			_ = pipe.Process(ctx, redisonce.NewCmd(ctx, "set", s.droppedMark, target, "px", statsRetention.Milliseconds()))
+			if add := target - mark; add > 0 {
+				for _, k := range []string{s.minuteKey("m", m), s.hourKey("m", m/60)} {
+					_ = pipe.Process(ctx, redisonce.NewCmd(ctx, "hincrby", k, counterWebhooksDropped, add))
+					pipe.Expire(ctx, k, statsRetention)
+				}
+			}
+			return nil
+		})
+		return err
+	}, s.droppedMark)
+	if err != nil {
+		return fmt.Errorf("counting dropped webhooks: %w", err)
+	}
+	s.dropped = target
+	return nil
 }
 
 // applications gathers the applications' figures from a period's totals,

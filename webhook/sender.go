@@ -81,6 +81,9 @@ type Deps struct {
 // their attempts or a refusal) in a store the dashboards of every replica
 // read.
 type DropCounter interface {
+	// CountWebhooksDropped counts n drops at at. When it fails, they may
+	// have been counted (only the answer lost): given again, with the
+	// drops since added, they are counted once.
 	CountWebhooksDropped(ctx context.Context, at time.Time, n int64) error
 }
 
