@@ -234,8 +234,8 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 			}
 		}
 		if len(errs) > 0 {
-			r.pendingStats = r.trim(r.pendingStats, r.unsureStats)
-			r.pendingDB = r.trim(r.pendingDB, 0)
+			r.pendingStats = r.trim(r.pendingStats, r.unsureStats, false)
+			r.pendingDB = r.trim(r.pendingDB, 0, true)
 			return errors.Join(errs...)
 		}
 		if len(batch) == 0 {
@@ -264,10 +264,18 @@ func (r *recorder) abandon() (notStored, notCounted int) {
 }
 
 // trim bounds a backlog while a store is down, dropping the oldest events
-// after its first keep, which go again as they were.
-func (r *recorder) trim(backlog []Event, keep int) []Event {
+// after its first keep, which go again as they were. In a backlog of rows
+// (folded), a dropped summary counts as the events it folds.
+func (r *recorder) trim(backlog []Event, keep int, folded bool) []Event {
 	if over := min(len(backlog)-recorderQueue, len(backlog)-keep); over > 0 {
-		r.dropped.Add(int64(over))
+		n := over
+		if folded {
+			n = 0
+			for _, e := range backlog[keep : keep+over] {
+				n += eventCount(e)
+			}
+		}
+		r.dropped.Add(int64(n))
 		backlog = append(backlog[:keep], backlog[keep+over:]...)
 	}
 	return backlog

@@ -186,3 +186,20 @@ func TestShutdownCountsWhatItLoses(t *testing.T) {
 		t.Errorf("the shutdown's log does not say that 3 events were not stored:\n%s", buf.String())
 	}
 }
+
+// TestTrimCountsFoldedEvents: a summary row dropped from Postgres's backlog
+// while it is down counts as the events it folds, not as one.
+func TestTrimCountsFoldedEvents(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	r := newRecorder(&rowStore{}, nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	backlog := []Event{{At: now, Kind: EventLoginFailed, Source: "192.0.2.0/24", Detail: map[string]string{"count": "500", "folded": "true"}}}
+	for range recorderQueue {
+		backlog = append(backlog, Event{At: now, Kind: EventLoginSucceeded, Account: "a@example.com"})
+	}
+	if got := len(r.trim(backlog, 0, true)); got != recorderQueue {
+		t.Fatalf("%d rows kept, want %d", got, recorderQueue)
+	}
+	if got := r.Dropped(); got != 500 {
+		t.Errorf("%d events counted dropped with a summary of 500, want 500", got)
+	}
+}
