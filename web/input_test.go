@@ -98,3 +98,41 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestContentTypeSentTwiceIsRefused: Content-Type is one value (RFC 9110,
+// 8.3). A request that sends two is refused before any work, as a body of
+// the wrong type is, whichever comes first: a gateway in front that reads
+// the other one would check the body as a type the service does not read
+// it as.
+func TestContentTypeSentTwiceIsRefused(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	apiKey := env.AddAPIKey(t, "twice")
+	for _, tc := range []struct {
+		name, path string
+		types      []string
+		body       string
+	}{
+		{"json, then text", "/api/v1/login", []string{jsonType, "text/plain"}, loginJSON("ann@example.com", "correct horse")},
+		{"text, then json", "/api/v1/login", []string{"text/plain", jsonType}, loginJSON("ann@example.com", "correct horse")},
+		{"json twice", "/api/v1/login", []string{jsonType, jsonType}, loginJSON("ann@example.com", "correct horse")},
+		{"decision api", "/api/v1/attempts", []string{jsonType, "text/plain"}, `{"kind":"login","account":"ann@example.com","client_ip":"192.0.2.1"}`},
+		{"form, then json", "/login", []string{formType, jsonType}, url.Values{"email": {"ann@example.com"}, "password": {"correct horse"}}.Encode()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header["Content-Type"] = tc.types
+			if strings.HasPrefix(tc.path, "/api/v1/attempts") {
+				req.Header.Set("Authorization", "Bearer "+apiKey)
+			}
+			resp, body := do(t, xcloaktest.Client(t, "127.0.5.2"), req)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400; body %.200s", resp.StatusCode, body)
+			}
+		})
+	}
+}
