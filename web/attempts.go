@@ -76,6 +76,9 @@ const maxEchoedField = 64
 // as a whole.
 func decodeFields(r *http.Request, dst any) error {
 	bodyErr := func(msg string) error { return &auth.FieldError{Field: "body", Message: msg} }
+	if !unencodedBody(r) {
+		return bodyErr("must be sent uncompressed, with no Content-Encoding")
+	}
 	if !hasContentType(r, "application/json") {
 		return bodyErr("must be JSON, sent as Content-Type: application/json")
 	}

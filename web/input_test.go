@@ -136,3 +136,36 @@ func TestContentTypeSentTwiceIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodedBodyIsRefused: the service reads bodies as sent, and decodes
+// no Content-Encoding. A body that says it is compressed is refused with
+// 400, never read as if it were not: whatever reads it on the way would
+// decompress it, or fail to, and check another body than the one the
+// service acts on.
+func TestEncodedBodyIsRefused(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	apiKey := env.AddAPIKey(t, "encoded")
+	for _, tc := range []struct {
+		name, path, ctype, encoding, body string
+	}{
+		{"json, gzip", "/api/v1/login", jsonType, "gzip", loginJSON("ann@example.com", "correct horse")},
+		{"json, br", "/api/v1/login", jsonType, "br", loginJSON("ann@example.com", "correct horse")},
+		{"decision api, gzip", "/api/v1/attempts", jsonType, "gzip", `{"kind":"login","account":"ann@example.com","client_ip":"192.0.2.1"}`},
+		{"form, deflate", "/login", formType, "deflate", url.Values{"email": {"ann@example.com"}, "password": {"correct horse"}}.Encode()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, xcloaktest.Client(t, "127.0.5.3"), base+tc.path, tc.ctype, tc.body,
+				"Content-Encoding", tc.encoding, "Authorization", "Bearer "+apiKey)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400; body %.200s", resp.StatusCode, body)
+			}
+		})
+	}
+	// identity is no encoding at all.
+	resp, body := post(t, xcloaktest.Client(t, "127.0.5.3"), base+"/api/v1/login", jsonType, loginJSON("ann@example.com", "correct horse"), "Content-Encoding", "identity")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("identity: status %d, want 200; body %.200s", resp.StatusCode, body)
+	}
+}

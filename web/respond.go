@@ -419,7 +419,7 @@ func hasContentType(r *http.Request, want string) bool {
 	// a filter) may take the other one, and check the body as a type this
 	// service does not read it as.
 	v := r.Header["Content-Type"]
-	if len(v) != 1 {
+	if len(v) != 1 || !unencodedBody(r) {
 		return false
 	}
 	// The common header, the media type alone, needs no parsing (whose
@@ -429,6 +429,16 @@ func hasContentType(r *http.Request, want string) bool {
 	}
 	mt, _, err := mime.ParseMediaType(v[0])
 	return err == nil && mt == want
+}
+
+// unencodedBody reports whether r's body is sent as itself: no
+// Content-Encoding, or identity. The service decodes none, and a body
+// that says it is compressed is not read as if it were not, since
+// whatever reads it on the way would decompress it, or fail to, and check
+// another body than the one the service acts on.
+func unencodedBody(r *http.Request) bool {
+	v := r.Header["Content-Encoding"]
+	return len(v) == 0 || len(v) == 1 && strings.EqualFold(strings.TrimSpace(v[0]), "identity")
 }
 
 // decodeForm reads the named fields of an urlencoded form. Each may appear
