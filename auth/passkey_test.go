@@ -301,21 +301,32 @@ func TestMFANetworkIsARate(t *testing.T) {
 		time.Sleep(window/2 + 10*time.Millisecond)
 	}
 
-	// Past it: refused until the oldest leaves the window, then not.
+	// Past it: refused until the oldest leaves the window, then not. The
+	// four must fall in one window: where a loaded machine took longer,
+	// the first had left it, and the round goes again from another
+	// address.
 	time.Sleep(window)
-	for i := range 3 {
-		if err := f.passkeyAlone(t, "203.0.113.91", unknown); !errors.Is(err, auth.ErrInvalidPasskey) {
-			t.Fatalf("unknown credential %d: %v", i+1, err)
+	for round := range 5 {
+		addr := fmt.Sprintf("203.0.113.%d", 91+round)
+		began := time.Now()
+		for i := range 3 {
+			if err := f.passkeyAlone(t, addr, unknown); !errors.Is(err, auth.ErrInvalidPasskey) {
+				t.Fatalf("unknown credential %d: %v", i+1, err)
+			}
 		}
-	}
-	err := f.passkeyAlone(t, "203.0.113.91", right)
-	var l *auth.LimitedError
-	if !errors.As(err, &l) || l.RetryAfter <= 0 || l.RetryAfter > window {
-		t.Fatalf("the fourth in a window: %v, want refused for at most %s", err, window)
-	}
-	time.Sleep(l.RetryAfter)
-	if err := f.passkeyAlone(t, "203.0.113.91", right); err != nil {
-		t.Errorf("after its Retry-After: %v", err)
+		err := f.passkeyAlone(t, addr, right)
+		if err == nil && time.Since(began) > window && round < 4 {
+			continue
+		}
+		var l *auth.LimitedError
+		if !errors.As(err, &l) || l.RetryAfter <= 0 || l.RetryAfter > window {
+			t.Fatalf("the fourth in a window: %v, want refused for at most %s", err, window)
+		}
+		time.Sleep(l.RetryAfter)
+		if err := f.passkeyAlone(t, addr, right); err != nil {
+			t.Errorf("after its Retry-After: %v", err)
+		}
+		return
 	}
 }
 
