@@ -16,6 +16,47 @@ import (
 	"github.com/xcloak/xcloak/postgres"
 )
 
+// TestSweepSkipsRowsHeld: the janitor's sweep does not wait for a
+// transaction that holds one of its rows (a second step being spent, the
+// sweep of another replica): it removes the others, and the held one at a
+// later sweep, so that it neither stalls behind live work nor deadlocks
+// with another sweep taking the rows in another order.
+func TestSweepSkipsRowsHeld(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	u, err := s.CreateUser(ctx, "kai@example.com", "hash", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"held", "free 1", "free 2"} {
+		c := auth.MFAChallenge{TokenHash: hashOf(name), BindingHash: hashOf(name + " binding"), UserID: u.ID,
+			PasswordHash: "hash", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+		if err := s.AddMFAChallenge(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SELECT FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE`, hashOf("held")); err != nil {
+		t.Fatal(err)
+	}
+	sweep, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if n, err := s.Sweep(sweep, auth.SweepMFAChallenges, at.Add(2*time.Hour)); err != nil || n != 2 {
+		t.Fatalf("sweep beside a held row: %d %v, want the 2 others removed at once", n, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Sweep(ctx, auth.SweepMFAChallenges, at.Add(2*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("sweep once the row is free: %d %v, want it removed", n, err)
+	}
+}
+
 // TestSweepMFAChallenges: the janitor's sweep removes second steps that
 // expired before its time, and leaves live ones usable.
 func TestSweepMFAChallenges(t *testing.T) {

@@ -36,8 +36,12 @@ func (s *Store) Sweep(ctx context.Context, kind auth.SweepKind, before time.Time
 	}
 	var removed int64
 	for ctx.Err() == nil {
+		// Rows another transaction holds (a second step being spent, a
+		// sign-in touching its device, another replica's sweep) are
+		// skipped, not waited for: they go at a later sweep, and two
+		// sweeps taking rows in different orders cannot deadlock.
 		tag, err := s.pool.Exec(ctx, `DELETE FROM `+job.table+` WHERE ctid IN (SELECT ctid FROM `+job.table+
-			` WHERE `+job.where+` LIMIT `+strconv.Itoa(sweepBatch)+`)`, before)
+			` WHERE `+job.where+` LIMIT `+strconv.Itoa(sweepBatch)+` FOR UPDATE SKIP LOCKED)`, before)
 		if err != nil {
 			return removed, err
 		}
