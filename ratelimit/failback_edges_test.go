@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -257,6 +258,105 @@ func TestNoSecondTripAfterAnOutageWithARestart(t *testing.T) {
 	if n := trips.Load(); n != 1 {
 		t.Fatalf("one outage (Redis restarted within it, failback done): %d trips into degraded mode; want 1", n)
 	}
+}
+
+// An outage shorter than the watch's interval, with Redis restarted
+// within it, falls between two looks: the failback gives the new process
+// the locks, and the watch's next look takes it for the server to know,
+// not for a second restart (FailOpen: a second moment without limits).
+// A restart after that, with no call failing, is still one. On the
+// bubble's clock: the watch looks at 1 s, 2 s, 3 s and on; the outage
+// lasts from 2.5 s to the probe's first ping, at 2.75 s.
+func TestNoSecondTripAfterAnOutageShorterThanTheWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &serverINFO{p: &partition{}}
+		s.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
+		// The shared store in process too: nothing leaves the bubble.
+		f := ratelimit.NewFailover(partitioned{newLocal(t), s.p}, newLocal(t), s, ratelimit.FailOpen, nil)
+		t.Cleanup(f.Close)
+		var trips, backs atomic.Int64
+		f.OnChange = func(degraded bool) {
+			if degraded {
+				trips.Add(1)
+			} else {
+				backs.Add(1)
+			}
+		}
+		f.WatchRestarts(time.Second)
+		time.Sleep(2500 * time.Millisecond)
+		if n := s.looks.n.Load(); n != 2 {
+			t.Fatalf("%d looks at 2.5 s, want 2", n)
+		}
+		s.p.down.Store(true)
+		_ = f.Check(t.Context())
+		if !f.Degraded() {
+			t.Fatal("not degraded")
+		}
+		s.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000") // restarted while down
+		s.p.down.Store(false)
+		// The failback at 2.75 s, the looks at 3, 4 and 5 s.
+		time.Sleep(3 * time.Second)
+		if n := trips.Load(); n != 1 {
+			t.Fatalf("one outage shorter than the watch's interval (Redis restarted within it, failback done): %d trips into degraded mode in %d looks; want 1", n, s.looks.n.Load())
+		}
+		if f.Degraded() || backs.Load() != 1 {
+			t.Fatalf("at 5.5 s: degraded %v, %d failbacks; want back, after 1", f.Degraded(), backs.Load())
+		}
+		// Redis restarts between two calls: no call fails, the watch's
+		// look at 6 s finds the new process.
+		s.set("cccccccccccccccccccccccccccccccccccccccc", time.Now(), "r3", "0000000000000000000000000000000000000000")
+		time.Sleep(time.Second) // the look at 6 s, the failback at 6.25 s
+		if n, b := trips.Load(), backs.Load(); n != 2 || b != 2 || f.Degraded() {
+			t.Fatalf("a restart between two calls after the outage: %d trips, %d failbacks, degraded %v; want 2, 2, false", n, b, f.Degraded())
+		}
+	})
+}
+
+// outageInLook is a serverINFO whose look number at finds an outage
+// begun after it asked: calls fail, Redis restarts, and the failback is
+// done before the new process answers that look.
+type outageInLook struct {
+	*serverINFO
+	f  *ratelimit.Failover
+	at int64
+	n  atomic.Int64
+}
+
+func (o *outageInLook) Info(ctx context.Context, section ...string) *redis.StringCmd {
+	if o.n.Add(1) == o.at {
+		o.p.down.Store(true)
+		_ = o.f.Check(ctx)
+		o.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000")
+		o.p.down.Store(false)
+		time.Sleep(500 * time.Millisecond) // the failback, at the probe's first ping
+	}
+	return o.serverINFO.Info(ctx, section...)
+}
+
+// An outage that begins and ends while the watch waits for INFO's
+// answer, Redis restarted within it, leaves the watch not knowing
+// whether that answer came before the failback or after: it takes the
+// server of its next look for the one to know, as after any outage.
+func TestNoSecondTripAfterAnOutageWithinALook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &outageInLook{serverINFO: &serverINFO{p: &partition{}}, at: 3}
+		o.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
+		o.f = ratelimit.NewFailover(partitioned{newLocal(t), o.p}, newLocal(t), o, ratelimit.FailOpen, nil)
+		t.Cleanup(o.f.Close)
+		var trips atomic.Int64
+		o.f.OnChange = func(degraded bool) {
+			if degraded {
+				trips.Add(1)
+			}
+		}
+		o.f.WatchRestarts(time.Second)
+		// Looks at 1 and 2 s know A; the one at 3 s is answered by B
+		// at 3.5 s, after the failback at 3.25 s; then 4 and 5 s.
+		time.Sleep(5500 * time.Millisecond)
+		if n := trips.Load(); n != 1 || o.f.Degraded() {
+			t.Fatalf("one outage within a look (Redis restarted within it, failback done): %d trips into degraded mode in %d looks, degraded %v; want 1, back", n, o.looks.n.Load(), o.f.Degraded())
+		}
+	})
 }
 
 // A Sentinel failover promotes a long-running replica, which may lag

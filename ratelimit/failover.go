@@ -64,6 +64,11 @@ type Failover struct {
 	timeout time.Duration
 
 	degraded atomic.Bool
+	// outages counts the outages begun (trip), each after degraded is
+	// set: the watch of restarts (WatchRestarts) that finds it changed
+	// since its last look knows that a failback may have given the
+	// lockouts in force to a server it has not seen yet.
+	outages atomic.Uint64
 	// restored is closed once the lockouts in force are in local after
 	// the current outage began; local decisions wait for it.
 	restored atomic.Pointer[chan struct{}]
@@ -352,6 +357,7 @@ func (f *Failover) trip(cause error) {
 		f.restored.Store(&done)
 		go f.restore(done)
 		f.degraded.Store(true)
+		f.outages.Add(1)
 		f.log.Error("redis unreachable; limits follow the failure policy until it answers",
 			"policy", string(f.policy), "err", cause)
 		if f.OnChange != nil {

@@ -30,6 +30,8 @@ type infoer interface {
 // old master's data went on from (its master_replid2 is the old master's
 // replication id): an endpoint that answers from several long-running,
 // unrelated servers in turn (a balancer over several) shows neither.
+// After an outage, however short, the first process seen is no restart:
+// the outage's failback gave the lockouts in force to it.
 // Until the next look, at most interval later, the locks Redis lost are
 // not in force. A Redis Cluster's probes reach a different node each time:
 // it is not watched (its nodes keep their data through replicas). Call it
@@ -44,6 +46,7 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 		defer t.Stop()
 		var last server
 		var lastLook time.Time
+		var lastOutages uint64
 		refused := false
 		for {
 			select {
@@ -51,6 +54,10 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 				return
 			case <-t.C:
 			}
+			// Read before degraded, which trip sets before counting
+			// the outage: an outage that began after this, and
+			// ended before degraded is read, shows at the next look.
+			outages := f.outages.Load()
 			if f.degraded.Load() {
 				// The failback to come gives the Redis that answers
 				// then the locks: it is the one to know.
@@ -70,6 +77,20 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 				// Whether Redis is there is the decisions' and the
 				// probes' to find.
 				continue
+			}
+			if f.outages.Load() != outages {
+				// An outage began while INFO was asked: whether the
+				// server that answered is the one its failback gave
+				// the locks to is not known. The next look's is.
+				continue
+			}
+			if outages != lastOutages {
+				// An outage began since the last look, shorter than
+				// the interval perhaps, with no look while degraded:
+				// its failback gave the locks to a server this look
+				// may be the first to see. It is the one to know, not
+				// a restart.
+				last, lastOutages = server{}, outages
 			}
 			at := time.Now()
 			if last.id != "" && now.id != last.id && (now.up <= at.Sub(lastLook)+time.Second || now.from(last)) {
