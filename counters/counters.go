@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -88,6 +89,17 @@ func appCounters(kind string) []string {
 // distinct sources than a set's cap, the lowest counts are dropped, which
 // keeps memory bounded and the heavy hitters exact.
 //
+// A ranking is the sum of its period's sets, merged in Go from the sets
+// read whole, a few per round trip: no command holds Redis longer than one
+// capped set takes to read (under a millisecond), where one ZUNIONSTORE of
+// a flood's hour (60,000 members) held every sign-in's limit script up
+// for about 100 ms. Each merged ranking is kept in Redis for rankingFresh
+// under the period's last minute ("<tag>:top:<kind>:<period minutes>:<n>:
+// <unix minute>"), merged by one replica at a time (a lock beside it):
+// every replica's dashboard reads it, so a ranking may leave out up to
+// rankingFresh of the newest counts of its current minute, and is exact
+// for every minute before.
+//
 // All keys are built by ratelimit.Keys as the records of one identity,
 // the dashboard, so they share one hash tag: one transaction can read or
 // write any of them on a Redis Cluster too. Every key expires.
@@ -131,6 +143,24 @@ const (
 	// minuteRankCap and hourRankCap bound the members of one sorted set.
 	minuteRankCap = 1000
 	hourRankCap   = 2000
+)
+
+// How rankings are read (Stats.top).
+const (
+	// rankingFresh is how long a merged ranking is kept for every
+	// replica, and how long the replica merging it holds its lock: the
+	// live dashboard asks for each watched period every second on every
+	// replica, and merging a flood's hour costs Redis some 60,000
+	// members read.
+	rankingFresh = 2 * time.Second
+	// rankingWait is how long a replica waits for the ranking another is
+	// merging, polling every rankingPoll, before it merges on its own.
+	rankingWait = time.Second
+	rankingPoll = 20 * time.Millisecond
+	// rankingSetsPerTrip is how many sorted sets one round trip reads:
+	// Redis runs a client's pipelined commands back to back, so a few
+	// (each at most a capped set, under a millisecond) per trip.
+	rankingSetsPerTrip = 4
 )
 
 // New returns the counters under prefix, the deployment's Redis key
@@ -187,7 +217,8 @@ func (s *Stats) Series(ctx context.Context, minutes int, now time.Time) ([]dashb
 
 // Top returns the n highest of a ranking over period p ending at now,
 // highest first; ties are ordered by name, descending, on every replica
-// alike.
+// alike. It may be up to rankingFresh behind in the current minute (see
+// Stats).
 func (s *Stats) Top(ctx context.Context, p dashboard.Period, kind TopKind, n int, now time.Time) ([]dashboard.Ranked, error) {
 	if !p.Valid() {
 		return nil, dashboard.ErrInvalidPeriod
@@ -195,32 +226,23 @@ func (s *Stats) Top(ctx context.Context, p dashboard.Period, kind TopKind, n int
 	if kind != TopSources && kind != TopAccounts {
 		return nil, fmt.Errorf("%w: ranking %q", auth.ErrInvalidRequest, kind)
 	}
-	if n < 1 {
-		return nil, nil
-	}
-	var collect func() ([]dashboard.Ranked, error)
-	if err := s.read(ctx, func(pipe redis.Pipeliner) { collect = s.queueTop(ctx, pipe, p, kind, n, now) }); err != nil {
-		return nil, err
-	}
-	return collect()
+	return s.top(ctx, p, kind, n, now)
 }
 
 // Snapshot returns the summary of p, the chart's series and both rankings
-// (topN each), all from one consistent read.
+// (topN each). The summary and the series are one consistent read; the
+// rankings are read after it, each as Top reads it.
 func (s *Stats) Snapshot(ctx context.Context, p dashboard.Period, now time.Time, topN int) (dashboard.Snapshot, error) {
 	if !p.Valid() {
 		return dashboard.Snapshot{}, dashboard.ErrInvalidPeriod
 	}
 	var (
-		summary          func() (dashboard.Summary, error)
-		series           func() ([]dashboard.Minute, error)
-		sources, targets func() ([]dashboard.Ranked, error)
+		summary func() (dashboard.Summary, error)
+		series  func() ([]dashboard.Minute, error)
 	)
 	err := s.read(ctx, func(pipe redis.Pipeliner) {
 		summary = s.queueSummary(ctx, pipe, p, now)
 		series = s.queueSeries(ctx, pipe, dashboard.SeriesMinutes, now)
-		sources = s.queueTop(ctx, pipe, p, TopSources, topN, now)
-		targets = s.queueTop(ctx, pipe, p, TopAccounts, topN, now)
 	})
 	if err != nil {
 		return dashboard.Snapshot{}, err
@@ -232,10 +254,10 @@ func (s *Stats) Snapshot(ctx context.Context, p dashboard.Period, now time.Time,
 	if snap.Series, err = series(); err != nil {
 		return dashboard.Snapshot{}, err
 	}
-	if snap.TopSources, err = sources(); err != nil {
+	if snap.TopSources, err = s.top(ctx, p, TopSources, topN, now); err != nil {
 		return dashboard.Snapshot{}, err
 	}
-	if snap.TopAccounts, err = targets(); err != nil {
+	if snap.TopAccounts, err = s.top(ctx, p, TopAccounts, topN, now); err != nil {
 		return dashboard.Snapshot{}, err
 	}
 	return snap, nil
@@ -374,14 +396,9 @@ func (s *Stats) queueSeries(ctx context.Context, pipe redis.Pipeliner, minutes i
 	}
 }
 
-// queueTop unions the period's sorted sets into a scratch key, reads the
-// top n and deletes the key, inside the caller's transaction: no other
-// client ever sees the scratch key, and the union (unlike ZUNION) never
-// sends the whole set back.
-func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p dashboard.Period, kind TopKind, n int, now time.Time) func() ([]dashboard.Ranked, error) {
-	if n < 1 {
-		return func() ([]dashboard.Ranked, error) { return nil, nil }
-	}
+// rankingKeys are the sorted sets whose sum is the ranking kind over p
+// ending at now: its minutes up to an hour, else its clock hours.
+func (s *Stats) rankingKeys(p dashboard.Period, kind TopKind, now time.Time) []string {
 	first, last := window(p, now)
 	var keys []string
 	if p <= dashboard.Period1h {
@@ -393,17 +410,110 @@ func (s *Stats) queueTop(ctx context.Context, pipe redis.Pipeliner, p dashboard.
 			keys = append(keys, s.hourKey(string(kind), h))
 		}
 	}
-	scratch := s.keys.Key(dashboardID, ":scratch:"+string(kind))
-	pipe.ZUnionStore(ctx, scratch, &redis.ZStore{Keys: keys})
-	top := pipe.ZRevRangeWithScores(ctx, scratch, 0, int64(n-1))
-	pipe.Del(ctx, scratch)
-	return func() ([]dashboard.Ranked, error) {
-		out := make([]dashboard.Ranked, 0, len(top.Val()))
-		for _, z := range top.Val() {
-			out = append(out, dashboard.Ranked{Name: fmt.Sprint(z.Member), Count: int64(z.Score)})
-		}
-		return out, nil
+	return keys
+}
+
+// top returns the n highest of a ranking over p ending at now, from the
+// copy kept for rankingFresh if there is one, else merged and kept for
+// the replicas that ask next. One replica at a time merges a ranking (the
+// one that takes its lock); the others wait for its copy, or merge on
+// their own if it is slow to come, so that a replica that failed delays
+// the dashboard but never empties it.
+func (s *Stats) top(ctx context.Context, p dashboard.Period, kind TopKind, n int, now time.Time) ([]dashboard.Ranked, error) {
+	if n < 1 {
+		return nil, nil
 	}
+	name := ":top:" + string(kind) + ":" + strconv.Itoa(int(p)) + ":" + strconv.Itoa(n) + ":" + strconv.FormatInt(unixMinute(now), 10)
+	kept, lock := s.keys.Key(dashboardID, name), s.keys.Key(dashboardID, name+":lock")
+	deadline := time.Now().Add(rankingWait)
+	for {
+		out, ok, err := s.keptRanking(ctx, kept)
+		if err != nil || ok {
+			return out, err
+		}
+		won, err := s.rdb.SetNX(ctx, lock, 1, rankingFresh).Result()
+		if err != nil {
+			return nil, fmt.Errorf("reading stats: %w", err)
+		}
+		if won || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reading stats: %w", ctx.Err())
+		case <-time.After(rankingPoll):
+		}
+	}
+	out, err := s.mergeRanking(ctx, s.rankingKeys(p, kind, now), n)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("keeping a ranking: %w", err)
+	}
+	if err := s.rdb.Set(ctx, kept, b, rankingFresh).Err(); err != nil {
+		return nil, fmt.Errorf("keeping a ranking: %w", err)
+	}
+	return out, nil
+}
+
+// keptRanking reads a ranking top kept; ok is false if there is none.
+func (s *Stats) keptRanking(ctx context.Context, key string) (out []dashboard.Ranked, ok bool, err error) {
+	b, err := s.rdb.Get(ctx, key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading stats: %w", err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, false, fmt.Errorf("stats ranking %s is not a ranking: %w", key, err)
+	}
+	return out, true, nil
+}
+
+// mergeRanking sums the sorted sets keys in Go and returns the n highest,
+// highest first, ties ordered by name descending, as ZUNIONSTORE and
+// ZREVRANGE would. Each set is read whole by one ZRANGE, consistent with
+// itself, and at most rankingSetsPerTrip in one round trip, never in a
+// transaction: no command holds Redis longer than reading one capped set
+// (hourRankCap members), and the sign-ins' limit scripts run between
+// them. Sets are capped, so a set read whole is never large.
+func (s *Stats) mergeRanking(ctx context.Context, keys []string, n int) ([]dashboard.Ranked, error) {
+	sums := map[string]float64{}
+	for chunk := range slices.Chunk(keys, rankingSetsPerTrip) {
+		cmds := make([]*redis.ZSliceCmd, len(chunk))
+		_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, k := range chunk {
+				cmds[i] = pipe.ZRangeWithScores(ctx, k, 0, -1)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading stats: %w", err)
+		}
+		for _, c := range cmds {
+			for _, z := range c.Val() {
+				member, ok := z.Member.(string)
+				if !ok {
+					member = fmt.Sprint(z.Member)
+				}
+				sums[member] += z.Score
+			}
+		}
+	}
+	out := make([]dashboard.Ranked, 0, len(sums))
+	for name, c := range sums {
+		out = append(out, dashboard.Ranked{Name: name, Count: int64(c)})
+	}
+	slices.SortFunc(out, func(a, b dashboard.Ranked) int {
+		if a.Count != b.Count {
+			return cmp.Compare(b.Count, a.Count)
+		}
+		return strings.Compare(b.Name, a.Name)
+	})
+	return out[:min(n, len(out))], nil
 }
 
 // rejectedCounters are the counters of rejections by the table's rules

@@ -188,8 +188,8 @@ func TestStatsSumsExactly(t *testing.T) {
 	}
 }
 
-// checkExpiry fails for any stats key without a time to live, scratch
-// keys included (there must be none left).
+// checkExpiry fails for any stats key without a time to live, the kept
+// rankings and their locks included.
 func checkExpiry(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	t.Helper()
 	ctx := context.Background()

@@ -49,7 +49,8 @@ type Dashboard struct {
 // counters keeps them in Redis).
 type Counters interface {
 	// Snapshot returns the summary of p, the chart's series and both
-	// rankings (topN each), all from one consistent read.
+	// rankings (topN each); the rankings may be a few seconds behind the
+	// summary in the current minute (counters.Stats).
 	Snapshot(ctx context.Context, p Period, now time.Time, topN int) (Snapshot, error)
 }
 
