@@ -164,7 +164,7 @@ func (s *Server) handlePasswordAPI() http.Handler {
 // confirm a step nobody took ("Every other session was ended"), as
 // notice keeps it from the administrators' pages.
 func accountNotice(r *http.Request) string {
-	if !sameOriginFetch(r) {
+	if !ownRedirect(r) {
 		return ""
 	}
 	q := r.URL.Query()

@@ -115,6 +115,21 @@ func sameOriginFetch(r *http.Request) bool {
 	return false
 }
 
+// ownRedirect reports whether r is a page's request that followed the
+// redirect of XCloak's own form, as the notice it carries says ("The
+// account was deleted."): same-origin, or from a browser that sends no
+// fetch metadata. Not "none", which sameOriginFetch lets open a page the
+// user typed: a browser sends it for a link opened from a program outside
+// it too, a mail program's, and a phishing mail's link would otherwise
+// have XCloak confirm an act nobody did.
+func ownRedirect(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin":
+		return true
+	}
+	return false
+}
+
 // linkable reports whether r asks for an administrators' page, which a
 // link from another site may open, rather than a download, a stream or
 // the API.
@@ -208,12 +223,12 @@ func (s *Server) handleDashboard() http.Handler {
 }
 
 // notice is the ?notice= of r, which the redirect after an
-// administrator's act carries, when r comes from XCloak's own page: a
-// link from another site may open an administrators' page (linkable),
+// administrator's act carries, when r follows it (ownRedirect): a link
+// from another site may open an administrators' page (linkable),
 // and would otherwise have it confirm an act nobody did ("Attack mode is
 // off", "The account's second factors ... were removed").
 func notice(r *http.Request) string {
-	if !sameOriginFetch(r) {
+	if !ownRedirect(r) {
 		return ""
 	}
 	return r.URL.Query().Get("notice")

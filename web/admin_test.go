@@ -249,8 +249,10 @@ func TestAdminRoutesRefuseOtherSites(t *testing.T) {
 // shows after an act ("The account's second factors were removed",
 // "Attack mode is off") comes from the redirect of XCloak's own form. A
 // link from another site, which may open these pages, carries the same
-// ?notice= and shows nothing: no page elsewhere makes an administrator
-// believe an act was done that nobody did.
+// ?notice= and shows nothing, and so does one opened from a program
+// outside the browser (a mail program's: Sec-Fetch-Site none): no page
+// elsewhere makes an administrator believe an act was done that nobody
+// did.
 func TestAdminNoticesOnlyAfterOwnActs(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
@@ -263,7 +265,7 @@ func TestAdminNoticesOnlyAfterOwnActs(t *testing.T) {
 		{"/admin/users?notice=deleted", "The account was deleted."},
 		{fmt.Sprintf("/admin/users/%d?notice=factors-removed", root.ID), "second factors and recovery codes were removed"},
 	} {
-		for _, site := range []string{"cross-site", "same-site"} {
+		for _, site := range []string{"cross-site", "same-site", "none"} {
 			resp, body := get(t, admin, base+tc.path, "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "navigate",
 				"Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1")
 			if resp.StatusCode != http.StatusOK {

@@ -56,10 +56,10 @@ func (s *Server) handleLoginPage() http.Handler {
 		// The notices follow XCloak's own form's redirect only, as
 		// accountNotice's do: from a link elsewhere they would confirm a
 		// step nobody took.
-		if r.URL.Query().Get("reset") == "done" && sameOriginFetch(r) {
+		if r.URL.Query().Get("reset") == "done" && ownRedirect(r) {
 			props.Notice = "Your password was changed. Sign in with the new one."
 		}
-		if r.URL.Query().Get("unlock") == "done" && sameOriginFetch(r) {
+		if r.URL.Query().Get("unlock") == "done" && ownRedirect(r) {
 			props.Notice = "This browser can now sign in to your account with your password."
 		}
 		s.loginPage(w, r, http.StatusOK, props)

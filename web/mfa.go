@@ -157,7 +157,7 @@ func (s *Server) handleFactorsPage() http.Handler {
 		var props templates.FactorsProps
 		// Only after XCloak's own form's redirect, as accountNotice.
 		factor := ""
-		if sameOriginFetch(r) {
+		if ownRedirect(r) {
 			factor = r.URL.Query().Get("factor")
 		}
 		switch factor {

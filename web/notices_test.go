@@ -16,7 +16,9 @@ import (
 // form, as the administrators' do (TestAdminNoticesOnlyAfterOwnActs). A
 // link from another site, which may open these pages, carries the same
 // query and shows nothing: a phishing mail's "end your other sessions"
-// link must not have XCloak confirm that they were ended.
+// link must not have XCloak confirm that they were ended, whether it is
+// followed from a webmail (cross-site) or from a mail program outside
+// the browser, which opens it as a typed address is (none).
 func TestAccountNoticesOnlyAfterOwnActs(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
@@ -40,7 +42,7 @@ func TestAccountNoticesOnlyAfterOwnActs(t *testing.T) {
 	} {
 		// As the page writes it: an apostrophe is escaped.
 		tc.words = html.EscapeString(tc.words)
-		for _, site := range []string{"cross-site", "same-site"} {
+		for _, site := range []string{"cross-site", "same-site", "none"} {
 			resp, body := get(t, tc.c, base+tc.path, "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "navigate",
 				"Sec-Fetch-Dest", "document", "Sec-Fetch-User", "?1")
 			if resp.StatusCode != http.StatusOK {
@@ -53,6 +55,12 @@ func TestAccountNoticesOnlyAfterOwnActs(t *testing.T) {
 		resp, body := get(t, tc.c, base+tc.path, "Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document")
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.words) {
 			t.Errorf("%s after XCloak's own form: %d, without %q", tc.path, resp.StatusCode, tc.words)
+		}
+		// A browser that sends no fetch metadata shows it after its
+		// redirect too.
+		resp, body = get(t, tc.c, base+tc.path)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.words) {
+			t.Errorf("%s from a browser without fetch metadata: %d, without %q", tc.path, resp.StatusCode, tc.words)
 		}
 	}
 }
