@@ -69,6 +69,12 @@ type Failover struct {
 	// since its last look knows that a failback may have given the
 	// lockouts in force to a server it has not seen yet.
 	outages atomic.Uint64
+	// backAt is when the last failback had put the lockouts in force
+	// back into Redis (Unix nanoseconds): the watch of restarts takes a
+	// server that surely started after it for one that lost them. It is
+	// stored before degraded is cleared, so that a watch that finds an
+	// outage over reads its failback's, or a later one's.
+	backAt atomic.Int64
 	// restored is closed once the lockouts in force are in local after
 	// the current outage began; local decisions wait for it.
 	restored atomic.Pointer[chan struct{}]
@@ -632,6 +638,7 @@ func (f *Failover) failback() bool {
 	}
 
 	f.probeMu.Lock()
+	f.backAt.Store(time.Now().UnixNano())
 	if f.degraded.CompareAndSwap(true, false) {
 		f.log.Info("redis answers again; shared limits restored")
 		if f.OnChange != nil {

@@ -30,12 +30,18 @@ type infoer interface {
 // old master's data went on from (its master_replid2 is the old master's
 // replication id): an endpoint that answers from several long-running,
 // unrelated servers in turn (a balancer over several) shows neither.
-// After an outage, however short, the first process seen is no restart:
-// the outage's failback gave the lockouts in force to it.
-// Until the next look, at most interval later, the locks Redis lost are
-// not in force. A Redis Cluster's probes reach a different node each time:
-// it is not watched (its nodes keep their data through replicas). Call it
-// once, after Restore is set.
+// After an outage, however short, the first process seen is no restart,
+// the outage's failback having given the lockouts in force to it, unless
+// its uptime says it surely started after that failback ended (Redis
+// restarted again since, and the look after the failback found it down,
+// or the interval is longer than a second). Until the next look, at most
+// interval later, the locks Redis lost are not in force; those lost by a
+// restart that the first look after an outage cannot tell from the
+// failback's server (uptime is in whole seconds: any, at a look made
+// within a second or so of the failback) stay out of Redis until its
+// next outage or restart. A Redis Cluster's probes reach a different
+// node each time: it is not watched (its nodes keep their data through
+// replicas). Call it once, after Restore is set.
 func (f *Failover) WatchRestarts(interval time.Duration) {
 	in, ok := f.pinger.(infoer)
 	if _, cluster := f.pinger.(*redis.ClusterClient); !ok || cluster || interval <= 0 {
@@ -64,6 +70,7 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 				last = server{}
 				continue
 			}
+			asked := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			now, err := serverOf(ctx, in)
 			cancel()
@@ -84,16 +91,24 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 				// the locks to is not known. The next look's is.
 				continue
 			}
+			restarted := false
 			if outages != lastOutages {
 				// An outage began since the last look, shorter than
 				// the interval perhaps, with no look while degraded:
 				// its failback gave the locks to a server this look
 				// may be the first to see. It is the one to know, not
-				// a restart.
+				// a restart, unless it surely started after the
+				// failback had given them (uptime is in whole
+				// seconds, and was read after asked): Redis restarted
+				// again since, and lost them. A bound any looser would
+				// take the failback's own server for a restart.
+				if back := f.backAt.Load(); back != 0 {
+					restarted = now.up+time.Second < asked.Sub(time.Unix(0, back))
+				}
 				last, lastOutages = server{}, outages
 			}
 			at := time.Now()
-			if last.id != "" && now.id != last.id && (now.up <= at.Sub(lastLook)+time.Second || now.from(last)) {
+			if restarted || last.id != "" && now.id != last.id && (now.up <= at.Sub(lastLook)+time.Second || now.from(last)) {
 				f.log.Warn("redis answers from a new server process, with no call failing; putting the lockouts in force back into it",
 					"run_id", now.id, "uptime_seconds", now.up.Seconds())
 				f.trip(errRedisRestarted)
