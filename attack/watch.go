@@ -510,7 +510,8 @@ func (w *Watch) record(ctx context.Context, e auth.Event) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := w.events.InsertEvents(ctx, []auth.Event{e}); err != nil {
+	// Written once, not again: a fresh id.
+	if err := w.events.InsertEvents(ctx, auth.NewEventBatchID(), []auth.Event{e}); err != nil {
 		w.log.Error("attack watch: recording event", "kind", e.Kind, "err", err)
 	}
 }

@@ -37,7 +37,7 @@ type eventLog struct {
 	events []auth.Event
 }
 
-func (l *eventLog) InsertEvents(_ context.Context, batch []auth.Event) error {
+func (l *eventLog) InsertEvents(_ context.Context, _ auth.EventBatchID, batch []auth.Event) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, batch...)

@@ -58,9 +58,9 @@ type auditedStore struct {
 
 // InsertEvents writes batch, then its lines: only rows written are
 // logged, so that line and row agree one for one, and a batch written
-// again after a failure is logged once.
-func (s auditedStore) InsertEvents(ctx context.Context, batch []Event) error {
-	if err := s.EventStore.InsertEvents(ctx, batch); err != nil {
+// again after a failure is logged once, by the write that succeeds.
+func (s auditedStore) InsertEvents(ctx context.Context, id EventBatchID, batch []Event) error {
+	if err := s.EventStore.InsertEvents(ctx, id, batch); err != nil {
 		return err
 	}
 	s.stream.write(batch)

@@ -21,7 +21,7 @@ type rowStore struct {
 	fails int
 }
 
-func (s *rowStore) InsertEvents(_ context.Context, batch []Event) error {
+func (s *rowStore) InsertEvents(_ context.Context, _ EventBatchID, batch []Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fails > 0 {

@@ -2,10 +2,12 @@ package auth
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -81,9 +83,21 @@ type Event struct {
 // EventStore keeps security events for the log the dashboard lists
 // (package postgres keeps them in Postgres).
 type EventStore interface {
-	// InsertEvents writes a batch in one step: when it fails, nothing of
-	// the batch was written, so the batch can be written again.
-	InsertEvents(ctx context.Context, batch []Event) error
+	// InsertEvents writes a batch in one step, under id. When it fails,
+	// the batch may have been written (only the answer lost): given the
+	// same id and batch again, it writes nothing more and succeeds.
+	InsertEvents(ctx context.Context, id EventBatchID, batch []Event) error
+}
+
+// EventBatchID names a batch of security events, so that the store can
+// tell a batch it wrote already from a new one.
+type EventBatchID [16]byte
+
+// NewEventBatchID returns a random EventBatchID.
+func NewEventBatchID() EventBatchID {
+	var id EventBatchID
+	rand.Read(id[:]) // never fails
+	return id
 }
 
 // EventCounter counts security events in the shared counters the
@@ -121,6 +135,13 @@ type recorder struct {
 	// that failed was given: they go again alone, as they were.
 	unsureStats int
 	pendingDB   []Event // not yet written to Postgres
+	// dbBatch is the batch an InsertEvents that failed was given, under
+	// dbBatchID: Postgres may have written it, so it goes again alone,
+	// under its id and as it was, before the rows of pendingDB, until it
+	// is written or abandoned. Rows that arrive meanwhile go in later
+	// batches.
+	dbBatch   []Event
+	dbBatchID EventBatchID
 }
 
 // recorderQueue bounds memory under a flood: past it, events are dropped
@@ -226,16 +247,21 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 			r.pendingStats = append(r.pendingStats[:0], r.pendingStats[n:]...)
 			r.unsureStats = 0
 		}
-		if len(r.pendingDB) > 0 {
-			if err := r.store.InsertEvents(ctx, coalesceRejections(r.pendingDB)); err != nil {
-				errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
-			} else {
+		for len(r.dbBatch) > 0 || len(r.pendingDB) > 0 {
+			if len(r.dbBatch) == 0 {
+				r.dbBatch, r.dbBatchID = coalesceRejections(r.pendingDB), NewEventBatchID()
 				r.pendingDB = r.pendingDB[:0]
 			}
+			if err := r.store.InsertEvents(ctx, r.dbBatchID, r.dbBatch); err != nil {
+				errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
+				break
+			}
+			r.dbBatch = nil
 		}
 		if len(errs) > 0 {
-			r.pendingStats = r.trim(r.pendingStats, r.unsureStats, false)
-			r.pendingDB = r.trim(r.pendingDB, 0, true)
+			r.pendingStats = r.trim(r.pendingStats, r.unsureStats, recorderQueue, false)
+			// The batch that goes again counts against the bound.
+			r.pendingDB = r.trim(r.pendingDB, 0, recorderQueue-len(r.dbBatch), true)
 			return errors.Join(errs...)
 		}
 		if len(batch) == 0 {
@@ -255,19 +281,20 @@ func (r *recorder) abandon() (notStored, notCounted int) {
 	queued := len(r.take(len(r.queue)))
 	notCounted = len(r.pendingStats) + queued
 	notStored = queued
-	for _, e := range append(r.pendingDB, r.budget.close(math.MaxInt64, true)...) {
+	for _, e := range slices.Concat(r.dbBatch, r.pendingDB, r.budget.close(math.MaxInt64, true)) {
 		notStored += eventCount(e)
 	}
-	r.pendingStats, r.pendingDB, r.unsureStats = nil, nil, 0
+	r.pendingStats, r.pendingDB, r.unsureStats, r.dbBatch = nil, nil, 0, nil
 	r.dropped.Add(int64(notStored + notCounted))
 	return notStored, notCounted
 }
 
-// trim bounds a backlog while a store is down, dropping the oldest events
-// after its first keep, which go again as they were. In a backlog of rows
-// (folded), a dropped summary counts as the events it folds.
-func (r *recorder) trim(backlog []Event, keep int, folded bool) []Event {
-	if over := min(len(backlog)-recorderQueue, len(backlog)-keep); over > 0 {
+// trim bounds a backlog to bound while a store is down, dropping the
+// oldest events after its first keep, which go again as they were. In a
+// backlog of rows (folded), a dropped summary counts as the events it
+// folds.
+func (r *recorder) trim(backlog []Event, keep, bound int, folded bool) []Event {
+	if over := min(len(backlog)-bound, len(backlog)-keep); over > 0 {
 		n := over
 		if folded {
 			n = 0

@@ -19,7 +19,9 @@ type EventHook interface {
 
 // HookedEvents returns an EventStore that writes to store and then hands
 // each batch written to hook: only rows written reach it, and a batch
-// written again after a failure reaches it once. NewService wraps its
+// written again after a failure reaches it once, when a write of it
+// succeeds (the store answers success for a batch it finds written
+// before, whose first write's answer was lost). NewService wraps its
 // Deps.Events so when Deps.Hook is set; the other writers of security
 // events (the attack watch) wrap theirs. A nil hook returns store itself.
 func HookedEvents(store EventStore, hook EventHook) EventStore {
@@ -34,8 +36,8 @@ type hookedStore struct {
 	hook EventHook
 }
 
-func (s hookedStore) InsertEvents(ctx context.Context, batch []Event) error {
-	if err := s.EventStore.InsertEvents(ctx, batch); err != nil {
+func (s hookedStore) InsertEvents(ctx context.Context, id EventBatchID, batch []Event) error {
+	if err := s.EventStore.InsertEvents(ctx, id, batch); err != nil {
 		return err
 	}
 	s.hook.EventsWritten(batch)

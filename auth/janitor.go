@@ -11,7 +11,8 @@ const janitorInterval = time.Hour
 // runJanitor removes, every janitorInterval and once at start, what no one
 // can use any more: expired sessions, reset, unlock and sign-in tokens spent or
 // expired for a day, devices unseen for Config.DeviceTTL, second steps
-// and passkey ceremonies expired, and security events older than Config.EventRetention.
+// and passkey ceremonies expired, security events older than Config.EventRetention,
+// and the ids of event batches written a day ago.
 // Every replica runs it; the deletes are idempotent.
 func (s *Service) runJanitor(ctx context.Context) {
 	t := time.NewTicker(janitorInterval)
@@ -53,6 +54,9 @@ func (s *Service) sweep(ctx context.Context) map[SweepKind]int64 {
 		// Passkey ceremonies no answer can finish any more, when the
 		// store keeps them.
 		{SweepCeremonies, now},
+		// The ids of event batches written, kept while a batch whose
+		// answer was lost may go again, and long after.
+		{SweepEventBatches, now.Add(-24 * time.Hour)},
 	} {
 		if ((job.kind == SweepAppDevices || job.kind == SweepAppResets) && s.apps == nil) ||
 			(job.kind == SweepMFAChallenges && s.factors == nil) || (job.kind == SweepCeremonies && s.passkeys == nil) {

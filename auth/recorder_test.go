@@ -95,6 +95,92 @@ func TestCountSentAgainAsItWas(t *testing.T) {
 	})
 }
 
+// failingStore keeps the batches it is given, with their ids, and fails
+// the first fails of them, as a lost answer would: Postgres may have
+// written them.
+type failingStore struct {
+	ids     []EventBatchID
+	batches []string
+	fails   int
+}
+
+func (s *failingStore) InsertEvents(_ context.Context, id EventBatchID, batch []Event) error {
+	accounts := make([]string, len(batch))
+	for i, e := range batch {
+		accounts[i] = e.Account
+	}
+	s.ids = append(s.ids, id)
+	s.batches = append(s.batches, strings.Join(accounts, " "))
+	if s.fails > 0 {
+		s.fails--
+		return errors.New("i/o timeout")
+	}
+	return nil
+}
+
+// TestBatchWrittenAgainAsItWas: a batch InsertEvents failed with, which
+// Postgres may have written, goes again alone, under its id and as it
+// was, until it is written; the rows after it follow in a batch of their
+// own, under a new id.
+func TestBatchWrittenAgainAsItWas(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	s := &failingStore{fails: 2}
+	r := newRecorder(s, nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	record := func(accounts ...string) {
+		for _, a := range accounts {
+			r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: a})
+		}
+	}
+	record("a", "b")
+	if err := r.flush(t.Context(), false); err == nil {
+		t.Fatal("the first write did not fail")
+	}
+	record("c")
+	if err := r.flush(t.Context(), false); err == nil {
+		t.Fatal("the second write did not fail")
+	}
+	record("d")
+	if err := r.flush(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprintf("%q", s.batches), `["a b" "a b" "a b" "c d"]`; got != want {
+		t.Errorf("batches written %s, want %s", got, want)
+	}
+	if len(s.ids) == 4 && (s.ids[1] != s.ids[0] || s.ids[2] != s.ids[0] || s.ids[3] == s.ids[0]) {
+		t.Errorf("batch ids %x: want the first three the same, the last another", s.ids)
+	}
+}
+
+// TestBatchKeptPastTheBound: while Postgres is down, the batch that goes
+// again is kept whole and counts against the backlog's bound; the rows
+// dropped past it are the oldest after it.
+func TestBatchKeptPastTheBound(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	s := &failingStore{fails: 1 << 30}
+	r := newRecorder(s, nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: "first"})
+	_ = r.flush(t.Context(), false)
+	for i := range recorderQueue + 10 {
+		r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: fmt.Sprint(i)})
+		if len(r.queue) == cap(r.queue) {
+			_ = r.flush(t.Context(), false)
+		}
+	}
+	for len(r.queue) > 0 {
+		_ = r.flush(t.Context(), false)
+	}
+	s.fails, s.batches = 0, nil
+	if err := r.flush(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.batches) != 2 || s.batches[0] != "first" || !strings.HasPrefix(s.batches[1], "11 12 ") {
+		t.Errorf("after the outage, wrote %d batches beginning %.20q; want \"first\" alone, then from event 11 on", len(s.batches), s.batches)
+	}
+	if got := r.Dropped(); got != 11 {
+		t.Errorf("%d events dropped, want the 11 oldest after the first batch", got)
+	}
+}
+
 // arrivingCounter counts batches as the Redis counters would, while
 // requests go on: each batch it is given, one more event arrives at the
 // recorder, as it does under a flood while a flush waits on Redis.
@@ -196,7 +282,7 @@ func TestTrimCountsFoldedEvents(t *testing.T) {
 	for range recorderQueue {
 		backlog = append(backlog, Event{At: now, Kind: EventLoginSucceeded, Account: "a@example.com"})
 	}
-	if got := len(r.trim(backlog, 0, true)); got != recorderQueue {
+	if got := len(r.trim(backlog, 0, recorderQueue, true)); got != recorderQueue {
 		t.Fatalf("%d rows kept, want %d", got, recorderQueue)
 	}
 	if got := r.Dropped(); got != 500 {

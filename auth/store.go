@@ -265,4 +265,5 @@ const (
 	SweepSecurityEvents SweepKind = "security_events"       // by time
 	SweepMFAChallenges  SweepKind = "mfa_challenges"        // by expiry
 	SweepCeremonies     SweepKind = "webauthn_ceremonies"   // by expiry
+	SweepEventBatches   SweepKind = "event_batches"         // by time
 )

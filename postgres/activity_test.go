@@ -53,7 +53,7 @@ func TestAccountActivity(t *testing.T) {
 		ev(h.Add(70*time.Minute), auth.EventLoginFailed, ann, "198.51.100.1", nil),
 		ev(h.Add(80*time.Minute), auth.EventPasswordChanged, ann, "198.51.100.3", nil),
 	}
-	if err := s.InsertEvents(ctx, batch); err != nil {
+	if err := s.InsertEvents(ctx, auth.NewEventBatchID(), batch); err != nil {
 		t.Fatal(err)
 	}
 	type entry struct {

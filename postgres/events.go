@@ -8,28 +8,41 @@ import (
 	"github.com/xcloak/xcloak/auth"
 )
 
-// InsertEvents writes a batch of security events with one COPY, which
-// either writes all of them or none. A rejection's rule is kept in its
-// detail ("rule"), where the dashboard's listing finds it.
-func (s *Store) InsertEvents(ctx context.Context, batch []auth.Event) error {
-	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"security_events"},
-		[]string{"at", "kind", "account_key", "user_id", "ip", "detail"},
-		pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
-			e := batch[i]
-			detail := e.Detail
-			if e.Rule != "" {
-				detail = make(map[string]string, len(e.Detail)+1)
-				for k, v := range e.Detail {
-					detail[k] = v
+// InsertEvents writes a batch of security events with one COPY, in one
+// transaction with the batch's id in event_batches. A batch whose id is
+// there already was written before (its answer lost): it is not written
+// again, and InsertEvents succeeds, so that the batch's audit lines and
+// hooks, which a lost answer kept from running, run now, once. A
+// rejection's rule is kept in its detail ("rule"), where the dashboard's
+// listing finds it.
+func (s *Store) InsertEvents(ctx context.Context, id auth.EventBatchID, batch []auth.Event) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// A first write still running (its client gone) holds the id:
+		// this one waits for it, then finds the id, or writes the batch
+		// if that one did not commit.
+		tag, err := tx.Exec(ctx, `INSERT INTO event_batches (id) VALUES ($1) ON CONFLICT DO NOTHING`, id[:])
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"security_events"},
+			[]string{"at", "kind", "account_key", "user_id", "ip", "detail"},
+			pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
+				e := batch[i]
+				detail := e.Detail
+				if e.Rule != "" {
+					detail = make(map[string]string, len(e.Detail)+1)
+					for k, v := range e.Detail {
+						detail[k] = v
+					}
+					detail["rule"] = e.Rule
 				}
-				detail["rule"] = e.Rule
-			}
-			if detail == nil {
-				detail = map[string]string{}
-			}
-			return []any{e.At, e.Kind, textOrNull(e.Account), idOrNull(e.UserID), textOrNull(e.Source), detail}, nil
-		}))
-	return err
+				if detail == nil {
+					detail = map[string]string{}
+				}
+				return []any{e.At, e.Kind, textOrNull(e.Account), idOrNull(e.UserID), textOrNull(e.Source), detail}, nil
+			}))
+		return err
+	})
 }
 
 // textOrNull stores "" as NULL.

@@ -45,7 +45,7 @@ func TestSearchEvents(t *testing.T) {
 		{At: t0.Add(2 * time.Minute), Kind: auth.EventLoginSucceeded, Account: "app shop 42", Source: "192.0.2.10"},
 		{At: t0.Add(3 * time.Minute), Kind: auth.EventAttackStarted},
 	}
-	if err := s.InsertEvents(t.Context(), batch); err != nil {
+	if err := s.InsertEvents(t.Context(), auth.NewEventBatchID(), batch); err != nil {
 		t.Fatal(err)
 	}
 	type event struct{ kind, account, source string }
@@ -119,7 +119,7 @@ func TestSearchEventsByPrefix(t *testing.T) {
 	} {
 		batch = append(batch, auth.Event{At: t0.Add(time.Duration(i) * time.Second), Kind: auth.EventLoginFailed, Source: source})
 	}
-	if err := s.InsertEvents(t.Context(), batch); err != nil {
+	if err := s.InsertEvents(t.Context(), auth.NewEventBatchID(), batch); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -26,6 +26,7 @@ var sweepWhere = map[auth.SweepKind]struct{ table, where string }{
 	auth.SweepSecurityEvents: {"security_events", "at < $1"},
 	auth.SweepMFAChallenges:  {"mfa_challenges", "expires_at < $1"},
 	auth.SweepCeremonies:     {"webauthn_ceremonies", "expires_at <= $1"},
+	auth.SweepEventBatches:   {"event_batches", "written_at < $1"},
 }
 
 // Sweep implements auth.Sweeper.

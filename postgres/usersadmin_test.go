@@ -327,7 +327,7 @@ func TestDeleteUserKeepsEvents(t *testing.T) {
 	must(s.AddUnlockToken(ctx, hash("u"), u.ID, now, now.Add(time.Hour)))
 	must(s.AddSignInToken(ctx, hash("i"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)))
 	must(s.RecordLockout(ctx, auth.Lockout{Account: u.Email, UserID: u.ID, Level: 1, LockedAt: now, LockedUntil: now.Add(time.Hour)}))
-	must(s.InsertEvents(ctx, []auth.Event{{At: now, Kind: auth.EventLoginSucceeded, Account: u.Email, UserID: u.ID}}))
+	must(s.InsertEvents(ctx, auth.NewEventBatchID(), []auth.Event{{At: now, Kind: auth.EventLoginSucceeded, Account: u.Email, UserID: u.ID}}))
 	factor, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "Phone", Secret: []byte("k"), CreatedAt: now})
 	must(err)
 	_, err = s.ConfirmFactor(ctx, u.ID, factor, 1, [][]byte{hash("c")}, now, verified(u))

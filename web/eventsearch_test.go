@@ -42,7 +42,7 @@ func TestEventSearch(t *testing.T) {
 	// An hour ago: within the events' retention, which the service's
 	// janitor, running from the start, enforces.
 	t0 := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
-	if err := postgres.New(env.DB).InsertEvents(t.Context(), []auth.Event{
+	if err := postgres.New(env.DB).InsertEvents(t.Context(), auth.NewEventBatchID(), []auth.Event{
 		{At: t0, Kind: auth.EventLoginFailed, Account: "ann@example.com", Source: "2001:db8:7::/64"},
 		{At: t0.Add(time.Second), Kind: auth.EventLockout, Account: "ann@example.com", Source: "2001:db8:7::/64"},
 		{At: t0.Add(2 * time.Second), Kind: auth.EventLoginFailed, Account: "=1+2", Source: "192.0.2.7",

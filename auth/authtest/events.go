@@ -10,16 +10,24 @@ import (
 
 // EventStore is an in-memory auth.EventStore. The zero value is ready.
 type EventStore struct {
-	mu     sync.Mutex
-	events []auth.Event
+	mu      sync.Mutex
+	events  []auth.Event
+	batches map[auth.EventBatchID]bool // written, as Postgres's event_batches
 }
 
 var _ auth.EventStore = (*EventStore)(nil)
 
-// InsertEvents keeps the batch.
-func (s *EventStore) InsertEvents(_ context.Context, batch []auth.Event) error {
+// InsertEvents keeps the batch, unless it kept one under id already.
+func (s *EventStore) InsertEvents(_ context.Context, id auth.EventBatchID, batch []auth.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.batches[id] {
+		return nil
+	}
+	if s.batches == nil {
+		s.batches = map[auth.EventBatchID]bool{}
+	}
+	s.batches[id] = true
 	s.events = append(s.events, batch...)
 	return nil
 }

@@ -642,8 +642,8 @@ func btoi(b bool) int {
 	return 0
 }
 
-// Sweep implements auth.Sweeper. Security events are not kept here: it
-// removes none of them.
+// Sweep implements auth.Sweeper. Security events and their batches are
+// not kept here: it removes none of them.
 func (s *Store) Sweep(_ context.Context, kind auth.SweepKind, before time.Time) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -665,7 +665,7 @@ func (s *Store) Sweep(_ context.Context, kind auth.SweepKind, before time.Time) 
 		deleteWhere(s.signIns, func(v *token) bool { return count(v.spentOrExpired().Before(before)) })
 	case auth.SweepDevices:
 		deleteWhere(s.devices, func(v device) bool { return count(v.lastSeen.Before(before)) })
-	case auth.SweepSecurityEvents:
+	case auth.SweepSecurityEvents, auth.SweepEventBatches:
 	default:
 		return 0, fmt.Errorf("authtest: no records of kind %q to sweep", kind)
 	}

@@ -1,0 +1,59 @@
+package postgres_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/postgres"
+)
+
+// TestEventBatchWrittenOnce: a batch written again under its id, as the
+// recorder writes a batch whose answer was lost, succeeds and stores its
+// rows once; another id is another batch; the sweep removes the ids of
+// batches written before its time, and only those.
+func TestEventBatchWrittenOnce(t *testing.T) {
+	ctx := t.Context()
+	_, pool := testenv.Schema(t)
+	s := postgres.New(pool)
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	batch := []auth.Event{
+		{At: at, Kind: auth.EventLoginFailed, Account: "ann@example.com", Source: "192.0.2.1"},
+		{At: at, Kind: auth.EventLoginRejected, Account: "ann@example.com", Source: "192.0.2.1", Rule: auth.RuleLockout,
+			Detail: map[string]string{"count": "3"}},
+	}
+	count := func() int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM security_events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	id := auth.NewEventBatchID()
+	for range 2 {
+		if err := s.InsertEvents(ctx, id, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != len(batch) {
+		t.Errorf("%d rows after one batch written twice under its id, want %d", n, len(batch))
+	}
+	if err := s.InsertEvents(ctx, auth.NewEventBatchID(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 2*len(batch) {
+		t.Errorf("%d rows after the batch under another id, want %d", n, 2*len(batch))
+	}
+
+	if n, err := s.Sweep(ctx, auth.SweepEventBatches, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("sweep of batches an hour old: %d %v, want none removed", n, err)
+	}
+	if n, err := s.Sweep(ctx, auth.SweepEventBatches, time.Now().Add(time.Hour)); err != nil || n != 2 {
+		t.Fatalf("sweep: %d %v, want the 2 ids removed", n, err)
+	}
+	if n := count(); n != 2*len(batch) {
+		t.Errorf("%d rows after the sweep of ids, want %d: the events stay", n, 2*len(batch))
+	}
+}
