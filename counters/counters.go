@@ -427,9 +427,14 @@ func (s *Stats) top(ctx context.Context, p dashboard.Period, kind TopKind, n int
 	kept, lock := s.keys.Key(dashboardID, name), s.keys.Key(dashboardID, name+":lock")
 	deadline := time.Now().Add(rankingWait)
 	for {
-		out, ok, err := s.keptRanking(ctx, kept)
+		out, ok, unreadable, err := s.keptRanking(ctx, kept)
 		if err != nil || ok {
 			return out, err
+		}
+		if unreadable {
+			// Kept by a replica of another version: no copy this one
+			// can read will come, so it merges now.
+			break
 		}
 		won, err := s.rdb.SetNX(ctx, lock, 1, rankingFresh).Result()
 		if err != nil {
@@ -459,18 +464,21 @@ func (s *Stats) top(ctx context.Context, p dashboard.Period, kind TopKind, n int
 }
 
 // keptRanking reads a ranking top kept; ok is false if there is none.
-func (s *Stats) keptRanking(ctx context.Context, key string) (out []dashboard.Ranked, ok bool, err error) {
+// unreadable says there is one this replica cannot read: a replica of
+// another version, during a rolling upgrade, may keep its copy in another
+// form, which is merged again rather than answered as an error.
+func (s *Stats) keptRanking(ctx context.Context, key string) (out []dashboard.Ranked, ok, unreadable bool, err error) {
 	b, err := s.rdb.Get(ctx, key).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("reading stats: %w", err)
+		return nil, false, false, fmt.Errorf("reading stats: %w", err)
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, false, fmt.Errorf("stats ranking %s is not a ranking: %w", key, err)
+		return nil, false, true, nil
 	}
-	return out, true, nil
+	return out, true, false, nil
 }
 
 // mergeRanking sums the sorted sets keys in Go and returns the n highest,

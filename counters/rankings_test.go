@@ -364,3 +364,35 @@ func TestRankingMergedOnceForAllReplicas(t *testing.T) {
 		t.Errorf("behind a lost lock waited %v, want about %v", waited, rankingWait)
 	}
 }
+
+// TestRankingKeptCopyUnreadableIsMergedAgain: a kept ranking this replica
+// cannot read (one kept in another form, by a replica of another version
+// during a rolling upgrade) is merged again and kept anew, not answered as
+// an error, which would empty the dashboard's rankings on every replica of
+// this version for as long as the other kept writing.
+func TestRankingKeptCopyUnreadableIsMergedAgain(t *testing.T) {
+	srv := testenv.PrivateRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s, err := New(rdb, "xcloak-test:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := floodNow
+	batch := []auth.Event{{At: now, Kind: auth.EventLoginRejected, Rule: auth.RuleLoginIP, Source: "192.0.2.7", Account: "a@example.com"}}
+	if err := s.CountEvents(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	name := ":top:" + string(TopSources) + ":" + strconv.Itoa(int(dashboard.Period1h)) + ":1:" + strconv.FormatInt(unixMinute(now), 10)
+	kept := s.keys.Key(dashboardID, name)
+	if err := rdb.Set(t.Context(), kept, `{"v":2,"ranking":[]}`, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	top, err := s.Top(t.Context(), dashboard.Period1h, TopSources, 1, now)
+	if err != nil || fmt.Sprint(top) != "[{192.0.2.7 1}]" {
+		t.Fatalf("over an unreadable kept copy: %v, %v; want [{192.0.2.7 1}]", top, err)
+	}
+	if ttl := rdb.PTTL(t.Context(), kept).Val(); ttl <= 0 || ttl > rankingFresh {
+		t.Errorf("the copy kept anew expires in %v, want within %v", ttl, rankingFresh)
+	}
+}
