@@ -136,8 +136,11 @@ type Ranked struct {
 // SeriesMinutes is how many minutes the dashboard's chart shows.
 const SeriesMinutes = 60
 
-// Snapshot is every figure the dashboard shows, read in one Redis
-// transaction so that they agree with each other.
+// Snapshot is every figure the dashboard shows. The summary and the
+// series are read in one Redis transaction, so that they agree with each
+// other; the rankings are read after, and may be up to a few seconds
+// behind them in the current minute (counters.Stats keeps each merged
+// ranking for every replica).
 type Snapshot struct {
 	Summary     Summary
 	Series      []Minute // the last SeriesMinutes minutes, oldest first
