@@ -144,6 +144,12 @@ type recorder struct {
 	dbBatchID EventBatchID
 }
 
+// eventBatchRows bounds the events of one batch written to Postgres:
+// after an outage the backlog, up to recorderQueue, goes in batches that
+// each take a short while, rather than in one whose single transaction
+// could outlast the flush's time again and again.
+const eventBatchRows = 8192
+
 // recorderQueue bounds memory under a flood: past it, events are dropped
 // and counted rather than slowing requests down.
 const recorderQueue = 65536
@@ -249,8 +255,9 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 		}
 		for len(r.dbBatch) > 0 || len(r.pendingDB) > 0 {
 			if len(r.dbBatch) == 0 {
-				r.dbBatch, r.dbBatchID = coalesceRejections(r.pendingDB), NewEventBatchID()
-				r.pendingDB = r.pendingDB[:0]
+				n := min(len(r.pendingDB), eventBatchRows)
+				r.dbBatch, r.dbBatchID = coalesceRejections(r.pendingDB[:n]), NewEventBatchID()
+				r.pendingDB = append(r.pendingDB[:0], r.pendingDB[n:]...)
 			}
 			if err := r.store.InsertEvents(ctx, r.dbBatchID, r.dbBatch); err != nil {
 				errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
@@ -260,7 +267,17 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 		}
 		if len(errs) > 0 {
 			r.pendingStats = r.trim(r.pendingStats, r.unsureStats, recorderQueue, false)
-			// The batch that goes again counts against the bound.
+			// The batch that goes again counts against the bound, and
+			// is the oldest: past the bound it is dropped first, as the
+			// oldest rows always were, so that a batch Postgres refuses
+			// for good cannot hold back every row after it. Its id is
+			// never written again.
+			if len(r.dbBatch)+len(r.pendingDB) > recorderQueue {
+				for _, e := range r.dbBatch {
+					r.dropped.Add(int64(eventCount(e)))
+				}
+				r.dbBatch = nil
+			}
 			r.pendingDB = r.trim(r.pendingDB, 0, recorderQueue-len(r.dbBatch), true)
 			return errors.Join(errs...)
 		}

@@ -151,10 +151,12 @@ func TestBatchWrittenAgainAsItWas(t *testing.T) {
 	}
 }
 
-// TestBatchKeptPastTheBound: while Postgres is down, the batch that goes
-// again is kept whole and counts against the backlog's bound; the rows
-// dropped past it are the oldest after it.
-func TestBatchKeptPastTheBound(t *testing.T) {
+// TestBatchDroppedFirstPastTheBound: while Postgres is down, the batch
+// that goes again counts against the backlog's bound, and is the oldest:
+// past the bound it is dropped first, then the oldest rows after it, and
+// the backlog is written after the outage in batches of eventBatchRows at
+// most, each under an id of its own.
+func TestBatchDroppedFirstPastTheBound(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	s := &failingStore{fails: 1 << 30}
 	r := newRecorder(s, nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
@@ -169,15 +171,68 @@ func TestBatchKeptPastTheBound(t *testing.T) {
 	for len(r.queue) > 0 {
 		_ = r.flush(t.Context(), false)
 	}
-	s.fails, s.batches = 0, nil
+	s.fails, s.batches, s.ids = 0, nil, nil
 	if err := r.flush(t.Context(), false); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.batches) != 2 || s.batches[0] != "first" || !strings.HasPrefix(s.batches[1], "11 12 ") {
-		t.Errorf("after the outage, wrote %d batches beginning %.20q; want \"first\" alone, then from event 11 on", len(s.batches), s.batches)
+	written := strings.Fields(strings.Join(s.batches, " "))
+	if len(written) == 0 || written[0] == "first" || written[len(written)-1] != fmt.Sprint(recorderQueue+9) {
+		t.Fatalf("after the outage, wrote %d rows from %q to %q; want the newest, without the first batch", len(written), written[0], written[len(written)-1])
 	}
-	if got := r.Dropped(); got != 11 {
-		t.Errorf("%d events dropped, want the 11 oldest after the first batch", got)
+	if got := r.Dropped(); int(got)+len(written) != recorderQueue+11 || len(written) > recorderQueue {
+		t.Errorf("%d events dropped and %d written of %d; want every one either, at most %d written", got, len(written), recorderQueue+11, recorderQueue)
+	}
+	for i, b := range s.batches {
+		if n := len(strings.Fields(b)); n > eventBatchRows {
+			t.Errorf("batch %d holds %d rows, over %d", i, n, eventBatchRows)
+		}
+	}
+	if len(s.ids) < 2 || s.ids[0] == s.ids[1] {
+		t.Errorf("%d batches, ids %x: want several, each under its own id", len(s.ids), s.ids)
+	}
+}
+
+// poisonStore refuses, for good, every batch holding the account poison,
+// as Postgres refuses a row against a constraint, and writes the others.
+type poisonStore struct{ written []string }
+
+func (s *poisonStore) InsertEvents(_ context.Context, _ EventBatchID, batch []Event) error {
+	for _, e := range batch {
+		if e.Account == "poison" {
+			return errors.New("ERROR: violates check constraint (SQLSTATE 23514)")
+		}
+	}
+	for _, e := range batch {
+		s.written = append(s.written, e.Account)
+	}
+	return nil
+}
+
+// TestBatchRefusedForGoodIsDroppedInTime: a batch Postgres refuses
+// whatever happens holds back the rows after it only until the backlog
+// reaches its bound; then it is dropped, counted, and the rest are
+// written.
+func TestBatchRefusedForGoodIsDroppedInTime(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	s := &poisonStore{}
+	r := newRecorder(s, nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: "poison"})
+	_ = r.flush(t.Context(), false)
+	for i := range recorderQueue + 1 {
+		r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: fmt.Sprint(i)})
+		if len(r.queue) == cap(r.queue) {
+			_ = r.flush(t.Context(), false)
+		}
+	}
+	for len(r.queue) > 0 {
+		_ = r.flush(t.Context(), false)
+	}
+	err := r.flush(t.Context(), false)
+	if err != nil || len(s.written) == 0 || s.written[len(s.written)-1] != fmt.Sprint(recorderQueue) {
+		t.Fatalf("after the bound: %v, %d rows written; want the refused batch dropped and the newest written", err, len(s.written))
+	}
+	if got := r.Dropped(); got < 1 || int(got)+len(s.written) != recorderQueue+2 {
+		t.Errorf("%d dropped, %d written of %d", got, len(s.written), recorderQueue+2)
 	}
 }
 
