@@ -510,11 +510,26 @@ func (w *Watch) record(ctx context.Context, e auth.Event) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	// Written once, not again: a fresh id.
-	if err := w.events.InsertEvents(ctx, auth.NewEventBatchID(), []auth.Event{e}); err != nil {
-		w.log.Error("attack watch: recording event", "kind", e.Kind, "err", err)
+	// Tried again under the same id while the time lasts: a write whose
+	// answer was lost is found written, and stored, logged and sent once.
+	id := auth.NewEventBatchID()
+	for {
+		err := w.events.InsertEvents(ctx, id, []auth.Event{e})
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			w.log.Error("attack watch: recording event", "kind", e.Kind, "err", err)
+			return
+		case <-time.After(recordRetry):
+		}
 	}
 }
+
+// recordRetry is the wait before an event the watch could not write is
+// tried again.
+const recordRetry = 250 * time.Millisecond
 
 // eventFigures are the detail of an automatic attack_started event: the
 // counts of the window whose signal tripped.

@@ -2,6 +2,7 @@ package attack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -503,4 +504,53 @@ func TestRedisRestartKeepsAttackMode(t *testing.T) {
 			t.Fatalf("active: a %v, b %v; the detector overruled the administrator's off", a.Active(), b.Active())
 		}
 	})
+}
+
+// lossyLog stores events once per batch id, as Postgres does, and answers
+// its first lost calls with an error after storing, as a lost answer.
+type lossyLog struct {
+	eventLog
+	seen  map[auth.EventBatchID]bool
+	lost  int
+	calls int
+}
+
+func (l *lossyLog) InsertEvents(ctx context.Context, id auth.EventBatchID, batch []auth.Event) error {
+	l.mu.Lock()
+	l.calls++
+	seen := l.seen[id]
+	l.seen[id] = true
+	lose := l.lost > 0
+	if lose {
+		l.lost--
+	}
+	l.mu.Unlock()
+	if !seen {
+		_ = l.eventLog.InsertEvents(ctx, id, batch)
+	}
+	if lose {
+		return errors.New("connection reset by peer")
+	}
+	return nil
+}
+
+// TestAttackEventWrittenAgainUnderItsID: an attack_started whose write's
+// answer was lost is written again under the same id, and stored once.
+func TestAttackEventWrittenAgainUnderItsID(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	log := &lossyLog{seen: map[auth.EventBatchID]bool{}, lost: 1}
+	w, err := attack.New(attack.DefaultConfig(), attack.Deps{Redis: rdb, Prefix: prefix, Events: log, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(w, clk, 24, auth.OutcomeUnknownAccount, "a")
+	feed(w, clk, 20, auth.OutcomeFailed, "a")
+	tick(t, w)
+	if !w.Active() {
+		t.Fatal("attack mode not on")
+	}
+	if got := log.kinds(); got[auth.EventAttackStarted] != 1 || log.calls != 2 {
+		t.Fatalf("events %v in %d writes; want one attack_started, written again once", got, log.calls)
+	}
 }
