@@ -281,7 +281,7 @@ func runLegitRounds(ctx context.Context, sides []*legitSide, settle time.Duratio
 		if len(sides) > 1 {
 			first.Orders = append(first.Orders, order)
 			a, b := sides[0].round, sides[1].round
-			if b.QuietP99Ms > 0 && b.FloodP99Ms > 0 {
+			if a.QuietP99Ms > 0 && a.FloodP99Ms > 0 && b.QuietP99Ms > 0 && b.FloodP99Ms > 0 {
 				quietOver = append(quietOver, a.QuietP99Ms/b.QuietP99Ms)
 				floodOver = append(floodOver, a.FloodP99Ms/b.FloodP99Ms)
 			}
@@ -340,10 +340,13 @@ func (side *legitSide) runPhase(ctx context.Context, runID string, r int, phase 
 	return nil
 }
 
-// endRound adds the round's ratios of flood over quiet.
+// endRound adds the round's ratios of flood over quiet. A phase without
+// a successful sign-in has no percentiles: its round gives no ratio (0 in
+// PerRound), rather than a 0 that would read as a flood that sped the
+// user up and pull the median down.
 func (side *legitSide) endRound() {
 	round := &side.round
-	if round.QuietP99Ms > 0 && round.QuietP50Ms > 0 {
+	if round.QuietP99Ms > 0 && round.QuietP50Ms > 0 && round.FloodP99Ms > 0 && round.FloodP50Ms > 0 {
 		round.P99Ratio, round.P50Ratio = round.FloodP99Ms/round.QuietP99Ms, round.FloodP50Ms/round.QuietP50Ms
 		side.p99s, side.p50s = append(side.p99s, round.P99Ratio), append(side.p50s, round.P50Ratio)
 	}
@@ -361,6 +364,17 @@ func (side *legitSide) end() {
 	if rep.Quiet.P99Ms > 0 {
 		rep.PooledP99Ratio = rep.Flood.P99Ms / rep.Quiet.P99Ms
 	}
+}
+
+// roundsWithoutRatio counts the rounds endRound gave no ratio.
+func (rep *legitCompareReport) roundsWithoutRatio() int {
+	n := 0
+	for _, r := range rep.PerRound {
+		if r.P99Ratio == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // durations turns a report's milliseconds back into durations.
@@ -399,6 +413,9 @@ func (rep *legitCompareReport) print(w io.Writer, c attackConfig) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nmedian of the rounds' ratios, flood over quiet: p99 %.2fx, p50 %.2fx\n", rep.MedianP99Ratio, rep.MedianP50Ratio)
+	if n := rep.roundsWithoutRatio(); n > 0 {
+		fmt.Fprintf(w, "warning       %s without a ratio, left out of the medians: a phase with no successful sign-in\n", plural(n, "round"))
+	}
 	fmt.Fprintf(w, "pooled        quiet p50 / p99 %.1f / %.1f ms, flood %.1f / %.1f ms: p99 %.2fx\n",
 		rep.Quiet.P50Ms, rep.Quiet.P99Ms, rep.Flood.P50Ms, rep.Flood.P99Ms, rep.PooledP99Ratio)
 	fmt.Fprintf(w, "signed in     %d of %d quiet, %d of %d under the flood\n", rep.Quiet.Succeeded, rep.Quiet.Attempts, rep.Flood.Succeeded, rep.Flood.Attempts)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -191,5 +192,33 @@ func TestLegitCompareBeforeText(t *testing.T) {
 	at, bt, ratio := strings.Index(stdout, "target        "+target), strings.Index(stdout, "\nbefore:\n"), strings.Index(stdout, "over "+before+": quiet p99 ")
 	if at < 0 || bt < at || !strings.Contains(stdout[bt:], "target        "+before) || ratio < bt {
 		t.Errorf("want the target's report, then \"before:\" and the before's, then the ratios; got\n%s", stdout)
+	}
+}
+
+// A round whose flood phase had no successful sign-in has no p99 of it:
+// its ratio is left out of the median, not counted as 0, which would
+// read as a flood that made the user faster.
+func TestLegitCompareRoundWithoutSignInsHasNoRatio(t *testing.T) {
+	side := &legitSide{rep: &legitCompareReport{}}
+	for _, r := range []legitRound{
+		{QuietP50Ms: 30, QuietP99Ms: 50, FloodP50Ms: 33, FloodP99Ms: 60},
+		{QuietP50Ms: 30, QuietP99Ms: 50}, // every flood sign-in failed
+		{QuietP50Ms: 30, QuietP99Ms: 50, FloodP50Ms: 36, FloodP99Ms: 70},
+	} {
+		r.Order = []string{phaseQuiet, phaseFlood}
+		side.round = r
+		side.endRound()
+	}
+	side.end()
+	if got := side.rep.MedianP99Ratio; math.Abs(got-1.3) > 1e-9 {
+		t.Errorf("median p99 ratio %g, want 1.3: the median of 1.2 and 1.4, the round without flood sign-ins left out", got)
+	}
+	if got := side.rep.MedianP50Ratio; math.Abs(got-1.15) > 1e-9 {
+		t.Errorf("median p50 ratio %g, want 1.15", got)
+	}
+	var out strings.Builder
+	side.rep.print(&out, attackConfig{})
+	if !strings.Contains(out.String(), "1 round without a ratio") {
+		t.Errorf("the text report does not say a round had no ratio:\n%s", out.String())
 	}
 }
