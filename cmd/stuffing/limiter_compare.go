@@ -224,6 +224,20 @@ func limiterCompareCommand(ctx context.Context, args []string, stdout, stderr io
 // limiterComparison holds the contenders of one run.
 type limiterComparison struct {
 	decide map[string]func(ctx context.Context, id string) error
+	// cells counts the cells and turns measured so far: each walks
+	// identities named after it, so that none starts on the logs an
+	// earlier one left, fuller for the contenders that ran faster there.
+	cells int
+}
+
+// cellIDs returns keys identities no earlier cell or turn of lc used.
+func (lc *limiterComparison) cellIDs(keys int) []string {
+	lc.cells++
+	ids := make([]string, keys)
+	for i := range ids {
+		ids[i] = "c" + strconv.Itoa(lc.cells) + ":id" + strconv.Itoa(i)
+	}
+	return ids
 }
 
 func newLimiterComparison(rdb redis.UniversalClient, prefix string, limit int) (*limiterComparison, error) {
@@ -281,16 +295,13 @@ func newLimiterComparison(rdb redis.UniversalClient, prefix string, limit int) (
 }
 
 // cell measures every contender in rounds with clients callers over keys
-// identities. Each contender walks its own identities in order, across
-// rounds, so that all of them see the same mix of admissions and
-// rejections.
+// identities of the cell's own. Each contender walks its own identities
+// in order, across rounds, so that all of them see the same mix of
+// admissions and rejections.
 func (lc *limiterComparison) cell(ctx context.Context, rng *mathrand.Rand, clients, keys, rounds int, d time.Duration, progress io.Writer) (limiterCell, error) {
 	c := limiterCell{Clients: clients, Keys: keys, Rates: map[string][]float64{}, MedianRates: map[string]float64{},
 		Ratios: map[string][]float64{}, MedianRatios: map[string]float64{}}
-	ids := make([]string, keys)
-	for i := range ids {
-		ids[i] = "id" + strconv.Itoa(i)
-	}
+	ids := lc.cellIDs(keys)
 	next := map[string]*atomic.Int64{}
 	for _, name := range lcContenders {
 		next[name] = new(atomic.Int64)
@@ -335,10 +346,7 @@ func (lc *limiterComparison) cell(ctx context.Context, rng *mathrand.Rand, clien
 // latency over a's.
 func (lc *limiterComparison) alternate(ctx context.Context, rng *mathrand.Rand, keys, turns int, progress io.Writer) (alternatingCell, error) {
 	c := alternatingCell{Keys: keys, Turns: turns, MedianLatency: map[string]float64{}, MedianRatios: map[string]float64{}}
-	ids := make([]string, keys)
-	for i := range ids {
-		ids[i] = "alt" + strconv.Itoa(i)
-	}
+	ids := lc.cellIDs(keys)
 	next := map[string]int{}
 	latency := map[string][]float64{}
 	ratios := map[string][]float64{}

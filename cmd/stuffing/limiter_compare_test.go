@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	mathrand "math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
@@ -162,6 +167,42 @@ func TestLimiterContendersDecideWhatTheyName(t *testing.T) {
 		slices.Sort(logs)
 		if !slices.Equal(logs, wantLogs) {
 			t.Errorf("%s: logs of %v, want %v", name, logs, wantLogs)
+		}
+	}
+}
+
+// Cells of the same --keys count walk identities of their own: a cell that
+// took up where another's left its logs would start each contender with
+// as many entries as it made there, more for the faster ones.
+func TestLimiterCellsHaveIdentitiesOfTheirOwn(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]map[string]bool{} // contender, id: called in the current cell
+	lc := &limiterComparison{decide: map[string]func(context.Context, string) error{}}
+	for _, name := range lcContenders {
+		lc.decide[name] = func(_ context.Context, id string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if seen[name] == nil {
+				seen[name] = map[string]bool{}
+			}
+			seen[name][id] = true
+			return nil
+		}
+	}
+	rng := mathrand.New(mathrand.NewPCG(1, 0))
+	if _, err := lc.cell(t.Context(), rng, 1, 5, 1, 10*time.Millisecond, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	first := seen
+	seen = map[string]map[string]bool{}
+	if _, err := lc.cell(t.Context(), rng, 2, 5, 1, 10*time.Millisecond, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for name, ids := range seen {
+		for id := range ids {
+			if first[name][id] {
+				t.Errorf("%s: identity %q decided in both cells", name, id)
+			}
 		}
 	}
 }
