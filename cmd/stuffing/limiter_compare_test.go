@@ -206,3 +206,26 @@ func TestLimiterCellsHaveIdentitiesOfTheirOwn(t *testing.T) {
 		}
 	}
 }
+
+// The rounds' orders follow the seed alone: two runs with one seed
+// shuffle alike, and another seed shuffles otherwise.
+func TestLimiterCellOrdersFollowTheSeed(t *testing.T) {
+	lc := &limiterComparison{decide: map[string]func(context.Context, string) error{}}
+	for _, name := range lcContenders {
+		lc.decide[name] = func(context.Context, string) error { return nil }
+	}
+	orders := func(seed uint64) [][]string {
+		c, err := lc.cell(t.Context(), mathrand.New(mathrand.NewPCG(seed, 0)), 1, 1, 6, 10*time.Millisecond, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Orders
+	}
+	a, b, other := orders(1717), orders(1717), orders(2026)
+	if !slices.EqualFunc(a, b, slices.Equal) {
+		t.Errorf("seed 1717 shuffled %v, then %v", a, b)
+	}
+	if slices.EqualFunc(a, other, slices.Equal) {
+		t.Errorf("seeds 1717 and 2026 both shuffled %v", a)
+	}
+}
