@@ -305,8 +305,11 @@ func (lc *limiterComparison) cell(ctx context.Context, rng *mathrand.Rand, clien
 	next := map[string]*atomic.Int64{}
 	for _, name := range lcContenders {
 		next[name] = new(atomic.Int64)
-		// A first short run opens the connections and loads the scripts.
-		if _, err := lc.measure(ctx, name, clients, min(d, 200*time.Millisecond), ids, new(atomic.Int64)); err != nil {
+		// A first short run opens the connections and loads the scripts,
+		// on the identities the rounds then walk on from: started afresh,
+		// they would find their first ones fuller, the more so the
+		// faster the contender.
+		if _, err := lc.measure(ctx, name, clients, min(d, 200*time.Millisecond), ids, next[name]); err != nil {
 			return c, err
 		}
 	}
