@@ -55,7 +55,7 @@ func (h *histogram) percentile(p float64) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	rank := int64(math.Ceil(p / 100 * float64(n)))
+	rank := nearestRank(p, n)
 	var seen int64
 	for i := range h.buckets {
 		if seen += h.buckets[i].Load(); seen >= rank {
@@ -71,6 +71,15 @@ func percentileOf(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	rank := int(nearestRank(p, int64(len(sorted))))
 	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// nearestRank is the rank of the p-th percentile of n samples, the
+// smallest whose share reaches p, in integers: in floating point p/100*n
+// comes out a hair over a whole rank (99.9 of 1,000 is 999.0000000000001)
+// and rounds up one rank too many. p counts to a thousandth.
+func nearestRank(p float64, n int64) int64 {
+	milli := int64(math.Round(p * 1000))
+	return (milli*n + 100_000 - 1) / 100_000
 }

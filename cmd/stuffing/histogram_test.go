@@ -53,3 +53,20 @@ func TestPercentileOf(t *testing.T) {
 		t.Errorf("p50 of nothing = %d, want 0", got)
 	}
 }
+
+// TestNearestRank: the rank of a percentile is the smallest whose share
+// of the samples reaches it, with no floating-point rank too many.
+func TestNearestRank(t *testing.T) {
+	for _, c := range []struct {
+		p    float64
+		n    int64
+		want int64
+	}{
+		{99.9, 1000, 999}, {99.9, 1001, 1000}, {99, 160, 159}, {99, 100, 99}, {99, 101, 100},
+		{50, 1, 1}, {50, 2, 1}, {50, 3, 2}, {100, 7, 7}, {0.1, 1000, 1},
+	} {
+		if got := nearestRank(c.p, c.n); got != c.want {
+			t.Errorf("nearestRank(%v, %d) = %d, want %d", c.p, c.n, got, c.want)
+		}
+	}
+}
