@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -99,18 +98,9 @@ func BenchmarkSignInTiming(b *testing.B) {
 	}
 
 	took := make([][]time.Duration, len(cases))
-	// Each round in an order of its own, drawn from a fixed seed: a
-	// rotation would keep each case's neighbours, and a 429 that follows
-	// a hash takes several times as long as one that follows another
-	// 429, whatever the account.
-	order := make([]int, len(cases))
-	for j := range order {
-		order[j] = j
-	}
-	shuffle := rand.New(rand.NewPCG(1, 2))
+	next := roundOrders(len(cases)) // each round in an order of its own
 	for b.Loop() {
-		shuffle.Shuffle(len(order), func(x, y int) { order[x], order[y] = order[y], order[x] })
-		for _, j := range order {
+		for _, j := range next() {
 			code, d := serve(cases[j])
 			took[j] = append(took[j], d)
 			if code != cases[j].want {
