@@ -105,12 +105,7 @@ func TestLongLivedServersInTurnAreNoRestart(t *testing.T) {
 	pinger := &fakeINFO{ids: []string{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}}
 	f := ratelimit.NewFailover(shared, newLocal(t), pinger, ratelimit.FailOpen, nil)
 	t.Cleanup(f.Close)
-	var trips atomic.Int64
-	f.OnChange = func(degraded bool) {
-		if degraded {
-			trips.Add(1)
-		}
-	}
+	trips, _ := countChanges(f)
 	f.WatchRestarts(20 * time.Millisecond)
 	// Fifty looks, however long a loaded machine takes to make them.
 	for deadline := time.Now().Add(30 * time.Second); pinger.n.Load() < 50; time.Sleep(5 * time.Millisecond) {
@@ -225,13 +220,21 @@ func watched(t *testing.T, s *serverINFO) (*ratelimit.Failover, *atomic.Int64) {
 	_, shared := sharedRedis(t, policies)
 	f := ratelimit.NewFailover(partitioned{shared, s.p}, newLocal(t), s, ratelimit.FailOpen, nil)
 	t.Cleanup(f.Close)
-	var trips atomic.Int64
+	trips, _ := countChanges(f)
+	return f, trips
+}
+
+// countChanges counts f's trips into degraded mode and its failbacks.
+func countChanges(f *ratelimit.Failover) (trips, backs *atomic.Int64) {
+	trips, backs = new(atomic.Int64), new(atomic.Int64)
 	f.OnChange = func(degraded bool) {
 		if degraded {
 			trips.Add(1)
+		} else {
+			backs.Add(1)
 		}
 	}
-	return f, &trips
+	return trips, backs
 }
 
 // A Redis that restarts during an outage (calls fail, the replica is
@@ -274,14 +277,7 @@ func TestNoSecondTripAfterAnOutageShorterThanTheWatch(t *testing.T) {
 		// The shared store in process too: nothing leaves the bubble.
 		f := ratelimit.NewFailover(partitioned{newLocal(t), s.p}, newLocal(t), s, ratelimit.FailOpen, nil)
 		t.Cleanup(f.Close)
-		var trips, backs atomic.Int64
-		f.OnChange = func(degraded bool) {
-			if degraded {
-				trips.Add(1)
-			} else {
-				backs.Add(1)
-			}
-		}
+		trips, backs := countChanges(f)
 		f.WatchRestarts(time.Second)
 		time.Sleep(2500 * time.Millisecond)
 		if n := s.looks.n.Load(); n != 2 {
@@ -338,14 +334,7 @@ func TestRestartAfterAFailbackBeforeTheWatchLooks(t *testing.T) {
 			d, err := shared.AllowAll(t.Context(), owner)
 			return err == nil && !d.Allowed
 		}
-		var trips, backs atomic.Int64
-		f.OnChange = func(degraded bool) {
-			if degraded {
-				trips.Add(1)
-			} else {
-				backs.Add(1)
-			}
-		}
+		trips, backs := countChanges(f)
 		f.WatchRestarts(time.Second)
 		time.Sleep(2500 * time.Millisecond)
 		if n := s.looks.n.Load(); n != 2 {
@@ -410,12 +399,7 @@ func TestNoSecondTripAfterAnOutageWithinALook(t *testing.T) {
 		o.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
 		o.f = ratelimit.NewFailover(partitioned{newLocal(t), o.p}, newLocal(t), o, ratelimit.FailOpen, nil)
 		t.Cleanup(o.f.Close)
-		var trips atomic.Int64
-		o.f.OnChange = func(degraded bool) {
-			if degraded {
-				trips.Add(1)
-			}
-		}
+		trips, _ := countChanges(o.f)
 		o.f.WatchRestarts(time.Second)
 		// Looks at 1 and 2 s know A; the one at 3 s is answered by B
 		// at 3.5 s, after the failback at 3.25 s; then 4 and 5 s.
