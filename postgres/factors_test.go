@@ -36,14 +36,7 @@ func TestSweepSkipsRowsHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `SELECT FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE`, hashOf("held")); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdRows(t, s, `SELECT FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE`, hashOf("held"))
 	sweep, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if n, err := s.Sweep(sweep, auth.SweepMFAChallenges, at.Add(2*time.Hour)); err != nil || n != 2 {
@@ -365,14 +358,7 @@ func TestSecondStepBesideDisabling(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The disabling, holding the account's row as DisableUser does.
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(t.Context())
-	if _, err := tx.Exec(ctx, `UPDATE users SET disabled_at = now() WHERE id = $1`, u.ID); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdRows(t, s, `UPDATE users SET disabled_at = now() WHERE id = $1`, u.ID)
 	stored := make(chan error, 1)
 	go func() { stored <- s.AddMFAChallenge(ctx, step("new", now)) }()
 	waitForLockWaits(t, s.Pool(), 1) // the step waits beside the disabling

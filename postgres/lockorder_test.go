@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -63,14 +62,7 @@ func TestLinksSpentAfterTheAccount(t *testing.T) {
 			if err := s.AddUnlockToken(ctx, hashOf("unlock "+u.Email), u.ID, now.Add(-time.Minute), now.Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
-			hold, err := s.Pool().Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer hold.Rollback(context.Background())
-			if _, err := hold.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR UPDATE`, u.ID); err != nil {
-				t.Fatal(err)
-			}
+			hold := holdRows(t, s, `SELECT FROM users WHERE id = $1 FOR UPDATE`, u.ID)
 			first, second := make(chan error, 1), make(chan error, 1)
 			go func() { first <- c.first(u) }()
 			waitForLockWaits(t, s.Pool(), 1)
@@ -175,14 +167,7 @@ func TestNewDevicesForgottenAfterTheAccounts(t *testing.T) {
 			if err := s.AddMFAChallenge(ctx, step); err != nil {
 				t.Fatal(err)
 			}
-			hold, err := s.Pool().Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer hold.Rollback(context.Background())
-			if _, err := hold.Exec(ctx, c.held, hashOf("held "+u.Email)); err != nil {
-				t.Fatal(err)
-			}
+			hold := holdRows(t, s, c.held, hashOf("held "+u.Email))
 			first, second := make(chan error, 1), make(chan error, 1)
 			go func() { first <- c.first(u) }()
 			waitForLockWaits(t, s.Pool(), 1)
@@ -226,14 +211,7 @@ func TestFactorAddedAfterTheAccount(t *testing.T) {
 	if err := add(); err != nil {
 		t.Fatal(err)
 	}
-	hold, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(context.Background())
-	if _, err := hold.Exec(ctx, `SELECT FROM second_factors WHERE user_id = $1 FOR UPDATE`, u.ID); err != nil {
-		t.Fatal(err)
-	}
+	hold := holdRows(t, s, `SELECT FROM second_factors WHERE user_id = $1 FOR UPDATE`, u.ID)
 	first, second := make(chan error, 1), make(chan error, 1)
 	go func() { first <- add() }()
 	waitForLockWaits(t, s.Pool(), 1)

@@ -51,14 +51,7 @@ func TestUsePasskeyAfterNewPassword(t *testing.T) {
 
 	// A new password being stored, as a reset does (the account's row,
 	// then its passkeys), not yet committed while the passkey is used.
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = 'new' WHERE id = $1`, u.ID); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdRows(t, s, `UPDATE users SET password_hash = 'new' WHERE id = $1`, u.ID)
 	if _, err := tx.Exec(ctx, `UPDATE second_factors SET signs_in_alone = false WHERE user_id = $1`, u.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -189,14 +182,7 @@ func TestAddCeremonyNeverWaitsOnExpiredOnes(t *testing.T) {
 	if err := s.AddCeremony(ctx, ceremony("expired", at.Add(time.Minute))); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback(ctx)
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM webauthn_ceremonies WHERE binding_hash = $1 FOR UPDATE`, hashOf("expired")); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdRows(t, s, `SELECT 1 FROM webauthn_ceremonies WHERE binding_hash = $1 FOR UPDATE`, hashOf("expired"))
 	later := at.Add(time.Hour)
 	waited, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

@@ -1,7 +1,10 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
@@ -35,4 +38,21 @@ func TestStore(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// holdRows begins a transaction that takes the rows query locks, as
+// another request in the middle of its work would, and leaves it open:
+// the caller commits it when the waits it wants are queued behind it, and
+// it is rolled back at the test's end otherwise.
+func holdRows(t *testing.T, s *postgres.Store, query string, args ...any) pgx.Tx {
+	t.Helper()
+	hold, err := s.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hold.Rollback(context.Background()) })
+	if _, err := hold.Exec(t.Context(), query, args...); err != nil {
+		t.Fatal(err)
+	}
+	return hold
 }
