@@ -43,7 +43,21 @@ type fixture struct {
 // fastParams keep tests quick; the default parameters have their own test.
 var fastParams = authtest.FastParams
 
+// newFixture is a Service of its own with its background work running
+// until the test ends; configure and deps change its settings and parts.
 func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*app.Deps)) *fixture {
+	t.Helper()
+	f := buildFixture(t, configure, deps...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return f
+}
+
+// buildFixture is newFixture without the service's background work
+// started, for the tests that run it, stop it or drain it themselves.
+func buildFixture(t *testing.T, configure func(*auth.Config), deps ...func(*app.Deps)) *fixture {
 	t.Helper()
 	_, pool := testenv.Schema(t)
 	rdb, prefix := testenv.Redis(t)
@@ -73,12 +87,7 @@ func newFixture(t *testing.T, configure func(*auth.Config), deps ...func(*app.De
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := xc.Service
-	f.svc, f.counters = svc, xc.Counters
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); svc.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	f.svc, f.counters = xc.Service, xc.Counters
 	return f
 }
 

@@ -3,7 +3,6 @@ package auth_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/app"
-	"github.com/xcloak/xcloak/internal/testenv"
-	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
 // stuckMailer holds every Send until it is let go, then fails it: a mail
@@ -35,22 +32,9 @@ func (m *stuckMailer) Send(ctx context.Context, _ auth.Message) error {
 // work after ctx ends (here a mail of the reset queue that fails during the
 // drain) are written before Run returns, not left in a queue nobody reads.
 func TestRunWritesEventsOfItsDrain(t *testing.T) {
-	_, pool := testenv.Schema(t)
-	rdb, prefix := testenv.Redis(t)
-	hasher, err := auth.NewHasher(fastParams, 4, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := auth.DefaultConfig()
-	cfg.Secret = []byte("0123456789abcdef0123456789abcdef")
-	cfg.PublicURL, _ = url.Parse("https://login.example.test/")
 	mailer := &stuckMailer{entered: make(chan struct{}, 16), release: make(chan struct{})}
-	xc, err := app.New(cfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: mailer,
-		Attack: xcloaktest.ManualAttack()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := xc.Service
+	f := buildFixture(t, nil, func(d *app.Deps) { d.Mailer = mailer })
+	svc, pool := f.svc, f.db
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()
@@ -88,25 +72,10 @@ func TestRunWritesEventsOfItsDrain(t *testing.T) {
 // TestDrainSaysWhatItLost: a Drain that cannot write the events queued
 // (Postgres gone) says how many were lost, and counts them as dropped.
 func TestDrainSaysWhatItLost(t *testing.T) {
-	_, pool := testenv.Schema(t)
-	rdb, prefix := testenv.Redis(t)
-	hasher, err := auth.NewHasher(fastParams, 4, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := auth.DefaultConfig()
-	cfg.Secret = []byte("0123456789abcdef0123456789abcdef")
-	cfg.PublicURL, _ = url.Parse("https://login.example.test/")
-	xc, err := app.New(cfg, app.Deps{Postgres: pool, Redis: rdb, KeyPrefix: prefix, Hasher: hasher, Mailer: &recordingMailer{},
-		Attack: xcloaktest.ManualAttack()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := xc.Service.CreateUser(t.Context(), "ann@example.com", "a long password", false, "cli"); err != nil {
-		t.Fatal(err)
-	}
-	pool.Close()
-	err = xc.Service.Drain(t.Context())
+	f := buildFixture(t, nil)
+	f.addUser(t, "ann@example.com", "a long password", false)
+	f.db.Close()
+	err := f.svc.Drain(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "1 events not stored") {
 		t.Errorf("Drain without Postgres: %v, want it to say 1 event was not stored", err)
 	}
