@@ -482,8 +482,11 @@ func TestLockTimeLeftNeverEarly(t *testing.T) {
 				}
 				left = st.RetryAfter
 			} else {
+				// On a loaded machine the lock may have ended before
+				// this failure: it then locks anew, and what it says
+				// is left of that lock must not be early either.
 				f, err := l.Fail(t.Context(), id, "")
-				if err != nil || f.LockedNow || f.LockedFor <= 0 {
+				if err != nil || f.LockedFor <= 0 {
 					t.Fatalf("failure while locked: %+v, %v", f, err)
 				}
 				left = f.LockedFor
