@@ -69,12 +69,15 @@ type Failover struct {
 	// since its last look knows that a failback may have given the
 	// lockouts in force to a server it has not seen yet.
 	outages atomic.Uint64
-	// backAt is when the last failback had put the lockouts in force
-	// back into Redis (Unix nanoseconds): the watch of restarts takes a
-	// server that surely started after it for one that lost them. It is
-	// stored before degraded is cleared, so that a watch that finds an
-	// outage over reads its failback's, or a later one's.
-	backAt atomic.Int64
+	// back is what the last failback left the watch of restarts to know:
+	// when it had put the lockouts in force back into Redis, and to which
+	// server process. It is stored before degraded is cleared, so that a
+	// watch that finds an outage over reads its failback's, or a later
+	// one's.
+	back atomic.Pointer[failbackMark]
+	// watching is set once WatchRestarts watches: only then does a
+	// failback look at the server it gives the locks to.
+	watching atomic.Bool
 	// restored is closed once the lockouts in force are in local after
 	// the current outage began; local decisions wait for it.
 	restored atomic.Pointer[chan struct{}]
@@ -628,6 +631,7 @@ func (f *Failover) failback() bool {
 			locks = append(locks, h)
 		}
 	}
+	before := f.lookAtServer()
 	if !f.endInRedis(cleared) {
 		stop()
 		return false
@@ -636,9 +640,16 @@ func (f *Failover) failback() bool {
 		stop()
 		return false
 	}
+	mark := &failbackMark{to: f.lookAtServer()}
+	if mark.to.id != before.id {
+		// A restart between the looks (or an endpoint over several
+		// servers): which one holds the locks is not known.
+		mark.to = server{}
+	}
 
 	f.probeMu.Lock()
-	f.backAt.Store(time.Now().UnixNano())
+	mark.at = time.Now()
+	f.back.Store(mark)
 	if f.degraded.CompareAndSwap(true, false) {
 		f.log.Info("redis answers again; shared limits restored")
 		if f.OnChange != nil {
@@ -701,6 +712,32 @@ func (f *Failover) failback() bool {
 		f.trip(errNotTaken)
 	}
 	return true
+}
+
+// failbackMark is what a failback leaves the watch of restarts to know.
+type failbackMark struct {
+	// at is when the lockouts in force were back in Redis.
+	at time.Time
+	// to is the server process that answered INFO the same just before
+	// the failback's writes and just after them, which holds the locks;
+	// zero when no look was made or the two looks differ.
+	to server
+}
+
+// lookAtServer is what INFO says of the server process that answers, when
+// the watch of restarts watches; zero if it does not, or INFO fails.
+func (f *Failover) lookAtServer() server {
+	in, ok := f.pinger.(infoer)
+	if !ok || !f.watching.Load() {
+		return server{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s, err := serverOf(ctx, in)
+	if err != nil {
+		return server{}
+	}
+	return s
 }
 
 // errNotTaken is why a failback that Redis stopped answering once in

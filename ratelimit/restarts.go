@@ -32,21 +32,22 @@ type infoer interface {
 // unrelated servers in turn (a balancer over several) shows neither.
 // After an outage, however short, the first process seen is no restart,
 // the outage's failback having given the lockouts in force to it, unless
-// its uptime says it surely started after that failback ended (Redis
-// restarted again since, and the look after the failback found it down,
-// or the interval is longer than a second). Until the next look, at most
-// interval later, the locks Redis lost are not in force; those lost by a
-// restart that the first look after an outage cannot tell from the
-// failback's server (uptime is in whole seconds: any, at a look made
-// within a second or so of the failback) stay out of Redis until its
-// next outage or restart. A Redis Cluster's probes reach a different
-// node each time: it is not watched (its nodes keep their data through
-// replicas). Call it once, after Restore is set.
+// it is another process than the one the failback found answering just
+// before and just after its writes, started about then or later (Redis
+// restarted again since). Where the failback's two looks differed, only
+// an uptime that says the process surely started after the failback
+// ended makes it a restart; uptime is in whole seconds, so a restart
+// within a second or so of such a failback stays unnoticed until Redis'
+// next outage or restart. Until the next look, at most interval later,
+// the locks Redis lost are not in force. A Redis Cluster's probes reach a
+// different node each time: it is not watched (its nodes keep their data
+// through replicas). Call it once, after Restore is set.
 func (f *Failover) WatchRestarts(interval time.Duration) {
 	in, ok := f.pinger.(infoer)
 	if _, cluster := f.pinger.(*redis.ClusterClient); !ok || cluster || interval <= 0 {
 		return
 	}
+	f.watching.Store(true)
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
@@ -97,13 +98,22 @@ func (f *Failover) WatchRestarts(interval time.Duration) {
 				// the interval perhaps, with no look while degraded:
 				// its failback gave the locks to a server this look
 				// may be the first to see. It is the one to know, not
-				// a restart, unless it surely started after the
-				// failback had given them (uptime is in whole
-				// seconds, and was read after asked): Redis restarted
-				// again since, and lost them. A bound any looser would
-				// take the failback's own server for a restart.
-				if back := f.backAt.Load(); back != 0 {
-					restarted = now.up+time.Second < asked.Sub(time.Unix(0, back))
+				// a restart, unless it is another process than the
+				// failback found answering before and after its writes
+				// and started about then or later, or went on from it
+				// (Redis restarted again since, and lost them). Where
+				// the failback could not tell, only a server that
+				// surely started after the failback had given them is
+				// one (uptime is in whole seconds, and was read after
+				// asked): a bound any looser would take the failback's
+				// own server for a restart.
+				if back := f.back.Load(); back != nil {
+					since := asked.Sub(back.at)
+					if back.to.id != "" {
+						restarted = now.id != back.to.id && (now.up <= since+time.Second || now.from(back.to))
+					} else {
+						restarted = now.up+time.Second < since
+					}
 				}
 				last, lastOutages = server{}, outages
 			}
