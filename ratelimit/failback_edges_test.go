@@ -311,115 +311,72 @@ func TestNoSecondTripAfterAnOutageShorterThanTheWatch(t *testing.T) {
 // A Redis that restarts again after an outage's failback, before the
 // watch has seen the server that failback gave the locks to, lost them:
 // the first server seen after the outage is taken for the one to know
-// only if it may have started before the failback ended. On the bubble's
+// only if it is the one the failback found answering. On the bubble's
 // clock: the watch looks at 1 s, 2 s, 3 s and on; an outage from 2.5 s,
 // Redis restarted within it, ends with the failback at 2.75 s; Redis
-// stops again at 2.8 s (the look at 3 s gets no answer) and is back,
-// empty, at 3.5 s. At 4 s its uptime, 0 s, says it started after 2.75 s.
+// stops again at 2.8 s and is back, empty, at 3.5 s (the look at 3 s gets
+// no answer; at 4 s the uptime, 0 s, says it started after 2.75 s) or at
+// 2.9 s (at 3 s the uptime, 0 s, cannot say whether it started before
+// the failback or after; the failback's own look at its server can).
 func TestRestartAfterAFailbackBeforeTheWatchLooks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := &serverINFO{p: &partition{}}
-		s.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
-		// The shared store in process too: nothing leaves the bubble.
-		shared := newLocal(t)
-		f := ratelimit.NewFailover(partitioned{shared, s.p}, newLocal(t), s, ratelimit.FailOpen, nil)
-		t.Cleanup(f.Close)
-		f.Restore = newLockLog(lockAt(t, shared, owner.Name, owner.ID)).restore
-		lost := func() { // a restart without persistence
-			if _, err := shared.Clear(t.Context(), owner.Name, owner.ID); err != nil {
-				t.Fatal(err)
-			}
-		}
-		locked := func() bool {
-			d, err := shared.AllowAll(t.Context(), owner)
-			return err == nil && !d.Allowed
-		}
-		trips, backs := countChanges(f)
-		f.WatchRestarts(time.Second)
-		time.Sleep(2500 * time.Millisecond)
-		if n := s.looks.n.Load(); n != 2 {
-			t.Fatalf("%d looks at 2.5 s, want 2", n)
-		}
-		s.p.down.Store(true)
-		_ = f.Check(t.Context())
-		if !f.Degraded() {
-			t.Fatal("not degraded")
-		}
-		lost()
-		s.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000") // restarted while down
-		s.p.down.Store(false)
-		time.Sleep(300 * time.Millisecond) // the failback at 2.75 s
-		if f.Degraded() || backs.Load() != 1 || !locked() {
-			t.Fatalf("at 2.8 s: degraded %v, %d failbacks, owner locked in redis %v; want back, after 1, locked", f.Degraded(), backs.Load(), locked())
-		}
-		// Redis restarts again: down from 2.8 s to 3.5 s, back empty.
-		s.p.down.Store(true)
-		lost()
-		time.Sleep(700 * time.Millisecond)
-		s.set("cccccccccccccccccccccccccccccccccccccccc", time.Now(), "r3", "0000000000000000000000000000000000000000")
-		s.p.down.Store(false)
-		time.Sleep(time.Second) // the look at 4 s, the failback at 4.25 s
-		if n, b := trips.Load(), backs.Load(); n != 2 || b != 2 || f.Degraded() {
-			t.Fatalf("a restart after the failback, before the watch's next look: %d trips, %d failbacks, degraded %v; want 2, 2, false", n, b, f.Degraded())
-		}
-		if !locked() {
-			t.Fatal("the lockout in force is not back in the redis restarted after the failback")
-		}
-	})
+	for _, c := range []struct {
+		name string
+		down time.Duration // from 2.8 s
+	}{{"the look finds it down", 700 * time.Millisecond}, {"within a second of the failback", 100 * time.Millisecond}} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { restartAfterAFailback(t, c.down) })
+		})
+	}
 }
 
-// A Redis that restarts again within a second of an outage's failback,
-// before the watch has looked, shows an uptime that cannot say whether it
-// started before the failback or after; the failback's own look at the
-// server it gave the locks to can. On the bubble's clock: the watch looks
-// at 1 s, 2 s, 3 s and on; an outage from 2.5 s, Redis restarted within
-// it, ends with the failback at 2.75 s; Redis restarts again, empty, from
-// 2.8 s to 2.9 s, between two calls. At 3 s its uptime is 0 s.
-func TestRestartWithinASecondOfAFailback(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := &serverINFO{p: &partition{}}
-		s.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
-		shared := newLocal(t)
-		f := ratelimit.NewFailover(partitioned{shared, s.p}, newLocal(t), s, ratelimit.FailOpen, nil)
-		t.Cleanup(f.Close)
-		f.Restore = newLockLog(lockAt(t, shared, owner.Name, owner.ID)).restore
-		lost := func() { // a restart without persistence
-			if _, err := shared.Clear(t.Context(), owner.Name, owner.ID); err != nil {
-				t.Fatal(err)
-			}
+func restartAfterAFailback(t *testing.T, down time.Duration) {
+	s := &serverINFO{p: &partition{}}
+	s.set("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", time.Now().Add(-240*time.Hour), "r1", "0000000000000000000000000000000000000000")
+	// The shared store in process too: nothing leaves the bubble.
+	shared := newLocal(t)
+	f := ratelimit.NewFailover(partitioned{shared, s.p}, newLocal(t), s, ratelimit.FailOpen, nil)
+	t.Cleanup(f.Close)
+	f.Restore = newLockLog(lockAt(t, shared, owner.Name, owner.ID)).restore
+	lost := func() { // a restart without persistence
+		if _, err := shared.Clear(t.Context(), owner.Name, owner.ID); err != nil {
+			t.Fatal(err)
 		}
-		locked := func() bool {
-			d, err := shared.AllowAll(t.Context(), owner)
-			return err == nil && !d.Allowed
-		}
-		trips, backs := countChanges(f)
-		f.WatchRestarts(time.Second)
-		time.Sleep(2500 * time.Millisecond)
-		s.p.down.Store(true)
-		_ = f.Check(t.Context())
-		if !f.Degraded() {
-			t.Fatal("not degraded")
-		}
-		lost()
-		s.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000") // restarted while down
-		s.p.down.Store(false)
-		time.Sleep(300 * time.Millisecond) // the failback at 2.75 s
-		if f.Degraded() || backs.Load() != 1 || !locked() {
-			t.Fatalf("at 2.8 s: degraded %v, %d failbacks, owner locked in redis %v; want back, after 1, locked", f.Degraded(), backs.Load(), locked())
-		}
-		s.p.down.Store(true)
-		lost()
-		time.Sleep(100 * time.Millisecond)
-		s.set("cccccccccccccccccccccccccccccccccccccccc", time.Now(), "r3", "0000000000000000000000000000000000000000")
-		s.p.down.Store(false)
-		time.Sleep(time.Second) // the look at 3 s, the failback at 3.25 s
-		if n, b := trips.Load(), backs.Load(); n != 2 || b != 2 || f.Degraded() {
-			t.Fatalf("a restart within a second of the failback: %d trips, %d failbacks, degraded %v; want 2, 2, false", n, b, f.Degraded())
-		}
-		if !locked() {
-			t.Fatal("the lockout in force is not back in the redis restarted after the failback")
-		}
-	})
+	}
+	locked := func() bool {
+		d, err := shared.AllowAll(t.Context(), owner)
+		return err == nil && !d.Allowed
+	}
+	trips, backs := countChanges(f)
+	f.WatchRestarts(time.Second)
+	time.Sleep(2500 * time.Millisecond)
+	if n := s.looks.n.Load(); n != 2 {
+		t.Fatalf("%d looks at 2.5 s, want 2", n)
+	}
+	s.p.down.Store(true)
+	_ = f.Check(t.Context())
+	if !f.Degraded() {
+		t.Fatal("not degraded")
+	}
+	lost()
+	s.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000") // restarted while down
+	s.p.down.Store(false)
+	time.Sleep(300 * time.Millisecond) // the failback at 2.75 s
+	if f.Degraded() || backs.Load() != 1 || !locked() {
+		t.Fatalf("at 2.8 s: degraded %v, %d failbacks, owner locked in redis %v; want back, after 1, locked", f.Degraded(), backs.Load(), locked())
+	}
+	// Redis restarts again, between two calls, and comes back empty.
+	s.p.down.Store(true)
+	lost()
+	time.Sleep(down)
+	s.set("cccccccccccccccccccccccccccccccccccccccc", time.Now(), "r3", "0000000000000000000000000000000000000000")
+	s.p.down.Store(false)
+	time.Sleep(time.Second) // the next look that finds it, and its failback a quarter of a second later
+	if n, b := trips.Load(), backs.Load(); n != 2 || b != 2 || f.Degraded() {
+		t.Fatalf("a restart after the failback, before the watch's next look: %d trips, %d failbacks, degraded %v; want 2, 2, false", n, b, f.Degraded())
+	}
+	if !locked() {
+		t.Fatal("the lockout in force is not back in the redis restarted after the failback")
+	}
 }
 
 // outageInLook is a serverINFO whose look number at finds an outage
