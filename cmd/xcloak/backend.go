@@ -49,6 +49,9 @@ type backend struct {
 
 	// dashboard reads what the security dashboard shows.
 	dashboard *dashboard.Reader
+	// ready reports whether Redis and Postgres answer, for /readyz
+	// (app.App.Ready).
+	ready func(ctx context.Context) map[string]error
 }
 
 // openBackend connects to Redis, creates and migrates the database,
@@ -170,7 +173,7 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 			"redis", label, "policy", string(svc.FailurePolicy()), "err", redisDown)
 	}
 
-	return &backend{svc: svc, dashboard: xc.Dashboard, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger}, nil
+	return &backend{svc: svc, dashboard: xc.Dashboard, ready: xc.Ready, rdb: rdb, probe: probe, pool: pool, hasher: hasher, log: logger}, nil
 }
 
 // start runs the service's background work, serve's: writing events,
@@ -211,12 +214,6 @@ func (b *backend) Close() {
 			_ = b.probe.Close()
 		}
 	})
-}
-
-// ready reports whether Redis and Postgres answer, for /readyz. A Redis
-// that does not answer puts the limits in degraded mode at once.
-func (b *backend) ready(ctx context.Context) map[string]error {
-	return map[string]error{"redis": b.svc.CheckRedis(ctx), "postgres": b.pool.Ping(ctx)}
 }
 
 // connectRedis opens a client for rawURL (newRedisClient) and checks that

@@ -67,6 +67,9 @@ type App struct {
 	// Attack watches the sign-ins and keeps attack mode; the service runs
 	// it.
 	Attack *attack.Watch
+
+	// pool is the Postgres that Ready pings.
+	pool *pgxpool.Pool
 }
 
 // rememberedRejections bounds the full rules one replica remembers.
@@ -166,6 +169,7 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		Counters:  counts,
 		Limiter:   limiter,
 		Attack:    watch,
+		pool:      d.Postgres,
 	}, nil
 }
 
