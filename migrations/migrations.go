@@ -27,9 +27,12 @@ const (
 )
 
 // EnsureDatabase creates the database that databaseURL names when it does not
-// exist yet. It connects to the same server's "postgres" database (or
-// "template1" where there is none) with the same user, which needs the
-// CREATEDB privilege only when the database is actually missing.
+// exist yet. It connects to that database first; only when the server says
+// it does not exist does it connect to the same server's "postgres"
+// database (or "template1" where there is none) with the same user, which
+// needs the CREATEDB privilege then. A user with rights on its own database
+// alone, or a pooler that serves that database alone, so starts against a
+// database that exists.
 //
 // Concurrent callers are safe: losing the race to create the database counts
 // as success.
@@ -43,12 +46,23 @@ func EnsureDatabase(ctx context.Context, databaseURL string) error {
 		return errors.New("database URL names no database")
 	}
 
+	own, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		_ = own.Close(context.WithoutCancel(ctx))
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != codeInvalidCatalog {
+		return fmt.Errorf("connect to Postgres at %s:%d as %q: %w", cfg.Host, cfg.Port, cfg.User, err)
+	}
+
 	admin, err := connectMaintenance(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer admin.Close(context.WithoutCancel(ctx))
 
+	// Looked up again: another instance may have created it meanwhile.
 	var exists bool
 	err = admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists)
 	if err != nil {
@@ -97,11 +111,15 @@ func parseConfig(databaseURL string) (*pgx.ConnConfig, error) {
 	return cfg.ConnConfig, nil
 }
 
+// maintenanceDatabases are the databases connectMaintenance tries, in
+// order.
+var maintenanceDatabases = []string{"postgres", "template1"}
+
 // connectMaintenance connects to the server of cfg through a database that
 // every installation has.
 func connectMaintenance(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 	var err error
-	for _, db := range []string{"postgres", "template1"} {
+	for _, db := range maintenanceDatabases {
 		admin := cfg.Copy()
 		admin.Database = db
 		var conn *pgx.Conn

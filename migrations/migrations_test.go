@@ -260,6 +260,24 @@ func TestEnsureDatabase(t *testing.T) {
 		}
 	})
 
+	// A database that exists is found by connecting to it, without the
+	// server's maintenance databases, which a user with rights on its own
+	// database alone may not reach (CONNECT revoked from PUBLIC, a
+	// PgBouncer that lists XCloak's database alone).
+	t.Run("an existing database needs no other", func(t *testing.T) {
+		dbURL := testenv.Postgres(t)
+		// Names no server has: a connection to either fails.
+		restore := migrations.SetMaintenanceDatabases([]string{"xcloak_no_such_database_a", "xcloak_no_such_database_b"})
+		defer restore()
+		if err := migrations.EnsureDatabase(ctx, dbURL); err != nil {
+			t.Errorf("EnsureDatabase of a database that exists: %v", err)
+		}
+		_, missing := unusedDatabase(t)
+		if err := migrations.EnsureDatabase(ctx, missing); err == nil || !strings.Contains(err.Error(), "xcloak_no_such_database_b") {
+			t.Errorf("EnsureDatabase of a missing database, no maintenance database to create it from: %v, want an error naming the last tried", err)
+		}
+	})
+
 	t.Run("bad URL is an error", func(t *testing.T) {
 		err := migrations.EnsureDatabase(ctx, "postgres://user:secret@127.0.0.1:notaport/x")
 		if err == nil {
