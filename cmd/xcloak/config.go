@@ -957,6 +957,11 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 	if !ok {
 		return nil, errors.New("want redis://host:port or rediss://host:port")
 	}
+	// go-redis drops a fragment: a '#' not percent-encoded in a password
+	// would leave the URL naming another server, without the password.
+	if strings.Contains(raw, "#") {
+		return nil, errors.New("has a '#', which no Redis URL holds: percent-encode it (%23) in the user and password")
+	}
 	userinfo, hostAndRest := "", rest
 	if at := strings.LastIndex(rest[:strings.IndexAny(rest+"/?", "/?")], "@"); at >= 0 {
 		userinfo, hostAndRest = rest[:at+1], rest[at+1:]
@@ -990,7 +995,7 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		}
 		opts, err := redis.ParseURL(scheme + "://" + userinfo + host + tail)
 		if err != nil {
-			return nil, withoutURL(err)
+			return nil, redisURLError(raw, err)
 		}
 		if slices.Contains(addrs, opts.Addr) {
 			return nil, fmt.Errorf("address %d of the list is listed before", i+1)
@@ -1066,12 +1071,38 @@ func checkDatabaseURL(raw string) error {
 // piece of it (net/url quotes the bad "port" of a password holding a '/'),
 // as either may hold a password.
 func withoutURL(err error) error {
+	return invalidURL(urlErrorDetail(err))
+}
+
+// urlErrorDetail is what err says is wrong with a URL, without the URL and
+// without any quoted piece of it.
+func urlErrorDetail(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	msg := strings.TrimPrefix(quotedPart.ReplaceAllString(err.Error(), ""), "net/url: ")
-	return fmt.Errorf("not a valid URL (%s); percent-encode '/', '?', '#', '@', ':' and '%%' in the user and password", msg)
+	return strings.TrimPrefix(quotedPart.ReplaceAllString(err.Error(), ""), "net/url: ")
+}
+
+func invalidURL(detail string) error {
+	return fmt.Errorf("not a valid URL (%s); percent-encode '/', '?', '#', '@', ':' and '%%' in the user and password", detail)
+}
+
+// redisURLError is withoutURL for go-redis' errors about the Redis URL
+// raw, which quote what they find wrong unquoted: after a password's
+// first part that reads as a port (none, or digits), a '?' or '/' that is
+// not percent-encoded makes the rest of it a query option or a path, and
+// go-redis names that option or path. Should the error hold a piece of
+// the user or password, only that the URL does not parse is said.
+func redisURLError(raw string, err error) error {
+	detail := urlErrorDetail(err)
+	for _, piece := range credentialPieces(raw) {
+		if strings.Contains(detail, piece) {
+			detail = "it does not parse"
+			break
+		}
+	}
+	return invalidURL(detail)
 }
 
 // databaseURLError says what pgx found wrong with the database URL raw,
@@ -1104,10 +1135,11 @@ func databaseURLError(raw string, err error) error {
 	return fmt.Errorf("not a valid URL (%s); percent-encode '/', '?', '#', '@', ':' and '%%' in the user and password", msg)
 }
 
-// credentialPieces returns the pieces of a database URL's user and
-// password, split at ':', '@' and '/', that are long enough to tell apart
-// from an error's own words: for a URL, all between "://" and its last
-// '@'; for the keyword/value form, the values of user and password.
+// credentialPieces returns the pieces of a database or Redis URL's user
+// and password, split at ':', '@', '/' and at the '?', '#', '&' and '='
+// of a query, that are long enough to tell apart from an error's own
+// words: for a URL, all between "://" and its last '@'; for the
+// keyword/value form, the values of user and password.
 func credentialPieces(raw string) []string {
 	var creds []string
 	if _, rest, ok := strings.Cut(raw, "://"); ok {
@@ -1124,7 +1156,7 @@ func credentialPieces(raw string) []string {
 	}
 	var pieces []string
 	for _, c := range creds {
-		for _, p := range strings.FieldsFunc(c, func(r rune) bool { return r == ':' || r == '@' || r == '/' }) {
+		for _, p := range strings.FieldsFunc(c, func(r rune) bool { return strings.ContainsRune(":@/?#&=", r) }) {
 			if len(p) >= 3 {
 				pieces = append(pieces, p)
 			}

@@ -455,6 +455,16 @@ func TestURLErrorsHideThePassword(t *testing.T) {
 		"redis://user:Sup3r/SecretPw@host:6379",
 		"redis://:SecretPw?x@host:6379",
 		"redis://:Secret%zzPw@host:6379",
+		// A '?' or '/' not percent-encoded after a password's first part
+		// that reads as a port (none, or digits) puts the rest in the
+		// query or the path, which go-redis quotes.
+		"redis://:?SecretPw@host:6379/0",
+		"redis://user:1234?SecretPw@host:6379/0",
+		"redis://:1234/SecretPw@host:6379/0",
+		"redis://:1234?a=1&SecretPw@host:6379/0",
+		// A '#' would make the rest a fragment, which nothing reads: the
+		// URL would name localhost:1234, without the password.
+		"redis://:1234#SecretPw@host:6379/0",
 	} {
 		err := checkRedisURL(raw)
 		if err == nil {
