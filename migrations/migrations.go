@@ -5,6 +5,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +20,22 @@ import (
 
 //go:embed *.sql
 var files embed.FS
+
+// Latest is the schema version of the last migration this build holds.
+// A database at a higher one was migrated by a newer build: [Up] leaves
+// it as it is, as during a rolling update, where the replicas not yet
+// replaced run on the schema the new ones migrated.
+func Latest() int64 {
+	entries, _ := fs.ReadDir(files, ".")
+	var latest int64
+	for _, e := range entries {
+		prefix, _, _ := strings.Cut(e.Name(), "_")
+		if v, err := strconv.ParseInt(prefix, 10, 64); err == nil {
+			latest = max(latest, v)
+		}
+	}
+	return latest
+}
 
 // Postgres error codes this package reacts to.
 const (

@@ -82,6 +82,32 @@ func TestUpConcurrently(t *testing.T) {
 	}
 }
 
+// TestUpLeavesANewerSchema: a database a newer build migrated past this
+// build's last migration is left as it is, at its version, which Latest
+// lets a caller tell from its own.
+func TestUpLeavesANewerSchema(t *testing.T) {
+	if got, want := migrations.Latest(), latestVersion(t); got != want {
+		t.Fatalf("Latest() = %d, want %d", got, want)
+	}
+	dbURL := testenv.Postgres(t)
+	if _, err := migrations.Up(t.Context(), dbURL); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, dbURL)
+	newer := migrations.Latest() + 1
+	if _, err := conn.Exec(t.Context(), "INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)", newer); err != nil {
+		t.Fatal(err)
+	}
+	before := appliedCount(t, conn)
+	got, err := migrations.Up(t.Context(), dbURL)
+	if err != nil || got != newer {
+		t.Errorf("Up on a newer schema: %d, %v; want %d, nil", got, err, newer)
+	}
+	if after := appliedCount(t, conn); after != before {
+		t.Errorf("Up on a newer schema recorded %d migrations, want none", after-before)
+	}
+}
+
 // migrated returns a connection to a database of its own, migrated.
 func migrated(t *testing.T) *pgx.Conn {
 	t.Helper()

@@ -109,6 +109,13 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		return nil, err
 	}
 	logger.Info("database ready", "database", mustDatabaseLabel(cfg.DatabaseURL), "schema_version", version)
+	if known := migrations.Latest(); version > known {
+		// Expected while a rolling update replaces the replicas; after
+		// one rolled back, a sign that this build is older than its schema.
+		logger.Warn("the database's schema is newer than this build's: a newer XCloak migrated it; "+
+			"this build runs on it, as the replicas not yet replaced do during a rolling update",
+			"schema_version", version, "build_schema_version", known)
+	}
 	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", mustDatabaseLabel(cfg.DatabaseURL), err)

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/xcloak/xcloak/internal/cli"
+	"github.com/xcloak/xcloak/migrations"
 )
 
 // migrate creates the database when missing and applies every pending
@@ -28,5 +29,8 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	fmt.Fprintf(stdout, "database %s at schema version %d\n", mustDatabaseLabel(cfg.DatabaseURL), version)
+	if known := migrations.Latest(); version > known {
+		fmt.Fprintf(stdout, "the schema is newer than this build's (%d): a newer XCloak migrated it\n", known)
+	}
 	return nil
 }

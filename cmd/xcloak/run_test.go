@@ -1107,6 +1107,23 @@ func TestMigrate(t *testing.T) {
 			t.Errorf("%s migrate printed %q, want it to end with %q", attempt, got, want)
 		}
 	}
+
+	// A schema a newer build migrated is left as it is, and said to be.
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1::bigint + 1, true)", version); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"xcloak", "migrate"}, vars, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("migrate on a newer schema: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if want := "newer than this build's (" + version + ")"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("migrate on a newer schema printed %q, want it to say %q", stdout.String(), want)
+	}
 }
 
 func TestHelp(t *testing.T) {
