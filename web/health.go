@@ -5,7 +5,9 @@ import (
 	"embed"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/xcloak/xcloak/ratelimit"
@@ -28,17 +30,18 @@ func handleHealthz() http.Handler {
 // follow now: {"postgres":"ok","redis":"unavailable","limits":"local (degraded)"}.
 func (s *Server) handleReadyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
+		results, err := s.ready.get(r.Context())
+		if err != nil {
+			return // the prober hung up
+		}
 		status, body := http.StatusOK, map[string]string{}
-		for name, err := range s.ready(ctx) {
+		for name, err := range results {
 			body[name] = "ok"
 			if err != nil {
 				body[name] = "unavailable"
 				if name != "redis" {
 					status = http.StatusServiceUnavailable
 				}
-				s.log.Warn("readiness check failed", "store", name, "err", err)
 			}
 		}
 		policy := s.auth.FailurePolicy()
@@ -51,6 +54,75 @@ func (s *Server) handleReadyz() http.Handler {
 		}
 		writeJSON(w, status, body)
 	})
+}
+
+// readyTimeout bounds one check of the stores.
+const readyTimeout = 2 * time.Second
+
+// readiness shares one check of the stores among the requests for /readyz
+// that arrive while it runs. Anyone may send them: a flood of them then
+// costs Redis and Postgres one check at a time, on one connection each,
+// rather than one per request, which would take the pool's connections
+// from sign-ins. A request answered so learns what the stores said at
+// most one check's time before it arrived.
+type readiness struct {
+	check ReadyCheck
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	running *readyRun       // the check under way, nil if none
+	down    map[string]bool // the stores the last check found down
+}
+
+// readyRun is one check of the stores; result is set before done closes.
+type readyRun struct {
+	done   chan struct{}
+	result map[string]error
+}
+
+// get returns what a check of the stores begun no earlier than the last
+// one under way found, or ctx's error if ctx ends first.
+func (r *readiness) get(ctx context.Context) (map[string]error, error) {
+	r.mu.Lock()
+	run := r.running
+	if run == nil {
+		run = &readyRun{done: make(chan struct{})}
+		r.running = run
+		// Bounded on its own, not by the request: a prober that
+		// hangs up does not cut the check short for the others.
+		go r.run(run)
+	}
+	r.mu.Unlock()
+	select {
+	case <-run.done:
+		return run.result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (r *readiness) run(run *readyRun) {
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	run.result = r.check(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running = nil
+	close(run.done)
+	// A store's failure is logged when it begins and its end when it
+	// ends, not at every check while it lasts.
+	if r.down == nil {
+		r.down = map[string]bool{}
+	}
+	for name, err := range run.result {
+		switch {
+		case err != nil && !r.down[name]:
+			r.log.Warn("readiness check failed", "store", name, "err", err)
+		case err == nil && r.down[name]:
+			r.log.Info("readiness check passes again", "store", name)
+		}
+		r.down[name] = err != nil
+	}
 }
 
 //go:embed static

@@ -47,7 +47,7 @@ type ReadyCheck func(ctx context.Context) map[string]error
 type Server struct {
 	cfg      Config
 	auth     *auth.Service
-	ready    ReadyCheck
+	ready    *readiness
 	log      *slog.Logger
 	clientIP *ClientIPResolver
 	// redirects decides where rd may send a browser (redirect.go).
@@ -66,7 +66,7 @@ func NewServer(cfg Config, svc *auth.Service, board *dashboard.Reader, ready Rea
 	s := &Server{
 		cfg:      cfg,
 		auth:     svc,
-		ready:    ready,
+		ready:    &readiness{check: ready, log: log},
 		log:      log,
 		clientIP: NewClientIPResolver(cfg.TrustedProxies, cfg.ForwardedHeader),
 
