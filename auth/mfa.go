@@ -86,7 +86,8 @@ type FactorStore interface {
 	// Factors lists the account's factors, confirmed or not, oldest first.
 	Factors(ctx context.Context, userID int64) ([]Factor, error)
 	// AddFactor stores f unconfirmed and returns its id, forgetting the
-	// account's other unconfirmed factors of its kind.
+	// account's other unconfirmed factors of its kind; ErrNoUser if the
+	// account is gone.
 	AddFactor(ctx context.Context, f Factor) (int64, error)
 	// ConfirmFactor confirms the account's unconfirmed factor id, with
 	// step as its last TOTP step, at once with its recovery codes: when

@@ -41,7 +41,8 @@ const defaultTOTPName = "Authenticator app"
 // BeginTOTP draws a TOTP secret for the account of sess and stores it
 // unconfirmed, forgetting any other unconfirmed one: it counts once
 // ConfirmTOTP has seen a first code of it. An account with MaxFactors
-// factors begins none. Errors: ErrTooManyFactors, ErrUnavailable.
+// factors begins none. Errors: ErrTooManyFactors, ErrNoSession,
+// ErrUnavailable.
 func (s *Service) BeginTOTP(ctx context.Context, sess Session) (TOTPEnrolment, error) {
 	fs, err := s.factorStore()
 	if err != nil {
@@ -57,7 +58,7 @@ func (s *Service) BeginTOTP(ctx context.Context, sess Session) (TOTPEnrolment, e
 	id, err := fs.AddFactor(ctx, Factor{UserID: sess.UserID, Kind: FactorTOTP, Name: defaultTOTPName,
 		Secret: sealSecret(s.cfg.MFA.Key, sess.UserID, secret), CreatedAt: s.now()})
 	if err != nil {
-		return TOTPEnrolment{}, s.dbDown("storing TOTP factor", err)
+		return TOTPEnrolment{}, s.ownerDown("storing TOTP factor", err)
 	}
 	return TOTPEnrolment{ID: id, URL: url, Secret: b32.EncodeToString(secret)}, nil
 }

@@ -85,7 +85,7 @@ type Ceremony struct {
 // implements it.
 type PasskeyStore interface {
 	// WebAuthnHandle returns the account's user handle, setting it to
-	// fresh if it has none yet.
+	// fresh if it has none yet; ErrNoUser if the account is gone.
 	WebAuthnHandle(ctx context.Context, userID int64, fresh []byte) ([]byte, error)
 	// Passkeys lists the account's passkeys, oldest first.
 	Passkeys(ctx context.Context, userID int64) ([]Passkey, error)
@@ -109,8 +109,9 @@ type PasskeyStore interface {
 	// the account's, the passkey signs in alone again. "" for a passkey
 	// that signed in alone.
 	UsePasskey(ctx context.Context, id int64, count uint32, backup bool, password string, at time.Time) (bool, error)
-	// AddCeremony stores c. Expired ceremonies are never taken, and the
-	// janitor removes them (SweepCeremonies).
+	// AddCeremony stores c; ErrNoUser if c.UserID is set and that account
+	// is gone. Expired ceremonies are never taken, and the janitor removes
+	// them (SweepCeremonies).
 	AddCeremony(ctx context.Context, c Ceremony) error
 	// TakeCeremony deletes the live ceremony of purpose stored under
 	// bindingHash and returns it; ErrInvalidToken if there is none.

@@ -40,7 +40,8 @@ const defaultPasskeyName = "Passkey"
 // sess, from client c (counted by RulePasskeyOptionsIP, as sign-ins begun
 // are): a discoverable credential, user verification preferred, none of
 // the account's passkeys again. An account with MaxFactors factors begins
-// none. Errors: *LimitedError, ErrTooManyFactors, ErrUnavailable.
+// none. Errors: *LimitedError, ErrTooManyFactors, ErrNoSession,
+// ErrUnavailable.
 func (s *Service) BeginPasskey(ctx context.Context, sess Session, c Client) (PasskeyCeremony, error) {
 	ps, err := s.passkeyStore()
 	if err != nil {
@@ -54,6 +55,9 @@ func (s *Service) BeginPasskey(ctx context.Context, sess Session, c Client) (Pas
 		return PasskeyCeremony{}, err
 	}
 	user, err := s.passkeyUser(ctx, ps, sess.UserID, sess.Email)
+	if errors.Is(err, ErrNoUser) {
+		return PasskeyCeremony{}, s.accountGone()
+	}
 	if err != nil {
 		return PasskeyCeremony{}, err
 	}
@@ -62,7 +66,11 @@ func (s *Service) BeginPasskey(ctx context.Context, sess Session, c Client) (Pas
 	if err != nil {
 		return PasskeyCeremony{}, fmt.Errorf("%w: beginning passkey registration: %w", ErrUnavailable, err)
 	}
-	return s.startCeremony(ctx, ps, Ceremony{Purpose: ceremonyRegister, UserID: sess.UserID}, data, creation)
+	ceremony, err := s.startCeremony(ctx, ps, Ceremony{Purpose: ceremonyRegister, UserID: sess.UserID}, data, creation)
+	if errors.Is(err, ErrNoUser) {
+		return PasskeyCeremony{}, s.accountGone()
+	}
+	return ceremony, err
 }
 
 // FinishPasskey registers the passkey the browser created for the
@@ -101,6 +109,9 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPasskey, err)
 	}
 	pu, err := s.passkeyUser(ctx, ps, user.ID, user.Email)
+	if errors.Is(err, ErrNoUser) {
+		return nil, s.accountGone()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +160,8 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 }
 
 // passkeyUser returns the account as the library sees it, with its
-// passkeys and its user handle, drawn now if it has none.
+// passkeys and its user handle, drawn now if it has none. ErrNoUser if
+// the account is gone, for its caller to answer as its flow does.
 func (s *Service) passkeyUser(ctx context.Context, ps PasskeyStore, userID int64, email string) (passkeyUser, error) {
 	keys, err := ps.Passkeys(ctx, userID)
 	if err != nil {
@@ -161,6 +173,9 @@ func (s *Service) passkeyUser(ctx context.Context, ps PasskeyStore, userID int64
 	fresh := make([]byte, 32)
 	rand.Read(fresh)
 	handle, err := ps.WebAuthnHandle(ctx, userID, fresh)
+	if errors.Is(err, ErrNoUser) {
+		return passkeyUser{}, err
+	}
 	if err != nil {
 		return passkeyUser{}, s.dbDown("reading passkey handle", err)
 	}
@@ -169,7 +184,8 @@ func (s *Service) passkeyUser(ctx context.Context, ps PasskeyStore, userID int64
 
 // startCeremony keeps the challenge data of ceremony c under a new
 // binding, for passkeyCeremonyTTL, and returns the options for the
-// browser with it.
+// browser with it. ErrNoUser if c is an account's and the account is
+// gone, as passkeyUser.
 func (s *Service) startCeremony(ctx context.Context, ps PasskeyStore, c Ceremony, data *webauthn.SessionData, options any) (PasskeyCeremony, error) {
 	raw, err := json.Marshal(data)
 	if err != nil {
@@ -178,7 +194,11 @@ func (s *Service) startCeremony(ctx context.Context, ps PasskeyStore, c Ceremony
 	binding, bindingHash := newToken()
 	now := s.now()
 	c.BindingHash, c.Session, c.ExpiresAt = bindingHash, raw, now.Add(passkeyCeremonyTTL)
-	if err := ps.AddCeremony(ctx, c); err != nil {
+	err = ps.AddCeremony(ctx, c)
+	if errors.Is(err, ErrNoUser) {
+		return PasskeyCeremony{}, err
+	}
+	if err != nil {
 		return PasskeyCeremony{}, s.dbDown("storing WebAuthn ceremony", err)
 	}
 	return PasskeyCeremony{Options: options, Binding: binding, ExpiresAt: c.ExpiresAt}, nil

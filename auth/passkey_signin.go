@@ -66,7 +66,12 @@ func (s *Service) BeginSecondStepPasskey(ctx context.Context, token, binding str
 	if err != nil {
 		return PasskeyCeremony{}, fmt.Errorf("%w: beginning passkey assertion: %w", ErrUnavailable, err)
 	}
-	return s.startCeremony(ctx, ps, Ceremony{Purpose: ceremonySecondStep, UserID: ch.UserID, MFATokenHash: hashToken(token)}, data, assertion)
+	ceremony, err := s.startCeremony(ctx, ps, Ceremony{Purpose: ceremonySecondStep, UserID: ch.UserID, MFATokenHash: hashToken(token)}, data, assertion)
+	if errors.Is(err, ErrNoUser) {
+		// Deleted meanwhile, and its second step with it.
+		return PasskeyCeremony{}, ErrInvalidToken
+	}
+	return ceremony, err
 }
 
 // PasskeyStepRequest finishes a second step with a passkey.
@@ -121,6 +126,10 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 		return LoginResult{}, s.passkeyFailed(user, source, "malformed")
 	}
 	pu, err := s.passkeyUser(ctx, ps, user.ID, user.Email)
+	if errors.Is(err, ErrNoUser) {
+		// Deleted meanwhile, and its second step with it.
+		return LoginResult{}, ErrInvalidToken
+	}
 	if err != nil {
 		return LoginResult{}, err
 	}

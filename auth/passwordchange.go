@@ -96,8 +96,10 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) (Sessi
 		// Replaced meanwhile, by a reset say, which also ended this
 		// session.
 		return Session{}, ErrInvalidCredentials
-	case errors.Is(err, ErrNoSession):
-		return Session{}, err
+	case errors.Is(err, ErrNoSession), errors.Is(err, ErrNoUser):
+		// Ended, or deleted with its account, meanwhile; the cache was
+		// emptied above.
+		return Session{}, ErrNoSession
 	case err != nil:
 		return Session{}, s.dbDown("changing password", err)
 	}

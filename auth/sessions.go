@@ -253,6 +253,26 @@ func (s *Service) checkAccountLimit(ctx context.Context, sess Session, c Client)
 	return nil
 }
 
+// accountGone answers a request of a signed-in owner whose account the
+// store found gone (ErrNoUser): deleted, on another replica or from the
+// command line, after the request's session was read, and every session
+// of it with it. The caller has no session; nothing was written. This
+// replica's cache, which may still remember the session for the proxies,
+// is emptied, as the deletion would have emptied it here.
+func (s *Service) accountGone() error {
+	s.sessionCache.purge()
+	return ErrNoSession
+}
+
+// ownerDown is dbDown for the store's answer to a request of a signed-in
+// owner, but for ErrNoUser, which is accountGone's.
+func (s *Service) ownerDown(what string, err error) error {
+	if errors.Is(err, ErrNoUser) {
+		return s.accountGone()
+	}
+	return s.dbDown(what, err)
+}
+
 // ListSessions lists the sessions and known devices of sess's account
 // (sess as Session returned it), marking sess's own.
 //
@@ -303,7 +323,7 @@ func (s *Service) ListSessions(ctx context.Context, sess Session, c Client) (Acc
 // own included (current reports that it was). An id that is malformed,
 // unknown or another account's is ErrNotListed, all alike.
 //
-// Errors: *LimitedError, ErrNotListed, ErrUnavailable.
+// Errors: *LimitedError, ErrNotListed, ErrNoSession, ErrUnavailable.
 func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Client) (current bool, err error) {
 	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return false, err
@@ -321,7 +341,7 @@ func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Cli
 	}
 	s.sessionCache.purge()
 	if err != nil {
-		return false, s.dbDown("ending session", err)
+		return false, s.ownerDown("ending session", err)
 	}
 	current = id == sess.PublicID
 	scope := "one"
@@ -337,7 +357,7 @@ func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Cli
 // token ("sign out everywhere else") and returns how many it ended. Known
 // devices stay known: it is changing the password that forgets them.
 //
-// Errors: *LimitedError, ErrUnavailable.
+// Errors: *LimitedError, ErrNoSession, ErrUnavailable.
 func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token string, c Client) (int64, error) {
 	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return 0, err
@@ -349,7 +369,7 @@ func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token stri
 		s.sessionCache.purge()
 	}
 	if err != nil {
-		return 0, s.dbDown("ending other sessions", err)
+		return 0, s.ownerDown("ending other sessions", err)
 	}
 	s.record(Event{Kind: EventSessionEnded, Account: sess.Email, UserID: sess.UserID, Source: c.Source(),
 		Detail: map[string]string{"by": "owner", "scope": "others", "count": strconv.FormatInt(n, 10)}})
@@ -360,7 +380,7 @@ func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token stri
 // next sign-in is a new device's. An id that is malformed, unknown or
 // another account's is ErrNotListed, all alike.
 //
-// Errors: *LimitedError, ErrNotListed, ErrUnavailable.
+// Errors: *LimitedError, ErrNotListed, ErrNoSession, ErrUnavailable.
 func (s *Service) ForgetDevice(ctx context.Context, sess Session, id string, c Client) error {
 	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return err
@@ -375,7 +395,7 @@ func (s *Service) ForgetDevice(ctx context.Context, sess Session, id string, c C
 		return err
 	}
 	if err != nil {
-		return s.dbDown("forgetting device", err)
+		return s.ownerDown("forgetting device", err)
 	}
 	s.deviceCache.purge()
 	s.record(Event{Kind: EventDeviceForgotten, Account: sess.Email, UserID: sess.UserID, Source: c.Source(),

@@ -70,13 +70,14 @@ type UserStore interface {
 	// there is no such account.
 	SetPassword(ctx context.Context, email, hash string) (int64, error)
 	// ChangePassword replaces the password of account userID, whose hash
-	// must still be old (ErrPasswordChanged otherwise), for its owner
-	// signed in with the session stored under sessionHash (ErrNoSession if
-	// it is gone). At once, it ends every other session of the account,
-	// moves this one to newSessionHash (its old token signs in no more)
-	// and lifts its MustChangePassword, and forgets the account's known
-	// devices but keepDevice (nil: every one), its open unlock links and
-	// its open reset links but the change notices' (AddResetToken).
+	// must still be old (ErrPasswordChanged otherwise; ErrNoUser if the
+	// account is gone), for its owner signed in with the session stored
+	// under sessionHash (ErrNoSession if it is gone). At once, it ends
+	// every other session of the account, moves this one to
+	// newSessionHash (its old token signs in no more) and lifts its
+	// MustChangePassword, and forgets the account's known devices but
+	// keepDevice (nil: every one), its open unlock links and its open
+	// reset links but the change notices' (AddResetToken).
 	ChangePassword(ctx context.Context, userID int64, old, hash string, sessionHash, newSessionHash, keepDevice []byte) error
 }
 
@@ -115,15 +116,17 @@ type SessionStore interface {
 	// used first, at most limit.
 	AccountDevices(ctx context.Context, userID int64, limit int) ([]DeviceInfo, error)
 	// EndSession ends the session of account userID whose public id is
-	// publicID; ErrNotListed if the account has none such.
+	// publicID; ErrNotListed if the account has none such, ErrNoUser if
+	// the account is gone.
 	EndSession(ctx context.Context, userID int64, publicID string) error
 	// EndOtherSessions ends every session of account userID but the one
 	// stored under keepHash, and its pending second steps and sign-in
 	// links, adds one to its User.SignOuts, and returns how many sessions
-	// it ended.
+	// it ended; ErrNoUser if the account is gone.
 	EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (int64, error)
 	// ForgetDevice forgets the known device of account userID whose public
-	// id is publicID; ErrNotListed if the account has none such.
+	// id is publicID; ErrNotListed if the account has none such, ErrNoUser
+	// if the account is gone.
 	ForgetDevice(ctx context.Context, userID int64, publicID string) error
 }
 

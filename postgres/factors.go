@@ -52,12 +52,16 @@ func (s *Store) Factors(ctx context.Context, userID int64) ([]auth.Factor, error
 // and then deletes the factors, would otherwise wait for the key this
 // replaces while this waited for the row, and Postgres would abort one.
 // Under it, two keys set up at once take turns, and the second replaces
-// the first.
+// the first. An account deleted meanwhile has no row to lock: ErrNoUser.
 func (s *Store) AddFactor(ctx context.Context, f auth.Factor) (int64, error) {
 	var id int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE`, f.UserID); err != nil {
+		tag, err := tx.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE`, f.UserID)
+		if err != nil {
 			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return auth.ErrNoUser
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM second_factors WHERE user_id = $1 AND kind = $2 AND confirmed_at IS NULL`,
 			f.UserID, f.Kind); err != nil {

@@ -19,6 +19,9 @@ func (s *Store) WebAuthnHandle(ctx context.Context, userID int64, fresh []byte) 
 	var handle []byte
 	err := s.pool.QueryRow(ctx, `UPDATE users SET webauthn_handle = COALESCE(webauthn_handle, $2) WHERE id = $1
 		RETURNING webauthn_handle`, userID, fresh).Scan(&handle)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, auth.ErrNoUser
+	}
 	return handle, err
 }
 
@@ -125,6 +128,11 @@ func (s *Store) AddCeremony(ctx context.Context, c auth.Ceremony) error {
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO webauthn_ceremonies (binding_hash, purpose, user_id, mfa_token_hash, session, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6)`, c.BindingHash, c.Purpose, userID, c.MFATokenHash, c.Session, c.ExpiresAt)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" && pgErr.ConstraintName == "webauthn_ceremonies_user_id_fkey" {
+		// The account was deleted since it was read.
+		return auth.ErrNoUser
+	}
 	return err
 }
 

@@ -110,18 +110,37 @@ func (s *Store) AccountDevices(ctx context.Context, userID int64, limit int) ([]
 func (s *Store) EndSession(ctx context.Context, userID int64, publicID string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND public_id = $2`, userID, publicID)
 	if err == nil && tag.RowsAffected() == 0 {
-		return auth.ErrNotListed
+		return s.notListed(ctx, userID)
 	}
 	return err
+}
+
+// notListed is the answer to a deletion of one of account userID's
+// sessions or devices that deleted nothing: auth.ErrNotListed, or
+// auth.ErrNoUser if the account itself is gone, with all of them. Asked
+// only then, so that an ending that ends something costs one statement.
+func (s *Store) notListed(ctx context.Context, userID int64) error {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)`, userID).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return auth.ErrNoUser
+	}
+	return auth.ErrNotListed
 }
 
 // EndOtherSessions implements auth.SessionStore.
 func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (n int64, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE users SET sign_outs = sign_outs + 1 WHERE id = $1`, userID); err != nil {
+		tag, err := tx.Exec(ctx, `UPDATE users SET sign_outs = sign_outs + 1 WHERE id = $1`, userID)
+		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
+		if tag.RowsAffected() == 0 {
+			return auth.ErrNoUser
+		}
+		tag, err = tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
 		if err != nil {
 			return err
 		}
@@ -142,7 +161,7 @@ func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []b
 func (s *Store) ForgetDevice(ctx context.Context, userID int64, publicID string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM devices WHERE user_id = $1 AND public_id = $2`, userID, publicID)
 	if err == nil && tag.RowsAffected() == 0 {
-		return auth.ErrNotListed
+		return s.notListed(ctx, userID)
 	}
 	return err
 }
@@ -177,7 +196,10 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash stri
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var current string
 		err := tx.QueryRow(ctx, `SELECT password_hash FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID).Scan(&current)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && current != old) {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.ErrNoUser
+		}
+		if err == nil && current != old {
 			return auth.ErrPasswordChanged
 		}
 		if err != nil {
