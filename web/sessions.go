@@ -46,7 +46,14 @@ func (s *Server) requireOwner(h ownerHandler) http.Handler {
 		case sess.MustChangePassword:
 			s.fail(w, r, errPasswordChangeRequired)
 		default:
-			if err := h(w, r, sess, token); err != nil {
+			err := h(w, r, sess, token)
+			switch {
+			case err == nil:
+			case errors.Is(err, auth.ErrNoSession) && !isAPI(r):
+				// Ended while the request was served: its account was
+				// deleted meanwhile, say.
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+			default:
 				nav := navFor(sess)
 				s.failAs(w, r, &nav, err)
 			}
