@@ -291,7 +291,8 @@ func (b *batch) add(a auth.SignInAttempt, ordinary bool) {
 }
 
 // Network is the network an address is counted in: its IPv4 /24 or IPv6
-// /48, "unknown" without an address.
+// /48, "unknown" without an address. An IPv6 address that stands for an
+// IPv4 one (auth.CountedAddr) is in that address's /24.
 func Network(addr netip.Addr) string {
 	return networkName(networkOf(addr))
 }
@@ -302,7 +303,7 @@ func networkOf(addr netip.Addr) netip.Prefix {
 	if !addr.IsValid() {
 		return netip.Prefix{}
 	}
-	addr = addr.Unmap().WithZone("")
+	addr = auth.CountedAddr(addr)
 	bits := 48
 	if addr.Is4() {
 		bits = 24

@@ -460,14 +460,15 @@ var (
 // KeyNetwork keys a rule by the client's network: its IPv4 address masked
 // to v4Bits, its IPv6 address to v6Bits (a single subscriber is routinely
 // handed a whole IPv6 /64 and could otherwise rotate through it). An
-// IPv4-mapped IPv6 address counts as IPv4.
+// IPv6 address that stands for an IPv4 one (CountedAddr) counts as that
+// IPv4 address.
 func KeyNetwork(v4Bits, v6Bits int) Key { return Key{kind: keyNetwork, v4: v4Bits, v6: v6Bits} }
 
 // KeyIPv6Network keys a rule by the client's IPv6 network of bits, for a
 // rung of the ladder that IPv4 has no counterpart of (an IPv6 /48, one
-// site's allocation). The rule does not apply to IPv4 clients, IPv4-mapped
-// ones included, nor to a client without an address: the rules that key
-// every client already count those.
+// site's allocation). The rule does not apply to IPv4 clients, those an
+// IPv6 address stands for included (CountedAddr), nor to a client without
+// an address: the rules that key every client already count those.
 func KeyIPv6Network(bits int) Key { return Key{kind: keyNetwork, v6: bits} }
 
 // KeyAccountNetwork keys a rule by the account the request names and the
@@ -486,7 +487,7 @@ func KeyAccountNetwork(v4Bits, v6Bits int) Key {
 func (k Key) ID(s Subject) (id string, ok bool) {
 	switch k.kind {
 	case keyNetwork:
-		if k.v4 == 0 && !s.Client.Addr.Unmap().Is6() {
+		if k.v4 == 0 && !CountedAddr(s.Client.Addr).Is6() {
 			return "", false // an IPv6-only key, and no IPv6 address
 		}
 		if s.source != "" && k.v4 == sourceBits4 && k.v6 == sourceBits6 {
@@ -558,12 +559,14 @@ func (k Key) check() error {
 
 // networkID names addr's network of v4Bits or v6Bits: "192.0.2.1" for a
 // whole IPv4 address, "2001:db8::/64" or "192.0.2.0/24" for a network, and
-// "unknown" for no address.
+// "unknown" for no address. The address is the one it is counted by
+// (CountedAddr): an IPv6 address that stands for an IPv4 one is named as
+// that IPv4 address's network.
 func networkID(addr netip.Addr, v4Bits, v6Bits int) string {
 	if !addr.IsValid() {
 		return "unknown"
 	}
-	addr = addr.Unmap().WithZone("")
+	addr = CountedAddr(addr)
 	bits := v6Bits
 	if addr.Is4() {
 		bits = v4Bits

@@ -119,7 +119,8 @@ var errNetwork = &auth.FieldError{Field: "network", Message: "must be an IP addr
 // the form security events store networks: an IPv4 address as itself, an
 // IPv6 address as its /64, a prefix with its host bits cleared (a /32 or
 // /128 as its address, an IPv4-mapped IPv6 prefix as its IPv4 one, since
-// events record unmapped addresses).
+// events record unmapped addresses). An IPv6 address that stands for an
+// IPv4 one (auth.CountedAddr) is that IPv4 address, as events name it.
 func parseNetwork(s string) (string, error) {
 	if len(s) > 64 {
 		return "", fmt.Errorf("dashboard: network too long")
@@ -142,7 +143,7 @@ func parseNetwork(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	a = a.Unmap().WithZone("")
+	a = auth.CountedAddr(a)
 	if a.Is4() {
 		return a.String(), nil
 	}

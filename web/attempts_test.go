@@ -1007,3 +1007,23 @@ func TestAttemptIDOfTheLongestAccounts(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptsCountTranslatedIPv4ByItsAddress: an application behind a
+// NAT64 or SIIT translator sees its IPv4 users under 64:ff9b::/96. Each
+// is counted as its IPv4 address, together with its attempts over IPv4,
+// and not with every other user of the translator in one IPv6 /64.
+func TestAttemptsCountTranslatedIPv4ByItsAddress(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 2) }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i, ip := range []string{"64:ff9b::192.0.2.1", "192.0.2.1"} {
+		if status, d, _ := a.ask("login", fmt.Sprintf("user%d", i), ip, ""); status != 200 || d.Decision != "allow" {
+			t.Fatalf("%s: %d %+v, want 200 allow", ip, status, d)
+		}
+	}
+	if status, d, _ := a.ask("login", "user2", "64:ff9b::192.0.2.1", ""); status != 429 || d.Decision != "deny" {
+		t.Fatalf("a third attempt of 192.0.2.1 through the translator: %d %+v, want 429 deny", status, d)
+	}
+	if status, d, _ := a.ask("login", "user3", "64:ff9b::198.51.100.1", ""); status != 200 || d.Decision != "allow" {
+		t.Fatalf("another IPv4 user through the translator: %d %+v, want 200 allow", status, d)
+	}
+}
