@@ -153,6 +153,11 @@ type FactorStore interface {
 	// second step at now: it is remembered past now, but not past
 	// latest.
 	MFARemembered(ctx context.Context, nonceHash []byte, now, latest time.Time) (bool, error)
+
+	// NewestTOTPFactor returns the confirmed TOTP factor stored last
+	// whose Secret's first byte, its format (sealSecret), is format;
+	// ErrNoFactor if none is.
+	NewestTOTPFactor(ctx context.Context, format byte) (Factor, error)
 }
 
 // MaxFactors bounds the confirmed second factors of an account, passkeys

@@ -359,6 +359,30 @@ func (s *Store) MFARemembered(ctx context.Context, nonceHash []byte, now, latest
 	return ok, err
 }
 
+// NewestTOTPFactor implements auth.FactorStore. Newest by id, the order
+// rows were added in: the primary key's index is read backwards, and the
+// search stops at the first match, which on a deployment whose key is in
+// use is the first row read. It runs once, at start.
+func (s *Store) NewestTOTPFactor(ctx context.Context, format byte) (auth.Factor, error) {
+	var f auth.Factor
+	var used *time.Time
+	var step *int64
+	err := s.pool.QueryRow(ctx, `SELECT id, user_id, kind, name, secret, created_at, confirmed_at, last_used_at, last_step
+		FROM second_factors WHERE kind = $1 AND confirmed_at IS NOT NULL AND substring(secret FROM 1 FOR 1) = $2
+		ORDER BY id DESC LIMIT 1`, auth.FactorTOTP, []byte{format}).
+		Scan(&f.ID, &f.UserID, &f.Kind, &f.Name, &f.Secret, &f.CreatedAt, &f.ConfirmedAt, &used, &step)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return auth.Factor{}, auth.ErrNoFactor
+	}
+	if used != nil {
+		f.LastUsedAt = *used
+	}
+	if step != nil {
+		f.LastStep = *step
+	}
+	return f, err
+}
+
 // CountFactorAccounts implements dashboard.Store.
 func (s *Store) CountFactorAccounts(ctx context.Context) (accounts, withFactor int64, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM users),

@@ -518,3 +518,49 @@ func TestKeysSetUpAtOnceLeaveOne(t *testing.T) {
 		t.Errorf("%d unconfirmed keys after 20 set up at once, want 1", len(factors))
 	}
 }
+
+// TestNewestTOTPFactor: the store finds the newest confirmed authenticator
+// app whose secret begins with the byte asked for, with its account (the
+// seal's associated data), and none among factors being set up, passkeys,
+// or secrets of the other format.
+func TestNewestTOTPFactor(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.NewestTOTPFactor(ctx, 1); !errors.Is(err, auth.ErrNoFactor) {
+		t.Fatalf("in a database without factors: %v, want ErrNoFactor", err)
+	}
+	add := func(email string, secret []byte, confirm bool) (auth.User, int64) {
+		t.Helper()
+		u, err := s.CreateUser(ctx, email, "hash", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "app", Secret: secret, CreatedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if confirm {
+			if _, err := s.ConfirmFactor(ctx, u.ID, id, 1, nil, at, verified(u)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return u, id
+	}
+	ann, annID := add("ann@example.com", []byte{1, 'a'}, true)
+	add("bob@example.com", []byte{0, 'b'}, true)
+	add("cy@example.com", []byte{1, 'c'}, false)
+	add("di@example.com", []byte{}, true)
+
+	f, err := s.NewestTOTPFactor(ctx, 1)
+	if err != nil || f.ID != annID || f.UserID != ann.ID || f.Kind != auth.FactorTOTP || !bytes.Equal(f.Secret, []byte{1, 'a'}) {
+		t.Fatalf("newest sealed factor: %+v, %v; want ann's (%d)", f, err, annID)
+	}
+	eve, eveID := add("eve@example.com", []byte{1, 'e'}, true)
+	if f, err := s.NewestTOTPFactor(ctx, 1); err != nil || f.ID != eveID || f.UserID != eve.ID {
+		t.Errorf("newest sealed factor after another: %+v, %v; want eve's (%d)", f, err, eveID)
+	}
+	if f, err := s.NewestTOTPFactor(ctx, 0); err != nil || !bytes.Equal(f.Secret, []byte{0, 'b'}) {
+		t.Errorf("newest plain factor: %+v, %v; want bob's", f, err)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -173,7 +174,20 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			xc.Limiter.Close() // ends its watch of Redis restarts
+		}
+	}()
 	svc := xc.Service
+	if server {
+		// A command never reads a factor's secret (XCLOAK_MFA_KEY is
+		// serve's alone), and is how an administrator removes the
+		// factors of a key that is lost: it starts without the check.
+		if err := checkMFAKey(ctx, svc, cfg.DatabaseURL); err != nil {
+			return nil, err
+		}
+	}
 
 	if redisDown != nil {
 		_ = svc.CheckRedis(ctx) // enters degraded mode now, and probes
@@ -222,6 +236,28 @@ func (b *backend) Close() {
 			_ = b.probe.Close()
 		}
 	})
+}
+
+// checkMFAKey refuses, within startupTimeout, a start whose
+// XCLOAK_MFA_KEY does not open the authenticator-app secrets sealed in the
+// database: without it every owner of one would be refused at the second
+// step, by a server that reports itself healthy. The errors name the
+// setting, never the key nor a secret.
+func checkMFAKey(ctx context.Context, svc *auth.Service, databaseURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	const consequence = ": the second step would refuse every code of those apps; " +
+		"set the key they were sealed with (docs/DEPLOY.md says what to do if it is lost)"
+	switch err := svc.CheckMFAKey(ctx); {
+	case errors.Is(err, auth.ErrMFAKeyMissing):
+		return errors.New("XCLOAK_MFA_KEY is not set (nor XCLOAK_MFA_KEY_FILE), " +
+			"and the database holds authenticator-app secrets sealed with it" + consequence)
+	case errors.Is(err, auth.ErrMFAKeyWrong):
+		return errors.New("XCLOAK_MFA_KEY is not the key the database's authenticator-app secrets were sealed with" + consequence)
+	case err != nil:
+		return fmt.Errorf("database %s: reading a sealed second factor: %w", mustDatabaseLabel(databaseURL), err)
+	}
+	return nil
 }
 
 // connectRedis opens a client for rawURL (newRedisClient) and checks that

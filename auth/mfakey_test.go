@@ -1,0 +1,95 @@
+package auth_test
+
+import (
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/app"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// TestCheckMFAKey: a service whose key does not open the authenticator
+// apps its database holds, sealed, says so before it serves: with no key,
+// and with another key, every owner of such a factor would be refused at
+// the second step. The key they were sealed with passes, and so does any
+// key, or none, on a database whose secrets are all stored as they are.
+func TestCheckMFAKey(t *testing.T) {
+	keyA := []byte("0123456789abcdef0123456789ABCDEF")
+	keyB := []byte("fedcba9876543210fedcba9876543210")
+	sealed := newFixture(t, func(c *auth.Config) { c.MFA.Key = keyA })
+	plain := newFixture(t, nil)
+	empty := newFixture(t, nil)
+	secret := enrolTOTP(t, sealed, "ann@example.com")
+	enrolTOTP(t, plain, "bob@example.com")
+
+	tests := []struct {
+		name string
+		on   *fixture
+		key  []byte
+		want error
+	}{
+		{"sealed, no key", sealed, nil, auth.ErrMFAKeyMissing},
+		{"sealed, another key", sealed, keyB, auth.ErrMFAKeyWrong},
+		{"sealed, its key", sealed, keyA, nil},
+		{"plain, no key", plain, nil, nil},
+		{"plain, a key set since", plain, keyB, nil},
+		{"no factor, no key", empty, nil, nil},
+		{"no factor, a key", empty, keyA, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := serviceOn(t, tt.on, tt.key).CheckMFAKey(t.Context())
+			if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+				t.Fatalf("CheckMFAKey: %v, want %v", err, tt.want)
+			}
+			if err != nil && (strings.Contains(err.Error(), secret) || tt.key != nil &&
+				(strings.Contains(err.Error(), string(tt.key)) || strings.Contains(err.Error(), hex.EncodeToString(tt.key)))) {
+				t.Errorf("CheckMFAKey's error %q shows the secret or the key", err)
+			}
+		})
+	}
+}
+
+// serviceOn is another service on f's database and Redis, with key as
+// its MFA key, as a replica started with another setting would be.
+func serviceOn(t *testing.T, f *fixture, key []byte) *auth.Service {
+	t.Helper()
+	hasher, err := auth.NewHasher(fastParams, 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.cfg
+	cfg.MFA.Key = key
+	xc, err := app.New(cfg, app.Deps{Postgres: f.db, Redis: f.rdb, KeyPrefix: f.prefix, Hasher: hasher,
+		Mailer: auth.LogMailer{Logger: slog.New(slog.DiscardHandler)}, Attack: xcloaktest.ManualAttack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return xc.Service
+}
+
+// enrolTOTP signs email, a new account of f, in and confirms an
+// authenticator app for it; it returns the app's key (base32).
+func enrolTOTP(t *testing.T, f *fixture, email string) string {
+	t.Helper()
+	ctx := t.Context()
+	f.addUser(t, email, "password123", false)
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: email, Password: "password123", Client: client("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enrol, err := f.svc.BeginTOTP(ctx, res.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
+	if _, err := f.svc.ConfirmTOTP(ctx, ch, enrol.ID, totpAt(t, enrol.Secret, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	return enrol.Secret
+}
