@@ -1,13 +1,18 @@
 package auth_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/xcloak/xcloak/attack"
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
+	"github.com/xcloak/xcloak/internal/app"
 )
 
 // turningWatch is attack mode coming on during a sign-in: off for the
@@ -143,5 +148,63 @@ func TestAttackModeKeepsVerifiedDevices(t *testing.T) {
 	}
 	if _, err := f.signIn(t, "ann@example.com", "the password", "192.0.2.1", res.Device.Value); err != nil {
 		t.Errorf("the confirmed browser signing in again: %v, want a session", err)
+	}
+}
+
+// TestRunEndsAfterAttackStartsSecondPass: attack mode's start signs out
+// the browsers new since it began twice, the second time a moment later;
+// a service stopped in that moment runs the second pass before its Run
+// returns, while its stores are open and its events are still written,
+// rather than after, on a database pool closed by then. The session
+// another replica, which did not know of attack mode yet, wrote after the
+// first pass is ended by the time Run returns.
+func TestRunEndsAfterAttackStartsSecondPass(t *testing.T) {
+	f := buildFixture(t, nil, func(d *app.Deps) { d.Attack = attack.DefaultConfig() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	f.addUser(t, "ann@example.com", "the password", false)
+	f.addUser(t, "bob@example.com", "the password", false)
+	early, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "the password", Client: client("192.0.2.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A flood of unknown accounts trips the detector; the tick that
+	// records it runs the first pass before it returns.
+	now := time.Now()
+	for i := range 2 * attack.DefaultConfig().UnknownAccounts {
+		f.attack.Observe(auth.SignInAttempt{At: now, Account: fmt.Sprintf("x%d@example.com", i),
+			Client: auth.Client{Addr: netip.AddrFrom4([4]byte{10, 0, byte(i), 1})}, Outcome: auth.OutcomeUnknownAccount})
+	}
+	if err := f.attack.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.attack.Active() {
+		t.Fatal("attack mode did not start")
+	}
+	if _, err := f.svc.Session(t.Context(), early.Session.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatalf("the session of a browser new before attack mode after its start: %v, want ErrNoSession", err)
+	}
+	// Another replica, whose watch has not read attack mode yet, signs a
+	// new browser in after the first pass.
+	late, err := serviceOn(t, f, nil).Login(t.Context(), auth.LoginRequest{Email: "bob@example.com", Password: "the password", Client: client("192.0.2.2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cancel()
+	<-done
+	if _, err := f.svc.Session(t.Context(), late.Session.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("a session written after the first pass, once Run returned: %v, want ErrNoSession (the second pass ran)", err)
+	}
+	var n int
+	if err := f.db.QueryRow(t.Context(), `SELECT count(*) FROM security_events WHERE kind = $1 AND account_key = 'bob@example.com'`,
+		auth.EventNewDeviceSignedOut).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("%d %s events of bob stored once Run returned, want 1", n, auth.EventNewDeviceSignedOut)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xcloak/xcloak/attack"
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
 	"github.com/xcloak/xcloak/counters"
@@ -30,7 +31,9 @@ type fixture struct {
 	prefix string
 	// counters are the dashboard's counters the service writes.
 	counters *counters.Stats
-	mail     *testenv.MailSink
+	// attack is the service's attack watch.
+	attack *attack.Watch
+	mail   *testenv.MailSink
 	// mailBody waits for the first mail to an address and returns its
 	// body, from mail or, on the in-memory service, from its Mailer.
 	mailBody func(t *testing.T, to string) string
@@ -87,7 +90,7 @@ func buildFixture(t *testing.T, configure func(*auth.Config), deps ...func(*app.
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc, f.counters = xc.Service, xc.Counters
+	f.svc, f.counters, f.attack = xc.Service, xc.Counters, xc.Attack
 	return f
 }
 

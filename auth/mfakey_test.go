@@ -43,7 +43,7 @@ func TestCheckMFAKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := serviceOn(t, tt.on, tt.key).CheckMFAKey(t.Context())
+			err := serviceOn(t, tt.on, func(c *auth.Config) { c.MFA.Key = tt.key }).CheckMFAKey(t.Context())
 			if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
 				t.Fatalf("CheckMFAKey: %v, want %v", err, tt.want)
 			}
@@ -55,16 +55,19 @@ func TestCheckMFAKey(t *testing.T) {
 	}
 }
 
-// serviceOn is another service on f's database and Redis, with key as
-// its MFA key, as a replica started with another setting would be.
-func serviceOn(t *testing.T, f *fixture, key []byte) *auth.Service {
+// serviceOn is another service on f's database and Redis, its settings
+// f's changed by configure, as another replica is; its background work
+// does not run.
+func serviceOn(t *testing.T, f *fixture, configure func(*auth.Config)) *auth.Service {
 	t.Helper()
 	hasher, err := auth.NewHasher(fastParams, 1, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := f.cfg
-	cfg.MFA.Key = key
+	if configure != nil {
+		configure(&cfg)
+	}
 	xc, err := app.New(cfg, app.Deps{Postgres: f.db, Redis: f.rdb, KeyPrefix: f.prefix, Hasher: hasher,
 		Mailer: auth.LogMailer{Logger: slog.New(slog.DiscardHandler)}, Attack: xcloaktest.ManualAttack()})
 	if err != nil {

@@ -232,6 +232,9 @@ type Service struct {
 	webauthn *webauthn.WebAuthn
 	// held seals the second steps of held sign-ins (mfa_held.go).
 	held heldKeys
+	// secondPasses are attack mode's second sign-outs of new browsers
+	// still to come (AttackStarted); Run and Drain wait for them.
+	secondPasses delayedWork
 }
 
 // NewService checks cfg and wires the service. Call Run to start its
@@ -394,6 +397,9 @@ func (s *Service) Run(ctx context.Context) {
 	<-janitor
 	<-ending
 	<-watching
+	// The watch starts attack mode no more: the second sign-out of a
+	// start, and its events, before the recorder stops.
+	s.secondPasses.stop()
 	stopEvents()
 	<-done
 	stopHook()
@@ -413,6 +419,7 @@ func (s *Service) Drain(ctx context.Context) error {
 	done, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cancel()
 	s.runResets(done) // sends what is queued, within its bound, and returns
+	s.secondPasses.stop()
 	final, cancelFinal := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelFinal()
 	err := s.events.Flush(final)

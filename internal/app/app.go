@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -142,20 +141,9 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 	// The browsers that signed in with right passwords before the
 	// detector tripped lose their sessions as attack mode starts.
 	// Once at once, and once more when the sign-ins decided before every
-	// replica knew have written their sessions (auth.SignOutAgainAfter).
-	watch.OnStart(func(ctx context.Context, since time.Time) {
-		first, err := svc.SignOutNewDevices(ctx, since, nil)
-		if err != nil {
-			logger.Error("attack mode: signing out new browsers", "err", err)
-		}
-		time.AfterFunc(auth.SignOutAgainAfter, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if _, err := svc.SignOutNewDevices(ctx, since, first); err != nil {
-				logger.Error("attack mode: signing out new browsers again", "err", err)
-			}
-		})
-	})
+	// replica knew have written their sessions (auth.SignOutAgainAfter);
+	// the service's Run waits for that one as it ends.
+	watch.OnStart(svc.AttackStarted)
 	if d.ProbeRedis != nil {
 		// A server's: a Redis restarted between two requests gets the
 		// lockouts in force back too. Once the service has given the
