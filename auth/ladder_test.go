@@ -176,3 +176,105 @@ func TestLinkConfirmLadder(t *testing.T) {
 		})
 	}
 }
+
+// siteOf64s are addresses of four /64s of one IPv6 /48, and nextSite one
+// of the next /48: a subscriber handed a /48 has 65,536 /64s to rotate
+// through, each with a /64 rule's count of its own.
+var (
+	siteOf64s = []string{"2001:db8:0:100::1", "2001:db8:0:200::1", "2001:db8:0:300::1", "2001:db8:0:ff00::1"}
+	nextSite  = "2001:db8:1::1"
+)
+
+// climbSite makes requests by request from siteOf64s, once each, under a
+// /48 rung that admits 3: three are admitted (request returns nil), the
+// fourth /64 is limited, and the next /48 is admitted again.
+func climbSite(t *testing.T, request func(addr string) error) {
+	t.Helper()
+	for _, a := range siteOf64s[:3] {
+		if err := request(a); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+	}
+	if err := request(siteOf64s[3]); !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("a fourth /64 of the /48, %s: %v; want limited", siteOf64s[3], err)
+	}
+	if err := request(nextSite); err != nil {
+		t.Fatalf("the next /48, %s: %v", nextSite, err)
+	}
+}
+
+// TestPasskeyOptionsLadder: passkey ceremonies begun, which anyone may ask
+// for without a session and each of which stores a row, are counted per
+// IPv6 /48 as well as per /64, so that a /48 cannot store 65,536 times
+// the /64's count of them.
+func TestPasskeyOptionsLadder(t *testing.T) {
+	const token = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	for _, tc := range []struct {
+		name  string
+		begin func(f *fixture, addr string) error
+	}{
+		{"passwordless sign-in", func(f *fixture, addr string) error {
+			_, err := f.svc.BeginPasskeySignIn(t.Context(), client(addr))
+			return err
+		}},
+		{"second step", func(f *fixture, addr string) error {
+			// A made-up token is looked up and refused when the limits
+			// admitted it.
+			_, err := f.svc.BeginSecondStepPasskey(t.Context(), token, token, client(addr))
+			if errors.Is(err, auth.ErrInvalidToken) {
+				return nil
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *auth.Config) {
+				c.Limits.SetCount(auth.RulePasskeyOptionsIP, 1)
+				c.Limits.SetCount(auth.RulePasskeyOptionsSite, 3)
+			})
+			climbSite(t, func(addr string) error { return tc.begin(f, addr) })
+			// IPv4 clients have no /48.
+			for _, a := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"} {
+				if err := tc.begin(f, a); err != nil {
+					t.Fatalf("%s: %v", a, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSecondStepLadder: codes and passkey assertions, each of which looks
+// a token or a ceremony up (made-up ones included), are counted per IPv6
+// /48 as well as per /64, as links opened are: a /48 makes no more
+// lookups than the /48's count.
+func TestSecondStepLadder(t *testing.T) {
+	const token = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	for _, tc := range []struct {
+		name string
+		try  func(f *fixture, addr string) error
+	}{
+		{"code", func(f *fixture, addr string) error {
+			_, err := f.svc.SecondStep(t.Context(), auth.SecondStepRequest{Token: token, Binding: token, Code: "123456", Client: client(addr)})
+			if errors.Is(err, auth.ErrInvalidToken) {
+				return nil
+			}
+			return err
+		}},
+		{"passkey alone", func(f *fixture, addr string) error {
+			_, err := f.svc.PasskeySignIn(t.Context(), auth.PasskeySignInRequest{Ceremony: token, Response: []byte(`{}`),
+				Client: client(addr), Cookie: func(string) string { return "" }})
+			if errors.Is(err, auth.ErrInvalidToken) {
+				return nil
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *auth.Config) {
+				c.Limits.SetCount(auth.RuleMFANetwork, 1)
+				c.Limits.SetCount(auth.RuleMFASite, 3)
+			})
+			climbSite(t, func(addr string) error { return tc.try(f, addr) })
+		})
+	}
+}

@@ -220,23 +220,22 @@ func (s *Service) admitCode(ctx context.Context, c Client, user User, of codeOf,
 		account = passwordlessAccount(user.Email)
 	}
 	source := c.Source()
-	for _, r := range s.rules(FlowSecondStep, Subject{Client: c, Account: account}) {
-		if !r.Lockable {
-			// RuleMFANetwork: admitted and counted in one step.
-			if counts&networkCount == 0 {
-				continue
-			}
-			d, err := s.decide(ctx, r)
-			if err != nil {
-				return unavailable("counting second-step attempt", err)
-			}
-			if !d.Allowed {
-				s.record(codeEvent(EventMFARejected, user, source, held, map[string]string{}, r.Name))
-				return &LimitedError{RetryAfter: d.RetryAfter}
-			}
-			continue
+	rules := s.rules(FlowSecondStep, Subject{Client: c, Account: account})
+	if counts&networkCount != 0 {
+		// The network's rungs (RuleMFANetwork, RuleMFASite): admitted and
+		// counted in one decision, so that a code one rung refuses spends
+		// no other's count.
+		d, err := s.decide(ctx, networkRules(rules)...)
+		if err != nil {
+			return unavailable("counting second-step attempt", err)
 		}
-		if counts&accountCount == 0 {
+		if !d.Allowed {
+			s.record(codeEvent(EventMFARejected, user, source, held, map[string]string{}, rejectingRule(d)))
+			return &LimitedError{RetryAfter: d.RetryAfter}
+		}
+	}
+	for _, r := range rules {
+		if !r.Lockable || counts&accountCount == 0 {
 			continue
 		}
 		f, err := s.limits.Fail(ctx, r.Name, r.ID, "")

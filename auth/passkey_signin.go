@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // Signing in with a passkey, in two ways.
@@ -309,25 +311,34 @@ func signsInAlone(keys []Passkey, id []byte) bool {
 	return false
 }
 
-// admitNetwork counts an attempt by the second step's rate of the
-// client's network alone, and refuses it if that is spent.
+// admitNetwork counts an attempt by the second step's rates of the
+// client's network alone (its rungs, in one decision), and refuses it if
+// one is spent.
 func (s *Service) admitNetwork(ctx context.Context, c Client) error {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
-	for _, r := range s.rules(FlowSecondStep, Subject{Client: c}) {
-		if r.Name != RuleMFANetwork {
-			continue
-		}
-		d, err := s.decide(ctx, r)
-		if err != nil {
-			return unavailable("counting passkey attempt", err)
-		}
-		if !d.Allowed {
-			s.record(Event{Kind: EventMFARejected, Source: c.Source(), Rule: r.Name})
-			return &LimitedError{RetryAfter: d.RetryAfter}
-		}
+	d, err := s.decide(ctx, networkRules(s.rules(FlowSecondStep, Subject{Client: c}))...)
+	if err != nil {
+		return unavailable("counting passkey attempt", err)
+	}
+	if !d.Allowed {
+		s.record(Event{Kind: EventMFARejected, Source: c.Source(), Rule: rejectingRule(d)})
+		return &LimitedError{RetryAfter: d.RetryAfter}
 	}
 	return nil
+}
+
+// networkRules keeps the second step's rules that are rates of the
+// client's network (RuleMFANetwork, RuleMFASite), leaving out the
+// account's lock, in a slice of their own: rules is left as it was.
+func networkRules(rules []ratelimit.Rule) []ratelimit.Rule {
+	out := make([]ratelimit.Rule, 0, len(rules))
+	for _, r := range rules {
+		if !r.Lockable {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // passkeyFailed records an assertion refused and returns ErrInvalidPasskey.

@@ -77,6 +77,8 @@ const RuleAPIKeyIP = "apikey_ip"
 // password's.
 const (
 	RuleMFANetwork = "mfa_ip"
+	// RuleMFASite is the network's wider rung, per IPv6 /48.
+	RuleMFASite    = "mfa_site"
 	RuleMFAAccount = "mfa_account"
 )
 
@@ -84,7 +86,11 @@ const (
 // network, of passwordless sign-ins, of second steps and of registrations:
 // each stores a ceremony (passkey_signin.go), so it is counted before
 // anything is stored, or a second step's token looked up.
-const RulePasskeyOptionsIP = "passkey_options_ip"
+const (
+	RulePasskeyOptionsIP = "passkey_options_ip"
+	// RulePasskeyOptionsSite is its wider rung, per IPv6 /48.
+	RulePasskeyOptionsSite = "passkey_options_site"
+)
 
 // RulePasskeyAccount limits the sign-ins with a passkey alone per account,
 // once the passkey is verified: as RuleLoginAccount bounds the sessions a
@@ -306,12 +312,34 @@ var rules = []RuleSpec{
 			"Apart from the password's limits.",
 	},
 	{
+		// The network's wider rung: each code or assertion looks a token,
+		// a ceremony or a credential up, made-up ones included, so a /48
+		// of many /64s tries no more of them than the /48's count, as it
+		// opens no more links (RuleResetConfirmSite).
+		Name: RuleMFASite, Label: "Second-step codes per IPv6 /48", Flow: FlowSecondStep, Key: KeyIPv6Network(48),
+		Default: ratelimit.Limit{Count: 800, Window: 15 * time.Minute},
+		Usage:   "second-step codes and passkey assertions tried per IPv6 /48",
+		Doc: "Second-step codes and passkey assertions tried per IPv6 /48 (one site's allocation), right or wrong, " +
+			"however many /64s of it are used; past it they are answered 429 until the window frees a place. " +
+			"IPv4 clients are not counted here.",
+	},
+	{
 		Name: RulePasskeyOptionsIP, Label: "Passkey ceremonies begun per address", Flow: FlowPasskeyBegin, Key: KeyNetwork(32, 64),
 		Default: ratelimit.Limit{Count: 60, Window: 10 * time.Minute},
 		Usage:   "passkey sign-ins, alone or as the second step, and registrations begun per client network",
 		Doc: "Sign-ins with a passkey alone or as the second step, and passkey registrations, begun (POST /api/v1/login/passkey/options, " +
 			"POST /api/v1/login/mfa/webauthn/options, POST /account/mfa/passkey/options) per client network; each stores a challenge, " +
 			"so it is counted before anything is stored or a second step's token is looked up.",
+	},
+	{
+		// Its wider rung: each ceremony begun, without a session for a
+		// passwordless sign-in, stores a row, so a /48 of many /64s
+		// stores no more of them than the /48's count.
+		Name: RulePasskeyOptionsSite, Label: "Passkey ceremonies begun per IPv6 /48", Flow: FlowPasskeyBegin, Key: KeyIPv6Network(48),
+		Default: ratelimit.Limit{Count: 2400, Window: 10 * time.Minute},
+		Usage:   "passkey sign-ins, alone or as the second step, and registrations begun per IPv6 /48",
+		Doc: "Passkey sign-ins, alone or as the second step, and passkey registrations, begun per IPv6 /48 (one site's allocation), " +
+			"however many /64s of it are used; each stores a challenge. IPv4 clients are not counted here.",
 	},
 	{
 		// Counted once the passkey is verified, so that only its holder

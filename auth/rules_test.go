@@ -419,3 +419,52 @@ func TestLoginPasswordIsLockOnly(t *testing.T) {
 		t.Errorf("default limits have one for %s, a lock-only rule", RuleLoginPassword)
 	}
 }
+
+// TestSiteRungs: the flows whose /64 rule guards a request anyone may
+// make without a session, and which stores or looks something up, have
+// an IPv6 /48 rung in the same decision, as sign-ins and reset requests
+// do: keyed by the /48, not applied to IPv4 clients, its default limit
+// the siblings' multiple of the /64's, over the same window.
+func TestSiteRungs(t *testing.T) {
+	l := DefaultLimits()
+	v4 := Subject{Client: Client{Addr: netip.MustParseAddr("192.0.2.1")}}
+	v6 := Subject{Client: Client{Addr: netip.MustParseAddr("2001:db8:1:2:3:4:5:6")}}
+	// Sign-ins' and reset requests' /48 rungs admit 40 times their /64's.
+	for _, tc := range []struct{ site, own string }{{RuleLoginSite, RuleLoginIP}, {RuleResetSite, RuleResetIP}} {
+		if l[tc.site].Count != 40*l[tc.own].Count || l[tc.site].Window != l[tc.own].Window {
+			t.Fatalf("%s is %v and %s %v: the multiple this test holds the new rungs to has changed", tc.site, l[tc.site], tc.own, l[tc.own])
+		}
+	}
+	for _, tc := range []struct {
+		flow      Flow
+		own, site string
+	}{
+		{FlowPasskeyBegin, RulePasskeyOptionsIP, RulePasskeyOptionsSite},
+		{FlowSecondStep, RuleMFANetwork, RuleMFASite},
+	} {
+		t.Run(string(tc.flow), func(t *testing.T) {
+			want := ratelimit.Limit{Count: 40 * l[tc.own].Count, Window: l[tc.own].Window}
+			if l[tc.site] != want {
+				t.Errorf("default of %s = %v, want %v (40 times %s's, as the other /48 rungs)", tc.site, l[tc.site], want, tc.own)
+			}
+			names := func(rs []ratelimit.Rule) map[string]ratelimit.Rule {
+				m := map[string]ratelimit.Rule{}
+				for _, r := range rs {
+					m[r.Name] = r
+				}
+				return m
+			}
+			got := names(bookOf(l).rulesFor(tc.flow, v6))
+			if r, ok := got[tc.site]; !ok || r.ID != "2001:db8:1::/48" || r.Limit != want || r.Lockable {
+				t.Errorf("rulesFor(%q) of an IPv6 client: %s = %+v (present %v), want the /48 2001:db8:1::/48, limit %v, no lock", tc.flow, tc.site, r, ok, want)
+			}
+			if r, ok := got[tc.own]; !ok || r.ID != "2001:db8:1:2::/64" {
+				t.Errorf("rulesFor(%q) of an IPv6 client: %s = %+v (present %v), want its /64", tc.flow, tc.own, r, ok)
+			}
+			got = names(bookOf(l).rulesFor(tc.flow, v4))
+			if r, ok := got[tc.site]; ok {
+				t.Errorf("rulesFor(%q) of an IPv4 client has %+v: the /48 rung has no IPv4 counterpart", tc.flow, r)
+			}
+		})
+	}
+}
