@@ -2,10 +2,12 @@ package web
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 )
 
 // Limits on the forwarding information ClientIP reads. A client can send
@@ -110,6 +112,12 @@ func ParseForwardedHeader(s string) (ForwardedHeader, error) {
 type ClientIPResolver struct {
 	trusted []netip.Prefix
 	header  ForwardedHeader
+	// log, when set (NewServer sets the server's), is told of a trusted
+	// peer that sends the other header instead of the configured one
+	// (warnOtherHeader); warned makes that once per resolver, and so
+	// per process, however many such requests arrive.
+	log    *slog.Logger
+	warned atomic.Bool
 }
 
 // NewClientIPResolver returns a resolver that reads the forwarding chain
@@ -149,7 +157,9 @@ func (r *ClientIPResolver) isTrusted(addr netip.Addr) bool {
 // the resolver was made for, whatever other headers the request carries:
 // X-Forwarded-For, or the for= values of Forwarded (RFC 7239), taking every
 // line in order and every comma-separated entry. With HeaderNone the peer
-// is the client. The chain is walked from the right, the end the
+// is the client. A trusted peer's request without the header has the peer
+// as its client; one that carries the other header instead is logged, once
+// (warnOtherHeader). The chain is walked from the right, the end the
 // proxies append to: trusted addresses are skipped and the first untrusted
 // one is the client. Only trusted proxies vouch for the entry to their left,
 // so an entry that cannot be parsed ("unknown", an obfuscated "_hidden",
@@ -177,14 +187,21 @@ func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
 	var (
 		lines    []string
 		parseHop func(string) (netip.Addr, bool)
+		// the header read, and the other one, in canonical form
+		header, other string
 	)
 	switch r.header {
 	case HeaderForwarded:
-		lines, parseHop = req.Header.Values("Forwarded"), parseForwardedElement
+		header, other, parseHop = "Forwarded", "X-Forwarded-For", parseForwardedElement
 	case HeaderNone:
 		return peer
 	default:
-		lines, parseHop = req.Header.Values("X-Forwarded-For"), parseNode
+		header, other, parseHop = "X-Forwarded-For", "Forwarded", parseNode
+	}
+	lines = req.Header.Values(header)
+	if len(lines) == 0 {
+		r.warnOtherHeader(req, peer, header, other)
+		return peer
 	}
 	last, hops, size := peer, 0, 0
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -221,6 +238,23 @@ func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
 		}
 	}
 	return last
+}
+
+// warnOtherHeader logs, once, that the trusted peer sent req without the
+// header the resolver reads but with the other one: a proxy configured to
+// write the one XCLOAK_FORWARDED_HEADER does not name, behind which every
+// request counts as the proxy's own address, so that one client's limits
+// refuse everyone. Only the headers' names and the proxy's address are
+// logged, never what a client may have written in them; after the first,
+// such a request costs one atomic load.
+func (r *ClientIPResolver) warnOtherHeader(req *http.Request, peer netip.Addr, header, other string) {
+	if r.log == nil || r.warned.Load() || len(req.Header.Values(other)) == 0 || !r.warned.CompareAndSwap(false, true) {
+		return
+	}
+	r.log.Warn("a trusted proxy sent "+other+" but not "+header+", the header XCLOAK_FORWARDED_HEADER names: "+
+		"every request through it counts as the proxy's own address, so one client's limits refuse everyone; "+
+		"make the proxy write "+header+", or set XCLOAK_FORWARDED_HEADER to the header it writes (logged once)",
+		"proxy", peer.String(), "configured_header", header, "sent_header", other)
 }
 
 // parsePeer parses a connection's host:port address.

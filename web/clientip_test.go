@@ -1,11 +1,15 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -334,4 +338,74 @@ func FuzzClientIP(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestClientIPWarnsOfTheOtherHeader: a trusted peer whose request lacks
+// the configured header but carries the other one is a proxy that writes
+// the wrong header, behind which every client counts as the proxy: the
+// resolver says so in the log once, naming both headers, however many
+// such requests come. Requests that carry the configured header, come
+// from an untrusted peer, carry neither header, or meet a resolver that
+// reads none say nothing.
+func TestClientIPWarnsOfTheOtherHeader(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	request := func(peer string, headers ...string) *http.Request {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = peer + ":1234"
+		for i := 0; i < len(headers); i += 2 {
+			req.Header.Add(headers[i], headers[i+1])
+		}
+		return req
+	}
+	for _, tc := range []struct {
+		name       string
+		header     ForwardedHeader
+		req        *http.Request
+		configured string // "" for no warning
+		other      string
+	}{
+		{"forwarded configured, X-Forwarded-For sent", HeaderForwarded,
+			request("10.0.0.1", "X-Forwarded-For", "203.0.113.9"), "Forwarded", "X-Forwarded-For"},
+		{"x-forwarded-for configured, Forwarded sent", HeaderXForwardedFor,
+			request("10.0.0.1", "Forwarded", "for=203.0.113.9"), "X-Forwarded-For", "Forwarded"},
+		{"default header, Forwarded sent", "",
+			request("10.0.0.1", "Forwarded", "for=203.0.113.9"), "X-Forwarded-For", "Forwarded"},
+		{"both sent", HeaderForwarded,
+			request("10.0.0.1", "X-Forwarded-For", "203.0.113.9", "Forwarded", "for=203.0.113.9"), "", ""},
+		{"untrusted peer", HeaderForwarded,
+			request("192.0.2.1", "X-Forwarded-For", "203.0.113.9"), "", ""},
+		{"neither sent", HeaderForwarded, request("10.0.0.1"), "", ""},
+		{"none configured", HeaderNone,
+			request("10.0.0.1", "X-Forwarded-For", "203.0.113.9"), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			r := NewClientIPResolver(trusted, tc.header)
+			r.log = slog.New(slog.NewJSONHandler(&log, nil))
+			peer := referencePeer(tc.req.RemoteAddr)
+			for range 100 {
+				if got := r.ClientIP(tc.req); tc.configured != "" && got != peer {
+					t.Fatalf("ClientIP = %v, want the peer %v: the configured header is missing", got, peer)
+				}
+			}
+			lines := slices.Collect(strings.Lines(log.String()))
+			if tc.configured == "" {
+				if len(lines) != 0 {
+					t.Errorf("logged %q, want nothing", lines)
+				}
+				return
+			}
+			if len(lines) != 1 {
+				t.Fatalf("100 such requests logged %d lines, want one:\n%s", len(lines), log.String())
+			}
+			var line map[string]any
+			if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+				t.Fatal(err)
+			}
+			if line["level"] != "WARN" || line["configured_header"] != tc.configured || line["sent_header"] != tc.other ||
+				line["proxy"] != peer.String() || !strings.Contains(line["msg"].(string), "XCLOAK_FORWARDED_HEADER") {
+				t.Errorf("logged %s, want a warning naming %s, %s, the proxy %v and XCLOAK_FORWARDED_HEADER", lines[0], tc.configured, tc.other, peer)
+			}
+		})
+	}
 }

@@ -72,6 +72,7 @@ func NewServer(cfg Config, svc *auth.Service, board *dashboard.Reader, ready Rea
 
 		dashboard: board,
 	}
+	s.clientIP.log = log
 	s.redirects = s.redirectRule()
 	return s.routes()
 }

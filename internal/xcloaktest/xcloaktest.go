@@ -73,8 +73,8 @@ type Options struct {
 	// Now is the service's clock; nil: time.Now.
 	Now func() time.Time
 
-	// Logger is the service's logger, the audit stream's included; nil:
-	// nothing is logged.
+	// Logger is the service's logger, the audit stream's included, and
+	// the HTTP layer's, as serve has one for both; nil: nothing is logged.
 	Logger *slog.Logger
 
 	// Hook hears every security-event row once written; nil: none.
@@ -149,7 +149,7 @@ func New(t testing.TB, o Options) *Env {
 		return map[string]error{"redis": rdb.Ping(ctx).Err(), "postgres": pool.Ping(ctx)}
 	}
 	return &Env{
-		Service: svc, Dashboard: xc.Dashboard, Attack: xc.Attack, Handler: web.NewServer(wcfg, svc, xc.Dashboard, ready, nil),
+		Service: svc, Dashboard: xc.Dashboard, Attack: xc.Attack, Handler: web.NewServer(wcfg, svc, xc.Dashboard, ready, o.Logger),
 		DB: pool, Redis: rdb, Prefix: prefix, Mail: sink, DatabaseURL: dbURL, Auth: acfg, Web: wcfg,
 	}
 }
