@@ -502,8 +502,14 @@ func retryAfterOnce(t *testing.T, s storeUnderTest, attempt int) (late bool) {
 		t.Fatalf("first request of two fresh rules: %+v", d)
 	}
 	d := decide(t, s, short, long)
+	// The same rules, the longer first: the decision waits for the longest
+	// whatever the order, not for the last rule that rejected.
+	swapped := decide(t, s, long, short)
 	if time.Since(start) > window/4 {
 		return true
+	}
+	if swapped.Allowed || swapped.RetryAfter != swapped.Results[0].RetryAfter || swapped.RetryAfter < swapped.Results[1].RetryAfter {
+		t.Fatalf("both rules full, the longer first: %+v; want the decision's retry-after the longer rule's", swapped)
 	}
 	if d.Allowed || len(d.Rejected()) != 2 {
 		t.Fatalf("both rules full: %+v; want both rejecting", d)
