@@ -153,6 +153,7 @@ var storeCases = []struct {
 	{"escalation and its cap", escalating, caseEscalation},
 	{"unlock keeps the level", nil, caseUnlock},
 	{"an unlock's level is remembered from the unlock", expiring, caseUnlockMemory},
+	{"a lock that runs out is remembered from its end", expiring, caseRunOutMemory},
 	{"hold only lengthens and raises", nil, caseHold},
 	{"a lock held at a lower level keeps the higher", expiring, caseHoldKeepsTheLevel},
 	{"a held lock starts the failures anew", nil, caseHeldLockCountsAnew},
@@ -745,6 +746,36 @@ func caseUnlockMemory(t *testing.T, s storeUnderTest) {
 		time.Sleep(time.Until(after[later].Add(p.Memory + 200*time.Millisecond)))
 		if f := lockNow(t, s, "login_account", later, p.Threshold); f.Level != 1 || f.LockedFor != p.LockFor(1) {
 			t.Fatalf("a lock past the memory after an unlock: %+v; want level 1 again, for %v", f, p.LockFor(1))
+		}
+		return false
+	})
+}
+
+// caseRunOutMemory: a lock that runs out, unlocked by no one, keeps its
+// level for the memory after its end, not after its start: a lock of the
+// cap that outlasts the memory must not leave the next lock at level 1,
+// which would give a patient attacker the shortest lock at every round.
+func caseRunOutMemory(t *testing.T, s storeUnderTest) {
+	p := expiring["login_account"]
+	if p.Memory >= p.Duration+p.Memory/2 {
+		t.Fatalf("policy %+v: the memory must end before the lock's end and half the memory", p)
+	}
+	againIfLate(t, func(attempt int) bool {
+		id := fmt.Sprintf("patient%d@example.com", attempt)
+		before := time.Now()
+		if f := lockNow(t, s, "login_account", id, p.Threshold); f.Level != 1 || f.LockedFor != p.LockFor(1) {
+			t.Fatalf("first lock: %+v; want level 1 for %v", f, p.LockFor(1))
+		}
+		locked := time.Now()
+		// Past the memory counted from the lock's start, within the
+		// memory counted from its end.
+		time.Sleep(time.Until(locked.Add(p.Duration + p.Memory/2)))
+		f := lockNow(t, s, "login_account", id, p.Threshold)
+		if time.Since(before) >= p.Duration+p.Memory {
+			return true
+		}
+		if f.Level != 2 || f.LockedFor != p.LockFor(2) {
+			t.Fatalf("a lock within the memory after the last one ran out: %+v; want level 2 for %v", f, p.LockFor(2))
 		}
 		return false
 	})
