@@ -68,6 +68,18 @@ func EncodeLog(width int, base int64, times ...int64) string {
 	return string(out)
 }
 
+// EncodeLogExpiring is EncodeLog with a header that gives the key's expiry
+// as expiry, in milliseconds since the epoch: a log as an admission within
+// the last eighth of a window left it, whose next admissions keep the
+// key's expiry and write the value alone.
+func EncodeLogExpiring(width int, base, expiry int64, times ...int64) string {
+	out := []byte(EncodeLog(width, base, times...))
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(expiry))
+	copy(out[8:logHeader], b[:])
+	return string(out)
+}
+
 // Sizes is how many logs, failure counts and locks l keeps.
 func (l *Local) Sizes() (logs, lockouts, locks int) {
 	for i := range l.shards {

@@ -644,6 +644,45 @@ func TestPackedLogRewrites(t *testing.T) {
 	}
 }
 
+// TestPackedLogCutInPlace: a log whose key's expiry already covers the
+// next admission (one written again within the eighth of a window its
+// expiry was moved past the need) is written without moving the expiry:
+// its dead front cut, every live entry kept. One live entry lost there
+// would admit one request more than the limit.
+func TestPackedLogCutInPlace(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	k, _ := ratelimit.NewKeys(prefix, "login_ip")
+	const window = 10 * time.Minute
+	rule := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.Limit{Count: 4, Window: window}}
+	now := redisTime(t, rdb)
+	second := int64(time.Second / time.Microsecond)
+	dead := now - 11*60*second // left the window a minute ago
+	planted := []int64{dead, now - 2*second, now - second}
+	// The key lasts, and its header says so, well past what the admission
+	// needs: the admission keeps it.
+	expiry := now/1000 + 2*window.Milliseconds()
+	if err := rdb.Set(t.Context(), k.Log(rule.ID), ratelimit.EncodeLogExpiring(4, dead, expiry, planted...), 2*window).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := l.Allow(t.Context(), rule); err != nil || !r.Allowed || r.Count != 3 {
+		t.Fatalf("admission beside 2 live planted entries: %+v, %v; want admitted as the third", r, err)
+	}
+	raw := rdb.Get(t.Context(), k.Log(rule.ID)).Val()
+	if got, err := ratelimit.LogExpiry(raw); err != nil || got != expiry {
+		t.Fatalf("header expiry after the admission: %d, %v; want %d kept (the value written alone)", got, err, expiry)
+	}
+	if got := logEntries(t, rdb, k.Log(rule.ID)); len(got) != 3 || got[0] != planted[1] || got[1] != planted[2] || got[2] < now {
+		t.Fatalf("log after the admission: %v; want %v then one at %d or later", got, planted[1:], now)
+	}
+	if r, err := l.Allow(t.Context(), rule); err != nil || !r.Allowed || r.Count != 4 {
+		t.Fatalf("the next admission: %+v, %v; want admitted as the fourth", r, err)
+	}
+	if r, err := l.Allow(t.Context(), rule); err != nil || r.Allowed {
+		t.Fatalf("past the limit: %+v, %v; want rejected", r, err)
+	}
+}
+
 // TestPackedLogMalformed: a value under a log's key that is no packed log
 // (written by hand, or by something else under the prefix) is an error,
 // never a guess at what it holds.
