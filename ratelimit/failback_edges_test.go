@@ -278,16 +278,7 @@ func TestNoSecondTripAfterAnOutageShorterThanTheWatch(t *testing.T) {
 		f := ratelimit.NewFailover(partitioned{newLocal(t), s.p}, newLocal(t), s, ratelimit.FailOpen, nil)
 		t.Cleanup(f.Close)
 		trips, backs := countChanges(f)
-		f.WatchRestarts(time.Second)
-		time.Sleep(2500 * time.Millisecond)
-		if n := s.looks.n.Load(); n != 2 {
-			t.Fatalf("%d looks at 2.5 s, want 2", n)
-		}
-		s.p.down.Store(true)
-		_ = f.Check(t.Context())
-		if !f.Degraded() {
-			t.Fatal("not degraded")
-		}
+		downAfterTwoLooks(t, s, f)
 		s.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000") // restarted while down
 		s.p.down.Store(false)
 		// The failback at 2.75 s, the looks at 3, 4 and 5 s.
@@ -306,6 +297,23 @@ func TestNoSecondTripAfterAnOutageShorterThanTheWatch(t *testing.T) {
 			t.Fatalf("a restart between two calls after the outage: %d trips, %d failbacks, degraded %v; want 2, 2, false", n, b, f.Degraded())
 		}
 	})
+}
+
+// downAfterTwoLooks starts f's watch of restarts, a look a second, and at
+// 2.5 s on the bubble's clock, after its looks at 1 and 2 s, takes s down
+// and has f find it so: an outage begins.
+func downAfterTwoLooks(t *testing.T, s *serverINFO, f *ratelimit.Failover) {
+	t.Helper()
+	f.WatchRestarts(time.Second)
+	time.Sleep(2500 * time.Millisecond)
+	if n := s.looks.n.Load(); n != 2 {
+		t.Fatalf("%d looks at 2.5 s, want 2", n)
+	}
+	s.p.down.Store(true)
+	_ = f.Check(t.Context())
+	if !f.Degraded() {
+		t.Fatal("not degraded")
+	}
 }
 
 // A Redis that restarts again after an outage's failback, before the
@@ -347,16 +355,7 @@ func restartAfterAFailback(t *testing.T, down time.Duration) {
 		return err == nil && !d.Allowed
 	}
 	trips, backs := countChanges(f)
-	f.WatchRestarts(time.Second)
-	time.Sleep(2500 * time.Millisecond)
-	if n := s.looks.n.Load(); n != 2 {
-		t.Fatalf("%d looks at 2.5 s, want 2", n)
-	}
-	s.p.down.Store(true)
-	_ = f.Check(t.Context())
-	if !f.Degraded() {
-		t.Fatal("not degraded")
-	}
+	downAfterTwoLooks(t, s, f)
 	lost()
 	s.set("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", time.Now(), "r2", "0000000000000000000000000000000000000000") // restarted while down
 	s.p.down.Store(false)
