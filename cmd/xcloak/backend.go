@@ -67,7 +67,6 @@ type backend struct {
 // failover's probes get a pool of their own. The user and apikey commands
 // need Redis, to end lockouts, and fail without it.
 func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics prometheus.Registerer, server bool) (_ *backend, err error) {
-	redis.SetLogger(redisLogger{logger})
 	var rdb redis.UniversalClient
 	var label string
 	var redisDown error

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -47,14 +46,4 @@ func (h auditLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h auditLevel) WithGroup(name string) slog.Handler {
 	return auditLevel{Handler: h.Handler.WithGroup(name), min: h.min, audit: h.audit}
-}
-
-// redisLogger writes go-redis' own messages (a pool's dials that failed, a
-// connection it dropped) as lines of the service's log, JSON like the
-// others, where go-redis would print plain text on stderr. They name
-// addresses, never a password.
-type redisLogger struct{ log *slog.Logger }
-
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
