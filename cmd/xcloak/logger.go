@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -46,4 +47,24 @@ func (h auditLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h auditLevel) WithGroup(name string) slog.Handler {
 	return auditLevel{Handler: h.Handler.WithGroup(name), min: h.min, audit: h.audit}
+}
+
+// redisLogLevel is the least severe level of go-redis' own messages that
+// the log writes: serve's XCLOAK_LOG_LEVEL once serve has read it, warn
+// (every one of them) for the commands.
+var redisLogLevel slog.LevelVar
+
+// redisLogger writes go-redis' own messages (a pool's dials that failed, a
+// connection it dropped) as lines of the service's log, JSON like the
+// others, where go-redis would print plain text on stderr. They name
+// addresses, never a password. go-redis has one logger a process: main
+// sets it, and serve only its level.
+type redisLogger struct{ log *slog.Logger }
+
+func newRedisLogger(w io.Writer) redisLogger {
+	return redisLogger{newLogger(w, &redisLogLevel)}
+}
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }

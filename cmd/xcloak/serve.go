@@ -42,6 +42,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	logger := newLogger(stderr, cfg.LogLevel)
+	redisLogLevel.Set(cfg.LogLevel)
 
 	if *dev {
 		if err := devOnThisMachine(cfg.Addr, cfg.Auth.PublicURL); err != nil {
