@@ -151,42 +151,6 @@ func (a *App) checkPassword(email, password string) bool {
 	return a.compare(hash, []byte(password)) == nil && known
 }
 
-// clientIP is the address of the user's browser: the connection's peer,
-// or, when the peer is a trusted proxy, the last address X-Forwarded-For
-// names that is not a trusted proxy. Anyone can send X-Forwarded-For; only
-// the proxies' own additions are believed.
-func (a *App) clientIP(r *http.Request) netip.Addr {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return netip.Addr{}
-	}
-	client := peer.Addr().Unmap()
-	if !a.isTrusted(client) {
-		return client
-	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			break // unreadable: believe nothing further left
-		}
-		client = hop.Unmap()
-		if !a.isTrusted(client) {
-			break
-		}
-	}
-	return client
-}
-
-func (a *App) isTrusted(addr netip.Addr) bool {
-	for _, p := range a.trusted {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
-}
-
 const (
 	deviceCookie  = "ownusers_device"
 	sessionCookie = "ownusers_session"
