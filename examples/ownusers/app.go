@@ -32,10 +32,24 @@ type App struct {
 	// trusted are the proxies whose X-Forwarded-For is believed.
 	trusted []netip.Prefix
 	secure  bool
+	// now is the clock sessions end by; tests set it.
+	now func() time.Time
 
 	mu       sync.Mutex
-	sessions map[string]string // session token → email
+	sessions map[string]session // by token
 }
+
+// session is a signed-in browser's.
+type session struct {
+	email string
+	// ends is when the session's cookie expires: the server ends it then
+	// too, or a cookie kept past its Max-Age, or copied, would sign in
+	// for ever.
+	ends time.Time
+}
+
+// sessionTTL is how long a session lasts.
+const sessionTTL = 12 * time.Hour
 
 // Config is what an App is made of.
 type Config struct {
@@ -62,7 +76,7 @@ func NewApp(cfg Config) (*App, error) {
 	}
 	a := &App{
 		xc: cfg.XCloak, log: cfg.Log, users: map[string][]byte{}, compare: bcrypt.CompareHashAndPassword,
-		trusted: cfg.TrustedProxies, secure: !cfg.InsecureCookies, sessions: map[string]string{},
+		trusted: cfg.TrustedProxies, secure: !cfg.InsecureCookies, now: time.Now, sessions: map[string]session{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -170,10 +184,19 @@ func (a *App) device(w http.ResponseWriter, r *http.Request) string {
 
 func (a *App) startSession(w http.ResponseWriter, email string) {
 	token := randomID()
+	now := a.now()
 	a.mu.Lock()
-	a.sessions[token] = email
+	// The ended sessions go here, so that those no browser sends again
+	// do not pile up: a walk of the map, which an example's few users
+	// keep short.
+	for t, s := range a.sessions {
+		if !now.Before(s.ends) {
+			delete(a.sessions, t)
+		}
+	}
+	a.sessions[token] = session{email: email, ends: now.Add(sessionTTL)}
 	a.mu.Unlock()
-	a.setCookie(w, sessionCookie, token, 12*time.Hour)
+	a.setCookie(w, sessionCookie, token, sessionTTL)
 }
 
 // session returns the signed-in email, "" for none.
@@ -184,7 +207,12 @@ func (a *App) session(r *http.Request) string {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.sessions[c.Value]
+	s, ok := a.sessions[c.Value]
+	if !ok || !a.now().Before(s.ends) {
+		delete(a.sessions, c.Value)
+		return ""
+	}
+	return s.email
 }
 
 func (a *App) handleHome(w http.ResponseWriter, r *http.Request) {
@@ -202,12 +230,22 @@ func (a *App) handleLogout(w http.ResponseWriter, r *http.Request) {
 		delete(a.sessions, c.Value)
 		a.mu.Unlock()
 	}
-	a.setCookie(w, sessionCookie, "", -1)
+	a.setCookie(w, sessionCookie, "", removeCookie)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
+// removeCookie, as setCookie's maxAge, has the browser drop the cookie.
+const removeCookie time.Duration = -1
+
+// setCookie sets a cookie for maxAge, or removes it (removeCookie).
 func (a *App) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
-	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: int(maxAge.Seconds()),
+	// http.Cookie's MaxAge 0 sends no Max-Age at all, a cookie kept until
+	// the browser closes; a negative one sends Max-Age=0, which removes it.
+	seconds := int(maxAge / time.Second)
+	if maxAge < 0 {
+		seconds = -1
+	}
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: seconds,
 		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteLaxMode})
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -327,3 +328,71 @@ func TestOtherSitesCannotPostTheForms(t *testing.T) {
 		t.Errorf("same-origin sign-in: %d, want 303", resp.StatusCode)
 	}
 }
+
+// TestSignOutRemovesTheCookie: signing out ends the session and has the
+// browser drop its cookie, rather than keep an empty one.
+func TestSignOutRemovesTheCookie(t *testing.T) {
+	_, base, _ := ownUsers(t)
+	browser := xcloaktest.Client(t, "127.0.0.1")
+	if resp, page := signIn(t, browser, base, "ann@example.com", "ann's password"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, page)
+	}
+	resp, err := browser.PostForm(base+"/logout", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var removed bool
+	for _, c := range resp.Cookies() {
+		removed = removed || c.Name == sessionCookie && c.MaxAge < 0
+	}
+	if !removed {
+		t.Errorf("sign-out's cookies %q, want %s removed (Max-Age=0)", resp.Header.Values("Set-Cookie"), sessionCookie)
+	}
+}
+
+// TestSessionsEnd: a session ends on the server when its cookie would
+// expire, whatever the browser keeps sending.
+func TestSessionsEnd(t *testing.T) {
+	_, app := newApp(t)
+	now := time.Now()
+	app.now = func() time.Time { return now }
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	browser := xcloaktest.Client(t, "127.0.0.1")
+	resp, page := signIn(t, browser, srv.URL, "ann@example.com", "ann's password")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, page)
+	}
+	var token string
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			token = c.Value
+		}
+	}
+	home := func() int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The cookie sent by hand, as a browser that keeps it past its
+		// Max-Age (or a thief who copied it) would.
+		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: token})
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	now = now.Add(sessionTTL - time.Second)
+	if got := home(); got != http.StatusOK {
+		t.Fatalf("home just before the session's end: %d, want 200", got)
+	}
+	now = now.Add(time.Second)
+	if got := home(); got != http.StatusSeeOther {
+		t.Fatalf("home at the session's end: %d, want 303 to sign in", got)
+	}
+}
+
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
