@@ -118,10 +118,15 @@ type decisionBody struct {
 }
 
 // Attempt asks XCloak whether an attempt may go ahead. A Deny is a
-// Decision, not an error; an error means XCloak gave no decision (the key
-// was refused, the request was malformed, XCloak or the network failed),
-// and what to do then (refuse the sign-in, or let it through unprotected)
-// is the application's policy.
+// Decision, not an error; an error means XCloak gave no decision. When it
+// is [ErrUnavailable] (XCloak or the network failed, or the time ran out),
+// what to do (refuse the sign-in, or let it through unprotected) is the
+// application's policy. Any other error must refuse the attempt: a
+// [*RequestError] (the request was malformed, perhaps on purpose: an
+// account with a control character, or too long, is the user's to send),
+// [ErrInvalidAPIKey], or a [*StatusError] that is no 5xx. Letting those
+// through would let anyone who can make XCloak refuse a request pass its
+// limits.
 //
 // Attempt never retries: XCloak counts an attempt against the limits when
 // it decides, so a retry after an answer lost on the way back would count

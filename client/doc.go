@@ -9,8 +9,12 @@
 //
 //	d, err := xc.Attempt(ctx, client.AttemptRequest{Kind: client.Login, Account: email, ClientIP: ip})
 //	switch {
+//	case errors.Is(err, client.ErrUnavailable):
+//		// XCloak did not answer: refuse, or let the attempt through
+//		// unprotected (your policy).
 //	case err != nil:
-//		// XCloak could not answer: refuse, or let the attempt through (your policy).
+//		// XCloak refused the request, or answered what it never does:
+//		// refuse the attempt, whatever your policy above.
 //	case d.Kind == client.Deny:
 //		// 429 with Retry-After: d.RetryAfter
 //	default:

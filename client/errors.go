@@ -20,6 +20,12 @@ var (
 	// one XCloak can take an outcome for (404): unknown, expired, issued to
 	// another application, or already used.
 	ErrUnknownAttempt = errors.New("xcloak client: unknown attempt")
+	// ErrUnavailable: no answer came from XCloak (the network failed, the
+	// call's time ran out), or it answered 5xx (503 while its stores are
+	// unreachable, a gateway's 502 while it is down). It is the one error
+	// after which an application may choose to let an attempt through
+	// unprotected; the errors it wraps tell which.
+	ErrUnavailable = errors.New("xcloak client: XCloak is unavailable")
 )
 
 // RequestError is XCloak's refusal of a malformed request (400), or the
@@ -63,6 +69,19 @@ func (e *StatusError) Error() string {
 	}
 	return s
 }
+
+// Is makes a 5xx answer ErrUnavailable: XCloak, or what stands in front
+// of it, says it cannot decide now.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrUnavailable && e.StatusCode >= 500 && e.StatusCode <= 599
+}
+
+// noAnswer is a call that got no answer, as ErrUnavailable; its message
+// is the transport's or the context's error, which it wraps too.
+type noAnswer struct{ err error }
+
+func (e *noAnswer) Error() string   { return e.err.Error() }
+func (e *noAnswer) Unwrap() []error { return []error{e.err, ErrUnavailable} }
 
 // errorBody is every JSON answer's shape; each call reads the fields it
 // expects.

@@ -120,8 +120,10 @@ func (a *App) handleLogin(w http.ResponseWriter, r *http.Request) {
 		a.page(w, http.StatusBadRequest, page{Email: email, Error: "Enter your email and password."})
 		return
 	case err != nil:
-		// This app refuses sign-ins while XCloak cannot be asked; an app
-		// that would rather stay open lets them through here.
+		// This app refuses sign-ins while XCloak cannot be asked. An app
+		// that would rather stay open lets them through here, and only
+		// when errors.Is(err, client.ErrUnavailable): any other error is
+		// a refusal, which must not open the door.
 		a.log.Error("asking XCloak", "err", err)
 		a.page(w, http.StatusServiceUnavailable, page{Email: email, Error: "Signing in is unavailable right now. Try again in a moment."})
 		return
