@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -62,7 +63,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(baseURL, "#") {
-		return nil, fmt.Errorf("xcloak client: base URL %q: want an absolute http or https URL without user, query or fragment", baseURL)
+		return nil, fmt.Errorf("xcloak client: base URL %s: want an absolute http or https URL without user, query or fragment", shownURL(baseURL))
 	}
 	// The path as written, escapes included (a proxy in front may route
 	// by them), without the trailing slashes that would put an empty
@@ -94,6 +95,20 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.http = &hc
 	return c, nil
+}
+
+// shownURL is what an error about the base URL s quotes of it: s itself,
+// unless it names a user, whose name or password may be a secret (the
+// API key pasted there): then its scheme and host alone.
+func shownURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case !strings.Contains(s, "@") || err == nil && u.User == nil:
+		return strconv.Quote(s)
+	case err == nil:
+		return strconv.Quote(u.Scheme+"://"+u.Host) + " (its user left out)"
+	}
+	return "(left out: it may hold a user and password)"
 }
 
 // boundedTransport is net/http's default transport, but reading no more

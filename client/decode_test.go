@@ -425,6 +425,24 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 	}
 }
 
+// TestNewShowsNoCredentialsOfTheBaseURL: a base URL refused for holding a
+// user and password (the key pasted there, say) is not quoted whole.
+func TestNewShowsNoCredentialsOfTheBaseURL(t *testing.T) {
+	for _, base := range []string{
+		"https://shop:" + testKey + "@login.example.com",
+		"https://" + testKey + "@login.example.com",
+		"https://shop:" + testKey + "@login.example.com/%zz", // one url.Parse refuses
+	} {
+		_, err := client.New(base, testKey)
+		if err == nil {
+			t.Fatalf("New(%q) succeeded", base)
+		}
+		if strings.Contains(err.Error(), testKey[4:20]) {
+			t.Errorf("New's error %q shows the credentials of the base URL", err)
+		}
+	}
+}
+
 // TestRedirectsAreNeverFollowedWithTheCallersHTTPClient: a redirect is
 // never XCloak's answer, and following one would send the key (Go keeps
 // Authorization for the same host on another port or scheme, and for its
