@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -465,4 +468,81 @@ func (f *takeBackFailures) all() []error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.errs)
+}
+
+// TestClusterMasterDownIsAnOutageUntilItAnswers: a master that refuses
+// connections leaves its slots unreachable, and a decision that needs one
+// of them trips the failover. Redis is back only when that master is: a
+// PING reaches one node of a cluster at a time, and a probe satisfied by
+// another master would hand the limits back to Redis while the slots stay
+// dark, for the next decision that needs one to trip again, four times a
+// second; the identities of the masters that answer would meanwhile be
+// counted in turn by Redis and in process, and under FailOpen not at all
+// for as long as anyone sends a request for the dark slots.
+func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	accounts, _ := ratelimit.NewKeys(prefix, "login_account")
+	probe, _ := ratelimit.NewKeys(prefix, "failback_probe")
+	// The master that goes down holds neither the failback's own decision
+	// nor the account that stays up.
+	up := ratelimit.Rule{Name: "login_account", ID: "up@example.com", Limit: ratelimit.PerMinute(100)}
+	down := ratelimit.Rule{Name: "login_account", ID: "down@example.com", Limit: ratelimit.PerMinute(100)}
+	live := masterOf(t, rdb, probe.Log("probe"))
+	for masterOf(t, rdb, accounts.Log(up.ID)) != live {
+		up.ID = "x" + up.ID
+	}
+	for masterOf(t, rdb, accounts.Log(down.ID)) == live {
+		down.ID = "x" + down.ID
+	}
+	node, err := rdb.MasterForKey(t.Context(), accounts.Log(down.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := node.Options().Addr
+	var refusing atomic.Bool
+	refusing.Store(true)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.ClusterAddrs(t), MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr == dead && refusing.Load() {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}})
+	t.Cleanup(func() { c.Close() })
+	shared, err := ratelimit.NewRedisStore(c, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ratelimit.NewFailover(shared, newLocal(t), c, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	trips, backs := countChanges(f)
+
+	if d, err := f.AllowAll(t.Context(), up); err != nil || !d.Allowed || f.Degraded() {
+		t.Fatalf("a decision on a master that answers: %+v, %v, degraded %v", d, err, f.Degraded())
+	}
+	if d, err := f.AllowAll(t.Context(), down); err != nil || !d.Allowed || !f.Degraded() {
+		t.Fatalf("a decision on the master down: %+v, %v, degraded %v; want decided in process, degraded", d, err, f.Degraded())
+	}
+	// Long enough for several probes, each of which may reach any master.
+	for range 8 {
+		time.Sleep(250 * time.Millisecond)
+		if _, err := f.AllowAll(t.Context(), down); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := backs.Load(); n != 0 {
+		t.Fatalf("the limits went back to Redis %d times (and out %d times) while a master refused connections", n, trips.Load())
+	}
+	refusing.Store(false)
+	back := time.Now()
+	deadline := back.Add(10 * time.Second)
+	for f.Degraded() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if f.Degraded() || trips.Load() != 1 || backs.Load() != 1 {
+		t.Fatalf("once the master answers: degraded %v after %d trips and %d failbacks; want back with Redis after one of each",
+			f.Degraded(), trips.Load(), backs.Load())
+	}
+	t.Logf("back with Redis %v after the master answered", time.Since(back).Round(time.Millisecond))
 }

@@ -179,6 +179,22 @@ type Pinger interface {
 	Ping(ctx context.Context) *redis.StatusCmd
 }
 
+// ping asks p whether Redis is there. A Redis Cluster is there when every
+// master answers: go-redis sends a PING to one node of a cluster, and a
+// probe that one master satisfied would hand the limits back while
+// another's slots stay out of reach, for the next decision that needs
+// one of them to leave again, four times a second (the identities of the
+// masters that answer counted in turn in Redis and in process, and under
+// FailOpen not at all whenever a request names a slot out of reach).
+func ping(ctx context.Context, p Pinger) error {
+	if c, ok := p.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, master *redis.Client) error {
+			return master.Ping(ctx).Err()
+		})
+	}
+	return p.Ping(ctx).Err()
+}
+
 // NewFailover puts policy in front of shared, whose Redis rdb answers the
 // probes' pings; local serves under FailLocal. Each call to shared is
 // bounded by DefaultTimeout, which takes a client that honours its
@@ -341,7 +357,7 @@ func (f *Failover) confirm(cause error) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := f.pinger.Ping(ctx).Err()
+		err := ping(ctx, f.pinger)
 		cancel()
 		if err == nil {
 			return
@@ -399,7 +415,7 @@ func (f *Failover) probe() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		err := f.pinger.Ping(ctx).Err()
+		err := ping(ctx, f.pinger)
 		cancel()
 		if err != nil {
 			continue
@@ -439,7 +455,7 @@ const maxFailbackWait = 4 * time.Second
 // a dead Redis). It returns the ping's error.
 func (f *Failover) Check(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, f.timeout)
-	err := f.rdb.Ping(cctx).Err()
+	err := ping(cctx, f.rdb)
 	cancel()
 	switch {
 	case IsSlow(ctx, err):
