@@ -546,3 +546,65 @@ func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
 	}
 	t.Logf("back with Redis %v after the master answered", time.Since(back).Round(time.Millisecond))
 }
+
+// TestClusterRecoversFromScriptFlush: a master that restarted or took over
+// from its failed master has no scripts. A decision over two masters that
+// meets it answers all the same, and so does the take-back of a decision
+// one master rejected, on a master that never ran take_back.lua: the
+// entry the rejected request made is gone, and no take-back is reported
+// failed.
+func TestClusterRecoversFromScriptFlush(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	l := newLimiter(t, rdb, prefix)
+	var failed takeBackFailures
+	l.OnTakeBackFailure(failed.add)
+	logs, _ := ratelimit.NewKeys(prefix, "login_ip")
+	accounts, _ := ratelimit.NewKeys(prefix, "login_account")
+	ip := ratelimit.Rule{Name: "login_ip", ID: "10.2.0.1", Limit: ratelimit.PerMinute(10)}
+	account := ratelimit.Rule{Name: "login_account", ID: "flushed@example.com", Limit: ratelimit.PerMinute(1), Lockable: true}
+	for masterOf(t, rdb, logs.Log(ip.ID)) == masterOf(t, rdb, accounts.Log(account.ID)) {
+		account.ID = "x" + account.ID
+	}
+	// flush empties the script cache of the master that holds key, or of
+	// every master.
+	flush := func(key string) {
+		t.Helper()
+		if key == "" {
+			if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		node, err := rdb.MasterForKey(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := node.ScriptFlush(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, tc := range []struct {
+		flushed string // the key whose master lost its scripts; "" for all
+		allowed bool
+	}{
+		{"", true},
+		{"", false},
+		{logs.Log(ip.ID), false},
+		{accounts.Log(account.ID), false},
+	} {
+		flush(tc.flushed)
+		d, err := l.AllowAll(t.Context(), ip, account)
+		if err != nil {
+			t.Fatalf("decision %d after SCRIPT FLUSH: %v", i+1, err)
+		}
+		if d.Allowed != tc.allowed {
+			t.Fatalf("decision %d: %+v, want allowed %v", i+1, d, tc.allowed)
+		}
+		if n := len(logEntries(t, rdb, logs.Log(ip.ID))); n != 1 {
+			t.Fatalf("after decision %d the address holds %d entries, want the 1 admitted", i+1, n)
+		}
+	}
+	if errs := failed.all(); len(errs) > 0 {
+		t.Fatalf("%d take-backs failed, the first: %v", len(errs), errs[0])
+	}
+}
