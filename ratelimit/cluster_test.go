@@ -608,3 +608,157 @@ func TestClusterRecoversFromScriptFlush(t *testing.T) {
 		t.Fatalf("%d take-backs failed, the first: %v", len(errs), errs[0])
 	}
 }
+
+// TestClusterExactWhileSlotMoves: the slot of an account's keys moves to
+// another master, keys and all (as redis-cli --cluster reshard moves it),
+// while decisions over the account and an address on another master run,
+// through a client whose map of the slots the move makes stale. They are
+// redirected (MOVED, ASK) or, for a moment, refused (TRYAGAIN), and none
+// admits past the account's limit: the requests admitted during the move
+// and after it are exactly the limit, and the address, whose slot stays,
+// holds exactly the admitted, what the rejected and refused ones made there
+// taken back.
+func TestClusterExactWhileSlotMoves(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.ClusterAddrs(t), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	l := newLimiter(t, c, prefix)
+	var failed takeBackFailures
+	l.OnTakeBackFailure(failed.add)
+	logs, _ := ratelimit.NewKeys(prefix, "login_ip")
+	accounts, _ := ratelimit.NewKeys(prefix, "login_account")
+	const limit = 40
+	ip := ratelimit.Rule{Name: "login_ip", ID: "10.3.0.1", Limit: ratelimit.PerMinute(10 * limit)}
+	account := ratelimit.Rule{Name: "login_account", ID: "moving@example.com", Limit: ratelimit.PerMinute(limit), Lockable: true}
+	for masterOf(t, rdb, logs.Log(ip.ID)) == masterOf(t, rdb, accounts.Log(account.ID)) {
+		account.ID = "x" + account.ID
+	}
+	// The client learns the slots, and the account's log exists.
+	if d, err := l.AllowAll(t.Context(), ip, account); err != nil || !d.Allowed {
+		t.Fatalf("first request: %+v, %v", d, err)
+	}
+	admitted, refused := 1, 0
+	slot := ratelimit.Slot(accounts.Log(account.ID))
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		moveSlot(t, rdb, slot)
+	}()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-moved:
+					return
+				default:
+				}
+				d, err := l.AllowAll(t.Context(), ip, account)
+				mu.Lock()
+				switch {
+				case err != nil:
+					refused++
+				case d.Allowed:
+					admitted++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	more := topUp(t, limit, func() (bool, error) {
+		d, err := l.AllowAll(t.Context(), ip, account)
+		return d.Allowed, err
+	})
+	t.Logf("slot %d moved: %d admitted during the move, %d refused, %d after", slot, admitted, refused, more)
+	if admitted+more != limit {
+		t.Fatalf("admitted %d during the move and %d after it, want exactly %d in all", admitted, more, limit)
+	}
+	if errs := failed.all(); len(errs) > 0 {
+		t.Fatalf("%d take-backs failed, the first: %v", len(errs), errs[0])
+	}
+	if n := len(logEntries(t, rdb, logs.Log(ip.ID))); n != limit {
+		t.Fatalf("the address holds %d entries, want the %d admitted", n, limit)
+	}
+}
+
+// moveSlot moves slot, and every key in it, from the master that holds it
+// to another, as redis-cli --cluster reshard does: the target imports, the
+// source migrates, the keys go over in small batches, and every master
+// learns the new owner. Errors fail the test.
+func moveSlot(t *testing.T, rdb *redis.ClusterClient, slot int) {
+	t.Helper()
+	ctx := context.Background()
+	shards, err := rdb.ClusterShards(ctx).Result()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	var from, to *redis.Node
+	var masters []*redis.Node
+	for _, s := range shards {
+		for i := range s.Nodes {
+			n := &s.Nodes[i]
+			if n.Role != "master" {
+				continue
+			}
+			masters = append(masters, n)
+			holds := false
+			for _, r := range s.Slots {
+				holds = holds || (r.Start <= int64(slot) && int64(slot) <= r.End)
+			}
+			if holds {
+				from = n
+			} else if to == nil {
+				to = n
+			}
+		}
+	}
+	if from == nil || to == nil {
+		t.Errorf("no two masters for slot %d in %+v", slot, shards)
+		return
+	}
+	client := func(n *redis.Node) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("%s:%d", n.IP, n.Port)})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	src, dst := client(from), client(to)
+	check := func(err error) bool {
+		if err != nil {
+			t.Errorf("moving slot %d from %s to %s: %v", slot, src.Options().Addr, dst.Options().Addr, err)
+		}
+		return err == nil
+	}
+	if !check(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err()) ||
+		!check(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err()) {
+		return
+	}
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 2).Result()
+		if !check(err) {
+			return
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", to.IP, to.Port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if !check(src.Do(ctx, args...).Err()) {
+			return
+		}
+		// Decisions meet the slot half moved for a while.
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, n := range append([]*redis.Node{to, from}, masters...) {
+		if !check(client(n).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err()) {
+			return
+		}
+	}
+}
