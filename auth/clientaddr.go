@@ -29,12 +29,42 @@ func CountedAddr(addr netip.Addr) netip.Addr {
 	if !addr.Is6() {
 		return addr
 	}
-	b := addr.As16()
-	switch {
-	case nat64Prefix.Contains(addr):
-		return netip.AddrFrom4([4]byte(b[12:16]))
-	case sixToFourPrefix.Contains(addr):
+	if v4, ok := TranslatedIPv4(addr, nat64Prefix); ok {
+		return v4
+	}
+	if sixToFourPrefix.Contains(addr) {
+		b := addr.As16()
 		return netip.AddrFrom4([4]byte(b[2:6]))
 	}
 	return addr
+}
+
+// TranslatedIPv4 returns the IPv4 address that addr embeds, when addr is
+// in prefix, a translator's IPv4-embedding prefix (NAT64 or SIIT, RFC
+// 6052), and true. Such a prefix is 32, 40, 48, 56, 64 or 96 bits long;
+// the IPv4 address follows it, around bits 64 to 71, which are zero (an
+// address where they are not is a host of that network, and false is
+// returned for it, as for any other prefix length and any address
+// outside the prefix).
+func TranslatedIPv4(addr netip.Addr, prefix netip.Prefix) (netip.Addr, bool) {
+	bits := prefix.Bits()
+	switch {
+	case bits != 32 && bits != 40 && bits != 48 && bits != 56 && bits != 64 && bits != 96,
+		!addr.Is6() || addr.Is4In6() || !prefix.Contains(addr):
+		return netip.Addr{}, false
+	}
+	b := addr.As16()
+	if bits <= 64 && b[8] != 0 {
+		return netip.Addr{}, false
+	}
+	var v4 [4]byte
+	at := bits / 8
+	for i := range v4 {
+		if at == 8 {
+			at++ // bits 64 to 71
+		}
+		v4[i] = b[at]
+		at++
+	}
+	return netip.AddrFrom4(v4), true
 }
