@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"unicode/utf8"
 
@@ -23,6 +24,26 @@ type attemptBody struct {
 	Device   string `json:"device"`
 }
 
+// translated is an application's client_ip as the limits count it: the
+// IPv4 address it embeds when it is under one of the operator's
+// translators (Config.NAT64Prefixes), as the application sent it
+// otherwise, for auth.Decide to check.
+func (s *Server) translated(clientIP string) string {
+	if len(s.cfg.NAT64Prefixes) == 0 {
+		return clientIP
+	}
+	addr, err := netip.ParseAddr(clientIP)
+	if err != nil {
+		return clientIP
+	}
+	for _, p := range s.cfg.NAT64Prefixes {
+		if v4, ok := auth.TranslatedIPv4(addr, p); ok {
+			return v4.String()
+		}
+	}
+	return clientIP
+}
+
 // outcomeBody is the report of POST /api/v1/attempts/{attempt_id}/outcome.
 type outcomeBody struct {
 	Result string `json:"result"`
@@ -38,7 +59,7 @@ type decisionBody struct {
 
 func (s *Server) handleAttempts() http.Handler {
 	return withAPIKey(s, func(w http.ResponseWriter, r *http.Request, key auth.APIKey, in *attemptBody) {
-		d, err := s.auth.Decide(r.Context(), key, auth.AttemptRequest{Kind: in.Kind, Account: in.Account, ClientIP: in.ClientIP, Device: in.Device})
+		d, err := s.auth.Decide(r.Context(), key, auth.AttemptRequest{Kind: in.Kind, Account: in.Account, ClientIP: s.translated(in.ClientIP), Device: in.Device})
 		if errors.Is(err, auth.ErrLimited) {
 			p := problemFor(err)
 			setRetryAfter(w, p)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/web"
 )
 
 // decision is an answer of POST /api/v1/attempts.
@@ -1025,5 +1027,31 @@ func TestAttemptsCountTranslatedIPv4ByItsAddress(t *testing.T) {
 	}
 	if status, d, _ := a.ask("login", "user3", "64:ff9b::198.51.100.1", ""); status != 200 || d.Decision != "allow" {
 		t.Fatalf("another IPv4 user through the translator: %d %+v, want 200 allow", status, d)
+	}
+}
+
+// TestAttemptsCountTheOperatorsTranslatorByIPv4: with the prefix of the
+// operator's own translator in XCLOAK_NAT64_PREFIXES, an application's
+// client_ip under it is counted as the IPv4 address it embeds, as under
+// the well-known prefix; outside it, an address is its own.
+func TestAttemptsCountTheOperatorsTranslatorByIPv4(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{
+		Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 2) },
+		Web: func(c *web.Config) {
+			c.NAT64Prefixes = []netip.Prefix{netip.MustParsePrefix("2001:db8:122::/48")}
+		},
+	})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	// 192.0.2.33 under the /48 (RFC 6052's example), then over IPv4.
+	for i, ip := range []string{"2001:db8:122:c000:2:2100::", "192.0.2.33"} {
+		if status, d, _ := a.ask("login", fmt.Sprintf("user%d", i), ip, ""); status != 200 || d.Decision != "allow" {
+			t.Fatalf("%s: %d %+v, want 200 allow", ip, status, d)
+		}
+	}
+	if status, d, _ := a.ask("login", "user2", "2001:db8:122:c000:2:2100::", ""); status != 429 || d.Decision != "deny" {
+		t.Fatalf("a third attempt of 192.0.2.33 through the translator: %d %+v, want 429 deny", status, d)
+	}
+	if status, d, _ := a.ask("login", "user3", "2001:db8:122:c633:6401::", ""); status != 200 || d.Decision != "allow" {
+		t.Fatalf("another IPv4 user (198.51.100.1) through the translator: %d %+v, want 200 allow", status, d)
 	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"net/netip"
 	"strings"
 	"sync/atomic"
+
+	"github.com/xcloak/xcloak/auth"
 )
 
 // Limits on the forwarding information ClientIP reads. A client can send
@@ -21,6 +24,38 @@ const (
 	// ClientIP reads before it gives up looking further left.
 	maxForwardedBytes = 4 << 10
 )
+
+// ParseNAT64Prefixes parses XCLOAK_NAT64_PREFIXES: a comma-separated list
+// of the IPv6 prefixes through which the operator's translators (NAT64,
+// SIIT; RFC 6052) present IPv4 clients, such as "2001:db8:64::/96". Each
+// is 32, 40, 48, 56, 64 or 96 bits long, without host bits: a typo there
+// would make another network's hosts into IPv4 addresses. Spaces around
+// entries and empty entries are ignored. The well-known prefix,
+// 64:ff9b::/96, needs no entry (auth.CountedAddr).
+func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
+	var prefixes []netip.Prefix
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(entry)
+		switch bits := p.Bits(); {
+		case err != nil:
+		case !p.Addr().Is6() || p.Addr().Is4In6():
+			err = errors.New("not an IPv6 prefix")
+		case bits != 32 && bits != 40 && bits != 48 && bits != 56 && bits != 64 && bits != 96:
+			err = errors.New("RFC 6052 prefixes are 32, 40, 48, 56, 64 or 96 bits long")
+		case p.Masked() != p:
+			err = fmt.Errorf("host bits set; the prefix is %s", p.Masked())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("nat64 prefix %q: %w", entry, err)
+		}
+		prefixes = append(prefixes, p)
+	}
+	return prefixes, nil
+}
 
 // ParseTrustedProxies parses a comma-separated list of CIDRs and single IP
 // addresses, such as "10.0.0.0/8, 192.168.1.7, ::1/128", as read from
@@ -118,6 +153,10 @@ type ClientIPResolver struct {
 	// per process, however many such requests arrive.
 	log    *slog.Logger
 	warned atomic.Bool
+	// translators are the operator's NAT64 or SIIT prefixes
+	// (XCLOAK_NAT64_PREFIXES; NewServer sets them): a client found in one
+	// is the IPv4 address it embeds.
+	translators []netip.Prefix
 }
 
 // NewClientIPResolver returns a resolver that reads the forwarding chain
@@ -172,7 +211,22 @@ func (r *ClientIPResolver) isTrusted(addr netip.Addr) bool {
 // walk, not the header, keeps what the client cannot forge: a client that
 // pads the chain it sends is still found where its proxy put it, on the
 // right, rather than hidden behind the proxy itself.
+//
+// A client address in one of the translators' prefixes is the IPv4
+// address it embeds (auth.TranslatedIPv4); proxies are recognised by
+// their own addresses before that.
 func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
+	addr := r.chainClient(req)
+	for _, p := range r.translators {
+		if v4, ok := auth.TranslatedIPv4(addr, p); ok {
+			return v4
+		}
+	}
+	return addr
+}
+
+// chainClient is ClientIP before the translators.
+func (r *ClientIPResolver) chainClient(req *http.Request) netip.Addr {
 	if req == nil {
 		return netip.Addr{}
 	}

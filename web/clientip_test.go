@@ -409,3 +409,68 @@ func TestClientIPWarnsOfTheOtherHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestParseNAT64Prefixes reads XCLOAK_NAT64_PREFIXES: IPv6 prefixes of the
+// lengths RFC 6052 allows, host bits refused rather than masked (a typo
+// would translate another network), and nothing else.
+func TestParseNAT64Prefixes(t *testing.T) {
+	got, err := ParseNAT64Prefixes(" 2001:db8:122:344::/96, ,2001:db8::/32 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("2001:db8:122:344::/96"), netip.MustParsePrefix("2001:db8::/32")}
+	if !slices.Equal(got, want) {
+		t.Errorf("ParseNAT64Prefixes = %v, want %v", got, want)
+	}
+	if got, err := ParseNAT64Prefixes(""); err != nil || got != nil {
+		t.Errorf(`ParseNAT64Prefixes("") = %v, %v; want none`, got, err)
+	}
+	for _, bad := range []string{
+		"2001:db8::/80",         // a length RFC 6052 does not define
+		"2001:db8::1/96",        // host bits
+		"192.0.2.0/24",          // IPv4
+		"::ffff:0:0/96",         // IPv4-mapped: already the IPv4 address
+		"2001:db8::",            // no length
+		"2001:db8::/96, banana", // one bad entry of two
+		"fe80::%eth0/64",
+	} {
+		if _, err := ParseNAT64Prefixes(bad); err == nil {
+			t.Errorf("ParseNAT64Prefixes(%q) succeeded", bad)
+		} else if !strings.Contains(err.Error(), "nat64 prefix") {
+			t.Errorf("ParseNAT64Prefixes(%q): %v does not name the setting's entry", bad, err)
+		}
+	}
+}
+
+// TestClientIPThroughATranslator: behind a translator of the operator's
+// (SIIT, NAT64 with a network-specific prefix), an IPv4 client is that
+// IPv4 address, whether it is the peer or a hop a trusted proxy names,
+// rather than one of a single /64 every IPv4 client would share. Proxies
+// are trusted by their own addresses, never by a translated one.
+func TestClientIPThroughATranslator(t *testing.T) {
+	r := NewClientIPResolver([]netip.Prefix{netip.MustParsePrefix("2001:db8:1::/48")}, "")
+	r.translators = []netip.Prefix{netip.MustParsePrefix("2001:db8:122:344::/96")}
+	for _, tt := range []struct {
+		name, remote string
+		xff          []string
+		want         string
+	}{
+		{"the peer", "[2001:db8:122:344::c000:221]:443", nil, "192.0.2.33"},
+		{"a hop", "[2001:db8:1::7]:443", []string{"2001:db8:122:344::c000:221"}, "192.0.2.33"},
+		{"a bracketed hop with a port", "[2001:db8:1::7]:443", []string{"[2001:db8:122:344::c000:221]:4711"}, "192.0.2.33"},
+		{"an IPv6 client", "[2001:db8:1::7]:443", []string{"2001:db8:5::1"}, "2001:db8:5::1"},
+		{"outside the prefix", "[2001:db8:122:345::c000:221]:443", nil, "2001:db8:122:345::c000:221"},
+		// A proxy whose address the translator's prefix holds is still
+		// the proxy: trusted by it, it is not believed for 192.0.2.1.
+		{"an untrusted peer in the prefix", "[2001:db8:122:344::c000:201]:443", []string{"198.51.100.9"}, "192.0.2.1"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = tt.remote
+		for _, v := range tt.xff {
+			req.Header.Add("X-Forwarded-For", v)
+		}
+		if got := r.ClientIP(req); got.String() != tt.want {
+			t.Errorf("%s: ClientIP = %v, want %s", tt.name, got, tt.want)
+		}
+	}
+}

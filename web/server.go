@@ -21,6 +21,11 @@ type Config struct {
 	// ForwardedHeader is the header those proxies' chain is read from;
 	// the zero value is X-Forwarded-For.
 	ForwardedHeader ForwardedHeader
+	// NAT64Prefixes are the operator's translators' prefixes
+	// (XCLOAK_NAT64_PREFIXES, ParseNAT64Prefixes): a client under one,
+	// the connection's or an application's client_ip, is the IPv4
+	// address it embeds. The well-known 64:ff9b::/96 needs no entry.
+	NAT64Prefixes []netip.Prefix
 	// InsecureCookies drops the Secure attribute (and the __Host- prefix)
 	// for local development over plain http.
 	InsecureCookies bool
@@ -73,6 +78,7 @@ func NewServer(cfg Config, svc *auth.Service, board *dashboard.Reader, ready Rea
 		dashboard: board,
 	}
 	s.clientIP.log = log
+	s.clientIP.translators = cfg.NAT64Prefixes
 	s.redirects = s.redirectRule()
 	return s.routes()
 }

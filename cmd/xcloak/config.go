@@ -55,6 +55,9 @@ type config struct {
 	WidenedProxies []string
 	// ForwardedHeader is the one header their chain is read from.
 	ForwardedHeader web.ForwardedHeader
+	// NAT64Prefixes are the operator's translators' prefixes: a client
+	// under one is the IPv4 address it embeds.
+	NAT64Prefixes []netip.Prefix
 	// InsecureCookies drops the Secure attribute, for plain http.
 	InsecureCookies bool
 	// ProtectedHosts are the hosts forward-auth guards and rd may name.
@@ -275,6 +278,15 @@ func newSettings(d auth.Config) []setting {
 				p, err := web.ParseTrustedProxies(v)
 				c.TrustedProxies = p
 				c.WidenedProxies = widenedProxies(v)
+				return err
+			},
+		},
+		{
+			env: "XCLOAK_NAT64_PREFIXES", flag: "nat64-prefixes", show: "none", scope: forServe,
+			usage: "comma-separated IPv6 `prefixes` of the operator's NAT64 or SIIT translators (RFC 6052): a client under one is the IPv4 address it embeds",
+			set: func(c *config, v string) error {
+				p, err := web.ParseNAT64Prefixes(v)
+				c.NAT64Prefixes = p
 				return err
 			},
 		},

@@ -128,6 +128,13 @@ func TestLoadConfig(t *testing.T) {
 			}),
 		},
 		{
+			name: "translators' prefixes",
+			env:  map[string]string{"XCLOAK_NAT64_PREFIXES": "2001:db8:64::/96, 2001:db8:122::/48"},
+			want: with(func(c *config) {
+				c.NAT64Prefixes = []netip.Prefix{netip.MustParsePrefix("2001:db8:64::/96"), netip.MustParsePrefix("2001:db8:122::/48")}
+			}),
+		},
+		{
 			name: "public URL",
 			env:  map[string]string{"XCLOAK_PUBLIC_URL": "https://login.example.com/xcloak/"},
 			want: with(func(c *config) {

@@ -141,6 +141,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	webCfg := web.Config{
 		TrustedProxies:  cfg.TrustedProxies,
 		ForwardedHeader: cfg.ForwardedHeader,
+		NAT64Prefixes:   cfg.NAT64Prefixes,
 		InsecureCookies: cfg.InsecureCookies,
 		PublicURL:       cfg.Auth.PublicURL,
 		ProtectedHosts:  cfg.ProtectedHosts,
