@@ -137,6 +137,7 @@ func (c *Client) post(ctx context.Context, path string, body any) (answer, error
 	if err != nil {
 		return answer{}, fmt.Errorf("xcloak client: encoding the request: %w", err)
 	}
+	caller := ctx
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -152,7 +153,7 @@ func (c *Client) post(ctx context.Context, path string, body any) (answer, error
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// *url.Error names the method and URL, never the headers.
-		return answer{}, &noAnswer{fmt.Errorf("xcloak client: %w", err)}
+		return answer{}, unanswered(caller, fmt.Errorf("xcloak client: %w", err))
 	}
 	defer resp.Body.Close()
 	// A 101 Switching Protocols hands over the bare connection as the
@@ -164,7 +165,7 @@ func (c *Client) post(ctx context.Context, path string, body any) (answer, error
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return answer{}, &noAnswer{fmt.Errorf("xcloak client: reading the answer to %s: %w", path, err)}
+		return answer{}, unanswered(caller, fmt.Errorf("xcloak client: reading the answer to %s: %w", path, err))
 	}
 	if len(b) > maxAnswerBytes {
 		return answer{}, &StatusError{StatusCode: resp.StatusCode, Detail: fmt.Sprintf("answer longer than %d bytes", maxAnswerBytes)}

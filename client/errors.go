@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +25,9 @@ var (
 	// call's time ran out), or it answered 5xx (503 while its stores are
 	// unreachable, a gateway's 502 while it is down). It is the one error
 	// after which an application may choose to let an attempt through
-	// unprotected; the errors it wraps tell which.
+	// unprotected; the errors it wraps tell which. A call whose context
+	// its caller canceled is not unavailable: it is refused like any
+	// other error.
 	ErrUnavailable = errors.New("xcloak client: XCloak is unavailable")
 )
 
@@ -74,6 +77,21 @@ func (e *StatusError) Error() string {
 // of it, says it cannot decide now.
 func (e *StatusError) Is(target error) bool {
 	return target == ErrUnavailable && e.StatusCode >= 500 && e.StatusCode <= 599
+}
+
+// unanswered is err, the failure of a call that got no answer, as
+// ErrUnavailable, unless the caller canceled the call: that is no silence
+// of XCloak's. The caller's context is often its user's request's, which
+// net/http cancels when the user half-closes the connection while the
+// answer can still reach him; taken for ErrUnavailable, that would let
+// him through a fail-open application without any limit. A deadline,
+// the caller's or the Client's, is the time running out, and
+// ErrUnavailable.
+func unanswered(caller context.Context, err error) error {
+	if errors.Is(caller.Err(), context.Canceled) {
+		return err
+	}
+	return &noAnswer{err}
 }
 
 // noAnswer is a call that got no answer, as ErrUnavailable; its message

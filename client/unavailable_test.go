@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"testing"
@@ -61,5 +62,29 @@ func TestOnlyNoAnswerIsUnavailable(t *testing.T) {
 				t.Errorf("errors.Is(%v, ErrUnavailable) = %v, want %v", err, got, tt.unavailable)
 			}
 		})
+	}
+}
+
+// TestTheCallersCancellationIsNoUnavailability: a call the caller gave up
+// is no silence of XCloak's. The caller's context is often its user's
+// request's, which net/http cancels when the user half-closes the
+// connection, while the answer can still reach him: as ErrUnavailable, a
+// fail-open application would check his password with no limit at all.
+func TestTheCallersCancellationIsNoUnavailability(t *testing.T) {
+	c, err := client.New(stalled(t), testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, err = c.Attempt(ctx, someone)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Attempt = %v, want context.Canceled", err)
+	}
+	if errors.Is(err, client.ErrUnavailable) {
+		t.Errorf("errors.Is(%v, ErrUnavailable) = true, want false: the caller gave up", err)
+	}
+	if err := c.Outcome(ctx, "some-id", client.Failure); errors.Is(err, client.ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Outcome with a canceled context = %v, want context.Canceled and not ErrUnavailable", err)
 	}
 }
