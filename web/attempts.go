@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/netip"
 	"strings"
 	"unicode/utf8"
 
@@ -22,26 +21,6 @@ type attemptBody struct {
 	Account  string `json:"account"`
 	ClientIP string `json:"client_ip"`
 	Device   string `json:"device"`
-}
-
-// translated is an application's client_ip as the limits count it: the
-// IPv4 address it embeds when it is under one of the operator's
-// translators (Config.NAT64Prefixes), as the application sent it
-// otherwise, for auth.Decide to check.
-func (s *Server) translated(clientIP string) string {
-	if len(s.cfg.NAT64Prefixes) == 0 {
-		return clientIP
-	}
-	addr, err := netip.ParseAddr(clientIP)
-	if err != nil {
-		return clientIP
-	}
-	for _, p := range s.cfg.NAT64Prefixes {
-		if v4, ok := auth.TranslatedIPv4(addr, p); ok {
-			return v4.String()
-		}
-	}
-	return clientIP
 }
 
 // outcomeBody is the report of POST /api/v1/attempts/{attempt_id}/outcome.

@@ -57,6 +57,27 @@ func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
 	return prefixes, nil
 }
 
+// translated is an address given as text, an application's client_ip or
+// a network searched on the dashboard, as the limits and the events count
+// it: the IPv4 address it embeds when it is under one of the operator's
+// translators (Config.NAT64Prefixes), as given otherwise (a prefix,
+// text that is no address), for auth.Decide or the search to check.
+func (s *Server) translated(clientIP string) string {
+	if len(s.cfg.NAT64Prefixes) == 0 {
+		return clientIP
+	}
+	addr, err := netip.ParseAddr(clientIP)
+	if err != nil {
+		return clientIP
+	}
+	for _, p := range s.cfg.NAT64Prefixes {
+		if v4, ok := auth.TranslatedIPv4(addr, p); ok {
+			return v4.String()
+		}
+	}
+	return clientIP
+}
+
 // ParseTrustedProxies parses a comma-separated list of CIDRs and single IP
 // addresses, such as "10.0.0.0/8, 192.168.1.7, ::1/128", as read from
 // XCLOAK_TRUSTED_PROXIES. Spaces around entries and empty entries are

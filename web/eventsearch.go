@@ -19,8 +19,10 @@ import (
 
 // eventSearchQuery reads ?account=&network=&kind=&before= of the event
 // search, its page, its export and its API. A parameter given twice is
-// refused, not guessed at. before is a previous page's cursor.
-func eventSearchQuery(v url.Values) (dashboard.EventSearch, error) {
+// refused, not guessed at. before is a previous page's cursor. A network
+// that is an address under one of the operator's translators is the IPv4
+// address it embeds, which the events record.
+func (s *Server) eventSearchQuery(v url.Values) (dashboard.EventSearch, error) {
 	one := func(name string) (string, error) {
 		if len(v[name]) > 1 {
 			return "", &auth.FieldError{Field: name, Message: "is given more than once"}
@@ -29,13 +31,13 @@ func eventSearchQuery(v url.Values) (dashboard.EventSearch, error) {
 	}
 	var fields [3]string
 	for i, name := range []string{templates.FieldSearchAccount, templates.FieldSearchNetwork, templates.FieldSearchKind} {
-		s, err := one(name)
+		value, err := one(name)
 		if err != nil {
 			return dashboard.EventSearch{}, err
 		}
-		fields[i] = s
+		fields[i] = value
 	}
-	q, err := dashboard.ParseEventSearch(fields[0], fields[1], fields[2])
+	q, err := dashboard.ParseEventSearch(fields[0], s.translated(strings.TrimSpace(fields[1])), fields[2])
 	if err != nil {
 		return q, err
 	}
@@ -72,7 +74,7 @@ func searchURL(path string, q dashboard.EventSearch, before string) string {
 // searchPage reads the page of events r asks for, and the cursor of the
 // next page ("" on the last).
 func (s *Server) searchPage(r *http.Request) (dashboard.EventSearch, []dashboard.StoredEvent, string, error) {
-	q, err := eventSearchQuery(r.URL.Query())
+	q, err := s.eventSearchQuery(r.URL.Query())
 	if err != nil {
 		return q, nil, "", err
 	}
@@ -167,7 +169,7 @@ func (s *Server) handleEventSearchAPI() http.Handler {
 // they are read.
 func (s *Server) handleEventExport() http.Handler {
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
-		q, err := eventSearchQuery(r.URL.Query())
+		q, err := s.eventSearchQuery(r.URL.Query())
 		if err != nil {
 			return err
 		}

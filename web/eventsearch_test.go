@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -504,4 +505,31 @@ func cookieHeader(c *http.Client, u *url.URL) string {
 		cookies = append(cookies, ck.Name+"="+ck.Value)
 	}
 	return strings.Join(cookies, "; ")
+}
+
+// TestEventSearchByATranslatedAddress: with the operator's translator in
+// XCLOAK_NAT64_PREFIXES, an address under it, as the application or the
+// translator's own log names the client, finds the events of the IPv4
+// address it embeds, which the events record, as under 64:ff9b::/96.
+func TestEventSearchByATranslatedAddress(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Web: func(c *web.Config) {
+		c.NAT64Prefixes = []netip.Prefix{netip.MustParsePrefix("2001:db8:122::/48")}
+	}})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.31.4")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	t0 := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+	if err := postgres.New(env.DB).InsertEvents(t.Context(), auth.NewEventBatchID(), []auth.Event{
+		{At: t0, Kind: auth.EventLoginFailed, Account: "app shop ann", Source: "192.0.2.33"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// 192.0.2.33 under the /48 (RFC 6052's example).
+	for _, network := range []string{"2001:db8:122:c000:2:2100::", "64:ff9b::192.0.2.33", "192.0.2.33"} {
+		resp, body := get(t, admin, base+"/api/v1/admin/events?"+url.Values{"network": {network}}.Encode())
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"app shop ann"`) {
+			t.Errorf("network=%s: %d %s, want the event of 192.0.2.33", network, resp.StatusCode, body)
+		}
+	}
 }
