@@ -124,7 +124,8 @@ type decisionBody struct {
 // application's policy. Any other error must refuse the attempt: a
 // [*RequestError] (the request was malformed, perhaps on purpose: an
 // account with a control character, or too long, is the user's to send),
-// [ErrInvalidAPIKey], or a [*StatusError] that is no 5xx. Letting those
+// [ErrInvalidAPIKey], or a [*StatusError] that is not ErrUnavailable
+// (no 5xx, or a 500 or 501, a server's own fault). Letting those
 // through would let anyone who can make XCloak refuse a request pass its
 // limits.
 //

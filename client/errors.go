@@ -22,8 +22,8 @@ var (
 	// another application, or already used.
 	ErrUnknownAttempt = errors.New("xcloak client: unknown attempt")
 	// ErrUnavailable: no answer came from XCloak (the network failed, the
-	// call's time ran out), or it answered 5xx (503 while its stores are
-	// unreachable, a gateway's 502 while it is down). It is the one error
+	// call's time ran out), or it answered 5xx but 500 and 501 (503 while
+	// its stores are unreachable, a gateway's 502 while it is down). It is the one error
 	// after which an application may choose to let an attempt through
 	// unprotected; the errors it wraps tell which. A call whose context
 	// its caller canceled is not unavailable: it is refused like any
@@ -73,10 +73,13 @@ func (e *StatusError) Error() string {
 	return s
 }
 
-// Is makes a 5xx answer ErrUnavailable: XCloak, or what stands in front
-// of it, says it cannot decide now.
+// Is makes a 5xx answer ErrUnavailable, XCloak or what stands in front
+// of it saying it cannot decide now (XCloak's 503, a gateway's 502 or
+// 504, a CDN's 52x), but for 500 and 501: those are a server's own fault,
+// which some request might provoke, and an application that let such an
+// attempt through would open the door to whoever found it.
 func (e *StatusError) Is(target error) bool {
-	return target == ErrUnavailable && e.StatusCode >= 500 && e.StatusCode <= 599
+	return target == ErrUnavailable && e.StatusCode >= 502 && e.StatusCode <= 599
 }
 
 // unanswered is err, the failure of a call that got no answer, as

@@ -45,6 +45,12 @@ func TestOnlyNoAnswerIsUnavailable(t *testing.T) {
 		{"the time is up", timedOut, someone, true},
 		{"503, its stores down", answering(503, js, `{"error":"unavailable"}`), someone, true},
 		{"a gateway's 502", answering(502, "text/html", "<html>Bad Gateway</html>"), someone, true},
+		{"a gateway's 504", answering(504, "text/html", "<html>Gateway Timeout</html>"), someone, true},
+		{"a CDN's 522", answering(522, "text/html", "<html>Connection timed out</html>"), someone, true},
+		// A 500 is a server's own fault, which some input might provoke:
+		// taken for unavailability, that input would open the door.
+		{"a 500", answering(500, "text/plain", "Internal Server Error"), someone, false},
+		{"a 501", answering(501, "text/plain", "Not Implemented"), someone, false},
 		{"XCloak refuses the request", answering(400, js, `{"error":"invalid_request","field":"account","message":"must be UTF-8 without control characters"}`), someone, false},
 		{"the client refuses the request", noAnswer, client.AttemptRequest{Kind: client.Login, ClientIP: netip.MustParseAddr("192.0.2.7")}, false},
 		{"the key is refused", answering(401, js, `{"error":"invalid_api_key"}`), someone, false},
