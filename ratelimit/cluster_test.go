@@ -762,3 +762,61 @@ func moveSlot(t *testing.T, rdb *redis.ClusterClient, slot int) {
 		}
 	}
 }
+
+// TestClusterPingPastANodeThatNeverAnswers: a node that takes connections
+// and answers nothing (a hung replica, here a seed address), among those
+// the client asks for the map of the slots before it pings every master,
+// does not fail a check of masters that all answer. Before the ping had
+// bounds of its own, the map's read waited out the whole check on that
+// node whenever it came first, and Redis looked gone.
+func TestClusterPingPastANodeThatNeverAnswers(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	_ = rdb
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var held []net.Conn // held open, never read nor answered
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	// The client's seeds, which it asks for the map in a random order
+	// (for a minute, until it keeps only the nodes of the map).
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:      append([]string{ln.Addr().String()}, testenv.ClusterAddrs(t)...),
+		MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true, ReadTimeout: 2 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	shared, err := ratelimit.NewRedisStore(c, prefix, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ratelimit.NewFailover(shared, newLocal(t), c, ratelimit.FailLocal, nil)
+	t.Cleanup(f.Close)
+	// A map to fall back on, read however long it takes.
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for range 16 {
+		ctx, cancel := context.WithTimeout(t.Context(), 400*time.Millisecond)
+		if err := f.Check(ctx); err != nil {
+			failed++
+		}
+		cancel()
+	}
+	if failed > 0 {
+		t.Errorf("%d checks of 16 failed, every master answering", failed)
+	}
+}

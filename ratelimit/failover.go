@@ -186,13 +186,26 @@ type Pinger interface {
 // one of them to leave again, four times a second (the identities of the
 // masters that answer counted in turn in Redis and in process, and under
 // FailOpen not at all whenever a request names a slot out of reach).
+//
+// go-redis reads the map of the slots again before it pings the masters,
+// asking one node after another; a node that takes connections and
+// answers nothing (a hung replica) would hold that read for all of ctx,
+// and fail the pings of masters that answer. The read gets half of the
+// time left: past it, the map last read serves.
 func ping(ctx context.Context, p Pinger) error {
-	if c, ok := p.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, master *redis.Client) error {
-			return master.Ping(ctx).Err()
-		})
+	c, ok := p.(*redis.ClusterClient)
+	if !ok {
+		return p.Ping(ctx).Err()
 	}
-	return p.Ping(ctx).Err()
+	mapCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		mapCtx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+		defer cancel()
+	}
+	return c.ForEachMaster(mapCtx, func(_ context.Context, master *redis.Client) error {
+		return master.Ping(ctx).Err()
+	})
 }
 
 // NewFailover puts policy in front of shared, whose Redis rdb answers the
