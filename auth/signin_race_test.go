@@ -22,13 +22,21 @@ import (
 var slowParams = auth.Params{Memory: 32 * 1024, Time: 3, Threads: 1, SaltLen: 16, KeyLen: 32}
 
 func withHasher(t *testing.T, p auth.Params) func(*app.Deps) {
-	return func(d *app.Deps) {
-		h, err := auth.NewHasher(p, 4, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Hasher = h
+	return usingHasher(newHasher(t, p))
+}
+
+// newHasher is a hasher with p, four hashes at a time.
+func newHasher(t *testing.T, p auth.Params) *auth.Hasher {
+	h, err := auth.NewHasher(p, 4, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return h
+}
+
+// usingHasher makes a fixture's service hash with h.
+func usingHasher(h *auth.Hasher) func(*app.Deps) {
+	return func(d *app.Deps) { d.Hasher = h }
 }
 
 // replacePassword does what a reset does to the account, in one
@@ -142,14 +150,15 @@ func TestRehashDoesNotUndoReplacedPassword(t *testing.T) {
 // device afterwards.
 func TestSignOutEverywhereEndsSignInInFlight(t *testing.T) {
 	t.Run("a known browser", func(t *testing.T) {
-		f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways }, withHasher(t, slowParams))
+		h := newHasher(t, fastParams)
+		f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways }, usingHasher(h))
 		f.addUser(t, "ann@example.com", "pw of ann", false)
 		link := heldSignIn(t, f, "ann@example.com", "pw of ann", "192.0.2.66")
 		known, err := f.svc.ConfirmSignIn(t.Context(), link, client("192.0.2.66"), "")
 		if err != nil {
 			t.Fatalf("confirming the sign-in link: %v", err)
 		}
-		res, loginErr := signInDuringSignOut(t, f, auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
+		res, loginErr := signInDuringSignOut(t, f, h, auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
 			Client: client("192.0.2.66"), DeviceCookie: known.Device.Value})
 		if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
 			Client: client("192.0.2.66"), DeviceCookie: known.Device.Value}); !errors.Is(err, auth.ErrVerificationRequired) {
@@ -162,9 +171,10 @@ func TestSignOutEverywhereEndsSignInInFlight(t *testing.T) {
 		}
 	})
 	t.Run("a new browser", func(t *testing.T) {
-		f := newFixture(t, nil, withHasher(t, slowParams))
+		h := newHasher(t, fastParams)
+		f := newFixture(t, nil, usingHasher(h))
 		f.addUser(t, "ann@example.com", "pw of ann", false)
-		res, loginErr := signInDuringSignOut(t, f, auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
+		res, loginErr := signInDuringSignOut(t, f, h, auth.LoginRequest{Email: "ann@example.com", Password: "pw of ann",
 			Client: client("192.0.2.66")})
 		if loginErr != nil {
 			return // refused: nothing to outlive the sign-out
@@ -183,18 +193,21 @@ func TestSignOutEverywhereEndsSignInInFlight(t *testing.T) {
 }
 
 // signInDuringSignOut signs in with req and, while the password is being
-// verified, signs the account out everywhere; it returns the sign-in's
-// answer.
-func signInDuringSignOut(t *testing.T, f *fixture, req auth.LoginRequest) (auth.LoginResult, error) {
+// verified (its hash held in h's slot, the account read), signs the
+// account out everywhere; it returns the sign-in's answer.
+func signInDuringSignOut(t *testing.T, f *fixture, h *auth.Hasher, req auth.LoginRequest) (auth.LoginResult, error) {
 	t.Helper()
+	release := auth.HoldHashes(h)
+	defer release()
 	var wg sync.WaitGroup
 	var res auth.LoginResult
 	var loginErr error
 	wg.Go(func() { res, loginErr = f.svc.Login(context.Background(), req) })
-	time.Sleep(40 * time.Millisecond) // while the password is verified
+	waitUntil(t, "the sign-in's password check in flight", func() bool { return h.Stats().Running == 1 })
 	if err := f.svc.SignOutEverywhere(t.Context(), req.Email, "admin:root@example.com"); err != nil {
 		t.Fatal(err)
 	}
+	release()
 	wg.Wait()
 	return res, loginErr
 }
