@@ -28,6 +28,7 @@ func TestParseTrustedProxies(t *testing.T) {
 		{name: "host bits masked", in: "10.1.2.3/8", want: []string{"10.0.0.0/8"}},
 		{name: "mapped prefix becomes IPv4", in: "::ffff:10.0.0.0/104", want: []string{"10.0.0.0/8"}},
 		{name: "mapped single address becomes IPv4", in: "::ffff:10.0.0.1", want: []string{"10.0.0.1/32"}},
+		{name: "every mapped address becomes every IPv4 address", in: "::ffff:0.0.0.0/96", want: []string{"0.0.0.0/0"}},
 		{name: "trailing comma", in: "10.0.0.1,", want: []string{"10.0.0.1/32"}},
 		{name: "garbage entry", in: "10.0.0.0/8, proxy.internal", wantErr: `"proxy.internal"`},
 		{name: "bad prefix length", in: "10.0.0.0/33", wantErr: `"10.0.0.0/33"`},
@@ -113,6 +114,7 @@ func TestClientIP(t *testing.T) {
 		{header: HeaderForwarded, name: "Forwarded pair without value", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;secret"}, want: "10.0.0.1"},
 		{name: "bracketed IPv4", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"[203.0.113.9]"}, want: "10.0.0.1"},
 		{name: "bad port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9:99999"}, want: "10.0.0.1"},
+		{name: "port past the highest", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9:65536"}, want: "10.0.0.1"},
 
 		// Forwarded syntax.
 		{header: HeaderForwarded, name: "Forwarded quoted IPv4", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="203.0.113.9"`}, want: "203.0.113.9"},
@@ -142,6 +144,7 @@ func TestClientIP(t *testing.T) {
 
 		// XFF entry forms.
 		{name: "XFF IPv4 with port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9:5555"}, want: "203.0.113.9"},
+		{name: "XFF IPv4 with the highest port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9:65535"}, want: "203.0.113.9"},
 		{name: "XFF bracketed IPv6", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"[2001:db8::1]"}, want: "2001:db8::1"},
 		{name: "XFF bracketed IPv6 with port", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"[2001:db8::1]:443"}, want: "2001:db8::1"},
 		{name: "XFF mapped IPv6 entry is trusted as IPv4", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, ::ffff:10.0.0.2"}, want: "203.0.113.9"},
@@ -172,6 +175,9 @@ func TestClientIP(t *testing.T) {
 		{name: "4 KiB of trusted hops read", trusted: trusted, remote: "10.0.0.1:1234",
 			xff: []string{"203.0.113.9," + strings.Repeat(strings.Repeat(" ", 500)+"10.0.0.5,", 9)}, want: "10.0.0.5"},
 		{name: "XFF exactly 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{strings.Repeat(" ", 4096-len("203.0.113.9")) + "203.0.113.9"}, want: "203.0.113.9"},
+		// The commas between hops are part of the chain's length.
+		{name: "XFF exactly 4 KiB with its comma", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9," + strings.Repeat(" ", 4096-len("203.0.113.9,"))}, want: "203.0.113.9"},
+		{name: "XFF over 4 KiB by its comma", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9," + strings.Repeat(" ", 4096-len("203.0.113.9"))}, want: "10.0.0.1"},
 		{header: HeaderForwarded, name: "Forwarded over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;ext=" + strings.Repeat("a", 4096)}, want: "10.0.0.1"},
 		{name: "client as 32nd hop", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, " + hops(31)}, want: "203.0.113.9"},
 		{name: "client as 33rd hop not reached", trusted: trusted, remote: "10.0.0.1:1234", xff: []string{"203.0.113.9, " + hops(32)}, want: "10.1.0.31"},
