@@ -112,6 +112,12 @@ func TestSessionIdleTimeAppliesToSessionsMadeWithout(t *testing.T) {
 	if _, err := off.Service.Session(t.Context(), stale.Token); err != nil {
 		t.Fatalf("unused 3 hours without an idle time: %v", err)
 	}
+	// Used at +3h, it ends on the replica with the idle time at its idle
+	// end (the time and the minute its use is noted to), not a moment after.
+	clock.set(t0.Add(3*time.Hour + 31*time.Minute))
+	if _, err := on.Service.Session(t.Context(), stale.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("asked of a replica with a 30m idle time at its idle end: %v, want ErrNoSession", err)
+	}
 	clock.set(t0.Add(6*time.Hour + time.Minute))
 	if _, err := on.Service.Session(t.Context(), stale.Token); !errors.Is(err, auth.ErrNoSession) {
 		t.Errorf("unused 3 hours, then asked of a replica with a 30m idle time: %v, want ErrNoSession", err)
@@ -165,6 +171,10 @@ func TestSessionTTLAppliesToSessionsMadeWithALongerOne(t *testing.T) {
 		t.Errorf("the session ends %v, expires %v; want both by %v, 12 hours after its sign-in", sess.EndsAt, sess.ExpiresAt, want)
 	}
 
+	clock.set(t0.Add(12 * time.Hour))
+	if _, err := short.Service.Session(t.Context(), old.Token); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("12 hours after its sign-in, asked of a replica with a 12h TTL: %v, want ErrNoSession", err)
+	}
 	clock.set(t0.Add(13 * time.Hour))
 	if _, err := short.Service.Session(t.Context(), old.Token); !errors.Is(err, auth.ErrNoSession) {
 		t.Errorf("13 hours after its sign-in, asked of a replica with a 12h TTL: %v, want ErrNoSession", err)
