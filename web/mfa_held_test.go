@@ -161,6 +161,25 @@ func TestHeldCodeOnlyForTheRightPassword(t *testing.T) {
 	}
 }
 
+// TestHeldRecoveryCodeOnlyForTheRightPassword: a recovery code on a wrong
+// password's held answer is refused and not spent: it still signs in on
+// the right password's.
+func TestHeldRecoveryCodeOnlyForTheRightPassword(t *testing.T) {
+	_, base, u := heldEnv(t, xcloaktest.Options{}, "held-recovery@example.test")
+	c := xcloaktest.Client(t, "127.0.36.4")
+	wrong := heldJSON(t, c, base, u.email, "not the password at all")
+	if status, body := mfaJSON(t, c, base, wrong, u.recovery[0]); status != 401 || body != `{"error":"invalid_code"}` {
+		t.Fatalf("a recovery code on a wrong password's held answer: %d %s; want 401 invalid_code", status, body)
+	}
+	if resp, _ := get(t, c, base+"/account"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a wrong password and a recovery code reach the account: %d", resp.StatusCode)
+	}
+	right := heldJSON(t, c, base, u.email, u.password)
+	if status, body := mfaJSON(t, c, base, right, u.recovery[0]); status != 200 {
+		t.Errorf("the recovery code the wrong password's answer did not spend: %d %s; want 200", status, body)
+	}
+}
+
 // TestHeldCodesLimitedExactly: many codes at once on one held answer are
 // checked exactly the account limit's number of times, whether the
 // answer was to an account's right password or to an account that does
