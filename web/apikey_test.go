@@ -41,6 +41,18 @@ func TestAPIKeyRefused(t *testing.T) {
 			t.Errorf("%s key: %d %s WWW-Authenticate %q; want 401 invalid_api_key, Bearer", name, resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
 		}
 	}
+	// Two Authorization headers are no key, though the first is valid:
+	// which one counts is not for a proxy on the way to decide.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/api/v1/attempts", strings.NewReader(attemptJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", jsonType)
+	req.Header.Add("Authorization", "Bearer "+key)
+	req.Header.Add("Authorization", "Bearer "+revoked)
+	if resp, body := do(t, c, req); resp.StatusCode != 401 || strings.TrimSpace(body) != `{"error":"invalid_api_key"}` {
+		t.Errorf("a valid key, then another Authorization: %d %s; want 401 invalid_api_key", resp.StatusCode, body)
+	}
 	if resp, body := post(t, c, base+"/api/v1/attempts", jsonType, attemptJSON, "Authorization", "bearer "+key); resp.StatusCode != 200 {
 		t.Errorf("valid key: %d %s", resp.StatusCode, body)
 	}
