@@ -17,6 +17,8 @@ func TestBodyCap(t *testing.T) {
 	url := env.Start(t) + "/api/v1/login"
 	huge := `{"email":"cap@example.com","password":"` + strings.Repeat("a", 70<<10) + `"}`
 	small := `{"email":"cap@example.com","password":"not-the-password"}`
+	// Valid JSON past the cap, the cap alone refuses it.
+	padded := small + strings.Repeat(" ", 70<<10)
 	for _, c := range []struct {
 		name    string
 		body    string
@@ -25,6 +27,8 @@ func TestBodyCap(t *testing.T) {
 	}{
 		{"declared, past the cap", huge, false, http.StatusBadRequest},
 		{"chunked, past the cap", huge, true, http.StatusBadRequest},
+		{"declared, valid JSON past the cap", padded, false, http.StatusBadRequest},
+		{"chunked, valid JSON past the cap", padded, true, http.StatusBadRequest},
 		{"declared, within it", small, false, http.StatusUnauthorized},
 		{"chunked, within it", small, true, http.StatusUnauthorized},
 	} {
