@@ -397,3 +397,23 @@ func TestWindowCountsExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestTripAtItsThresholds: without a baseline, a window trips attack mode
+// at exactly DefaultConfig's count of failures, half of its decided
+// attempts failed, and not one attempt short of either.
+func TestTripAtItsThresholds(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	for _, c := range []struct {
+		name   string
+		window attack.Counts
+		want   bool
+	}{
+		{"the count, half failed", attack.Counts{Failures: cfg.Failures, Successes: cfg.Failures}, true},
+		{"a failure short of the count", attack.Counts{Failures: cfg.Failures - 1}, false},
+		{"the count, a success past half", attack.Counts{Failures: cfg.Failures, Successes: cfg.Failures + 1}, false},
+	} {
+		if trig, ok := cfg.Trip(c.window, attack.Counts{}); ok != c.want || ok && trig != attack.TripFailures {
+			t.Errorf("%s: Trip(%+v) = %q, %t; want %t", c.name, c.window, trig, ok, c.want)
+		}
+	}
+}
