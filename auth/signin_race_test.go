@@ -17,13 +17,9 @@ import (
 	"github.com/xcloak/xcloak/internal/app"
 )
 
-// slowParams make one hash take long enough for a password to be replaced
-// while a sign-in verifies the old one.
+// slowParams are parameters past fastParams: a hasher with them rehashes
+// at sign-in a password stored under fastParams.
 var slowParams = auth.Params{Memory: 32 * 1024, Time: 3, Threads: 1, SaltLen: 16, KeyLen: 32}
-
-func withHasher(t *testing.T, p auth.Params) func(*app.Deps) {
-	return usingHasher(newHasher(t, p))
-}
 
 // newHasher is a hasher with p, four hashes at a time.
 func newHasher(t *testing.T, p auth.Params) *auth.Hasher {
@@ -71,9 +67,10 @@ func replacePassword(t *testing.T, f *fixture, email, hash string) {
 // in with the old password while the password is replaced gets no session
 // that outlives the replacement, whichever finishes first.
 func TestKnownDeviceSessionDiesWithReplacedPassword(t *testing.T) {
-	f := newFixture(t, nil, withHasher(t, slowParams))
+	h := newHasher(t, fastParams)
+	f := newFixture(t, nil, usingHasher(h))
 	f.addUser(t, "ann@example.com", "old password", false)
-	other, err := auth.NewHasher(slowParams, 1, 10*time.Second)
+	other, err := auth.NewHasher(fastParams, 1, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +82,8 @@ func TestKnownDeviceSessionDiesWithReplacedPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	release := auth.HoldHashes(h)
+	defer release()
 	var wg sync.WaitGroup
 	var res auth.LoginResult
 	var loginErr error
@@ -92,8 +91,10 @@ func TestKnownDeviceSessionDiesWithReplacedPassword(t *testing.T) {
 		res, loginErr = f.svc.Login(context.Background(), auth.LoginRequest{
 			Email: "ann@example.com", Password: "old password", Client: client("192.0.2.66"), DeviceCookie: first.Device.Value})
 	})
-	time.Sleep(40 * time.Millisecond) // while the old password is verified
+	// The account is read and its old password is being verified, held.
+	waitUntil(t, "the sign-in's password check in flight", func() bool { return h.Stats().Running == 1 })
 	replacePassword(t, f, "ann@example.com", newHash)
+	release()
 	wg.Wait()
 	if loginErr != nil {
 		return // refused: nothing to outlive the replacement
@@ -112,7 +113,8 @@ func TestRehashDoesNotUndoReplacedPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, nil, withHasher(t, slowParams))
+	h := newHasher(t, slowParams)
+	f := newFixture(t, nil, usingHasher(h))
 	u := f.addUser(t, "ann@example.com", "placeholder password", false)
 	oldHash, err := old.Hash(t.Context(), "old password")
 	if err != nil {
@@ -125,13 +127,17 @@ func TestRehashDoesNotUndoReplacedPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	release := auth.HoldHashes(h)
+	defer release()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		// Verifying with the old parameters is fast; the rehash is slow.
 		_, _ = f.svc.Login(context.Background(), auth.LoginRequest{Email: "ann@example.com", Password: "old password", Client: client("192.0.2.66")})
 	})
-	time.Sleep(30 * time.Millisecond)
+	// The account is read and its old hash is being verified, held: the
+	// rehash that follows writes over a hash replaced meanwhile.
+	waitUntil(t, "the sign-in's password check in flight", func() bool { return h.Stats().Running == 1 })
 	replacePassword(t, f, "ann@example.com", newHash)
+	release()
 	wg.Wait()
 	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "brand new password", Client: client("192.0.2.7")}); err != nil {
 		t.Errorf("the new password: %v, want it to sign in", err)
@@ -381,7 +387,8 @@ func TestRehashesAtOnceBothSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, nil, withHasher(t, slowParams))
+	h := newHasher(t, slowParams)
+	f := newFixture(t, nil, usingHasher(h))
 	u := f.addUser(t, "ann@example.com", "placeholder password", false)
 	oldHash, err := old.Hash(t.Context(), "pw of ann")
 	if err != nil {
