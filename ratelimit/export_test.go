@@ -119,3 +119,12 @@ func AgeMade(f *Failover, d time.Duration) {
 		}
 	}
 }
+
+// Kept is what f keeps for the next failback to give Redis: the locks and
+// the unlocks made in process. A failback that Redis took, its last
+// unlocks ended, keeps neither: tests wait for that to know it is over.
+func Kept(f *Failover) (made, cleared int) {
+	f.madeMu.Lock()
+	defer f.madeMu.Unlock()
+	return len(f.made), len(f.cleared)
+}

@@ -303,13 +303,7 @@ func TestUnlockDuringFailbackEndsOnlyEarlierLocks(t *testing.T) {
 		return nil
 	}
 	p.down.Store(false)
-	waitRecovered(t, f)
-	for deadline := time.Now().Add(5 * time.Second); hs.holds.Load() < 2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no late Hold")
-		}
-	}
-	time.Sleep(200 * time.Millisecond) // the failback's last replay
+	waitFailbackOver(t, f, hs, 2) // its late Hold and its last unlocks
 	if d, err := f.AllowAll(t.Context(), owner); err != nil || d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("a lock Redis made after the unlock: %+v, %v; want refused as locked", d.Results, err)
 	}

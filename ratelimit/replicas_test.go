@@ -874,16 +874,30 @@ func TestLockAfterAnUnlock(t *testing.T) {
 		p.down.Store(false)
 		waitRecovered(t, f)
 		// The failback gives the lock after Redis took over.
-		for deadline := time.Now().Add(5 * time.Second); hs.holds.Load() < 2; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the failback gave no late locks")
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+		waitFailbackOver(t, f, hs, 2)
 		if d, err := f.AllowAll(t.Context(), owner); err != nil || d.Allowed {
 			t.Fatalf("back on Redis: %+v, %v; want refused as locked", d.Results, err)
 		}
 	})
+}
+
+// waitFailbackOver waits, within a generous bound, until the failback has
+// made at least holds Holds through hs and is over: every lock and unlock
+// made in process given to Redis, the last unlocks ended there too.
+func waitFailbackOver(t *testing.T, f *ratelimit.Failover, hs *hookStore, holds int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		made, cleared := ratelimit.Kept(f)
+		if hs.holds.Load() >= holds && made == 0 && cleared == 0 && !f.Degraded() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after Redis came back: %d Holds, want %d; %d locks and %d unlocks made in process still kept, degraded %v",
+				hs.holds.Load(), holds, made, cleared, f.Degraded())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestStaleRestoreLeavesNoLocksMissing: an outage's load of the lockouts
