@@ -596,3 +596,55 @@ func BenchmarkSearchEventsByNetwork(b *testing.B) {
 		})
 	}
 }
+
+// TestSearchByNetworkAndAccountPastTheWalk searches a network for one
+// account with more events than the walk, whose page the walk does not
+// fill: the rest, read through the network's index, are that account's
+// only (not the network's other accounts'), and the walk's last event,
+// one of the network's, is on the page once.
+func TestSearchByNetworkAndAccountPastTheWalk(t *testing.T) {
+	s := newStore(t)
+	// Among other accounts' events from the network, busy@example.com
+	// has twice the walk's, one a second, every fiftieth from the
+	// network: the walk's last one (the walk's count is a multiple of
+	// fifty) among them.
+	for _, sql := range []string{`
+		INSERT INTO security_events (at, kind, account_key, ip, detail)
+		SELECT timestamptz '2026-12-01 00:00:00+00' - g * interval '1 second',
+			'login_failed', 'other' || (g % 10) || '@example.com', '192.0.2.' || (g % 256), '{}'
+		FROM generate_series(1, $1::int) g`, `
+		INSERT INTO security_events (at, kind, account_key, ip, detail)
+		SELECT timestamptz '2026-12-01 00:00:00+00' - g * interval '1 second' - interval '500 milliseconds',
+			'login_failed', 'busy@example.com',
+			CASE WHEN g % 50 = 0 THEN '192.0.2.' || (g % 256) ELSE '10.2.' || (g % 200) || '.1' END, '{}'
+		FROM generate_series(1, $1::int) g`,
+	} {
+		if _, err := s.Pool().Exec(t.Context(), sql, 2*postgres.NetworkWalk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Pool().Exec(t.Context(), `ANALYZE security_events`); err != nil {
+		t.Fatal(err)
+	}
+	if postgres.NetworkWalk%50 != 0 {
+		t.Fatalf("the walk's %d events end on one not from the network", postgres.NetworkWalk)
+	}
+	q := dashboard.EventSearch{Network: "192.0.2.0/24", Account: "busy@example.com", Limit: 173}
+	got := search(t, s, q)
+	if want := 2 * postgres.NetworkWalk / 50; len(got) != want {
+		t.Errorf("%d events, want busy@example.com's %d from the network", len(got), want)
+	}
+	seen := map[int64]bool{}
+	for i, e := range got {
+		if e.Account != q.Account {
+			t.Errorf("event %d of %s, searched for %s", e.ID, e.Account, q.Account)
+		}
+		if seen[e.ID] {
+			t.Errorf("event %d twice", e.ID)
+		}
+		seen[e.ID] = true
+		if i > 0 && !got[i-1].At.After(e.At) {
+			t.Errorf("event %d at %v after %v, want newest first", e.ID, e.At, got[i-1].At)
+		}
+	}
+}
