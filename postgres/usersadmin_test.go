@@ -239,6 +239,17 @@ func TestDisableUser(t *testing.T) {
 	if _, err := s.EnableUser(ctx, u.ID); err != nil {
 		t.Fatal(err)
 	}
+	// The links pending as it was disabled were spent, not merely
+	// refused while it is: enabled again, they still do nothing.
+	if _, _, err := s.ResetTokenUser(ctx, hash("r1"), now); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("reset link from before disabling, once enabled: %v", err)
+	}
+	if live, _ := s.UnlockTokenLive(ctx, hash("u1"), now); live {
+		t.Error("unlock link from before disabling live once enabled")
+	}
+	if email, _ := s.SignInTokenLive(ctx, hash("i1"), now); email != "" {
+		t.Error("sign-in link from before disabling live once enabled")
+	}
 	if _, _, err := s.ResetPassword(ctx, hash("r2"), now, "$argon2id$new"); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("reset link made while disabled, once enabled: %v", err)
 	}
