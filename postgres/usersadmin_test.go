@@ -177,6 +177,60 @@ func TestLastAdminRules(t *testing.T) {
 	}
 }
 
+// TestDisabledAccountRefusedByItsReads: a disabled account's session and
+// links, were any left in place (DisableUser ends and spends them), are
+// refused by the reads and spends themselves: each checks the account
+// as well as the record, and refuses without spending.
+func TestDisabledAccountRefusedByItsReads(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	now := time.Now()
+	u := addUser(t, s, "ann@example.com", false)
+	hash := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+	sess := auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	mustNil := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustNil(s.CreateSession(ctx, hash("s1"), sess, u.PasswordHash, u.SignOuts))
+	mustNil(s.AddResetToken(ctx, hash("r1"), u.ID, now, now.Add(time.Hour), false))
+	mustNil(s.AddUnlockToken(ctx, hash("u1"), u.ID, now, now.Add(time.Hour)))
+	mustNil(s.AddSignInToken(ctx, hash("i1"), u.ID, u.PasswordHash, u.SignOuts, now, now.Add(time.Hour)))
+	_, err := s.Pool().Exec(ctx, `UPDATE users SET disabled_at = $2 WHERE id = $1`, u.ID, now)
+	mustNil(err)
+
+	if _, err := s.SessionByHash(ctx, hash("s1"), now); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("session of a disabled account: %v, want ErrNoSession", err)
+	}
+	if _, _, err := s.ResetTokenUser(ctx, hash("r1"), now); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("reset link of a disabled account: %v, want ErrInvalidToken", err)
+	}
+	if _, _, err := s.ResetPassword(ctx, hash("r1"), now, "$argon2id$new"); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("reset by a disabled account's link: %v, want ErrInvalidToken", err)
+	}
+	if _, _, err := s.UseUnlockToken(ctx, hash("u1"), now, hash("d1"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("unlock by a disabled account's link: %v, want ErrInvalidToken", err)
+	}
+	if email, err := s.SignInTokenLive(ctx, hash("i1"), now); err != nil || email != "" {
+		t.Errorf("sign-in link of a disabled account: %q %v, want none", email, err)
+	}
+	if _, err := s.UseSignInToken(ctx, hash("i1"), now, hash("d2"), 10); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Errorf("sign-in by a disabled account's link: %v, want ErrInvalidToken", err)
+	}
+	// Nothing was spent or replaced: enabled again, it is as it was.
+	if _, err := s.EnableUser(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SessionByHash(ctx, hash("s1"), now); err != nil {
+		t.Errorf("session once enabled: %v", err)
+	}
+	if _, _, err := s.ResetPassword(ctx, hash("r1"), now, "$argon2id$new"); err != nil {
+		t.Errorf("reset link once enabled: %v", err)
+	}
+}
+
 // TestDisableUser: disabling ends the account's sessions, forgets its
 // devices, spends its links, and from then on no session is made or
 // found for it and no link of it works; enabling lets it sign in again.
