@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -55,5 +56,43 @@ func TestEventBatchWrittenOnce(t *testing.T) {
 	}
 	if n := count(); n != 2*len(batch) {
 		t.Errorf("%d rows after the sweep of ids, want %d: the events stay", n, 2*len(batch))
+	}
+}
+
+// TestSweepSecurityEvents: the sweep of the security log removes the
+// events from before its time, and keeps the rest: the newest of the log,
+// and the one at the cutoff itself.
+func TestSweepSecurityEvents(t *testing.T) {
+	ctx := t.Context()
+	_, pool := testenv.Schema(t)
+	s := postgres.New(pool)
+	cutoff := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	var batch []auth.Event
+	for _, at := range []time.Time{cutoff.Add(-time.Hour), cutoff.Add(-time.Second), cutoff, cutoff.Add(time.Second), cutoff.Add(time.Hour)} {
+		batch = append(batch, auth.Event{At: at, Kind: auth.EventLoginFailed, Account: "ann@example.com", Source: "192.0.2.1"})
+	}
+	if err := s.InsertEvents(ctx, auth.NewEventBatchID(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Sweep(ctx, auth.SweepSecurityEvents, cutoff); err != nil || n != 2 {
+		t.Fatalf("sweep: %d %v, want the 2 events before the cutoff removed", n, err)
+	}
+	var kept []time.Time
+	rows, err := pool.Query(ctx, `SELECT at FROM security_events ORDER BY at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var at time.Time
+		if err := rows.Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, at.UTC())
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Time{cutoff, cutoff.Add(time.Second), cutoff.Add(time.Hour)}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
 	}
 }
