@@ -48,6 +48,12 @@ func TestBreachedNewPasswordRefused(t *testing.T) {
 			if err := f.svc.SetPassword(t.Context(), "ann@example.com", "letmein!!", "cli"); !errors.Is(err, auth.ErrBreachedPassword) {
 				t.Fatalf("SetPassword with a breached password: %v, want ErrBreachedPassword", err)
 			}
+			// A link that is none is refused before the password is
+			// looked up (or hashed): the lookup is for a live link only.
+			forged := strings.Repeat("A", 43)
+			if err := f.svc.ConfirmReset(t.Context(), forged, "password123", client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {
+				t.Fatalf("ConfirmReset with no such link and a breached password: %v, want ErrInvalidToken", err)
+			}
 			token := requestResetToken(t, f, "ann@example.com")
 			if err := f.svc.ConfirmReset(t.Context(), token, "password123", client("192.0.2.1")); !errors.Is(err, auth.ErrBreachedPassword) {
 				t.Fatalf("ConfirmReset with a breached password: %v, want ErrBreachedPassword", err)
