@@ -207,6 +207,16 @@ func TestVerifyNeedsRehash(t *testing.T) {
 			if err != nil || ok || rehash {
 				t.Errorf("Verify(wrong password) = %v, %v, %v; want false, false, nil", ok, rehash, err)
 			}
+			// A password typed in another form than its normal one
+			// (a decomposed accent) asks alike: it takes another path.
+			encoded, err = newHasher(t, tt.old, 0, time.Second).Hash(ctx, "caf\u00e9")
+			if err != nil {
+				t.Fatalf("Hash: %v", err)
+			}
+			ok, rehash, err = current.Verify(ctx, encoded, "cafe\u0301")
+			if err != nil || !ok || rehash != tt.rehash {
+				t.Errorf("Verify(decomposed) = %v, %v, %v; want true, %v, nil", ok, rehash, err, tt.rehash)
+			}
 		})
 	}
 }
