@@ -246,3 +246,18 @@ func TestBreachedFormsLookedUpAtOnce(t *testing.T) {
 		t.Errorf("at most %d lookups at once for a password of two forms, want 2", most)
 	}
 }
+
+// TestBreachedAsTyped: a password breached in the form it is typed in,
+// other than its NFKC form (a decomposed accent, as some keyboards type
+// it), is refused though its NFKC form is in no corpus.
+func TestBreachedAsTyped(t *testing.T) {
+	typed := "cafe\u0301 au lait"
+	corpus := breachedtest.New(t)
+	corpus.Add(t, typed)
+	f := newFixture(t, nil, withBreached(corpus.Checker(t)))
+	f.addUser(t, "ann@example.com", "old password", false)
+	token := requestResetToken(t, f, "ann@example.com")
+	if err := f.svc.ConfirmReset(t.Context(), token, typed, client("192.0.2.1")); !errors.Is(err, auth.ErrBreachedPassword) {
+		t.Fatalf("ConfirmReset with a password breached as typed: %v, want ErrBreachedPassword", err)
+	}
+}
