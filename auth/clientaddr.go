@@ -54,7 +54,7 @@ func TranslatedIPv4(addr netip.Addr, prefix netip.Prefix) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	b := addr.As16()
-	if bits <= 64 && b[8] != 0 {
+	if b[8] != 0 {
 		return netip.Addr{}, false
 	}
 	var v4 [4]byte

@@ -35,6 +35,7 @@ func TestTranslatedIPv4(t *testing.T) {
 		{"bits 64 to 71 set", "2001:db8:122::/48", "2001:db8:122:c000:ff02:2100::"},
 		{"an IPv4 address", "2001:db8::/32", "192.0.2.33"},
 		{"a length RFC 6052 does not define", "2001:db8:122:344::/80", "2001:db8:122:344::c000:221"},
+		{"a /96 that sets bits 64 to 71", "2001:db8:122:344:ff00::/96", "2001:db8:122:344:ff00::c000:221"},
 	} {
 		if got, ok := auth.TranslatedIPv4(netip.MustParseAddr(tt.addr), netip.MustParsePrefix(tt.prefix)); ok {
 			t.Errorf("%s: TranslatedIPv4(%s, %s) = %v, true; want false", tt.why, tt.addr, tt.prefix, got)

@@ -28,8 +28,9 @@ const (
 // ParseNAT64Prefixes parses XCLOAK_NAT64_PREFIXES: a comma-separated list
 // of the IPv6 prefixes through which the operator's translators (NAT64,
 // SIIT; RFC 6052) present IPv4 clients, such as "2001:db8:64::/96". Each
-// is 32, 40, 48, 56, 64 or 96 bits long, without host bits: a typo there
-// would make another network's hosts into IPv4 addresses. Spaces around
+// is 32, 40, 48, 56, 64 or 96 bits long, without host bits (a typo there
+// would make another network's hosts into IPv4 addresses), and a /96
+// leaves bits 64 to 71 zero, as RFC 6052 requires. Spaces around
 // entries and empty entries are ignored. The well-known prefix,
 // 64:ff9b::/96, needs no entry (auth.CountedAddr).
 func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
@@ -48,6 +49,10 @@ func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
 			err = errors.New("RFC 6052 prefixes are 32, 40, 48, 56, 64 or 96 bits long")
 		case p.Masked() != p:
 			err = fmt.Errorf("host bits set; the prefix is %s", p.Masked())
+		case bits == 96 && p.Addr().As16()[8] != 0:
+			// Bits 64 to 71 are zero in every address that embeds an
+			// IPv4 one; a /96 that sets them embeds none.
+			err = errors.New("bits 64 to 71 are set, which RFC 6052 reserves as zero")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("nat64 prefix %q: %w", entry, err)

@@ -439,6 +439,7 @@ func TestParseNAT64Prefixes(t *testing.T) {
 		"2001:db8::",            // no length
 		"2001:db8::/96, banana", // one bad entry of two
 		"fe80::%eth0/64",
+		"2001:db8:122:344:ff00::/96", // bits 64 to 71 set, which RFC 6052 reserves
 	} {
 		if _, err := ParseNAT64Prefixes(bad); err == nil {
 			t.Errorf("ParseNAT64Prefixes(%q) succeeded", bad)
