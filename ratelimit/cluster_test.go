@@ -206,33 +206,11 @@ func migrate(t *testing.T, rdb *redis.ClusterClient, slot int) (source, target s
 	if err != nil {
 		t.Fatal(err)
 	}
-	var from, to *redis.Node
-	for _, s := range shards {
-		for i := range s.Nodes {
-			n := &s.Nodes[i]
-			if n.Role != "master" {
-				continue
-			}
-			holds := false
-			for _, r := range s.Slots {
-				holds = holds || (r.Start <= int64(slot) && int64(slot) <= r.End)
-			}
-			if holds {
-				from = n
-			} else if to == nil {
-				to = n
-			}
-		}
-	}
+	from, to, _ := slotMasters(shards, slot)
 	if from == nil || to == nil {
 		t.Fatalf("no two masters for slot %d in %+v", slot, shards)
 	}
-	node := func(n *redis.Node) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("%s:%d", n.IP, n.Port)})
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	src, dst := node(from), node(to)
+	src, dst := nodeClient(t, from), nodeClient(t, to)
 	t.Cleanup(func() {
 		ctx := context.Background()
 		for _, c := range []*redis.Client{dst, src} {
@@ -686,20 +664,9 @@ func TestClusterExactWhileSlotMoves(t *testing.T) {
 	}
 }
 
-// moveSlot moves slot, and every key in it, from the master that holds it
-// to another, as redis-cli --cluster reshard does: the target imports, the
-// source migrates, the keys go over in small batches, and every master
-// learns the new owner. Errors fail the test.
-func moveSlot(t *testing.T, rdb *redis.ClusterClient, slot int) {
-	t.Helper()
-	ctx := context.Background()
-	shards, err := rdb.ClusterShards(ctx).Result()
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	var from, to *redis.Node
-	var masters []*redis.Node
+// slotMasters returns, of a cluster's shards, the master that holds slot,
+// another master, and every master; nil where there is none.
+func slotMasters(shards []redis.ClusterShard, slot int) (from, to *redis.Node, masters []*redis.Node) {
 	for _, s := range shards {
 		for i := range s.Nodes {
 			n := &s.Nodes[i]
@@ -718,16 +685,34 @@ func moveSlot(t *testing.T, rdb *redis.ClusterClient, slot int) {
 			}
 		}
 	}
+	return from, to, masters
+}
+
+// nodeClient is a client of one node of a cluster, closed when t ends.
+func nodeClient(t *testing.T, n *redis.Node) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("%s:%d", n.IP, n.Port)})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// moveSlot moves slot, and every key in it, from the master that holds it
+// to another, as redis-cli --cluster reshard does: the target imports, the
+// source migrates, the keys go over in small batches, and every master
+// learns the new owner. Errors fail the test.
+func moveSlot(t *testing.T, rdb *redis.ClusterClient, slot int) {
+	t.Helper()
+	ctx := context.Background()
+	shards, err := rdb.ClusterShards(ctx).Result()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	from, to, masters := slotMasters(shards, slot)
 	if from == nil || to == nil {
 		t.Errorf("no two masters for slot %d in %+v", slot, shards)
 		return
 	}
-	client := func(n *redis.Node) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("%s:%d", n.IP, n.Port)})
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	src, dst := client(from), client(to)
+	src, dst := nodeClient(t, from), nodeClient(t, to)
 	check := func(err error) bool {
 		if err != nil {
 			t.Errorf("moving slot %d from %s to %s: %v", slot, src.Options().Addr, dst.Options().Addr, err)
@@ -757,7 +742,7 @@ func moveSlot(t *testing.T, rdb *redis.ClusterClient, slot int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, n := range append([]*redis.Node{to, from}, masters...) {
-		if !check(client(n).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err()) {
+		if !check(nodeClient(t, n).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err()) {
 			return
 		}
 	}
