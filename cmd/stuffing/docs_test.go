@@ -16,10 +16,6 @@ func TestDocsCommandsParse(t *testing.T) {
 	// The documents' commands run from the repository's root, and name
 	// files from there.
 	t.Chdir("../..")
-	cmds, err := doccmd.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// No command acts on a check, which stops it at --help; should one
 	// ever get past it, it finds its context ended.
 	ctx, cancel := context.WithCancel(t.Context())
@@ -29,18 +25,5 @@ func TestDocsCommandsParse(t *testing.T) {
 		err := run(ctx, append([]string{"stuffing"}, args...), &stdout, &stderr)
 		return stderr.String(), err
 	}
-	n := 0
-	for _, c := range cmds {
-		args, ok := c.Args("stuffing")
-		if !ok {
-			continue
-		}
-		n++
-		for _, err := range doccmd.Check(c, args, parse) {
-			t.Errorf("%s\n\t%v", c, err)
-		}
-	}
-	if n == 0 {
-		t.Fatal("the documents show no stuffing command")
-	}
+	doccmd.CheckAll(t, ".", "stuffing", parse)
 }

@@ -20,10 +20,6 @@ func TestDocsCommandsParse(t *testing.T) {
 	// The documents' commands run from the repository's root, and name
 	// files from there.
 	t.Chdir(repoRoot)
-	cmds, err := doccmd.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// No command acts on a check, which stops it at --help; should one
 	// ever get past it, it finds its context ended.
 	ctx, cancel := context.WithCancel(t.Context())
@@ -33,20 +29,7 @@ func TestDocsCommandsParse(t *testing.T) {
 		err := run(ctx, append([]string{"xcloak"}, args...), nil, strings.NewReader(""), &stdout, &stderr)
 		return stderr.String(), err
 	}
-	n := 0
-	for _, c := range cmds {
-		args, ok := c.Args("xcloak")
-		if !ok {
-			continue
-		}
-		n++
-		for _, err := range doccmd.Check(c, args, parse) {
-			t.Errorf("%s\n\t%v", c, err)
-		}
-	}
-	if n == 0 {
-		t.Fatal("the documents show no xcloak command")
-	}
+	doccmd.CheckAll(t, ".", "xcloak", parse)
 }
 
 // TestDocsNameOnlySettings: every XCLOAK_ variable the documents name,
