@@ -1011,47 +1011,41 @@ func TestAttemptIDOfTheLongestAccounts(t *testing.T) {
 }
 
 // TestAttemptsCountTranslatedIPv4ByItsAddress: an application behind a
-// NAT64 or SIIT translator sees its IPv4 users under 64:ff9b::/96. Each
-// is counted as its IPv4 address, together with its attempts over IPv4,
-// and not with every other user of the translator in one IPv6 /64.
+// NAT64 or SIIT translator sees its IPv4 users under the well-known
+// 64:ff9b::/96, or under its operator's own prefix listed in
+// XCLOAK_NAT64_PREFIXES. Each is counted as the IPv4 address it embeds,
+// together with its attempts over IPv4, and not with every other user of
+// the translator in one IPv6 /64.
 func TestAttemptsCountTranslatedIPv4ByItsAddress(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 2) }})
-	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
-	for i, ip := range []string{"64:ff9b::192.0.2.1", "192.0.2.1"} {
-		if status, d, _ := a.ask("login", fmt.Sprintf("user%d", i), ip, ""); status != 200 || d.Decision != "allow" {
-			t.Fatalf("%s: %d %+v, want 200 allow", ip, status, d)
-		}
-	}
-	if status, d, _ := a.ask("login", "user2", "64:ff9b::192.0.2.1", ""); status != 429 || d.Decision != "deny" {
-		t.Fatalf("a third attempt of 192.0.2.1 through the translator: %d %+v, want 429 deny", status, d)
-	}
-	if status, d, _ := a.ask("login", "user3", "64:ff9b::198.51.100.1", ""); status != 200 || d.Decision != "allow" {
-		t.Fatalf("another IPv4 user through the translator: %d %+v, want 200 allow", status, d)
-	}
-}
-
-// TestAttemptsCountTheOperatorsTranslatorByIPv4: with the prefix of the
-// operator's own translator in XCLOAK_NAT64_PREFIXES, an application's
-// client_ip under it is counted as the IPv4 address it embeds, as under
-// the well-known prefix; outside it, an address is its own.
-func TestAttemptsCountTheOperatorsTranslatorByIPv4(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{
-		Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 2) },
-		Web: func(c *web.Config) {
-			c.NAT64Prefixes = []netip.Prefix{netip.MustParsePrefix("2001:db8:122::/48")}
-		},
-	})
-	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
-	// 192.0.2.33 under the /48 (RFC 6052's example), then over IPv4.
-	for i, ip := range []string{"2001:db8:122:c000:2:2100::", "192.0.2.33"} {
-		if status, d, _ := a.ask("login", fmt.Sprintf("user%d", i), ip, ""); status != 200 || d.Decision != "allow" {
-			t.Fatalf("%s: %d %+v, want 200 allow", ip, status, d)
-		}
-	}
-	if status, d, _ := a.ask("login", "user2", "2001:db8:122:c000:2:2100::", ""); status != 429 || d.Decision != "deny" {
-		t.Fatalf("a third attempt of 192.0.2.33 through the translator: %d %+v, want 429 deny", status, d)
-	}
-	if status, d, _ := a.ask("login", "user3", "2001:db8:122:c633:6401::", ""); status != 200 || d.Decision != "allow" {
-		t.Fatalf("another IPv4 user (198.51.100.1) through the translator: %d %+v, want 200 allow", status, d)
+	for _, tt := range []struct {
+		name     string
+		prefixes []netip.Prefix
+		// user and other are 192.0.2.33 and 198.51.100.1 through the
+		// translator.
+		user, other string
+	}{
+		{"the well-known prefix", nil, "64:ff9b::192.0.2.33", "64:ff9b::198.51.100.1"},
+		// RFC 6052's example of a /48.
+		{"the operator's prefix", []netip.Prefix{netip.MustParsePrefix("2001:db8:122::/48")},
+			"2001:db8:122:c000:2:2100::", "2001:db8:122:c633:6401::"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := xcloaktest.New(t, xcloaktest.Options{
+				Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginIP, 2) },
+				Web:  func(c *web.Config) { c.NAT64Prefixes = tt.prefixes },
+			})
+			a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+			for i, ip := range []string{tt.user, "192.0.2.33"} {
+				if status, d, _ := a.ask("login", fmt.Sprintf("user%d", i), ip, ""); status != 200 || d.Decision != "allow" {
+					t.Fatalf("%s: %d %+v, want 200 allow", ip, status, d)
+				}
+			}
+			if status, d, _ := a.ask("login", "user2", tt.user, ""); status != 429 || d.Decision != "deny" {
+				t.Fatalf("a third attempt of 192.0.2.33 through the translator: %d %+v, want 429 deny", status, d)
+			}
+			if status, d, _ := a.ask("login", "user3", tt.other, ""); status != 200 || d.Decision != "allow" {
+				t.Fatalf("another IPv4 user through the translator: %d %+v, want 200 allow", status, d)
+			}
+		})
 	}
 }
