@@ -488,12 +488,7 @@ func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
 			return d.DialContext(ctx, network, addr)
 		}})
 	t.Cleanup(func() { c.Close() })
-	shared, err := ratelimit.NewRedisStore(c, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := ratelimit.NewFailover(shared, newLocal(t), c, ratelimit.FailLocal, nil)
-	t.Cleanup(f.Close)
+	f := failoverOn(t, c, prefix, ratelimit.FailLocal)
 	trips, backs := countChanges(f)
 
 	if d, err := f.AllowAll(t.Context(), up); err != nil || !d.Allowed || f.Degraded() {
@@ -783,12 +778,7 @@ func TestClusterPingPastANodeThatNeverAnswers(t *testing.T) {
 		Addrs:      append([]string{ln.Addr().String()}, testenv.ClusterAddrs(t)...),
 		MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true, ReadTimeout: 2 * time.Second})
 	t.Cleanup(func() { c.Close() })
-	shared, err := ratelimit.NewRedisStore(c, prefix, policies)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := ratelimit.NewFailover(shared, newLocal(t), c, ratelimit.FailLocal, nil)
-	t.Cleanup(f.Close)
+	f := failoverOn(t, c, prefix, ratelimit.FailLocal)
 	// A map to fall back on, read however long it takes.
 	if err := c.Ping(t.Context()).Err(); err != nil {
 		t.Fatal(err)

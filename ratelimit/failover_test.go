@@ -108,7 +108,14 @@ func fastClient(t *testing.T, url string) *redis.Client {
 
 func newFailover(t *testing.T, rdb redis.UniversalClient, p ratelimit.FailurePolicy) *ratelimit.Failover {
 	t.Helper()
-	shared, err := ratelimit.NewRedisStore(rdb, "xcloak:", policies)
+	return failoverOn(t, rdb, "xcloak:", p)
+}
+
+// failoverOn is a Failover with policy p in front of rdb's keys under
+// prefix, and the in-process store, closed when t ends.
+func failoverOn(t *testing.T, rdb redis.UniversalClient, prefix string, p ratelimit.FailurePolicy) *ratelimit.Failover {
+	t.Helper()
+	shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
 	if err != nil {
 		t.Fatal(err)
 	}
