@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -31,8 +32,10 @@ const (
 // is 32, 40, 48, 56, 64 or 96 bits long, without host bits (a typo there
 // would make another network's hosts into IPv4 addresses), and a /96
 // leaves bits 64 to 71 zero, as RFC 6052 requires. Spaces around
-// entries and empty entries are ignored. The well-known prefix,
-// 64:ff9b::/96, needs no entry (auth.CountedAddr).
+// entries, empty entries and repeated ones are ignored. The well-known
+// prefix, 64:ff9b::/96, needs no entry (auth.CountedAddr) and is ignored
+// too. A prefix that overlaps another entry, the well-known prefix, 6to4's
+// 2002::/16 or IPv4-mapped ::ffff:0:0/96 is refused (overlapping).
 func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
 	var prefixes []netip.Prefix
 	for entry := range strings.SplitSeq(s, ",") {
@@ -54,12 +57,50 @@ func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
 			// IPv4 one; a /96 that sets them embeds none.
 			err = errors.New("bits 64 to 71 are set, which RFC 6052 reserves as zero")
 		}
+		if err == nil {
+			if p == wellKnownNAT64 || slices.Contains(prefixes, p) {
+				continue // read already, the same way
+			}
+			err = overlapping(p, prefixes)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("nat64 prefix %q: %w", entry, err)
 		}
 		prefixes = append(prefixes, p)
 	}
 	return prefixes, nil
+}
+
+// wellKnownNAT64 is NAT64's well-known prefix, which auth.CountedAddr
+// reads without an entry.
+var wellKnownNAT64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// readByItself are the prefixes whose addresses XCloak already takes for
+// the IPv4 address they stand for (auth.CountedAddr, parsePeer), each as
+// it reads them.
+var readByItself = []netip.Prefix{
+	wellKnownNAT64,
+	netip.MustParsePrefix("2002::/16"),     // 6to4
+	netip.MustParsePrefix("::ffff:0:0/96"), // IPv4-mapped
+}
+
+// overlapping refuses p when it overlaps one of the prefixes listed
+// before it or one XCloak reads by itself: an address under both would
+// embed a different IPv4 address under each, and which one it counted as
+// would hang on the order of the list (a /32 listed before a /96 inside
+// it would make all the /96's clients one address).
+func overlapping(p netip.Prefix, listed []netip.Prefix) error {
+	for _, q := range readByItself {
+		if p.Overlaps(q) {
+			return fmt.Errorf("overlaps %s, whose addresses XCloak reads by itself", q)
+		}
+	}
+	for _, q := range listed {
+		if p.Overlaps(q) {
+			return fmt.Errorf("overlaps %s, listed before it: an address under both would embed a different IPv4 address in each", q)
+		}
+	}
+	return nil
 }
 
 // translated is an address given as text, an application's client_ip or

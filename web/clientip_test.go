@@ -420,11 +420,11 @@ func TestClientIPWarnsOfTheOtherHeader(t *testing.T) {
 // lengths RFC 6052 allows, host bits refused rather than masked (a typo
 // would translate another network), and nothing else.
 func TestParseNAT64Prefixes(t *testing.T) {
-	got, err := ParseNAT64Prefixes(" 2001:db8:122:344::/96, ,2001:db8::/32 ")
+	got, err := ParseNAT64Prefixes(" 2001:db8:122:344::/96, ,3fff::/32 ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []netip.Prefix{netip.MustParsePrefix("2001:db8:122:344::/96"), netip.MustParsePrefix("2001:db8::/32")}
+	want := []netip.Prefix{netip.MustParsePrefix("2001:db8:122:344::/96"), netip.MustParsePrefix("3fff::/32")}
 	if !slices.Equal(got, want) {
 		t.Errorf("ParseNAT64Prefixes = %v, want %v", got, want)
 	}
@@ -479,5 +479,44 @@ func TestClientIPThroughATranslator(t *testing.T) {
 		if got := r.ClientIP(req); got.String() != tt.want {
 			t.Errorf("%s: ClientIP = %v, want %s", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestParseNAT64PrefixesRefusesOverlaps: an address under two listed
+// prefixes, or under one and a prefix XCloak reads by itself (NAT64's
+// well-known 64:ff9b::/96, 6to4's 2002::/16, IPv4-mapped ::ffff:0:0/96),
+// would embed a different IPv4 address under each, and which one counted
+// would depend on the order of the list: a /32 listed before a /96 inside
+// it made every client of the /96's translator one IPv4 address, and
+// 64:ff9b::/32 made every NAT64 client 0.0.0.0. Such a list is refused at
+// start-up, naming both. The same prefix twice, or the well-known one,
+// means nothing else and is taken once (the well-known one as XCloak
+// reads it anyway).
+func TestParseNAT64PrefixesRefusesOverlaps(t *testing.T) {
+	for _, tt := range []struct{ list, names string }{
+		{"2001:db8::/32, 2001:db8:122:344::/96", "2001:db8::/32"},
+		{"2001:db8:122:344::/96, 2001:db8::/32", "2001:db8:122:344::/96"},
+		{"64:ff9b::/32", "64:ff9b::/96"},
+		{"64:ff9b::/64", "64:ff9b::/96"},
+		{"2002:c000:200::/48", "2002::/16"},
+		{"::/64", "::ffff:0.0.0.0/96"},
+	} {
+		_, err := ParseNAT64Prefixes(tt.list)
+		if err == nil {
+			t.Errorf("ParseNAT64Prefixes(%q) succeeded", tt.list)
+			continue
+		}
+		if !strings.Contains(err.Error(), "nat64 prefix") || !strings.Contains(err.Error(), "overlaps "+tt.names) {
+			t.Errorf("ParseNAT64Prefixes(%q): %v; want it to name the entry and %s", tt.list, err, tt.names)
+		}
+	}
+
+	got, err := ParseNAT64Prefixes("2001:db8:64::/96, 64:ff9b::/96, 2001:db8:64::/96, 64:ff9b:1::/48")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("2001:db8:64::/96"), netip.MustParsePrefix("64:ff9b:1::/48")}
+	if !slices.Equal(got, want) {
+		t.Errorf("ParseNAT64Prefixes = %v, want %v", got, want)
 	}
 }
