@@ -75,12 +75,16 @@ func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
 // reads without an entry.
 var wellKnownNAT64 = netip.MustParsePrefix("64:ff9b::/96")
 
+// sixToFour is 6to4's prefix (RFC 3056): 2002:V4ADDR::/48 is the site
+// of the IPv4 host V4ADDR, which auth.CountedAddr counts it as.
+var sixToFour = netip.MustParsePrefix("2002::/16")
+
 // readByItself are the prefixes whose addresses XCloak already takes for
 // the IPv4 address they stand for (auth.CountedAddr, parsePeer), each as
 // it reads them.
 var readByItself = []netip.Prefix{
 	wellKnownNAT64,
-	netip.MustParsePrefix("2002::/16"),     // 6to4
+	sixToFour,
 	netip.MustParsePrefix("::ffff:0:0/96"), // IPv4-mapped
 }
 
@@ -122,6 +126,68 @@ func (s *Server) translated(clientIP string) string {
 		}
 	}
 	return clientIP
+}
+
+// TranslatedTrust is a trusted proxy's prefix that holds the addresses
+// of a wide part of the IPv4 Internet through a translator's prefix.
+type TranslatedTrust struct {
+	// Trusted is the entry of XCLOAK_TRUSTED_PROXIES, Translator the
+	// prefix under which its addresses embed IPv4 ones, and IPv4 the
+	// IPv4 addresses they embed.
+	Trusted, Translator, IPv4 netip.Prefix
+}
+
+func (w TranslatedTrust) String() string {
+	return w.Trusted.String() + " holds " + w.IPv4.String() + " through " + w.Translator.String()
+}
+
+// TrustedOverTranslators returns the trusted prefixes that hold a wide
+// part (shorter than an IPv4 /8, as broad trusted IPv4 prefixes are
+// counted) of the IPv4 clients a translator presents: those of the
+// operator's translators (XCLOAK_NAT64_PREFIXES), of the well-known
+// prefix and of 6to4. Every such client is then a trusted proxy, which
+// names whatever address it likes in the forwarded header, as under
+// 0.0.0.0/0. An operator does it unawares by trusting the /64 its
+// proxies live in when the translator's /96 was made of that /64 and four
+// zero octets, as RFC 6052 suggests.
+func TrustedOverTranslators(trusted, translators []netip.Prefix) []TranslatedTrust {
+	all := append(slices.Clip(translators), wellKnownNAT64, sixToFour)
+	var out []TranslatedTrust
+	for _, p := range trusted {
+		p = p.Masked()
+		for _, t := range all {
+			if !p.Overlaps(t) {
+				continue
+			}
+			if p.Bits() <= t.Bits() {
+				out = append(out, TranslatedTrust{p, t, netip.PrefixFrom(netip.IPv4Unspecified(), 0)})
+				continue
+			}
+			v4, ok := embeddedIPv4(p.Addr(), t)
+			if !ok {
+				continue // bits 64 to 71 set: no address of p embeds one
+			}
+			n := p.Bits() - t.Bits()
+			if t != sixToFour {
+				// Bits 64 to 71 are the "u" octet, not the IPv4 address's.
+				n -= max(0, min(p.Bits(), 72)-max(t.Bits(), 64))
+			}
+			if n = min(n, 32); n < 8 {
+				out = append(out, TranslatedTrust{p, t, netip.PrefixFrom(v4, n).Masked()})
+			}
+		}
+	}
+	return out
+}
+
+// embeddedIPv4 is the IPv4 address addr embeds under t, a translator's
+// prefix or 6to4's.
+func embeddedIPv4(addr netip.Addr, t netip.Prefix) (netip.Addr, bool) {
+	if t == sixToFour {
+		b := addr.As16()
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return auth.TranslatedIPv4(addr, t)
 }
 
 // ParseTrustedProxies parses a comma-separated list of CIDRs and single IP

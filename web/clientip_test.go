@@ -520,3 +520,41 @@ func TestParseNAT64PrefixesRefusesOverlaps(t *testing.T) {
 		t.Errorf("ParseNAT64Prefixes = %v, want %v", got, want)
 	}
 }
+
+// TestTrustedProxiesOverTranslators: a trusted prefix that holds a
+// translator's prefix makes every IPv4 client that translator presents a
+// trusted proxy, which names its own address in the forwarded header, as
+// 0.0.0.0/0 would. RFC 6052 has a /96 built from a /64 and four zero
+// octets, so trusting the /64 the proxies live in does it unawares.
+// Such entries are found, for serve to warn of; one that names a proxy
+// behind the translator (a /128, or an IPv4 /8 or narrower) is not.
+func TestTrustedProxiesOverTranslators(t *testing.T) {
+	parse := func(s string) []netip.Prefix {
+		var ps []netip.Prefix
+		for f := range strings.SplitSeq(s, ",") {
+			ps = append(ps, netip.MustParsePrefix(strings.TrimSpace(f)))
+		}
+		return ps
+	}
+	translators := parse("2001:db8:64::/96, 2001:db8:100::/40, 2001:db8:122:300::/64")
+	var got []string
+	for _, w := range TrustedOverTranslators(parse(
+		"2001:db8:64::/64, 2001:db8:64::c000:205/128, 2001:db8:64::a00:0/104, 2001:db8:64::/97, "+
+			"2001:db8::/32, 2001:db8:100:ff00::/56, 2001:db8:122:300::/72, 2001:db8:122:300:ff00::/72, "+
+			"64:ff9b::/64, 2002::/17, 2002:c000:200::/48, 10.0.0.0/8, 2001:db8:5::/48"), translators) {
+		got = append(got, w.String())
+	}
+	want := []string{
+		"2001:db8:64::/64 holds 0.0.0.0/0 through 2001:db8:64::/96",
+		"2001:db8:64::/97 holds 0.0.0.0/1 through 2001:db8:64::/96",
+		"2001:db8::/32 holds 0.0.0.0/0 through 2001:db8:64::/96",
+		"2001:db8::/32 holds 0.0.0.0/0 through 2001:db8:100::/40",
+		"2001:db8::/32 holds 0.0.0.0/0 through 2001:db8:122:300::/64",
+		"2001:db8:122:300::/72 holds 0.0.0.0/0 through 2001:db8:122:300::/64",
+		"64:ff9b::/64 holds 0.0.0.0/0 through 64:ff9b::/96",
+		"2002::/17 holds 0.0.0.0/1 through 2002::/16",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("TrustedOverTranslators =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -109,6 +109,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"address in the forwarded header, and so escapes the limits per address and network; list the proxies' own addresses",
 			"header", string(cfg.ForwardedHeader))
 	}
+	for _, w := range web.TrustedOverTranslators(cfg.TrustedProxies, cfg.NAT64Prefixes) {
+		logger.Warn("XCLOAK_TRUSTED_PROXIES trusts "+w.Trusted.String()+", which holds the IPv4 clients "+w.IPv4.String()+
+			" through the translator prefix "+w.Translator.String()+": each of them is a trusted proxy, names its own "+
+			"address in the forwarded header, and so escapes the limits per address and network; list the proxies' own addresses",
+			"header", string(cfg.ForwardedHeader))
+	}
 	for _, w := range cfg.WidenedProxies {
 		logger.Warn("XCLOAK_TRUSTED_PROXIES has host bits in "+w+": the whole network is trusted; "+
 			"give a proxy's address alone (/32, /128) or its network with the host bits cleared", "header", string(cfg.ForwardedHeader))
