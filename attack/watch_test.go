@@ -556,14 +556,14 @@ func TestAttackEventWrittenAgainUnderItsID(t *testing.T) {
 }
 
 // TestNetworkOfTranslatedIPv4: an IPv4 client an IPv6 address stands for
-// (mapped, NAT64's well-known prefix, 6to4) is ranked in its IPv4 /24, as
+// (mapped, NAT64's well-known prefix) is ranked in its IPv4 /24, as
 // the limits count it, not in one IPv6 /48 with every other such client.
 func TestNetworkOfTranslatedIPv4(t *testing.T) {
 	for addr, want := range map[string]string{
 		"203.0.113.7":          "203.0.113.0/24",
 		"::ffff:203.0.113.7":   "203.0.113.0/24",
 		"64:ff9b::203.0.113.7": "203.0.113.0/24",
-		"2002:cb00:7107:1::9":  "203.0.113.0/24",
+		"2002:cb00:7107:1::9":  "2002:cb00:7107::/48",
 		"2001:db8:7:1::9":      "2001:db8:7::/48",
 	} {
 		if got := attack.Network(netip.MustParseAddr(addr)); got != want {

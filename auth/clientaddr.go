@@ -2,39 +2,32 @@ package auth
 
 import "net/netip"
 
-// The IPv6 prefixes that stand for an IPv4 address: an IPv4 client that
-// reaches XCloak through them is that IPv4 address. Counted by its IPv6
-// form instead, every IPv4 client behind a translator would share one
-// /64 (one attacker's failures would refuse them all), and the holder of
-// one IPv4 address would have a 6to4 /48 of /64s to rotate through, each
-// with a limit of its own, beside the address's. Neither can be claimed
-// by anyone else: answers to them are routed to the IPv4 address itself.
-var (
-	// nat64Prefix is NAT64's and SIIT's well-known prefix (RFC 6052),
-	// the IPv4 address in its last 32 bits: an IPv6-only deployment's
-	// translator presents IPv4 clients from it.
-	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
-	// sixToFourPrefix is 6to4's (RFC 3056): 2002:V4ADDR::/48 is the site
-	// of the host at V4ADDR.
-	sixToFourPrefix = netip.MustParsePrefix("2002::/16")
-)
+// nat64Prefix is NAT64's and SIIT's well-known prefix (RFC 6052), the
+// IPv4 address in its last 32 bits: an IPv6-only deployment's translator
+// presents IPv4 clients from it. Counted by their IPv6 form, every IPv4
+// client behind the translator would share one /64, and one attacker's
+// failures would refuse them all. Answers to it go to the translator that
+// XCloak's network (or its provider's, by agreement: RFC 6052 keeps the
+// prefix out of the Internet's routes otherwise) routes it to, which
+// sends them on to the IPv4 address.
+//
+// 6to4's 2002::/16 (RFC 3056), which embeds an IPv4 address too, is not
+// read so: answers to it go to whichever 6to4 relay announces 2002::/16
+// nearest XCloak, and anyone with a network of their own may announce it
+// (RFC 3964, RFC 7526). Such a relay could send from any 2002:V4ADDR::/48
+// and, were it V4ADDR, spend that address's and its /24's limits and have
+// its users refused. A 6to4 site is counted as the IPv6 site it is.
+var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 
 // CountedAddr is the address the limits, events and attack detection
 // count a client by: addr without its zone, and the IPv4 address an IPv6
-// address stands for when it is IPv4-mapped (::ffff:192.0.2.1), of NAT64's
-// well-known prefix (64:ff9b::192.0.2.1) or 6to4 (2002:c000:201::/48).
-// Other addresses, and the zero Addr, are returned as they are.
+// address stands for when it is IPv4-mapped (::ffff:192.0.2.1) or of
+// NAT64's well-known prefix (64:ff9b::192.0.2.1). Other addresses, 6to4's
+// among them, and the zero Addr, are returned as they are.
 func CountedAddr(addr netip.Addr) netip.Addr {
 	addr = addr.Unmap().WithZone("")
-	if !addr.Is6() {
-		return addr
-	}
 	if v4, ok := TranslatedIPv4(addr, nat64Prefix); ok {
 		return v4
-	}
-	if sixToFourPrefix.Contains(addr) {
-		b := addr.As16()
-		return netip.AddrFrom4([4]byte(b[2:6]))
 	}
 	return addr
 }

@@ -287,8 +287,8 @@ func TestKeyNetwork(t *testing.T) {
 		{"IPv6 /56", KeyNetwork(24, 56), netip.MustParseAddr("2001:db8:1:2ff::1"), "2001:db8:1:200::/56"},
 		{"NAT64 IPv4", KeyNetwork(32, 64), netip.MustParseAddr("64:ff9b::203.0.113.9"), "203.0.113.9"},
 		{"NAT64 IPv4 /24", KeyNetwork(24, 56), netip.MustParseAddr("64:ff9b::203.0.113.9"), "203.0.113.0/24"},
-		{"6to4 IPv4", KeyNetwork(32, 64), netip.MustParseAddr("2002:cb00:7109:1::5"), "203.0.113.9"},
-		{"6to4 IPv4 /24", KeyNetwork(24, 56), netip.MustParseAddr("2002:cb00:7109:1::5"), "203.0.113.0/24"},
+		{"6to4 /64", KeyNetwork(32, 64), netip.MustParseAddr("2002:cb00:7109:1::5"), "2002:cb00:7109:1::/64"},
+		{"6to4 /56", KeyNetwork(24, 56), netip.MustParseAddr("2002:cb00:7109:1::5"), "2002:cb00:7109::/56"},
 		{"near NAT64 prefix", KeyNetwork(32, 64), netip.MustParseAddr("64:ff9b:1::203.0.113.9"), "64:ff9b:1::/64"},
 	}
 	for _, tt := range tests {
@@ -322,15 +322,19 @@ func TestKeyNetworkGroups(t *testing.T) {
 		{"same IPv4 /24", KeyNetwork(24, 48), "203.0.113.9", "203.0.113.250", true},
 		{"neighbouring IPv4 /24", KeyNetwork(24, 48), "203.0.113.9", "203.0.114.9", false},
 		{"same IPv6 /48", KeyNetwork(24, 48), "2001:db8:1:2::1", "2001:db8:1:ffff::1", true},
-		// An IPv4 client behind a translator or a 6to4 relay is that
-		// IPv4 address: two of them are two clients, and one of them is
-		// the client it is over IPv4.
+		// An IPv4 client behind a translator is that IPv4 address: two
+		// of them are two clients, and one of them is the client it is
+		// over IPv4.
 		{"NAT64 clients apart", KeyNetwork(32, 64), "64:ff9b::203.0.113.9", "64:ff9b::198.51.100.7", false},
 		{"NAT64 client and its IPv4", KeyNetwork(32, 64), "64:ff9b::203.0.113.9", "203.0.113.9", true},
 		{"NAT64 clients apart /24", KeyNetwork(24, 56), "64:ff9b::203.0.113.9", "64:ff9b::198.51.100.7", false},
-		{"6to4 site and its IPv4", KeyNetwork(32, 64), "2002:cb00:7109:ffff::1", "203.0.113.9", true},
-		{"6to4 sites apart", KeyNetwork(32, 64), "2002:cb00:7109::1", "2002:cb00:710a::1", false},
-		{"6to4 sites of one /24", KeyNetwork(24, 56), "2002:cb00:7109::1", "2002:cb00:71fe:ab00::1", true},
+		// A 6to4 address is an IPv6 site's like any other: whichever 6to4
+		// relay XCloak's network routes 2002::/16 to receives the answers,
+		// so it could send from any of them and would spend the limits of
+		// the IPv4 address and /24 it named, were they that address's.
+		{"6to4 site and its IPv4", KeyNetwork(32, 64), "2002:cb00:7109::1", "203.0.113.9", false},
+		{"6to4 site and its IPv4 /24", KeyNetwork(24, 56), "2002:cb00:7109::1", "203.0.113.9", false},
+		{"6to4 site's /64", KeyNetwork(32, 64), "2002:cb00:7109::1", "2002:cb00:7109::2", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

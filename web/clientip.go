@@ -75,25 +75,29 @@ func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
 // reads without an entry.
 var wellKnownNAT64 = netip.MustParsePrefix("64:ff9b::/96")
 
-// sixToFour is 6to4's prefix (RFC 3056): 2002:V4ADDR::/48 is the site
-// of the IPv4 host V4ADDR, which auth.CountedAddr counts it as.
-var sixToFour = netip.MustParsePrefix("2002::/16")
-
 // readByItself are the prefixes whose addresses XCloak already takes for
 // the IPv4 address they stand for (auth.CountedAddr, parsePeer), each as
 // it reads them.
 var readByItself = []netip.Prefix{
 	wellKnownNAT64,
-	sixToFour,
 	netip.MustParsePrefix("::ffff:0:0/96"), // IPv4-mapped
 }
+
+// sixToFour is 6to4's prefix (RFC 3056), which embeds an IPv4 address
+// but whose answers go to whichever relay announces it nearest
+// (auth.CountedAddr): no operator's translator presents clients from it.
+var sixToFour = netip.MustParsePrefix("2002::/16")
 
 // overlapping refuses p when it overlaps one of the prefixes listed
 // before it or one XCloak reads by itself: an address under both would
 // embed a different IPv4 address under each, and which one it counted as
 // would hang on the order of the list (a /32 listed before a /96 inside
-// it would make all the /96's clients one address).
+// it would make all the /96's clients one address). 6to4's prefix is
+// refused too: its relays are anyone's, not the operator's translators.
 func overlapping(p netip.Prefix, listed []netip.Prefix) error {
+	if p.Overlaps(sixToFour) {
+		return fmt.Errorf("overlaps %s, 6to4's, whose relays anyone may run: no translator of yours", sixToFour)
+	}
 	for _, q := range readByItself {
 		if p.Overlaps(q) {
 			return fmt.Errorf("overlaps %s, whose addresses XCloak reads by itself", q)
@@ -144,14 +148,14 @@ func (w TranslatedTrust) String() string {
 // TrustedOverTranslators returns the trusted prefixes that hold a wide
 // part (shorter than an IPv4 /8, as broad trusted IPv4 prefixes are
 // counted) of the IPv4 clients a translator presents: those of the
-// operator's translators (XCLOAK_NAT64_PREFIXES), of the well-known
-// prefix and of 6to4. Every such client is then a trusted proxy, which
+// operator's translators (XCLOAK_NAT64_PREFIXES) and of the well-known
+// prefix. Every such client is then a trusted proxy, which
 // names whatever address it likes in the forwarded header, as under
 // 0.0.0.0/0. An operator does it unawares by trusting the /64 its
 // proxies live in when the translator's /96 was made of that /64 and four
 // zero octets, as RFC 6052 suggests.
 func TrustedOverTranslators(trusted, translators []netip.Prefix) []TranslatedTrust {
-	all := append(slices.Clip(translators), wellKnownNAT64, sixToFour)
+	all := append(slices.Clip(translators), wellKnownNAT64)
 	var out []TranslatedTrust
 	for _, p := range trusted {
 		p = p.Masked()
@@ -163,31 +167,18 @@ func TrustedOverTranslators(trusted, translators []netip.Prefix) []TranslatedTru
 				out = append(out, TranslatedTrust{p, t, netip.PrefixFrom(netip.IPv4Unspecified(), 0)})
 				continue
 			}
-			v4, ok := embeddedIPv4(p.Addr(), t)
+			v4, ok := auth.TranslatedIPv4(p.Addr(), t)
 			if !ok {
 				continue // bits 64 to 71 set: no address of p embeds one
 			}
-			n := p.Bits() - t.Bits()
-			if t != sixToFour {
-				// Bits 64 to 71 are the "u" octet, not the IPv4 address's.
-				n -= max(0, min(p.Bits(), 72)-max(t.Bits(), 64))
-			}
+			// Bits 64 to 71 are the "u" octet, not the IPv4 address's.
+			n := p.Bits() - t.Bits() - max(0, min(p.Bits(), 72)-max(t.Bits(), 64))
 			if n = min(n, 32); n < 8 {
 				out = append(out, TranslatedTrust{p, t, netip.PrefixFrom(v4, n).Masked()})
 			}
 		}
 	}
 	return out
-}
-
-// embeddedIPv4 is the IPv4 address addr embeds under t, a translator's
-// prefix or 6to4's.
-func embeddedIPv4(addr netip.Addr, t netip.Prefix) (netip.Addr, bool) {
-	if t == sixToFour {
-		b := addr.As16()
-		return netip.AddrFrom4([4]byte(b[2:6])), true
-	}
-	return auth.TranslatedIPv4(addr, t)
 }
 
 // ParseTrustedProxies parses a comma-separated list of CIDRs and single IP
