@@ -114,22 +114,53 @@ func overlapping(p netip.Prefix, listed []netip.Prefix) error {
 // translated is an address given as text, an application's client_ip or
 // a network searched on the dashboard, as the limits and the events count
 // it: the IPv4 address it embeds when it is under one of the operator's
-// translators (Config.NAT64Prefixes), as given otherwise (a prefix,
-// text that is no address), for auth.Decide or the search to check.
+// translators (Config.NAT64Prefixes), and a network under one of theirs
+// or under the well-known prefix the IPv4 network its addresses embed
+// (an address of the well-known prefix auth.CountedAddr reads). Anything
+// else (a wider network, a zone, text that is no address) is as given,
+// for auth.Decide or the search to check.
 func (s *Server) translated(clientIP string) string {
-	if len(s.cfg.NAT64Prefixes) == 0 {
+	if !strings.Contains(clientIP, "/") {
+		if len(s.cfg.NAT64Prefixes) == 0 {
+			return clientIP
+		}
+		addr, err := netip.ParseAddr(clientIP)
+		if err != nil {
+			return clientIP
+		}
+		for _, p := range s.cfg.NAT64Prefixes {
+			if v4, ok := auth.TranslatedIPv4(addr, p); ok {
+				return v4.String()
+			}
+		}
 		return clientIP
 	}
-	addr, err := netip.ParseAddr(clientIP)
+	network, err := netip.ParsePrefix(clientIP)
 	if err != nil {
 		return clientIP
 	}
-	for _, p := range s.cfg.NAT64Prefixes {
-		if v4, ok := auth.TranslatedIPv4(addr, p); ok {
-			return v4.String()
+	network = network.Masked()
+	for _, t := range append(slices.Clip(s.cfg.NAT64Prefixes), wellKnownNAT64) {
+		if network.Bits() >= t.Bits() && t.Contains(network.Addr()) {
+			if v4, ok := embeddedNetwork(network, t); ok {
+				return v4.String()
+			}
 		}
 	}
 	return clientIP
+}
+
+// embeddedNetwork is the IPv4 network whose addresses those of p, a
+// prefix inside the translator's prefix t, embed: false when none do
+// (bits 64 to 71, the "u" octet, set).
+func embeddedNetwork(p, t netip.Prefix) (netip.Prefix, bool) {
+	v4, ok := auth.TranslatedIPv4(p.Addr(), t)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	// The u octet's bits are not the IPv4 address's.
+	n := p.Bits() - t.Bits() - max(0, min(p.Bits(), 72)-max(t.Bits(), 64))
+	return netip.PrefixFrom(v4, min(n, 32)).Masked(), true
 }
 
 // TranslatedTrust is a trusted proxy's prefix that holds the addresses
@@ -167,14 +198,8 @@ func TrustedOverTranslators(trusted, translators []netip.Prefix) []TranslatedTru
 				out = append(out, TranslatedTrust{p, t, netip.PrefixFrom(netip.IPv4Unspecified(), 0)})
 				continue
 			}
-			v4, ok := auth.TranslatedIPv4(p.Addr(), t)
-			if !ok {
-				continue // bits 64 to 71 set: no address of p embeds one
-			}
-			// Bits 64 to 71 are the "u" octet, not the IPv4 address's.
-			n := p.Bits() - t.Bits() - max(0, min(p.Bits(), 72)-max(t.Bits(), 64))
-			if n = min(n, 32); n < 8 {
-				out = append(out, TranslatedTrust{p, t, netip.PrefixFrom(v4, n).Masked()})
+			if v4, ok := embeddedNetwork(p, t); ok && v4.Bits() < 8 {
+				out = append(out, TranslatedTrust{p, t, v4})
 			}
 		}
 	}

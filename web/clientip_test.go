@@ -557,3 +557,29 @@ func TestTrustedProxiesOverTranslators(t *testing.T) {
 		t.Errorf("TrustedOverTranslators =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestTranslatedNetworks: a network searched on the dashboard under a
+// translator's prefix, the operator's or the well-known one, is the IPv4
+// network its addresses embed, as the events record them; searched as
+// written, an IPv6 network under it found nothing.
+func TestTranslatedNetworks(t *testing.T) {
+	s := &Server{cfg: Config{NAT64Prefixes: []netip.Prefix{
+		netip.MustParsePrefix("2001:db8:64::/96"), netip.MustParsePrefix("2001:db8:122::/48")}}}
+	for in, want := range map[string]string{
+		"2001:db8:64::c000:200/120":   "192.0.2.0/24",
+		"64:ff9b::c000:200/120":       "192.0.2.0/24",
+		"2001:db8:122:c000:2::/80":    "192.0.2.0/24",
+		"2001:db8:122:c000::/64":      "192.0.0.0/16",
+		"2001:db8:64::/96":            "0.0.0.0/0",
+		"2001:db8:64::c000:221":       "192.0.2.33",
+		"2001:db8:5::/64":             "2001:db8:5::/64",
+		"2001:db8::/32":               "2001:db8::/32",
+		"2001:db8:122:c000:ff00::/72": "2001:db8:122:c000:ff00::/72",
+		"unknown":                     "unknown",
+		"2001:db8:64::c000:221%eth0":  "2001:db8:64::c000:221%eth0",
+	} {
+		if got := s.translated(in); got != want {
+			t.Errorf("translated(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
