@@ -306,6 +306,8 @@ type ClientIPResolver struct {
 	// (XCLOAK_NAT64_PREFIXES; NewServer sets them): a client found in one
 	// is the IPv4 address it embeds.
 	translators []netip.Prefix
+	// suffixWarned makes warnSuffix's warning once per resolver.
+	suffixWarned atomic.Bool
 }
 
 // NewClientIPResolver returns a resolver that reads the forwarding chain
@@ -368,10 +370,43 @@ func (r *ClientIPResolver) ClientIP(req *http.Request) netip.Addr {
 	addr := r.chainClient(req)
 	for _, p := range r.translators {
 		if v4, ok := auth.TranslatedIPv4(addr, p); ok {
+			if !zeroSuffix(addr, p) {
+				r.warnSuffix(addr, p, v4)
+			}
 			return v4
 		}
 	}
 	return addr
+}
+
+// zeroSuffix reports whether the bits of addr after the IPv4 address it
+// embeds under p are zero, as RFC 6052 has a translator write them.
+func zeroSuffix(addr netip.Addr, p netip.Prefix) bool {
+	if p.Bits() == 96 {
+		return true // no suffix
+	}
+	at := p.Bits()/8 + 4
+	if at > 8 {
+		at++ // the u octet, bits 64 to 71, is inside the IPv4 address
+	}
+	b := addr.As16()
+	return !slices.ContainsFunc(b[max(at, 9):], func(c byte) bool { return c != 0 })
+}
+
+// warnSuffix logs, once, a client under the translator's prefix p whose
+// suffix is not zero: no translator writes one, so p is most likely
+// shorter than the translator's prefix (the local-use block
+// 64:ff9b:1::/48 listed for a translator of a /96 inside it), and reads
+// the wrong bits as the IPv4 address, the same one for many clients,
+// whose limits then refuse them all.
+func (r *ClientIPResolver) warnSuffix(addr netip.Addr, p netip.Prefix, v4 netip.Addr) {
+	if r.log == nil || r.suffixWarned.Load() || !r.suffixWarned.CompareAndSwap(false, true) {
+		return
+	}
+	r.log.Warn("a client under the XCLOAK_NAT64_PREFIXES entry "+p.String()+" has bits set after the IPv4 address it "+
+		"embeds, which translators leave zero (RFC 6052): is the translator's prefix longer than the entry? Read under it, "+
+		"clients may count as one wrong IPv4 address; list the translator's own prefix (logged once)",
+		"prefix", p.String(), "client", addr.String(), "read_as", v4.String())
 }
 
 // chainClient is ClientIP before the translators.

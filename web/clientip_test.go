@@ -583,3 +583,43 @@ func TestTranslatedNetworks(t *testing.T) {
 		}
 	}
 }
+
+// TestClientIPWarnsOfASuffix: RFC 6052 has the bits after the IPv4
+// address zero, and a translator writes them so. A client whose suffix is
+// not zero is read under a prefix shorter than its translator's: the
+// local-use block 64:ff9b:1::/48 listed for a translator of
+// 64:ff9b:1::/96 reads every client of it as 0.0.0.0, one address whose
+// limits refuse them all. That is said once; clients with a zero suffix
+// say nothing.
+func TestClientIPWarnsOfASuffix(t *testing.T) {
+	request := func(peer string) *http.Request {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = "[" + peer + "]:1234"
+		return req
+	}
+	var log bytes.Buffer
+	r := NewClientIPResolver(nil, "")
+	r.log = slog.New(slog.NewJSONHandler(&log, nil))
+	r.translators = []netip.Prefix{netip.MustParsePrefix("2001:db8:122::/48"), netip.MustParsePrefix("64:ff9b:1::/48")}
+	if got := r.ClientIP(request("2001:db8:122:c000:2:2100::")); got.String() != "192.0.2.33" {
+		t.Fatalf("ClientIP = %v, want 192.0.2.33", got)
+	}
+	if log.Len() != 0 {
+		t.Fatalf("a zero suffix logged %s", log.String())
+	}
+	for _, peer := range []string{"64:ff9b:1::c000:201", "64:ff9b:1::c000:202", "2001:db8:122:c000:2:2100:0:1"} {
+		r.ClientIP(request(peer))
+	}
+	lines := slices.Collect(strings.Lines(log.String()))
+	if len(lines) != 1 {
+		t.Fatalf("logged %d lines, want one:\n%s", len(lines), log.String())
+	}
+	var line map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["level"] != "WARN" || line["prefix"] != "64:ff9b:1::/48" || line["client"] != "64:ff9b:1::c000:201" ||
+		line["read_as"] != "0.0.0.0" || !strings.Contains(line["msg"].(string), "XCLOAK_NAT64_PREFIXES") {
+		t.Errorf("logged %v", line)
+	}
+}
