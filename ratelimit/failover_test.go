@@ -93,14 +93,18 @@ func TestLocalSlidesAndLocks(t *testing.T) {
 	}
 }
 
-// fastClient gives up on a dead Redis quickly, as the server's client does.
+// fastClient gives up on a dead Redis at once, as the server's client
+// does: it sends nothing again (MaxRetries -1). A stopped test server
+// refuses connections, so the timeouts are not what makes it quick; they
+// are seconds so that a live Redis answering late on a loaded machine is
+// not taken for one gone.
 func fastClient(t *testing.T, url string) *redis.Client {
 	t.Helper()
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond, -1
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.MaxRetries = 2*time.Second, 2*time.Second, 2*time.Second, -1
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
