@@ -59,7 +59,9 @@ func TestRememberedRejectionsSkipRedis(t *testing.T) {
 	srv := testenv.PrivateRedis(t)
 	rdb := fastClient(t, srv.URL())
 	l := newLimiter(t, rdb, "xcloak:")
-	const memory = 300 * time.Millisecond
+	// Long enough to outlast stopping Redis on a loaded machine, which
+	// comes between the rejection and its use from memory.
+	const memory = 2 * time.Second
 	l.RememberRejections(memory, 100)
 	rule := ratelimit.Rule{Name: "login_account", ID: "victim", Limit: ratelimit.Limit{Count: 1, Window: time.Hour}}
 	other := ratelimit.Rule{Name: "login_ip", ID: "192.0.2.1", Limit: ratelimit.PerMinute(100)}
@@ -96,7 +98,9 @@ func TestRememberedRejectionsSkipRedis(t *testing.T) {
 // process within the memory's lifetime.
 func TestUnlockForgetsRememberedLock(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
-	const memory = 300 * time.Millisecond
+	// Long enough that a loaded machine's pause between asking Redis and
+	// asking again does not let the remembered lock lapse.
+	const memory = 2 * time.Second
 	replica := func() *ratelimit.Failover {
 		shared, err := ratelimit.NewRedisStore(rdb, prefix, policies)
 		if err != nil {
