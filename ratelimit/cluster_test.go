@@ -231,7 +231,7 @@ func migrate(t *testing.T, rdb *redis.ClusterClient, slot int) (source, target s
 // TestClusterLateAnswerSentOnce: every write the store makes, on a real
 // cluster through a client as xcloak serve makes it (MaxRetries -1, which
 // the cluster client does not heed when it sends a command again after a
-// read timeout), is sent to Redis once when its answer comes too late. The
+// read timeout; its default read timeout of a second), is sent to Redis once when its answer comes too late. The
 // master of the keys is paused past the read timeout; a hook on every node
 // counts the commands that name the key. Sent twice, a decision would
 // count one request twice and a failure two, and the locking failure's
@@ -239,7 +239,7 @@ func migrate(t *testing.T, rdb *redis.ClusterClient, slot int) (source, target s
 func TestClusterLateAnswerSentOnce(t *testing.T) {
 	_, prefix := testenv.RedisCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.ClusterAddrs(t),
-		ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: true})
+		ReadTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	sends := &sendCounter{counts: map[string]int{}}
 	c.OnNewNode(func(n *redis.Client) { n.AddHook(sends) })
@@ -297,7 +297,9 @@ func TestClusterLateAnswerSentOnce(t *testing.T) {
 				t.Fatalf("before the pause: %v", err)
 			}
 			sends.reset()
-			unpause := testenv.PauseWrites(t, c, tc.key, 300*time.Millisecond)
+			// Ended as soon as the command has given up: paused for far
+			// longer than a loaded machine may take to send it.
+			unpause := testenv.PauseWrites(t, c, tc.key, 10*time.Second)
 			err := tc.run(t.Context())
 			unpause()
 			switch got := sends.of(tc.key); {
@@ -321,17 +323,20 @@ func TestClusterLateAnswerSentOnce(t *testing.T) {
 		}
 		sends.reset()
 		// Once the decision has reached the address's master, that master
-		// is paused: the take-back that follows is late.
+		// is paused, for far longer than a loaded machine may take to
+		// send the take-back that follows: it is late.
+		unpause := func() {}
 		sends.setThen(func(key string) {
 			if key == logs.Log(ip) && sends.of(key) == 1 {
-				testenv.PauseWrites(t, c, key, 300*time.Millisecond)
+				unpause = testenv.PauseWrites(t, c, key, 10*time.Second)
 			}
 		})
 		defer sends.setThen(nil)
-		if d, err := store.AllowAll(t.Context(), ipRule, full); err != nil || d.Allowed {
+		d, err := store.AllowAll(t.Context(), ipRule, full)
+		unpause()
+		if err != nil || d.Allowed {
 			t.Fatalf("request past the full account: %+v, %v; want rejected", d, err)
 		}
-		time.Sleep(300 * time.Millisecond)
 		if got := sends.of(logs.Log(ip)); got != 2 {
 			t.Errorf("the address's log was sent %d commands, want 2: the decision and its take-back, once each", got)
 		}
