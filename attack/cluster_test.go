@@ -47,7 +47,7 @@ func TestCluster(t *testing.T) {
 }
 
 // TestClusterSendsWritesOnce: on a real cluster, through a client set as
-// xcloak serve sets it (MaxRetries -1), while the master of the watch's
+// xcloak serve sets it (MaxRetries -1, a read timeout of a second), while the master of the watch's
 // slot holds writes past the client's read timeout (as a slow script or
 // a paused machine would), the flush and state.lua are each sent once,
 // where go-redis sends its own commands again; and the ticks after it,
@@ -56,7 +56,7 @@ func TestClusterSendsWritesOnce(t *testing.T) {
 	_, prefix := testenv.RedisCluster(t)
 	sends := &writeCounter{prefix: prefix}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.ClusterAddrs(t),
-		ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: true})
+		ReadTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
 	c.OnNewNode(func(n *redis.Client) { n.AddHook(sends) })
 	cfg := attack.DefaultConfig()
@@ -73,9 +73,11 @@ func TestClusterSendsWritesOnce(t *testing.T) {
 	tick(t, w)
 	clk.Add(time.Hour)
 	// pausedTick ticks w while Redis is paused: what writes, sent once.
+	// The pause ends as soon as the tick has given up: it lasts far
+	// longer than a loaded machine may take to send the write.
 	pausedTick := func(what string) {
 		t.Helper()
-		unpause := pause(t, c, prefix, 300*time.Millisecond)
+		unpause := pause(t, c, prefix, 10*time.Second)
 		sends.n.Store(0)
 		err := w.Tick(t.Context())
 		if got := sends.n.Load(); got != 1 {
