@@ -838,29 +838,55 @@ func caseHold(t *testing.T, s storeUnderTest) {
 // would: the next lock escalates past it.
 func caseHoldKeepsTheLevel(t *testing.T, s storeUnderTest) {
 	p := expiring["login_account"]
-	id := "held-low@example.com"
-	for level := 1; level <= 2; level++ {
-		if f := lockNow(t, s, "login_account", id, p.Threshold); f.Level != level {
-			t.Fatalf("lock %d: %+v", level, f)
+	// The level is remembered for 1.5 s: a loaded machine's pause longer
+	// than that between an unlock or a lock's end and the next lock lets
+	// it go, and the attempt is late.
+	againIfLate(t, func(attempt int) bool {
+		id := fmt.Sprintf("held-low%d@example.com", attempt)
+		var cleared time.Time
+		for level := 1; level <= 2; level++ {
+			f := lockNow(t, s, "login_account", id, p.Threshold)
+			if f.Level != level {
+				if level == 2 && time.Since(cleared) >= p.Memory {
+					return true
+				}
+				t.Fatalf("lock %d: %+v", level, f)
+			}
+			cleared = time.Now()
+			if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
+				t.Fatalf("Clear: %v, %v", was, err)
+			}
 		}
-		if was, err := s.Clear(t.Context(), "login_account", id); err != nil || !was {
-			t.Fatalf("Clear: %v, %v", was, err)
+		// Held past the level's memory after the unlock.
+		held := time.Now().Add(p.Memory + time.Second)
+		if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: id, Until: held, Level: 1}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	// Held past the level's memory after the unlock.
-	held := time.Now().Add(p.Memory + time.Second)
-	if err := s.Hold(t.Context(), ratelimit.HeldLock{Name: "login_account", ID: id, Until: held, Level: 1}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Until(held))
-	rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
-	for decide(t, s, rule).Results[0].Locked {
-		// Redis counts the lock's time from when its script ran.
-		time.Sleep(20 * time.Millisecond)
-	}
-	if f := lockNow(t, s, "login_account", id, p.Threshold); f.Level != 3 {
-		t.Fatalf("a lock within the memory after a held lock at level 1, the identity at 2: %+v; want level 3", f)
-	}
+		time.Sleep(time.Until(held))
+		rule := ratelimit.Rule{Name: "login_account", ID: id, Limit: ratelimit.PerMinute(100), Lockable: true}
+		// The lock ended after the last decision that found it began.
+		var stillLocked time.Time
+		for {
+			asked := time.Now()
+			if !decide(t, s, rule).Results[0].Locked {
+				break
+			}
+			stillLocked = asked
+			// Redis counts the lock's time from when its script ran.
+			time.Sleep(20 * time.Millisecond)
+		}
+		if stillLocked.IsZero() {
+			stillLocked = held
+		}
+		f := lockNow(t, s, "login_account", id, p.Threshold)
+		if f.Level != 3 {
+			if time.Since(stillLocked) >= p.Memory {
+				return true
+			}
+			t.Fatalf("a lock within the memory after a held lock at level 1, the identity at 2: %+v; want level 3", f)
+		}
+		return false
+	})
 }
 
 // caseHeldLockCountsAnew: a held lock, like one that failures made,
