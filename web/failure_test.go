@@ -19,14 +19,17 @@ import (
 )
 
 // fastRedis is a client that gives up on a dead Redis as quickly as the
-// server's does.
+// server's does: it sends nothing again (MaxRetries -1). A stopped test
+// server refuses connections, so the timeouts are not what makes it
+// quick; they are seconds so that a live Redis answering late on a loaded
+// machine, under a burst of sign-ins, is not taken for one gone.
 func fastRedis(t *testing.T, url string) *redis.Client {
 	t.Helper()
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
 	opts.MaxRetries = -1
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
