@@ -250,21 +250,34 @@ func TestRetryAfterIsNeverEarlyOverHTTP(t *testing.T) {
 	}
 	for i, front := range fronts {
 		c := xcloaktest.Client(t, fmt.Sprintf("127.0.3.%d", i+1))
-		email := front.name + "@example.com"
-		if resp, _ := front.send(c, email); resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("%s: first attempt %d, want 401", front.name, resp.StatusCode)
-		}
-		resp, body := front.send(c, email)
-		seconds, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-		if resp.StatusCode != http.StatusTooManyRequests || err != nil || seconds < 1 {
-			t.Fatalf("%s: second attempt %d with Retry-After %q, want 429 with whole seconds", front.name, resp.StatusCode, resp.Header.Get("Retry-After"))
-		}
-		if !front.says(body, seconds) {
-			t.Fatalf("%s: the body does not say %d seconds: %s", front.name, seconds, body)
-		}
-		time.Sleep(time.Duration(seconds) * time.Second)
-		if resp, _ := front.send(c, email); resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("%s: after waiting the Retry-After of %ds: %d, want 401 (let through)", front.name, seconds, resp.StatusCode)
+		// The second attempt must come within the window of the first: where
+		// a loaded machine took longer, the first may have left it, and the
+		// round goes again with another account.
+		for round := 0; ; round++ {
+			if round == 5 {
+				t.Fatalf("%s: 5 rounds in a row took longer than the window of %v", front.name, limit.Window)
+			}
+			email := fmt.Sprintf("%s%d@example.com", front.name, round)
+			began := time.Now()
+			if resp, _ := front.send(c, email); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("%s: first attempt %d, want 401", front.name, resp.StatusCode)
+			}
+			resp, body := front.send(c, email)
+			if resp.StatusCode == http.StatusUnauthorized && time.Since(began) >= limit.Window {
+				continue
+			}
+			seconds, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+			if resp.StatusCode != http.StatusTooManyRequests || err != nil || seconds < 1 {
+				t.Fatalf("%s: second attempt %d with Retry-After %q, want 429 with whole seconds", front.name, resp.StatusCode, resp.Header.Get("Retry-After"))
+			}
+			if !front.says(body, seconds) {
+				t.Fatalf("%s: the body does not say %d seconds: %s", front.name, seconds, body)
+			}
+			time.Sleep(time.Duration(seconds) * time.Second)
+			if resp, _ := front.send(c, email); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("%s: after waiting the Retry-After of %ds: %d, want 401 (let through)", front.name, seconds, resp.StatusCode)
+			}
+			break
 		}
 	}
 }
