@@ -128,3 +128,7 @@ func Kept(f *Failover) (made, cleared int) {
 	defer f.madeMu.Unlock()
 	return len(f.made), len(f.cleared)
 }
+
+// WhileScanning has f's next failbacks call fn between their scans of
+// the locks to hand Redis.
+func WhileScanning(f *Failover, fn func()) { f.scanning = fn }

@@ -144,6 +144,9 @@ type Failover struct {
 	// back to Redis: every Clear then notes its unlock in cleared, to be
 	// ended in Redis again after the failback's last Hold.
 	handing bool
+	// scanning, set by tests before a failback, is called between the
+	// failback's scans, which must not hold up a failure decided then.
+	scanning func()
 }
 
 // maxMade bounds, for each rule, the locks made in process that a
@@ -655,6 +658,9 @@ func (f *Failover) failback() bool {
 	// (Clear ended those before it), and is held after the unlocks are
 	// ended in Redis.
 	locks = f.withoutUnlocked(locks, cleared, nil)
+	if f.scanning != nil {
+		f.scanning()
+	}
 	for _, h := range made {
 		if !unlisted(h) {
 			locks = append(locks, h)
