@@ -49,6 +49,8 @@ func TestAPIKey(t *testing.T) {
 
 	// The server notes the key's use off the request's path.
 	stamp := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+	// Bounds here and below are for a server that never catches up: a
+	// loaded machine may take seconds over each command.
 	usedAt := time.Now()
 	for {
 		stdout, _, err = xcloak(t, vars, "", "apikey", "list")
@@ -58,7 +60,7 @@ func TestAPIKey(t *testing.T) {
 		if len(stamp.FindAllString(stdout, -1)) == 2 {
 			break // made and last used
 		}
-		if time.Since(usedAt) > 3*time.Second {
+		if time.Since(usedAt) > 20*time.Second {
 			t.Fatalf("list %v after the key's use:\n%s\nwant when it was last used", time.Since(usedAt), stdout)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -71,7 +73,7 @@ func TestAPIKey(t *testing.T) {
 	// second old.
 	revokedAt := time.Now()
 	for ask() != http.StatusUnauthorized {
-		if time.Since(revokedAt) > 3*time.Second {
+		if time.Since(revokedAt) > 20*time.Second {
 			t.Fatalf("the revoked key still passes %v after revocation", time.Since(revokedAt))
 		}
 		time.Sleep(100 * time.Millisecond)
