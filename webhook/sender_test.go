@@ -168,6 +168,15 @@ type sender struct {
 func newSender(t *testing.T, cfg webhook.Config, urls ...*url.URL) *sender {
 	t.Helper()
 	cfg.URLs, cfg.Secret = urls, secret
+	if cfg.Timeout == 0 {
+		// Longer than the default's 5 s, which a loaded machine's pause
+		// between a request's arrival and its answer may outlast: the
+		// attempt would end and be made again, a request more than the
+		// test counts, and a hanging receiver would let its worker go
+		// once the attempts ran out. A test of the attempt's bound sets
+		// its own.
+		cfg.Timeout = time.Minute
+	}
 	s := &sender{reg: prometheus.NewRegistry(), waits: &waits{}, drops: &drops{}}
 	var err error
 	s.Sender, err = webhook.New(cfg, webhook.Deps{Metrics: s.reg, Sleep: s.waits.sleep, Dropped: s.drops})
@@ -489,25 +498,28 @@ func TestRetriesOnNetworkErrors(t *testing.T) {
 func TestUpgradeAnswerEndsWithinTheAttemptTime(t *testing.T) {
 	upgrade := testenv.SilentUpgrade(t)
 	r := newReceiver(t, func(w http.ResponseWriter, req *http.Request, n int) { upgrade(w, req) })
-	s := newSender(t, webhook.Config{Attempts: 1, Workers: 1, Timeout: 100 * time.Millisecond, Flush: 100 * time.Millisecond}, r.url())
+	// An attempt time of 2 s, not less: the one attempt must reach the
+	// receiver before its time is up, and on a loaded machine a
+	// connection and a request can take hundreds of milliseconds.
+	s := newSender(t, webhook.Config{Attempts: 1, Workers: 1, Timeout: 2 * time.Second, Flush: 100 * time.Millisecond}, r.url())
 	stop := s.run(t)
 	s.EventsWritten([]auth.Event{lockout("ann@example.com")})
 	r.wait(1)
-	// A stuck attempt never ends: five seconds tells it from bounds of
-	// 100ms that a loaded machine kept late.
-	deadline := time.Now().Add(5 * time.Second)
+	// A stuck attempt never ends: thirty seconds tells it from bounds of
+	// 2 s that a loaded machine kept late.
+	deadline := time.Now().Add(30 * time.Second)
 	for s.metric(t, "xcloak_webhook_deliveries_total", "failed") == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if n := s.metric(t, "xcloak_webhook_deliveries_total", "failed"); n != 1 {
-		t.Errorf("5s after a 101 with a 100ms attempt time: %v failed, want 1: the attempt still reads the answer", n)
+		t.Errorf("30s after a 101 with a 2s attempt time: %v failed, want 1: the attempt still reads the answer", n)
 	}
 	stopped := make(chan struct{})
 	go func() { stop(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-time.After(5 * time.Second):
-		t.Error("Run has not returned 5s after shutdown began, with a 100ms flush: a worker is stuck on the receiver")
+	case <-time.After(30 * time.Second):
+		t.Error("Run has not returned 30s after shutdown began, with a 100ms flush: a worker is stuck on the receiver")
 	}
 }
 
@@ -560,7 +572,9 @@ func TestFloodOfLockoutsKeepsNoOtherEventOut(t *testing.T) {
 		t.Errorf("dropped queue_full = %v, want the 7 lockouts past the queue", n)
 	}
 	stop := s.run(t)
-	for deadline := time.Now().Add(5 * time.Second); len(r.requests()) < 4 && time.Now().Before(deadline); {
+	// A bound on deliveries that never come; a loaded machine may take
+	// seconds over the four.
+	for deadline := time.Now().Add(time.Minute); len(r.requests()) < 4 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stop()
@@ -596,7 +610,7 @@ func TestLockoutsUnderWayHoldNoOtherEventBack(t *testing.T) {
 		Data: map[string]string{"account": "bob@example.com", "by": "admin:root@example.com"}})
 	select {
 	case <-r.came:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // the lockouts are held until the test ends: a bound on a hang
 		t.Fatal("user.deleted not sent while both workers were held by lockouts")
 	}
 	if got := r.requests(); len(got) != 3 || got[2].event.Type != webhook.TypeUserDeleted {
@@ -608,7 +622,9 @@ func TestLockoutsUnderWayHoldNoOtherEventBack(t *testing.T) {
 // when shutdown began.
 func TestShutdownFlushesWhatIsQueued(t *testing.T) {
 	r := newReceiver(t, nil)
-	s := newSender(t, webhook.Config{Queue: 50, Workers: 1}, r.url())
+	// A flush of a minute, not the default's 10 s, which twenty
+	// deliveries one after another may outlast on a loaded machine.
+	s := newSender(t, webhook.Config{Queue: 50, Workers: 1, Flush: time.Minute}, r.url())
 	for range 20 {
 		s.EventsWritten([]auth.Event{lockout("ann@example.com")})
 	}
@@ -773,7 +789,7 @@ func TestFloodOfLockoutsKeepsAdministratorsLocksAndUnlocks(t *testing.T) {
 		t.Errorf("dropped queue_full = %v, want the 7 lockouts past the queue and the reset's unlock", n)
 	}
 	stop := s.run(t)
-	for deadline := time.Now().Add(5 * time.Second); len(r.requests()) < 6 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); len(r.requests()) < 6 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stop()
