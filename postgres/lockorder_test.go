@@ -87,10 +87,11 @@ func TestLinksSpentAfterTheAccount(t *testing.T) {
 }
 
 // waitForLockWaits waits until n sessions of the test's database wait for
-// a lock.
+// a lock, up to 30 s: a bound on a transaction that never comes to the
+// lock, which on a loaded machine may take seconds to.
 func waitForLockWaits(t *testing.T, pool *pgxpool.Pool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var waiting int
 		err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
@@ -102,7 +103,7 @@ func waitForLockWaits(t *testing.T, pool *pgxpool.Pool, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait for a lock after 10 s, want %d", waiting, n)
+			t.Fatalf("%d sessions wait for a lock after 30 s, want %d", waiting, n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

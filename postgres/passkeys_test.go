@@ -184,7 +184,9 @@ func TestAddCeremonyNeverWaitsOnExpiredOnes(t *testing.T) {
 	}
 	holder := holdRows(t, s, `SELECT 1 FROM webauthn_ceremonies WHERE binding_hash = $1 FOR UPDATE`, hashOf("expired"))
 	later := at.Add(time.Hour)
-	waited, cancel := context.WithTimeout(ctx, 2*time.Second)
+	// A wait on the held row would last until the rollback below: thirty
+	// seconds tell it from an insert that a loaded machine kept late.
+	waited, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.AddCeremony(waited, ceremony("new", later.Add(time.Minute))); err != nil {
 		t.Fatalf("a ceremony begun while an expired one is held: %v", err)
