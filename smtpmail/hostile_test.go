@@ -63,7 +63,9 @@ func TestMailerGivesUpWhenTheContextEnds(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	err = mailer.Send(ctx, auth.Message{To: "ada@example.com", Subject: "s", Body: "b"})
-	if took := time.Since(began); took > 3*time.Second {
+	// Under the ten seconds a Send held by its own deadline takes, with
+	// the rest left to a loaded machine that is late.
+	if took := time.Since(began); took > 8*time.Second {
 		t.Errorf("Send took %v with a context of 300ms", took)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -104,7 +106,10 @@ func TestMailerBoundsTheServersAnswer(t *testing.T) {
 			if err == nil {
 				t.Fatal("Send succeeded, want an error")
 			}
-			if took := time.Since(began); took > 5*time.Second {
+			// Under the ten seconds of the Send's deadline, which a Send
+			// reading on would reach, with the rest left to a loaded
+			// machine that is late.
+			if took := time.Since(began); took > 8*time.Second {
 				t.Errorf("Send took %v", took)
 			}
 			if n := written.Load(); n >= 16<<20 {
