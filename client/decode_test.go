@@ -367,7 +367,7 @@ func TestCallsAreBounded(t *testing.T) {
 		if _, err := c.Attempt(t.Context(), someone); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Attempt = %v, want context.DeadlineExceeded", err)
 		}
-		if took := time.Since(began); took > 5*time.Second { // a hang never ends; a loaded machine is late
+		if took := time.Since(began); took > 30*time.Second { // a hang never ends; a loaded machine is seconds late
 			t.Errorf("Attempt took %v, with a timeout of 100ms", took)
 		}
 	})
