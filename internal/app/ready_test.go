@@ -46,7 +46,10 @@ func TestReadyChecksEachStoreOnItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	// A bound of 5 s, which the Redis check takes whole: Postgres must
+	// answer within it, and a loaded machine may take more than half a
+	// second over a ping, on a connection it first has to open.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	got := a.Ready(ctx)
 	if got["redis"] == nil {
