@@ -28,11 +28,14 @@ func legitCompareServer(t *testing.T) string {
 }
 
 // runLegitCompare runs a short legit-compare against a server of its own
-// and returns its report.
+// and returns its report. Its phases last 2 s: each must see both
+// browsers sign in, the second from an eighth of a second in, and the
+// flood reach every account's limit, which a loaded machine's pause of a
+// second at a phase's start would keep from happening in a phase of 1 s.
 func runLegitCompare(t *testing.T, rounds, accounts int, extra ...string) legitCompareReport {
 	t.Helper()
 	args := append([]string{"legit-compare", "--json", "--target", legitCompareServer(t), "--seed", "7",
-		"--rounds", fmt.Sprint(rounds), "--duration", "1s", "--settle", "0s",
+		"--rounds", fmt.Sprint(rounds), "--duration", "2s", "--settle", "0s",
 		"--accounts", fmt.Sprint(accounts), "--passwords", "20", "--sources", "5", "--workers", "8", "--max-requests", "3000",
 		"--account-limit", fmt.Sprint(testAccountLimit), "--lockout-threshold", fmt.Sprint(testAccountLimit),
 		"--legit-email", "legit@example.org", "--legit-password", "legit-password-1",
