@@ -28,7 +28,10 @@ func TestHTTPLegitUsers(t *testing.T) {
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	}))
 	t.Cleanup(srv.Close)
-	stdout, stderr, err := runStuffing(t, "http", "--target", srv.URL, "--max-requests", "0", "--duration", "1s",
+	// A run of 2 s: the third browser's first measured sign-in comes
+	// 200 ms in, which a loaded machine's pause could push past a run of
+	// 1 s.
+	stdout, stderr, err := runStuffing(t, "http", "--target", srv.URL, "--max-requests", "0", "--duration", "2s",
 		"--legit-email", "legit@example.org", "--legit-password", "legit-password-1",
 		"--legit-interval", "300ms", "--legit-users", "3", "--json")
 	if err != nil {
