@@ -23,8 +23,10 @@ import (
 const SinkFrom = "xcloak@test.invalid"
 
 // waitForTimeout bounds [MailSink.WaitFor]; mail that has not arrived by
-// then is not coming.
-const waitForTimeout = 10 * time.Second
+// then is not coming. A loaded machine (a browser, Redis and Postgres on
+// a few cores, packages tested side by side) may take seconds over a
+// mail sent in the background, so the bound is well past that.
+const waitForTimeout = 30 * time.Second
 
 // Mail is one message a [MailSink] received.
 type Mail struct {
