@@ -15,7 +15,7 @@ import (
 // timeoutMS bounds every wait for the page: an action, a navigation, an
 // assertion. It is generous because a failing wait costs only a slow
 // failure, while a tight one makes a busy machine fail good code.
-const timeoutMS = 15000
+const timeoutMS = 30000
 
 // Viewports: a desktop browser, and a phone (the logical size of a common
 // one).
