@@ -525,6 +525,76 @@ func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
 	t.Logf("back with Redis %v after the master answered", time.Since(back).Round(time.Millisecond))
 }
 
+// TestClusterMasterRefusingWritesIsAnOutageUntilItTakesThem: a master that
+// answers PING but refuses writes (here NOREPLICAS, as under
+// min-replicas-to-write with its replica gone; OOM and MISCONF look the
+// same) keeps the limits in process until it takes a decision again. The
+// failback's own decision must reach every master: one that wrote on a
+// master that takes writes would hand the limits back, for the next
+// decision of the refusing master's slots to leave again, four times a
+// second.
+func TestClusterMasterRefusingWritesIsAnOutageUntilItTakesThem(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	accounts, _ := ratelimit.NewKeys(prefix, "login_account")
+	probe, _ := ratelimit.NewKeys(prefix, "failback_probe")
+	// The master that refuses holds neither the failback's first decision
+	// nor the account that stays up.
+	up := ratelimit.Rule{Name: "login_account", ID: "up@example.com", Limit: ratelimit.PerMinute(100)}
+	down := ratelimit.Rule{Name: "login_account", ID: "down@example.com", Limit: ratelimit.PerMinute(100)}
+	live := masterOf(t, rdb, probe.Log("probe"))
+	for masterOf(t, rdb, accounts.Log(up.ID)) != live {
+		up.ID = "x" + up.ID
+	}
+	for masterOf(t, rdb, accounts.Log(down.ID)) == live {
+		down.ID = "x" + down.ID
+	}
+	node, err := rdb.MasterForKey(t.Context(), accounts.Log(down.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: node.Options().Addr})
+	t.Cleanup(func() { admin.Close() })
+	refuse := func(replicas int) {
+		t.Helper()
+		if err := admin.ConfigSet(context.Background(), "min-replicas-to-write", fmt.Sprint(replicas)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { refuse(0) })
+	refuse(1)
+	f := failoverOn(t, rdb, prefix, ratelimit.FailLocal)
+	trips, backs := countChanges(f)
+
+	if d, err := f.AllowAll(t.Context(), up); err != nil || !d.Allowed || f.Degraded() {
+		t.Fatalf("a decision on a master that takes writes: %+v, %v, degraded %v", d, err, f.Degraded())
+	}
+	if d, err := f.AllowAll(t.Context(), down); err != nil || !d.Allowed || !f.Degraded() {
+		t.Fatalf("a decision on the master refusing writes: %+v, %v, degraded %v; want decided in process, degraded", d, err, f.Degraded())
+	}
+	// Long enough for several probes and their failbacks.
+	for range 8 {
+		time.Sleep(250 * time.Millisecond)
+		if _, err := f.AllowAll(t.Context(), down); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := backs.Load(); n != 0 {
+		t.Fatalf("the limits went back to Redis %d times (and out %d times) while a master refused writes", n, trips.Load())
+	}
+	refuse(0)
+	for deadline := time.Now().Add(30 * time.Second); f.Degraded(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("still degraded 30 s after the master took writes again")
+		}
+	}
+	if trips.Load() != 1 || backs.Load() != 1 {
+		t.Fatalf("once the master takes writes: %d trips and %d failbacks; want one of each", trips.Load(), backs.Load())
+	}
+	if d, err := f.AllowAll(t.Context(), down); err != nil || !d.Allowed || f.Degraded() {
+		t.Fatalf("a decision on the master once it takes writes: %+v, %v, degraded %v", d, err, f.Degraded())
+	}
+}
+
 // TestClusterRecoversFromScriptFlush: a master that restarted or took over
 // from its failed master has no scripts. A decision over two masters that
 // meets it answers all the same, and so does the take-back of a decision

@@ -200,6 +200,15 @@ func ping(ctx context.Context, p Pinger) error {
 	if !ok {
 		return p.Ping(ctx).Err()
 	}
+	return forEachMaster(ctx, c, func(master *redis.Client) error {
+		return master.Ping(ctx).Err()
+	})
+}
+
+// forEachMaster calls fn for each master of c, concurrently, after
+// go-redis has read the map of the slots again in half of the time ctx
+// leaves (ping says why).
+func forEachMaster(ctx context.Context, c *redis.ClusterClient, fn func(master *redis.Client) error) error {
 	mapCtx := ctx
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -207,7 +216,7 @@ func ping(ctx context.Context, p Pinger) error {
 		defer cancel()
 	}
 	return c.ForEachMaster(mapCtx, func(_ context.Context, master *redis.Client) error {
-		return master.Ping(ctx).Err()
+		return fn(master)
 	})
 }
 
@@ -459,6 +468,46 @@ func (f *Failover) probe() {
 // its own, which no request shares, with a limit none reaches.
 var failbackProbe = Rule{Name: "failback_probe", ID: "probe", Limit: Limit{Count: 100_000, Window: time.Second}}
 
+// failbackProbes are the rules of the decision a failback asks of Redis
+// first, pinged through p: failbackProbe on one Redis; on a cluster, one
+// of failbackProbe's for each master, each in a slot that master holds
+// (by p's map of the slots), so that every master takes a write.
+func failbackProbes(ctx context.Context, p Pinger) ([]Rule, error) {
+	c, ok := p.(*redis.ClusterClient)
+	if !ok {
+		return []Rule{failbackProbe}, nil
+	}
+	var mu sync.Mutex
+	left := map[string]bool{}
+	if err := forEachMaster(ctx, c, func(master *redis.Client) error {
+		mu.Lock()
+		left[master.Options().Addr] = true
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	keys := Keys{kind: failbackProbe.Name}
+	var probes []Rule
+	// n masters take about n ln n identities to cover; the bound is for a
+	// master with a slot or two, which is then left out.
+	for i := 0; len(left) > 0 && i < 1<<16; i++ {
+		r := failbackProbe
+		if i > 0 {
+			r.ID = fmt.Sprint(failbackProbe.ID, i)
+		}
+		master, err := c.MasterForKey(ctx, keys.Log(r.ID))
+		if err != nil {
+			return nil, err
+		}
+		if addr := master.Options().Addr; left[addr] {
+			delete(left, addr)
+			probes = append(probes, r)
+		}
+	}
+	return probes, nil
+}
+
 // probeInterval is how often the probe pings Redis while it is away.
 const probeInterval = 250 * time.Millisecond
 
@@ -595,10 +644,15 @@ func (f *Failover) restore(done chan struct{}) {
 // answers pings but refuses writes (READONLY, NOREPLICAS, OOM, MISCONF)
 // would otherwise be given the limits back whenever there is nothing to
 // hand it, and the replica leave it again at the next decision, four
-// times a second.
+// times a second. On a cluster the decision writes on every master
+// (failbackProbes).
 func (f *Failover) failback() bool {
 	if err := f.sharedCall(1, func(ctx context.Context) error {
-		_, err := f.shared.AllowAll(ctx, failbackProbe)
+		probes, err := failbackProbes(ctx, f.pinger)
+		if err != nil {
+			return err
+		}
+		_, err = f.shared.AllowAll(ctx, probes...)
 		return err
 	}); err != nil {
 		f.log.Error("redis answers but does not take a decision; the limits stay in process", "err", err)
