@@ -453,23 +453,16 @@ func (f *takeBackFailures) all() []error {
 	return slices.Clone(f.errs)
 }
 
-// TestClusterMasterDownIsAnOutageUntilItAnswers: a master that refuses
-// connections leaves its slots unreachable, and a decision that needs one
-// of them trips the failover. Redis is back only when that master is: a
-// PING reaches one node of a cluster at a time, and a probe satisfied by
-// another master would hand the limits back to Redis while the slots stay
-// dark, for the next decision that needs one to trip again, four times a
-// second; the identities of the masters that answer would meanwhile be
-// counted in turn by Redis and in process, and under FailOpen not at all
-// for as long as anyone sends a request for the dark slots.
-func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
-	rdb, prefix := testenv.RedisCluster(t)
+// apartOnMasters returns two rules of accounts on different masters of
+// the cluster, and the address of down's: up's master also holds the
+// failback's first probe identity ("probe"), the one master a failback
+// that wrote in one slot reached.
+func apartOnMasters(t *testing.T, rdb *redis.ClusterClient, prefix string) (up, down ratelimit.Rule, downAddr string) {
+	t.Helper()
 	accounts, _ := ratelimit.NewKeys(prefix, "login_account")
 	probe, _ := ratelimit.NewKeys(prefix, "failback_probe")
-	// The master that goes down holds neither the failback's own decision
-	// nor the account that stays up.
-	up := ratelimit.Rule{Name: "login_account", ID: "up@example.com", Limit: ratelimit.PerMinute(100)}
-	down := ratelimit.Rule{Name: "login_account", ID: "down@example.com", Limit: ratelimit.PerMinute(100)}
+	up = ratelimit.Rule{Name: "login_account", ID: "up@example.com", Limit: ratelimit.PerMinute(100)}
+	down = ratelimit.Rule{Name: "login_account", ID: "down@example.com", Limit: ratelimit.PerMinute(100)}
 	live := masterOf(t, rdb, probe.Log("probe"))
 	for masterOf(t, rdb, accounts.Log(up.ID)) != live {
 		up.ID = "x" + up.ID
@@ -481,7 +474,21 @@ func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := node.Options().Addr
+	return up, down, node.Options().Addr
+}
+
+// TestClusterMasterDownIsAnOutageUntilItAnswers: a master that refuses
+// connections leaves its slots unreachable, and a decision that needs one
+// of them trips the failover. Redis is back only when that master is: a
+// PING reaches one node of a cluster at a time, and a probe satisfied by
+// another master would hand the limits back to Redis while the slots stay
+// dark, for the next decision that needs one to trip again, four times a
+// second; the identities of the masters that answer would meanwhile be
+// counted in turn by Redis and in process, and under FailOpen not at all
+// for as long as anyone sends a request for the dark slots.
+func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	up, down, dead := apartOnMasters(t, rdb, prefix)
 	var refusing atomic.Bool
 	refusing.Store(true)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.ClusterAddrs(t), MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
@@ -535,24 +542,8 @@ func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
 // second.
 func TestClusterMasterRefusingWritesIsAnOutageUntilItTakesThem(t *testing.T) {
 	rdb, prefix := testenv.RedisCluster(t)
-	accounts, _ := ratelimit.NewKeys(prefix, "login_account")
-	probe, _ := ratelimit.NewKeys(prefix, "failback_probe")
-	// The master that refuses holds neither the failback's first decision
-	// nor the account that stays up.
-	up := ratelimit.Rule{Name: "login_account", ID: "up@example.com", Limit: ratelimit.PerMinute(100)}
-	down := ratelimit.Rule{Name: "login_account", ID: "down@example.com", Limit: ratelimit.PerMinute(100)}
-	live := masterOf(t, rdb, probe.Log("probe"))
-	for masterOf(t, rdb, accounts.Log(up.ID)) != live {
-		up.ID = "x" + up.ID
-	}
-	for masterOf(t, rdb, accounts.Log(down.ID)) == live {
-		down.ID = "x" + down.ID
-	}
-	node, err := rdb.MasterForKey(t.Context(), accounts.Log(down.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := redis.NewClient(&redis.Options{Addr: node.Options().Addr})
+	up, down, refusing := apartOnMasters(t, rdb, prefix)
+	admin := redis.NewClient(&redis.Options{Addr: refusing})
 	t.Cleanup(func() { admin.Close() })
 	refuse := func(replicas int) {
 		t.Helper()
