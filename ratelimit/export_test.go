@@ -132,3 +132,13 @@ func Kept(f *Failover) (made, cleared int) {
 // WhileScanning has f's next failbacks call fn between their scans of
 // the locks to hand Redis.
 func WhileScanning(f *Failover, fn func()) { f.scanning = fn }
+
+// Restoring is the channel that the load of the lockouts in force, begun
+// at f's current outage, closes once it is loaded, has failed, or is
+// dropped as stale; nil before any outage.
+func Restoring(f *Failover) <-chan struct{} {
+	if p := f.restored.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

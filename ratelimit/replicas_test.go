@@ -809,18 +809,18 @@ func TestStaleRestoreIsDropped(t *testing.T) {
 	}
 	log := newLockLog(lock)
 	b.Restore = log.restore
-	release, returned := make(chan struct{}), make(chan struct{})
+	release := make(chan struct{})
 	var calls atomic.Int64
 	a.Restore = func(ctx context.Context) ([]ratelimit.HeldLock, error) {
 		in := *log.in.Load()
 		if calls.Add(1) == 1 {
 			<-release // a slow Postgres
-			defer close(returned)
 		}
 		return in, nil
 	}
 	pa.down.Store(true)
 	_ = a.Check(t.Context())
+	first := ratelimit.Restoring(a)
 	pa.down.Store(false)
 	waitRecovered(t, a)
 	if _, err := b.Clear(t.Context(), owner.Name, owner.ID); err != nil {
@@ -833,8 +833,7 @@ func TestStaleRestoreIsDropped(t *testing.T) {
 		t.Fatalf("the next outage, before the first's load returns: %+v, %v; want admitted", d.Results, err)
 	}
 	close(release)
-	<-returned
-	time.Sleep(100 * time.Millisecond)
+	<-first // returned, and dropped or held
 	if d, err := a.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
 		t.Fatalf("unlocked through B, once the first outage's load returned: %+v, %v; want admitted", d.Results, err)
 	}
@@ -916,6 +915,7 @@ func TestStaleRestoreLeavesNoLocksMissing(t *testing.T) {
 	}
 	p.down.Store(true)
 	_ = f.Check(t.Context())
+	first := ratelimit.Restoring(f)
 	p.down.Store(false)
 	waitRecovered(t, f)
 	p.down.Store(true)
@@ -924,7 +924,7 @@ func TestStaleRestoreLeavesNoLocksMissing(t *testing.T) {
 		t.Fatalf("the next outage: %+v, %v; want admitted", d.Results, err)
 	}
 	close(release)
-	time.Sleep(1500 * time.Millisecond) // the stale load fails, waits, tries again
+	<-first // failed, and dropped as stale or marked missing
 	if d, err := f.AllowAll(t.Context(), owner); err != nil || !d.Allowed {
 		t.Fatalf("the next outage, after the first's load failed late: %+v, %v; want admitted", d.Results, err)
 	}
