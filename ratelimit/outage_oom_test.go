@@ -1,8 +1,13 @@
 package ratelimit_test
 
 import (
+	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/ratelimit"
@@ -17,6 +22,8 @@ import (
 func TestRedisOutOfMemoryFollowsThePolicy(t *testing.T) {
 	srv := testenv.PrivateRedis(t)
 	rdb := fastClient(t, srv.URL())
+	var probes failbackProbes
+	rdb.AddHook(&probes)
 	f := newFailover(t, rdb, ratelimit.FailLocal)
 	rule := ratelimit.Rule{Name: "login_account", ID: "victim", Limit: ratelimit.Limit{Count: 3, Window: time.Minute}, Lockable: true}
 	if d, err := f.AllowAll(t.Context(), rule); err != nil || !d.Allowed {
@@ -45,7 +52,12 @@ func TestRedisOutOfMemoryFollowsThePolicy(t *testing.T) {
 	// Nor does the replica go back to it while it answers pings but still
 	// refuses writes, to leave it again at the next decision: with no
 	// lock to hand back, the failback writes nothing of its own.
-	time.Sleep(time.Second)
+	// Three failbacks tried, however long a loaded machine takes.
+	for deadline := time.Now().Add(30 * time.Second); probes.n.Load() < 3 && f.Degraded(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d failbacks tried in 30 s, want 3", probes.n.Load())
+		}
+	}
 	if !f.Degraded() {
 		t.Error("the limits went back to a Redis that answers pings but refuses every write")
 	}
@@ -57,4 +69,29 @@ func TestRedisOutOfMemoryFollowsThePolicy(t *testing.T) {
 	if d, err := f.AllowAll(t.Context(), rule); err != nil || !d.Allowed || f.Degraded() {
 		t.Errorf("once Redis takes writes again: %+v, %v, degraded %v", d, err, f.Degraded())
 	}
+}
+
+// failbackProbes counts the decisions a client sends for the failback's
+// own rule: one at each failback tried.
+type failbackProbes struct{ n atomic.Int64 }
+
+func (p *failbackProbes) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (p *failbackProbes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		for _, a := range cmd.Args() {
+			if s, ok := a.(*string); ok {
+				a = *s
+			}
+			if s, ok := a.(string); ok && strings.Contains(s, "{failback_probe:") {
+				p.n.Add(1)
+				break
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (p *failbackProbes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
