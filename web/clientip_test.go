@@ -623,3 +623,33 @@ func TestClientIPWarnsOfASuffix(t *testing.T) {
 		t.Errorf("logged %v", line)
 	}
 }
+
+// TestZeroSuffixAtEveryLength: the suffix after the embedded IPv4 address
+// begins where RFC 6052 puts it for each prefix length (past bits 64 to
+// 71, the u octet, for the /32), and any of its bytes set is seen.
+func TestZeroSuffixAtEveryLength(t *testing.T) {
+	for bits, first := range map[int]int{32: 9, 40: 10, 48: 11, 56: 12, 64: 13} {
+		var b [16]byte
+		b[0], b[1] = 0x20, 0x01
+		p := netip.PrefixFrom(netip.AddrFrom16(b), bits)
+		// 192.0.2.33 in the bytes RFC 6052 gives it, the u octet skipped.
+		at := bits / 8
+		for _, v := range []byte{192, 0, 2, 33} {
+			if at == 8 {
+				at++
+			}
+			b[at] = v
+			at++
+		}
+		if addr := netip.AddrFrom16(b); !zeroSuffix(addr, p) {
+			t.Errorf("/%d: %v read as having a suffix", bits, addr)
+		}
+		for _, i := range []int{first, 15} {
+			c := b
+			c[i] = 1
+			if addr := netip.AddrFrom16(c); zeroSuffix(addr, p) {
+				t.Errorf("/%d: %v (byte %d set) read as without a suffix", bits, addr, i)
+			}
+		}
+	}
+}
