@@ -636,7 +636,8 @@ func TestMFARememberZero(t *testing.T) {
 // URL.
 func TestServeWarnsOfRiskySettings(t *testing.T) {
 	vars := storeSettings(t)
-	vars["XCLOAK_TRUSTED_PROXIES"] = "10.0.0.0/8, 0.0.0.0/0, ::/0, fc00::/7, 192.168.4.7/16, 2001:db8::5/48"
+	vars["XCLOAK_TRUSTED_PROXIES"] = "10.0.0.0/8, 0.0.0.0/0, ::/0, fc00::/7, 192.168.4.7/16, 2001:db8::5/48, 2001:db8:64::/64"
+	vars["XCLOAK_NAT64_PREFIXES"] = "2001:db8:64::/96"
 	vars["XCLOAK_INSECURE_COOKIES"] = "true"
 	vars["XCLOAK_PUBLIC_URL"] = "https://login.example.com"
 	srv := startServe(t, vars)
@@ -650,6 +651,8 @@ func TestServeWarnsOfRiskySettings(t *testing.T) {
 		"XCLOAK_INSECURE_COOKIES is true with an https XCLOAK_PUBLIC_URL",
 		"XCLOAK_TRUSTED_PROXIES has host bits in 192.168.4.7/16 as 192.168.0.0/16",
 		"XCLOAK_TRUSTED_PROXIES has host bits in 2001:db8::5/48 as 2001:db8::/48",
+		// The /64 the translator's /96 was made of.
+		"XCLOAK_TRUSTED_PROXIES trusts 2001:db8:64::/64, which holds the IPv4 clients 0.0.0.0/0 through the translator prefix 2001:db8:64::/96",
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("no warning %q in\n%s", want, logs)
