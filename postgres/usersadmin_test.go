@@ -273,15 +273,20 @@ func TestDisableUser(t *testing.T) {
 	if known, _ := s.KnownDevice(ctx, u.Email, hash("d1"), now.Add(-time.Hour)); known {
 		t.Error("device still known after disabling")
 	}
-	if _, _, err := s.ResetTokenUser(ctx, hash("r1"), now); !errors.Is(err, auth.ErrInvalidToken) {
-		t.Errorf("reset link after disabling: %v", err)
+	// The links pending as it was disabled, read when.
+	earlierLinksDead := func(when string) {
+		t.Helper()
+		if _, _, err := s.ResetTokenUser(ctx, hash("r1"), now); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("reset link from before disabling, %s: %v", when, err)
+		}
+		if live, _ := s.UnlockTokenLive(ctx, hash("u1"), now); live {
+			t.Errorf("unlock link from before disabling live %s", when)
+		}
+		if email, _ := s.SignInTokenLive(ctx, hash("i1"), now); email != "" {
+			t.Errorf("sign-in link from before disabling live %s", when)
+		}
 	}
-	if live, _ := s.UnlockTokenLive(ctx, hash("u1"), now); live {
-		t.Error("unlock link live after disabling")
-	}
-	if email, _ := s.SignInTokenLive(ctx, hash("i1"), now); email != "" {
-		t.Error("sign-in link live after disabling")
-	}
+	earlierLinksDead("while disabled")
 	// Links made after (a request that raced the disabling) are not
 	// stored: they would work again once the account is enabled.
 	if err := s.AddResetToken(ctx, hash("r2"), u.ID, now, now.Add(time.Hour), false); !errors.Is(err, auth.ErrNoUser) {
@@ -295,15 +300,7 @@ func TestDisableUser(t *testing.T) {
 	}
 	// The links pending as it was disabled were spent, not merely
 	// refused while it is: enabled again, they still do nothing.
-	if _, _, err := s.ResetTokenUser(ctx, hash("r1"), now); !errors.Is(err, auth.ErrInvalidToken) {
-		t.Errorf("reset link from before disabling, once enabled: %v", err)
-	}
-	if live, _ := s.UnlockTokenLive(ctx, hash("u1"), now); live {
-		t.Error("unlock link from before disabling live once enabled")
-	}
-	if email, _ := s.SignInTokenLive(ctx, hash("i1"), now); email != "" {
-		t.Error("sign-in link from before disabling live once enabled")
-	}
+	earlierLinksDead("once enabled")
 	if _, _, err := s.ResetPassword(ctx, hash("r2"), now, "$argon2id$new"); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("reset link made while disabled, once enabled: %v", err)
 	}
