@@ -501,35 +501,7 @@ func TestClusterMasterDownIsAnOutageUntilItAnswers(t *testing.T) {
 		}})
 	t.Cleanup(func() { c.Close() })
 	f := failoverOn(t, c, prefix, ratelimit.FailLocal)
-	trips, backs := countChanges(f)
-
-	if d, err := f.AllowAll(t.Context(), up); err != nil || !d.Allowed || f.Degraded() {
-		t.Fatalf("a decision on a master that answers: %+v, %v, degraded %v", d, err, f.Degraded())
-	}
-	if d, err := f.AllowAll(t.Context(), down); err != nil || !d.Allowed || !f.Degraded() {
-		t.Fatalf("a decision on the master down: %+v, %v, degraded %v; want decided in process, degraded", d, err, f.Degraded())
-	}
-	// Long enough for several probes, each of which may reach any master.
-	for range 8 {
-		time.Sleep(250 * time.Millisecond)
-		if _, err := f.AllowAll(t.Context(), down); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := backs.Load(); n != 0 {
-		t.Fatalf("the limits went back to Redis %d times (and out %d times) while a master refused connections", n, trips.Load())
-	}
-	refusing.Store(false)
-	back := time.Now()
-	deadline := back.Add(10 * time.Second)
-	for f.Degraded() && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if f.Degraded() || trips.Load() != 1 || backs.Load() != 1 {
-		t.Fatalf("once the master answers: degraded %v after %d trips and %d failbacks; want back with Redis after one of each",
-			f.Degraded(), trips.Load(), backs.Load())
-	}
-	t.Logf("back with Redis %v after the master answered", time.Since(back).Round(time.Millisecond))
+	outageUntilMasterServes(t, f, up, down, "refuses connections", func() { refusing.Store(false) })
 }
 
 // TestClusterMasterRefusingWritesIsAnOutageUntilItTakesThem: a master that
@@ -554,15 +526,25 @@ func TestClusterMasterRefusingWritesIsAnOutageUntilItTakesThem(t *testing.T) {
 	t.Cleanup(func() { refuse(0) })
 	refuse(1)
 	f := failoverOn(t, rdb, prefix, ratelimit.FailLocal)
-	trips, backs := countChanges(f)
+	outageUntilMasterServes(t, f, up, down, "refuses writes", func() { refuse(0) })
+}
 
+// outageUntilMasterServes checks f, on a cluster one master of which
+// (down's, not up's) does not serve, as it says (what): up's decision
+// goes to Redis, down's trips the failover, and the limits stay in
+// process through several probes and their failbacks, until serve makes
+// the master serve again; then they go back to Redis once, for good.
+func outageUntilMasterServes(t *testing.T, f *ratelimit.Failover, up, down ratelimit.Rule, what string, serve func()) {
+	t.Helper()
+	trips, backs := countChanges(f)
 	if d, err := f.AllowAll(t.Context(), up); err != nil || !d.Allowed || f.Degraded() {
-		t.Fatalf("a decision on a master that takes writes: %+v, %v, degraded %v", d, err, f.Degraded())
+		t.Fatalf("a decision on a master that serves: %+v, %v, degraded %v", d, err, f.Degraded())
 	}
 	if d, err := f.AllowAll(t.Context(), down); err != nil || !d.Allowed || !f.Degraded() {
-		t.Fatalf("a decision on the master refusing writes: %+v, %v, degraded %v; want decided in process, degraded", d, err, f.Degraded())
+		t.Fatalf("a decision on the master that %s: %+v, %v, degraded %v; want decided in process, degraded", what, d, err, f.Degraded())
 	}
-	// Long enough for several probes and their failbacks.
+	// Long enough for several probes, each of which may reach any
+	// master, and their failbacks.
 	for range 8 {
 		time.Sleep(250 * time.Millisecond)
 		if _, err := f.AllowAll(t.Context(), down); err != nil {
@@ -570,20 +552,22 @@ func TestClusterMasterRefusingWritesIsAnOutageUntilItTakesThem(t *testing.T) {
 		}
 	}
 	if n := backs.Load(); n != 0 {
-		t.Fatalf("the limits went back to Redis %d times (and out %d times) while a master refused writes", n, trips.Load())
+		t.Fatalf("the limits went back to Redis %d times (and out %d times) while a master %s", n, trips.Load(), what)
 	}
-	refuse(0)
-	for deadline := time.Now().Add(30 * time.Second); f.Degraded(); time.Sleep(50 * time.Millisecond) {
+	serve()
+	back := time.Now()
+	for deadline := back.Add(30 * time.Second); f.Degraded(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("still degraded 30 s after the master took writes again")
+			t.Fatal("still degraded 30 s after the master served again")
 		}
 	}
 	if trips.Load() != 1 || backs.Load() != 1 {
-		t.Fatalf("once the master takes writes: %d trips and %d failbacks; want one of each", trips.Load(), backs.Load())
+		t.Fatalf("once the master serves: %d trips and %d failbacks; want back with Redis after one of each", trips.Load(), backs.Load())
 	}
 	if d, err := f.AllowAll(t.Context(), down); err != nil || !d.Allowed || f.Degraded() {
-		t.Fatalf("a decision on the master once it takes writes: %+v, %v, degraded %v", d, err, f.Degraded())
+		t.Fatalf("a decision on the master once it serves: %+v, %v, degraded %v", d, err, f.Degraded())
 	}
+	t.Logf("back with Redis %v after the master served", time.Since(back).Round(time.Millisecond))
 }
 
 // TestClusterRecoversFromScriptFlush: a master that restarted or took over
