@@ -22,7 +22,7 @@ import (
 func TestRedisOutOfMemoryFollowsThePolicy(t *testing.T) {
 	srv := testenv.PrivateRedis(t)
 	rdb := fastClient(t, srv.URL())
-	var probes failbackProbes
+	var probes probeDecisions
 	rdb.AddHook(&probes)
 	f := newFailover(t, rdb, ratelimit.FailLocal)
 	rule := ratelimit.Rule{Name: "login_account", ID: "victim", Limit: ratelimit.Limit{Count: 3, Window: time.Minute}, Lockable: true}
@@ -71,13 +71,13 @@ func TestRedisOutOfMemoryFollowsThePolicy(t *testing.T) {
 	}
 }
 
-// failbackProbes counts the decisions a client sends for the failback's
+// probeDecisions counts the decisions a client sends for the failback's
 // own rule: one at each failback tried.
-type failbackProbes struct{ n atomic.Int64 }
+type probeDecisions struct{ n atomic.Int64 }
 
-func (p *failbackProbes) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p *probeDecisions) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (p *failbackProbes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (p *probeDecisions) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		for _, a := range cmd.Args() {
 			if s, ok := a.(*string); ok {
@@ -92,6 +92,6 @@ func (p *failbackProbes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (p *failbackProbes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (p *probeDecisions) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
