@@ -19,6 +19,10 @@ import "net/netip"
 // its users refused. A 6to4 site is counted as the IPv6 site it is.
 var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 
+// WellKnownNAT64 is NAT64's well-known prefix, 64:ff9b::/96, whose
+// addresses CountedAddr reads as the IPv4 address they embed.
+func WellKnownNAT64() netip.Prefix { return nat64Prefix }
+
 // CountedAddr is the address the limits, events and attack detection
 // count a client by: addr without its zone, and the IPv4 address an IPv6
 // address stands for when it is IPv4-mapped (::ffff:192.0.2.1) or of

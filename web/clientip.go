@@ -73,7 +73,7 @@ func ParseNAT64Prefixes(s string) ([]netip.Prefix, error) {
 
 // wellKnownNAT64 is NAT64's well-known prefix, which auth.CountedAddr
 // reads without an entry.
-var wellKnownNAT64 = netip.MustParsePrefix("64:ff9b::/96")
+var wellKnownNAT64 = auth.WellKnownNAT64()
 
 // readByItself are the prefixes whose addresses XCloak already takes for
 // the IPv4 address they stand for (auth.CountedAddr, parsePeer), each as
