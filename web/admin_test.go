@@ -282,6 +282,40 @@ func TestAdminNoticesOnlyAfterOwnActs(t *testing.T) {
 	}
 }
 
+// TestNoticesNotCarriedByContinueLink: a page another site's script
+// opened is refused with a link to the page for the user to click, which
+// is then XCloak's own navigation; that link leaves out the notices of
+// the URL the other site chose, or a click would have the page confirm
+// an act nobody did ("Attack mode is off", "Every other session was
+// ended"). Its other parameters, an event search's filters, stay.
+func TestNoticesNotCarriedByContinueLink(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	root := env.AddUser(t, adminEmail, anyPassword, true)
+	admin := xcloaktest.Client(t, "127.0.30.11")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	scripted := []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}
+	for _, tc := range []struct{ path, want string }{
+		{"/admin?notice=attack-off&period=1h", "/admin?period=1h"},
+		{"/admin/users?notice=deleted", "/admin/users"},
+		{fmt.Sprintf("/admin/users/%d?notice=factors-removed", root.ID), fmt.Sprintf("/admin/users/%d", root.ID)},
+		{"/admin/events?account=ann%40example.com&notice=deleted", "/admin/events?account=ann%40example.com"},
+		{"/account?sessions=ended", "/account"},
+		{"/account?password=changed&session=ended&device=forgotten", "/account"},
+		{"/account/mfa?factor=removed", "/account/mfa"},
+	} {
+		resp, body := get(t, admin, base+tc.path, scripted...)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("%s as another site's script's navigation: %d, want 403", tc.path, resp.StatusCode)
+		}
+		want := `href="` + html.EscapeString(tc.want) + `" rel="noreferrer">Continue to this page`
+		if !strings.Contains(body, want) {
+			i := strings.Index(body, "Continue to this page")
+			t.Errorf("%s: the link to go on is not to %s: %.200s", tc.path, tc.want, body[max(0, i-150):max(0, i)])
+		}
+	}
+}
+
 func TestDashboardBadInput(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)

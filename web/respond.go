@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -333,7 +334,43 @@ func continueTo(r *http.Request, err error) string {
 	if !strings.HasPrefix(u, "/") || strings.HasPrefix(u, "//") || strings.HasPrefix(u, "/\\") {
 		return ""
 	}
-	return u
+	return withoutNotices(u)
+}
+
+// ownRedirectParams are the query parameters by which XCloak's own forms'
+// redirects ask the page they lead to for a notice, which the page shows
+// only then (ownRedirect).
+var ownRedirectParams = []string{"notice", "password", "session", "sessions", "device", "factor"}
+
+// withoutNotices is u, a path and query, without ownRedirectParams: the
+// link to go on is clicked on XCloak's page, so the page it opens is
+// XCloak's own navigation, and would otherwise confirm, in the notice of
+// a URL another site chose, an act nobody did ("Attack mode is off",
+// "Every other session was ended"). A query that does not parse is left
+// out whole.
+func withoutNotices(u string) string {
+	path, query, ok := strings.Cut(u, "?")
+	if !ok {
+		return u
+	}
+	v, err := url.ParseQuery(query)
+	if err != nil {
+		return path
+	}
+	found := false
+	for _, name := range ownRedirectParams {
+		if v.Has(name) {
+			v.Del(name)
+			found = true
+		}
+	}
+	switch {
+	case !found:
+		return u
+	case len(v) == 0:
+		return path
+	}
+	return path + "?" + v.Encode()
 }
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
