@@ -162,7 +162,8 @@ func (s *Server) handlePasswordAPI() http.Handler {
 // it, when r comes from XCloak's own form's redirect: a link from another
 // site may open the account page (userFetch), and would otherwise have it
 // confirm a step nobody took ("Every other session was ended"), as
-// notice keeps it from the administrators' pages.
+// notice keeps it from the administrators' pages. Its parameters are
+// among ownRedirectParams.
 func accountNotice(r *http.Request) string {
 	if !ownRedirect(r) {
 		return ""

@@ -226,7 +226,8 @@ func (s *Server) handleDashboard() http.Handler {
 // administrator's act carries, when r follows it (ownRedirect): a link
 // from another site may open an administrators' page (linkable),
 // and would otherwise have it confirm an act nobody did ("Attack mode is
-// off", "The account's second factors ... were removed").
+// off", "The account's second factors ... were removed"). Its parameter
+// is one of ownRedirectParams.
 func notice(r *http.Request) string {
 	if !ownRedirect(r) {
 		return ""

@@ -155,7 +155,8 @@ func factorRows(factors []auth.FactorInfo) []templates.FactorRow {
 func (s *Server) handleFactorsPage() http.Handler {
 	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
 		var props templates.FactorsProps
-		// Only after XCloak's own form's redirect, as accountNotice.
+		// Only after XCloak's own form's redirect, as accountNotice;
+		// "factor" is one of ownRedirectParams.
 		factor := ""
 		if ownRedirect(r) {
 			factor = r.URL.Query().Get("factor")
