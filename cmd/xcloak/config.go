@@ -914,7 +914,7 @@ func parsePositiveDuration(v string) (time.Duration, error) {
 }
 
 // parsePublicURL accepts an absolute http or https URL with a host and
-// nothing a link could not be built on. Its errors quote no part of raw,
+// nothing a link could not be built on, a path included. Its errors quote no part of raw,
 // which may hold a user and password, or a token in its query.
 func parsePublicURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
@@ -930,6 +930,11 @@ func parsePublicURL(raw string) (*url.URL, error) {
 		return nil, errors.New("names no host")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return nil, errors.New("must not have a query or fragment")
+	case u.EscapedPath() != "" && u.EscapedPath() != "/":
+		// Pages, forms, cookies and passkeys all live at the host's root:
+		// links mailed under a path would open pages whose forms post
+		// outside it.
+		return nil, errors.New("must not have a path: XCloak is served at the root of its host")
 	case !urlport.Valid(u.Port()):
 		return nil, errors.New("has a port out of 1 to 65535")
 	}

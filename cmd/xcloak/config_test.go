@@ -136,9 +136,9 @@ func TestLoadConfig(t *testing.T) {
 		},
 		{
 			name: "public URL",
-			env:  map[string]string{"XCLOAK_PUBLIC_URL": "https://login.example.com/xcloak/"},
+			env:  map[string]string{"XCLOAK_PUBLIC_URL": "https://login.example.com/"},
 			want: with(func(c *config) {
-				c.Auth.PublicURL, _ = parsePublicURL("https://login.example.com/xcloak/")
+				c.Auth.PublicURL, _ = parsePublicURL("https://login.example.com/")
 			}),
 		},
 	}
@@ -505,6 +505,30 @@ func TestPublicURLErrorsHideTheUserinfo(t *testing.T) {
 			if strings.Contains(err.Error(), piece) {
 				t.Errorf("%s: the error quotes %q: %v", raw, piece, err)
 			}
+		}
+	}
+}
+
+// TestPublicURLWithAPathIsRefused: XCloak serves its pages, forms,
+// cookies and passkey ceremonies at the root of its host, so a public URL
+// with a path would mail links that land on a page whose forms post
+// outside it. Such a URL is refused at start, naming the setting.
+func TestPublicURLWithAPathIsRefused(t *testing.T) {
+	for _, raw := range []string{
+		"https://login.example.com/xcloak",
+		"https://login.example.com/xcloak/",
+		"https://login.example.com//",
+		"https://login.example.com/%2F",
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		_, err := loadConfig(fs, nil, env(map[string]string{"XCLOAK_PUBLIC_URL": raw}), new(bytes.Buffer), new(bytes.Buffer), forServe)
+		if err == nil || !strings.HasPrefix(err.Error(), "XCLOAK_PUBLIC_URL: ") || !strings.Contains(err.Error(), "path") {
+			t.Errorf("%s: err = %v, want one naming XCLOAK_PUBLIC_URL and its path", raw, err)
+		}
+	}
+	for _, raw := range []string{"https://login.example.com", "https://login.example.com/"} {
+		if _, err := parsePublicURL(raw); err != nil {
+			t.Errorf("%s: %v", raw, err)
 		}
 	}
 }
