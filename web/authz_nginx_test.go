@@ -102,3 +102,65 @@ func TestNginxAuthRequestAdminHostByAbsoluteURI(t *testing.T) {
 		t.Errorf("ann, no administrator, asking for http://admin.example.test/ with Host: app.example.test: %d %q; want refused", status, body)
 	}
 }
+
+// TestNginxAuthRequestNonASCIIHost: nginx takes a Host of bytes past
+// ASCII, and serves it from its default server block, since no
+// server_name is spelled so; $host carries it into X-Original-URL as sent.
+// "wİki" (a capital I with a dot) is no spelling of wiki.example.test, so
+// XCloak must not judge it as that host: were it lowered into "wiki", a
+// signed-in account that is no administrator would pass into the default
+// block's application, here the administrators'.
+func TestNginxAuthRequestNonASCIIHost(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Web: func(c *webConfig) {
+		c.TrustedProxies = mustPrefixes(t, "127.0.0.1")
+		c.ProtectedHosts = mustHosts(t, "wiki.example.test, admin.example.test=admin")
+	}})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "administrators' application for %s", r.Header.Get("Remote-User"))
+	}))
+	t.Cleanup(admin.Close)
+	wiki := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "wiki for %s", r.Header.Get("Remote-User"))
+	}))
+	t.Cleanup(wiki.Close)
+
+	port := testenv.Nginx(t, func(port int) string {
+		listen := fmt.Sprintf("listen 127.0.0.1:%d;", port)
+		adminBlock := strings.Replace(fmt.Sprintf(nginxAuthServer, "admin.example.test", admin.URL, base, port),
+			listen, fmt.Sprintf("listen 127.0.0.1:%d default_server;", port), 1)
+		return adminBlock + fmt.Sprintf(nginxAuthServer, "wiki.example.test", wiki.URL, base, port)
+	})
+
+	send := func(host string) (int, string) {
+		t.Helper()
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nCookie: xcloak_session=%s\r\nConnection: close\r\n\r\n", host, ann)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	if status, body := send("wiki.example.test"); status != http.StatusOK || !strings.Contains(body, "wiki for ann@example.com") {
+		t.Fatalf("ann on the wiki: %d %q", status, body)
+	}
+	if status, body := send("admin.example.test"); status != http.StatusForbidden {
+		t.Fatalf("ann on the administrators' host: %d %q, want 403", status, body)
+	}
+	for _, host := range []string{"w\u0130ki.example.test", "W\u0130KI.example.test"} {
+		if status, body := send(host); status == http.StatusOK || strings.Contains(body, "administrators'") {
+			t.Errorf("ann, no administrator, with Host: %s: %d %q; want refused", host, status, body)
+		}
+	}
+}

@@ -396,3 +396,29 @@ func TestAuthzOnlyAtItsOwnPath(t *testing.T) {
 	wantIdentity(t, "forward-auth", forwardAuth(t, base, proxyAddr, ann, forwarded("https", "app.example.test", "/")...), "ann@example.com", "")
 	wantIdentity(t, "auth-request", authRequest(t, base, proxyAddr, ann, "https://app.example.test/"), "ann@example.com", "")
 }
+
+// TestAuthzNonASCIIHost: a host of bytes past ASCII is no DNS name and
+// matches no protected pattern, even one it would spell once lowered by
+// Unicode's rules ("İ" is "i" there, the Kelvin sign "k"): the proxy,
+// which matched it against names of its own, serves some other block.
+func TestAuthzNonASCIIHost(t *testing.T) {
+	env, base := authzEnv(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	ann := sessionToken(t, base, "ann@example.com", "correct horse")
+
+	for _, host := range []string{
+		"w\u0130ki.apps.example.test",        // lowers to wiki.apps.example.test
+		"\u212Aey.apps.example.test",         // the Kelvin sign lowers to k
+		"adm\u0130n.example.test",            // lowers to the =admin host
+		"app.example.test\u0130",             // lowers to app.example.testi
+		"w\u0130ki.apps.example.test:8443",   // with a port
+		"\u212A\u212A.apps.example.test:443", // two of them
+	} {
+		if resp := authRequest(t, base, proxyAddr, ann, "https://"+host+"/"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Remote-User") != "" {
+			t.Errorf("X-Original-URL of %q: %d Remote-User %q, want 403", host, resp.StatusCode, resp.Header.Get("Remote-User"))
+		}
+		if resp := forwardAuth(t, base, proxyAddr, ann, forwarded("https", host, "/")...); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Remote-User") != "" {
+			t.Errorf("X-Forwarded-Host %q: %d Remote-User %q, want 403", host, resp.StatusCode, resp.Header.Get("Remote-User"))
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"unicode/utf8"
 )
 
 // HostPattern is one entry of XCLOAK_PROTECTED_HOSTS: a host the reverse
@@ -164,10 +165,20 @@ func (p HostPattern) matches(host string) bool {
 // hostOnly returns a URL's host without its port, in lower case, or "" if
 // it is no valid DNS name. Brackets hold an IPv6 address alone: a name in
 // them ("[app.example.com]:443"), which net.SplitHostPort unwraps, is
-// malformed, and refused as URL parsers and browsers refuse it.
+// malformed, and refused as URL parsers and browsers refuse it. A host with
+// a byte past ASCII is refused before it is lowered: strings.ToLower
+// follows Unicode, where "İ" lowers to "i" and the Kelvin sign to "k", so
+// "wİki.example.com", which a proxy matches against no server name of its
+// own and serves from another block (nginx's default server), would be
+// judged as wiki.example.com.
 func hostOnly(host string) string {
 	if strings.HasPrefix(host, "[") {
 		return ""
+	}
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			return ""
+		}
 	}
 	if h, port, err := net.SplitHostPort(host); err == nil {
 		if !validPortNumber(port) {

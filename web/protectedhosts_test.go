@@ -75,6 +75,11 @@ func TestProtectedHostsMatch(t *testing.T) {
 		{"[app.example.com]", false, false},
 		{"", false, false},
 		{"аpp.example.com", false, false},
+		// letters past ASCII that Unicode lowers into ASCII ones: no
+		// spelling of a listed name
+		{"adm\u0130n.example.com", false, false},
+		{"\u212A.internal.example.com", false, false},
+		{"app.example.com\u212A", false, false},
 	} {
 		p, ok := hosts.Match(c.host)
 		if ok != c.ok || p.AdminOnly != c.admin {
