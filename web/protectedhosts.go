@@ -75,7 +75,10 @@ func parseHostPattern(entry string) (HostPattern, error) {
 		}
 		p.AdminOnly = true
 	}
-	host = strings.ToLower(host)
+	host, ascii := lowerASCII(host)
+	if !ascii {
+		return p, errors.New("not a DNS name: an internationalised name is given in its xn-- form")
+	}
 	if suffix, ok := strings.CutPrefix(host, "*."); ok {
 		p.Wildcard, host = true, suffix
 		if !strings.Contains(host, ".") {
@@ -166,19 +169,13 @@ func (p HostPattern) matches(host string) bool {
 // it is no valid DNS name. Brackets hold an IPv6 address alone: a name in
 // them ("[app.example.com]:443"), which net.SplitHostPort unwraps, is
 // malformed, and refused as URL parsers and browsers refuse it. A host with
-// a byte past ASCII is refused before it is lowered: strings.ToLower
-// follows Unicode, where "İ" lowers to "i" and the Kelvin sign to "k", so
-// "wİki.example.com", which a proxy matches against no server name of its
-// own and serves from another block (nginx's default server), would be
-// judged as wiki.example.com.
+// a byte past ASCII is refused (lowerASCII): "wİki.example.com", which a
+// proxy matches against no server name of its own and serves from another
+// block (nginx's default server), would otherwise be judged as
+// wiki.example.com.
 func hostOnly(host string) string {
 	if strings.HasPrefix(host, "[") {
 		return ""
-	}
-	for i := 0; i < len(host); i++ {
-		if host[i] >= utf8.RuneSelf {
-			return ""
-		}
 	}
 	if h, port, err := net.SplitHostPort(host); err == nil {
 		if !validPortNumber(port) {
@@ -186,11 +183,25 @@ func hostOnly(host string) string {
 		}
 		host = h
 	}
-	host = strings.ToLower(host)
-	if !validHostname(host) {
+	host, ok := lowerASCII(host)
+	if !ok || !validHostname(host) {
 		return ""
 	}
 	return host
+}
+
+// lowerASCII is s with its ASCII letters lowered, or false if s holds a
+// byte past ASCII, which no DNS name does (an internationalised one is
+// written in its xn-- form). strings.ToLower follows Unicode, where "İ"
+// lowers to "i" and the Kelvin sign to "k": a name no one asked for would
+// become one of the names listed.
+func lowerASCII(s string) (string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return strings.ToLower(s), true
 }
 
 // validPortNumber reports whether p is a decimal port from 0 to 65535.
@@ -202,9 +213,9 @@ func validPortNumber(p string) bool {
 // labels (example.com, not com), a leading dot allowed and dropped, in
 // lower case.
 func ParseCookieDomain(s string) (string, error) {
-	d := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(s), "."))
+	d, ascii := lowerASCII(strings.TrimPrefix(strings.TrimSpace(s), "."))
 	switch {
-	case !validHostname(d):
+	case !ascii || !validHostname(d):
 		return "", fmt.Errorf("%q is not a DNS name", s)
 	case !strings.Contains(d, "."):
 		return "", fmt.Errorf("%q is a single label: give the parent domain the protected hosts share, such as example.com", s)

@@ -35,6 +35,9 @@ func TestParseProtectedHosts(t *testing.T) {
 		"https://app.example.com", "app.example.com/path", "app.example.com:443", "app.example.com.",
 		"app example.com", "app.example.com x", "app_1.example.com", "-app.example.com", "app-.example.com",
 		"аpp.example.com", "app..example.com", ".example.com", "[::1]", strings.Repeat("a", 64) + ".example.com",
+		// Lowered by Unicode's rules, "İ" is "i" and the Kelvin sign "k":
+		// a name a proxy would never be asked for.
+		"wİki.example.com", "\u212aey.example.com", "*.\u212aey.example.com=admin",
 	} {
 		if got, err := web.ParseProtectedHosts(bad); err == nil {
 			t.Errorf("ParseProtectedHosts(%q) = %v, want an error", bad, got)
@@ -89,7 +92,7 @@ func TestProtectedHostsMatch(t *testing.T) {
 }
 
 func TestCookieDomain(t *testing.T) {
-	for _, bad := range []string{"", "com", ".com", "example.com/", "*.example.com", "https://example.com", "exa mple.com"} {
+	for _, bad := range []string{"", "com", ".com", "example.com/", "*.example.com", "https://example.com", "exa mple.com", "exİmple.com", "\u212aey.example"} {
 		if d, err := web.ParseCookieDomain(bad); err == nil {
 			t.Errorf("ParseCookieDomain(%q) = %q, want an error", bad, d)
 		}
