@@ -306,11 +306,20 @@ func (job linkJob) noticeKind() string {
 }
 
 // admitMail passes a mail for user through the mail limits: an owner's
-// notice through its account's for its kind (RuleNoticeAccount); any
-// other mail through its recipient domain's (RuleResetDomain) and, for a
-// held sign-in's, its account's (RuleVerifyMailAccount). It returns why the mail is dropped,
-// "" if it may go. Only mails that would be sent are counted, so requests
-// for addresses without an account cannot use the domain's limit up.
+// notice through its account's for its kind (RuleNoticeAccount); a held
+// sign-in's through its account's (RuleVerifyMailAccount); any other mail
+// through its recipient domain's (RuleResetDomain). It returns why the
+// mail is dropped, "" if it may go. Only mails that would be sent are
+// counted, so requests for addresses without an account cannot use the
+// domain's limit up.
+//
+// A held sign-in's mail goes only for the right password, so it spends
+// nothing of the domain's limit: anyone with an account at the domain
+// could otherwise fill the domain's window with mails of their own and
+// learn from whether their next one came whether a guess held just before
+// was right. What it can send is bounded by the passwords known, each
+// account's mails by its own limit, and each goes to an owner whose
+// password someone has.
 func (s *Service) admitMail(ctx context.Context, user User, job linkJob) (dropped string) {
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
 	flow, sub := FlowLinkMail, Subject{Domain: domain}
@@ -320,7 +329,7 @@ func (s *Service) admitMail(ctx context.Context, user User, job linkJob) (droppe
 		// notices of one kind cannot spend another's.
 		flow, sub = FlowNoticeMail, Subject{Account: job.noticeKind() + " " + user.Email}
 	case job.signIn != nil:
-		sub.Account = user.Email
+		sub = Subject{Account: user.Email}
 	}
 	d, err := s.decide(ctx, s.rules(flow, sub)...)
 	if err != nil {
@@ -329,8 +338,6 @@ func (s *Service) admitMail(ctx context.Context, user User, job linkJob) (droppe
 	}
 	if !d.Allowed {
 		if name := d.Rejected()[0].Name; name == RuleVerifyMailAccount || name == RuleNoticeAccount {
-			// The table orders the held sign-in's before the domain's
-			// rule.
 			return DropAccountLimit
 		}
 		s.log.Warn("mailing a link: mail domain over its limit; mail dropped", "domain", domain)

@@ -199,8 +199,8 @@ var rules = []RuleSpec{
 	},
 	{
 		// Checked only for the mail of a held sign-in (Subject.Account is
-		// set for it alone), before the domain's limit, so that what it
-		// drops costs the domain nothing.
+		// set for it alone), which the domain's limit does not count
+		// (Service.admitMail).
 		Name: RuleVerifyMailAccount, Label: "Sign-in link mails per account", Flow: FlowLinkMail, Key: KeyAccount,
 		Default: ratelimit.Limit{Count: 3, Window: 15 * time.Minute},
 		Usage:   "mails of held sign-ins (new-device verification) per account",
@@ -227,8 +227,8 @@ var rules = []RuleSpec{
 		Name: RuleResetDomain, Label: "Reset and unlock mails per domain", Flow: FlowLinkMail, Key: KeyDomain,
 		Default: ratelimit.Limit{Count: 60, Window: time.Minute},
 		Usage:   "reset and unlock-link mails sent per recipient domain",
-		Doc: "Reset and unlock-link mails, lockout notices and held sign-ins' mails sent per recipient domain (only accounts that exist count); " +
-			"past it they are dropped and counted. The owner's notices of a new device, a changed password or a second factor are not counted. " +
+		Doc: "Reset and unlock-link mails and lockout notices sent per recipient domain (only accounts that exist count); " +
+			"past it they are dropped and counted. Held sign-ins' mails and the owner's notices of a new device, a changed password or a second factor are not counted. " +
 			"Raise it if most users share one domain.",
 	},
 	{

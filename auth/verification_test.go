@@ -15,6 +15,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // fakeWatch is an AttackWatch whose Active the test sets, and which keeps
@@ -458,5 +459,39 @@ func TestHeldRightPasswordCounts(t *testing.T) {
 	held("dan@example.com", "shared password", "192.0.2.6")
 	if _, err := f.signIn(t, "cy@example.com", "shared password", "192.0.2.7", ""); !errors.Is(err, auth.ErrLimited) {
 		t.Fatalf("a password held on %d accounts: %v, want ErrLimited", f.Config.SprayAccounts, err)
+	}
+}
+
+// TestHeldMailSpendsNoDomainLimit: a held sign-in's mail goes only for the
+// right password, so if it spent its recipient domain's mail limit,
+// anyone with an account at that domain could tell a right guess from a
+// wrong one by whether their own reset mail came after it. Held with the
+// right password or a wrong one, the observer's mail comes the same.
+func TestHeldMailSpendsNoDomainLimit(t *testing.T) {
+	for _, password := range []string{"the password", "a wrong guess"} {
+		t.Run(password, func(t *testing.T) {
+			f := newVerifyFixture(t, auth.VerifyAlways, func(c *auth.Config) {
+				c.Limits[auth.RuleResetDomain] = ratelimit.Limit{Count: 1, Window: time.Minute}
+			})
+			for _, email := range []string{"ann@example.com", "mallory@example.com"} {
+				if _, err := f.CreateUser(t.Context(), email, "the password", false, "cli"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := f.signIn(t, "ann@example.com", password, "192.0.2.1", ""); !errors.Is(err, auth.ErrVerificationRequired) {
+				t.Fatalf("held sign-in: %v", err)
+			}
+			f.idle(t)
+			if err := f.RequestReset(t.Context(), "mallory@example.com", client("198.51.100.1")); err != nil {
+				t.Fatal(err)
+			}
+			f.idle(t)
+			for _, m := range f.Mail.Sent() {
+				if m.To == "mallory@example.com" {
+					return
+				}
+			}
+			t.Fatal("the observer's reset mail was dropped")
+		})
 	}
 }
