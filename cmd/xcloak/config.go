@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -928,6 +929,10 @@ func parsePublicURL(raw string) (*url.URL, error) {
 		return nil, errors.New("not an absolute http:// or https:// URL")
 	case u.Host == "" || u.Hostname() == "":
 		return nil, errors.New("names no host")
+	case strings.IndexFunc(u.Host, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0:
+		// rd's hosts are compared with it lowered, and lowered by
+		// Unicode's rules "İ" would be "i".
+		return nil, errors.New("names a host past ASCII: give an internationalised name in its xn-- form")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return nil, errors.New("must not have a query or fragment")
 	case u.EscapedPath() != "" && u.EscapedPath() != "/":

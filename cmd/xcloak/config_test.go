@@ -533,6 +533,21 @@ func TestPublicURLWithAPathIsRefused(t *testing.T) {
 	}
 }
 
+// TestPublicURLHostPastASCIIIsRefused: a public URL's host is compared,
+// lowered, with the hosts rd names, which are ASCII; lowered by Unicode's
+// rules "İ" would be "i". An internationalised name is given in its xn--
+// form, as XCLOAK_PROTECTED_HOSTS takes it.
+func TestPublicURLHostPastASCIIIsRefused(t *testing.T) {
+	for _, raw := range []string{"https://wİki.example.com", "https://\u212aey.example.com/", "https://bücher.example"} {
+		if _, err := parsePublicURL(raw); err == nil || !strings.Contains(err.Error(), "xn--") {
+			t.Errorf("%s: err = %v, want one asking for the xn-- form", raw, err)
+		}
+	}
+	if _, err := parsePublicURL("https://xn--bcher-kva.example"); err != nil {
+		t.Errorf("an xn-- name: %v", err)
+	}
+}
+
 // TestDatabaseURLErrorsHideTheUserinfo: a database URL that does not parse
 // is refused without any piece of its user name or password, even where
 // an '@' that is not percent-encoded makes pgx mask only the password's
