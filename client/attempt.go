@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/url"
 	"time"
+	"unicode/utf8"
 )
 
 // AttemptKind is what an attempt is for.
@@ -169,13 +170,21 @@ func (c *Client) Attempt(ctx context.Context, req AttemptRequest) (Decision, err
 	return Decision{}, a.statusError("no decision in the answer")
 }
 
-// check refuses, without a round trip, what XCloak would refuse.
+// check refuses, without a round trip, what XCloak would refuse. An
+// account or a device that is not UTF-8 could not even reach XCloak to be
+// refused: encoding/json would send each invalid byte as U+FFFD, and
+// XCloak would count another account than the one the application looks
+// up.
 func (r AttemptRequest) check() error {
 	switch {
 	case r.Kind != Login && r.Kind != Reset:
 		return &RequestError{Field: "kind", Message: `want "login" or "reset"`}
 	case r.Account == "":
 		return &RequestError{Field: "account", Message: "empty"}
+	case !utf8.ValidString(r.Account):
+		return &RequestError{Field: "account", Message: "not UTF-8"}
+	case !utf8.ValidString(r.Device):
+		return &RequestError{Field: "device", Message: "not UTF-8"}
 	case !r.ClientIP.IsValid():
 		return &RequestError{Field: "client_ip", Message: "no address"}
 	}

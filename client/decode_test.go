@@ -531,3 +531,31 @@ func TestBasePathKeptAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidUTF8IsRefusedNotReplaced: an account or a device that is not
+// UTF-8 (a form's "ann%FF", read as it came) is refused without a round
+// trip, as XCloak refuses a body that is not UTF-8. encoding/json would
+// send each invalid byte as U+FFFD instead, and XCloak would count and
+// lock an account the application never looks up: one of its own for
+// each count of invalid bytes, whatever the application's lookup makes
+// of them.
+func TestInvalidUTF8IsRefusedNotReplaced(t *testing.T) {
+	c, calls := canned(t, 200, "application/json", `{"decision":"allow","attempt_id":"x"}`)
+	for _, tt := range []struct {
+		req   client.AttemptRequest
+		field string
+	}{
+		{client.AttemptRequest{Kind: client.Login, Account: "ann\xff", ClientIP: someone.ClientIP}, "account"},
+		{client.AttemptRequest{Kind: client.Reset, Account: "\xc3ann", ClientIP: someone.ClientIP}, "account"},
+		{client.AttemptRequest{Kind: client.Login, Account: "ann", ClientIP: someone.ClientIP, Device: "d\xfe"}, "device"},
+	} {
+		_, err := c.Attempt(t.Context(), tt.req)
+		var re *client.RequestError
+		if !errors.As(err, &re) || re.Field != tt.field {
+			t.Errorf("Attempt(%+q) = %v, want a RequestError on %s", tt.req, err, tt.field)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("server saw %d requests, want none", n)
+	}
+}
