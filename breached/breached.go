@@ -439,6 +439,48 @@ func newAPI(base string, client *http.Client) (api, error) {
 // Breached asks the API for the range of the password's prefix.
 func (a api) Breached(ctx context.Context, password string) (bool, error) {
 	prefix, suffix := split(password)
+	found, err := a.lookUp(ctx, prefix, suffix)
+	if err != nil {
+		err = withoutPrefix{err, prefix}
+	}
+	return found, err
+}
+
+// withoutPrefix is an error of a lookup whose text never holds the prefix
+// looked up. The answer is the server's to word, and net/http quotes
+// pieces of one it cannot use (a status code, a header line, a Location)
+// in its errors: a mirror or a proxy that echoes the path it was asked
+// for, in its reason phrase or a redirect, would otherwise have the
+// prefix logged with the lookup's failure.
+type withoutPrefix struct {
+	err    error
+	prefix string
+}
+
+func (e withoutPrefix) Error() string { return redact(e.err.Error(), e.prefix) }
+func (e withoutPrefix) Unwrap() error { return e.err }
+
+// redact replaces each occurrence of prefix in s, in either case, with as
+// many '*'. prefix is ASCII hex digits, which no other byte folds to.
+func redact(s, prefix string) string {
+	var b []byte
+	for i := 0; i+len(prefix) <= len(s); i++ {
+		if !strings.EqualFold(s[i:i+len(prefix)], prefix) {
+			continue
+		}
+		if b == nil {
+			b = []byte(s)
+		}
+		copy(b[i:], strings.Repeat("*", len(prefix)))
+		i += len(prefix) - 1
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
+}
+
+func (a api) lookUp(ctx context.Context, prefix, suffix string) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/range/"+prefix, nil)
 	if err != nil {
 		return false, fmt.Errorf("breached: range request: %w", err)

@@ -497,3 +497,42 @@ func TestOpenErrorsHideTheUserinfo(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsQuoteNoPrefixTheAPIEchoes: net/http quotes pieces of an
+// answer it cannot use (its status, a Location it cannot parse, a broken
+// header) in its errors, and a server's reason phrase is its own to word;
+// a mirror or a proxy that echoes the path it was asked for would have the
+// lookup's error, which is logged, carry the prefix, in either case.
+func TestErrorsQuoteNoPrefixTheAPIEchoes(t *testing.T) {
+	p := breachedPasswords[0]
+	prefix := sha1Hex(p)[:5]
+	for name, answer := range map[string]string{
+		"reason phrase":        "HTTP/1.1 503 Range " + prefix + " unavailable\r\nContent-Length: 0\r\n\r\n",
+		"reason in lower case": "HTTP/1.1 404 no /range/" + strings.ToLower(prefix) + "\r\nContent-Length: 0\r\n\r\n",
+		"bad Location":         "HTTP/1.1 302 Found\r\nLocation: http://[::1%zz/range/" + prefix + "\r\nContent-Length: 0\r\n\r\n",
+		"bad status code":      "HTTP/1.1 " + prefix + "\r\n\r\n",
+		"bad header":           "HTTP/1.1 200 OK\r\nX-Range-" + prefix + "\r\n\r\n",
+		"bad Content-Length":   "HTTP/1.1 200 OK\r\nContent-Length: " + prefix + "\r\n\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				conn, buf, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer conn.Close()
+				buf.WriteString(answer)
+				buf.Flush()
+			}))
+			defer srv.Close()
+			got, err := open(t, srv.URL).Breached(t.Context(), p)
+			if err == nil || got {
+				t.Fatalf("Breached = %v, %v; want false and an error", got, err)
+			}
+			if strings.Contains(strings.ToUpper(err.Error()), prefix) {
+				t.Errorf("error %q quotes the prefix", err)
+			}
+		})
+	}
+}
