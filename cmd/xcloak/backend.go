@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -152,6 +154,11 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 	}
 	if checker != nil {
 		logger.Info("breached passwords checked", "timeout_seconds", cfg.BreachedTimeout.Seconds())
+		if breachedInClear(cfg.BreachedPasswords) {
+			logger.Warn("XCLOAK_BREACHED_PASSWORDS is a range API in plain http to a host that is not this machine: " +
+				"anyone on the network between can answer ranges without the breached passwords, so that none is refused, " +
+				"or fail every lookup, so that every sign-in from a new browser is held; use https unless the network is yours alone")
+		}
 	}
 	hook, err := newWebhooks(cfg, logger, metrics, rdb)
 	if err != nil {
@@ -386,4 +393,15 @@ type unsentMail struct{ log *slog.Logger }
 func (m unsentMail) Send(ctx context.Context, msg auth.Message) error {
 	m.log.WarnContext(ctx, "the command line sends no mail: not sent", "to", msg.To, "subject", msg.Subject)
 	return nil
+}
+
+// breachedInClear reports whether source, XCLOAK_BREACHED_PASSWORDS, is a
+// range API reached in plain http on a host other than this machine,
+// whose answers anyone on the path can rewrite.
+func breachedInClear(source string) bool {
+	if !strings.HasPrefix(source, "http://") {
+		return false
+	}
+	u, err := url.Parse(source)
+	return err == nil && !isLoopback(u.Hostname())
 }
