@@ -413,7 +413,11 @@ func newAPI(base string, client *http.Client) (api, error) {
 		// it stumbled on, any of which may hold a user and password.
 		return api{}, errors.New("breached: range API URL is not a valid URL")
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	// A bare "?" (ForceQuery) would put the prefix in a query, and a bare
+	// "#" is an empty fragment net/url keeps no trace of but the URL's
+	// text; a port without a host would dial this machine.
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.RawQuery != "" || u.ForceQuery ||
+		u.Fragment != "" || strings.Contains(base, "#") || u.User != nil {
 		return api{}, errors.New("breached: range API URL must be http(s)://host[/path], without user, query or fragment")
 	}
 	// net/url takes any digits as a port: with one no connection can use,

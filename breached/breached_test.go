@@ -460,6 +460,9 @@ func TestOpen(t *testing.T) {
 		"ftp://ranges.example/",
 		"https://",
 		"https://ranges.example/?key=1",
+		"https://ranges.example/?",
+		"https://ranges.example/#",
+		"http://:8080",
 		"https://user:pass@ranges.example/",
 		"http://%zz",
 	} {
