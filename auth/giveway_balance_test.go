@@ -82,9 +82,7 @@ func TestGiveWayMarksBalanced(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range devices {
-		if err := store.ForgetDevice(t.Context(), user.ID, d.PublicID); err != nil {
-			t.Fatal(err)
-		}
+		forgetDevice(t, store, user, d.PublicID)
 	}
 	if err := login("a forgotten device", t.Context(), wrong); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Fatalf("a forgotten device's wrong password: %v, want ErrInvalidCredentials", err)

@@ -51,9 +51,7 @@ func TestReturningSignInDoesNotWaitForItself(t *testing.T) {
 		if err != nil || len(devices) != 1 {
 			t.Fatalf("devices: %v, %v", devices, err)
 		}
-		if err := store.ForgetDevice(t.Context(), user.ID, devices[0].PublicID); err != nil {
-			t.Fatal(err)
-		}
+		forgetDevice(t, store, user, devices[0].PublicID)
 		for _, pw := range []string{"wrong", "correct horse"} {
 			ann.Password = pw
 			waited, err := signInAlone(t, s, hasher, ann)

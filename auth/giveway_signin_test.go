@@ -285,3 +285,24 @@ func returningAnn(t *testing.T, s *auth.Service) (auth.User, auth.LoginRequest) 
 	ann.DeviceCookie = first.Device.Value
 	return user, ann
 }
+
+// forgetDevice forgets the device id of user's account in store, as its
+// owner does from a session of theirs.
+func forgetDevice(t *testing.T, store auth.Store, user auth.User, id string) {
+	t.Helper()
+	u, err := store.UserByEmail(t.Context(), user.Email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := []byte("the owner's session")
+	now := time.Now()
+	if _, err := store.SessionByHash(t.Context(), owner, now); err != nil {
+		sess := auth.Session{UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := store.CreateSession(t.Context(), owner, sess, u.PasswordHash, u.SignOuts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.ForgetDevice(t.Context(), u.ID, owner, id); err != nil {
+		t.Fatal(err)
+	}
+}

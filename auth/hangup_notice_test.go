@@ -303,12 +303,12 @@ func TestOwnerSessionActsRecordedWhenTheClientHangsUp(t *testing.T) {
 			_, err := f.svc.EndOtherSessions(ctx, sess, token, client("192.0.2.7"))
 			return err
 		}},
-		{"one ended", auth.EventSessionEnded, "sessions", func(ctx context.Context, f *fixture, sess auth.Session, _ string, list auth.AccountSessions) error {
-			_, err := f.svc.EndSession(ctx, sess, list.Sessions[len(list.Sessions)-1].PublicID, client("192.0.2.7"))
+		{"one ended", auth.EventSessionEnded, "sessions", func(ctx context.Context, f *fixture, sess auth.Session, token string, list auth.AccountSessions) error {
+			_, err := f.svc.EndSession(ctx, sess, token, list.Sessions[len(list.Sessions)-1].PublicID, client("192.0.2.7"))
 			return err
 		}},
-		{"device forgotten", auth.EventDeviceForgotten, "devices", func(ctx context.Context, f *fixture, sess auth.Session, _ string, list auth.AccountSessions) error {
-			return f.svc.ForgetDevice(ctx, sess, list.Devices[0].PublicID, client("192.0.2.7"))
+		{"device forgotten", auth.EventDeviceForgotten, "devices", func(ctx context.Context, f *fixture, sess auth.Session, token string, list auth.AccountSessions) error {
+			return f.svc.ForgetDevice(ctx, sess, token, list.Devices[0].PublicID, client("192.0.2.7"))
 		}},
 	}
 	for _, c := range cases {

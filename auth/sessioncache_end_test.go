@@ -49,7 +49,7 @@ func TestEndedSessionStopsPassingOnItsReplicaAtOnce(t *testing.T) {
 		}},
 		{"session ended from the account page", func(t *testing.T, u auth.User, victim auth.Session) {
 			other := signIn(t, u.Email)
-			if _, err := f.svc.EndSession(ctx, other, victim.PublicID, c); err != nil {
+			if _, err := f.svc.EndSession(ctx, other, other.Token, victim.PublicID, c); err != nil {
 				t.Fatal(err)
 			}
 		}},

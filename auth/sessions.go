@@ -320,11 +320,13 @@ func (s *Service) ListSessions(ctx context.Context, sess Session, c Client) (Acc
 }
 
 // EndSession ends the session named id of sess's account, the caller's
-// own included (current reports that it was). An id that is malformed,
-// unknown or another account's is ErrNotListed, all alike.
+// own included (current reports that it was); token is sess's. An id
+// that is malformed, unknown or another account's is ErrNotListed, all
+// alike. A session that ended after it was read (its password changed,
+// it was ended from another browser) ends nothing: ErrNoSession.
 //
 // Errors: *LimitedError, ErrNotListed, ErrNoSession, ErrUnavailable.
-func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Client) (current bool, err error) {
+func (s *Service) EndSession(ctx context.Context, sess Session, token, id string, c Client) (current bool, err error) {
 	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return false, err
 	}
@@ -333,8 +335,8 @@ func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Cli
 	}
 	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
 	defer cancel()
-	err = s.store.EndSession(ctx, sess.UserID, id)
-	if errors.Is(err, ErrNotListed) {
+	err = s.store.EndSession(ctx, sess.UserID, hashToken(token), id)
+	if errors.Is(err, ErrNotListed) || errors.Is(err, ErrNoSession) {
 		// Nothing ended: the cache, which every replica's forward-auth
 		// answers lean on, is kept.
 		return false, err
@@ -355,7 +357,8 @@ func (s *Service) EndSession(ctx context.Context, sess Session, id string, c Cli
 
 // EndOtherSessions ends every session of sess's account but the one of
 // token ("sign out everywhere else") and returns how many it ended. Known
-// devices stay known: it is changing the password that forgets them.
+// devices stay known: it is changing the password that forgets them. A
+// session that ended after it was read ends none: ErrNoSession.
 //
 // Errors: *LimitedError, ErrNoSession, ErrUnavailable.
 func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token string, c Client) (int64, error) {
@@ -365,6 +368,9 @@ func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token stri
 	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
 	defer cancel()
 	n, err := s.store.EndOtherSessions(ctx, sess.UserID, hashToken(token))
+	if errors.Is(err, ErrNoSession) {
+		return 0, err
+	}
 	if n > 0 || err != nil {
 		s.sessionCache.purge()
 	}
@@ -377,11 +383,12 @@ func (s *Service) EndOtherSessions(ctx context.Context, sess Session, token stri
 }
 
 // ForgetDevice forgets the known device named id of sess's account: its
-// next sign-in is a new device's. An id that is malformed, unknown or
-// another account's is ErrNotListed, all alike.
+// next sign-in is a new device's; token is sess's. An id that is
+// malformed, unknown or another account's is ErrNotListed, all alike. A
+// session that ended after it was read forgets nothing: ErrNoSession.
 //
 // Errors: *LimitedError, ErrNotListed, ErrNoSession, ErrUnavailable.
-func (s *Service) ForgetDevice(ctx context.Context, sess Session, id string, c Client) error {
+func (s *Service) ForgetDevice(ctx context.Context, sess Session, token, id string, c Client) error {
 	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return err
 	}
@@ -390,8 +397,8 @@ func (s *Service) ForgetDevice(ctx context.Context, sess Session, id string, c C
 	}
 	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
 	defer cancel()
-	err := s.store.ForgetDevice(ctx, sess.UserID, id)
-	if errors.Is(err, ErrNotListed) {
+	err := s.store.ForgetDevice(ctx, sess.UserID, hashToken(token), id)
+	if errors.Is(err, ErrNotListed) || errors.Is(err, ErrNoSession) {
 		return err
 	}
 	if err != nil {

@@ -25,7 +25,7 @@ func TestEndingNothingKeepsTheSessionCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := auth.SessionCachePurges(f.svc)
-	if _, err := f.svc.EndSession(t.Context(), sess, strings.Repeat("0", 32), client("192.0.2.7")); !errors.Is(err, auth.ErrNotListed) {
+	if _, err := f.svc.EndSession(t.Context(), sess, res.Session.Token, strings.Repeat("0", 32), client("192.0.2.7")); !errors.Is(err, auth.ErrNotListed) {
 		t.Fatalf("ending an unknown session: %v, want ErrNotListed", err)
 	}
 	if n, err := f.svc.EndOtherSessions(t.Context(), sess, res.Session.Token, client("192.0.2.7")); err != nil || n != 0 {

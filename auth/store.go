@@ -116,18 +116,27 @@ type SessionStore interface {
 	// used first, at most limit.
 	AccountDevices(ctx context.Context, userID int64, limit int) ([]DeviceInfo, error)
 	// EndSession ends the session of account userID whose public id is
-	// publicID; ErrNotListed if the account has none such, ErrNoUser if
-	// the account is gone.
-	EndSession(ctx context.Context, userID int64, publicID string) error
+	// publicID, asked by the account's session stored under byHash;
+	// ErrNotListed if the account has none such, ErrNoSession (and
+	// nothing ended) if the asking session is no longer the account's,
+	// ErrNoUser if the account is gone. A session that ends (a password
+	// change, an ending from another browser) while its request is under
+	// way ends nothing after it: the check and the ending hold the
+	// account's row, as every ending of its sessions does.
+	EndSession(ctx context.Context, userID int64, byHash []byte, publicID string) error
 	// EndOtherSessions ends every session of account userID but the one
-	// stored under keepHash, and its pending second steps and sign-in
-	// links, adds one to its User.SignOuts, and returns how many sessions
-	// it ended; ErrNoUser if the account is gone.
+	// stored under keepHash, which asks, and its pending second steps and
+	// sign-in links, adds one to its User.SignOuts, and returns how many
+	// sessions it ended; ErrNoSession (and nothing ended) if the session
+	// under keepHash is no longer the account's, ErrNoUser if the account
+	// is gone.
 	EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (int64, error)
 	// ForgetDevice forgets the known device of account userID whose public
-	// id is publicID; ErrNotListed if the account has none such, ErrNoUser
-	// if the account is gone.
-	ForgetDevice(ctx context.Context, userID int64, publicID string) error
+	// id is publicID, asked by the account's session stored under byHash;
+	// ErrNotListed if the account has none such, ErrNoSession (and
+	// nothing forgotten) if the asking session is no longer the
+	// account's, ErrNoUser if the account is gone.
+	ForgetDevice(ctx context.Context, userID int64, byHash []byte, publicID string) error
 }
 
 // DeviceStore keeps the known devices of each account by the hash of

@@ -23,14 +23,17 @@ func TestDeletedAccountWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	unknown := strings.Repeat("0", 32)
-	if err := s.EndSession(ctx, live.ID, unknown); !errors.Is(err, auth.ErrNotListed) {
+	now := time.Now()
+	if err := s.CreateSession(ctx, hashOf("live"), auth.Session{UserID: live.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, live.PasswordHash, live.SignOuts); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndSession(ctx, live.ID, hashOf("live"), unknown); !errors.Is(err, auth.ErrNotListed) {
 		t.Errorf("ending an unknown session of a live account: %v, want ErrNotListed", err)
 	}
-	if err := s.ForgetDevice(ctx, live.ID, unknown); !errors.Is(err, auth.ErrNotListed) {
+	if err := s.ForgetDevice(ctx, live.ID, hashOf("live"), unknown); !errors.Is(err, auth.ErrNotListed) {
 		t.Errorf("forgetting an unknown device of a live account: %v, want ErrNotListed", err)
 	}
 
-	now := time.Now()
 	writes := map[string]func() error{
 		"AddFactor": func() error {
 			_, err := s.AddFactor(ctx, auth.Factor{UserID: gone.ID, Kind: auth.FactorTOTP, Name: "app", Secret: []byte("s"), CreatedAt: now})
@@ -42,8 +45,8 @@ func TestDeletedAccountWritesNothing(t *testing.T) {
 				Session: []byte("{}"), ExpiresAt: now.Add(time.Minute)})
 		},
 		"EndOtherSessions": func() error { _, err := s.EndOtherSessions(ctx, gone.ID, hashOf("kept")); return err },
-		"EndSession":       func() error { return s.EndSession(ctx, gone.ID, unknown) },
-		"ForgetDevice":     func() error { return s.ForgetDevice(ctx, gone.ID, unknown) },
+		"EndSession":       func() error { return s.EndSession(ctx, gone.ID, hashOf("kept"), unknown) },
+		"ForgetDevice":     func() error { return s.ForgetDevice(ctx, gone.ID, hashOf("kept"), unknown) },
 		"ChangePassword": func() error {
 			return s.ChangePassword(ctx, gone.ID, gone.PasswordHash, "new hash", hashOf("old"), hashOf("new"), nil)
 		},

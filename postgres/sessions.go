@@ -106,28 +106,51 @@ func (s *Store) AccountDevices(ctx context.Context, userID int64, limit int) ([]
 	})
 }
 
-// EndSession implements auth.SessionStore.
-func (s *Store) EndSession(ctx context.Context, userID int64, publicID string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND public_id = $2`, userID, publicID)
-	if err == nil && tag.RowsAffected() == 0 {
-		return s.notListed(ctx, userID)
+// asOwner runs f in a transaction that holds account userID's row, once
+// the session stored under byHash, which asks, is found still to be the
+// account's: auth.ErrNoUser if the account is gone, auth.ErrNoSession if
+// the session is. The row is locked first, as a password change, a reset
+// and a sign-out everywhere lock it before they end the account's
+// sessions, and the session is looked for by a statement of its own
+// after the lock is held, so that it sees what such an ending that held
+// the row before committed: a request whose session was read just before
+// the owner changed the password acts on nothing after the change.
+func (s *Store) asOwner(ctx context.Context, userID int64, byHash []byte, f func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return auth.ErrNoUser
+		}
+		if err := sessionLives(ctx, tx, userID, byHash); err != nil {
+			return err
+		}
+		return f(tx)
+	})
+}
+
+// sessionLives is nil if the session stored under tokenHash is account
+// userID's, auth.ErrNoSession if it is not (any more).
+func sessionLives(ctx context.Context, tx pgx.Tx, userID int64, tokenHash []byte) error {
+	var live bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id_hash = $1 AND user_id = $2)`, tokenHash, userID).Scan(&live)
+	if err == nil && !live {
+		return auth.ErrNoSession
 	}
 	return err
 }
 
-// notListed is the answer to a deletion of one of account userID's
-// sessions or devices that deleted nothing: auth.ErrNotListed, or
-// auth.ErrNoUser if the account itself is gone, with all of them. Asked
-// only then, so that an ending that ends something costs one statement.
-func (s *Store) notListed(ctx context.Context, userID int64) error {
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)`, userID).Scan(&exists); err != nil {
+// EndSession implements auth.SessionStore.
+func (s *Store) EndSession(ctx context.Context, userID int64, byHash []byte, publicID string) error {
+	return s.asOwner(ctx, userID, byHash, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND public_id = $2`, userID, publicID)
+		if err == nil && tag.RowsAffected() == 0 {
+			return auth.ErrNotListed
+		}
 		return err
-	}
-	if !exists {
-		return auth.ErrNoUser
-	}
-	return auth.ErrNotListed
+	})
 }
 
 // EndOtherSessions implements auth.SessionStore.
@@ -139,6 +162,11 @@ func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []b
 		}
 		if tag.RowsAffected() == 0 {
 			return auth.ErrNoUser
+		}
+		// Looked for once the row is held (asOwner): a session ended
+		// meanwhile ends no other.
+		if err := sessionLives(ctx, tx, userID, keepHash); err != nil {
+			return err
 		}
 		tag, err = tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
 		if err != nil {
@@ -158,12 +186,14 @@ func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []b
 }
 
 // ForgetDevice implements auth.SessionStore.
-func (s *Store) ForgetDevice(ctx context.Context, userID int64, publicID string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM devices WHERE user_id = $1 AND public_id = $2`, userID, publicID)
-	if err == nil && tag.RowsAffected() == 0 {
-		return s.notListed(ctx, userID)
-	}
-	return err
+func (s *Store) ForgetDevice(ctx context.Context, userID int64, byHash []byte, publicID string) error {
+	return s.asOwner(ctx, userID, byHash, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM devices WHERE user_id = $1 AND public_id = $2`, userID, publicID)
+		if err == nil && tag.RowsAffected() == 0 {
+			return auth.ErrNotListed
+		}
+		return err
+	})
 }
 
 // SignOutEverywhere implements auth.SessionStore.

@@ -79,7 +79,7 @@ func TestForwardAuthRevocationAcrossReplicas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Service.EndSession(ctx, sess, sess.PublicID, client); err != nil {
+			if _, err := b.Service.EndSession(ctx, sess, token, sess.PublicID, client); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -101,9 +101,9 @@ func (s *Server) handleSessionsAPI() http.Handler {
 }
 
 // endSession ends the session named by the path's id; ending the
-// request's own clears its cookie too.
-func (s *Server) endSession(w http.ResponseWriter, r *http.Request, sess auth.Session) (current bool, err error) {
-	current, err = s.auth.EndSession(r.Context(), sess, r.PathValue("id"), s.client(r))
+// request's own clears its cookie too. token is the request's session's.
+func (s *Server) endSession(w http.ResponseWriter, r *http.Request, sess auth.Session, token string) (current bool, err error) {
+	current, err = s.auth.EndSession(r.Context(), sess, token, r.PathValue("id"), s.client(r))
 	if err == nil && current {
 		s.clearCookie(w, sessionCookie)
 	}
@@ -111,8 +111,8 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request, sess auth.Se
 }
 
 func (s *Server) handleEndSessionAPI() http.Handler {
-	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
-		current, err := s.endSession(w, r, sess)
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, token string) error {
+		current, err := s.endSession(w, r, sess, token)
 		if err != nil {
 			return err
 		}
@@ -122,8 +122,8 @@ func (s *Server) handleEndSessionAPI() http.Handler {
 }
 
 func (s *Server) handleEndSessionForm() http.Handler {
-	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
-		current, err := s.endSession(w, r, sess)
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, token string) error {
+		current, err := s.endSession(w, r, sess, token)
 		if err != nil {
 			return err
 		}
@@ -147,8 +147,8 @@ func (s *Server) handleEndOtherSessionsForm() http.Handler {
 }
 
 func (s *Server) handleForgetDeviceForm() http.Handler {
-	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, _ string) error {
-		if err := s.auth.ForgetDevice(r.Context(), sess, r.PathValue("id"), s.client(r)); err != nil {
+	return s.requireOwner(func(w http.ResponseWriter, r *http.Request, sess auth.Session, token string) error {
+		if err := s.auth.ForgetDevice(r.Context(), sess, token, r.PathValue("id"), s.client(r)); err != nil {
 			return err
 		}
 		http.Redirect(w, r, "/account?device=forgotten", http.StatusSeeOther)

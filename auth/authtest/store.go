@@ -274,10 +274,26 @@ func (s *Store) AccountDevices(_ context.Context, userID int64, limit int) ([]au
 	return out[:min(limit, len(out))], nil
 }
 
+// ownerGone is the answer to a request of account userID's session
+// stored under byHash when either is gone (auth.ErrNoUser,
+// auth.ErrNoSession), nil while both live; s.mu is held.
+func (s *Store) ownerGone(userID int64, byHash []byte) error {
+	if s.users[userID] == nil {
+		return auth.ErrNoUser
+	}
+	if v, ok := s.sessions[string(byHash)]; !ok || v.userID != userID {
+		return auth.ErrNoSession
+	}
+	return nil
+}
+
 // EndSession implements auth.SessionStore.
-func (s *Store) EndSession(_ context.Context, userID int64, publicID string) error {
+func (s *Store) EndSession(_ context.Context, userID int64, byHash []byte, publicID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.ownerGone(userID, byHash); err != nil {
+		return err
+	}
 	for k, v := range s.sessions {
 		if v.userID == userID && v.publicID == publicID {
 			delete(s.sessions, k)
@@ -291,9 +307,10 @@ func (s *Store) EndSession(_ context.Context, userID int64, publicID string) err
 func (s *Store) EndOtherSessions(_ context.Context, userID int64, keepHash []byte) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if u := s.users[userID]; u != nil {
-		u.SignOuts++
+	if err := s.ownerGone(userID, keepHash); err != nil {
+		return 0, err
 	}
+	s.users[userID].SignOuts++
 	deleteWhere(s.signIns, func(v *token) bool { return v.userID == userID && !v.used })
 	var n int64
 	for k, v := range s.sessions {
@@ -306,9 +323,12 @@ func (s *Store) EndOtherSessions(_ context.Context, userID int64, keepHash []byt
 }
 
 // ForgetDevice implements auth.SessionStore.
-func (s *Store) ForgetDevice(_ context.Context, userID int64, publicID string) error {
+func (s *Store) ForgetDevice(_ context.Context, userID int64, byHash []byte, publicID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.ownerGone(userID, byHash); err != nil {
+		return err
+	}
 	for k, d := range s.devices {
 		if d.userID == userID && d.publicID == publicID {
 			delete(s.devices, k)

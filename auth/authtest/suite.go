@@ -136,6 +136,7 @@ var storeCases = []struct {
 		if again.SignOuts == u.SignOuts {
 			t.Fatalf("SignOuts %d after a sign-out everywhere, as before it", again.SignOuts)
 		}
+		mustNil(t, s.CreateSession(t.Context(), hash("mine"), sess, again.PasswordHash, again.SignOuts))
 		_, err = s.EndOtherSessions(t.Context(), u.ID, hash("mine"))
 		mustNil(t, err)
 		if err := s.CreateSession(t.Context(), hash("b"), sess, again.PasswordHash, again.SignOuts); !errors.Is(err, auth.ErrPasswordChanged) {

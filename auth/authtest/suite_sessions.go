@@ -118,22 +118,58 @@ var sessionListCases = []struct {
 	{"an account ends only its own sessions by public id", func(t *testing.T, s auth.Store) {
 		ann, bob := mustUser(t, s, "ann@example.com"), mustUser(t, s, "bob@example.com")
 		a := sessionWith(t, s, ann, "ann 1", "192.0.2.1", "curl", base)
+		sessionWith(t, s, ann, "ann 2", "192.0.2.1", "curl", base)
 		b := sessionWith(t, s, bob, "bob 1", "192.0.2.2", "curl", base)
-		if err := s.EndSession(t.Context(), ann.ID, b.PublicID); !errors.Is(err, auth.ErrNotListed) {
+		by := hash("ann 2")
+		if err := s.EndSession(t.Context(), ann.ID, by, b.PublicID); !errors.Is(err, auth.ErrNotListed) {
 			t.Errorf("ann ending bob's session: %v, want ErrNotListed", err)
 		}
-		if err := s.EndSession(t.Context(), ann.ID, auth.NewPublicID()); !errors.Is(err, auth.ErrNotListed) {
+		if err := s.EndSession(t.Context(), ann.ID, by, auth.NewPublicID()); !errors.Is(err, auth.ErrNotListed) {
 			t.Errorf("ending an unknown session: %v, want ErrNotListed", err)
 		}
 		if _, err := s.SessionByHash(t.Context(), hash("bob 1"), base); err != nil {
 			t.Errorf("bob's session after ann tried to end it: %v", err)
 		}
-		mustNil(t, s.EndSession(t.Context(), ann.ID, a.PublicID))
+		mustNil(t, s.EndSession(t.Context(), ann.ID, by, a.PublicID))
 		if _, err := s.SessionByHash(t.Context(), hash("ann 1"), base); !errors.Is(err, auth.ErrNoSession) {
 			t.Errorf("ann's ended session: %v, want ErrNoSession", err)
 		}
-		if err := s.EndSession(t.Context(), ann.ID, a.PublicID); !errors.Is(err, auth.ErrNotListed) {
+		if err := s.EndSession(t.Context(), ann.ID, by, a.PublicID); !errors.Is(err, auth.ErrNotListed) {
 			t.Errorf("ending it again: %v, want ErrNotListed", err)
+		}
+		// Asked with bob's session, or with one that ended.
+		if err := s.EndSession(t.Context(), ann.ID, hash("bob 1"), auth.NewPublicID()); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("ann's session ended asked by bob's: %v, want ErrNoSession", err)
+		}
+	}},
+	{"a session that ended ends and forgets nothing", func(t *testing.T, s auth.Store) {
+		ann := mustUser(t, s, "ann@example.com")
+		mustNil(t, s.AddDevice(t.Context(), ann.ID, ann.PasswordHash, ann.SignOuts, hash("ann d1"), base, 10, false))
+		ann, err := s.UserByEmail(t.Context(), "ann@example.com")
+		mustNil(t, err)
+		mine := sessionWith(t, s, ann, "ann 1", "192.0.2.1", "curl", base)
+		sessionWith(t, s, ann, "ann 2", "192.0.2.66", "curl", base)
+		devices, err := s.AccountDevices(t.Context(), ann.ID, 10)
+		mustNil(t, err)
+		mustNil(t, s.DeleteSession(t.Context(), hash("ann 2")))
+		gone := hash("ann 2")
+		if err := s.EndSession(t.Context(), ann.ID, gone, mine.PublicID); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("EndSession asked by an ended session: %v, want ErrNoSession", err)
+		}
+		if n, err := s.EndOtherSessions(t.Context(), ann.ID, gone); !errors.Is(err, auth.ErrNoSession) || n != 0 {
+			t.Errorf("EndOtherSessions asked by an ended session: %d, %v; want ErrNoSession", n, err)
+		}
+		if err := s.ForgetDevice(t.Context(), ann.ID, gone, devices[0].PublicID); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("ForgetDevice asked by an ended session: %v, want ErrNoSession", err)
+		}
+		if _, err := s.SessionByHash(t.Context(), hash("ann 1"), base); err != nil {
+			t.Errorf("the live session after the ended one's requests: %v", err)
+		}
+		if known, _ := s.KnownDevice(t.Context(), "ann@example.com", hash("ann d1"), base.Add(-time.Hour)); !known {
+			t.Error("the device was forgotten by an ended session's request")
+		}
+		if again, _ := s.UserByEmail(t.Context(), "ann@example.com"); again.SignOuts != ann.SignOuts {
+			t.Errorf("SignOuts %d after an ended session's EndOtherSessions, want %d as before", again.SignOuts, ann.SignOuts)
 		}
 	}},
 	{"ending the other sessions keeps this one and other accounts'", func(t *testing.T, s auth.Store) {
@@ -170,10 +206,11 @@ var sessionListCases = []struct {
 		if len(bobs) != 1 {
 			t.Fatalf("bob's devices: %+v", bobs)
 		}
-		if err := s.ForgetDevice(t.Context(), ann.ID, bobs[0].PublicID); !errors.Is(err, auth.ErrNotListed) {
+		sessionWith(t, s, ann, "ann 1", "192.0.2.1", "curl", base)
+		if err := s.ForgetDevice(t.Context(), ann.ID, hash("ann 1"), bobs[0].PublicID); !errors.Is(err, auth.ErrNotListed) {
 			t.Errorf("ann forgetting bob's device: %v, want ErrNotListed", err)
 		}
-		mustNil(t, s.ForgetDevice(t.Context(), ann.ID, got[0].PublicID))
+		mustNil(t, s.ForgetDevice(t.Context(), ann.ID, hash("ann 1"), got[0].PublicID))
 		if known, _ := s.KnownDevice(t.Context(), "ann@example.com", hash("ann d1"), base.Add(-time.Hour)); known {
 			t.Error("ann's forgotten device is still known")
 		}
