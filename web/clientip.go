@@ -346,7 +346,8 @@ func (r *ClientIPResolver) isTrusted(addr netip.Addr) bool {
 // Behind a trusted peer, the forwarding chain is read from the one header
 // the resolver was made for, whatever other headers the request carries:
 // X-Forwarded-For, or the for= values of Forwarded (RFC 7239), taking every
-// line in order and every comma-separated entry. With HeaderNone the peer
+// line in order and every comma-separated entry (a comma inside one of
+// Forwarded's quoted strings is the string's). With HeaderNone the peer
 // is the client. A trusted peer's request without the header has the peer
 // as its client; one that carries the other header instead is logged, once
 // (warnOtherHeader). The chain is walked from the right, the end the
@@ -425,16 +426,18 @@ func (r *ClientIPResolver) chainClient(req *http.Request) netip.Addr {
 	var (
 		lines    []string
 		parseHop func(string) (netip.Addr, bool)
+		// lastComma finds the comma before a line's last hop, -1 for none
+		lastComma func(string) int
 		// the header read, and the other one, in canonical form
 		header, other string
 	)
 	switch r.header {
 	case HeaderForwarded:
-		header, other, parseHop = "Forwarded", "X-Forwarded-For", parseForwardedElement
+		header, other, parseHop, lastComma = "Forwarded", "X-Forwarded-For", parseForwardedElement, lastElementComma
 	case HeaderNone:
 		return peer
 	default:
-		header, other, parseHop = "X-Forwarded-For", "Forwarded", parseNode
+		header, other, parseHop, lastComma = "X-Forwarded-For", "Forwarded", parseNode, lastByteComma
 	}
 	lines = req.Header.Values(header)
 	if len(lines) == 0 {
@@ -445,11 +448,8 @@ func (r *ClientIPResolver) chainClient(req *http.Request) netip.Addr {
 	for i := len(lines) - 1; i >= 0; i-- {
 		rest := lines[i]
 		for rest != "" {
-			// Commas always separate hops, even inside quotes: no valid node
-			// contains one, and honouring a quote the client opened would let
-			// it swallow the hop a proxy appends after it.
 			entry := rest
-			if j := strings.LastIndexByte(rest, ','); j >= 0 {
+			if j := lastComma(rest); j >= 0 {
 				entry, rest = rest[j+1:], rest[:j]
 				size++ // the comma
 			} else {
@@ -476,6 +476,40 @@ func (r *ClientIPResolver) chainClient(req *http.Request) netip.Addr {
 		}
 	}
 	return last
+}
+
+// lastByteComma is the index of s's last comma, -1 if it has none: an
+// X-Forwarded-For hop is an address, which holds no comma and no quote.
+func lastByteComma(s string) int { return strings.LastIndexByte(s, ',') }
+
+// lastElementComma is the index of the last comma of s, a Forwarded line,
+// that separates two elements, -1 if there is none: a comma inside a
+// quoted string is part of its value, such as the Host a client sent,
+// which a proxy writes as host="…" (RFC 7239). The line is read from the
+// right, the end its proxies append whole elements to: their quotes pair
+// up from there, and an escaped quote is one after an odd run of
+// backslashes, which only a quoted string holds. A quote the client
+// opened or closed further left is never reached before the hop its
+// proxy wrote, so it cannot swallow that hop, nor make its own text one.
+func lastElementComma(s string) int {
+	quoted := false
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case '"':
+			n := 0
+			for n < i && s[i-1-n] == '\\' {
+				n++
+			}
+			if n%2 == 0 {
+				quoted = !quoted
+			}
+		case ',':
+			if !quoted {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // warnOtherHeader logs, once, that the trusted peer sent req without the

@@ -126,6 +126,16 @@ func TestClientIP(t *testing.T) {
 		{header: HeaderForwarded, name: "Forwarded several params", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=203.0.113.9;proto=https;by=10.0.0.2"}, want: "203.0.113.9"},
 		{header: HeaderForwarded, name: "Forwarded for not first", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`proto=https; by="[2001:db8::9]"; for=203.0.113.9; host="a;b.example"`}, want: "203.0.113.9"},
 		{header: HeaderForwarded, name: "Forwarded quoted semicolon in other param", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;ext="a;b"`}, want: "203.0.113.9"},
+		// A comma inside a quoted value belongs to the value (RFC 7239): a
+		// proxy that writes the Host it was sent as host="…" writes one
+		// when the client puts one there, and the element is still its own.
+		{header: HeaderForwarded, name: "Forwarded quoted comma in the proxy's element", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;proto=https;host="login.example,x"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded quoted comma before for", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`host="a,b";for=203.0.113.9`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded quoted commas in a chain", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=198.51.100.3, for=203.0.113.9;host="a,b", for=10.0.0.2;host=",,"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded escaped quote and comma", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;host="a\",b\\"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "client opens quote proxy appends quoted comma", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for="1.2.3.4, for=203.0.113.9;host="a,b"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "client's quotes cannot reach the proxy's element", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=10.0.0.5;x="\", for=203.0.113.9;host="a,b"`}, want: "203.0.113.9"},
+		{header: HeaderForwarded, name: "Forwarded quoted comma over 4 KiB", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;host="` + strings.Repeat(",", 4096) + `"`}, want: "10.0.0.1"},
 		{header: HeaderForwarded, name: "Forwarded chain", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{`for=203.0.113.9;proto=https, for="[2001:db8:ffff::3]:80";by=10.0.0.1, for=10.0.0.2`}, want: "203.0.113.9"},
 		{header: HeaderForwarded, name: "Forwarded multiple lines", trusted: trusted, remote: "10.0.0.1:1234", fwd: []string{"for=198.51.100.3", "for=203.0.113.9;proto=http", "for=10.0.0.2"}, want: "203.0.113.9"},
 
