@@ -302,6 +302,8 @@ type ClientIPResolver struct {
 	// per process, however many such requests arrive.
 	log    *slog.Logger
 	warned atomic.Bool
+	// hopWarned makes warnUnreadableHop's warning once per resolver.
+	hopWarned atomic.Bool
 	// translators are the operator's NAT64 or SIIT prefixes
 	// (XCLOAK_NAT64_PREFIXES; NewServer sets them): a client found in one
 	// is the IPv4 address it embeds.
@@ -467,6 +469,9 @@ func (r *ClientIPResolver) chainClient(req *http.Request) netip.Addr {
 			}
 			addr, ok := parseHop(entry)
 			if !ok {
+				if hops == 1 {
+					r.warnUnreadableHop(peer, header)
+				}
 				return last
 			}
 			if !r.isTrusted(addr) {
@@ -527,6 +532,21 @@ func (r *ClientIPResolver) warnOtherHeader(req *http.Request, peer netip.Addr, h
 		"every request through it counts as the proxy's own address, so one client's limits refuse everyone; "+
 		"make the proxy write "+header+", or set XCLOAK_FORWARDED_HEADER to the header it writes (logged once)",
 		"proxy", peer.String(), "configured_header", header, "sent_header", other)
+}
+
+// warnUnreadableHop logs, once, that the trusted peer's own hop in header
+// is no address: an obfuscated identifier or "unknown" (RFC 7239 allows
+// both, and some proxies write them by default), behind which every
+// client counts as the proxy. Only the peer's hop, the line's last, is
+// the proxy's: one further left may be whatever a client sent.
+func (r *ClientIPResolver) warnUnreadableHop(peer netip.Addr, header string) {
+	if r.log == nil || r.hopWarned.Load() || !r.hopWarned.CompareAndSwap(false, true) {
+		return
+	}
+	r.log.Warn("a trusted proxy wrote a hop in "+header+" that is no address (an obfuscated identifier or \"unknown\"): "+
+		"every request through it counts as the proxy's own address, so one client's limits refuse everyone; "+
+		"make the proxy write the client's address (logged once)",
+		"proxy", peer.String(), "header", header)
 }
 
 // parsePeer parses a connection's host:port address.

@@ -426,6 +426,57 @@ func TestClientIPWarnsOfTheOtherHeader(t *testing.T) {
 	}
 }
 
+// TestClientIPWarnsOfAnUnreadableHop: a trusted proxy whose own hop is no
+// address (an obfuscated identifier such as "_hidden", or "unknown", which
+// RFC 7239 allows and some proxies write by default) makes every client
+// behind it the proxy: the resolver says so once, naming the proxy and the
+// header. A hop a client wrote further left, which it may fill with
+// anything, says nothing.
+func TestClientIPWarnsOfAnUnreadableHop(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, tc := range []struct {
+		name, header, value string
+		rh                  ForwardedHeader
+		warn                bool
+	}{
+		{"obfuscated for=", "Forwarded", "for=_hidden;proto=https", HeaderForwarded, true},
+		{"for=unknown", "Forwarded", `for="unknown"`, HeaderForwarded, true},
+		{"X-Forwarded-For unknown", "X-Forwarded-For", "unknown", HeaderXForwardedFor, true},
+		{"a client's junk behind a readable hop", "X-Forwarded-For", "junk, 10.0.0.7", HeaderXForwardedFor, false},
+		{"a readable hop", "Forwarded", "for=203.0.113.9", HeaderForwarded, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			r := NewClientIPResolver(trusted, tc.rh)
+			r.log = slog.New(slog.NewJSONHandler(&log, nil))
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.RemoteAddr = "10.0.0.1:1234"
+			req.Header.Set(tc.header, tc.value)
+			for range 100 {
+				r.ClientIP(req)
+			}
+			lines := slices.Collect(strings.Lines(log.String()))
+			if !tc.warn {
+				if len(lines) != 0 {
+					t.Errorf("logged %q, want nothing", lines)
+				}
+				return
+			}
+			if len(lines) != 1 {
+				t.Fatalf("100 such requests logged %d lines, want one:\n%s", len(lines), log.String())
+			}
+			var line map[string]any
+			if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+				t.Fatal(err)
+			}
+			if line["level"] != "WARN" || line["proxy"] != "10.0.0.1" || line["header"] != tc.header ||
+				strings.Contains(lines[0], "_hidden") {
+				t.Errorf("logged %s, want a warning naming the proxy 10.0.0.1 and %s, not quoting the hop", lines[0], tc.header)
+			}
+		})
+	}
+}
+
 // TestParseNAT64Prefixes reads XCLOAK_NAT64_PREFIXES: IPv6 prefixes of the
 // lengths RFC 6052 allows, host bits refused rather than masked (a typo
 // would translate another network), and nothing else.
