@@ -32,14 +32,22 @@ func newAttempts(secret []byte) attempts {
 
 // fingerprint returns the fingerprint of password tried for id (a
 // normalised email or a device's nonce): 128 bits of HMAC-SHA256 over the
-// normalised password, so that the forms of a password that sign in alike
-// count alike, in unpadded base64url.
+// password as typed, in unpadded base64url.
+//
+// As typed, not normalised: a password that NFKC changes is checked in
+// two forms, the normalised one and the one typed, which a hash stored
+// before passwords were normalised holds (Hasher.Verify). Against such a
+// hash each way of typing a password (a full-width letter here and not
+// there) is a guess of its own, and must count as one: were the forms
+// one fingerprint, the first refused would let every other be tried
+// without counting. A password NFKC leaves as it is, what nearly everyone
+// types, has the fingerprint it always had.
 func (a attempts) fingerprint(id, password string) string {
 	m := hmac.New(sha256.New, a.key)
 	// The identity's length first: no id and password can be joined the
 	// same way as another pair.
 	m.Write(binary.BigEndian.AppendUint64(nil, uint64(len(id))))
 	m.Write([]byte(id))
-	m.Write([]byte(normalisePassword(password)))
+	m.Write([]byte(password))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }

@@ -19,7 +19,9 @@ func TestAttemptFingerprint(t *testing.T) {
 		same     bool
 	}{
 		{"the same password again", "ann@example.com", "old café", true},
-		{"its decomposed form, which signs in alike", "ann@example.com", "old cafe\u0301", true},
+		// A hash stored before passwords were normalised tells the forms
+		// apart: each is a guess of its own.
+		{"its decomposed form, another way of typing it", "ann@example.com", "old cafe\u0301", false},
 		{"another password", "ann@example.com", "old cafe", false},
 		{"the password for another identity", "bob@example.com", "old café", false},
 		{"the identity and password joined otherwise", "ann@example.comold", " café", false},
