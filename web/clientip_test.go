@@ -404,23 +404,13 @@ func TestClientIPWarnsOfTheOtherHeader(t *testing.T) {
 					t.Fatalf("ClientIP = %v, want the peer %v: the configured header is missing", got, peer)
 				}
 			}
-			lines := slices.Collect(strings.Lines(log.String()))
-			if tc.configured == "" {
-				if len(lines) != 0 {
-					t.Errorf("logged %q, want nothing", lines)
-				}
+			line := loggedOnce(t, log.String(), tc.configured != "")
+			if line == nil {
 				return
-			}
-			if len(lines) != 1 {
-				t.Fatalf("100 such requests logged %d lines, want one:\n%s", len(lines), log.String())
-			}
-			var line map[string]any
-			if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
-				t.Fatal(err)
 			}
 			if line["level"] != "WARN" || line["configured_header"] != tc.configured || line["sent_header"] != tc.other ||
 				line["proxy"] != peer.String() || !strings.Contains(line["msg"].(string), "XCLOAK_FORWARDED_HEADER") {
-				t.Errorf("logged %s, want a warning naming %s, %s, the proxy %v and XCLOAK_FORWARDED_HEADER", lines[0], tc.configured, tc.other, peer)
+				t.Errorf("logged %v, want a warning naming %s, %s, the proxy %v and XCLOAK_FORWARDED_HEADER", line, tc.configured, tc.other, peer)
 			}
 		})
 	}
@@ -455,26 +445,37 @@ func TestClientIPWarnsOfAnUnreadableHop(t *testing.T) {
 			for range 100 {
 				r.ClientIP(req)
 			}
-			lines := slices.Collect(strings.Lines(log.String()))
-			if !tc.warn {
-				if len(lines) != 0 {
-					t.Errorf("logged %q, want nothing", lines)
-				}
+			line := loggedOnce(t, log.String(), tc.warn)
+			if line == nil {
 				return
 			}
-			if len(lines) != 1 {
-				t.Fatalf("100 such requests logged %d lines, want one:\n%s", len(lines), log.String())
-			}
-			var line map[string]any
-			if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
-				t.Fatal(err)
-			}
 			if line["level"] != "WARN" || line["proxy"] != "10.0.0.1" || line["header"] != tc.header ||
-				strings.Contains(lines[0], "_hidden") {
-				t.Errorf("logged %s, want a warning naming the proxy 10.0.0.1 and %s, not quoting the hop", lines[0], tc.header)
+				strings.Contains(log.String(), "_hidden") {
+				t.Errorf("logged %v, want a warning naming the proxy 10.0.0.1 and %s, not quoting the hop", line, tc.header)
 			}
 		})
 	}
+}
+
+// loggedOnce checks that log, what 100 requests logged, is one JSON line
+// if want, and returns it decoded; else that it is empty, and returns nil.
+func loggedOnce(t *testing.T, log string, want bool) map[string]any {
+	t.Helper()
+	lines := slices.Collect(strings.Lines(log))
+	if !want {
+		if len(lines) != 0 {
+			t.Errorf("logged %q, want nothing", lines)
+		}
+		return nil
+	}
+	if len(lines) != 1 {
+		t.Fatalf("100 such requests logged %d lines, want one:\n%s", len(lines), log)
+	}
+	var line map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+		t.Fatal(err)
+	}
+	return line
 }
 
 // TestParseNAT64Prefixes reads XCLOAK_NAT64_PREFIXES: IPv6 prefixes of the

@@ -15,15 +15,27 @@ func TestServeWarnsOfMailInClear(t *testing.T) {
 	const warning = "XCLOAK_SMTP_URL has tls=none to a host that is not this machine"
 	vars := storeSettings(t)
 	delete(vars, "XCLOAK_MAIL_LOG")
-	for _, tt := range []struct {
-		name, url string
-		warned    bool
-	}{
+	warnsAtStart(t, vars, "XCLOAK_SMTP_URL", warning, []startWarning{
 		// serve does not connect to the mail server to start.
 		{"remote relay", "smtp://mail.example.com:25?from=xcloak@example.com&tls=none", true},
 		{"relay on loopback", testenv.SMTP(t).URL(), false},
-	} {
-		vars["XCLOAK_SMTP_URL"] = tt.url
+	})
+}
+
+// startWarning is a value of a setting and whether serve warns of it at
+// start.
+type startWarning struct {
+	name, value string
+	warned      bool
+}
+
+// warnsAtStart starts serve with vars and each case's value of setting,
+// and checks that its log holds warning, at level WARN, exactly where the
+// case says.
+func warnsAtStart(t *testing.T, vars map[string]string, setting, warning string, cases []startWarning) {
+	t.Helper()
+	for _, tt := range cases {
+		vars[setting] = tt.value
 		srv := startServe(t, vars)
 		if err := srv.stop(); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
