@@ -77,19 +77,7 @@ func TestNginxAuthRequestAdminHostByAbsoluteURI(t *testing.T) {
 
 	send := func(target, host string) (int, string) {
 		t.Helper()
-		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nCookie: xcloak_session=%s\r\nConnection: close\r\n\r\n", target, host, ann)
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return rawGet(t, port, target, host, ann)
 	}
 
 	if status, body := send("/", "app.example.test"); status != http.StatusOK || !strings.Contains(body, "plain application for ann@example.com") {
@@ -137,19 +125,7 @@ func TestNginxAuthRequestNonASCIIHost(t *testing.T) {
 
 	send := func(host string) (int, string) {
 		t.Helper()
-		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nCookie: xcloak_session=%s\r\nConnection: close\r\n\r\n", host, ann)
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return rawGet(t, port, "/", host, ann)
 	}
 
 	if status, body := send("wiki.example.test"); status != http.StatusOK || !strings.Contains(body, "wiki for ann@example.com") {
@@ -163,4 +139,24 @@ func TestNginxAuthRequestNonASCIIHost(t *testing.T) {
 			t.Errorf("ann, no administrator, with Host: %s: %d %q; want refused", host, status, body)
 		}
 	}
+}
+
+// rawGet sends GET target with the Host header host, written as it is
+// (net/http would refuse or rewrite some), and the session cookie session,
+// to the nginx on port, and returns the answer's status and body.
+func rawGet(t *testing.T, port int, target, host, session string) (int, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nCookie: xcloak_session=%s\r\nConnection: close\r\n\r\n", target, host, session)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
