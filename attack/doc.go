@@ -24,7 +24,9 @@
 // attack mode's state has recorded it. Both scripts go out as commands
 // go-redis never sends again (internal/redisonce), which a cluster client
 // would otherwise do after a read timeout: a second "hit" would hide the
-// start from the replica that caused it.
+// start from the replica that caused it. For the same reason a state
+// call that went unanswered goes again, at the next Tick, under the name
+// it had, and state.lua tells it the change the first one made.
 //
 // Memory in Redis is bounded whatever the number of attacking addresses:
 // distinct accounts and networks are HyperLogLogs, the ranking of networks

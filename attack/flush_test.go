@@ -22,20 +22,28 @@ var errLost = errors.New("i/o timeout")
 
 // failNext fails, once each, the watch's next pipeline (its flush):
 // before sending it or once Redis answered it, and its next state.lua
-// call before sending it.
+// call: before sending it, or once Redis ran it (stateUnanswered).
 type failNext struct {
-	unsent, unanswered, state atomic.Bool
+	unsent, unanswered, state, stateUnanswered atomic.Bool
 }
 
 func (*failNext) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f *failNext) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if name := cmd.Name(); (name == "evalsha" || name == "eval") && isStateKey(cmd.Args()) && f.state.Swap(false) {
+		isState := (cmd.Name() == "evalsha" || cmd.Name() == "eval") && isStateKey(cmd.Args())
+		if isState && f.state.Swap(false) {
 			cmd.SetErr(errLost)
 			return errLost
 		}
-		return next(ctx, cmd)
+		err := next(ctx, cmd)
+		// A script Redis did not know yet ran nothing: the answer lost
+		// is that of the one that runs.
+		if isState && !redis.HasErrorPrefix(err, "NOSCRIPT") && f.stateUnanswered.Swap(false) {
+			cmd.SetErr(errLost)
+			return errLost
+		}
+		return err
 	}
 }
 
@@ -98,6 +106,7 @@ func TestFailedTickLosesNothing(t *testing.T) {
 		{"flush not sent", []func(*failNext){unsent}},
 		{"flush applied, its answer lost", []func(*failNext){unanswered}},
 		{"state not recorded", []func(*failNext){func(f *failNext) { f.state.Store(true) }}},
+		{"state recorded, its answer lost", []func(*failNext){func(f *failNext) { f.stateUnanswered.Store(true) }}},
 		{"two flushes failed, the first applied", []func(*failNext){unanswered, unsent}},
 		{"two flushes applied, their answers lost", []func(*failNext){unanswered, unanswered}},
 	} {
@@ -179,5 +188,29 @@ func TestLongOutageSignsOutFromTheTrip(t *testing.T) {
 	tick(t, a)
 	if want := tripped.Add(-cfg.Lookback()); len(starts) != 1 || starts[0].After(want) {
 		t.Errorf("OnStart called with %v, want once with %s at the latest", starts, want)
+	}
+}
+
+// TestLostAnswerKeepsTheEnd: a tick whose state.lua call ended attack
+// mode in Redis but whose answer was lost does not lose the end: the next
+// tick, on this replica, is told of it and records attack_ended once.
+func TestLostAnswerKeepsTheEnd(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, log, rdb, _ := replicas(t, 1, cfg)
+	a := ws[0]
+	f := &failNext{}
+	rdb.AddHook(f)
+	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
+	tick(t, a)
+	clk.Add(cfg.Quiet)
+	f.stateUnanswered.Store(true)
+	if err := a.Tick(t.Context()); err == nil {
+		t.Fatal("the tick met no failure")
+	}
+	clk.Add(time.Second)
+	tick(t, a)
+	tick(t, a)
+	if got := log.kinds(); got[auth.EventAttackStarted] != 1 || got[auth.EventAttackEnded] != 1 || a.Active() {
+		t.Fatalf("events %v, active %v; want one attack_started, one attack_ended, off", got, a.Active())
 	}
 }

@@ -313,15 +313,17 @@ type stateResult struct {
 }
 
 // runState runs state.lua's op; known is the state as this replica last
-// read it, which the script puts back if Redis lost it.
-func (w *Watch) runState(ctx context.Context, op string, now time.Time, by string, known state) (stateResult, error) {
+// read it, which the script puts back if Redis lost it. token names the
+// call: one sent again under the same token after its answer was lost
+// is told the change the first made.
+func (w *Watch) runState(ctx context.Context, op string, now time.Time, by string, known state, token string) (stateResult, error) {
 	keys := []string{w.stateKey()}
 	active := "0"
 	if known.active {
 		active = "1"
 	}
 	args := []any{op, now.UnixMilli(), w.cfg.Quiet.Milliseconds(), by, stateRetention.Milliseconds(),
-		active, unixMilli(known.since), known.trigger, known.by, unixMilli(known.lastHit), unixMilli(known.suppressUntil)}
+		active, unixMilli(known.since), known.trigger, known.by, unixMilli(known.lastHit), unixMilli(known.suppressUntil), token}
 	cmd := stateScript.cmd(ctx, false, keys, args...)
 	if err := w.rdb.Process(ctx, cmd); redis.HasErrorPrefix(err, "NOSCRIPT") {
 		cmd = stateScript.cmd(ctx, true, keys, args...)

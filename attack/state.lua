@@ -17,6 +17,15 @@
 --          restarted without its data), so that the restart neither
 --          ends an administrator's "on" nor lifts an "off", nor has an
 --          attack that goes on start again
+-- ARGV[12] the call's name: a replica whose call went unanswered (a
+--          timeout, a failover) calls again under the same name, and is
+--          told the change its first call made, if that one ran; else ""
+--
+-- The hash also keeps change_token and change, the name of the call that
+-- made the latest change and that change, so that a call sent again is
+-- told "started" or "ended" as the first would have been: otherwise the
+-- one replica that made the change would never hear of it, and nobody
+-- would record it or sign out the browsers that came just before.
 --
 -- Returns {change, active, since, trigger, by, suppress_until, last_hit}:
 -- change is "started", "ended" or "" (nothing changed); the rest is the
@@ -29,7 +38,9 @@ local quiet = tonumber(ARGV[3])
 local by = ARGV[4]
 local ttl = tonumber(ARGV[5])
 
-local f = redis.call('HMGET', key, 'active', 'since', 'trigger', 'by', 'last_hit', 'suppress_until')
+local token = ARGV[12] or ''
+
+local f = redis.call('HMGET', key, 'active', 'since', 'trigger', 'by', 'last_hit', 'suppress_until', 'change_token', 'change')
 local restored = false
 if redis.call('EXISTS', key) == 0 and (ARGV[6] == '1' or (tonumber(ARGV[11]) or 0) > now) then
   f = {ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]}
@@ -41,6 +52,8 @@ local trigger = f[3] or ''
 local who = f[4] or ''
 local last_hit = tonumber(f[5]) or 0
 local suppress = tonumber(f[6]) or 0
+local change_token = f[7] or ''
+local last_change = f[8] or ''
 local change = ''
 
 if op == 'hit' then
@@ -74,9 +87,17 @@ else
   return redis.error_reply('unknown op ' .. op)
 end
 
+if change ~= '' then
+  change_token, last_change = token, change
+elseif token ~= '' and token == change_token and (last_change == 'started') == active then
+  -- This call was sent before and made the latest change, which still
+  -- holds; its answer was lost.
+  change = last_change
+end
+
 if op ~= 'tick' or change ~= '' or active or restored or redis.call('EXISTS', key) == 1 then
   redis.call('HSET', key, 'active', active and '1' or '0', 'since', since, 'trigger', trigger, 'by', who,
-    'last_hit', last_hit, 'suppress_until', suppress)
+    'last_hit', last_hit, 'suppress_until', suppress, 'change_token', change_token, 'change', last_change)
   redis.call('PEXPIRE', key, ttl)
 end
 return {change, active and '1' or '0', tostring(since), trigger, who, tostring(suppress), tostring(last_hit)}

@@ -82,6 +82,19 @@ type Watch struct {
 	// failing reports that the last Tick could not reach Redis, so that
 	// an outage is logged once, not every second.
 	failing atomic.Bool
+	// unanswered is Tick's state.lua call that got no answer, "" if none:
+	// Redis may have run it, so the next Tick calls under its token and
+	// acts on the change it made as it would have. Only Tick uses it.
+	unanswered stateCall
+}
+
+// stateCall is a Tick's call of state.lua that went unanswered: its token
+// and what the start it may have made is to be recorded with.
+type stateCall struct {
+	token   string
+	signal  Trigger
+	tripped time.Time
+	figures map[string]string
 }
 
 // state is attack mode as Redis keeps it.
@@ -393,9 +406,24 @@ func (w *Watch) Tick(ctx context.Context) error {
 	if signal != "" {
 		op = "hit"
 	}
-	res, err := w.runState(ctx, op, now, "", known)
+	if hit == "" {
+		tripped = time.Time{}
+	}
+	figures := eventFigures(signal, sig, w.cfg)
+	call := w.unanswered
+	if call.token == "" {
+		call = stateCall{token: rand.Text(), signal: signal, tripped: tripped, figures: figures}
+	}
+	res, err := w.runState(ctx, op, now, "", known, call.token)
 	if err != nil {
+		// Sent again, under its token, by the next Tick.
+		w.unanswered = call
 		return w.failed(now, err)
+	}
+	w.unanswered = stateCall{}
+	if call.signal != "" {
+		// The start, if the call unanswered made it, is that call's.
+		signal, tripped, figures = call.signal, call.tripped, call.figures
 	}
 	if w.failing.Swap(false) {
 		w.log.Info("attack watch: Redis answers again")
@@ -405,10 +433,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 		w.hit = "" // recorded: state.lua took now as its last trip
 	}
 	w.mu.Unlock()
-	if hit == "" {
-		tripped = time.Time{}
-	}
-	w.apply(ctx, res, now, signal, tripped, eventFigures(signal, sig, w.cfg))
+	w.apply(ctx, res, now, signal, tripped, figures)
 	return nil
 }
 
@@ -567,7 +592,7 @@ func (w *Watch) SwitchAttack(ctx context.Context, on bool, by string) (bool, err
 	w.mu.Lock()
 	known := w.state
 	w.mu.Unlock()
-	res, err := w.runState(ctx, op, now, by, known)
+	res, err := w.runState(ctx, op, now, by, known, rand.Text())
 	if err != nil {
 		return false, err
 	}
