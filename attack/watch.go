@@ -69,8 +69,11 @@ type Watch struct {
 	flushes    int64
 	flushedKey string
 	// hit is the signal that tripped this replica's window and that no
-	// Tick has recorded in Redis yet, "" if none.
-	hit Trigger
+	// Tick has recorded in Redis yet, "" if none; hitAt is when the first
+	// trip that no Tick has recorded came, which a start it makes signs
+	// out from.
+	hit   Trigger
+	hitAt time.Time
 	// state is attack mode as Redis last said.
 	state state
 	// baselineSum is the counts of the BaselineSpan, from Redis, and
@@ -237,7 +240,11 @@ func (w *Watch) Observe(a auth.SignInAttempt) {
 	active := w.active.Load()
 	w.local.Add(a.At, a.Outcome, !active)
 	w.pending.add(a, !active)
-	if active || a.At.Before(w.state.suppressUntil) {
+	// Once Redis says attack mode is on, its ticks keep it on. On only
+	// here, from this replica's own window, each trip counts: while
+	// Redis does not answer, attack mode here lasts the quiet period
+	// from the last of them.
+	if (active && w.state.active) || a.At.Before(w.state.suppressUntil) {
 		return
 	}
 	// The shared baseline is all replicas' traffic, at least this one's:
@@ -245,6 +252,9 @@ func (w *Watch) Observe(a auth.SignInAttempt) {
 	// to the deployment's thresholds, not to the bare floors.
 	w.tripper = w.cfg.tripperFor(w.tripper, atLeast(w.local.baselineSumAt(a.At), w.baselineSum))
 	if trig, ok := w.cfg.trip(w.tripper, w.local.Window(a.At), w.local.LongWindow(a.At)); ok {
+		if w.hit == "" {
+			w.hitAt = a.At
+		}
 		w.hit = trig
 		w.state.lastLocalTrip = a.At
 		w.active.Store(true)
@@ -377,7 +387,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 		w.sent = append(w.sent, numbered{n: w.flushes, b: w.pending})
 		w.pending = newBatch(maxPendingMembers - w.sentMembers())
 	}
-	hit, tripped, known := w.hit, w.state.lastLocalTrip, w.state
+	hit, tripped, known := w.hit, w.hitAt, w.state
 	readBaseline := w.baselineAt != now.Unix()/60
 	w.mu.Unlock()
 
@@ -430,7 +440,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	if hit != "" && !w.state.lastLocalTrip.After(now) {
-		w.hit = "" // recorded: state.lua took now as its last trip
+		w.hit, w.hitAt = "", time.Time{} // recorded: state.lua took now as its last trip
 	}
 	w.mu.Unlock()
 	w.apply(ctx, res, now, signal, tripped, figures)
@@ -470,8 +480,8 @@ func (b *batch) dropStale(now time.Time) {
 }
 
 // failed keeps attack mode as this replica last knew it while Redis does
-// not answer; one that only this replica's window switched on ends after
-// the quiet period.
+// not answer; one that only this replica's window switched on ends the
+// quiet period after its last trip.
 func (w *Watch) failed(now time.Time, err error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -480,7 +490,7 @@ func (w *Watch) failed(now time.Time, err error) error {
 	}
 	if w.active.Load() && !w.state.active && now.Sub(w.state.lastLocalTrip) >= w.cfg.Quiet {
 		w.active.Store(false)
-		w.hit = "" // its attack ended before Redis could hear of it
+		w.hit, w.hitAt = "", time.Time{} // its attack ended before Redis could hear of it
 	}
 	return err
 }
@@ -598,7 +608,7 @@ func (w *Watch) SwitchAttack(ctx context.Context, on bool, by string) (bool, err
 	}
 	w.mu.Lock()
 	if !on {
-		w.hit = "" // this replica's trip is overruled
+		w.hit, w.hitAt = "", time.Time{} // this replica's trip is overruled
 	}
 	w.mu.Unlock()
 	w.apply(ctx, res, now, "", time.Time{}, nil)

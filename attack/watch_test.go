@@ -571,3 +571,42 @@ func TestNetworkOfTranslatedIPv4(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutRedisAttackGoingOn: with Redis unreachable, attack mode that
+// this replica's own window switched on lasts the quiet period from its
+// last trip, not its first: an attack that goes on keeps it on, rather
+// than having it end and letting sign-ins through unheld until the next
+// attempt trips it again.
+func TestWithoutRedisAttackGoingOn(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = dead.Close() })
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	w, err := attack.New(cfg, attack.Deps{Redis: dead, Prefix: "xcloak-test:dead:", Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(w, clk, 20, auth.OutcomeUnknownAccount, "x")
+	if !w.Active() {
+		t.Fatal("not on from this replica's own window")
+	}
+	// The attack goes on: every minute a window over the floor.
+	for i := range int(cfg.Quiet / time.Minute) {
+		clk.Add(time.Minute)
+		feed(w, clk, 20, auth.OutcomeUnknownAccount, fmt.Sprint("y", i))
+		_ = w.Tick(t.Context())
+		if !w.Active() {
+			t.Fatalf("off %s after the first trip, the attack going on", clk.Now().Sub(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
+		}
+	}
+	clk.Add(cfg.Quiet - time.Second)
+	_ = w.Tick(t.Context())
+	if !w.Active() {
+		t.Fatal("off before the quiet period from the last trip")
+	}
+	clk.Add(time.Second)
+	_ = w.Tick(t.Context())
+	if w.Active() {
+		t.Fatal("still on after the quiet period from the last trip")
+	}
+}
