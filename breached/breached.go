@@ -113,6 +113,17 @@ func split(password string) (prefix, suffix string) {
 	return h[:5], h[5:]
 }
 
+// readFailed is the error of a range's read that failed with err. Once
+// ctx is done it is ctx's: net/http closes the connection when the
+// deadline passes, and the read in flight may then fail with the closed
+// connection's error rather than the deadline's.
+func readFailed(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		err = cerr
+	}
+	return fmt.Errorf("breached: reading range: %w", pathless(err))
+}
+
 // findSuffix reads a range, "SUFFIX:COUNT" lines ending in LF or CRLF,
 // and reports whether suffix is on a line of count above zero. It reads
 // at most maxRangeBytes and stops when ctx is done. A range that is not
@@ -147,7 +158,7 @@ func findSuffix(ctx context.Context, r io.Reader, suffix string) (bool, error) {
 				// The scanner hands over what it holds when a read fails:
 				// a line cut by a timeout or a broken connection, which
 				// says nothing of the range.
-				return false, fmt.Errorf("breached: reading range: %w", pathless(rr.err))
+				return false, readFailed(ctx, rr.err)
 			}
 			return false, formError{fmt.Sprintf("line %d is not SUFFIX:COUNT (35 hex digits, a colon, a count)", n)}
 		}
@@ -161,7 +172,7 @@ func findSuffix(ctx context.Context, r io.Reader, suffix string) (bool, error) {
 		if errors.Is(err, bufio.ErrTooLong) {
 			return false, formError{"a line is longer than 64 KiB"}
 		}
-		return false, fmt.Errorf("breached: reading range: %w", pathless(err))
+		return false, readFailed(ctx, err)
 	}
 	if lr.N <= 0 {
 		return false, ErrRangeTooLarge
