@@ -281,11 +281,10 @@ func BenchmarkObserve(b *testing.B) {
 	}
 }
 
-// TestWithoutRedis: with Redis unreachable, a replica's own window still
-// switches attack mode on at once, Observe never waits, and attack mode
-// ends after the quiet period from the last trip this replica saw.
-func TestWithoutRedis(t *testing.T) {
-	cfg := attack.DefaultConfig()
+// trippedWithoutRedis is a watch of cfg whose Redis never answers, and
+// its clock, once its own window has switched attack mode on.
+func trippedWithoutRedis(t *testing.T, cfg attack.Config) (*attack.Watch, *clock) {
+	t.Helper()
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = dead.Close() })
 	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
@@ -297,6 +296,15 @@ func TestWithoutRedis(t *testing.T) {
 	if !w.Active() {
 		t.Fatal("not on from this replica's own window")
 	}
+	return w, clk
+}
+
+// TestWithoutRedis: with Redis unreachable, a replica's own window still
+// switches attack mode on at once, Observe never waits, and attack mode
+// ends after the quiet period from the last trip this replica saw.
+func TestWithoutRedis(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	w, clk := trippedWithoutRedis(t, cfg)
 	if err := w.Tick(t.Context()); err == nil {
 		t.Fatal("Tick reached a Redis that is not there")
 	}
@@ -579,17 +587,7 @@ func TestNetworkOfTranslatedIPv4(t *testing.T) {
 // attempt trips it again.
 func TestWithoutRedisAttackGoingOn(t *testing.T) {
 	cfg := attack.DefaultConfig()
-	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
-	t.Cleanup(func() { _ = dead.Close() })
-	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	w, err := attack.New(cfg, attack.Deps{Redis: dead, Prefix: "xcloak-test:dead:", Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed(w, clk, 20, auth.OutcomeUnknownAccount, "x")
-	if !w.Active() {
-		t.Fatal("not on from this replica's own window")
-	}
+	w, clk := trippedWithoutRedis(t, cfg)
 	// The attack goes on: every minute a window over the floor.
 	for i := range int(cfg.Quiet / time.Minute) {
 		clk.Add(time.Minute)
