@@ -155,20 +155,13 @@ func (s *Store) EndSession(ctx context.Context, userID int64, byHash []byte, pub
 
 // EndOtherSessions implements auth.SessionStore.
 func (s *Store) EndOtherSessions(ctx context.Context, userID int64, keepHash []byte) (n int64, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE users SET sign_outs = sign_outs + 1 WHERE id = $1`, userID)
-		if err != nil {
+	// Asked by the session of keepHash (asOwner): one ended meanwhile ends
+	// no other and counts no sign-out.
+	err = s.asOwner(ctx, userID, keepHash, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE users SET sign_outs = sign_outs + 1 WHERE id = $1`, userID); err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return auth.ErrNoUser
-		}
-		// Looked for once the row is held (asOwner): a session ended
-		// meanwhile ends no other.
-		if err := sessionLives(ctx, tx, userID, keepHash); err != nil {
-			return err
-		}
-		tag, err = tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2`, userID, keepHash)
 		if err != nil {
 			return err
 		}
