@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -157,8 +158,18 @@ func describeURLError(err error) string {
 	}
 	msg := quoted.ReplaceAllString(cause.Error(), "")
 	msg = strings.TrimPrefix(msg, "net/url: ")
-	return "not a valid URL (" + msg + "); percent-encode '/', '?', '#', '@', ':' and '%' in the user and password"
+	return "not a valid URL (" + msg + "); " + encodeHint
 }
+
+// cutShort reports whether v, a query parameter's value, holds a '?'
+// after an '@': the rest of a URL whose password held a '?'.
+func cutShort(v string) bool {
+	_, after, found := strings.Cut(v, "@")
+	return found && strings.Contains(after, "?")
+}
+
+// encodeHint says how to write a user or password that cut the URL short.
+const encodeHint = "percent-encode '/', '?', '#', '@', ':' and '%' in the user and password"
 
 // quoted matches a Go-quoted string and the space before it.
 var quoted = regexp.MustCompile(` ?"(?:[^"\\]|\\.)*"`)
@@ -214,6 +225,16 @@ func configFromURL(u *url.URL) (Config, error) {
 	query, err := url.ParseQuery(strings.ReplaceAll(u.RawQuery, "+", "%2B"))
 	if err != nil {
 		return cfg, errors.New("query parameters are not validly encoded")
+	}
+	// A '?' in the password, not percent-encoded, ends the host early:
+	// the password's tail, "@", the host and the real query are read as
+	// the query, and the password is not known to withhold. No name holds
+	// an '@' otherwise, nor any value a '?' after one (an address has
+	// none in its domain), and quoting either would quote the password.
+	for key, values := range query {
+		if strings.Contains(key, "@") || slices.ContainsFunc(values, cutShort) {
+			return cfg, errors.New("the host is followed by an '@': " + encodeHint)
+		}
 	}
 	for key, values := range query {
 		if !smtpParams[key] {

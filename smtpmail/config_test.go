@@ -89,6 +89,11 @@ func TestParseURL(t *testing.T) {
 		{"slash in password", "smtp://mailer:s3cret/x@mail.example.com?from=xcloak@example.com", "not a valid URL"},
 		{"digits then slash in password", "smtp://mailer:123/s3cret@mail.example.com?from=xcloak@example.com", "unexpected path"},
 		{"bad escape in password", "smtp://mailer:s3cret%zz@mail.example.com?from=xcloak@example.com", "not a valid URL"},
+		// An unescaped '?' ends the host early too, so the password's
+		// tail, the host with it, is taken for the query.
+		{"question mark opens the password", "smtp://mailer:?s3cret@mail.example.com:587?from=xcloak@example.com", "percent-encode"},
+		{"digits then question mark in password", "smtp://mailer:123?s3cret@mail.example.com?from=xcloak@example.com", "percent-encode"},
+		{"question mark then a parameter in password", "smtp://mailer:123?x=s3cret@mail.example.com?from=xcloak@example.com", "percent-encode"},
 		{"password put in a parameter name", "smtp://mailer:s3cret@mail.example.com?s3cret=1&from=xcloak@example.com", "unknown parameter (withheld"},
 	}
 	for _, tt := range bad {
