@@ -94,6 +94,8 @@ func TestParseURL(t *testing.T) {
 		{"question mark opens the password", "smtp://mailer:?s3cret@mail.example.com:587?from=xcloak@example.com", "percent-encode"},
 		{"digits then question mark in password", "smtp://mailer:123?s3cret@mail.example.com?from=xcloak@example.com", "percent-encode"},
 		{"question mark then a parameter in password", "smtp://mailer:123?x=s3cret@mail.example.com?from=xcloak@example.com", "percent-encode"},
+		{"question mark then parameters in password", "smtp://mailer:123?a=1&s3cret@mail.example.com?from=xcloak@example.com", "percent-encode"},
+		{"at and question mark in password", "smtp://mailer:p@ss?s3cret@mail.example.com?from=xcloak@example.com", "percent-encode"},
 		{"password put in a parameter name", "smtp://mailer:s3cret@mail.example.com?s3cret=1&from=xcloak@example.com", "unknown parameter (withheld"},
 	}
 	for _, tt := range bad {
