@@ -230,9 +230,16 @@ func configFromURL(u *url.URL) (Config, error) {
 	// the password's tail, "@", the host and the real query are read as
 	// the query, and the password is not known to withhold. No name holds
 	// an '@' otherwise, nor any value a '?' after one (an address has
-	// none in its domain), and quoting either would quote the password.
+	// none in its domain, but from's display name may), and quoting
+	// either would quote the password.
 	for key, values := range query {
-		if strings.Contains(key, "@") || slices.ContainsFunc(values, cutShort) {
+		if strings.Contains(key, "@") || slices.ContainsFunc(values, func(v string) bool {
+			if !cutShort(v) {
+				return false
+			}
+			_, err := netmail.ParseAddress(v)
+			return key != "from" || err != nil
+		}) {
 			return cfg, errors.New("the host is followed by an '@': " + encodeHint)
 		}
 	}

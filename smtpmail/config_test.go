@@ -37,6 +37,8 @@ func TestParseURL(t *testing.T) {
 		// xcloak+alerts@, not "xcloak alerts@".
 		{"plus in from", "smtp://relay:587?from=xcloak+alerts@example.com",
 			smtpmail.Config{Host: "relay", Port: 587, From: "xcloak+alerts@example.com", Security: smtpmail.StartTLS}},
+		{"question mark after an at in the display name", "smtp://relay:587?from=%22Ops%20@%20Example?%22%20%3Cxcloak@example.com%3E",
+			smtpmail.Config{Host: "relay", Port: 587, From: `"Ops @ Example?" <xcloak@example.com>`, Security: smtpmail.StartTLS}},
 		{"escaped password and display name", "smtp://mailer%40example.com:p%2Fa%3Fs%23s%40@[::1]:587/?from=XCloak%20%3Cxcloak@example.com%3E",
 			smtpmail.Config{Host: "::1", Port: 587, Username: "mailer@example.com", Password: "p/a?s#s@", From: "XCloak <xcloak@example.com>", Security: smtpmail.StartTLS}},
 	}
