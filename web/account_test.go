@@ -401,3 +401,35 @@ func annSignedInOnOwnPostgres(t *testing.T, addr string) (*testenv.PostgresServe
 	}
 	return pg, base, c
 }
+
+// TestSignInAPISaysChangePassword: a known browser's sign-in with a
+// password that has since appeared in a breach is answered
+// {"status":"change_password"} by the API, after the password alone or
+// after the second step, as a passkey's is: a client told "ok" would find
+// out only from the 403 of its next call.
+func TestSignInAPISaysChangePassword(t *testing.T) {
+	corpus := breachedtest.New(t)
+	checker, err := breached.Open(corpus.Serve(t), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, base, clk := mfaEnv(t, xcloaktest.Options{Breached: checker})
+	env.AddUser(t, "pat@example.com", "password123", false)
+	browser := xcloaktest.Client(t, "127.0.12.20")
+	signIn(t, browser, base, "pat@example.com", "password123")
+	u := enrolTOTP(t, env, base, clk, "quin@example.test", false)
+	corpus.Add(t, "password123")
+	corpus.Add(t, u.password)
+
+	resp, body := post(t, browser, base+"/api/v1/login", jsonType, loginJSON("pat@example.com", "password123"))
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != `{"status":"change_password"}` {
+		t.Errorf("password alone: %d %s, want 200 change_password", resp.StatusCode, body)
+	}
+	token := mfaLoginJSON(t, u.browser, base, u)
+	if status, body := mfaJSON(t, u.browser, base, token, u.code(t)); status != http.StatusOK || body != `{"status":"change_password"}` {
+		t.Errorf("second step: %d %s, want 200 change_password", status, body)
+	}
+	if resp, body := get(t, u.browser, base+"/api/v1/account/sessions"); resp.StatusCode != http.StatusForbidden || errorCode(t, body) != "password_change_required" {
+		t.Errorf("sessions after the second step: %d %s, want 403 password_change_required", resp.StatusCode, body)
+	}
+}

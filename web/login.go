@@ -140,7 +140,7 @@ func (s *Server) handleLoginAPI() http.Handler {
 			s.failJSON(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, signedInBody(res))
 	})
 }
 

@@ -106,14 +106,15 @@ func (s *Server) handleMFAAPI() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in mfaBody
 		err := decodeJSON(r, &in, &in.MFAToken, &in.Code)
+		var res auth.LoginResult
 		if err == nil {
-			_, err = s.secondStep(w, r, in.MFAToken, in.Code, in.Remember)
+			res, err = s.secondStep(w, r, in.MFAToken, in.Code, in.Remember)
 		}
 		if err != nil {
 			s.failJSON(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, signedInBody(res))
 	})
 }
 

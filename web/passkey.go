@@ -188,8 +188,9 @@ func (s *Server) handlePasskeySignIn() http.Handler {
 	})
 }
 
-// signedInBody is the JSON answer of a sign-in finished with a passkey:
-// "change_password" when the session may only change a breached password.
+// signedInBody is the JSON answer of a finished sign-in, by password,
+// second step, mailed link or passkey: "change_password" when the session
+// may only change a breached password.
 func signedInBody(res auth.LoginResult) map[string]string {
 	if res.Session.MustChangePassword {
 		return map[string]string{"status": "change_password"}

@@ -115,7 +115,7 @@ func (s *Server) handleSignInConfirmAPI() http.Handler {
 			s.failJSON(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, signedInBody(res))
 	})
 }
 
