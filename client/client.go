@@ -99,17 +99,27 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 
 // shownURL is what an error about the base URL s quotes of it: s itself,
 // unless it names a user, whose name or password may be a secret (the
-// API key pasted there): then its scheme and host alone.
+// API key pasted there), or holds what looks like an API key (the
+// arguments of New swapped, or the key in a query): then its scheme and
+// host alone, or nothing when those would show it.
 func shownURL(s string) string {
 	u, err := url.Parse(s)
+	hasUser := strings.Contains(s, "@") && (err != nil || u.User != nil)
+	hasKey := strings.Contains(s, apiKeyPrefix)
 	switch {
-	case !strings.Contains(s, "@") || err == nil && u.User == nil:
+	case !hasUser && !hasKey:
 		return strconv.Quote(s)
-	case err == nil:
-		return strconv.Quote(u.Scheme+"://"+u.Host) + " (its user left out)"
+	case err == nil && u.Host != "" && !strings.Contains(u.Scheme+"://"+u.Host, apiKeyPrefix):
+		if hasUser {
+			return strconv.Quote(u.Scheme+"://"+u.Host) + " (its user left out)"
+		}
+		return strconv.Quote(u.Scheme+"://"+u.Host) + " (the rest left out: it may hold an API key)"
 	}
-	return "(left out: it may hold a user and password)"
+	return "(left out: it may hold a user and password or an API key)"
 }
+
+// apiKeyPrefix begins every key `xcloak apikey add` prints.
+const apiKeyPrefix = "xck_"
 
 // boundedTransport is net/http's default transport, but reading no more
 // than maxAnswerBytes of an answer's headers, where the default reads up

@@ -443,6 +443,28 @@ func TestNewShowsNoCredentialsOfTheBaseURL(t *testing.T) {
 	}
 }
 
+// TestNewShowsNoKeyGivenAsTheBaseURL: a key given where the base URL goes
+// (the two arguments swapped, or the key in a query, as other services
+// take theirs) is refused, and its error, which is logged, does not quote
+// it.
+func TestNewShowsNoKeyGivenAsTheBaseURL(t *testing.T) {
+	for _, tt := range []struct{ base, key string }{
+		{testKey, "https://login.example.com"},
+		{"https://login.example.com/?api_key=" + testKey, testKey},
+		{"https://login.example.com/#" + testKey, testKey},
+		{"https://login.example.com/%zz" + testKey, testKey}, // one url.Parse refuses
+		{"login.example.com/" + testKey, testKey},
+	} {
+		_, err := client.New(tt.base, tt.key)
+		if err == nil {
+			t.Fatalf("New(%q, %q) succeeded", tt.base, tt.key)
+		}
+		if strings.Contains(err.Error(), testKey[4:20]) {
+			t.Errorf("New's error %q shows the key", err)
+		}
+	}
+}
+
 // TestRedirectsAreNeverFollowedWithTheCallersHTTPClient: a redirect is
 // never XCloak's answer, and following one would send the key (Go keeps
 // Authorization for the same host on another port or scheme, and for its
