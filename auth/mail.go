@@ -114,6 +114,13 @@ func (m LogMailer) Send(ctx context.Context, msg Message) error {
 	return nil
 }
 
+// linkMade is when a link mailed now is made: its life (LinkLife) counts
+// from here, not from the request. A mail that waited for a busy domain
+// still says the whole life, and its link keeps it.
+func (s *Service) linkMade() time.Time {
+	return s.now()
+}
+
 // LinkLife is how long a mailed link works, as its mail and the page that
 // sent it say it: whole hours when it is some, else whole minutes (rounded
 // down, so that neither promises more than the link keeps).

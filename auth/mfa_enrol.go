@@ -329,7 +329,7 @@ func (s *Service) notifyFactor(email, source string, n *factorNotice) {
 // factorMail stores a reset token for user and returns the mail of a
 // factor added or removed, with its link.
 func (s *Service) factorMail(ctx context.Context, user User, job linkJob) (Message, error) {
-	link, err := s.resetURL(ctx, user, job.at)
+	link, err := s.resetURL(ctx, user)
 	if err != nil {
 		return Message{}, err
 	}

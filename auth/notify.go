@@ -72,7 +72,7 @@ func (s *Service) notifyPasswordChanged(email, source string) {
 // newDeviceMail stores a reset token for user and returns the mail of a
 // sign-in from a new device, with its link.
 func (s *Service) newDeviceMail(ctx context.Context, user User, job linkJob) (Message, error) {
-	link, err := s.resetURL(ctx, user, job.at)
+	link, err := s.resetURL(ctx, user)
 	if err != nil {
 		return Message{}, err
 	}
@@ -97,7 +97,8 @@ func (s *Service) newDeviceMail(ctx context.Context, user User, job linkJob) (Me
 // browser sign in past the lock (unlock.go).
 func (s *Service) lockoutMail(ctx context.Context, user User, job linkJob) (Message, error) {
 	token, hash := newToken()
-	if err := s.store.AddUnlockToken(ctx, hash, user.ID, job.at, job.at.Add(s.cfg.UnlockTTL)); err != nil {
+	now := s.linkMade()
+	if err := s.store.AddUnlockToken(ctx, hash, user.ID, now, now.Add(s.cfg.UnlockTTL)); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("unlock", token).String()

@@ -179,7 +179,8 @@ func (s *Service) passwordChangedMail(ctx context.Context, user User, at time.Ti
 	token, hash := newToken()
 	// A change notice's link outlives later changes: whoever made this one
 	// cannot spend it by changing the password again.
-	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL), true); err != nil {
+	now := s.linkMade()
+	if err := s.store.AddResetToken(ctx, hash, user.ID, now, now.Add(s.cfg.ResetTTL), true); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()

@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -296,5 +297,46 @@ func TestUnlockMailsShareTheDomainLimit(t *testing.T) {
 	}
 	if n := countRows(t, f, `SELECT count(*) FROM security_events WHERE kind = 'reset_mail_dropped' AND detail->>'reason' = 'domain_limit'`); n != 1 {
 		t.Fatalf("%d mails counted as dropped for the domain's limit, want 1", n)
+	}
+}
+
+// TestLinkLivesFromItsMail: a reset mail that waited for a busy domain
+// says its link works for the reset links' life, and it does, counted
+// from when the mail is made: counted from the request, the wait would
+// come off a life the mail still promises whole.
+func TestLinkLivesFromItsMail(t *testing.T) {
+	var slow *slowMailer
+	f := newFixture(t, func(c *auth.Config) {
+		c.Limits[auth.RuleResetIP] = ratelimit.Limit{Count: 100, Window: time.Minute}
+	}, func(d *app.Deps) { slow = newSlowMailer(d.Mailer); slow.domain = "slow.example"; d.Mailer = slow })
+	f.advance(0) // the service's clock, from now on moved only by the test
+	for i := range 3 {
+		email := fmt.Sprintf("user%d@slow.example", i)
+		f.addUser(t, email, "old password", false)
+		if err := f.svc.RequestReset(t.Context(), email, client("192.0.2.1")); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			slow.waitInFlight(t, 2) // the third waits for one of these
+		}
+	}
+	wait := f.cfg.ResetTTL - time.Minute
+	f.advance(wait)
+	slow.let()
+	body := f.mail.WaitFor(t, "user2@slow.example").Body
+	if life := auth.LinkLife(f.cfg.ResetTTL); !strings.Contains(body, "within "+life) {
+		t.Fatalf("the mail does not say its link works %s:\n%s", life, body)
+	}
+	m := resetLink.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no reset link in the mail:\n%s", body)
+	}
+	f.advance(f.cfg.ResetTTL - wait/2)
+	if err := f.svc.CheckResetToken(t.Context(), m[1], client("198.51.100.21")); err != nil {
+		t.Fatalf("the link, %s after its mail said it works %s: %v", f.cfg.ResetTTL-wait/2, auth.LinkLife(f.cfg.ResetTTL), err)
+	}
+	f.advance(wait)
+	if err := f.svc.CheckResetToken(t.Context(), m[1], client("198.51.100.21")); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("the link past its life: %v, want ErrInvalidToken", err)
 	}
 }

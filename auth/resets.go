@@ -248,7 +248,7 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	case job.signIn != nil:
 		msg, err = s.signInMail(ctx, user, job)
 	case job.unlock:
-		msg, err = s.unlockLink(ctx, user, job.at)
+		msg, err = s.unlockLink(ctx, user)
 	case job.changed:
 		msg, err = s.passwordChangedMail(ctx, user, job.at)
 	case job.newDevice != nil:
@@ -258,7 +258,7 @@ func (s *Service) sendReset(ctx context.Context, job linkJob) (dropped string) {
 	case job.factor != nil:
 		msg, err = s.factorMail(ctx, user, job)
 	default:
-		msg, err = s.resetLink(ctx, user, job.at)
+		msg, err = s.resetLink(ctx, user)
 	}
 	if errors.Is(err, ErrNoUser) {
 		// Disabled (or deleted) since it was read: mailed nothing, as
@@ -348,8 +348,8 @@ func (s *Service) admitMail(ctx context.Context, user User, job linkJob) (droppe
 
 // resetLink stores a new reset token for user and returns the mail that
 // carries its link.
-func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Message, error) {
-	link, err := s.resetURL(ctx, user, at)
+func (s *Service) resetLink(ctx context.Context, user User) (Message, error) {
+	link, err := s.resetURL(ctx, user)
 	if err != nil {
 		return Message{}, err
 	}
@@ -364,9 +364,10 @@ func (s *Service) resetLink(ctx context.Context, user User, at time.Time) (Messa
 }
 
 // resetURL stores a new reset token for user and returns its link.
-func (s *Service) resetURL(ctx context.Context, user User, at time.Time) (string, error) {
+func (s *Service) resetURL(ctx context.Context, user User) (string, error) {
 	token, hash := newToken()
-	if err := s.store.AddResetToken(ctx, hash, user.ID, at, at.Add(s.cfg.ResetTTL), false); err != nil {
+	now := s.linkMade()
+	if err := s.store.AddResetToken(ctx, hash, user.ID, now, now.Add(s.cfg.ResetTTL), false); err != nil {
 		return "", err
 	}
 	return s.cfg.PublicURL.JoinPath("password-reset", token).String(), nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Unlock links give the owner of a targeted account a way in that needs no
@@ -46,9 +45,10 @@ func (s *Service) RequestUnlock(ctx context.Context, rawEmail string, c Client) 
 
 // unlockLink stores a new unlock token for user and returns the mail that
 // carries its link.
-func (s *Service) unlockLink(ctx context.Context, user User, at time.Time) (Message, error) {
+func (s *Service) unlockLink(ctx context.Context, user User) (Message, error) {
 	token, hash := newToken()
-	if err := s.store.AddUnlockToken(ctx, hash, user.ID, at, at.Add(s.cfg.UnlockTTL)); err != nil {
+	now := s.linkMade()
+	if err := s.store.AddUnlockToken(ctx, hash, user.ID, now, now.Add(s.cfg.UnlockTTL)); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("unlock", token).String()

@@ -190,7 +190,7 @@ func (s *Service) hold(ctx context.Context, user User, source, password string, 
 func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Message, error) {
 	held := job.signIn
 	breached := held.breached || (held.password != "" && s.passwordBreached(ctx, held.password))
-	reset, err := s.resetURL(ctx, user, job.at)
+	reset, err := s.resetURL(ctx, user)
 	if err != nil {
 		return Message{}, err
 	}
@@ -209,7 +209,8 @@ func (s *Service) signInMail(ctx context.Context, user User, job linkJob) (Messa
 		}, nil
 	}
 	token, hash := newToken()
-	err = s.store.AddSignInToken(ctx, hash, user.ID, held.passwordHash, held.signOuts, job.at, job.at.Add(s.cfg.VerificationTTL))
+	now := s.linkMade()
+	err = s.store.AddSignInToken(ctx, hash, user.ID, held.passwordHash, held.signOuts, now, now.Add(s.cfg.VerificationTTL))
 	if errors.Is(err, ErrPasswordChanged) {
 		// Signed out everywhere (or the password replaced) since the
 		// sign-in was held: it cannot be finished, but whoever holds
