@@ -34,7 +34,8 @@ type redirectRule struct {
 // printable ASCII, with no backslash anywhere, with an authority that
 // holds no userinfo ("@") and no percent-encoding, whose host is a DNS name
 // matching a protected pattern or XCloak's own host (ports are not
-// compared), and that net/url reads the same way.
+// compared), and that net/url reads the same way. On XCloak's own host,
+// the notices of its forms' redirects (ownRedirectParams) are dropped.
 func safeRedirect(rd string, rule redirectRule) (string, bool) {
 	if rd == "" || len(rd) > maxFieldBytes {
 		return "", false
@@ -73,6 +74,12 @@ func safeRedirect(rd string, rule redirectRule) (string, bool) {
 	u, err := url.Parse(rd)
 	if err != nil || u.Scheme != scheme || u.Opaque != "" || u.User != nil || strings.ToLower(u.Hostname()) != host {
 		return "", false
+	}
+	if host == rule.ownHost && u.RawQuery != "" {
+		// The redirect after signing in is XCloak's own, which its pages
+		// take for their forms' (ownRedirect): a notice in rd would have
+		// them confirm an act nobody did to whoever signs in by a link.
+		u.RawQuery = strings.TrimPrefix(withoutNotices("?"+u.RawQuery), "?")
 	}
 	return u.String(), true
 }

@@ -158,3 +158,34 @@ func TestRdChangesNoRule(t *testing.T) {
 		}
 	})
 }
+
+// TestRdDropsNotices: rd may name XCloak's own pages, and the redirect
+// after signing in is XCloak's own, which the pages take for their forms'
+// (ownRedirect). A link to sign in with rd naming a page and its notice
+// would have XCloak confirm an act nobody did ("Attack mode is off",
+// "Every other session was ended"): the notices are dropped from rd, and
+// the rest of it kept.
+func TestRdDropsNotices(t *testing.T) {
+	_, base := rdEnv(t, nil)
+	const own = "https://login.example.test"
+	for rd, want := range map[string]string{
+		own + "/admin?notice=attack-off":                own + "/admin",
+		own + "/admin?period=1h&notice=attack-off":      own + "/admin?period=1h",
+		own + "/account?sessions=ended":                 own + "/account",
+		own + "/account?password=changed&session=ended": own + "/account",
+		own + "/account/mfa?factor=removed":             own + "/account/mfa",
+		own + "/login?unlock=done":                      own + "/login",
+		own + "/login?reset=done":                       own + "/login",
+		own + "/admin/users?q=ann":                      own + "/admin/users?q=ann",
+		"https://app.example.test/docs?notice=whatever": "https://app.example.test/docs?notice=whatever",
+	} {
+		c := xcloaktest.Client(t, "127.0.0.2")
+		resp, body := post(t, c, base+"/login", formType, signInForm("ann@example.com", "correct horse", rd))
+		if resp.StatusCode != http.StatusSeeOther || location(resp) != want {
+			t.Errorf("sign-in with rd %s: %d to %q, want 303 to %q (%s)", rd, resp.StatusCode, location(resp), want, body)
+		}
+		if resp, _ := get(t, c, base+"/login?rd="+url.QueryEscape(rd)); location(resp) != want {
+			t.Errorf("signed in, /login?rd=%s: to %q, want %q", rd, location(resp), want)
+		}
+	}
+}

@@ -339,8 +339,8 @@ func continueTo(r *http.Request, err error) string {
 
 // ownRedirectParams are the query parameters by which XCloak's own forms'
 // redirects ask the page they lead to for a notice, which the page shows
-// only then (ownRedirect).
-var ownRedirectParams = []string{"notice", "password", "session", "sessions", "device", "factor"}
+// only then (ownRedirect). Neither a continue link nor rd carries them.
+var ownRedirectParams = []string{"notice", "password", "session", "sessions", "device", "factor", "reset", "unlock"}
 
 // withoutNotices is u, a path and query, without ownRedirectParams: the
 // link to go on is clicked on XCloak's page, so the page it opens is
