@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -35,7 +36,8 @@ type redirectRule struct {
 // holds no userinfo ("@") and no percent-encoding, whose host is a DNS name
 // matching a protected pattern or XCloak's own host (ports are not
 // compared), and that net/url reads the same way. On XCloak's own host,
-// the notices of its forms' redirects (ownRedirectParams) are dropped.
+// only a page a link may open (linkablePath), without the notices of its
+// forms' redirects (ownRedirectParams).
 func safeRedirect(rd string, rule redirectRule) (string, bool) {
 	if rd == "" || len(rd) > maxFieldBytes {
 		return "", false
@@ -75,6 +77,9 @@ func safeRedirect(rd string, rule redirectRule) (string, bool) {
 	if err != nil || u.Scheme != scheme || u.Opaque != "" || u.User != nil || strings.ToLower(u.Hostname()) != host {
 		return "", false
 	}
+	if host == rule.ownHost && !linkablePath(u.Path) {
+		return "", false
+	}
 	if host == rule.ownHost && u.RawQuery != "" {
 		// The redirect after signing in is XCloak's own, which its pages
 		// take for their forms' (ownRedirect): a notice in rd would have
@@ -82,6 +87,16 @@ func safeRedirect(rd string, rule redirectRule) (string, bool) {
 		u.RawQuery = strings.TrimPrefix(withoutNotices("?"+u.RawQuery), "?")
 	}
 	return u.String(), true
+}
+
+// linkablePath reports whether p, as the mux would clean it, is a page
+// that a link may open (linkable): not the export, the live stream or the
+// API. The redirect after signing in is XCloak's own, which they take for
+// its pages' fetch, so an rd naming them would run an export, say, in the
+// name of an administrator who signed in by another site's link.
+func linkablePath(p string) bool {
+	p = path.Clean("/" + p)
+	return p != "/admin/events.csv" && p != "/admin/stream" && p != "/api" && !strings.HasPrefix(p, apiPrefix)
 }
 
 // target is where a browser goes after signing in: rd when it is allowed,

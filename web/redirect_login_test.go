@@ -189,3 +189,33 @@ func TestRdDropsNotices(t *testing.T) {
 		}
 	}
 }
+
+// TestRdNotToExportOrStream: the redirect after signing in is XCloak's
+// own, which the export, the live stream and the API take for one of its
+// pages' fetches. No link from another site reaches them (linkable), and
+// neither does one to sign in with rd naming them: an administrator's
+// sign-in would run a 100,000-event export in their name. rd naming them
+// goes to /account, in whatever spelling the mux would clean to them.
+func TestRdNotToExportOrStream(t *testing.T) {
+	_, base := rdEnv(t, nil)
+	const own = "https://login.example.test"
+	for _, rd := range []string{
+		own + "/admin/events.csv?kind=login_failed",
+		own + "/admin/stream?period=5m",
+		own + "/api/v1/admin/events",
+		own + "/admin//events.csv",
+		own + "/admin/x/../events.csv",
+		own + "/admin/events%2Ecsv",
+		own + "//api/v1/admin/stats",
+	} {
+		c := xcloaktest.Client(t, "127.0.0.2")
+		resp, body := post(t, c, base+"/login", formType, signInForm("ann@example.com", "correct horse", rd))
+		if resp.StatusCode != http.StatusSeeOther || location(resp) != "/account" {
+			t.Errorf("sign-in with rd %s: %d to %q, want 303 to /account (%s)", rd, resp.StatusCode, location(resp), body)
+		}
+	}
+	c := xcloaktest.Client(t, "127.0.0.2")
+	if resp, _ := post(t, c, base+"/login", formType, signInForm("ann@example.com", "correct horse", own+"/admin/events?kind=login_failed")); location(resp) != own+"/admin/events?kind=login_failed" {
+		t.Errorf("sign-in with rd to the event search: to %q", location(resp))
+	}
+}
