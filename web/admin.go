@@ -134,7 +134,7 @@ func ownRedirect(r *http.Request) bool {
 // link from another site may open, rather than a download, a stream or
 // the API.
 func linkable(r *http.Request) bool {
-	return !isAPI(r) && r.URL.Path != "/admin/events.csv" && r.URL.Path != "/admin/stream"
+	return linkablePath(r.URL.Path)
 }
 
 // eventsPerPage is the length of a page of security events.
