@@ -89,7 +89,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic serving request", "method", r.Method, "path", loggablePath(r.URL.Path), "panic", v)
+				s.log.Error("panic serving request", "method", loggableMethod(r.Method), "path", loggablePath(r.URL.Path), "panic", v)
 				if rec, ok := w.(*statusRecorder); ok && rec.status != 0 {
 					// The answer has begun: a 500 now would be appended
 					// to it, and read as part of a whole answer. The

@@ -108,7 +108,7 @@ func (s *Server) logRequest(r *http.Request, status int, start time.Time, level 
 		return
 	}
 	attrs := [...]slog.Attr{
-		slog.String("method", r.Method),
+		slog.String("method", loggableMethod(r.Method)),
 		slog.String("path", loggablePath(r.URL.Path)),
 		slog.Int("status", status),
 		slog.Float64("duration_seconds", time.Since(start).Seconds()),
@@ -158,3 +158,19 @@ func loggablePath(p string) string {
 
 // maxLoggedPath bounds the path a line of the request log holds.
 const maxLoggedPath = 512
+
+// loggableMethod is the request's method, cut at maxLoggedMethod bytes.
+// net/http takes any token as a method, up to the header's bound, and the
+// mux answers one no route has 405, a line at info: a made-up method of
+// some 64 KiB would otherwise be written into the log for every request.
+// A method is a token, ASCII alone, so any cut is between characters.
+func loggableMethod(m string) string {
+	if len(m) <= maxLoggedMethod {
+		return m
+	}
+	return m[:maxLoggedMethod] + "…(" + strconv.Itoa(len(m)) + " bytes)"
+}
+
+// maxLoggedMethod bounds the method a line of the log holds; the longest
+// registered with IANA has 17 characters.
+const maxLoggedMethod = 32

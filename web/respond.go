@@ -171,7 +171,7 @@ func problemOf(r *http.Request, err error) problem {
 // logProblem records errors that are the service's fault, not the client's.
 func (s *Server) logProblem(r *http.Request, p problem, err error) {
 	if p.status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", loggablePath(r.URL.Path), "status", p.status, "err", err)
+		s.log.Error("request failed", "method", loggableMethod(r.Method), "path", loggablePath(r.URL.Path), "status", p.status, "err", err)
 	}
 }
 
