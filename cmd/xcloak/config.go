@@ -1071,7 +1071,33 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 	if (len(addrs) > 1 || cluster) && master == "" && u.DB != 0 {
 		return nil, errors.New("a Redis Cluster has only database 0")
 	}
+	if err := checkRedisPool(first); err != nil {
+		return nil, err
+	}
 	return u, nil
+}
+
+// maxRedisPool bounds a Redis URL's pool_size: Redis serves 10000 clients
+// by default, and go-redis sizes structures by it when the client is made.
+const maxRedisPool = 10000
+
+// checkRedisPool refuses the pool options go-redis takes as they are but
+// cannot work with: a pool_size below zero panics when the client is made,
+// and a huge one runs the process out of memory there; a dial_timeout or
+// pool_timeout of zero or less, which go-redis reads as -1ns, fails every
+// dial, or every wait for a busy pool, at once. (A read_timeout or
+// write_timeout of zero or less is go-redis' "no deadline", which the
+// command's context still bounds.)
+func checkRedisPool(o *redis.Options) error {
+	switch {
+	case o.PoolSize < 0 || o.PoolSize > maxRedisPool:
+		return fmt.Errorf("pool_size must be from 1 to %d", maxRedisPool)
+	case o.DialTimeout < 0:
+		return errors.New("dial_timeout must be positive, such as 2s")
+	case o.PoolTimeout < 0:
+		return errors.New("pool_timeout must be positive, such as 5s")
+	}
+	return nil
 }
 
 // checkDatabaseURL reads raw as the pool does, its own parameters
