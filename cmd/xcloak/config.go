@@ -1112,6 +1112,12 @@ func checkDatabaseURL(raw string) error {
 	if cfg := pc.ConnConfig; cfg.Database == "" {
 		return errors.New("it names no database")
 	}
+	// pgxpool takes it, and the pool's health checks then panic
+	// (time.NewTicker) in a goroutine of their own, which no error
+	// reaches: the process ends in a stack trace.
+	if pc.HealthCheckPeriod <= 0 {
+		return errors.New("pool_health_check_period must be positive, such as 1m")
+	}
 	return nil
 }
 

@@ -586,6 +586,23 @@ func TestDatabaseURLErrorsHideTheUserinfo(t *testing.T) {
 	}
 }
 
+// TestDatabaseURLRefusesHealthCheckPeriodOfNoTime: pgxpool takes a
+// pool_health_check_period of zero or less and its pool's first health
+// check then panics (time.NewTicker), in a goroutine of its own, ending
+// the process in a stack trace as soon as the pool is made. It is refused
+// with the other settings, naming the parameter.
+func TestDatabaseURLRefusesHealthCheckPeriodOfNoTime(t *testing.T) {
+	for _, period := range []string{"0s", "-1s"} {
+		err := checkDatabaseURL("postgres://u:S3cr3tPw@db.example.com/xcloak?pool_health_check_period=" + period)
+		if err == nil || !strings.Contains(err.Error(), "pool_health_check_period") || strings.Contains(err.Error(), "S3cr3tPw") {
+			t.Errorf("pool_health_check_period=%s: %v, want an error naming it", period, err)
+		}
+	}
+	if err := checkDatabaseURL("postgres://u:p@db.example.com/xcloak?pool_health_check_period=30s"); err != nil {
+		t.Errorf("pool_health_check_period=30s: %v", err)
+	}
+}
+
 // TestAuditLogIsOnOrOff: XCLOAK_AUDIT_LOG takes on or off and nothing else,
 // so that a typo does not silently stop the stream a SIEM follows.
 func TestAuditLogIsOnOrOff(t *testing.T) {
