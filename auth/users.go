@@ -57,18 +57,31 @@ func checkNewPassword(p string) error {
 	return nil
 }
 
+// NewAccountEmail returns email normalised as CreateUser keeps it, or
+// ErrInvalidEmail when CreateUser would refuse it: one that cannot be an
+// address (NormaliseEmail), or one that reads as an address but that mail
+// would not reach as written ("ann@example.com,", "<ann@example.com>"), so
+// that a caller can refuse it before asking for a password.
+func NewAccountEmail(email string) (string, error) {
+	email, err := NormaliseEmail(email)
+	if err != nil {
+		return "", err
+	}
+	if !mailedAsItself(email) {
+		return "", ErrInvalidEmail
+	}
+	return email, nil
+}
+
 // CreateUser adds an account, an administrator if admin, and records it
 // as an EventUserCreated by by ("cli", "admin:<email>"), as the other
 // actions of account administration are; a refused one records nothing.
 // The email is normalised; the password must meet the password rules and
 // not be breached (ErrBreachedPassword).
 func (s *Service) CreateUser(ctx context.Context, email, password string, admin bool, by string) (User, error) {
-	email, err := NormaliseEmail(email)
+	email, err := NewAccountEmail(email)
 	if err != nil {
 		return User{}, err
-	}
-	if !mailedAsItself(email) {
-		return User{}, ErrInvalidEmail
 	}
 	if err := checkNewPassword(password); err != nil {
 		return User{}, err

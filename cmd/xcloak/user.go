@@ -99,6 +99,10 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	// Refused before the password is asked for, not after it is hashed.
+	if _, err := auth.NewAccountEmail(addr); err != nil {
+		return fmt.Errorf("--email %q is not a mail address", *email)
+	}
 	password, err := promptPassword(ctx, stdin, stderr, addr)
 	if err != nil {
 		return err

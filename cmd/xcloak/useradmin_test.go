@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -181,5 +182,35 @@ func TestUserRemoveFactors(t *testing.T) {
 	}
 	if _, _, err := xcloak(t, vars, "", "user", "remove-factors", "--email", "nobody@example.com"); err == nil || !strings.Contains(err.Error(), "no account has email nobody@example.com") {
 		t.Errorf("remove-factors of an unknown account: %v, want an error", err)
+	}
+}
+
+// unreadStdin fails the test if the command reads it.
+type unreadStdin struct{ t *testing.T }
+
+func (r unreadStdin) Read([]byte) (int, error) {
+	r.t.Error("the password was read for an address that cannot be an account's")
+	return 0, io.EOF
+}
+
+// TestUserAddRefusesUnmailableAddressFirst: an address that reads as one
+// (an '@' between two non-empty sides) but that a mail would not reach as
+// written, such as one with a trailing comma pasted from a list or in
+// angle brackets, cannot be an account's. user add says so as it says it
+// of "cat", naming --email, before it asks for the password, rather than
+// reading and hashing the password to end in "auth: invalid email address".
+func TestUserAddRefusesUnmailableAddressFirst(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	for _, email := range []string{"ann@example.com,", "<ann@example.com>", "ann@@example.com", `"ann"@example.com`} {
+		var stdout, stderr strings.Builder
+		err := run(t.Context(), []string{"xcloak", "user", "add", "--email", email}, environ(vars), unreadStdin{t}, &stdout, &stderr)
+		want := fmt.Sprintf("--email %q is not a mail address", email)
+		if err == nil || !strings.Contains(err.Error(), want) || cli.ExitCode(err) != 1 {
+			t.Errorf("%s: err = %v (exit %d), want one containing %s", email, err, cli.ExitCode(err), want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%s: printed %q", email, stdout.String())
+		}
 	}
 }
