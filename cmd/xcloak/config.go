@@ -747,6 +747,13 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, std
 			return config{}, fmt.Errorf("%s: %w", source, err)
 		}
 	}
+	// The URL was read alone; XCLOAK_REDIS_CLUSTER makes it a Cluster's,
+	// which it may not be (a Sentinel set, a database other than 0).
+	if cfg.RedisCluster {
+		if _, err := redisOptions(cfg.RedisURL, true); err != nil {
+			return config{}, fmt.Errorf("XCLOAK_REDIS_URL with XCLOAK_REDIS_CLUSTER: %w", err)
+		}
+	}
 	if err := cfg.Auth.Lockout.Validate(); err != nil {
 		return config{}, fmt.Errorf("XCLOAK_LOCKOUT_DURATION, XCLOAK_LOCKOUT_MAX_DURATION: %w", err)
 	}
@@ -1067,6 +1074,10 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		PipelinePoolSize:        first.PipelinePoolSize,
 		PipelineReadBufferSize:  first.PipelineReadBufferSize,
 		PipelineWriteBufferSize: first.PipelineWriteBufferSize,
+	}
+	if cluster && master != "" {
+		return nil, errors.New("names a Sentinel master (master_name), which is no Redis Cluster: " +
+			"unset XCLOAK_REDIS_CLUSTER, or take master_name out of the URL")
 	}
 	if (len(addrs) > 1 || cluster) && master == "" && u.DB != 0 {
 		return nil, errors.New("a Redis Cluster has only database 0")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -168,6 +170,23 @@ func TestRedisURLRefusesPoolNonsense(t *testing.T) {
 	for _, good := range []string{"pool_size=1", "pool_size=10000", "dial_timeout=1s", "pool_timeout=3s", "read_timeout=-1"} {
 		if _, err := redisOptions("redis://127.0.0.1:6379/0?"+good, false); err != nil {
 			t.Errorf("%s: %v", good, err)
+		}
+	}
+}
+
+// TestRedisClusterWithSentinelIsRefused: XCLOAK_REDIS_CLUSTER=true and a
+// URL naming a Sentinel master_name ask for two kinds of Redis; the
+// client was silently a Sentinel one. Both settings are named, at start,
+// as a Cluster's database other than 0 is.
+func TestRedisClusterWithSentinelIsRefused(t *testing.T) {
+	for _, url := range []string{
+		"redis://10.0.0.1:26379,10.0.0.2:26379/0?master_name=main",
+		"redis://10.0.0.1:6379/1",
+	} {
+		vars := map[string]string{"XCLOAK_REDIS_URL": url, "XCLOAK_REDIS_CLUSTER": "true"}
+		_, err := loadConfig(flag.NewFlagSet("test", flag.ContinueOnError), nil, env(vars), io.Discard, io.Discard, forServe)
+		if err == nil || !strings.Contains(err.Error(), "XCLOAK_REDIS_CLUSTER") {
+			t.Errorf("%s with XCLOAK_REDIS_CLUSTER=true: %v, want an error naming it", url, err)
 		}
 	}
 }
