@@ -721,6 +721,36 @@ func TestServeWarnsOfRiskySettings(t *testing.T) {
 	}
 }
 
+// TestServeWarnsOfDefaultPublicURLOnEveryInterface: without
+// XCLOAK_PUBLIC_URL, the links mailed start with the listen address, made
+// browsable: for a server listening on every interface, as the image
+// does, http://localhost:PORT, which reaches no user's browser but on
+// this machine. serve says so at start; not when it listens on loopback
+// alone (users on this machine) or when the URL is set.
+func TestServeWarnsOfDefaultPublicURLOnEveryInterface(t *testing.T) {
+	const warning = "XCLOAK_PUBLIC_URL is not set"
+	for _, tt := range []struct {
+		name      string
+		addr, url string
+		warned    bool
+	}{
+		{"every interface", "0.0.0.0:0", "", true},
+		{"every interface, URL set", "0.0.0.0:0", "https://login.example.com", false},
+		{"loopback", "127.0.0.1:0", "", false},
+	} {
+		vars := storeSettings(t)
+		vars["XCLOAK_PUBLIC_URL"] = tt.url
+		srv := startServe(t, vars, "--addr", tt.addr)
+		if err := srv.stop(); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		logs := srv.stderr.String()
+		if got := strings.Contains(logs, warning); got != tt.warned {
+			t.Errorf("%s: warned %v, want %v; log:\n%s", tt.name, got, tt.warned, logs)
+		}
+	}
+}
+
 // TestURLPortsOutOfRangeAreRefused: a port no connection can use, in a
 // URL setting, is a typo refused at start, naming the setting, as the
 // database's and the passkey origins' are. Accepted, it fails later and

@@ -88,6 +88,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer ln.Close()
 	if cfg.Auth.PublicURL == nil {
 		cfg.Auth.PublicURL = publicURLFor(ln.Addr())
+		// Listening on every interface (the image does), users reach it
+		// from elsewhere, and a link to localhost reaches none of them.
+		if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() && !*dev {
+			logger.Warn("XCLOAK_PUBLIC_URL is not set: the links mailed (reset, unlock, sign-in) start with "+
+				cfg.Auth.PublicURL.String()+", which only this machine reaches, and passkeys are bound to it; "+
+				"set it to the address users see, such as https://login.example.com", "public_url", cfg.Auth.PublicURL.String())
+		}
 	}
 	if err := web.CheckCookieDomain(cfg.CookieDomain, cfg.Auth.PublicURL.Host, cfg.ProtectedHosts); err != nil {
 		return err
