@@ -751,6 +751,20 @@ func TestServeWarnsOfDefaultPublicURLOnEveryInterface(t *testing.T) {
 	}
 }
 
+// TestServeWarnsOfPatternedMFAKey: XCLOAK_MFA_KEY takes any 64 hex
+// digits, and a placeholder such as 64 zeros seals the authenticator-app
+// secrets with a key anyone can try. It is not refused, since the factors
+// sealed with it would then be lost with no way to seal them anew, but
+// warned of at start, by the rule XCLOAK_SECRET must follow.
+func TestServeWarnsOfPatternedMFAKey(t *testing.T) {
+	vars := storeSettings(t)
+	warnsAtStart(t, vars, "XCLOAK_MFA_KEY", "XCLOAK_MFA_KEY is not a random key", []startWarning{
+		{"zeros", strings.Repeat("0", 64), true},
+		{"a pattern", strings.Repeat("0123456789abcdef", 4), true},
+		{"random", hex.EncodeToString([]byte("\x9b\x1f\x8e\x03\x55\xc2\x7a\x91\x4d\xe6\x20\xb8\x6f\x13\xd4\x4a\x08\xf1\x5c\x97\x2e\xbb\x64\x39\xa0\x7d\xc5\x12\x8a\xe3\x46\x0f")), false},
+	})
+}
+
 // TestURLPortsOutOfRangeAreRefused: a port no connection can use, in a
 // URL setting, is a typo refused at start, naming the setting, as the
 // database's and the passkey origins' are. Accepted, it fails later and

@@ -126,6 +126,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		logger.Warn("XCLOAK_TRUSTED_PROXIES has host bits in "+w+": the whole network is trusted; "+
 			"give a proxy's address alone (/32, /128) or its network with the host bits cleared", "header", string(cfg.ForwardedHeader))
 	}
+	// Not refused, as a weak XCLOAK_SECRET is: the factors sealed with
+	// this key could not be sealed anew, and would be lost with it.
+	if key := cfg.Auth.MFA.Key; key != nil && checkSecret(string(key)) != nil {
+		logger.Warn("XCLOAK_MFA_KEY is not a random key (a placeholder, or a pattern): whoever guesses it opens the " +
+			"authenticator-app secrets sealed with it; make one with openssl rand -hex 32 before factors are enrolled " +
+			"(docs/DEPLOY.md says how to replace it once factors are sealed with it)")
+	}
 	if cfg.InsecureCookies && cfg.Auth.PublicURL.Scheme == "https" {
 		logger.Warn("XCLOAK_INSECURE_COOKIES is true with an https XCLOAK_PUBLIC_URL: cookies go without Secure, " +
 			"so a browser also sends them over plain http, where anyone on the path reads them")
