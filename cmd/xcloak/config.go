@@ -1094,7 +1094,8 @@ const maxRedisPool = 10000
 
 // checkRedisPool refuses the pool options go-redis takes as they are but
 // cannot work with: a pool_size below zero panics when the client is made,
-// and a huge one runs the process out of memory there; a dial_timeout or
+// and a huge one, or a huge pipeline_pool_size, runs the process out of
+// memory there; a dial_timeout or
 // pool_timeout of zero or less, which go-redis reads as -1ns, fails every
 // dial, or every wait for a busy pool, at once. (A read_timeout or
 // write_timeout of zero or less is go-redis' "no deadline", which the
@@ -1103,6 +1104,9 @@ func checkRedisPool(o *redis.Options) error {
 	switch {
 	case o.PoolSize < 0 || o.PoolSize > maxRedisPool:
 		return fmt.Errorf("pool_size must be from 1 to %d", maxRedisPool)
+	case o.PipelinePoolSize > maxRedisPool:
+		// -1 is go-redis' "no pipeline pool".
+		return fmt.Errorf("pipeline_pool_size must be at most %d", maxRedisPool)
 	case o.DialTimeout < 0:
 		return errors.New("dial_timeout must be positive, such as 2s")
 	case o.PoolTimeout < 0:

@@ -145,14 +145,15 @@ func TestRedisOptionsKeepTheURLs(t *testing.T) {
 
 // TestRedisURLRefusesPoolNonsense: go-redis takes a URL's pool_size as it
 // is, and a negative one panicked when the client was made (a channel of
-// negative size), a huge one ran the process out of memory; a
-// dial_timeout or pool_timeout of zero or less, which go-redis reads as
+// negative size), a huge one, or a huge pipeline_pool_size, ran the
+// process out of memory; a dial_timeout or pool_timeout of zero or less, which go-redis reads as
 // -1ns, failed every dial, or every wait for a busy pool, at once. Each
 // is refused at start, naming the option, without quoting the URL.
 func TestRedisURLRefusesPoolNonsense(t *testing.T) {
 	for _, tc := range []struct{ query, option string }{
 		{"pool_size=-5", "pool_size"},
 		{"pool_size=100000000", "pool_size"},
+		{"pipeline_pool_size=100000000", "pipeline_pool_size"},
 		{"dial_timeout=-5s", "dial_timeout"},
 		{"dial_timeout=0", "dial_timeout"},
 		{"pool_timeout=-1s", "pool_timeout"},
@@ -167,7 +168,7 @@ func TestRedisURLRefusesPoolNonsense(t *testing.T) {
 			t.Errorf("%s: error %q, want one naming %s and not quoting the URL", tc.query, err, tc.option)
 		}
 	}
-	for _, good := range []string{"pool_size=1", "pool_size=10000", "dial_timeout=1s", "pool_timeout=3s", "read_timeout=-1"} {
+	for _, good := range []string{"pool_size=1", "pool_size=10000", "dial_timeout=1s", "pool_timeout=3s", "read_timeout=-1", "pipeline_pool_size=-1"} {
 		if _, err := redisOptions("redis://127.0.0.1:6379/0?"+good, false); err != nil {
 			t.Errorf("%s: %v", good, err)
 		}
