@@ -113,7 +113,16 @@ func (s *Server) handleResetConfirmForm() http.Handler {
 			err = s.auth.ConfirmReset(r.Context(), token, form[templates.FieldPassword], s.client(r))
 		}
 		if err == nil {
-			s.clearCookie(w, sessionCookie)
+			// The browser signs in afresh, its cookie dropped: the session
+			// the cookie names ends too, as at a sign-out, even another
+			// account's than the one reset (whose sessions the reset
+			// ended). One that cannot be ended keeps its cookie, so that
+			// the browser does not look signed out while it is not.
+			if err := s.auth.Logout(r.Context(), s.readCookie(r, sessionCookie)); err != nil {
+				s.log.WarnContext(r.Context(), "ending the session of a reset's browser", "err", err)
+			} else {
+				s.clearCookie(w, sessionCookie)
+			}
 			http.Redirect(w, r, "/login?reset=done", http.StatusSeeOther)
 			return
 		}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -143,5 +144,42 @@ func TestSentPagesSayTheLinkLife(t *testing.T) {
 	}
 	if _, body := post(t, c, base+"/unlock", formType, form); !strings.Contains(body, "within 2 hours;") {
 		t.Errorf("unlock request page does not say 2 hours: %s", body)
+	}
+}
+
+// TestResetEndsTheBrowsersOtherSession: a reset made in a browser signed
+// in to another account drops that browser's session cookie, so it ends
+// that session too: a session its browser forgot must not go on, listed
+// as live and good to any copy of its cookie.
+func TestResetEndsTheBrowsersOtherSession(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	env.AddUser(t, "bob@example.com", "bob password", false)
+	shared := newBrowser(t, "127.0.7.21", firefoxLinux)
+	shared.signIn(t, base, "ann@example.com", "ann password")
+	var token string
+	for _, c := range shared.c.Jar.Cookies(&url.URL{Scheme: "http", Host: strings.TrimPrefix(base, "http://")}) {
+		if c.Name == "xcloak_session" {
+			token = c.Value
+		}
+	}
+	if token == "" {
+		t.Fatal("no session cookie after sign-in")
+	}
+	if resp, _ := post(t, xcloaktest.Client(t, "127.0.7.22"), base+"/api/v1/password-reset", jsonType, `{"email":"bob@example.com"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("reset request: %d", resp.StatusCode)
+	}
+	m := resetLink.FindStringSubmatch(env.Mail.WaitFor(t, "bob@example.com").Body)
+	if m == nil {
+		t.Fatal("no reset link mailed")
+	}
+	set := url.Values{"password": {"bob new password"}, "password_confirm": {"bob new password"}}.Encode()
+	resp, _ := post(t, shared.c, base+"/password-reset/"+m[1], formType, set)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("set password: %d", resp.StatusCode)
+	}
+	if _, err := env.Service.Session(t.Context(), token); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("ann's session after its browser's cookie was cleared by bob's reset: %v; want it ended", err)
 	}
 }
