@@ -575,6 +575,7 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 		if err != nil {
 			return ErrUnknownAttempt
 		}
+		gen := s.appDeviceCache.generation()
 		added, err := s.apps.AddAppDevice(ctx, app.App, s.decisionKeys.accountHash(app.App, a.Account), hash,
 			a.decided(), s.now(), s.cfg.MaxDevices)
 		switch {
@@ -587,12 +588,14 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			s.log.ErrorContext(ctx, "adding application device", "err", err)
 		default:
 			isNew = added || isNew
-			// This replica knows at once, and forgets at once a device
-			// the new one pushed out; the others within deviceCacheTTL.
+			// This replica forgets at once a device the new one pushed
+			// out, the others within deviceCacheTTL; it reads the new one
+			// from the store, and remembers one already known unless a
+			// revocation came while it was stored.
 			if added {
 				s.appDeviceCache.purge()
 			}
-			s.appDeviceCache.put(appDeviceCacheKey(hash), true, s.now())
+			s.appDeviceCache.put(appDeviceCacheKey(hash), true, gen, s.now())
 		}
 	}
 	e := Event{Kind: EventLoginSucceeded, Account: account, Source: source, Detail: appDetail(app)}
@@ -641,10 +644,11 @@ func (s *Service) knownAppDevice(ctx context.Context, hash []byte) (bool, error)
 	if known, ok := s.appDeviceCache.get(key, now); ok {
 		return known, nil
 	}
+	gen := s.appDeviceCache.generation()
 	known, err := s.apps.KnownAppDevice(ctx, hash, now.Add(-s.cfg.DeviceTTL))
 	if err != nil {
 		return false, s.dbDown("reading device", err)
 	}
-	s.appDeviceCache.put(key, known, now)
+	s.appDeviceCache.put(key, known, gen, now)
 	return known, nil
 }

@@ -37,6 +37,9 @@ const (
 type deviceCache struct {
 	mu sync.Mutex
 	m  map[string]cachedDevice // by email NUL nonce
+	// gen counts purges, so that an answer read before one is not put
+	// back after it (as the session cache's generations do).
+	gen uint64
 }
 
 type cachedDevice struct {
@@ -54,9 +57,21 @@ func (c *deviceCache) get(key string, now time.Time) (known, ok bool) {
 	return e.known, true
 }
 
-func (c *deviceCache) put(key string, known bool, now time.Time) {
+// generation is the count of purges so far, read before a lookup.
+func (c *deviceCache) generation() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put remembers the answer of a lookup begun in generation gen, unless a
+// purge came since: a revocation while the store was read.
+func (c *deviceCache) put(key string, known bool, gen uint64, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
 	if c.m == nil {
 		c.m = make(map[string]cachedDevice)
 	}
@@ -81,6 +96,7 @@ func (c *deviceCache) purge() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.m)
+	c.gen++
 }
 
 func nonceHash(nonce string) []byte {
@@ -98,11 +114,12 @@ func (s *Service) knownDevice(ctx context.Context, email, nonce string) (bool, e
 	if known, ok := s.deviceCache.get(key, now); ok {
 		return known, nil
 	}
+	gen := s.deviceCache.generation()
 	known, err := s.store.KnownDevice(ctx, email, nonceHash(nonce), s.now().Add(-s.cfg.DeviceTTL))
 	if err != nil {
 		return false, s.dbDown("reading device", err)
 	}
-	s.deviceCache.put(key, known, now)
+	s.deviceCache.put(key, known, gen, now)
 	return known, nil
 }
 
