@@ -11,8 +11,8 @@ const janitorInterval = time.Hour
 // runJanitor removes, every janitorInterval and once at start, what no one
 // can use any more: expired sessions, reset, unlock and sign-in tokens spent or
 // expired for a day, devices unseen for Config.DeviceTTL, second steps
-// and passkey ceremonies expired, security events older than Config.EventRetention,
-// and the ids of event batches written a day ago.
+// and passkey ceremonies expired, security events and the records of
+// lockouts ended older than Config.EventRetention, and the ids of event batches written a day ago.
 // Every replica runs it; the deletes are idempotent.
 func (s *Service) runJanitor(ctx context.Context) {
 	t := time.NewTicker(janitorInterval)
@@ -42,6 +42,11 @@ func (s *Service) sweep(ctx context.Context) map[SweepKind]int64 {
 		{SweepSignInTokens, now.Add(-24 * time.Hour)},
 		{SweepDevices, now.Add(-s.cfg.DeviceTTL)},
 		{SweepSecurityEvents, now.Add(-s.cfg.EventRetention)},
+		// The lockout log's ended records, with the events that tell of
+		// them: a lock's account is an address anyone may type, and a
+		// flood's locks would otherwise be kept for ever. One in force,
+		// or not yet closed by the sweep of lockout ends, is kept.
+		{SweepLockouts, now.Add(-s.cfg.EventRetention)},
 		// The applications' devices, when the store keeps them: by the same
 		// lifetime as XCloak's own.
 		{SweepAppDevices, now.Add(-s.cfg.DeviceTTL)},

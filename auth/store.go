@@ -278,4 +278,5 @@ const (
 	SweepMFAChallenges  SweepKind = "mfa_challenges"        // by expiry
 	SweepCeremonies     SweepKind = "webauthn_ceremonies"   // by expiry
 	SweepEventBatches   SweepKind = "event_batches"         // by time
+	SweepLockouts       SweepKind = "lockouts"              // by end, once ended
 )

@@ -27,6 +27,10 @@ var sweepWhere = map[auth.SweepKind]struct{ table, where string }{
 	auth.SweepMFAChallenges:  {"mfa_challenges", "expires_at < $1"},
 	auth.SweepCeremonies:     {"webauthn_ceremonies", "expires_at <= $1"},
 	auth.SweepEventBatches:   {"event_batches", "written_at < $1"},
+	// Ended, by an unlock (cleared before locked_until) or by its time
+	// (cleared at it): locked_until too, so that lockouts_locked_until_idx
+	// finds them rather than a scan of the whole log.
+	auth.SweepLockouts: {"lockouts", "cleared_at < $1 AND locked_until < $1"},
 }
 
 // Sweep implements auth.Sweeper.

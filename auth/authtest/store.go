@@ -663,7 +663,7 @@ func btoi(b bool) int {
 }
 
 // Sweep implements auth.Sweeper. Security events and their batches are
-// not kept here: it removes none of them.
+// not kept here, and lockouts are kept for good: it removes none of them.
 func (s *Store) Sweep(_ context.Context, kind auth.SweepKind, before time.Time) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -685,7 +685,7 @@ func (s *Store) Sweep(_ context.Context, kind auth.SweepKind, before time.Time) 
 		deleteWhere(s.signIns, func(v *token) bool { return count(v.spentOrExpired().Before(before)) })
 	case auth.SweepDevices:
 		deleteWhere(s.devices, func(v device) bool { return count(v.lastSeen.Before(before)) })
-	case auth.SweepSecurityEvents, auth.SweepEventBatches:
+	case auth.SweepSecurityEvents, auth.SweepEventBatches, auth.SweepLockouts:
 	default:
 		return 0, fmt.Errorf("authtest: no records of kind %q to sweep", kind)
 	}
