@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -154,6 +155,36 @@ func connectMaintenance(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, er
 	return nil, fmt.Errorf("connect to Postgres at %s:%d as %q: %w", cfg.Host, cfg.Port, cfg.User, err)
 }
 
+// lockPolls is how many times, a second apart, Up tries the migration lock
+// before it gives up.
+var lockPolls uint64 = 300
+
+// patientLocker is the goose session locker whose failure to get the lock
+// in time says why: the library's own "failed to acquire lock" leaves an
+// operator guessing that another instance holds it, still migrating (a
+// long index build) or stuck.
+type patientLocker struct {
+	lock.SessionLocker
+	polls uint64
+}
+
+func (l patientLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	err := l.SessionLocker.SessionLock(ctx, conn)
+	if err != nil && ctx.Err() == nil && !isPgError(err) {
+		return fmt.Errorf("another instance has held the migration lock (Postgres advisory lock %d) "+
+			"for the %d s this one waited: it may still be migrating (start again once it is done), "+
+			"or a session holding it is stuck (see pg_locks): %w", lock.DefaultLockID, l.polls, err)
+	}
+	return err
+}
+
+// isPgError reports whether err holds an error the server answered, as
+// when the lock could not even be asked for.
+func isPgError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
+
 // Up applies every migration that the database at databaseURL has not seen
 // and returns the schema version it ends at. A database that is already up to
 // date is left alone. A Postgres advisory lock keeps concurrent callers from
@@ -173,12 +204,12 @@ func Up(ctx context.Context, databaseURL string) (version int64, err error) {
 
 	// Poll the lock every second for up to five minutes; the default polls
 	// every five seconds, which makes a second instance start slowly.
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, lockPolls))
 	if err != nil {
 		return 0, fmt.Errorf("migration lock: %w", err)
 	}
 	provider, err := goose.NewProvider(goose.DialectPostgres, db, files,
-		goose.WithSessionLocker(locker),
+		goose.WithSessionLocker(patientLocker{locker, lockPolls}),
 		goose.WithDisableGlobalRegistry(true),
 	)
 	if err != nil {

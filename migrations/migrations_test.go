@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/xcloak/xcloak/internal/testenv"
 	"github.com/xcloak/xcloak/migrations"
@@ -487,5 +488,31 @@ func TestPoolSettingsInTheURL(t *testing.T) {
 	}
 	if _, err := migrations.Up(ctx, u.String()); err != nil {
 		t.Fatalf("Up: %v", err)
+	}
+}
+
+// TestUpWaitsForTheLockThenSaysWhy: an instance that waits its whole time
+// for the migration lock another session holds fails saying so, not with
+// the bare words of the lock's library, so that an operator knows another
+// instance may be migrating.
+func TestUpWaitsForTheLockThenSaysWhy(t *testing.T) {
+	defer migrations.SetLockWait(2)()
+	dbURL := testenv.Postgres(t)
+	holder := connect(t, dbURL)
+	if _, err := holder.Exec(t.Context(), "SELECT pg_advisory_lock($1)", lock.DefaultLockID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := migrations.Up(t.Context(), dbURL)
+	if err == nil {
+		t.Fatal("Up while another session holds the migration lock: no error")
+	}
+	if !strings.Contains(err.Error(), "another instance") || !strings.Contains(err.Error(), "pg_locks") {
+		t.Errorf("Up while another session holds the migration lock: %v; want it to name another instance and pg_locks", err)
+	}
+	if _, err := holder.Exec(t.Context(), "SELECT pg_advisory_unlock($1)", lock.DefaultLockID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Up(t.Context(), dbURL); err != nil {
+		t.Fatalf("Up once the lock is free: %v", err)
 	}
 }
