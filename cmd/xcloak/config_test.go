@@ -751,6 +751,19 @@ func TestServeWarnsOfDefaultPublicURLOnEveryInterface(t *testing.T) {
 	}
 }
 
+// TestServeWarnsOfRedisWithoutCertificateCheck: skip_verify in a
+// rediss:// URL turns off the check of Redis' certificate, which leaves
+// every limit and lockout to whoever is on the path; it is warned of at
+// start, and a URL without it is not.
+func TestServeWarnsOfRedisWithoutCertificateCheck(t *testing.T) {
+	vars := storeSettings(t)
+	plain := vars["XCLOAK_REDIS_URL"]
+	warnsAtStart(t, vars, "XCLOAK_REDIS_URL", "XCLOAK_REDIS_URL sets skip_verify", []startWarning{
+		{"skip_verify", "rediss://127.0.0.1:1/0?skip_verify=true", true},
+		{"plain", plain, false},
+	})
+}
+
 // TestServeWarnsOfPatternedMFAKey: XCLOAK_MFA_KEY takes any 64 hex
 // digits, and a placeholder such as 64 zeros seals the authenticator-app
 // secrets with a key anyone can try. It is not refused, since the factors

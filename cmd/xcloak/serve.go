@@ -126,6 +126,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		logger.Warn("XCLOAK_TRUSTED_PROXIES has host bits in "+w+": the whole network is trusted; "+
 			"give a proxy's address alone (/32, /128) or its network with the host bits cleared", "header", string(cfg.ForwardedHeader))
 	}
+	// An operator's choice, but one that hands the limits to the network:
+	// said once at start, as a plain-http breach corpus is.
+	if opts, err := redisOptions(cfg.RedisURL, cfg.RedisCluster); err == nil && opts.TLSConfig != nil && opts.TLSConfig.InsecureSkipVerify {
+		logger.Warn("XCLOAK_REDIS_URL sets skip_verify: Redis' TLS certificate is not checked, so anyone on the path " +
+			"can stand in for Redis and answer every limit and lockout as it likes; give the server's CA instead")
+	}
 	// Not refused, as a weak XCLOAK_SECRET is: the factors sealed with
 	// this key could not be sealed anew, and would be lost with it.
 	if key := cfg.Auth.MFA.Key; key != nil && checkSecret(string(key)) != nil {
