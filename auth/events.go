@@ -89,6 +89,12 @@ type EventStore interface {
 	InsertEvents(ctx context.Context, id EventBatchID, batch []Event) error
 }
 
+// ErrEventsRefused is the answer of an EventStore that refused a batch
+// for what a row holds (Postgres's data errors and constraint violations),
+// which no retry of the same rows can change. Transient failures (a
+// connection lost, a timeout, Postgres shutting down) are not it.
+var ErrEventsRefused = errors.New("auth: security events refused by the store")
+
 // EventBatchID names a batch of security events, so that the store can
 // tell a batch it wrote already from a new one.
 type EventBatchID [16]byte

@@ -1,9 +1,13 @@
 package postgres_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/internal/testenv"
@@ -94,5 +98,65 @@ func TestSweepSecurityEvents(t *testing.T) {
 	}
 	if want := []time.Time{cutoff, cutoff.Add(time.Second), cutoff.Add(time.Hour)}; !slices.Equal(kept, want) {
 		t.Errorf("kept %v, want %v", kept, want)
+	}
+}
+
+// TestEventRowRefusedForGood: a batch holding a row Postgres refuses
+// whatever happens (a NUL byte or invalid UTF-8 in a text column, a NUL in
+// the detail's JSON, an empty kind against its check) fails as
+// auth.ErrEventsRefused, with Postgres's error kept, and writes nothing,
+// its id included: the good rows can go again under the same id. A write
+// that failed for want of time is not refused for good.
+func TestEventRowRefusedForGood(t *testing.T) {
+	ctx := t.Context()
+	_, pool := testenv.Schema(t)
+	s := postgres.New(pool)
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	good := auth.Event{At: at, Kind: auth.EventLoginFailed, Account: "ann@example.com", Source: "192.0.2.1"}
+	count := func() int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM security_events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name string
+		bad  auth.Event
+		code string
+	}{
+		{"NUL in the account", auth.Event{At: at, Kind: auth.EventLoginFailed, Account: "ann\x00@example.com"}, "22021"},
+		{"invalid UTF-8 in the source", auth.Event{At: at, Kind: auth.EventLoginFailed, Source: "192.0.2.\xff"}, "22021"},
+		{"NUL in the detail", auth.Event{At: at, Kind: auth.EventLoginFailed, Detail: map[string]string{"browser": "a\x00b"}}, "22P05"},
+		{"empty kind", auth.Event{At: at}, "23514"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := auth.NewEventBatchID()
+			before := count()
+			err := s.InsertEvents(ctx, id, []auth.Event{good, c.bad, good})
+			if !errors.Is(err, auth.ErrEventsRefused) {
+				t.Fatalf("InsertEvents: %v, want auth.ErrEventsRefused", err)
+			}
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != c.code {
+				t.Errorf("InsertEvents: %v, want Postgres's error %s kept", err, c.code)
+			}
+			if n := count(); n != before {
+				t.Errorf("%d rows written by the refused batch", n-before)
+			}
+			if err := s.InsertEvents(ctx, id, []auth.Event{good, good}); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(); n != before+2 {
+				t.Errorf("%d rows written by the good rows under the refused batch's id, want 2", n-before)
+			}
+		})
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.InsertEvents(cancelled, auth.NewEventBatchID(), []auth.Event{good}); err == nil || errors.Is(err, auth.ErrEventsRefused) {
+		t.Errorf("InsertEvents without time: %v, want an error that is not auth.ErrEventsRefused", err)
 	}
 }
