@@ -141,13 +141,20 @@ type recorder struct {
 	// that failed was given: they go again alone, as they were.
 	unsureStats int
 	pendingDB   []Event // not yet written to Postgres
-	// dbBatch is the batch an InsertEvents that failed was given, under
-	// dbBatchID: Postgres may have written it, so it goes again alone,
-	// under its id and as it was, before the rows of pendingDB, until it
-	// is written or abandoned. Rows that arrive meanwhile go in later
-	// batches.
-	dbBatch   []Event
-	dbBatchID EventBatchID
+	// dbBatches are the batches made of pendingDB's rows and not yet
+	// written, oldest first, each under its id. The first is the one an
+	// InsertEvents that failed was given: Postgres may have written it,
+	// so it goes again alone, under its id and as it was, until it is
+	// written or abandoned. Those after it are the parts of a batch
+	// Postgres refused for good (see writeBatches). Rows that arrive
+	// meanwhile go in later batches.
+	dbBatches []eventBatch
+}
+
+// eventBatch is a batch of rows for Postgres under its id.
+type eventBatch struct {
+	id   EventBatchID
+	rows []Event
 }
 
 // eventBatchRows bounds the events of one batch written to Postgres:
@@ -185,7 +192,9 @@ func (r *recorder) Record(e Event) {
 	}
 }
 
-// Dropped returns how many events were dropped because the queue was full.
+// Dropped returns how many events were dropped: because the queue or a
+// store's backlog was full, because Postgres refused their row for good,
+// or because they were left unwritten at shutdown.
 func (r *recorder) Dropped() int64 { return r.dropped.Load() }
 
 // Run writes queued events until ctx is done, then writes what is still
@@ -259,38 +268,79 @@ func (r *recorder) flush(ctx context.Context, all bool) error {
 			r.pendingStats = append(r.pendingStats[:0], r.pendingStats[n:]...)
 			r.unsureStats = 0
 		}
-		for len(r.dbBatch) > 0 || len(r.pendingDB) > 0 {
-			if len(r.dbBatch) == 0 {
-				n := min(len(r.pendingDB), eventBatchRows)
-				r.dbBatch, r.dbBatchID = coalesceRejections(r.pendingDB[:n]), NewEventBatchID()
-				r.pendingDB = append(r.pendingDB[:0], r.pendingDB[n:]...)
-			}
-			if err := r.store.InsertEvents(ctx, r.dbBatchID, r.dbBatch); err != nil {
-				errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
-				break
-			}
-			r.dbBatch = nil
+		if err := r.writeBatches(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("writing events to Postgres: %w", err))
 		}
 		if len(errs) > 0 {
 			r.pendingStats = r.trim(r.pendingStats, r.unsureStats, recorderQueue, false)
-			// The batch that goes again counts against the bound, and
-			// is the oldest: past the bound it is dropped first, as the
-			// oldest rows always were, so that a batch Postgres refuses
-			// for good cannot hold back every row after it. Its id is
-			// never written again.
-			if len(r.dbBatch)+len(r.pendingDB) > recorderQueue {
-				for _, e := range r.dbBatch {
+			// The batches that go again count against the bound, and
+			// are the oldest: past the bound they are dropped first, as
+			// the oldest rows always were, so that a batch Postgres
+			// fails with an error that never clears cannot hold back
+			// every row after it. Their ids are never written again.
+			held := 0
+			for _, b := range r.dbBatches {
+				held += len(b.rows)
+			}
+			for len(r.dbBatches) > 0 && held+len(r.pendingDB) > recorderQueue {
+				for _, e := range r.dbBatches[0].rows {
 					r.dropped.Add(int64(eventCount(e)))
 				}
-				r.dbBatch = nil
+				held -= len(r.dbBatches[0].rows)
+				r.dbBatches = r.dbBatches[1:]
 			}
-			r.pendingDB = r.trim(r.pendingDB, 0, recorderQueue-len(r.dbBatch), true)
+			r.pendingDB = r.trim(r.pendingDB, 0, recorderQueue-held, true)
 			return errors.Join(errs...)
 		}
 		if len(batch) == 0 {
 			return nil
 		}
 	}
+}
+
+// writeBatches writes dbBatches, then pendingDB's rows in batches of
+// eventBatchRows at most, until a write fails.
+//
+// A batch Postgres refuses for good (ErrEventsRefused) is refused for what
+// some row of it holds, and so again at every try: rather than hold back
+// its other rows and every row after it, and be dropped whole once the
+// backlog reaches its bound, it is split in halves, each written under an
+// id of its own, and a half refused is split again. So the good rows are
+// written at once, and only a row refused alone is dropped. The refusal
+// rolled the batch back, its id with it, so its rows can go under new ids;
+// each part keeps its id until it is written, so that a part whose write
+// fails goes again as a batch that failed always does, and is never
+// written twice. A batch whose every row is refused (a constraint its
+// rows all break) costs two writes a row; a flush whose time runs out on
+// the way leaves the parts not yet written for the next.
+func (r *recorder) writeBatches(ctx context.Context) error {
+	for len(r.dbBatches) > 0 || len(r.pendingDB) > 0 {
+		if len(r.dbBatches) == 0 {
+			n := min(len(r.pendingDB), eventBatchRows)
+			r.dbBatches = append(r.dbBatches, eventBatch{NewEventBatchID(), coalesceRejections(r.pendingDB[:n])})
+			r.pendingDB = append(r.pendingDB[:0], r.pendingDB[n:]...)
+		}
+		b := r.dbBatches[0]
+		err := r.store.InsertEvents(ctx, b.id, b.rows)
+		switch {
+		case err == nil:
+			r.dbBatches = r.dbBatches[1:]
+		case !errors.Is(err, ErrEventsRefused):
+			return err
+		case len(b.rows) > 1:
+			half := len(b.rows) / 2
+			r.dbBatches = append([]eventBatch{{NewEventBatchID(), b.rows[:half]}, {NewEventBatchID(), b.rows[half:]}}, r.dbBatches[1:]...)
+		default:
+			e := b.rows[0]
+			r.dropped.Add(int64(eventCount(e)))
+			// Kind and time say which event was lost; the account,
+			// source and detail stay out of the log, as the error does
+			// not hold them either.
+			r.log.Error("security event refused by Postgres; dropped", "kind", e.Kind, "at", e.At, "events", eventCount(e), "err", err)
+			r.dbBatches = r.dbBatches[1:]
+		}
+	}
+	return nil
 }
 
 // abandon gives up, at shutdown, the events a failed Flush left unwritten,
@@ -304,10 +354,15 @@ func (r *recorder) abandon() (notStored, notCounted int) {
 	queued := len(r.take(len(r.queue)))
 	notCounted = len(r.pendingStats) + queued
 	notStored = queued
-	for _, e := range slices.Concat(r.dbBatch, r.pendingDB, r.budget.close(math.MaxInt64, true)) {
+	for _, b := range r.dbBatches {
+		for _, e := range b.rows {
+			notStored += eventCount(e)
+		}
+	}
+	for _, e := range slices.Concat(r.pendingDB, r.budget.close(math.MaxInt64, true)) {
 		notStored += eventCount(e)
 	}
-	r.pendingStats, r.pendingDB, r.unsureStats, r.dbBatch = nil, nil, 0, nil
+	r.pendingStats, r.pendingDB, r.unsureStats, r.dbBatches = nil, nil, 0, nil
 	r.dropped.Add(int64(notStored + notCounted))
 	return notStored, notCounted
 }

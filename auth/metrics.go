@@ -81,7 +81,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 				return 0
 			}),
 		eventDropped: prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "xcloak_security_events_dropped_total", Help: "Security events dropped because the queue or a store's backlog was full, or left unwritten at shutdown."},
+			Name: "xcloak_security_events_dropped_total", Help: "Security events dropped because the queue or a store's backlog was full, because Postgres refused their row, or left unwritten at shutdown."},
 			func() float64 { return float64(s.events.Dropped()) }),
 		mailDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "xcloak_reset_mails_dropped_total", Help: "Link mails and notices that were not sent, by reason: queue_full, domain_limit, account_limit, send_failed, unavailable."},

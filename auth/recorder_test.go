@@ -192,47 +192,110 @@ func TestBatchDroppedFirstPastTheBound(t *testing.T) {
 	}
 }
 
-// poisonStore refuses, for good, every batch holding the account poison,
-// as Postgres refuses a row against a constraint, and writes the others.
-type poisonStore struct{ written []string }
+// poisonStore writes batches as Postgres does, once per id, and refuses
+// for good, as Postgres refuses a row against a constraint, every batch
+// holding the account poison. Its first fails writes of a batch without
+// poison are written and then fail, as a lost answer would.
+type poisonStore struct {
+	ids     map[EventBatchID]bool // written
+	tried   []EventBatchID        // every write, in order
+	written []string
+	fails   int
+}
 
-func (s *poisonStore) InsertEvents(_ context.Context, _ EventBatchID, batch []Event) error {
-	for _, e := range batch {
-		if e.Account == "poison" {
-			return errors.New("ERROR: violates check constraint (SQLSTATE 23514)")
-		}
+func (s *poisonStore) InsertEvents(_ context.Context, id EventBatchID, batch []Event) error {
+	s.tried = append(s.tried, id)
+	if s.ids[id] {
+		return nil
 	}
 	for _, e := range batch {
+		if e.Account == "poison" {
+			return fmt.Errorf("%w: ERROR: new row violates check constraint (SQLSTATE 23514)", ErrEventsRefused)
+		}
+	}
+	if s.ids == nil {
+		s.ids = map[EventBatchID]bool{}
+	}
+	s.ids[id] = true
+	for _, e := range batch {
 		s.written = append(s.written, e.Account)
+	}
+	if s.fails > 0 {
+		s.fails--
+		return errors.New("i/o timeout")
 	}
 	return nil
 }
 
-// TestBatchRefusedForGoodIsDroppedInTime: a batch Postgres refuses
-// whatever happens holds back the rows after it only until the backlog
-// reaches its bound; then it is dropped, counted, and the rest are
-// written.
-func TestBatchRefusedForGoodIsDroppedInTime(t *testing.T) {
+// TestBatchRefusedForGoodIsSplit: a batch the store refuses for good, for
+// one row of it, does not hold back its other rows nor those after it:
+// they are written by the same flush, in order, and only the row refused
+// alone is dropped, counted and logged once, by kind and error, without
+// what it holds.
+func TestBatchRefusedForGoodIsSplit(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	s := &poisonStore{}
-	r := newRecorder(s, nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
-	r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: "poison"})
-	_ = r.flush(t.Context(), false)
-	for i := range recorderQueue + 1 {
-		r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: fmt.Sprint(i)})
-		if len(r.queue) == cap(r.queue) {
-			_ = r.flush(t.Context(), false)
+	var log bytes.Buffer
+	r := newRecorder(s, nopCounter{}, slog.New(slog.NewJSONHandler(&log, nil)), func() time.Time { return now })
+	for _, a := range []string{"a", "b", "c", "poison", "d", "e", "f"} {
+		r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: a, Detail: map[string]string{"browser": "held-" + a}})
+	}
+	if err := r.flush(t.Context(), false); err != nil {
+		t.Fatalf("flush: %v, want the refused row dropped and the rest written", err)
+	}
+	if got, want := strings.Join(s.written, " "), "a b c d e f"; got != want {
+		t.Errorf("written %q, want %q", got, want)
+	}
+	if got := r.Dropped(); got != 1 {
+		t.Errorf("%d dropped, want the poisoned row alone", got)
+	}
+	if n := strings.Count(log.String(), "\n"); n != 1 ||
+		!strings.Contains(log.String(), `"kind":"`+EventLoginSucceeded+`"`) || !strings.Contains(log.String(), "SQLSTATE 23514") {
+		t.Errorf("log of the drop:\n%s\nwant one line with the kind and the error", log.String())
+	}
+	if strings.Contains(log.String(), "held-") {
+		t.Errorf("the log of the drop holds the row's detail:\n%s", log.String())
+	}
+	seen := map[EventBatchID]bool{}
+	for _, id := range s.tried {
+		if seen[id] {
+			t.Errorf("id %x given to two writes, with none failing", id)
 		}
+		seen[id] = true
 	}
-	for len(r.queue) > 0 {
-		_ = r.flush(t.Context(), false)
+	if err := r.flush(t.Context(), false); err != nil || len(s.written) != 6 {
+		t.Errorf("the next flush: %v, %d rows written, want nothing more", err, len(s.written))
 	}
-	err := r.flush(t.Context(), false)
-	if err != nil || len(s.written) == 0 || s.written[len(s.written)-1] != fmt.Sprint(recorderQueue) {
-		t.Fatalf("after the bound: %v, %d rows written; want the refused batch dropped and the newest written", err, len(s.written))
+}
+
+// TestSplitBatchWrittenAgainAsItWas: a part of a refused batch whose
+// write failed, which the store may have written, goes again under its
+// id and as it was, so that it is written once; the parts after it wait.
+func TestSplitBatchWrittenAgainAsItWas(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	s := &poisonStore{fails: 1}
+	r := newRecorder(s, nopCounter{}, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	for _, a := range []string{"a", "b", "poison", "c"} {
+		r.Record(Event{At: now, Kind: EventLoginSucceeded, Account: a})
 	}
-	if got := r.Dropped(); got < 1 || int(got)+len(s.written) != recorderQueue+2 {
-		t.Errorf("%d dropped, %d written of %d", got, len(s.written), recorderQueue+2)
+	if err := r.flush(t.Context(), false); err == nil {
+		t.Fatal("the write of the first part did not fail")
+	}
+	failed := s.tried[len(s.tried)-1]
+	if got := strings.Join(s.written, " "); got != "a b" {
+		t.Fatalf("written %q before the failure, want the first part, \"a b\"", got)
+	}
+	if err := r.flush(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.tried[len(s.tried)-4]; got != failed {
+		t.Errorf("the part that failed went again under %x, want its id %x", got, failed)
+	}
+	if got, want := strings.Join(s.written, " "), "a b c"; got != want {
+		t.Errorf("written %q, want %q: each row once", got, want)
+	}
+	if got := r.Dropped(); got != 1 {
+		t.Errorf("%d dropped, want the poisoned row alone", got)
 	}
 }
 
