@@ -88,8 +88,13 @@ type Failover struct {
 	// confirming is set while a probe checks whether a slow answer was
 	// Redis gone (see IsSlow).
 	confirming bool
-	stop       chan struct{}
-	stopOnce   sync.Once
+	// lastBack is when the last failback handed the limits to Redis,
+	// and backWait the wait the probe had come to before it (probeMu):
+	// the probe of an outage begun soon after goes on from it.
+	lastBack time.Time
+	backWait time.Duration
+	stop     chan struct{}
+	stopOnce sync.Once
 	// Restore, if set before use, lists the lockouts in force from a
 	// store that outlives Redis (Postgres). Under FailLocal they are
 	// held in the in-process store each time Redis is lost, so that an
@@ -424,12 +429,23 @@ func (f *Failover) trip(cause error) {
 // A failback that Redis did not take (it answers PING but refuses the
 // writes, as a replica or a master short of replicas does) is tried again
 // after a wait that doubles up to maxFailbackWait: each one reads the
-// lockouts in force from the log, and logs why it failed.
+// lockouts in force from the log, and logs why it failed. So is one after
+// which Redis was lost again within maxFailbackWait (a Redis in a crash
+// loop, a link that drops its connections): each such round reads the
+// log twice (the outage's load and the failback's) and puts every lock
+// in force into Redis, which four times a second would be a storm on
+// Postgres and on the Redis that struggles to stay up.
 func (f *Failover) probe() {
 	t := time.NewTicker(probeInterval)
 	defer t.Stop()
 	var next time.Time
 	wait := probeInterval
+	f.probeMu.Lock()
+	if !f.lastBack.IsZero() && time.Since(f.lastBack) < maxFailbackWait {
+		wait = min(2*f.backWait, maxFailbackWait)
+		next = f.lastBack.Add(wait)
+	}
+	f.probeMu.Unlock()
 	for {
 		select {
 		case <-f.stop:
@@ -450,11 +466,14 @@ func (f *Failover) probe() {
 			wait = min(2*wait, maxFailbackWait)
 			continue
 		}
-		next, wait = time.Time{}, probeInterval
 		// One failback at a time: an outage that began during this one
 		// left the probe to it.
 		f.probeMu.Lock()
+		f.lastBack, f.backWait = time.Now(), wait
 		if f.degraded.Load() {
+			// Lost again as it was handed back: Redis flaps.
+			wait = min(2*wait, maxFailbackWait)
+			next, f.backWait = f.lastBack.Add(wait), wait
 			f.probeMu.Unlock()
 			continue
 		}
@@ -512,7 +531,8 @@ func failbackProbes(ctx context.Context, p Pinger) ([]Rule, error) {
 const probeInterval = 250 * time.Millisecond
 
 // maxFailbackWait is the longest the probe waits to try a failback again
-// after one that Redis did not take.
+// after one that Redis did not take, or after one that Redis was lost
+// again soon after (probe).
 const maxFailbackWait = 4 * time.Second
 
 // Check pings Redis once and, if Redis cannot be reached, enters degraded
