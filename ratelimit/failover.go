@@ -724,14 +724,18 @@ func (f *Failover) failback() bool {
 	cleared := slices.Clone(f.cleared)
 	made := slices.Clone(f.made)
 	f.handed = ended
+	f.forgetUnlocks(time.Now())
+	unlocked := maps.Clone(f.unlocked)
 	f.madeMu.Unlock()
 	// A lock the lockout log lists may have been ended in process before
 	// the log says so: an unlock made after it began came last. One that
 	// began after the unlock (through another replica, on Redis) came
 	// last itself. A lock made in process after an unlock came after it
 	// (Clear ended those before it), and is held after the unlocks are
-	// ended in Redis.
-	locks = f.withoutUnlocked(locks, cleared, nil)
+	// ended in Redis. So may one ended here in Redis, just before the
+	// outage, whose caller had not yet ended its record in the log when
+	// the log was read (unlocked), as restore knows.
+	locks = f.withoutUnlocked(locks, cleared, unlocked)
 	if f.scanning != nil {
 		f.scanning()
 	}
