@@ -366,13 +366,17 @@ func (f *Failover) suspect(cause error) error {
 	defer f.probeMu.Unlock()
 	if !f.degraded.Load() && !f.confirming {
 		f.confirming = true
-		go f.confirm(cause)
+		go f.confirm(cause, f.outages.Load())
 	}
 	return fmt.Errorf("%w: %w", ErrRedisSlow, cause)
 }
 
-// confirm pings Redis after a slow answer and trips if none answers.
-func (f *Failover) confirm(cause error) {
+// confirm pings Redis after a slow answer and trips if none answers,
+// unless an outage began since the slow answer (outages is the count
+// then): its probe has Redis in hand, and may have given the limits back
+// to it while these pings, each waiting up to a second, went unanswered;
+// tripping then would begin another outage for one that is over.
+func (f *Failover) confirm(cause error, outages uint64) {
 	defer func() {
 		f.probeMu.Lock()
 		f.confirming = false
@@ -393,6 +397,9 @@ func (f *Failover) confirm(cause error) {
 			return
 		}
 		cause = err
+		if f.outages.Load() != outages {
+			return
+		}
 	}
 	f.log.Warn("redis answered nothing to several pings after a slow answer", "err", cause)
 	f.trip(cause)
