@@ -71,3 +71,57 @@ func TestSlowAnswersPingsDoNotEndTheNextFailback(t *testing.T) {
 		}
 	})
 }
+
+// hangingCall is a partitioned store whose decisions for the identity
+// "hung" wait for release, then fail as a dial that timed out does.
+type hangingCall struct {
+	partitioned
+	release chan struct{}
+}
+
+func (h *hangingCall) AllowAll(ctx context.Context, rules ...ratelimit.Rule) (ratelimit.Decision, error) {
+	if rules[0].ID == "hung" {
+		<-h.release
+		return ratelimit.Decision{}, errPartitioned
+	}
+	return h.partitioned.AllowAll(ctx, rules...)
+}
+
+// TestLateFailureDoesNotEndTheNextFailback: a decision sent to Redis
+// before an outage that another found, whose failure arrives only after
+// the probe handed the limits back (a dial that waited out its bound),
+// is decided by the policy, but does not take Redis away again: the
+// failback since found it answering.
+func TestLateFailureDoesNotEndTheNextFailback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &partition{}
+		shared := &hangingCall{partitioned: partitioned{newLocal(t), p}, release: make(chan struct{})}
+		f := ratelimit.NewFailover(shared, newLocal(t), hangingPinger{p}, ratelimit.FailLocal, nil)
+		t.Cleanup(f.Close)
+		trips, backs := countChanges(f)
+		hung := make(chan error, 1)
+		go func() {
+			_, err := f.AllowAll(context.Background(), ratelimit.Rule{Name: "login_ip", ID: "hung", Limit: ratelimit.PerMinute(10)})
+			hung <- err
+		}()
+		synctest.Wait()
+		p.down.Store(true)
+		if _, err := f.AllowAll(t.Context(), owner); err != nil || !f.Degraded() {
+			t.Fatalf("the outage: %v, degraded %v", err, f.Degraded())
+		}
+		time.Sleep(time.Second)
+		p.down.Store(false)
+		time.Sleep(time.Second)
+		if f.Degraded() || backs.Load() != 1 {
+			t.Fatalf("Redis back: degraded %v, %d failbacks", f.Degraded(), backs.Load())
+		}
+		close(shared.release)
+		if err := <-hung; err != nil {
+			t.Fatalf("the late decision: %v; want it decided by the policy", err)
+		}
+		time.Sleep(time.Second)
+		if n, b := trips.Load(), backs.Load(); n != 1 || b != 1 || f.Degraded() {
+			t.Fatalf("one outage, a decision sent before it failing after its failback: %d trips, %d failbacks, degraded %v; want 1, 1, false", n, b, f.Degraded())
+		}
+	})
+}

@@ -402,16 +402,30 @@ func (f *Failover) confirm(cause error, outages uint64) {
 		}
 	}
 	f.log.Warn("redis answered nothing to several pings after a slow answer", "err", cause)
-	f.trip(cause)
+	f.tripFrom(cause, outages)
 }
 
 // trip enters degraded mode and starts the probe.
-func (f *Failover) trip(cause error) {
+func (f *Failover) trip(cause error) { f.tripUnless(cause, false, 0) }
+
+// tripFrom is trip for the failure of a call sent when outages outages had
+// begun. If another has begun since, its probe has Redis in hand and may
+// have handed the limits back to it after the call was sent (a failback
+// takes a decision first): the failure, news from before, begins none.
+// A Redis lost again is found by the next call.
+func (f *Failover) tripFrom(cause error, outages uint64) { f.tripUnless(cause, true, outages) }
+
+// tripUnless is trip, unless since is set and an outage has begun since
+// the count outages.
+func (f *Failover) tripUnless(cause error, since bool, outages uint64) {
 	if f.OnRedisError != nil {
 		f.OnRedisError(cause)
 	}
 	f.probeMu.Lock()
 	defer f.probeMu.Unlock()
+	if since && f.outages.Load() != outages {
+		return
+	}
 	if !f.degraded.Load() {
 		// The restore is published before degraded is set, so whoever
 		// sees the outage finds its restore and waits for it.
@@ -546,14 +560,23 @@ const maxFailbackWait = 4 * time.Second
 // mode at once (at start, say, so that the first requests do not wait for
 // a dead Redis). It returns the ping's error.
 func (f *Failover) Check(ctx context.Context) error {
+	// Read before degraded, which trip sets before counting the outage.
+	outages := f.outages.Load()
+	was := f.degraded.Load()
 	cctx, cancel := context.WithTimeout(ctx, f.timeout)
 	err := ping(cctx, f.rdb)
 	cancel()
 	switch {
 	case IsSlow(ctx, err):
 		_ = f.suspect(err)
+	case IsOutage(ctx, err) && was:
+		// Sent during an outage, whose probe may have found Redis since
+		// (tripFrom): nothing to begin.
+		if f.OnRedisError != nil {
+			f.OnRedisError(err)
+		}
 	case IsOutage(ctx, err):
-		f.trip(err)
+		f.tripFrom(err, outages)
 	}
 	return err
 }
@@ -1267,6 +1290,10 @@ func (f *Failover) Reset(ctx context.Context, name, id string) error {
 // failure policy. A slow answer stands as ErrRedisSlow while a probe
 // checks Redis (IsSlow); an outage trips degraded mode (IsOutage).
 func fromRedis[T any](ctx context.Context, f *Failover, call func(context.Context) (T, error)) (res T, stands bool, err error) {
+	// Read before degraded, which trip sets before counting the outage:
+	// an outage begun after this read that the call's failure would
+	// begin again is not (tripFrom).
+	outages := f.outages.Load()
 	if f.degraded.Load() {
 		return res, false, nil
 	}
@@ -1280,7 +1307,7 @@ func fromRedis[T any](ctx context.Context, f *Failover, call func(context.Contex
 	case !IsOutage(ctx, err):
 		return res, true, err
 	}
-	f.trip(err)
+	f.tripFrom(err, outages)
 	var zero T
 	return zero, false, nil
 }
