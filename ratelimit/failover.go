@@ -163,9 +163,12 @@ type Failover struct {
 // places.
 const maxMade = 20_000
 
-// lockForgetter is an in-process store that can forget what it held
+// lockForgetter is an in-process store that can forget the locks it held
+// of the rules logged reports, or of every rule if logged is nil
 // (Local.ForgetLocks).
-type lockForgetter interface{ ForgetLocks() }
+type lockForgetter interface {
+	ForgetLocks(logged func(name string) bool)
+}
 
 // DefaultTimeout bounds each Redis call a Failover makes, from the wait for
 // a free connection to the reply: a decision that Redis has not answered
@@ -599,9 +602,17 @@ func (f *Failover) restore(done chan struct{}) {
 	// force now. Failures decided in process wait for done; one that did
 	// not, having waited for the last outage's, runs before or after this,
 	// not during it (localMu), and its lock, if it made one, is in made.
+	// Only the locks of the rules the log records are forgotten: it
+	// brings those in force back, and nothing would bring the others
+	// back (a device's, a second step's), which a Redis that comes and
+	// goes would otherwise wipe at every outage.
 	if lf, ok := f.local.(lockForgetter); ok {
+		var logged func(string) bool
+		if f.logged != nil {
+			logged = func(name string) bool { return f.logged[name] }
+		}
 		f.localMu.Lock()
-		lf.ForgetLocks()
+		lf.ForgetLocks(logged)
 		f.localMu.Unlock()
 	}
 	// A restore whose outage has ended, and another begun, leaves the

@@ -385,23 +385,27 @@ func (l *Local) Hold(_ context.Context, locks ...HeldLock) error {
 	return unknown
 }
 
-// ForgetLocks ends every lock l holds, keeping the levels, the logs and
-// the failures counted. A replica's in-process store keeps what it held in
-// one outage, and what it was told to hold since (Hold), but learns of no
-// unlock or password reset made through another replica: at the start of
-// the next outage, before the lockouts in force are loaded again from the
-// lockout log (Failover.Restore), what it held is forgotten, so that no
-// owner is refused for a lock that has ended. The failures stay: were
-// they forgotten too, whoever could cut a replica off from Redis again
-// and again would guess one less than the threshold each time and never
-// lock the account. A count that another replica's successful sign-in has
-// ended stays too, for its Memory at most: it can only lock sooner.
-func (l *Local) ForgetLocks() {
+// ForgetLocks ends every lock l holds of the rules logged reports (every
+// rule's if logged is nil), keeping the levels, the logs and the failures
+// counted. A replica's in-process store keeps what it held in one outage,
+// and what it was told to hold since (Hold), but learns of no unlock or
+// password reset made through another replica: at the start of the next
+// outage, before the lockouts in force are loaded again from the lockout
+// log (Failover.Restore), what it held of the rules the log records is
+// forgotten, so that no owner is refused for a lock that has ended. The
+// locks of the other rules stay, as nothing would load them again: were
+// they forgotten, whoever could cut a replica off from Redis again and
+// again would be given a threshold of guesses each time, since a lock
+// begins a new count. The failures stay for the same reason: forgotten,
+// each outage would give one less than the threshold and never lock. A
+// count that another replica's successful sign-in has ended stays too,
+// for its Memory at most: it can only lock sooner.
+func (l *Local) ForgetLocks(logged func(name string) bool) {
 	now := l.now()
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		sh.locks.end(now)
+		sh.locks.end(now, logged)
 		sh.mu.Unlock()
 	}
 }

@@ -1,6 +1,9 @@
 package ratelimit
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // lockTable is a shard's locks, in groups under one bound (groupedLRU),
 // so that a flood of one group's locks (cheap ones, such as failed API
@@ -50,16 +53,19 @@ func (t *lockTable) unpin(now time.Time) {
 	}
 }
 
-// end ends, at now, every lock in force, pinned or not, keeping its level.
-func (t *lockTable) end(now time.Time) {
-	stop := func(lk *localLock) {
-		if now.Before(lk.until) {
+// end ends, at now, every lock in force, pinned or not, of the rules
+// named reports (every rule's if it is nil), keeping its level.
+func (t *lockTable) end(now time.Time, named func(name string) bool) {
+	stop := func(g string, lk *localLock) {
+		// A group is its rule's name, or the name, a space and a class.
+		name, _, _ := strings.Cut(g, " ")
+		if now.Before(lk.until) && (named == nil || named(name)) {
 			lk.until = now
 		}
 	}
 	t.each(stop)
 	for _, p := range t.pinned {
-		stop(p.lk)
+		stop(p.group, p.lk)
 	}
 	t.unpin(now)
 }

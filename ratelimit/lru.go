@@ -128,11 +128,11 @@ func (c *groupedLRU[V]) remove(g, key string) {
 // len is how many entries c holds.
 func (c *groupedLRU[V]) len() int { return c.n }
 
-// each calls f with every value c holds.
-func (c *groupedLRU[V]) each(f func(V)) {
-	for _, l := range c.byGroup {
+// each calls f with every value c holds, and its group.
+func (c *groupedLRU[V]) each(f func(g string, v V)) {
+	for g, l := range c.byGroup {
 		for e := l.order.Front(); e != nil; e = e.Next() {
-			f(e.Value.(*lruEntry[V]).val)
+			f(g, e.Value.(*lruEntry[V]).val)
 		}
 	}
 }
