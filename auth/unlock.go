@@ -100,6 +100,11 @@ func (s *Service) ConfirmUnlock(ctx context.Context, token string, c Client) (De
 	if !wellFormedToken(token) {
 		return DeviceCookie{}, ErrInvalidToken
 	}
+	// Once admitted, the link is spent and recorded whether or not its
+	// client waits: a hang-up as the spend commits would otherwise leave
+	// the link used up, its device stored and nothing recorded.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	now := s.now()
 	// The nonce is drawn before the account is known: the cookie that
 	// carries it is made for the account once the token is spent.

@@ -284,6 +284,12 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 	if !wellFormedToken(token) {
 		return LoginResult{}, ErrInvalidToken
 	}
+	// Once admitted, the link is spent, recorded and its sign-in
+	// finished whether or not its client waits: a hang-up as the spend
+	// commits would otherwise leave the link used up, its device stored,
+	// nothing recorded and no session for the browser that spent it.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	now := s.now()
 	// The nonce is drawn before the account is known: the cookie that
 	// carries it is made for the account once the token is spent.

@@ -1,0 +1,110 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+)
+
+// TestUnlockLinkRecordedWhenTheClientHangsUp: an unlock link spent as its
+// client hangs up is spent as any other: the browser is made a known
+// device and the confirmation is recorded, with the new device. Left on
+// the request's context, the link would be used up with nothing recorded
+// and the caller told the service was unavailable.
+func TestUnlockLinkRecordedWhenTheClientHangsUp(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "ann@example.com", "password123", false)
+	if err := f.svc.RequestUnlock(t.Context(), "ann@example.com", client("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	mails := mailsTo(t, f, "ann@example.com")
+	if len(mails) != 1 {
+		t.Fatalf("%d mails after an unlock request, want 1", len(mails))
+	}
+	m := unlockLinkRE.FindStringSubmatch(mails[0].Body)
+	if m == nil {
+		t.Fatalf("no unlock link in:\n%s", mails[0].Body)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(eventsOfKinds(t, f, auth.EventUnlockConfirmed, auth.EventNewDevice))
+	var cookie auth.DeviceCookie
+	err := hangUpAtCommit(t, f, "unlock_tokens", func(ctx context.Context) error {
+		var err error
+		cookie, err = f.svc.ConfirmUnlock(ctx, m[1], client("192.0.2.1"))
+		return err
+	})
+	if err != nil {
+		t.Errorf("ConfirmUnlock whose client hung up as it committed: %v; want it done", err)
+	}
+	if _, err := f.svc.ConfirmUnlock(t.Context(), m[1], client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("the link again: %v; want ErrInvalidToken, spent", err)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(eventsOfKinds(t, f, auth.EventUnlockConfirmed, auth.EventNewDevice)) - before; got != 2 {
+		t.Errorf("%d events of the spent link, want 2 (confirmed, new device)", got)
+	}
+	if cookie.Value == "" {
+		t.Fatal("no device cookie for the spent link")
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123",
+		Client: client("192.0.2.1"), DeviceCookie: cookie.Value}); err != nil {
+		t.Errorf("sign-in from the unlocked browser: %v", err)
+	}
+}
+
+// TestSignInLinkRecordedWhenTheClientHangsUp: so is a sign-in link: the
+// browser that spent it as its client hung up is a known device with a
+// session, and the confirmation is recorded.
+func TestSignInLinkRecordedWhenTheClientHangsUp(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways })
+	f.addUser(t, "ann@example.com", "password123", false)
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")}); !errors.Is(err, auth.ErrVerificationRequired) {
+		t.Fatalf("held sign-in: %v", err)
+	}
+	mails := mailsTo(t, f, "ann@example.com")
+	if len(mails) != 1 {
+		t.Fatalf("%d mails for a held sign-in, want 1", len(mails))
+	}
+	m := signInLink.FindStringSubmatch(mails[0].Body)
+	if m == nil {
+		t.Fatalf("no sign-in link in:\n%s", mails[0].Body)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(eventsOfKinds(t, f, auth.EventVerificationConfirmed, auth.EventNewDevice))
+	var res auth.LoginResult
+	err := hangUpAtCommit(t, f, "sign_in_tokens", func(ctx context.Context) error {
+		var err error
+		res, err = f.svc.ConfirmSignIn(ctx, m[1], client("192.0.2.7"), "")
+		return err
+	})
+	if err != nil {
+		t.Errorf("ConfirmSignIn whose client hung up as it committed: %v; want it done", err)
+	}
+	if _, err := f.svc.ConfirmSignIn(t.Context(), m[1], client("192.0.2.7"), ""); !errors.Is(err, auth.ErrInvalidToken) {
+		t.Fatalf("the link again: %v; want ErrInvalidToken, spent", err)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(eventsOfKinds(t, f, auth.EventVerificationConfirmed, auth.EventNewDevice)) - before; got != 2 {
+		t.Errorf("%d events of the spent link, want 2 (confirmed, new device)", got)
+	}
+	if res.Session.Token == "" || res.Device.Value == "" {
+		t.Fatalf("ConfirmSignIn = %+v; want a session and a device cookie", res)
+	}
+	if _, err := f.svc.Session(t.Context(), res.Session.Token); err != nil {
+		t.Errorf("the link's session: %v", err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123",
+		Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}); err != nil {
+		t.Errorf("sign-in from the confirmed browser: %v", err)
+	}
+}
