@@ -108,3 +108,39 @@ func TestSignInLinkRecordedWhenTheClientHangsUp(t *testing.T) {
 		t.Errorf("sign-in from the confirmed browser: %v", err)
 	}
 }
+
+// TestNewDeviceRecordedWhenTheClientHangsUp: a sign-in whose new
+// browser's device is stored as its client hangs up is finished and
+// recorded as any other: the device is no known device of the account
+// that its activity and its owner's notice leave out.
+func TestNewDeviceRecordedWhenTheClientHangsUp(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "ann@example.com", "password123", false)
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{auth.EventNewDevice, auth.EventLoginSucceeded}
+	before := len(eventsOfKinds(t, f, kinds...))
+	mailsBefore := len(mailsTo(t, f, "ann@example.com"))
+	var res auth.LoginResult
+	err := hangUpAtCommit(t, f, "devices", func(ctx context.Context) error {
+		var err error
+		res, err = f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+		return err
+	})
+	if err != nil {
+		t.Errorf("Login whose client hung up as its device was stored: %v; want it done", err)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(eventsOfKinds(t, f, kinds...)) - before; got != 2 {
+		t.Errorf("%d events of the sign-in, want 2 (new device, signed in)", got)
+	}
+	if got := len(mailsTo(t, f, "ann@example.com")) - mailsBefore; got != 1 {
+		t.Errorf("%d notices of the new device, want 1", got)
+	}
+	if _, err := f.svc.Session(t.Context(), res.Session.Token); err != nil {
+		t.Errorf("the sign-in's session: %v", err)
+	}
+}

@@ -514,10 +514,13 @@ func (s *Service) rehashedMeanwhile(ctx context.Context, user User, password, de
 // signed in becomes a verified device, which attack mode's start keeps
 // (SignOutNewDevices).
 func (s *Service) signedIn(ctx context.Context, req LoginRequest, user User, passwordHash, source, device string, mustChange bool, factor string) (LoginResult, error) {
+	// Decided: the sign-in is finished and recorded whether or not its
+	// client waits. A hang-up as its device or session commits would
+	// otherwise leave them stored with no event and no notice.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	if device != "" {
-		after, cancel := s.afterDecision(ctx)
-		defer cancel()
-		if _, err := s.limits.Clear(after, RuleLoginDevice, device); err != nil {
+		if _, err := s.limits.Clear(ctx, RuleLoginDevice, device); err != nil {
 			s.log.Warn("clearing device failures after sign-in", "err", err)
 		}
 	}
