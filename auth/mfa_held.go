@@ -200,6 +200,10 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	if err := s.admitCode(ctx, req.Client, User{Email: h.email}, heldAnswer, bothCounts); err != nil {
 		return LoginResult{}, err
 	}
+	// Admitted: a code spent is recorded, and its step finished, whether
+	// or not the client waits, as in SecondStep.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	user, err := s.UserByEmail(ctx, h.email)
 	switch {
 	case errors.Is(err, ErrNoUser):

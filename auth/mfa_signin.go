@@ -139,6 +139,11 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	if err := s.admitCode(ctx, req.Client, user, ownStep, accountCount); err != nil {
 		return LoginResult{}, err
 	}
+	// Admitted: a code spent is recorded, and its step finished, whether
+	// or not the client waits (a recovery code spent as the client hangs
+	// up would otherwise go unrecorded).
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	kind, err := s.checkCode(ctx, fs, user, false, true, code, source)
 	if err != nil {
 		return LoginResult{}, err

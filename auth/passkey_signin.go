@@ -115,6 +115,11 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 	if err := s.admitCode(ctx, req.Client, user, ownStep, accountCount); err != nil {
 		return LoginResult{}, err
 	}
+	// Admitted: the ceremony and the passkey's counter spent are followed
+	// by the step's end and its sign-in whether or not the client waits,
+	// as in SecondStep.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	source := req.Client.Source()
 	c, data, err := s.takeCeremony(ctx, ps, req.Ceremony, ceremonySecondStep)
 	if errors.Is(err, ErrInvalidToken) || (err == nil && (c.UserID != user.ID || !bytes.Equal(c.MFATokenHash, hashToken(req.Token)))) {
