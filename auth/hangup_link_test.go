@@ -149,50 +149,75 @@ func TestNewDeviceRecordedWhenTheClientHangsUp(t *testing.T) {
 // TestRecoveryCodeRecordedWhenTheClientHangsUp: a recovery code spent as
 // its client hangs up is recorded, and its second step finished, as any
 // other: the account's owner is not left a code short with nothing to
-// say which sign-in spent it.
+// say which sign-in spent it. So is the code of a held answer's second
+// step (mfa_held.go).
 func TestRecoveryCodeRecordedWhenTheClientHangsUp(t *testing.T) {
-	f := newFixture(t, nil)
-	f.addUser(t, "ann@example.com", "password123", false)
-	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
-	codes, err := f.svc.ConfirmTOTP(t.Context(), ch, enrol.ID, totpAt(t, enrol.Secret, time.Now()))
-	if err != nil || len(codes) == 0 {
-		t.Fatalf("ConfirmTOTP = %d codes, %v", len(codes), err)
-	}
-	step, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123",
-		Client: client("192.0.2.7"), DeviceCookie: res.Device.Value})
-	if !errors.Is(err, auth.ErrMFARequired) {
-		t.Fatalf("sign-in of an account with a factor: %v; want ErrMFARequired", err)
-	}
-	if err := f.svc.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	kinds := []string{auth.EventRecoveryCodeUsed, auth.EventLoginSucceeded}
-	before := len(eventsOfKinds(t, f, kinds...))
-	var signedIn auth.LoginResult
-	err = hangUpAtCommit(t, f, "recovery_codes", func(ctx context.Context) error {
-		var err error
-		signedIn, err = f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding,
-			Code: codes[0], Client: client("192.0.2.7"), Cookie: func(string) string { return res.Device.Value }})
-		return err
-	})
-	if err != nil {
-		t.Errorf("SecondStep whose client hung up as its recovery code was spent: %v; want it done", err)
-	}
-	if err := f.svc.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if got := len(eventsOfKinds(t, f, kinds...)) - before; got != 2 {
-		t.Errorf("%d events of the second step, want 2 (recovery code used, signed in)", got)
-	}
-	if _, err := f.svc.Session(t.Context(), signedIn.Session.Token); err != nil {
-		t.Errorf("the second step's session: %v", err)
+	for _, held := range []bool{false, true} {
+		name := "own step"
+		if held {
+			name = "held step"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, func(c *auth.Config) {
+				if held {
+					c.NewDeviceVerification = auth.VerifyAlways
+				}
+			})
+			f.addUser(t, "ann@example.com", "password123", false)
+			res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+			if held {
+				if !errors.Is(err, auth.ErrVerificationRequired) {
+					t.Fatalf("held sign-in: %v", err)
+				}
+				res, err = f.svc.ConfirmSignIn(t.Context(), signInLink.FindStringSubmatch(mailsTo(t, f, "ann@example.com")[0].Body)[1],
+					client("192.0.2.7"), "")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
+			codes, err := f.svc.ConfirmTOTP(t.Context(), ch, enrol.ID, totpAt(t, enrol.Secret, time.Now()))
+			if err != nil || len(codes) == 0 {
+				t.Fatalf("ConfirmTOTP = %d codes, %v", len(codes), err)
+			}
+			// Held: from another browser, which the account does not know.
+			req := auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
+			want := auth.ErrMFARequired
+			if held {
+				req.DeviceCookie, want = "", auth.ErrVerificationRequired
+			}
+			step, err := f.svc.Login(t.Context(), req)
+			if !errors.Is(err, want) || step.MFA.Token == "" {
+				t.Fatalf("sign-in of an account with a factor: %v, %+v; want %v with a second step", err, step.MFA, want)
+			}
+			if err := f.svc.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			kinds := []string{auth.EventRecoveryCodeUsed, auth.EventLoginSucceeded}
+			before := len(eventsOfKinds(t, f, kinds...))
+			var signedIn auth.LoginResult
+			err = hangUpAtCommit(t, f, "recovery_codes", func(ctx context.Context) error {
+				var err error
+				signedIn, err = f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding,
+					Code: codes[0], Client: client("192.0.2.7"), Cookie: func(string) string { return req.DeviceCookie }})
+				return err
+			})
+			if err != nil {
+				t.Errorf("SecondStep whose client hung up as its recovery code was spent: %v; want it done", err)
+			}
+			if err := f.svc.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(eventsOfKinds(t, f, kinds...)) - before; got != 2 {
+				t.Errorf("%d events of the second step, want 2 (recovery code used, signed in)", got)
+			}
+			if _, err := f.svc.Session(t.Context(), signedIn.Session.Token); err != nil {
+				t.Errorf("the second step's session: %v", err)
+			}
+		})
 	}
 }
