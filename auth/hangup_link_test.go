@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 )
 
 // TestUnlockLinkRecordedWhenTheClientHangsUp: an unlock link spent as its
@@ -219,5 +220,42 @@ func TestRecoveryCodeRecordedWhenTheClientHangsUp(t *testing.T) {
 				t.Errorf("the second step's session: %v", err)
 			}
 		})
+	}
+}
+
+// TestPasskeyStepRecordedWhenTheClientHangsUp: so is a second step
+// answered with a passkey whose counter is stored as its client hangs up:
+// the sign-in is finished and recorded, not left with the passkey used
+// and nothing to show for it.
+func TestPasskeyStepRecordedWhenTheClientHangsUp(t *testing.T) {
+	f := newFixture(t, nil)
+	k := authtest.NewSoftKey(t)
+	f.passkeyUser(t, "ona@example.com", k)
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ona@example.com", Password: passkeyPassword, Client: client("192.0.2.10")})
+	if !errors.Is(err, auth.ErrMFARequired) {
+		t.Fatalf("password of an account with a passkey: %v, want ErrMFARequired", err)
+	}
+	req := f.secondStepAnswer(t, res.MFA, k, 1)
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(eventsOfKinds(t, f, auth.EventLoginSucceeded))
+	var signedIn auth.LoginResult
+	err = hangUpAtCommit(t, f, "second_factors", func(ctx context.Context) error {
+		var err error
+		signedIn, err = f.svc.SecondStepPasskey(ctx, req)
+		return err
+	})
+	if err != nil {
+		t.Errorf("SecondStepPasskey whose client hung up as its counter was stored: %v; want it done", err)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(eventsOfKinds(t, f, auth.EventLoginSucceeded)) - before; got != 1 {
+		t.Errorf("%d sign-ins recorded, want 1", got)
+	}
+	if _, err := f.svc.Session(t.Context(), signedIn.Session.Token); err != nil {
+		t.Errorf("the second step's session: %v", err)
 	}
 }
