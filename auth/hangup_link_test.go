@@ -259,3 +259,44 @@ func TestPasskeyStepRecordedWhenTheClientHangsUp(t *testing.T) {
 		t.Errorf("the second step's session: %v", err)
 	}
 }
+
+// TestSecondStepIssuedRecordedWhenTheClientHangsUp: a second step stored
+// as its client hangs up is recorded as any other: a right password of
+// an account with a factor leaves no step behind that no security event
+// shows.
+func TestSecondStepIssuedRecordedWhenTheClientHangsUp(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addUser(t, "ann@example.com", "password123", false)
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
+	if _, err := f.svc.ConfirmTOTP(t.Context(), ch, enrol.ID, totpAt(t, enrol.Secret, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(eventsOfKinds(t, f, auth.EventMFARequired))
+	var step auth.LoginResult
+	err = hangUpAtCommit(t, f, "mfa_challenges", func(ctx context.Context) error {
+		var err error
+		step, err = f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123",
+			Client: client("192.0.2.7"), DeviceCookie: res.Device.Value})
+		return err
+	})
+	if !errors.Is(err, auth.ErrMFARequired) || step.MFA.Token == "" {
+		t.Errorf("Login whose client hung up as its second step was stored: %v, %+v; want ErrMFARequired with the step", err, step.MFA)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(eventsOfKinds(t, f, auth.EventMFARequired)) - before; got != 1 {
+		t.Errorf("%d second steps recorded, want 1", got)
+	}
+}

@@ -86,6 +86,11 @@ func (s *Service) secondStepOrNone(ctx context.Context, user User, passwordHash,
 			return LoginResult{}, false, nil
 		}
 	}
+	// Stored and recorded whether or not the client waits: a step stored
+	// as its client hangs up would otherwise be a right password that no
+	// security event shows.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	token, tokenHash := newToken()
 	binding, bindingHash := newToken()
 	now := s.now()
