@@ -193,6 +193,7 @@ func (s *Server) handleEventExport() http.Handler {
 		}
 		out := csvWriter{bufio.NewWriter(w)}
 		rc := http.NewResponseController(w)
+		token := s.readCookie(r, sessionCookie)
 		started := false
 		// Read a page at a time, each page whole before any of it is
 		// written: a reader who reads slowly then holds no Postgres
@@ -206,6 +207,20 @@ func (s *Server) handleEventExport() http.Handler {
 			// stream does, so that a reader who keeps reading gets the
 			// whole file and one who stops is still dropped.
 			_ = rc.SetWriteDeadline(time.Now().Add(exportPageTimeout))
+			if started && !s.stillAdmin(r.Context(), s.auth.Session, token) {
+				if r.Context().Err() != nil {
+					return nil // the reader went away, failing the check
+				}
+				// The session was revoked, or its administrator demoted or
+				// disabled, since the export began: no page more, as no
+				// request more. A reader who reads slowly would otherwise
+				// go on taking events for as long as the export lasts.
+				// The connection is cut, so that the file cannot be taken
+				// for a whole one. Read from the store, not the proxies'
+				// cache the stream uses: once a page, it costs nothing.
+				_ = out.w.Flush()
+				panic(http.ErrAbortHandler)
+			}
 			q.Limit = min(exportPage, dashboard.MaxSearchExport-total)
 			page = page[:0]
 			err := s.dashboard.SearchEvents(r.Context(), q, func(e dashboard.StoredEvent) error {

@@ -154,8 +154,17 @@ func (s *Server) handleDashboardStream() http.Handler {
 // The session comes from the proxies' cache (streamRecheck says why), so
 // that an open stream does not read Postgres every second.
 func (s *Server) mayWatch(ctx context.Context, token string) bool {
-	sess, err := s.auth.ProxySession(ctx, token)
-	if err != nil || !sess.IsAdmin {
+	return s.stillAdmin(ctx, s.auth.ProxySession, token)
+}
+
+// stillAdmin reports whether the session of token, as lookup reads it,
+// still lets its holder reach the administrators' routes, as requireAdmin
+// would let a new request: an administrator's, with a factor where one is
+// required. For answers that outlast their request's check (the stream,
+// the export).
+func (s *Server) stillAdmin(ctx context.Context, lookup func(context.Context, string) (auth.Session, error), token string) bool {
+	sess, err := lookup(ctx, token)
+	if err != nil || !sess.IsAdmin || sess.MustChangePassword {
 		return false
 	}
 	need, err := s.auth.AdminNeedsFactor(ctx, sess)

@@ -1,0 +1,109 @@
+package web_test
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+	"github.com/xcloak/xcloak/web"
+)
+
+// TestEventExportEndsWithItsSession: an export of many pages stops at the
+// next page once its session no longer belongs to an administrator (the
+// administrator demoted, disabled or signed out everywhere), as the live
+// stream does, and its connection is cut so the file cannot be taken for
+// a whole one. A reader who reads slowly would otherwise go on taking up
+// to 100,000 events long after the session was revoked.
+func TestEventExportEndsWithItsSession(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	const rows = 3000 // three pages of the export
+	insertFailedSignIns(t, env, rows)
+	h := web.NewServer(env.Web, env.Service, env.Dashboard, nil, nil)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name string
+		end  func(ctx context.Context, user auth.User) error
+	}{
+		{"demoted", func(ctx context.Context, user auth.User) error {
+			_, err := env.Service.DemoteUser(ctx, user.ID, "test")
+			return err
+		}},
+		{"disabled", func(ctx context.Context, user auth.User) error {
+			_, err := env.Service.DisableUser(ctx, user.ID, "test")
+			return err
+		}},
+		{"signed out everywhere", func(ctx context.Context, user auth.User) error {
+			return env.Service.SignOutEverywhere(ctx, user.Email, "test")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			email := fmt.Sprintf("exporter%d@example.com", i)
+			user := env.AddUser(t, email, anyPassword, true)
+			ip := fmt.Sprintf("127.0.79.%d", i+1)
+			admin := xcloaktest.Client(t, ip)
+			signIn(t, admin, base, email, anyPassword)
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/events.csv?kind=login_failed", nil)
+			req.RemoteAddr = ip + ":5000"
+			for _, c := range admin.Jar.Cookies(u) {
+				req.AddCookie(c)
+			}
+			// The session is revoked once part of the first page is out.
+			w := &revokedMidway{ResponseRecorder: httptest.NewRecorder(), revoke: func() {
+				if err := tc.end(t.Context(), user); err != nil {
+					t.Error(err)
+				}
+			}}
+			cut := false
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						if v != http.ErrAbortHandler {
+							panic(v)
+						}
+						cut = true
+					}
+				}()
+				h.ServeHTTP(w, req)
+			}()
+			if w.Code != http.StatusOK {
+				t.Fatalf("export: %d", w.Code)
+			}
+			lines, _ := csv.NewReader(strings.NewReader(w.Body.String())).ReadAll()
+			if len(lines) > 1+1000 {
+				t.Errorf("%d rows exported after the session was revoked in the first page, want at most that page's 1000", len(lines)-1)
+			}
+			if !cut {
+				t.Error("the export ended as a whole file, want its connection cut")
+			}
+		})
+	}
+}
+
+// revokedMidway takes writes as a connection's buffers do, and calls
+// revoke once, when the first 64 KiB are written.
+type revokedMidway struct {
+	*httptest.ResponseRecorder
+	revoke  func()
+	written int
+	done    bool
+}
+
+func (w *revokedMidway) Write(b []byte) (int, error) {
+	if w.written += len(b); w.written > 64<<10 && !w.done {
+		w.done = true
+		w.revoke()
+	}
+	return w.ResponseRecorder.Write(b)
+}
