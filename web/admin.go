@@ -19,6 +19,8 @@ var (
 	errBadCursor = errors.New("web: malformed events cursor")
 	// errTooManyStreams: the session holds maxStreamsPerSession streams.
 	errTooManyStreams = errors.New("web: too many dashboard streams for one session")
+	// errTooManyExports: the session runs maxExportsPerSession exports.
+	errTooManyExports = errors.New("web: too many event exports for one session")
 )
 
 func navFor(sess auth.Session) templates.Nav {

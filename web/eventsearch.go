@@ -168,6 +168,7 @@ func (s *Server) handleEventSearchAPI() http.Handler {
 // select, newest first, at most dashboard.MaxSearchExport, streamed as
 // they are read.
 func (s *Server) handleEventExport() http.Handler {
+	running := &streamCounts{n: map[string]int{}, max: maxExportsPerSession}
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		q, err := s.eventSearchQuery(r.URL.Query())
 		if err != nil {
@@ -191,9 +192,15 @@ func (s *Server) handleEventExport() http.Handler {
 			// and the export recorded would be of rows sent to no one.
 			return nil
 		}
+		token := s.readCookie(r, sessionCookie)
+		if !running.acquire(token) {
+			h.Del("Content-Disposition")
+			h.Del("Content-Type")
+			return errTooManyExports
+		}
+		defer running.release(token)
 		out := csvWriter{bufio.NewWriter(w)}
 		rc := http.NewResponseController(w)
-		token := s.readCookie(r, sessionCookie)
 		started := false
 		// Read a page at a time, each page whole before any of it is
 		// written: a reader who reads slowly then holds no Postgres
@@ -321,3 +328,15 @@ func csvCell(s string) string {
 	}
 	return s
 }
+
+// maxExportsPerSession bounds the exports one session runs at once on a
+// replica. An export outlives the server's bound on an ordinary answer
+// (exportPageTimeout a page) and holds a page of events while its reader
+// reads: a stolen or scripted administrator's session could otherwise
+// hold an unbounded number of connections, goroutines and pages, as
+// maxStreamsPerSession keeps it from doing with streams.
+const maxExportsPerSession = 2
+
+// exportRetry is how long the answer to one export too many asks its
+// browser to wait.
+const exportRetry = 5 * time.Second

@@ -107,3 +107,93 @@ func (w *revokedMidway) Write(b []byte) (int, error) {
 	}
 	return w.ResponseRecorder.Write(b)
 }
+
+// TestEventExportsCappedPerSession: one session runs at most
+// web.MaxExportsPerSession exports at once, as it holds at most four live
+// streams: an export outlives the server's bound on an ordinary answer,
+// each holding a page of events in memory while its reader reads, so a
+// stolen administrator's cookie could otherwise open them by the thousand.
+// The next is a 429 saying why; another session is not affected; an
+// export that ends makes room again.
+func TestEventExportsCappedPerSession(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	insertFailedSignIns(t, env, 300)
+	h := web.NewServer(env.Web, env.Service, env.Dashboard, nil, nil)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := func(ip string) func() *http.Request {
+		c := xcloaktest.Client(t, ip)
+		signIn(t, c, base, adminEmail, anyPassword)
+		return func() *http.Request {
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/events.csv", nil)
+			req.RemoteAddr = ip + ":5000"
+			for _, ck := range c.Jar.Cookies(u) {
+				req.AddCookie(ck)
+			}
+			return req
+		}
+	}
+	export := func(req *http.Request, w http.ResponseWriter) {
+		defer func() {
+			if v := recover(); v != nil && v != http.ErrAbortHandler {
+				panic(v)
+			}
+		}()
+		h.ServeHTTP(w, req)
+	}
+	first := session("127.0.79.10")
+	release := make(chan struct{})
+	var ended []chan struct{}
+	for range web.MaxExportsPerSession {
+		w := &stalled{ResponseRecorder: httptest.NewRecorder(), writing: make(chan struct{}), release: release}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			export(first(), w)
+		}()
+		<-w.writing // the export runs, its reader not reading
+		ended = append(ended, done)
+	}
+	w := httptest.NewRecorder()
+	export(first(), w)
+	if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "Too many exports") || w.Header().Get("Retry-After") == "" {
+		t.Errorf("an export past the session's bound: %d Retry-After %q, want 429 with Retry-After and the reason\n%.300s",
+			w.Code, w.Header().Get("Retry-After"), w.Body.String())
+	}
+	other := httptest.NewRecorder()
+	export(session("127.0.79.11")(), other)
+	if other.Code != http.StatusOK {
+		t.Errorf("another session's export: %d, want 200", other.Code)
+	}
+	close(release)
+	for _, done := range ended {
+		<-done
+	}
+	again := httptest.NewRecorder()
+	export(first(), again)
+	if again.Code != http.StatusOK {
+		t.Errorf("an export after the others ended: %d, want 200", again.Code)
+	}
+}
+
+// stalled is a reader that does not read: its first write waits, after
+// closing writing, until release is closed.
+type stalled struct {
+	*httptest.ResponseRecorder
+	writing chan struct{}
+	release chan struct{}
+	started bool
+}
+
+func (w *stalled) Write(b []byte) (int, error) {
+	if !w.started {
+		w.started = true
+		close(w.writing)
+		<-w.release
+	}
+	return w.ResponseRecorder.Write(b)
+}

@@ -16,3 +16,6 @@ var CSVCell = csvCell
 
 // MaxStreamsPerSession is the bound on one session's live streams.
 const MaxStreamsPerSession = maxStreamsPerSession
+
+// MaxExportsPerSession is the bound on one session's exports at once.
+const MaxExportsPerSession = maxExportsPerSession

@@ -76,6 +76,9 @@ func problemFor(err error) problem {
 	case errors.Is(err, errTooManyStreams):
 		return problem{http.StatusTooManyRequests, "too_many_streams",
 			"Too many live dashboards are open in this browser. Close one, then reload this page.", int(streamRetry / time.Second)}
+	case errors.Is(err, errTooManyExports):
+		return problem{http.StatusTooManyRequests, "too_many_exports",
+			"Too many exports are running in this browser. Wait for one to finish, then try again.", int(exportRetry / time.Second)}
 	case errors.Is(err, errSignedOut):
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errUnknownOrigin):

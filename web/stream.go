@@ -54,7 +54,7 @@ const (
 func (s *Server) handleDashboardStream() http.Handler {
 	hub := live.NewHub(s.renderLive, liveInterval, s.log)
 	shutdowns := &shutdownWatch{done: map[*http.Server]chan struct{}{}}
-	open := &streamCounts{n: map[string]int{}}
+	open := &streamCounts{n: map[string]int{}, max: maxStreamsPerSession}
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		q, err := parseDashboardQuery(r.URL.Query())
 		if err != nil {
@@ -171,18 +171,20 @@ func (s *Server) stillAdmin(ctx context.Context, lookup func(context.Context, st
 	return err == nil && !need
 }
 
-// streamCounts counts the open streams of each session, by its token.
+// streamCounts counts the open streams (or exports) of each session, by
+// its token.
 type streamCounts struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu  sync.Mutex
+	n   map[string]int
+	max int // places of one session
 }
 
 // acquire takes a place for a stream of the session, or reports false
-// when it holds maxStreamsPerSession already.
+// when it holds max already.
 func (c *streamCounts) acquire(token string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n[token] >= maxStreamsPerSession {
+	if c.n[token] >= c.max {
 		return false
 	}
 	c.n[token]++
