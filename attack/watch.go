@@ -554,6 +554,11 @@ func (w *Watch) record(ctx context.Context, e auth.Event) {
 		if err == nil {
 			return
 		}
+		if errors.Is(err, auth.ErrEventsRefused) {
+			// Refused for what it holds: no retry changes that.
+			w.log.Error("attack watch: event refused by the store; dropped", "kind", e.Kind, "err", err)
+			return
+		}
 		select {
 		case <-ctx.Done():
 			w.log.Error("attack watch: recording event", "kind", e.Kind, "err", err)

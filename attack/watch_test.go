@@ -608,3 +608,42 @@ func TestWithoutRedisAttackGoingOn(t *testing.T) {
 		t.Fatal("still on after the quiet period from the last trip")
 	}
 }
+
+// refusingLog refuses every batch for what its rows hold, as Postgres
+// refuses a NUL byte, and counts the calls.
+type refusingLog struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (l *refusingLog) InsertEvents(context.Context, auth.EventBatchID, []auth.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	return fmt.Errorf("%w: ERROR: invalid byte sequence (SQLSTATE 22021)", auth.ErrEventsRefused)
+}
+
+// TestAttackEventRefusedForGoodIsNotTriedAgain: an attack_started the
+// store refuses for what it holds is given up at once, not tried again
+// for the write's whole time while the tick waits: no retry can change a
+// refusal of its content.
+func TestAttackEventRefusedForGoodIsNotTriedAgain(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	clk := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	log := &refusingLog{}
+	w, err := attack.New(attack.DefaultConfig(), attack.Deps{Redis: rdb, Prefix: prefix, Events: log, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(w, clk, 24, auth.OutcomeUnknownAccount, "a")
+	feed(w, clk, 20, auth.OutcomeFailed, "a")
+	tick(t, w)
+	if !w.Active() {
+		t.Fatal("attack mode not on")
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if log.calls != 1 {
+		t.Fatalf("%d writes of a refused event; want 1", log.calls)
+	}
+}
