@@ -74,13 +74,15 @@ type numbered struct {
 	b batch
 }
 
-// flush writes the batches of sent, oldest first, and reads the window
-// and the long window ending at now and, when readBaseline, the sum of
-// the baseline's minutes, all in one pipeline. The long window is the
-// current minute's counts and those of the minutes before it, as the
-// Detector counts it. written reports that Redis has applied every batch
-// of sent, by this flush or an earlier one, even if a read failed.
-func (w *Watch) flush(ctx context.Context, sent []numbered, now time.Time, readBaseline bool) (window, long, baseSum Counts, written bool, err error) {
+// flush writes the batches of sent, oldest first, and reads the windows
+// ending at now's second and at the settledWindows-1 seconds before it
+// (windows, the newest first), the long window ending at now and, when
+// readBaseline, the sum of the baseline's minutes, all in one pipeline.
+// The long window is the current minute's counts and those of the
+// minutes before it, as the Detector counts it. written reports that
+// Redis has applied every batch of sent, by this flush or an earlier
+// one, even if a read failed.
+func (w *Watch) flush(ctx context.Context, sent []numbered, now time.Time, readBaseline bool) (windows []Counts, long, baseSum Counts, written bool, err error) {
 	wr := w.writes(sent)
 	var write redisonce.Cmd
 	var windowCmds, longCmds, baseCmds []*redis.MapStringStringCmd
@@ -105,23 +107,41 @@ func (w *Watch) flush(ctx context.Context, sent []numbered, now time.Time, readB
 	// applied, and a PFADD adds a member once).
 	written = wr == nil || (write.Err() == nil && !slices.ContainsFunc(adds, func(c redis.Cmder) bool { return c.Err() != nil }))
 	if err != nil {
-		return Counts{}, Counts{}, Counts{}, written, fmt.Errorf("attack counts: %w", err)
+		return nil, Counts{}, Counts{}, written, fmt.Errorf("attack counts: %w", err)
 	}
-	if window, err = sumCounts(windowCmds); err != nil {
-		return Counts{}, Counts{}, Counts{}, written, err
+	secs := int(w.cfg.Window / time.Second)
+	windows = make([]Counts, settledWindows)
+	for i := range windows {
+		// windowCmds are oldest first; the window ending i seconds
+		// before now's is the secs of them before the last i.
+		if windows[i], err = sumCounts(windowCmds[len(windowCmds)-i-secs : len(windowCmds)-i]); err != nil {
+			return nil, Counts{}, Counts{}, written, err
+		}
 	}
 	if long, err = sumCounts(longCmds); err != nil {
-		return Counts{}, Counts{}, Counts{}, written, err
+		return nil, Counts{}, Counts{}, written, err
 	}
 	if baseSum, err = sumCounts(baseCmds); err != nil {
-		return Counts{}, Counts{}, Counts{}, written, err
+		return nil, Counts{}, Counts{}, written, err
 	}
-	return window, long, baseSum, written, nil
+	return windows, long, baseSum, written, nil
 }
+
+// settledWindows is how many windows a Tick reads from Redis: the one
+// ending at its own second, and those ending at each of the seconds
+// before it up to the newest that every replica has flushed whole. A
+// replica ticks about once a second, each at its own moment of the
+// second: as one reads, another has yet to flush what it counted since
+// its last tick, in the last second and the current one. The window
+// ending at the tick's second alone would never hold the sum of all
+// replicas' seconds, and an attack spread over them at the thresholds'
+// pace would not trip it; the one ending two seconds before does, a
+// second or two later.
+const settledWindows = 3
 
 // queueReads queues the reads of flush in pipe.
 func (w *Watch) queueReads(ctx context.Context, pipe redis.Pipeliner, now time.Time, readBaseline bool) (window, long, base []*redis.MapStringStringCmd) {
-	secs := int64(w.cfg.Window / time.Second)
+	secs := int64(w.cfg.Window/time.Second) + settledWindows - 1
 	window = make([]*redis.MapStringStringCmd, 0, secs)
 	for s := now.Unix() - secs + 1; s <= now.Unix(); s++ {
 		window = append(window, pipe.HGetAll(ctx, w.key("s", s)))

@@ -391,7 +391,7 @@ func (w *Watch) Tick(ctx context.Context) error {
 	readBaseline := w.baselineAt != now.Unix()/60
 	w.mu.Unlock()
 
-	window, long, sum, written, err := w.flush(ctx, w.sent, now, readBaseline)
+	windows, long, sum, written, err := w.flush(ctx, w.sent, now, readBaseline)
 	if written && len(w.sent) > 0 {
 		w.mu.Lock()
 		w.sent = nil
@@ -407,9 +407,22 @@ func (w *Watch) Tick(ctx context.Context) error {
 	}
 	sum = w.baselineSum
 	w.mu.Unlock()
-	sig := w.cfg.signals(window, long, sum)
+	sig := w.cfg.signals(windows[0], long, sum)
+	var trig Trigger
+	ok := false
+	// Each window of whole seconds that every replica has flushed is
+	// checked by some Tick (settledWindows).
+	for _, window := range windows {
+		if trig, ok = w.cfg.Trip(window, sig.Baseline); ok {
+			sig.Window = window
+			break
+		}
+	}
+	if !ok {
+		trig, ok = w.cfg.TripLong(sig.LongWindow, sig.LongBaseline)
+	}
 	signal := hit
-	if trig, ok := w.cfg.TripAny(sig); ok && hit == "" {
+	if ok && hit == "" {
 		signal = trig
 	}
 	op := "tick"

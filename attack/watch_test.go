@@ -647,3 +647,37 @@ func TestAttackEventRefusedForGoodIsNotTriedAgain(t *testing.T) {
 		t.Fatalf("%d writes of a refused event; want 1", log.calls)
 	}
 }
+
+// TestReplicasSumAPaceAtTheFloor: an attack at exactly the unknown-account
+// floor's pace, split over two replicas whose ticks fall at different
+// moments of each second (as they do: each ticks a second after it
+// started), trips attack mode. Each tick reads the window while the other
+// replica has yet to flush its part of the last second, so the window
+// ending at the tick's second alone never holds the whole sum.
+func TestReplicasSumAPaceAtTheFloor(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, _, _, _ := replicas(t, 2, cfg)
+	a, b := ws[0], ws[1]
+	// Together cfg.UnknownAccounts in every window: one a second at each
+	// replica, a at .2 and b at .7 of the second; b ticks at .0, a at .5.
+	perSecond := cfg.UnknownAccounts / int64(cfg.Window/time.Second)
+	if perSecond != 2 {
+		t.Fatalf("the test assumes a floor of 2 unknown accounts a second, not %d", perSecond)
+	}
+	for s := range 3 * int(cfg.Window/time.Second) {
+		tick(t, b)
+		clk.Add(200 * time.Millisecond)
+		feed(a, clk, 1, auth.OutcomeUnknownAccount, fmt.Sprintf("a%d-", s))
+		clk.Add(300 * time.Millisecond)
+		tick(t, a)
+		clk.Add(200 * time.Millisecond)
+		feed(b, clk, 1, auth.OutcomeUnknownAccount, fmt.Sprintf("b%d-", s))
+		clk.Add(300 * time.Millisecond)
+		if a.Active() || b.Active() {
+			t.Logf("on after %d seconds", s+1)
+			return
+		}
+	}
+	t.Fatalf("never on from %d unknown accounts in every window of the two replicas together (floor %d)",
+		2*int64(cfg.Window/time.Second), cfg.UnknownAccounts)
+}
