@@ -214,3 +214,41 @@ func TestLostAnswerKeepsTheEnd(t *testing.T) {
 		t.Fatalf("events %v, active %v; want one attack_started, one attack_ended, off", got, a.Active())
 	}
 }
+
+// TestLostCallKeepsTheSharedTrip: a tick that found the replicas' shared
+// window tripped (neither replica's own did) but whose state.lua call
+// never reached Redis does not lose the trip: the next tick that reaches
+// Redis, after the attack's seconds have left the window, still switches
+// attack mode on, once, and signs out from before the trip.
+func TestLostCallKeepsTheSharedTrip(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, log, rdb, _ := replicas(t, 2, cfg)
+	a, b := ws[0], ws[1]
+	f := &failNext{}
+	rdb.AddHook(f)
+	var starts []time.Time
+	b.OnStart(func(_ context.Context, since time.Time) { starts = append(starts, since) })
+	feed(a, clk, 12, auth.OutcomeUnknownAccount, "a")
+	feed(b, clk, 12, auth.OutcomeUnknownAccount, "b")
+	tick(t, a)
+	tripped := clk.Now()
+	f.state.Store(true)
+	if err := b.Tick(t.Context()); err == nil {
+		t.Fatal("the tick met no failure")
+	}
+	if a.Active() || b.Active() {
+		t.Fatal("on without state.lua")
+	}
+	// Redis answers again once the attack's seconds have left the window.
+	clk.Add(2 * cfg.Window)
+	tick(t, b, a)
+	if !a.Active() || !b.Active() {
+		t.Fatalf("active: a %v, b %v; want both on from the trip the lost call carried", a.Active(), b.Active())
+	}
+	if got := log.kinds()[auth.EventAttackStarted]; got != 1 {
+		t.Errorf("%d attack_started events, want 1", got)
+	}
+	if want := tripped.Add(-cfg.Lookback()); len(starts) != 1 || starts[0].After(want) {
+		t.Errorf("OnStart called with %v, want once with %s at the latest", starts, want)
+	}
+}

@@ -430,12 +430,23 @@ func (w *Watch) Tick(ctx context.Context) error {
 		op = "hit"
 	}
 	if hit == "" {
+		// No trip of this replica's window waits: the shared window's,
+		// if any, is of now.
 		tripped = time.Time{}
+		if signal != "" {
+			tripped = now
+		}
 	}
 	figures := eventFigures(signal, sig, w.cfg)
 	call := w.unanswered
 	if call.token == "" {
 		call = stateCall{token: rand.Text(), signal: signal, tripped: tripped, figures: figures}
+	}
+	if call.signal != "" {
+		// The call sent again carries the trip it was sent with, which
+		// may not have reached Redis: the shared window that tripped may
+		// since have moved past the attack, and only this call records it.
+		op = "hit"
 	}
 	res, err := w.runState(ctx, op, now, "", known, call.token)
 	if err != nil {
@@ -510,7 +521,7 @@ func (w *Watch) failed(now time.Time, err error) error {
 
 // apply takes the state Redis returned as this replica's and, when it
 // changed, records the change. tripped is when this replica's own window
-// tripped, if the change records that trip; else zero.
+// or the shared one tripped, if the change records that trip; else zero.
 func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, signal Trigger, tripped time.Time, figures map[string]string) {
 	w.mu.Lock()
 	s := res.state
