@@ -90,6 +90,9 @@ type Reader struct {
 	log      *slog.Logger
 	// searchTimeout bounds one search's page (searchTimeout in search.go).
 	searchTimeout time.Duration
+	// searches holds a place for each search or export running
+	// (StartSearch).
+	searches chan struct{}
 }
 
 // New returns a Reader; now is its clock (nil: time.Now), log where it
@@ -102,7 +105,8 @@ func New(c Counters, s Store, a Accounts, w AttackWatch, now func() time.Time, l
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reader{counters: c, attack: w, store: s, accounts: a, now: now, log: log, searchTimeout: searchTimeout}
+	return &Reader{counters: c, attack: w, store: s, accounts: a, now: now, log: log, searchTimeout: searchTimeout,
+		searches: make(chan struct{}, defaultSearches)}
 }
 
 // Dashboard gathers the figures of period p as of now.

@@ -185,3 +185,36 @@ const searchTimeout = 10 * time.Second
 
 var errNetworkTooWide = &auth.FieldError{Field: "network",
 	Message: "holds too many events to search within 10 seconds: give a narrower one, or an account or a kind besides"}
+
+// defaultSearches is how many searches run at once on a Reader not told
+// its pool's size (ShareConnections): half of the smallest pool pgxpool
+// makes by default, max(4, CPUs).
+const defaultSearches = 2
+
+// ShareConnections bounds the searches and exports that run at once on
+// this Reader, whatever their sessions, to half of conns, the connections
+// of the Postgres pool it shares with the sign-ins (at least one). Each
+// page of a search may hold a connection for searchTimeout: a handful of
+// administrators' sessions, or a stolen cookie signed in a few times,
+// would otherwise take the whole pool, and every sign-in would wait for
+// it. Call it before the Reader is used.
+func (r *Reader) ShareConnections(conns int) {
+	r.searches = make(chan struct{}, max(1, conns/2))
+}
+
+// MaxSearches is how many searches and exports run at once at most.
+func (r *Reader) MaxSearches() int { return cap(r.searches) }
+
+// StartSearch takes a place for one search or export, which done gives
+// back; ok is false, and done nil, when every place is taken. It does not
+// wait: a search refused at once (429) leaves its administrator to retry,
+// where one that waited would hold its request, and its connection to
+// the browser, for as long as the others run.
+func (r *Reader) StartSearch() (done func(), ok bool) {
+	select {
+	case r.searches <- struct{}{}:
+		return func() { <-r.searches }, true
+	default:
+		return nil, false
+	}
+}

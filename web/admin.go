@@ -21,6 +21,9 @@ var (
 	errTooManyStreams = errors.New("web: too many dashboard streams for one session")
 	// errTooManyExports: the session runs maxExportsPerSession exports.
 	errTooManyExports = errors.New("web: too many event exports for one session")
+	// errTooManySearches: the replica runs dashboard.Reader.MaxSearches
+	// searches and exports.
+	errTooManySearches = errors.New("web: too many event searches at once")
 )
 
 func navFor(sess auth.Session) templates.Nav {

@@ -79,6 +79,13 @@ func (s *Server) searchPage(r *http.Request) (dashboard.EventSearch, []dashboard
 		return q, nil, "", err
 	}
 	q.Limit = dashboard.SearchPage
+	// A place for the read alone: the page is rendered, and read by its
+	// browser, with the connection back in the pool.
+	done, ok := s.dashboard.StartSearch()
+	if !ok {
+		return q, nil, "", errTooManySearches
+	}
+	defer done()
 	var list []dashboard.StoredEvent
 	if err := s.dashboard.SearchEvents(r.Context(), q, func(e dashboard.StoredEvent) error {
 		list = append(list, e)
@@ -199,6 +206,17 @@ func (s *Server) handleEventExport() http.Handler {
 			return errTooManyExports
 		}
 		defer running.release(token)
+		// An export holds its place among the replica's searches until it
+		// ends, its reader's slow pages included: once its status is sent
+		// a later page could no longer be refused with a 429, and it
+		// would otherwise have to wait, holding its rows, for one.
+		done, ok := s.dashboard.StartSearch()
+		if !ok {
+			h.Del("Content-Disposition")
+			h.Del("Content-Type")
+			return errTooManySearches
+		}
+		defer done()
 		out := csvWriter{bufio.NewWriter(w)}
 		rc := http.NewResponseController(w)
 		started := false
@@ -340,3 +358,8 @@ const maxExportsPerSession = 2
 // exportRetry is how long the answer to one export too many asks its
 // browser to wait.
 const exportRetry = 5 * time.Second
+
+// searchRetry is how long the answer to a search or an export past the
+// replica's bound (dashboard.Reader.StartSearch) asks its client to wait:
+// a page takes at most searchTimeout, most far less.
+const searchRetry = 5 * time.Second

@@ -79,6 +79,9 @@ func problemFor(err error) problem {
 	case errors.Is(err, errTooManyExports):
 		return problem{http.StatusTooManyRequests, "too_many_exports",
 			"Too many exports are running in this browser. Wait for one to finish, then try again.", int(exportRetry / time.Second)}
+	case errors.Is(err, errTooManySearches):
+		return problem{http.StatusTooManyRequests, "too_many_searches",
+			"Too many event searches and exports are running on this server. Try again in a few seconds.", int(searchRetry / time.Second)}
 	case errors.Is(err, errSignedOut):
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errUnknownOrigin):

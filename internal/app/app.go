@@ -150,9 +150,12 @@ func New(cfg auth.Config, d Deps) (*App, error) {
 		// limiter where they are recorded (auth.Limiter.Watch).
 		limiter.WatchRestarts(restartWatch)
 	}
+	board := dashboard.New(counts, store, svc, watch, d.Now, d.Logger)
+	// The event searches leave most of the pool to the sign-ins.
+	board.ShareConnections(int(d.Postgres.Config().MaxConns))
 	return &App{
 		Service:   svc,
-		Dashboard: dashboard.New(counts, store, svc, watch, d.Now, d.Logger),
+		Dashboard: board,
 		Store:     store,
 		Counters:  counts,
 		Limiter:   limiter,
