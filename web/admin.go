@@ -24,6 +24,8 @@ var (
 	// errTooManySearches: the replica runs dashboard.Reader.MaxSearches
 	// searches and exports.
 	errTooManySearches = errors.New("web: too many event searches at once")
+	// errStreamsFull: the replica holds maxStreams streams.
+	errStreamsFull = errors.New("web: too many dashboard streams on this replica")
 )
 
 func navFor(sess auth.Session) templates.Nav {

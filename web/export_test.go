@@ -19,3 +19,6 @@ const MaxStreamsPerSession = maxStreamsPerSession
 
 // MaxExportsPerSession is the bound on one session's exports at once.
 const MaxExportsPerSession = maxExportsPerSession
+
+// MaxStreams is the bound on a replica's live streams.
+const MaxStreams = maxStreams

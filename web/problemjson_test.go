@@ -28,7 +28,7 @@ func problemBodyBefore(p problem) []byte {
 // for retry-afters from a second to years.
 func TestProblemJSON(t *testing.T) {
 	errs := []error{
-		errBadRequest, errCrossOrigin, errInternal, errNoMatch, errTooManyStreams, errTooManyExports, errTooManySearches, errSignedOut,
+		errBadRequest, errCrossOrigin, errInternal, errNoMatch, errTooManyStreams, errTooManyExports, errTooManySearches, errStreamsFull, errSignedOut,
 		errUnknownOrigin, errHostNotProtected, errNotAdmin, errBadAttackMode, errBadCursor, errBadActivityPage,
 		errPasswordChangeRequired, auth.ErrInvalidAPIKey, auth.ErrUnknownAttempt, auth.ErrVerificationRequired,
 		auth.ErrInvalidCode, auth.ErrInvalidPasskey, auth.ErrPasskeyExists, auth.ErrNoFactor, auth.ErrFactorRequired,

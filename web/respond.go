@@ -82,6 +82,9 @@ func problemFor(err error) problem {
 	case errors.Is(err, errTooManySearches):
 		return problem{http.StatusTooManyRequests, "too_many_searches",
 			"Too many event searches and exports are running on this server. Try again in a few seconds.", int(searchRetry / time.Second)}
+	case errors.Is(err, errStreamsFull):
+		return problem{http.StatusTooManyRequests, "too_many_streams",
+			"Too many live dashboards are open on this server. Try again in a minute.", int(streamsFullRetry / time.Second)}
 	case errors.Is(err, errSignedOut):
 		return problem{http.StatusUnauthorized, "unauthenticated", "Sign in to continue.", 0}
 	case errors.Is(err, errUnknownOrigin):

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 	"github.com/xcloak/xcloak/web"
@@ -110,5 +111,62 @@ func TestEventSearchesBoundedPerReplica(t *testing.T) {
 	}
 	if resp, _ := get("/admin/events.csv"); resp.StatusCode != http.StatusOK {
 		t.Errorf("an export once the others ended: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestStreamsBoundedPerReplica: a replica holds at most web.MaxStreams
+// dashboard streams at once, whatever their sessions: each session's own
+// bound of four does not keep a few sessions from pinning connections and
+// goroutines by the hundred. The next stream is a 429 saying why; a
+// stream closed makes room again.
+func TestStreamsBoundedPerReplica(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	var first *http.Response
+	for i := 0; i < web.MaxStreams; i += web.MaxStreamsPerSession {
+		c := xcloaktest.Client(t, fmt.Sprintf("127.0.82.%d", i/web.MaxStreamsPerSession+1))
+		signIn(t, c, base, adminEmail, anyPassword)
+		for range min(web.MaxStreamsPerSession, web.MaxStreams-i) {
+			events, resp := openStream(t, c, base+"/admin/stream?period=5m")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("stream %d: %d, want 200", i+1, resp.StatusCode)
+			}
+			awaitEvent(t, events, "live", func(string) bool { return true })
+			if first == nil {
+				first = resp
+			}
+		}
+	}
+	next := xcloaktest.Client(t, "127.0.82.250")
+	signIn(t, next, base, adminEmail, anyPassword)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/stream?period=5m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := next.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "Too many live dashboards") {
+		t.Fatalf("a stream past the replica's bound: %d Retry-After %q, want 429 with Retry-After and the reason\n%.300s",
+			resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+
+	// The server notices a closed stream when its connection ends; the
+	// deadline only keeps a broken server from hanging the test.
+	first.Body.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		events, resp := openStream(t, next, base+"/admin/stream?period=5m")
+		if resp.StatusCode == http.StatusOK {
+			awaitEvent(t, events, "live", func(string) bool { return true })
+			break
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("a stream once another closed: %d, want 200 once the closed one is gone", resp.StatusCode)
+		}
 	}
 }

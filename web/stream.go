@@ -42,6 +42,15 @@ const (
 	// admin session cannot pin an unbounded number of connections and
 	// goroutines.
 	maxStreamsPerSession = 4
+	// maxStreams bounds the streams a replica holds open at once, whatever
+	// their sessions: each session's own bound does not keep a few
+	// sessions (or one stolen cookie signed in again and again) from
+	// pinning connections, goroutines and write buffers by the hundred. A
+	// room of security staff's dashboards is far fewer.
+	maxStreams = 32
+	// streamsFullRetry is how long a stream refused for maxStreams asks
+	// its client to wait.
+	streamsFullRetry = time.Minute
 )
 
 // handleDashboardStream serves GET /admin/stream: Server-Sent Events that
@@ -55,6 +64,7 @@ func (s *Server) handleDashboardStream() http.Handler {
 	hub := live.NewHub(s.renderLive, liveInterval, s.log)
 	shutdowns := &shutdownWatch{done: map[*http.Server]chan struct{}{}}
 	open := &streamCounts{n: map[string]int{}, max: maxStreamsPerSession}
+	all := make(chan struct{}, maxStreams)
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		q, err := parseDashboardQuery(r.URL.Query())
 		if err != nil {
@@ -73,6 +83,12 @@ func (s *Server) handleDashboardStream() http.Handler {
 			return errTooManyStreams
 		}
 		defer open.release(token)
+		select {
+		case all <- struct{}{}:
+			defer func() { <-all }()
+		default:
+			return errStreamsFull
+		}
 		q.before = 0
 		rc := http.NewResponseController(w)
 		h := w.Header()
