@@ -191,7 +191,7 @@ var errNetworkTooWide = &auth.FieldError{Field: "network",
 // makes by default, max(4, CPUs).
 const defaultSearches = 2
 
-// ShareConnections bounds the searches and exports that run at once on
+// ShareConnections bounds the searches and export pages that read at once on
 // this Reader, whatever their sessions, to half of conns, the connections
 // of the Postgres pool it shares with the sign-ins (at least one). Each
 // page of a search may hold a connection for searchTimeout: a handful of
@@ -216,5 +216,17 @@ func (r *Reader) StartSearch() (done func(), ok bool) {
 		return func() { <-r.searches }, true
 	default:
 		return nil, false
+	}
+}
+
+// WaitSearch is StartSearch for a read that cannot be refused any more
+// (an export's later pages, once its answer has begun): it waits for a
+// place until ctx ends, and then returns ctx's error.
+func (r *Reader) WaitSearch(ctx context.Context) (done func(), err error) {
+	select {
+	case r.searches <- struct{}{}:
+		return func() { <-r.searches }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -206,17 +207,6 @@ func (s *Server) handleEventExport() http.Handler {
 			return errTooManyExports
 		}
 		defer running.release(token)
-		// An export holds its place among the replica's searches until it
-		// ends, its reader's slow pages included: once its status is sent
-		// a later page could no longer be refused with a 429, and it
-		// would otherwise have to wait, holding its rows, for one.
-		done, ok := s.dashboard.StartSearch()
-		if !ok {
-			h.Del("Content-Disposition")
-			h.Del("Content-Type")
-			return errTooManySearches
-		}
-		defer done()
 		out := csvWriter{bufio.NewWriter(w)}
 		rc := http.NewResponseController(w)
 		started := false
@@ -246,12 +236,39 @@ func (s *Server) handleEventExport() http.Handler {
 				_ = out.w.Flush()
 				panic(http.ErrAbortHandler)
 			}
+			// A place among the replica's searches for each page's read
+			// alone, as a search page holds one: a reader who reads slowly
+			// holds none. The first page is refused (429) when none is
+			// free; once the answer has begun a page waits for one, as
+			// long as a page may take.
+			var done func()
+			if !started {
+				var ok bool
+				if done, ok = s.dashboard.StartSearch(); !ok {
+					h.Del("Content-Disposition")
+					h.Del("Content-Type")
+					return errTooManySearches
+				}
+			} else {
+				wait, cancel := context.WithTimeout(r.Context(), exportPageTimeout)
+				done, err = s.dashboard.WaitSearch(wait)
+				cancel()
+				if err != nil && r.Context().Err() != nil {
+					return nil // the reader went away
+				}
+				if err != nil {
+					// Too late for a status: cut, as a failed page is.
+					s.log.Error("exporting events: no place among the searches", "err", err)
+					panic(http.ErrAbortHandler)
+				}
+			}
 			q.Limit = min(exportPage, dashboard.MaxSearchExport-total)
 			page = page[:0]
 			err := s.dashboard.SearchEvents(r.Context(), q, func(e dashboard.StoredEvent) error {
 				page = append(page, e)
 				return nil
 			})
+			done()
 			if err != nil && !started {
 				// Nothing written yet: the error is answered as on every
 				// route.

@@ -120,10 +120,6 @@ func TestEventExportsCappedPerSession(t *testing.T) {
 	base := env.Start(t)
 	env.AddUser(t, adminEmail, anyPassword, true)
 	insertFailedSignIns(t, env, 300)
-	// Room among the replica's searches (dashboard.Reader.StartSearch)
-	// for more than one session's exports: the session's own bound is
-	// what is tested here.
-	env.Dashboard.ShareConnections(4 * web.MaxExportsPerSession)
 	h := web.NewServer(env.Web, env.Service, env.Dashboard, nil, nil)
 	u, err := url.Parse(base)
 	if err != nil {

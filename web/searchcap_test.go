@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,18 +11,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 	"github.com/xcloak/xcloak/web"
 )
 
 // TestEventSearchesBoundedPerReplica: the event searches and exports that
-// run at once on a replica, whatever their sessions, take at most half of
-// its Postgres pool's connections. Each page of a search may hold one for
-// up to ten seconds, and a handful of administrators' sessions (or one
-// stolen cookie signed in a few times) would otherwise take every
+// read from Postgres at once on a replica, whatever their sessions, take
+// at most half of its pool's connections. Each page of a search may hold
+// one for up to ten seconds, and a handful of administrators' sessions (or
+// one stolen cookie signed in a few times) would otherwise take every
 // connection from the sign-ins. Past the bound, the page, the API and the
 // export are answered 429 too_many_searches with Retry-After; an ordinary
-// user still signs in; once the running ones end, a search runs again.
+// user still signs in, on the connections left; once the running ones
+// end, a search runs again. The searches are held in Postgres itself, by
+// a lock on the events' table taken from a connection of the test's own.
 func TestEventSearchesBoundedPerReplica(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
@@ -29,41 +34,57 @@ func TestEventSearchesBoundedPerReplica(t *testing.T) {
 	env.AddUser(t, "ann@example.com", anyPassword, false)
 	insertFailedSignIns(t, env, 300)
 	bound := max(1, int(env.DB.Config().MaxConns)/2)
-	h := web.NewServer(env.Web, env.Service, env.Dashboard, nil, nil)
-	u, err := url.Parse(base)
+
+	lock, err := pgx.Connect(t.Context(), env.DatabaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	export := func(c *http.Client, ip string, w http.ResponseWriter) {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/events.csv", nil)
-		req.RemoteAddr = ip + ":5000"
-		for _, ck := range c.Jar.Cookies(u) {
-			req.AddCookie(ck)
-		}
-		defer func() {
-			if v := recover(); v != nil && v != http.ErrAbortHandler {
-				panic(v)
-			}
-		}()
-		h.ServeHTTP(w, req)
+	defer lock.Close(context.Background())
+	tx, err := lock.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(t.Context(), "LOCK TABLE security_events IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
 	}
 
-	// The bound is filled by exports whose readers do not read, each of a
-	// session of its own, so that no session's own cap is what refuses.
-	release := make(chan struct{})
-	var ended []chan struct{}
+	// The bound is filled by searches waiting on the lock, each of a
+	// session of its own.
+	ended := make(chan int, bound)
 	for i := range bound {
 		ip := fmt.Sprintf("127.0.81.%d", i+1)
 		c := xcloaktest.Client(t, ip)
 		signIn(t, c, base, adminEmail, anyPassword)
-		w := &stalled{ResponseRecorder: httptest.NewRecorder(), writing: make(chan struct{}), release: release}
-		done := make(chan struct{})
 		go func() {
-			defer close(done)
-			export(c, ip, w)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/v1/admin/events?kind=login_failed", nil)
+			if err != nil {
+				ended <- 0
+				return
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				ended <- 0
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			ended <- resp.StatusCode
 		}()
-		<-w.writing
-		ended = append(ended, done)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var waiting int
+		if err := lock.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%security_events%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= bound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d searches waiting on the lock, want %d", waiting, bound)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	admin := xcloaktest.Client(t, "127.0.81.200")
@@ -99,18 +120,74 @@ func TestEventSearchesBoundedPerReplica(t *testing.T) {
 		}
 	}
 
-	// An ordinary user's sign-in is not held up by them.
+	// An ordinary user's sign-in is not held up by them: the searches
+	// hold their connections, and the pool has others.
 	signIn(t, xcloaktest.Client(t, "127.0.81.201"), base, "ann@example.com", anyPassword)
 
-	close(release)
-	for _, done := range ended {
-		<-done
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for range bound {
+		if code := <-ended; code != http.StatusOK {
+			t.Errorf("a search held by the lock ended %d, want 200", code)
+		}
 	}
 	if resp, body := get("/api/v1/admin/events?kind=login_failed"); resp.StatusCode != http.StatusOK {
 		t.Errorf("a search once the others ended: %d %.300s, want 200", resp.StatusCode, body)
 	}
 	if resp, _ := get("/admin/events.csv"); resp.StatusCode != http.StatusOK {
 		t.Errorf("an export once the others ended: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestSlowExportHoldsNoSearchPlace: an export whose reader does not read
+// holds no place among the replica's searches while it waits on its
+// reader: a place is held for a page's read from Postgres alone, so two
+// slow exports of one administrator do not stop every search.
+func TestSlowExportHoldsNoSearchPlace(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, adminEmail, anyPassword, true)
+	insertFailedSignIns(t, env, 300)
+	h := web.NewServer(env.Web, env.Service, env.Dashboard, nil, nil)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := xcloaktest.Client(t, "127.0.82.1")
+	signIn(t, admin, base, adminEmail, anyPassword)
+	release := make(chan struct{})
+	var ended []chan struct{}
+	for range env.Dashboard.MaxSearches() {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/events.csv", nil)
+		req.RemoteAddr = "127.0.82.1:5000"
+		for _, ck := range admin.Jar.Cookies(u) {
+			req.AddCookie(ck)
+		}
+		w := &stalled{ResponseRecorder: httptest.NewRecorder(), writing: make(chan struct{}), release: release}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer func() {
+				if v := recover(); v != nil && v != http.ErrAbortHandler {
+					panic(v)
+				}
+			}()
+			h.ServeHTTP(w, req)
+		}()
+		<-w.writing
+		ended = append(ended, done)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/v1/admin/events?kind=login_failed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := do(t, admin, req); resp.StatusCode != http.StatusOK {
+		t.Errorf("a search beside %d exports waiting on their reader: %d %.300s, want 200", len(ended), resp.StatusCode, body)
+	}
+	close(release)
+	for _, done := range ended {
+		<-done
 	}
 }
 
