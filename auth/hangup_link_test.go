@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"testing"
 	"time"
 
@@ -21,28 +22,18 @@ func TestUnlockLinkRecordedWhenTheClientHangsUp(t *testing.T) {
 	if err := f.svc.RequestUnlock(t.Context(), "ann@example.com", client("192.0.2.1")); err != nil {
 		t.Fatal(err)
 	}
-	mails := mailsTo(t, f, "ann@example.com")
-	if len(mails) != 1 {
-		t.Fatalf("%d mails after an unlock request, want 1", len(mails))
-	}
-	m := unlockLinkRE.FindStringSubmatch(mails[0].Body)
-	if m == nil {
-		t.Fatalf("no unlock link in:\n%s", mails[0].Body)
-	}
-	if err := f.svc.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	token := onlyLink(t, f, "ann@example.com", unlockLinkRE)
 	before := len(eventsOfKinds(t, f, auth.EventUnlockConfirmed, auth.EventNewDevice))
 	var cookie auth.DeviceCookie
 	err := hangUpAtCommit(t, f, "unlock_tokens", func(ctx context.Context) error {
 		var err error
-		cookie, err = f.svc.ConfirmUnlock(ctx, m[1], client("192.0.2.1"))
+		cookie, err = f.svc.ConfirmUnlock(ctx, token, client("192.0.2.1"))
 		return err
 	})
 	if err != nil {
 		t.Errorf("ConfirmUnlock whose client hung up as it committed: %v; want it done", err)
 	}
-	if _, err := f.svc.ConfirmUnlock(t.Context(), m[1], client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {
+	if _, err := f.svc.ConfirmUnlock(t.Context(), token, client("192.0.2.1")); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("the link again: %v; want ErrInvalidToken, spent", err)
 	}
 	if err := f.svc.Flush(t.Context()); err != nil {
@@ -69,28 +60,18 @@ func TestSignInLinkRecordedWhenTheClientHangsUp(t *testing.T) {
 	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")}); !errors.Is(err, auth.ErrVerificationRequired) {
 		t.Fatalf("held sign-in: %v", err)
 	}
-	mails := mailsTo(t, f, "ann@example.com")
-	if len(mails) != 1 {
-		t.Fatalf("%d mails for a held sign-in, want 1", len(mails))
-	}
-	m := signInLink.FindStringSubmatch(mails[0].Body)
-	if m == nil {
-		t.Fatalf("no sign-in link in:\n%s", mails[0].Body)
-	}
-	if err := f.svc.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	token := onlyLink(t, f, "ann@example.com", signInLink)
 	before := len(eventsOfKinds(t, f, auth.EventVerificationConfirmed, auth.EventNewDevice))
 	var res auth.LoginResult
 	err := hangUpAtCommit(t, f, "sign_in_tokens", func(ctx context.Context) error {
 		var err error
-		res, err = f.svc.ConfirmSignIn(ctx, m[1], client("192.0.2.7"), "")
+		res, err = f.svc.ConfirmSignIn(ctx, token, client("192.0.2.7"), "")
 		return err
 	})
 	if err != nil {
 		t.Errorf("ConfirmSignIn whose client hung up as it committed: %v; want it done", err)
 	}
-	if _, err := f.svc.ConfirmSignIn(t.Context(), m[1], client("192.0.2.7"), ""); !errors.Is(err, auth.ErrInvalidToken) {
+	if _, err := f.svc.ConfirmSignIn(t.Context(), token, client("192.0.2.7"), ""); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("the link again: %v; want ErrInvalidToken, spent", err)
 	}
 	if err := f.svc.Flush(t.Context()); err != nil {
@@ -299,4 +280,22 @@ func TestSecondStepIssuedRecordedWhenTheClientHangsUp(t *testing.T) {
 	if got := len(eventsOfKinds(t, f, auth.EventMFARequired)) - before; got != 1 {
 		t.Errorf("%d second steps recorded, want 1", got)
 	}
+}
+
+// onlyLink returns the token of the link re finds in the one mail sent
+// to to, once the events so far are written.
+func onlyLink(t *testing.T, f *fixture, to string, re *regexp.Regexp) string {
+	t.Helper()
+	mails := mailsTo(t, f, to)
+	if len(mails) != 1 {
+		t.Fatalf("%d mails to %s, want 1", len(mails), to)
+	}
+	m := re.FindStringSubmatch(mails[0].Body)
+	if m == nil {
+		t.Fatalf("no link in:\n%s", mails[0].Body)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return m[1]
 }

@@ -667,6 +667,25 @@ func openStream(t *testing.T, c *http.Client, url string) (<-chan sseEvent, *htt
 
 // awaitEvent reads events until one named name satisfies ok. The deadline
 // only stops a broken stream from hanging the test; it is not what the
+// awaitStreamReopens opens streams of url as c until one is let in,
+// once a stream that held a place has been closed: the server notices a
+// closed stream when its connection ends. Only 429s may come before; the
+// deadline only keeps a broken server from hanging the test.
+func awaitStreamReopens(t *testing.T, c *http.Client, url string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		events, resp := openStream(t, c, url)
+		if resp.StatusCode == http.StatusOK {
+			awaitEvent(t, events, "live", func(string) bool { return true })
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("a stream once another closed: %d, want 200 once the closed one is gone", resp.StatusCode)
+		}
+	}
+}
+
 // test measures.
 func awaitEvent(t *testing.T, events <-chan sseEvent, name string, ok func(data string) bool) string {
 	t.Helper()
@@ -919,20 +938,8 @@ func TestStreamsCappedPerSession(t *testing.T) {
 		t.Fatalf("another session's stream: %d, want 200", resp.StatusCode)
 	}
 
-	// The server notices a closed stream when its connection ends; the
-	// deadline only keeps a broken server from hanging the test.
 	first.Body.Close()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		events, resp := openStream(t, admin, base+"/admin/stream?period=5m")
-		if resp.StatusCode == http.StatusOK {
-			awaitEvent(t, events, "live", func(string) bool { return true })
-			break
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
-			t.Fatalf("stream after one closed: %d, want 200 once the closed one is gone", resp.StatusCode)
-		}
-	}
+	awaitStreamReopens(t, admin, base+"/admin/stream?period=5m")
 }
 
 // jsonKeys lists the keys of the JSON object raw in the order they appear.

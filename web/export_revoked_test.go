@@ -54,29 +54,14 @@ func TestEventExportEndsWithItsSession(t *testing.T) {
 			ip := fmt.Sprintf("127.0.79.%d", i+1)
 			admin := xcloaktest.Client(t, ip)
 			signIn(t, admin, base, email, anyPassword)
-			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/events.csv?kind=login_failed", nil)
-			req.RemoteAddr = ip + ":5000"
-			for _, c := range admin.Jar.Cookies(u) {
-				req.AddCookie(c)
-			}
+			req := exportRequest(t, base+"/admin/events.csv?kind=login_failed", u, admin, ip)
 			// The session is revoked once part of the first page is out.
 			w := &revokedMidway{ResponseRecorder: httptest.NewRecorder(), revoke: func() {
 				if err := tc.end(t.Context(), user); err != nil {
 					t.Error(err)
 				}
 			}}
-			cut := false
-			func() {
-				defer func() {
-					if v := recover(); v != nil {
-						if v != http.ErrAbortHandler {
-							panic(v)
-						}
-						cut = true
-					}
-				}()
-				h.ServeHTTP(w, req)
-			}()
+			cut := serveExport(h, req, w)
 			if w.Code != http.StatusOK {
 				t.Fatalf("export: %d", w.Code)
 			}
@@ -128,36 +113,11 @@ func TestEventExportsCappedPerSession(t *testing.T) {
 	session := func(ip string) func() *http.Request {
 		c := xcloaktest.Client(t, ip)
 		signIn(t, c, base, adminEmail, anyPassword)
-		return func() *http.Request {
-			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/events.csv", nil)
-			req.RemoteAddr = ip + ":5000"
-			for _, ck := range c.Jar.Cookies(u) {
-				req.AddCookie(ck)
-			}
-			return req
-		}
+		return func() *http.Request { return exportRequest(t, base+"/admin/events.csv", u, c, ip) }
 	}
-	export := func(req *http.Request, w http.ResponseWriter) {
-		defer func() {
-			if v := recover(); v != nil && v != http.ErrAbortHandler {
-				panic(v)
-			}
-		}()
-		h.ServeHTTP(w, req)
-	}
+	export := func(req *http.Request, w http.ResponseWriter) { _ = serveExport(h, req, w) }
 	first := session("127.0.79.10")
-	release := make(chan struct{})
-	var ended []chan struct{}
-	for range web.MaxExportsPerSession {
-		w := &stalled{ResponseRecorder: httptest.NewRecorder(), writing: make(chan struct{}), release: release}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			export(first(), w)
-		}()
-		<-w.writing // the export runs, its reader not reading
-		ended = append(ended, done)
-	}
+	release := stallExports(t, h, first, web.MaxExportsPerSession)
 	w := httptest.NewRecorder()
 	export(first(), w)
 	if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "Too many exports") || w.Header().Get("Retry-After") == "" {
@@ -169,14 +129,63 @@ func TestEventExportsCappedPerSession(t *testing.T) {
 	if other.Code != http.StatusOK {
 		t.Errorf("another session's export: %d, want 200", other.Code)
 	}
-	close(release)
-	for _, done := range ended {
-		<-done
-	}
+	release()
 	again := httptest.NewRecorder()
 	export(first(), again)
 	if again.Code != http.StatusOK {
 		t.Errorf("an export after the others ended: %d, want 200", again.Code)
+	}
+}
+
+// exportRequest is a request for target, an export of events, with the
+// cookies c holds for u, from ip.
+func exportRequest(t *testing.T, target string, u *url.URL, c *http.Client, ip string) *http.Request {
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, target, nil)
+	req.RemoteAddr = ip + ":5000"
+	for _, ck := range c.Jar.Cookies(u) {
+		req.AddCookie(ck)
+	}
+	return req
+}
+
+// serveExport serves req through h into w, as net/http would: a handler
+// that cuts its connection (http.ErrAbortHandler) only ends its answer,
+// which cut reports.
+func serveExport(h http.Handler, req *http.Request, w http.ResponseWriter) (cut bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			cut = true
+		}
+	}()
+	h.ServeHTTP(w, req)
+	return false
+}
+
+// stallExports starts n exports of the requests req makes, each to a
+// reader that does not read, and returns once each has begun its answer.
+// release lets them finish and waits for them.
+func stallExports(t *testing.T, h http.Handler, req func() *http.Request, n int) (release func()) {
+	t.Helper()
+	unblock := make(chan struct{})
+	var ended []chan struct{}
+	for range n {
+		w := &stalled{ResponseRecorder: httptest.NewRecorder(), writing: make(chan struct{}), release: unblock}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			serveExport(h, req(), w)
+		}()
+		<-w.writing // the export runs, its reader not reading
+		ended = append(ended, done)
+	}
+	return func() {
+		close(unblock)
+		for _, done := range ended {
+			<-done
+		}
 	}
 }
 

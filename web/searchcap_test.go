@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -156,39 +155,16 @@ func TestSlowExportHoldsNoSearchPlace(t *testing.T) {
 	}
 	admin := xcloaktest.Client(t, "127.0.82.1")
 	signIn(t, admin, base, adminEmail, anyPassword)
-	release := make(chan struct{})
-	var ended []chan struct{}
-	for range env.Dashboard.MaxSearches() {
-		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, base+"/admin/events.csv", nil)
-		req.RemoteAddr = "127.0.82.1:5000"
-		for _, ck := range admin.Jar.Cookies(u) {
-			req.AddCookie(ck)
-		}
-		w := &stalled{ResponseRecorder: httptest.NewRecorder(), writing: make(chan struct{}), release: release}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer func() {
-				if v := recover(); v != nil && v != http.ErrAbortHandler {
-					panic(v)
-				}
-			}()
-			h.ServeHTTP(w, req)
-		}()
-		<-w.writing
-		ended = append(ended, done)
-	}
+	n := env.Dashboard.MaxSearches()
+	release := stallExports(t, h, func() *http.Request { return exportRequest(t, base+"/admin/events.csv", u, admin, "127.0.82.1") }, n)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/v1/admin/events?kind=login_failed", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp, body := do(t, admin, req); resp.StatusCode != http.StatusOK {
-		t.Errorf("a search beside %d exports waiting on their reader: %d %.300s, want 200", len(ended), resp.StatusCode, body)
+		t.Errorf("a search beside %d exports waiting on their reader: %d %.300s, want 200", n, resp.StatusCode, body)
 	}
-	close(release)
-	for _, done := range ended {
-		<-done
-	}
+	release()
 }
 
 // TestStreamsBoundedPerReplica: a replica holds at most web.MaxStreams
@@ -232,18 +208,6 @@ func TestStreamsBoundedPerReplica(t *testing.T) {
 			resp.StatusCode, resp.Header.Get("Retry-After"), b)
 	}
 
-	// The server notices a closed stream when its connection ends; the
-	// deadline only keeps a broken server from hanging the test.
 	first.Body.Close()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		events, resp := openStream(t, next, base+"/admin/stream?period=5m")
-		if resp.StatusCode == http.StatusOK {
-			awaitEvent(t, events, "live", func(string) bool { return true })
-			break
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
-			t.Fatalf("a stream once another closed: %d, want 200 once the closed one is gone", resp.StatusCode)
-		}
-	}
+	awaitStreamReopens(t, next, base+"/admin/stream?period=5m")
 }
