@@ -93,6 +93,9 @@ type SessionStore interface {
 	// SessionByHash returns the session stored under tokenHash that
 	// expires after now; ErrNoSession if none.
 	SessionByHash(ctx context.Context, tokenHash []byte, now time.Time) (Session, error)
+	// LegacySessionsLive reports whether any session made before session
+	// tokens were tagged expires after now.
+	LegacySessionsLive(ctx context.Context, now time.Time) (bool, error)
 	// DeleteSession ends the session stored under tokenHash, if any.
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	// SignOutEverywhere ends every session of the account with email,

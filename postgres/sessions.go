@@ -19,8 +19,9 @@ import (
 // that commits after sees the session and ends it.
 func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, sess auth.Session, passwordHash string, signOuts int64) error {
 	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password, public_id, network, browser, ends_at)
-		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9, $11 FROM users
+		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, must_change_password, public_id, network, browser, ends_at,
+			legacy_token)
+		SELECT $1, id, $3, $4, $3, $6, COALESCE(NULLIF($7, ''), replace(gen_random_uuid()::text, '-', '')), $8, $9, $11, false FROM users
 		WHERE id = $2 AND password_hash = $5 AND sign_outs = $10 AND disabled_at IS NULL FOR SHARE`,
 		tokenHash, sess.UserID, sess.CreatedAt, sess.ExpiresAt, passwordHash, sess.MustChangePassword,
 		sess.PublicID, sess.Network, sess.Browser, signOuts, cmp.Or(sess.EndsAt, sess.ExpiresAt))
@@ -47,6 +48,14 @@ func (s *Store) SessionByHash(ctx context.Context, tokenHash []byte, now time.Ti
 		return auth.Session{}, auth.ErrNoSession
 	}
 	return sess, err
+}
+
+// LegacySessionsLive implements auth.SessionStore, through the partial
+// index of the sessions marked legacy_token (migration 00023).
+func (s *Store) LegacySessionsLive(ctx context.Context, now time.Time) (bool, error) {
+	var live bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE legacy_token AND expires_at > $1)`, now).Scan(&live)
+	return live, err
 }
 
 // DeleteSession implements auth.SessionStore.
@@ -228,7 +237,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, old, hash stri
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE sessions SET id_hash = $3, must_change_password = false WHERE id_hash = $1 AND user_id = $2`,
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET id_hash = $3, must_change_password = false, legacy_token = false WHERE id_hash = $1 AND user_id = $2`,
 			sessionHash, userID, newSessionHash)
 		if err != nil {
 			return err

@@ -338,6 +338,10 @@ func (s *Store) ForgetDevice(_ context.Context, userID int64, byHash []byte, pub
 	return auth.ErrNotListed
 }
 
+// LegacySessionsLive implements auth.SessionStore: this store holds no
+// session made before session tokens were tagged.
+func (s *Store) LegacySessionsLive(context.Context, time.Time) (bool, error) { return false, nil }
+
 // DeleteSession implements auth.SessionStore.
 func (s *Store) DeleteSession(_ context.Context, tokenHash []byte) error {
 	s.mu.Lock()
