@@ -63,3 +63,6 @@ func SessionCachePurges(s *Service) uint64 {
 // CountHashes makes every key h derives from now on count into the
 // returned counter.
 var CountHashes = countHashes
+
+// HashToken is the hash a token is stored under.
+var HashToken = hashToken

@@ -87,7 +87,7 @@ func (s *Service) ChangePassword(ctx context.Context, req PasswordChange) (Sessi
 	// The session goes on under a new token, as a sign-in's does: the
 	// change lifts a restriction and ends every other browser, which a
 	// copy of the token it was made with must not outlive.
-	token, tokenHash := newToken()
+	token, tokenHash := s.sessionTokens.new()
 	err = s.store.ChangePassword(ctx, user.ID, user.PasswordHash, hash, hashToken(req.Session), tokenHash, keep)
 	s.deviceCache.purge()
 	s.sessionCache.purge()

@@ -197,6 +197,10 @@ type Service struct {
 	// sessionCache remembers sessions for a moment for the reverse
 	// proxies' questions (sessioncache.go).
 	sessionCache sessionCache
+	// sessionTokens tag session tokens, and legacySessions knows whether
+	// any made before they were tagged may be live (sessiontoken.go).
+	sessionTokens  sessionTokens
+	legacySessions legacySessions
 
 	// attempts fingerprints failed sign-ins for the lockouts.
 	attempts attempts
@@ -296,17 +300,18 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 		now = time.Now
 	}
 	s := &Service{
-		cfg:     cfg,
-		book:    bookOf(cfg.Limits),
-		store:   d.Store,
-		limits:  d.Limiter,
-		hasher:  d.Hasher,
-		mailer:  checkedMailer{d.Mailer},
-		log:     log,
-		devices: newDevices(cfg.Secret, cfg.DeviceTTL),
-		now:     now,
-		events:  newRecorder(events, d.Counter, log, now),
-		resets:  make(chan linkJob, resetQueue),
+		cfg:           cfg,
+		book:          bookOf(cfg.Limits),
+		store:         d.Store,
+		limits:        d.Limiter,
+		hasher:        d.Hasher,
+		mailer:        checkedMailer{d.Mailer},
+		log:           log,
+		devices:       newDevices(cfg.Secret, cfg.DeviceTTL),
+		sessionTokens: newSessionTokens(cfg.Secret),
+		now:           now,
+		events:        newRecorder(events, d.Counter, log, now),
+		resets:        make(chan linkJob, resetQueue),
 	}
 	s.activity = d.Activity
 	s.hook = d.Hook

@@ -19,9 +19,10 @@ import (
 // cache is emptied at once. A changed role or a lifted MustChangePassword
 // shows within the same bound.
 //
-// Only answers that found a session are kept: a flood of random
-// well-formed tokens costs one indexed query each, as on the account page,
-// and cannot push real sessions out by filling the cache. Concurrent
+// Only answers that found a session are kept, so a flood of made-up
+// tokens cannot push real sessions out by filling the cache; it costs no
+// query either, since a token this service did not make fails its tag
+// (sessiontoken.go). Concurrent
 // misses for one token share one read, so a busy browser's many requests
 // cost one query a second per replica, not one per request in flight when
 // its entry lapses.
@@ -177,13 +178,18 @@ func (c *sessionCache) purge() {
 //
 // Errors: ErrNoSession, ErrUnavailable.
 func (s *Service) ProxySession(ctx context.Context, token string) (Session, error) {
-	if !wellFormedToken(token) {
+	// Only the shape here, so that a remembered session costs no tag
+	// check: a token this service did not make is in no cache.
+	if len(token) != sessionTokenLen && len(token) != legacyTokenLen {
 		return Session{}, ErrNoSession
 	}
 	key := sha256.Sum256([]byte(token))
 	now := s.now()
 	if sess, ok := s.sessionCache.get(key, now); ok {
 		return sess, nil
+	}
+	if !s.sessionTokenWorthAQuery(ctx, token) {
+		return Session{}, ErrNoSession
 	}
 	read, leader := s.sessionCache.join(key, now)
 	if !leader {

@@ -1,0 +1,122 @@
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A session token is 256 random bits and a 128-bit tag of them under a
+// key derived from the service secret, in unpadded base64url: 64
+// characters. The tag lets every replica refuse a cookie it did not make
+// before it costs a query, so that a flood of made-up cookies at the
+// pages, at forward-auth or at sign-out costs Postgres nothing. Only the
+// SHA-256 of the whole token is stored, as before.
+//
+// Tokens made before they were tagged are 43 characters of random bits
+// alone; their sessions last their time (legacySessions).
+const (
+	sessionTokenLen   = 64
+	sessionRandomLen  = 32
+	sessionTagLen     = 16
+	legacyTokenLen    = 43
+	legacyRecheckTime = time.Minute
+)
+
+// sessionTokens makes and checks the tags of session tokens.
+type sessionTokens struct{ key []byte }
+
+func newSessionTokens(secret []byte) sessionTokens {
+	return sessionTokens{key: deriveKey(secret, "session-token")}
+}
+
+func (k sessionTokens) tag(random []byte) []byte {
+	mac := hmac.New(sha256.New, k.key)
+	mac.Write(random)
+	return mac.Sum(nil)[:sessionTagLen]
+}
+
+// new returns a new session token and the hash to store it under.
+func (k sessionTokens) new() (token string, hash []byte) {
+	var b [sessionRandomLen + sessionTagLen]byte
+	rand.Read(b[:sessionRandomLen])
+	copy(b[sessionRandomLen:], k.tag(b[:sessionRandomLen]))
+	token = base64.RawURLEncoding.EncodeToString(b[:])
+	return token, hashToken(token)
+}
+
+// tokenShape is what a session cookie is before it is looked up.
+type tokenShape int
+
+const (
+	tokenMadeUp tokenShape = iota // not made by this service: no session
+	tokenTagged                   // made by this service
+	tokenLegacy                   // of the shape of the tokens made before tags
+)
+
+// shape tells a token this service made from one it did not, without a
+// query.
+func (k sessionTokens) shape(token string) tokenShape {
+	switch len(token) {
+	case legacyTokenLen:
+		if wellFormedToken(token) {
+			return tokenLegacy
+		}
+	case sessionTokenLen:
+		var b [sessionRandomLen + sessionTagLen]byte
+		if n, err := base64.RawURLEncoding.Decode(b[:], []byte(token)); err == nil && n == len(b) &&
+			hmac.Equal(b[sessionRandomLen:], k.tag(b[:sessionRandomLen])) {
+			return tokenTagged
+		}
+	}
+	return tokenMadeUp
+}
+
+// legacySessions knows whether any session made before tokens were
+// tagged may still be live: while one may, a token of their shape is
+// looked up; once none is, it is refused without a query. The answer is
+// asked of the store at most once a minute, by one request at a time
+// (the others go by the last answer), and is "live" until first asked,
+// so that no such session ends early.
+type legacySessions struct {
+	asking  sync.Mutex
+	none    atomic.Bool
+	askedAt atomic.Int64 // Unix nanoseconds; 0: never
+}
+
+// mayBeLive reports whether a token of the older shape is worth a query.
+func (s *Service) legacyMayBeLive(ctx context.Context) bool {
+	l := &s.legacySessions
+	now := s.now()
+	if at := l.askedAt.Load(); at != 0 && now.Sub(time.Unix(0, at)) < legacyRecheckTime {
+		return !l.none.Load()
+	}
+	if !l.asking.TryLock() {
+		return !l.none.Load()
+	}
+	defer l.asking.Unlock()
+	live, err := s.store.LegacySessionsLive(ctx, now)
+	if err != nil {
+		// Asked again next time; meanwhile the last answer stands.
+		return !l.none.Load()
+	}
+	l.none.Store(!live)
+	l.askedAt.Store(now.UnixNano())
+	return live
+}
+
+// sessionTokenWorthAQuery reports whether token may name a session.
+func (s *Service) sessionTokenWorthAQuery(ctx context.Context, token string) bool {
+	switch s.sessionTokens.shape(token) {
+	case tokenTagged:
+		return true
+	case tokenLegacy:
+		return s.legacyMayBeLive(ctx)
+	}
+	return false
+}
