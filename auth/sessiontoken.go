@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,23 +30,35 @@ const (
 )
 
 // sessionTokens makes and checks the tags of session tokens.
-type sessionTokens struct{ key []byte }
-
-func newSessionTokens(secret []byte) sessionTokens {
-	return sessionTokens{key: deriveKey(secret, "session-token")}
+type sessionTokens struct {
+	key []byte
+	// macs holds keyed hashes reused from one check to the next: every
+	// forward-auth miss and every page checks one.
+	macs *sync.Pool
 }
 
-func (k sessionTokens) tag(random []byte) []byte {
-	mac := hmac.New(sha256.New, k.key)
+func newSessionTokens(secret []byte) sessionTokens {
+	key := deriveKey(secret, "session-token")
+	return sessionTokens{key: key, macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+}
+
+// tag appends the tag of random to dst.
+func (k sessionTokens) tag(dst, random []byte) []byte {
+	mac := k.macs.Get().(hash.Hash)
+	mac.Reset()
 	mac.Write(random)
-	return mac.Sum(nil)[:sessionTagLen]
+	var sum [sha256.Size]byte
+	dst = append(dst, mac.Sum(sum[:0])[:sessionTagLen]...)
+	k.macs.Put(mac)
+	return dst
 }
 
 // new returns a new session token and the hash to store it under.
 func (k sessionTokens) new() (token string, hash []byte) {
 	var b [sessionRandomLen + sessionTagLen]byte
 	rand.Read(b[:sessionRandomLen])
-	copy(b[sessionRandomLen:], k.tag(b[:sessionRandomLen]))
+	// Appended in place, into the last sessionTagLen bytes of b.
+	k.tag(b[sessionRandomLen:sessionRandomLen], b[:sessionRandomLen])
 	token = base64.RawURLEncoding.EncodeToString(b[:])
 	return token, hashToken(token)
 }
@@ -68,9 +81,10 @@ func (k sessionTokens) shape(token string) tokenShape {
 			return tokenLegacy
 		}
 	case sessionTokenLen:
-		var b [sessionRandomLen + sessionTagLen]byte
-		if n, err := base64.RawURLEncoding.Decode(b[:], []byte(token)); err == nil && n == len(b) &&
-			hmac.Equal(b[sessionRandomLen:], k.tag(b[:sessionRandomLen])) {
+		var buf [sessionRandomLen + sessionTagLen]byte
+		var want [sessionTagLen]byte
+		b, err := base64.RawURLEncoding.AppendDecode(buf[:0], []byte(token))
+		if err == nil && len(b) == len(buf) && hmac.Equal(b[sessionRandomLen:], k.tag(want[:0], b[:sessionRandomLen])) {
 			return tokenTagged
 		}
 	}
