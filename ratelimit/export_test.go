@@ -142,3 +142,11 @@ func Restoring(f *Failover) <-chan struct{} {
 	}
 	return nil
 }
+
+// Looked is how many entries of the locks and unlocks made in process f's
+// unlocks and failbacks have read (Failover.looked).
+func Looked(f *Failover) int {
+	f.madeMu.Lock()
+	defer f.madeMu.Unlock()
+	return f.looked
+}

@@ -152,6 +152,11 @@ type Failover struct {
 	// scanning, set by tests before a failback, is called between the
 	// failback's scans, which must not hold up a failure decided then.
 	scanning func()
+	// looked counts the entries of made and unlocked read under madeMu
+	// by Clear, noteUnlocked and endedAgain, which every failure decided
+	// in process waits for: tests check that each reads its own
+	// identity's, not every one's.
+	looked int
 }
 
 // maxMade bounds, for each rule, the locks made in process that a
@@ -826,11 +831,7 @@ func (f *Failover) failback() bool {
 	f.handing = false
 	since := slices.Clone(f.cleared[ended:])
 	f.handed = len(f.cleared)
-	// An unlock followed by a lock made in process (given to Redis with
-	// the late ones) is not ended again: the lock came last.
-	again := slices.DeleteFunc(slices.Clone(since), func(c clearedLock) bool {
-		return slices.ContainsFunc(f.made[min(c.made, len(f.made)):], func(h HeldLock) bool { return h.Name == c.name && h.ID == c.id && !h.Until.IsZero() })
-	})
+	again := f.endedAgain(since)
 	f.madeMu.Unlock()
 	if taken {
 		taken = f.endInRedis(again)
@@ -866,6 +867,19 @@ func (f *Failover) failback() bool {
 		f.trip(errNotTaken)
 	}
 	return true
+}
+
+// endedAgain returns the unlocks of since, noted while a failback handed
+// the limits back, that are ended in Redis again; madeMu is held. An
+// unlock followed by a lock made in process (given to Redis with the late
+// ones) is not: the lock came last.
+func (f *Failover) endedAgain(since []clearedLock) []clearedLock {
+	return slices.DeleteFunc(slices.Clone(since), func(c clearedLock) bool {
+		return slices.ContainsFunc(f.made[min(c.made, len(f.made)):], func(h HeldLock) bool {
+			f.looked++
+			return h.Name == c.name && h.ID == c.id && !h.Until.IsZero()
+		})
+	})
 }
 
 // failbackMark is what a failback leaves the watch of restarts to know.
@@ -1105,6 +1119,7 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 		return false, err
 	}
 	for i := range f.made {
+		f.looked++
 		if f.made[i].Name == name && f.made[i].ID == id {
 			// Ended, so that no store holds it again, in its place,
 			// which the failback counts by.
@@ -1205,6 +1220,7 @@ func (f *Failover) noteUnlocked(rid ruleID, at time.Time) {
 // logWriteGrace before now, which the lockout log has; madeMu is held.
 func (f *Failover) forgetUnlocks(now time.Time) {
 	for rid, t := range f.unlocked {
+		f.looked++
 		if now.Sub(t) > logWriteGrace {
 			f.dropUnlock(rid)
 		}
