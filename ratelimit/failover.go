@@ -1,11 +1,11 @@
 package ratelimit
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -131,6 +131,11 @@ type Failover struct {
 	// made and in cleared is, so that an identity unlocked again, with no
 	// lock of its own made since, keeps one entry (noteCleared).
 	lastMade, lastCleared map[ruleID]int
+	// madeAt is where each identity's entries in made that no unlock has
+	// ended since (Until set) are, in order: an unlock ends those alone,
+	// and the failback finds by the last whether a lock of its own
+	// followed an unlock, without reading every other identity's.
+	madeAt map[ruleID][]int
 	// handed is how many of cleared a failback is giving Redis: those are
 	// not moved to a later time, which Redis would not learn of.
 	handed int
@@ -142,9 +147,12 @@ type Failover struct {
 	// caller ends the lock's record in the log only once Clear has
 	// returned: a load of the lockouts in force (restore) that read the
 	// log before then holds no lock the log lists that began no later
-	// than an unlock here.
-	unlocked   map[ruleID]time.Time
-	unlockedBy map[string]int
+	// than an unlock here. Each is in unlockOrder, oldest first (the
+	// times are taken under madeMu), so that those past logWriteGrace
+	// are forgotten from its front, not found among all.
+	unlocked    map[ruleID]*list.Element // of *unlockNote
+	unlockOrder list.List
+	unlockedBy  map[string]int
 	// handing is set, under madeMu, while a failback hands the limits
 	// back to Redis: every Clear then notes its unlock in cleared, to be
 	// ended in Redis again after the failback's last Hold.
@@ -152,10 +160,10 @@ type Failover struct {
 	// scanning, set by tests before a failback, is called between the
 	// failback's scans, which must not hold up a failure decided then.
 	scanning func()
-	// looked counts the entries of made and unlocked read under madeMu
-	// by Clear, noteUnlocked and endedAgain, which every failure decided
-	// in process waits for: tests check that each reads its own
-	// identity's, not every one's.
+	// looked counts the entries of made and unlocked read under madeMu,
+	// which every failure decided in process waits for, by Clear,
+	// endedAgain and forgetUnlocks: tests check that an unlock and the
+	// failback read their own identity's, not every one's.
 	looked int
 }
 
@@ -644,7 +652,7 @@ func (f *Failover) restore(done chan struct{}) {
 			// this ends what it holds.
 			f.madeMu.Lock()
 			f.forgetUnlocks(time.Now())
-			locks = f.withoutUnlocked(locks, f.cleared, f.unlocked)
+			locks = f.withoutUnlocked(locks, f.cleared, f.unlockNotes())
 			locks = append(locks, f.made...)
 			err = f.local.Hold(context.Background(), locks...)
 			f.madeMu.Unlock()
@@ -771,7 +779,7 @@ func (f *Failover) failback() bool {
 	made := slices.Clone(f.made)
 	f.handed = ended
 	f.forgetUnlocks(time.Now())
-	unlocked := maps.Clone(f.unlocked)
+	unlocked := f.unlockNotes()
 	f.madeMu.Unlock()
 	// A lock the lockout log lists may have been ended in process before
 	// the log says so: an unlock made after it began came last. One that
@@ -851,10 +859,10 @@ func (f *Failover) failback() bool {
 	for i := range f.cleared {
 		f.cleared[i].made = max(f.cleared[i].made-drop, 0)
 	}
-	f.madeBy, f.clearedBy, f.lastMade, f.lastCleared = nil, nil, nil, nil
+	f.madeBy, f.clearedBy, f.lastMade, f.lastCleared, f.madeAt = nil, nil, nil, nil, nil
 	for i, h := range f.made {
 		f.madeBy = addTo(f.madeBy, f.group(h.Name, h.ID), 1)
-		f.lastMade = setIn(f.lastMade, ruleID{h.Name, h.ID}, i)
+		f.index(h, i)
 	}
 	for i, c := range f.cleared {
 		f.clearedBy = addTo(f.clearedBy, f.group(c.name, c.id), 1)
@@ -875,10 +883,12 @@ func (f *Failover) failback() bool {
 // ones) is not: the lock came last.
 func (f *Failover) endedAgain(since []clearedLock) []clearedLock {
 	return slices.DeleteFunc(slices.Clone(since), func(c clearedLock) bool {
-		return slices.ContainsFunc(f.made[min(c.made, len(f.made)):], func(h HeldLock) bool {
-			f.looked++
-			return h.Name == c.name && h.ID == c.id && !h.Until.IsZero()
-		})
+		at := f.madeAt[c.ruleID]
+		if len(at) == 0 {
+			return false
+		}
+		f.looked++
+		return at[len(at)-1] >= c.made
 	})
 }
 
@@ -915,13 +925,13 @@ var errNotTaken = errors.New("ratelimit: redis stopped answering while the limit
 // withoutUnlocked returns locks less those that began no later than an
 // unlock of their identity in cleared or in unlocked, which came last;
 // locks itself is left as it was.
-func (f *Failover) withoutUnlocked(locks []HeldLock, cleared []clearedLock, unlocked map[ruleID]time.Time) []HeldLock {
+func (f *Failover) withoutUnlocked(locks []HeldLock, cleared []clearedLock, unlocked []unlockNote) []HeldLock {
 	if len(cleared) == 0 && len(unlocked) == 0 {
 		return locks
 	}
-	lastUnlock := maps.Clone(unlocked)
-	if lastUnlock == nil {
-		lastUnlock = make(map[ruleID]time.Time, len(cleared))
+	lastUnlock := make(map[ruleID]time.Time, len(unlocked)+len(cleared))
+	for _, u := range unlocked {
+		lastUnlock[u.ruleID] = u.at
 	}
 	for _, c := range cleared {
 		if c.at.After(lastUnlock[c.ruleID]) {
@@ -1118,14 +1128,13 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 		f.madeMu.Unlock()
 		return false, err
 	}
-	for i := range f.made {
+	for _, i := range f.madeAt[ruleID{name, id}] {
 		f.looked++
-		if f.made[i].Name == name && f.made[i].ID == id {
-			// Ended, so that no store holds it again, in its place,
-			// which the failback counts by.
-			f.made[i].Until = time.Time{}
-		}
+		// Ended, so that no store holds it again, in its place, which
+		// the failback counts by.
+		f.made[i].Until = time.Time{}
 	}
+	delete(f.madeAt, ruleID{name, id})
 	if f.logged[name] {
 		f.noteUnlocked(ruleID{name, id}, at)
 	}
@@ -1144,8 +1153,8 @@ func (f *Failover) Clear(ctx context.Context, name, id string) (bool, error) {
 		// Not ended in Redis: the log keeps listing the lock, which
 		// holds again from it.
 		f.madeMu.Lock()
-		if rid := (ruleID{name, id}); f.unlocked[rid].Equal(at) {
-			f.dropUnlock(rid)
+		if e, ok := f.unlocked[ruleID{name, id}]; ok && e.Value.(*unlockNote).at.Equal(at) {
+			f.dropUnlock(ruleID{name, id})
 		}
 		f.madeMu.Unlock()
 		return false, err
@@ -1200,35 +1209,60 @@ func (f *Failover) noteCleared(name, id string, at time.Time) {
 // noteUnlocked notes in unlocked an unlock of a logged rule made at at;
 // madeMu is held.
 func (f *Failover) noteUnlocked(rid ruleID, at time.Time) {
-	if f.unlocked == nil {
-		f.unlocked = map[ruleID]time.Time{}
+	if e, ok := f.unlocked[rid]; ok {
+		// The latest unlock of all: last in the order.
+		e.Value.(*unlockNote).at = at
+		f.unlockOrder.MoveToBack(e)
+		return
 	}
-	if _, ok := f.unlocked[rid]; !ok {
-		g := f.group(rid.name, rid.id)
+	g := f.group(rid.name, rid.id)
+	if f.unlockedBy[g] >= maxMade {
+		f.forgetUnlocks(at)
 		if f.unlockedBy[g] >= maxMade {
-			f.forgetUnlocks(at)
-			if f.unlockedBy[g] >= maxMade {
-				return
-			}
+			return
 		}
-		f.unlockedBy = addTo(f.unlockedBy, g, 1)
 	}
-	f.unlocked[rid] = at
+	f.unlockedBy = addTo(f.unlockedBy, g, 1)
+	if f.unlocked == nil {
+		f.unlocked = map[ruleID]*list.Element{}
+	}
+	f.unlocked[rid] = f.unlockOrder.PushBack(&unlockNote{rid, at})
+}
+
+// unlockNote is an unlock noted in unlocked: when it was made.
+type unlockNote struct {
+	ruleID
+	at time.Time
 }
 
 // forgetUnlocks forgets the unlocks in unlocked made longer than
-// logWriteGrace before now, which the lockout log has; madeMu is held.
+// logWriteGrace before now, which the lockout log has: the oldest, up to
+// the first that is not; madeMu is held.
 func (f *Failover) forgetUnlocks(now time.Time) {
-	for rid, t := range f.unlocked {
+	for e := f.unlockOrder.Front(); e != nil; e = f.unlockOrder.Front() {
 		f.looked++
-		if now.Sub(t) > logWriteGrace {
-			f.dropUnlock(rid)
+		u := e.Value.(*unlockNote)
+		if now.Sub(u.at) <= logWriteGrace {
+			return
 		}
+		f.dropUnlock(u.ruleID)
 	}
 }
 
-// dropUnlock forgets rid's unlock in unlocked; madeMu is held.
+// unlockNotes returns the unlocks in unlocked, oldest first; madeMu is
+// held.
+func (f *Failover) unlockNotes() []unlockNote {
+	notes := make([]unlockNote, 0, f.unlockOrder.Len())
+	for e := f.unlockOrder.Front(); e != nil; e = e.Next() {
+		notes = append(notes, *e.Value.(*unlockNote))
+	}
+	return notes
+}
+
+// dropUnlock forgets rid's unlock in unlocked, which holds one; madeMu is
+// held.
 func (f *Failover) dropUnlock(rid ruleID) {
+	f.unlockOrder.Remove(f.unlocked[rid])
 	delete(f.unlocked, rid)
 	f.unlockedBy = addTo(f.unlockedBy, f.group(rid.name, rid.id), -1)
 }
@@ -1239,7 +1273,19 @@ func (f *Failover) noteMade(h HeldLock) {
 	if g := f.group(h.Name, h.ID); f.madeBy[g] < maxMade {
 		f.made = append(f.made, h)
 		f.madeBy = addTo(f.madeBy, g, 1)
-		f.lastMade = setIn(f.lastMade, ruleID{h.Name, h.ID}, len(f.made)-1)
+		f.index(h, len(f.made)-1)
+	}
+}
+
+// index notes in lastMade and madeAt that h is made[i]; madeMu is held.
+func (f *Failover) index(h HeldLock, i int) {
+	rid := ruleID{h.Name, h.ID}
+	f.lastMade = setIn(f.lastMade, rid, i)
+	if !h.Until.IsZero() {
+		if f.madeAt == nil {
+			f.madeAt = map[ruleID][]int{}
+		}
+		f.madeAt[rid] = append(f.madeAt[rid], i)
 	}
 }
 
