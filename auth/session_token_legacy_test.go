@@ -1,0 +1,108 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/xcloaktest"
+)
+
+// oldReplicaSession stores a session under token as a replica of the
+// version before tagged tokens does during a rolling upgrade: it knows
+// nothing of legacy_token, which its default marks.
+func oldReplicaSession(t *testing.T, env *xcloaktest.Env, userID int64, token string, at time.Time) {
+	t.Helper()
+	if _, err := env.DB.Exec(t.Context(), `
+		INSERT INTO sessions (id_hash, user_id, created_at, expires_at, last_seen_at, public_id, ends_at)
+		VALUES ($1, $2, $3, $4, $3, 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee', $4)`,
+		auth.HashToken(token), userID, at, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLegacyAnswerLapsesWhenTheClockGoesBack: the answer that no session
+// of the older shape is live is asked again a minute of the replica's
+// time later, even when its clock was set back meanwhile; it is not kept
+// until the clock passes the time it was asked at again.
+func TestLegacyAnswerLapsesWhenTheClockGoesBack(t *testing.T) {
+	start := time.Now().Truncate(time.Second)
+	clock := &idleClock{now: start}
+	env := xcloaktest.New(t, xcloaktest.Options{Now: clock.Now})
+	ann := env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
+	// None is live: this replica learns it.
+	if _, err := env.Service.Session(t.Context(), strings.Repeat("A", 43)); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatal(err)
+	}
+	// The clock is set back an hour (NTP stepping a fast clock), and an
+	// old replica signs ann in.
+	clock.set(start.Add(-time.Hour))
+	const old = "oldoldoldoldoldoldoldoldoldoldoldoldoldoldo"
+	oldReplicaSession(t, env, ann.ID, old, clock.Now())
+	// Two minutes of this replica's time on, the answer has lapsed.
+	clock.set(start.Add(-time.Hour + 2*time.Minute))
+	if sess, err := env.Service.Session(t.Context(), old); err != nil || sess.UserID != ann.ID {
+		t.Fatalf("a session an old replica made, two minutes after the clock went back: %+v, %v; want ann's", sess, err)
+	}
+}
+
+// TestLegacySignOutWhileAnOldReplicaServes: during a rolling upgrade, a
+// session an old replica made after this one learned that none of the
+// older shape was live is ended when its browser signs out here, not left
+// live for whoever holds a copy of its cookie.
+func TestLegacySignOutWhileAnOldReplicaServes(t *testing.T) {
+	start := time.Now().Truncate(time.Second)
+	clock := &idleClock{now: start}
+	env := xcloaktest.New(t, xcloaktest.Options{Now: clock.Now})
+	ann := env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
+	if _, err := env.Service.Session(t.Context(), strings.Repeat("A", 43)); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatal(err)
+	}
+	const old = "oldoldoldoldoldoldoldoldoldoldoldoldoldoldo"
+	oldReplicaSession(t, env, ann.ID, old, clock.Now())
+	clock.set(start.Add(10 * time.Second))
+	if err := env.Service.Logout(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	clock.set(start.Add(2 * time.Minute))
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if sess, err := env.Service.Session(ctx, old); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("a session signed out on this replica: %+v, %v; want ErrNoSession", sess, err)
+	}
+}
+
+// TestLegacyRecheckFailureIsNotRetriedAtOnce: a recheck that fails (the
+// table busy, Postgres slow, the client gone) stands for a while like an
+// answer, so that a flood of tokens of the older shape does not turn into
+// one recheck after another.
+func TestLegacyRecheckFailureIsNotRetriedAtOnce(t *testing.T) {
+	start := time.Now().Truncate(time.Second)
+	clock := &idleClock{now: start}
+	env := xcloaktest.New(t, xcloaktest.Options{Now: clock.Now})
+	made := strings.Repeat("A", 43)
+	if _, err := env.Service.Session(t.Context(), made); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatal(err)
+	}
+	clock.set(start.Add(time.Minute + time.Second))
+	lockSessions(t, env)
+	// The recheck waits for the table until its request gives up.
+	first, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := env.Service.Session(first, made); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatal(err)
+	}
+	if first.Err() == nil {
+		t.Fatal("the recheck did not wait for the table")
+	}
+	// The next token of that shape, at the same time, asks nothing.
+	next, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := env.Service.Session(next, made); !errors.Is(err, auth.ErrNoSession) || next.Err() != nil {
+		t.Errorf("a token of the older shape right after a failed recheck: %v (context %v); want ErrNoSession without a query",
+			err, next.Err())
+	}
+}
