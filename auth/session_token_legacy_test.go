@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,40 @@ func TestLegacyRecheckFailureIsNotRetriedAtOnce(t *testing.T) {
 	if _, err := env.Service.Session(next, made); !errors.Is(err, auth.ErrNoSession) || next.Err() != nil {
 		t.Errorf("a token of the older shape right after a failed recheck: %v (context %v); want ErrNoSession without a query",
 			err, next.Err())
+	}
+}
+
+// TestSessionsMarkTheirTokensShape: a session this version makes, by a
+// sign-in or by a password change's new token, is stored unmarked with a
+// tagged token; one an earlier version stores is marked by the column's
+// default; a change made from a marked session goes on unmarked.
+func TestSessionsMarkTheirTokensShape(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	ann := env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
+	marked := func(token string) bool {
+		t.Helper()
+		var legacy bool
+		if err := env.DB.QueryRow(t.Context(), `SELECT legacy_token FROM sessions WHERE id_hash = $1`, auth.HashToken(token)).Scan(&legacy); err != nil {
+			t.Fatal(err)
+		}
+		return legacy
+	}
+	signedIn := signInAt(t, env, "ann@example.com").Token
+	if len(signedIn) != 64 || marked(signedIn) {
+		t.Errorf("a sign-in's token %q (%d characters) is marked %v; want 64 characters, unmarked", signedIn, len(signedIn), marked(signedIn))
+	}
+	const old = "oldoldoldoldoldoldoldoldoldoldoldoldoldoldo"
+	oldReplicaSession(t, env, ann.ID, old, time.Now())
+	if !marked(old) {
+		t.Fatal("a session an earlier version stored is not marked")
+	}
+	changed, err := env.Service.ChangePassword(t.Context(), auth.PasswordChange{Session: old, Current: "correct horse battery staple",
+		New: "another horse battery staple", Client: auth.Client{Addr: netip.MustParseAddr("192.0.2.7")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changed.Token) != 64 || marked(changed.Token) {
+		t.Errorf("the token a change made from a marked session goes on under (%d characters) is marked %v; want 64, unmarked",
+			len(changed.Token), marked(changed.Token))
 	}
 }

@@ -188,7 +188,7 @@ func (s *Service) ProxySession(ctx context.Context, token string) (Session, erro
 	if sess, ok := s.sessionCache.get(key, now); ok {
 		return sess, nil
 	}
-	if !s.sessionTokenWorthAQuery(ctx, token) {
+	if !s.sessionTokenWorthAQuery(ctx, token, legacyRecheckTime) {
 		return Session{}, ErrNoSession
 	}
 	read, leader := s.sessionCache.join(key, now)

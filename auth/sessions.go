@@ -57,7 +57,8 @@ type DeviceInfo struct {
 }
 
 // newToken returns 256 random bits in unpadded base64url (43 characters)
-// and the hash to store.
+// and the hash to store: the tokens of links, second steps and ceremonies.
+// A session's token is made by sessionTokens, with a tag.
 func newToken() (token string, hash []byte) {
 	var b [32]byte
 	rand.Read(b[:])
@@ -112,7 +113,7 @@ func (s *Service) createSessionWith(ctx context.Context, u User, passwordHash st
 
 // Session returns the live session a token names, or ErrNoSession.
 func (s *Service) Session(ctx context.Context, token string) (Session, error) {
-	if !s.sessionTokenWorthAQuery(ctx, token) {
+	if !s.sessionTokenWorthAQuery(ctx, token, legacyRecheckTime) {
 		return Session{}, ErrNoSession
 	}
 	now := s.now()
@@ -205,7 +206,7 @@ func wellFormedPublicID(id string) bool {
 
 // Logout ends the session a token names; an unknown token is not an error.
 func (s *Service) Logout(ctx context.Context, token string) error {
-	if !s.sessionTokenWorthAQuery(ctx, token) {
+	if !s.sessionTokenWorthAQuery(ctx, token, legacyRetryTime) {
 		return nil
 	}
 	err := s.store.DeleteSession(ctx, hashToken(token))

@@ -27,6 +27,10 @@ const (
 	sessionTagLen     = 16
 	legacyTokenLen    = 43
 	legacyRecheckTime = time.Minute
+	// legacyRetryTime is how long a failed recheck's last answer stands,
+	// and legacyAskTimeout how long a recheck waits for the store.
+	legacyRetryTime  = 5 * time.Second
+	legacyAskTimeout = 2 * time.Second
 )
 
 // sessionTokens makes and checks the tags of session tokens.
@@ -91,32 +95,50 @@ func (k sessionTokens) shape(token string) tokenShape {
 	return tokenMadeUp
 }
 
-// legacySessions knows whether any session made before tokens were
-// tagged may still be live: while one may, a token of their shape is
-// looked up; once none is, it is refused without a query. The answer is
-// asked of the store at most once a minute, by one request at a time
-// (the others go by the last answer), and is "live" until first asked,
-// so that no such session ends early.
+// legacySessions knows whether any session whose token has no tag (made
+// before tokens were tagged, or by a replica of an earlier version while a
+// rolling upgrade lasts) may still be live: while one may, a token of
+// their shape is looked up; once none is, it is refused without a query.
+// The store is asked at most once a minute, by one request at a time (the
+// others go by the last answer), and "live" stands until it first
+// answers, so that no such session ends early. A session an earlier
+// version makes after this replica learned that none was live signs in
+// here from the next answer on, within a minute; a sign-out asks again
+// once the answer is legacyRetryTime old, so that it ends such a session
+// rather than leave a copy of its cookie signed in.
 type legacySessions struct {
 	asking  sync.Mutex
 	none    atomic.Bool
 	askedAt atomic.Int64 // Unix nanoseconds; 0: never
 }
 
-// mayBeLive reports whether a token of the older shape is worth a query.
-func (s *Service) legacyMayBeLive(ctx context.Context) bool {
+// legacyMayBeLive reports whether a token of the older shape is worth a
+// query, by an answer at most fresh old.
+func (s *Service) legacyMayBeLive(ctx context.Context, fresh time.Duration) bool {
 	l := &s.legacySessions
 	now := s.now()
-	if at := l.askedAt.Load(); at != 0 && now.Sub(time.Unix(0, at)) < legacyRecheckTime {
-		return !l.none.Load()
+	if at := l.askedAt.Load(); at != 0 {
+		// A clock set back makes the answer lapse, rather than stand
+		// until the clock passes the time it was given again.
+		if d := now.Sub(time.Unix(0, at)); d >= 0 && d < fresh {
+			return !l.none.Load()
+		}
 	}
 	if !l.asking.TryLock() {
 		return !l.none.Load()
 	}
 	defer l.asking.Unlock()
+	// Not the request's to cancel: a client that hangs up would fail the
+	// answer every request goes by.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), legacyAskTimeout)
+	defer cancel()
 	live, err := s.store.LegacySessionsLive(ctx, now)
 	if err != nil {
-		// Asked again next time; meanwhile the last answer stands.
+		// The last answer stands for legacyRetryTime, so that a flood of
+		// such tokens while Postgres struggles is not one query after
+		// another.
+		l.askedAt.Store(now.Add(legacyRetryTime - legacyRecheckTime).UnixNano())
+		s.log.WarnContext(ctx, "could not learn whether sessions of untagged tokens are live", "err", err)
 		return !l.none.Load()
 	}
 	l.none.Store(!live)
@@ -124,13 +146,14 @@ func (s *Service) legacyMayBeLive(ctx context.Context) bool {
 	return live
 }
 
-// sessionTokenWorthAQuery reports whether token may name a session.
-func (s *Service) sessionTokenWorthAQuery(ctx context.Context, token string) bool {
+// sessionTokenWorthAQuery reports whether token may name a session, by an
+// answer about the older shape at most fresh old (legacySessions).
+func (s *Service) sessionTokenWorthAQuery(ctx context.Context, token string, fresh time.Duration) bool {
 	switch s.sessionTokens.shape(token) {
 	case tokenTagged:
 		return true
 	case tokenLegacy:
-		return s.legacyMayBeLive(ctx)
+		return s.legacyMayBeLive(ctx, fresh)
 	}
 	return false
 }
