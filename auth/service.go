@@ -24,7 +24,8 @@ type Config struct {
 	// clone it (maps.Clone) before changing the copy's.
 	Limits  Limits
 	Lockout ratelimit.LockoutPolicy
-	// Secret keys the device cookies' MACs; at least 32 bytes.
+	// Secret keys the device cookies' and the session tokens' MACs, and
+	// the other keys derived from it (deriveKey); at least 32 bytes.
 	Secret []byte
 	// PublicURL is where users reach XCloak; reset links are built from
 	// it, never from a request's Host header.

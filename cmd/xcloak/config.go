@@ -239,7 +239,7 @@ func newSettings(d auth.Config) []setting {
 		},
 		{
 			env: "XCLOAK_SECRET", flag: "secret", show: "none", scope: forServe, fromFile: true,
-			usage: "random `key` of at least 32 bytes that signs device cookies; required unless --dev. " +
+			usage: "random `key` of at least 32 bytes that signs device cookies and session tokens; required unless --dev. " +
 				"A flag is visible in ps: prefer XCLOAK_SECRET_FILE",
 			set: func(c *config, v string) error {
 				if err := checkSecret(v); err != nil {
