@@ -119,7 +119,11 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 			"this build runs on it, as the replicas not yet replaced do during a rolling update",
 			"schema_version", version, "build_schema_version", known)
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pc, err := poolConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("XCLOAK_DATABASE_URL: %w", databaseURLError(cfg.DatabaseURL, err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", mustDatabaseLabel(cfg.DatabaseURL), err)
 	}

@@ -19,7 +19,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/xcloak/xcloak/attack"
@@ -1115,12 +1114,12 @@ func checkRedisPool(o *redis.Options) error {
 	return nil
 }
 
-// checkDatabaseURL reads raw as the pool does, its own parameters
-// (pool_max_conns and the like) included: one the pool could not read
-// would otherwise pass here, and stop the start later with pgx's
+// checkDatabaseURL reads raw as the pool does (poolConfig), its own
+// parameters (pool_max_conns and the like) included: one the pool could
+// not read would otherwise pass here, and stop the start later with pgx's
 // message, which quotes the URL with the password only partly masked.
 func checkDatabaseURL(raw string) error {
-	pc, err := pgxpool.ParseConfig(raw)
+	pc, err := poolConfig(raw)
 	if err != nil {
 		return databaseURLError(raw, err)
 	}
