@@ -9,7 +9,8 @@ import (
 )
 
 // sessionBounds are the settings each connection of the service's pool
-// is given, unless the database URL sets them: a statement waiting
+// is given, unless something set them already (the database URL, the
+// role's or the database's settings, the server's configuration): a statement waiting
 // behind a lock (an operator's LOCK, another version's migration, a hung
 // transaction) or running away would otherwise hold one of the pool's few
 // connections for as long as its caller waits, and enough of them stall
@@ -34,9 +35,10 @@ func poolConfig(raw string) (*pgxpool.Config, error) {
 	return pc, nil
 }
 
-// boundSQL sets each of sessionBounds ($1, values $2) that the session's
-// start did not: what the URL sets, as a parameter or in options, the
-// server has from the client. Set once the session runs rather than sent
+// boundSQL sets each of sessionBounds ($1, values $2) that still has the
+// server's built-in default: what the URL sets, as a parameter or in
+// options, comes from the client, and an operator's ALTER ROLE, ALTER
+// DATABASE or postgresql.conf from those, and each is kept. Set once the session runs rather than sent
 // at its start with the URL's parameters, which a pooler such as
 // PgBouncer refuses ("unsupported startup parameter"); it outlasts a
 // pooler's transactions only under session pooling, which XCloak needs
@@ -44,7 +46,7 @@ func poolConfig(raw string) (*pgxpool.Config, error) {
 const boundSQL = `SELECT count(set_config(b.name, b.value, false))
 	FROM unnest($1::text[], $2::text[]) AS b(name, value)
 	JOIN pg_settings s ON s.name = b.name
-	WHERE s.source <> 'client'`
+	WHERE s.source = 'default'`
 
 // boundSession gives conn, a new connection of the pool, sessionBounds.
 func boundSession(ctx context.Context, conn *pgx.Conn) error {

@@ -203,3 +203,25 @@ func TestBoundsAreNoStartupParameters(t *testing.T) {
 		t.Error("no AfterConnect sets the bounds")
 	}
 }
+
+// TestDatabaseSettingsKeepTheirBounds: a bound the operator set on the
+// database (ALTER DATABASE; ALTER ROLE and postgresql.conf alike) is kept:
+// XCloak sets only what nothing else did.
+func TestDatabaseSettingsKeepTheirBounds(t *testing.T) {
+	b, dbURL := boundsBackend(t, nil)
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(t.Context(), `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` SET lock_timeout = '3s'`); err != nil {
+		t.Fatal(err)
+	}
+	// A new connection reads the database's settings as it starts.
+	b.pool.Reset()
+	if got := shown(t, b, "lock_timeout"); got != "3s" {
+		t.Errorf("SHOW lock_timeout on a database that sets it: %s, want 3s", got)
+	}
+	if got := shown(t, b, "statement_timeout"); got != "30s" {
+		t.Errorf("SHOW statement_timeout beside it: %s, want 30s", got)
+	}
+}
