@@ -25,19 +25,26 @@ func oldReplicaSession(t *testing.T, env *xcloaktest.Env, userID int64, token st
 	}
 }
 
+// learnedNoneLive is a service on a clock of the test's, with ann's
+// account, that has learned that no session of the older shape is live.
+func learnedNoneLive(t *testing.T) (*xcloaktest.Env, *idleClock, auth.User) {
+	t.Helper()
+	clock := &idleClock{now: time.Now().Truncate(time.Second)}
+	env := xcloaktest.New(t, xcloaktest.Options{Now: clock.Now})
+	ann := env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
+	if _, err := env.Service.Session(t.Context(), strings.Repeat("A", 43)); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatal(err)
+	}
+	return env, clock, ann
+}
+
 // TestLegacyAnswerLapsesWhenTheClockGoesBack: the answer that no session
 // of the older shape is live is asked again a minute of the replica's
 // time later, even when its clock was set back meanwhile; it is not kept
 // until the clock passes the time it was asked at again.
 func TestLegacyAnswerLapsesWhenTheClockGoesBack(t *testing.T) {
-	start := time.Now().Truncate(time.Second)
-	clock := &idleClock{now: start}
-	env := xcloaktest.New(t, xcloaktest.Options{Now: clock.Now})
-	ann := env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
-	// None is live: this replica learns it.
-	if _, err := env.Service.Session(t.Context(), strings.Repeat("A", 43)); !errors.Is(err, auth.ErrNoSession) {
-		t.Fatal(err)
-	}
+	env, clock, ann := learnedNoneLive(t)
+	start := clock.Now()
 	// The clock is set back an hour (NTP stepping a fast clock), and an
 	// old replica signs ann in.
 	clock.set(start.Add(-time.Hour))
@@ -55,13 +62,8 @@ func TestLegacyAnswerLapsesWhenTheClockGoesBack(t *testing.T) {
 // older shape was live is ended when its browser signs out here, not left
 // live for whoever holds a copy of its cookie.
 func TestLegacySignOutWhileAnOldReplicaServes(t *testing.T) {
-	start := time.Now().Truncate(time.Second)
-	clock := &idleClock{now: start}
-	env := xcloaktest.New(t, xcloaktest.Options{Now: clock.Now})
-	ann := env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
-	if _, err := env.Service.Session(t.Context(), strings.Repeat("A", 43)); !errors.Is(err, auth.ErrNoSession) {
-		t.Fatal(err)
-	}
+	env, clock, ann := learnedNoneLive(t)
+	start := clock.Now()
 	const old = "oldoldoldoldoldoldoldoldoldoldoldoldoldoldo"
 	oldReplicaSession(t, env, ann.ID, old, clock.Now())
 	clock.set(start.Add(10 * time.Second))
