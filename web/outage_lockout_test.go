@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/xcloak/xcloak/auth"
@@ -54,5 +55,59 @@ func TestLockoutHoldsThroughRedisOutage(t *testing.T) {
 	}
 	if resp, _ := post(t, owner, base+"/api/v1/login", jsonType, loginJSON("owner@example.com", "owner's password")); resp.StatusCode != 200 {
 		t.Fatalf("owner's known browser with Redis down: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestLimitedDeviceCookieQueriesNothingInOutage: while Redis is away, a
+// sign-in that the failure policy refuses costs no Postgres query either,
+// whatever device cookie it carries, as with Redis up
+// (TestLimitedDeviceCookieQueriesNothing): under local, one that the
+// in-process limits refuse; under closed, every one. The replica's memory
+// of rejections, which answers such sign-ins with Redis up, is Redis'
+// alone, so the outage must not turn each cookie a client collected for
+// an account of its own into a lookup.
+func TestLimitedDeviceCookieQueriesNothingInOutage(t *testing.T) {
+	for _, tc := range []struct {
+		policy ratelimit.FailurePolicy
+		want   int
+	}{
+		{ratelimit.FailLocal, http.StatusTooManyRequests},
+		{ratelimit.FailClosed, http.StatusServiceUnavailable},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			srv := testenv.PrivateRedis(t)
+			env := xcloaktest.New(t, xcloaktest.Options{
+				Redis: fastRedis(t, srv.URL()), Prefix: "xcloak:",
+				Auth: func(c *auth.Config) {
+					c.RedisFailure = tc.policy
+					c.Limits.SetCount(auth.RuleLoginIP, 1)
+				},
+			})
+			base := env.Start(t)
+			env.AddUser(t, "mallory@example.com", "her own password", false)
+			var cookies []string
+			for i := range 3 {
+				b := xcloaktest.Client(t, fmt.Sprintf("127.0.51.%d", 40+i))
+				signIn(t, b, base, "mallory@example.com", "her own password")
+				cookies = append(cookies, deviceCookie(t, env, b, base, "mallory@example.com"))
+			}
+
+			srv.Stop()
+			flood := xcloaktest.Client(t, "127.0.51.49")
+			if tc.policy == ratelimit.FailLocal {
+				// The network's one sign-in in process, then its
+				// limit.
+				if resp, _ := post(t, flood, base+"/api/v1/login", jsonType, loginJSON("mallory@example.com", "a guess")); resp.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("first sign-in with Redis down: %d, want 401", resp.StatusCode)
+				}
+			}
+			if resp, _ := post(t, flood, base+"/api/v1/login", jsonType, loginJSON("mallory@example.com", "a guess")); resp.StatusCode != tc.want {
+				t.Fatalf("a sign-in the policy refuses, without a cookie: %d, want %d", resp.StatusCode, tc.want)
+			}
+			if !env.Service.Degraded() {
+				t.Fatal("not in degraded mode with Redis down")
+			}
+			floodWithCookies(t, env, base, flood, "mallory@example.com", cookies, tc.want)
+		})
 	}
 }
