@@ -146,7 +146,8 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 	checking := false
 	if nonce, ok := s.devices.Check(email, req.DeviceCookie); ok {
 		// Its network's rules are asked of the limits' memory of
-		// rejections before its device is looked up, as the decision
+		// rejections (while Redis is away, of the limits in process)
+		// before its device is looked up, as the decision
 		// API asks them (decideLogin): a cookie keeps its MAC once its
 		// device is forgotten, so a client that signs in to an account
 		// of its own again and again holds as many as it likes, and
@@ -154,6 +155,11 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 		// would cost a query each.
 		if d, ok := s.limits.Remembered(s.rules(FlowSignIn, Subject{Client: req.Client, source: source})...); ok {
 			return LoginResult{}, OutcomeRejected, s.rejectSignIn(d, email, source, at)
+		}
+		// Nor one the closed policy refuses whatever it carries: Redis
+		// away, no sign-in is decided.
+		if s.limits.Policy() == ratelimit.FailClosed && s.limits.Degraded() {
+			return LoginResult{}, OutcomeUnavailable, unavailable("checking limits", ratelimit.ErrRedisUnavailable)
 		}
 		// A cookie this server signed for this account: a returning
 		// user's browser. Its check is in flight from here, so that

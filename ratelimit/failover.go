@@ -342,12 +342,42 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 }
 
 // Remembered answers from the shared store's memory while Redis is
-// treated as up, when AllowAll would consult it; while degraded, false.
+// treated as up, when AllowAll would consult it. While degraded under the
+// local policy it answers the rejections the in-process limits would
+// decide, once the lockouts in force are loaded: Redis' memory is off
+// then, and a caller that asks before costly work (a device cookie's
+// lookup) must not do that work for every request the outage refuses.
+// Otherwise false.
 func (f *Failover) Remembered(rules ...Rule) (Decision, bool) {
-	if f.degraded.Load() {
+	if !f.degraded.Load() {
+		return f.shared.Remembered(rules...)
+	}
+	l, ok := f.local.(*Local)
+	if f.policy == FailClosed || f.policy == FailOpen || !ok || validRules(rules) != nil || !f.restoredNow() ||
+		(f.locksMissing.Load() && slices.ContainsFunc(rules, func(r Rule) bool { return r.Lockable })) {
 		return Decision{}, false
 	}
-	return f.shared.Remembered(rules...)
+	d, rejected := l.rejects(rules)
+	if !rejected {
+		return Decision{}, false
+	}
+	d.FromMemory = true
+	return d, true
+}
+
+// restoredNow reports, without waiting, whether the lockouts in force at
+// the start of the current outage are loaded (waitRestored).
+func (f *Failover) restoredNow() bool {
+	p := f.restored.Load()
+	if p == nil {
+		return true
+	}
+	select {
+	case <-*p:
+		return true
+	default:
+		return false
+	}
 }
 
 // remembered is Remembered for rules already validated: a Redis store's

@@ -155,6 +155,21 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
+	return l.allowAll(rules, true), nil
+}
+
+// rejects reports whether AllowAll would reject rules now, and with what
+// decision, recording nothing: what Failover asks, while it decides in
+// process, before work that a rejection would make useless. rules are
+// valid.
+func (l *Local) rejects(rules []Rule) (Decision, bool) {
+	d := l.allowAll(rules, false)
+	return d, !d.Allowed
+}
+
+// allowAll is AllowAll for valid rules; an admission is recorded only if
+// record is set.
+func (l *Local) allowAll(rules []Rule, record bool) Decision {
 	// Each rule's shard, and the shards to lock in ascending order.
 	var buf [4]int
 	shards := buf[:0]
@@ -214,9 +229,9 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		}
 		d.Results[i] = res
 	}
-	if !d.Allowed {
+	if !d.Allowed || !record {
 		// Nothing is recorded: a rejected request costs no memory.
-		return d, nil
+		return d
 	}
 	for i, r := range rules {
 		if r.LockOnly() {
@@ -234,7 +249,7 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 		d.Results[i].Count++
 		d.Results[i].Remaining--
 	}
-	return d, nil
+	return d
 }
 
 // ruleKey names the records of identity id under rule name: its log, its

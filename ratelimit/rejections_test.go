@@ -229,7 +229,7 @@ func (h *holdAnswer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // memory, without Redis (here: gone) and without recording anything; it
 // answers false for rules it remembers no rejection of, for a store
 // without a memory, and for a Failover that has lost Redis, whose local
-// store then decides.
+// store then decides: that one answers what its local store rejects.
 func TestRememberedAsksNothing(t *testing.T) {
 	srv := testenv.PrivateRedis(t)
 	rdb := fastClient(t, srv.URL())
@@ -289,6 +289,27 @@ func TestRememberedAsksNothing(t *testing.T) {
 	}
 	if _, ok := f.Remembered(full); ok {
 		t.Fatal("a degraded Failover answered from Redis' memory, not its local store's")
+	}
+	// Degraded under local, it answers what its local store would reject,
+	// recording nothing either.
+	if d, err := f.AllowAll(t.Context(), full); err != nil || !d.Allowed {
+		t.Fatalf("first request in process: %+v, %v", d, err)
+	}
+	if d, ok := f.Remembered(free, full); !ok || d.Allowed || !d.FromMemory || d.RetryAfter <= 0 {
+		t.Fatalf("degraded, a rule its local store rejects: %+v %v; want the rejection", d, ok)
+	}
+	for i := range 2 {
+		if d, err := f.AllowAll(t.Context(), free); err != nil || !d.Allowed {
+			t.Fatalf("free's request %d in process after the questions: %+v, %v; want admitted", i, d, err)
+		}
+	}
+	closed := ratelimit.NewFailover(shared, newLocal(t), rdb, ratelimit.FailClosed, nil)
+	t.Cleanup(closed.Close)
+	if err := closed.Check(t.Context()); err == nil || !closed.Degraded() {
+		t.Fatalf("Check with Redis gone: %v, degraded %v", err, closed.Degraded())
+	}
+	if _, ok := closed.Remembered(full); ok {
+		t.Fatal("a degraded Failover under the closed policy answered a rejection")
 	}
 }
 
