@@ -202,6 +202,9 @@ type Service struct {
 	// any made before they were tagged may be live (sessiontoken.go).
 	sessionTokens  sessionTokens
 	legacySessions legacySessions
+	// endedSessions remembers the tokens found to name no session
+	// (endedsessions.go).
+	endedSessions endedSessions
 
 	// attempts fingerprints failed sign-ins for the lockouts.
 	attempts attempts

@@ -127,3 +127,39 @@ func TestSessionsOfTheOlderShapeLastTheirTime(t *testing.T) {
 		t.Errorf("a token of the older shape once none is live: %v; want ErrNoSession without a query", err)
 	}
 }
+
+// TestEndedSessionCostsOneQuery: a token whose session has ended, signed
+// out here or ended elsewhere, costs at most one query a minute on a
+// replica, however often it comes back: an ended session never returns,
+// so whoever keeps a copy of its cookie cannot load Postgres with it.
+func TestEndedSessionCostsOneQuery(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	env.AddUser(t, "ann@example.com", "correct horse battery staple", false)
+	signedOut := signInAt(t, env, "ann@example.com").Token
+	endedElsewhere := signInAt(t, env, "ann@example.com").Token
+	if err := env.Service.Logout(t.Context(), signedOut); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.DB.Exec(t.Context(), `DELETE FROM sessions WHERE id_hash = $1`, auth.HashToken(endedElsewhere)); err != nil {
+		t.Fatal(err)
+	}
+	// The one query that learns it.
+	if _, err := env.Service.ProxySession(t.Context(), endedElsewhere); !errors.Is(err, auth.ErrNoSession) {
+		t.Fatalf("a session ended elsewhere: %v", err)
+	}
+
+	lockSessions(t, env)
+	for name, token := range map[string]string{"signed out": signedOut, "ended elsewhere": endedElsewhere} {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		if _, err := env.Service.Session(ctx, token); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("%s, on a page: %v; want ErrNoSession without a query", name, err)
+		}
+		if _, err := env.Service.ProxySession(ctx, token); !errors.Is(err, auth.ErrNoSession) {
+			t.Errorf("%s, at forward-auth: %v; want ErrNoSession without a query", name, err)
+		}
+		if err := env.Service.Logout(ctx, token); err != nil {
+			t.Errorf("%s, signed out again: %v; want nothing to do", name, err)
+		}
+		cancel()
+	}
+}

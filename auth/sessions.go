@@ -117,8 +117,13 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 		return Session{}, ErrNoSession
 	}
 	now := s.now()
-	sess, err := s.store.SessionByHash(ctx, hashToken(token), now)
+	key := sha256.Sum256([]byte(token))
+	if s.endedSessions.has(key, now) {
+		return Session{}, ErrNoSession
+	}
+	sess, err := s.store.SessionByHash(ctx, key[:], now)
 	if errors.Is(err, ErrNoSession) {
+		s.endedSessions.add(key, now)
 		return Session{}, err
 	}
 	if err != nil {
@@ -128,6 +133,7 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	// TTL now allows: it ends by the TTL in force, as the idle time below.
 	if end := s.sessionEnd(sess.CreatedAt); end.Before(sess.EndsAt) {
 		if !now.Before(end) {
+			s.endedSessions.add(key, now)
 			return Session{}, ErrNoSession
 		}
 		sess.EndsAt = end
@@ -138,6 +144,7 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	if s.cfg.SessionIdle > 0 && !now.Before(s.idleEnd(sess.LastSeenAt)) {
 		// Unused for longer than the idle time, which was longer, or not
 		// set, when it was last used: its expiry was not moved then.
+		s.endedSessions.add(key, now)
 		return Session{}, ErrNoSession
 	}
 	if now.Sub(sess.LastSeenAt) >= sessionTouchGap {
@@ -149,7 +156,7 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 		if s.cfg.SessionIdle > 0 {
 			idleEnd = s.idleEnd(now)
 		}
-		if err := s.store.TouchSession(ctx, hashToken(token), now, sessionTouchGap, idleEnd); err != nil {
+		if err := s.store.TouchSession(ctx, key[:], now, sessionTouchGap, idleEnd); err != nil {
 			s.log.WarnContext(ctx, "session last use not noted", "err", err)
 		} else {
 			sess.LastSeenAt, sess.ExpiresAt = now, s.expiry(now, sess.EndsAt)
@@ -209,11 +216,16 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 	if !s.sessionTokenWorthAQuery(ctx, token, legacyRetryTime) {
 		return nil
 	}
-	err := s.store.DeleteSession(ctx, hashToken(token))
-	s.sessionCache.forget(sha256.Sum256([]byte(token)))
+	key, now := sha256.Sum256([]byte(token)), s.now()
+	if s.endedSessions.has(key, now) {
+		return nil
+	}
+	err := s.store.DeleteSession(ctx, key[:])
+	s.sessionCache.forget(key)
 	if err != nil {
 		return s.dbDown("ending session", err)
 	}
+	s.endedSessions.add(key, now)
 	return nil
 }
 
