@@ -6,23 +6,33 @@ import (
 	"time"
 )
 
-// Ended sessions. A session that has ended (signed out, expired, ended by
-// its owner, an administrator or a password change) never comes back, and
-// no new session can take its token, which is minted with the session. So
-// once a replica has found that a token names no session, it may say so
-// again without a query: a copy of an ended session's cookie, kept and
-// sent over and over, costs at most one query per endedSessionTTL on each
-// replica. Only tokens this service made get here (sessiontoken.go), so
-// a flood of made-up ones neither costs a query nor fills this memory.
+// Ended sessions. A session whose row is gone from the store (signed out,
+// ended by its owner, an administrator or a password change, swept once
+// expired) never comes back, and no new session can take its token, which
+// is minted with the session. So once a replica has found that no row
+// holds a token, it may say so again without a query: a copy of an ended
+// session's cookie, kept and sent over and over, costs at most one query
+// per endedSessionTTL on each replica. A session this replica's own
+// settings end (a SessionTTL or an idle time shorter than those it was
+// made under) keeps its row, which other replicas, or this one after the
+// setting is changed back, may still honour: that is not remembered, so a
+// sign-out still deletes it. Only tokens this service made get here
+// (sessiontoken.go), so a flood of made-up ones neither costs a query nor
+// fills this memory.
 const (
 	endedSessionTTL = time.Minute
 	endedSessionMax = 50_000
 )
 
-// endedSessions remembers the hashes of tokens found to name no session.
+// endedSessions remembers the hashes of tokens no row holds, in two
+// generations: entries go into cur until it is endedSessionTTL old or holds
+// endedSessionMax, when it becomes prev and a new cur starts. Each add and
+// each look is O(1), whatever the rate of a flood, and at most twice the
+// bound is kept.
 type endedSessions struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]time.Time // when each was found so
+	mu        sync.Mutex
+	cur, prev map[[sha256.Size]byte]time.Time // when each was found so
+	curStart  time.Time
 }
 
 // has reports whether key was found ended less than endedSessionTTL
@@ -30,28 +40,20 @@ type endedSessions struct {
 func (e *endedSessions) has(key [sha256.Size]byte, now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	at, ok := e.m[key]
-	return ok && !now.Before(at) && now.Sub(at) < endedSessionTTL
+	for _, m := range [2]map[[sha256.Size]byte]time.Time{e.cur, e.prev} {
+		if at, ok := m[key]; ok && !now.Before(at) && now.Sub(at) < endedSessionTTL {
+			return true
+		}
+	}
+	return false
 }
 
-// add notes that key names no session as of now.
+// add notes that no row holds key as of now.
 func (e *endedSessions) add(key [sha256.Size]byte, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.m == nil {
-		e.m = make(map[[sha256.Size]byte]time.Time)
+	if e.cur == nil || len(e.cur) >= endedSessionMax || now.Before(e.curStart) || now.Sub(e.curStart) >= endedSessionTTL {
+		e.prev, e.cur, e.curStart = e.cur, make(map[[sha256.Size]byte]time.Time), now
 	}
-	if len(e.m) >= endedSessionMax {
-		for k, at := range e.m {
-			if now.Before(at) || now.Sub(at) >= endedSessionTTL {
-				delete(e.m, k)
-			}
-		}
-		if len(e.m) >= endedSessionMax {
-			// More ended sessions sent within a minute than the bound:
-			// start over rather than scan for a victim on every add.
-			clear(e.m)
-		}
-	}
-	e.m[key] = now
+	e.cur[key] = now
 }

@@ -133,7 +133,6 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	// TTL now allows: it ends by the TTL in force, as the idle time below.
 	if end := s.sessionEnd(sess.CreatedAt); end.Before(sess.EndsAt) {
 		if !now.Before(end) {
-			s.endedSessions.add(key, now)
 			return Session{}, ErrNoSession
 		}
 		sess.EndsAt = end
@@ -144,7 +143,6 @@ func (s *Service) Session(ctx context.Context, token string) (Session, error) {
 	if s.cfg.SessionIdle > 0 && !now.Before(s.idleEnd(sess.LastSeenAt)) {
 		// Unused for longer than the idle time, which was longer, or not
 		// set, when it was last used: its expiry was not moved then.
-		s.endedSessions.add(key, now)
 		return Session{}, ErrNoSession
 	}
 	if now.Sub(sess.LastSeenAt) >= sessionTouchGap {
