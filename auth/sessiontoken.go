@@ -109,7 +109,10 @@ func (k sessionTokens) shape(token string) tokenShape {
 type legacySessions struct {
 	asking  sync.Mutex
 	none    atomic.Bool
-	askedAt atomic.Int64 // Unix nanoseconds; 0: never
+	askedAt atomic.Int64 // Unix nanoseconds of the last answer; 0: never
+	// failedAt is when asking last failed (Unix nanoseconds; 0: never):
+	// the last answer then stands for legacyRetryTime, for every caller.
+	failedAt atomic.Int64
 }
 
 // legacyMayBeLive reports whether a token of the older shape is worth a
@@ -117,12 +120,14 @@ type legacySessions struct {
 func (s *Service) legacyMayBeLive(ctx context.Context, fresh time.Duration) bool {
 	l := &s.legacySessions
 	now := s.now()
-	if at := l.askedAt.Load(); at != 0 {
-		// A clock set back makes the answer lapse, rather than stand
-		// until the clock passes the time it was given again.
-		if d := now.Sub(time.Unix(0, at)); d >= 0 && d < fresh {
-			return !l.none.Load()
-		}
+	// A clock set back makes an answer or a failure lapse, rather than
+	// stand until the clock passes its time again.
+	within := func(at int64, d time.Duration) bool {
+		since := now.Sub(time.Unix(0, at))
+		return at != 0 && since >= 0 && since < d
+	}
+	if within(l.askedAt.Load(), fresh) || within(l.failedAt.Load(), legacyRetryTime) {
+		return !l.none.Load()
 	}
 	if !l.asking.TryLock() {
 		return !l.none.Load()
@@ -137,7 +142,7 @@ func (s *Service) legacyMayBeLive(ctx context.Context, fresh time.Duration) bool
 		// The last answer stands for legacyRetryTime, so that a flood of
 		// such tokens while Postgres struggles is not one query after
 		// another.
-		l.askedAt.Store(now.Add(legacyRetryTime - legacyRecheckTime).UnixNano())
+		l.failedAt.Store(now.UnixNano())
 		s.log.WarnContext(ctx, "could not learn whether sessions of untagged tokens are live", "err", err)
 		return !l.none.Load()
 	}
