@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -387,5 +388,8 @@ func (s *Store) NewestTOTPFactor(ctx context.Context, format byte) (auth.Factor,
 func (s *Store) CountFactorAccounts(ctx context.Context) (accounts, withFactor int64, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM users),
 		(SELECT count(DISTINCT user_id) FROM second_factors WHERE confirmed_at IS NOT NULL)`).Scan(&accounts, &withFactor)
-	return accounts, withFactor, err
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: counting accounts: %w", auth.ErrUnavailable, err)
+	}
+	return accounts, withFactor, nil
 }
