@@ -24,7 +24,7 @@ type accountFigures struct {
 	turn chan struct{}
 
 	mu                   sync.Mutex
-	at                   time.Time // when counted; zero: never
+	at                   time.Time // when the last count ended; zero: never
 	accounts, withFactor int64
 }
 
@@ -32,9 +32,9 @@ func newAccountFigures() *accountFigures {
 	return &accountFigures{turn: make(chan struct{}, 1)}
 }
 
-// fresh returns the figures counted less than accountsTTL before now; a
-// clock set back makes them stale, rather than kept until it passes their
-// time again.
+// fresh returns the figures of a count that ended less than accountsTTL
+// before now; a clock set back makes them stale, rather than kept until
+// it passes their time again.
 func (a *accountFigures) fresh(now time.Time) (accounts, withFactor int64, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -58,15 +58,16 @@ func (r *Reader) countAccounts(ctx context.Context) (accounts, withFactor int64,
 		return 0, 0, fmt.Errorf("%w: counting accounts: %w", auth.ErrUnavailable, ctx.Err())
 	}
 	// Counted meanwhile by the reader this one waited for.
-	now := r.now()
-	if accounts, withFactor, ok := a.fresh(now); ok {
+	if accounts, withFactor, ok := a.fresh(r.now()); ok {
 		return accounts, withFactor, nil
 	}
 	if accounts, withFactor, err = r.store.CountFactorAccounts(ctx); err != nil {
 		return 0, 0, err
 	}
+	// Stamped when the count ended, so that a slow count's figures serve
+	// their lifetime after it, not less.
 	a.mu.Lock()
-	a.at, a.accounts, a.withFactor = now, accounts, withFactor
+	a.at, a.accounts, a.withFactor = r.now(), accounts, withFactor
 	a.mu.Unlock()
 	return accounts, withFactor, nil
 }

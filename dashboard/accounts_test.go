@@ -106,3 +106,43 @@ func TestAccountFiguresCountedOnceAWhile(t *testing.T) {
 		t.Errorf("the clock set back: counted %d times; want 5", store.counts.Load())
 	}
 }
+
+// slowCountStore counts once release is closed, each count taking the
+// clock past the figures' lifetime.
+type slowCountStore struct {
+	countingStore
+	release chan struct{}
+	advance func()
+}
+
+func (s *slowCountStore) CountFactorAccounts(ctx context.Context) (int64, int64, error) {
+	<-s.release
+	s.advance()
+	return s.countingStore.CountFactorAccounts(ctx)
+}
+
+// TestSlowAccountCountServesItsWaiters: readers that waited for a count
+// that took longer than the figures last take its figures, rather than
+// each count again in turn.
+func TestSlowAccountCountServesItsWaiters(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store := &slowCountStore{release: make(chan struct{}), advance: func() { mu.Lock(); now = now.Add(30 * time.Second); mu.Unlock() }}
+	store.accounts.Store(7)
+	r := dashboard.New(noCounters{}, store, noAccounts{}, nil, clock, nil)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if d, err := r.Dashboard(t.Context(), dashboard.Period5m); err != nil || d.Summary.Accounts != 7 {
+				t.Errorf("figures %d, %v; want 7", d.Summary.Accounts, err)
+			}
+		})
+	}
+	// The readers queue behind the first count, or come after it.
+	close(store.release)
+	wg.Wait()
+	if n := store.counts.Load(); n != 1 {
+		t.Errorf("accounts counted %d times by readers that waited for one count; want once", n)
+	}
+}
