@@ -93,8 +93,10 @@ type Reader struct {
 	// searches holds a place for each search or export running
 	// (StartSearch).
 	searches chan struct{}
-	// accountFigures are the account figures counted last (accounts.go).
+	// accountFigures are the account figures counted last (accounts.go),
+	// lockoutFigures the lockouts in force read last (lockouts.go).
 	accountFigures *accountFigures
+	lockoutFigures *lockoutFigures
 }
 
 // New returns a Reader; now is its clock (nil: time.Now), log where it
@@ -108,7 +110,8 @@ func New(c Counters, s Store, a Accounts, w AttackWatch, now func() time.Time, l
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Reader{counters: c, attack: w, store: s, accounts: a, now: now, log: log, searchTimeout: searchTimeout,
-		searches: make(chan struct{}, defaultSearches), accountFigures: newAccountFigures()}
+		searches: make(chan struct{}, defaultSearches), accountFigures: newAccountFigures(),
+		lockoutFigures: newLockoutFigures()}
 }
 
 // Dashboard gathers the figures of period p as of now.
@@ -138,10 +141,7 @@ func (r *Reader) Dashboard(ctx context.Context, p Period) (Dashboard, error) {
 		// unknown.
 		d.Attack = Attack{Active: r.attack.Active()}
 	}
-	if d.Lockouts, err = r.accounts.ActiveLockouts(ctx, LockoutsListed); err != nil {
-		return Dashboard{}, err
-	}
-	if d.Summary.ActiveLockouts, err = r.store.CountActiveLockouts(ctx, now); err != nil {
+	if d.Lockouts, d.Summary.ActiveLockouts, err = r.lockouts(ctx); err != nil {
 		return Dashboard{}, err
 	}
 	if d.Summary.Accounts, d.Summary.AccountsWithFactor, err = r.countAccounts(ctx); err != nil {

@@ -268,6 +268,8 @@ func (s *Server) handleUnlock() http.Handler {
 			return err
 		}
 		wasLocked, err := s.auth.Unlock(r.Context(), email, "admin:"+sess.Email)
+		// The dashboard it returns to lists the lockouts as they are now.
+		s.dashboard.LockoutsChanged()
 		if err != nil {
 			return err
 		}

@@ -241,6 +241,9 @@ func (s *Server) handleUserAction(act userAction) http.Handler {
 			return err
 		}
 		notice, err := act(r.Context(), s, r, id, byAdmin(sess))
+		// A lock, an unlock, a deletion: the dashboard lists the
+		// lockouts as they are now.
+		s.dashboard.LockoutsChanged()
 		switch {
 		case errors.Is(err, auth.ErrLastAdmin):
 			notice = "last-admin"
