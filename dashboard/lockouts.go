@@ -18,8 +18,13 @@ import (
 // replica: read each time, they would take a fifth of a database core per
 // replica while the database is busiest. Reused so, a read of a few
 // milliseconds is as live as before, and a slow one costs Postgres at
-// most a tenth of the time.
-const lockoutReuse = 10
+// most a tenth of the time. No read is reused longer than
+// maxLockoutReuse, however long it took (a read held up behind a lock):
+// a live list minutes old would mislead more than it saves.
+const (
+	lockoutReuse    = 10
+	maxLockoutReuse = 10 * time.Second
+)
 
 // lockoutFigures are the lockouts in force last read, and the one place to
 // read them, so that readers asking at once wait for one read.
@@ -42,7 +47,7 @@ func newLockoutFigures() *lockoutFigures {
 func (l *lockoutFigures) fresh(now time.Time) ([]auth.Lockout, int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.at.IsZero() || now.Before(l.at) || now.Sub(l.at) >= lockoutReuse*l.took {
+	if l.at.IsZero() || now.Before(l.at) || now.Sub(l.at) >= min(lockoutReuse*l.took, maxLockoutReuse) {
 		return nil, 0, false
 	}
 	// A copy: the readers share what was read.

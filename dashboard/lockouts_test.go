@@ -81,12 +81,21 @@ func TestSlowLockoutsReadOnceAWhile(t *testing.T) {
 	if reads() != 3 {
 		t.Fatalf("after an unlock, the lockouts read %d times; want 3", reads())
 	}
-	// A read that takes no time is made at every read, as before.
-	s.took = 0
+	// A read held up for a minute is reused ten seconds, not ten minutes.
+	s.took = 30 * time.Second
 	advance(2 * time.Second)
 	read()
+	advance(10 * time.Second)
 	read()
 	if reads() != 5 {
-		t.Fatalf("fast reads: the lockouts read %d times; want 5", reads())
+		t.Fatalf("after a read that took a minute, the lockouts read %d times ten seconds on; want 5", reads())
+	}
+	// A read that takes no time is made at every read, as before.
+	s.took = 0
+	advance(11 * time.Second)
+	read()
+	read()
+	if reads() != 7 {
+		t.Fatalf("fast reads: the lockouts read %d times; want 7", reads())
 	}
 }
