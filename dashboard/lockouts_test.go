@@ -99,3 +99,69 @@ func TestSlowLockoutsReadOnceAWhile(t *testing.T) {
 		t.Fatalf("fast reads: the lockouts read %d times; want 7", reads())
 	}
 }
+
+// unlockMidRead are lockouts in force of which ann's is lifted while a
+// read is under way: the list is read with ann's lockout, then the read
+// waits at entered until release.
+type unlockMidRead struct {
+	countingStore
+	noAccounts
+	advance          func(time.Duration)
+	locked           atomic.Bool
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (s *unlockMidRead) ActiveLockouts(context.Context, int) ([]auth.Lockout, error) {
+	var list []auth.Lockout
+	if s.locked.Load() {
+		list = []auth.Lockout{{Account: "ann@example.com"}}
+	}
+	s.advance(50 * time.Millisecond)
+	s.once.Do(func() { close(s.entered); <-s.release })
+	return list, nil
+}
+
+func (s *unlockMidRead) CountActiveLockouts(context.Context, time.Time) (int, error) {
+	if s.locked.Load() {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// TestUnlockDuringALockoutsReadShows: an administrator's unlock on this
+// replica that lands while another reader (the live dashboard) is reading
+// the lockouts in force shows on the page the unlock returns to, rather
+// than the list read before it being reused for ten times its reading
+// time.
+func TestUnlockDuringALockoutsReadShows(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := &unlockMidRead{advance: advance, entered: make(chan struct{}), release: make(chan struct{})}
+	s.locked.Store(true)
+	r := dashboard.New(noCounters{}, s, s, nil, clock, nil)
+
+	done := make(chan error)
+	go func() {
+		_, err := r.Dashboard(t.Context(), dashboard.Period5m)
+		done <- err
+	}()
+	<-s.entered
+	// The unlock commits, then tells the dashboard, as handleUnlock does.
+	s.locked.Store(false)
+	r.LockoutsChanged()
+	close(s.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := r.Dashboard(t.Context(), dashboard.Period5m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Lockouts) != 0 {
+		t.Fatalf("after the unlock, the dashboard lists %v; want none", d.Lockouts)
+	}
+}
