@@ -36,6 +36,9 @@ type lockoutFigures struct {
 	took time.Duration // how long it took
 	list []auth.Lockout
 	n    int
+	// gen counts LockoutsChanged: a read that began before one does not
+	// store what it read, which may predate the change.
+	gen uint64
 }
 
 func newLockoutFigures() *lockoutFigures {
@@ -58,9 +61,13 @@ func (l *lockoutFigures) fresh(now time.Time) ([]auth.Lockout, int, bool) {
 // in force again: after an administrator's unlock on this replica, so
 // that the page it returns to shows it.
 func (r *Reader) LockoutsChanged() {
+	if r == nil {
+		return
+	}
 	l := r.lockoutFigures
 	l.mu.Lock()
 	l.at = time.Time{}
+	l.gen++
 	l.mu.Unlock()
 }
 
@@ -83,6 +90,9 @@ func (r *Reader) lockouts(ctx context.Context) ([]auth.Lockout, int, error) {
 	if list, n, ok := l.fresh(start); ok {
 		return list, n, nil
 	}
+	l.mu.Lock()
+	gen := l.gen
+	l.mu.Unlock()
 	list, err := r.accounts.ActiveLockouts(ctx, LockoutsListed)
 	if err != nil {
 		return nil, 0, err
@@ -93,7 +103,9 @@ func (r *Reader) lockouts(ctx context.Context) ([]auth.Lockout, int, error) {
 	}
 	end := r.now()
 	l.mu.Lock()
-	l.at, l.took, l.list, l.n = end, end.Sub(start), list, n
+	if l.gen == gen {
+		l.at, l.took, l.list, l.n = end, end.Sub(start), slices.Clone(list), n
+	}
 	l.mu.Unlock()
 	return list, n, nil
 }
