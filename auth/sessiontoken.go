@@ -139,10 +139,11 @@ func (s *Service) legacyMayBeLive(ctx context.Context, fresh time.Duration) bool
 	defer cancel()
 	live, err := s.store.LegacySessionsLive(ctx, now)
 	if err != nil {
-		// The last answer stands for legacyRetryTime, so that a flood of
-		// such tokens while Postgres struggles is not one query after
-		// another.
-		l.failedAt.Store(now.UnixNano())
+		// The last answer stands for legacyRetryTime from the failure,
+		// not from the ask, which may have waited its whole timeout, so
+		// that a flood of such tokens while Postgres struggles is not one
+		// query after another.
+		l.failedAt.Store(s.now().UnixNano())
 		s.log.WarnContext(ctx, "could not learn whether sessions of untagged tokens are live", "err", err)
 		return !l.none.Load()
 	}
