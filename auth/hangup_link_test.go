@@ -5,7 +5,6 @@ import (
 	"errors"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
@@ -157,15 +156,7 @@ func TestRecoveryCodeRecordedWhenTheClientHangsUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
-			codes, err := f.svc.ConfirmTOTP(t.Context(), ch, enrol.ID, totpAt(t, enrol.Secret, time.Now()))
-			if err != nil || len(codes) == 0 {
-				t.Fatalf("ConfirmTOTP = %d codes, %v", len(codes), err)
-			}
+			_, codes := confirmTOTP(t, f, res)
 			// Held: from another browser, which the account does not know.
 			req := auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
 			want := auth.ErrMFARequired
@@ -252,14 +243,7 @@ func TestSecondStepIssuedRecordedWhenTheClientHangsUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
-	if _, err := f.svc.ConfirmTOTP(t.Context(), ch, enrol.ID, totpAt(t, enrol.Secret, time.Now())); err != nil {
-		t.Fatal(err)
-	}
+	confirmTOTP(t, f, res)
 	if err := f.svc.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}

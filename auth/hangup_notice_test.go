@@ -240,14 +240,7 @@ func TestOperatorActsRecordedWhenTheClientHangsUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
-			if _, err := f.svc.ConfirmTOTP(t.Context(), ch, enrol.ID, totpAt(t, enrol.Secret, time.Now())); err != nil {
-				t.Fatal(err)
-			}
+			confirmTOTP(t, f, res)
 		}, func(ctx context.Context, f *fixture, ann auth.User) error {
 			_, err := f.svc.RemoveFactors(ctx, by, ann.Email)
 			return err

@@ -86,13 +86,23 @@ func enrolTOTP(t *testing.T, f *fixture, email string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enrol, err := f.svc.BeginTOTP(ctx, res.Session)
+	secret, _ := confirmTOTP(t, f, res)
+	return secret
+}
+
+// confirmTOTP confirms an authenticator app for the account res signed in
+// (its password "password123", from 192.0.2.7); it returns the app's key
+// (base32) and the recovery codes.
+func confirmTOTP(t *testing.T, f *fixture, res auth.LoginResult) (secret string, recovery []string) {
+	t.Helper()
+	enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
-	if _, err := f.svc.ConfirmTOTP(ctx, ch, enrol.ID, totpAt(t, enrol.Secret, time.Now())); err != nil {
-		t.Fatal(err)
+	recovery, err = f.svc.ConfirmTOTP(t.Context(), ch, enrol.ID, totpAt(t, enrol.Secret, time.Now()))
+	if err != nil || len(recovery) == 0 {
+		t.Fatalf("ConfirmTOTP = %d codes, %v", len(recovery), err)
 	}
-	return enrol.Secret
+	return enrol.Secret, recovery
 }
