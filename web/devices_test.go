@@ -182,13 +182,7 @@ func TestLimitedDeviceCookieQueriesNothing(t *testing.T) {
 		c.RejectionMemory = time.Hour
 	}})
 	base := env.Start(t)
-	env.AddUser(t, "mallory@example.com", "her own password", false)
-	var cookies []string
-	for i := range 3 {
-		b := xcloaktest.Client(t, fmt.Sprintf("127.0.9.%d", 40+i))
-		signIn(t, b, base, "mallory@example.com", "her own password")
-		cookies = append(cookies, deviceCookie(t, env, b, base, "mallory@example.com"))
-	}
+	cookies := mallorysCookies(t, env, base, "127.0.9")
 	flood := xcloaktest.Client(t, "127.0.9.49")
 	if resp, _ := post(t, flood, base+"/api/v1/login", jsonType, loginJSON("mallory@example.com", "a guess")); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("first sign-in: %d, want 401", resp.StatusCode)
@@ -198,6 +192,21 @@ func TestLimitedDeviceCookieQueriesNothing(t *testing.T) {
 	}
 
 	floodWithCookies(t, env, base, flood, "mallory@example.com", cookies, http.StatusTooManyRequests)
+}
+
+// mallorysCookies adds mallory's account, signs it in from three browsers
+// on the /24 net and returns their device cookies: as many valid cookies
+// as a client that signs in to an account of its own collects.
+func mallorysCookies(t *testing.T, env *xcloaktest.Env, base, net string) []string {
+	t.Helper()
+	env.AddUser(t, "mallory@example.com", "her own password", false)
+	var cookies []string
+	for i := range 3 {
+		b := xcloaktest.Client(t, fmt.Sprintf("%s.%d", net, 40+i))
+		signIn(t, b, base, "mallory@example.com", "her own password")
+		cookies = append(cookies, deviceCookie(t, env, b, base, "mallory@example.com"))
+	}
+	return cookies
 }
 
 // floodWithCookies sends a sign-in to email from the client flood with each

@@ -84,13 +84,7 @@ func TestLimitedDeviceCookieQueriesNothingInOutage(t *testing.T) {
 				},
 			})
 			base := env.Start(t)
-			env.AddUser(t, "mallory@example.com", "her own password", false)
-			var cookies []string
-			for i := range 3 {
-				b := xcloaktest.Client(t, fmt.Sprintf("127.0.51.%d", 40+i))
-				signIn(t, b, base, "mallory@example.com", "her own password")
-				cookies = append(cookies, deviceCookie(t, env, b, base, "mallory@example.com"))
-			}
+			cookies := mallorysCookies(t, env, base, "127.0.51")
 
 			srv.Stop()
 			flood := xcloaktest.Client(t, "127.0.51.49")
