@@ -66,3 +66,7 @@ var CountHashes = countHashes
 
 // HashToken is the hash a token is stored under.
 var HashToken = hashToken
+
+// OnLegacyWait makes s call f each time a sign-out begins to wait for the
+// answer about untagged sessions being asked by another request.
+func OnLegacyWait(s *Service, f func()) { s.legacySessions.waiting = f }

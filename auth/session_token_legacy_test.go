@@ -150,3 +150,78 @@ func TestSessionsMarkTheirTokensShape(t *testing.T) {
 			len(changed.Token), marked(changed.Token))
 	}
 }
+
+// TestLegacySignOutWaitsForARecheckInFlight: a sign-out that comes while
+// a page's recheck of the older shape is in flight, the last answer a
+// minute old, ends the session an old replica made since; it does not go
+// by that answer, which is older than the five seconds a sign-out allows.
+func TestLegacySignOutWaitsForARecheckInFlight(t *testing.T) {
+	env, clock, ann := learnedNoneLive(t)
+	start := clock.Now()
+	const old = "oldoldoldoldoldoldoldoldoldoldoldoldoldoldo"
+	oldReplicaSession(t, env, ann.ID, old, clock.Now())
+	clock.set(start.Add(legacyRecheck + time.Second))
+
+	// A page's token of that shape rechecks, and its recheck waits for
+	// the table until the test lets it go.
+	tx, err := env.DB.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	page := make(chan struct{})
+	go func() {
+		defer close(page)
+		_, _ = env.Service.Session(context.Background(), strings.Repeat("A", 43))
+	}()
+	waitForLockWait(t, env, "SELECT EXISTS (SELECT 1 FROM sessions WHERE legacy_token")
+
+	waiting := make(chan struct{}, 1)
+	auth.OnLegacyWait(env.Service, func() { waiting <- struct{}{} })
+	signedOut := make(chan error, 1)
+	go func() { signedOut <- env.Service.Logout(context.Background(), old) }()
+	// Either the sign-out waits for the recheck, which the table then
+	// lets answer, or it went by the older answer, recheck still in
+	// flight.
+	select {
+	case <-waiting:
+		_ = tx.Rollback(context.Background())
+		err = <-signedOut
+	case err = <-signedOut:
+		_ = tx.Rollback(context.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-page
+
+	clock.set(start.Add(2 * time.Minute))
+	if sess, err := env.Service.Session(t.Context(), old); !errors.Is(err, auth.ErrNoSession) {
+		t.Errorf("a session signed out while a recheck was in flight: user %d, %v; want ErrNoSession", sess.UserID, err)
+	}
+}
+
+// legacyRecheck is how often a page's token of the older shape asks
+// again whether any session of that shape is live.
+const legacyRecheck = time.Minute
+
+// waitForLockWait waits until a statement of env's database that starts
+// with prefix waits for a lock.
+func waitForLockWait(t *testing.T, env *xcloaktest.Env, prefix string) {
+	t.Helper()
+	for {
+		var waiting bool
+		if err := env.DB.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(ltrim(query), $1))`, prefix).
+			Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -113,6 +113,10 @@ type legacySessions struct {
 	// failedAt is when asking last failed (Unix nanoseconds; 0: never):
 	// the last answer then stands for legacyRetryTime, for every caller.
 	failedAt atomic.Int64
+	// waiting, when set, runs as a sign-out begins to wait for the
+	// answer being asked; tests use it to order a sign-out after a
+	// recheck in flight.
+	waiting func()
 }
 
 // legacyMayBeLive reports whether a token of the older shape is worth a
