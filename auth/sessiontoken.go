@@ -104,8 +104,9 @@ func (k sessionTokens) shape(token string) tokenShape {
 // answers, so that no such session ends early. A session an earlier
 // version makes after this replica learned that none was live signs in
 // here from the next answer on, within a minute; a sign-out asks again
-// once the answer is legacyRetryTime old, so that it ends such a session
-// rather than leave a copy of its cookie signed in.
+// once the answer is legacyRetryTime old, or waits for the answer being
+// asked, so that it ends such a session rather than leave a copy of its
+// cookie signed in.
 type legacySessions struct {
 	asking  sync.Mutex
 	none    atomic.Bool
@@ -130,11 +131,28 @@ func (s *Service) legacyMayBeLive(ctx context.Context, fresh time.Duration) bool
 		since := now.Sub(time.Unix(0, at))
 		return at != 0 && since >= 0 && since < d
 	}
-	if within(l.askedAt.Load(), fresh) || within(l.failedAt.Load(), legacyRetryTime) {
+	answered := func() bool {
+		return within(l.askedAt.Load(), fresh) || within(l.failedAt.Load(), legacyRetryTime)
+	}
+	if answered() {
 		return !l.none.Load()
 	}
 	if !l.asking.TryLock() {
-		return !l.none.Load()
+		if fresh >= legacyRecheckTime {
+			return !l.none.Load()
+		}
+		// A sign-out waits for the answer being asked, begun at most
+		// legacyAskTimeout before, rather than go by the last one, which
+		// may be a minute old (a page's recheck in flight): it would
+		// otherwise leave live a session an old replica made since.
+		if l.waiting != nil {
+			l.waiting()
+		}
+		l.asking.Lock()
+		if now = s.now(); answered() {
+			l.asking.Unlock()
+			return !l.none.Load()
+		}
 	}
 	defer l.asking.Unlock()
 	// Not the request's to cancel: a client that hangs up would fail the
