@@ -378,3 +378,80 @@ func TestRecentLockNotYetLoggedIsGiven(t *testing.T) {
 		t.Fatalf("a lock made just before the failback: %+v, %v; want refused as locked", d.Results, err)
 	}
 }
+
+// An unlock made while the failback hands the limits back, before Redis
+// decides, ends in Redis the lock the failback gives it from before the
+// unlock, though guesses lock the account again in process after it: the
+// new lock is given to Redis, the one the unlock ended is not held again.
+// An administrator's lock of a day, ended, followed by a lock of half an
+// hour, leaves the owner locked for half an hour, not a day.
+func TestUnlockDuringFailbackThenALockEndsTheEarlierLock(t *testing.T) {
+	f, hs, p, shared := hookedReplica(t)
+	p.down.Store(true)
+	_ = f.Check(t.Context())
+	adminLock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Since: time.Now(), Until: time.Now().Add(24 * time.Hour), Level: 1}
+	if err := f.Hold(t.Context(), adminLock); err != nil {
+		t.Fatal(err)
+	}
+	hs.onHold = func(n int64) error {
+		if n == 1 { // handing over, Redis not yet in charge
+			if _, err := f.Clear(context.Background(), owner.Name, owner.ID); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(2 * time.Millisecond) // the new lock begins after the unlock
+			lockInProcess(t, f, owner.ID)
+		}
+		return nil
+	}
+	p.down.Store(false)
+	waitFailbackOver(t, f, hs, 2) // its late Hold and its last unlocks
+	d, err := shared.AllowAll(t.Context(), owner)
+	if err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("in Redis, the lock made after the unlock: %+v, %v; want refused as locked", d.Results, err)
+	}
+	if longest := policy.LockFor(2); d.RetryAfter > longest {
+		t.Fatalf("in Redis, the owner is locked for %v, more than the %v of the lock made after the unlock: the administrator's lock it ended is held again", d.RetryAfter, longest)
+	}
+}
+
+// So does an unlock made as the failback gives Redis its last locks, in
+// an outage that begins then (Redis lost again for the unlock's call), and
+// guesses that lock the account again in process: the unlock ends the
+// administrator's lock at once, the new lock reaches Redis at the next
+// failback.
+func TestUnlockAsRedisIsLostAgainThenALockEndsTheEarlierLock(t *testing.T) {
+	f, hs, p, shared := hookedReplica(t)
+	p.down.Store(true)
+	_ = f.Check(t.Context())
+	adminLock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Since: time.Now(), Until: time.Now().Add(24 * time.Hour), Level: 1}
+	if err := f.Hold(t.Context(), adminLock); err != nil {
+		t.Fatal(err)
+	}
+	hs.onHold = func(n int64) error {
+		switch n {
+		case 1: // handing over, Redis not yet in charge
+			lockInProcess(t, f, "late@example.com") // so there is a late Hold
+		case 2: // Redis decides, and is lost for the unlock's call
+			p.down.Store(true)
+			if _, err := f.Clear(context.Background(), owner.Name, owner.ID); err != nil {
+				t.Error(err)
+			}
+			if !f.Degraded() {
+				t.Error("not degraded after the unlock's call failed")
+			}
+			time.Sleep(2 * time.Millisecond) // the new lock begins after the unlock
+			lockInProcess(t, f, owner.ID)
+			p.down.Store(false)
+		}
+		return nil
+	}
+	p.down.Store(false)
+	waitFailbackOver(t, f, hs, 3) // the next failback's Hold of the new lock
+	d, err := shared.AllowAll(t.Context(), owner)
+	if err != nil || d.Allowed || !d.Results[0].Locked {
+		t.Fatalf("in Redis, the lock made after the unlock: %+v, %v; want refused as locked", d.Results, err)
+	}
+	if longest := policy.LockFor(2); d.RetryAfter > longest {
+		t.Fatalf("in Redis, the owner is locked for %v, more than the %v of the lock made after the unlock: the administrator's lock it ended is held again", d.RetryAfter, longest)
+	}
+}
