@@ -133,8 +133,7 @@ type Failover struct {
 	lastMade, lastCleared map[ruleID]int
 	// madeAt is where each identity's entries in made that no unlock has
 	// ended since (Until set) are, in order: an unlock ends those alone,
-	// and the failback finds by the last whether a lock of its own
-	// followed an unlock, without reading every other identity's.
+	// without reading every other identity's.
 	madeAt map[ruleID][]int
 	// handed is how many of cleared a failback is giving Redis: those are
 	// not moved to a later time, which Redis would not learn of.
@@ -161,9 +160,9 @@ type Failover struct {
 	// failback's scans, which must not hold up a failure decided then.
 	scanning func()
 	// looked counts the entries of made and unlocked read under madeMu,
-	// which every failure decided in process waits for, by Clear,
-	// endedAgain and forgetUnlocks: tests check that an unlock and the
-	// failback read their own identity's, not every one's.
+	// which every failure decided in process waits for, by Clear and
+	// forgetUnlocks: tests check that an unlock and the failback read
+	// their own identity's, not every one's.
 	looked int
 }
 
@@ -731,8 +730,9 @@ func (f *Failover) restore(done chan struct{}) {
 // have come back empty: those Restore lists and those made or given in
 // process, less those ended since. Then Redis decides, and is given the
 // locks made in process meanwhile, by failures that were being decided
-// when it took over; last, the unlocks made while all this ran are ended
-// in Redis again, after every lock it was given. No unlock waits for it.
+// when it took over; the unlocks made while all this ran are ended in
+// Redis again, each before the locks made after it are given and after
+// those made before it. No unlock waits for it.
 //
 // If Redis does not answer (it stopped again, or not in time) before it
 // decides, failback reports false and changes nothing: the limits stay in
@@ -856,23 +856,33 @@ func (f *Failover) failback() bool {
 	f.probeMu.Unlock()
 
 	// Every failure decided in process, and every lock given in process,
-	// has noted its lock, or finds Redis in charge.
+	// has noted its lock, or finds Redis in charge. The unlocks noted
+	// until then came before every lock of late still in force (an
+	// unlock ends its identity's locks in made), and may end one given
+	// above: they are ended first, so that none is held again after its
+	// unlock by a later lock of its identity (Redis keeps the longer of
+	// two, with its start). Those noted after came after every lock of
+	// late, and are ended after it.
 	f.localMu.Lock()
 	f.madeMu.Lock()
 	late := slices.Clone(f.made[held:])
+	first := slices.Clone(f.cleared[ended:])
+	f.handed = len(f.cleared)
 	f.madeMu.Unlock()
 	f.localMu.Unlock()
-	err := f.sharedCall(len(late), func(ctx context.Context) error { return f.shared.Hold(ctx, late...) })
-	taken := f.answered("putting the last locks made in process into redis", err)
+	taken := f.endInRedis(first)
+	if taken {
+		err := f.sharedCall(len(late), func(ctx context.Context) error { return f.shared.Hold(ctx, late...) })
+		taken = f.answered("putting the last locks made in process into redis", err)
+	}
 
 	f.madeMu.Lock()
 	f.handing = false
 	since := slices.Clone(f.cleared[ended:])
 	f.handed = len(f.cleared)
-	again := f.endedAgain(since)
 	f.madeMu.Unlock()
 	if taken {
-		taken = f.endInRedis(again)
+		taken = f.endInRedis(since[len(first):])
 	}
 
 	// What Redis took is forgotten; the rest is kept for the next outage
@@ -905,21 +915,6 @@ func (f *Failover) failback() bool {
 		f.trip(errNotTaken)
 	}
 	return true
-}
-
-// endedAgain returns the unlocks of since, noted while a failback handed
-// the limits back, that are ended in Redis again; madeMu is held. An
-// unlock followed by a lock made in process (given to Redis with the late
-// ones) is not: the lock came last.
-func (f *Failover) endedAgain(since []clearedLock) []clearedLock {
-	return slices.DeleteFunc(slices.Clone(since), func(c clearedLock) bool {
-		at := f.madeAt[c.ruleID]
-		if len(at) == 0 {
-			return false
-		}
-		f.looked++
-		return at[len(at)-1] >= c.made
-	})
 }
 
 // failbackMark is what a failback leaves the watch of restarts to know.

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 )
@@ -53,30 +52,5 @@ func BenchmarkFailoverClearAfterOutage(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
-	}
-}
-
-// BenchmarkFailbackEndsAgain measures the failback's look, under madeMu,
-// at maxMade unlocks made while it handed the limits back, each followed
-// by maxMade locks of other identities.
-func BenchmarkFailbackEndsAgain(b *testing.B) {
-	f := inOutage(b)
-	f.madeMu.Lock()
-	f.handing = true
-	for i := range maxMade {
-		f.noteCleared("login_account", fmt.Sprint("unlocked-", i), time.Now())
-	}
-	for i := range maxMade {
-		f.noteMade(HeldLock{Name: "login_account", ID: fmt.Sprint("late-", i), Since: time.Now(), Until: time.Now().Add(time.Hour), Level: 1})
-	}
-	since := slices.Clone(f.cleared)
-	f.madeMu.Unlock()
-	for b.Loop() {
-		f.madeMu.Lock()
-		again := f.endedAgain(since)
-		f.madeMu.Unlock()
-		if len(again) != len(since) {
-			b.Fatalf("%d of %d unlocks ended again; want all", len(again), len(since))
-		}
 	}
 }

@@ -42,9 +42,10 @@ func TestOutageUnlockReadsItsOwnLocks(t *testing.T) {
 }
 
 // TestFailbackEndsAgainReadingOwnLocks: a failback that, once Redis
-// decides, looks for each unlock made while it handed the limits back
-// whether a lock of its identity followed, reads at most one lock for
-// each, however many other identities' were made meanwhile.
+// decides, ends again the unlocks made while it handed the limits back
+// reads at most one lock for each, however many other identities' were
+// made meanwhile (it reads none: each unlock is ended before the locks
+// made after it are given, which it need not look for).
 func TestFailbackEndsAgainReadingOwnLocks(t *testing.T) {
 	const n = 1000
 	f, p, _ := replicaWith(t, policies)
