@@ -1213,14 +1213,18 @@ type clearedLock struct {
 
 // noteCleared notes an unlock made at at in cleared, within its group's
 // bound; madeMu is held. An identity unlocked again with no lock of its
-// own made since keeps its one entry, moved to the later time: a busy
+// own made since keeps its one entry, at the later time: a busy
 // device's sign-ins, each of which clears its failures, take one place,
 // not every other identity's of its group.
 func (f *Failover) noteCleared(name, id string, at time.Time) {
 	rid := ruleID{name, id}
 	if i, ok := f.lastCleared[rid]; ok && i >= f.handed {
 		if j, made := f.lastMade[rid]; !made || j < f.cleared[i].made {
-			f.cleared[i].at = at
+			// Unlocks whose calls to Redis failed are noted as those
+			// calls come back, not always in the order they were made.
+			if at.After(f.cleared[i].at) {
+				f.cleared[i].at = at
+			}
 			return
 		}
 	}
