@@ -166,3 +166,29 @@ func TestLoginTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestSafeRedirectKeepsTheRestOfTheQuery: rd naming one of XCloak's pages
+// loses its notices and keeps the rest of its query as written, so that
+// the sign-in form, which posts the allowed rd back, has it allowed again
+// and unchanged. Re-encoded, a search for quotes would grow threefold past
+// the length rd may have, and the browser would land on /account instead.
+func TestSafeRedirectKeepsTheRestOfTheQuery(t *testing.T) {
+	rule := redirectRule{ownHost: "login.example.com"}
+	const own = "https://login.example.com"
+	quotes := strings.Repeat("'", 700)
+	for rd, want := range map[string]string{
+		own + "/admin/users?notice=deleted&q=" + quotes: own + "/admin/users?q=" + quotes,
+		own + "/admin/events?z=1&notice=x&a=b+c":        own + "/admin/events?z=1&a=b+c",
+		own + "/admin/users?%6Eotice=deleted&q=ann":     own + "/admin/users?q=ann",
+		own + "/admin?notice=attack-off":                own + "/admin",
+	} {
+		got, ok := safeRedirect(rd, rule)
+		if !ok || got != want {
+			t.Errorf("safeRedirect(%.80q) = %.80q, %v; want %.80q", rd, got, ok, want)
+			continue
+		}
+		if again, ok := safeRedirect(got, rule); !ok || again != got {
+			t.Errorf("safeRedirect(%.80q), posted back: %.80q, %v; want it unchanged", got, again, ok)
+		}
+	}
+}
