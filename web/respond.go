@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -356,30 +357,37 @@ var ownRedirectParams = []string{"notice", "password", "session", "sessions", "d
 // XCloak's own navigation, and would otherwise confirm, in the notice of
 // a URL another site chose, an act nobody did ("Attack mode is off",
 // "Every other session was ended"). A query that does not parse is left
-// out whole.
+// out whole. The other parameters stay as written, in their order: rd,
+// which the sign-in form posts back, must be allowed again unchanged, and
+// re-encoded it could grow (a quote to %27) past the length rd may have.
 func withoutNotices(u string) string {
 	path, query, ok := strings.Cut(u, "?")
 	if !ok {
 		return u
 	}
-	v, err := url.ParseQuery(query)
-	if err != nil {
+	if _, err := url.ParseQuery(query); err != nil {
 		return path
 	}
+	var kept []string
 	found := false
-	for _, name := range ownRedirectParams {
-		if v.Has(name) {
-			v.Del(name)
+	for pair := range strings.SplitSeq(query, "&") {
+		// Read as url.ParseQuery reads it, which the pages ask.
+		key, _, _ := strings.Cut(pair, "=")
+		if name, err := url.QueryUnescape(key); err == nil && slices.Contains(ownRedirectParams, name) {
 			found = true
+			continue
+		}
+		if pair != "" {
+			kept = append(kept, pair)
 		}
 	}
 	switch {
 	case !found:
 		return u
-	case len(v) == 0:
+	case len(kept) == 0:
 		return path
 	}
-	return path + "?" + v.Encode()
+	return path + "?" + strings.Join(kept, "&")
 }
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
