@@ -23,15 +23,44 @@ var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 // addresses CountedAddr reads as the IPv4 address they embed.
 func WellKnownNAT64() netip.Prefix { return nat64Prefix }
 
+// teredoPrefix is Teredo's (RFC 4380): 2001:0:SERVER:FLAGS:PORT:CLIENT,
+// the server's IPv4 address, then flags, and the client's UDP port and
+// IPv4 address as its NAT maps them, both inverted. A relay carries a
+// client's packets only from the address and port written in its source
+// (RFC 4380), and answers go there, not through the
+// server: the server's address, the whole of the /64, /56 and /48, is
+// the client's to write. Counted by them, one host with one IPv4 address
+// would spread itself over 2^32 /64s and 2^16 /48s, and every client of
+// one server (most of them used Microsoft's) would share one /64.
+//
+// It is not read as the client's IPv4 address either: answers to 2001::/32
+// go to whichever relay announces it nearest XCloak, which anyone with a
+// network of their own may run, as 6to4's, and which could then spend any
+// IPv4 address's limits.
+var teredoPrefix = netip.MustParsePrefix("2001::/32")
+
 // CountedAddr is the address the limits, events and attack detection
 // count a client by: addr without its zone, and the IPv4 address an IPv6
 // address stands for when it is IPv4-mapped (::ffff:192.0.2.1) or of
-// NAT64's well-known prefix (64:ff9b::192.0.2.1). Other addresses, 6to4's
-// among them, and the zero Addr, are returned as they are.
+// NAT64's well-known prefix (64:ff9b::192.0.2.1). A Teredo address has
+// its client's IPv4 address written in place of its server's, its flags
+// and port zero (teredoPrefix), so that its /64 is that IPv4 address,
+// its /56 the address's /24 and its /48 its /16, apart from the IPv4
+// address's own counts; the address so counted counts the same. Other
+// addresses, 6to4's among them, and the zero Addr, are returned as they
+// are.
 func CountedAddr(addr netip.Addr) netip.Addr {
 	addr = addr.Unmap().WithZone("")
 	if v4, ok := TranslatedIPv4(addr, nat64Prefix); ok {
 		return v4
+	}
+	if teredoPrefix.Contains(addr) {
+		b := addr.As16()
+		for i := range 4 {
+			b[4+i] = ^b[12+i] // the client's address, inverted in the last 32 bits
+			b[8+i] = 0
+		}
+		return netip.AddrFrom16(b)
 	}
 	return addr
 }
