@@ -717,3 +717,60 @@ func TestZeroSuffixAtEveryLength(t *testing.T) {
 		}
 	}
 }
+
+// FuzzClientIPBehindAProxy: whatever a client sends in either header, on
+// however many lines, a trusted proxy that appends the address it saw
+// (nginx's $proxy_add_x_forwarded_for joins the client's lines into one
+// and appends to it; HAProxy adds a line of its own) makes that address
+// the client, in both modes. Only the proxy vouches for its hop; nothing
+// to its left can move it, hide it or stand in for it.
+func FuzzClientIPBehindAProxy(f *testing.F) {
+	for _, s := range []struct {
+		sent   string
+		client []byte
+	}{
+		{"10.0.0.5", []byte{203, 0, 113, 9}},
+		{`for="1.2.3.4, for=10.0.0.5`, []byte{203, 0, 113, 9}},
+		{"for=10.0.0.5;x=\"\\\", for=unknown\n\"", []byte{0x20, 1, 0xd, 0xb8, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}},
+		{strings.Repeat("10.0.0.5, ", 600), []byte{198, 51, 100, 7}},
+		{"_hidden;\\", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4}},
+	} {
+		f.Add(s.sent, s.client, false)
+		f.Add(s.sent, s.client, true)
+	}
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
+	modes := []ForwardedHeader{HeaderXForwardedFor, HeaderForwarded}
+	resolvers := []*ClientIPResolver{NewClientIPResolver(trusted, modes[0]), NewClientIPResolver(trusted, modes[1])}
+	f.Fuzz(func(t *testing.T, sent string, client []byte, newLine bool) {
+		addr, ok := netip.AddrFromSlice(client)
+		if !ok {
+			return
+		}
+		// The proxy writes the peer it saw, as parsePeer reads one.
+		addr = addr.Unmap()
+		if slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(addr) }) {
+			return // a client among the proxies is one of them
+		}
+		for i, r := range resolvers {
+			name := "X-Forwarded-For"
+			hop := addr.String()
+			if modes[i] == HeaderForwarded {
+				name = "Forwarded"
+				hop = "for=" + hop
+				if addr.Is6() {
+					hop = `for="[` + addr.String() + `]"`
+				}
+			}
+			lines := strings.Split(sent, "\n")
+			if newLine {
+				lines = append(lines, hop)
+			} else {
+				lines = []string{strings.Join(lines, ", ") + ", " + hop}
+			}
+			req := &http.Request{RemoteAddr: "10.0.0.1:443", Header: http.Header{name: lines}}
+			if got := r.ClientIP(req); got != addr {
+				t.Fatalf("%s %q, the proxy's hop %s last: ClientIP = %v, want %v", name, lines, hop, got, addr)
+			}
+		}
+	})
+}
