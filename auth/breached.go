@@ -73,6 +73,20 @@ func (s *Service) passwordBreached(ctx context.Context, password string) bool {
 	return breached
 }
 
+// signedInBreached is passwordBreached for the right password of a
+// known device's sign-in, which restricts its session when breached
+// (Session.MustChangePassword). It looks up whether or not the client
+// waits, as the session is made (signedIn): a lookup cut short by the
+// client's hang-up would be a failed one, taken as not breached, and a
+// client that closes only its side of the connection ends its request's
+// context yet still reads the answer, a session free of the restriction.
+// The checker bounds the lookup, and afterDecision the wait for it.
+func (s *Service) signedInBreached(ctx context.Context, password string) bool {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	return s.passwordBreached(ctx, password)
+}
+
 // lookUpPassword is passwordBreached that also tells whether the answer
 // is unknown: a lookup failed and none found the password.
 func (s *Service) lookUpPassword(ctx context.Context, password string) (breached, unknown bool) {
@@ -100,6 +114,14 @@ func (s *Service) lookUpPassword(ctx context.Context, password string) (breached
 // lookUpBreached is one lookup of lookUpPassword.
 func (s *Service) lookUpBreached(ctx context.Context, password string) (found, failed bool) {
 	found, err := s.breached.checker.Breached(ctx, password)
+	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// Cut short because the caller gave up (a client that hung
+		// up): no news about the corpus, so neither counted, which
+		// XCloakBreachedLookupsFailing fires on, nor logged as a
+		// failure, as dbDown counts no Postgres error for one. Still
+		// no answer: a new browser's sign-in is held on it.
+		return false, true
+	}
 	if err != nil {
 		s.breached.failures.Inc()
 		s.log.WarnContext(ctx, "breached-password lookup failed", "err", err)

@@ -326,7 +326,7 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 			return LoginResult{}, OutcomeUnavailable, err
 		}
 		// Other browsers never get this far with a breached password.
-		mustChange := device != "" && s.passwordBreached(ctx, req.Password)
+		mustChange := device != "" && s.signedInBreached(ctx, req.Password)
 		res, stepped, err := s.secondStepOrNone(ctx, user, passwordHash, device, source, mustChange)
 		if stepped {
 			if errors.Is(err, ErrMFARequired) {
@@ -454,7 +454,7 @@ func (s *Service) succeeded(ctx context.Context, req LoginRequest, user User, so
 	// A breached password signs a known device in to change it and to
 	// nothing else (breached.go); other browsers never get this far with
 	// one.
-	mustChange := device != "" && s.passwordBreached(ctx, req.Password)
+	mustChange := device != "" && s.signedInBreached(ctx, req.Password)
 	return s.signedIn(ctx, req, user, passwordHash, source, device, mustChange, "")
 }
 
