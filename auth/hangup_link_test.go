@@ -232,6 +232,48 @@ func TestPasskeyStepRecordedWhenTheClientHangsUp(t *testing.T) {
 	}
 }
 
+// TestPasskeyAloneRecordedWhenTheClientHangsUp: so is a sign-in with a
+// passkey alone whose counter is stored as its client hangs up: the
+// ceremony is spent and the counter moved on, so the sign-in is finished
+// and recorded rather than left with neither a session nor an event,
+// and counted by the attack detector as a failed sign-in.
+func TestPasskeyAloneRecordedWhenTheClientHangsUp(t *testing.T) {
+	f := newFixture(t, nil)
+	k := authtest.NewSoftKey(t)
+	u := f.passkeyUser(t, "hung-alone@example.com", k)
+	c, err := f.svc.BeginPasskeySignIn(t.Context(), client("192.0.2.12"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := auth.PasskeySignInRequest{Ceremony: c.Binding, Response: []byte(k.Get(t, optionsJSON(t, c), 1, nil)),
+		Client: client("192.0.2.12"), Cookie: func(string) string { return "" }}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(eventsOfKinds(t, f, auth.EventLoginSucceeded))
+	var signedIn auth.LoginResult
+	err = hangUpAtCommit(t, f, "second_factors", func(ctx context.Context) error {
+		var err error
+		signedIn, err = f.svc.PasskeySignIn(ctx, req)
+		return err
+	})
+	if err != nil {
+		t.Errorf("PasskeySignIn whose client hung up as its counter was stored: %v; want it done", err)
+	}
+	if got := f.signCount(t, u.ID); got != k.Count {
+		t.Fatalf("stored counter %d, want %d: the hang-up came before the counter was stored", got, k.Count)
+	}
+	if err := f.svc.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(eventsOfKinds(t, f, auth.EventLoginSucceeded)) - before; got != 1 {
+		t.Errorf("%d sign-ins recorded, want 1", got)
+	}
+	if _, err := f.svc.Session(t.Context(), signedIn.Session.Token); err != nil {
+		t.Errorf("the passkey's session: %v", err)
+	}
+}
+
 // TestSecondStepIssuedRecordedWhenTheClientHangsUp: a second step stored
 // as its client hangs up is recorded as any other: a right password of
 // an account with a factor leaves no step behind that no security event
