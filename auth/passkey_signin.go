@@ -244,6 +244,13 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	if err := s.admitCode(ctx, req.Client, user, passwordless, accountCount); err != nil {
 		return LoginResult{}, user.Email, OutcomeRejected, err
 	}
+	// Admitted: the passkey's counter spent is followed by its sign-in
+	// whether or not the client waits, as in SecondStepPasskey. The
+	// ceremony is spent already, and a hang-up as the counter commits
+	// would otherwise leave it moved on with no session and nothing
+	// recorded but a failure.
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
 	keys, err := ps.Passkeys(ctx, user.ID)
 	if err != nil {
 		return LoginResult{}, user.Email, OutcomeUnavailable, s.dbDown("reading passkeys", err)
@@ -275,10 +282,8 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 	if err := s.usePasskey(ctx, ps, user, source, keys, cred, ""); err != nil {
 		return LoginResult{}, user.Email, OutcomeFailed, err
 	}
-	after, cancel := s.afterDecision(ctx)
-	defer cancel()
 	for _, id := range []string{passwordlessAccount(user.Email), user.Email} {
-		if _, err := s.limits.Clear(after, RuleMFAAccount, id); err != nil {
+		if _, err := s.limits.Clear(ctx, RuleMFAAccount, id); err != nil {
 			s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
 		}
 	}
