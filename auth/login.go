@@ -432,7 +432,11 @@ const afterDecisionSlack = 5 * time.Second
 // and its cancelled request never reaches Redis as an error. The work is
 // still bounded: by the Redis bound (each Redis call has it already) and
 // afterDecisionSlack, so that the failure count, which a sign-in must not
-// skip, gets the same time as the decision did.
+// skip, gets the same time as the decision did. The bound is each step's,
+// not the request's: a flow that detaches several steps in turn (a second
+// step clears its failures, then stores its session) may take a bound for
+// each against a stalled database, so that a slow first step does not
+// leave the next without time.
 //
 // Every change that is recorded (an owner's password or factor, an
 // operator's act) is stored under it too: a client that hangs up as the
