@@ -208,27 +208,37 @@ func TestPasskeyStepRecordedWhenTheClientHangsUp(t *testing.T) {
 		t.Fatalf("password of an account with a passkey: %v, want ErrMFARequired", err)
 	}
 	req := f.secondStepAnswer(t, res.MFA, k, 1)
+	signedInDespiteHangUp(t, f, "SecondStepPasskey", func(ctx context.Context) (auth.LoginResult, error) {
+		return f.svc.SecondStepPasskey(ctx, req)
+	})
+}
+
+// signedInDespiteHangUp runs signIn, named what, with its client hanging
+// up as a passkey's counter is stored, and checks that it signed in all
+// the same: no error, one sign-in recorded, and a session that works.
+func signedInDespiteHangUp(t *testing.T, f *fixture, what string, signIn func(context.Context) (auth.LoginResult, error)) {
+	t.Helper()
 	if err := f.svc.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	before := len(eventsOfKinds(t, f, auth.EventLoginSucceeded))
 	var signedIn auth.LoginResult
-	err = hangUpAtCommit(t, f, "second_factors", func(ctx context.Context) error {
+	err := hangUpAtCommit(t, f, "second_factors", func(ctx context.Context) error {
 		var err error
-		signedIn, err = f.svc.SecondStepPasskey(ctx, req)
+		signedIn, err = signIn(ctx)
 		return err
 	})
 	if err != nil {
-		t.Errorf("SecondStepPasskey whose client hung up as its counter was stored: %v; want it done", err)
+		t.Errorf("%s whose client hung up as its counter was stored: %v; want it done", what, err)
 	}
 	if err := f.svc.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(eventsOfKinds(t, f, auth.EventLoginSucceeded)) - before; got != 1 {
-		t.Errorf("%d sign-ins recorded, want 1", got)
+		t.Errorf("%s: %d sign-ins recorded, want 1", what, got)
 	}
 	if _, err := f.svc.Session(t.Context(), signedIn.Session.Token); err != nil {
-		t.Errorf("the second step's session: %v", err)
+		t.Errorf("%s: its session: %v", what, err)
 	}
 }
 
@@ -247,30 +257,11 @@ func TestPasskeyAloneRecordedWhenTheClientHangsUp(t *testing.T) {
 	}
 	req := auth.PasskeySignInRequest{Ceremony: c.Binding, Response: []byte(k.Get(t, optionsJSON(t, c), 1, nil)),
 		Client: client("192.0.2.12"), Cookie: func(string) string { return "" }}
-	if err := f.svc.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	before := len(eventsOfKinds(t, f, auth.EventLoginSucceeded))
-	var signedIn auth.LoginResult
-	err = hangUpAtCommit(t, f, "second_factors", func(ctx context.Context) error {
-		var err error
-		signedIn, err = f.svc.PasskeySignIn(ctx, req)
-		return err
+	signedInDespiteHangUp(t, f, "PasskeySignIn", func(ctx context.Context) (auth.LoginResult, error) {
+		return f.svc.PasskeySignIn(ctx, req)
 	})
-	if err != nil {
-		t.Errorf("PasskeySignIn whose client hung up as its counter was stored: %v; want it done", err)
-	}
 	if got := f.signCount(t, u.ID); got != k.Count {
 		t.Fatalf("stored counter %d, want %d: the hang-up came before the counter was stored", got, k.Count)
-	}
-	if err := f.svc.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if got := len(eventsOfKinds(t, f, auth.EventLoginSucceeded)) - before; got != 1 {
-		t.Errorf("%d sign-ins recorded, want 1", got)
-	}
-	if _, err := f.svc.Session(t.Context(), signedIn.Session.Token); err != nil {
-		t.Errorf("the passkey's session: %v", err)
 	}
 }
 
