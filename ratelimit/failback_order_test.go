@@ -387,12 +387,7 @@ func TestRecentLockNotYetLoggedIsGiven(t *testing.T) {
 // hour, leaves the owner locked for half an hour, not a day.
 func TestUnlockDuringFailbackThenALockEndsTheEarlierLock(t *testing.T) {
 	f, hs, p, shared := hookedReplica(t)
-	p.down.Store(true)
-	_ = f.Check(t.Context())
-	adminLock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Since: time.Now(), Until: time.Now().Add(24 * time.Hour), Level: 1}
-	if err := f.Hold(t.Context(), adminLock); err != nil {
-		t.Fatal(err)
-	}
+	lockedForADayInOutage(t, f, p)
 	hs.onHold = func(n int64) error {
 		if n == 1 { // handing over, Redis not yet in charge
 			if _, err := f.Clear(context.Background(), owner.Name, owner.ID); err != nil {
@@ -405,13 +400,7 @@ func TestUnlockDuringFailbackThenALockEndsTheEarlierLock(t *testing.T) {
 	}
 	p.down.Store(false)
 	waitFailbackOver(t, f, hs, 2) // its late Hold and its last unlocks
-	d, err := shared.AllowAll(t.Context(), owner)
-	if err != nil || d.Allowed || !d.Results[0].Locked {
-		t.Fatalf("in Redis, the lock made after the unlock: %+v, %v; want refused as locked", d.Results, err)
-	}
-	if longest := policy.LockFor(2); d.RetryAfter > longest {
-		t.Fatalf("in Redis, the owner is locked for %v, more than the %v of the lock made after the unlock: the administrator's lock it ended is held again", d.RetryAfter, longest)
-	}
+	lockedOnlyByTheLaterLock(t, shared)
 }
 
 // So does an unlock made as the failback gives Redis its last locks, in
@@ -421,12 +410,7 @@ func TestUnlockDuringFailbackThenALockEndsTheEarlierLock(t *testing.T) {
 // failback.
 func TestUnlockAsRedisIsLostAgainThenALockEndsTheEarlierLock(t *testing.T) {
 	f, hs, p, shared := hookedReplica(t)
-	p.down.Store(true)
-	_ = f.Check(t.Context())
-	adminLock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Since: time.Now(), Until: time.Now().Add(24 * time.Hour), Level: 1}
-	if err := f.Hold(t.Context(), adminLock); err != nil {
-		t.Fatal(err)
-	}
+	lockedForADayInOutage(t, f, p)
 	hs.onHold = func(n int64) error {
 		switch n {
 		case 1: // handing over, Redis not yet in charge
@@ -447,6 +431,26 @@ func TestUnlockAsRedisIsLostAgainThenALockEndsTheEarlierLock(t *testing.T) {
 	}
 	p.down.Store(false)
 	waitFailbackOver(t, f, hs, 3) // the next failback's Hold of the new lock
+	lockedOnlyByTheLaterLock(t, shared)
+}
+
+// lockedForADayInOutage cuts f off from Redis and has an administrator
+// lock the owner for a day, in process.
+func lockedForADayInOutage(t *testing.T, f *ratelimit.Failover, p *partition) {
+	t.Helper()
+	p.down.Store(true)
+	_ = f.Check(t.Context())
+	adminLock := ratelimit.HeldLock{Name: owner.Name, ID: owner.ID, Since: time.Now(), Until: time.Now().Add(24 * time.Hour), Level: 1}
+	if err := f.Hold(t.Context(), adminLock); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lockedOnlyByTheLaterLock checks that Redis holds the owner locked by
+// the lock made after the unlock, no longer: not by the day's lock the
+// unlock ended.
+func lockedOnlyByTheLaterLock(t *testing.T, shared *ratelimit.RedisStore) {
+	t.Helper()
 	d, err := shared.AllowAll(t.Context(), owner)
 	if err != nil || d.Allowed || !d.Results[0].Locked {
 		t.Fatalf("in Redis, the lock made after the unlock: %+v, %v; want refused as locked", d.Results, err)
