@@ -164,14 +164,7 @@ func TestLegacySignOutWaitsForARecheckInFlight(t *testing.T) {
 
 	// A page's token of that shape rechecks, and its recheck waits for
 	// the table until the test lets it go.
-	tx, err := env.DB.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	if _, err := tx.Exec(t.Context(), `LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	release := lockSessions(t, env)
 	page := make(chan struct{})
 	go func() {
 		defer close(page)
@@ -186,12 +179,13 @@ func TestLegacySignOutWaitsForARecheckInFlight(t *testing.T) {
 	// Either the sign-out waits for the recheck, which the table then
 	// lets answer, or it went by the older answer, recheck still in
 	// flight.
+	var err error
 	select {
 	case <-waiting:
-		_ = tx.Rollback(context.Background())
+		release()
 		err = <-signedOut
 	case err = <-signedOut:
-		_ = tx.Rollback(context.Background())
+		release()
 	}
 	if err != nil {
 		t.Fatal(err)

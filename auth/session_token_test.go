@@ -13,18 +13,21 @@ import (
 	"github.com/xcloak/xcloak/internal/xcloaktest"
 )
 
-// lockSessions holds the sessions table until the test ends, so that any
-// query of it waits: what is answered meanwhile cost no query.
-func lockSessions(t *testing.T, env *xcloaktest.Env) {
+// lockSessions holds the sessions table until the test ends, or until it
+// calls the function returned, so that any query of it waits: what is
+// answered meanwhile cost no query.
+func lockSessions(t *testing.T, env *xcloaktest.Env) (release func()) {
 	t.Helper()
 	tx, err := env.DB.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	release = func() { _ = tx.Rollback(context.Background()) }
+	t.Cleanup(release)
 	if _, err := tx.Exec(t.Context(), `LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
+	return release
 }
 
 // madeUpTokens are session cookies of every shape the service reads that
