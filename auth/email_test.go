@@ -3,6 +3,7 @@ package auth_test
 import (
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/xcloak/xcloak/auth"
 )
@@ -51,4 +52,26 @@ func TestNormaliseEmailComposes(t *testing.T) {
 			t.Errorf("NormaliseEmail(%+q) = %+q, %v; NormaliseEmail(%+q) = %+q, %v; want one address", tc.a, a, errA, tc.b, b, errB)
 		}
 	}
+}
+
+// FuzzNormaliseEmail: a normalised address normalises to itself, so that
+// an address as stored (and as the dashboard lists it) names its own
+// account and limits, and it is valid UTF-8 within MaxEmailBytes.
+func FuzzNormaliseEmail(f *testing.F) {
+	for _, s := range []string{"Ann@Example.com", "rene\u0301e@example.com", "A\u030asa@example.com",
+		"\u212aelvin@example.com", "\u2126@example.com", "İstanbul@example.com", "ΣΑΣ@example.com", "用户@例子.广告"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once, err := auth.NormaliseEmail(s)
+		if err != nil {
+			return
+		}
+		if !utf8.ValidString(once) || len(once) > auth.MaxEmailBytes {
+			t.Fatalf("NormaliseEmail(%+q) = %+q: not UTF-8 or too long", s, once)
+		}
+		if twice, err := auth.NormaliseEmail(once); err != nil || twice != once {
+			t.Errorf("NormaliseEmail(%+q) = %+q, normalised again %+q, %v", s, once, twice, err)
+		}
+	})
 }
