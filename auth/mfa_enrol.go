@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -99,6 +100,9 @@ func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, co
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading TOTP factor: %w", ErrUnavailable, err)
 	}
+	// Read as the second step reads it (checkCode): as an app shows it
+	// ("123 456"), or pasted with spaces around it.
+	code = strings.ReplaceAll(strings.TrimSpace(code), " ", "")
 	now := s.now()
 	step, ok := matchTOTP(secret, code, now)
 	if !isTOTPCode(code) || !ok {
