@@ -55,8 +55,10 @@ type UserAdminStore interface {
 	UserByID(ctx context.Context, id int64) (User, error)
 	// DisableUser disables account id as of at (one already disabled
 	// keeps its time) and, at once, ends its sessions, forgets its known
-	// devices and spends its open reset, unlock and sign-in links; it
-	// returns the account. ErrNoUser, ErrLastAdmin.
+	// devices, spends its open reset, unlock and sign-in links and counts
+	// a sign-out (User.SignOuts), which ends its sign-ins under way: a
+	// held second step, a session or link a sign-in is about to make;
+	// it returns the account. ErrNoUser, ErrLastAdmin.
 	DisableUser(ctx context.Context, id int64, at time.Time) (User, error)
 	// EnableUser enables account id and returns it; ErrNoUser.
 	EnableUser(ctx context.Context, id int64) (User, error)

@@ -122,6 +122,40 @@ func TestDisableEndsProxySessions(t *testing.T) {
 	}
 }
 
+// TestDisableEndsHeldSignIns: a second step held for a new browser
+// (attack mode) before the account was disabled does not sign in once it
+// is enabled again, with any code: disabling ends the account's sign-ins
+// under way as it ends its sessions, and its own second steps.
+func TestDisableEndsHeldSignIns(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	f.addUser(t, "ann@example.com", "password123", false)
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, codes := confirmTOTP(t, f, res)
+	if _, err := f.attack.SwitchAttack(ctx, true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("198.51.100.7")})
+	if !errors.Is(err, auth.ErrVerificationRequired) || step.MFA.Token == "" {
+		t.Fatalf("sign-in from a new browser in attack mode: %v, %+v; want a held second step", err, step.MFA)
+	}
+	if _, err := f.svc.DisableUser(ctx, res.Session.UserID, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.EnableUser(ctx, res.Session.UserID, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	signedIn, err := f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding,
+		Code: codes[0], Client: client("198.51.100.7")})
+	if err == nil || signedIn.Session.Token != "" {
+		t.Errorf("the held second step of before the account was disabled, after it was enabled: %v, session %t; want refused",
+			err, signedIn.Session.Token != "")
+	}
+}
+
 // TestAdminActionsAreEvents: every action of account administration is
 // one security event of its kind, naming the account and who did it.
 func TestAdminActionsAreEvents(t *testing.T) {

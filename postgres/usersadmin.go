@@ -109,7 +109,12 @@ func (s *Store) withAdminCheck(ctx context.Context, id int64, takesAdmin bool, c
 // or finds the account disabled (CreateSession).
 func (s *Store) DisableUser(ctx context.Context, id int64, at time.Time) (auth.User, error) {
 	return s.withAdminCheck(ctx, id, true, func(tx pgx.Tx, _ auth.User) (auth.User, error) {
-		u, err := scanUser(tx.QueryRow(ctx, `UPDATE users SET disabled_at = coalesce(disabled_at, $2), updated_at = now()
+		// A sign-out counted, as "sign out everywhere" counts one: a
+		// sign-in under way (a held second step, a session or link about
+		// to be made) was checked against the count it read, and ends
+		// here rather than live on once the account is enabled again.
+		u, err := scanUser(tx.QueryRow(ctx, `UPDATE users SET disabled_at = coalesce(disabled_at, $2),
+			sign_outs = sign_outs + 1, updated_at = now()
 			WHERE id = $1 RETURNING `+userColumns, id, at))
 		if err != nil {
 			return auth.User{}, err

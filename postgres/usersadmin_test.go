@@ -362,7 +362,12 @@ func TestDisableUser(t *testing.T) {
 	if _, err := s.MFAChallenge(ctx, hash("m2"), hash("b"), now); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("second step begun while disabled, once enabled: %v", err)
 	}
-	if err := s.CreateSession(ctx, hash("s3"), sess, u.PasswordHash, u.SignOuts); err != nil {
+	// Nor a session of a sign-in verified before the disabling: it
+	// counted a sign-out. One verified after enabling is made.
+	if err := s.CreateSession(ctx, hash("s3"), sess, u.PasswordHash, u.SignOuts); !errors.Is(err, auth.ErrPasswordChanged) {
+		t.Errorf("session of a sign-in verified before the disabling, once enabled: %v, want ErrPasswordChanged", err)
+	}
+	if err := s.CreateSession(ctx, hash("s3"), sess, e.PasswordHash, e.SignOuts); err != nil {
 		t.Errorf("session after enabling: %v", err)
 	}
 }
