@@ -28,6 +28,10 @@ type SoftKey struct {
 	// touched it, as a security key without a PIN does: its answers say
 	// the user was present, never verified.
 	PresenceOnly bool
+	// Absent makes answers whose user-present flag is unset, as if no
+	// one touched the authenticator: what no browser passes on, and a
+	// relying party must refuse.
+	Absent bool
 	// Transports are what Create says the credential is reached by; nil
 	// says "internal".
 	Transports []string
@@ -104,11 +108,15 @@ func (k *SoftKey) coseKey() []byte {
 	return append(append(out, cborBytes(32)...), y...)
 }
 
-// authData is the authenticator data: user present and, unless
-// PresenceOnly, verified, with the attested credential when attested.
+// authData is the authenticator data: user present (unless Absent) and,
+// unless PresenceOnly, verified, with the attested credential when
+// attested.
 func (k *SoftKey) authData(attested bool) []byte {
 	h := sha256.Sum256([]byte(k.RPID))
 	flags := byte(0x01) // UP
+	if k.Absent {
+		flags = 0
+	}
 	if !k.PresenceOnly {
 		flags |= 0x04 // UV
 	}
