@@ -64,8 +64,7 @@ type localLock struct {
 }
 
 type localLog struct {
-	times  []time.Time // admission times, oldest first
-	window time.Duration
+	times []time.Time // admission times, oldest first
 }
 
 type localLockout struct {
@@ -208,8 +207,10 @@ func (l *Local) allowAll(rules []Rule, record bool) Decision {
 		log, _ := sh.logs.get(group, key)
 		count := 0
 		if log != nil {
-			log.trim(now)
-			count = len(log.times)
+			// In this rule's window, as Redis counts: a log written by a
+			// rule of another window (a setting changed, or the same log
+			// named twice in a request) holds what that one kept.
+			count = log.live(now, r.Limit.Window)
 		}
 		logs[i] = log
 		res.Count = count
@@ -219,7 +220,7 @@ func (l *Local) allowAll(rules []Rule, record bool) Decision {
 		}
 		if count >= r.Limit.Count {
 			// Locked or not, no retry succeeds before the log has room.
-			res.RetryAfter = max(res.RetryAfter, log.times[count-r.Limit.Count].Add(r.Limit.Window).Sub(now))
+			res.RetryAfter = max(res.RetryAfter, log.times[len(log.times)-r.Limit.Count].Add(r.Limit.Window).Sub(now))
 		}
 		res.Allowed = res.RetryAfter == 0
 		res.Remaining = max(r.Limit.Count-count, 0)
@@ -241,9 +242,19 @@ func (l *Local) allowAll(rules []Rule, record bool) Decision {
 			sh := &l.shards[shards[i]]
 			key, group := ruleKey(r.Name, r.ID), l.group(r.Name, r.ID)
 			if logs[i], _ = sh.logs.get(group, key); logs[i] == nil {
-				logs[i] = &localLog{window: r.Limit.Window}
+				logs[i] = &localLog{}
 				sh.logs.add(group, key, logs[i])
 			}
+		} else {
+			// What left the longest window of the rules naming the log
+			// goes, as in Redis.
+			window := r.Limit.Window
+			for j, o := range rules {
+				if logs[j] == logs[i] {
+					window = max(window, o.Limit.Window)
+				}
+			}
+			logs[i].trim(now, window)
 		}
 		logs[i].times = append(logs[i].times, now)
 		d.Results[i].Count++
@@ -257,12 +268,18 @@ func (l *Local) allowAll(rules []Rule, record bool) Decision {
 // of them live in one shard.
 func ruleKey(name, id string) string { return name + "\x00" + id }
 
-func (log *localLog) trim(now time.Time) {
+// live is how many of log's entries are within window of now: its tail.
+func (log *localLog) live(now time.Time, window time.Duration) int {
 	i := 0
-	for i < len(log.times) && !now.Before(log.times[i].Add(log.window)) {
+	for i < len(log.times) && !now.Before(log.times[i].Add(window)) {
 		i++
 	}
-	log.times = log.times[i:]
+	return len(log.times) - i
+}
+
+// trim drops the entries that have left window.
+func (log *localLog) trim(now time.Time, window time.Duration) {
+	log.times = log.times[len(log.times)-log.live(now, window):]
 }
 
 // lockedFor is how long the lock of key in the lock table's group has

@@ -307,3 +307,53 @@ func TestLocalGroupsKeepCountsApart(t *testing.T) {
 		t.Errorf("%d logs, %d failure counts, %d locks kept, want at most %d each", logs, lockouts, locks, bound)
 	}
 }
+
+// TestLocalLogUnderAnotherWindow: a rule's log counts in the window of the
+// rule deciding, as Redis' does, not in the window of the rule that first
+// wrote it. Counted in a window of a minute once the rule's is ten, the
+// log would admit a request a minute after its limit was used up; counted
+// in ten minutes once the rule's is one, it would report more requests in
+// the window than the limit while admitting.
+func TestLocalLogUnderAnotherWindow(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l, err := ratelimit.NewLocal(policies, 0, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := func(id string, lim ratelimit.Limit) ratelimit.Result {
+		t.Helper()
+		d, err := l.AllowAll(t.Context(), ratelimit.Rule{Name: "login_ip", ID: id, Limit: lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Results[0]
+	}
+
+	// Raised: 3 a minute, then 3 in ten minutes.
+	if r := allow("raised", ratelimit.PerMinute(3)); !r.Allowed {
+		t.Fatalf("first request: %+v", r)
+	}
+	tenMinutes := ratelimit.Limit{Count: 3, Window: 10 * time.Minute}
+	for range 2 {
+		now = now.Add(time.Second)
+		if r := allow("raised", tenMinutes); !r.Allowed {
+			t.Fatalf("within the limit: %+v", r)
+		}
+	}
+	now = now.Add(5 * time.Minute)
+	if r := allow("raised", tenMinutes); r.Allowed || r.Count != 3 || r.RetryAfter != 5*time.Minute-2*time.Second {
+		t.Fatalf("a fourth request within ten minutes: %+v; want rejected at 3 until the first leaves", r)
+	}
+
+	// Lowered: 3 in ten minutes, then 3 a minute.
+	for range 3 {
+		now = now.Add(time.Minute)
+		if r := allow("lowered", tenMinutes); !r.Allowed {
+			t.Fatalf("within the limit: %+v", r)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	if r := allow("lowered", ratelimit.PerMinute(3)); !r.Allowed || r.Count != 1 || r.Remaining != 2 {
+		t.Fatalf("a request with none in the last minute: %+v; want admitted as the first, 2 remaining", r)
+	}
+}

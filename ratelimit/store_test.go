@@ -166,6 +166,8 @@ var storeCases = []struct {
 	{"every key expires", expiring, caseExpiry},
 	{"bad input is an error", nil, caseBadInput},
 	{"a lock-only rule keeps no log", nil, caseLockOnly},
+	{"a limit changed under concurrency", nil, caseLimitChangedUnderConcurrency},
+	{"a log counts in the deciding rule's window", nil, caseWindowChanged},
 }
 
 // suitePolicies lock for a minute at least, far longer than a case runs.
@@ -1232,5 +1234,69 @@ func caseLockOnly(t *testing.T, s storeUnderTest) {
 		if strings.Contains(k, "{login_account:") && strings.HasSuffix(k, ":log3") {
 			t.Errorf("key %q: a lock-only rule wrote a log", k)
 		}
+	}
+}
+
+// caseLimitChangedUnderConcurrency: requests decided at once under two
+// limits of one rule (replicas during a change of its setting) each admit
+// only while the log holds fewer than their own limit: the higher limit
+// exactly, and none of the lower limit's admissions past its own count.
+func caseLimitChangedUnderConcurrency(t *testing.T, s storeUnderTest) {
+	const low, high, n = 4, 7, 60
+	rule := func(i int) ratelimit.Rule {
+		lim := ratelimit.PerMinute(high)
+		if i%2 == 0 {
+			lim = ratelimit.Limit{Count: low, Window: 10 * time.Minute}
+		}
+		return ratelimit.Rule{Name: "login_ip", ID: "198.51.100.40", Limit: lim}
+	}
+	got := burst(t, n, func(i int) (bool, error) {
+		d, err := s.AllowAll(t.Context(), rule(i))
+		if err == nil && d.Allowed && d.Results[0].Count > d.Results[0].Limit.Count {
+			err = fmt.Errorf("admitted as %d under a limit of %d", d.Results[0].Count, d.Results[0].Limit.Count)
+		}
+		return d.Allowed, err
+	})
+	if got != high {
+		t.Fatalf("%d requests under limits of %d and %d: admitted %d, want %d", n, low, high, got, high)
+	}
+	for i := range 2 {
+		if d := decide(t, s, rule(i)); d.Allowed {
+			t.Fatalf("after the burst, under %s: %+v; want rejected", rule(i).Limit, d)
+		}
+	}
+}
+
+// caseWindowChanged: a rule's window raised (a setting changed between
+// requests) counts every request its log holds in the new window, whatever
+// window wrote them, and one lowered counts only those in its own.
+func caseWindowChanged(t *testing.T, s storeUnderTest) {
+	short := ratelimit.Limit{Count: 3, Window: 100 * time.Millisecond}
+	long := ratelimit.Limit{Count: 3, Window: 10 * time.Minute}
+	raised := ratelimit.Rule{Name: "login_ip", ID: "198.51.100.50", Limit: short}
+	if d := decide(t, s, raised); !d.Allowed {
+		t.Fatalf("first request: %+v", d)
+	}
+	raised.Limit = long
+	for range 2 {
+		if d := decide(t, s, raised); !d.Allowed {
+			t.Fatalf("within the limit: %+v", d)
+		}
+	}
+	time.Sleep(2 * short.Window)
+	if d := decide(t, s, raised); d.Allowed || d.Results[0].Count != 3 {
+		t.Fatalf("a fourth request within %s: %+v; want rejected at 3", long.Window, d)
+	}
+
+	lowered := ratelimit.Rule{Name: "login_ip", ID: "198.51.100.51", Limit: long}
+	for range 3 {
+		if d := decide(t, s, lowered); !d.Allowed {
+			t.Fatalf("within the limit: %+v", d)
+		}
+	}
+	time.Sleep(2 * short.Window)
+	lowered.Limit = short
+	if d := decide(t, s, lowered); !d.Allowed || d.Results[0].Count != 1 || d.Results[0].Remaining != 2 {
+		t.Fatalf("a request with none in the last %s: %+v; want admitted as the first, 2 remaining", short.Window, d)
 	}
 }
