@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -566,7 +567,10 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) erro
 		p := reply[1+specLen*i : 1+specLen*(i+1)]
 		count := int32(le32(p[:4]))
 		value := int64(le64(p[4:]))
-		if count < 0 {
+		if count < 0 || !admitted && (value > maxWait || value < -maxWait) {
+			// A wait no time.Duration holds comes only from a log
+			// centuries ahead of Redis' clock, which the script never
+			// writes (a garbled one): converted, it would wrap around.
 			return fmt.Errorf("unexpected reply %q", reply)
 		}
 		res := &results[i]
@@ -595,6 +599,11 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) erro
 	}
 	return nil
 }
+
+// maxWait bounds a wait in the script's answer, in microseconds: what a
+// time.Duration holds, with a second to spare for RetryAfterSeconds to
+// round up.
+const maxWait = (math.MaxInt64 - int64(time.Second)) / int64(time.Microsecond)
 
 // le32 and le64 read little-endian numbers from the script's answer.
 func le32(s string) uint32 {

@@ -42,6 +42,8 @@ func TestParseReplyShapes(t *testing.T) {
 		{"locked", one, "return struct.pack('<Bi4i8', 0, 2, -7)", []Result{{Locked: true, RetryAfter: 7}}},
 		{"one of two rejects", two, "return struct.pack('<Bi4i8i4i8', 0, 3, 0, 2, -7)", []Result{{Allowed: true}, {Locked: true, RetryAfter: 7}}},
 		{"a long wait", one, "return struct.pack('<Bi4i8', 0, 5, 2678400000000)", []Result{{RetryAfter: 2678400000000}}},
+		{"a wait no Duration holds", one, "return struct.pack('<Bi4i8', 0, 5, 36028797018963968)", nil},
+		{"a lock no Duration holds", one, "return struct.pack('<Bi4i8', 0, 5, -36028797018963968)", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := rdb.Eval(t.Context(), c.script, nil)

@@ -701,6 +701,29 @@ func TestPackedLogMalformed(t *testing.T) {
 	}
 }
 
+// TestPackedLogCenturiesAhead: a log whose base puts its entries centuries
+// ahead of Redis' clock (a header garbled, or written by hand) would make
+// the wait for its oldest entry longer than a time.Duration holds. It is
+// an error, as any log the script cannot have written, never a rejection
+// whose retry-after wrapped around to a negative time (which the decision,
+// taking the longest of its rules', reports as none).
+func TestPackedLogCenturiesAhead(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := newLimiter(t, rdb, prefix)
+	k, _ := ratelimit.NewKeys(prefix, "login_ip")
+	rule := ratelimit.Rule{Name: "login_ip", ID: "centuries", Limit: ratelimit.PerMinute(2)}
+	base := int64(1) << 55 // about a thousand years from the epoch
+	if err := rdb.Set(t.Context(), k.Log(rule.ID), ratelimit.EncodeLog(4, base, base, base+1), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, rules := range [][]ratelimit.Rule{{rule}, {rule, {Name: "login_account", ID: "c@example.com", Limit: ratelimit.PerMinute(2)}}} {
+		d, err := l.AllowAll(t.Context(), rules...)
+		if err == nil {
+			t.Errorf("%d rules: %+v; want an error", len(rules), d)
+		}
+	}
+}
+
 // TestAllowAllSameRuleTwice: a rule named twice in one request counts it
 // twice, as the in-process store does; both see the log as it was.
 func TestAllowAllSameRuleTwice(t *testing.T) {
