@@ -138,6 +138,9 @@ type answer struct {
 	status int
 	header http.Header
 	body   []byte
+	// auth is the Client's, for shown: what the answer holds of the key
+	// it was sent with, no error of it repeats.
+	auth func() string
 }
 
 // post sends body as JSON to path (below the base URL, escaped) and reads
@@ -180,5 +183,5 @@ func (c *Client) post(ctx context.Context, path string, body any) (answer, error
 	if len(b) > maxAnswerBytes {
 		return answer{}, &StatusError{StatusCode: resp.StatusCode, Detail: fmt.Sprintf("answer longer than %d bytes", maxAnswerBytes)}
 	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return answer{status: resp.StatusCode, header: resp.Header, body: b, auth: c.auth}, nil
 }

@@ -402,6 +402,46 @@ func TestTheKeyIsNeverShown(t *testing.T) {
 	}
 }
 
+// TestTheKeyIsNeverShownFromTheAnswer: a server that repeats the
+// request's Authorization header in its answer (a gateway's error page,
+// an echo service behind a wrong base URL) does not put the key in the
+// errors the application logs, wherever the answer puts it.
+func TestTheKeyIsNeverShownFromTheAnswer(t *testing.T) {
+	const js = "application/json"
+	for _, tt := range []struct{ name, contentType, body string }{
+		{"a 400's message", js, `{"error":"invalid_request","field":"account","message":"%s"}`},
+		{"a 400's field", js, `{"error":"invalid_request","field":"%s"}`},
+		{"a 400's code", js, `{"error":"invalid_request %s"}`},
+		{"an error code", js, `{"error":"%s"}`},
+		{"the Content-Type", `text/plain; token="%s"`, `x`},
+	} {
+		for _, status := range []int{200, 400, 403, 404, 503} {
+			t.Run(fmt.Sprint(tt.name, " ", status), func(t *testing.T) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					echo := r.Header.Get("Authorization")
+					w.Header().Set("Content-Type", strings.ReplaceAll(tt.contentType, "%s", echo))
+					w.WriteHeader(status)
+					_, _ = io.WriteString(w, strings.ReplaceAll(tt.body, "%s", echo))
+				}))
+				t.Cleanup(srv.Close)
+				c, err := client.New(srv.URL, testKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, attemptErr := c.Attempt(t.Context(), someone)
+				for call, err := range map[string]error{"Attempt": attemptErr, "Outcome": c.Outcome(t.Context(), "a1.sig", client.Failure)} {
+					if err == nil {
+						t.Fatalf("%s succeeded", call)
+					}
+					if s := fmt.Sprintf("%v %+v", err, err); strings.Contains(s, testKey[4:20]) {
+						t.Errorf("%s's error shows the key: %s", call, s)
+					}
+				}
+			})
+		}
+	}
+}
+
 func TestNewRefusesWhatCannotWork(t *testing.T) {
 	for _, tt := range []struct{ base, key string }{
 		{"login.example.com", testKey},

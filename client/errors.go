@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -132,12 +133,28 @@ func (a answer) decode(v any) error {
 // statusError is the answer as a *StatusError, with the body's error code
 // when it has one.
 func (a answer) statusError(detail string) *StatusError {
-	e := &StatusError{StatusCode: a.status, RetryAfter: a.retryAfter(), Detail: detail}
+	e := &StatusError{StatusCode: a.status, RetryAfter: a.retryAfter(), Detail: a.shown(detail)}
 	var body errorBody
 	if a.isJSON() && json.Unmarshal(a.body, &body) == nil {
-		e.Code = body.Error
+		e.Code = a.shown(body.Error)
 	}
 	return e
+}
+
+// shown is s, text of the answer that an error repeats, or a note in its
+// place when it holds the key, or what looks like one: a server that
+// echoes the request's Authorization header (a gateway's error page, an
+// echo service behind a wrong base URL) would otherwise have the key
+// written wherever the application logs its errors.
+func (a answer) shown(s string) string {
+	key := ""
+	if a.auth != nil {
+		key = strings.TrimPrefix(a.auth(), "Bearer ")
+	}
+	if strings.Contains(s, apiKeyPrefix) || key != "" && strings.Contains(s, key) {
+		return "(left out: it may hold the API key)"
+	}
+	return s
 }
 
 // retryAfter reads the Retry-After header's seconds (XCloak never sends
@@ -178,7 +195,7 @@ func (a answer) refusal() error {
 		if msg == "" {
 			msg = body.Error
 		}
-		return &RequestError{Field: body.Field, Message: msg}
+		return &RequestError{Field: a.shown(body.Field), Message: a.shown(msg)}
 	case a.status == http.StatusUnauthorized:
 		return ErrInvalidAPIKey
 	case a.status == http.StatusNotFound && body.Error == "unknown_attempt":
