@@ -312,6 +312,42 @@ func TestAttemptOutcomeUnknown(t *testing.T) {
 	}
 }
 
+// TestAttemptOutcomeTakenOnceAtOnce: one attempt id reported many times
+// at once, over two replicas, takes exactly one outcome, and its failure
+// counts once towards the account's lockout.
+func TestAttemptOutcomeTakenOnceAtOnce(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Lockout.Threshold = 2 }})
+	key := env.AddAPIKey(t, "shop")
+	apps := []*app{newApp(t, env.Start(t), key), newApp(t, env.Replica(t, xcloaktest.Options{}).Start(t), key)}
+	_, d, _ := apps[0].ask("login", "ida", "192.0.2.77", "")
+	const reports = 40
+	var (
+		wg     sync.WaitGroup
+		start  = make(chan struct{})
+		mu     sync.Mutex
+		byCode = map[int]int{}
+	)
+	for i := range reports {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			status, _ := apps[i%2].outcome(d.AttemptID, "failure")
+			mu.Lock()
+			defer mu.Unlock()
+			byCode[status]++
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if byCode[204] != 1 || byCode[404] != reports-1 {
+		t.Fatalf("%d reports of one id at once: %v, want one 204 and the rest 404", reports, byCode)
+	}
+	if status, d, _ := apps[0].ask("login", "ida", "192.0.2.78", ""); status != 200 {
+		t.Fatalf("after one failure of a lockout threshold of 2: %d %+v, want 200", status, d)
+	}
+}
+
 // TestAttemptBadRequests: every malformed body is 400 naming its field.
 func TestAttemptBadRequests(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
@@ -340,6 +376,24 @@ func TestAttemptBadRequests(t *testing.T) {
 		{`[1]`, "body"},
 		{`not json`, "body"},
 		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","pad":"` + strings.Repeat("p", 70<<10) + `"}`, "body"},
+		// NUL, escaped, is a control character of whichever field holds it.
+		{`{"kind":"login","account":"x\u0000","client_ip":"192.0.2.1"}`, "account"},
+		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","device":"d\u0000"}`, "device"},
+		{`{"kind":"login\u0000","account":"x","client_ip":"192.0.2.1"}`, "kind"},
+		{`{"kind":"login","account":"x","client_ip":"192.0.2.1\u0000"}`, "client_ip"},
+		{"{\"kind\":\"login\",\"account\":\"x\xff\",\"client_ip\":\"192.0.2.1\"}", "body"},
+		// A zone, an IPv4-mapped or a translated address's included, and
+		// whatever else is not one address.
+		{`{"kind":"login","account":"x","client_ip":"::ffff:192.0.2.1%eth0"}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":"64:ff9b::192.0.2.1%1"}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":"192.0.2.0/24"}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":"192.0.2.1:80"}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":"[::1]"}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":null}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":{"a":[1]}}`, "client_ip"},
+		{`{"kind":"login","account":"x","client_ip":1e999}`, "client_ip"},
+		{strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000), "body"},
+		{`{"kind":` + strings.Repeat("[", 30000) + strings.Repeat("]", 30000) + `}`, "body"},
 	} {
 		status, d, _ := a.raw(a.base+"/api/v1/attempts", tc.body)
 		if status != 400 || d.Error != "invalid_request" || d.Field != tc.field || d.Message == "" {
