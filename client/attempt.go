@@ -154,7 +154,7 @@ func (c *Client) Attempt(ctx context.Context, req AttemptRequest) (Decision, err
 	if err := a.decode(&body); err != nil {
 		return Decision{}, err
 	}
-	d := Decision{Kind: body.Decision, AttemptID: body.AttemptID, Reason: body.Reason}
+	d := Decision{Kind: body.Decision, AttemptID: body.AttemptID, Reason: a.shown(body.Reason)}
 	switch {
 	case a.status == http.StatusOK && (d.Kind == Allow || d.Kind == Challenge) && d.AttemptID != "":
 		return d, nil

@@ -442,6 +442,28 @@ func TestTheKeyIsNeverShownFromTheAnswer(t *testing.T) {
 	}
 }
 
+// TestADenyShowsNoKey: nor does a deny's reason, which an application
+// logs as it logs the decision.
+func TestADenyShowsNoKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = fmt.Fprintf(w, `{"decision":"deny","reason":%q,"retry_after_seconds":5}`, r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Attempt(t.Context(), someone)
+	if err != nil || d.Kind != client.Deny {
+		t.Fatalf("Attempt = %+v, %v; want a deny", d, err)
+	}
+	if strings.Contains(d.Reason, testKey[4:20]) {
+		t.Errorf("the deny's reason shows the key: %q", d.Reason)
+	}
+}
+
 func TestNewRefusesWhatCannotWork(t *testing.T) {
 	for _, tt := range []struct{ base, key string }{
 		{"login.example.com", testKey},
