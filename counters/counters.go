@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,8 +87,12 @@ func appCounters(kind string) []string {
 // ranking: minute sets are kept for rankRetention (the 5-minute and 1-hour
 // lists use them), and the 24-hour lists union whole hours, so they reach
 // back to the start of the hour 24 hours ago. Under a flood from more
-// distinct sources than a set's cap, the lowest counts are dropped, which
-// keeps memory bounded and the heavy hitters exact.
+// distinct sources than a set's cap, a source new to a full set takes the
+// place of the lowest, with its count (Space-Saving, rank.lua), which
+// keeps memory bounded and every source whose count passes the set's
+// total over its cap in the set, however its count is spread over
+// batches; a count is then over the source's own by at most what it
+// inherited.
 //
 // A ranking is the sum of its period's sets, merged in Go from the sets
 // read whole, a few per round trip: no command holds Redis longer than one
@@ -707,6 +712,7 @@ func (s *Stats) queueCounts(ctx context.Context, pipe redis.Pipeliner, buckets m
 			if len(set) == 0 {
 				continue
 			}
+			members := heaviestFirst(set)
 			for _, k := range []struct {
 				key       string
 				cap       int64
@@ -715,14 +721,44 @@ func (s *Stats) queueCounts(ctx context.Context, pipe redis.Pipeliner, buckets m
 				{s.minuteKey(string(kind), m), minuteRankCap, rankRetention},
 				{s.hourKey(string(kind), m/60), hourRankCap, statsRetention},
 			} {
-				for member, n := range set {
-					pipe.ZIncrBy(ctx, k.key, n, member)
+				args := make([]any, 0, 2+2*len(members))
+				args = append(args, k.cap, k.retention.Milliseconds())
+				for _, m := range members {
+					args = append(args, m.name, m.n)
 				}
-				pipe.ZRemRangeByRank(ctx, k.key, 0, -(k.cap + 1))
-				pipe.Expire(ctx, k.key, k.retention)
+				pipe.Eval(ctx, rankLua, []string{k.key}, args...)
 			}
 		}
 	}
+}
+
+// rankLua adds a batch's counts to a capped ranking (rank.lua). It goes
+// by EVAL: within the transaction, a script Redis no longer holds would
+// fail alone, and the rest of the batch be counted without it.
+//
+//go:embed rank.lua
+var rankLua string
+
+// counted is a member of a ranking and its count in a batch.
+type counted struct {
+	name string
+	n    float64
+}
+
+// heaviestFirst returns set's members, the highest count first, so that
+// those enter a ranking with room with their own counts (rank.lua).
+func heaviestFirst(set map[string]float64) []counted {
+	out := make([]counted, 0, len(set))
+	for name, n := range set {
+		out = append(out, counted{name, n})
+	}
+	slices.SortFunc(out, func(a, b counted) int {
+		if a.n != b.n {
+			return cmp.Compare(b.n, a.n)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out
 }
 
 // CountWebhooksDropped adds n webhook deliveries dropped at at to the

@@ -268,3 +268,58 @@ func TestStatsRefusesBadInput(t *testing.T) {
 		t.Error("Series of 0 minutes: no error")
 	}
 }
+
+// TestRankingsKeepASteadySource: a source rejected a little in every
+// batch, over a period, outranks one-off sources that flood its sets
+// past their cap with more each than it has in any one batch. A set
+// that dropped its lowest to stay within its cap would drop the steady
+// source in every batch, each time from nothing, and the flood would
+// hide the period's heaviest source from both rankings at the cost of
+// two rejections per set member.
+func TestRankingsKeepASteadySource(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		period dashboard.Period
+		cap    int
+	}{
+		{"minute sets", dashboard.Period5m, minuteRankCap},
+		{"hour sets", dashboard.Period24h, hourRankCap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb, prefix := testenv.Redis(t)
+			s, err := New(rdb, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Date(2025, 3, 10, 12, 34, 30, 0, time.UTC)
+			start := now.Truncate(time.Minute)
+			flood := make([]auth.Event, 0, 2*tc.cap)
+			for i := range tc.cap {
+				e := auth.Event{At: start, Kind: auth.EventLoginRejected, Rule: auth.RuleLoginIP,
+					Source: fmt.Sprintf("10.%d.%d.1", i/256, i%256), Account: fmt.Sprintf("flood%d@example.com", i)}
+				flood = append(flood, e, e)
+			}
+			if err := s.CountEvents(t.Context(), flood); err != nil {
+				t.Fatal(err)
+			}
+			const steady = 25
+			for i := range steady {
+				e := auth.Event{At: start.Add(time.Duration(i) * time.Second), Kind: auth.EventLoginRejected, Rule: auth.RuleLoginIP,
+					Source: "192.0.2.99", Account: "victim@example.com"}
+				if err := s.CountEvents(t.Context(), []auth.Event{e}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, kind := range []TopKind{TopSources, TopAccounts} {
+				top, err := s.Top(t.Context(), tc.period, kind, 1, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[TopKind]string{TopSources: "192.0.2.99", TopAccounts: "victim@example.com"}[kind]
+				if len(top) != 1 || top[0].Name != want || top[0].Count < steady {
+					t.Errorf("%s: Top = %v; want %s with at least %d", kind, top, want, steady)
+				}
+			}
+		})
+	}
+}
