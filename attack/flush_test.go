@@ -252,3 +252,41 @@ func TestLostCallKeepsTheSharedTrip(t *testing.T) {
 		t.Errorf("OnStart called with %v, want once with %s at the latest", starts, want)
 	}
 }
+
+// TestLostEndThenATrip: a tick whose state.lua call ended attack mode in
+// Redis but whose answer was lost, followed by a new burst that trips the
+// shared window before the next tick, loses neither change: the next tick
+// records attack_ended for the first call, then attack_started for the
+// burst. Sent again as a "hit" under the first call's name, the call would
+// start attack mode anew as if it were the call that ended it, and the end
+// would never be recorded by any replica.
+func TestLostEndThenATrip(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, log, rdb, _ := replicas(t, 1, cfg)
+	a := ws[0]
+	f := &failNext{}
+	rdb.AddHook(f)
+	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
+	tick(t, a)
+	clk.Add(cfg.Quiet)
+	f.stateUnanswered.Store(true)
+	if err := a.Tick(t.Context()); err == nil {
+		t.Fatal("the tick met no failure")
+	}
+	clk.Add(time.Second)
+	feed(a, clk, 25, auth.OutcomeUnknownAccount, "b")
+	tick(t, a)
+	tick(t, a)
+	if got := log.kinds(); got[auth.EventAttackStarted] != 2 || got[auth.EventAttackEnded] != 1 || !a.Active() {
+		t.Fatalf("events %v, active %v; want two attack_started, one attack_ended between them, on", got, a.Active())
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	var kinds []string
+	for _, e := range log.events {
+		kinds = append(kinds, e.Kind)
+	}
+	if want := []string{auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackStarted}; !slices.Equal(kinds, want) {
+		t.Errorf("events %v, want %v", kinds, want)
+	}
+}

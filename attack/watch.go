@@ -438,6 +438,22 @@ func (w *Watch) Tick(ctx context.Context) error {
 		}
 	}
 	figures := eventFigures(signal, sig, w.cfg)
+	if prev := w.unanswered; prev.token != "" && prev.signal == "" && signal != "" {
+		// The call unanswered was a "tick", which may have ended attack
+		// mode. Sent again as this tick's "hit" under its name, it would
+		// start attack mode anew as if it were the call that ended it,
+		// and no replica would record the end: it goes again as it was,
+		// and the trip in a call of its own.
+		res, err := w.runState(ctx, "tick", now, "", known, prev.token)
+		if err != nil {
+			return w.failed(now, err)
+		}
+		w.unanswered = stateCall{}
+		w.apply(ctx, res, now, "", time.Time{}, nil)
+		w.mu.Lock()
+		known = w.state
+		w.mu.Unlock()
+	}
 	call := w.unanswered
 	if call.token == "" {
 		call = stateCall{token: rand.Text(), signal: signal, tripped: tripped, figures: figures}
