@@ -290,3 +290,43 @@ func TestLostEndThenATrip(t *testing.T) {
 		t.Errorf("events %v, want %v", kinds, want)
 	}
 }
+
+// TestLostEndThenAnotherReplicasTrip: a tick whose state.lua call ended
+// attack mode but whose answer was lost, while another replica's window
+// trips and starts it again before the call goes again: the call is still
+// told of its end, and attack_ended is recorded once, for the attack that
+// ended, between the two starts.
+func TestLostEndThenAnotherReplicasTrip(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	ws, clk, log, rdb, _ := replicas(t, 2, cfg)
+	a, b := ws[0], ws[1]
+	f := &failNext{}
+	rdb.AddHook(f)
+	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
+	first := clk.Now()
+	tick(t, a, b)
+	clk.Add(cfg.Quiet)
+	f.stateUnanswered.Store(true)
+	if err := a.Tick(t.Context()); err == nil {
+		t.Fatal("the tick met no failure")
+	}
+	clk.Add(time.Second)
+	feed(b, clk, 25, auth.OutcomeUnknownAccount, "b")
+	tick(t, b)
+	tick(t, a, b)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	var kinds []string
+	for _, e := range log.events {
+		kinds = append(kinds, e.Kind)
+	}
+	if want := []string{auth.EventAttackStarted, auth.EventAttackStarted, auth.EventAttackEnded}; !slices.Equal(kinds, want) {
+		t.Fatalf("events %v, want %v: the end told to the call that made it", kinds, want)
+	}
+	if since := log.events[2].Detail["since"]; since != first.UTC().Format(time.RFC3339) {
+		t.Errorf("attack_ended since %s, want the first attack's start %s", since, first.UTC().Format(time.RFC3339))
+	}
+	if !a.Active() || !b.Active() {
+		t.Errorf("active: a %v, b %v; want both on for the second attack", a.Active(), b.Active())
+	}
+}

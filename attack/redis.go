@@ -330,6 +330,10 @@ func sumCounts(cmds []*redis.MapStringStringCmd) (Counts, error) {
 type stateResult struct {
 	change string
 	state  state
+	// ended is the attack the latest end ended: its since, trigger and
+	// by. A call told of its end after another started attack mode
+	// again records that attack's end, not the new one's.
+	ended state
 }
 
 // runState runs state.lua's op; known is the state as this replica last
@@ -353,19 +357,24 @@ func (w *Watch) runState(ctx context.Context, op string, now time.Time, by strin
 	if err != nil {
 		return stateResult{}, fmt.Errorf("attack mode state: %w", err)
 	}
-	if len(v) != 7 {
-		return stateResult{}, fmt.Errorf("attack mode state: %d values, want 7", len(v))
+	if len(v) != 10 {
+		return stateResult{}, fmt.Errorf("attack mode state: %d values, want 10", len(v))
 	}
 	since, err1 := strconv.ParseInt(v[2], 10, 64)
 	suppress, err2 := strconv.ParseInt(v[5], 10, 64)
 	lastHit, err3 := strconv.ParseInt(v[6], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	endSince, err4 := strconv.ParseInt(v[7], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return stateResult{}, fmt.Errorf("attack mode state: %w", err)
 	}
-	return stateResult{change: v[0], state: state{
+	res := stateResult{change: v[0], state: state{
 		active: v[1] == "1", since: time.UnixMilli(since).UTC(), trigger: v[3], by: v[4], suppressUntil: time.UnixMilli(suppress),
 		lastHit: time.UnixMilli(lastHit),
-	}}, nil
+	}}
+	if endSince != 0 {
+		res.ended = state{since: time.UnixMilli(endSince).UTC(), trigger: v[8], by: v[9]}
+	}
+	return res, nil
 }
 
 // unixMilli is t in unix ms as state.lua keeps times, 0 for the zero time.

@@ -25,12 +25,17 @@
 -- made the latest change and that change, so that a call sent again is
 -- told "started" or "ended" as the first would have been: otherwise the
 -- one replica that made the change would never hear of it, and nobody
--- would record it or sign out the browsers that came just before.
+-- would record it or sign out the browsers that came just before. It
+-- also keeps end_token, end_since, end_trigger and end_by, the name of
+-- the call that made the latest end and the attack it ended: another
+-- replica's trip may start attack mode again before the call that ended
+-- it is sent again, and that call is still told of its end.
 --
--- Returns {change, active, since, trigger, by, suppress_until, last_hit}:
--- change is "started", "ended" or "" (nothing changed); the rest is the
--- state after the call (for "ended", since, trigger and by of the attack
--- that ended).
+-- Returns {change, active, since, trigger, by, suppress_until, last_hit,
+-- end_since, end_trigger, end_by}: change is "started", "ended" or ""
+-- (nothing changed); the rest is the state after the call (for "ended",
+-- since, trigger and by of the attack that ended), and the attack the
+-- latest end ended.
 local key = KEYS[1]
 local op = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -40,7 +45,8 @@ local ttl = tonumber(ARGV[5])
 
 local token = ARGV[12] or ''
 
-local f = redis.call('HMGET', key, 'active', 'since', 'trigger', 'by', 'last_hit', 'suppress_until', 'change_token', 'change')
+local f = redis.call('HMGET', key, 'active', 'since', 'trigger', 'by', 'last_hit', 'suppress_until', 'change_token', 'change',
+  'end_token', 'end_since', 'end_trigger', 'end_by')
 local restored = false
 if redis.call('EXISTS', key) == 0 and (ARGV[6] == '1' or (tonumber(ARGV[11]) or 0) > now) then
   f = {ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]}
@@ -54,6 +60,10 @@ local last_hit = tonumber(f[5]) or 0
 local suppress = tonumber(f[6]) or 0
 local change_token = f[7] or ''
 local last_change = f[8] or ''
+local end_token = f[9] or ''
+local end_since = tonumber(f[10]) or 0
+local end_trigger = f[11] or ''
+local end_by = f[12] or ''
 local change = ''
 
 if op == 'hit' then
@@ -89,15 +99,24 @@ end
 
 if change ~= '' then
   change_token, last_change = token, change
+  if change == 'ended' then
+    end_token, end_since, end_trigger, end_by = token, since, trigger, who
+  end
 elseif token ~= '' and token == change_token and (last_change == 'started') == active then
   -- This call was sent before and made the latest change, which still
   -- holds; its answer was lost.
   change = last_change
+elseif token ~= '' and token == end_token then
+  -- This call was sent before and ended attack mode, which another
+  -- call has since started again; its answer was lost.
+  change = 'ended'
 end
 
 if op ~= 'tick' or change ~= '' or active or restored or redis.call('EXISTS', key) == 1 then
   redis.call('HSET', key, 'active', active and '1' or '0', 'since', since, 'trigger', trigger, 'by', who,
-    'last_hit', last_hit, 'suppress_until', suppress, 'change_token', change_token, 'change', last_change)
+    'last_hit', last_hit, 'suppress_until', suppress, 'change_token', change_token, 'change', last_change,
+    'end_token', end_token, 'end_since', end_since, 'end_trigger', end_trigger, 'end_by', end_by)
   redis.call('PEXPIRE', key, ttl)
 end
-return {change, active and '1' or '0', tostring(since), trigger, who, tostring(suppress), tostring(last_hit)}
+return {change, active and '1' or '0', tostring(since), trigger, who, tostring(suppress), tostring(last_hit),
+  tostring(end_since), end_trigger, end_by}

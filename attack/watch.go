@@ -574,8 +574,14 @@ func (w *Watch) apply(ctx context.Context, res stateResult, now time.Time, signa
 			cancel()
 		}
 	case "ended":
-		detail := map[string]string{"trigger": s.trigger, "by": s.by, "since": s.since.Format(time.RFC3339)}
-		w.log.Warn("attack mode off", "by", s.by, "since", s.since, "lasted_seconds", now.Sub(s.since).Round(time.Second).Seconds())
+		// The attack the end ended, which another replica's trip may
+		// have followed with a new one before this call heard of it.
+		e := res.ended
+		if e.since.IsZero() {
+			e = s // kept by a version that did not keep the end apart
+		}
+		detail := map[string]string{"trigger": e.trigger, "by": e.by, "since": e.since.Format(time.RFC3339)}
+		w.log.Warn("attack mode off", "by", e.by, "since", e.since, "lasted_seconds", now.Sub(e.since).Round(time.Second).Seconds())
 		w.record(ctx, auth.Event{At: now, Kind: auth.EventAttackEnded, Detail: detail})
 	}
 }
