@@ -1091,10 +1091,17 @@ func redisOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 // by default, and go-redis sizes structures by it when the client is made.
 const maxRedisPool = 10000
 
+// maxRedisBuffer bounds a Redis URL's pipeline_read_buffer_size and
+// pipeline_write_buffer_size: 1 MiB, eight times go-redis' default, where
+// its throughput has long stopped growing.
+const maxRedisBuffer = 1 << 20
+
 // checkRedisPool refuses the pool options go-redis takes as they are but
 // cannot work with: a pool_size below zero panics when the client is made,
 // and a huge one, or a huge pipeline_pool_size, runs the process out of
-// memory there; a dial_timeout or
+// memory there; a huge pipeline_read_buffer_size or
+// pipeline_write_buffer_size does so at the first pipeline, after the
+// start, in a fatal error no recover catches; a dial_timeout or
 // pool_timeout of zero or less, which go-redis reads as -1ns, fails every
 // dial, or every wait for a busy pool, at once. (A read_timeout or
 // write_timeout of zero or less is go-redis' "no deadline", which the
@@ -1106,6 +1113,11 @@ func checkRedisPool(o *redis.Options) error {
 	case o.PipelinePoolSize > maxRedisPool:
 		// -1 is go-redis' "no pipeline pool".
 		return fmt.Errorf("pipeline_pool_size must be at most %d", maxRedisPool)
+	case o.PipelineReadBufferSize > maxRedisBuffer:
+		// Zero or less is go-redis' default size.
+		return fmt.Errorf("pipeline_read_buffer_size must be at most %d", maxRedisBuffer)
+	case o.PipelineWriteBufferSize > maxRedisBuffer:
+		return fmt.Errorf("pipeline_write_buffer_size must be at most %d", maxRedisBuffer)
 	case o.DialTimeout < 0:
 		return errors.New("dial_timeout must be positive, such as 2s")
 	case o.PoolTimeout < 0:

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,35 @@ func TestRedisURLRefusesPoolNonsense(t *testing.T) {
 	for _, good := range []string{"pool_size=1", "pool_size=10000", "dial_timeout=1s", "pool_timeout=3s", "read_timeout=-1", "pipeline_pool_size=-1"} {
 		if _, err := redisOptions("redis://127.0.0.1:6379/0?"+good, false); err != nil {
 			t.Errorf("%s: %v", good, err)
+		}
+	}
+}
+
+// TestRedisURLRefusesHugePipelineBuffers: go-redis gives each connection
+// of its pipeline pool a read and a write buffer of a URL's
+// pipeline_read_buffer_size and pipeline_write_buffer_size, as they are.
+// A huge one passed the start, whose checks use no pipeline, and the
+// first pipeline, moments after serve began listening, then ran the
+// process out of memory, a fatal error no recover catches. Each is refused at start, naming the option,
+// without quoting the URL.
+func TestRedisURLRefusesHugePipelineBuffers(t *testing.T) {
+	for _, option := range []string{"pipeline_read_buffer_size", "pipeline_write_buffer_size"} {
+		for _, size := range []string{"99999999999", strconv.Itoa(maxRedisBuffer + 1)} {
+			raw := "redis://:S3cr3tPw@127.0.0.1:6379/0?" + option + "=" + size
+			_, err := redisOptions(raw, false)
+			if err == nil {
+				t.Errorf("%s=%s: accepted", option, size)
+				continue
+			}
+			if !strings.Contains(err.Error(), option) || strings.Contains(err.Error(), "S3cr3tPw") {
+				t.Errorf("%s=%s: error %q, want one naming %s and not quoting the URL", option, size, err, option)
+			}
+		}
+		// go-redis' own default, the largest, and none (its default).
+		for _, size := range []string{"131072", strconv.Itoa(maxRedisBuffer), "0", "-1"} {
+			if _, err := redisOptions("redis://127.0.0.1:6379/0?"+option+"="+size, false); err != nil {
+				t.Errorf("%s=%s: %v", option, size, err)
+			}
 		}
 	}
 }
