@@ -1218,8 +1218,9 @@ func databaseURLError(raw string, err error) error {
 // credentialPieces returns the pieces of a database or Redis URL's user
 // and password, split at ':', '@', '/' and at the '?', '#', '&' and '='
 // of a query, that are long enough to tell apart from an error's own
-// words: for a URL, all between "://" and its last '@'; for the
-// keyword/value form, the values of user and password.
+// words, each also as it reads decoded: for a URL, all between "://" and
+// its last '@'; for the keyword/value form, the values of user and
+// password.
 func credentialPieces(raw string) []string {
 	var creds []string
 	if _, rest, ok := strings.Cut(raw, "://"); ok {
@@ -1234,11 +1235,29 @@ func credentialPieces(raw string) []string {
 			}
 		}
 	}
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(":@/?#&=", r) })
+	}
 	var pieces []string
+	add := func(p string) {
+		if len(p) >= 3 && !slices.Contains(pieces, p) {
+			pieces = append(pieces, p)
+		}
+	}
 	for _, c := range creds {
-		for _, p := range strings.FieldsFunc(c, func(r rune) bool { return strings.ContainsRune(":@/?#&=", r) }) {
-			if len(p) >= 3 {
-				pieces = append(pieces, p)
+		for _, p := range split(c) {
+			add(p)
+			// An error may quote a piece decoded, as the path or the
+			// query it was read as takes it: "%40" as '@', and in a
+			// query '+' as a space; whole, or cut where it decodes to
+			// a separator.
+			for _, unescape := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
+				if d, err := unescape(p); err == nil && d != p {
+					add(d)
+					for _, q := range split(d) {
+						add(q)
+					}
+				}
 			}
 		}
 	}

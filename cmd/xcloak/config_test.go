@@ -469,6 +469,12 @@ func TestURLErrorsHideThePassword(t *testing.T) {
 		"redis://user:1234?SecretPw@host:6379/0",
 		"redis://:1234/SecretPw@host:6379/0",
 		"redis://:1234?a=1&SecretPw@host:6379/0",
+		// go-redis quotes them decoded: a '+' as a space, a
+		// percent-encoded byte as itself.
+		"redis://:1234?Secret+Pw@host:6379/0",
+		"redis://:?Xk+Secret+Vb8wN@host:6379/0",
+		"redis://:1234/ab%40SecretPw@host:6379/0",
+		"redis://user:1234?Secret%3DPw=x@host:6379/0",
 		// A '#' would make the rest a fragment, which nothing reads: the
 		// URL would name localhost:1234, without the password.
 		"redis://:1234#SecretPw@host:6379/0",
