@@ -784,6 +784,22 @@ func TestServeWarnsOfPatternedMFAKey(t *testing.T) {
 	})
 }
 
+// TestServeWarnsOfMFAKeyThatIsTheSecret: XCLOAK_MFA_KEY written as the
+// same 64 hex digits as XCLOAK_SECRET seals the authenticator-app secrets
+// with a key that whoever holds the secret holds, and that rotating a
+// leaked secret leaves in force. Warned of, as a patterned key is, for
+// the same reason it is not refused.
+func TestServeWarnsOfMFAKeyThatIsTheSecret(t *testing.T) {
+	const secret = "9b1f8e0355c27a914de620b86f13d44a08f15c972ebb6439a07dc5128ae3460f"
+	vars := storeSettings(t)
+	vars["XCLOAK_SECRET"] = secret
+	warnsAtStart(t, vars, "XCLOAK_MFA_KEY", "XCLOAK_MFA_KEY is XCLOAK_SECRET", []startWarning{
+		{"the secret's digits", secret, true},
+		{"in capitals", strings.ToUpper(secret), true},
+		{"a key of its own", mfaKeyHex, false},
+	})
+}
+
 // TestURLPortsOutOfRangeAreRefused: a port no connection can use, in a
 // URL setting, is a typo refused at start, naming the setting, as the
 // database's and the passkey origins' are. Accepted, it fails later and

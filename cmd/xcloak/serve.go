@@ -139,6 +139,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"authenticator-app secrets sealed with it; make one with openssl rand -hex 32 before factors are enrolled " +
 			"(docs/DEPLOY.md says how to replace it once factors are sealed with it)")
 	}
+	// Not refused either, for the same reason: one key for both hands
+	// the sealed secrets to whoever holds XCLOAK_SECRET, and rotating a
+	// leaked secret leaves them sealed with it.
+	if key := cfg.Auth.MFA.Key; key != nil && isKey(cfg.Auth.Secret, key) {
+		logger.Warn("XCLOAK_MFA_KEY is XCLOAK_SECRET: the authenticator-app secrets are sealed with the key that signs " +
+			"XCloak's cookies, which a new XCLOAK_SECRET after a leak does not change; give the factors a key of their own " +
+			"before they are enrolled (openssl rand -hex 32; docs/DEPLOY.md says how to replace it once factors are sealed with it)")
+	}
 	if cfg.InsecureCookies && cfg.Auth.PublicURL.Scheme == "https" {
 		logger.Warn("XCLOAK_INSECURE_COOKIES is true with an https XCLOAK_PUBLIC_URL: cookies go without Secure, " +
 			"so a browser also sends them over plain http, where anyone on the path reads them")
