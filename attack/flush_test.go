@@ -202,11 +202,7 @@ func TestLostAnswerKeepsTheEnd(t *testing.T) {
 	rdb.AddHook(f)
 	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
 	tick(t, a)
-	clk.Add(cfg.Quiet)
-	f.stateUnanswered.Store(true)
-	if err := a.Tick(t.Context()); err == nil {
-		t.Fatal("the tick met no failure")
-	}
+	loseTheEndsAnswer(t, a, clk, f, cfg)
 	clk.Add(time.Second)
 	tick(t, a)
 	tick(t, a)
@@ -268,11 +264,7 @@ func TestLostEndThenATrip(t *testing.T) {
 	rdb.AddHook(f)
 	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
 	tick(t, a)
-	clk.Add(cfg.Quiet)
-	f.stateUnanswered.Store(true)
-	if err := a.Tick(t.Context()); err == nil {
-		t.Fatal("the tick met no failure")
-	}
+	loseTheEndsAnswer(t, a, clk, f, cfg)
 	clk.Add(time.Second)
 	feed(a, clk, 25, auth.OutcomeUnknownAccount, "b")
 	tick(t, a)
@@ -280,12 +272,7 @@ func TestLostEndThenATrip(t *testing.T) {
 	if got := log.kinds(); got[auth.EventAttackStarted] != 2 || got[auth.EventAttackEnded] != 1 || !a.Active() {
 		t.Fatalf("events %v, active %v; want two attack_started, one attack_ended between them, on", got, a.Active())
 	}
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	var kinds []string
-	for _, e := range log.events {
-		kinds = append(kinds, e.Kind)
-	}
+	kinds := log.inOrder()
 	if want := []string{auth.EventAttackStarted, auth.EventAttackEnded, auth.EventAttackStarted}; !slices.Equal(kinds, want) {
 		t.Errorf("events %v, want %v", kinds, want)
 	}
@@ -305,28 +292,32 @@ func TestLostEndThenAnotherReplicasTrip(t *testing.T) {
 	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
 	first := clk.Now()
 	tick(t, a, b)
-	clk.Add(cfg.Quiet)
-	f.stateUnanswered.Store(true)
-	if err := a.Tick(t.Context()); err == nil {
-		t.Fatal("the tick met no failure")
-	}
+	loseTheEndsAnswer(t, a, clk, f, cfg)
 	clk.Add(time.Second)
 	feed(b, clk, 25, auth.OutcomeUnknownAccount, "b")
 	tick(t, b)
 	tick(t, a, b)
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	var kinds []string
-	for _, e := range log.events {
-		kinds = append(kinds, e.Kind)
-	}
+	kinds := log.inOrder()
 	if want := []string{auth.EventAttackStarted, auth.EventAttackStarted, auth.EventAttackEnded}; !slices.Equal(kinds, want) {
 		t.Fatalf("events %v, want %v: the end told to the call that made it", kinds, want)
 	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
 	if since := log.events[2].Detail["since"]; since != first.UTC().Format(time.RFC3339) {
 		t.Errorf("attack_ended since %s, want the first attack's start %s", since, first.UTC().Format(time.RFC3339))
 	}
 	if !a.Active() || !b.Active() {
 		t.Errorf("active: a %v, b %v; want both on for the second attack", a.Active(), b.Active())
+	}
+}
+
+// loseTheEndsAnswer lets attack mode's quiet period pass and has a's
+// next tick end it in Redis with its answer lost.
+func loseTheEndsAnswer(t *testing.T, a *attack.Watch, clk *clock, f *failNext, cfg attack.Config) {
+	t.Helper()
+	clk.Add(cfg.Quiet)
+	f.stateUnanswered.Store(true)
+	if err := a.Tick(t.Context()); err == nil {
+		t.Fatal("the tick met no failure")
 	}
 }

@@ -55,6 +55,17 @@ func (l *eventLog) kinds() map[string]int {
 	return n
 }
 
+// inOrder returns the kinds of l's events in the order they were recorded.
+func (l *eventLog) inOrder() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var kinds []string
+	for _, e := range l.events {
+		kinds = append(kinds, e.Kind)
+	}
+	return kinds
+}
+
 // replicas builds n watches on one Redis prefix, one clock and one event
 // log, as n replicas of one deployment.
 func replicas(t *testing.T, n int, cfg attack.Config) ([]*attack.Watch, *clock, *eventLog, *redis.Client, string) {
