@@ -206,14 +206,45 @@ func decodeFlatInto(body []byte, dst any) bool {
 	return true
 }
 
+// fieldNames caches jsonNames per struct type.
+var fieldNames sync.Map // reflect.Type -> []string
+
+// jsonNames returns the JSON names of the fields of *dst, a struct, as
+// encoding/json decodes them: every field's, not only the strings' a
+// flatFields plan has, since a body with a field of another type (the
+// second step's remember, a passkey's credential) is read by
+// encoding/json alone. Nil for a dst of another kind.
+func jsonNames(t reflect.Type) []string {
+	if v, ok := fieldNames.Load(t); ok {
+		return v.([]string)
+	}
+	var names []string
+	if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		st := t.Elem()
+		for i := range st.NumField() {
+			sf := st.Field(i)
+			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			if !sf.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = sf.Name
+			}
+			names = append(names, name)
+		}
+	}
+	fieldNames.Store(t, names)
+	return names
+}
+
 // inexactName returns a key of the JSON object body that encoding/json
-// would take for one of dst's fields (flatFields) though it is not
+// would take for one of dst's fields (jsonNames) though it is not
 // written as the field's name; the first in sorted order, so that the
-// answer is the same every time. A body that is no object, or a dst the
-// fast path has no plan for, has none: the decoder decides.
+// answer is the same every time. A body that is no object, or a dst that
+// is no struct, has none: the decoder decides.
 func inexactName(body []byte, dst any) (string, bool) {
-	f := flatFieldsOf(reflect.TypeOf(dst))
-	if f == nil {
+	names := jsonNames(reflect.TypeOf(dst))
+	if names == nil {
 		return "", false
 	}
 	var fields map[string]json.RawMessage
@@ -222,7 +253,7 @@ func inexactName(body []byte, dst any) (string, bool) {
 	}
 	var found []string
 	for key := range fields {
-		for _, name := range f.names {
+		for _, name := range names {
 			if key != name && foldKey(key) == foldKey(name) {
 				found = append(found, key)
 				break

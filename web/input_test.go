@@ -33,6 +33,12 @@ func TestBadInput(t *testing.T) {
 		{"json: password twice", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","password":"correct horse"}`, 400, "invalid_request"},
 		{"json: key in another case", "POST", "/api/v1/login", jsonType, `{"EMAIL":"ann@example.com","password":"correct horse"}`, 400, "invalid_request"},
 		{"json: key in another case, escaped", "POST", "/api/v1/password-reset", jsonType, `{"\u0045mail":"ann@example.com"}`, 400, "invalid_request"},
+		// Bodies with a field other than a string are read by
+		// encoding/json alone, whose names are not case-sensitive either.
+		{"json: second step's key in another case", "POST", "/api/v1/login/mfa", jsonType, `{"mfa_token":"nope","CODE":"123456"}`, 400, "invalid_request"},
+		{"json: second step's remember in another case", "POST", "/api/v1/login/mfa", jsonType, `{"mfa_token":"nope","code":"123456","Remember":true}`, 400, "invalid_request"},
+		{"json: passkey's credential in another case", "POST", "/api/v1/login/passkey", jsonType, `{"Credential":{}}`, 400, "invalid_request"},
+		{"json: passkey step's key in another case", "POST", "/api/v1/login/mfa/webauthn", jsonType, `{"MFA_TOKEN":"nope","credential":{}}`, 400, "invalid_request"},
 		{"json: key twice in another case", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","Password":"correct horse"}`, 400, "invalid_request"},
 		{"json: key twice, once escaped", "POST", "/api/v1/login", jsonType, `{"email":"eve@example.com","em\u0061il":"ann@example.com","password":"correct horse"}`, 400, "invalid_request"},
 		{"json: reset email twice", "POST", "/api/v1/password-reset", jsonType, `{"email":"eve@example.com","email":"ann@example.com"}`, 400, "invalid_request"},

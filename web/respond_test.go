@@ -87,3 +87,31 @@ func TestHasLoneSurrogate(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeStrictNamesAreExact: a body whose fields are not all strings
+// (the second step's remember, a passkey's credential) has no fast path,
+// and is read by encoding/json alone, which takes a key in any case for
+// its field. The contract's names are exact, as for a body of strings: a
+// key in another case is refused, never read as the field.
+func TestDecodeStrictNamesAreExact(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		dst  any
+	}{
+		{`{"mfa_token":"t","code":"123456","Remember":true}`, new(mfaBody)},
+		{`{"mfa_token":"t","CODE":"123456"}`, new(mfaBody)},
+		{`{"MFA_Token":"t","credential":{}}`, new(passkeyStepBody)},
+		{`{"mfa_token":"t","credential":{},"REMEMBER":true}`, new(passkeyStepBody)},
+		{`{"Credential":{"id":"x"}}`, new(passkeySignInBody)},
+		{"{\"mfa_to\u212aen\":\"t\",\"credential\":{}}", new(passkeyStepBody)}, // the Kelvin sign folds to k
+	} {
+		if err := decodeStrict([]byte(tc.body), tc.dst); err == nil {
+			t.Errorf("%s: read as %+v; want refused", tc.body, tc.dst)
+		}
+	}
+	// The names as the contract writes them are read.
+	var in mfaBody
+	if err := decodeStrict([]byte(`{"mfa_token":"t","code":"123456","remember":true}`), &in); err != nil || !in.Remember || in.Code != "123456" {
+		t.Errorf("exact names: %+v, %v", in, err)
+	}
+}
