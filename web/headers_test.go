@@ -34,6 +34,10 @@ func TestSecurityHeaders(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Type"), "text/css") || len(body) == 0 {
 		t.Errorf("stylesheet: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
+	// The files are served, not listed.
+	if resp, body := get(t, c, base+"/static/"); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "app.css") {
+		t.Errorf("/static/: %d %q; want 404 without a listing", resp.StatusCode, body)
+	}
 }
 
 // TestCrossOriginPostRefused: a browser POST from another site is refused

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,11 +129,17 @@ func (r *readiness) run(run *readyRun) {
 //go:embed static
 var static embed.FS
 
-// handleStatic serves the stylesheet and icon compiled into the binary.
+// handleStatic serves the stylesheet, scripts and icon compiled into the
+// binary: files, never a listing of them (a directory is no page of
+// XCloak's).
 func handleStatic() http.Handler {
 	files, _ := fs.Sub(static, "static")
 	fileServer := http.StripPrefix("/static/", http.FileServerFS(files))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		fileServer.ServeHTTP(w, r)
 	})
