@@ -195,14 +195,8 @@ func TestLongOutageSignsOutFromTheTrip(t *testing.T) {
 // mode in Redis but whose answer was lost does not lose the end: the next
 // tick, on this replica, is told of it and records attack_ended once.
 func TestLostAnswerKeepsTheEnd(t *testing.T) {
-	cfg := attack.DefaultConfig()
-	ws, clk, log, rdb, _ := replicas(t, 1, cfg)
+	ws, clk, log, _ := endUnanswered(t, 1)
 	a := ws[0]
-	f := &failNext{}
-	rdb.AddHook(f)
-	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
-	tick(t, a)
-	loseTheEndsAnswer(t, a, clk, f, cfg)
 	clk.Add(time.Second)
 	tick(t, a)
 	tick(t, a)
@@ -257,14 +251,8 @@ func TestLostCallKeepsTheSharedTrip(t *testing.T) {
 // start attack mode anew as if it were the call that ended it, and the end
 // would never be recorded by any replica.
 func TestLostEndThenATrip(t *testing.T) {
-	cfg := attack.DefaultConfig()
-	ws, clk, log, rdb, _ := replicas(t, 1, cfg)
+	ws, clk, log, _ := endUnanswered(t, 1)
 	a := ws[0]
-	f := &failNext{}
-	rdb.AddHook(f)
-	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
-	tick(t, a)
-	loseTheEndsAnswer(t, a, clk, f, cfg)
 	clk.Add(time.Second)
 	feed(a, clk, 25, auth.OutcomeUnknownAccount, "b")
 	tick(t, a)
@@ -284,15 +272,8 @@ func TestLostEndThenATrip(t *testing.T) {
 // told of its end, and attack_ended is recorded once, for the attack that
 // ended, between the two starts.
 func TestLostEndThenAnotherReplicasTrip(t *testing.T) {
-	cfg := attack.DefaultConfig()
-	ws, clk, log, rdb, _ := replicas(t, 2, cfg)
+	ws, clk, log, first := endUnanswered(t, 2)
 	a, b := ws[0], ws[1]
-	f := &failNext{}
-	rdb.AddHook(f)
-	feed(a, clk, 25, auth.OutcomeUnknownAccount, "a")
-	first := clk.Now()
-	tick(t, a, b)
-	loseTheEndsAnswer(t, a, clk, f, cfg)
 	clk.Add(time.Second)
 	feed(b, clk, 25, auth.OutcomeUnknownAccount, "b")
 	tick(t, b)
@@ -311,13 +292,23 @@ func TestLostEndThenAnotherReplicasTrip(t *testing.T) {
 	}
 }
 
-// loseTheEndsAnswer lets attack mode's quiet period pass and has a's
-// next tick end it in Redis with its answer lost.
-func loseTheEndsAnswer(t *testing.T, a *attack.Watch, clk *clock, f *failNext, cfg attack.Config) {
+// endUnanswered builds n replicas whose first one trips attack mode at
+// start (which every replica then learns of), lets its quiet period
+// pass, and has the first one's next tick end it in Redis with the
+// answer lost.
+func endUnanswered(t *testing.T, n int) (ws []*attack.Watch, clk *clock, log *eventLog, start time.Time) {
 	t.Helper()
+	cfg := attack.DefaultConfig()
+	ws, clk, log, rdb, _ := replicas(t, n, cfg)
+	f := &failNext{}
+	rdb.AddHook(f)
+	feed(ws[0], clk, 25, auth.OutcomeUnknownAccount, "a")
+	start = clk.Now()
+	tick(t, ws...)
 	clk.Add(cfg.Quiet)
 	f.stateUnanswered.Store(true)
-	if err := a.Tick(t.Context()); err == nil {
+	if err := ws[0].Tick(t.Context()); err == nil {
 		t.Fatal("the tick met no failure")
 	}
+	return ws, clk, log, start
 }
