@@ -205,22 +205,14 @@ func TestPasskeyRegistrationRefused(t *testing.T) {
 	}
 
 	c = begin()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	var bodies [][]byte
 	for range 4 {
-		body := []byte(authtest.NewSoftKey(t).Create(t, optionsJSON(t, c)))
-		wg.Go(func() {
-			_, err := f.svc.FinishPasskey(ctx, ch, c.Binding, "Laptop", body)
-			errs <- err
-		})
+		bodies = append(bodies, []byte(authtest.NewSoftKey(t).Create(t, optionsJSON(t, c))))
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil && !errors.Is(err, auth.ErrInvalidToken) {
-			t.Errorf("one of the registrations at once: %v, want ErrInvalidToken if not the first", err)
-		}
-	}
+	onceAtOnce(t, "a registration", len(bodies), func(i int) error {
+		_, err := f.svc.FinishPasskey(ctx, ch, c.Binding, "Laptop", bodies[i])
+		return err
+	})
 	var n int
 	if err := f.db.QueryRow(ctx, `SELECT count(*) FROM second_factors WHERE user_id = $1`, u.ID).Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d passkeys stored from one ceremony finished four times at once (%v), want 1", n, err)
@@ -240,27 +232,11 @@ func TestPasskeyCeremonyAnsweredAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer := []byte(k.Get(t, optionsJSON(t, c), 1, nil))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	signedIn := 0
-	for range 8 {
-		wg.Go(func() {
-			_, err := f.svc.PasskeySignIn(ctx, auth.PasskeySignInRequest{Ceremony: c.Binding, Response: answer,
-				Client: client("192.0.2.40"), Cookie: func(string) string { return "" }})
-			switch {
-			case err == nil:
-				mu.Lock()
-				signedIn++
-				mu.Unlock()
-			case !errors.Is(err, auth.ErrInvalidToken):
-				t.Errorf("an answer at once: %v, want ErrInvalidToken if not the first", err)
-			}
-		})
-	}
-	wg.Wait()
-	if signedIn != 1 {
-		t.Errorf("one ceremony answered eight times at once signed in %d times, want 1", signedIn)
-	}
+	onceAtOnce(t, "an answer", 8, func(int) error {
+		_, err := f.svc.PasskeySignIn(ctx, auth.PasskeySignInRequest{Ceremony: c.Binding, Response: answer,
+			Client: client("192.0.2.40"), Cookie: func(string) string { return "" }})
+		return err
+	})
 
 	c, err = f.svc.BeginPasskeySignIn(ctx, client("192.0.2.41"))
 	if err != nil {
@@ -270,5 +246,29 @@ func TestPasskeyCeremonyAnsweredAtOnce(t *testing.T) {
 	if _, err := f.svc.PasskeySignIn(ctx, auth.PasskeySignInRequest{Ceremony: c.Binding, Response: []byte(k.Get(t, optionsJSON(t, c), 1, nil)),
 		Client: client("192.0.2.41"), Cookie: func(string) string { return "" }}); !errors.Is(err, auth.ErrInvalidToken) {
 		t.Errorf("a ceremony answered after its five minutes: %v, want ErrInvalidToken", err)
+	}
+}
+
+// onceAtOnce makes n calls of one ceremony at once (call(i), i from 0 to
+// n-1): exactly one succeeds, and every other is ErrInvalidToken.
+func onceAtOnce(t *testing.T, what string, n int, call func(i int) error) {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = call(i) })
+	}
+	wg.Wait()
+	succeeded := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			succeeded++
+		case !errors.Is(err, auth.ErrInvalidToken):
+			t.Errorf("%s at once: %v, want ErrInvalidToken if not the first", what, err)
+		}
+	}
+	if succeeded != 1 {
+		t.Errorf("%s made %d times at once succeeded %d times, want once", what, n, succeeded)
 	}
 }
