@@ -1137,6 +1137,57 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 	}
 }
 
+// BeginAttempt begins an attempt against id's lockout under rule name
+// where failures are counted now: in Redis, or, while it is away, where
+// the policy says (Fail). Attempts begun in one store and counted in the
+// other when Redis goes or comes back are not carried over: each stops
+// counting by its ttl.
+func (f *Failover) BeginAttempt(ctx context.Context, name, id string, ttl time.Duration) (Begun, error) {
+	if res, stands, err := fromRedis(ctx, f, func(ctx context.Context) (Begun, error) {
+		return f.shared.BeginAttempt(ctx, name, id, ttl)
+	}); stands {
+		return res, err
+	}
+	switch f.policy {
+	case FailClosed:
+		return Begun{}, ErrRedisUnavailable
+	case FailOpen:
+		// Failures are counted nowhere: nothing to hold a place in.
+		if err := checkTTL(ttl); err != nil {
+			return Begun{}, err
+		}
+		return Begun{Allowed: true, Token: newAttemptToken()}, nil
+	default:
+		if err := f.waitRestored(ctx); err != nil {
+			return Begun{}, err
+		}
+		f.localMu.RLock()
+		if !f.degraded.Load() {
+			// Redis took over again meanwhile: it decides.
+			f.localMu.RUnlock()
+			return f.BeginAttempt(ctx, name, id, ttl)
+		}
+		defer f.localMu.RUnlock()
+		return f.local.BeginAttempt(ctx, name, id, ttl)
+	}
+}
+
+// EndAttempt ends the attempt token against id's lockout under rule name
+// in both stores, wherever it began: in process, and in Redis unless it is
+// away.
+func (f *Failover) EndAttempt(ctx context.Context, name, id, token string) error {
+	if err := f.local.EndAttempt(ctx, name, id, token); err != nil {
+		return err
+	}
+	_, stands, err := fromRedis(ctx, f, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.shared.EndAttempt(ctx, name, id, token)
+	})
+	if stands {
+		return err
+	}
+	return nil
+}
+
 // Clear ends id's lock under the lockouts of rule name wherever it may be
 // held, in Redis and in process, and forgets its failures. While Redis is
 // away it is ended in process, and in Redis at the failback, where it

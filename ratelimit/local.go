@@ -74,6 +74,9 @@ type localLockout struct {
 	// first, at most LockoutPolicy.RememberedAttempts; forgotten with the
 	// failures.
 	attempts []string
+	// flying are the attempts in flight (BeginAttempt), at most the
+	// policy's threshold.
+	flying []localAttempt
 }
 
 // DefaultLocalIdentities bounds a Local's memory: about 100 bytes plus 24

@@ -43,6 +43,19 @@ type Store interface {
 	// still escalates: for the policy's Memory from the unlock, which ends
 	// the lock. It reports whether id was locked.
 	Clear(ctx context.Context, name, id string) (wasLocked bool, err error)
+	// BeginAttempt begins an attempt against id's lockout under the rule
+	// name: one whose failure, if it is one, is yet to be counted (a
+	// password being checked). It is refused while id is locked, and
+	// while the failures counted and the attempts in flight reach the
+	// policy's threshold together (never while none is in flight), so
+	// that no number of attempts begun at once is made past the lock.
+	// An allowed attempt holds its place until EndAttempt with its
+	// token, or for ttl (1 ms to MaxWindow) if never ended.
+	BeginAttempt(ctx context.Context, name, id string, ttl time.Duration) (Begun, error)
+	// EndAttempt ends the attempt token against id's lockout under the
+	// rule name: after its failure, if any, is counted (Fail). Ending one
+	// that has ended, or was never begun, changes nothing.
+	EndAttempt(ctx context.Context, name, id, token string) error
 	// Hold puts locks recorded elsewhere into the store: each only ever
 	// lengthens a lock and raises a level, and locks that have ended are
 	// skipped, so holding twice changes nothing. Like a lock that Fail

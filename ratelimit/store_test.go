@@ -168,6 +168,9 @@ var storeCases = []struct {
 	{"a lock-only rule keeps no log", nil, caseLockOnly},
 	{"a limit changed under concurrency", nil, caseLimitChangedUnderConcurrency},
 	{"a log counts in the deciding rule's window", nil, caseWindowChanged},
+	{"attempts in flight never pass the threshold", nil, caseAttemptsInFlight},
+	{"an attempt in flight counts for its ttl", nil, caseAttemptsInFlightExpire},
+	{"attempts in flight: bad input is an error", nil, caseAttemptsBadInput},
 }
 
 // suitePolicies lock for a minute at least, far longer than a case runs.

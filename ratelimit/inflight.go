@@ -1,0 +1,178 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Attempts in flight.
+//
+// A lockout counts a failure once it is known: after the password was
+// checked. A lock checked in the decision, before the check, lets every
+// guess sent at once while an identity is short of its lock be checked
+// (and only then counted). An attempt begun (BeginAttempt) holds a place
+// towards the lock until it ends (EndAttempt, once its failure, if any,
+// is counted): the failures counted and the attempts in flight never pass
+// the threshold together, so no number of guesses sent at once is checked
+// past the lock.
+
+//go:embed inflight.lua
+var inflightLua string
+
+var inflightScript = newScript(inflightLua)
+
+// inflightSuffix ends the key of an identity's attempts in flight.
+const inflightSuffix = ":inflight"
+
+// Begun is the verdict on an attempt begun against a lockout.
+type Begun struct {
+	// Allowed reports that the attempt may go ahead; it holds a place
+	// until EndAttempt with Token, or its ttl has passed.
+	Allowed bool
+	// Token names the attempt for EndAttempt; "" when refused.
+	Token string
+	// Locked reports that the attempt was refused because the identity is
+	// locked; else a refusal is for the attempts in flight.
+	Locked bool
+	// RetryAfter is, when refused, the lock's time left, or the time until
+	// the oldest attempt in flight stops counting if none ends first.
+	RetryAfter time.Duration
+}
+
+// checkTTL reports whether ttl is a time an attempt can count for.
+func checkTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond || ttl > MaxWindow {
+		return fmt.Errorf("ratelimit: attempt ttl %s out of range %s..%s", ttl, time.Millisecond, MaxWindow)
+	}
+	return nil
+}
+
+// attemptTokens makes the tokens of attempts begun in this process: a
+// random prefix, unique to it, and a count.
+var attemptTokens struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func init() { attemptTokens.prefix = rand.Text()[:16] + ":" }
+
+// newAttemptToken returns a token no other attempt, in any process, has.
+func newAttemptToken() string {
+	return attemptTokens.prefix + strconv.FormatUint(attemptTokens.n.Add(1), 36)
+}
+
+// BeginAttempt begins an attempt against id's lockout (see Store).
+func (l *Lockouts) BeginAttempt(ctx context.Context, id string, ttl time.Duration) (Begun, error) {
+	if err := checkTTL(ttl); err != nil {
+		return Begun{}, err
+	}
+	token := newAttemptToken()
+	vals, err := inflightScript.run(ctx, l.rdb,
+		[]string{lockKey(l.keys, id), l.keys.Key(id, ":failures"), l.keys.Key(id, inflightSuffix)},
+		l.policy.Threshold, token, ceilMillis(ttl),
+	).Int64Slice()
+	if err != nil {
+		return Begun{}, fmt.Errorf("ratelimit: beginning attempt: %w", err)
+	}
+	if len(vals) != 3 {
+		return Begun{}, fmt.Errorf("ratelimit: beginning attempt: unexpected reply %v", vals)
+	}
+	if vals[0] == 1 {
+		return Begun{Allowed: true, Token: token}, nil
+	}
+	return Begun{Locked: vals[2] == 1, RetryAfter: time.Duration(max(vals[1], 1)) * time.Millisecond}, nil
+}
+
+// EndAttempt ends the attempt token against id's lockout (see Store).
+func (l *Lockouts) EndAttempt(ctx context.Context, id, token string) error {
+	if err := l.rdb.ZRem(ctx, l.keys.Key(id, inflightSuffix), token).Err(); err != nil {
+		return fmt.Errorf("ratelimit: ending attempt: %w", err)
+	}
+	return nil
+}
+
+// BeginAttempt begins an attempt against id's lockout under rule name.
+func (s *RedisStore) BeginAttempt(ctx context.Context, name, id string, ttl time.Duration) (Begun, error) {
+	l := s.lockouts[name]
+	if l == nil {
+		return Begun{}, noLockouts(name)
+	}
+	return l.BeginAttempt(ctx, id, ttl)
+}
+
+// EndAttempt ends the attempt token against id's lockout under rule name.
+func (s *RedisStore) EndAttempt(ctx context.Context, name, id, token string) error {
+	l := s.lockouts[name]
+	if l == nil {
+		return noLockouts(name)
+	}
+	return l.EndAttempt(ctx, id, token)
+}
+
+// localAttempt is an attempt in flight in a Local: its token and when it
+// stops counting.
+type localAttempt struct {
+	token string
+	until time.Time
+}
+
+// BeginAttempt begins an attempt against id's lockout under rule name, as
+// Lockouts.BeginAttempt does.
+func (l *Local) BeginAttempt(_ context.Context, name, id string, ttl time.Duration) (Begun, error) {
+	p, ok := l.policies[name]
+	if !ok {
+		return Begun{}, noLockouts(name)
+	}
+	if err := checkTTL(ttl); err != nil {
+		return Begun{}, err
+	}
+	key := ruleKey(name, id)
+	sh := &l.shards[l.shard(id)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := l.now()
+	group := l.group(name, id)
+	if left := lockedFor(sh, group, key, now); left > 0 {
+		return Begun{Locked: true, RetryAfter: left}, nil
+	}
+	f, _ := sh.lockouts.get(group, key)
+	if f == nil {
+		f = &localLockout{}
+		sh.lockouts.add(group, key, f)
+	}
+	f.flying = slices.DeleteFunc(f.flying, func(a localAttempt) bool { return !now.Before(a.until) })
+	failures := f.failures
+	if !f.last.IsZero() && now.Sub(f.last) > p.Memory {
+		failures = 0 // forgotten, as Redis lets the failures expire
+	}
+	if n := len(f.flying); n > 0 && failures+n >= p.Threshold {
+		// Begun in order, with one ttl or another: the soonest to stop
+		// counting is the earliest until.
+		soonest := slices.MinFunc(f.flying, func(a, b localAttempt) int { return a.until.Compare(b.until) })
+		return Begun{RetryAfter: max(soonest.until.Sub(now), time.Nanosecond)}, nil
+	}
+	token := newAttemptToken()
+	f.flying = append(f.flying, localAttempt{token: token, until: now.Add(ttl)})
+	return Begun{Allowed: true, Token: token}, nil
+}
+
+// EndAttempt ends the attempt token against id's lockout under rule name.
+func (l *Local) EndAttempt(_ context.Context, name, id, token string) error {
+	if _, ok := l.policies[name]; !ok {
+		return noLockouts(name)
+	}
+	key := ruleKey(name, id)
+	sh := &l.shards[l.shard(id)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if f, _ := sh.lockouts.get(l.group(name, id), key); f != nil {
+		f.flying = slices.DeleteFunc(f.flying, func(a localAttempt) bool { return a.token == token })
+	}
+	return nil
+}
