@@ -80,7 +80,7 @@ func decodeFields(r *http.Request, dst any) error {
 		return bodyErr("must be sent uncompressed, with no Content-Encoding")
 	}
 	if !hasContentType(r, "application/json") {
-		return bodyErr("must be JSON, sent as Content-Type: application/json")
+		return bodyErr("must be JSON in UTF-8, sent as Content-Type: application/json (a charset, if named, utf-8)")
 	}
 	buf, err := readBody(r)
 	if err != nil {

@@ -175,3 +175,44 @@ func TestEncodedBodyIsRefused(t *testing.T) {
 		t.Fatalf("identity: status %d, want 200; body %.200s", resp.StatusCode, body)
 	}
 }
+
+// TestBodyInAnotherCharsetIsRefused: the service reads every body as
+// UTF-8. A body whose Content-Type names another charset is refused with
+// 400, never read as UTF-8 all the same: whatever reads it on the way (a
+// gateway's filter, a log) would decode it by its charset and check
+// another body than the one the service acts on, and an ASCII body in
+// UTF-7 or a Latin-1 one that happens to be valid UTF-8 would be read as
+// something its client did not send. utf-8 itself, in any case, is the
+// body as it is read.
+func TestBodyInAnotherCharsetIsRefused(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "correct horse", false)
+	apiKey := env.AddAPIKey(t, "charset")
+	for _, tc := range []struct {
+		name, path, ctype, body string
+	}{
+		{"json, Latin-1", "/api/v1/login", jsonType + "; charset=iso-8859-1", loginJSON("ann@example.com", "correct horse")},
+		{"json, UTF-7", "/api/v1/login", jsonType + "; charset=utf-7", loginJSON("ann@example.com", "correct horse")},
+		{"json, UTF-16", "/api/v1/login", jsonType + `; charset="UTF-16"`, loginJSON("ann@example.com", "correct horse")},
+		{"json, empty charset", "/api/v1/login", jsonType + `; charset=""`, loginJSON("ann@example.com", "correct horse")},
+		{"decision api, Latin-1", "/api/v1/attempts", jsonType + "; charset=latin1", `{"kind":"login","account":"ann@example.com","client_ip":"192.0.2.1"}`},
+		{"form, Latin-1", "/login", formType + "; charset=ISO-8859-1", url.Values{"email": {"ann@example.com"}, "password": {"correct horse"}}.Encode()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, xcloaktest.Client(t, "127.0.5.4"), base+tc.path, tc.ctype, tc.body, "Authorization", "Bearer "+apiKey)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400; body %.200s", resp.StatusCode, body)
+			}
+			if strings.HasPrefix(tc.path, "/api/") && !strings.Contains(body, `"error":"invalid_request"`) {
+				t.Fatalf("body %.200s, want error invalid_request", body)
+			}
+		})
+	}
+	for _, ctype := range []string{jsonType + "; charset=utf-8", jsonType + "; charset=UTF-8", jsonType + `;charset="utf-8"`} {
+		resp, body := post(t, xcloaktest.Client(t, "127.0.5.4"), base+"/api/v1/login", ctype, loginJSON("ann@example.com", "correct horse"))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d, want 200; body %.200s", ctype, resp.StatusCode, body)
+		}
+	}
+}

@@ -481,8 +481,17 @@ func hasContentType(r *http.Request, want string) bool {
 	if v[0] == want {
 		return true
 	}
-	mt, _, err := mime.ParseMediaType(v[0])
-	return err == nil && mt == want
+	mt, params, err := mime.ParseMediaType(v[0])
+	if err != nil || mt != want {
+		return false
+	}
+	// Every body is read as UTF-8. One that names another charset is
+	// refused rather than read as UTF-8 all the same: whatever reads it
+	// on the way would decode it by its charset (an ASCII body in UTF-7,
+	// Latin-1 that happens to be valid UTF-8) and check another body than
+	// the one the service acts on.
+	charset, named := params["charset"]
+	return !named || strings.EqualFold(charset, "utf-8")
 }
 
 // unencodedBody reports whether r's body is sent as itself: no
