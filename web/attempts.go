@@ -102,6 +102,9 @@ func decodeFields(r *http.Request, dst any) error {
 	if decodeFlatInto(body, dst) {
 		return nil
 	}
+	if !isObject(body) {
+		return bodyErr("must be a JSON object")
+	}
 	if hasDuplicateKeys(body) {
 		return bodyErr("must not name a field twice")
 	}

@@ -307,6 +307,9 @@ func TestAttemptOutcomeUnknown(t *testing.T) {
 	if status, got := shop.outcome(other.AttemptID, "maybe"); status != 400 || got.Field != "result" {
 		t.Fatalf("bad result: %d %+v, want 400 naming result", status, got)
 	}
+	if status, got, _ := shop.raw(shop.base+"/api/v1/attempts/"+other.AttemptID+"/outcome", `null`); status != 400 || got.Field != "body" {
+		t.Fatalf("null for an outcome: %d %+v, want 400 naming body", status, got)
+	}
 	if status, _ := shop.outcome(other.AttemptID, "failure"); status != 204 {
 		t.Fatalf("a bad result must not use the id up: %d, want 204", status)
 	}
@@ -374,6 +377,8 @@ func TestAttemptBadRequests(t *testing.T) {
 		{`{"kind":"login","Account":"x","client_ip":"192.0.2.1"}`, "Account"},
 		{`{"kind":"login","account":"x","client_\u0049p":"192.0.2.1"}`, "client_Ip"},
 		{`[1]`, "body"},
+		{`null`, "body"},
+		{` null `, "body"},
 		{`not json`, "body"},
 		{`{"kind":"login","account":"x","client_ip":"192.0.2.1","pad":"` + strings.Repeat("p", 70<<10) + `"}`, "body"},
 		// NUL, escaped, is a control character of whichever field holds it.

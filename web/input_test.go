@@ -24,6 +24,13 @@ func TestBadInput(t *testing.T) {
 		{"json: not json", "POST", "/api/v1/login", jsonType, "email=a", 400, "invalid_request"},
 		{"json: array", "POST", "/api/v1/login", jsonType, `[]`, 400, "invalid_request"},
 		{"json: null", "POST", "/api/v1/login", jsonType, `null`, 400, "invalid_request"},
+		// encoding/json decodes null into a struct as nothing at all, as if
+		// it were {}: it is no object, and is refused as malformed, never
+		// taken for a body whose fields are empty (a token not found).
+		{"json: null for a reset", "POST", "/api/v1/password-reset/confirm", jsonType, `null`, 400, "invalid_request"},
+		{"json: null for an unlock", "POST", "/api/v1/unlock/confirm", jsonType, ` null `, 400, "invalid_request"},
+		{"json: null for a sign-in link", "POST", "/api/v1/sign-in/confirm", jsonType, "null\n", 400, "invalid_request"},
+		{"json: null for a second step", "POST", "/api/v1/login/mfa/webauthn/options", jsonType, `null`, 400, "invalid_request"},
 		{"json: number for email", "POST", "/api/v1/login", jsonType, `{"email":5,"password":"x"}`, 400, "invalid_request"},
 		{"json: unknown field", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x","admin":true}`, 400, "invalid_request"},
 		{"json: trailing data", "POST", "/api/v1/login", jsonType, `{"email":"ann@example.com","password":"x"} {}`, 400, "invalid_request"},

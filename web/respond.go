@@ -597,7 +597,7 @@ func putBody(buf *bytes.Buffer) {
 // encoding/json, refusing duplicate keys, lone surrogates, names in
 // another case than the fields', unknown fields and trailing data.
 func decodeStrict(body []byte, dst any) error {
-	if hasDuplicateKeys(body) || hasLoneSurrogate(body) {
+	if !isObject(body) || hasDuplicateKeys(body) || hasLoneSurrogate(body) {
 		return errBadRequest
 	}
 	// encoding/json takes "EMAIL" for email; the contract's names are
@@ -614,6 +614,17 @@ func decodeStrict(body []byte, dst any) error {
 		return errBadRequest
 	}
 	return nil
+}
+
+// isObject reports whether the JSON text body begins as an object does.
+// encoding/json decodes null into a struct as nothing at all, as it
+// would {}: a body of null would be taken for one whose fields are all
+// empty (a link's token not found, an unknown kind) rather than refused
+// as the one object every body must be. Any other value that is no
+// object, encoding/json refuses itself.
+func isObject(body []byte) bool {
+	i := skipSpace(body, 0)
+	return i < len(body) && body[i] == '{'
 }
 
 // hasLoneSurrogate reports whether the JSON text data escapes a UTF-16
