@@ -92,7 +92,15 @@ func apikeyAdd(ctx context.Context, args []string, getenv func(string) string, s
 			case err != nil:
 				return err
 			}
-			fmt.Fprintln(stdout, key)
+			if _, err := fmt.Fprintln(stdout, key); err != nil {
+				// The key is shown once: one not written (stdout on a full
+				// disk) reached no one, and would stay in force, holding
+				// its name, with nobody to use or miss it.
+				if rerr := b.svc.RevokeAPIKey(ctx, name, "cli"); rerr != nil {
+					return fmt.Errorf("the key could not be written (%w), nor revoked (%w): revoke it with xcloak apikey revoke --name %s", err, rerr, name)
+				}
+				return fmt.Errorf("the key could not be written, so it was revoked: %w", err)
+			}
 			fmt.Fprintf(stdout, "This key for %s will not be shown again: store it now.\n", appName)
 			return nil
 		})

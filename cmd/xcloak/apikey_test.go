@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -128,5 +130,32 @@ func TestAPIKey(t *testing.T) {
 	}
 	if _, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "shop", "--app", "shop"); err != nil {
 		t.Errorf("add --name shop --app shop: %v %s", err, stderr)
+	}
+}
+
+// fullWriter fails every write, as stdout redirected to a full disk does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestAPIKeyAddNotWrittenIsRevoked: a key is shown once, so a key that
+// could not be written (stdout on a full disk) reached no one. The
+// command fails, rather than exit 0 with a key in force that nobody
+// holds, and revokes it, so that the name can be given to a new key at
+// once.
+func TestAPIKeyAddNotWrittenIsRevoked(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	var stderr bytes.Buffer
+	err := run(t.Context(), []string{"xcloak", "apikey", "add", "--name", "shop"}, environ(vars), strings.NewReader(""), fullWriter{}, &stderr)
+	if err == nil || !strings.Contains(stderr.String(), "could not be written") {
+		t.Fatalf("add with stdout full: err %v, stderr %q; want an error saying the key could not be written", err, stderr.String())
+	}
+	stdout, _, err := xcloak(t, vars, "", "apikey", "list")
+	if err != nil || !regexp.MustCompile(`(?m)^shop +shop +\d{4}-\S+ +\d{4}-`).MatchString(stdout) {
+		t.Fatalf("list: %v\n%s\nwant shop listed as revoked", err, stdout)
+	}
+	if _, stderr, err := xcloak(t, vars, "", "apikey", "add", "--name", "shop"); err != nil {
+		t.Fatalf("add of shop again: %v %s", err, stderr)
 	}
 }
