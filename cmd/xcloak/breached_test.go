@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,5 +29,34 @@ func TestUserAddRefusesBreachedPassword(t *testing.T) {
 			}
 			addUser(t, vars, "ann@example.com", "not in the corpus at all\n")
 		})
+	}
+}
+
+// TestOnlyUserAddReadsTheBreachCorpus: of the user and apikey commands
+// only user add sets a password, and only it opens the breach corpus.
+// The others, an unlock, a disabling or a key's revocation in an
+// incident, run whatever state the corpus is in: a directory gone with
+// its mount stops none of them (nor would one that hangs, whose check at
+// start would hold them with it).
+func TestOnlyUserAddReadsTheBreachCorpus(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	addUser(t, vars, "ann@example.com", "correct horse battery\n")
+	vars["XCLOAK_BREACHED_PASSWORDS"] = filepath.Join(t.TempDir(), "gone")
+	if _, stderr, err := xcloak(t, vars, "another good password\n", "user", "add", "--email", "bob@example.com"); err == nil ||
+		!strings.Contains(stderr, "XCLOAK_BREACHED_PASSWORDS") {
+		t.Fatalf("user add with the corpus gone: %v, stderr %q; want it refused, naming XCLOAK_BREACHED_PASSWORDS", err, stderr)
+	}
+	for _, args := range [][]string{
+		{"user", "unlock", "--email", "ann@example.com"},
+		{"user", "signout", "--email", "ann@example.com"},
+		{"user", "list"},
+		{"user", "disable", "--email", "ann@example.com"},
+		{"apikey", "add", "--name", "shop"},
+		{"apikey", "revoke", "--name", "shop"},
+	} {
+		if _, stderr, err := xcloak(t, vars, "", args...); err != nil {
+			t.Errorf("%v with the corpus gone: %v\n%s", args, err, stderr)
+		}
 	}
 }

@@ -109,6 +109,12 @@ const (
 	forUser                          // xcloak user and apikey
 	forMigrate                       // xcloak migrate
 	forHealthcheck                   // xcloak healthcheck
+	// forUserAdd is xcloak user add, which takes forUser's settings too:
+	// the one of those commands that sets a password, and so the one that
+	// reads the breach corpus. The others run whatever state it is in (a
+	// directory gone, or hanging, with its mount), since an unlock or a
+	// key's revocation in an incident must not wait on it.
+	forUserAdd
 )
 
 // setting is one configuration value: an environment variable, a flag that
@@ -467,7 +473,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
-			env: "XCLOAK_BREACHED_PASSWORDS", flag: "breached-passwords", show: "none", scope: forServe | forUser,
+			env: "XCLOAK_BREACHED_PASSWORDS", flag: "breached-passwords", show: "none", scope: forServe | forUserAdd,
 			usage: "breach corpus new passwords and sign-ins are checked against: a `directory` of Pwned Passwords range files, or the base URL of a range API " +
 				"(https://api.pwnedpasswords.com, or a mirror), asked for <URL>/range/<5 hex digits of the SHA-1>",
 			set: func(c *config, v string) error {
@@ -479,7 +485,7 @@ func newSettings(d auth.Config) []setting {
 			},
 		},
 		{
-			env: "XCLOAK_BREACHED_TIMEOUT", flag: "breached-timeout", def: formatDuration(breached.DefaultTimeout), scope: forServe | forUser,
+			env: "XCLOAK_BREACHED_TIMEOUT", flag: "breached-timeout", def: formatDuration(breached.DefaultTimeout), scope: forServe | forUserAdd,
 			usage: "how long one breached-password lookup may take, as a `duration` from 10ms to 10s; one that fails or takes longer holds a sign-in from a new browser for verification by mail, and counts a password being set as not breached",
 			set: func(c *config, v string) error {
 				dur, err := time.ParseDuration(v)

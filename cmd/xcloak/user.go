@@ -88,7 +88,7 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 			"  printf '%s\\n' \"$PASSWORD\" | xcloak user add --email ann@example.com --admin\n")
 	email := fs.String("email", "", "mail `address` of the new account (required)")
 	admin := fs.Bool("admin", false, "make the account an administrator")
-	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser)
+	cfg, err := loadConfig(fs, args, getenv, stdout, stderr, forUser|forUserAdd)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
