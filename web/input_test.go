@@ -189,8 +189,8 @@ func TestEncodedBodyIsRefused(t *testing.T) {
 // gateway's filter, a log) would decode it by its charset and check
 // another body than the one the service acts on, and an ASCII body in
 // UTF-7 or a Latin-1 one that happens to be valid UTF-8 would be read as
-// something its client did not send. utf-8 itself, in any case, is the
-// body as it is read.
+// something its client did not send. utf-8 itself, in any case (and
+// spelled utf8), is the body as it is read.
 func TestBodyInAnotherCharsetIsRefused(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{})
 	base := env.Start(t)
@@ -216,7 +216,7 @@ func TestBodyInAnotherCharsetIsRefused(t *testing.T) {
 			}
 		})
 	}
-	for _, ctype := range []string{jsonType + "; charset=utf-8", jsonType + "; charset=UTF-8", jsonType + `;charset="utf-8"`} {
+	for _, ctype := range []string{jsonType + "; charset=utf-8", jsonType + "; charset=UTF-8", jsonType + `;charset="utf-8"`, jsonType + "; charset=utf8"} {
 		resp, body := post(t, xcloaktest.Client(t, "127.0.5.4"), base+"/api/v1/login", ctype, loginJSON("ann@example.com", "correct horse"))
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: status %d, want 200; body %.200s", ctype, resp.StatusCode, body)

@@ -489,9 +489,9 @@ func hasContentType(r *http.Request, want string) bool {
 	// refused rather than read as UTF-8 all the same: whatever reads it
 	// on the way would decode it by its charset (an ASCII body in UTF-7,
 	// Latin-1 that happens to be valid UTF-8) and check another body than
-	// the one the service acts on.
+	// the one the service acts on. "utf8" is a common spelling of it.
 	charset, named := params["charset"]
-	return !named || strings.EqualFold(charset, "utf-8")
+	return !named || strings.EqualFold(charset, "utf-8") || strings.EqualFold(charset, "utf8")
 }
 
 // unencodedBody reports whether r's body is sent as itself: no
