@@ -131,6 +131,11 @@ func (s *Service) login(ctx context.Context, req LoginRequest, email string, at 
 	if outcome, err := s.decideSignIn(ctx, req, email, source, "", at); err != nil {
 		return LoginResult{}, outcome, err
 	}
+	end, outcome, err := s.beginCheck(ctx, email, source, "", at)
+	if err != nil {
+		return LoginResult{}, outcome, err
+	}
+	defer end()
 	// Past its limits: a password check in flight until answered.
 	s.hasher.checkStarted()
 	defer s.hasher.checkEnded()
@@ -197,6 +202,11 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 	if outcome, err := s.decideSignIn(ctx, req, email, source, device, at); err != nil {
 		return LoginResult{}, outcome, err
 	}
+	end, outcome, err := s.beginCheck(ctx, email, source, device, at)
+	if err != nil {
+		return LoginResult{}, outcome, err
+	}
+	defer end()
 	if !checking {
 		// Past its limits: a password check in flight until answered.
 		s.hasher.checkStarted()
@@ -234,6 +244,75 @@ func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, sou
 		return OutcomeRejected, s.rejectSignIn(d, email, source, at)
 	}
 	return 0, nil
+}
+
+// checkInFlight is how long a password check holds its place towards the
+// lockout if it is never ended (its replica stopped): far longer than a
+// check takes (the wait for a hashing slot, the hash, the stores' bounds),
+// short enough that places lost so do not hold an account for long.
+const checkInFlight = time.Minute
+
+// placePoll is how often a password check waiting for a place towards
+// the lockout asks again: a fraction of a hash.
+const placePoll = 20 * time.Millisecond
+
+// beginCheck holds a place towards the lockout of the known device device,
+// or else of the account, for a password check admitted by the limits, so
+// that guesses sent at once are never checked past the lock: each holds
+// its place until its failure, if any, is counted (ratelimit.Store's
+// BeginAttempt). Where the places are taken, a check waits for one as it
+// waits for a hashing slot, at most the hasher's wait: sign-ins at once
+// with the right password each get theirs as the one before is done,
+// while guesses get the lock their failures make. A check refused is
+// rejected as a lock rejects, as of at. end gives the place back; call it
+// once the failure is counted.
+func (s *Service) beginCheck(ctx context.Context, email, source, device string, at time.Time) (end func(), _ Outcome, _ error) {
+	rule, id := RuleLoginAccount, email
+	if device != "" {
+		rule, id = RuleLoginDevice, device
+	}
+	var deadline time.Time
+	for {
+		b, err := s.limits.BeginAttempt(ctx, rule, id, checkInFlight)
+		if err != nil {
+			return nil, OutcomeUnavailable, unavailable("checking limits", err)
+		}
+		if b.Allowed {
+			return func() {
+				// Given back whether or not the client waits: a place
+				// kept would hold the account until its time ran out.
+				ctx, cancel := s.afterDecision(ctx)
+				defer cancel()
+				if err := s.limits.EndAttempt(ctx, rule, id, b.Token); err != nil {
+					s.log.WarnContext(ctx, "password check's place towards the lockout not given back", "err", err)
+				}
+			}, 0, nil
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(s.hasher.maxWait)
+		}
+		if b.Locked || !time.Now().Add(placePoll).Before(deadline) || !sleepCtx(ctx, placePoll) {
+			wait := b.RetryAfter
+			if !b.Locked {
+				// A place frees as soon as a check in flight is done.
+				wait = min(wait, time.Second)
+			}
+			s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: RuleLockout})
+			return nil, OutcomeRejected, &LimitedError{RetryAfter: wait}
+		}
+	}
+}
+
+// sleepCtx waits for d, or until ctx is done: false if it is.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // rejectSignIn records the rejection d of a sign-in for email from source,

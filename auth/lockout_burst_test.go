@@ -1,0 +1,161 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
+)
+
+// gatheringStore holds every account lookup (a password about to be
+// checked) until want of them are waiting, or none has come for a while:
+// the sign-ins sent at once are then all checked at once, however quickly
+// each would otherwise be done. Once released, lookups pass.
+type gatheringStore struct {
+	auth.Store
+	want int
+
+	mu      sync.Mutex
+	waiting int
+	passing bool
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func newGatheringStore(want int) *gatheringStore {
+	return &gatheringStore{want: want, passing: true, arrived: make(chan struct{}, want), release: make(chan struct{})}
+}
+
+func (s *gatheringStore) UserByEmail(ctx context.Context, email string) (auth.User, error) {
+	s.mu.Lock()
+	if s.passing {
+		s.mu.Unlock()
+		return s.Store.UserByEmail(ctx, email)
+	}
+	s.waiting++
+	if s.waiting == s.want {
+		s.open()
+	}
+	release := s.release
+	s.mu.Unlock()
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
+	<-release
+	return s.Store.UserByEmail(ctx, email)
+}
+
+// open lets every lookup through; s.mu is held.
+func (s *gatheringStore) open() {
+	if !s.passing {
+		s.passing = true
+		close(s.release)
+	}
+}
+
+// gather holds the lookups from now on, and lets them through once want
+// are waiting or none has arrived for quiet.
+func (s *gatheringStore) gather(quiet time.Duration) {
+	s.mu.Lock()
+	s.passing, s.waiting, s.release = false, 0, make(chan struct{})
+	s.mu.Unlock()
+	go func() {
+		for {
+			select {
+			case <-s.arrived:
+			case <-time.After(quiet):
+				s.mu.Lock()
+				s.open()
+				s.mu.Unlock()
+				return
+			}
+		}
+	}()
+}
+
+// TestBurstOfGuessesNeverPassesTheLockout: wrong passwords sent at once to
+// an account, from a known device, or as the current password of a change,
+// are never checked past the lockout's threshold, however many the
+// sign-in limits admit: the attempts in flight hold their places towards
+// the lock until each failure is counted. The others are refused as the
+// lock refuses, before any hash.
+func TestBurstOfGuessesNeverPassesTheLockout(t *testing.T) {
+	const burst = 12
+	for _, tc := range []struct {
+		name          string
+		known, change bool
+	}{{"sign-in", false, false}, {"known device", true, false}, {"password change", false, true}} {
+		known := tc.known
+		t.Run(tc.name, func(t *testing.T) {
+			gather := newGatheringStore(burst)
+			s := authtest.NewService(t, func(c *auth.Config) {
+				c.Lockout.Threshold = 3
+				c.Limits.SetCount(auth.RuleLoginAccount, 100)
+				c.Limits.SetCount(auth.RuleLoginDevice, 100)
+				c.Limits.SetCount(auth.RuleLoginIP, 100)
+			}, func(d *auth.Deps) {
+				gather.Store = d.Store
+				d.Store = gather
+			})
+			const email = "fay@example.com"
+			if _, err := s.Service.CreateUser(t.Context(), email, "correct horse", false, "cli"); err != nil {
+				t.Fatal(err)
+			}
+			// Signed in once, before the burst is gathered: a session to
+			// change the password of, a known device.
+			first, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: "correct horse", Client: client("192.0.2.9")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			device := ""
+			if known {
+				device = first.Device.Value
+			}
+			gather.gather(time.Second)
+
+			errs := make([]error, burst)
+			var wg sync.WaitGroup
+			for i := range burst {
+				wg.Go(func() {
+					guess := fmt.Sprint("guess ", i)
+					if tc.change {
+						_, errs[i] = s.Service.ChangePassword(t.Context(), auth.PasswordChange{
+							Session: first.Session.Token, Current: guess, New: "a new one, nowhere leaked", Client: client("192.0.2.9")})
+						return
+					}
+					_, errs[i] = s.Service.Login(t.Context(), auth.LoginRequest{
+						Email: email, Password: guess, Client: client("192.0.2.9"), DeviceCookie: device})
+				})
+			}
+			wg.Wait()
+			checked, refused := 0, 0
+			for _, err := range errs {
+				var limited *auth.LimitedError
+				switch {
+				case errors.Is(err, auth.ErrInvalidCredentials):
+					checked++
+				case errors.As(err, &limited) && limited.RetryAfter > 0:
+					refused++
+				default:
+					t.Fatalf("a guess of the burst: %v; want wrong credentials or too many attempts", err)
+				}
+			}
+			threshold := s.Config.Lockout.Threshold
+			if checked < 1 || checked > threshold || checked+refused != burst {
+				t.Fatalf("%d guesses at once: %d checked, %d refused; want between 1 and the threshold, %d, checked", burst, checked, refused, threshold)
+			}
+			// The guesses checked locked it, or left it short: the right
+			// password signs in only if they did not reach the threshold.
+			_, err = s.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: "correct horse", Client: client("192.0.2.9"), DeviceCookie: device})
+			if locked := checked == threshold; locked != errors.Is(err, auth.ErrLimited) {
+				t.Fatalf("the right password after %d guesses checked: %v", checked, err)
+			}
+		})
+	}
+}
