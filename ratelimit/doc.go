@@ -63,8 +63,10 @@
 // A [Store] decides a request's rules (AllowAll), records a failure under a
 // lockable rule's name (Fail; a failure that repeats an attempt the identity
 // already failed with counts once), ends a lock while keeping its level (Clear),
-// puts in locks recorded elsewhere (Hold) and forgets a rule's log (Reset).
-// Three stores satisfy it:
+// puts in locks recorded elsewhere (Hold), forgets a rule's log (Reset), and
+// holds a place towards a lock for an attempt whose failure is yet to be
+// counted (BeginAttempt, EndAttempt), so that attempts made at once never
+// pass the threshold. Three stores satisfy it:
 //
 //   - [RedisStore], shared by every replica: a [Limiter] and, for each
 //     lockable rule name it is configured with, the [Lockouts] of that name.
