@@ -10,6 +10,7 @@ import (
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/auth/authtest"
+	"github.com/xcloak/xcloak/ratelimit"
 )
 
 // gatheringStore holds every account lookup (a password about to be
@@ -157,5 +158,55 @@ func TestBurstOfGuessesNeverPassesTheLockout(t *testing.T) {
 				t.Fatalf("the right password after %d guesses checked: %v", checked, err)
 			}
 		})
+	}
+}
+
+// uncountingLimiter fails every failure counted towards an account's or a
+// device's lockout, as a Redis that stalls on that call would.
+type uncountingLimiter struct{ auth.Limiter }
+
+func (l uncountingLimiter) Fail(ctx context.Context, name, id, attempt string) (ratelimit.Failure, error) {
+	if name == auth.RuleLoginAccount || name == auth.RuleLoginDevice {
+		return ratelimit.Failure{}, context.DeadlineExceeded
+	}
+	return l.Limiter.Fail(ctx, name, id, attempt)
+}
+
+// TestUncountedFailureKeepsItsPlace: a wrong password whose failure could
+// not be counted (answered 503) keeps its place towards the lockout for as
+// long as places last, rather than giving it back uncounted: a Redis that
+// stalls after each hash lets no more guesses through than the threshold
+// in that time, not as many as the limits admit.
+func TestUncountedFailureKeepsItsPlace(t *testing.T) {
+	s := authtest.NewService(t, func(c *auth.Config) {
+		c.Lockout.Threshold = 3
+		c.Limits.SetCount(auth.RuleLoginAccount, 100)
+		c.Limits.SetCount(auth.RuleLoginIP, 100)
+	}, func(d *auth.Deps) { d.Limiter = uncountingLimiter{d.Limiter} })
+	const email = "gus@example.com"
+	if _, err := s.Service.CreateUser(t.Context(), email, "correct horse", false, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	threshold := s.Config.Lockout.Threshold
+	for i := range threshold {
+		_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: fmt.Sprint("guess ", i), Client: client("192.0.2.1")})
+		if !errors.Is(err, auth.ErrUnavailable) {
+			t.Fatalf("guess %d, its failure not counted: %v; want unavailable", i, err)
+		}
+	}
+	_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: "one more", Client: client("192.0.2.1")})
+	if !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("after %d guesses whose failures went uncounted: %v; want refused", threshold, err)
+	}
+	// A right password gives its place back: however many sign-ins, no
+	// place is left taken.
+	other := "hal@example.com"
+	if _, err := s.Service.CreateUser(t.Context(), other, "correct horse", false, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range threshold + 2 {
+		if _, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: other, Password: "correct horse", Client: client("192.0.2.2")}); err != nil {
+			t.Fatalf("sign-in %d with the right password: %v", i+1, err)
+		}
 	}
 }

@@ -131,7 +131,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest, email string, at 
 	if outcome, err := s.decideSignIn(ctx, req, email, source, "", at); err != nil {
 		return LoginResult{}, outcome, err
 	}
-	end, outcome, err := s.beginCheck(ctx, email, source, "", at)
+	ctx, end, outcome, err := s.beginCheck(ctx, email, source, "", at)
 	if err != nil {
 		return LoginResult{}, outcome, err
 	}
@@ -202,7 +202,7 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 	if outcome, err := s.decideSignIn(ctx, req, email, source, device, at); err != nil {
 		return LoginResult{}, outcome, err
 	}
-	end, outcome, err := s.beginCheck(ctx, email, source, device, at)
+	ctx, end, outcome, err := s.beginCheck(ctx, email, source, device, at)
 	if err != nil {
 		return LoginResult{}, outcome, err
 	}
@@ -264,9 +264,13 @@ const placePoll = 20 * time.Millisecond
 // waits for a hashing slot, at most the hasher's wait: sign-ins at once
 // with the right password each get theirs as the one before is done,
 // while guesses get the lock their failures make. A check refused is
-// rejected as a lock rejects, as of at. end gives the place back; call it
-// once the failure is counted.
-func (s *Service) beginCheck(ctx context.Context, email, source, device string, at time.Time) (end func(), _ Outcome, _ error) {
+// rejected as a lock rejects, as of at. The check goes on under the
+// context returned; end gives the place back (call it once the failure is
+// counted), unless the failure could not be counted (uncountedFailure):
+// then the place stands for the failure until its time runs out, so that
+// a Redis that stalls after each hash lets no more guesses through than
+// the threshold in that time.
+func (s *Service) beginCheck(ctx context.Context, email, source, device string, at time.Time) (_ context.Context, end func(), _ Outcome, _ error) {
 	rule, id := RuleLoginAccount, email
 	if device != "" {
 		rule, id = RuleLoginDevice, device
@@ -275,10 +279,14 @@ func (s *Service) beginCheck(ctx context.Context, email, source, device string, 
 	for {
 		b, err := s.limits.BeginAttempt(ctx, rule, id, checkInFlight)
 		if err != nil {
-			return nil, OutcomeUnavailable, unavailable("checking limits", err)
+			return ctx, nil, OutcomeUnavailable, unavailable("checking limits", err)
 		}
 		if b.Allowed {
-			return func() {
+			check := &passwordCheck{}
+			return context.WithValue(ctx, passwordCheckKey{}, check), func() {
+				if check.uncounted {
+					return
+				}
 				// Given back whether or not the client waits: a place
 				// kept would hold the account until its time ran out.
 				ctx, cancel := s.afterDecision(ctx)
@@ -298,8 +306,25 @@ func (s *Service) beginCheck(ctx context.Context, email, source, device string, 
 				wait = min(wait, time.Second)
 			}
 			s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: RuleLockout})
-			return nil, OutcomeRejected, &LimitedError{RetryAfter: wait}
+			return ctx, nil, OutcomeRejected, &LimitedError{RetryAfter: wait}
 		}
+	}
+}
+
+// passwordCheck is what a password check's context carries of its place
+// towards the lockout (beginCheck).
+type passwordCheck struct {
+	// uncounted is set once the check's failure could not be counted.
+	uncounted bool
+}
+
+type passwordCheckKey struct{}
+
+// uncountedFailure notes that the failure of the password check under ctx
+// could not be counted: its place is not given back.
+func uncountedFailure(ctx context.Context) {
+	if check, ok := ctx.Value(passwordCheckKey{}).(*passwordCheck); ok {
+		check.uncounted = true
 	}
 }
 
@@ -482,6 +507,7 @@ func (s *Service) countFailure(ctx context.Context, email string, userID int64, 
 	if device != "" {
 		f, err := s.limits.Fail(ctx, RuleLoginDevice, device, s.attempts.fingerprint(device, password))
 		if err != nil {
+			uncountedFailure(ctx)
 			return unavailable("counting failure", err)
 		}
 		if f.LockedNow {
@@ -492,6 +518,7 @@ func (s *Service) countFailure(ctx context.Context, email string, userID int64, 
 	}
 	f, err := s.limits.Fail(ctx, RuleLoginAccount, email, s.attempts.fingerprint(email, password))
 	if err != nil {
+		uncountedFailure(ctx)
 		return unavailable("counting failure", err)
 	}
 	if f.LockedNow {
