@@ -34,6 +34,9 @@ if flying > 0 and (tonumber(redis.call('GET', KEYS[2])) or 0) + flying >= thresh
   return {0, math.max(tonumber(oldest[2]) - now, 1), 0}
 end
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[2])
--- The set lasts as long as its latest attempt counts.
-redis.call('PEXPIRE', KEYS[3], ttl)
+-- The set lasts as long as its latest attempt counts: a shorter ttl than
+-- one in flight never cuts that one short. A new set has no expiry (-1).
+if redis.call('PTTL', KEYS[3]) < ttl then
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
 return {1, 0, 0}

@@ -169,6 +169,27 @@ func caseAttemptsInFlightExpire(t *testing.T, s storeUnderTest) {
 	})
 }
 
+// caseAttemptsInFlightMixedTTL: an attempt begun with a shorter ttl than
+// one in flight before it stops counting by its own ttl, and never cuts
+// the other's short.
+func caseAttemptsInFlightMixedTTL(t *testing.T, s storeUnderTest) {
+	const name, id = "login_account", "gail@example.com"
+	p := suitePolicies[name]
+	long, short := time.Minute, 50*time.Millisecond
+	if b := beginOne(t, s, name, id, long); !b.Allowed {
+		t.Fatalf("the first attempt: %+v; want allowed", b)
+	}
+	if b := beginOne(t, s, name, id, short); !b.Allowed {
+		t.Fatalf("the second attempt: %+v; want allowed", b)
+	}
+	// Past the short ttl, by the store's clock too; the long one counts
+	// for a minute yet.
+	time.Sleep(4 * short)
+	if got := begun(t, beginAtOnce(t, s, name, id, p.Threshold, long), long); len(got) != p.Threshold-1 {
+		t.Fatalf("one attempt in flight for a minute, %d begun at once: %d allowed; want %d", p.Threshold, len(got), p.Threshold-1)
+	}
+}
+
 // caseAttemptsBadInput: what no lockout can take is an error.
 func caseAttemptsBadInput(t *testing.T, s storeUnderTest) {
 	for _, name := range []string{"login_ip", "Bad Name", ""} {

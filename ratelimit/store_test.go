@@ -170,6 +170,7 @@ var storeCases = []struct {
 	{"a log counts in the deciding rule's window", nil, caseWindowChanged},
 	{"attempts in flight never pass the threshold", nil, caseAttemptsInFlight},
 	{"an attempt in flight counts for its ttl", nil, caseAttemptsInFlightExpire},
+	{"a shorter ttl never cuts an attempt in flight short", nil, caseAttemptsInFlightMixedTTL},
 	{"attempts in flight: bad input is an error", nil, caseAttemptsBadInput},
 }
 
