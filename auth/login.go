@@ -57,10 +57,12 @@ type LoginResult struct {
 
 // Login decides a sign-in. In order: the request is validated; every limit
 // and the account's lockout are checked in one Redis round trip, before any
-// database work or hashing; then the password is verified (an unknown
-// account costs the same one hash); a failure is counted towards the
-// lockout of the device or the account; a success rotates the session and
-// renews the device cookie, or adds the browser as a known device.
+// database work or hashing; then the check takes a place towards the
+// lockout (beginCheck, a second round trip) and the password is verified
+// (an unknown account costs the same one hash); a failure is counted
+// towards the lockout of the device or the account, and the place given
+// back; a success rotates the session and renews the device cookie, or
+// adds the browser as a known device.
 //
 // A browser that is not a known device is held while new-device
 // verification applies, and with a breached password always: the right
