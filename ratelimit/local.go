@@ -80,8 +80,9 @@ type localLockout struct {
 }
 
 // DefaultLocalIdentities bounds a Local's memory: about 100 bytes plus 24
-// bytes per admitted request for each identity, and up to 40 bytes per
-// remembered attempt (LockoutPolicy.RememberedAttempts) for each failing one.
+// bytes per admitted request for each identity, up to 40 bytes per
+// remembered attempt (LockoutPolicy.RememberedAttempts) for each failing one,
+// and about 60 per attempt in flight (BeginAttempt; at most the threshold).
 const DefaultLocalIdentities = 100_000
 
 // Shards: one per localShardSize identities of the bound, at most
