@@ -247,3 +247,48 @@ func BenchmarkCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttemptInFlight measures what a password check's place towards
+// the lockout costs (BeginAttempt, then EndAttempt: two round trips) next
+// to a sign-in's decision, taking turns call by call (the machine's noise
+// falls on both alike), and reports each one's time per call:
+//
+//	go test ./ratelimit -run '^$' -bench AttemptInFlight -count 3
+//
+// Each turn is an identity of its own, as each sign-in's account is.
+func BenchmarkAttemptInFlight(b *testing.B) {
+	rdb, prefix := benchClient(b)
+	store, err := ratelimit.NewRedisStore(rdb, prefix, map[string]ratelimit.LockoutPolicy{
+		"bench_account": {Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	limit := ratelimit.PerMinute(10)
+	ctx := context.Background()
+	var place, decision time.Duration
+	i := 0
+	for b.Loop() {
+		id := strconv.Itoa(i)
+		i++
+		start := time.Now()
+		if _, err := store.AllowAll(ctx,
+			ratelimit.Rule{Name: "bench_ip", ID: id, Limit: limit},
+			ratelimit.Rule{Name: "bench_network", ID: id, Limit: limit},
+			ratelimit.Rule{Name: "bench_account", ID: id, Limit: limit, Lockable: true}); err != nil {
+			b.Fatal(err)
+		}
+		begin := time.Now()
+		decision += begin.Sub(start)
+		begun, err := store.BeginAttempt(ctx, "bench_account", id, time.Minute)
+		if err != nil || !begun.Allowed {
+			b.Fatal(begun, err)
+		}
+		if err := store.EndAttempt(ctx, "bench_account", id, begun.Token); err != nil {
+			b.Fatal(err)
+		}
+		place += time.Since(begin)
+	}
+	b.ReportMetric(float64(decision.Nanoseconds())/float64(b.N), "decision-ns/op")
+	b.ReportMetric(float64(place.Nanoseconds())/float64(b.N), "place-ns/op")
+}
