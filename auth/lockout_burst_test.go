@@ -210,3 +210,50 @@ func TestUncountedFailureKeepsItsPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestRetypedBurstTakesNoPlaces: a wrong password the account already
+// failed with, sent many times at once (a user's client retrying, an
+// attacker repeating a refused guess), is checked every time and refused
+// by no place, since its failure is not counted again: it neither locks
+// the account nor keeps its owner out.
+func TestRetypedBurstTakesNoPlaces(t *testing.T) {
+	const burst = 12
+	gather := newGatheringStore(burst)
+	s := authtest.NewService(t, func(c *auth.Config) {
+		c.Lockout.Threshold = 3
+		c.Limits.SetCount(auth.RuleLoginAccount, 100)
+		c.Limits.SetCount(auth.RuleLoginIP, 100)
+	}, func(d *auth.Deps) {
+		gather.Store = d.Store
+		d.Store = gather
+	})
+	const email = "ivy@example.com"
+	if _, err := s.Service.CreateUser(t.Context(), email, "correct horse", false, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	login := func(password string) error {
+		_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: email, Password: password, Client: client("192.0.2.3")})
+		return err
+	}
+	// Short of the lock by one.
+	for i := range s.Config.Lockout.Threshold - 1 {
+		if err := login(fmt.Sprint("old password ", i)); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatal(err)
+		}
+	}
+	gather.gather(5 * time.Second)
+	errs := make([]error, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Go(func() { errs[i] = login("old password 0") })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("retyped password %d of %d at once: %v; want checked, a wrong password", i+1, burst, err)
+		}
+	}
+	if err := login("correct horse"); err != nil {
+		t.Fatalf("the right password after the retyped burst: %v; want signed in", err)
+	}
+}

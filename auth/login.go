@@ -133,7 +133,7 @@ func (s *Service) login(ctx context.Context, req LoginRequest, email string, at 
 	if outcome, err := s.decideSignIn(ctx, req, email, source, "", at); err != nil {
 		return LoginResult{}, outcome, err
 	}
-	ctx, end, outcome, err := s.beginCheck(ctx, email, source, "", at)
+	ctx, end, outcome, err := s.beginCheck(ctx, email, source, "", req.Password, at)
 	if err != nil {
 		return LoginResult{}, outcome, err
 	}
@@ -204,7 +204,7 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 	if outcome, err := s.decideSignIn(ctx, req, email, source, device, at); err != nil {
 		return LoginResult{}, outcome, err
 	}
-	ctx, end, outcome, err := s.beginCheck(ctx, email, source, device, at)
+	ctx, end, outcome, err := s.beginCheck(ctx, email, source, device, req.Password, at)
 	if err != nil {
 		return LoginResult{}, outcome, err
 	}
@@ -272,16 +272,25 @@ const placePoll = 20 * time.Millisecond
 // then the place stands for the failure until its time runs out, so that
 // a Redis that stalls after each hash lets no more guesses through than
 // the threshold in that time.
-func (s *Service) beginCheck(ctx context.Context, email, source, device string, at time.Time) (_ context.Context, end func(), _ Outcome, _ error) {
+func (s *Service) beginCheck(ctx context.Context, email, source, device, password string, at time.Time) (_ context.Context, end func(), _ Outcome, _ error) {
 	rule, id := RuleLoginAccount, email
 	if device != "" {
 		rule, id = RuleLoginDevice, device
 	}
+	// A password the account (or the device) already failed with, which
+	// its failure would not count again, takes no place: retyped, by its
+	// owner or by an attacker repeating a refused guess, it can neither be
+	// refused by the places nor keep anyone else out.
+	attempt := s.attempts.fingerprint(id, password)
 	var deadline time.Time
 	for {
-		b, err := s.limits.BeginAttempt(ctx, rule, id, checkInFlight)
+		b, err := s.limits.BeginAttempt(ctx, rule, id, attempt, checkInFlight)
 		if err != nil {
 			return ctx, nil, OutcomeUnavailable, unavailable("checking limits", err)
+		}
+		if b.Allowed && b.Token == "" {
+			// A retyped failure: no place to give back.
+			return ctx, func() {}, 0, nil
 		}
 		if b.Allowed {
 			check := &passwordCheck{}

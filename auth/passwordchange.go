@@ -131,7 +131,7 @@ func (s *Service) checkPasswordAgain(ctx context.Context, sess Session, password
 		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
 		return User{}, "", &LimitedError{RetryAfter: d.RetryAfter}
 	}
-	ctx, end, _, err := s.beginCheck(ctx, email, source, device, s.now())
+	ctx, end, _, err := s.beginCheck(ctx, email, source, device, password, s.now())
 	if err != nil {
 		return User{}, "", err
 	}

@@ -280,7 +280,7 @@ func BenchmarkAttemptInFlight(b *testing.B) {
 		}
 		begin := time.Now()
 		decision += begin.Sub(start)
-		begun, err := store.BeginAttempt(ctx, "bench_account", id, time.Minute)
+		begun, err := store.BeginAttempt(ctx, "bench_account", id, "", time.Minute)
 		if err != nil || !begun.Allowed {
 			b.Fatal(begun, err)
 		}

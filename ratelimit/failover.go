@@ -1142,9 +1142,9 @@ func (f *Failover) Fail(ctx context.Context, name, id, attempt string) (Failure,
 // the policy says (Fail). Attempts begun in one store and counted in the
 // other when Redis goes or comes back are not carried over: each stops
 // counting by its ttl.
-func (f *Failover) BeginAttempt(ctx context.Context, name, id string, ttl time.Duration) (Begun, error) {
+func (f *Failover) BeginAttempt(ctx context.Context, name, id, attempt string, ttl time.Duration) (Begun, error) {
 	if res, stands, err := fromRedis(ctx, f, func(ctx context.Context) (Begun, error) {
-		return f.shared.BeginAttempt(ctx, name, id, ttl)
+		return f.shared.BeginAttempt(ctx, name, id, attempt, ttl)
 	}); stands {
 		return res, err
 	}
@@ -1165,10 +1165,10 @@ func (f *Failover) BeginAttempt(ctx context.Context, name, id string, ttl time.D
 		if !f.degraded.Load() {
 			// Redis took over again meanwhile: it decides.
 			f.localMu.RUnlock()
-			return f.BeginAttempt(ctx, name, id, ttl)
+			return f.BeginAttempt(ctx, name, id, attempt, ttl)
 		}
 		defer f.localMu.RUnlock()
-		return f.local.BeginAttempt(ctx, name, id, ttl)
+		return f.local.BeginAttempt(ctx, name, id, attempt, ttl)
 	}
 }
 

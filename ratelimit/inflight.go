@@ -33,9 +33,11 @@ const inflightSuffix = ":inflight"
 // Begun is the verdict on an attempt begun against a lockout.
 type Begun struct {
 	// Allowed reports that the attempt may go ahead; it holds a place
-	// until EndAttempt with Token, or its ttl has passed.
+	// until EndAttempt with Token, or its ttl has passed, unless it is one
+	// the identity already failed with, which holds none.
 	Allowed bool
-	// Token names the attempt for EndAttempt; "" when refused.
+	// Token names the attempt's place for EndAttempt; "" when refused or
+	// when it holds none (ending "" changes nothing).
 	Token string
 	// Locked reports that the attempt was refused because the identity is
 	// locked; else a refusal is for the attempts in flight.
@@ -68,14 +70,14 @@ func newAttemptToken() string {
 }
 
 // BeginAttempt begins an attempt against id's lockout (see Store).
-func (l *Lockouts) BeginAttempt(ctx context.Context, id string, ttl time.Duration) (Begun, error) {
+func (l *Lockouts) BeginAttempt(ctx context.Context, id, attempt string, ttl time.Duration) (Begun, error) {
 	if err := checkTTL(ttl); err != nil {
 		return Begun{}, err
 	}
 	token := newAttemptToken()
 	vals, err := inflightScript.run(ctx, l.rdb,
-		[]string{lockKey(l.keys, id), l.keys.Key(id, ":failures"), l.keys.Key(id, inflightSuffix)},
-		l.policy.Threshold, token, ceilMillis(ttl),
+		[]string{lockKey(l.keys, id), l.keys.Key(id, ":failures"), l.keys.Key(id, inflightSuffix), l.keys.Key(id, ":attempts")},
+		l.policy.Threshold, token, ceilMillis(ttl), attemptDigest(attempt),
 	).Int64Slice()
 	if err != nil {
 		return Begun{}, fmt.Errorf("ratelimit: beginning attempt: %w", err)
@@ -83,14 +85,20 @@ func (l *Lockouts) BeginAttempt(ctx context.Context, id string, ttl time.Duratio
 	if len(vals) != 3 {
 		return Begun{}, fmt.Errorf("ratelimit: beginning attempt: unexpected reply %v", vals)
 	}
-	if vals[0] == 1 {
+	switch vals[0] {
+	case 1:
 		return Begun{Allowed: true, Token: token}, nil
+	case 2:
+		return Begun{Allowed: true}, nil
 	}
 	return Begun{Locked: vals[2] == 1, RetryAfter: time.Duration(max(vals[1], 1)) * time.Millisecond}, nil
 }
 
 // EndAttempt ends the attempt token against id's lockout (see Store).
 func (l *Lockouts) EndAttempt(ctx context.Context, id, token string) error {
+	if token == "" {
+		return nil
+	}
 	if err := l.rdb.ZRem(ctx, l.keys.Key(id, inflightSuffix), token).Err(); err != nil {
 		return fmt.Errorf("ratelimit: ending attempt: %w", err)
 	}
@@ -98,12 +106,12 @@ func (l *Lockouts) EndAttempt(ctx context.Context, id, token string) error {
 }
 
 // BeginAttempt begins an attempt against id's lockout under rule name.
-func (s *RedisStore) BeginAttempt(ctx context.Context, name, id string, ttl time.Duration) (Begun, error) {
+func (s *RedisStore) BeginAttempt(ctx context.Context, name, id, attempt string, ttl time.Duration) (Begun, error) {
 	l := s.lockouts[name]
 	if l == nil {
 		return Begun{}, noLockouts(name)
 	}
-	return l.BeginAttempt(ctx, id, ttl)
+	return l.BeginAttempt(ctx, id, attempt, ttl)
 }
 
 // EndAttempt ends the attempt token against id's lockout under rule name.
@@ -124,7 +132,7 @@ type localAttempt struct {
 
 // BeginAttempt begins an attempt against id's lockout under rule name, as
 // Lockouts.BeginAttempt does.
-func (l *Local) BeginAttempt(_ context.Context, name, id string, ttl time.Duration) (Begun, error) {
+func (l *Local) BeginAttempt(_ context.Context, name, id, attempt string, ttl time.Duration) (Begun, error) {
 	p, ok := l.policies[name]
 	if !ok {
 		return Begun{}, noLockouts(name)
@@ -147,9 +155,13 @@ func (l *Local) BeginAttempt(_ context.Context, name, id string, ttl time.Durati
 		sh.lockouts.add(group, key, f)
 	}
 	f.flying = slices.DeleteFunc(f.flying, func(a localAttempt) bool { return !now.Before(a.until) })
-	failures := f.failures
+	failures, attempts := f.failures, f.attempts
 	if !f.last.IsZero() && now.Sub(f.last) > p.Memory {
-		failures = 0 // forgotten, as Redis lets the failures expire
+		// Forgotten, as Redis lets the failures and attempts expire.
+		failures, attempts = 0, nil
+	}
+	if attempt = attemptDigest(attempt); attempt != "" && slices.Contains(attempts, attempt) {
+		return Begun{Allowed: true}, nil
 	}
 	if n := len(f.flying); n > 0 && failures+n >= p.Threshold {
 		// Begun in order, with one ttl or another: the soonest to stop

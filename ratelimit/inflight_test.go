@@ -24,7 +24,7 @@ func beginAtOnce(t *testing.T, s storeUnderTest, name, id string, n int, ttl tim
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			out[i], errs[i] = s.BeginAttempt(t.Context(), name, id, ttl)
+			out[i], errs[i] = s.BeginAttempt(t.Context(), name, id, "", ttl)
 		})
 	}
 	close(start)
@@ -60,7 +60,14 @@ func begun(t *testing.T, out []ratelimit.Begun, ttl time.Duration) []ratelimit.B
 
 func beginOne(t *testing.T, s storeUnderTest, name, id string, ttl time.Duration) ratelimit.Begun {
 	t.Helper()
-	b, err := s.BeginAttempt(t.Context(), name, id, ttl)
+	return beginWith(t, s, name, id, "", ttl)
+}
+
+// beginWith begins an attempt of attempt (a password's fingerprint)
+// against id under name.
+func beginWith(t *testing.T, s storeUnderTest, name, id, attempt string, ttl time.Duration) ratelimit.Begun {
+	t.Helper()
+	b, err := s.BeginAttempt(t.Context(), name, id, attempt, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +200,7 @@ func caseAttemptsInFlightMixedTTL(t *testing.T, s storeUnderTest) {
 // caseAttemptsBadInput: what no lockout can take is an error.
 func caseAttemptsBadInput(t *testing.T, s storeUnderTest) {
 	for _, name := range []string{"login_ip", "Bad Name", ""} {
-		if _, err := s.BeginAttempt(t.Context(), name, "x", time.Second); !errors.Is(err, ratelimit.ErrNoLockouts) {
+		if _, err := s.BeginAttempt(t.Context(), name, "x", "", time.Second); !errors.Is(err, ratelimit.ErrNoLockouts) {
 			t.Errorf("BeginAttempt under %q: %v; want ErrNoLockouts", name, err)
 		}
 		if err := s.EndAttempt(t.Context(), name, "x", "token"); !errors.Is(err, ratelimit.ErrNoLockouts) {
@@ -201,18 +208,51 @@ func caseAttemptsBadInput(t *testing.T, s storeUnderTest) {
 		}
 	}
 	for _, ttl := range []time.Duration{0, -time.Second, time.Microsecond, ratelimit.MaxWindow + time.Second} {
-		if b, err := s.BeginAttempt(t.Context(), "login_account", "x", ttl); err == nil {
+		if b, err := s.BeginAttempt(t.Context(), "login_account", "x", "", ttl); err == nil {
 			t.Errorf("BeginAttempt for %v: %+v; want an error", ttl, b)
 		}
 	}
 	// Identities and tokens are any bytes.
 	for _, id := range []string{"", "{", "}x{", "\x00", "\xff\xfe", strings.Repeat("long", 1024)} {
-		b, err := s.BeginAttempt(t.Context(), "login_account", id, time.Second)
+		b, err := s.BeginAttempt(t.Context(), "login_account", id, id, time.Second)
 		if err != nil || !b.Allowed {
 			t.Errorf("identity %q: %+v, %v; want allowed", id, b, err)
 		}
 		if err := s.EndAttempt(t.Context(), "login_account", id, id); err != nil {
 			t.Errorf("ending %q: %v", id, err)
 		}
+	}
+}
+
+// caseRepeatedAttemptTakesNoPlace: an attempt the identity already failed
+// with, which Fail would not count again (smart lockout), goes ahead
+// without a place, even where the places are taken, and holds none: a
+// password retyped, by its owner or by an attacker repeating a refused
+// guess, can neither be refused by the places nor keep others out.
+func caseRepeatedAttemptTakesNoPlace(t *testing.T, s storeUnderTest) {
+	const name, id = "login_account", "ida@example.com"
+	p := suitePolicies[name]
+	ttl := time.Minute
+	failWith(t, s, name, id, "an old password")
+	in := begun(t, beginAtOnce(t, s, name, id, p.Threshold, ttl), ttl)
+	if len(in) != p.Threshold-1 {
+		t.Fatalf("1 failure, %d attempts at once: %d allowed; want %d", p.Threshold, len(in), p.Threshold-1)
+	}
+	for range 3 {
+		if b := beginWith(t, s, name, id, "an old password", ttl); !b.Allowed || b.Token != "" {
+			t.Fatalf("the failed attempt again, the places taken: %+v; want allowed without a place", b)
+		}
+	}
+	if b := beginWith(t, s, name, id, "a new guess", ttl); b.Allowed {
+		t.Fatalf("a new attempt, the places taken: %+v; want refused", b)
+	}
+	// Ending the empty token changes nothing.
+	endOne(t, s, name, id, "")
+	if b := beginWith(t, s, name, id, "a new guess", ttl); b.Allowed {
+		t.Fatalf("a new attempt after ending the empty token: %+v; want refused", b)
+	}
+	endOne(t, s, name, id, in[0].Token)
+	if b := beginWith(t, s, name, id, "a new guess", ttl); !b.Allowed || b.Token == "" {
+		t.Fatalf("a new attempt once a place is given back: %+v; want allowed with a place", b)
 	}
 }

@@ -50,8 +50,10 @@ type Store interface {
 	// policy's threshold together (never while none is in flight), so
 	// that no number of attempts begun at once is made past the lock.
 	// An allowed attempt holds its place until EndAttempt with its
-	// token, or for ttl (1 ms to MaxWindow) if never ended.
-	BeginAttempt(ctx context.Context, name, id string, ttl time.Duration) (Begun, error)
+	// token, or for ttl (1 ms to MaxWindow) if never ended. attempt
+	// fingerprints what is tried, as Fail's does: one that Fail would not
+	// count again goes ahead without a place ("" always takes one).
+	BeginAttempt(ctx context.Context, name, id, attempt string, ttl time.Duration) (Begun, error)
 	// EndAttempt ends the attempt token against id's lockout under the
 	// rule name: after its failure, if any, is counted (Fail). Ending one
 	// that has ended, or was never begun, changes nothing.

@@ -172,6 +172,7 @@ var storeCases = []struct {
 	{"an attempt in flight counts for its ttl", nil, caseAttemptsInFlightExpire},
 	{"a shorter ttl never cuts an attempt in flight short", nil, caseAttemptsInFlightMixedTTL},
 	{"attempts in flight: bad input is an error", nil, caseAttemptsBadInput},
+	{"a repeated attempt takes no place", nil, caseRepeatedAttemptTakesNoPlace},
 }
 
 // suitePolicies lock for a minute at least, far longer than a case runs.
