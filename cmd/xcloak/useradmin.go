@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -81,9 +82,23 @@ func userList(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	if next != "" {
-		fmt.Fprintf(stdout, "more: --after %s\n", next)
+		fmt.Fprintf(stdout, "more: --after %s\n", shellQuote(next))
 	}
 	return nil
+}
+
+// shellQuote returns s as a POSIX shell reads it back as one word: as it
+// is when every byte is one no shell treats specially, else in single
+// quotes, each single quote in it ending them, escaped with a backslash,
+// and starting them again.
+func shellQuote(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("@._+-=/:,%", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeUsersJSON prints accounts in the shape of GET /api/v1/admin/users.

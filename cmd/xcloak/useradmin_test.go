@@ -214,3 +214,21 @@ func TestUserAddRefusesUnmailableAddressFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestUserListHintIsShellQuoted: the --after that continues a listing is
+// printed ready to paste into a shell, whatever the email holds (an
+// apostrophe, an ampersand are valid in its local part).
+func TestUserListHintIsShellQuoted(t *testing.T) {
+	t.Parallel()
+	vars := storeSettings(t)
+	for _, e := range []string{"a.o'neil&co@example.com", "b@example.com"} {
+		addUser(t, vars, e, "correct horse battery\n")
+	}
+	stdout, stderr, err := xcloak(t, vars, "", "user", "list", "--limit", "1")
+	if err != nil {
+		t.Fatalf("user list: %v\nstderr:\n%s", err, stderr)
+	}
+	if want := `more: --after 'a.o'\''neil&co@example.com'` + "\n"; !strings.HasSuffix(stdout, want) {
+		t.Errorf("user list --limit 1 printed %q; want it to end %q", stdout, want)
+	}
+}
