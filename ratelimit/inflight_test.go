@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,18 +16,9 @@ import (
 // beginAtOnce begins n attempts against id under name, all released at
 // once, and returns what each got.
 func beginAtOnce(t *testing.T, s storeUnderTest, name, id string, n int, ttl time.Duration) []ratelimit.Begun {
-	out := make([]ratelimit.Begun, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			out[i], errs[i] = s.BeginAttempt(t.Context(), name, id, "", ttl)
-		})
-	}
-	close(start)
-	wg.Wait()
+	out, errs := atOnce(n, func() (ratelimit.Begun, error) {
+		return s.BeginAttempt(t.Context(), name, id, "", ttl)
+	})
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}

@@ -576,22 +576,30 @@ func caseLockoutOnce(t *testing.T, s storeUnderTest) {
 	}
 }
 
-// failAtOnce records n failures of id under login_account with attempt,
-// all released at once, and returns what each got.
-func failAtOnce(t *testing.T, s storeUnderTest, id, attempt string, n int) ([]ratelimit.Failure, []error) {
-	out := make([]ratelimit.Failure, n)
+// atOnce makes n calls of call, all released at once, and returns what
+// each got.
+func atOnce[T any](n int, call func() (T, error)) ([]T, []error) {
+	out := make([]T, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			out[i], errs[i] = s.Fail(t.Context(), "login_account", id, attempt)
+			out[i], errs[i] = call()
 		})
 	}
 	close(start)
 	wg.Wait()
 	return out, errs
+}
+
+// failAtOnce records n failures of id under login_account with attempt,
+// all released at once, and returns what each got.
+func failAtOnce(t *testing.T, s storeUnderTest, id, attempt string, n int) ([]ratelimit.Failure, []error) {
+	return atOnce(n, func() (ratelimit.Failure, error) {
+		return s.Fail(t.Context(), "login_account", id, attempt)
+	})
 }
 
 func lockoutOnce(t *testing.T, s storeUnderTest, id string) {
