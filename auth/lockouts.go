@@ -58,12 +58,12 @@ func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID i
 	s.record(Event{Kind: EventUnlock, Account: email, UserID: userID, Source: source, Detail: map[string]string{"by": by}})
 }
 
-// Unlock ends an account's lockout and forgets its failures: an
-// administrator's action, recorded with their identity in by (for example
-// "admin:ann@example.com" or "cli"). It reports whether the account was
-// locked. A lockout that Redis no longer holds (Redis restarted) but
-// Postgres still lists is ended too, so the dashboard never keeps a row
-// that Unlock cannot remove.
+// Unlock ends an account's lockout and the lock of its second step, and
+// forgets their failures: an administrator's action, recorded with their
+// identity in by (for example "admin:ann@example.com" or "cli"). It
+// reports whether the account was locked. A lockout that Redis no longer
+// holds (Redis restarted) but Postgres still lists is ended too, so the
+// dashboard never keeps a row that Unlock cannot remove.
 //
 // An application's account ("app NAME ACCOUNT", as the dashboard lists
 // its lockouts: decisions.go) is unlocked alike.
@@ -80,6 +80,19 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 	wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, email)
 	if err != nil {
 		return false, unavailable("clearing lockout", err)
+	}
+	if !app {
+		// The second step's locks too (RuleMFAAccount): the account's own,
+		// and those of the codes counted apart from it (heldAccount,
+		// passwordlessAccount). Its owner asks for one unlock, whichever
+		// of their steps they mistyped.
+		for _, id := range [...]string{email, heldAccount(email), passwordlessAccount(email)} {
+			locked, err := s.limits.Clear(ctx, RuleMFAAccount, id)
+			if err != nil {
+				return false, unavailable("clearing second-step lock", err)
+			}
+			wasLocked = wasLocked || locked
+		}
 	}
 	var userID int64
 	if u, err := s.UserByEmail(ctx, email); err == nil && !app {

@@ -32,7 +32,8 @@ Commands:
   delete   delete an account (--yes); its security events stay
   promote  make an account an administrator
   demote   make an administrator a member (never the last one)
-  unlock   end an account's lockout and forget its failed sign-ins
+  unlock   end an account's lockout and its second step's, and forget
+           their failures
   signout  end every session of an account and forget its known devices
            ("sign-out" is the same command)
   remove-factors
@@ -134,8 +135,8 @@ func userAdd(ctx context.Context, args []string, getenv func(string) string, std
 
 func userUnlock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return appAccountCommand(ctx, "user unlock",
-		"Ends the lockout of an account, existing or not, and forgets its failed\n"+
-			"sign-ins. An application's account (decision API) is named as the\n"+
+		"Ends the lockout of an account, existing or not, and the lock of its\n"+
+			"second step, and forgets their failures. An application's account (decision API) is named as the\n"+
 			"dashboard lists it: --email 'app NAME ACCOUNT'. The unlock is recorded as\n"+
 			"a security event by \"cli\".\n",
 		args, getenv, stdout, stderr, func(b *backend, addr string) error {
