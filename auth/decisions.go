@@ -384,6 +384,27 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 	if !d.Allowed {
 		return refused(d)
 	}
+	// The attempt holds a place towards the lockout it counts towards from
+	// now to its outcome (endAppAttempt), as XCloak's own password checks
+	// do (beginCheck): attempts asked at once one failure short of the lock
+	// do not all go ahead, each password then checked by the application.
+	// One refused is answered at once, with no wait for a place: a place
+	// frees when an outcome comes, which only the application knows of.
+	rule, lockID := a.lockIdentity(id)
+	b, err := s.limits.BeginAttempt(ctx, rule, lockID, "", checkInFlight)
+	if err != nil {
+		s.record(Event{Kind: EventLoginUnavailable, Source: source, Detail: detail})
+		return AttemptDecision{}, OutcomeUnavailable, unavailable("checking limits", err)
+	}
+	if !b.Allowed {
+		wait := b.RetryAfter
+		if !b.Locked {
+			wait = min(wait, time.Second)
+		}
+		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: RuleLockout, Detail: detail})
+		return AttemptDecision{}, OutcomeRejected, &DeniedError{Locked: b.Locked, RetryAfter: wait}
+	}
+	a.Place = b.Token
 	a.Challenge = !a.Known && s.verificationApplies()
 	if a.Challenge {
 		detail["challenge"] = "true"
@@ -480,9 +501,31 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 		s.record(Event{Kind: EventLoginFailed, Account: account, Source: source, Detail: detail})
 		err := s.countAppFailure(ctx, app, account, source, a)
 		s.attack.Observe(SignInAttempt{At: s.now(), Account: account, Client: client, Outcome: OutcomeFailed})
+		if err == nil {
+			// A failure that could not be counted keeps its place until
+			// its time runs out, as XCloak's own does (uncountedFailure).
+			s.endAppAttempt(ctx, account, a)
+		}
 		return err
 	}
-	return s.appSucceeded(ctx, app, account, client, a)
+	err = s.appSucceeded(ctx, app, account, client, a)
+	s.endAppAttempt(ctx, account, a)
+	return err
+}
+
+// endAppAttempt gives back the place towards the lockout that the sign-in
+// attempt a, of account, took when it was let go ahead (decideLogin).
+// An id issued before attempts held places has none.
+func (s *Service) endAppAttempt(ctx context.Context, account string, a attempt) {
+	if a.Place == "" {
+		return
+	}
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	rule, id := a.lockIdentity(account)
+	if err := s.limits.EndAttempt(ctx, rule, id, a.Place); err != nil {
+		s.log.WarnContext(ctx, "application attempt's place towards the lockout not given back", "err", err)
+	}
 }
 
 // appResetCompleted takes a reset the application reports completed, as a

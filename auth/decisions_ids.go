@@ -82,6 +82,20 @@ type attempt struct {
 	// id issued before it was kept.
 	IssuedMilli int64  `json:"ms,omitempty"`
 	Nonce       string `json:"n"`
+	// Place is the attempt's place towards the lockout of lockIdentity,
+	// held until its outcome (ratelimit.Begun's Token); "" in an id
+	// issued before attempts held places, and in a reset's.
+	Place string `json:"pl,omitempty"`
+}
+
+// lockIdentity is the rule and identity whose lockout a sign-in attempt
+// a of account (appAccount) counts towards: its known device's, or else
+// its account's (countAppFailure).
+func (a attempt) lockIdentity(account string) (rule, id string) {
+	if a.Known {
+		return RuleLoginDevice, appDevice(a.Device)
+	}
+	return RuleLoginAccount, account
 }
 
 // reportableBy reports whether key may report a's outcome: a key of the

@@ -421,6 +421,11 @@ func TestAttemptsNamespacedByApplication(t *testing.T) {
 	answers := map[string]string{}
 	for _, account := range []string{"alice@example.com", "nobody@example.com"} {
 		status, d, resp := shop.ask("login", account, "192.0.2.20", "")
+		// Reported, as the application would: an attempt left without
+		// its outcome holds a place towards the lockout for a minute.
+		if status, _ := shop.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Fatalf("%s's first failure: %d", account, status)
+		}
 		d.AttemptID = ""
 		answers[account] = fmt.Sprintf("%d %+v %d", status, d, len(resp.Header))
 	}
@@ -428,7 +433,7 @@ func TestAttemptsNamespacedByApplication(t *testing.T) {
 		t.Fatalf("XCloak's own account answered apart: %v", answers)
 	}
 
-	for i := range env.Auth.Lockout.Threshold {
+	for i := range env.Auth.Lockout.Threshold - 1 {
 		_, d, _ := shop.ask("login", "alice@example.com", fmt.Sprintf("203.0.113.%d", i), "")
 		if status, _ := shop.outcome(d.AttemptID, "failure"); status != 204 {
 			t.Fatalf("failure %d: %d", i, status)
