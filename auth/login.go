@@ -259,19 +259,20 @@ const checkInFlight = time.Minute
 const placePoll = 20 * time.Millisecond
 
 // beginCheck holds a place towards the lockout of the known device device,
-// or else of the account, for a password check admitted by the limits, so
-// that guesses sent at once are never checked past the lock: each holds
-// its place until its failure, if any, is counted (ratelimit.Store's
+// or else of the account, and one towards the spraying lock of the
+// password (spraying.go), for a password check admitted by the limits, so
+// that guesses sent at once are never checked past either lock: each
+// holds its places until its failure, if any, is counted (ratelimit.Store's
 // BeginAttempt). Where the places are taken, a check waits for one as it
 // waits for a hashing slot, at most the hasher's wait: sign-ins at once
 // with the right password each get theirs as the one before is done,
 // while guesses get the lock their failures make. A check refused is
-// rejected as a lock rejects, as of at. The check goes on under the
-// context returned; end gives the place back (call it once the failure is
-// counted), unless the failure could not be counted (uncountedFailure):
-// then the place stands for the failure until its time runs out, so that
-// a Redis that stalls after each hash lets no more guesses through than
-// the threshold in that time.
+// rejected as the lock refuses, as of at. The check goes on under the
+// context returned; end gives the places back (call it once the failure
+// is counted), but for a failure that could not be counted
+// (uncountedFailure): its place then stands for it until its time runs
+// out, so that a Redis that stalls after each hash lets no more guesses
+// through than the threshold in that time.
 func (s *Service) beginCheck(ctx context.Context, email, source, device, password string, at time.Time) (_ context.Context, end func(), _ Outcome, _ error) {
 	rule, id := RuleLoginAccount, email
 	if device != "" {
@@ -280,62 +281,107 @@ func (s *Service) beginCheck(ctx context.Context, email, source, device, passwor
 	// A password the account (or the device) already failed with, which
 	// its failure would not count again, takes no place: retyped, by its
 	// owner or by an attacker repeating a refused guess, it can neither be
-	// refused by the places nor keep anyone else out.
-	attempt := s.attempts.fingerprint(id, password)
+	// refused by the places nor keep anyone else out. So with the
+	// password's place: its lock counts each account once.
+	//
+	// The account's place first, then the password's, in every check: no
+	// check holds the password's place while it waits for an account's,
+	// so none waits for a place that a check waiting on it holds.
+	check := &passwordCheck{places: [2]place{
+		{rule: rule, id: id, attempt: s.attempts.fingerprint(id, password)},
+		{rule: RuleLoginPassword, id: s.sprayKeys.of(password), attempt: email},
+	}}
 	var deadline time.Time
-	for {
-		b, err := s.limits.BeginAttempt(ctx, rule, id, attempt, checkInFlight)
-		if err != nil {
-			return ctx, nil, OutcomeUnavailable, unavailable("checking limits", err)
-		}
-		if b.Allowed && b.Token == "" {
-			// A retyped failure: no place to give back.
-			return ctx, func() {}, 0, nil
-		}
-		if b.Allowed {
-			check := &passwordCheck{}
-			return context.WithValue(ctx, passwordCheckKey{}, check), func() {
-				if check.uncounted {
-					return
-				}
-				// Given back whether or not the client waits: a place
-				// kept would hold the account until its time ran out.
-				ctx, cancel := s.afterDecision(ctx)
-				defer cancel()
-				if err := s.limits.EndAttempt(ctx, rule, id, b.Token); err != nil {
-					s.log.WarnContext(ctx, "password check's place towards the lockout not given back", "err", err)
-				}
-			}, 0, nil
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(s.hasher.maxWait)
-		}
-		if b.Locked || !time.Now().Add(placePoll).Before(deadline) || !sleepCtx(ctx, placePoll) {
-			wait := b.RetryAfter
-			if !b.Locked {
-				// A place frees as soon as a check in flight is done.
-				wait = min(wait, time.Second)
+	for i := range check.places {
+		p := &check.places[i]
+		for {
+			b, err := s.limits.BeginAttempt(ctx, p.rule, p.id, p.attempt, checkInFlight)
+			if err != nil {
+				s.endCheck(ctx, check)
+				return ctx, nil, OutcomeUnavailable, unavailable("checking limits", err)
 			}
-			s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: RuleLockout})
-			return ctx, nil, OutcomeRejected, &LimitedError{RetryAfter: wait}
+			if b.Allowed {
+				p.token = b.Token // "" for a retyped failure: no place to give back
+				break
+			}
+			if deadline.IsZero() {
+				deadline = time.Now().Add(s.hasher.maxWait)
+			}
+			if b.Locked || !time.Now().Add(placePoll).Before(deadline) || !sleepCtx(ctx, placePoll) {
+				s.endCheck(ctx, check)
+				wait := b.RetryAfter
+				if !b.Locked {
+					// A place frees as soon as a check in flight is done.
+					wait = min(wait, time.Second)
+				}
+				// A sprayed password's lock is named by its rule, as
+				// rejectingRule names it: it is no lockout of anyone's.
+				refusing := RuleLockout
+				if p.rule == RuleLoginPassword {
+					refusing = RuleLoginPassword
+				}
+				s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: refusing})
+				return ctx, nil, OutcomeRejected, &LimitedError{RetryAfter: wait}
+			}
 		}
+	}
+	return context.WithValue(ctx, passwordCheckKey{}, check), func() { s.endCheck(ctx, check) }, 0, nil
+}
+
+// endCheck gives back the places check holds, but for those whose
+// failure could not be counted.
+func (s *Service) endCheck(ctx context.Context, check *passwordCheck) {
+	// Given back whether or not the client waits: a place kept would hold
+	// the account, or the password, until its time ran out.
+	var after context.Context
+	for i := range check.places {
+		p := &check.places[i]
+		if p.token == "" || p.uncounted {
+			continue
+		}
+		if after == nil {
+			var cancel context.CancelFunc
+			after, cancel = s.afterDecision(ctx)
+			defer cancel()
+		}
+		if err := s.limits.EndAttempt(after, p.rule, p.id, p.token); err != nil {
+			s.log.WarnContext(ctx, "password check's place towards a lock not given back", "rule", p.rule, "err", err)
+		}
+		p.token = ""
 	}
 }
 
-// passwordCheck is what a password check's context carries of its place
-// towards the lockout (beginCheck).
+// passwordCheck is what a password check's context carries of its places
+// towards the locks (beginCheck): the account's or the known device's,
+// then the password's spraying lock.
 type passwordCheck struct {
-	// uncounted is set once the check's failure could not be counted.
+	places [2]place
+}
+
+// place is a password check's place towards the lock of id under rule.
+type place struct {
+	rule, id, attempt string
+	// token is the place's (ratelimit.Begun), "" when none is held.
+	token string
+	// uncounted is set once the check's failure could not be counted
+	// towards this lock.
 	uncounted bool
 }
 
 type passwordCheckKey struct{}
 
 // uncountedFailure notes that the failure of the password check under ctx
-// could not be counted: its place is not given back.
-func uncountedFailure(ctx context.Context) {
-	if check, ok := ctx.Value(passwordCheckKey{}).(*passwordCheck); ok {
-		check.uncounted = true
+// could not be counted towards the lock of rule: its place there is not
+// given back.
+func uncountedFailure(ctx context.Context, rule string) {
+	check, ok := ctx.Value(passwordCheckKey{}).(*passwordCheck)
+	if !ok {
+		return
+	}
+	for i := range check.places {
+		if check.places[i].rule == rule {
+			check.places[i].uncounted = true
+		}
 	}
 }
 
@@ -507,6 +553,7 @@ func (s *Service) countFailed(ctx context.Context, email string, userID int64, s
 	// must never cost the account's or the device's count.
 	err := s.countFailure(ctx, email, userID, source, device, password)
 	if serr := s.sprayFailed(ctx, email, source, s.sprayKeys.of(password)); serr != nil {
+		uncountedFailure(ctx, RuleLoginPassword)
 		s.log.WarnContext(ctx, "failure not counted towards password spraying", "err", serr)
 	}
 	return err
@@ -518,7 +565,7 @@ func (s *Service) countFailure(ctx context.Context, email string, userID int64, 
 	if device != "" {
 		f, err := s.limits.Fail(ctx, RuleLoginDevice, device, s.attempts.fingerprint(device, password))
 		if err != nil {
-			uncountedFailure(ctx)
+			uncountedFailure(ctx, RuleLoginDevice)
 			return unavailable("counting failure", err)
 		}
 		if f.LockedNow {
@@ -529,7 +576,7 @@ func (s *Service) countFailure(ctx context.Context, email string, userID int64, 
 	}
 	f, err := s.limits.Fail(ctx, RuleLoginAccount, email, s.attempts.fingerprint(email, password))
 	if err != nil {
-		uncountedFailure(ctx)
+		uncountedFailure(ctx, RuleLoginAccount)
 		return unavailable("counting failure", err)
 	}
 	if f.LockedNow {
