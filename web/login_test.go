@@ -141,7 +141,9 @@ func TestIPLimitOverHTTP(t *testing.T) {
 }
 
 // burstHTTP fires n JSON sign-ins at once, each from the source address and
-// for the email pick returns, and counts the answers by status. Every 429
+// for the email pick returns, and counts the answers by status. Each
+// account's guess is its own, so that no burst over many accounts sprays
+// one password. Every 429
 // must carry a Retry-After of at least one second.
 func burstHTTP(t *testing.T, base string, n int, pick func(i int) (source, email string)) map[int]int {
 	t.Helper()
@@ -154,7 +156,7 @@ func burstHTTP(t *testing.T, base string, n int, pick func(i int) (source, email
 			clients[source] = xcloaktest.Client(t, source)
 		}
 		cs[i] = clients[source]
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/api/v1/login", strings.NewReader(loginJSON(email, "a wrong guess")))
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/api/v1/login", strings.NewReader(loginJSON(email, "a wrong guess for "+email)))
 		req.Header.Set("Content-Type", jsonType)
 		reqs[i] = req
 	}
