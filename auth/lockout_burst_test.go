@@ -257,3 +257,55 @@ func TestRetypedBurstTakesNoPlaces(t *testing.T) {
 		t.Fatalf("the right password after the retyped burst: %v; want signed in", err)
 	}
 }
+
+// deadlineStore records the deadline of every account lookup's context,
+// as the time left when it was made.
+type deadlineStore struct {
+	auth.Store
+	mu   sync.Mutex
+	left []time.Duration
+}
+
+func (s *deadlineStore) UserByEmail(ctx context.Context, email string) (auth.User, error) {
+	left := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	s.mu.Lock()
+	s.left = append(s.left, left)
+	s.mu.Unlock()
+	return s.Store.UserByEmail(ctx, email)
+}
+
+// TestPasswordCheckEndsBeforeItsPlaces: a password check runs under a
+// deadline well inside the time its places towards the locks last, even
+// when its caller set none, so that a database that stalls never lets a
+// place run out under a check still under way, and more guesses than
+// the threshold be checked.
+func TestPasswordCheckEndsBeforeItsPlaces(t *testing.T) {
+	store := &deadlineStore{}
+	s := authtest.NewService(t, nil, func(d *auth.Deps) {
+		store.Store = d.Store
+		d.Store = store
+	})
+	const email = "joe@example.com"
+	if _, err := s.Service.CreateUser(t.Context(), email, "correct horse", false, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	store.left = nil
+	store.mu.Unlock()
+	if _, err := s.Service.Login(context.Background(), auth.LoginRequest{Email: email, Password: "a guess", Client: client("192.0.2.4")}); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if len(store.left) == 0 {
+		t.Fatal("the password check looked no account up")
+	}
+	for _, left := range store.left {
+		if left <= 0 || left > 45*time.Second {
+			t.Errorf("the account looked up with %v left (-1: no deadline); want a bound well inside the places' minute", left)
+		}
+	}
+}

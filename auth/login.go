@@ -254,6 +254,10 @@ func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, sou
 // short enough that places lost so do not hold an account for long.
 const checkInFlight = time.Minute
 
+// checkBound bounds a password check that holds places (beginCheck):
+// half of checkInFlight, the other half left for counting its failure.
+const checkBound = checkInFlight / 2
+
 // placePoll is how often a password check waiting for a place towards
 // the lockout asks again: a fraction of a hash.
 const placePoll = 20 * time.Millisecond
@@ -325,7 +329,15 @@ func (s *Service) beginCheck(ctx context.Context, email, source, device, passwor
 			}
 		}
 	}
-	return context.WithValue(ctx, passwordCheckKey{}, check), func() { s.endCheck(ctx, check) }, 0, nil
+	// The check itself is bounded well inside its places' time, so that
+	// no place runs out under a check still under way (a database that
+	// stalls): its failure, if any, is counted before then, for the
+	// counting has a bound of its own (afterDecision).
+	checkCtx, cancel := context.WithTimeout(context.WithValue(ctx, passwordCheckKey{}, check), checkBound)
+	return checkCtx, func() {
+		cancel()
+		s.endCheck(ctx, check)
+	}, 0, nil
 }
 
 // endCheck gives back the places check holds, but for those whose
