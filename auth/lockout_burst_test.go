@@ -135,18 +135,7 @@ func TestBurstOfGuessesNeverPassesTheLockout(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			checked, refused := 0, 0
-			for _, err := range errs {
-				var limited *auth.LimitedError
-				switch {
-				case errors.Is(err, auth.ErrInvalidCredentials):
-					checked++
-				case errors.As(err, &limited) && limited.RetryAfter > 0:
-					refused++
-				default:
-					t.Fatalf("a guess of the burst: %v; want wrong credentials or too many attempts", err)
-				}
-			}
+			checked, refused := checkedAndRefused(t, errs)
 			threshold := s.Config.Lockout.Threshold
 			if checked < 1 || checked > threshold || checked+refused != burst {
 				t.Fatalf("%d guesses at once: %d checked, %d refused; want between 1 and the threshold, %d, checked", burst, checked, refused, threshold)
@@ -159,6 +148,25 @@ func TestBurstOfGuessesNeverPassesTheLockout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkedAndRefused counts the wrong passwords of a burst whose answers
+// are errs: those checked (wrong credentials) and those refused (too many
+// attempts, with a time to wait). Any other answer fails the test.
+func checkedAndRefused(t *testing.T, errs []error) (checked, refused int) {
+	t.Helper()
+	for _, err := range errs {
+		var limited *auth.LimitedError
+		switch {
+		case errors.Is(err, auth.ErrInvalidCredentials):
+			checked++
+		case errors.As(err, &limited) && limited.RetryAfter > 0:
+			refused++
+		default:
+			t.Fatalf("a wrong password of the burst: %v; want wrong credentials or too many attempts", err)
+		}
+	}
+	return checked, refused
 }
 
 // uncountingLimiter fails every failure counted towards an account's or a

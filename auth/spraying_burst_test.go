@@ -45,18 +45,7 @@ func TestSprayedBurstNeverPassesTheSprayLock(t *testing.T) {
 		wg.Go(func() { errs[i] = login(i) })
 	}
 	wg.Wait()
-	checked, refused := 0, 0
-	for _, err := range errs {
-		var limited *auth.LimitedError
-		switch {
-		case errors.Is(err, auth.ErrInvalidCredentials):
-			checked++
-		case errors.As(err, &limited) && limited.RetryAfter > 0:
-			refused++
-		default:
-			t.Fatalf("a sign-in of the spray: %v; want wrong credentials or too many attempts", err)
-		}
-	}
+	checked, refused := checkedAndRefused(t, errs)
 	accounts := s.Config.SprayAccounts
 	if checked < 1 || checked > accounts || checked+refused != burst {
 		t.Fatalf("one password on %d accounts at once: checked on %d, refused on %d; want checked on between 1 and %d", burst, checked, refused, accounts)
