@@ -202,7 +202,11 @@ type outcomeBody struct {
 // XCloak's own sign-ins do; a challenged attempt's success, like a right
 // password XCloak holds itself, makes no device known and counts towards
 // the account's lockout. Each attempt id takes one outcome; a second,
-// an expired or a foreign one is ErrUnknownAttempt.
+// an expired or a foreign one is ErrUnknownAttempt. Report it as soon as
+// the password is checked: until then the attempt holds a place towards
+// the lockout of its account or device (for a minute at most), and an
+// account a few failures short of its lock lets no more attempts go
+// ahead than the places left.
 //
 // Like Attempt, Outcome never retries: its first call may have landed.
 func (c *Client) Outcome(ctx context.Context, attemptID string, result Result) error {
