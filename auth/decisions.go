@@ -508,9 +508,14 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 		}
 		return err
 	}
-	err = s.appSucceeded(ctx, app, account, client, a)
+	if err := s.appSucceeded(ctx, app, account, client, a); err != nil {
+		// A challenged success counts as a failure does
+		// (appChallengeSucceeded): one that could not be counted keeps
+		// its place too.
+		return err
+	}
 	s.endAppAttempt(ctx, account, a)
-	return err
+	return nil
 }
 
 // endAppAttempt gives back the place towards the lockout that the sign-in
