@@ -391,7 +391,7 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 	// One refused is answered at once, with no wait for a place: a place
 	// frees when an outcome comes, which only the application knows of.
 	rule, lockID := a.lockIdentity(id)
-	b, err := s.limits.BeginAttempt(ctx, rule, lockID, "", checkInFlight)
+	b, err := s.limits.BeginAttempt(ctx, rule, lockID, "", s.checkInFlight())
 	if err != nil {
 		s.record(Event{Kind: EventLoginUnavailable, Source: source, Detail: detail})
 		return AttemptDecision{}, OutcomeUnavailable, unavailable("checking limits", err)

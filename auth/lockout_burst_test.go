@@ -317,3 +317,53 @@ func TestPasswordCheckEndsBeforeItsPlaces(t *testing.T) {
 		}
 	}
 }
+
+// ttlLimiter records the ttl of every place taken towards a lock.
+type ttlLimiter struct {
+	auth.Limiter
+	mu   sync.Mutex
+	ttls []time.Duration
+}
+
+func (l *ttlLimiter) BeginAttempt(ctx context.Context, name, id, attempt string, ttl time.Duration) (ratelimit.Begun, error) {
+	l.mu.Lock()
+	l.ttls = append(l.ttls, ttl)
+	l.mu.Unlock()
+	return l.Limiter.BeginAttempt(ctx, name, id, attempt, ttl)
+}
+
+// TestPlacesOutlastTheirCheckAndCount: a password check's places last
+// longer than the check's deadline and then the bound of counting its
+// failure, however long XCLOAK_REDIS_TIMEOUT allows that count, so that
+// a check whose count is slow still holds its places until it is
+// counted.
+func TestPlacesOutlastTheirCheckAndCount(t *testing.T) {
+	for _, redisTimeout := range []time.Duration{0, 5 * time.Second, time.Minute} {
+		limiter := &ttlLimiter{}
+		s := authtest.NewService(t, func(c *auth.Config) { c.RedisTimeout = redisTimeout }, func(d *auth.Deps) {
+			limiter.Limiter = d.Limiter
+			d.Limiter = limiter
+		})
+		if _, err := s.Service.CreateUser(t.Context(), "kim@example.com", "correct horse", false, "cli"); err != nil {
+			t.Fatal(err)
+		}
+		limiter.mu.Lock()
+		limiter.ttls = nil
+		limiter.mu.Unlock()
+		if _, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: "kim@example.com", Password: "a guess", Client: client("192.0.2.5")}); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatal(err)
+		}
+		limiter.mu.Lock()
+		ttls := limiter.ttls
+		limiter.mu.Unlock()
+		count := max(redisTimeout, ratelimit.DefaultTimeout) + 5*time.Second
+		if len(ttls) != 2 {
+			t.Fatalf("XCLOAK_REDIS_TIMEOUT %v: %d places taken, want the account's and the password's", redisTimeout, len(ttls))
+		}
+		for _, ttl := range ttls {
+			if ttl < time.Minute || ttl <= 30*time.Second+count {
+				t.Errorf("XCLOAK_REDIS_TIMEOUT %v: a place of %v; want at least a minute, and past the check's 30 s and its count's %v", redisTimeout, ttl, count)
+			}
+		}
+	}
+}

@@ -248,15 +248,24 @@ func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, sou
 	return 0, nil
 }
 
-// checkInFlight is how long a password check holds its place towards the
-// lockout if it is never ended (its replica stopped): far longer than a
-// check takes (the wait for a hashing slot, the hash, the stores' bounds),
-// short enough that places lost so do not hold an account for long.
-const checkInFlight = time.Minute
+// checkBound bounds a password check that holds places towards the locks
+// (beginCheck): far longer than a check takes (the wait for a hashing
+// slot, the hash, the stores' bounds).
+const checkBound = 30 * time.Second
 
-// checkBound bounds a password check that holds places (beginCheck):
-// half of checkInFlight, the other half left for counting its failure.
-const checkBound = checkInFlight / 2
+// checkInFlight is how long a password check holds its place towards a
+// lock if it is never given back (its replica stopped): the check's bound
+// and then the bound of counting its failure (afterDecision), with room
+// to spare, so that no place runs out under a check or a count still
+// under way; at least a minute, and short enough that places lost so do
+// not hold an account for long.
+func (s *Service) checkInFlight() time.Duration {
+	redis := s.cfg.RedisTimeout
+	if redis <= 0 {
+		redis = ratelimit.DefaultTimeout
+	}
+	return max(time.Minute, checkBound+redis+afterDecisionSlack+10*time.Second)
+}
 
 // placePoll is how often a password check waiting for a place towards
 // the lockout asks again: a fraction of a hash.
@@ -299,7 +308,7 @@ func (s *Service) beginCheck(ctx context.Context, email, source, device, passwor
 	for i := range check.places {
 		p := &check.places[i]
 		for {
-			b, err := s.limits.BeginAttempt(ctx, p.rule, p.id, p.attempt, checkInFlight)
+			b, err := s.limits.BeginAttempt(ctx, p.rule, p.id, p.attempt, s.checkInFlight())
 			if err != nil {
 				s.endCheck(ctx, check)
 				return ctx, nil, OutcomeUnavailable, unavailable("checking limits", err)
