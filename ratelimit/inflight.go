@@ -6,8 +6,6 @@ import (
 	_ "embed"
 	"fmt"
 	"slices"
-	"strconv"
-	"sync/atomic"
 	"time"
 )
 
@@ -55,19 +53,12 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
-// attemptTokens makes the tokens of attempts begun in this process: a
-// random prefix, unique to it, and a count.
-var attemptTokens struct {
-	prefix string
-	n      atomic.Uint64
-}
-
-func init() { attemptTokens.prefix = rand.Text()[:16] + ":" }
-
-// newAttemptToken returns a token no other attempt, in any process, has.
-func newAttemptToken() string {
-	return attemptTokens.prefix + strconv.FormatUint(attemptTokens.n.Add(1), 36)
-}
+// newAttemptToken returns a token no other attempt, in any process, has:
+// 130 random bits. Random rather than counted, since a token may be
+// handed to whoever began the attempt (the decision API's attempt ids
+// carry one), and a count would tell them how many attempts the process
+// has begun.
+func newAttemptToken() string { return rand.Text() }
 
 // BeginAttempt begins an attempt against id's lockout (see Store).
 func (l *Lockouts) BeginAttempt(ctx context.Context, id, attempt string, ttl time.Duration) (Begun, error) {
