@@ -142,37 +142,53 @@ func TestAppOutcomeGivesThePlaceBack(t *testing.T) {
 	}
 }
 
-// TestAppUncountedFailureKeepsItsPlace: an application's failure that
+// TestAppUncountedOutcomeKeepsItsPlace: an application's failure that
 // could not be counted (Redis refused it: 503) keeps its attempt's place
 // towards the lockout until its time runs out, as XCloak's own does
-// (TestUncountedFailureKeepsItsPlace): uncounted failures let no more
-// attempts go ahead than the threshold in that time.
-func TestAppUncountedFailureKeepsItsPlace(t *testing.T) {
-	f := newFixture(t, func(c *auth.Config) {
-		c.Lockout.Threshold = 3
-		c.Limits.SetCount(auth.RuleLoginAccount, 100)
-		c.Limits.SetCount(auth.RuleLoginIP, 100)
-	}, func(d *app.Deps) { d.Redis.AddHook(failingFailures{}) })
-	ctx := t.Context()
-	_, key, err := f.svc.AddAPIKey(ctx, "shop", "cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	decide := func() (auth.AttemptDecision, error) {
-		return f.svc.Decide(ctx, key, auth.AttemptRequest{Kind: auth.AttemptLogin, Account: "ida", ClientIP: "198.51.100.9"})
-	}
-	for i := range f.cfg.Lockout.Threshold {
-		d, err := decide()
-		if err != nil {
-			t.Fatalf("attempt %d: %v", i+1, err)
-		}
-		if err := f.svc.AttemptOutcome(ctx, key, d.AttemptID, auth.ResultFailure); !errors.Is(err, auth.ErrUnavailable) {
-			t.Fatalf("failure %d, not counted: %v; want unavailable", i+1, err)
-		}
-	}
-	var de *auth.DeniedError
-	if _, err := decide(); !errors.As(err, &de) {
-		t.Errorf("after %d failures that went uncounted: %v; want denied", f.cfg.Lockout.Threshold, err)
+// (TestUncountedFailureKeepsItsPlace), and so does a challenged attempt's
+// success, which counts towards the lockout as a failure does
+// (appChallengeSucceeded): outcomes that went uncounted let no more
+// attempts go ahead than the threshold in the places' time.
+func TestAppUncountedOutcomeKeepsItsPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		challenge bool
+		result    string
+	}{{"failure", false, auth.ResultFailure}, {"challenged success", true, auth.ResultSuccess}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *auth.Config) {
+				if tc.challenge {
+					c.NewDeviceVerification = auth.VerifyAlways
+				}
+				c.Lockout.Threshold = 3
+				c.Limits.SetCount(auth.RuleLoginAccount, 100)
+				c.Limits.SetCount(auth.RuleLoginIP, 100)
+			}, func(d *app.Deps) { d.Redis.AddHook(failingFailures{}) })
+			ctx := t.Context()
+			_, key, err := f.svc.AddAPIKey(ctx, "shop", "cli")
+			if err != nil {
+				t.Fatal(err)
+			}
+			decide := func() (auth.AttemptDecision, error) {
+				return f.svc.Decide(ctx, key, auth.AttemptRequest{Kind: auth.AttemptLogin, Account: "ida", ClientIP: "198.51.100.9"})
+			}
+			for i := range f.cfg.Lockout.Threshold {
+				d, err := decide()
+				if err != nil {
+					t.Fatalf("attempt %d: %v", i+1, err)
+				}
+				if d.Challenge != tc.challenge {
+					t.Fatalf("attempt %d challenged: %v, want %v", i+1, d.Challenge, tc.challenge)
+				}
+				if err := f.svc.AttemptOutcome(ctx, key, d.AttemptID, tc.result); !errors.Is(err, auth.ErrUnavailable) {
+					t.Fatalf("%s %d, not counted: %v; want unavailable", tc.name, i+1, err)
+				}
+			}
+			var de *auth.DeniedError
+			if _, err := decide(); !errors.As(err, &de) {
+				t.Errorf("after %d outcomes that went uncounted: %v; want denied", f.cfg.Lockout.Threshold, err)
+			}
+		})
 	}
 }
 
@@ -194,42 +210,4 @@ func (failingFailures) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (failingFailures) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
-}
-
-// TestAppUncountedChallengedSuccessKeepsItsPlace: a challenged attempt's
-// success counts towards the lockout as a failure does
-// (appChallengeSucceeded), so one whose count failed keeps its place as
-// an uncounted failure does: challenged attempts whose counts Redis
-// refused let no more go ahead than the threshold in the places' time.
-func TestAppUncountedChallengedSuccessKeepsItsPlace(t *testing.T) {
-	f := newFixture(t, func(c *auth.Config) {
-		c.NewDeviceVerification = auth.VerifyAlways
-		c.Lockout.Threshold = 3
-		c.Limits.SetCount(auth.RuleLoginAccount, 100)
-		c.Limits.SetCount(auth.RuleLoginIP, 100)
-	}, func(d *app.Deps) { d.Redis.AddHook(failingFailures{}) })
-	ctx := t.Context()
-	_, key, err := f.svc.AddAPIKey(ctx, "shop", "cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	decide := func() (auth.AttemptDecision, error) {
-		return f.svc.Decide(ctx, key, auth.AttemptRequest{Kind: auth.AttemptLogin, Account: "jo", ClientIP: "198.51.100.10"})
-	}
-	for i := range f.cfg.Lockout.Threshold {
-		d, err := decide()
-		if err != nil {
-			t.Fatalf("attempt %d: %v", i+1, err)
-		}
-		if !d.Challenge {
-			t.Fatalf("attempt %d not challenged", i+1)
-		}
-		if err := f.svc.AttemptOutcome(ctx, key, d.AttemptID, auth.ResultSuccess); !errors.Is(err, auth.ErrUnavailable) {
-			t.Fatalf("challenged success %d, not counted: %v; want unavailable", i+1, err)
-		}
-	}
-	var de *auth.DeniedError
-	if _, err := decide(); !errors.As(err, &de) {
-		t.Errorf("after %d challenged successes that went uncounted: %v; want denied", f.cfg.Lockout.Threshold, err)
-	}
 }
