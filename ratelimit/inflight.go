@@ -124,19 +124,15 @@ type localAttempt struct {
 // BeginAttempt begins an attempt against id's lockout under rule name, as
 // Lockouts.BeginAttempt does.
 func (l *Local) BeginAttempt(_ context.Context, name, id, attempt string, ttl time.Duration) (Begun, error) {
-	p, ok := l.policies[name]
-	if !ok {
-		return Begun{}, noLockouts(name)
+	p, sh, key, group, err := l.lockoutEntry(name, id)
+	if err != nil {
+		return Begun{}, err
 	}
+	defer sh.mu.Unlock()
 	if err := checkTTL(ttl); err != nil {
 		return Begun{}, err
 	}
-	key := ruleKey(name, id)
-	sh := &l.shards[l.shard(id)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	now := l.now()
-	group := l.group(name, id)
 	if left := lockedFor(sh, group, key, now); left > 0 {
 		return Begun{Locked: true, RetryAfter: left}, nil
 	}
@@ -167,14 +163,12 @@ func (l *Local) BeginAttempt(_ context.Context, name, id, attempt string, ttl ti
 
 // EndAttempt ends the attempt token against id's lockout under rule name.
 func (l *Local) EndAttempt(_ context.Context, name, id, token string) error {
-	if _, ok := l.policies[name]; !ok {
-		return noLockouts(name)
+	_, sh, key, group, err := l.lockoutEntry(name, id)
+	if err != nil {
+		return err
 	}
-	key := ruleKey(name, id)
-	sh := &l.shards[l.shard(id)]
-	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if f, _ := sh.lockouts.get(l.group(name, id), key); f != nil {
+	if f, _ := sh.lockouts.get(group, key); f != nil {
 		f.flying = slices.DeleteFunc(f.flying, func(a localAttempt) bool { return a.token == token })
 	}
 	return nil

@@ -272,6 +272,19 @@ func (l *Local) allowAll(rules []Rule, record bool) Decision {
 // of them live in one shard.
 func ruleKey(name, id string) string { return name + "\x00" + id }
 
+// lockoutEntry is where the lockout of id under rule name lives: its
+// policy, its key and group in the shard, and the shard, locked; the
+// caller unlocks it. A rule without lockouts is noLockouts.
+func (l *Local) lockoutEntry(name, id string) (p LockoutPolicy, sh *localShard, key, group string, err error) {
+	p, ok := l.policies[name]
+	if !ok {
+		return p, nil, "", "", noLockouts(name)
+	}
+	sh = &l.shards[l.shard(id)]
+	sh.mu.Lock()
+	return p, sh, ruleKey(name, id), l.group(name, id), nil
+}
+
 // live is how many of log's entries are within window of now: its tail.
 func (log *localLog) live(now time.Time, window time.Duration) int {
 	i := 0
@@ -299,16 +312,12 @@ func lockedFor(sh *localShard, group, key string, now time.Time) time.Duration {
 // Fail records a failed attempt for id under the lockouts of rule name, as
 // Lockouts.Fail does.
 func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, error) {
-	p, ok := l.policies[name]
-	if !ok {
-		return Failure{}, noLockouts(name)
+	p, sh, key, group, err := l.lockoutEntry(name, id)
+	if err != nil {
+		return Failure{}, err
 	}
-	key := ruleKey(name, id)
-	sh := &l.shards[l.shard(id)]
-	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
-	group := l.group(name, id)
 	lk, _ := sh.locks.get(group, key)
 	if lk != nil && now.Before(lk.until) {
 		return Failure{Level: lk.level, LockedFor: lk.until.Sub(now)}, nil
@@ -357,15 +366,12 @@ func (l *Local) Fail(_ context.Context, name, id, attempt string) (Failure, erro
 // Clear ends id's lock under rule name and forgets its failures and their
 // attempts, keeping the level.
 func (l *Local) Clear(_ context.Context, name, id string) (bool, error) {
-	if _, ok := l.policies[name]; !ok {
-		return false, noLockouts(name)
+	_, sh, key, group, err := l.lockoutEntry(name, id)
+	if err != nil {
+		return false, err
 	}
-	key := ruleKey(name, id)
-	sh := &l.shards[l.shard(id)]
-	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := l.now()
-	group := l.group(name, id)
 	if f, _ := sh.lockouts.get(group, key); f != nil {
 		f.failures, f.attempts = 0, nil
 	}
