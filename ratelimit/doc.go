@@ -66,7 +66,10 @@
 // puts in locks recorded elsewhere (Hold), forgets a rule's log (Reset), and
 // holds a place towards a lock for an attempt whose failure is yet to be
 // counted (BeginAttempt, EndAttempt), so that attempts made at once never
-// pass the threshold. Three stores satisfy it:
+// pass the threshold. A rule with a [Place] takes that place with the
+// decision, in the same script: the request is admitted, in every rule,
+// only if its attempt may go ahead, and one the attempts in flight refuse
+// counts nowhere. Three stores satisfy it:
 //
 //   - [RedisStore], shared by every replica: a [Limiter] and, for each
 //     lockable rule name it is configured with, the [Lockouts] of that name.

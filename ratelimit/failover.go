@@ -327,6 +327,11 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		d := Decision{Allowed: true, Results: make([]Result, len(rules))}
 		for i, r := range rules {
 			d.Results[i] = Result{Name: r.Name, Limit: r.Limit, Allowed: true, Remaining: r.Limit.Count}
+			if r.Place != nil {
+				// Failures are counted nowhere: nothing to hold a place
+				// in (as BeginAttempt).
+				d.Results[i].Token = newAttemptToken()
+			}
 		}
 		return d, nil
 	default:
@@ -336,6 +341,17 @@ func (f *Failover) AllowAll(ctx context.Context, rules ...Rule) (Decision, error
 		if f.locksMissing.Load() && slices.ContainsFunc(rules, func(r Rule) bool { return r.Lockable }) {
 			return Decision{}, ErrRedisUnavailable
 		}
+		if !hasPlaces(rules) {
+			return f.local.AllowAll(ctx, rules...)
+		}
+		// Places are taken in process as BeginAttempt takes them.
+		f.localMu.RLock()
+		if !f.degraded.Load() {
+			// Redis took over again meanwhile: it decides.
+			f.localMu.RUnlock()
+			return f.AllowAll(ctx, rules...)
+		}
+		defer f.localMu.RUnlock()
 		return f.local.AllowAll(ctx, rules...)
 	}
 }

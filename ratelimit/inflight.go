@@ -136,7 +136,25 @@ func (l *Local) BeginAttempt(_ context.Context, name, id, attempt string, ttl ti
 	if left := lockedFor(sh, group, key, now); left > 0 {
 		return Begun{Locked: true, RetryAfter: left}, nil
 	}
-	f, _ := sh.lockouts.get(group, key)
+	f, wait, ok := l.placeFor(sh, group, key, p, attemptDigest(attempt), now)
+	switch {
+	case !ok:
+		return Begun{RetryAfter: wait}, nil
+	case f == nil:
+		return Begun{Allowed: true}, nil
+	}
+	return Begun{Allowed: true, Token: takePlace(f, now, ttl)}, nil
+}
+
+// placeFor decides whether an attempt with digest, against the lockout of
+// key in the lock table's group, which is not locked, may go ahead at
+// now: ok, with the lockout to take its place in (takePlace), or nil when
+// it takes none (an attempt the identity already failed with); else the
+// wait until the soonest attempt in flight stops counting. sh holds the
+// lockout and is locked. Nothing is taken: a request's decision takes its
+// places only once every rule and every place admits it.
+func (l *Local) placeFor(sh *localShard, group, key string, p LockoutPolicy, digest string, now time.Time) (f *localLockout, wait time.Duration, ok bool) {
+	f, _ = sh.lockouts.get(group, key)
 	if f == nil {
 		f = &localLockout{}
 		sh.lockouts.add(group, key, f)
@@ -147,18 +165,24 @@ func (l *Local) BeginAttempt(_ context.Context, name, id, attempt string, ttl ti
 		// Forgotten, as Redis lets the failures and attempts expire.
 		failures, attempts = 0, nil
 	}
-	if attempt = attemptDigest(attempt); attempt != "" && slices.Contains(attempts, attempt) {
-		return Begun{Allowed: true}, nil
+	if digest != "" && slices.Contains(attempts, digest) {
+		return nil, 0, true
 	}
 	if n := len(f.flying); n > 0 && failures+n >= p.Threshold {
 		// Begun in order, with one ttl or another: the soonest to stop
 		// counting is the earliest until.
 		soonest := slices.MinFunc(f.flying, func(a, b localAttempt) int { return a.until.Compare(b.until) })
-		return Begun{RetryAfter: max(soonest.until.Sub(now), time.Nanosecond)}, nil
+		return nil, max(soonest.until.Sub(now), time.Nanosecond), false
 	}
+	return f, 0, true
+}
+
+// takePlace takes a place in f's attempts in flight for ttl from now and
+// returns its token.
+func takePlace(f *localLockout, now time.Time, ttl time.Duration) string {
 	token := newAttemptToken()
 	f.flying = append(f.flying, localAttempt{token: token, until: now.Add(ttl)})
-	return Begun{Allowed: true, Token: token}, nil
+	return token
 }
 
 // EndAttempt ends the attempt token against id's lockout under rule name.

@@ -29,6 +29,26 @@ type Rule struct {
 	// Lockable makes the rule also reject, with Result.Locked, while the
 	// identity is locked out by the [Lockouts] of the same name.
 	Lockable bool
+	// Place, on a Lockable rule, makes the request's admission also begin
+	// an attempt against the identity's lockout under the rule's name (as
+	// Store.BeginAttempt does), in the same atomic step as the decision:
+	// the request is admitted, in every rule, only if the attempt may go
+	// ahead, and a request the attempts in flight refuse (Result.InFlight)
+	// counts in no rule. The place is given back with Store.EndAttempt and
+	// Result.Token. Only a Store, which knows the lockout's threshold,
+	// decides such a rule; a Limiter alone refuses it.
+	Place *Place
+}
+
+// Place is what an attempt begun with a request's decision needs
+// (Rule.Place): the arguments of Store.BeginAttempt.
+type Place struct {
+	// Attempt fingerprints what is tried: one that Store.Fail would not
+	// count again goes ahead without a place; "" always takes one.
+	Attempt string
+	// TTL is how long the place counts if it is never given back: 1 ms
+	// to MaxWindow.
+	TTL time.Duration
 }
 
 // LockOnly reports whether r is a lock-only rule: Lockable with the zero
@@ -63,6 +83,18 @@ type Result struct {
 	// more request: exact to the microsecond of Redis' clock, never zero
 	// and never early. It is zero when Allowed.
 	RetryAfter time.Duration
+	// InFlight reports that the rule rejected because its identity's
+	// failures counted and attempts in flight reach the lockout's
+	// threshold together (Rule.Place); RetryAfter is then the time until
+	// the oldest attempt in flight stops counting, if none ends first.
+	// Such a rejection passes as soon as an attempt ends: the caller may
+	// ask again at once.
+	InFlight bool
+	// Token names the place an admitted request holds towards the rule's
+	// lockout (Rule.Place), for Store.EndAttempt; "" when it holds none
+	// (no Place, the request rejected, or an attempt the identity already
+	// failed with).
+	Token string
 }
 
 // Decision is the verdict on one request checked against several rules.
@@ -181,8 +213,22 @@ func (l *Limiter) AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 // decide is AllowAll, with each rule's result written into results (as
 // long as rules).
 func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (Decision, error) {
+	return l.decideWith(ctx, rules, nil, results)
+}
+
+// decideWith is decide for a store whose lockouts, by rule name, the
+// rules' places (Rule.Place) count towards; a Limiter alone has none, and
+// refuses a rule with a place.
+func (l *Limiter) decideWith(ctx context.Context, rules []Rule, lockouts map[string]*Lockouts, results []Result) (Decision, error) {
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
+	}
+	var pl *places
+	if hasPlaces(rules) {
+		var err error
+		if pl, err = l.places(rules, lockouts); err != nil {
+			return Decision{}, err
+		}
 	}
 	var asked uint64
 	if l.rejections != nil {
@@ -196,8 +242,14 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 	keys, spec := l.input(rules)
 	d := Decision{Allowed: true, Results: results}
 	var err error
-	if groups := l.groups(rules, keys); groups == nil {
-		err = parseReply(rules, l.run(ctx, keys, &spec), results, nil)
+	if groups := l.groups(rules, keys, pl); groups == nil {
+		var cmd *redis.Cmd
+		if pl == nil {
+			cmd = l.run(ctx, keys, &spec, nil)
+		} else {
+			cmd = l.run(ctx, append(keys, pl.keys...), &spec, pl.argv)
+		}
+		err = parseReply(rules, cmd, results, nil, pl)
 		if err != nil {
 			err = fmt.Errorf("ratelimit: rules %s: %w", names(rules, nil), err)
 		}
@@ -208,7 +260,9 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 		if !res.Allowed {
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
-			if l.rejections != nil && err == nil {
+			// Attempts in flight end within moments: a refusal by them is
+			// no rejection to remember.
+			if l.rejections != nil && err == nil && !res.InFlight {
 				// Its own copy: an identity may be part of a larger string.
 				r := ruleID{name: strings.Clone(rules[i].Name), id: strings.Clone(rules[i].ID)}
 				l.rejections.remember(r, res.RetryAfter, res.Locked, rules[i].LockOnly(), time.Now(), asked)
@@ -226,7 +280,16 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, results []Result) (D
 // the entries the others made taken back.
 func (l *Limiter) decideGroups(ctx context.Context, rules []Rule, keys []string, groups []group, results []Result) error {
 	cmds := slidingWindow.runAll(ctx, l.rdb, len(groups), func(g int) ([]string, []any) {
-		return groups[g].keys, []any{groups[g].spec}
+		gr := &groups[g]
+		if gr.places == nil {
+			return gr.keys, []any{gr.spec}
+		}
+		args := make([]any, 0, 1+len(gr.places.argv))
+		args = append(args, gr.spec)
+		for _, a := range gr.places.argv {
+			args = append(args, a)
+		}
+		return slices.Concat(gr.keys, gr.places.keys), args
 	})
 	// Each admission's time in its log, for takeBack.
 	at := make([]int64, len(rules))
@@ -235,7 +298,7 @@ func (l *Limiter) decideGroups(ctx context.Context, rules []Rule, keys []string,
 	for g, gr := range groups {
 		sub := make([]Result, len(gr.rules))
 		subAt := make([]int64, len(gr.rules))
-		err := parseReply(gr.ruleList(rules), cmds[g], sub, subAt)
+		err := parseReply(gr.ruleList(rules), cmds[g], sub, subAt, gr.places)
 		for j, i := range gr.rules {
 			results[i], at[i] = sub[j], subAt[j]
 			if !results[i].Allowed || err != nil {
@@ -247,7 +310,7 @@ func (l *Limiter) decideGroups(ctx context.Context, rules []Rule, keys []string,
 		}
 	}
 	if !allowed {
-		l.takeBack(ctx, results, rules, keys, at)
+		l.takeBack(ctx, results, rules, keys, at, groups)
 	}
 	return firstErr
 }
@@ -417,15 +480,39 @@ func validRules(rules []Rule) error {
 	if len(rules) == 0 {
 		return errors.New("ratelimit: no rules")
 	}
-	for _, r := range rules {
+	for i, r := range rules {
 		if err := checkName(r.Name); err != nil {
 			return fmt.Errorf("ratelimit: rule name %q: %w", r.Name, err)
+		}
+		if r.Place != nil {
+			if err := validPlace(rules[:i], r); err != nil {
+				return err
+			}
 		}
 		if r.LockOnly() {
 			continue
 		}
 		if err := r.Limit.Validate(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// validPlace reports whether rule r's place can be taken after those of
+// the rules before it: on a lockable rule, for a ttl in range, and one
+// place per lockout, which a request's places could otherwise pass
+// together.
+func validPlace(before []Rule, r Rule) error {
+	if !r.Lockable {
+		return fmt.Errorf("ratelimit: rule %s: a place towards a lockout needs a lockable rule", r.Name)
+	}
+	if err := checkTTL(r.Place.TTL); err != nil {
+		return err
+	}
+	for _, o := range before {
+		if o.Place != nil && o.Name == r.Name && o.ID == r.ID {
+			return fmt.Errorf("ratelimit: rule %s: two places towards one lockout", r.Name)
 		}
 	}
 	return nil
@@ -439,6 +526,9 @@ type group struct {
 	// keys and spec are the script's (Limiter.input).
 	keys []string
 	spec []byte
+	// places are the places its rules take, nil for none; their rules
+	// are indexes into the group's.
+	places *places
 }
 
 // ruleList returns the rules of g.
@@ -454,12 +544,14 @@ func (g group) ruleList(rules []Rule) []Rule {
 // together, on a Redis Cluster (or any client that spreads keys by hash
 // slot): those whose keys share a slot. It returns nil when one script
 // decides them all: on one Redis, for one rule, or when all share a slot.
-func (l *Limiter) groups(rules []Rule, keys []string) []group {
+func (l *Limiter) groups(rules []Rule, keys []string, pl *places) []group {
 	if l.single || len(rules) == 1 {
 		return nil
 	}
 	var out []group
 	var slots []int
+	// Each rule's group.
+	of := make([]int, len(rules))
 	k := 0
 	for i, r := range rules {
 		n := keysOf(r)
@@ -474,10 +566,26 @@ func (l *Limiter) groups(rules []Rule, keys []string) []group {
 		g.rules = append(g.rules, i)
 		g.keys = append(g.keys, keys[k:k+n]...)
 		g.spec = appendSpec(g.spec, r)
+		of[i] = j
 		k += n
 	}
 	if len(out) == 1 {
 		return nil
+	}
+	// A place goes with its rule, whose hash tag its keys share, under
+	// the rule's index in the group.
+	for j, i := range pl.rules() {
+		g := &out[of[i]]
+		if g.places == nil {
+			g.places = &places{argv: []string{""}}
+		}
+		local := slices.Index(g.rules, i)
+		g.places.rule = append(g.places.rule, local)
+		g.places.keys = append(g.places.keys, pl.keys[3*j:3*j+3]...)
+		g.places.argv = append(g.places.argv, pl.argv[1+2*j], pl.argv[2+2*j])
+		var index [4]byte
+		binary.LittleEndian.PutUint32(index[:], uint32(local+1))
+		g.places.argv[0] += string(index[:]) + pl.argv[0][placeSpecLen*j+4:placeSpecLen*(j+1)]
 	}
 	return out
 }
@@ -487,13 +595,16 @@ func (l *Limiter) groups(rules []Rule, keys []string) []group {
 // that it lost its script cache (a restart or failover), each a redisonce
 // command (see script). Its arguments point into keys and spec, so that
 // building the command boxes nothing.
-func (l *Limiter) run(ctx context.Context, keys []string, spec *string) *redis.Cmd {
-	args := make([]any, 4+len(keys))
+func (l *Limiter) run(ctx context.Context, keys []string, spec *string, more []string) *redis.Cmd {
+	args := make([]any, 4+len(keys)+len(more))
 	args[0], args[1], args[2] = "evalsha", &slidingWindow.sha, len(keys)
 	for i := range keys {
 		args[3+i] = &keys[i]
 	}
 	args[3+len(keys)] = spec
+	for i := range more {
+		args[4+len(keys)+i] = &more[i]
+	}
 	cmd := redisonce.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
 	if err := l.rdb.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -516,9 +627,10 @@ const takeBackTimeout = 2 * time.Second
 // even if the caller's context is done, since an entry left behind would
 // only over-count; and if it fails, that is all that happens until the
 // entry leaves the window (and OnTakeBackFailure's fn hears of it).
-func (l *Limiter) takeBack(ctx context.Context, results []Result, rules []Rule, keys []string, at []int64) {
+func (l *Limiter) takeBack(ctx context.Context, results []Result, rules []Rule, keys []string, at []int64, groups []group) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeBackTimeout)
 	defer cancel()
+	l.givePlacesBack(ctx, results, groups)
 	var admitted []int
 	for i := range results {
 		if at[i] != 0 {
@@ -544,13 +656,140 @@ func (l *Limiter) takeBack(ctx context.Context, results []Result, rules []Rule, 
 	}
 }
 
-// parseReply reads the script's answer for rules into results and, when
-// the request was admitted and at is not nil, the time each admission was
-// recorded at into at. Each result names its rule even on error. The answer
-// is a string: a byte, 1 if admitted and 0 if not, then for each rule its
-// count (32 bits) and value (64 bits), signed, little-endian (see
-// sliding_window.lua).
-func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) error {
+// givePlacesBack ends the places that groups which admitted a request
+// took (Result.Token) after another group rejected it, on a cluster, and
+// clears their tokens: a place kept would hold its identity's lockout
+// until its ttl ran out. Like a take-back, one that fails is heard by
+// OnTakeBackFailure's fn.
+func (l *Limiter) givePlacesBack(ctx context.Context, results []Result, groups []group) {
+	type given struct {
+		rule string
+		cmd  *redis.IntCmd
+	}
+	var back []given
+	var pipe redis.Pipeliner
+	for _, g := range groups {
+		if g.places == nil {
+			continue
+		}
+		for j, local := range g.places.rule {
+			res := &results[g.rules[local]]
+			if res.Token == "" {
+				continue
+			}
+			if pipe == nil {
+				pipe = l.rdb.Pipeline()
+			}
+			back = append(back, given{res.Name, pipe.ZRem(ctx, g.places.keys[3*j+1], res.Token)})
+			res.Token = ""
+		}
+	}
+	if pipe == nil {
+		return
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	if l.takeBackFailed == nil {
+		return
+	}
+	for _, b := range back {
+		if err := b.cmd.Err(); err != nil {
+			l.takeBackFailed(b.rule, err)
+		}
+	}
+}
+
+// places is what the script is given for the places a decision's rules
+// take (Rule.Place), in the order of their rules.
+type places struct {
+	// rule is each place's rule, by its index among the rules the script
+	// decides.
+	rule []int
+	// keys are three for each place, the script's last: its identity's
+	// failures, attempts in flight and failed attempts.
+	keys []string
+	// argv is the script's ARGV from its second on: the places packed
+	// (placeSpecLen bytes each), then each one's token and its attempt's
+	// digest.
+	argv []string
+}
+
+// placeSpecLen is the length of one place in the script's ARGV[2]: its
+// rule's index from 1 and its lockout's threshold, signed 32-bit
+// integers, and its ttl in milliseconds, a signed 64-bit one, all
+// little-endian.
+const placeSpecLen = 16
+
+// placeReplyLen is the length of one place's verdict in the script's
+// answer: a byte, then a signed 64-bit wait in milliseconds.
+const placeReplyLen = 9
+
+// hasPlaces reports whether one of rules takes a place (Rule.Place).
+func hasPlaces(rules []Rule) bool {
+	for i := range rules {
+		if rules[i].Place != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// places returns the script's input for the places of valid rules,
+// counted towards lockouts, by rule name: each with a token of its own.
+func (l *Limiter) places(rules []Rule, lockouts map[string]*Lockouts) (*places, error) {
+	pl := &places{argv: []string{""}}
+	var spec []byte
+	for i, r := range rules {
+		if r.Place == nil {
+			continue
+		}
+		lo := lockouts[r.Name]
+		if lo == nil {
+			return nil, noLockouts(r.Name)
+		}
+		pl.rule = append(pl.rule, i)
+		pl.keys = append(pl.keys, lo.keys.Key(r.ID, ":failures"), lo.keys.Key(r.ID, inflightSuffix), lo.keys.Key(r.ID, ":attempts"))
+		spec = appendPlace(spec, i, lo.policy.Threshold, r.Place.TTL)
+		pl.argv = append(pl.argv, newAttemptToken(), attemptDigest(r.Place.Attempt))
+	}
+	pl.argv[0] = string(spec)
+	return pl, nil
+}
+
+// appendPlace appends the place of rule i (from 0) as the script reads it
+// (placeSpecLen bytes).
+func appendPlace(dst []byte, i, threshold int, ttl time.Duration) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(i+1))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(threshold))
+	return binary.LittleEndian.AppendUint64(dst, uint64(ceilMillis(ttl)))
+}
+
+// len is the number of places, 0 for none.
+func (pl *places) len() int {
+	if pl == nil {
+		return 0
+	}
+	return len(pl.rule)
+}
+
+// rules is each place's rule, none for nil.
+func (pl *places) rules() []int {
+	if pl == nil {
+		return nil
+	}
+	return pl.rule
+}
+
+// token is place j's token.
+func (pl *places) token(j int) string { return pl.argv[1+2*j] }
+
+// parseReply reads the script's answer for rules, and their places pl
+// (nil for none), into results and, when the request was admitted and at
+// is not nil, the time each admission was recorded at into at. Each
+// result names its rule even on error. The answer is a string: a byte, 1
+// if admitted and 0 if not, then for each rule its count (32 bits) and
+// value (64 bits), signed, little-endian, then for each place its verdict
+// (a byte) and wait (64 bits) (see sliding_window.lua).
+func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64, pl *places) error {
 	for i, r := range rules {
 		results[i] = Result{Name: r.Name, Limit: r.Limit}
 	}
@@ -558,7 +797,7 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) erro
 	if err != nil {
 		return err
 	}
-	if len(reply) != 1+specLen*len(rules) || reply[0] > 1 {
+	if len(reply) != 1+specLen*len(rules)+placeReplyLen*pl.len() || reply[0] > 1 {
 		return fmt.Errorf("unexpected reply %q", reply)
 	}
 	admitted := reply[0] == 1
@@ -590,6 +829,22 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64) erro
 		default:
 			res.RetryAfter = time.Duration(value) * time.Microsecond
 			rejected = true
+		}
+	}
+	for j := range pl.len() {
+		p := reply[1+specLen*len(rules)+placeReplyLen*j:]
+		verdict, wait := p[0], int64(le64(p[1:placeReplyLen]))
+		res := &results[pl.rule[j]]
+		switch {
+		case admitted && verdict == 1:
+			res.Token = pl.token(j)
+		case admitted && verdict == 2, !admitted && verdict == 0:
+		case !admitted && verdict == 3 && wait > 0 && wait <= maxWait/1000:
+			res.Allowed, res.InFlight = false, true
+			res.RetryAfter = max(res.RetryAfter, time.Duration(wait)*time.Millisecond)
+			rejected = true
+		default:
+			return fmt.Errorf("unexpected reply %q", reply)
 		}
 	}
 	if !admitted && !rejected {

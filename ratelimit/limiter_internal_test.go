@@ -48,7 +48,7 @@ func TestParseReplyShapes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := rdb.Eval(t.Context(), c.script, nil)
 			results := make([]Result, len(c.rules))
-			err := parseReply(c.rules, cmd, results, nil)
+			err := parseReply(c.rules, cmd, results, nil, nil)
 			if c.want == nil {
 				if err == nil {
 					t.Fatalf("no error; results %+v", results)
@@ -136,5 +136,54 @@ func TestSpecWindowNeverShorter(t *testing.T) {
 		if got := int64(binary.LittleEndian.Uint64(spec[4:])); got != c.want {
 			t.Errorf("window %v: the script is given %d µs, want %d", c.window, got, c.want)
 		}
+	}
+}
+
+// TestScriptRejectsMalformedPlaces gives sliding_window.lua places
+// (Rule.Place) that Limiter never sends: each is an error, before
+// anything is written. A place of a rule that has no lock would count
+// towards nothing, one of a rule past the last would be read from
+// outside the rules, and a threshold or ttl below 1 would refuse every
+// attempt or hold a place forever.
+func TestScriptRejectsMalformedPlaces(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	log, lock := prefix+"{a}:log3", prefix+"{a}:lock"
+	failures, inflight, attempts := prefix+"{a}:failures", prefix+"{a}:inflight", prefix+"{a}:attempts"
+	written := []string{log, lock, failures, inflight, attempts}
+	minute := time.Minute.Microseconds()
+	negative := int32(-5)
+	lockable := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, uint32(negative)), uint64(minute))
+	plain := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, 5), uint64(minute))
+	place := func(rule, threshold int32, ttl int64) string {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(rule))
+		b = binary.LittleEndian.AppendUint32(b, uint32(threshold))
+		return string(binary.LittleEndian.AppendUint64(b, uint64(ttl)))
+	}
+	good := place(1, 3, 60000)
+	for _, c := range []struct {
+		name string
+		keys []string
+		args []any
+	}{
+		{"a place of a rule with no lock", []string{log, failures, inflight, attempts}, []any{plain, good, "token", ""}},
+		{"a place of rule 0", []string{log, lock, failures, inflight, attempts}, []any{lockable, place(0, 3, 60000), "token", ""}},
+		{"a place past the last rule", []string{log, lock, failures, inflight, attempts}, []any{lockable, place(2, 3, 60000), "token", ""}},
+		{"a threshold of 0", []string{log, lock, failures, inflight, attempts}, []any{lockable, place(1, 0, 60000), "token", ""}},
+		{"a ttl of 0", []string{log, lock, failures, inflight, attempts}, []any{lockable, place(1, 3, 0), "token", ""}},
+		{"a place's keys missing", []string{log, lock, failures, inflight}, []any{lockable, good, "token", ""}},
+		{"a place's token missing", []string{log, lock, failures, inflight, attempts}, []any{lockable, good, "token"}},
+		{"a part of a place", []string{log, lock, failures, inflight, attempts}, []any{lockable, good[:15], "token", ""}},
+		{"no place", []string{log, lock}, []any{lockable, ""}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rdb.Del(t.Context(), written...)
+			err := slidingWindow.run(t.Context(), rdb, c.keys, c.args...).Err()
+			if err == nil || !strings.Contains(err.Error(), "ratelimit:") {
+				t.Errorf("error %v, want the script's own", err)
+			}
+			if n := rdb.Exists(t.Context(), written...).Val(); n != 0 {
+				t.Errorf("%d keys written", n)
+			}
+		})
 	}
 }

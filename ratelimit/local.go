@@ -158,6 +158,11 @@ func (l *Local) AllowAll(_ context.Context, rules ...Rule) (Decision, error) {
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
+	for _, r := range rules {
+		if _, ok := l.policies[r.Name]; r.Place != nil && !ok {
+			return Decision{}, noLockouts(r.Name)
+		}
+	}
 	return l.allowAll(rules, true), nil
 }
 
@@ -237,6 +242,34 @@ func (l *Local) allowAll(rules []Rule, record bool) Decision {
 	if !d.Allowed || !record {
 		// Nothing is recorded: a rejected request costs no memory.
 		return d
+	}
+	// The places (Rule.Place), once every rule admits, each checked
+	// before any is taken: the request is admitted only if all may be.
+	var places []*localLockout
+	for i, r := range rules {
+		if r.Place == nil {
+			continue
+		}
+		if places == nil {
+			places = make([]*localLockout, len(rules))
+		}
+		f, wait, ok := l.placeFor(&l.shards[shards[i]], l.group(r.Name, r.ID), ruleKey(r.Name, r.ID), l.policies[r.Name],
+			attemptDigest(r.Place.Attempt), now)
+		if !ok {
+			res := &d.Results[i]
+			res.Allowed, res.InFlight, res.RetryAfter = false, true, wait
+			d.Allowed = false
+			d.RetryAfter = max(d.RetryAfter, wait)
+		}
+		places[i] = f
+	}
+	if !d.Allowed {
+		return d
+	}
+	for i, f := range places {
+		if f != nil {
+			d.Results[i].Token = takePlace(f, now, rules[i].Place.TTL)
+		}
 	}
 	for i, r := range rules {
 		if r.LockOnly() {

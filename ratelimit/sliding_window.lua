@@ -37,8 +37,22 @@
 --           never written
 --   window  signed 64-bit little-endian: microseconds (>= 1000, < 2^47);
 --           0 for a lock-only rule
--- Rules that do not fit these bounds, or that name more or fewer keys
--- than KEYS holds, are an error, and nothing is written.
+-- ARGV[2] (optional) places: attempts begun against lockable rules'
+--         lockouts with the decision (Rule.Place; see inflight.lua, whose
+--         verdict they share), 16 bytes each (j = 1..np):
+--   rule      signed 32-bit little-endian: the index, from 1, of the
+--             lockable rule whose identity's lockout the place counts
+--             towards
+--   threshold signed 32-bit little-endian: failures that lock (>= 1)
+--   ttl       signed 64-bit little-endian: milliseconds the place counts
+--             if never ended (>= 1)
+-- ARGV[1 + 2j], ARGV[2 + 2j]  place j's token, unique, and its attempt's
+--         digest ("" for one that always counts)
+-- KEYS then ends with three keys for each place, in order: its identity's
+--         failures, its attempts in flight and its recent failed
+--         attempts (lockout.lua, inflight.lua), of its rule's hash tag.
+-- Rules or places that do not fit these bounds, or that name more or
+-- fewer keys than KEYS holds, are an error, and nothing is written.
 --
 -- Returns a string of 1 + 12n bytes, packed for the same reason: first a
 -- byte, 1 if the request was admitted, in every rule, else 0; then for
@@ -54,7 +68,13 @@
 --           0), negated when it rejects because the identity is locked
 --           (then the later of the time the lock has left and, if the
 --           log is full, the time until it has room)
--- The request is admitted, in every rule, only if every rule admits it.
+-- The request is admitted, in every rule, only if every rule admits it
+-- and every place may be taken. With places, 9 bytes follow for each: a
+-- byte, 1 if the place was taken, 2 if the attempt goes ahead without one
+-- (its identity already failed with it), 3 if the attempts in flight
+-- refuse it, else 0 (not asked: a rule rejected, or nothing was taken);
+-- then, signed 64-bit little-endian, a refusal's wait in milliseconds
+-- until the oldest attempt in flight stops counting (never 0), else 0.
 --
 -- Each call of this script is a decision, and what runs in every call is
 -- what Redis pays for each: plain locals, few calls into Redis and into
@@ -188,11 +208,90 @@ for i = 1, n do
   end
   out[2 * i], out[2 * i + 1] = count, value
 end
-if k - 1 ~= #KEYS then
+-- The places (ARGV[2]): each checked, as inflight.lua checks an attempt
+-- begun, once every rule admits, before anything is written. Their keys
+-- follow the rules'.
+local places = ARGV[2]
+local np, pk, status, wait, ms = 0, #KEYS, nil, nil, 0
+if places then
+  np = #places / 16
+  if np < 1 or np % 1 ~= 0 or #ARGV ~= 2 + 2 * np then
+    return redis.error_reply(BAD)
+  end
+  pk = #KEYS - 3 * np
+end
+if k - 1 ~= pk then
   return redis.error_reply(BAD)
 end
+if np > 0 then
+  status, wait = {}, {}
+  ms = math.floor(now / 1000)
+  for j = 1, np do
+    local i, threshold, ttl = get('<i4i4i8', places, 16 * j - 15)
+    if i < 1 or i > n or get('<i4', spec, 12 * i - 11) > 0 or threshold < 1 or ttl < 1 then
+      return redis.error_reply(BAD)
+    end
+    status[j], wait[j] = 0, 0
+  end
+  for j = 1, np do
+    if out[1] == 0 then
+      break
+    end
+    -- Its failures, its attempts in flight, its failed attempts.
+    local f = pk + 3 * j - 2
+    local digest = ARGV[2 + 2 * j]
+    if digest ~= '' and redis.call('LPOS', KEYS[f + 2], digest) then
+      status[j] = 2
+    else
+      redis.call('ZREMRANGEBYSCORE', KEYS[f + 1], '-inf', ms)
+      local flying = redis.call('ZCARD', KEYS[f + 1])
+      local threshold = get('<i4', places, 16 * j - 11)
+      if flying > 0 and (tonumber(redis.call('GET', KEYS[f])) or 0) + flying >= threshold then
+        local oldest = redis.call('ZRANGE', KEYS[f + 1], 0, 0, 'WITHSCORES')
+        status[j], wait[j] = 3, math.max(tonumber(oldest[2]) - ms, 1)
+        out[1] = 0
+      else
+        status[j] = 1
+      end
+    end
+  end
+end
+
+-- The answer (see above), from out and, with places, their verdicts.
+local function reply()
+  local r = put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))
+  if np == 0 then
+    return r
+  end
+  local parts = {r}
+  for j = 1, np do
+    if out[1] == 0 and status[j] ~= 3 then
+      status[j] = 0
+    end
+    parts[j + 1] = put('<Bi8', status[j], wait[j])
+  end
+  return table.concat(parts)
+end
+
+-- Takes the places the admitted request holds: each in its identity's
+-- set of attempts in flight until it is ended or its ttl has passed.
+local function take()
+  for j = 1, np do
+    if status[j] == 1 then
+      local f = pk + 3 * j - 2
+      local ttl = get('<i8', places, 16 * j - 7)
+      redis.call('ZADD', KEYS[f + 1], ms + ttl, ARGV[1 + 2 * j])
+      -- The set lasts as long as its latest attempt counts (see
+      -- inflight.lua).
+      if redis.call('PTTL', KEYS[f + 1]) < ttl then
+        redis.call('PEXPIRE', KEYS[f + 1], ttl)
+      end
+    end
+  end
+end
+
 if out[1] == 0 then
-  return put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))
+  return reply()
 end
 
 -- Admitted. Writes the log of key: of its m entries (raw, w0 bytes each
@@ -276,7 +375,11 @@ end
 
 if n == 1 then
   if get('<i4', spec) == 0 then
-    -- One lock-only rule, unlocked: nothing to write.
+    -- One lock-only rule, unlocked: nothing to write but its place.
+    if np > 0 then
+      take()
+      return reply()
+    end
     return put('<Bi4i8', 1, 0, 0)
   end
   -- One rule (Allow, and every group of one on a cluster): its log, read
@@ -288,6 +391,11 @@ if n == 1 then
     at = math.max(now, base + get(fmt, raw, HEAD + 1 + (m - 1) * w))
   end
   write(KEYS[1], raw, w, fmt, base, exp, m, first, 1, get('<i8', spec, 5), at)
+  if np > 0 then
+    out[2], out[3] = out[2] + 1, at
+    take()
+    return reply()
+  end
   return put('<Bi4i8', 1, out[2] + 1, at)
 end
 
@@ -348,4 +456,5 @@ for i = 1, n do
     out[2 * i + 1] = at
   end
 end
-return put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))
+take()
+return reply()

@@ -20,7 +20,10 @@ type Store interface {
 	// AllowAll checks a request against every rule and admits it only if
 	// all of them do; a rejected request consumes quota in none. A
 	// Lockable rule also rejects, with Result.Locked, while its identity
-	// is locked under the rule's name.
+	// is locked under the rule's name. A rule with a Place also begins an
+	// attempt against that lockout, as BeginAttempt does, in the same
+	// step: the request is admitted only if the attempt may go ahead too
+	// (else Result.InFlight), and its place is Result.Token.
 	AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 	// Fail records a failed attempt for id under the lockouts of the rule
 	// name, locking id at the policy's threshold, longer at each repeat
@@ -193,7 +196,7 @@ func (s *RedisStore) OnTakeBackFailure(fn func(rule string, err error)) {
 
 // AllowAll decides a request in one round trip (see Limiter.AllowAll).
 func (s *RedisStore) AllowAll(ctx context.Context, rules ...Rule) (Decision, error) {
-	return s.limiter.AllowAll(ctx, rules...)
+	return s.limiter.decideWith(ctx, rules, s.lockouts, make([]Result, len(rules)))
 }
 
 // Fail records a failed attempt for id under the lockouts of rule name.

@@ -173,6 +173,10 @@ var storeCases = []struct {
 	{"a shorter ttl never cuts an attempt in flight short", nil, caseAttemptsInFlightMixedTTL},
 	{"attempts in flight: bad input is an error", nil, caseAttemptsBadInput},
 	{"a repeated attempt takes no place", nil, caseRepeatedAttemptTakesNoPlace},
+	{"places taken with the decision never pass the threshold", nil, casePlacesWithTheDecision},
+	{"a lock-only rule takes its place", nil, casePlaceOfALockOnlyRule},
+	{"a rejected request takes no place", nil, casePlaceOfARejectedRequest},
+	{"places: bad input is an error", nil, casePlacesBadInput},
 }
 
 // suitePolicies lock for a minute at least, far longer than a case runs.
