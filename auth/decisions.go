@@ -376,7 +376,17 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 			sub.Device = appDevice(a.Device)
 		}
 	}
-	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
+	// The attempt holds a place towards the lockout it counts towards from
+	// now to its outcome (endAppAttempt), taken with the decision, as
+	// XCloak's own password checks take theirs (admitCheck): attempts
+	// asked at once one failure short of the lock do not all go ahead,
+	// each password then checked by the application. One the places
+	// refuse counts in no rule and is answered at once, with no wait for a
+	// place: a place frees when an outcome comes, which only the
+	// application knows of.
+	rule, lockID := a.lockIdentity(id)
+	rules, placed := withPlace(s.rules(FlowSignIn, sub), rule, lockID, "", s.checkInFlight())
+	d, err := s.decide(ctx, rules...)
 	if err != nil {
 		s.record(Event{Kind: EventLoginUnavailable, Source: source, Detail: detail})
 		return AttemptDecision{}, OutcomeUnavailable, unavailable("checking limits", err)
@@ -384,27 +394,7 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 	if !d.Allowed {
 		return refused(d)
 	}
-	// The attempt holds a place towards the lockout it counts towards from
-	// now to its outcome (endAppAttempt), as XCloak's own password checks
-	// do (beginCheck): attempts asked at once one failure short of the lock
-	// do not all go ahead, each password then checked by the application.
-	// One refused is answered at once, with no wait for a place: a place
-	// frees when an outcome comes, which only the application knows of.
-	rule, lockID := a.lockIdentity(id)
-	b, err := s.limits.BeginAttempt(ctx, rule, lockID, "", s.checkInFlight())
-	if err != nil {
-		s.record(Event{Kind: EventLoginUnavailable, Source: source, Detail: detail})
-		return AttemptDecision{}, OutcomeUnavailable, unavailable("checking limits", err)
-	}
-	if !b.Allowed {
-		wait := b.RetryAfter
-		if !b.Locked {
-			wait = min(wait, time.Second)
-		}
-		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: RuleLockout, Detail: detail})
-		return AttemptDecision{}, OutcomeRejected, &DeniedError{Locked: b.Locked, RetryAfter: wait}
-	}
-	a.Place = b.Token
+	a.Place = d.Results[placed].Token
 	a.Challenge = !a.Known && s.verificationApplies()
 	if a.Challenge {
 		detail["challenge"] = "true"
@@ -434,7 +424,11 @@ func (s *Service) decideReset(ctx context.Context, app APIKey, client Client, a 
 // denied is the refusal of decision d: locked when a lockout of the
 // account or the known device refused it.
 func denied(d ratelimit.Decision) *DeniedError {
-	return &DeniedError{Locked: rejectingRule(d) == RuleLockout, RetryAfter: d.RetryAfter}
+	locked := false
+	for _, r := range d.Results {
+		locked = locked || !r.Allowed && r.Locked && r.Name != RuleLoginPassword
+	}
+	return &DeniedError{Locked: locked, RetryAfter: retryAfter(d)}
 }
 
 // AttemptOutcome takes an application's report of how the attempt id

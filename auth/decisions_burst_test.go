@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -210,4 +211,59 @@ func (failingFailures) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (failingFailures) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// TestAppPlacesRefusalCountsInNoRule: an attempt the places refuse is
+// refused with its decision, in the same step, and counts in no rule: an
+// attacker who asks again and again while the places are taken spends
+// none of the account's limit, which the owner's next sign-ins need.
+func TestAppPlacesRefusalCountsInNoRule(t *testing.T) {
+	const limit = 5
+	f := newFixture(t, func(c *auth.Config) {
+		c.Lockout.Threshold = 2
+		c.Limits.SetCount(auth.RuleLoginAccount, limit)
+		c.Limits.SetCount(auth.RuleLoginIP, 100)
+	})
+	ctx := t.Context()
+	_, app, err := f.svc.AddAPIKey(ctx, "shop", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func() (auth.AttemptDecision, error) {
+		return f.svc.Decide(ctx, app, auth.AttemptRequest{Kind: auth.AttemptLogin, Account: "hal", ClientIP: "198.51.100.9"})
+	}
+	report := func(d auth.AttemptDecision, result string) {
+		t.Helper()
+		if err := f.svc.AttemptOutcome(ctx, app, d.AttemptID, result); err != nil {
+			t.Fatalf("reporting %s: %v", result, err)
+		}
+	}
+	first, err := decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	report(first, auth.ResultFailure)
+	// One failure and this one in flight: the places are taken.
+	held, err := decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 * limit {
+		var de *auth.DeniedError
+		if _, err := decide(); !errors.As(err, &de) || de.Locked || de.RetryAfter <= 0 || de.RetryAfter > time.Second {
+			t.Fatalf("the places taken: %v; want a DeniedError, not locked, retry-after in (0, 1s]", err)
+		}
+	}
+	report(held, auth.ResultSuccess)
+	// Two of the account's five admissions spent: three left.
+	for i := range limit - 2 {
+		d, err := decide()
+		if err != nil {
+			t.Fatalf("admission %d of the %d left after the refusals: %v; want admitted (the refusals counted)", i+1, limit-2, err)
+		}
+		report(d, auth.ResultSuccess)
+	}
+	if _, err := decide(); err == nil {
+		t.Fatalf("past the account's limit of %d: admitted", limit)
+	}
 }

@@ -318,11 +318,23 @@ func TestPasswordCheckEndsBeforeItsPlaces(t *testing.T) {
 	}
 }
 
-// ttlLimiter records the ttl of every place taken towards a lock.
+// ttlLimiter records the ttl of every place taken towards a lock, with a
+// decision (ratelimit.Rule.Place) or alone.
 type ttlLimiter struct {
 	auth.Limiter
 	mu   sync.Mutex
 	ttls []time.Duration
+}
+
+func (l *ttlLimiter) AllowAll(ctx context.Context, rules ...ratelimit.Rule) (ratelimit.Decision, error) {
+	l.mu.Lock()
+	for _, r := range rules {
+		if r.Place != nil {
+			l.ttls = append(l.ttls, r.Place.TTL)
+		}
+	}
+	l.mu.Unlock()
+	return l.Limiter.AllowAll(ctx, rules...)
 }
 
 func (l *ttlLimiter) BeginAttempt(ctx context.Context, name, id, attempt string, ttl time.Duration) (ratelimit.Begun, error) {

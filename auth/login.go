@@ -56,9 +56,9 @@ type LoginResult struct {
 }
 
 // Login decides a sign-in. In order: the request is validated; every limit
-// and the account's lockout are checked in one Redis round trip, before any
-// database work or hashing; then the check takes a place towards the
-// lockout (beginCheck, a second round trip) and the password is verified
+// and the account's lockout are checked, and the check's places towards
+// the locks taken (admitCheck), in one Redis round trip, before any
+// database work or hashing; then the password is verified
 // (an unknown account costs the same one hash); a failure is counted
 // towards the lockout of the device or the account, and the place given
 // back; a success rotates the session and renews the device cookie, or
@@ -130,13 +130,11 @@ func (s *Service) login(ctx context.Context, req LoginRequest, email string, at 
 	// is made of, never enters checkPassword's, which is large enough to
 	// grow a connection's stack again after each garbage collection
 	// shrank it.
-	if outcome, err := s.decideSignIn(ctx, req, email, source, "", at); err != nil {
-		return LoginResult{}, outcome, err
-	}
-	ctx, end, outcome, err := s.beginCheck(ctx, email, source, "", req.Password, at)
+	check, outcome, err := s.decideSignIn(ctx, req, email, source, "", at)
 	if err != nil {
 		return LoginResult{}, outcome, err
 	}
+	ctx, end := s.startCheck(ctx, check)
 	defer end()
 	// Past its limits: a password check in flight until answered.
 	s.hasher.checkStarted()
@@ -201,13 +199,11 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 			s.hasher.returningEnded()
 		}
 	}
-	if outcome, err := s.decideSignIn(ctx, req, email, source, device, at); err != nil {
-		return LoginResult{}, outcome, err
-	}
-	ctx, end, outcome, err := s.beginCheck(ctx, email, source, device, req.Password, at)
+	check, outcome, err := s.decideSignIn(ctx, req, email, source, device, at)
 	if err != nil {
 		return LoginResult{}, outcome, err
 	}
+	ctx, end := s.startCheck(ctx, check)
 	defer end()
 	if !checking {
 		// Past its limits: a password check in flight until answered.
@@ -218,9 +214,10 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 }
 
 // decideSignIn checks a sign-in's limits, from the known device device
-// ("" for any other browser), and records a rejection, as of at: nil once
-// the sign-in is admitted.
-func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, source, device string, at time.Time) (Outcome, error) {
+// ("" for any other browser), and takes its password check's places
+// towards the locks with them (admitCheck); it records a rejection, as of
+// at. It returns the check once the sign-in is admitted.
+func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, source, device string, at time.Time) (*passwordCheck, Outcome, error) {
 	// A known device is limited and locked on its own and is not held by
 	// the account's limit or lockout (see RuleLoginDevice in the table). A
 	// sprayed password is refused here, before any hashing (spraying.go).
@@ -234,22 +231,15 @@ func (s *Service) decideSignIn(ctx context.Context, req LoginRequest, email, sou
 	// a sprayed password's lock, if longer, shows on a retry, which Redis
 	// or the memory refuses again.
 	sub := Subject{Client: req.Client, Account: email, Device: device, source: source}
-	d, remembered := s.limits.Remembered(s.rules(FlowSignIn, sub)...)
-	if !remembered {
-		sub.Password = s.sprayKeys.of(req.Password)
-		var err error
-		if d, err = s.decide(ctx, s.rules(FlowSignIn, sub)...); err != nil {
-			return OutcomeUnavailable, unavailable("checking limits", err)
-		}
+	if d, remembered := s.limits.Remembered(s.rules(FlowSignIn, sub)...); remembered {
+		return nil, OutcomeRejected, s.rejectSignIn(d, email, source, at)
 	}
-	if !d.Allowed {
-		return OutcomeRejected, s.rejectSignIn(d, email, source, at)
-	}
-	return 0, nil
+	sub.Password = s.sprayKeys.of(req.Password)
+	return s.admitCheck(ctx, sub, req.Password, at)
 }
 
 // checkBound bounds a password check that holds places towards the locks
-// (beginCheck): far longer than a check takes (the wait for a hashing
+// (admitCheck): far longer than a check takes (the wait for a hashing
 // slot, the hash, the stores' bounds).
 const checkBound = 30 * time.Second
 
@@ -271,82 +261,119 @@ func (s *Service) checkInFlight() time.Duration {
 // the lockout asks again: a fraction of a hash.
 const placePoll = 20 * time.Millisecond
 
-// beginCheck holds a place towards the lockout of the known device device,
-// or else of the account, and one towards the spraying lock of the
-// password (spraying.go), for a password check admitted by the limits, so
-// that guesses sent at once are never checked past either lock: each
-// holds its places until its failure, if any, is counted (ratelimit.Store's
-// BeginAttempt). Where the places are taken, a check waits for one as it
-// waits for a hashing slot, at most the hasher's wait: sign-ins at once
-// with the right password each get theirs as the one before is done,
-// while guesses get the lock their failures make. A check refused is
-// rejected as the lock refuses, as of at. The check goes on under the
-// context returned; end gives the places back (call it once the failure
-// is counted), but for a failure that could not be counted
-// (uncountedFailure): its place then stands for it until its time runs
-// out, so that a Redis that stalls after each hash lets no more guesses
-// through than the threshold in that time.
-func (s *Service) beginCheck(ctx context.Context, email, source, device, password string, at time.Time) (_ context.Context, end func(), _ Outcome, _ error) {
-	rule, id := RuleLoginAccount, email
-	if device != "" {
-		rule, id = RuleLoginDevice, device
+// admitCheck decides the sign-in rules of sub (its Password set), whose
+// password is password, and with them takes two places for its password
+// check (ratelimit.Rule.Place), in the same step: one towards the lockout
+// of the known device, or else of the account, and one towards the
+// spraying lock of the password (spraying.go), so that guesses sent at
+// once are never checked past either lock: each holds its places until
+// its failure, if any, is counted (ratelimit.Store's BeginAttempt). A
+// sign-in refused by the places alone counts in no rule and waits for a
+// place, asking again, as it waits for a hashing slot, at most the
+// hasher's wait: sign-ins at once with the right password each get
+// theirs as the one before is done, while guesses get the lock their
+// failures make. A refused sign-in is recorded as of at.
+//
+// A password the account (or the device) already failed with, which its
+// failure would not count again, takes no place: retyped, by its owner or
+// by an attacker repeating a refused guess, it can neither be refused by
+// the places nor keep anyone else out. So with the password's place: its
+// lock counts each account once.
+func (s *Service) admitCheck(ctx context.Context, sub Subject, password string, at time.Time) (*passwordCheck, Outcome, error) {
+	email, source := sub.Account, sub.source
+	if source == "" {
+		source = sub.Client.Source()
 	}
-	// A password the account (or the device) already failed with, which
-	// its failure would not count again, takes no place: retyped, by its
-	// owner or by an attacker repeating a refused guess, it can neither be
-	// refused by the places nor keep anyone else out. So with the
-	// password's place: its lock counts each account once.
-	//
-	// The account's place first, then the password's, in every check: no
-	// check holds the password's place while it waits for an account's,
-	// so none waits for a place that a check waiting on it holds.
-	check := &passwordCheck{places: [2]place{
-		{rule: rule, id: id, attempt: s.attempts.fingerprint(id, password)},
-		{rule: RuleLoginPassword, id: s.sprayKeys.of(password), attempt: email},
-	}}
+	rule, id := RuleLoginAccount, email
+	if sub.Device != "" {
+		rule, id = RuleLoginDevice, sub.Device
+	}
+	check := &passwordCheck{places: [2]place{{rule: rule, id: id}, {rule: RuleLoginPassword, id: sub.Password}}}
+	ttl := s.checkInFlight()
+	var of [2]int // each place's rule among rules
+	rules := s.rules(FlowSignIn, sub)
+	rules, of[0] = withPlace(rules, rule, id, s.attempts.fingerprint(id, password), ttl)
+	rules, of[1] = withPlace(rules, RuleLoginPassword, sub.Password, email, ttl)
 	var deadline time.Time
-	for i := range check.places {
-		p := &check.places[i]
-		for {
-			b, err := s.limits.BeginAttempt(ctx, p.rule, p.id, p.attempt, s.checkInFlight())
-			if err != nil {
-				s.endCheck(ctx, check)
-				return ctx, nil, OutcomeUnavailable, unavailable("checking limits", err)
+	for {
+		d, err := s.decide(ctx, rules...)
+		if err != nil {
+			return nil, OutcomeUnavailable, unavailable("checking limits", err)
+		}
+		if d.Allowed {
+			for i, j := range of {
+				check.places[i].token = d.Results[j].Token // "" for a retyped failure: no place to give back
 			}
-			if b.Allowed {
-				p.token = b.Token // "" for a retyped failure: no place to give back
-				break
-			}
-			if deadline.IsZero() {
-				deadline = time.Now().Add(s.hasher.maxWait)
-			}
-			if b.Locked || !time.Now().Add(placePoll).Before(deadline) || !sleepCtx(ctx, placePoll) {
-				s.endCheck(ctx, check)
-				wait := b.RetryAfter
-				if !b.Locked {
-					// A place frees as soon as a check in flight is done.
-					wait = min(wait, time.Second)
-				}
-				// A sprayed password's lock is named by its rule, as
-				// rejectingRule names it: it is no lockout of anyone's.
-				refusing := RuleLockout
-				if p.rule == RuleLoginPassword {
-					refusing = RuleLoginPassword
-				}
-				s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: refusing})
-				return ctx, nil, OutcomeRejected, &LimitedError{RetryAfter: wait}
-			}
+			return check, 0, nil
+		}
+		if !placesOnly(d) {
+			return nil, OutcomeRejected, s.rejectSignIn(d, email, source, at)
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(s.hasher.maxWait)
+		}
+		if !time.Now().Add(placePoll).Before(deadline) || !sleepCtx(ctx, placePoll) {
+			return nil, OutcomeRejected, s.rejectSignIn(d, email, source, at)
 		}
 	}
-	// The check itself is bounded well inside its places' time, so that
-	// no place runs out under a check still under way (a database that
-	// stalls): its failure, if any, is counted before then, for the
-	// counting has a bound of its own (afterDecision).
+}
+
+// withPlace gives the lockable rule of rules named rule for id a place
+// towards its lockout for attempt, counting for ttl (ratelimit.Rule.Place),
+// and returns rules and that rule's index; rules without one get one,
+// lock-only.
+func withPlace(rules []ratelimit.Rule, rule, id, attempt string, ttl time.Duration) ([]ratelimit.Rule, int) {
+	p := &ratelimit.Place{Attempt: attempt, TTL: ttl}
+	for i := range rules {
+		if r := &rules[i]; r.Name == rule && r.ID == id && r.Lockable {
+			r.Place = p
+			return rules, i
+		}
+	}
+	return append(rules, ratelimit.Rule{Name: rule, ID: id, Lockable: true, Place: p}), len(rules)
+}
+
+// placesOnly reports whether the rejection d was made by the attempts in
+// flight alone (ratelimit.Result.InFlight): a place frees as soon as a
+// check in flight is done.
+func placesOnly(d ratelimit.Decision) bool {
+	if d.Allowed {
+		return false
+	}
+	for _, r := range d.Results {
+		if !r.Allowed && !r.InFlight {
+			return false
+		}
+	}
+	return true
+}
+
+// retryAfter is how long a client refused by d should wait: for a refusal
+// by the places alone, a second at most, since one frees as soon as a
+// check in flight is done, though a place lost with its replica counts
+// longer.
+func retryAfter(d ratelimit.Decision) time.Duration {
+	if placesOnly(d) {
+		return min(d.RetryAfter, time.Second)
+	}
+	return d.RetryAfter
+}
+
+// startCheck bounds the password check that holds check's places: the
+// check goes on under the context returned, well inside its places' time,
+// so that no place runs out under a check still under way (a database
+// that stalls): its failure, if any, is counted before then, for the
+// counting has a bound of its own (afterDecision). end gives the places
+// back (call it once the failure is counted), but for a failure that
+// could not be counted (uncountedFailure): its place then stands for it
+// until its time runs out, so that a Redis that stalls after each hash
+// lets no more guesses through than the threshold in that time.
+func (s *Service) startCheck(ctx context.Context, check *passwordCheck) (_ context.Context, end func()) {
 	checkCtx, cancel := context.WithTimeout(context.WithValue(ctx, passwordCheckKey{}, check), checkBound)
 	return checkCtx, func() {
 		cancel()
 		s.endCheck(ctx, check)
-	}, 0, nil
+	}
 }
 
 // endCheck gives back the places check holds, but for those whose
@@ -373,7 +400,7 @@ func (s *Service) endCheck(ctx context.Context, check *passwordCheck) {
 }
 
 // passwordCheck is what a password check's context carries of its places
-// towards the locks (beginCheck): the account's or the known device's,
+// towards the locks (admitCheck): the account's or the known device's,
 // then the password's spraying lock.
 type passwordCheck struct {
 	places [2]place
@@ -381,7 +408,7 @@ type passwordCheck struct {
 
 // place is a password check's place towards the lock of id under rule.
 type place struct {
-	rule, id, attempt string
+	rule, id string
 	// token is the place's (ratelimit.Begun), "" when none is held.
 	token string
 	// uncounted is set once the check's failure could not be counted
@@ -422,7 +449,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // as of at, and returns its error.
 func (s *Service) rejectSignIn(d ratelimit.Decision, email, source string, at time.Time) error {
 	s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-	return &LimitedError{RetryAfter: d.RetryAfter}
+	return &LimitedError{RetryAfter: retryAfter(d)}
 }
 
 // checkPassword is the rest of a sign-in admitted by its limits, from the
@@ -544,7 +571,10 @@ func rejectingRule(d ratelimit.Decision) string {
 		if r.Allowed {
 			continue
 		}
-		if r.Locked && r.Name != RuleLoginPassword {
+		if (r.Locked || r.InFlight) && r.Name != RuleLoginPassword {
+			// A lockout, or the places towards one: a sprayed
+			// password's lock is named by its rule, for it is no
+			// lockout of anyone's.
 			return RuleLockout
 		}
 		if first == "" {

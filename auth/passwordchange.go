@@ -122,19 +122,12 @@ func (s *Service) checkPasswordAgain(ctx context.Context, sess Session, password
 	}
 	email, source := sess.Email, c.Source()
 	device := s.deviceOf(ctx, email, deviceCookie)
-	sub := Subject{Client: c, Account: email, Device: device, Password: s.sprayKeys.of(password)}
-	d, err := s.decide(ctx, s.rules(FlowSignIn, sub)...)
-	if err != nil {
-		return User{}, "", unavailable("checking limits", err)
-	}
-	if !d.Allowed {
-		s.record(Event{Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-		return User{}, "", &LimitedError{RetryAfter: d.RetryAfter}
-	}
-	ctx, end, _, err := s.beginCheck(ctx, email, source, device, password, s.now())
+	sub := Subject{Client: c, Account: email, Device: device, Password: s.sprayKeys.of(password), source: source}
+	check, _, err := s.admitCheck(ctx, sub, password, s.now())
 	if err != nil {
 		return User{}, "", err
 	}
+	ctx, end := s.startCheck(ctx, check)
 	defer end()
 	user, err := s.UserByEmail(ctx, email)
 	if errors.Is(err, ErrNoUser) {
