@@ -210,9 +210,10 @@ for i = 1, n do
 end
 -- The places (ARGV[2]): each checked, as inflight.lua checks an attempt
 -- begun, once every rule admits, before anything is written. Their keys
--- follow the rules'.
+-- follow the rules'. Without places none of this runs: what every
+-- decision pays stays as it was.
 local places = ARGV[2]
-local np, pk, status, wait, ms = 0, #KEYS, nil, nil, 0
+local np, pk = 0, #KEYS
 if places then
   np = #places / 16
   if np < 1 or np % 1 ~= 0 or #ARGV ~= 2 + 2 * np then
@@ -223,9 +224,12 @@ end
 if k - 1 ~= pk then
   return redis.error_reply(BAD)
 end
+-- With places: their verdicts, the answer with them (reply), and their
+-- taking once the request is admitted (take).
+local reply, take
 if np > 0 then
-  status, wait = {}, {}
-  ms = math.floor(now / 1000)
+  local status, wait = {}, {}
+  local ms = math.floor(now / 1000)
   for j = 1, np do
     local i, threshold, ttl = get('<i4i4i8', places, 16 * j - 15)
     if i < 1 or i > n or get('<i4', spec, 12 * i - 11) > 0 or threshold < 1 or ttl < 1 then
@@ -255,43 +259,40 @@ if np > 0 then
       end
     end
   end
-end
-
--- The answer (see above), from out and, with places, their verdicts.
-local function reply()
-  local r = put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))
-  if np == 0 then
-    return r
-  end
-  local parts = {r}
-  for j = 1, np do
-    if out[1] == 0 and status[j] ~= 3 then
-      status[j] = 0
+  reply = function()
+    local parts = {put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))}
+    for j = 1, np do
+      if out[1] == 0 and status[j] ~= 3 then
+        status[j] = 0
+      end
+      parts[j + 1] = put('<Bi8', status[j], wait[j])
     end
-    parts[j + 1] = put('<Bi8', status[j], wait[j])
+    return table.concat(parts)
   end
-  return table.concat(parts)
-end
-
--- Takes the places the admitted request holds: each in its identity's
--- set of attempts in flight until it is ended or its ttl has passed.
-local function take()
-  for j = 1, np do
-    if status[j] == 1 then
-      local f = pk + 3 * j - 2
-      local ttl = get('<i8', places, 16 * j - 7)
-      redis.call('ZADD', KEYS[f + 1], ms + ttl, ARGV[1 + 2 * j])
-      -- The set lasts as long as its latest attempt counts (see
-      -- inflight.lua).
-      if redis.call('PTTL', KEYS[f + 1]) < ttl then
-        redis.call('PEXPIRE', KEYS[f + 1], ttl)
+  -- Each place taken stays in its identity's set of attempts in flight
+  -- until it is ended or its ttl has passed.
+  take = function()
+    for j = 1, np do
+      if status[j] == 1 then
+        local f = pk + 3 * j - 2
+        local ttl = get('<i8', places, 16 * j - 7)
+        redis.call('ZADD', KEYS[f + 1], ms + ttl, ARGV[1 + 2 * j])
+        -- The set lasts as long as its latest attempt counts (see
+        -- inflight.lua).
+        if redis.call('PTTL', KEYS[f + 1]) < ttl then
+          redis.call('PEXPIRE', KEYS[f + 1], ttl)
+        end
       end
     end
+    return reply()
   end
 end
 
 if out[1] == 0 then
-  return reply()
+  if reply then
+    return reply()
+  end
+  return put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))
 end
 
 -- Admitted. Writes the log of key: of its m entries (raw, w0 bytes each
@@ -376,9 +377,8 @@ end
 if n == 1 then
   if get('<i4', spec) == 0 then
     -- One lock-only rule, unlocked: nothing to write but its place.
-    if np > 0 then
-      take()
-      return reply()
+    if take then
+      return take()
     end
     return put('<Bi4i8', 1, 0, 0)
   end
@@ -391,10 +391,9 @@ if n == 1 then
     at = math.max(now, base + get(fmt, raw, HEAD + 1 + (m - 1) * w))
   end
   write(KEYS[1], raw, w, fmt, base, exp, m, first, 1, get('<i8', spec, 5), at)
-  if np > 0 then
+  if take then
     out[2], out[3] = out[2] + 1, at
-    take()
-    return reply()
+    return take()
   end
   return put('<Bi4i8', 1, out[2] + 1, at)
 end
@@ -456,5 +455,7 @@ for i = 1, n do
     out[2 * i + 1] = at
   end
 end
-take()
-return reply()
+if take then
+  return take()
+end
+return put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))
