@@ -248,47 +248,96 @@ func BenchmarkCall(b *testing.B) {
 	}
 }
 
-// BenchmarkAttemptInFlight measures what a password check's place towards
-// the lockout costs (BeginAttempt, then EndAttempt: two round trips) next
-// to a sign-in's decision, taking turns call by call (the machine's noise
-// falls on both alike), and reports each one's time per call:
+// BenchmarkAttemptInFlight measures what a password check's places
+// towards the locks cost, the account's and the password's, taken apart
+// from the sign-in's decision (BeginAttempt for each, after it) and taken
+// with it (Rule.Place, in its script), each given back with EndAttempt,
+// taking turns call by call (the machine's noise falls on both alike),
+// and reports each one's time per sign-in:
 //
 //	go test ./ratelimit -run '^$' -bench AttemptInFlight -count 3
 //
-// Each turn is an identity of its own, as each sign-in's account is.
+// decision-ns/op is the decision alone, and place-ns/op the two places
+// taken apart after it and given back; apart-ns/op is their sum, and
+// together-ns/op the decision that takes both places, and their giving
+// back. Each turn is an identity of its own, as each sign-in's account is.
 func BenchmarkAttemptInFlight(b *testing.B) {
 	rdb, prefix := benchClient(b)
+	policy := ratelimit.LockoutPolicy{Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour}
 	store, err := ratelimit.NewRedisStore(rdb, prefix, map[string]ratelimit.LockoutPolicy{
-		"bench_account": {Threshold: 10, Duration: 15 * time.Minute, MaxDuration: 24 * time.Hour},
+		"bench_account": policy, "bench_password": policy,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	limit := ratelimit.PerMinute(10)
 	ctx := context.Background()
-	var place, decision time.Duration
-	i := 0
-	for b.Loop() {
-		id := strconv.Itoa(i)
-		i++
+	// A sign-in's rules: its address', its network's, its account's
+	// (lockable) and its password's lock alone.
+	rules := func(id string, places bool) []ratelimit.Rule {
+		r := []ratelimit.Rule{
+			{Name: "bench_ip", ID: id, Limit: limit},
+			{Name: "bench_network", ID: id, Limit: limit},
+			{Name: "bench_account", ID: id, Limit: limit, Lockable: true},
+			{Name: "bench_password", ID: id, Lockable: true},
+		}
+		if places {
+			r[2].Place = &ratelimit.Place{TTL: time.Minute}
+			r[3].Place = &ratelimit.Place{Attempt: id, TTL: time.Minute}
+		}
+		return r
+	}
+	end := func(id string, tokens ...string) {
+		for i, name := range []string{"bench_account", "bench_password"} {
+			if err := store.EndAttempt(ctx, name, id, tokens[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	apart := func(id string) (decision, place time.Duration) {
 		start := time.Now()
-		if _, err := store.AllowAll(ctx,
-			ratelimit.Rule{Name: "bench_ip", ID: id, Limit: limit},
-			ratelimit.Rule{Name: "bench_network", ID: id, Limit: limit},
-			ratelimit.Rule{Name: "bench_account", ID: id, Limit: limit, Lockable: true}); err != nil {
-			b.Fatal(err)
+		if d, err := store.AllowAll(ctx, rules(id, false)...); err != nil || !d.Allowed {
+			b.Fatal(d, err)
 		}
 		begin := time.Now()
-		decision += begin.Sub(start)
-		begun, err := store.BeginAttempt(ctx, "bench_account", id, "", time.Minute)
-		if err != nil || !begun.Allowed {
-			b.Fatal(begun, err)
+		var tokens []string
+		for _, r := range []struct{ name, attempt string }{{"bench_account", ""}, {"bench_password", id}} {
+			begun, err := store.BeginAttempt(ctx, r.name, id, r.attempt, time.Minute)
+			if err != nil || !begun.Allowed {
+				b.Fatal(begun, err)
+			}
+			tokens = append(tokens, begun.Token)
 		}
-		if err := store.EndAttempt(ctx, "bench_account", id, begun.Token); err != nil {
-			b.Fatal(err)
-		}
-		place += time.Since(begin)
+		end(id, tokens...)
+		return begin.Sub(start), time.Since(begin)
 	}
-	b.ReportMetric(float64(decision.Nanoseconds())/float64(b.N), "decision-ns/op")
-	b.ReportMetric(float64(place.Nanoseconds())/float64(b.N), "place-ns/op")
+	together := func(id string) time.Duration {
+		start := time.Now()
+		d, err := store.AllowAll(ctx, rules(id, true)...)
+		if err != nil || !d.Allowed || d.Results[2].Token == "" || d.Results[3].Token == "" {
+			b.Fatal(d, err)
+		}
+		end(id, d.Results[2].Token, d.Results[3].Token)
+		return time.Since(start)
+	}
+	var decision, place, both time.Duration
+	i := 0
+	for b.Loop() {
+		// Each first in every other turn.
+		a, t := strconv.Itoa(2*i), strconv.Itoa(2*i+1)
+		if i%2 == 0 {
+			d, p := apart(a)
+			decision, place, both = decision+d, place+p, both+together(t)
+		} else {
+			both += together(t)
+			d, p := apart(a)
+			decision, place = decision+d, place+p
+		}
+		i++
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(decision.Nanoseconds())/n, "decision-ns/op")
+	b.ReportMetric(float64(place.Nanoseconds())/n, "place-ns/op")
+	b.ReportMetric(float64((decision+place).Nanoseconds())/n, "apart-ns/op")
+	b.ReportMetric(float64(both.Nanoseconds())/n, "together-ns/op")
 }
