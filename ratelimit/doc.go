@@ -67,9 +67,10 @@
 // holds a place towards a lock for an attempt whose failure is yet to be
 // counted (BeginAttempt, EndAttempt), so that attempts made at once never
 // pass the threshold. A rule with a [Place] takes that place with the
-// decision, in the same script: the request is admitted, in every rule,
-// only if its attempt may go ahead, and one the attempts in flight refuse
-// counts nowhere. Three stores satisfy it:
+// decision, in the same script: an admitted request's places are taken
+// all or none, and where the attempts in flight refuse one, the request
+// is admitted without them, as by a decision followed by BeginAttempt,
+// and its caller waits for them with BeginAttempt. Three stores satisfy it:
 //
 //   - [RedisStore], shared by every replica: a [Limiter] and, for each
 //     lockable rule name it is configured with, the [Lockouts] of that name.

@@ -31,12 +31,15 @@ type Rule struct {
 	Lockable bool
 	// Place, on a Lockable rule, makes the request's admission also begin
 	// an attempt against the identity's lockout under the rule's name (as
-	// Store.BeginAttempt does), in the same atomic step as the decision:
-	// the request is admitted, in every rule, only if the attempt may go
-	// ahead, and a request the attempts in flight refuse (Result.InFlight)
-	// counts in no rule. The place is given back with Store.EndAttempt and
-	// Result.Token. Only a Store, which knows the lockout's threshold,
-	// decides such a rule; a Limiter alone refuses it.
+	// Store.BeginAttempt does), in the same atomic step as the decision,
+	// so that the common case costs one round trip. A request's places
+	// are taken all or none: where the attempts in flight refuse one
+	// (Result.InFlight), none is, and the request is admitted, and counts,
+	// all the same, as it would be by a decision followed by
+	// BeginAttempt; its caller waits for the places with BeginAttempt. A
+	// place is given back with Store.EndAttempt and Result.Token. Only a
+	// Store, which knows the lockout's threshold, decides such a rule; a
+	// Limiter alone refuses it.
 	Place *Place
 }
 
@@ -83,17 +86,17 @@ type Result struct {
 	// more request: exact to the microsecond of Redis' clock, never zero
 	// and never early. It is zero when Allowed.
 	RetryAfter time.Duration
-	// InFlight reports that the rule rejected because its identity's
-	// failures counted and attempts in flight reach the lockout's
-	// threshold together (Rule.Place); RetryAfter is then the time until
-	// the oldest attempt in flight stops counting, if none ends first.
-	// Such a rejection passes as soon as an attempt ends: the caller may
-	// ask again at once.
+	// InFlight reports, for an admitted request, that the rule's place
+	// (Rule.Place) was refused because its identity's failures counted
+	// and attempts in flight reach the lockout's threshold together: no
+	// place of the request was taken. RetryAfter is then the time until
+	// the oldest attempt in flight stops counting, if none ends first; a
+	// place frees as soon as an attempt ends.
 	InFlight bool
 	// Token names the place an admitted request holds towards the rule's
 	// lockout (Rule.Place), for Store.EndAttempt; "" when it holds none
-	// (no Place, the request rejected, or an attempt the identity already
-	// failed with).
+	// (no Place, the request rejected, a place of the request refused,
+	// or an attempt the identity already failed with).
 	Token string
 }
 
@@ -260,9 +263,7 @@ func (l *Limiter) decideWith(ctx context.Context, rules []Rule, lockouts map[str
 		if !res.Allowed {
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
-			// Attempts in flight end within moments: a refusal by them is
-			// no rejection to remember.
-			if l.rejections != nil && err == nil && !res.InFlight {
+			if l.rejections != nil && err == nil {
 				// Its own copy: an identity may be part of a larger string.
 				r := ruleID{name: strings.Clone(rules[i].Name), id: strings.Clone(rules[i].ID)}
 				l.rejections.remember(r, res.RetryAfter, res.Locked, rules[i].LockOnly(), time.Now(), asked)
@@ -310,7 +311,22 @@ func (l *Limiter) decideGroups(ctx context.Context, rules []Rule, keys []string,
 		}
 	}
 	if !allowed {
+		// Rejected: no place was asked for, as on one Redis.
+		for i := range results {
+			results[i].InFlight = false
+			if results[i].Allowed {
+				results[i].RetryAfter = 0
+			}
+		}
 		l.takeBack(ctx, results, rules, keys, at, groups)
+		return firstErr
+	}
+	if slices.ContainsFunc(results, func(r Result) bool { return r.InFlight }) {
+		// A place refused in one slot: those taken in the others are
+		// given back, all or none, as on one Redis.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeBackTimeout)
+		defer cancel()
+		l.givePlacesBack(ctx, results, groups)
 	}
 	return firstErr
 }
@@ -831,6 +847,7 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64, pl *
 			rejected = true
 		}
 	}
+	refused := false
 	for j := range pl.len() {
 		p := reply[1+specLen*len(rules)+placeReplyLen*j:]
 		verdict, wait := p[0], int64(le64(p[1:placeReplyLen]))
@@ -838,13 +855,18 @@ func parseReply(rules []Rule, cmd *redis.Cmd, results []Result, at []int64, pl *
 		switch {
 		case admitted && verdict == 1:
 			res.Token = pl.token(j)
-		case admitted && verdict == 2, !admitted && verdict == 0:
-		case !admitted && verdict == 3 && wait > 0 && wait <= maxWait/1000:
-			res.Allowed, res.InFlight = false, true
-			res.RetryAfter = max(res.RetryAfter, time.Duration(wait)*time.Millisecond)
-			rejected = true
+		case admitted && (verdict == 0 || verdict == 2), !admitted && verdict == 0:
+		case admitted && verdict == 3 && wait > 0 && wait <= maxWait/1000:
+			res.InFlight, res.RetryAfter = true, time.Duration(wait)*time.Millisecond
+			refused = true
 		default:
 			return fmt.Errorf("unexpected reply %q", reply)
+		}
+	}
+	if refused {
+		// All or none: a place given with one refused was not taken.
+		for _, i := range pl.rules() {
+			results[i].Token = ""
 		}
 	}
 	if !admitted && !rejected {

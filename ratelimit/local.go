@@ -243,11 +243,12 @@ func (l *Local) allowAll(rules []Rule, record bool) Decision {
 		// Nothing is recorded: a rejected request costs no memory.
 		return d
 	}
-	// The places (Rule.Place), once every rule admits, each checked
-	// before any is taken: the request is admitted only if all may be.
+	// The places (Rule.Place), once every rule admits, taken all or
+	// none: as far as the first refused, and none if one is.
 	var places []*localLockout
+	refused := false
 	for i, r := range rules {
-		if r.Place == nil {
+		if r.Place == nil || refused {
 			continue
 		}
 		if places == nil {
@@ -256,18 +257,13 @@ func (l *Local) allowAll(rules []Rule, record bool) Decision {
 		f, wait, ok := l.placeFor(&l.shards[shards[i]], l.group(r.Name, r.ID), ruleKey(r.Name, r.ID), l.policies[r.Name],
 			attemptDigest(r.Place.Attempt), now)
 		if !ok {
-			res := &d.Results[i]
-			res.Allowed, res.InFlight, res.RetryAfter = false, true, wait
-			d.Allowed = false
-			d.RetryAfter = max(d.RetryAfter, wait)
+			d.Results[i].InFlight, d.Results[i].RetryAfter = true, wait
+			refused = true
 		}
 		places[i] = f
 	}
-	if !d.Allowed {
-		return d
-	}
 	for i, f := range places {
-		if f != nil {
+		if f != nil && !refused {
 			d.Results[i].Token = takePlace(f, now, rules[i].Place.TTL)
 		}
 	}

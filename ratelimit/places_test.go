@@ -23,10 +23,8 @@ func placed(ip, account, attempt string, ttl time.Duration) []ratelimit.Rule {
 	}
 }
 
-// decidePlaced decides the sign-in of placed and checks that its verdict
-// is whole: admitted with a token of the account's rule alone, or refused
-// by the places as they refuse (not locked, a wait of at most ttl, no
-// token) and by no other rule.
+// decidePlaced decides the sign-in of placed, whose rules admit it, and
+// checks that its verdict is whole (checkPlaced).
 func decidePlaced(t *testing.T, s ratelimit.Store, ip, account, attempt string, ttl time.Duration) ratelimit.Decision {
 	t.Helper()
 	d, err := s.AllowAll(t.Context(), placed(ip, account, attempt, ttl)...)
@@ -37,29 +35,30 @@ func decidePlaced(t *testing.T, s ratelimit.Store, ip, account, attempt string, 
 	return d
 }
 
+// checkPlaced checks that the sign-in d of placed was admitted, with the
+// account's place or, refused by the attempts in flight, with none: not
+// locked, a wait of at most ttl.
 func checkPlaced(t *testing.T, d ratelimit.Decision, ttl time.Duration) {
 	t.Helper()
 	ip, acct := d.Results[0], d.Results[1]
-	if ip.Token != "" || ip.InFlight || !ip.Allowed {
-		t.Fatalf("the address' rule: %+v; want it to admit, with no place", ip)
+	if !d.Allowed || !ip.Allowed || !acct.Allowed || acct.Locked || ip.Token != "" || ip.InFlight || d.RetryAfter != 0 {
+		t.Fatalf("%+v; want admitted by both rules, the address' with no place", d)
 	}
-	if d.Allowed {
-		if !acct.Allowed || acct.InFlight || acct.Locked {
-			t.Fatalf("admitted: %+v", d)
+	if acct.InFlight {
+		if acct.Token != "" || acct.RetryAfter <= 0 || acct.RetryAfter > ttl {
+			t.Fatalf("a place refused: %+v; want no token, retry-after in (0, %v]", acct, ttl)
 		}
-		return
-	}
-	if acct.Allowed || !acct.InFlight || acct.Locked || acct.Token != "" || acct.RetryAfter <= 0 || acct.RetryAfter > ttl ||
-		d.RetryAfter != acct.RetryAfter {
-		t.Fatalf("refused: %+v; want refused by the attempts in flight alone, retry-after in (0, %v], no token", d, ttl)
+	} else if acct.RetryAfter != 0 {
+		t.Fatalf("a place not refused: %+v; want no retry-after", acct)
 	}
 }
 
 // casePlacesWithTheDecision: however many sign-ins are decided at once,
-// exactly the threshold's number are admitted, each with a place of its
-// own, and those the places refuse count in no rule; a place given back
-// or a failure counted moves the count as BeginAttempt's places do; a
-// lock refuses as locked, not as in flight.
+// exactly the threshold's number take a place, each its own, and the
+// others are admitted without one (as a decision followed by
+// BeginAttempt admits them); a place given back or a failure counted
+// moves the count as BeginAttempt's places do, and the two kinds count
+// together; a lock refuses as locked.
 func casePlacesWithTheDecision(t *testing.T, s storeUnderTest) {
 	const name = "login_account"
 	p := suitePolicies[name]
@@ -76,46 +75,70 @@ func casePlacesWithTheDecision(t *testing.T, s storeUnderTest) {
 		tokens := map[string]bool{}
 		for _, d := range out {
 			checkPlaced(t, d, ttl)
-			if d.Allowed {
-				tok := d.Results[1].Token
-				if tok == "" || tokens[tok] {
+			if tok := d.Results[1].Token; tok != "" {
+				if tokens[tok] {
 					t.Fatalf("admitted %+v; want a token of its own", d)
 				}
 				tokens[tok] = true
 				in = append(in, d)
+			} else if !d.Results[1].InFlight {
+				t.Fatalf("admitted %+v; want a place, or one refused", d)
 			}
 		}
 		if len(in) != p.Threshold {
-			t.Fatalf("40 sign-ins decided at once: %d admitted; want the threshold, %d", len(in), p.Threshold)
+			t.Fatalf("40 sign-ins decided at once: %d took a place; want the threshold, %d", len(in), p.Threshold)
 		}
-		// The refused ones counted in no rule: the next admission is the
-		// threshold's plus one in both logs.
+		// Every one counted, with a place or without.
 		endOne(t, s, name, id, in[0].Results[1].Token)
 		next := decidePlaced(t, s, ip, id, "", ttl)
-		if !next.Allowed || next.Results[0].Count != p.Threshold+1 || next.Results[1].Count != p.Threshold+1 {
-			t.Fatalf("once a place is given back: %+v; want admitted, %d in each log", next, p.Threshold+1)
+		if next.Results[1].Token == "" || next.Results[0].Count != 41 || next.Results[1].Count != 41 {
+			t.Fatalf("once a place is given back: %+v; want a place, 41 in each log", next)
 		}
 		// A failure counted, its place given back: 1 failure and the
 		// threshold's less one in flight.
 		failWith(t, s, name, id, "guess 1")
 		endOne(t, s, name, id, in[1].Results[1].Token)
-		if d := decidePlaced(t, s, ip, id, "", ttl); d.Allowed {
-			t.Fatalf("1 failure and %d in flight, threshold %d: %+v; want refused", p.Threshold-1, p.Threshold, d)
+		if d := decidePlaced(t, s, ip, id, "", ttl); !d.Results[1].InFlight {
+			t.Fatalf("1 failure and %d in flight, threshold %d: %+v; want the place refused", p.Threshold-1, p.Threshold, d)
 		}
 		// A place begun alone and one taken with a decision count as one.
 		endOne(t, s, name, id, in[2].Results[1].Token)
 		if b := beginOne(t, s, name, id, ttl); !b.Allowed {
 			t.Fatalf("1 failure and 1 in flight: BeginAttempt %+v; want allowed", b)
 		}
-		if d := decidePlaced(t, s, ip, id, "", ttl); d.Allowed {
-			t.Fatalf("1 failure, a place begun and one decided: %+v; want refused", d)
+		if d := decidePlaced(t, s, ip, id, "", ttl); !d.Results[1].InFlight {
+			t.Fatalf("1 failure, a place begun and one decided: %+v; want the place refused", d)
 		}
-		// Locked: refused as locked, whatever is in flight.
+		// Locked: refused as locked, no place.
 		lockNow(t, s, name, fmt.Sprintf("locked-%s", id), p.Threshold)
 		d := decide(t, s, placed(ip, fmt.Sprintf("locked-%s", id), "", ttl)...)
 		if r := d.Results[1]; d.Allowed || !r.Locked || r.InFlight || r.Token != "" {
 			t.Fatalf("a locked account: %+v; want refused as locked", d)
 		}
+	}
+}
+
+// casePlacesAllOrNone: a request's places are taken all or none, on a
+// cluster too, where they live in different slots: one refused, the
+// others are not held.
+func casePlacesAllOrNone(t *testing.T, s storeUnderTest) {
+	const id = "lena@example.com"
+	p := suitePolicies["login_device"]
+	ttl := time.Minute
+	in := begun(t, beginAtOnce(t, s, "login_device", "a device", p.Threshold, ttl), ttl)
+	if len(in) != p.Threshold {
+		t.Fatalf("%d begun: %d allowed", p.Threshold, len(in))
+	}
+	limit := ratelimit.Limit{Count: 100, Window: time.Minute}
+	d := decide(t, s,
+		ratelimit.Rule{Name: "login_account", ID: id, Limit: limit, Lockable: true, Place: &ratelimit.Place{TTL: ttl}},
+		ratelimit.Rule{Name: "login_device", ID: "a device", Lockable: true, Place: &ratelimit.Place{TTL: ttl}})
+	if !d.Allowed || d.Results[0].Token != "" || d.Results[1].Token != "" || !d.Results[1].InFlight {
+		t.Fatalf("the device's places taken: %+v; want admitted with no place, the device's refused", d)
+	}
+	// None of the account's places is held.
+	if got := begun(t, beginAtOnce(t, s, "login_account", id, p.Threshold, ttl), ttl); len(got) != p.Threshold {
+		t.Fatalf("the account's places after a refused request: %d of %d free; want all", len(got), p.Threshold)
 	}
 }
 
@@ -133,20 +156,22 @@ func casePlaceOfALockOnlyRule(t *testing.T, s storeUnderTest) {
 	var tokens []string
 	for i := range p.Threshold {
 		d := decide(t, s, rule(fmt.Sprint("guess ", i)))
-		if r := d.Results[0]; d.Allowed != (i < p.Threshold-1) {
-			t.Fatalf("place %d, after 1 failure, threshold %d: %+v", i+1, p.Threshold, d)
-		} else if d.Allowed {
-			if r.Token == "" || r.Count != 0 {
-				t.Fatalf("a lock-only rule's place: %+v; want a token, no count", r)
-			}
+		r := d.Results[0]
+		switch {
+		case !d.Allowed || r.Count != 0:
+			t.Fatalf("a lock-only rule, unlocked: %+v; want admitted, no count", d)
+		case i < p.Threshold-1 && (r.Token == "" || r.InFlight):
+			t.Fatalf("place %d, after 1 failure, threshold %d: %+v; want a token", i+1, p.Threshold, r)
+		case i == p.Threshold-1 && (r.Token != "" || !r.InFlight || r.RetryAfter <= 0 || r.RetryAfter > ttl):
+			t.Fatalf("places taken: %+v; want the place refused", r)
+		}
+		if r.Token != "" {
 			tokens = append(tokens, r.Token)
-		} else if !r.InFlight || r.Locked || r.RetryAfter <= 0 || r.RetryAfter > ttl {
-			t.Fatalf("places taken: %+v; want refused as in flight", r)
 		}
 	}
 	for range 3 {
 		d := decide(t, s, rule("an old password"))
-		if !d.Allowed || d.Results[0].Token != "" {
+		if !d.Allowed || d.Results[0].Token != "" || d.Results[0].InFlight {
 			t.Fatalf("the failed attempt again, the places taken: %+v; want admitted without a place", d)
 		}
 	}

@@ -68,13 +68,16 @@
 --           0), negated when it rejects because the identity is locked
 --           (then the later of the time the lock has left and, if the
 --           log is full, the time until it has room)
--- The request is admitted, in every rule, only if every rule admits it
--- and every place may be taken. With places, 9 bytes follow for each: a
--- byte, 1 if the place was taken, 2 if the attempt goes ahead without one
--- (its identity already failed with it), 3 if the attempts in flight
--- refuse it, else 0 (not asked: a rule rejected, or nothing was taken);
--- then, signed 64-bit little-endian, a refusal's wait in milliseconds
--- until the oldest attempt in flight stops counting (never 0), else 0.
+-- The request is admitted, in every rule, only if every rule admits it.
+-- An admitted request then takes its places, all or none: none if the
+-- attempts in flight refuse one of them, and it is admitted all the same
+-- (its caller waits for the places, see inflight.lua). With places, 9
+-- bytes follow for each: a byte, 1 if the place was taken, 2 if the
+-- attempt goes ahead without one (its identity already failed with it),
+-- 3 if the attempts in flight refuse it, else 0 (not taken: a rule
+-- rejected, or another place was refused); then, signed 64-bit
+-- little-endian, a refusal's wait in milliseconds until the oldest
+-- attempt in flight stops counting (never 0), else 0.
 --
 -- Each call of this script is a decision, and what runs in every call is
 -- what Redis pays for each: plain locals, few calls into Redis and into
@@ -209,9 +212,9 @@ for i = 1, n do
   out[2 * i], out[2 * i + 1] = count, value
 end
 -- The places (ARGV[2]): each checked, as inflight.lua checks an attempt
--- begun, once every rule admits, before anything is written. Their keys
--- follow the rules'. Without places none of this runs: what every
--- decision pays stays as it was.
+-- begun, once every rule admits, and all taken only if none is refused.
+-- Their keys follow the rules'. Without places none of this runs: what
+-- every decision pays stays as it was.
 local places = ARGV[2]
 local np, pk = 0, #KEYS
 if places then
@@ -237,8 +240,9 @@ if np > 0 then
     end
     status[j], wait[j] = 0, 0
   end
+  local refused = false
   for j = 1, np do
-    if out[1] == 0 then
+    if out[1] == 0 or refused then
       break
     end
     -- Its failures, its attempts in flight, its failed attempts.
@@ -253,7 +257,7 @@ if np > 0 then
       if flying > 0 and (tonumber(redis.call('GET', KEYS[f])) or 0) + flying >= threshold then
         local oldest = redis.call('ZRANGE', KEYS[f + 1], 0, 0, 'WITHSCORES')
         status[j], wait[j] = 3, math.max(tonumber(oldest[2]) - ms, 1)
-        out[1] = 0
+        refused = true
       else
         status[j] = 1
       end
@@ -262,7 +266,7 @@ if np > 0 then
   reply = function()
     local parts = {put('<B' .. string.rep('i4i8', n), unpack(out, 1, 2 * n + 1))}
     for j = 1, np do
-      if out[1] == 0 and status[j] ~= 3 then
+      if (out[1] == 0 or refused) and status[j] ~= 3 then
         status[j] = 0
       end
       parts[j + 1] = put('<Bi8', status[j], wait[j])
@@ -273,7 +277,7 @@ if np > 0 then
   -- until it is ended or its ttl has passed.
   take = function()
     for j = 1, np do
-      if status[j] == 1 then
+      if status[j] == 1 and not refused then
         local f = pk + 3 * j - 2
         local ttl = get('<i8', places, 16 * j - 7)
         redis.call('ZADD', KEYS[f + 1], ms + ttl, ARGV[1 + 2 * j])

@@ -22,8 +22,10 @@ type Store interface {
 	// Lockable rule also rejects, with Result.Locked, while its identity
 	// is locked under the rule's name. A rule with a Place also begins an
 	// attempt against that lockout, as BeginAttempt does, in the same
-	// step: the request is admitted only if the attempt may go ahead too
-	// (else Result.InFlight), and its place is Result.Token.
+	// step, once the request is admitted: its place is Result.Token. The
+	// places of a request are taken all or none; where one is refused
+	// (Result.InFlight) none is, and the request is admitted all the
+	// same.
 	AllowAll(ctx context.Context, rules ...Rule) (Decision, error)
 	// Fail records a failed attempt for id under the lockouts of the rule
 	// name, locking id at the policy's threshold, longer at each repeat

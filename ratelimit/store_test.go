@@ -174,6 +174,7 @@ var storeCases = []struct {
 	{"attempts in flight: bad input is an error", nil, caseAttemptsBadInput},
 	{"a repeated attempt takes no place", nil, caseRepeatedAttemptTakesNoPlace},
 	{"places taken with the decision never pass the threshold", nil, casePlacesWithTheDecision},
+	{"a request's places are taken all or none", nil, casePlacesAllOrNone},
 	{"a lock-only rule takes its place", nil, casePlaceOfALockOnlyRule},
 	{"a rejected request takes no place", nil, casePlaceOfARejectedRequest},
 	{"places: bad input is an error", nil, casePlacesBadInput},
