@@ -381,8 +381,8 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 	// XCloak's own password checks take theirs (admitCheck): attempts
 	// asked at once one failure short of the lock do not all go ahead,
 	// each password then checked by the application. One the places
-	// refuse counts in no rule and is answered at once, with no wait for a
-	// place: a place frees when an outcome comes, which only the
+	// refuse, counted by its limits, is answered at once, with no wait for
+	// a place: a place frees when an outcome comes, which only the
 	// application knows of.
 	rule, lockID := a.lockIdentity(id)
 	rules, placed := withPlace(s.rules(FlowSignIn, sub), rule, lockID, "", s.checkInFlight())
@@ -393,6 +393,10 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 	}
 	if !d.Allowed {
 		return refused(d)
+	}
+	if p := d.Results[placed]; p.InFlight {
+		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: RuleLockout, Detail: detail})
+		return AttemptDecision{}, OutcomeRejected, &DeniedError{RetryAfter: min(p.RetryAfter, time.Second)}
 	}
 	a.Place = d.Results[placed].Token
 	a.Challenge = !a.Known && s.verificationApplies()
@@ -424,11 +428,7 @@ func (s *Service) decideReset(ctx context.Context, app APIKey, client Client, a 
 // denied is the refusal of decision d: locked when a lockout of the
 // account or the known device refused it.
 func denied(d ratelimit.Decision) *DeniedError {
-	locked := false
-	for _, r := range d.Results {
-		locked = locked || !r.Allowed && r.Locked && r.Name != RuleLoginPassword
-	}
-	return &DeniedError{Locked: locked, RetryAfter: retryAfter(d)}
+	return &DeniedError{Locked: rejectingRule(d) == RuleLockout, RetryAfter: d.RetryAfter}
 }
 
 // AttemptOutcome takes an application's report of how the attempt id

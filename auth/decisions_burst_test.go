@@ -213,16 +213,17 @@ func (failingFailures) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
-// TestAppPlacesRefusalCountsInNoRule: an attempt the places refuse is
-// refused with its decision, in the same step, and counts in no rule: an
-// attacker who asks again and again while the places are taken spends
-// none of the account's limit, which the owner's next sign-ins need.
-func TestAppPlacesRefusalCountsInNoRule(t *testing.T) {
-	const limit = 5
+// TestAppPlacesRefusalCountsInItsLimits: an attempt the places refuse
+// was admitted by its limits, and counts in them, as one the lock
+// refuses: a client that asks again and again while the places are taken
+// spends its address' limit and is then refused by it, not answered
+// afresh by Redis for every request.
+func TestAppPlacesRefusalCountsInItsLimits(t *testing.T) {
+	const ipLimit = 6
 	f := newFixture(t, func(c *auth.Config) {
 		c.Lockout.Threshold = 2
-		c.Limits.SetCount(auth.RuleLoginAccount, limit)
-		c.Limits.SetCount(auth.RuleLoginIP, 100)
+		c.Limits.SetCount(auth.RuleLoginAccount, 100)
+		c.Limits.SetCount(auth.RuleLoginIP, ipLimit)
 	})
 	ctx := t.Context()
 	_, app, err := f.svc.AddAPIKey(ctx, "shop", "cli")
@@ -232,38 +233,25 @@ func TestAppPlacesRefusalCountsInNoRule(t *testing.T) {
 	decide := func() (auth.AttemptDecision, error) {
 		return f.svc.Decide(ctx, app, auth.AttemptRequest{Kind: auth.AttemptLogin, Account: "hal", ClientIP: "198.51.100.9"})
 	}
-	report := func(d auth.AttemptDecision, result string) {
-		t.Helper()
-		if err := f.svc.AttemptOutcome(ctx, app, d.AttemptID, result); err != nil {
-			t.Fatalf("reporting %s: %v", result, err)
-		}
-	}
 	first, err := decide()
 	if err != nil {
 		t.Fatal(err)
 	}
-	report(first, auth.ResultFailure)
-	// One failure and this one in flight: the places are taken.
-	held, err := decide()
-	if err != nil {
+	if err := f.svc.AttemptOutcome(ctx, app, first.AttemptID, auth.ResultFailure); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 * limit {
+	// One failure and this one in flight: the places are taken.
+	if _, err := decide(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ipLimit - 2 {
 		var de *auth.DeniedError
 		if _, err := decide(); !errors.As(err, &de) || de.Locked || de.RetryAfter <= 0 || de.RetryAfter > time.Second {
-			t.Fatalf("the places taken: %v; want a DeniedError, not locked, retry-after in (0, 1s]", err)
+			t.Fatalf("attempt %d with the places taken: %v; want a DeniedError, not locked, retry-after in (0, 1s]", i+1, err)
 		}
 	}
-	report(held, auth.ResultSuccess)
-	// Two of the account's five admissions spent: three left.
-	for i := range limit - 2 {
-		d, err := decide()
-		if err != nil {
-			t.Fatalf("admission %d of the %d left after the refusals: %v; want admitted (the refusals counted)", i+1, limit-2, err)
-		}
-		report(d, auth.ResultSuccess)
-	}
-	if _, err := decide(); err == nil {
-		t.Fatalf("past the account's limit of %d: admitted", limit)
+	var de *auth.DeniedError
+	if _, err := decide(); !errors.As(err, &de) || de.Locked || de.RetryAfter <= time.Minute {
+		t.Fatalf("past the address' limit of %d: %v; want its DeniedError, retry-after past a minute", ipLimit, err)
 	}
 }

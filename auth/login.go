@@ -262,17 +262,15 @@ func (s *Service) checkInFlight() time.Duration {
 const placePoll = 20 * time.Millisecond
 
 // admitCheck decides the sign-in rules of sub (its Password set), whose
-// password is password, and with them takes two places for its password
-// check (ratelimit.Rule.Place), in the same step: one towards the lockout
-// of the known device, or else of the account, and one towards the
-// spraying lock of the password (spraying.go), so that guesses sent at
-// once are never checked past either lock: each holds its places until
-// its failure, if any, is counted (ratelimit.Store's BeginAttempt). A
-// sign-in refused by the places alone counts in no rule and waits for a
-// place, asking again, as it waits for a hashing slot, at most the
-// hasher's wait: sign-ins at once with the right password each get
-// theirs as the one before is done, while guesses get the lock their
-// failures make. A refused sign-in is recorded as of at.
+// password is password, and holds two places for its password check: one
+// towards the lockout of the known device, or else of the account, and
+// one towards the spraying lock of the password (spraying.go), so that
+// guesses sent at once are never checked past either lock: each holds its
+// places until its failure, if any, is counted (ratelimit.Store's
+// BeginAttempt). The places are taken by the decision itself
+// (ratelimit.Rule.Place), one round trip in all; where the checks in
+// flight hold them, the sign-in, admitted and counted by its limits,
+// waits for them (waitForPlaces). A refused sign-in is recorded as of at.
 //
 // A password the account (or the device) already failed with, which its
 // failure would not count again, takes no place: retyped, by its owner or
@@ -288,34 +286,79 @@ func (s *Service) admitCheck(ctx context.Context, sub Subject, password string, 
 	if sub.Device != "" {
 		rule, id = RuleLoginDevice, sub.Device
 	}
-	check := &passwordCheck{places: [2]place{{rule: rule, id: id}, {rule: RuleLoginPassword, id: sub.Password}}}
+	check := &passwordCheck{places: [2]place{
+		{rule: rule, id: id, attempt: s.attempts.fingerprint(id, password)},
+		{rule: RuleLoginPassword, id: sub.Password, attempt: email},
+	}}
 	ttl := s.checkInFlight()
 	var of [2]int // each place's rule among rules
 	rules := s.rules(FlowSignIn, sub)
-	rules, of[0] = withPlace(rules, rule, id, s.attempts.fingerprint(id, password), ttl)
-	rules, of[1] = withPlace(rules, RuleLoginPassword, sub.Password, email, ttl)
+	for i, p := range check.places {
+		rules, of[i] = withPlace(rules, p.rule, p.id, p.attempt, ttl)
+	}
+	d, err := s.decide(ctx, rules...)
+	if err != nil {
+		return nil, OutcomeUnavailable, unavailable("checking limits", err)
+	}
+	if !d.Allowed {
+		return nil, OutcomeRejected, s.rejectSignIn(d, email, source, at)
+	}
+	for i, j := range of {
+		if d.Results[j].InFlight {
+			return s.waitForPlaces(ctx, check, email, source, at)
+		}
+		check.places[i].token = d.Results[j].Token // "" for a retyped failure: no place to give back
+	}
+	return check, 0, nil
+}
+
+// waitForPlaces takes check's places one by one (ratelimit.Store's
+// BeginAttempt) for a sign-in its limits admitted while the checks in
+// flight held them: it waits for each as it waits for a hashing slot, at
+// most the hasher's wait, so that sign-ins at once with the right
+// password each get theirs as the one before is done, while guesses get
+// the lock their failures make. A check refused is rejected as the lock
+// refuses, as of at.
+//
+// The account's place first, then the password's, in every check: no
+// check holds the password's place while it waits for an account's, so
+// none waits for a place that a check waiting on it holds.
+func (s *Service) waitForPlaces(ctx context.Context, check *passwordCheck, email, source string, at time.Time) (*passwordCheck, Outcome, error) {
 	var deadline time.Time
-	for {
-		d, err := s.decide(ctx, rules...)
-		if err != nil {
-			return nil, OutcomeUnavailable, unavailable("checking limits", err)
-		}
-		if d.Allowed {
-			for i, j := range of {
-				check.places[i].token = d.Results[j].Token // "" for a retyped failure: no place to give back
+	for i := range check.places {
+		p := &check.places[i]
+		for {
+			b, err := s.limits.BeginAttempt(ctx, p.rule, p.id, p.attempt, s.checkInFlight())
+			if err != nil {
+				s.endCheck(ctx, check)
+				return nil, OutcomeUnavailable, unavailable("checking limits", err)
 			}
-			return check, 0, nil
-		}
-		if !placesOnly(d) {
-			return nil, OutcomeRejected, s.rejectSignIn(d, email, source, at)
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(s.hasher.maxWait)
-		}
-		if !time.Now().Add(placePoll).Before(deadline) || !sleepCtx(ctx, placePoll) {
-			return nil, OutcomeRejected, s.rejectSignIn(d, email, source, at)
+			if b.Allowed {
+				p.token = b.Token // "" for a retyped failure: no place to give back
+				break
+			}
+			if deadline.IsZero() {
+				deadline = time.Now().Add(s.hasher.maxWait)
+			}
+			if b.Locked || !time.Now().Add(placePoll).Before(deadline) || !sleepCtx(ctx, placePoll) {
+				s.endCheck(ctx, check)
+				wait := b.RetryAfter
+				if !b.Locked {
+					// A place frees as soon as a check in flight is done.
+					wait = min(wait, time.Second)
+				}
+				// A sprayed password's lock is named by its rule, as
+				// rejectingRule names it: it is no lockout of anyone's.
+				refusing := RuleLockout
+				if p.rule == RuleLoginPassword {
+					refusing = RuleLoginPassword
+				}
+				s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: refusing})
+				return nil, OutcomeRejected, &LimitedError{RetryAfter: wait}
+			}
 		}
 	}
+	return check, 0, nil
 }
 
 // withPlace gives the lockable rule of rules named rule for id a place
@@ -331,32 +374,6 @@ func withPlace(rules []ratelimit.Rule, rule, id, attempt string, ttl time.Durati
 		}
 	}
 	return append(rules, ratelimit.Rule{Name: rule, ID: id, Lockable: true, Place: p}), len(rules)
-}
-
-// placesOnly reports whether the rejection d was made by the attempts in
-// flight alone (ratelimit.Result.InFlight): a place frees as soon as a
-// check in flight is done.
-func placesOnly(d ratelimit.Decision) bool {
-	if d.Allowed {
-		return false
-	}
-	for _, r := range d.Results {
-		if !r.Allowed && !r.InFlight {
-			return false
-		}
-	}
-	return true
-}
-
-// retryAfter is how long a client refused by d should wait: for a refusal
-// by the places alone, a second at most, since one frees as soon as a
-// check in flight is done, though a place lost with its replica counts
-// longer.
-func retryAfter(d ratelimit.Decision) time.Duration {
-	if placesOnly(d) {
-		return min(d.RetryAfter, time.Second)
-	}
-	return d.RetryAfter
 }
 
 // startCheck bounds the password check that holds check's places: the
@@ -406,9 +423,10 @@ type passwordCheck struct {
 	places [2]place
 }
 
-// place is a password check's place towards the lock of id under rule.
+// place is a password check's place towards the lock of id under rule,
+// for attempt (ratelimit.Place).
 type place struct {
-	rule, id string
+	rule, id, attempt string
 	// token is the place's (ratelimit.Begun), "" when none is held.
 	token string
 	// uncounted is set once the check's failure could not be counted
@@ -449,7 +467,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // as of at, and returns its error.
 func (s *Service) rejectSignIn(d ratelimit.Decision, email, source string, at time.Time) error {
 	s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: rejectingRule(d)})
-	return &LimitedError{RetryAfter: retryAfter(d)}
+	return &LimitedError{RetryAfter: d.RetryAfter}
 }
 
 // checkPassword is the rest of a sign-in admitted by its limits, from the
@@ -571,10 +589,7 @@ func rejectingRule(d ratelimit.Decision) string {
 		if r.Allowed {
 			continue
 		}
-		if (r.Locked || r.InFlight) && r.Name != RuleLoginPassword {
-			// A lockout, or the places towards one: a sprayed
-			// password's lock is named by its rule, for it is no
-			// lockout of anyone's.
+		if r.Locked && r.Name != RuleLoginPassword {
 			return RuleLockout
 		}
 		if first == "" {
