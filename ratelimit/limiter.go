@@ -226,11 +226,12 @@ func (l *Limiter) decideWith(ctx context.Context, rules []Rule, lockouts map[str
 	if err := validRules(rules); err != nil {
 		return Decision{}, err
 	}
-	var pl *places
-	if hasPlaces(rules) {
-		var err error
-		if pl, err = l.places(rules, lockouts); err != nil {
-			return Decision{}, err
+	placing := hasPlaces(rules)
+	if placing {
+		for _, r := range rules {
+			if r.Place != nil && lockouts[r.Name] == nil {
+				return Decision{}, noLockouts(r.Name)
+			}
 		}
 	}
 	var asked uint64
@@ -241,6 +242,11 @@ func (l *Limiter) decideWith(ctx context.Context, rules []Rule, lockouts map[str
 		// Before Redis is asked: an unlock from now on keeps the answer
 		// from being remembered.
 		asked = l.rejections.asking()
+	}
+	var pl *places
+	if placing {
+		// Their tokens made only for a request Redis is asked about.
+		pl = l.places(rules, lockouts)
 	}
 	keys, spec := l.input(rules)
 	d := Decision{Allowed: true, Results: results}
@@ -750,8 +756,9 @@ func hasPlaces(rules []Rule) bool {
 }
 
 // places returns the script's input for the places of valid rules,
-// counted towards lockouts, by rule name: each with a token of its own.
-func (l *Limiter) places(rules []Rule, lockouts map[string]*Lockouts) (*places, error) {
+// counted towards lockouts, by rule name, which holds each of theirs: each
+// with a token of its own.
+func (l *Limiter) places(rules []Rule, lockouts map[string]*Lockouts) *places {
 	pl := &places{argv: []string{""}}
 	var spec []byte
 	for i, r := range rules {
@@ -759,16 +766,13 @@ func (l *Limiter) places(rules []Rule, lockouts map[string]*Lockouts) (*places, 
 			continue
 		}
 		lo := lockouts[r.Name]
-		if lo == nil {
-			return nil, noLockouts(r.Name)
-		}
 		pl.rule = append(pl.rule, i)
 		pl.keys = append(pl.keys, lo.keys.Key(r.ID, ":failures"), lo.keys.Key(r.ID, inflightSuffix), lo.keys.Key(r.ID, ":attempts"))
 		spec = appendPlace(spec, i, lo.policy.Threshold, r.Place.TTL)
 		pl.argv = append(pl.argv, newAttemptToken(), attemptDigest(r.Place.Attempt))
 	}
 	pl.argv[0] = string(spec)
-	return pl, nil
+	return pl
 }
 
 // appendPlace appends the place of rule i (from 0) as the script reads it
