@@ -214,8 +214,8 @@ func (failingFailures) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 // TestAppPlacesRefusalCountsInItsLimits: an attempt the places refuse
-// was admitted by its limits, and counts in them, as one the lock
-// refuses: a client that asks again and again while the places are taken
+// was admitted by its limits, and counts in them (unlike one the lock
+// refuses): a client that asks again and again while the places are taken
 // spends its address' limit and is then refused by it, not answered
 // afresh by Redis for every request.
 func TestAppPlacesRefusalCountsInItsLimits(t *testing.T) {

@@ -303,10 +303,13 @@ func (s *Service) admitCheck(ctx context.Context, sub Subject, password string, 
 	if !d.Allowed {
 		return nil, OutcomeRejected, s.rejectSignIn(d, email, source, at)
 	}
-	for i, j := range of {
+	for _, j := range of {
 		if d.Results[j].InFlight {
+			// None taken (all or none): each waited for in turn.
 			return s.waitForPlaces(ctx, check, email, source, at)
 		}
+	}
+	for i, j := range of {
 		check.places[i].token = d.Results[j].Token // "" for a retyped failure: no place to give back
 	}
 	return check, 0, nil

@@ -90,8 +90,8 @@ type Result struct {
 	// (Rule.Place) was refused because its identity's failures counted
 	// and attempts in flight reach the lockout's threshold together: no
 	// place of the request was taken. RetryAfter is then the time until
-	// the oldest attempt in flight stops counting, if none ends first; a
-	// place frees as soon as an attempt ends.
+	// the soonest of the attempts in flight stops counting, if none ends
+	// first; a place frees as soon as an attempt ends.
 	InFlight bool
 	// Token names the place an admitted request holds towards the rule's
 	// lockout (Rule.Place), for Store.EndAttempt; "" when it holds none
