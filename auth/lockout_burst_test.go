@@ -379,3 +379,73 @@ func TestPlacesOutlastTheirCheckAndCount(t *testing.T) {
 		}
 	}
 }
+
+// placeCounter records, for each decision, the rules it took a place for
+// (ratelimit.Rule.Place), and counts the places begun apart from one.
+type placeCounter struct {
+	auth.Limiter
+	mu     sync.Mutex
+	placed [][]string
+	begun  int
+}
+
+func (l *placeCounter) AllowAll(ctx context.Context, rules ...ratelimit.Rule) (ratelimit.Decision, error) {
+	var names []string
+	for _, r := range rules {
+		if r.Place != nil {
+			names = append(names, r.Name)
+		}
+	}
+	l.mu.Lock()
+	l.placed = append(l.placed, names)
+	l.mu.Unlock()
+	return l.Limiter.AllowAll(ctx, rules...)
+}
+
+func (l *placeCounter) BeginAttempt(ctx context.Context, name, id, attempt string, ttl time.Duration) (ratelimit.Begun, error) {
+	l.mu.Lock()
+	l.begun++
+	l.mu.Unlock()
+	return l.Limiter.BeginAttempt(ctx, name, id, attempt, ttl)
+}
+
+// TestSignInTakesItsPlacesWithTheDecision: a sign-in whose places are
+// free takes both, the account's and the password's, in its decision's
+// one round trip, and begins none apart from it: where a sign-in cost
+// three scripts in Redis before its hash, it costs one.
+func TestSignInTakesItsPlacesWithTheDecision(t *testing.T) {
+	limiter := &placeCounter{}
+	s := authtest.NewService(t, nil, func(d *auth.Deps) {
+		limiter.Limiter = d.Limiter
+		d.Limiter = limiter
+	})
+	if _, err := s.Service.CreateUser(t.Context(), "lou@example.com", "correct horse", false, "cli"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		password string
+		err      error
+	}{{"a wrong password", "a guess", auth.ErrInvalidCredentials}, {"the right one", "correct horse", nil}} {
+		limiter.mu.Lock()
+		limiter.placed, limiter.begun = nil, 0
+		limiter.mu.Unlock()
+		_, err := s.Service.Login(t.Context(), auth.LoginRequest{Email: "lou@example.com", Password: tc.password, Client: client("192.0.2.6")})
+		if !errors.Is(err, tc.err) {
+			t.Fatalf("%s: %v, want %v", tc.name, err, tc.err)
+		}
+		limiter.mu.Lock()
+		placed, begun := limiter.placed, limiter.begun
+		limiter.mu.Unlock()
+		var with [][]string
+		for _, p := range placed {
+			if len(p) > 0 {
+				with = append(with, p)
+			}
+		}
+		want := fmt.Sprint([][]string{{auth.RuleLoginAccount, auth.RuleLoginPassword}})
+		if fmt.Sprint(with) != want || begun != 0 {
+			t.Errorf("%s: decisions with places %v, places begun apart %d; want %s and none", tc.name, with, begun, want)
+		}
+	}
+}
