@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/xcloak/xcloak/ratelimit"
@@ -19,13 +20,56 @@ const LockoutExpired = "expired"
 
 // Lockout is one recorded account lockout.
 type Lockout struct {
-	ID          int64
-	Account     string
-	UserID      int64 // 0 when no account has that identifier
+	ID      int64
+	Account string
+	UserID  int64 // 0 when no account has that identifier
+	// Step is "" for a password's lockout; for the lock of the account's
+	// second step, whose codes locked it (SecondStepOwn, SecondStepHeld,
+	// SecondStepPasskey), as ActiveLockouts and UserDetail say. The log
+	// stores it in the key (secondStepLockKey).
+	Step        string
 	Level       int
 	Failures    int
 	LockedAt    time.Time
 	LockedUntil time.Time
+}
+
+// The second step's locks, by whose codes locked them: each is a count
+// of its own (admitCode), and ends apart from the others.
+const (
+	SecondStepOwn     = "own"     // the account's second step, after its password
+	SecondStepHeld    = "held"    // a held answer's codes (heldAccount)
+	SecondStepPasskey = "passkey" // passkeys tried alone (passwordlessAccount)
+)
+
+// SecondStepLockPrefix begins the lockout log's key of a second step's
+// lock: "mfa ADDRESS", "mfa held ADDRESS" or "mfa passkey ADDRESS"
+// (secondStepLockKey). Kept under keys of their own, they are apart from
+// the password's lockouts, which the replicas hold while Redis is away
+// (LockoutLog.LockoutsToHold leaves them out): a replica of an earlier
+// version, which reads every row as a password's lockout, holds one only
+// as the lock of an account no one signs in as.
+const SecondStepLockPrefix = "mfa "
+
+// secondStepLockKey is the lockout log's key of the second step's lock
+// counted as id: the account's address, heldAccount's or
+// passwordlessAccount's.
+func secondStepLockKey(id string) string { return SecondStepLockPrefix + id }
+
+// listed is l as the dashboard lists it: a second step's lock under its
+// account's address, with its Step.
+func (l Lockout) listed() Lockout {
+	id, ok := strings.CutPrefix(l.Account, SecondStepLockPrefix)
+	if !ok {
+		return l
+	}
+	l.Account, l.Step = id, SecondStepOwn
+	if a, ok := strings.CutPrefix(id, heldAccountPrefix); ok {
+		l.Account, l.Step = a, SecondStepHeld
+	} else if a, ok := strings.CutPrefix(id, passwordlessAccountPrefix); ok {
+		l.Account, l.Step = a, SecondStepPasskey
+	}
+	return l
 }
 
 // recordLockout writes the lockout that failure f caused. The lock itself
@@ -48,17 +92,45 @@ func (s *Service) recordLockout(ctx context.Context, email string, userID int64,
 	s.notifyLockout(email, userID, source, now.Add(f.LockedFor))
 }
 
+// recordSecondStepLockout writes the lock of a second step that failure
+// f of the codes counted as id (admitCode) caused, so that the dashboard
+// lists it beside the password's lockouts and an administrator can end
+// it (Unlock). A held answer's lock is anyone's doing who had the
+// account's address, so its row is not the owner's (no user ID), as its
+// events are not (codeEvent). Its event is the caller's.
+func (s *Service) recordSecondStepLockout(ctx context.Context, id string, user User, held bool, f ratelimit.Failure) {
+	userID := user.ID
+	if held {
+		userID = 0
+	}
+	now := s.now()
+	err := s.store.RecordLockout(ctx, Lockout{Account: secondStepLockKey(id), UserID: userID, Level: f.Level, Failures: f.Failures,
+		LockedAt: now, LockedUntil: now.Add(f.LockedFor)})
+	if err != nil {
+		s.metrics.dbErrors.Inc()
+		s.log.ErrorContext(ctx, "recording second-step lockout", "err", err)
+	}
+}
+
 // clearLockoutRecord marks the account's current lockout as ended and
 // records who ended it.
 func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID int64, by, source string) {
-	if err := s.store.ClearLockout(ctx, email, s.now(), by); err != nil {
-		s.metrics.dbErrors.Inc()
-		s.log.ErrorContext(ctx, "recording unlock", "err", err)
-	}
+	s.clearLockoutRows(ctx, by, email)
 	s.record(Event{Kind: EventUnlock, Account: email, UserID: userID, Source: source, Detail: map[string]string{"by": by}})
 }
 
-// Unlock ends an account's lockout and the lock of its second step, and
+// clearLockoutRows marks the lockouts in force under keys as ended by by.
+func (s *Service) clearLockoutRows(ctx context.Context, by string, keys ...string) {
+	for _, key := range keys {
+		if err := s.store.ClearLockout(ctx, key, s.now(), by); err != nil {
+			s.metrics.dbErrors.Inc()
+			s.log.ErrorContext(ctx, "recording unlock", "err", err)
+			return
+		}
+	}
+}
+
+// Unlock ends an account's lockout and the locks of its second step, and
 // forgets their failures: an administrator's action, recorded with their
 // identity in by (for example "admin:ann@example.com" or "cli"). It
 // reports whether the account was locked. A lockout that Redis no longer
@@ -81,6 +153,7 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 	if err != nil {
 		return false, unavailable("clearing lockout", err)
 	}
+	keys := []string{email}
 	if !app {
 		// The second step's locks too (RuleMFAAccount): the account's own,
 		// and those of the codes counted apart from it (heldAccount,
@@ -92,27 +165,38 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 				return false, unavailable("clearing second-step lock", err)
 			}
 			wasLocked = wasLocked || locked
+			keys = append(keys, secondStepLockKey(id))
 		}
 	}
 	var userID int64
 	if u, err := s.UserByEmail(ctx, email); err == nil && !app {
 		userID = u.ID
 	}
-	listed, err := s.store.LockoutListed(ctx, email, s.now())
-	if err != nil {
-		return false, s.dbDown("reading lockout", err)
+	listed := false
+	for _, key := range keys {
+		l, err := s.store.LockoutListed(ctx, key, s.now())
+		if err != nil {
+			return false, s.dbDown("reading lockout", err)
+		}
+		listed = listed || l
 	}
 	if wasLocked || listed {
-		s.clearLockoutRecord(ctx, email, userID, by, "")
+		s.clearLockoutRows(ctx, by, keys...)
+		s.record(Event{Kind: EventUnlock, Account: email, UserID: userID, Detail: map[string]string{"by": by}})
 	}
 	return wasLocked || listed, nil
 }
 
-// ActiveLockouts lists the lockouts in force, newest first, at most limit.
+// ActiveLockouts lists the lockouts in force, newest first, at most limit:
+// each account's password lockout and each of its second step's locks
+// (Lockout.Step).
 func (s *Service) ActiveLockouts(ctx context.Context, limit int) ([]Lockout, error) {
 	out, err := s.store.ActiveLockouts(ctx, s.now(), limit)
 	if err != nil {
 		return nil, s.dbDown("listing lockouts", err)
+	}
+	for i := range out {
+		out[i] = out[i].listed()
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package auth_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,127 @@ func TestAdminUnlockEndsTheSecondStepLock(t *testing.T) {
 	}
 	if was, err := f.svc.Unlock(ctx, "ann@example.com", "cli"); err != nil || was {
 		t.Errorf("Unlock of an account with nothing locked: %v, %v; want it reported not locked", was, err)
+	}
+}
+
+// TestSecondStepLockIsListedUntilUnlocked: the lock of an account's second
+// step is in the lockout log, so that the dashboard lists it and the
+// account's page offers to unlock it, as it does a password's lockout: an
+// owner who mistyped their codes is otherwise locked for up to a day with
+// nothing an administrator sees to lift. Each lock is listed apart, so
+// neither hides the other. A password reset, which proves the mailbox and
+// not the second factor, ends the password's alone; an administrator's
+// unlock ends both.
+func TestSecondStepLockIsListedUntilUnlocked(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleMFAAccount, 1) })
+	ctx := t.Context()
+	secret := enrolTOTP(t, f, "ann@example.com")
+	ann, err := f.svc.UserByEmail(ctx, "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+	if !errors.Is(err, auth.ErrMFARequired) {
+		t.Fatalf("sign-in with a factor: %v, want ErrMFARequired", err)
+	}
+	right := totpAt(t, secret, time.Now().Add(30*time.Second))
+	wrong := fmt.Sprintf("%06d", (atoi(right)+500_000)%1_000_000)
+	if _, err := f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding, Code: wrong,
+		Client: client("192.0.2.7"), Cookie: func(string) string { return "" }}); !errors.Is(err, auth.ErrInvalidCode) {
+		t.Fatalf("a wrong code: %v, want ErrInvalidCode", err)
+	}
+	if _, err := f.svc.LockUser(ctx, ann.ID, time.Hour, "admin:root@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	// listed checks the steps of ann's locks the dashboard lists (""
+	// for the password's), and the one her page shows.
+	listed := func(when string, want []string, page string) {
+		t.Helper()
+		locks, err := f.svc.ActiveLockouts(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []string
+		for _, l := range locks {
+			if l.Account != ann.Email {
+				continue
+			}
+			steps = append(steps, l.Step)
+			if l.UserID != ann.ID || l.Level != 1 || !l.LockedUntil.After(l.LockedAt) {
+				t.Errorf("%s: a lockout listed = %+v; want ann's, level 1", when, l)
+			}
+		}
+		slices.Sort(steps)
+		if !slices.Equal(steps, want) {
+			t.Errorf("%s: the dashboard lists ann's locks %q, want %q", when, steps, want)
+		}
+		d, err := f.svc.UserDetail(ctx, ann.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Locked != (len(want) > 0) || d.Locked && d.Lockout.Step != page {
+			t.Errorf("%s: the account's page shows locked %v, %+v; want the lock of step %q", when, d.Locked, d.Lockout, page)
+		}
+	}
+	listed("with the password and the second step locked", []string{"", auth.SecondStepOwn}, "")
+
+	token := requestResetToken(t, f, ann.Email)
+	if err := f.svc.ConfirmReset(ctx, token, "a new password 123", client("192.0.2.7")); err != nil {
+		t.Fatal(err)
+	}
+	listed("after a password reset", []string{auth.SecondStepOwn}, auth.SecondStepOwn)
+
+	if was, err := f.svc.Unlock(ctx, ann.Email, "admin:root@example.com"); err != nil || !was {
+		t.Fatalf("Unlock of a locked second step: %v, %v; want it reported locked", was, err)
+	}
+	listed("after the unlock", nil, "")
+}
+
+// TestHeldStepLockListedApart: the lock of a held answer's codes, which
+// anyone with the account's address may cause, is listed as the held
+// sign-ins' (with no user: not the owner's doing), and a right code whose
+// own count reached the threshold lifts it and ends its row with it.
+func TestHeldStepLockListedApart(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleMFAAccount, 1) })
+	ctx := t.Context()
+	f.addUser(t, "ann@example.com", "password123", false)
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, codes := confirmTOTP(t, f, res)
+	if _, err := f.attack.SwitchAttack(ctx, true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	answer := func(ip, code string) error {
+		t.Helper()
+		step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client(ip)})
+		if !errors.Is(err, auth.ErrVerificationRequired) || step.MFA.Token == "" {
+			t.Fatalf("sign-in from a new browser in attack mode: %v, %+v; want a held second step", err, step.MFA)
+		}
+		_, err = f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding,
+			Code: code, Client: client(ip), Cookie: func(string) string { return "" }})
+		return err
+	}
+	annLocks := func() []auth.Lockout {
+		t.Helper()
+		locks, err := f.svc.ActiveLockouts(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.DeleteFunc(locks, func(l auth.Lockout) bool { return l.Account != "ann@example.com" })
+	}
+	// Counted at the threshold, and right.
+	if err := answer("198.51.100.7", codes[0]); err != nil {
+		t.Fatalf("a held step's right code: %v", err)
+	}
+	if locks := annLocks(); len(locks) != 0 {
+		t.Errorf("after a right held code counted at the threshold, listed: %+v; want none", locks)
+	}
+	if err := answer("198.51.100.8", "000000"); !errors.Is(err, auth.ErrInvalidCode) {
+		t.Fatalf("a held step's wrong code: %v, want ErrInvalidCode", err)
+	}
+	if locks := annLocks(); len(locks) != 1 || locks[0].Step != auth.SecondStepHeld || locks[0].UserID != 0 {
+		t.Errorf("after a wrong held code, listed: %+v; want the held sign-ins' lock, of no user", locks)
 	}
 }

@@ -238,7 +238,9 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 // they lock the held answers' code of that address alone: the owner
 // still has the link. No address has a space, so no account's count is
 // this one.
-func heldAccount(email string) string { return "held " + email }
+func heldAccount(email string) string { return heldAccountPrefix + email }
+
+const heldAccountPrefix = "held "
 
 // passwordlessAccount is the identity under which RuleMFAAccount counts
 // the passkeys tried alone naming a credential of the account email: apart
@@ -248,7 +250,9 @@ func heldAccount(email string) string { return "held " + email }
 // lock the owner's codes and passkeys without the password; counted
 // apart, they lock the passkey alone, and the owner still has the
 // password and its second step.
-func passwordlessAccount(email string) string { return "passkey " + email }
+func passwordlessAccount(email string) string { return passwordlessAccountPrefix + email }
+
+const passwordlessAccountPrefix = "passkey "
 
 // spentMark is the row that marks h spent (FactorStore.SpendHeldMFA): by
 // the SHA-256 of its nonce, which no normal step's token hashes to, until

@@ -258,6 +258,7 @@ func (s *Service) admitCode(ctx context.Context, c Client, user User, of codeOf,
 			return &LimitedError{RetryAfter: max(f.LockedFor, time.Second)}
 		}
 		if f.LockedNow {
+			s.recordSecondStepLockout(ctx, account, user, held, f)
 			s.record(codeEvent(EventMFALockout, user, source, held, map[string]string{"level": strconv.Itoa(f.Level),
 				"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}, r.Name))
 		}
@@ -390,14 +391,34 @@ func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondSte
 }
 
 // clearSecondStepFailures clears the second-step failures counted as
-// account (admitCode) after a right answer.
-func (s *Service) clearSecondStepFailures(ctx context.Context, account string) {
+// id (admitCode: the account's address, or heldAccount's) after a right
+// answer.
+func (s *Service) clearSecondStepFailures(ctx context.Context, id string) {
 	after, cancel := s.afterDecision(ctx)
 	defer cancel()
-	if _, err := s.limits.Clear(after, RuleMFAAccount, account); err != nil {
+	s.clearSecondStepLock(after, id)
+}
+
+// clearSecondStepLock clears the second-step failures and lock counted as
+// id after a right answer. A lock it lifts was taken by this answer's own
+// count (admitCode counts a code before checking it): its row in the
+// lockout log (recordSecondStepLockout) ends with it, by
+// lockoutLiftedBySuccess, so that the dashboard does not list a lock no
+// longer in force.
+func (s *Service) clearSecondStepLock(ctx context.Context, id string) {
+	locked, err := s.limits.Clear(ctx, RuleMFAAccount, id)
+	if err != nil {
 		s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
+		return
+	}
+	if locked {
+		s.clearLockoutRows(ctx, lockoutLiftedBySuccess, secondStepLockKey(id))
 	}
 }
+
+// lockoutLiftedBySuccess is who ended a second step's lock that the right
+// answer counted at its threshold lifted, as the lockout log records it.
+const lockoutLiftedBySuccess = "success"
 
 // stepSignedIn makes the session of a second step spent, while the
 // account's password hash is still passwordHash, and remembers the

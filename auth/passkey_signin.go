@@ -283,9 +283,7 @@ func (s *Service) passkeySignIn(ctx context.Context, req PasskeySignInRequest) (
 		return LoginResult{}, user.Email, OutcomeFailed, err
 	}
 	for _, id := range []string{passwordlessAccount(user.Email), user.Email} {
-		if _, err := s.limits.Clear(ctx, RuleMFAAccount, id); err != nil {
-			s.log.WarnContext(ctx, "clearing second-step failures after sign-in", "err", err)
-		}
+		s.clearSecondStepLock(ctx, id)
 	}
 	// Counted once verified (its counter stored, its failures cleared), so
 	// that only the passkey's holder spends it, and spending it is no

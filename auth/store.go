@@ -244,7 +244,8 @@ type LockoutLog interface {
 	ActiveLockouts(ctx context.Context, now time.Time, limit int) ([]Lockout, error)
 	// LockoutsToHold lists the latest lockout of each account in force
 	// at now, at most limit, for the in-process limits to hold while
-	// Redis is unreachable: XCloak's own accounts' first, then
+	// Redis is unreachable, but for the second step's locks (keys that
+	// begin with SecondStepLockPrefix): XCloak's own accounts' first, then
 	// applications' accounts ("app NAME ACCOUNT"), each newest first, so
 	// that no application's lockouts, which its key's holder may cause at
 	// will, crowd out XCloak's own. Equal times go by the newest row.

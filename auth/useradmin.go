@@ -93,10 +93,11 @@ type UserDetail struct {
 	// Devices are its known devices, the most recently used first, at
 	// most MaxDevices.
 	Devices []DeviceInfo
-	// Lockout is its lockout in force, if Locked.
+	// Lockout is its lockout in force, if Locked: its password's, else
+	// the first in force of its second step's locks (Lockout.Step), its
+	// own step's, its passkeys' alone, then its held answers'.
 	Locked  bool
 	Lockout Lockout
-	// Second factors are for issue 16: none exist yet.
 }
 
 // ParseUserQuery turns what an administrator typed in the search into
@@ -216,8 +217,15 @@ func (s *Service) UserDetail(ctx context.Context, id int64) (UserDetail, error) 
 	if d.Devices, err = s.store.AccountDevices(ctx, id, s.cfg.MaxDevices); err != nil {
 		return UserDetail{}, s.dbDown("listing devices", err)
 	}
-	if d.Lockout, d.Locked, err = st.AccountLockout(ctx, u.Email, now); err != nil {
-		return UserDetail{}, s.dbDown("reading lockout", err)
+	for _, key := range [...]string{u.Email, secondStepLockKey(u.Email), secondStepLockKey(passwordlessAccount(u.Email)),
+		secondStepLockKey(heldAccount(u.Email))} {
+		if d.Lockout, d.Locked, err = st.AccountLockout(ctx, key, now); err != nil {
+			return UserDetail{}, s.dbDown("reading lockout", err)
+		}
+		if d.Locked {
+			d.Lockout = d.Lockout.listed()
+			break
+		}
 	}
 	return d, nil
 }

@@ -12,11 +12,15 @@ import (
 )
 
 // CountActiveLockouts counts the accounts auth.Service.ActiveLockouts
-// would list at now without a limit.
+// would list at now without a limit: an account whose password and second
+// step are both locked counts once, its second step's locks keyed by its
+// address after auth.SecondStepLockPrefix and, for a held answer's or
+// passkeys' alone, "held " or "passkey ".
 func (s *Store) CountActiveLockouts(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx,
-		`SELECT count(DISTINCT account_key) FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1`,
+		`SELECT count(DISTINCT regexp_replace(account_key, '^mfa (held |passkey )?', ''))
+		 FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1`,
 		now).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("%w: counting lockouts: %w", auth.ErrUnavailable, err)

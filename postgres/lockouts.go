@@ -66,12 +66,13 @@ func (s *Store) LockoutListed(ctx context.Context, account string, now time.Time
 }
 
 // latestLockouts selects the latest lockout of each account in force at
-// $1, as current, for a query to order and cut.
+// $1, as current, for a query to order and cut; equal times go by the
+// newest row.
 const latestLockouts = `
 	SELECT * FROM (
 		SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
 		FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
-		ORDER BY account_key, locked_at DESC
+		ORDER BY account_key, locked_at DESC, id DESC
 	) current`
 
 // ActiveLockouts implements auth.LockoutLog.
@@ -83,11 +84,12 @@ func (s *Store) ActiveLockouts(ctx context.Context, now time.Time, limit int) ([
 	return pgx.CollectRows(rows, scanLockout)
 }
 
-// LockoutsToHold implements auth.LockoutLog: ActiveLockouts' query with
-// XCloak's own accounts first, no dearer (its last sort keeps only the
-// first limit rows).
+// LockoutsToHold implements auth.LockoutLog: ActiveLockouts' query
+// without the second step's locks, with XCloak's own accounts first, no
+// dearer (its last sort keeps only the first limit rows).
 func (s *Store) LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
-	rows, err := s.pool.Query(ctx, latestLockouts+` ORDER BY account_key LIKE 'app %', locked_at DESC, id DESC LIMIT $2`, now, limit)
+	rows, err := s.pool.Query(ctx, latestLockouts+` WHERE NOT starts_with(account_key, $3)
+		ORDER BY account_key LIKE 'app %', locked_at DESC, id DESC LIMIT $2`, now, limit, auth.SecondStepLockPrefix)
 	if err != nil {
 		return nil, err
 	}

@@ -636,7 +636,7 @@ func (s *Store) ActiveLockouts(_ context.Context, now time.Time, limit int) ([]a
 		if l.cleared || !l.LockedUntil.After(now) {
 			continue
 		}
-		if cur, ok := latest[l.Account]; !ok || l.LockedAt.After(cur.LockedAt) {
+		if cur, ok := latest[l.Account]; !ok || !l.LockedAt.Before(cur.LockedAt) {
 			latest[l.Account] = l.Lockout
 		}
 	}
@@ -652,6 +652,7 @@ func (s *Store) ActiveLockouts(_ context.Context, now time.Time, limit int) ([]a
 // LockoutsToHold implements auth.LockoutLog.
 func (s *Store) LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
 	all, _ := s.ActiveLockouts(ctx, now, math.MaxInt)
+	all = slices.DeleteFunc(all, func(l auth.Lockout) bool { return strings.HasPrefix(l.Account, auth.SecondStepLockPrefix) })
 	// Stable: each part keeps ActiveLockouts' order, newest first.
 	slices.SortStableFunc(all, func(a, b auth.Lockout) int {
 		return cmp.Compare(btoi(strings.HasPrefix(a.Account, "app ")), btoi(strings.HasPrefix(b.Account, "app ")))

@@ -590,6 +590,35 @@ var storeCases = []struct {
 			t.Errorf("ActiveLockouts after clearing ann = %+v", got)
 		}
 	}},
+	{"the second step's locks are listed apart from the password's, and not held", func(t *testing.T, s auth.Store) {
+		second := auth.SecondStepLockPrefix + "ann@example.com"
+		for _, l := range []auth.Lockout{
+			// Both of ann's steps locked at one instant.
+			{Account: "ann@example.com", Level: 1, Failures: 10, LockedAt: base, LockedUntil: base.Add(time.Hour)},
+			{Account: second, Level: 1, Failures: 5, LockedAt: base, LockedUntil: base.Add(2 * time.Hour)},
+			{Account: auth.SecondStepLockPrefix + "bob@example.com", Level: 1, Failures: 5, LockedAt: base, LockedUntil: base.Add(time.Hour)},
+		} {
+			mustNil(t, s.RecordLockout(t.Context(), l))
+		}
+		got, err := s.ActiveLockouts(t.Context(), base, 10)
+		var keys []string
+		for _, l := range got {
+			keys = append(keys, l.Account)
+		}
+		// Equal times: the newer row first.
+		if want := []string{auth.SecondStepLockPrefix + "bob@example.com", second, "ann@example.com"}; err != nil || !slices.Equal(keys, want) {
+			t.Errorf("ActiveLockouts = %q, %v; want %q", keys, err, want)
+		}
+		held, err := s.LockoutsToHold(t.Context(), base, 10)
+		if err != nil || len(held) != 1 || held[0].Account != "ann@example.com" {
+			t.Errorf("LockoutsToHold = %+v, %v; want ann's password lockout alone", held, err)
+		}
+		// Clearing the password's lockout leaves the second step's.
+		mustNil(t, s.ClearLockout(t.Context(), "ann@example.com", base, "reset"))
+		if listed, _ := s.LockoutListed(t.Context(), second, base); !listed {
+			t.Error("clearing ann's password lockout cleared her second step's lock")
+		}
+	}},
 	{"the lockouts to hold are XCloak's own first, then applications', each newest first", func(t *testing.T, s auth.Store) {
 		for i, account := range []string{
 			"app shop a", "app shop b", "ann@example.com", "app blog x", "bob@example.com", "app blog y",
