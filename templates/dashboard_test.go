@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func busyDashboard() DashboardProps {
 		},
 		Lockouts: LockoutsProps{Now: dashNow, Total: 2, Period: "5m", Rows: []LockoutRow{
 			{Account: hostile, Since: dashNow.Add(-3 * time.Minute), Until: dashNow.Add(12 * time.Minute), Failures: 10, Level: 1},
-			{Account: "ann@example.com", Since: dashNow.Add(-26 * time.Hour), Until: dashNow.Add(90 * time.Minute), Failures: 30, Level: 3},
+			{Account: "ann@example.com", Step: "second step", Since: dashNow.Add(-26 * time.Hour), Until: dashNow.Add(90 * time.Minute), Failures: 30, Level: 3},
 		}},
 		Events: EventsProps{Now: dashNow, OlderHref: "/admin?before=41&period=5m", Rows: []EventRow{
 			{At: dashNow.Add(-time.Minute), What: "Account locked", Account: hostile, Source: "203.0.113.7", Detail: "Level 1, until 10 Mar 14:19 UTC"},
@@ -309,6 +310,17 @@ func TestDashboardLockouts(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("lockouts table does not say %q: %s", want, all)
 		}
+	}
+	// The second step's lock says so; the password's says nothing more.
+	heads := elements(doc, "th")
+	var rowHeads []string
+	for _, th := range heads {
+		if scope, _ := attr(th, "scope"); scope == "row" {
+			rowHeads = append(rowHeads, strings.Join(strings.Fields(text(th)), " "))
+		}
+	}
+	if want := []string{hostile, "ann@example.com (second step)"}; !slices.Equal(rowHeads, want) {
+		t.Errorf("lockouts' accounts = %q, want %q", rowHeads, want)
 	}
 }
 

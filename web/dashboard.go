@@ -81,7 +81,7 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 	v.lockouts = templates.LockoutsProps{Now: d.AsOf, Total: sum.ActiveLockouts, Period: q.period.String()}
 	for _, l := range d.Lockouts {
 		v.lockouts.Rows = append(v.lockouts.Rows, templates.LockoutRow{
-			Account: l.Account, Since: l.LockedAt, Until: l.LockedUntil, Failures: l.Failures, Level: l.Level,
+			Account: l.Account, Step: lockSteps[l.Step], Since: l.LockedAt, Until: l.LockedUntil, Failures: l.Failures, Level: l.Level,
 		})
 	}
 	v.events = templates.EventsProps{Now: d.AsOf}

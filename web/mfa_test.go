@@ -231,6 +231,29 @@ func TestMFASixthWrongCode(t *testing.T) {
 	// The password still gets its second step: the codes' lock is not the
 	// password's.
 	mfaLoginJSON(t, xcloaktest.Client(t, "127.0.30.7"), base, u)
+
+	// The security team sees the lock, on the dashboard and the account's
+	// page, and lifts it from the dashboard: the right code then signs in.
+	env.AddUser(t, "root@example.test", "correct horse battery", true)
+	admin := xcloaktest.Client(t, "127.0.30.8")
+	signIn(t, admin, base, "root@example.test", "correct horse battery")
+	if _, page := get(t, admin, base+"/admin"); !strings.Contains(page, "(second step)") {
+		t.Errorf("the dashboard does not list the second step's lock")
+	}
+	owner, err := env.Service.UserByEmail(t.Context(), u.email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, page := get(t, admin, fmt.Sprintf("%s/admin/users/%d", base, owner.ID)); !strings.Contains(page, "Locked until") || !strings.Contains(page, "(second step)") {
+		t.Errorf("the account's page does not say its second step is locked")
+	}
+	resp, _ := post(t, admin, base+"/admin/lockouts/unlock", formType, url.Values{"email": {u.email}}.Encode())
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=unlocked") {
+		t.Fatalf("unlock from the dashboard: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if status, body := mfaJSON(t, c, base, token, u.code(t)); status != 200 {
+		t.Errorf("the right code after the unlock: %d %s; want 200", status, body)
+	}
 }
 
 // TestMFAConcurrentCodesExact: of many wrong codes at once on one

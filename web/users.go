@@ -25,6 +25,15 @@ var lockChoices = []templates.LockChoice{
 }
 
 // userNotices are the words of each ?notice= of the account pages.
+// lockSteps name the second step's locks (auth.Lockout.Step) on the
+// dashboard's lockouts and an account's page; the password's lockout goes
+// unnamed.
+var lockSteps = map[string]string{
+	auth.SecondStepOwn:     "second step",
+	auth.SecondStepHeld:    "second step of held sign-ins",
+	auth.SecondStepPasskey: "passkeys alone",
+}
+
 var userNotices = map[string]string{
 	"disabled":        "The account is disabled: its sessions ended and its sign-ins fail as a wrong password does.",
 	"enabled":         "The account is enabled: it signs in with its password.",
@@ -177,7 +186,7 @@ func (s *Server) handleUser() http.Handler {
 			EventsHref: templates.EventSearchHref(templates.FieldSearchAccount, d.User.Email),
 		}
 		if d.Locked {
-			props.LockedUntil = d.Lockout.LockedUntil
+			props.LockedUntil, props.LockedStep = d.Lockout.LockedUntil, lockSteps[d.Lockout.Step]
 		}
 		factors, left, err := s.auth.UserFactors(r.Context(), id)
 		if err != nil {
