@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,15 +120,44 @@ func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID i
 	s.record(Event{Kind: EventUnlock, Account: email, UserID: userID, Source: source, Detail: map[string]string{"by": by}})
 }
 
-// clearLockoutRows marks the lockouts in force under keys as ended by by.
+// clearLockoutRows marks the lockouts in force under keys as ended by by:
+// each key whatever became of the others', so that a failure leaves no
+// more listed than it must.
 func (s *Service) clearLockoutRows(ctx context.Context, by string, keys ...string) {
 	for _, key := range keys {
 		if err := s.store.ClearLockout(ctx, key, s.now(), by); err != nil {
 			s.metrics.dbErrors.Inc()
 			s.log.ErrorContext(ctx, "recording unlock", "err", err)
-			return
 		}
 	}
+}
+
+// accountLock is one of an account's locks: its rule's identity in the
+// limits and its key in the lockout log.
+type accountLock struct {
+	step     string // Lockout.Step
+	rule, id string
+}
+
+// locksOf lists the locks of account, the password's first: an
+// application's account has that alone.
+func locksOf(account string) []accountLock {
+	locks := []accountLock{{"", RuleLoginAccount, account}}
+	if isAppAccount(account) {
+		return locks
+	}
+	return append(locks,
+		accountLock{SecondStepOwn, RuleMFAAccount, account},
+		accountLock{SecondStepPasskey, RuleMFAAccount, passwordlessAccount(account)},
+		accountLock{SecondStepHeld, RuleMFAAccount, heldAccount(account)})
+}
+
+// key is the lock's key in the lockout log.
+func (l accountLock) key() string {
+	if l.rule == RuleMFAAccount {
+		return secondStepLockKey(l.id)
+	}
+	return l.id
 }
 
 // Unlock ends an account's lockout and the locks of its second step, and
@@ -135,13 +165,37 @@ func (s *Service) clearLockoutRows(ctx context.Context, by string, keys ...strin
 // identity in by (for example "admin:ann@example.com" or "cli"). It
 // reports whether the account was locked. A lockout that Redis no longer
 // holds (Redis restarted) but Postgres still lists is ended too, so the
-// dashboard never keeps a row that Unlock cannot remove.
+// dashboard never keeps a row that Unlock cannot remove. Its owner asks
+// for one unlock, whichever of their steps they mistyped.
 //
 // An application's account ("app NAME ACCOUNT", as the dashboard lists
 // its lockouts: decisions.go) is unlocked alike.
 func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
-	app := isAppAccount(email)
-	if !app {
+	return s.unlock(ctx, email, by, func(accountLock) bool { return true })
+}
+
+// UnlockStep ends one of an account's locks, as the dashboard lists them
+// apart: its password's lockout (step "") or one of its second step's
+// (Lockout.Step). So an administrator lifts a lock strangers caused (a
+// held answer's) without lifting a password's lockout they may have
+// caused too. ErrNoSuchLock for a step the account has no lock of.
+func (s *Service) UnlockStep(ctx context.Context, email, step, by string) (bool, error) {
+	known := false
+	for _, l := range locksOf(email) {
+		known = known || l.step == step
+	}
+	if !known {
+		return false, ErrNoSuchLock
+	}
+	return s.unlock(ctx, email, by, func(l accountLock) bool { return l.step == step })
+}
+
+// ErrNoSuchLock: UnlockStep was named a lock no account has.
+var ErrNoSuchLock = &FieldError{"lock", "is not a lock of the account"}
+
+// unlock ends the locks of account that which picks.
+func (s *Service) unlock(ctx context.Context, email, by string, which func(accountLock) bool) (bool, error) {
+	if !isAppAccount(email) {
 		var err error
 		if email, err = NormaliseEmail(email); err != nil {
 			return false, err
@@ -149,42 +203,36 @@ func (s *Service) Unlock(ctx context.Context, email, by string) (bool, error) {
 	}
 	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
 	defer cancel()
-	wasLocked, err := s.limits.Clear(ctx, RuleLoginAccount, email)
-	if err != nil {
-		return false, unavailable("clearing lockout", err)
-	}
-	keys := []string{email}
-	if !app {
-		// The second step's locks too (RuleMFAAccount): the account's own,
-		// and those of the codes counted apart from it (heldAccount,
-		// passwordlessAccount). Its owner asks for one unlock, whichever
-		// of their steps they mistyped.
-		for _, id := range [...]string{email, heldAccount(email), passwordlessAccount(email)} {
-			locked, err := s.limits.Clear(ctx, RuleMFAAccount, id)
-			if err != nil {
-				return false, unavailable("clearing second-step lock", err)
-			}
-			wasLocked = wasLocked || locked
-			keys = append(keys, secondStepLockKey(id))
+	locks := slices.DeleteFunc(locksOf(email), func(l accountLock) bool { return !which(l) })
+	wasLocked, listed := false, false
+	keys := make([]string, len(locks))
+	for i, l := range locks {
+		locked, err := s.limits.Clear(ctx, l.rule, l.id)
+		if err != nil {
+			return false, unavailable("clearing lockout", err)
 		}
-	}
-	var userID int64
-	if u, err := s.UserByEmail(ctx, email); err == nil && !app {
-		userID = u.ID
-	}
-	listed := false
-	for _, key := range keys {
-		l, err := s.store.LockoutListed(ctx, key, s.now())
+		keys[i] = l.key()
+		inLog, err := s.store.LockoutListed(ctx, keys[i], s.now())
 		if err != nil {
 			return false, s.dbDown("reading lockout", err)
 		}
-		listed = listed || l
+		wasLocked, listed = wasLocked || locked, listed || inLog
 	}
-	if wasLocked || listed {
-		s.clearLockoutRows(ctx, by, keys...)
-		s.record(Event{Kind: EventUnlock, Account: email, UserID: userID, Detail: map[string]string{"by": by}})
+	if !wasLocked && !listed {
+		return false, nil
 	}
-	return wasLocked || listed, nil
+	var userID int64
+	if u, err := s.UserByEmail(ctx, email); err == nil && !isAppAccount(email) {
+		userID = u.ID
+	}
+	s.clearLockoutRows(ctx, by, keys...)
+	detail := map[string]string{"by": by}
+	if len(locks) == 1 && locks[0].step != "" {
+		// One of the second step's locks alone.
+		detail["step"] = locks[0].step
+	}
+	s.record(Event{Kind: EventUnlock, Account: email, UserID: userID, Detail: detail})
+	return true, nil
 }
 
 // ActiveLockouts lists the lockouts in force, newest first, at most limit:

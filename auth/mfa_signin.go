@@ -400,11 +400,11 @@ func (s *Service) clearSecondStepFailures(ctx context.Context, id string) {
 }
 
 // clearSecondStepLock clears the second-step failures and lock counted as
-// id after a right answer. A lock it lifts was taken by this answer's own
-// count (admitCode counts a code before checking it): its row in the
-// lockout log (recordSecondStepLockout) ends with it, by
-// lockoutLiftedBySuccess, so that the dashboard does not list a lock no
-// longer in force.
+// id after a right answer. A lock it lifts (taken by this answer's own
+// count, as admitCode counts a code before checking it; or, after a
+// passkey alone, the owner's own step's) is no longer in force: its row
+// in the lockout log (recordSecondStepLockout) ends with it, by
+// lockoutLiftedBySuccess, so that the dashboard does not list it.
 func (s *Service) clearSecondStepLock(ctx context.Context, id string) {
 	locked, err := s.limits.Clear(ctx, RuleMFAAccount, id)
 	if err != nil {

@@ -93,11 +93,12 @@ type UserDetail struct {
 	// Devices are its known devices, the most recently used first, at
 	// most MaxDevices.
 	Devices []DeviceInfo
-	// Lockout is its lockout in force, if Locked: its password's, else
-	// the first in force of its second step's locks (Lockout.Step), its
-	// own step's, its passkeys' alone, then its held answers'.
+	// Lockout is its password's lockout in force, if Locked.
 	Locked  bool
 	Lockout Lockout
+	// SecondStepLocks are its second step's locks in force (Lockout.Step):
+	// its own step's, its passkeys' alone, its held answers'.
+	SecondStepLocks []Lockout
 }
 
 // ParseUserQuery turns what an administrator typed in the search into
@@ -217,14 +218,16 @@ func (s *Service) UserDetail(ctx context.Context, id int64) (UserDetail, error) 
 	if d.Devices, err = s.store.AccountDevices(ctx, id, s.cfg.MaxDevices); err != nil {
 		return UserDetail{}, s.dbDown("listing devices", err)
 	}
-	for _, key := range [...]string{u.Email, secondStepLockKey(u.Email), secondStepLockKey(passwordlessAccount(u.Email)),
-		secondStepLockKey(heldAccount(u.Email))} {
-		if d.Lockout, d.Locked, err = st.AccountLockout(ctx, key, now); err != nil {
+	for _, lock := range locksOf(u.Email) {
+		l, locked, err := st.AccountLockout(ctx, lock.key(), now)
+		if err != nil {
 			return UserDetail{}, s.dbDown("reading lockout", err)
 		}
-		if d.Locked {
-			d.Lockout = d.Lockout.listed()
-			break
+		switch {
+		case lock.step == "":
+			d.Lockout, d.Locked = l, locked
+		case locked:
+			d.SecondStepLocks = append(d.SecondStepLocks, l.listed())
 		}
 	}
 	return d, nil

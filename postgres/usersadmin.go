@@ -183,7 +183,7 @@ func (s *Store) AccountLockout(ctx context.Context, account string, now time.Tim
 	err := s.pool.QueryRow(ctx, `
 		SELECT id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until FROM lockouts
 		WHERE account_key = $1 AND cleared_at IS NULL AND locked_until > $2
-		ORDER BY locked_at DESC LIMIT 1`, account, now).
+		ORDER BY locked_at DESC, id DESC LIMIT 1`, account, now).
 		Scan(&l.ID, &l.Account, &l.UserID, &l.Level, &l.Failures, &l.LockedAt, &l.LockedUntil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.Lockout{}, false, nil
