@@ -60,8 +60,8 @@ func busyDashboard() DashboardProps {
 			TopAccounts: []Ranked{{hostile, 50}, {"ann@example.com", 20}},
 		},
 		Lockouts: LockoutsProps{Now: dashNow, Total: 2, Period: "5m", Rows: []LockoutRow{
-			{Account: hostile, Since: dashNow.Add(-3 * time.Minute), Until: dashNow.Add(12 * time.Minute), Failures: 10, Level: 1},
-			{Account: "ann@example.com", Step: "second step", Since: dashNow.Add(-26 * time.Hour), Until: dashNow.Add(90 * time.Minute), Failures: 30, Level: 3},
+			{Account: hostile, Lock: "password", Since: dashNow.Add(-3 * time.Minute), Until: dashNow.Add(12 * time.Minute), Failures: 10, Level: 1},
+			{Account: "ann@example.com", Step: "second step", Lock: "own", Since: dashNow.Add(-26 * time.Hour), Until: dashNow.Add(90 * time.Minute), Failures: 30, Level: 3},
 		}},
 		Events: EventsProps{Now: dashNow, OlderHref: "/admin?before=41&period=5m", Rows: []EventRow{
 			{At: dashNow.Add(-time.Minute), What: "Account locked", Account: hostile, Source: "203.0.113.7", Detail: "Level 1, until 10 Mar 14:19 UTC"},
@@ -297,12 +297,16 @@ func TestDashboardLockouts(t *testing.T) {
 			name, _ := attr(in, "name")
 			values[name], _ = attr(in, "value")
 		}
-		want := busyDashboard().Lockouts.Rows[i].Account
-		if values[FieldEmail] != want || values[FieldPeriod] != "5m" {
-			t.Errorf("form %d posts %v, want email %q and period 5m", i, values, want)
+		row := busyDashboard().Lockouts.Rows[i]
+		want := row.Account
+		if values[FieldEmail] != want || values[FieldLock] != row.Lock || values[FieldPeriod] != "5m" {
+			t.Errorf("form %d posts %v, want email %q, lock %q and period 5m", i, values, want, row.Lock)
 		}
-		if b := elements(f, "button"); len(b) != 1 || text(b[0]) != "Unlock "+want {
-			t.Errorf("form %d: button %q does not name the account", i, text(b[0]))
+		if row.Step != "" {
+			want += " (" + row.Step + ")"
+		}
+		if b := elements(f, "button"); len(b) != 1 || strings.Join(strings.Fields(text(b[0])), " ") != "Unlock "+want {
+			t.Errorf("form %d: button %q does not name the lock", i, text(b[0]))
 		}
 	}
 	all := text(doc)
@@ -321,6 +325,13 @@ func TestDashboardLockouts(t *testing.T) {
 	}
 	if want := []string{hostile, "ann@example.com (second step)"}; !slices.Equal(rowHeads, want) {
 		t.Errorf("lockouts' accounts = %q, want %q", rowHeads, want)
+	}
+	// A list cut short says so, in locks: an account may have several.
+	cut := busyDashboard().Lockouts
+	cut.Total, cut.Cut = 1500, true
+	_, doc = render(t, DashboardLockouts(cut))
+	if want := "1,500 accounts are locked out; the 2 locks made most recently are listed."; !strings.Contains(text(doc), want) {
+		t.Errorf("a cut list does not say %q: %s", want, text(doc))
 	}
 }
 

@@ -259,15 +259,32 @@ func accountForm(r *http.Request) (email string, period dashboard.Period, err er
 }
 
 // handleUnlock serves POST /admin/lockouts/unlock: it lifts an account's
-// lockout in the administrator's name and returns to the dashboard. The
-// cross-origin check every POST passes keeps other sites from sending it.
+// lockout in the administrator's name and returns to the dashboard: the
+// one lock templates.FieldLock names, as the dashboard lists each apart,
+// else all of them. The cross-origin check every POST passes keeps other
+// sites from sending it.
 func (s *Server) handleUnlock() http.Handler {
 	return s.requireAdmin(func(w http.ResponseWriter, r *http.Request, sess auth.Session) error {
 		email, period, err := accountForm(r)
 		if err != nil {
 			return err
 		}
-		wasLocked, err := s.auth.Unlock(r.Context(), email, "admin:"+sess.Email)
+		form, err := decodeForm(r, templates.FieldLock)
+		if err != nil {
+			return err
+		}
+		var wasLocked bool
+		switch lock, one := form[templates.FieldLock]; {
+		case !one:
+			wasLocked, err = s.auth.Unlock(r.Context(), email, "admin:"+sess.Email)
+		case lock == lockPassword:
+			wasLocked, err = s.auth.UnlockStep(r.Context(), email, "", "admin:"+sess.Email)
+		case lock == "":
+			// "" names no lock here: the password's is lockPassword.
+			err = auth.ErrNoSuchLock
+		default:
+			wasLocked, err = s.auth.UnlockStep(r.Context(), email, lock, "admin:"+sess.Email)
+		}
 		// The dashboard it returns to lists the lockouts as they are now.
 		s.dashboard.LockoutsChanged()
 		if err != nil {

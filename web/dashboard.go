@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -78,10 +79,11 @@ func (s *Server) loadDashboard(ctx context.Context, q dashboardQuery) (dashboard
 	for _, m := range d.Series {
 		v.live.Chart = append(v.live.Chart, templates.ChartMinute{Start: m.Start, Attempts: m.Attempts, Rejected: m.Rejected})
 	}
-	v.lockouts = templates.LockoutsProps{Now: d.AsOf, Total: sum.ActiveLockouts, Period: q.period.String()}
+	v.lockouts = templates.LockoutsProps{Now: d.AsOf, Total: sum.ActiveLockouts, Cut: len(d.Lockouts) >= dashboard.LockoutsListed,
+		Period: q.period.String()}
 	for _, l := range d.Lockouts {
 		v.lockouts.Rows = append(v.lockouts.Rows, templates.LockoutRow{
-			Account: l.Account, Step: lockSteps[l.Step], Since: l.LockedAt, Until: l.LockedUntil, Failures: l.Failures, Level: l.Level,
+			Account: l.Account, Step: lockSteps[l.Step], Lock: cmp.Or(l.Step, lockPassword), Since: l.LockedAt, Until: l.LockedUntil, Failures: l.Failures, Level: l.Level,
 		})
 	}
 	v.events = templates.EventsProps{Now: d.AsOf}

@@ -246,10 +246,25 @@ func TestMFASixthWrongCode(t *testing.T) {
 	}
 	if _, page := get(t, admin, fmt.Sprintf("%s/admin/users/%d", base, owner.ID)); !strings.Contains(page, "Locked until") || !strings.Contains(page, "(second step)") {
 		t.Errorf("the account's page does not say its second step is locked")
+	} else if !strings.Contains(page, "Lock out new browsers for") || !strings.Contains(page, ">Unlock<") {
+		t.Errorf("the account's page of a second step locked does not offer both to lock its password and to unlock")
 	}
-	resp, _ := post(t, admin, base+"/admin/lockouts/unlock", formType, url.Values{"email": {u.email}}.Encode())
+	for _, lock := range []string{"", "bogus", "held\x00"} {
+		if resp, _ := post(t, admin, base+"/admin/lockouts/unlock", formType, url.Values{"email": {u.email}, "lock": {lock}}.Encode()); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("unlock of lock %q: %d, want 400", lock, resp.StatusCode)
+		}
+	}
+	// Its password's lockout, which it has not: nothing ended.
+	resp, _ := post(t, admin, base+"/admin/lockouts/unlock", formType, url.Values{"email": {u.email}, "lock": {"password"}}.Encode())
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=not-locked") {
+		t.Fatalf("unlock of a password not locked: %d %s, want not-locked", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if status, _ := mfaJSON(t, c, base, token, u.code(t)); status != 429 {
+		t.Errorf("the right code after the password's unlock: %d; want 429, its second step still locked", status)
+	}
+	resp, _ = post(t, admin, base+"/admin/lockouts/unlock", formType, url.Values{"email": {u.email}, "lock": {auth.SecondStepOwn}}.Encode())
 	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "notice=unlocked") {
-		t.Fatalf("unlock from the dashboard: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+		t.Fatalf("unlock of the second step from the dashboard: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if status, body := mfaJSON(t, c, base, token, u.code(t)); status != 200 {
 		t.Errorf("the right code after the unlock: %d %s; want 200", status, body)

@@ -24,7 +24,6 @@ var lockChoices = []templates.LockChoice{
 	{Value: "168h0m0s", Label: "7 days"},
 }
 
-// userNotices are the words of each ?notice= of the account pages.
 // lockSteps name the second step's locks (auth.Lockout.Step) on the
 // dashboard's lockouts and an account's page; the password's lockout goes
 // unnamed.
@@ -34,6 +33,11 @@ var lockSteps = map[string]string{
 	auth.SecondStepPasskey: "passkeys alone",
 }
 
+// lockPassword is the FieldLock of an account's password's lockout;
+// its second step's locks go by their auth.Lockout.Step.
+const lockPassword = "password"
+
+// userNotices are the words of each ?notice= of the account pages.
 var userNotices = map[string]string{
 	"disabled":        "The account is disabled: its sessions ended and its sign-ins fail as a wrong password does.",
 	"enabled":         "The account is enabled: it signs in with its password.",
@@ -186,7 +190,10 @@ func (s *Server) handleUser() http.Handler {
 			EventsHref: templates.EventSearchHref(templates.FieldSearchAccount, d.User.Email),
 		}
 		if d.Locked {
-			props.LockedUntil, props.LockedStep = d.Lockout.LockedUntil, lockSteps[d.Lockout.Step]
+			props.LockedUntil = d.Lockout.LockedUntil
+		}
+		for _, l := range d.SecondStepLocks {
+			props.SecondStepLocks = append(props.SecondStepLocks, templates.StepLock{Step: lockSteps[l.Step], Until: l.LockedUntil})
 		}
 		factors, left, err := s.auth.UserFactors(r.Context(), id)
 		if err != nil {
@@ -275,11 +282,11 @@ var (
 	// removeUserFactors removes every factor of an account whose owner
 	// lost them; audited, and the owner mailed.
 	removeUserFactors userAction = func(ctx context.Context, s *Server, _ *http.Request, id int64, by string) (string, error) {
-		d, err := s.auth.UserDetail(ctx, id)
+		u, err := s.auth.UserByID(ctx, id)
 		if err != nil {
 			return "", err
 		}
-		n, err := s.auth.RemoveFactors(ctx, by, d.User.Email)
+		n, err := s.auth.RemoveFactors(ctx, by, u.Email)
 		if err == nil && n == 0 {
 			return "no-factors", nil
 		}
