@@ -56,6 +56,10 @@ func eventRow(e dashboard.StoredEvent) templates.EventRow {
 		row.Detail = "Its time ran out"
 	case auth.EventUnlock:
 		row.What = "Lockout lifted"
+		if step := lockSteps[e.Detail["step"]]; step != "" {
+			// One of the second step's locks alone (auth.Service.UnlockStep).
+			row.What = "Lock lifted: " + step
+		}
 		switch by := e.Detail["by"]; {
 		case adminBy(by) != "":
 			row.Detail = adminBy(by)

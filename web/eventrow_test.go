@@ -52,6 +52,10 @@ func TestEventRowNamesTheAdministrator(t *testing.T) {
 			"Signed out everywhere", "By administrator boss@example.com"},
 		{dashboard.StoredEvent{Kind: auth.EventUnlock, Detail: map[string]string{"by": "cli"}},
 			"Lockout lifted", "From the command line"},
+		{dashboard.StoredEvent{Kind: auth.EventUnlock, Detail: map[string]string{"by": "admin:boss@example.com", "step": auth.SecondStepHeld}},
+			"Lock lifted: second step of held sign-ins", "By administrator boss@example.com"},
+		{dashboard.StoredEvent{Kind: auth.EventUnlock, Detail: map[string]string{"by": "cli", "step": "a step of another version"}},
+			"Lockout lifted", "From the command line"},
 	} {
 		if row := eventRow(tc.e); row.What != tc.what || row.Detail != tc.said {
 			t.Errorf("eventRow(%s %v) = %q, %q; want %q, %q", tc.e.Kind, tc.e.Detail, row.What, row.Detail, tc.what, tc.said)
