@@ -41,7 +41,10 @@ const (
 	// TypeAccountUnlocked: a lockout was ended early; data "by" is who:
 	// "admin:<email>", "cli" or "reset" (a password reset). The unlock
 	// link mailed to the owner is none: it lets their browser in as a
-	// known device and leaves the account locked.
+	// known device and leaves the account locked. Data "step" ("own",
+	// "held" or "passkey") says an administrator ended one lock of the
+	// account's second step alone, and left its password's lockout as
+	// it was.
 	TypeAccountUnlocked = "account.unlocked"
 	// TypeAttackStarted and TypeAttackEnded: attack mode was switched on
 	// or off; data "trigger" is "automatic" or "admin", "by" the
