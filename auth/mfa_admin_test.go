@@ -175,7 +175,8 @@ func TestSecondStepLockIsListedUntilUnlocked(t *testing.T) {
 // TestHeldStepLockListedApart: the lock of a held answer's codes, which
 // anyone with the account's address may cause, is listed as the held
 // sign-ins' (with no user: not the owner's doing), and a right code whose
-// own count reached the threshold lifts it and ends its row with it.
+// own count reached the threshold lifts it (and the own step's, which a
+// right password's held code counts towards too) and ends their rows.
 func TestHeldStepLockListedApart(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleMFAAccount, 1) })
 	ctx := t.Context()
@@ -188,9 +189,9 @@ func TestHeldStepLockListedApart(t *testing.T) {
 	if _, err := f.attack.SwitchAttack(ctx, true, "test"); err != nil {
 		t.Fatal(err)
 	}
-	answer := func(ip, code string) error {
+	answer := func(ip, password, code string) error {
 		t.Helper()
-		step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client(ip)})
+		step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: password, Client: client(ip)})
 		if !errors.Is(err, auth.ErrVerificationRequired) || step.MFA.Token == "" {
 			t.Fatalf("sign-in from a new browser in attack mode: %v, %+v; want a held second step", err, step.MFA)
 		}
@@ -207,13 +208,14 @@ func TestHeldStepLockListedApart(t *testing.T) {
 		return slices.DeleteFunc(locks, func(l auth.Lockout) bool { return l.Account != "ann@example.com" })
 	}
 	// Counted at the threshold, and right.
-	if err := answer("198.51.100.7", codes[0]); err != nil {
+	if err := answer("198.51.100.7", "password123", codes[0]); err != nil {
 		t.Fatalf("a held step's right code: %v", err)
 	}
 	if locks := annLocks(); len(locks) != 0 {
 		t.Errorf("after a right held code counted at the threshold, listed: %+v; want none", locks)
 	}
-	if err := answer("198.51.100.8", "000000"); !errors.Is(err, auth.ErrInvalidCode) {
+	// A stranger's, without the password: the held answers' lock alone.
+	if err := answer("198.51.100.8", "not the password", "000000"); !errors.Is(err, auth.ErrInvalidCode) {
 		t.Fatalf("a held step's wrong code: %v, want ErrInvalidCode", err)
 	}
 	if locks := annLocks(); len(locks) != 1 || locks[0].Step != auth.SecondStepHeld || locks[0].UserID != 0 {

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -204,6 +205,10 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	// or not the client waits, as in SecondStep.
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
+	ownLocked, err := s.countHeldCodeAsOwn(ctx, h, req.Client)
+	if err != nil {
+		return LoginResult{}, err
+	}
 	user, err := s.UserByEmail(ctx, h.email)
 	switch {
 	case errors.Is(err, ErrNoUser):
@@ -211,13 +216,14 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	case err != nil:
 		return LoginResult{}, err
 	}
-	usable := h.usable && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&
+	usable := h.usable && !ownLocked && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&
 		subtle.ConstantTimeCompare(s.held.passwordPrint(user.PasswordHash, user.SignOuts), h.print) == 1
 	kind, err := s.checkCode(ctx, fs, user, true, usable, code, req.Client.Source())
 	if err != nil {
 		return LoginResult{}, err
 	}
 	s.clearSecondStepFailures(ctx, heldAccount(h.email))
+	s.clearSecondStepFailures(ctx, h.email)
 	// The nonce is spent only now, by a right code: of two racing, one
 	// finds it spent.
 	switch spent, err := fs.SpendHeldMFA(ctx, h.spentMark(user, s.now())); {
@@ -228,6 +234,44 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	}
 	return s.stepSignedIn(ctx, user, req, kind, user.PasswordHash, false)
 }
+
+// countHeldCodeAsOwn counts a held token's code towards the account's own
+// lock (RuleMFAAccount, as its own step's codes) when the token's password
+// was right, as sealed in it: whoever has the password gets no more
+// guesses at the codes for being held, the threshold counting the own
+// step's and the held answers' codes together. It reports the own step
+// locked already; the code is then checked as an unusable token's is,
+// and refused as wrong: answered with the lock's 429 it would tell a
+// stuffing run the password was right. Every other token's code counts
+// towards heldNobody, which nothing reads, so that each does the same
+// work whatever its password was. A stranger's held answers, of a wrong
+// password, so never count towards the owner's own lock.
+func (s *Service) countHeldCodeAsOwn(ctx context.Context, h heldStep, c Client) (bool, error) {
+	id := heldNobody
+	if h.usable {
+		id = h.email
+	}
+	f, err := s.limits.Fail(ctx, RuleMFAAccount, id, "")
+	if err != nil {
+		return false, unavailable("counting second-step attempt", err)
+	}
+	if !h.usable {
+		return false, nil
+	}
+	if f.LockedNow {
+		user := User{Email: h.email, ID: h.userID}
+		s.recordSecondStepLockout(ctx, h.email, user, false, f)
+		s.record(codeEvent(EventMFALockout, user, c.Source(), false, map[string]string{"level": strconv.Itoa(f.Level),
+			"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}, RuleMFAAccount))
+	}
+	return f.Failures == 0, nil
+}
+
+// heldNobody is what RuleMFAAccount counts the codes of held tokens of a
+// wrong password as (countHeldCodeAsOwn): one count, whatever their
+// address, never read. No address lacks an "@", so no account's count is
+// this one.
+const heldNobody = "held nobody"
 
 // heldAccount is what RuleMFAAccount counts a held token's codes as, for
 // the address email: apart from the account's own second step. Anyone
