@@ -36,13 +36,14 @@ const (
 // MaxEventRowsPerNetwork bounds the rows one client network adds to the
 // log in one minute: its EventRowsPerNetwork rows and one summary for each
 // kind and rule that can be folded: sign-ins failed, malformed or not
-// decided (3), a lockout's rejections (1), and the rejections of every rule
-// of the table but the link mails' (whose drops keep a row each). It is
-// counted from the table, so that a new rule cannot leave it short.
+// decided (3), a lockout's rejections (1), the successes applications
+// report (appReported), and the rejections of every rule of the table but
+// the link mails' (whose drops keep a row each). It is counted from the
+// table, so that a new rule cannot leave it short.
 var MaxEventRowsPerNetwork = EventRowsPerNetwork + foldedSummaries()
 
 func foldedSummaries() int {
-	n := 3 + 1
+	n := 3 + 1 + len(appReported)
 	for _, r := range rules {
 		if r.Flow != FlowLinkMail {
 			n++
@@ -52,7 +53,8 @@ func foldedSummaries() int {
 }
 
 // individualEvents are never folded: each matters on its own, and none can
-// be caused at will (a success needs the password, a lockout many
+// be caused at will (a success needs the password, but for those an
+// application reports, which individual leaves out; a lockout many
 // failures, a sprayed password as many failures on distinct accounts, a
 // request for a link passes its limits, the others are an owner's or an
 // administrator's acts).
@@ -82,6 +84,19 @@ var individualEvents = map[string]bool{
 	// password typed again, or an administrator's act, and each mailed to
 	// the owner.
 	EventFactorAdded: true, EventFactorRemoved: true, EventRecoveryCodesRegenerated: true,
+}
+
+// appReported are the kinds of individualEvents an application reports
+// at will through the decision API: its key holder names the account and
+// the client of a success, and needs no password to report one. Its
+// events of them (Detail "app") are folded as failures are, so that no
+// key fills the log.
+var appReported = map[string]bool{EventLoginSucceeded: true, EventNewDevice: true, EventResetCompleted: true}
+
+// individual reports whether e keeps a row of its own whatever its
+// network's budget.
+func individual(e Event) bool {
+	return individualEvents[e.Kind] && (!appReported[e.Kind] || e.Detail["app"] == "")
 }
 
 // budgetNetwork is the network whose budget an event from source counts
@@ -166,7 +181,7 @@ func (b *eventBudget) admit(batch []Event) []Event {
 	}
 	out := batch[:0:0]
 	for _, e := range batch {
-		if individualEvents[e.Kind] {
+		if individual(e) {
 			out = append(out, e)
 			continue
 		}
