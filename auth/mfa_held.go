@@ -205,10 +205,6 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	// or not the client waits, as in SecondStep.
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
-	ownLocked, err := s.countHeldCodeAsOwn(ctx, h, req.Client)
-	if err != nil {
-		return LoginResult{}, err
-	}
 	user, err := s.UserByEmail(ctx, h.email)
 	switch {
 	case errors.Is(err, ErrNoUser):
@@ -216,8 +212,13 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 	case err != nil:
 		return LoginResult{}, err
 	}
-	usable := h.usable && !ownLocked && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&
+	usable := h.usable && user.ID != 0 && user.ID == h.userID && !user.Disabled() &&
 		subtle.ConstantTimeCompare(s.held.passwordPrint(user.PasswordHash, user.SignOuts), h.print) == 1
+	ownLocked, err := s.countHeldCodeAsOwn(ctx, user, usable, req.Client)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	usable = usable && !ownLocked
 	kind, err := s.checkCode(ctx, fs, user, true, usable, code, req.Client.Source())
 	if err != nil {
 		return LoginResult{}, err
@@ -236,31 +237,31 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 }
 
 // countHeldCodeAsOwn counts a held token's code towards the account's own
-// lock (RuleMFAAccount, as its own step's codes) when the token's password
-// was right, as sealed in it: whoever has the password gets no more
-// guesses at the codes for being held, the threshold counting the own
-// step's and the held answers' codes together. It reports the own step
-// locked already; the code is then checked as an unusable token's is,
-// and refused as wrong: answered with the lock's 429 it would tell a
-// stuffing run the password was right. Every other token's code counts
-// towards heldNobody, which nothing reads, so that each does the same
-// work whatever its password was. A stranger's held answers, of a wrong
-// password, so never count towards the owner's own lock.
-func (s *Service) countHeldCodeAsOwn(ctx context.Context, h heldStep, c Client) (bool, error) {
+// lock (RuleMFAAccount, as its own step's codes) when the token is usable:
+// its password was right, as sealed in it, and is still the account's.
+// So whoever has the password gets no more guesses at the codes for being
+// held, the threshold counting the own step's and the held answers'
+// codes together, and a token whose password has been replaced since
+// counts towards no owner's lock. It reports the own step locked already;
+// the code is then checked as an unusable token's is, and refused as
+// wrong: answered with the lock's 429 it would tell a stuffing run the
+// password was right. Every other token's code counts towards
+// heldNobody, which nothing reads, so that each does the same work
+// whatever its password was.
+func (s *Service) countHeldCodeAsOwn(ctx context.Context, user User, usable bool, c Client) (bool, error) {
 	id := heldNobody
-	if h.usable {
-		id = h.email
+	if usable {
+		id = user.Email
 	}
 	f, err := s.limits.Fail(ctx, RuleMFAAccount, id, "")
 	if err != nil {
 		return false, unavailable("counting second-step attempt", err)
 	}
-	if !h.usable {
+	if !usable {
 		return false, nil
 	}
 	if f.LockedNow {
-		user := User{Email: h.email, ID: h.userID}
-		s.recordSecondStepLockout(ctx, h.email, user, false, f)
+		s.recordSecondStepLockout(ctx, user.Email, user, false, f)
 		s.record(codeEvent(EventMFALockout, user, c.Source(), false, map[string]string{"level": strconv.Itoa(f.Level),
 			"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}, RuleMFAAccount))
 	}

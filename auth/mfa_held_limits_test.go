@@ -71,3 +71,48 @@ func TestHeldCodesCountTowardsTheOwnLock(t *testing.T) {
 		t.Errorf("the right code on held answers with the own step locked: right password %v, wrong password %v; want ErrInvalidCode both", errRight, errWrong)
 	}
 }
+
+// TestHeldCodesOfAReplacedPasswordCountTowardsNoOwner: a held token made
+// with the right password counts towards the account's own lock only while
+// that password is still the account's: whoever kept one after the owner
+// replaced it cannot lock the owner's second step with it.
+func TestHeldCodesOfAReplacedPasswordCountTowardsNoOwner(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	f.addUser(t, "ann@example.com", "password123", false)
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := confirmTOTP(t, f, res)
+	right := totpAt(t, secret, time.Now().Add(30*time.Second))
+	wrong := fmt.Sprintf("%06d", (atoi(right)+500_000)%1_000_000)
+	if _, err := f.attack.SwitchAttack(ctx, true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("198.51.100.1")})
+	if !errors.Is(err, auth.ErrVerificationRequired) || step.MFA.Token == "" {
+		t.Fatalf("sign-in from a new browser in attack mode: %v; want a held second step", err)
+	}
+	if err := f.svc.SetPassword(ctx, "ann@example.com", "a new password 456", "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.attack.SwitchAttack(ctx, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.cfg.Limits[auth.RuleMFAAccount].Count {
+		_, err := f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding, Code: wrong,
+			Client: client("198.51.100.1"), Cookie: func(string) string { return "" }})
+		if !errors.Is(err, auth.ErrInvalidCode) {
+			t.Fatalf("the old password's held code %d: %v, want ErrInvalidCode", i+1, err)
+		}
+	}
+	own, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "a new password 456", Client: client("203.0.113.9")})
+	if !errors.Is(err, auth.ErrMFARequired) {
+		t.Fatalf("sign-in with the new password: %v, want its second step", err)
+	}
+	if _, err := f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: own.MFA.Token, Binding: own.MFA.Binding, Code: right,
+		Client: client("203.0.113.9"), Cookie: func(string) string { return "" }}); err != nil {
+		t.Errorf("the owner's right code after the old password's held codes: %v, want signed in", err)
+	}
+}
