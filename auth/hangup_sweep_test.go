@@ -208,7 +208,7 @@ func TestSecondStepHungUpAnywhereGivesNoFreeCode(t *testing.T) {
 			t.Fatal(err)
 		}
 		right := totpAt(t, secret, time.Now())
-		wrong := fmt.Sprintf("%06d", (atoi(right)+500_000)%1_000_000)
+		wrong := wrongCode(right)
 		f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding, Code: wrong,
 			Client: client("192.0.2.52"), Cookie: func(string) string { return res.Device.Value }})
 	}, func(run, at int, answered bool) {
@@ -271,12 +271,4 @@ func TestOutcomeHungUpAnywhereLosesNoFailure(t *testing.T) {
 			t.Errorf("hung up at command %d (answered %v): the attempt was spent and its failure not counted (%v)", at, answered, err)
 		}
 	})
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-	}
-	return n
 }

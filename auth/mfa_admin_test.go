@@ -2,7 +2,6 @@ package auth_test
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -74,7 +73,7 @@ func TestAdminUnlockEndsTheSecondStepLock(t *testing.T) {
 	}
 	// The next time step's code: this one's confirmed the factor.
 	right := totpAt(t, secret, time.Now().Add(30*time.Second))
-	wrong := fmt.Sprintf("%06d", (atoi(right)+500_000)%1_000_000)
+	wrong := wrongCode(right)
 	if err := answer(wrong); !errors.Is(err, auth.ErrInvalidCode) {
 		t.Fatalf("a wrong code: %v, want ErrInvalidCode", err)
 	}
@@ -113,7 +112,7 @@ func TestSecondStepLockIsListedUntilUnlocked(t *testing.T) {
 		t.Fatalf("sign-in with a factor: %v, want ErrMFARequired", err)
 	}
 	right := totpAt(t, secret, time.Now().Add(30*time.Second))
-	wrong := fmt.Sprintf("%06d", (atoi(right)+500_000)%1_000_000)
+	wrong := wrongCode(right)
 	if _, err := f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding, Code: wrong,
 		Client: client("192.0.2.7"), Cookie: func(string) string { return "" }}); !errors.Is(err, auth.ErrInvalidCode) {
 		t.Fatalf("a wrong code: %v, want ErrInvalidCode", err)
@@ -180,15 +179,7 @@ func TestSecondStepLockIsListedUntilUnlocked(t *testing.T) {
 func TestHeldStepLockListedApart(t *testing.T) {
 	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleMFAAccount, 1) })
 	ctx := t.Context()
-	f.addUser(t, "ann@example.com", "password123", false)
-	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, codes := confirmTOTP(t, f, res)
-	if _, err := f.attack.SwitchAttack(ctx, true, "test"); err != nil {
-		t.Fatal(err)
-	}
+	_, _, codes := heldInAttackMode(t, f)
 	answer := func(ip, password, code string) error {
 		t.Helper()
 		step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: password, Client: client(ip)})

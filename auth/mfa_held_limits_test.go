@@ -2,7 +2,6 @@ package auth_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -20,18 +19,10 @@ import (
 func TestHeldCodesCountTowardsTheOwnLock(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
-	f.addUser(t, "ann@example.com", "password123", false)
-	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, _ := confirmTOTP(t, f, res)
+	res, secret, _ := heldInAttackMode(t, f)
 	right := totpAt(t, secret, time.Now().Add(30*time.Second))
-	wrong := fmt.Sprintf("%06d", (atoi(right)+500_000)%1_000_000)
+	wrong := wrongCode(right)
 	limit := f.cfg.Limits[auth.RuleMFAAccount].Count
-	if _, err := f.attack.SwitchAttack(ctx, true, "test"); err != nil {
-		t.Fatal(err)
-	}
 	held := func(password, ip string) auth.MFAStep {
 		t.Helper()
 		step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: password, Client: client(ip)})
@@ -79,17 +70,9 @@ func TestHeldCodesCountTowardsTheOwnLock(t *testing.T) {
 func TestHeldCodesOfAReplacedPasswordCountTowardsNoOwner(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
-	f.addUser(t, "ann@example.com", "password123", false)
-	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, _ := confirmTOTP(t, f, res)
+	_, secret, _ := heldInAttackMode(t, f)
 	right := totpAt(t, secret, time.Now().Add(30*time.Second))
-	wrong := fmt.Sprintf("%06d", (atoi(right)+500_000)%1_000_000)
-	if _, err := f.attack.SwitchAttack(ctx, true, "test"); err != nil {
-		t.Fatal(err)
-	}
+	wrong := wrongCode(right)
 	step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("198.51.100.1")})
 	if !errors.Is(err, auth.ErrVerificationRequired) || step.MFA.Token == "" {
 		t.Fatalf("sign-in from a new browser in attack mode: %v; want a held second step", err)

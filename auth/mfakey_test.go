@@ -3,7 +3,9 @@ package auth_test
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +107,32 @@ func confirmTOTP(t *testing.T, f *fixture, res auth.LoginResult) (secret string,
 		t.Fatalf("ConfirmTOTP = %d codes, %v", len(recovery), err)
 	}
 	return enrol.Secret, recovery
+}
+
+// heldInAttackMode makes ann@example.com (password "password123") with a
+// confirmed authenticator app, signed in once from 192.0.2.7 (res, whose
+// device is known), and switches attack mode on, so that a sign-in from
+// any other browser gets a held second step. It returns the sign-in, the
+// app's key and the recovery codes.
+func heldInAttackMode(t *testing.T, f *fixture) (res auth.LoginResult, secret string, recovery []string) {
+	t.Helper()
+	f.addUser(t, "ann@example.com", "password123", false)
+	res, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, recovery = confirmTOTP(t, f, res)
+	if _, err := f.attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	return res, secret, recovery
+}
+
+// wrongCode is a six-digit code other than right, a code of six digits.
+func wrongCode(right string) string {
+	n, err := strconv.Atoi(right)
+	if err != nil {
+		panic("wrongCode of " + right)
+	}
+	return fmt.Sprintf("%06d", (n+500_000)%1_000_000)
 }

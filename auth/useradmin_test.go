@@ -129,15 +129,7 @@ func TestDisableEndsProxySessions(t *testing.T) {
 func TestDisableEndsHeldSignIns(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
-	f.addUser(t, "ann@example.com", "password123", false)
-	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, codes := confirmTOTP(t, f, res)
-	if _, err := f.attack.SwitchAttack(ctx, true, "test"); err != nil {
-		t.Fatal(err)
-	}
+	res, _, codes := heldInAttackMode(t, f)
 	step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("198.51.100.7")})
 	if !errors.Is(err, auth.ErrVerificationRequired) || step.MFA.Token == "" {
 		t.Fatalf("sign-in from a new browser in attack mode: %v, %+v; want a held second step", err, step.MFA)
