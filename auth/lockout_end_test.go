@@ -211,3 +211,33 @@ func TestUnlockAtTheEndWinsOverTheSweep(t *testing.T) {
 		t.Errorf("lockout_ended heard after an unlock ended the lockout first: %v", ended)
 	}
 }
+
+// TestSecondStepLockEndsWithoutEvent: a second step's lock in the lockout
+// log, which began with no lockout event (its own is mfa_lockout), ends
+// with no lockout_ended either, so that receivers hear no end of a
+// lockout.started they were never sent; a password's lockout ending with
+// it is heard.
+func TestSecondStepLockEndsWithoutEvent(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	h := &heard{}
+	a := xcloaktest.New(t, xcloaktest.Options{Now: clock, Hook: h})
+	for _, key := range []string{"ann@example.com", auth.SecondStepLockPrefix + "ann@example.com", auth.SecondStepLockPrefix + "held bob@example.com"} {
+		if _, err := a.DB.Exec(t.Context(), `INSERT INTO lockouts (account_key, level, failures, locked_at, locked_until)
+			VALUES ($1, 1, 5, $2, $3)`, key, now.Add(-time.Hour), now.Add(-time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := auth.EndLockouts(a.Service, t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Flush(t)
+	if n != 3 {
+		t.Errorf("%d lockouts ended, want 3", n)
+	}
+	if ended := h.of(auth.EventLockoutEnded); len(ended) != 1 || ended[0].Account != "ann@example.com" {
+		t.Errorf("lockout_ended heard for %v, want the password's lockout of ann alone", ended)
+	}
+}
