@@ -128,13 +128,9 @@ func auditAttrs(e Event) []slog.Attr {
 }
 
 // rowCount is how many events the row e stands for, and whether its
-// detail's "count" says so: a coalesced rejection's or a folded summary's
-// (eventCount). Other events' "count" counts something else (the sessions
-// one ended) and stays in the detail.
+// detail's "count" says so (CountsEvents). Other events' "count" counts
+// something else (the sessions one ended) and stays in the detail.
 func rowCount(e Event) (int, bool) {
-	if e.Kind == EventLoginRejected || e.Kind == EventResetRejected || e.Detail["folded"] == "true" {
-		_, has := e.Detail["count"]
-		return eventCount(e), has
-	}
-	return 1, false
+	_, has := e.Detail["count"]
+	return eventCount(e), has && CountsEvents(e.Kind, e.Detail)
 }

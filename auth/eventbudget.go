@@ -285,9 +285,21 @@ func (b *eventBudget) close(minute int64, all bool) []Event {
 	return out
 }
 
+// CountsEvents reports whether the "count" in the detail of an event of
+// kind is how many events its row stands for: a coalesced rejection's
+// (coalesceRejections) or a folded summary's. Other events' "count"
+// counts something else (the sessions one ended, the factors one act
+// removed) and the row is one event.
+func CountsEvents(kind string, detail map[string]string) bool {
+	return kind == EventLoginRejected || kind == EventResetRejected || detail["folded"] == "true"
+}
+
 // eventCount is how many events e stands for: its "count" if it is a
-// coalesced or folded row, else one.
+// coalesced or folded row (CountsEvents), else one.
 func eventCount(e Event) int {
+	if !CountsEvents(e.Kind, e.Detail) {
+		return 1
+	}
 	// Only a count present is parsed: Atoi's error for a missing one is
 	// an allocation for each event folded.
 	if c, ok := e.Detail["count"]; ok {

@@ -196,8 +196,12 @@ func refusalEventRow(row *templates.EventRow, e dashboard.StoredEvent) {
 
 // foldedTimes says, for a row that stands for many events (a flood's
 // refusals folded by the recorder, or a network's events past its budget
-// summed up), how many and when the last was; "" for a row of one.
+// summed up), how many and when the last was; "" for a row of one, whose
+// "count" may count something else (auth.CountsEvents).
 func foldedTimes(e dashboard.StoredEvent) string {
+	if !auth.CountsEvents(e.Kind, e.Detail) {
+		return ""
+	}
 	n, err := strconv.Atoi(e.Detail["count"])
 	if err != nil || n <= 1 {
 		return ""

@@ -48,6 +48,12 @@ func TestEventRowNamesTheAdministrator(t *testing.T) {
 			"Second factors removed", "From the command line"},
 		{dashboard.StoredEvent{Kind: auth.EventFactorRemoved, Detail: map[string]string{"by": "owner"}},
 			"Second factor removed by its owner", ""},
+		// A count that is not of events (the factors one act removed, the
+		// sessions one ended) is no "times".
+		{dashboard.StoredEvent{Kind: auth.EventFactorRemoved, Detail: map[string]string{"by": "admin:boss@example.com", "count": "3"}},
+			"Second factors removed", "By administrator boss@example.com"},
+		{dashboard.StoredEvent{Kind: auth.EventSessionEnded, Detail: map[string]string{"by": "owner", "scope": "others", "count": "3"}},
+			"Signed out everywhere else by its owner", "3 sessions ended"},
 		{dashboard.StoredEvent{Kind: auth.EventSignedOutEverywhere, Detail: map[string]string{"by": "admin:boss@example.com"}},
 			"Signed out everywhere", "By administrator boss@example.com"},
 		{dashboard.StoredEvent{Kind: auth.EventUnlock, Detail: map[string]string{"by": "cli"}},
