@@ -35,15 +35,24 @@ const (
 
 // MaxEventRowsPerNetwork bounds the rows one client network adds to the
 // log in one minute: its EventRowsPerNetwork rows and one summary for each
-// kind and rule that can be folded: sign-ins failed, malformed or not
-// decided (3), a lockout's rejections (1), the successes applications
-// report (appReported), and the rejections of every rule of the table but
-// the link mails' (whose drops keep a row each). It is counted from the
-// table, so that a new rule cannot leave it short.
+// kind and rule that can be folded: the kinds that name no rule
+// (foldedWithoutRule), a lockout's rejections (1), the successes
+// applications report (appReported), and the rejections of every rule of
+// the table but the link mails' (whose drops keep a row each). It is
+// counted from the table, so that a new rule cannot leave it short, and
+// TestEveryEventKindIsBudgeted keeps a new kind from doing so.
 var MaxEventRowsPerNetwork = EventRowsPerNetwork + foldedSummaries()
 
+// foldedWithoutRule are the kinds of events that are folded past a
+// network's budget and name no rule: each folds into one summary.
+var foldedWithoutRule = []string{
+	EventLoginFailed, EventLoginInvalid, EventLoginUnavailable, EventMFAFailed,
+	// An application's: its key holder reports them at will.
+	EventAttemptAllowed, EventResetFailed,
+}
+
 func foldedSummaries() int {
-	n := 3 + 1 + len(appReported)
+	n := len(foldedWithoutRule) + 1 + len(appReported)
 	for _, r := range rules {
 		if r.Flow != FlowLinkMail {
 			n++
@@ -60,7 +69,15 @@ func foldedSummaries() int {
 // administrator's acts).
 var individualEvents = map[string]bool{
 	EventLoginSucceeded: true, EventNewDevice: true, EventLockout: true, EventUnlock: true,
-	EventLockoutEnded:   true,
+	EventLockoutEnded: true,
+	// A second step's: its lock takes its rule's threshold of wrong codes,
+	// each within the per-network rates, as a password's lockout takes
+	// failures; the step itself the right password, a recovery code one
+	// of the account's, a copied passkey's refusal a signature of a
+	// registered key. Folded, a summary of two accounts' would name
+	// neither: a lock, or the proof that someone has the password, that
+	// nobody could trace to its account.
+	EventMFALockout: true, EventMFARequired: true, EventRecoveryCodeUsed: true, EventPasskeyCloned: true,
 	EventResetRequested: true, EventResetCompleted: true, EventResetMailDropped: true,
 	EventUnlockRequested: true, EventUnlockConfirmed: true, EventSignedOutEverywhere: true,
 	EventPasswordSprayed: true,

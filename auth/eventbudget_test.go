@@ -2,6 +2,13 @@ package auth
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -303,5 +310,95 @@ func TestApplicationsSuccessesAreFolded(t *testing.T) {
 	}
 	if len(rows)+len(sums) > MaxEventRowsPerNetwork {
 		t.Errorf("%d rows and summaries for one network, over MaxEventRowsPerNetwork %d", len(rows)+len(sums), MaxEventRowsPerNetwork)
+	}
+}
+
+// TestSecondStepSignalsAreNeverFolded: a second step's lock, a right
+// password that asked for one, a recovery code used and a copied
+// passkey's refusal keep a row each with their account past a network's
+// budget, as a password's lockout does: folded with another account's,
+// the summary would name neither.
+func TestSecondStepSignalsAreNeverFolded(t *testing.T) {
+	var b eventBudget
+	minute := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	var batch []Event
+	for i := range 2 * EventRowsPerNetwork {
+		at := minute.Add(time.Duration(i) * time.Millisecond)
+		batch = append(batch, Event{At: at, Kind: EventLoginFailed, Source: "192.0.2.1"})
+	}
+	kinds := []string{EventMFALockout, EventMFARequired, EventRecoveryCodeUsed, EventPasskeyCloned}
+	for i, kind := range kinds {
+		for _, account := range []string{"ann@example.com", "bob@example.com"} {
+			batch = append(batch, Event{At: minute.Add(time.Second + time.Duration(i)*time.Millisecond), Kind: kind,
+				Account: account, Source: "192.0.2.2", Rule: RuleMFAAccount})
+		}
+	}
+	rows := b.admit(batch)
+	kept := map[string]int{}
+	for _, r := range rows {
+		if r.Account != "" {
+			kept[r.Kind]++
+		}
+	}
+	for _, kind := range kinds {
+		if kept[kind] != 2 {
+			t.Errorf("%d %s rows kept with their account past the network's budget, want 2", kept[kind], kind)
+		}
+	}
+}
+
+// TestEveryEventKindIsBudgeted: every kind of event the recorder writes
+// either keeps a row of its own or folds into a summary that
+// MaxEventRowsPerNetwork counts: a refusal by a limit (one per rule, or the
+// lockout's), an application's reported success, or a kind that names no
+// rule. The kinds are read from the package's own constants, so that a new
+// kind cannot be left out of the bound unseen.
+func TestEveryEventKindIsBudgeted(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written by the attack watch straight to the store, past the
+	// recorder and its budget.
+	unrecorded := map[string]bool{EventAttackStarted: true, EventAttackEnded: true, EventAttackSwitched: true}
+	seen := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			gen, ok := decl.(*ast.GenDecl)
+			if !ok || gen.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gen.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, id := range vs.Names {
+					if !strings.HasPrefix(id.Name, "Event") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					kind, _ := strconv.Unquote(lit.Value)
+					seen++
+					switch {
+					case individualEvents[kind], unrecorded[kind], strings.HasSuffix(kind, "_rejected"),
+						slices.Contains(foldedWithoutRule, kind):
+					default:
+						t.Errorf("%s (%q) neither keeps a row of its own nor is counted in MaxEventRowsPerNetwork's summaries", id.Name, kind)
+					}
+				}
+			}
+		}
+	}
+	if seen < 40 {
+		t.Fatalf("found %d event kinds, want every one of the package's", seen)
 	}
 }
