@@ -319,6 +319,17 @@ func printable(s string) bool {
 	return !strings.ContainsFunc(s, unicode.IsControl)
 }
 
+// knownAs is the identity of an application's account in its known
+// devices: the account as the application sent it, not folded. Folding
+// merges spellings the application may tell apart as accounts of their
+// own (another case, a zero-width space), which in the limits only makes
+// each stricter; but a known device relaxes them, and a reset forgets
+// them, so the owner of one spelling would make his devices known for the
+// other, push its owner's out, or forget them. The application sends an
+// account the same way each time: as its lookup resolves it
+// (docs/DECISION-API.md).
+func knownAs(account string) string { return account }
+
 // Decide decides an application's attempt. Errors: *FieldError
 // (ErrInvalidRequest), *DeniedError (ErrLimited), ErrUnavailable.
 func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (AttemptDecision, error) {
@@ -328,11 +339,12 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 	}
 	client := Client{Addr: addr}
 	now := s.now()
-	a := attempt{KeyID: app.ID, App: app.App, Kind: req.Kind, Account: account, Client: addr.String(), IssuedAt: now.Unix(), IssuedMilli: now.UnixMilli()}
+	a := attempt{KeyID: app.ID, App: app.App, Kind: req.Kind, Account: account, Client: addr.String(), IssuedAt: now.Unix(), IssuedMilli: now.UnixMilli(),
+		Devices: base64.RawURLEncoding.EncodeToString(s.decisionKeys.accountHash(app.App, knownAs(req.Account)))}
 	if req.Kind == AttemptReset {
 		return s.decideReset(ctx, app, client, a)
 	}
-	d, outcome, err := s.decideLogin(ctx, app, client, req.Device, a)
+	d, outcome, err := s.decideLogin(ctx, app, client, req.Device, knownAs(req.Account), a)
 	if outcome != 0 {
 		s.attack.Observe(SignInAttempt{At: s.now(), Account: appAccount(app.App, account), Client: client, Outcome: outcome})
 	}
@@ -352,7 +364,7 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 // refuse is refused at once, without the lookup. So a flood over its
 // limit costs at most one lookup per memory's lifetime
 // (XCLOAK_REJECTION_MEMORY) on each replica: the one that taught it.
-func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, device string, a attempt) (AttemptDecision, Outcome, error) {
+func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, device, sent string, a attempt) (AttemptDecision, Outcome, error) {
 	id := appAccount(app.App, a.Account)
 	source := client.Source()
 	detail := appDetail(app)
@@ -365,7 +377,7 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 		if d, ok := s.limits.Remembered(s.rules(FlowSignIn, Subject{Client: client})...); ok {
 			return refused(d)
 		}
-		hash := s.decisionKeys.deviceHash(app.App, a.Account, device)
+		hash := s.decisionKeys.deviceHash(app.App, sent, device)
 		a.Device = base64.RawURLEncoding.EncodeToString(hash)
 		// Without Postgres the device is held by the account's rules, as
 		// Login holds a browser.
@@ -481,7 +493,7 @@ func (s *Service) AttemptOutcome(ctx context.Context, app APIKey, id, result str
 			kind = EventResetFailed
 		}
 		if result == ResultSuccess {
-			forgotten, err := s.appResetCompleted(ctx, app, a.Account, source)
+			forgotten, err := s.appResetCompleted(ctx, app, a, source)
 			if err != nil {
 				s.releaseAttempt(ctx, a)
 				return err
@@ -528,20 +540,20 @@ func (s *Service) endAppAttempt(ctx context.Context, account string, a attempt) 
 }
 
 // appResetCompleted takes a reset the application reports completed, as a
-// reset on XCloak's own page is taken: it forgets the account's known
-// devices (a device that signed in with the old password is known no
-// more, on this replica at once and on the others within deviceCacheTTL)
-// and ends the account's lockout. It returns how many devices it forgot.
+// reset on XCloak's own page is taken: it forgets the known devices of
+// the account as sent (knownAs; a device that signed in with the old
+// password is known no more, on this replica at once and on the others
+// within deviceCacheTTL) and ends the folded account's lockout. It returns how many devices it forgot.
 // Devices it could not forget are ErrUnavailable, and the lockout is left
 // as it was: as XCloak's own reset, which forgets its browsers in the
 // transaction that sets the password, it is done whole or not at all.
-func (s *Service) appResetCompleted(ctx context.Context, app APIKey, folded, source string) (int, error) {
+func (s *Service) appResetCompleted(ctx context.Context, app APIKey, a attempt, source string) (int, error) {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
-	account := appAccount(app.App, folded)
+	account := appAccount(app.App, a.Account)
 	var forgotten int
 	if s.apps != nil {
-		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.App, folded), s.now())
+		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.devicesOf(app.App, a), s.now())
 		s.appDeviceCache.purge()
 		if err != nil {
 			return 0, s.dbDown("forgetting application devices after reset", err)
@@ -618,7 +630,7 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			return ErrUnknownAttempt
 		}
 		gen := s.appDeviceCache.generation()
-		added, err := s.apps.AddAppDevice(ctx, app.App, s.decisionKeys.accountHash(app.App, a.Account), hash,
+		added, err := s.apps.AddAppDevice(ctx, app.App, s.decisionKeys.devicesOf(app.App, a), hash,
 			a.decided(), s.now(), s.cfg.MaxDevices)
 		switch {
 		case errors.Is(err, ErrResetSince):

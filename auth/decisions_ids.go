@@ -19,7 +19,8 @@ import (
 //
 // under a key derived from the service secret for this use alone. The
 // payload is JSON: the API key's id, the kind, the folded account, the
-// client's address, the device's hash and whether it was known, whether the
+// hash of the account as sent (under which its known devices are kept),
+// the client's address, the device's hash and whether it was known, whether the
 // decision was a challenge, when it was issued, and a random nonce. It is
 // signed, not encrypted: the application sent all of it, and may read it.
 //
@@ -69,9 +70,14 @@ type attempt struct {
 	// App is the application of the key that asked: any of its keys may
 	// report the outcome (reportableBy). "" in an id issued before it was
 	// kept, which only that key may report.
-	App       string `json:"ap,omitempty"`
-	Kind      string `json:"t"`
-	Account   string `json:"a"`            // folded, without the application's namespace
+	App     string `json:"ap,omitempty"`
+	Kind    string `json:"t"`
+	Account string `json:"a"` // folded, without the application's namespace
+	// Devices is the base64url of the hash (decisionKeys.accountHash) of
+	// the account as the application sent it, unfolded, under which its
+	// known devices are kept (knownAs); "" in an id issued before it was
+	// kept.
+	Devices   string `json:"ad,omitempty"`
 	Client    string `json:"ip"`           // the client's address
 	Device    string `json:"d,omitempty"`  // the device's hash, "" without a device
 	Known     bool   `json:"kn,omitempty"` // the device was a known one
@@ -86,6 +92,16 @@ type attempt struct {
 	// held until its outcome (ratelimit.Begun's Token); "" in an id
 	// issued before attempts held places, and in a reset's.
 	Place string `json:"pl,omitempty"`
+}
+
+// devicesOf returns the hash under which the known devices of a's account
+// are kept: of the account as sent (knownAs), or, in an id issued before
+// that was kept, of the folded one, as its devices were kept then.
+func (k decisionKeys) devicesOf(app string, a attempt) []byte {
+	if h, err := base64.RawURLEncoding.DecodeString(a.Devices); err == nil && len(h) == sha256.Size {
+		return h
+	}
+	return k.accountHash(app, a.Account)
 }
 
 // lockIdentity is the rule and identity whose lockout a sign-in attempt
@@ -166,15 +182,16 @@ func (a attempt) ttl() time.Duration {
 }
 
 // deviceHash keys a device id an application reports for one of its
-// accounts: an HMAC of the application's name, the folded account and the
-// id, each length-prefixed, so that no two triples hash alike and a copy of
-// the database names none of them.
+// accounts: an HMAC of the application's name, the account as sent
+// (knownAs) and the id, each length-prefixed, so that no two triples hash
+// alike and a copy of the database names none of them.
 func (k decisionKeys) deviceHash(app, account, device string) []byte {
 	return lengthPrefixedMAC(k.device, app, account, device)
 }
 
 // accountHash keys an application's account, by which its known devices
-// are found: an HMAC of the application's name and the folded account,
+// are found: an HMAC of the application's name and the account as sent
+// (knownAs),
 // each length-prefixed, under a key of its own, so that it matches no
 // device hash and a copy of the database names no account.
 func (k decisionKeys) accountHash(app, account string) []byte {

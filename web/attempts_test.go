@@ -911,6 +911,33 @@ func TestAttemptsInvisibleCharactersCountAlike(t *testing.T) {
 	}
 }
 
+// TestAttemptLookAlikeAccountRelaxesNothing: spellings the application
+// may tell apart (a zero-width space, another case) count towards one
+// account's limits, which only makes them stricter, but the owner of one
+// relaxes nothing of another's: a device that signed in as the look-alike
+// is not known for the account, the look-alike's devices push none of the
+// owner's out, and the look-alike's reset forgets none of them.
+// Otherwise whoever registers a look-alike where the application allows
+// one could make any number of devices known for the victim, each
+// exempt from the account's limit and lockout and never challenged.
+func TestAttemptLookAlikeAccountRelaxesNothing(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.MaxDevices = 2 }})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d, _ := a.ask("login", "alice", "198.51.100.40", "owners-laptop")
+	a.succeeded(d.AttemptID, "the owner's sign-in")
+	for i, lookAlike := range []string{"ali\u200bce", "Alice", "ali\u200bce"} {
+		_, d, _ := a.ask("login", lookAlike, "203.0.113.80", fmt.Sprintf("box-%d", i))
+		a.succeeded(d.AttemptID, fmt.Sprintf("the look-alike %+q's sign-in from box-%d", lookAlike, i))
+	}
+	a.decidedInAttack(env, "alice", "203.0.113.80", "box-2", "challenge", "alice from the look-alike's device")
+	a.decidedInAttack(env, "alice", "198.51.100.40", "owners-laptop", "allow", "alice from her own device")
+	a.decidedInAttack(env, "ali\u200bce", "203.0.113.80", "box-2", "allow", "the look-alike from its own device")
+	_, r, _ := a.ask("reset", "ali\u200bce", "203.0.113.80", "")
+	a.succeeded(r.AttemptID, "the look-alike's reset")
+	a.decidedInAttack(env, "alice", "198.51.100.40", "owners-laptop", "allow", "alice from her own device after the look-alike's reset")
+	a.decidedInAttack(env, "ali\u200bce", "203.0.113.80", "box-2", "challenge", "the look-alike from its own device after its reset")
+}
+
 // TestKeyRotationKeepsTheApplication: a key made for an application
 // that has one (apikey add --app) speaks for the same accounts: the
 // lockout, the known devices and the limits made under the old key hold
