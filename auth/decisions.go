@@ -600,7 +600,9 @@ func (s *Service) countAppFailure(ctx context.Context, app APIKey, account, sour
 		return unavailable("counting failure", err)
 	}
 	if f.LockedNow {
-		s.recordLockout(ctx, account, 0, source, f)
+		// Named as the application's other events are: the
+		// application, and the key when it is named otherwise.
+		s.recordLockout(ctx, account, 0, source, f, appDetail(app))
 	}
 	return nil
 }

@@ -76,7 +76,8 @@ func (l Lockout) listed() Lockout {
 // recordLockout writes the lockout that failure f caused. The lock itself
 // lives in Redis and is in force already; exactly one failure per lock
 // reaches here, so the row is written once however many failures raced.
-func (s *Service) recordLockout(ctx context.Context, email string, userID int64, source string, f ratelimit.Failure) {
+// detail is the event's own (an application's, appDetail), or nil.
+func (s *Service) recordLockout(ctx context.Context, email string, userID int64, source string, f ratelimit.Failure, detail map[string]string) {
 	now := s.now()
 	err := s.store.RecordLockout(ctx, Lockout{Account: email, UserID: userID, Level: f.Level, Failures: f.Failures,
 		LockedAt: now, LockedUntil: now.Add(f.LockedFor)})
@@ -84,11 +85,10 @@ func (s *Service) recordLockout(ctx context.Context, email string, userID int64,
 		s.metrics.dbErrors.Inc()
 		s.log.ErrorContext(ctx, "recording lockout", "err", err)
 	}
-	detail := map[string]string{"level": fmt.Sprint(f.Level), "until": now.Add(f.LockedFor).UTC().Format(time.RFC3339)}
-	if app, ok := appOf(email); ok {
-		// As the application's other events say whose they are.
-		detail["app"] = app
+	if detail == nil {
+		detail = map[string]string{}
 	}
+	detail["level"], detail["until"] = fmt.Sprint(f.Level), now.Add(f.LockedFor).UTC().Format(time.RFC3339)
 	s.record(Event{Kind: EventLockout, Account: email, UserID: userID, Source: source, Detail: detail})
 	s.notifyLockout(email, userID, source, now.Add(f.LockedFor))
 }

@@ -649,7 +649,7 @@ func (s *Service) countFailure(ctx context.Context, email string, userID int64, 
 		return unavailable("counting failure", err)
 	}
 	if f.LockedNow {
-		s.recordLockout(ctx, email, userID, source, f)
+		s.recordLockout(ctx, email, userID, source, f, nil)
 	}
 	return ErrInvalidCredentials
 }

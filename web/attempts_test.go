@@ -1032,7 +1032,7 @@ func TestAttemptReportedByTheKeyThatReplacedIt(t *testing.T) {
 // the application, so that an administrator can tell which key to revoke
 // when one misbehaves; a key of the application's own name adds nothing.
 func TestAttemptEventsNameTheKey(t *testing.T) {
-	env := xcloaktest.New(t, xcloaktest.Options{})
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleLoginAccount, 100) }})
 	base := env.Start(t)
 	old := newApp(t, base, env.AddAPIKey(t, "shop"))
 	key, _, err := env.Service.AddAPIKeyFor(t.Context(), "shop-2", "shop", "cli")
@@ -1047,6 +1047,11 @@ func TestAttemptEventsNameTheKey(t *testing.T) {
 		a.succeeded(d.AttemptID, account)
 		_, d, _ = a.ask("reset", account, "192.0.2.31", "")
 		a.succeeded(d.AttemptID, account+"'s reset")
+		// And a lockout, whose event the failure that locked records.
+		for i := range env.Auth.Lockout.Threshold {
+			_, d, _ := a.ask("login", account, fmt.Sprintf("203.0.113.%d", 120+i), "")
+			a.outcome(d.AttemptID, "failure")
+		}
 	}
 	env.Flush(t)
 	rows, err := env.DB.Query(t.Context(), `SELECT kind, account_key, detail->>'app', coalesce(detail->>'key', '')
@@ -1070,8 +1075,8 @@ func TestAttemptEventsNameTheKey(t *testing.T) {
 			t.Errorf("%s of %s: app %q key %q, want app shop key %q", kind, account, appName, keyName, want)
 		}
 	}
-	if n < 12 {
-		t.Fatalf("%d events of the applications' accounts, want at least 12", n)
+	if n < 14 {
+		t.Fatalf("%d events of the applications' accounts, want at least 14", n)
 	}
 }
 
