@@ -210,7 +210,9 @@ func TrustedOverTranslators(trusted, translators []netip.Prefix) []TranslatedTru
 // addresses, such as "10.0.0.0/8, 192.168.1.7, ::1/128", as read from
 // XCLOAK_TRUSTED_PROXIES. Spaces around entries and empty entries are
 // ignored, so an empty string yields nil (trust no proxy). A single address
-// becomes a /32 or /128 prefix; host bits in a CIDR are masked off. An entry
+// becomes a /32 or /128 prefix. A CIDR with host bits set (10.0.0.5/8) is
+// refused: it is most often a typo for one address that would trust its
+// whole network, every client in it then naming its own address. An entry
 // that is not an address or CIDR is an error naming it.
 func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 	var prefixes []netip.Prefix
@@ -233,6 +235,10 @@ func parseTrustedEntry(entry string) (netip.Prefix, error) {
 		p, err := netip.ParsePrefix(entry)
 		if err != nil {
 			return netip.Prefix{}, err
+		}
+		if p != p.Masked() {
+			return netip.Prefix{}, fmt.Errorf("host bits set: write %s for the proxy alone, or %s for its network",
+				p.Addr(), p.Masked())
 		}
 		return normalizePrefix(p), nil
 	}

@@ -49,10 +49,6 @@ type config struct {
 	MailLog bool
 	// TrustedProxies are the peers whose forwarding header is believed.
 	TrustedProxies []netip.Prefix
-	// WidenedProxies are the entries of XCLOAK_TRUSTED_PROXIES written
-	// with host bits (10.0.0.5/8), which trust their whole network: said
-	// at start, as a typo for an address (10.0.0.5/32) trusts millions.
-	WidenedProxies []string
 	// ForwardedHeader is the one header their chain is read from.
 	ForwardedHeader web.ForwardedHeader
 	// NAT64Prefixes are the operator's translators' prefixes: a client
@@ -283,7 +279,6 @@ func newSettings(d auth.Config) []setting {
 			set: func(c *config, v string) error {
 				p, err := web.ParseTrustedProxies(v)
 				c.TrustedProxies = p
-				c.WidenedProxies = widenedProxies(v)
 				return err
 			},
 		},
@@ -1313,19 +1308,6 @@ func broadProxies(trusted []netip.Prefix) []netip.Prefix {
 		}
 	}
 	return broad
-}
-
-// widenedProxies returns the CIDR entries of a XCLOAK_TRUSTED_PROXIES
-// value with host bits set, each as written and as trusted.
-func widenedProxies(v string) []string {
-	var out []string
-	for entry := range strings.SplitSeq(v, ",") {
-		entry = strings.TrimSpace(entry)
-		if p, err := netip.ParsePrefix(entry); err == nil && p != p.Masked() {
-			out = append(out, entry+" as "+p.Masked().String())
-		}
-	}
-	return out
 }
 
 // maxHashConcurrency bounds XCLOAK_HASH_CONCURRENCY: 256 hashes at once

@@ -545,6 +545,11 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: `XCLOAK_LOG_LEVEL: "verbose" is not debug, info, warn or error`,
 		},
 		{
+			name:    "trusted proxy with host bits",
+			env:     map[string]string{"XCLOAK_TRUSTED_PROXIES": "10.0.0.5/8"},
+			wantErr: `XCLOAK_TRUSTED_PROXIES: trusted proxy "10.0.0.5/8": host bits set: write 10.0.0.5 for the proxy alone, or 10.0.0.0/8 for its network`,
+		},
+		{
 			name:    "trusted proxy that is no address",
 			env:     map[string]string{"XCLOAK_TRUSTED_PROXIES": "10.0.0.0/8, 300.1.1.1/8"},
 			wantErr: `XCLOAK_TRUSTED_PROXIES: trusted proxy "300.1.1.1/8"`,

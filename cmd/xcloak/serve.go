@@ -122,10 +122,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"address in the forwarded header, and so escapes the limits per address and network; list the proxies' own addresses",
 			"header", string(cfg.ForwardedHeader))
 	}
-	for _, w := range cfg.WidenedProxies {
-		logger.Warn("XCLOAK_TRUSTED_PROXIES has host bits in "+w+": the whole network is trusted; "+
-			"give a proxy's address alone (/32, /128) or its network with the host bits cleared", "header", string(cfg.ForwardedHeader))
-	}
 	// An operator's choice, but one that hands the limits to the network:
 	// said once at start, as a plain-http breach corpus is.
 	if opts, err := redisOptions(cfg.RedisURL, cfg.RedisCluster); err == nil && opts.TLSConfig != nil && opts.TLSConfig.InsecureSkipVerify {
