@@ -535,6 +535,11 @@ func TestServeRefusesBadSettings(t *testing.T) {
 			wantErr: "XCLOAK_SMTP_URL is not set: set it, or XCLOAK_MAIL_LOG=true",
 		},
 		{
+			name:    "mails in the log, at a level that hides them",
+			env:     map[string]string{"XCLOAK_MAIL_LOG": "true", "XCLOAK_LOG_LEVEL": "error"},
+			wantErr: "XCLOAK_SMTP_URL is not set, so mails are written to the log at warn, which XCLOAK_LOG_LEVEL=error hides",
+		},
+		{
 			name:    "mail log that is no bool",
 			env:     map[string]string{"XCLOAK_MAIL_LOG": "yes please"},
 			wantErr: `XCLOAK_MAIL_LOG: "yes please" is not true or false`,
