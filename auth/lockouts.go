@@ -113,6 +113,16 @@ func (s *Service) recordSecondStepLockout(ctx context.Context, id string, user U
 	}
 }
 
+// recordHeldLockout is recordSecondStepLockout for a lock that a held
+// token's code reached (admitCode, countHeldCodeAsOwn), detached from the
+// request: a held answer's code must take as long whatever its password
+// was, and a right password's token reaches one lock more (the owner's
+// own step's) than a wrong one's, whose row, written before the answer,
+// would show in its time.
+func (s *Service) recordHeldLockout(ctx context.Context, id string, user User, held bool, f ratelimit.Failure) {
+	s.detach(ctx, func(ctx context.Context) { s.recordSecondStepLockout(ctx, id, user, held, f) })
+}
+
 // clearLockoutRecord marks the account's current lockout as ended and
 // records who ended it.
 func (s *Service) clearLockoutRecord(ctx context.Context, email string, userID int64, by, source string) {
@@ -204,6 +214,10 @@ func (s *Service) unlock(ctx context.Context, email, by string, which func(accou
 	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
 	defer cancel()
 	locks := slices.DeleteFunc(locksOf(email), func(l accountLock) bool { return !which(l) })
+	// The rows of locks a held token's code reached are written past its
+	// answer (recordHeldLockout): those begun are in the log before it is
+	// read.
+	s.detached.settle()
 	wasLocked, listed := false, false
 	keys := make([]string, len(locks))
 	for i, l := range locks {

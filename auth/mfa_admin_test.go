@@ -1,7 +1,9 @@
 package auth_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -192,6 +194,10 @@ func TestHeldStepLockListedApart(t *testing.T) {
 	}
 	annLocks := func() []auth.Lockout {
 		t.Helper()
+		// A held code's lock rows are written past its answer.
+		if err := f.svc.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 		locks, err := f.svc.ActiveLockouts(ctx, 10)
 		if err != nil {
 			t.Fatal(err)
@@ -231,5 +237,63 @@ func TestHeldStepLockListedApart(t *testing.T) {
 	}
 	if d, err := f.svc.UserDetail(ctx, ann.ID); err != nil || !d.Locked || len(d.SecondStepLocks) != 0 {
 		t.Errorf("after lifting the held sign-ins' lock, the account's page: %+v, %v; want its password locked alone", d, err)
+	}
+}
+
+// TestHeldCodeAnswersBeforeItsLockRows: the answer to a held token's code
+// that reaches a lock does not wait for the lock's row in the lockout log.
+// A right password's token reaches one lock more than a wrong one's (the
+// owner's own step's, besides the held answers'), so a row written before
+// the answer would show in its time which passwords were right. The
+// lockout log is held locked meanwhile: a code whose answer waited for
+// its rows would wait for the lock.
+func TestHeldCodeAnswersBeforeItsLockRows(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.Limits.SetCount(auth.RuleMFAAccount, 1) })
+	ctx := t.Context()
+	heldInAttackMode(t, f)
+	tx, err := f.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `LOCK TABLE lockouts IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	for i, password := range []string{"password123", "not the password"} {
+		step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: password, Client: client(fmt.Sprintf("198.51.100.%d", 20+i))})
+		if !errors.Is(err, auth.ErrVerificationRequired) || step.MFA.Token == "" {
+			t.Fatalf("sign-in from a new browser in attack mode: %v, %+v; want a held second step", err, step.MFA)
+		}
+		answered := make(chan error, 1)
+		go func() {
+			_, err := f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding,
+				Code: "000000", Client: client(fmt.Sprintf("198.51.100.%d", 20+i)), Cookie: func(string) string { return "" }})
+			answered <- err
+		}()
+		select {
+		case err := <-answered:
+			if !errors.Is(err, auth.ErrInvalidCode) && !errors.Is(err, auth.ErrLimited) {
+				t.Fatalf("%s: a held code at the lock: %v", password, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: a held code at the lock waited for its row in the lockout log", password)
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	locks, err := f.svc.ActiveLockouts(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]bool{}
+	for _, l := range locks {
+		steps[l.Step] = true
+	}
+	if !steps[auth.SecondStepHeld] || !steps[auth.SecondStepOwn] {
+		t.Errorf("once the log is free: listed %+v; want the held answers' lock and the own step's", locks)
 	}
 }

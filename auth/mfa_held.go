@@ -261,7 +261,7 @@ func (s *Service) countHeldCodeAsOwn(ctx context.Context, user User, usable bool
 		return false, nil
 	}
 	if f.LockedNow {
-		s.recordSecondStepLockout(ctx, user.Email, user, false, f)
+		s.recordHeldLockout(ctx, user.Email, user, false, f)
 		s.record(codeEvent(EventMFALockout, user, c.Source(), false, map[string]string{"level": strconv.Itoa(f.Level),
 			"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}, RuleMFAAccount))
 	}

@@ -258,7 +258,11 @@ func (s *Service) admitCode(ctx context.Context, c Client, user User, of codeOf,
 			return &LimitedError{RetryAfter: max(f.LockedFor, time.Second)}
 		}
 		if f.LockedNow {
-			s.recordSecondStepLockout(ctx, account, user, held, f)
+			if held {
+				s.recordHeldLockout(ctx, account, user, held, f)
+			} else {
+				s.recordSecondStepLockout(ctx, account, user, held, f)
+			}
 			s.record(codeEvent(EventMFALockout, user, source, held, map[string]string{"level": strconv.Itoa(f.Level),
 				"until": s.now().Add(f.LockedFor).UTC().Format(time.RFC3339)}, r.Name))
 		}
@@ -412,7 +416,11 @@ func (s *Service) clearSecondStepLock(ctx context.Context, id string) {
 		return
 	}
 	if locked {
-		s.clearLockoutRows(ctx, lockoutLiftedBySuccess, secondStepLockKey(id))
+		// After the row's own write, which a held token's code detaches
+		// (recordHeldLockout).
+		s.detach(ctx, func(ctx context.Context) {
+			s.clearLockoutRows(ctx, lockoutLiftedBySuccess, secondStepLockKey(id))
+		})
 	}
 }
 

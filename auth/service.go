@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -188,6 +189,9 @@ type Service struct {
 	activity ActivityLog
 	resets   chan linkJob
 	metrics  *metrics
+	// detached are the writes run past their request's answer (detach),
+	// in order, which Run, Drain and Flush wait for.
+	detached orderedWrites
 	// resetsPending counts reset requests queued, waiting for their
 	// domain or being handled.
 	resetsPending atomic.Int64
@@ -406,6 +410,8 @@ func (s *Service) Run(ctx context.Context) {
 	<-janitor
 	<-ending
 	<-watching
+	// Their events before the recorder stops.
+	s.detached.settle()
 	// The watch starts attack mode no more: the second sign-out of a
 	// start, and its events, before the recorder stops.
 	s.secondPasses.stop()
@@ -429,6 +435,7 @@ func (s *Service) Drain(ctx context.Context) error {
 	cancel()
 	s.runResets(done) // sends what is queued, within its bound, and returns
 	s.secondPasses.stop()
+	s.detached.settle()
 	final, cancelFinal := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelFinal()
 	err := s.events.Flush(final)
@@ -466,8 +473,58 @@ func (s *Service) UnlockTTL() time.Duration { return s.cfg.UnlockTTL }
 // for the pages that say so.
 func (s *Service) VerificationTTL() time.Duration { return s.cfg.VerificationTTL }
 
-// Flush writes the security events queued so far; for tests and shutdown.
-func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
+// Flush writes the security events queued so far, and the detached writes
+// begun (detach); for tests and shutdown.
+func (s *Service) Flush(ctx context.Context) error {
+	s.detached.settle()
+	return s.events.Flush(ctx)
+}
+
+// detach runs write past the answer of the request whose context is ctx,
+// within the time afterDecision gives it, after every write detached
+// before it: for a write whose wait would tell the client what the answer
+// must not (recordHeldLockout), and for those that must follow it
+// (clearSecondStepLock). Run, Drain and Flush wait for it.
+func (s *Service) detach(ctx context.Context, write func(context.Context)) {
+	ctx, cancel := s.afterDecision(ctx)
+	s.detached.then(func() {
+		defer cancel()
+		write(ctx)
+	})
+}
+
+// orderedWrites runs writes one after another, each in a goroutine of its
+// own that waits for the one before.
+type orderedWrites struct {
+	mu sync.Mutex
+	// tail is closed once the last write begun, and so every one before
+	// it, has ended; nil: none begun.
+	tail chan struct{}
+}
+
+func (w *orderedWrites) then(write func()) {
+	w.mu.Lock()
+	prev, done := w.tail, make(chan struct{})
+	w.tail = done
+	w.mu.Unlock()
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		write()
+	}()
+}
+
+// settle waits for every write begun so far.
+func (w *orderedWrites) settle() {
+	w.mu.Lock()
+	tail := w.tail
+	w.mu.Unlock()
+	if tail != nil {
+		<-tail
+	}
+}
 
 // DeviceCookieName returns the name of the device cookie for an email as
 // typed; "" if it is not a valid address.
