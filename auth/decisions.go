@@ -363,12 +363,21 @@ func (s *Service) Decide(ctx context.Context, app APIKey, req AttemptRequest) (A
 // (ratelimit.Store.Remembered): a client its network's rules are known to
 // refuse is refused at once, without the lookup. So a flood over its
 // limit costs at most one lookup per memory's lifetime
-// (XCLOAK_REJECTION_MEMORY) on each replica: the one that taught it.
+// (XCLOAK_REJECTION_MEMORY) on each replica: the one that taught it. A
+// lookup that found no device, for an attempt that the account's rules
+// then refuse (a locked account's), is counted by the network's rules
+// (countLookup), which the refusal alone would leave uncounted.
 func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, device, sent string, a attempt) (AttemptDecision, Outcome, error) {
 	id := appAccount(app.App, a.Account)
 	source := client.Source()
 	detail := appDetail(app)
+	// missed is set when the device cost a lookup that found none: a
+	// refusal then counts it (countLookup).
+	missed := false
 	refused := func(d ratelimit.Decision) (AttemptDecision, Outcome, error) {
+		if missed {
+			s.countLookup(ctx, client, source)
+		}
 		s.record(Event{Kind: EventLoginRejected, Account: id, Source: source, Rule: rejectingRule(d), Detail: detail})
 		return AttemptDecision{}, OutcomeRejected, denied(d)
 	}
@@ -381,12 +390,14 @@ func (s *Service) decideLogin(ctx context.Context, app APIKey, client Client, de
 		a.Device = base64.RawURLEncoding.EncodeToString(hash)
 		// Without Postgres the device is held by the account's rules, as
 		// Login holds a browser.
-		if known, err := s.knownAppDevice(ctx, hash); err != nil {
+		known, looked, err := s.knownAppDevice(ctx, hash)
+		if err != nil {
 			s.log.WarnContext(ctx, "application device not checked", "err", err)
 		} else if known {
 			a.Known = true
 			sub.Device = appDevice(a.Device)
 		}
+		missed = looked && err == nil && !known
 	}
 	// The attempt holds a place towards the lockout it counts towards from
 	// now to its outcome (endAppAttempt), taken with the decision, as
@@ -691,20 +702,20 @@ func appDeviceCacheKey(hash []byte) string { return string(hash) }
 // knownAppDevice reports whether hash is a known device of an
 // application's account seen within Config.DeviceTTL, answered for a
 // moment from appDeviceCache.
-func (s *Service) knownAppDevice(ctx context.Context, hash []byte) (bool, error) {
+func (s *Service) knownAppDevice(ctx context.Context, hash []byte) (known, looked bool, err error) {
 	if s.apps == nil {
-		return false, unavailable("reading device", errNoAppStore)
+		return false, false, unavailable("reading device", errNoAppStore)
 	}
 	key := appDeviceCacheKey(hash)
 	now := s.now()
 	if known, ok := s.appDeviceCache.get(key, now); ok {
-		return known, nil
+		return known, false, nil
 	}
 	gen := s.appDeviceCache.generation()
-	known, err := s.apps.KnownAppDevice(ctx, hash, now.Add(-s.cfg.DeviceTTL))
+	known, err = s.apps.KnownAppDevice(ctx, hash, now.Add(-s.cfg.DeviceTTL))
 	if err != nil {
-		return false, s.dbDown("reading device", err)
+		return false, true, s.dbDown("reading device", err)
 	}
 	s.appDeviceCache.put(key, known, gen, now)
-	return known, nil
+	return known, true, nil
 }

@@ -79,3 +79,52 @@ func TestDeviceExpires(t *testing.T) {
 		t.Fatalf("device unseen for longer than DeviceTTL during the lockout: %v, want ErrLimited", err)
 	}
 }
+
+// TestForgottenCookiesSpendTheNetworksLimits: a device cookie keeps its
+// MAC once its device is forgotten, so whoever signs in to an account of
+// his own again and again holds as many as he likes. Sent one after
+// another to that account once it is locked, each costs a lookup in
+// Postgres that finds no device, and the lock refuses it before the
+// network's rules count anything: each such lookup is counted by the
+// network's rules, so that a client past them is refused before it
+// costs another.
+func TestForgottenCookiesSpendTheNetworksLimits(t *testing.T) {
+	const perAddress = 5
+	f := newFixture(t, func(c *auth.Config) {
+		c.MaxDevices = 1
+		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
+		c.Limits.SetCount(auth.RuleLoginIP, perAddress)
+	})
+	ctx := t.Context()
+	f.addUser(t, "mallory@example.com", "her own password", false)
+	var cookies []string
+	for i := range 3 * perAddress {
+		res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "mallory@example.com", Password: "her own password",
+			Client: client(fmt.Sprintf("198.51.100.%d", 10+i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cookies = append(cookies, res.Device.Value)
+	}
+	forgotten := cookies[:len(cookies)-1] // MaxDevices keeps the last
+	for i := range f.cfg.Lockout.Threshold {
+		if _, err := f.svc.Login(ctx, auth.LoginRequest{Email: "mallory@example.com", Password: fmt.Sprint("guess ", i),
+			Client: client(fmt.Sprintf("203.0.113.%d", 10+i))}); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("guess %d: %v", i, err)
+		}
+	}
+	for i, cookie := range forgotten {
+		if _, err := f.svc.Login(ctx, auth.LoginRequest{Email: "mallory@example.com", Password: "her own password",
+			Client: client("192.0.2.77"), DeviceCookie: cookie}); !errors.Is(err, auth.ErrLimited) {
+			t.Fatalf("forgotten cookie %d on the locked account: %v, want ErrLimited", i, err)
+		}
+	}
+	// The address has spent its limit on them: another account's sign-in
+	// from it is refused too.
+	f.addUser(t, "ann@example.com", "the password", false)
+	if _, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "the password",
+		Client: client("192.0.2.77")}); !errors.Is(err, auth.ErrLimited) {
+		t.Errorf("a sign-in from the address after %d forgotten cookies looked up: %v, want ErrLimited by its limit of %d",
+			len(forgotten), err, perAddress)
+	}
+}

@@ -22,7 +22,12 @@ import (
 // lookup, and none of a client its network's limits are known to refuse
 // (loginWithCookie): one indexed query, answered for up to deviceCacheTTL
 // from an in-process cache, so that a flood carrying one cookie costs at
-// most one query per second per replica. Revocations and new devices (which may
+// most one query per second per replica. A lookup that finds no device (a
+// forgotten one's cookie, of which whoever signs in to an account of his
+// own again and again holds as many as he likes) for a sign-in that its
+// limits then refuse is counted by the network's rules (countLookup), so
+// that a flood carrying a fresh one each time is refused before it costs
+// more queries than they allow. Revocations and new devices (which may
 // push an old one out) on this replica empty the cache at once; another
 // replica may take up to deviceCacheTTL to see them.
 
@@ -109,18 +114,25 @@ func nonceHash(nonce string) []byte {
 // Config.DeviceTTL (the cookie's lifetime, which a client that keeps it
 // longer does not get around).
 func (s *Service) knownDevice(ctx context.Context, email, nonce string) (bool, error) {
+	known, _, err := s.lookUpDevice(ctx, email, nonce)
+	return known, err
+}
+
+// lookUpDevice is knownDevice, and reports whether the answer took a query
+// (looked): one the cache did not have.
+func (s *Service) lookUpDevice(ctx context.Context, email, nonce string) (known, looked bool, err error) {
 	key := email + "\x00" + nonce
 	now := s.now()
 	if known, ok := s.deviceCache.get(key, now); ok {
-		return known, nil
+		return known, false, nil
 	}
 	gen := s.deviceCache.generation()
-	known, err := s.store.KnownDevice(ctx, email, nonceHash(nonce), s.now().Add(-s.cfg.DeviceTTL))
+	known, err = s.store.KnownDevice(ctx, email, nonceHash(nonce), s.now().Add(-s.cfg.DeviceTTL))
 	if err != nil {
-		return false, s.dbDown("reading device", err)
+		return false, true, s.dbDown("reading device", err)
 	}
 	s.deviceCache.put(key, known, gen, now)
-	return known, nil
+	return known, true, nil
 }
 
 // addDevice makes nonce a known device of u, verified or not

@@ -149,6 +149,8 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 	// checking is set once this sign-in is a password check in flight,
 	// which rejections give way to (giveway.go).
 	checking := false
+	// forgotten is set when the cookie cost a lookup that found no device.
+	forgotten := false
 	if nonce, ok := s.devices.Check(email, req.DeviceCookie); ok {
 		// Its network's rules are asked of the limits' memory of
 		// rejections (while Redis is away, of the limits in process)
@@ -184,11 +186,13 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 		// Without Postgres the browser is held by the account's rules:
 		// a request they refuse still gets 429, and one they admit
 		// cannot be decided anyway (503).
-		if known, err := s.knownDevice(ctx, email, nonce); err != nil {
+		known, looked, err := s.lookUpDevice(ctx, email, nonce)
+		if err != nil {
 			s.log.WarnContext(ctx, "device cookie not checked", "err", err)
 		} else if known {
 			device = nonce
 		}
+		forgotten = looked && err == nil && !known
 		if device == "" {
 			// Not a known device (forgotten, or not looked up): its
 			// hash is another browser's, which gives way to the
@@ -201,6 +205,9 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 	}
 	check, outcome, err := s.decideSignIn(ctx, req, email, source, device, at)
 	if err != nil {
+		if forgotten && outcome == OutcomeRejected {
+			s.countLookup(ctx, req.Client, source)
+		}
 		return LoginResult{}, outcome, err
 	}
 	ctx, end := s.startCheck(ctx, check)
@@ -211,6 +218,22 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 		defer s.hasher.checkEnded()
 	}
 	return s.checkPassword(ctx, req, email, source, device)
+}
+
+// countLookup counts a lookup of a device that found none, for a sign-in
+// its limits then refused, by the rules of the client's network: a
+// refusal counts nothing in them, so that a client that sent a forgotten
+// device's cookie each time (of which whoever signs in to an account of
+// his own again and again holds as many as he likes) to that account once
+// it is locked would cost a query each, however many. Counted, one past
+// the network's rules is refused before its lookup (loginWithCookie,
+// decideLogin). An admitted sign-in's lookup is counted by its decision.
+func (s *Service) countLookup(ctx context.Context, c Client, source string) {
+	ctx, cancel := s.afterDecision(ctx)
+	defer cancel()
+	if _, err := s.decide(ctx, s.rules(FlowSignIn, Subject{Client: c, source: source})...); err != nil {
+		s.log.WarnContext(ctx, "device lookup not counted", "err", err)
+	}
 }
 
 // decideSignIn checks a sign-in's limits, from the known device device

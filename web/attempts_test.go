@@ -740,6 +740,36 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 	}
 }
 
+// TestAttemptFreshDevicesOnALockedAccountSpendTheNetwork: attempts for a
+// locked account, each with a device id never seen, each cost a lookup
+// that finds no device, and the lock refuses them before the network's
+// rules count anything: each such lookup is counted by them, so that a
+// key's holder sending a fresh id each time is refused before it costs
+// more queries than the client's network allows.
+func TestAttemptFreshDevicesOnALockedAccountSpendTheNetwork(t *testing.T) {
+	const perAddress = 5
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
+		c.Limits.SetCount(auth.RuleLoginAccount, 100)
+		c.Limits.SetCount(auth.RuleLoginIP, perAddress)
+	}})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	for i := range env.Auth.Lockout.Threshold {
+		_, d, _ := a.ask("login", "mallory", fmt.Sprintf("203.0.113.%d", 140+i), "")
+		if status, _ := a.outcome(d.AttemptID, "failure"); status != 204 {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	for i := range 3 * perAddress {
+		if status, d, _ := a.ask("login", "mallory", "192.0.2.91", fmt.Sprintf("fresh-%d", i)); status != 429 {
+			t.Fatalf("attempt %d on the locked account with a fresh device: %d %+v, want 429", i, status, d)
+		}
+	}
+	if status, d, _ := a.ask("login", "ann", "192.0.2.91", ""); status != 429 {
+		t.Errorf("another account's attempt from the client after %d fresh devices looked up: %d %+v, want 429 by its limit of %d",
+			3*perAddress, status, d, perAddress)
+	}
+}
+
 // TestAttemptResetOutcomeEndsLockout: a reset the application reports as
 // completed ends the account's lockout, as a reset completed on XCloak's
 // own page does, so that an owner whom guesses locked out and who has just
