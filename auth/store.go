@@ -248,7 +248,10 @@ type LockoutLog interface {
 	// begin with SecondStepLockPrefix): XCloak's own accounts' first, then
 	// applications' accounts ("app NAME ACCOUNT"), each newest first, so
 	// that no application's lockouts, which its key's holder may cause at
-	// will, crowd out XCloak's own. Equal times go by the newest row.
+	// will, crowd out XCloak's own; and of XCloak's own, those of accounts
+	// that exist (a user ID) before those of addresses that do not, which
+	// anyone may lock as many of as he likes. Equal times go by the
+	// newest row.
 	LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]Lockout, error)
 	// EndLockouts marks the lockouts whose time ran out by now, and that
 	// nobody ended, as ended at their LockedUntil by LockoutExpired, and

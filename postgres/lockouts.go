@@ -70,7 +70,7 @@ func (s *Store) LockoutListed(ctx context.Context, account string, now time.Time
 // newest row.
 const latestLockouts = `
 	SELECT * FROM (
-		SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0), level, failures, locked_at, locked_until
+		SELECT DISTINCT ON (account_key) id, account_key, coalesce(user_id, 0) AS user_id, level, failures, locked_at, locked_until
 		FROM lockouts WHERE cleared_at IS NULL AND locked_until > $1
 		ORDER BY account_key, locked_at DESC, id DESC
 	) current`
@@ -85,11 +85,12 @@ func (s *Store) ActiveLockouts(ctx context.Context, now time.Time, limit int) ([
 }
 
 // LockoutsToHold implements auth.LockoutLog: ActiveLockouts' query
-// without the second step's locks, with XCloak's own accounts first, no
-// dearer (its last sort keeps only the first limit rows).
+// without the second step's locks, with XCloak's own accounts first, those
+// that exist before the others, no dearer (its last sort keeps only the
+// first limit rows).
 func (s *Store) LockoutsToHold(ctx context.Context, now time.Time, limit int) ([]auth.Lockout, error) {
 	rows, err := s.pool.Query(ctx, latestLockouts+` WHERE NOT starts_with(account_key, $3)
-		ORDER BY account_key LIKE 'app %', locked_at DESC, id DESC LIMIT $2`, now, limit, auth.SecondStepLockPrefix)
+		ORDER BY account_key LIKE 'app %', user_id = 0, locked_at DESC, id DESC LIMIT $2`, now, limit, auth.SecondStepLockPrefix)
 	if err != nil {
 		return nil, err
 	}

@@ -655,7 +655,8 @@ func (s *Store) LockoutsToHold(ctx context.Context, now time.Time, limit int) ([
 	all = slices.DeleteFunc(all, func(l auth.Lockout) bool { return strings.HasPrefix(l.Account, auth.SecondStepLockPrefix) })
 	// Stable: each part keeps ActiveLockouts' order, newest first.
 	slices.SortStableFunc(all, func(a, b auth.Lockout) int {
-		return cmp.Compare(btoi(strings.HasPrefix(a.Account, "app ")), btoi(strings.HasPrefix(b.Account, "app ")))
+		return cmp.Or(cmp.Compare(btoi(strings.HasPrefix(a.Account, "app ")), btoi(strings.HasPrefix(b.Account, "app "))),
+			cmp.Compare(btoi(a.UserID == 0), btoi(b.UserID == 0)))
 	})
 	return all[:min(limit, len(all))], nil
 }

@@ -646,6 +646,29 @@ var storeCases = []struct {
 			t.Errorf("LockoutsToHold = %q, want %q", accounts, want)
 		}
 	}},
+	{"the lockouts to hold are accounts' that exist before addresses' that do not", func(t *testing.T, s auth.Store) {
+		// Anyone can lock a made-up address (a threshold of guesses), as
+		// many as he likes: held first, their newer locks would push an
+		// older lock of a real account off the list.
+		eve := mustUser(t, s, "eve@example.com")
+		mustNil(t, s.RecordLockout(t.Context(), auth.Lockout{Account: "eve@example.com", UserID: eve.ID, Level: 1, Failures: 10,
+			LockedAt: base.Add(-time.Hour), LockedUntil: base.Add(time.Hour)}))
+		for i := range 3 {
+			mustNil(t, s.RecordLockout(t.Context(), auth.Lockout{Account: fmt.Sprintf("made-up%d@example.com", i), Level: 1, Failures: 10,
+				LockedAt: base.Add(time.Duration(i) * time.Minute), LockedUntil: base.Add(time.Hour)}))
+		}
+		got, err := s.LockoutsToHold(t.Context(), base, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accounts []string
+		for _, l := range got {
+			accounts = append(accounts, l.Account)
+		}
+		if want := []string{"eve@example.com", "made-up2@example.com"}; !slices.Equal(accounts, want) {
+			t.Errorf("LockoutsToHold = %q, want %q", accounts, want)
+		}
+	}},
 	{"a lockout whose time ran out is ended once, and one cleared early never", func(t *testing.T, s auth.Store) {
 		u := mustUser(t, s, "ann@example.com")
 		for _, l := range []auth.Lockout{
