@@ -52,7 +52,7 @@ func loadCompose(t *testing.T, env map[string]string) (*types.Project, error) {
 // the test if it does not load.
 func mustLoadCompose(t *testing.T, env map[string]string) *types.Project {
 	t.Helper()
-	all := map[string]string{"XCLOAK_SECRET": testSecret}
+	all := map[string]string{"XCLOAK_SECRET": testSecret, "POSTGRES_PASSWORD": "0123456789abcdef"}
 	for k, v := range env {
 		all[k] = v
 	}
@@ -371,14 +371,32 @@ func TestComposeRequiresSecret(t *testing.T) {
 		name string
 		env  map[string]string
 	}{
-		{"unset", map[string]string{}},
-		{"empty", map[string]string{"XCLOAK_SECRET": ""}},
+		{"unset", map[string]string{"POSTGRES_PASSWORD": "0123456789abcdef"}},
+		{"empty", map[string]string{"XCLOAK_SECRET": "", "POSTGRES_PASSWORD": "0123456789abcdef"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := loadCompose(t, tt.env)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("load without XCLOAK_SECRET: error %v, want one saying %q", err, want)
+			}
+		})
+	}
+}
+
+// TestComposeRequiresDatabasePassword: no password of the compose file's
+// own for Postgres, which every container added to its network (a
+// Prometheus, a proxy) would reach as its superuser.
+func TestComposeRequiresDatabasePassword(t *testing.T) {
+	const want = "set POSTGRES_PASSWORD to a random hex string"
+	for name, env := range map[string]map[string]string{
+		"unset": {"XCLOAK_SECRET": testSecret},
+		"empty": {"XCLOAK_SECRET": testSecret, "POSTGRES_PASSWORD": ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadCompose(t, env)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("load without POSTGRES_PASSWORD: error %v, want one saying %q", err, want)
 			}
 		})
 	}
