@@ -755,6 +755,37 @@ func TestServeWarnsOfDefaultPublicURLOnEveryInterface(t *testing.T) {
 	}
 }
 
+// TestServeWarnsOfPlainHTTPPublicURL: a public URL of plain http on a
+// host others reach (a forgotten "s" behind a TLS proxy, where sign-ins
+// still work) mails every link's token in clear; it is warned of at
+// start, and one on this machine alone is not.
+func TestServeWarnsOfPlainHTTPPublicURL(t *testing.T) {
+	const warning = "is plain http on a host others reach"
+	for _, tt := range []struct {
+		url    string
+		warned bool
+	}{
+		{"http://login.example.com", true},
+		{"https://login.example.com", false},
+		{"http://localhost:8080", false},
+		{"http://127.0.0.1:8080", false},
+	} {
+		vars := storeSettings(t)
+		vars["XCLOAK_PUBLIC_URL"] = tt.url
+		if strings.HasPrefix(tt.url, "http:") {
+			vars["XCLOAK_INSECURE_COOKIES"] = "true"
+		}
+		srv := startServe(t, vars)
+		if err := srv.stop(); err != nil {
+			t.Fatalf("%s: %v", tt.url, err)
+		}
+		logs := srv.stderr.String()
+		if got := strings.Contains(logs, warning); got != tt.warned {
+			t.Errorf("%s: warned %v, want %v; log:\n%s", tt.url, got, tt.warned, logs)
+		}
+	}
+}
+
 // TestServeWarnsOfRedisWithoutCertificateCheck: skip_verify in a
 // rediss:// URL turns off the check of Redis' certificate, which leaves
 // every limit and lockout to whoever is on the path; it is warned of at

@@ -150,6 +150,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"XCloak's cookies, which a new XCLOAK_SECRET after a leak does not change; give the factors a key of their own " +
 			"before they are enrolled (openssl rand -hex 32; docs/DEPLOY.md says how to replace it once factors are sealed with it)")
 	}
+	if u := cfg.Auth.PublicURL; u.Scheme == "http" && !*dev && !isLoopback(u.Hostname()) {
+		// A forgotten "s" behind a TLS proxy: sign-ins still work, over
+		// the browser's https, while every mailed link goes out in clear.
+		logger.Warn("XCLOAK_PUBLIC_URL "+u.String()+" is plain http on a host others reach: the links mailed (reset, "+
+			"unlock, sign-in) carry their tokens in clear, no HSTS is sent and passkeys are off; "+
+			"give the https address users see", "public_url", u.String())
+	}
 	if cfg.InsecureCookies && cfg.Auth.PublicURL.Scheme == "https" {
 		logger.Warn("XCLOAK_INSECURE_COOKIES is true with an https XCLOAK_PUBLIC_URL: cookies go without Secure, " +
 			"so a browser also sends them over plain http, where anyone on the path reads them")
