@@ -27,8 +27,13 @@ func handleHealthz() http.Handler {
 // answer. Redis need not, unless the failure policy is "closed": under
 // "local" and "open" a replica without Redis still serves sign-ins by its
 // policy, and taking every replica out of rotation when Redis is lost would
-// undo that policy. The body names each store's state and what the limits
+// undo that policy. To a client on this machine (a loopback peer, the
+// request forwarded by no proxy: the container's health check, an
+// operator's curl) the body names each store's state and what the limits
 // follow now: {"postgres":"ok","redis":"unavailable","limits":"local (degraded)"}.
+// To any other it says only {"status":"ok"} or {"status":"unavailable"}:
+// that the limits are degraded, or off under "open", helps time an attack,
+// which is why the metrics that say so have an address of their own.
 func (s *Server) handleReadyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		results, err := s.ready.get(r.Context())
@@ -53,8 +58,30 @@ func (s *Server) handleReadyz() http.Handler {
 				status = http.StatusServiceUnavailable
 			}
 		}
+		if !fromThisMachine(r) {
+			body = map[string]string{"status": "ok"}
+			if status != http.StatusOK {
+				body["status"] = "unavailable"
+			}
+		}
 		writeJSON(w, status, body)
 	})
+}
+
+// fromThisMachine reports whether r came from a loopback peer and through
+// no proxy: one that forwards names its client in a header of the kind,
+// whether or not XCloak is told to believe it.
+func fromThisMachine(r *http.Request) bool {
+	peer, ok := parsePeer(r.RemoteAddr)
+	if !ok || !peer.IsLoopback() {
+		return false
+	}
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
+		if _, forwarded := r.Header[h]; forwarded {
+			return false
+		}
+	}
+	return true
 }
 
 // readyTimeout bounds one check of the stores.
