@@ -2,17 +2,13 @@ package auth
 
 import (
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xcloak/xcloak/internal/race"
+	"github.com/xcloak/xcloak/internal/testenv"
 )
 
 // TestEventBudget: past EventRowsPerNetwork rows, a network's events of a
@@ -354,51 +350,19 @@ func TestSecondStepSignalsAreNeverFolded(t *testing.T) {
 // rule. The kinds are read from the package's own constants, so that a new
 // kind cannot be left out of the bound unseen.
 func TestEveryEventKindIsBudgeted(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Written by the attack watch straight to the store, past the
 	// recorder and its budget.
 	unrecorded := map[string]bool{EventAttackStarted: true, EventAttackEnded: true, EventAttackSwitched: true}
-	seen := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range f.Decls {
-			gen, ok := decl.(*ast.GenDecl)
-			if !ok || gen.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gen.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, id := range vs.Names {
-					if !strings.HasPrefix(id.Name, "Event") || i >= len(vs.Values) {
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue
-					}
-					kind, _ := strconv.Unquote(lit.Value)
-					seen++
-					switch {
-					case individualEvents[kind], unrecorded[kind], strings.HasSuffix(kind, "_rejected"),
-						slices.Contains(foldedWithoutRule, kind):
-					default:
-						t.Errorf("%s (%q) neither keeps a row of its own nor is counted in MaxEventRowsPerNetwork's summaries", id.Name, kind)
-					}
-				}
-			}
-		}
+	kinds := testenv.StringConstants(t, ".", "Event")
+	if len(kinds) < 40 {
+		t.Fatalf("found %d event kinds, want every one of the package's", len(kinds))
 	}
-	if seen < 40 {
-		t.Fatalf("found %d event kinds, want every one of the package's", seen)
+	for _, c := range kinds {
+		switch kind := c.Value; {
+		case individualEvents[kind], unrecorded[kind], strings.HasSuffix(kind, "_rejected"),
+			slices.Contains(foldedWithoutRule, kind):
+		default:
+			t.Errorf("%s (%q) neither keeps a row of its own nor is counted in MaxEventRowsPerNetwork's summaries", c.Name, kind)
+		}
 	}
 }

@@ -4,61 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
 	"github.com/xcloak/xcloak/dashboard"
+	"github.com/xcloak/xcloak/internal/testenv"
 )
 
 // authEventKinds reads every event kind package auth declares: the
 // string constants named Event... of its non-test files.
 func authEventKinds(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("../auth/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
 	var kinds []string
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range g.Specs {
-				v := spec.(*ast.ValueSpec)
-				for i, name := range v.Names {
-					if !strings.HasPrefix(name.Name, "Event") || i >= len(v.Values) {
-						continue
-					}
-					lit, ok := v.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue
-					}
-					s, err := strconv.Unquote(lit.Value)
-					if err != nil {
-						t.Fatal(err)
-					}
-					kinds = append(kinds, s)
-				}
-			}
-		}
+	for _, c := range testenv.StringConstants(t, "../auth", "Event") {
+		kinds = append(kinds, c.Value)
 	}
 	if len(kinds) < 40 {
 		t.Fatalf("found %d event kinds in package auth, want them all: %v", len(kinds), kinds)
