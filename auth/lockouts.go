@@ -98,29 +98,39 @@ func (s *Service) recordLockout(ctx context.Context, email string, userID int64,
 // lists it beside the password's lockouts and an administrator can end
 // it (Unlock). A held answer's lock is anyone's doing who had the
 // account's address, so its row is not the owner's (no user ID), as its
-// events are not (codeEvent). Its event is the caller's.
+// events are not (codeEvent). Its event is the caller's. The writes of
+// the lock's row detached before it (recordHeldLockout, and the end a
+// right code's lift writes) are written first.
 func (s *Service) recordSecondStepLockout(ctx context.Context, id string, user User, held bool, f ratelimit.Failure) {
+	key := secondStepLockKey(id)
+	s.detached.settle(key)
+	s.writeSecondStepLockout(ctx, key, user, held, f, s.now())
+}
+
+// recordHeldLockout is recordSecondStepLockout for a lock that a held
+// token's code reached (admitCode, countHeldCodeAsOwn), detached from the
+// request, as of now: a held answer's code must take as long whatever its
+// password was, and a right password's token reaches one lock more (the
+// owner's own step's) than a wrong one's, whose row, written before the
+// answer, would show in its time.
+func (s *Service) recordHeldLockout(ctx context.Context, id string, user User, held bool, f ratelimit.Failure) {
+	key, now := secondStepLockKey(id), s.now()
+	s.detach(ctx, key, func(ctx context.Context) { s.writeSecondStepLockout(ctx, key, user, held, f, now) })
+}
+
+// writeSecondStepLockout writes the row of a second step's lock under key
+// that failure f caused at now.
+func (s *Service) writeSecondStepLockout(ctx context.Context, key string, user User, held bool, f ratelimit.Failure, now time.Time) {
 	userID := user.ID
 	if held {
 		userID = 0
 	}
-	now := s.now()
-	err := s.store.RecordLockout(ctx, Lockout{Account: secondStepLockKey(id), UserID: userID, Level: f.Level, Failures: f.Failures,
+	err := s.store.RecordLockout(ctx, Lockout{Account: key, UserID: userID, Level: f.Level, Failures: f.Failures,
 		LockedAt: now, LockedUntil: now.Add(f.LockedFor)})
 	if err != nil {
 		s.metrics.dbErrors.Inc()
 		s.log.ErrorContext(ctx, "recording second-step lockout", "err", err)
 	}
-}
-
-// recordHeldLockout is recordSecondStepLockout for a lock that a held
-// token's code reached (admitCode, countHeldCodeAsOwn), detached from the
-// request: a held answer's code must take as long whatever its password
-// was, and a right password's token reaches one lock more (the owner's
-// own step's) than a wrong one's, whose row, written before the answer,
-// would show in its time.
-func (s *Service) recordHeldLockout(ctx context.Context, id string, user User, held bool, f ratelimit.Failure) {
-	s.detach(ctx, func(ctx context.Context) { s.recordSecondStepLockout(ctx, id, user, held, f) })
 }
 
 // clearLockoutRecord marks the account's current lockout as ended and
@@ -211,21 +221,23 @@ func (s *Service) unlock(ctx context.Context, email, by string, which func(accou
 			return false, err
 		}
 	}
-	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
-	defer cancel()
 	locks := slices.DeleteFunc(locksOf(email), func(l accountLock) bool { return !which(l) })
+	keys := make([]string, len(locks))
+	for i, l := range locks {
+		keys[i] = l.key()
+	}
 	// The rows of locks a held token's code reached are written past its
 	// answer (recordHeldLockout): those begun are in the log before it is
-	// read.
-	s.detached.settle()
+	// read, and the unlock's time counts from then.
+	s.detached.settle(keys...)
+	ctx, cancel := s.afterDecision(ctx) // finished and recorded whether or not its caller waits
+	defer cancel()
 	wasLocked, listed := false, false
-	keys := make([]string, len(locks))
 	for i, l := range locks {
 		locked, err := s.limits.Clear(ctx, l.rule, l.id)
 		if err != nil {
 			return false, unavailable("clearing lockout", err)
 		}
-		keys[i] = l.key()
 		inLog, err := s.store.LockoutListed(ctx, keys[i], s.now())
 		if err != nil {
 			return false, s.dbDown("reading lockout", err)

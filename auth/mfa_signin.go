@@ -417,10 +417,10 @@ func (s *Service) clearSecondStepLock(ctx context.Context, id string) {
 	}
 	if locked {
 		// After the row's own write, which a held token's code detaches
-		// (recordHeldLockout).
-		s.detach(ctx, func(ctx context.Context) {
-			s.clearLockoutRows(ctx, lockoutLiftedBySuccess, secondStepLockKey(id))
-		})
+		// (recordHeldLockout); before any later lock's, which waits for
+		// it (recordSecondStepLockout, or detached after it).
+		key := secondStepLockKey(id)
+		s.detach(ctx, key, func(ctx context.Context) { s.clearLockoutRows(ctx, lockoutLiftedBySuccess, key) })
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -190,8 +189,8 @@ type Service struct {
 	resets   chan linkJob
 	metrics  *metrics
 	// detached are the writes run past their request's answer (detach),
-	// in order, which Run, Drain and Flush wait for.
-	detached orderedWrites
+	// in order for each key, which Run, Drain and Flush wait for.
+	detached keyedWrites
 	// resetsPending counts reset requests queued, waiting for their
 	// domain or being handled.
 	resetsPending atomic.Int64
@@ -411,7 +410,7 @@ func (s *Service) Run(ctx context.Context) {
 	<-ending
 	<-watching
 	// Their events before the recorder stops.
-	s.detached.settle()
+	s.detached.settleAll()
 	// The watch starts attack mode no more: the second sign-out of a
 	// start, and its events, before the recorder stops.
 	s.secondPasses.stop()
@@ -435,7 +434,7 @@ func (s *Service) Drain(ctx context.Context) error {
 	cancel()
 	s.runResets(done) // sends what is queued, within its bound, and returns
 	s.secondPasses.stop()
-	s.detached.settle()
+	s.detached.settleAll()
 	final, cancelFinal := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelFinal()
 	err := s.events.Flush(final)
@@ -476,54 +475,8 @@ func (s *Service) VerificationTTL() time.Duration { return s.cfg.VerificationTTL
 // Flush writes the security events queued so far, and the detached writes
 // begun (detach); for tests and shutdown.
 func (s *Service) Flush(ctx context.Context) error {
-	s.detached.settle()
+	s.detached.settleAll()
 	return s.events.Flush(ctx)
-}
-
-// detach runs write past the answer of the request whose context is ctx,
-// within the time afterDecision gives it, after every write detached
-// before it: for a write whose wait would tell the client what the answer
-// must not (recordHeldLockout), and for those that must follow it
-// (clearSecondStepLock). Run, Drain and Flush wait for it.
-func (s *Service) detach(ctx context.Context, write func(context.Context)) {
-	ctx, cancel := s.afterDecision(ctx)
-	s.detached.then(func() {
-		defer cancel()
-		write(ctx)
-	})
-}
-
-// orderedWrites runs writes one after another, each in a goroutine of its
-// own that waits for the one before.
-type orderedWrites struct {
-	mu sync.Mutex
-	// tail is closed once the last write begun, and so every one before
-	// it, has ended; nil: none begun.
-	tail chan struct{}
-}
-
-func (w *orderedWrites) then(write func()) {
-	w.mu.Lock()
-	prev, done := w.tail, make(chan struct{})
-	w.tail = done
-	w.mu.Unlock()
-	go func() {
-		defer close(done)
-		if prev != nil {
-			<-prev
-		}
-		write()
-	}()
-}
-
-// settle waits for every write begun so far.
-func (w *orderedWrites) settle() {
-	w.mu.Lock()
-	tail := w.tail
-	w.mu.Unlock()
-	if tail != nil {
-		<-tail
-	}
 }
 
 // DeviceCookieName returns the name of the device cookie for an email as
