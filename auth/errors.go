@@ -49,6 +49,10 @@ var (
 type LimitedError struct {
 	// RetryAfter is how long the client should wait; never zero.
 	RetryAfter time.Duration
+	// admitted: the limits admitted and counted the request, and what
+	// came after refused it (a place towards a lock it waited for in
+	// vain, waitForPlaces).
+	admitted bool
 }
 
 func (e *LimitedError) Error() string {

@@ -205,7 +205,8 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 	}
 	check, outcome, err := s.decideSignIn(ctx, req, email, source, device, at)
 	if err != nil {
-		if forgotten && outcome == OutcomeRejected {
+		var limited *LimitedError
+		if forgotten && outcome == OutcomeRejected && !(errors.As(err, &limited) && limited.admitted) {
 			s.countLookup(ctx, req.Client, source)
 		}
 		return LoginResult{}, outcome, err
@@ -227,7 +228,8 @@ func (s *Service) loginWithCookie(ctx context.Context, req LoginRequest, email, 
 // his own again and again holds as many as he likes) to that account once
 // it is locked would cost a query each, however many. Counted, one past
 // the network's rules is refused before its lookup (loginWithCookie,
-// decideLogin). An admitted sign-in's lookup is counted by its decision.
+// decideLogin). An admitted sign-in's lookup is counted by its decision,
+// one refused after it (waiting for a place in vain) too.
 func (s *Service) countLookup(ctx context.Context, c Client, source string) {
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
@@ -380,7 +382,7 @@ func (s *Service) waitForPlaces(ctx context.Context, check *passwordCheck, email
 					refusing = RuleLoginPassword
 				}
 				s.record(Event{At: at, Kind: EventLoginRejected, Account: email, Source: source, Rule: refusing})
-				return nil, OutcomeRejected, &LimitedError{RetryAfter: wait}
+				return nil, OutcomeRejected, &LimitedError{RetryAfter: wait, admitted: true}
 			}
 		}
 	}
