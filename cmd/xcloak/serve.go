@@ -72,18 +72,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// A reset link in a log is a password for whoever reads the log, so
 	// production writes them there only when told to, and says so at
 	// every start.
-	if cfg.SMTPURL == "" && cfg.LogLevel > slog.LevelWarn {
-		// The log's mailer writes at warn: quieted, every link would be
-		// lost while the service counts its mail sent.
-		return errors.New("XCLOAK_SMTP_URL is not set, so mails are written to the log at warn, which XCLOAK_LOG_LEVEL=" +
-			strings.ToLower(cfg.LogLevel.String()) + " hides: set XCLOAK_SMTP_URL, or a log level of warn or below")
-	}
 	if cfg.SMTPURL == "" && !*dev {
 		if !cfg.MailLog {
 			return errors.New("XCLOAK_SMTP_URL is not set: set it, or XCLOAK_MAIL_LOG=true to write reset mails, " +
 				"live links included, to the log")
 		}
 		logger.Warn("XCLOAK_SMTP_URL is not set and XCLOAK_MAIL_LOG is true: reset mails, links included, are written to this log")
+	}
+	if cfg.SMTPURL == "" && cfg.LogLevel > slog.LevelWarn {
+		// The log's mailer writes at warn: quieted, every link would be
+		// lost while the service counts its mail sent.
+		return errors.New("XCLOAK_SMTP_URL is not set, so mails are written to the log at warn, which XCLOAK_LOG_LEVEL=" +
+			strings.ToLower(cfg.LogLevel.String()) + " hides: set XCLOAK_SMTP_URL, or a log level of warn or below")
 	}
 
 	// Listening first fails fast on a taken port and tells the default
