@@ -134,16 +134,17 @@ type AppStore interface {
 	// seenAfter.
 	KnownAppDevice(ctx context.Context, hash []byte, seenAfter time.Time) (bool, error)
 	// AddAppDevice makes hash a known device of app's account account (the
-	// HMAC of the application and the account), seen at, and forgets that
+	// HMAC of the application and the account as sent), whose folded
+	// account is folded (the same HMAC of it), seen at, and forgets that
 	// account's least recently used devices beyond max; it reports whether
-	// hash was not known before. A sign-in decided at or before the
+	// hash was not known before. A sign-in decided at or before the folded
 	// account's last reset (ForgetAppDevices) adds nothing: it is
 	// ErrResetSince.
-	AddAppDevice(ctx context.Context, app string, account, hash []byte, decided, at time.Time, max int) (added bool, err error)
-	// ForgetAppDevices forgets every device of account (the HMAC of an
-	// application and an account), reset at at, and reports how many
-	// there were.
-	ForgetAppDevices(ctx context.Context, account []byte, at time.Time) (int, error)
+	AddAppDevice(ctx context.Context, app string, account, folded, hash []byte, decided, at time.Time, max int) (added bool, err error)
+	// ForgetAppDevices forgets every device of every account whose folded
+	// account is folded (the HMAC of an application and an account
+	// folded), reset at at, and reports how many there were.
+	ForgetAppDevices(ctx context.Context, folded []byte, at time.Time) (int, error)
 }
 
 // ErrResetSince is AddAppDevice's answer for a sign-in decided at or

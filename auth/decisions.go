@@ -323,11 +323,10 @@ func printable(s string) bool {
 // devices: the account as the application sent it, not folded. Folding
 // merges spellings the application may tell apart as accounts of their
 // own (another case, a zero-width space), which in the limits only makes
-// each stricter; but a known device relaxes them, and a reset forgets
-// them, so the owner of one spelling would make his devices known for the
-// other, push its owner's out, or forget them. The application sends an
-// account the same way each time: as its lookup resolves it
-// (docs/DECISION-API.md).
+// each stricter; but a known device relaxes them, so the owner of one
+// spelling would make his devices known for the other and push its
+// owner's out. A reset, which only forgets, forgets the devices of every
+// spelling (appResetCompleted).
 func knownAs(account string) string { return account }
 
 // Decide decides an application's attempt. Errors: *FieldError
@@ -552,9 +551,11 @@ func (s *Service) endAppAttempt(ctx context.Context, account string, a attempt) 
 
 // appResetCompleted takes a reset the application reports completed, as a
 // reset on XCloak's own page is taken: it forgets the known devices of
-// the account as sent (knownAs; a device that signed in with the old
-// password is known no more, on this replica at once and on the others
-// within deviceCacheTTL) and ends the folded account's lockout. It returns how many devices it forgot.
+// every spelling of the folded account (knownAs; a device that signed in
+// with the old password is known no more, on this replica at once and on
+// the others within deviceCacheTTL; forgetting relaxes nothing, so
+// spellings count alike here as in the limits) and ends the folded
+// account's lockout. It returns how many devices it forgot.
 // Devices it could not forget are ErrUnavailable, and the lockout is left
 // as it was: as XCloak's own reset, which forgets its browsers in the
 // transaction that sets the password, it is done whole or not at all.
@@ -564,7 +565,7 @@ func (s *Service) appResetCompleted(ctx context.Context, app APIKey, a attempt, 
 	account := appAccount(app.App, a.Account)
 	var forgotten int
 	if s.apps != nil {
-		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.devicesOf(app.App, a), s.now())
+		n, err := s.apps.ForgetAppDevices(ctx, s.decisionKeys.accountHash(app.App, a.Account), s.now())
 		s.appDeviceCache.purge()
 		if err != nil {
 			return 0, s.dbDown("forgetting application devices after reset", err)
@@ -643,7 +644,7 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 			return ErrUnknownAttempt
 		}
 		gen := s.appDeviceCache.generation()
-		added, err := s.apps.AddAppDevice(ctx, app.App, s.decisionKeys.devicesOf(app.App, a), hash,
+		added, err := s.apps.AddAppDevice(ctx, app.App, s.decisionKeys.devicesOf(app.App, a), s.decisionKeys.accountHash(app.App, a.Account), hash,
 			a.decided(), s.now(), s.cfg.MaxDevices)
 		switch {
 		case errors.Is(err, ErrResetSince):

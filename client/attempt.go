@@ -30,12 +30,12 @@ const (
 type AttemptRequest struct {
 	// Kind is Login or Reset.
 	Kind AttemptKind
-	// Account is the name the user typed (an email or a user name), as the
-	// application names its users. XCloak folds case and compatible forms,
-	// so "Ann@Example.com" and "ann@example.com" share their limits; it
-	// keeps each application's accounts apart from the others'. Known
-	// devices are kept for the account as sent, not folded: send it as the
-	// application's lookup resolves it, the same way every time.
+	// Account is the account (an email or a user name) as the
+	// application's lookup resolves it, the same way every time. XCloak
+	// folds case and compatible forms, so "Ann@Example.com" and
+	// "ann@example.com" share their limits; it keeps each application's
+	// accounts apart from the others'. Known devices are kept for the
+	// account as sent, not folded.
 	Account string
 	// ClientIP is the address of the user's browser: the connection's peer,
 	// or, behind the application's own reverse proxy, the address that

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/internal/testenv"
+	"github.com/xcloak/xcloak/postgres"
 )
 
 func hashOf(s string) []byte {
@@ -126,7 +128,7 @@ func TestAppDevices(t *testing.T) {
 	}
 	for i, want := range []bool{true, false} {
 		seen := at.Add(time.Duration(i) * time.Hour)
-		added, err := s.AddAppDevice(ctx, "shop", hashOf("olga"), h, seen, seen, 10)
+		added, err := s.AddAppDevice(ctx, "shop", hashOf("olga"), hashOf("olga"), h, seen, seen, 10)
 		if err != nil || added != want {
 			t.Fatalf("add %d: %v %v, want added %v", i, added, err, want)
 		}
@@ -154,7 +156,7 @@ func TestAppDevicesOfAnAccount(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), at, at, max); err != nil {
+			if _, err := s.AddAppDevice(ctx, "shop", olga, olga, hashOf(fmt.Sprint("olga-", i)), at, at, max); err != nil {
 				t.Error(err)
 			}
 		})
@@ -163,13 +165,13 @@ func TestAppDevicesOfAnAccount(t *testing.T) {
 	if n, err := s.ForgetAppDevices(ctx, olga, at.Add(-time.Minute)); err != nil || n != max {
 		t.Fatalf("after 20 devices added at once: %d %v forgotten, want %d, the most an account keeps", n, err, max)
 	}
-	if _, err := s.AddAppDevice(ctx, "shop", pat, hashOf("pat-0"), at, at, max); err != nil {
+	if _, err := s.AddAppDevice(ctx, "shop", pat, pat, hashOf("pat-0"), at, at, max); err != nil {
 		t.Fatal(err)
 	}
 	// The least recently used goes first.
 	for i := range max + 1 {
 		seen := at.Add(time.Duration(i) * time.Hour)
-		if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf(fmt.Sprint("olga-", i)), seen, seen, max); err != nil {
+		if _, err := s.AddAppDevice(ctx, "shop", olga, olga, hashOf(fmt.Sprint("olga-", i)), seen, seen, max); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,6 +188,54 @@ func TestAppDevicesOfAnAccount(t *testing.T) {
 	}
 	if known, _ := s.KnownAppDevice(ctx, hashOf("pat-0"), at.Add(-time.Hour)); !known {
 		t.Fatal("forgetting olga's devices forgot pat's")
+	}
+}
+
+// TestAppDevicesOfSpellings: the spellings of an account that fold alike
+// keep their devices and their bound apart, and a reset of the folded
+// account forgets the devices of every one of them, and those kept under
+// the folded account itself before spellings were kept apart (no
+// folded_hash), and no other account's; a sign-in of any spelling decided
+// before it adds no device.
+func TestAppDevicesOfSpellings(t *testing.T) {
+	_, pool := testenv.Schema(t)
+	s := postgres.New(pool)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	folded, upper, lower, pat := hashOf("olga"), hashOf("Olga"), hashOf("olga"), hashOf("pat")
+	const max = 1
+	for _, d := range []struct {
+		account []byte
+		device  string
+	}{{upper, "upper-0"}, {lower, "lower-0"}, {upper, "upper-1"}} {
+		at = at.Add(time.Minute)
+		if _, err := s.AddAppDevice(ctx, "shop", d.account, folded, hashOf(d.device), at, at, max); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for device, want := range map[string]bool{"upper-0": false, "upper-1": true, "lower-0": true} {
+		if known, _ := s.KnownAppDevice(ctx, hashOf(device), at.Add(-time.Hour)); known != want {
+			t.Errorf("%s, each spelling keeping %d device: known %v, want %v", device, max, known, want)
+		}
+	}
+	// A device kept before spellings were kept apart: under the folded
+	// account, with no folded_hash.
+	if _, err := pool.Exec(ctx, `INSERT INTO app_devices (hash, app, account_hash, first_seen_at, last_seen_at) VALUES ($1, 'shop', $2, $3, $3)`,
+		hashOf("old"), folded, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddAppDevice(ctx, "shop", pat, pat, hashOf("pat-0"), at, at, max); err != nil {
+		t.Fatal(err)
+	}
+	reset := at.Add(time.Minute)
+	if n, err := s.ForgetAppDevices(ctx, folded, reset); err != nil || n != 3 {
+		t.Fatalf("the folded account's reset: %d %v forgotten, want 3 (each spelling's and the old one)", n, err)
+	}
+	if known, _ := s.KnownAppDevice(ctx, hashOf("pat-0"), at.Add(-time.Hour)); !known {
+		t.Fatal("the reset of olga forgot pat's device")
+	}
+	if _, err := s.AddAppDevice(ctx, "shop", upper, folded, hashOf("upper-2"), at, reset.Add(time.Minute), max); !errors.Is(err, auth.ErrResetSince) {
+		t.Fatalf("a sign-in of Olga decided before the reset of olga, reported after: %v, want ErrResetSince", err)
 	}
 }
 
@@ -206,17 +256,17 @@ func TestAppDeviceAfterReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, decided := range []time.Time{reset.Add(-time.Second), reset} {
-		if _, err := s.AddAppDevice(ctx, "shop", olga, hashOf("thief"), decided, reset.Add(time.Minute), 10); !errors.Is(err, auth.ErrResetSince) {
+		if _, err := s.AddAppDevice(ctx, "shop", olga, olga, hashOf("thief"), decided, reset.Add(time.Minute), 10); !errors.Is(err, auth.ErrResetSince) {
 			t.Fatalf("a sign-in decided at %s, before the reset, reported after: %v, want ErrResetSince", decided, err)
 		}
 	}
 	if known, _ := s.KnownAppDevice(ctx, hashOf("thief"), reset.Add(-time.Hour)); known {
 		t.Fatal("the device of a sign-in decided before the reset is known")
 	}
-	if added, err := s.AddAppDevice(ctx, "shop", olga, hashOf("owner"), reset.Add(time.Second), reset.Add(time.Minute), 10); err != nil || !added {
+	if added, err := s.AddAppDevice(ctx, "shop", olga, olga, hashOf("owner"), reset.Add(time.Second), reset.Add(time.Minute), 10); err != nil || !added {
 		t.Fatalf("a sign-in decided after the reset: %v %v, want added", added, err)
 	}
-	if added, err := s.AddAppDevice(ctx, "shop", pat, hashOf("pat"), reset.Add(-time.Second), reset.Add(time.Minute), 10); err != nil || !added {
+	if added, err := s.AddAppDevice(ctx, "shop", pat, pat, hashOf("pat"), reset.Add(-time.Second), reset.Add(time.Minute), 10); err != nil || !added {
 		t.Fatalf("another account's sign-in: %v %v, want added", added, err)
 	}
 	if n, err := s.Sweep(ctx, auth.SweepAppResets, reset.Add(time.Second)); err != nil || n != 1 {

@@ -945,11 +945,13 @@ func TestAttemptsInvisibleCharactersCountAlike(t *testing.T) {
 // may tell apart (a zero-width space, another case) count towards one
 // account's limits, which only makes them stricter, but the owner of one
 // relaxes nothing of another's: a device that signed in as the look-alike
-// is not known for the account, the look-alike's devices push none of the
-// owner's out, and the look-alike's reset forgets none of them.
-// Otherwise whoever registers a look-alike where the application allows
-// one could make any number of devices known for the victim, each
-// exempt from the account's limit and lockout and never challenged.
+// is not known for the account, and the look-alike's devices push none of
+// the owner's out. Otherwise whoever registers a look-alike where the
+// application allows one could make any number of devices known for the
+// victim, each exempt from the account's limit and lockout and never
+// challenged. A reset, which only forgets, forgets the devices of every
+// spelling (TestAttemptResetUnderAnotherSpellingForgetsDevices): the
+// look-alike's costs the owner a challenge.
 func TestAttemptLookAlikeAccountRelaxesNothing(t *testing.T) {
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.MaxDevices = 2 }})
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
@@ -964,8 +966,28 @@ func TestAttemptLookAlikeAccountRelaxesNothing(t *testing.T) {
 	a.decidedInAttack(env, "ali\u200bce", "203.0.113.80", "box-2", "allow", "the look-alike from its own device")
 	_, r, _ := a.ask("reset", "ali\u200bce", "203.0.113.80", "")
 	a.succeeded(r.AttemptID, "the look-alike's reset")
-	a.decidedInAttack(env, "alice", "198.51.100.40", "owners-laptop", "allow", "alice from her own device after the look-alike's reset")
+	a.decidedInAttack(env, "alice", "198.51.100.40", "owners-laptop", "challenge", "alice from her own device after the look-alike's reset")
 	a.decidedInAttack(env, "ali\u200bce", "203.0.113.80", "box-2", "challenge", "the look-alike from its own device after its reset")
+}
+
+// TestAttemptResetUnderAnotherSpellingForgetsDevices: forgetting only
+// makes things stricter, so a completed reset forgets the known devices
+// of every spelling that folds alike, as the limits count them alike: an
+// application that sends what its users type, in whatever case, forgets
+// the thief's device signed in as "Olga" when the owner resets as
+// "olga", and a sign-in under one spelling decided before the reset of
+// another and reported after it makes no device known.
+func TestAttemptResetUnderAnotherSpellingForgetsDevices(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d, _ := a.ask("login", "Olga", "203.0.113.66", "thiefs-box")
+	a.succeeded(d.AttemptID, "the thief's sign-in as Olga")
+	_, inFlight, _ := a.ask("login", "OLGA", "203.0.113.66", "thiefs-other-box")
+	_, r, _ := a.ask("reset", "olga", "198.51.100.31", "")
+	a.succeeded(r.AttemptID, "the owner's reset as olga")
+	a.succeeded(inFlight.AttemptID, "a sign-in as OLGA asked before the reset, reported after it")
+	a.decidedInAttack(env, "Olga", "203.0.113.66", "thiefs-box", "challenge", "the thief's device after the owner's reset")
+	a.decidedInAttack(env, "OLGA", "203.0.113.66", "thiefs-other-box", "challenge", "the other device after the owner's reset")
 }
 
 // TestKeyRotationKeepsTheApplication: a key made for an application

@@ -111,9 +111,11 @@ func (a *App) Handler() http.Handler {
 func (a *App) handleLogin(w http.ResponseWriter, r *http.Request) {
 	email, password := r.PostFormValue("email"), r.PostFormValue("password")
 
-	// Ask XCloak first: a denied attempt costs no password hash.
+	// Ask XCloak first: a denied attempt costs no password hash. The
+	// account as this app looks it up (lower case), the same way every
+	// time: XCloak keeps known devices for the account as sent.
 	d, err := a.xc.Attempt(r.Context(), client.AttemptRequest{
-		Kind: client.Login, Account: email, ClientIP: a.clientIP(r), Device: a.device(w, r)})
+		Kind: client.Login, Account: strings.ToLower(email), ClientIP: a.clientIP(r), Device: a.device(w, r)})
 	var bad *client.RequestError
 	switch {
 	case errors.As(err, &bad):
