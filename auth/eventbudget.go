@@ -49,6 +49,11 @@ var foldedWithoutRule = []string{
 	EventLoginFailed, EventLoginInvalid, EventLoginUnavailable, EventMFAFailed,
 	// An application's: its key holder reports them at will.
 	EventAttemptAllowed, EventResetFailed,
+	// An owner's acts on the account's sessions and devices: any session
+	// of any account may repeat them, and RuleAccountIP counts them per
+	// address or /64, not per network. A summary of one account's keeps
+	// the account.
+	EventSessionEnded, EventDeviceForgotten,
 }
 
 func foldedSummaries() int {
@@ -87,9 +92,6 @@ var individualEvents = map[string]bool{
 	EventVerificationRequired: true, EventVerificationConfirmed: true,
 	// One per account that had a new browser when attack mode started.
 	EventNewDeviceSignedOut: true,
-	// An owner's acts on the account's sessions and devices, signed in and
-	// bounded by RuleAccountIP.
-	EventSessionEnded: true, EventDeviceForgotten: true,
 	// An administrator's acts on accounts: the audit trail of who did what
 	// (Detail "by"), and user.disabled and user.deleted webhooks that must
 	// name the account.

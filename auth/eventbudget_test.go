@@ -366,3 +366,38 @@ func TestEveryEventKindIsBudgeted(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnersActsAreFolded: an owner's acts on the account's sessions and
+// devices, which any session of any account may repeat from address after
+// address of one network, are folded past its budget as failures are, and
+// a summary of one account's acts keeps the account.
+func TestOwnersActsAreFolded(t *testing.T) {
+	var b eventBudget
+	minute := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	var batch []Event
+	for i := range 100 {
+		at := minute.Add(time.Duration(i) * time.Millisecond)
+		source := fmt.Sprintf("2001:db8:0:%x::1", i)
+		batch = append(batch,
+			Event{At: at, Kind: EventSessionEnded, Account: "mallory@example.com", UserID: 7, Source: source,
+				Detail: map[string]string{"by": "owner", "scope": "others", "count": "0"}},
+			Event{At: at, Kind: EventDeviceForgotten, Account: "mallory@example.com", UserID: 7, Source: source,
+				Detail: map[string]string{"by": "owner"}},
+		)
+	}
+	rows := b.admit(batch)
+	if len(rows) != EventRowsPerNetwork {
+		t.Fatalf("%d rows kept of one /48's 200 owner's acts, want %d", len(rows), EventRowsPerNetwork)
+	}
+	sums := b.close(unixMinute(minute)+1, false)
+	total := len(rows)
+	for _, s := range sums {
+		total += eventCount(s)
+		if s.Account != "mallory@example.com" || s.UserID != 7 {
+			t.Errorf("summary of one account's %s: account %q user %d, want mallory's", s.Kind, s.Account, s.UserID)
+		}
+	}
+	if len(sums) != 2 || total != len(batch) {
+		t.Errorf("%d summaries counting %d with the rows; want 2 and %d", len(sums), total, len(batch))
+	}
+}
