@@ -16,9 +16,14 @@ type Counts struct {
 	// Unknown: an attempt for an account that does not exist.
 	Unknown int64
 	// Rejected: refused by a limit or a lockout before password checking.
-	Rejected  int64
-	Held      int64 // the right password, held for new-device verification
+	Rejected int64
+	// Held: the right password, held alike with the wrong ones (new-device
+	// verification, a breached password), and counted as they are.
+	Held      int64
 	Successes int64
+	// Steps: the right password of an account with a second factor,
+	// answered with its second step.
+	Steps int64
 }
 
 // Add counts one attempt of outcome o.
@@ -35,27 +40,30 @@ func (c *Counts) Add(o auth.Outcome) {
 		c.Held++
 	case auth.OutcomeSucceeded:
 		c.Successes++
+	case auth.OutcomeStep:
+		c.Steps++
 	}
 }
 
 // plus returns c + d.
 func (c Counts) plus(d Counts) Counts {
 	return Counts{c.Attempts + d.Attempts, c.Failures + d.Failures, c.Unknown + d.Unknown,
-		c.Rejected + d.Rejected, c.Held + d.Held, c.Successes + d.Successes}
+		c.Rejected + d.Rejected, c.Held + d.Held, c.Successes + d.Successes, c.Steps + d.Steps}
 }
 
 // minus returns c - d.
 func (c Counts) minus(d Counts) Counts {
 	return Counts{c.Attempts - d.Attempts, c.Failures - d.Failures, c.Unknown - d.Unknown,
-		c.Rejected - d.Rejected, c.Held - d.Held, c.Successes - d.Successes}
+		c.Rejected - d.Rejected, c.Held - d.Held, c.Successes - d.Successes, c.Steps - d.Steps}
 }
 
 // failed is the password checks that failed: wrong passwords and unknown
-// accounts.
-func (c Counts) failed() int64 { return c.Failures + c.Unknown }
+// accounts, and the right passwords held alike with them (a held answer
+// is a wrong one's to whoever sent it, and counts as one).
+func (c Counts) failed() int64 { return c.Failures + c.Unknown + c.Held }
 
 // decided is the attempts whose password was checked.
-func (c Counts) decided() int64 { return c.failed() + c.Successes + c.Held }
+func (c Counts) decided() int64 { return c.failed() + c.Successes + c.Steps }
 
 // Trigger names the signal that tripped attack mode.
 type Trigger string
@@ -427,7 +435,8 @@ func perWindow(sum Counts, minutes int64, window time.Duration) Counts {
 	scale := func(n int64) int64 {
 		return int64(math.Ceil(float64(n) * float64(window) / float64(time.Duration(minutes)*time.Minute)))
 	}
-	return Counts{scale(sum.Attempts), scale(sum.Failures), scale(sum.Unknown), scale(sum.Rejected), scale(sum.Held), scale(sum.Successes)}
+	return Counts{scale(sum.Attempts), scale(sum.Failures), scale(sum.Unknown), scale(sum.Rejected), scale(sum.Held), scale(sum.Successes),
+		scale(sum.Steps)}
 }
 
 func mod(n int64, m int) int {

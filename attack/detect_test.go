@@ -417,3 +417,33 @@ func TestTripAtItsThresholds(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldCountsAsAFailure: a right password held alike with the wrong
+// ones (new-device verification, a breached password) counts as they do,
+// so that whether attack mode trips, or its quiet period starts again,
+// tells nobody which was right; a second step asked for, which the answer
+// shows already, counts as neither.
+func TestHeldCountsAsAFailure(t *testing.T) {
+	cfg := attack.DefaultConfig()
+	count := func(outcomes ...auth.Outcome) attack.Counts {
+		var c attack.Counts
+		for _, o := range outcomes {
+			c.Add(o)
+		}
+		return c
+	}
+	failures := make([]auth.Outcome, cfg.Failures-1)
+	for i := range failures {
+		failures[i] = auth.OutcomeFailed
+	}
+	for _, last := range []auth.Outcome{auth.OutcomeFailed, auth.OutcomeHeld} {
+		window := count(append(failures, last)...)
+		if trig, ok := cfg.Trip(window, attack.Counts{}); !ok || trig != attack.TripFailures {
+			t.Errorf("%d failures and outcome %d: Trip = %q, %t; want the failures' trip, as for a failure", cfg.Failures-1, last, trig, ok)
+		}
+	}
+	window := count(append(failures, auth.OutcomeStep)...)
+	if trig, ok := cfg.Trip(window, attack.Counts{}); ok {
+		t.Errorf("%d failures and a second step asked for: Trip = %q; want none", cfg.Failures-1, trig)
+	}
+}

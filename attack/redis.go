@@ -305,6 +305,7 @@ var countFields = []struct {
 	{"rejected", func(c *Counts) *int64 { return &c.Rejected }},
 	{"held", func(c *Counts) *int64 { return &c.Held }},
 	{"successes", func(c *Counts) *int64 { return &c.Successes }},
+	{"steps", func(c *Counts) *int64 { return &c.Steps }},
 }
 
 func sumCounts(cmds []*redis.MapStringStringCmd) (Counts, error) {

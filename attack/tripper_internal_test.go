@@ -15,7 +15,7 @@ func TestTripperIsTripAny(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 5))
 	counts := func(scale int64) Counts {
 		n := func() int64 { return rng.Int64N(scale + 1) }
-		return Counts{Attempts: n(), Failures: n(), Unknown: n(), Rejected: n(), Held: n(), Successes: n()}
+		return Counts{Attempts: n(), Failures: n(), Unknown: n(), Rejected: n(), Held: n() / 8, Successes: n(), Steps: n()}
 	}
 	for _, c := range []Config{DefaultConfig(), noLong} {
 		var tr tripper

@@ -221,7 +221,7 @@ func New(cfg Config, d Deps) (*Watch, error) {
 // atLeast returns the larger of a and b, count by count.
 func atLeast(a, b Counts) Counts {
 	return Counts{max(a.Attempts, b.Attempts), max(a.Failures, b.Failures), max(a.Unknown, b.Unknown),
-		max(a.Rejected, b.Rejected), max(a.Held, b.Held), max(a.Successes, b.Successes)}
+		max(a.Rejected, b.Rejected), max(a.Held, b.Held), max(a.Successes, b.Successes), max(a.Steps, b.Steps)}
 }
 
 func newBatch(room int) batch {

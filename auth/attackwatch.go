@@ -44,13 +44,20 @@ const (
 	// password checking.
 	OutcomeRejected
 	// OutcomeHeld: the right password from a browser that must first
-	// confirm by email (new-device verification).
+	// confirm by email (new-device verification), or of a breached
+	// password, held alike with the wrong ones; an application's
+	// challenged success. Counted as a failure by the attack detector, as
+	// the held wrong ones are: otherwise whether attack mode trips would
+	// tell which was right.
 	OutcomeHeld
 	// OutcomeInvalid: a malformed request.
 	OutcomeInvalid
 	// OutcomeUnavailable: not decided, a store or the hashing pool being
 	// unavailable.
 	OutcomeUnavailable
+	// OutcomeStep: the right password of an account with a second factor,
+	// answered with its second step, which says so already.
+	OutcomeStep
 )
 
 // noAttackWatch is the watch of a service given none: never under attack.

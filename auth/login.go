@@ -585,7 +585,7 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, email, so
 		res, stepped, err := s.secondStepOrNone(ctx, user, passwordHash, device, source, mustChange)
 		if stepped {
 			if errors.Is(err, ErrMFARequired) {
-				return res, OutcomeHeld, err
+				return res, OutcomeStep, err
 			}
 			return res, OutcomeUnavailable, err
 		}
