@@ -39,7 +39,7 @@ func TestDeletedAccountHasNoSession(t *testing.T) {
 		t.Fatalf("the account's lists before its deletion: %+v, %v", list, err)
 	}
 	device := list.Devices[0].PublicID
-	pending, err := f.svc.BeginTOTP(ctx, sess)
+	pending, err := f.svc.BeginTOTP(ctx, sess, client("192.0.2.200"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestDeletedAccountHasNoSession(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"BeginTOTP", func() error { _, err := f.svc.BeginTOTP(ctx, sess); return err }},
+		{"BeginTOTP", func() error { _, err := f.svc.BeginTOTP(ctx, sess, client("192.0.2.200")); return err }},
 		{"BeginPasskey", func() error { _, err := f.svc.BeginPasskey(ctx, sess, c); return err }},
 		{"EndOtherSessions", func() error { _, err := f.svc.EndOtherSessions(ctx, sess, token, c); return err }},
 		{"EndSession", func() error { _, err := f.svc.EndSession(ctx, sess, token, sess.PublicID, c); return err }},

@@ -152,7 +152,7 @@ func TestFactorNoticedWhenTheClientHangsUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
-	enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
+	enrol, err := f.svc.BeginTOTP(t.Context(), res.Session, client("192.0.2.200"))
 	if err != nil {
 		t.Fatal(err)
 	}

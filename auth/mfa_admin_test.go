@@ -25,14 +25,14 @@ func TestAdminRemovesConfirmedFactorsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A key set up and left unconfirmed.
-	if _, err := f.svc.BeginTOTP(ctx, res.Session); err != nil {
+	if _, err := f.svc.BeginTOTP(ctx, res.Session, client("192.0.2.200")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := f.svc.RemoveFactors(ctx, "admin:root@example.com", ann.Email); err != nil || n != 0 {
 		t.Errorf("removing an account's factors when it has an unconfirmed key alone: %d, %v; want 0 removed", n, err)
 	}
 	// A confirmed one beside another left unconfirmed.
-	enrol, err := f.svc.BeginTOTP(ctx, res.Session)
+	enrol, err := f.svc.BeginTOTP(ctx, res.Session, client("192.0.2.200"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestAdminRemovesConfirmedFactorsOnly(t *testing.T) {
 	if _, err := f.svc.ConfirmTOTP(ctx, ch, enrol.ID, totpAt(t, enrol.Secret, time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.BeginTOTP(ctx, res.Session); err != nil {
+	if _, err := f.svc.BeginTOTP(ctx, res.Session, client("192.0.2.200")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := f.svc.RemoveFactors(ctx, "admin:root@example.com", ann.Email); err != nil || n != 1 {

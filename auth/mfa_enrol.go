@@ -42,11 +42,16 @@ const defaultTOTPName = "Authenticator app"
 // BeginTOTP draws a TOTP secret for the account of sess and stores it
 // unconfirmed, forgetting any other unconfirmed one: it counts once
 // ConfirmTOTP has seen a first code of it. An account with MaxFactors
-// factors begins none. Errors: ErrTooManyFactors, ErrNoSession,
+// factors begins none. A write and a key drawn each time, it is counted
+// by the account's limit for client c (RuleAccountIP), as the owner's
+// other acts are. Errors: *LimitedError, ErrTooManyFactors, ErrNoSession,
 // ErrUnavailable.
-func (s *Service) BeginTOTP(ctx context.Context, sess Session) (TOTPEnrolment, error) {
+func (s *Service) BeginTOTP(ctx context.Context, sess Session, c Client) (TOTPEnrolment, error) {
 	fs, err := s.factorStore()
 	if err != nil {
+		return TOTPEnrolment{}, err
+	}
+	if err := s.checkAccountLimit(ctx, sess, c); err != nil {
 		return TOTPEnrolment{}, err
 	}
 	if err := s.roomForFactor(ctx, fs, sess.UserID); err != nil {

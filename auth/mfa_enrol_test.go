@@ -25,7 +25,7 @@ func TestTOTPEnrolmentTakesTheCodeAsTyped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		enrol, err := f.svc.BeginTOTP(ctx, res.Session)
+		enrol, err := f.svc.BeginTOTP(ctx, res.Session, client("192.0.2.200"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,7 +97,7 @@ func enrolTOTP(t *testing.T, f *fixture, email string) string {
 // (base32) and the recovery codes.
 func confirmTOTP(t *testing.T, f *fixture, res auth.LoginResult) (secret string, recovery []string) {
 	t.Helper()
-	enrol, err := f.svc.BeginTOTP(t.Context(), res.Session)
+	enrol, err := f.svc.BeginTOTP(t.Context(), res.Session, client("192.0.2.200"))
 	if err != nil {
 		t.Fatal(err)
 	}

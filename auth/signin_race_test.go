@@ -250,7 +250,7 @@ func TestSecondStepBegunDuringEndOtherSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enr, err := f.svc.BeginTOTP(t.Context(), mine.Session)
+	enr, err := f.svc.BeginTOTP(t.Context(), mine.Session, client("192.0.2.200"))
 	if err != nil {
 		t.Fatal(err)
 	}

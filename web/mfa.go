@@ -215,7 +215,7 @@ func (s *Server) handleTOTPEnrolPage() http.Handler {
 			http.Redirect(w, r, "/account/mfa", http.StatusSeeOther)
 			return nil
 		}
-		e, err := s.auth.BeginTOTP(r.Context(), sess)
+		e, err := s.auth.BeginTOTP(r.Context(), sess, s.client(r))
 		if err != nil {
 			return err
 		}
@@ -265,7 +265,7 @@ func (s *Server) handleTOTPEnrolForm() http.Handler {
 		if errors.Is(err, auth.ErrInvalidCode) {
 			e, perr = s.auth.PendingTOTP(r.Context(), sess, id)
 		} else {
-			e, perr = s.auth.BeginTOTP(r.Context(), sess)
+			e, perr = s.auth.BeginTOTP(r.Context(), sess, s.client(r))
 		}
 		if perr != nil {
 			return perr

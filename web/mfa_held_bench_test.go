@@ -36,7 +36,7 @@ func BenchmarkHeldCodeTiming(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := env.Service.BeginTOTP(ctx, res.Session)
+	e, err := env.Service.BeginTOTP(ctx, res.Session, auth.Client{Addr: netip.MustParseAddr("192.0.2.200")})
 	if err != nil {
 		b.Fatal(err)
 	}

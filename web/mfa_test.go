@@ -622,3 +622,23 @@ func TestRememberedBrowserShortenedWithItsSetting(t *testing.T) {
 		t.Errorf("remembered for 90 days a day ago, signing in where it is 90: %d; want 303, signed in with the password", resp.StatusCode)
 	}
 }
+
+// TestTOTPEnrolPageLimited: each visit to the enrolment page draws a key
+// and writes it, so it counts against account_ip as the owner's other
+// acts do: past the limit a session's visits are answered 429 and write
+// nothing.
+func TestTOTPEnrolPageLimited(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) { c.Limits.SetCount(auth.RuleAccountIP, 3) }})
+	base := env.Start(t)
+	env.AddUser(t, "ann@example.com", "ann password", false)
+	b := newBrowser(t, "127.0.17.9", firefoxLinux)
+	b.signIn(t, base, "ann@example.com", "ann password")
+	statuses := make([]int, 0, 5)
+	for range 5 {
+		resp, _ := b.send(t, http.MethodGet, base+"/account/mfa/totp", "", "")
+		statuses = append(statuses, resp.StatusCode)
+	}
+	if statuses[0] != http.StatusOK || statuses[len(statuses)-1] != http.StatusTooManyRequests {
+		t.Errorf("five visits to the enrolment page with account_ip at 3: %v, want 200 first and 429 last", statuses)
+	}
+}

@@ -56,7 +56,7 @@ func signInOracleEnv(tb testing.TB, opts xcloaktest.Options) *xcloaktest.Env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := env.Service.BeginTOTP(ctx, res.Session)
+	e, err := env.Service.BeginTOTP(ctx, res.Session, auth.Client{Addr: netip.MustParseAddr("192.0.2.200")})
 	if err != nil {
 		tb.Fatal(err)
 	}
