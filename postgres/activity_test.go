@@ -73,32 +73,37 @@ func TestAccountActivity(t *testing.T) {
 		{h.Add(20 * time.Minute), auth.EventLoginFailed, "198.51.100.1", 6, false},
 	}
 	kinds := auth.ActivityKinds()
-	for _, size := range []int{1, 2, 3, 50} {
-		var got []entry
-		var cursor auth.ActivityCursor
-		for page := 0; page < 20; page++ {
-			list, err := s.AccountActivity(ctx, ann.ID, kinds, cursor, size)
-			if err != nil {
-				t.Fatal(err)
+	// Steps of a few events split the list between steps, at and within
+	// the hour holding the failures of 198.51.100.1.
+	for _, step := range []int{1, 2, 3, 5, 2000} {
+		s.SetActivityStep(step)
+		for _, size := range []int{1, 2, 3, 50} {
+			var got []entry
+			var cursor auth.ActivityCursor
+			for page := 0; page < 20; page++ {
+				list, err := s.AccountActivity(ctx, ann.ID, kinds, cursor, size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(list) > size {
+					t.Fatalf("page of %d: %d entries", size, len(list))
+				}
+				for _, a := range list {
+					got = append(got, entry{a.At.UTC(), a.Kind, a.Network, a.Count, a.NewDevice})
+				}
+				if len(list) < size {
+					break
+				}
+				last := list[len(list)-1]
+				cursor = auth.ActivityCursor{At: last.At, ID: last.ID}
 			}
-			if len(list) > size {
-				t.Fatalf("page of %d: %d entries", size, len(list))
+			if len(got) != len(want) {
+				t.Fatalf("steps of %d, pages of %d: got %d entries %v, want %d %v", step, size, len(got), got, len(want), want)
 			}
-			for _, a := range list {
-				got = append(got, entry{a.At.UTC(), a.Kind, a.Network, a.Count, a.NewDevice})
-			}
-			if len(list) < size {
-				break
-			}
-			last := list[len(list)-1]
-			cursor = auth.ActivityCursor{At: last.At, ID: last.ID}
-		}
-		if len(got) != len(want) {
-			t.Fatalf("pages of %d: got %d entries %v, want %d %v", size, len(got), got, len(want), want)
-		}
-		for i := range want {
-			if !got[i].at.Equal(want[i].at) || got[i].kind != want[i].kind || got[i].network != want[i].network || got[i].count != want[i].count || got[i].newDevice != want[i].newDevice {
-				t.Errorf("pages of %d, entry %d: got %+v, want %+v", size, i, got[i], want[i])
+			for i := range want {
+				if !got[i].at.Equal(want[i].at) || got[i].kind != want[i].kind || got[i].network != want[i].network || got[i].count != want[i].count || got[i].newDevice != want[i].newDevice {
+					t.Errorf("steps of %d, pages of %d, entry %d: got %+v, want %+v", step, size, i, got[i], want[i])
+				}
 			}
 		}
 	}
@@ -112,8 +117,10 @@ func TestAccountActivity(t *testing.T) {
 }
 
 // BenchmarkAccountActivity reads the first page of one account's activity
-// (2,000 events of its own, half of them failures) in a log of 200,000
-// events of 1,000 other accounts over the same half hour.
+// in a log of 200,000 events of 1,000 other accounts over the same half
+// hour: recent, 2,000 events of its own, half of them failures, over half
+// an hour; attacked, 200,000 failures from 10,000 networks over 90 days,
+// the retention of a long attack on it, under its 2,000 events.
 func BenchmarkAccountActivity(b *testing.B) {
 	_, pool := testenv.Schema(b)
 	s := postgres.New(pool)
@@ -129,21 +136,37 @@ func BenchmarkAccountActivity(b *testing.B) {
 		FROM generate_series(1, 200000) g`, ann.CreatedAt); err != nil {
 		b.Fatal(err)
 	}
+	attack := ann.CreatedAt.Add(time.Minute)
+	recent := attack.Add(90 * 24 * time.Hour)
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO security_events (at, kind, account_key, user_id, ip)
 		SELECT $2::timestamptz + g * interval '1 second', CASE WHEN g % 2 = 0 THEN 'login_failed' ELSE 'login_succeeded' END,
 			'ann@example.com', $1, '198.51.100.' || (g % 20)
-		FROM generate_series(1, 2000) g`, ann.ID, ann.CreatedAt); err != nil {
+		FROM generate_series(1, 2000) g`, ann.ID, recent); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `ANALYZE security_events`); err != nil {
 		b.Fatal(err)
 	}
 	kinds := auth.ActivityKinds()
-	for b.Loop() {
-		list, err := s.AccountActivity(ctx, ann.ID, kinds, auth.ActivityCursor{}, 50)
-		if err != nil || len(list) != 50 {
-			b.Fatal(len(list), err)
+	page := func(b *testing.B) {
+		for b.Loop() {
+			list, err := s.AccountActivity(ctx, ann.ID, kinds, auth.ActivityCursor{}, 50)
+			if err != nil || len(list) != 50 {
+				b.Fatal(len(list), err)
+			}
 		}
 	}
+	b.Run("recent", page)
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO security_events (at, kind, account_key, user_id, ip)
+		SELECT $2::timestamptz + g * interval '38880 milliseconds', 'login_failed',
+			'ann@example.com', $1, '10.' || (g % 10000 / 100) || '.' || (g % 100) || '.0'
+		FROM generate_series(1, 200000) g`, ann.ID, attack); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE security_events`); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("attacked", page)
 }

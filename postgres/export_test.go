@@ -11,3 +11,6 @@ var PrefixEnd = prefixEnd
 
 // NetworkWalk is how many events a search by network reads in order.
 const NetworkWalk = networkWalk
+
+// SetActivityStep sets how many events a step of AccountActivity reads.
+func (s *Store) SetActivityStep(n int) { s.activityStep = n }

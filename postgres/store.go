@@ -10,11 +10,14 @@ import (
 // whose clock tests can set.
 type Store struct {
 	pool *pgxpool.Pool
+	// activityStep is how many events the first step of AccountActivity
+	// reads (defaultActivityStep; tests make it small).
+	activityStep int
 }
 
 // New returns the Store on pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+	return &Store{pool: pool, activityStep: defaultActivityStep}
 }
 
 // Pool returns the connection pool, for readiness checks and migrations.
