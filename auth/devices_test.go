@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xcloak/xcloak/auth"
+	"github.com/xcloak/xcloak/auth/authtest"
 )
 
 // TestDevicesBoundedUnderConcurrency: many browsers sign in at once; the
@@ -126,5 +127,80 @@ func TestForgottenCookiesSpendTheNetworksLimits(t *testing.T) {
 		Client: client("192.0.2.77")}); !errors.Is(err, auth.ErrLimited) {
 		t.Errorf("a sign-in from the address after %d forgotten cookies looked up: %v, want ErrLimited by its limit of %d",
 			len(forgotten), err, perAddress)
+	}
+}
+
+// TestForgottenCookieWaitingForAPlaceCountsOnce: a sign-in with a
+// forgotten device's cookie that its limits admit, and so count, but that
+// then waits in vain for its place towards the lockout (the guesses in
+// flight hold every place, and lock the account) is refused having been
+// counted once by its network's rules, as any admitted sign-in is: its
+// lookup is not counted again as a refused one's is.
+func TestForgottenCookieWaitingForAPlaceCountsOnce(t *testing.T) {
+	const perAddress = 5
+	gather := newGatheringStore(100) // never reached: released when quiet
+	s := authtest.NewService(t, func(c *auth.Config) {
+		c.MaxDevices = 1
+		c.Lockout.Threshold = 3
+		c.Limits.SetCount(auth.RuleLoginAccount, 100)
+		c.Limits.SetCount(auth.RuleLoginIP, perAddress)
+	}, func(d *auth.Deps) {
+		gather.Store = d.Store
+		d.Store = gather
+	})
+	ctx := t.Context()
+	const email = "mallory@example.com"
+	for _, u := range []string{email, "ann@example.com"} {
+		if _, err := s.Service.CreateUser(ctx, u, "her own password", false, "cli"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := s.Service.Login(ctx, auth.LoginRequest{Email: email, Password: "her own password", Client: client("198.51.100.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// MaxDevices keeps the second: the first's cookie is a forgotten one.
+	if _, err := s.Service.Login(ctx, auth.LoginRequest{Email: email, Password: "her own password", Client: client("198.51.100.2")}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The threshold's guesses hold every place of the account, held before
+	// their hashes until the store has heard nothing for a while.
+	gather.gather(2 * time.Second)
+	threshold := s.Config.Lockout.Threshold
+	var wg sync.WaitGroup
+	for i := range threshold {
+		wg.Go(func() {
+			_, err := s.Service.Login(ctx, auth.LoginRequest{Email: email, Password: fmt.Sprint("guess ", i),
+				Client: client(fmt.Sprintf("203.0.113.%d", 10+i))})
+			if !errors.Is(err, auth.ErrInvalidCredentials) {
+				t.Errorf("guess %d: %v", i, err)
+			}
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); gather.held() < threshold; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d guesses in flight, want %d", gather.held(), threshold)
+		}
+	}
+	const x = "192.0.2.77"
+	_, err = s.Service.Login(ctx, auth.LoginRequest{Email: email, Password: "her own password", Client: client(x),
+		DeviceCookie: first.Device.Value})
+	if !errors.Is(err, auth.ErrLimited) {
+		t.Fatalf("a forgotten cookie while the guesses hold every place: %v, want ErrLimited", err)
+	}
+	wg.Wait()
+
+	// Counted once: the address has perAddress-1 sign-ins left, not one
+	// fewer.
+	for i := range perAddress - 1 {
+		if _, err := s.Service.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "her own password",
+			Client: client(x)}); err != nil {
+			t.Fatalf("sign-in %d from the address after the refused one: %v; its lookup was counted twice", i+2, err)
+		}
+	}
+	if _, err := s.Service.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "her own password",
+		Client: client(x)}); !errors.Is(err, auth.ErrLimited) {
+		t.Errorf("sign-in %d from the address: %v, want ErrLimited by its limit of %d", perAddress+1, err, perAddress)
 	}
 }

@@ -52,6 +52,16 @@ func (s *gatheringStore) UserByEmail(ctx context.Context, email string) (auth.Us
 	return s.Store.UserByEmail(ctx, email)
 }
 
+// held returns how many lookups are held.
+func (s *gatheringStore) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.passing {
+		return 0
+	}
+	return s.waiting
+}
+
 // open lets every lookup through; s.mu is held.
 func (s *gatheringStore) open() {
 	if !s.passing {
