@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -689,6 +690,15 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 	if status, d, _ := a.ask("login", "mallory", "192.0.2.90", ""); status != 429 {
 		t.Fatalf("an attempt over its network's limit, without a device: %d %+v, want 429", status, d)
 	}
+	freshDevicesRefusedWithoutLookup(t, env, a, "mallory", "192.0.2.90", "cookie", 5)
+}
+
+// freshDevicesRefusedWithoutLookup sends n attempts for account from
+// clientIP, each with a device id never seen (prefix-1, prefix-2, ...), with
+// the table of devices locked: each must be answered 429, and none may
+// wait on the lock, as a lookup of its device would.
+func freshDevicesRefusedWithoutLookup(t *testing.T, env *xcloaktest.Env, a *app, account, clientIP, prefix string, n int) {
+	t.Helper()
 	tx, err := env.DB.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -699,9 +709,10 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 	}
 	done := make(chan int, 1)
 	go func() {
-		for i := 1; i <= 5; i++ {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.base+"/api/v1/attempts",
-				strings.NewReader(fmt.Sprintf(`{"kind":"login","account":"mallory","client_ip":"192.0.2.90","device":"cookie-%d"}`, i)))
+		for i := 1; i <= n; i++ {
+			body, _ := json.Marshal(map[string]string{"kind": "login", "account": account, "client_ip": clientIP,
+				"device": fmt.Sprintf("%s-%d", prefix, i)})
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.base+"/api/v1/attempts", bytes.NewReader(body))
 			req.Header.Set("Content-Type", jsonType)
 			req.Header.Set("Authorization", "Bearer "+a.key)
 			resp, err := a.c.Do(req)
@@ -710,7 +721,7 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 				return
 			}
 			resp.Body.Close()
-			if resp.StatusCode != 429 || i == 5 {
+			if resp.StatusCode != 429 || i == n {
 				done <- resp.StatusCode
 				return
 			}
@@ -720,7 +731,7 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 		select {
 		case status := <-done:
 			if status != 429 {
-				t.Fatalf("an attempt over its network's limit with a fresh device id: %d, want 429", status)
+				t.Fatalf("an attempt with a fresh device id: %d, want 429", status)
 			}
 			return
 		default:
@@ -734,7 +745,7 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 		}
 		if waiting > 0 {
 			tx.Rollback(t.Context())
-			t.Fatalf("an attempt over its network's limit queried Postgres for its device (answered %d once the table was free)", <-done)
+			t.Fatalf("an attempt with a fresh device id queried Postgres for it (answered %d once the table was free)", <-done)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -745,12 +756,15 @@ func TestAttemptLimitedDeviceQueriesNothing(t *testing.T) {
 // that finds no device, and the lock refuses them before the network's
 // rules count anything: each such lookup is counted by them, so that a
 // key's holder sending a fresh id each time is refused before it costs
-// more queries than the client's network allows.
+// more queries than the client's network allows, and then costs none
+// (the memory of rejections set long, as in
+// TestAttemptLimitedDeviceQueriesNothing).
 func TestAttemptFreshDevicesOnALockedAccountSpendTheNetwork(t *testing.T) {
 	const perAddress = 5
 	env := xcloaktest.New(t, xcloaktest.Options{Auth: func(c *auth.Config) {
 		c.Limits.SetCount(auth.RuleLoginAccount, 100)
 		c.Limits.SetCount(auth.RuleLoginIP, perAddress)
+		c.RejectionMemory = time.Hour
 	}})
 	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
 	for i := range env.Auth.Lockout.Threshold {
@@ -768,6 +782,7 @@ func TestAttemptFreshDevicesOnALockedAccountSpendTheNetwork(t *testing.T) {
 		t.Errorf("another account's attempt from the client after %d fresh devices looked up: %d %+v, want 429 by its limit of %d",
 			3*perAddress, status, d, perAddress)
 	}
+	freshDevicesRefusedWithoutLookup(t, env, a, "mallory", "192.0.2.91", "fresher", 5)
 }
 
 // TestAttemptResetOutcomeEndsLockout: a reset the application reports as
