@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -88,13 +89,14 @@ func TestDeviceExpires(t *testing.T) {
 // Postgres that finds no device, and the lock refuses it before the
 // network's rules count anything: each such lookup is counted by the
 // network's rules, so that a client past them is refused before it
-// costs another.
+// costs another, and then costs none (the memory of rejections set long).
 func TestForgottenCookiesSpendTheNetworksLimits(t *testing.T) {
 	const perAddress = 5
 	f := newFixture(t, func(c *auth.Config) {
 		c.MaxDevices = 1
 		c.Limits.SetCount(auth.RuleLoginAccount, 1000)
 		c.Limits.SetCount(auth.RuleLoginIP, perAddress)
+		c.RejectionMemory = time.Hour // outlasts the test: the lookups stop for good
 	})
 	ctx := t.Context()
 	f.addUser(t, "mallory@example.com", "her own password", false)
@@ -107,7 +109,8 @@ func TestForgottenCookiesSpendTheNetworksLimits(t *testing.T) {
 		}
 		cookies = append(cookies, res.Device.Value)
 	}
-	forgotten := cookies[:len(cookies)-1] // MaxDevices keeps the last
+	forgotten := cookies[:2*perAddress] // MaxDevices keeps the last
+	fresher := cookies[2*perAddress : len(cookies)-1]
 	for i := range f.cfg.Lockout.Threshold {
 		if _, err := f.svc.Login(ctx, auth.LoginRequest{Email: "mallory@example.com", Password: fmt.Sprint("guess ", i),
 			Client: client(fmt.Sprintf("203.0.113.%d", 10+i))}); !errors.Is(err, auth.ErrInvalidCredentials) {
@@ -127,6 +130,48 @@ func TestForgottenCookiesSpendTheNetworksLimits(t *testing.T) {
 		Client: client("192.0.2.77")}); !errors.Is(err, auth.ErrLimited) {
 		t.Errorf("a sign-in from the address after %d forgotten cookies looked up: %v, want ErrLimited by its limit of %d",
 			len(forgotten), err, perAddress)
+	}
+	// And from then on they cost no lookup: with the devices table
+	// locked, none waits on it.
+	tx, err := f.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `LOCK TABLE devices IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for _, cookie := range fresher {
+			_, err := f.svc.Login(ctx, auth.LoginRequest{Email: "mallory@example.com", Password: "her own password",
+				Client: client("192.0.2.77"), DeviceCookie: cookie})
+			if !errors.Is(err, auth.ErrLimited) {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("a forgotten cookie once the address is over its limit: %v, want ErrLimited", err)
+			}
+			return
+		default:
+		}
+		var waiting int
+		if err := f.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM devices d JOIN users%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			tx.Rollback(ctx)
+			t.Fatalf("a forgotten cookie once the address is over its limit was looked up (answered %v once the table was free)", <-done)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
