@@ -112,15 +112,16 @@ type FactorStore interface {
 	// RecoveryCodesLeft counts the account's unused recovery codes.
 	RecoveryCodesLeft(ctx context.Context, userID int64) (int, error)
 	// ReplaceRecoveryCodes replaces every recovery code of the account,
-	// used or not, with those hashes, at once; ErrNoFactor if the account
-	// has no confirmed factor. Of replacements at once, one set stays.
+	// used or not, with those hashes, at once, and forgets its remembered
+	// browsers; ErrNoFactor if the account has no confirmed factor. Of
+	// replacements at once, one set stays.
 	// Only while v is still the account's (ErrPasswordChanged otherwise),
 	// as ConfirmFactor.
 	ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery [][]byte, at time.Time, v Verified) error
 	// RemoveFactors removes the account's factor id, or every factor when
-	// id is 0, and returns how many confirmed ones it removed. Once none
-	// is left, the account's recovery codes, second steps and remembered
-	// browsers go too, at once. ErrNoFactor if id names none of the
+	// id is 0, and returns how many confirmed ones it removed, and
+	// forgets the account's remembered browsers. Once none is left, the
+	// account's recovery codes and second steps go too, at once. ErrNoFactor if id names none of the
 	// account's factors. With v (the owner's removal, not an
 	// administrator's), only while v is still the account's
 	// (ErrPasswordChanged otherwise), as ConfirmFactor.

@@ -165,7 +165,8 @@ func (s *Service) roomForFactor(ctx context.Context, fs FactorStore, userID int6
 }
 
 // RemoveFactor removes the account's confirmed factor id, with the
-// password; removing the last removes the recovery codes too. Errors:
+// password, and forgets the account's remembered browsers; removing the
+// last removes the recovery codes too. Errors:
 // ErrNoSession, ErrInvalidRequest, *LimitedError, ErrInvalidCredentials,
 // ErrNoFactor, ErrUnavailable, ErrHasherBusy.
 func (s *Service) RemoveFactor(ctx context.Context, ch FactorChange, id int64) error {
@@ -207,7 +208,8 @@ func (s *Service) RemoveFactor(ctx context.Context, ch FactorChange, id int64) e
 // RegenerateRecoveryCodes replaces every recovery code of the account,
 // used or not, with RecoveryCodes new ones, returned to be shown once,
 // with the password typed again: for an owner who used or mislaid the
-// old ones. The old ones stop working at once. Errors: ErrNoSession,
+// old ones. The old ones stop working at once, and the account's
+// remembered browsers are asked for the second step again. Errors: ErrNoSession,
 // ErrInvalidRequest, *LimitedError, ErrInvalidCredentials, ErrNoFactor (the
 // account has no factor, so no codes), ErrUnavailable, ErrHasherBusy.
 func (s *Service) RegenerateRecoveryCodes(ctx context.Context, ch FactorChange) ([]string, error) {

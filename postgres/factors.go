@@ -174,7 +174,8 @@ func (s *Store) RecoveryCodesLeft(ctx context.Context, userID int64) (int, error
 
 // ReplaceRecoveryCodes implements auth.FactorStore. The account's row is
 // locked first, so that replacements, and removals of its factors, take
-// turns: each deletes the set the one before it wrote.
+// turns: each deletes the set the one before it wrote. The account's
+// remembered browsers are forgotten with the old set.
 func (s *Store) ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery [][]byte, at time.Time, v auth.Verified) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		none, err := lockForFirstFactor(ctx, tx, userID, v)
@@ -184,8 +185,20 @@ func (s *Store) ReplaceRecoveryCodes(ctx context.Context, userID int64, recovery
 		if none {
 			return auth.ErrNoFactor
 		}
+		// The browsers remembered go with the codes replaced: one may
+		// have passed the second step with a code of the old set.
+		if err := forgetRememberedBrowsers(ctx, tx, userID); err != nil {
+			return err
+		}
 		return replaceRecoveryCodes(ctx, tx, userID, recovery, at)
 	})
+}
+
+// forgetRememberedBrowsers ends "remember this browser" for every device
+// of the account, in tx: each is asked for the second step again.
+func forgetRememberedBrowsers(ctx context.Context, tx pgx.Tx, userID int64) error {
+	_, err := tx.Exec(ctx, `UPDATE devices SET mfa_remembered_until = NULL WHERE user_id = $1 AND mfa_remembered_until IS NOT NULL`, userID)
+	return err
 }
 
 // replaceRecoveryCodes writes recovery as the account's only recovery
@@ -238,6 +251,11 @@ func (s *Store) RemoveFactors(ctx context.Context, userID, id int64, v *auth.Ver
 		if err != nil {
 			return err
 		}
+		// Any factor removed, the browsers remembered go: one may have
+		// passed the second step with it.
+		if err := forgetRememberedBrowsers(ctx, tx, userID); err != nil {
+			return err
+		}
 		var left bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM second_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL)`,
 			userID).Scan(&left); err != nil {
@@ -249,7 +267,6 @@ func (s *Store) RemoveFactors(ctx context.Context, userID, id int64, v *auth.Ver
 		for _, q := range []string{
 			`DELETE FROM recovery_codes WHERE user_id = $1`,
 			`DELETE FROM mfa_challenges WHERE user_id = $1`,
-			`UPDATE devices SET mfa_remembered_until = NULL WHERE user_id = $1 AND mfa_remembered_until IS NOT NULL`,
 		} {
 			if _, err := tx.Exec(ctx, q, userID); err != nil {
 				return err

@@ -294,6 +294,60 @@ func TestPasswordChangeForgetsRememberedBrowser(t *testing.T) {
 	}
 }
 
+// TestRemovingAFactorForgetsRememberedBrowsers: removing any factor, not
+// only the last, and regenerating the recovery codes, forget every
+// browser remembered for the second step: whoever passed it with the
+// factor removed, or with a code of the set replaced (relayed, say), and
+// knows the password would otherwise sign in with the password alone
+// for as long as the browser is remembered.
+func TestRemovingAFactorForgetsRememberedBrowsers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		act  func(t *testing.T, s *postgres.Store, u auth.User, first int64)
+	}{
+		{"one factor of two removed", func(t *testing.T, s *postgres.Store, u auth.User, first int64) {
+			v := verified(u)
+			if n, err := s.RemoveFactors(t.Context(), u.ID, first, &v); err != nil || n != 1 {
+				t.Fatalf("removing one factor: %d, %v", n, err)
+			}
+		}},
+		{"recovery codes regenerated", func(t *testing.T, s *postgres.Store, u auth.User, _ int64) {
+			if err := s.ReplaceRecoveryCodes(t.Context(), u.ID, [][]byte{hashOf("new code")}, time.Now(), verified(u)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			s := newStore(t)
+			u := addUser(t, s, "uma@example.com", false)
+			now := time.Now()
+			device := []byte("uma's device.........shaped 32b!")
+			if err := s.AddDevice(ctx, u.ID, u.PasswordHash, u.SignOuts, device, now, 10, true); err != nil {
+				t.Fatal(err)
+			}
+			first := confirmedTOTP(t, s, u, now)
+			second, err := s.AddFactor(ctx, auth.Factor{UserID: u.ID, Kind: auth.FactorTOTP, Name: "another app", Secret: []byte("k2"), CreatedAt: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ConfirmFactor(ctx, u.ID, second, 1, nil, now, verified(u)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RememberMFA(ctx, u.ID, device, now.Add(30*24*time.Hour), verified(u)); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.MFARemembered(ctx, device, now, now.Add(auth.MaxMFARememberFor)); err != nil || !ok {
+				t.Fatalf("the browser not remembered: %v, %v", ok, err)
+			}
+			tc.act(t, s, u, first)
+			if ok, err := s.MFARemembered(ctx, device, now, now.Add(auth.MaxMFARememberFor)); err != nil || ok {
+				t.Errorf("the browser still remembered: %v, %v", ok, err)
+			}
+		})
+	}
+}
+
 // TestRememberedBrowserNotLeftByLastFactorsRemoval: a browser is
 // remembered for the second step after its session is made, so a removal
 // of the account's last factor can commit in between. It forgets every
