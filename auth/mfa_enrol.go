@@ -90,11 +90,8 @@ func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, co
 		return nil, s.dbDown("reading second factors", err)
 	}
 	var pending *Factor
-	had := false
 	for i, f := range factors {
-		if !f.ConfirmedAt.IsZero() {
-			had = true
-		} else if f.ID == id && f.Kind == FactorTOTP {
+		if f.ConfirmedAt.IsZero() && f.ID == id && f.Kind == FactorTOTP {
 			pending = &factors[i]
 		}
 	}
@@ -113,10 +110,10 @@ func (s *Service) ConfirmTOTP(ctx context.Context, ch FactorChange, id int64, co
 	if !isTOTPCode(code) || !ok {
 		return nil, ErrInvalidCode
 	}
-	var hashes [][]byte
-	if !had {
-		recovery, hashes = newRecoveryCodes(RecoveryCodes)
-	}
+	// Drawn whatever the account held when this began: the store writes
+	// them only if the factor is its first once the account's row is
+	// locked, which a removal of the last one in between makes it.
+	recovery, hashes := newRecoveryCodes(RecoveryCodes)
 	// Stored whether or not its client waits: a client that hangs up as
 	// it commits must not leave it done without its event and its
 	// owner's notice.

@@ -119,14 +119,10 @@ func (s *Service) FinishPasskey(ctx context.Context, ch FactorChange, binding, n
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPasskey, err)
 	}
-	had, err := s.hasFactors(ctx, user.ID)
-	if err != nil {
-		return nil, err
-	}
-	var hashes [][]byte
-	if !had {
-		recovery, hashes = newRecoveryCodes(RecoveryCodes)
-	}
+	// Drawn whatever the account holds now: the store writes them only
+	// if the passkey is its first factor once the account's row is
+	// locked (ConfirmTOTP).
+	recovery, hashes := newRecoveryCodes(RecoveryCodes)
 	transports := passkeyTransports(cred.Transport)
 	now := s.now()
 	p := Passkey{UserID: user.ID, Name: name, Handle: pu.handle, CredentialID: cred.ID, PublicKey: cred.PublicKey,
