@@ -145,6 +145,10 @@ type AppStore interface {
 	// account is folded (the HMAC of an application and an account
 	// folded), reset at at, and reports how many there were.
 	ForgetAppDevices(ctx context.Context, folded []byte, at time.Time) (int, error)
+	// ForgetNewAppDevices forgets every application's devices first seen
+	// at or after since (attack mode's start, SignOutNewDevices) and
+	// returns how many.
+	ForgetNewAppDevices(ctx context.Context, since time.Time) (int, error)
 }
 
 // ErrResetSince is AddAppDevice's answer for a sign-in decided at or

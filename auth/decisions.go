@@ -638,7 +638,13 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 	// Only a device the application named can be new: a sign-in without
 	// one is no device's.
 	isNew := a.Device != "" && !a.Known
-	if a.Device != "" && s.apps != nil {
+	// A new device's sign-in decided before attack mode started, whose
+	// success comes after, was not challenged, as no sign-in is from now
+	// on: its device is not made known, and its next attempt is
+	// challenged, as SignOutNewDevices has the sign-ins just before the
+	// start challenged.
+	keep := a.Device != "" && s.apps != nil && (a.Known || !s.verificationApplies())
+	if keep {
 		hash, err := base64.RawURLEncoding.DecodeString(a.Device)
 		if err != nil {
 			return ErrUnknownAttempt

@@ -356,9 +356,25 @@ const SignOutAgainAfter = 5 * time.Second
 // such browsers would just sign in again, and with "always" every new
 // device came through a mailed link. It returns the accounts whose
 // devices it forgot.
+//
+// The applications' known devices first seen since then (the decision
+// API's) are forgotten too, so that their next attempts are challenged;
+// their sessions are the applications' own, which XCloak cannot end, and
+// their accounts are kept only as HMACs, so no event names them: a
+// warning says how many.
 func (s *Service) SignOutNewDevices(ctx context.Context, since time.Time, also []User) ([]User, error) {
 	if s.cfg.NewDeviceVerification != VerifyInAttack {
 		return nil, nil
+	}
+	if s.apps != nil {
+		n, err := s.apps.ForgetNewAppDevices(ctx, since)
+		s.appDeviceCache.purge()
+		if err != nil {
+			s.metrics.dbErrors.Inc()
+			s.log.ErrorContext(ctx, "attack mode: forgetting applications' new devices", "err", err)
+		} else if n > 0 {
+			s.log.Warn("attack mode: forgot applications' devices new to their accounts", "since", since, "devices", n)
+		}
 	}
 	ids := make([]int64, len(also))
 	for i, u := range also {

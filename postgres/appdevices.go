@@ -82,6 +82,13 @@ func (s *Store) ForgetAppDevices(ctx context.Context, folded []byte, at time.Tim
 	return n, err
 }
 
+// ForgetNewAppDevices implements auth.AppStore: one DELETE by
+// app_devices_first_seen_idx.
+func (s *Store) ForgetNewAppDevices(ctx context.Context, since time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM app_devices WHERE first_seen_at >= $1`, since)
+	return int(tag.RowsAffected()), err
+}
+
 // advisoryKey is the advisory lock's key of an account hash: its first
 // 64 bits (the hash is 32 bytes; shorter input keys on what there is).
 func advisoryKey(account []byte) int64 {

@@ -1212,3 +1212,43 @@ func TestAttemptsCountTranslatedIPv4ByItsAddress(t *testing.T) {
 		})
 	}
 }
+
+// TestAttemptDevicesNewJustBeforeAttackAreForgotten: the applications'
+// devices first seen in the moments before attack mode started (a
+// stuffing run's right passwords, reported as successes before the
+// detector tripped) are forgotten as XCloak's own browsers are signed
+// out: their next attempts in attack mode are challenged. A device known
+// from before stays known.
+func TestAttemptDevicesNewJustBeforeAttackAreForgotten(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	_, d, _ := a.ask("login", "ann", "198.51.100.40", "anns-laptop")
+	a.succeeded(d.AttemptID, "the owner's sign-in")
+	since := time.Now()
+	_, d, _ = a.ask("login", "ann", "203.0.113.40", "stuffers-box")
+	a.succeeded(d.AttemptID, "the stuffer's right password")
+	// What attack mode's start does on the replica that records it.
+	if _, err := env.Service.SignOutNewDevices(t.Context(), since, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.decidedInAttack(env, "ann", "203.0.113.40", "stuffers-box", "challenge", "the device first seen just before the start")
+	a.decidedInAttack(env, "ann", "198.51.100.40", "anns-laptop", "allow", "the device known from before")
+}
+
+// TestAttemptSuccessAfterAttackStartsKeepsDeviceNew: a new device's
+// attempt decided before attack mode started, whose success is reported
+// after it, was let go unchallenged; its device is not made known, so
+// its next attempt is challenged.
+func TestAttemptSuccessAfterAttackStartsKeepsDeviceNew(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	status, d, _ := a.ask("login", "bob", "203.0.113.41", "stuffers-box")
+	if status != 200 || d.Decision != "allow" {
+		t.Fatalf("before attack mode: %d %+v, want allow", status, d)
+	}
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	a.succeeded(d.AttemptID, "the success reported once attack mode is on")
+	a.decidedInAttack(env, "bob", "203.0.113.41", "stuffers-box", "challenge", "the device of that success")
+}
