@@ -107,10 +107,11 @@ var individualEvents = map[string]bool{
 
 // appReported are the kinds of individualEvents an application reports
 // at will through the decision API: its key holder names the account and
-// the client of a success, and needs no password to report one. Its
-// events of them (Detail "app") are folded as failures are, so that no
-// key fills the log.
-var appReported = map[string]bool{EventLoginSucceeded: true, EventNewDevice: true, EventResetCompleted: true}
+// the client of a success or a reset request, and needs no password to
+// report one, nor a network of its own to pass the reset's limits (it
+// names the client). Its events of them (Detail "app") are folded as
+// failures are, so that no key fills the log.
+var appReported = map[string]bool{EventLoginSucceeded: true, EventNewDevice: true, EventResetCompleted: true, EventResetRequested: true}
 
 // individual reports whether e keeps a row of its own whatever its
 // network's budget.

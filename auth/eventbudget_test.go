@@ -274,10 +274,11 @@ func TestFoldedSummaryKeepsItsApplication(t *testing.T) {
 }
 
 // TestApplicationsSuccessesAreFolded: the successes an application reports
-// through the decision API (a sign-in, a new device, a reset), which its
-// key holder may report at will for any account and client, are folded
-// past a network's budget as failures are, so that no key fills the log;
-// XCloak's own, which need the password or the mailbox, never are.
+// through the decision API (a sign-in, a new device, a reset), and its
+// reset requests, which its key holder may report at will for any
+// account and client, are folded past a network's budget as failures
+// are, so that no key fills the log; XCloak's own, which need the
+// password or the mailbox, never are.
 func TestApplicationsSuccessesAreFolded(t *testing.T) {
 	var b eventBudget
 	minute := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
@@ -289,20 +290,21 @@ func TestApplicationsSuccessesAreFolded(t *testing.T) {
 			Event{At: at, Kind: EventLoginSucceeded, Account: fmt.Sprintf("app shop u%d", i), Source: "192.0.2.1", Detail: app},
 			Event{At: at, Kind: EventNewDevice, Account: fmt.Sprintf("app shop u%d", i), Source: "192.0.2.1", Detail: app},
 			Event{At: at, Kind: EventResetCompleted, Account: fmt.Sprintf("app shop u%d", i), Source: "192.0.2.1", Detail: app},
+			Event{At: at, Kind: EventResetRequested, Account: fmt.Sprintf("app shop u%d", i), Source: "192.0.2.1", Detail: app},
 		)
 	}
 	own := Event{At: minute.Add(time.Second), Kind: EventLoginSucceeded, Account: "ann@example.com", Source: "192.0.2.1"}
 	rows := b.admit(append(batch, own))
 	if len(rows) != EventRowsPerNetwork+1 || rows[len(rows)-1].Account != own.Account {
-		t.Fatalf("%d rows kept of an application's 300 successes and one of XCloak's own; want %d and the own", len(rows), EventRowsPerNetwork+1)
+		t.Fatalf("%d rows kept of an application's 400 successes and reset requests and one of XCloak's own; want %d and the own", len(rows), EventRowsPerNetwork+1)
 	}
 	sums := b.close(unixMinute(minute)+1, false)
 	total := len(rows) - 1
 	for _, s := range sums {
 		total += eventCount(s)
 	}
-	if len(sums) != 3 || total != len(batch) {
-		t.Errorf("%d summaries counting %d events with the rows; want 3 (one per kind) and %d", len(sums), total, len(batch))
+	if len(sums) != 4 || total != len(batch) {
+		t.Errorf("%d summaries counting %d events with the rows; want 4 (one per kind) and %d", len(sums), total, len(batch))
 	}
 	if len(rows)+len(sums) > MaxEventRowsPerNetwork {
 		t.Errorf("%d rows and summaries for one network, over MaxEventRowsPerNetwork %d", len(rows)+len(sums), MaxEventRowsPerNetwork)
