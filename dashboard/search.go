@@ -72,8 +72,9 @@ type EventSearch struct {
 }
 
 // ParseEventSearch builds the search for what an administrator typed:
-// account is folded as auth.NormaliseEmail when it is an email and taken
-// as stored otherwise (an application's accounts); network is an address
+// account is folded as auth.NormaliseEmail when it is an email, as
+// auth.ParseAppAccount when it is an application's ("app NAME ACCOUNT"),
+// and taken as it is otherwise; network is an address
 // or a CIDR prefix (an IPv6 address is searched as its /64, the network
 // its events record), which finds the events of every network that
 // overlaps it (see EventSearch.Network); kind must be a known kind. Bad
@@ -89,7 +90,11 @@ func ParseEventSearch(account, network, kind string) (EventSearch, error) {
 		if !utf8.ValidString(account) || strings.ContainsFunc(account, unicode.IsControl) {
 			return q, &auth.FieldError{Field: "account", Message: "must be UTF-8 without control characters"}
 		}
-		if !strings.HasPrefix(account, "app ") {
+		if id, ok := auth.ParseAppAccount(account); ok {
+			// As its events store it: folded, so that the account as
+			// its user typed it finds them (auth.FoldAccount).
+			account = id
+		} else if !strings.HasPrefix(account, "app ") {
 			if e, err := auth.NormaliseEmail(account); err == nil {
 				account = e
 			}

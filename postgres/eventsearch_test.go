@@ -43,6 +43,7 @@ func TestSearchEvents(t *testing.T) {
 		{At: t0.Add(time.Minute), Kind: auth.EventLockout, Account: "ann@example.com", Source: "2001:db8:1:2::/64"},
 		{At: t0.Add(time.Minute), Kind: auth.EventLoginFailed, Account: "bob@example.com", Source: "192.0.2.1"},
 		{At: t0.Add(2 * time.Minute), Kind: auth.EventLoginSucceeded, Account: "app shop 42", Source: "192.0.2.10"},
+		{At: t0.Add(2 * time.Minute), Kind: auth.EventLoginFailed, Account: "app shop ann@example.com", Source: "192.0.2.11"},
 		{At: t0.Add(3 * time.Minute), Kind: auth.EventAttackStarted},
 	}
 	if err := s.InsertEvents(t.Context(), auth.NewEventBatchID(), batch); err != nil {
@@ -58,6 +59,9 @@ func TestSearchEvents(t *testing.T) {
 			{auth.EventLoginFailed, "ann@example.com", "2001:db8:1:2::/64"},
 			{auth.EventLoginFailed, "ann@example.com", "192.0.2.1"}}},
 		{"app shop 42", "", "", []event{{auth.EventLoginSucceeded, "app shop 42", "192.0.2.10"}}},
+		// An application's account as its user typed it, folded as its
+		// events keep it.
+		{"app shop Ann@Example.com", "", "", []event{{auth.EventLoginFailed, "app shop ann@example.com", "192.0.2.11"}}},
 		{"", "192.0.2.1", "", []event{
 			{auth.EventLoginFailed, "bob@example.com", "192.0.2.1"},
 			{auth.EventLoginFailed, "ann@example.com", "192.0.2.1"}}},
@@ -90,7 +94,7 @@ func TestSearchEvents(t *testing.T) {
 		}
 	}
 
-	// All six, two at a time.
+	// All seven, two at a time.
 	ids := pagedIDs(t, s, dashboard.EventSearch{Limit: 2}, 5)
 	all := search(t, s, dashboard.EventSearch{Limit: 10})
 	var want []int64
