@@ -109,6 +109,12 @@ type FactorStore interface {
 	// and reports whether there was one: a code works once, however many
 	// requests race with it.
 	UseRecoveryCode(ctx context.Context, userID int64, hash []byte, at time.Time) (bool, error)
+	// UseRecoveryCodeForStep spends the account's unused recovery code
+	// with hash together with the live second step of tokenHash for the
+	// browser bindingHash (ConsumeMFAChallenge), at once or not at all:
+	// ErrInvalidToken, nothing spent, if the step is gone (another answer
+	// finished it); false, the step kept, if there is no such code.
+	UseRecoveryCodeForStep(ctx context.Context, userID int64, hash []byte, tokenHash, bindingHash []byte, at time.Time) (MFAChallenge, bool, error)
 	// RecoveryCodesLeft counts the account's unused recovery codes.
 	RecoveryCodesLeft(ctx context.Context, userID int64) (int, error)
 	// ReplaceRecoveryCodes replaces every recovery code of the account,

@@ -219,7 +219,7 @@ func (s *Service) heldSecondStep(ctx context.Context, fs FactorStore, req Second
 		return LoginResult{}, err
 	}
 	usable = usable && !ownLocked
-	kind, err := s.checkCode(ctx, fs, user, true, usable, code, req.Client.Source())
+	kind, err := s.checkCode(ctx, fs, user, true, usable, code, req.Client.Source(), fs.UseRecoveryCode)
 	if err != nil {
 		return LoginResult{}, err
 	}

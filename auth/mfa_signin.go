@@ -149,13 +149,23 @@ func (s *Service) SecondStep(ctx context.Context, req SecondStepRequest) (LoginR
 	// up would otherwise go unrecorded).
 	ctx, cancel := s.afterDecision(ctx)
 	defer cancel()
-	kind, err := s.checkCode(ctx, fs, user, false, true, code, source)
+	// A recovery code is spent with the step, at once: of right codes
+	// racing, those that find the step gone keep theirs.
+	var consumed *MFAChallenge
+	spend := func(ctx context.Context, userID int64, hash []byte, at time.Time) (bool, error) {
+		ch, used, err := fs.UseRecoveryCodeForStep(ctx, userID, hash, hashToken(req.Token), hashToken(req.Binding), at)
+		if used {
+			consumed = &ch
+		}
+		return used, err
+	}
+	kind, err := s.checkCode(ctx, fs, user, false, true, code, source, spend)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	// The step is spent only now, by a right code: one of two right codes
-	// racing finds it gone.
-	return s.finishSecondStep(ctx, user, req, kind)
+	// Else the step is spent only now, by a right code: one of two right
+	// codes racing finds it gone.
+	return s.finishSecondStep(ctx, user, req, kind, consumed)
 }
 
 // liveSecondStep reads the second step of token for the browser binding,
@@ -292,15 +302,21 @@ func codeEvent(kind string, user User, source string, held bool, detail map[stri
 // which.
 const EventMFALockout = "mfa_lockout"
 
+// spendRecovery spends the unused recovery code with hash of the account
+// userID and reports whether there was one (FactorStore.UseRecoveryCode,
+// or UseRecoveryCodeForStep with its step).
+type spendRecovery func(ctx context.Context, userID int64, hash []byte, at time.Time) (bool, error)
+
 // checkCode checks code against the account's confirmed TOTP factors, or
-// as a recovery code, and spends it. It returns "totp" or "recovery";
-// ErrInvalidCode, recorded, when it is neither or was used already.
+// as a recovery code, and spends it (a recovery code with spend). It
+// returns "totp" or "recovery"; ErrInvalidCode, recorded, when it is
+// neither or was used already; spend's ErrInvalidToken as it is.
 //
 // Not usable (a held step whose password was not right: mfa_held.go), it
 // does the same work but accepts and spends nothing: a right TOTP code
 // counts as wrong and its step stays unused, and a recovery code is
 // looked for under no account.
-func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, held, usable bool, code, source string) (string, error) {
+func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, held, usable bool, code, source string, spend spendRecovery) (string, error) {
 	now := s.now()
 	failed := func(detail map[string]string) error {
 		s.record(codeEvent(EventMFAFailed, user, source, held, detail, ""))
@@ -350,7 +366,10 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, held
 		if !usable {
 			owner = 0
 		}
-		used, err := fs.UseRecoveryCode(ctx, owner, recoveryHash(rc), now)
+		used, err := spend(ctx, owner, recoveryHash(rc), now)
+		if errors.Is(err, ErrInvalidToken) {
+			return "", err
+		}
 		if err != nil {
 			return "", s.dbDown("spending recovery code", err)
 		}
@@ -377,17 +396,22 @@ var noTOTPSecret [totpSecretLen]byte
 // account's second-step failures cleared, the step spent (one of two right
 // answers racing finds it gone), the session made if the password is
 // still the one the first step verified, and the browser remembered if
-// asked.
-func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondStepRequest, kind string) (LoginResult, error) {
+// asked. consumed is the step if its answer spent it already (a recovery
+// code, UseRecoveryCodeForStep), else nil.
+func (s *Service) finishSecondStep(ctx context.Context, user User, req SecondStepRequest, kind string, consumed *MFAChallenge) (LoginResult, error) {
 	fs := s.factors
 	s.clearSecondStepFailures(ctx, user.Email)
-	ch, err := fs.ConsumeMFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
-	if errors.Is(err, ErrInvalidToken) {
-		return LoginResult{}, err
+	if consumed == nil {
+		ch, err := fs.ConsumeMFAChallenge(ctx, hashToken(req.Token), hashToken(req.Binding), s.now())
+		if errors.Is(err, ErrInvalidToken) {
+			return LoginResult{}, err
+		}
+		if err != nil {
+			return LoginResult{}, s.dbDown("spending second step", err)
+		}
+		consumed = &ch
 	}
-	if err != nil {
-		return LoginResult{}, s.dbDown("spending second step", err)
-	}
+	ch := *consumed
 	if ch.PasswordHash != user.PasswordHash {
 		return LoginResult{}, ErrInvalidToken
 	}

@@ -148,7 +148,7 @@ func (s *Service) SecondStepPasskey(ctx context.Context, req PasskeyStepRequest)
 		return LoginResult{}, err
 	}
 	return s.finishSecondStep(ctx, user, SecondStepRequest{Token: req.Token, Binding: req.Binding, Remember: req.Remember,
-		Client: req.Client, Cookie: req.Cookie, OldSession: req.OldSession}, "webauthn")
+		Client: req.Client, Cookie: req.Cookie, OldSession: req.OldSession}, "webauthn", nil)
 }
 
 // BeginPasskeySignIn begins a passwordless sign-in: an assertion of any

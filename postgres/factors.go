@@ -165,6 +165,35 @@ func (s *Store) UseRecoveryCode(ctx context.Context, userID int64, hash []byte, 
 	return tag.RowsAffected() == 1, nil
 }
 
+// UseRecoveryCodeForStep implements auth.FactorStore: the step deleted
+// and the code spent in one transaction, which a code not found rolls
+// back. Of answers at once, the others' deletions wait for the first's
+// row lock and find no step once it commits.
+func (s *Store) UseRecoveryCodeForStep(ctx context.Context, userID int64, hash []byte, tokenHash, bindingHash []byte, at time.Time) (auth.MFAChallenge, bool, error) {
+	var step auth.MFAChallenge
+	errNoCode := errors.New("no such recovery code")
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		step, err = consumeMFAChallenge(ctx, tx, tokenHash, bindingHash, at)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE recovery_codes SET used_at = $3 WHERE user_id = $1 AND hash = $2 AND used_at IS NULL`,
+			userID, hash, at)
+		if err == nil && tag.RowsAffected() == 0 {
+			return errNoCode
+		}
+		return err
+	})
+	if errors.Is(err, errNoCode) {
+		return auth.MFAChallenge{}, false, nil
+	}
+	if err != nil {
+		return auth.MFAChallenge{}, false, err
+	}
+	return step, true, nil
+}
+
 // RecoveryCodesLeft implements auth.FactorStore.
 func (s *Store) RecoveryCodesLeft(ctx context.Context, userID int64) (int, error) {
 	var n int
@@ -325,7 +354,15 @@ func (s *Store) MFAChallenge(ctx context.Context, tokenHash, bindingHash []byte,
 // ConsumeMFAChallenge implements auth.FactorStore: DELETE ... RETURNING,
 // so of two requests one gets the row.
 func (s *Store) ConsumeMFAChallenge(ctx context.Context, tokenHash, bindingHash []byte, now time.Time) (auth.MFAChallenge, error) {
-	return scanChallenge(s.pool.QueryRow(ctx, `DELETE FROM mfa_challenges c USING users u
+	return consumeMFAChallenge(ctx, s.pool, tokenHash, bindingHash, now)
+}
+
+// consumeMFAChallenge deletes the live second step of tokenHash for
+// bindingHash and returns it, on q (the pool, or a transaction).
+func consumeMFAChallenge(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, tokenHash, bindingHash []byte, now time.Time) (auth.MFAChallenge, error) {
+	return scanChallenge(q.QueryRow(ctx, `DELETE FROM mfa_challenges c USING users u
 		WHERE u.id = c.user_id AND c.token_hash = $1 AND c.binding_hash = $2 AND c.expires_at > $3 AND u.disabled_at IS NULL
 		RETURNING `+challengeColumns, tokenHash, bindingHash, now))
 }
