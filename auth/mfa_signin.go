@@ -328,6 +328,10 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, held
 			return "", s.dbDown("reading second factors", err)
 		}
 		reused, checked := false, false
+		// A secret this key cannot open (sealed under another
+		// XCLOAK_MFA_KEY) leaves the account's other apps working; the
+		// code is refused as unchecked (503) only if no other took it.
+		var unopened error
 		for _, f := range factors {
 			if f.Kind != FactorTOTP || f.ConfirmedAt.IsZero() {
 				continue
@@ -335,7 +339,9 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, held
 			checked = true
 			secret, err := openSecret(s.cfg.MFA.Key, user.ID, f.Secret)
 			if err != nil {
-				return "", fmt.Errorf("%w: reading TOTP factor %d: %w", ErrUnavailable, f.ID, err)
+				s.log.ErrorContext(ctx, "TOTP factor not opened", "factor", f.ID, "err", err)
+				unopened = fmt.Errorf("%w: reading TOTP factor %d: %w", ErrUnavailable, f.ID, err)
+				continue
 			}
 			step, ok := matchTOTP(secret, digits, now)
 			if !ok || !usable {
@@ -358,6 +364,9 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, held
 		}
 		if reused {
 			return "", failed(map[string]string{"reused": "true"})
+		}
+		if unopened != nil {
+			return "", unopened
 		}
 		return "", failed(map[string]string{})
 	}

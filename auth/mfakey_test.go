@@ -136,3 +136,50 @@ func wrongCode(right string) string {
 	}
 	return fmt.Sprintf("%06d", (n+500_000)%1_000_000)
 }
+
+// TestUnopenedAppLeavesTheOthersWorking: an authenticator app whose secret
+// the key cannot open (sealed under another XCLOAK_MFA_KEY, or damaged)
+// does not refuse the codes of the account's other apps: a code of one
+// of them signs in. A code no app took is answered unavailable (503), not
+// wrong: it may be the unopened app's.
+func TestUnopenedAppLeavesTheOthersWorking(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.MFA.Key = []byte("0123456789abcdef0123456789ABCDEF") })
+	ctx := t.Context()
+	f.addUser(t, "ann@example.com", "password123", false)
+	res, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := confirmTOTP(t, f, res)
+	enrol, err := f.svc.BeginTOTP(ctx, res.Session, client("192.0.2.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
+	if _, err := f.svc.ConfirmTOTP(ctx, ch, enrol.ID, totpAt(t, enrol.Secret, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	// The first app's sealed secret no longer opens: its tag is damaged.
+	if _, err := f.db.Exec(ctx, `UPDATE second_factors SET secret = set_byte(secret, length(secret) - 1, get_byte(secret, length(secret) - 1) # 1)
+		WHERE id = (SELECT min(id) FROM second_factors)`); err != nil {
+		t.Fatal(err)
+	}
+	answer := func(code string) error {
+		step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7"),
+			DeviceCookie: res.Device.Value})
+		if !errors.Is(err, auth.ErrMFARequired) {
+			t.Fatalf("sign-in: %v, want ErrMFARequired", err)
+		}
+		_, err = f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding, Code: code,
+			Client: client("192.0.2.7"), Cookie: func(string) string { return res.Device.Value }})
+		return err
+	}
+	// The next time step's codes: the current one's were spent confirming.
+	next := time.Now().Add(30 * time.Second)
+	if err := answer(totpAt(t, first, next)); !errors.Is(err, auth.ErrUnavailable) {
+		t.Errorf("a code of the app that no longer opens: %v, want ErrUnavailable", err)
+	}
+	if err := answer(totpAt(t, enrol.Secret, next)); err != nil {
+		t.Errorf("a code of the other app: %v, want signed in", err)
+	}
+}
