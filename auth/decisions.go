@@ -638,13 +638,16 @@ func (s *Service) appSucceeded(ctx context.Context, app APIKey, account string, 
 	// Only a device the application named can be new: a sign-in without
 	// one is no device's.
 	isNew := a.Device != "" && !a.Known
-	// A new device's sign-in decided before attack mode started, whose
-	// success comes after, was not challenged, as no sign-in is from now
-	// on: its device is not made known, and its next attempt is
-	// challenged, as SignOutNewDevices has the sign-ins just before the
-	// start challenged.
-	keep := a.Device != "" && s.apps != nil && (a.Known || !s.verificationApplies())
-	if keep {
+	// While attack mode holds new devices, no success makes or keeps a
+	// device known: one decided before it started, reported after, was
+	// not challenged, as no new device's sign-in is from now on; and one
+	// decided known may have been forgotten by SignOutNewDevices since
+	// (or been taken for known by another replica's cache a moment
+	// after), which storing it would undo. Its next attempt is
+	// challenged, as those just before the start are. A known device
+	// still listed stays known; its last use is not noted meanwhile.
+	inAttack := s.cfg.NewDeviceVerification == VerifyInAttack && s.attack.Active()
+	if a.Device != "" && s.apps != nil && !inAttack {
 		hash, err := base64.RawURLEncoding.DecodeString(a.Device)
 		if err != nil {
 			return ErrUnknownAttempt

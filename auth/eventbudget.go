@@ -36,8 +36,8 @@ const (
 // MaxEventRowsPerNetwork bounds the rows one client network adds to the
 // log in one minute: its EventRowsPerNetwork rows and one summary for each
 // kind and rule that can be folded: the kinds that name no rule
-// (foldedWithoutRule), a lockout's rejections (1), the successes
-// applications report (appReported), and the rejections of every rule of
+// (foldedWithoutRule), a lockout's rejections (1), the successes and
+// reset requests applications report (appReported), and the rejections of every rule of
 // the table but the link mails' (whose drops keep a row each). It is
 // counted from the table, so that a new rule cannot leave it short, and
 // TestEveryEventKindIsBudgeted keeps a new kind from doing so.

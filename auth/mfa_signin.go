@@ -362,11 +362,16 @@ func (s *Service) checkCode(ctx context.Context, fs FactorStore, user User, held
 			// tell which accounts have one (mfa_held.go).
 			matchTOTP(noTOTPSecret[:], digits, now)
 		}
+		if unopened != nil {
+			// Before reused, which only a usable step can be: a held
+			// step's answer must not tell by it whether its password
+			// was right. Recorded as unchecked, so that guesses at such
+			// an account still show.
+			failed(map[string]string{"unchecked": "true"})
+			return "", unopened
+		}
 		if reused {
 			return "", failed(map[string]string{"reused": "true"})
-		}
-		if unopened != nil {
-			return "", unopened
 		}
 		return "", failed(map[string]string{})
 	}

@@ -165,24 +165,26 @@ func (s *Store) UseRecoveryCode(ctx context.Context, userID int64, hash []byte, 
 	return tag.RowsAffected() == 1, nil
 }
 
-// UseRecoveryCodeForStep implements auth.FactorStore: the step deleted
-// and the code spent in one transaction, which a code not found rolls
-// back. Of answers at once, the others' deletions wait for the first's
-// row lock and find no step once it commits.
+// UseRecoveryCodeForStep implements auth.FactorStore: the code spent and
+// the step deleted in one transaction, which a code not found, or a step
+// gone, rolls back. Of answers at once, the others' deletions wait for
+// the first's row lock and find no step once it commits. The code's row
+// is taken before the step's, in the order a removal of the last factor
+// (RemoveFactors) takes them, so that neither waits for the other in a
+// cycle.
 func (s *Store) UseRecoveryCodeForStep(ctx context.Context, userID int64, hash []byte, tokenHash, bindingHash []byte, at time.Time) (auth.MFAChallenge, bool, error) {
 	var step auth.MFAChallenge
 	errNoCode := errors.New("no such recovery code")
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		step, err = consumeMFAChallenge(ctx, tx, tokenHash, bindingHash, at)
+		tag, err := tx.Exec(ctx, `UPDATE recovery_codes SET used_at = $3 WHERE user_id = $1 AND hash = $2 AND used_at IS NULL`,
+			userID, hash, at)
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE recovery_codes SET used_at = $3 WHERE user_id = $1 AND hash = $2 AND used_at IS NULL`,
-			userID, hash, at)
-		if err == nil && tag.RowsAffected() == 0 {
+		if tag.RowsAffected() == 0 {
 			return errNoCode
 		}
+		step, err = consumeMFAChallenge(ctx, tx, tokenHash, bindingHash, at)
 		return err
 	})
 	if errors.Is(err, errNoCode) {

@@ -1252,3 +1252,28 @@ func TestAttemptSuccessAfterAttackStartsKeepsDeviceNew(t *testing.T) {
 	a.succeeded(d.AttemptID, "the success reported once attack mode is on")
 	a.decidedInAttack(env, "bob", "203.0.113.41", "stuffers-box", "challenge", "the device of that success")
 }
+
+// TestAttemptKnownDecisionAcrossAttackStartStaysForgotten: a device
+// decided known just before attack mode started, and forgotten by the
+// start (first seen in the moments before it), is not made known again by
+// that attempt's success reported after the start: its next attempt is
+// challenged.
+func TestAttemptKnownDecisionAcrossAttackStartStaysForgotten(t *testing.T) {
+	env := xcloaktest.New(t, xcloaktest.Options{})
+	a := newApp(t, env.Start(t), env.AddAPIKey(t, "shop"))
+	since := time.Now()
+	_, d, _ := a.ask("login", "cleo", "203.0.113.42", "stuffers-box")
+	a.succeeded(d.AttemptID, "the stuffer's right password")
+	status, d, _ := a.ask("login", "cleo", "203.0.113.42", "stuffers-box")
+	if status != 200 || d.Decision != "allow" {
+		t.Fatalf("the device, known: %d %+v, want allow", status, d)
+	}
+	if _, err := env.Service.SignOutNewDevices(t.Context(), since, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Attack.SwitchAttack(t.Context(), true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	a.succeeded(d.AttemptID, "the success of the attempt decided known, reported after the start")
+	a.decidedInAttack(env, "cleo", "203.0.113.42", "stuffers-box", "challenge", "the forgotten device")
+}
