@@ -176,9 +176,14 @@ func (s *Service) deviceOf(ctx context.Context, email, cookie string) string {
 func (s *Service) passwordChangedMail(ctx context.Context, user User, at time.Time) (Message, error) {
 	token, hash := newToken()
 	// A change notice's link outlives later changes: whoever made this one
-	// cannot spend it by changing the password again.
+	// cannot spend it by changing the password again. It lives as long as
+	// the notices' window at least: whoever changes the password past
+	// XCLOAK_LIMIT_NOTICE_ACCOUNT does so unannounced, spending every
+	// other link the owner asks for, and would otherwise find a moment
+	// when no notice's link is live either.
 	now := s.linkMade()
-	if err := s.store.AddResetToken(ctx, hash, user.ID, now, now.Add(s.cfg.ResetTTL), true); err != nil {
+	ttl := s.changeNoticeLinkTTL()
+	if err := s.store.AddResetToken(ctx, hash, user.ID, now, now.Add(ttl), true); err != nil {
 		return Message{}, err
 	}
 	link := s.cfg.PublicURL.JoinPath("password-reset", token).String()
@@ -190,6 +195,15 @@ func (s *Service) passwordChangedMail(ctx context.Context, user User, at time.Ti
 			"If this wasn't you, someone else knows your password: choose a new one "+
 			"with this link within %s. It works once.\n\n%s\n\n"+
 			"If it was you, there is nothing to do.\n",
-			user.Email, at.UTC().Format(time.RFC1123), LinkLife(s.cfg.ResetTTL), link),
+			user.Email, at.UTC().Format(time.RFC1123), LinkLife(ttl), link),
 	}, nil
+}
+
+// changeNoticeLinkTTL is how long a password-change notice's reset link
+// lives: XCLOAK_RESET_TTL, or the window of XCLOAK_LIMIT_NOTICE_ACCOUNT if
+// longer, so that once a change's notice is dropped by that limit, the
+// notices before it still carry a live link until the window lets the
+// next one through.
+func (s *Service) changeNoticeLinkTTL() time.Duration {
+	return max(s.cfg.ResetTTL, s.cfg.Limits.Of(RuleNoticeAccount).Window)
 }

@@ -90,6 +90,19 @@ func TestChangePassword(t *testing.T) {
 	if n := countRows(t, f, "SELECT count(*) FROM password_reset_tokens"); n != 1 {
 		t.Errorf("%d reset tokens, want the mail's one", n)
 	}
+	// It lives for the notices' window (an hour), not the reset's 30
+	// minutes: past XCLOAK_LIMIT_NOTICE_ACCOUNT a change is unannounced,
+	// and one of the notices before it still carries a live link.
+	if window := f.cfg.Limits.Of(auth.RuleNoticeAccount).Window; window <= f.cfg.ResetTTL {
+		t.Fatalf("the notices' window %s is no longer than a reset link's %s", window, f.cfg.ResetTTL)
+	}
+	if n := countRows(t, f, fmt.Sprintf("SELECT count(*) FROM password_reset_tokens WHERE expires_at - created_at >= interval '%d seconds'",
+		int(f.cfg.Limits.Of(auth.RuleNoticeAccount).Window.Seconds()))); n != 1 {
+		t.Errorf("the notice's link lives less than the notices' window")
+	}
+	if !strings.Contains(body, "within 1 hour") {
+		t.Errorf("the notice does not say its link works for an hour:\n%s", body)
+	}
 	waitEvent(t, f, auth.EventPasswordChanged)
 }
 

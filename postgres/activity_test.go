@@ -120,7 +120,8 @@ func TestAccountActivity(t *testing.T) {
 // in a log of 200,000 events of 1,000 other accounts over the same half
 // hour: recent, 2,000 events of its own, half of them failures, over half
 // an hour; attacked, 200,000 failures from 10,000 networks over 90 days,
-// the retention of a long attack on it, under its 2,000 events.
+// the retention of a long attack on it, under its 2,000 events; under
+// attack, another account's 200,000 such failures, the newest its last.
 func BenchmarkAccountActivity(b *testing.B) {
 	_, pool := testenv.Schema(b)
 	s := postgres.New(pool)
@@ -169,4 +170,26 @@ func BenchmarkAccountActivity(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("attacked", page)
+	bob, err := s.CreateUser(ctx, "bob@example.com", "hash", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO security_events (at, kind, account_key, user_id, ip)
+		SELECT $2::timestamptz + g * interval '38880 milliseconds', 'login_failed',
+			'bob@example.com', $1, '10.' || (g % 10000 / 100) || '.' || (g % 100) || '.0'
+		FROM generate_series(1, 200000) g`, bob.ID, bob.CreatedAt.Add(time.Minute)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE security_events`); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("under attack", func(b *testing.B) {
+		for b.Loop() {
+			list, err := s.AccountActivity(ctx, bob.ID, kinds, auth.ActivityCursor{}, 50)
+			if err != nil || len(list) != 50 {
+				b.Fatal(len(list), err)
+			}
+		}
+	})
 }
