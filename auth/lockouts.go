@@ -11,7 +11,8 @@ import (
 )
 
 // EventLockoutEnded: a lockout's time ran out (lockout_end.go); an
-// early end is EventUnlock or EventUnlockConfirmed instead. Detail
+// early end is EventUnlock instead (an unlock link's EventUnlockConfirmed
+// makes its browser a known device and leaves the lock in force). Detail
 // "until" is when it ended, "level" as EventLockout's.
 const EventLockoutEnded = "lockout_ended"
 

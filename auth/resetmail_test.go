@@ -340,3 +340,59 @@ func TestLinkLivesFromItsMail(t *testing.T) {
 		t.Fatalf("the link past its life: %v, want ErrInvalidToken", err)
 	}
 }
+
+// TestHeldMailsOverTheirLimitDoNotWaitForASlowDomain: the mails of held
+// sign-ins (each retry of a right password from a new browser is one) are
+// decided by their account's limit before they take a place among the
+// mails waiting for a busy domain: a flood of them for one account while
+// its provider's mail server is slow does not drop the reset mail of
+// another account there that asks after them.
+func TestHeldMailsOverTheirLimitDoNotWaitForASlowDomain(t *testing.T) {
+	var slow *slowMailer
+	f := newFixture(t, func(c *auth.Config) {
+		c.NewDeviceVerification = auth.VerifyAlways
+		c.NotifyNewDevice = false
+		for _, rule := range []string{auth.RuleLoginIP, auth.RuleLoginNetwork, auth.RuleLoginAccount} {
+			c.Limits.SetCount(rule, 5000)
+		}
+	}, func(d *app.Deps) { slow = newSlowMailer(d.Mailer); slow.domain = "slow.example"; d.Mailer = slow })
+	for i := range 3 {
+		f.addUser(t, fmt.Sprintf("user%d@slow.example", i), "old password", false)
+	}
+	f.addUser(t, "mallory@slow.example", "her leaked password", false)
+	for i := range 2 {
+		if err := f.svc.RequestReset(t.Context(), fmt.Sprintf("user%d@slow.example", i), client("192.0.2.1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow.waitInFlight(t, 2)
+	for i := range 1024 + 8 {
+		_, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "mallory@slow.example", Password: "her leaked password",
+			Client: client(fmt.Sprintf("10.%d.%d.1", i/250, i%250))})
+		if !errors.Is(err, auth.ErrVerificationRequired) {
+			t.Fatalf("held sign-in %d: %v, want ErrVerificationRequired", i, err)
+		}
+	}
+	if err := f.svc.RequestReset(t.Context(), "user2@slow.example", client("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	// Every job taken from the queue and given its place (or dropped)
+	// before the mail server speeds up: the mails pending stop changing.
+	for last, still := int64(-1), 0; still < 10; time.Sleep(30 * time.Millisecond) {
+		if n := auth.ResetsPending(f.svc); n != last {
+			last, still = n, 0
+		} else {
+			still++
+		}
+	}
+	slow.let()
+	f.waitResets(t)
+	for _, m := range f.mail.Messages() {
+		for _, to := range m.To {
+			if to == "user2@slow.example" {
+				return
+			}
+		}
+	}
+	t.Fatal("the reset mail of user2@slow.example, asked for after a flood of held sign-ins at its domain, was dropped")
+}

@@ -54,6 +54,15 @@ type linkJob struct {
 	// factor, when set, makes it the notice of a second factor added or
 	// removed (mfa_enrol.go).
 	factor *factorNotice
+	// admitted: its account's mail limit admitted it before it took a
+	// place among its domain's mails (handleReset).
+	admitted bool
+}
+
+// limitedPerAccount reports whether job's mail is limited per account
+// (a held sign-in's, an owner's notice), not per domain.
+func (job linkJob) limitedPerAccount() bool {
+	return job.signIn != nil || job.ownersNotice()
 }
 
 // RequestReset accepts a password-reset request: after the per-network and
@@ -183,6 +192,23 @@ func (s *Service) handleReset(jobContext func() (context.Context, context.Cancel
 		// the mails of its accounts.
 		s.resetsPending.Add(-1)
 		return
+	}
+	if job.limitedPerAccount() {
+		// Decided before it takes a place among the domain's mails: a
+		// mail its account's limit drops would otherwise wait for the
+		// domain's senders first, and a flood of held sign-ins at one
+		// provider (each retry of a right password is one) would delay
+		// and drop that provider's other mails, owners' notices and
+		// reset links included. Off the request path, as all of it.
+		ctx, cancel := jobContext()
+		reason := s.admitMail(ctx, User{Email: job.email}, job)
+		cancel()
+		if reason != "" {
+			s.resetsPending.Add(-1)
+			s.recordDrop(job, reason)
+			return
+		}
+		job.admitted = true
 	}
 	domain := job.email[strings.LastIndexByte(job.email, '@')+1:]
 	switch s.resetDomains.start(domain, job) {
@@ -321,6 +347,9 @@ func (job linkJob) noticeKind() string {
 // account's mails by its own limit, and each goes to an owner whose
 // password someone has.
 func (s *Service) admitMail(ctx context.Context, user User, job linkJob) (dropped string) {
+	if job.admitted {
+		return ""
+	}
 	domain := user.Email[strings.LastIndexByte(user.Email, '@')+1:]
 	flow, sub := FlowLinkMail, Subject{Domain: domain}
 	switch {
