@@ -141,6 +141,10 @@ func caseAttemptsInFlightExpire(t *testing.T, s storeUnderTest) {
 		in := begun(t, beginAtOnce(t, s, name, id, p.Threshold+1, ttl), ttl)
 		// Every attempt began before now, by the store's clock too.
 		began := time.Now()
+		if began.Sub(start) >= ttl {
+			// The first may have run out before the last began.
+			return true
+		}
 		if len(in) != p.Threshold {
 			t.Fatalf("%d attempts begun at once: %d allowed; want %d", p.Threshold+1, len(in), p.Threshold)
 		}
