@@ -316,3 +316,32 @@ func onlyLink(t *testing.T, f *fixture, to string, re *regexp.Regexp) string {
 	}
 	return m[1]
 }
+
+// TestSignInLinkKeepsItsDeviceWhenNoSessionIsMade: a sign-in link spent
+// once Postgres fails to store the session (after the token's commit)
+// answers unavailable but hands the browser the device it earned: the
+// link works once, and the browser signs in with the password from then
+// on rather than with a link it no longer has.
+func TestSignInLinkKeepsItsDeviceWhenNoSessionIsMade(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.NewDeviceVerification = auth.VerifyAlways })
+	f.addUser(t, "ann@example.com", "password123", false)
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123", Client: client("192.0.2.7")}); !errors.Is(err, auth.ErrVerificationRequired) {
+		t.Fatalf("held sign-in: %v", err)
+	}
+	token := onlyLink(t, f, "ann@example.com", signInLink)
+	// Sessions refused from now on, as a failing Postgres refuses them.
+	if _, err := f.db.Exec(t.Context(), `ALTER TABLE sessions ADD CONSTRAINT sessions_refused CHECK (false) NOT VALID`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.svc.ConfirmSignIn(t.Context(), token, client("192.0.2.7"), "")
+	if !errors.Is(err, auth.ErrUnavailable) || res.Device.Value == "" {
+		t.Fatalf("ConfirmSignIn with no session stored: %+v, %v; want ErrUnavailable with the device cookie", res, err)
+	}
+	if _, err := f.db.Exec(t.Context(), `ALTER TABLE sessions DROP CONSTRAINT sessions_refused`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Login(t.Context(), auth.LoginRequest{Email: "ann@example.com", Password: "password123",
+		Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}); err != nil {
+		t.Errorf("sign-in from the browser that spent the link: %v; want signed in as a known device", err)
+	}
+}

@@ -274,7 +274,11 @@ func (s *Service) CheckSignInToken(ctx context.Context, token string, c Client) 
 // ended. The token works once, even when confirmations race, and only
 // while the account's password is the one the held sign-in verified.
 // An account with a second factor gets no session but its second step
-// (LoginResult.MFA, with ErrMFARequired), the device cookie with it.
+// (LoginResult.MFA, with ErrMFARequired), the device cookie with it. The
+// device cookie comes with ErrUnavailable too once the token is spent
+// (Postgres failed after it): the browser keeps the device the link
+// earned, and signs in from it with the password, not a link it no
+// longer has.
 // Errors: *LimitedError, ErrInvalidToken, ErrMFARequired, ErrUnavailable.
 func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, oldSession string) (LoginResult, error) {
 	source := c.Source()
@@ -310,13 +314,13 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 	// cookie the link earned, and no session before the code.
 	if res, stepped, err := s.secondStepOrNone(ctx, user, user.PasswordHash, "", source, false); stepped {
 		if errors.Is(err, ErrInvalidCredentials) {
-			err = ErrInvalidToken // signed out everywhere meanwhile
+			return LoginResult{}, ErrInvalidToken // signed out everywhere meanwhile, the device with it
 		}
 		res.Device = cookie
 		return res, err
 	}
 	if err := s.Logout(ctx, oldSession); err != nil {
-		return LoginResult{}, err
+		return LoginResult{Device: cookie}, err
 	}
 	sess, err := s.createSession(ctx, user, user.PasswordHash, c)
 	if errors.Is(err, ErrPasswordChanged) {
@@ -325,7 +329,7 @@ func (s *Service) ConfirmSignIn(ctx context.Context, token string, c Client, old
 		return LoginResult{}, ErrInvalidToken
 	}
 	if err != nil {
-		return LoginResult{}, err
+		return LoginResult{Device: cookie}, err
 	}
 	return LoginResult{Session: sess, Device: cookie}, nil
 }

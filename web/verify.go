@@ -121,14 +121,14 @@ func (s *Server) handleSignInConfirmAPI() http.Handler {
 
 // confirmSignIn spends a sign-in link for the browser that sent r and
 // sets its cookies, for either front end. With ErrMFARequired, the device
-// cookie is set and res holds the second step.
+// cookie is set and res holds the second step; so is it with an error
+// after the link was spent (auth.Service.ConfirmSignIn).
 func (s *Server) confirmSignIn(w http.ResponseWriter, r *http.Request, token string) (auth.LoginResult, error) {
 	res, err := s.auth.ConfirmSignIn(r.Context(), token, s.client(r), s.readCookie(r, sessionCookie))
-	if errors.Is(err, auth.ErrMFARequired) {
-		s.setCookie(w, res.Device.Name, res.Device.Value, res.Device.Expires)
-		return res, err
-	}
 	if err != nil {
+		if res.Device.Value != "" {
+			s.setCookie(w, res.Device.Name, res.Device.Value, res.Device.Expires)
+		}
 		return res, err
 	}
 	s.signIn(w, res)
