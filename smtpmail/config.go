@@ -92,12 +92,13 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// InClearOverNetwork reports whether c sends mail, the links in it
-// included, in clear (tls=none) to a host other than this machine: one
-// that is not localhost or a loopback address. A host name is not
-// resolved.
+// InClearOverNetwork reports whether c may send mail, the links in it
+// included, in clear to a host other than this machine (one that is not
+// localhost or a loopback address): with tls=none, or with
+// tls=opportunistic, whose STARTTLS anyone on the path can strip. A host
+// name is not resolved.
 func (c Config) InClearOverNetwork() bool {
-	if c.Security != NoTLS {
+	if c.Security != NoTLS && c.Security != OpportunisticTLS {
 		return false
 	}
 	if strings.EqualFold(c.Host, "localhost") {

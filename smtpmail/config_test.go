@@ -138,8 +138,9 @@ func TestConfigKeepsPasswordOutOfLogs(t *testing.T) {
 	}
 }
 
-// TestInClearOverNetwork: tls=none to a host that is not this machine
-// sends every mail, reset links included, in clear across a network;
+// TestInClearOverNetwork: tls=none (or tls=opportunistic, which anyone on
+// the path can make none) to a host that is not this machine sends every
+// mail, reset links included, in clear across a network;
 // Config says so for the start-up's warning.
 func TestInClearOverNetwork(t *testing.T) {
 	for _, tt := range []struct {
@@ -156,6 +157,10 @@ func TestInClearOverNetwork(t *testing.T) {
 		{"smtp://[::1]:25?from=xcloak@example.com&tls=none", false},
 		{"smtp://localhost:25?from=xcloak@example.com&tls=none", false},
 		{"smtp://LocalHost:25?from=xcloak@example.com&tls=none", false},
+		// STARTTLS if offered: whoever on the path strips the offer
+		// reads the mail.
+		{"smtp://mail.example.com?from=xcloak@example.com&tls=opportunistic", true},
+		{"smtp://127.0.0.1?from=xcloak@example.com&tls=opportunistic", false},
 		{"smtp://mail.example.com?from=xcloak@example.com", false},
 		{"smtps://mail.example.com?from=xcloak@example.com", false},
 	} {
