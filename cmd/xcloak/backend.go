@@ -147,8 +147,8 @@ func openBackend(ctx context.Context, cfg config, logger *slog.Logger, metrics p
 		}
 		logger.Info("mail ready", "smtp", smtp.Config())
 		if smtp.Config().InClearOverNetwork() {
-			logger.Warn("XCLOAK_SMTP_URL has tls="+smtp.Config().Security.String()+" to a host that is not this machine: every mail, "+
-				"reset and sign-in links included, crosses the network in clear (or may: anyone on the path can strip an "+
+			logger.Warn("XCLOAK_SMTP_URL has tls=" + smtp.Config().Security.String() + " to a host that is not this machine: every mail, " +
+				"reset and sign-in links included, crosses the network in clear (or may: anyone on the path can strip an " +
 				"opportunistic STARTTLS); use tls=starttls or smtps:// unless the network is yours alone")
 		}
 		mailer = smtp
