@@ -183,3 +183,41 @@ func TestUnopenedAppLeavesTheOthersWorking(t *testing.T) {
 		t.Errorf("a code of the other app: %v, want signed in", err)
 	}
 }
+
+// TestHeldAnswerBesideAnUnopenedAppTellsNothing: on an account with an
+// authenticator app that does not open, a held second step's code that
+// another app took already is answered unavailable whatever the held
+// sign-in's password was. Answered as reused, which only a right
+// password's step can find, it would tell the password was right.
+func TestHeldAnswerBesideAnUnopenedAppTellsNothing(t *testing.T) {
+	f := newFixture(t, func(c *auth.Config) { c.MFA.Key = []byte("0123456789abcdef0123456789ABCDEF") })
+	ctx := t.Context()
+	res, _, _ := heldInAttackMode(t, f)
+	enrol, err := f.svc.BeginTOTP(ctx, res.Session, client("192.0.2.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spent by the confirmation, and matched for a step either side.
+	spent := totpAt(t, enrol.Secret, time.Now())
+	ch := auth.FactorChange{Session: res.Session.Token, Password: "password123", Client: client("192.0.2.7"), DeviceCookie: res.Device.Value}
+	if _, err := f.svc.ConfirmTOTP(ctx, ch, enrol.ID, spent); err != nil {
+		t.Fatal(err)
+	}
+	// The first app's sealed secret no longer opens.
+	if _, err := f.db.Exec(ctx, `UPDATE second_factors SET secret = set_byte(secret, length(secret) - 1, get_byte(secret, length(secret) - 1) # 1)
+		WHERE id = (SELECT min(id) FROM second_factors)`); err != nil {
+		t.Fatal(err)
+	}
+	for i, password := range []string{"password123", "not the password"} {
+		ip := fmt.Sprintf("198.51.100.%d", 60+i)
+		step, err := f.svc.Login(ctx, auth.LoginRequest{Email: "ann@example.com", Password: password, Client: client(ip)})
+		if !errors.Is(err, auth.ErrVerificationRequired) || step.MFA.Token == "" {
+			t.Fatalf("sign-in from a new browser in attack mode: %v, %+v; want a held second step", err, step.MFA)
+		}
+		_, err = f.svc.SecondStep(ctx, auth.SecondStepRequest{Token: step.MFA.Token, Binding: step.MFA.Binding,
+			Code: spent, Client: client(ip), Cookie: func(string) string { return "" }})
+		if !errors.Is(err, auth.ErrUnavailable) {
+			t.Errorf("held answer of the %q sign-in with the other app's spent code: %v, want ErrUnavailable", password, err)
+		}
+	}
+}
